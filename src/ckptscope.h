@@ -307,6 +307,12 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
  * memory. */
 char *ckpt_report_json(const ckpt_report *rep);
+/* A schema as JSON: shapes, sizes, requiresGrad, representatives (the map, or null),
+ * effectiveRepresentatives (representative?(i) for each slot), tags, wellFormed,
+ * optimizerStateCount, trainableCount, hasAliases. Caller frees; NULL when out of memory. */
+char *ckpt_schema_json(const ckpt_schema *s);
+/* An error as JSON: {"code", "message", "offset" (null when none), "hint"}. Caller frees. */
+char *ckpt_error_json(const ckpt_error *err);
 
 #ifdef __cplusplus
 }

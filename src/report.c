@@ -165,6 +165,61 @@ static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete)
     sb_puts(sb, "}");
 }
 
+static void j_error(strbuf *sb, const ckpt_error *err)
+{
+    sb_printf(sb, "{\"code\":%d,\"message\":", err->code);
+    j_string(sb, err->message ? err->message : "");
+    sb_puts(sb, ",\"offset\":");
+    if (err->offset != CKPT_NONE) j_u64(sb, err->offset);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"hint\":");
+    if (err->hint) j_string(sb, err->hint);
+    else sb_puts(sb, "null");
+    sb_puts(sb, "}");
+}
+
+static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
+{
+    sb_printf(sb, "\"wellFormed\":%s,\"optimizerStateCount\":", ckpt_schema_is_well_formed(s) ? "true" : "false");
+    j_u64(sb, ckpt_schema_optimizer_state_count(s));
+    sb_puts(sb, ",\"trainableCount\":");
+    j_u64(sb, ckpt_schema_trainable_count(s));
+    sb_printf(sb, ",\"hasAliases\":%s", ckpt_schema_has_aliases(s) ? "true" : "false");
+}
+
+static char *finish(strbuf *sb)
+{
+    if (sb->failed) {
+        sb_free(sb);
+        return NULL;
+    }
+    return sb->data;
+}
+
+char *ckpt_schema_json(const ckpt_schema *s)
+{
+    strbuf sb = {0};
+    j_schema(&sb, s, true);
+    sb.len--;   /* reopen the object */
+    sb_puts(&sb, ",\"tags\":[");
+    for (size_t i = 0; i < ckpt_schema_count(s); i++) {
+        if (i) sb_puts(&sb, ",");
+        j_u64(&sb, ckpt_schema_tag(s, i));
+    }
+    sb_puts(&sb, "],");
+    j_schema_facts(&sb, s);
+    sb_puts(&sb, "}");
+    return finish(&sb);
+}
+
+char *ckpt_error_json(const ckpt_error *err)
+{
+    strbuf sb = {0};
+    if (err->code) j_error(&sb, err);
+    else sb_puts(&sb, "null");
+    return finish(&sb);
+}
+
 char *ckpt_report_json(const ckpt_report *rep)
 {
     strbuf sb = {0};
@@ -209,12 +264,8 @@ char *ckpt_report_json(const ckpt_report *rep)
     if (rep->schema) j_schema(&sb, rep->schema, rep->schema_complete);
     else sb_puts(&sb, "null");
     if (rep->schema && rep->schema_complete) {
-        const ckpt_schema *s = rep->schema;
-        sb_printf(&sb, ",\"wellFormed\":%s,\"optimizerStateCount\":", ckpt_schema_is_well_formed(s) ? "true" : "false");
-        j_u64(&sb, ckpt_schema_optimizer_state_count(s));
-        sb_puts(&sb, ",\"trainableCount\":");
-        j_u64(&sb, ckpt_schema_trainable_count(s));
-        sb_printf(&sb, ",\"hasAliases\":%s", ckpt_schema_has_aliases(s) ? "true" : "false");
+        sb_puts(&sb, ",");
+        j_schema_facts(&sb, rep->schema);
     } else {
         sb_puts(&sb, ",\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");
     }
@@ -246,23 +297,8 @@ char *ckpt_report_json(const ckpt_report *rep)
         j_string(&sb, rep->warnings[k]);
     }
     sb_puts(&sb, "],\"error\":");
-    if (rep->error.code) {
-        sb_printf(&sb, "{\"code\":%d,\"message\":", rep->error.code);
-        j_string(&sb, rep->error.message ? rep->error.message : "");
-        sb_puts(&sb, ",\"offset\":");
-        if (rep->error.offset != CKPT_NONE) j_u64(&sb, rep->error.offset);
-        else sb_puts(&sb, "null");
-        sb_puts(&sb, ",\"hint\":");
-        if (rep->error.hint) j_string(&sb, rep->error.hint);
-        else sb_puts(&sb, "null");
-        sb_puts(&sb, "}");
-    } else {
-        sb_puts(&sb, "null");
-    }
+    if (rep->error.code) j_error(&sb, &rep->error);
+    else sb_puts(&sb, "null");
     sb_puts(&sb, "}");
-    if (sb.failed) {
-        sb_free(&sb);
-        return NULL;
-    }
-    return sb.data;
+    return finish(&sb);
 }

@@ -1,0 +1,220 @@
+#!/usr/bin/env node
+// ckptscope command line (DESIGN.md "CLI"). Exit status: 0 valid / would load / no
+// differences; 1 invalid checkpoint, would not load, or differences; 2 usage or I/O error.
+// A bad file never produces a stack trace: the reference diagnostic, its offset, a hint.
+
+import fs from 'node:fs';
+import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
+
+const USAGE = `usage:
+  ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
+  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another checkpoint
+  ckptscope diff A B                          every difference between two layouts/checkpoints
+  ckptscope write DESCRIPTION.json OUT        make a checkpoint (the reference writer's rules)
+  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080`;
+
+class UsageError extends Error {}
+
+function parseArgs(argv, flags, options = []) {
+  const positional = [];
+  const seen = {};
+  for (let k = 0; k < argv.length; k++) {
+    const a = argv[k];
+    if (flags.includes(a)) seen[a] = true;
+    else if (options.includes(a)) {
+      if (k + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
+      seen[a] = argv[++k];
+    } else if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
+    else positional.push(a);
+  }
+  return { positional, seen };
+}
+
+// ---- human output ---------------------------------------------------------------------------
+
+const fmtShape = (s) => `[${s.join(', ')}]`;
+const yesNo = (b) => (b ? 'yes' : 'no');
+
+function table(rows, header) {
+  const widths = header.map((h, k) => Math.max(h.length, ...rows.map((r) => String(r[k]).length)));
+  const line = (r) => r.map((c, k) => (k === 0 || /^\d/.test(String(c)) && k < 3 ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+function fmtStats(s) {
+  if (!s) return '';
+  const bad = [s.nan && `${s.nan} NaN`, s.inf && `${s.inf} inf`].filter(Boolean).join(', ');
+  const range = s.min === null ? 'no finite values' : `min ${num(s.min)} max ${num(s.max)} rms ${num(s.rms)}`;
+  return bad ? `${range} (${bad})` : range;
+}
+
+const num = (x) => (typeof x === 'number' ? Number(x.toPrecision(4)).toString() : String(x));
+
+export function summary(report, name) {
+  const out = [];
+  const head = report.family
+    ? `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${report.size ?? '?'} bytes`
+    : `${name}: ${report.size ?? '?'} bytes, not a TLADAMF checkpoint`;
+  out.push(head);
+  if (report.config) {
+    const c = report.config;
+    out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
+    out.push(`bits            beta1 ${c.bits.beta1}  beta2 ${c.bits.beta2}  epsilon ${c.bits.epsilon}  weight decay ${c.bits.weightDecay}`);
+  }
+  if (report.hasRandomCounter !== null) {
+    out.push(`random counter  ${report.hasRandomCounter ? report.randomCounter : 'none (stochastic training cannot be resumed exactly)'}`);
+  }
+  const s = report.schema;
+  if (s) {
+    const n = s.shapes.length;
+    const facts = report.wellFormed === null
+      ? `${n} slot${n === 1 ? '' : 's'} read before the error`
+      : `${n} slots, ${report.trainableCount} trainable, ${report.optimizerStateCount} optimizer states, ${report.hasAliases ? 'with tied (shared) slots' : 'no tied slots'}`;
+    out.push(`parameters      ${facts}`);
+    const entries = new Map(report.entries.map((e) => [String(e.id), e]));
+    const stats = report.entries.some((e) => e.m);
+    const rows = s.shapes.map((shape, i) => {
+      const r = s.effectiveRepresentatives?.[i];
+      const trainable = s.requiresGrad[i];
+      const known = s.effectiveRepresentatives && trainable !== undefined;
+      const rep = !known ? '?' : r === null ? '-' : r === i ? 'owner' : `shares ${r}`;
+      const e = entries.get(String(i));
+      const row = [i, fmtShape(shape), s.sizes[i], trainable === undefined ? '?' : yesNo(trainable), rep, e ? e.step : ''];
+      if (stats) row.push(e ? `m: ${fmtStats(e.m)}; v: ${fmtStats(e.v)}` : '');
+      return row;
+    });
+    const header = ['slot', 'shape', 'size', 'trainable', 'representative', 'step'];
+    if (stats) header.push('moments');
+    out.push('', table(rows, header));
+  }
+  for (const w of report.warnings) out.push(`warning: ${w}`);
+  out.push('');
+  if (report.ok) out.push('verdict: valid');
+  else {
+    out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);
+    out.push(report.error.message);
+    if (report.error.hint) out.push(`hint: ${report.error.hint}`);
+  }
+  return out.join('\n');
+}
+
+// ---- commands -------------------------------------------------------------------------------
+
+function readJSON(path, what) {
+  let text;
+  text = fs.readFileSync(path, 'utf8');
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new LayoutError(`${what} ${path} is not valid JSON: ${err.message}`);
+  }
+}
+
+function looksLikeJSON(path) {
+  if (path.endsWith('.json')) return true;
+  const fd = fs.openSync(path, 'r');
+  try {
+    const b = Buffer.alloc(64);
+    const n = fs.readSync(fd, b, 0, 64, 0);
+    return /^\s*\{/.test(b.subarray(0, n).toString('latin1'));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+const layoutArg = (path) => (looksLikeJSON(path) ? readJSON(path, 'layout') : path);
+
+async function cmdInspect(argv) {
+  const { positional, seen } = parseArgs(argv, ['--json', '--stats']);
+  if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
+  const report = await inspect(positional[0], { stats: !!seen['--stats'] });
+  if (seen['--json']) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  else {
+    process.stdout.write(summary(report, positional[0]) + '\n');
+  }
+  // The reference diagnostic also goes to stderr, for scripts and logs.
+  if (!report.ok) process.stderr.write(report.error.message + '\n');
+  return report.ok ? 0 : 1;
+}
+
+async function cmdCheck(argv) {
+  const { positional, seen } = parseArgs(argv, [], ['--expect']);
+  if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
+  const result = await check(positional[0], layoutArg(seen['--expect']));
+  for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
+  process.stdout.write(`${positional[0]}: loads into ${seen['--expect']}\n`);
+  return 0;
+}
+
+async function cmdDiff(argv) {
+  const { positional } = parseArgs(argv, []);
+  if (positional.length !== 2) throw new UsageError('diff takes two files');
+  const [a, b] = positional;
+  const differences = await diff(layoutArg(a), layoutArg(b));
+  if (!differences.length) {
+    process.stdout.write(`no differences between ${a} and ${b}\n`);
+    return 0;
+  }
+  process.stdout.write(`${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:\n`);
+  for (const d of differences) process.stdout.write(`  ${d.message}\n`);
+  return 1;
+}
+
+async function cmdWrite(argv) {
+  const { positional } = parseArgs(argv, []);
+  if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
+  const description = readJSON(positional[0], 'description');
+  await saveCheckpoint(positional[1], description);
+  process.stdout.write(`wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)\n`);
+  return 0;
+}
+
+async function cmdServe(argv) {
+  const { positional, seen } = parseArgs(argv, [], ['--port']);
+  if (positional.length) throw new UsageError('serve takes no files');
+  const port = seen['--port'] !== undefined ? Number(seen['--port']) : Number(process.env.PORT ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number, got ${seen['--port']}`);
+  const { serve } = await import('../web/server.js');
+  await serve({ port });
+  return null;   // keeps running
+}
+
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: cmdWrite, serve: cmdServe };
+
+export async function main(argv) {
+  const [command, ...rest] = argv;
+  if (!command || command === '--help' || command === '-h' || command === 'help') {
+    process.stdout.write(USAGE + '\n');
+    return command ? 0 : 2;
+  }
+  const run = COMMANDS[command];
+  try {
+    if (!run) throw new UsageError(`unknown command ${command}`);
+    return await run(rest);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`ckptscope: ${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+    if (err instanceof CheckpointError) {
+      const who = err.role === 'expected' ? 'the expected layout is not a valid checkpoint: ' : err.role === 'diff' ? 'cannot compare: ' : '';
+      process.stderr.write(`${who}${err.message}\n`);
+      if (err.offset !== null && err.offset !== undefined) process.stderr.write(`at byte ${err.offset}\n`);
+      if (err.hint) process.stderr.write(`hint: ${err.hint}\n`);
+      return 1;
+    }
+    if (err instanceof LayoutError) {
+      process.stderr.write(`ckptscope: ${err.message}\n`);
+      return 2;
+    }
+    if (err && typeof err.code === 'string' && err.syscall) {  // Node I/O errors
+      process.stderr.write(`ckptscope: ${err.path ?? ''}: ${err.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`ckptscope: unexpected error: ${err?.message ?? err}\n`);
+    return 2;
+  }
+}
+
+const code = await main(process.argv.slice(2));
+if (code !== null) process.exitCode = code;

@@ -1,0 +1,160 @@
+// Loads the standalone WebAssembly core (wasm/) in Node, browsers and workers, and gives the
+// rest of the package a small typed surface over it: sources and sinks as JS objects the C
+// handle calls back into, strings and arrays in and out of wasm memory.
+//
+// Rules kept here: heap views are made afresh after anything that may allocate (memory can
+// grow), pointers are read with >>> 0, and nothing throws across the C boundary: a callback
+// that fails stores its error and returns an error code, and the caller rethrows it.
+
+const isNode = typeof process !== 'undefined' && !!process.versions?.node;
+
+let cores = new Map();
+
+/** Load (once) the core. `variant` 'simd' (default) or 'nosimd'. */
+export function loadCore(variant = 'simd') {
+  if (!cores.has(variant)) cores.set(variant, instantiate(variant));
+  return cores.get(variant);
+}
+
+async function fetchModule(name) {
+  const url = new URL(`./${name}.wasm`, import.meta.url);
+  if (isNode && url.protocol === 'file:') {
+    const { readFile } = await import('node:fs/promises');
+    return WebAssembly.compile(await readFile(url));
+  }
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`could not load ${url}: HTTP ${response.status}`);
+  return WebAssembly.compileStreaming
+    ? WebAssembly.compileStreaming(response)
+    : WebAssembly.compile(await response.arrayBuffer());
+}
+
+async function instantiate(variant) {
+  let module;
+  try {
+    module = await fetchModule(variant === 'nosimd' ? 'ckptscope-nosimd' : 'ckptscope');
+  } catch (err) {
+    // An engine without WebAssembly SIMD cannot compile the default build: use the other.
+    if (variant === 'simd' && err instanceof WebAssembly.CompileError) module = await fetchModule('ckptscope-nosimd');
+    else throw err;
+  }
+  const core = new Core();
+  const instance = await WebAssembly.instantiate(module, { env: core.imports() });
+  core.attach(instance);
+  return core;
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+class Core {
+  #handles = new Map();
+  #next = 1;
+
+  imports() {
+    return {
+      ckpt_js_read: (id, offset, ptr, n) => {
+        const source = this.#handles.get(id);
+        try {
+          const got = source.read(offset, this.bytes(ptr >>> 0, n >>> 0));
+          return got;
+        } catch (err) {
+          source.error = err;
+          return -1;
+        }
+      },
+      ckpt_js_write: (id, ptr, n) => {
+        const sink = this.#handles.get(id);
+        try {
+          sink.write(this.bytes(ptr >>> 0, n >>> 0));
+          return 0;
+        } catch (err) {
+          sink.error = err;
+          return -1;
+        }
+      },
+      ckpt_js_progress: (id, done, total) => {
+        const listener = this.#handles.get(id);
+        try {
+          return listener.progress(done, total < 0 ? null : total) ? 1 : 0;
+        } catch (err) {
+          listener.error = err;
+          return 1;
+        }
+      },
+      emscripten_notify_memory_growth: () => {},
+    };
+  }
+
+  attach(instance) {
+    this.exports = instance.exports;
+    this.memory = instance.exports.memory;
+    instance.exports._initialize();
+  }
+
+  /** A fresh view: never keep one across a call that may allocate. */
+  bytes(ptr, n) {
+    return new Uint8Array(this.memory.buffer, ptr, n);
+  }
+
+  /** Register a JS object (source, sink or progress listener) for the C side; returns its id. */
+  register(obj) {
+    const id = this.#next++;
+    this.#handles.set(id, obj);
+    return id;
+  }
+
+  unregister(id) {
+    this.#handles.delete(id);
+  }
+
+  malloc(n) {
+    const p = this.exports.malloc(Math.max(8, n)) >>> 0;
+    if (!p) throw new RangeError(`out of WebAssembly memory allocating ${n} bytes`);
+    return p;
+  }
+
+  free(p) {
+    if (p) this.exports.free(p);
+  }
+
+  /** Copy bytes into wasm memory; the caller frees the pointer. */
+  copyIn(u8) {
+    const p = this.malloc(u8.byteLength);
+    this.bytes(p, u8.byteLength).set(u8);
+    return p;
+  }
+
+  /** u64 values (bigint) into wasm memory; the caller frees the pointer. */
+  u64Array(values) {
+    const p = this.malloc(values.length * 8);
+    const view = new BigUint64Array(this.memory.buffer, p, values.length);
+    for (let k = 0; k < values.length; k++) view[k] = values[k];
+    return p;
+  }
+
+  readU64Array(p, n) {
+    return Array.from(new BigUint64Array(this.memory.buffer, p, n));
+  }
+
+  /** A NUL-terminated string the core malloc'ed: decode it and free it. */
+  takeString(ptr) {
+    ptr >>>= 0;
+    if (!ptr) throw new RangeError('out of WebAssembly memory');
+    const heap = new Uint8Array(this.memory.buffer);
+    const end = heap.indexOf(0, ptr);
+    const text = decoder.decode(heap.subarray(ptr, end));
+    this.free(ptr);
+    return text;
+  }
+
+  takeJSON(ptr) {
+    return JSON.parse(this.takeString(ptr));
+  }
+
+  get memoryBytes() {
+    return this.memory.buffer.byteLength;
+  }
+}
+
+export { encoder, decoder, isNode };

@@ -1,0 +1,218 @@
+// The public API against the shared case table, report contents for every version and dtype,
+// and the same report from every kind of source.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { inspect, check, diff, readEntry, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { cases, loadCases, model, modelLayout, modelConfig, modelDescription, untiedDescription, F } from './cases.mjs';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-api-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+for (const c of cases) {
+  test(`inspect: ${c.name}`, async () => {
+    const report = await inspect(await c.make());
+    if (c.error === null) {
+      assert.equal(report.ok, true, report.error?.message);
+      assert.equal(report.error, null);
+    } else {
+      assert.equal(report.ok, false);
+      assert.equal(report.error.message, c.error);
+      assert.equal(report.error.offset, c.offset);
+    }
+  });
+}
+
+for (const c of loadCases) {
+  test(`check: ${c.name}`, async () => {
+    const bytes = await model(c.file);
+    if (c.error === null) {
+      const result = await check(bytes, c.expect);
+      assert.equal(result.ok, true);
+    } else {
+      await assert.rejects(check(bytes, c.expect), (err) => {
+        assert.ok(err instanceof CheckpointError);
+        assert.equal(err.message, c.error);
+        assert.equal(err.offset, c.offset);
+        assert.ok(err.report, 'the rejection carries the report of what was read');
+        return true;
+      });
+    }
+  });
+}
+
+test('check: version 2 cannot restore shared histories', async () => {
+  const bytes = await writeCheckpoint(untiedDescription());
+  await assert.rejects(check(bytes, modelLayout), { message: `${F}version 2 cannot restore shared parameter histories`, offset: 7 });
+});
+
+test('check: legacy counter warning when the destination keeps one', async () => {
+  const result = await check(await model(), { ...modelLayout, keepsRandomCounter: true });
+  assert.deepEqual(result.warnings, [`${F}legacy checkpoint has no random counter; stochastic training cannot be resumed exactly`]);
+});
+
+test('check: another checkpoint as the destination', async () => {
+  const a = await model({ randomCounter: 3 });
+  const b = await model({ randomCounter: 9 });
+  assert.equal((await check(a, b)).ok, true);
+  const other = await writeCheckpoint({ ...modelDescription(), config: { ...modelConfig, beta2: 0.99 } });
+  await assert.rejects(check(a, other), { message: `${F}checkpoint belongs to a different optimizer configuration` });
+  await assert.rejects(check(a, b.slice(0, 30)), (err) => err.role === 'expected' && /truncated/.test(err.message));
+});
+
+test('reports for every version and dtype', async () => {
+  const variants = [
+    { untied: true, version: 2, dtype: 'float32', counter: null },
+    { extra: {}, version: 3, dtype: 'float32', counter: null },
+    { extra: { randomCounter: 42 }, version: 4, dtype: 'float32', counter: 42 },
+    { extra: { dtype: 'float64' }, version: 5, dtype: 'float64', counter: null },
+    { extra: { dtype: 'float64', randomCounter: 7 }, version: 5, dtype: 'float64', counter: 7 },
+    { extra: { version: 5 }, version: 5, dtype: 'float32', counter: null },
+  ];
+  for (const v of variants) {
+    const report = await inspect(v.untied ? await writeCheckpoint(untiedDescription()) : await model(v.extra), { stats: true });
+    assert.equal(report.ok, true);
+    assert.equal(report.version, v.version);
+    assert.equal(report.dtype, v.dtype);
+    assert.equal(report.randomCounter, v.counter);
+    assert.equal(report.hasRandomCounter, v.counter !== null);
+    assert.deepEqual(report.schema.shapes, modelLayout.shapes);
+    assert.deepEqual(report.schema.sizes, [6, 6, 3]);
+    assert.deepEqual(report.schema.requiresGrad, [true, true, true]);
+    assert.deepEqual(report.schema.representatives, v.version === 2 ? null : [0, 0, 2]);
+    assert.deepEqual(report.schema.effectiveRepresentatives, v.version === 2 ? [0, 1, 2] : [0, 0, 2]);
+    assert.equal(report.optimizerStateCount, v.version === 2 ? 3 : 2);
+    assert.deepEqual(report.entries.map((e) => [e.id, e.step, e.count]), v.version === 2 ? [[0, 5, 6], [1, 4, 6], [2, 5, 3]] : [[0, 5, 6], [2, 5, 3]]);
+    assert.deepEqual(report.config, {
+      kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0,
+      bits: { beta1: '0x3feccccccccccccd', beta2: '0x3feff7ced916872b', epsilon: '0x3e45798ee2308c3a', weightDecay: '0x0000000000000000' },
+    });
+    const m0 = report.entries[0].m;
+    assert.equal(m0.count, 6);
+    assert.equal(m0.min, 0.5);
+    assert.equal(m0.mean, 0.5);
+  }
+});
+
+test('DESIGN.md report fields, in order', async () => {
+  const report = await inspect(await model());
+  assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'version', 'size', 'dtype', 'config', 'randomCounter',
+    'hasRandomCounter', 'schema', 'wellFormed', 'optimizerStateCount', 'trainableCount', 'hasAliases', 'entryCount',
+    'entries', 'warnings', 'error']);
+  assert.equal(report.family, 'TLADAMF');
+  assert.equal(report.name, 'CUDA Adam checkpoint');
+  assert.equal(report.size, 327);
+  assert.deepEqual(report.entries[1], { id: 2, step: 5, count: 3, offset: 279 });
+  assert.deepEqual(report.warnings, [`${F}legacy checkpoint has no random counter; stochastic training cannot be resumed exactly`]);
+});
+
+test('the same report from a Uint8Array, an ArrayBuffer, a DataView, a path, a file: URL and a descriptor', async () => {
+  const bytes = await model({ randomCounter: 5 });
+  const file = path.join(tmp, 'same.ckpt');
+  fs.writeFileSync(file, bytes);
+  const want = await inspect(bytes, { stats: true });
+  const fd = fs.openSync(file, 'r');
+  try {
+    for (const source of [bytes.slice().buffer, new DataView(bytes.buffer), file, new URL(`file://${file}`), fd]) {
+      assert.deepEqual(await inspect(source, { stats: true }), want);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+});
+
+test('readEntry returns the moments as stored', async () => {
+  const e = await readEntry(await model(), 2);
+  assert.equal(e.id, 2);
+  assert.equal(e.step, 5);
+  assert.ok(e.m instanceof Float32Array);
+  assert.deepEqual([...e.m], [-0.5, -0.5, -0.5]);
+  assert.deepEqual([...e.v], [0.125, 0.125, 0.125]);
+  const e64 = await readEntry(await model({ dtype: 'float64' }), 0);
+  assert.ok(e64.m instanceof Float64Array);
+  await assert.rejects(readEntry(await model(), 1), { message: `${F}invalid parameter id 1` });
+  await assert.rejects(readEntry((await model()).slice(0, 300), 0), { message: /truncated checkpoint/ });
+});
+
+test('writer refusals are CheckpointErrors with the reference text', async () => {
+  const d = modelDescription();
+  await assert.rejects(writeCheckpoint({ ...d, entries: d.entries.slice(1) }), { name: 'CheckpointError', message: `${F}expected 2 moment entries, got 1` });
+  await assert.rejects(writeCheckpoint({ ...d, representatives: [0, 2, 2] }), { message: `${F}malformed in-memory parameter schema` });
+  await assert.rejects(writeCheckpoint({ ...d, entries: [{ ...d.entries[0], step: 0 }, d.entries[1]] }), { message: `${F}zero step counter for parameter 2` });
+  await assert.rejects(writeCheckpoint({ ...d, entries: [{ ...d.entries[0], m: [1, 2], v: [1, 2] }, d.entries[1]] }), { message: `${F}moment-size mismatch for parameter 2` });
+  await assert.rejects(writeCheckpoint({ ...d, entries: [{ ...d.entries[0], v: [1, 2] }, d.entries[1]] }), { message: `${F}invalid moment payload for parameter 2` });
+  await assert.rejects(writeCheckpoint({ ...d, config: { ...modelConfig, kind: 'adamw', weightDecay: -1 } }), { message: `${F}AdamW weight decay must be finite and nonnegative` });
+  await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], ['18446744073709551616']] }), { message: `${F}metadata value does not fit in 64 bits: 18446744073709551616` });
+  await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], [-1]] }), LayoutError);
+  await assert.rejects(writeCheckpoint({ ...d, version: 2 }), { message: `${F}format version 2 cannot hold shared parameter histories (versions 3 to 5 can)` });
+});
+
+test('u64 values at 2^53 and 2^64 - 1 survive as decimal strings', async () => {
+  for (const big of ['9007199254740992', '18446744073709551615']) {
+    const report = await inspect(await model({ randomCounter: big, entries: modelDescription().entries.map((e) => ({ ...e, step: big })) }));
+    assert.equal(report.randomCounter, big);
+    assert.deepEqual(report.entries.map((e) => e.step), [big, big]);
+  }
+  const safe = await inspect(await model({ randomCounter: 2 ** 53 - 1 }));
+  assert.equal(safe.randomCounter, 2 ** 53 - 1);
+});
+
+test('saveCheckpoint writes atomically and leaves no temporary', async () => {
+  const file = path.join(tmp, 'saved.ckpt');
+  await saveCheckpoint(file, modelDescription());
+  assert.deepEqual(new Uint8Array(fs.readFileSync(file)), await model());
+  const before = fs.readFileSync(file);
+  await assert.rejects(saveCheckpoint(file, { ...modelDescription(), representatives: [0, 2, 2] }), CheckpointError);
+  assert.deepEqual(fs.readFileSync(file), before);
+  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp-')), []);
+});
+
+test('Schema answers the seed queries through the core', async () => {
+  const s = await Schema.create({ shapes: [[5], [5], [2], [5]], requiresGrad: [false, true, true, true], representatives: [null, 1, 2, 1] });
+  try {
+    assert.equal(s.isWellFormed(), true);
+    assert.deepEqual(s.tags(), [0, 2, 3, 2]);
+    assert.equal(s.optimizerStateCount, 2);
+    assert.equal(s.trainableCount, 3);
+    assert.equal(s.hasAliases, true);
+    assert.equal(s.representative(0), null);
+    assert.equal(s.representative(3), 1);
+    assert.equal(s.representative(99), null);
+    assert.equal(s.isRepresentative(1), true);
+  } finally {
+    s.dispose();
+  }
+  assert.throws(() => s.tags(), /disposed/);
+  const chain = await Schema.create({ shapes: [[1], [1], [1]], requiresGrad: [true, true, true], representatives: [0, 0, 1] });
+  assert.equal(chain.isWellFormed(), false);
+  chain.dispose();
+});
+
+test('diff lists every difference, not just the first', async () => {
+  const a = await model({ randomCounter: 1 });
+  const b = { shapes: [[2, 3], [3, 2], [3], [1]], requiresGrad: [true, false, true, true], representatives: null,
+    dtype: 'float64', config: { ...modelConfig, kind: 'adamw', beta1: 0.8 }, keepsRandomCounter: false };
+  const fields = (await diff(a, b)).map((d) => `${d.field}${d.slot ?? ''}`);
+  assert.deepEqual(fields, ['count', 'shape1', 'requiresGrad1', 'representative1', 'slot3', 'dtype', 'config.kind', 'config.beta1', 'randomCounter']);
+  assert.deepEqual(await diff(a, await model({ randomCounter: 2 })), []);
+});
+
+test('bad arguments are TypeErrors or LayoutErrors, never crashes', async () => {
+  await assert.rejects(inspect({}), TypeError);
+  await assert.rejects(check(await model(), { shapes: 'x', requiresGrad: [] }), LayoutError);
+  await assert.rejects(check(await model(), { ...modelLayout, dtype: 'int8' }), LayoutError);
+  await assert.rejects(inspect(path.join(tmp, 'missing.ckpt')), { code: 'ENOENT' });
+});
+
+test('progress and cancellation during a statistics scan', async () => {
+  const big = await writeCheckpoint({ shapes: [[1 << 20]], requiresGrad: [true], config: modelConfig,
+    entries: [{ id: 0, step: 1, m: new Float32Array(1 << 20), v: new Float32Array(1 << 20) }] });
+  const seen = [];
+  await inspect(big, { stats: true, onProgress: (p) => seen.push(p) });
+  assert.ok(seen.length >= 2, 'progress is reported per chunk');
+  assert.equal(seen.at(-1).total, big.length);
+  const controller = new AbortController();
+  await assert.rejects(inspect(big, { stats: true, signal: controller.signal, onProgress: () => controller.abort() }), { name: 'AbortError' });
+});
