@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Every test: native (ctest, under ASan + UBSan), then the JS suites when they exist.
+# Every test: native (ctest, under ASan + UBSan), the Node suites (API, CLI, properties,
+# package), the browser suite, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
 bash scripts/build.sh
+echo "== native tests (ctest, ASan + UBSan)"
 (cd build/native && ctest --output-on-failure)
+echo "== Node tests"
+node --test --test-reporter=spec tests/js/*.test.mjs

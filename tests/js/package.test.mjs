@@ -1,0 +1,56 @@
+// The package as a user gets it: `npm pack`, installed into an empty folder, used from a plain
+// `node script.mjs` there; and the hand-written index.d.ts type-checks a typed usage file.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+test('npm pack installs into an empty folder and works from a plain script', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-pack-'));
+  try {
+    const out = execFileSync('npm', ['pack', '--silent', '--pack-destination', dir], { cwd: root, encoding: 'utf8' });
+    const tarball = path.join(dir, out.trim().split('\n').pop());
+    const app = path.join(dir, 'app');
+    fs.mkdirSync(app);
+    fs.writeFileSync(path.join(app, 'package.json'), '{"name":"app","private":true,"type":"module"}');
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], { cwd: app, stdio: 'pipe' });
+    fs.writeFileSync(path.join(app, 'script.mjs'), `
+      import { writeCheckpoint, inspect } from 'ckptscope';
+      const bytes = await writeCheckpoint({ shapes: [[3]], requiresGrad: [true],
+        config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
+        entries: [{ id: 0, step: 2, m: [1, 2, 3], v: [1, 1, 1] }] });
+      const r = await inspect(bytes, { stats: true });
+      console.log(JSON.stringify({ ok: r.ok, version: r.version, rms: r.entries[0].m.rms }));
+    `);
+    const result = JSON.parse(execFileSync('node', ['script.mjs'], { cwd: app, encoding: 'utf8' }));
+    assert.deepEqual(result, { ok: true, version: 2, rms: Math.sqrt(14 / 3) });
+    // The CLI comes with it.
+    const cli = execFileSync(path.join(app, 'node_modules/.bin/ckptscope'), ['--help'], { encoding: 'utf8' });
+    assert.match(cli, /ckptscope inspect FILE/);
+    const listed = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' });
+    assert.match(listed, /package\/js\/ckptscope\.wasm/);
+    assert.match(listed, /package\/js\/index\.d\.ts/);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('index.d.ts type-checks a typed usage file', () => {
+  const dir = path.join(root, 'tests/js/types');
+  const modules = path.join(dir, 'node_modules');
+  fs.rmSync(modules, { recursive: true, force: true });
+  fs.mkdirSync(modules);
+  fs.symlinkSync(root, path.join(modules, 'ckptscope'));
+  try {
+    execFileSync(path.join(root, 'node_modules/.bin/tsc'), ['-p', dir], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (err) {
+    assert.fail(`tsc found errors:\n${err.stdout}${err.stderr}`);
+  } finally {
+    fs.rmSync(modules, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,43 @@
+// Huge checkpoints as sparse files: a real header and schema, payloads left as holes (zeros)
+// that cost no disk. Used by the big-file tests and the benchmark.
+import fs from 'node:fs';
+
+/** Write a valid v2 float32 checkpoint with `slots` trainable slots of `elements` each. */
+export function writeSparse(path, { slots = 1, elements }) {
+  const words = [];
+  const u64 = (v) => words.push(BigInt(v));
+  const f64 = (x) => {
+    const dv = new DataView(new ArrayBuffer(8));
+    dv.setFloat64(0, x, true);
+    words.push(dv.getBigUint64(0, true));
+  };
+  u64(2);            // version
+  u64(0);            // Adam
+  f64(0.9); f64(0.999); f64(1e-8); f64(0);
+  u64(slots);
+  for (let i = 0; i < slots; i++) { u64(1); u64(elements); u64(elements); u64(1); }
+  u64(slots);
+  const head = new Uint8Array(7 + 8 * words.length);
+  head.set(new TextEncoder().encode('TLADAMF'));
+  const dv = new DataView(head.buffer);
+  words.forEach((w, k) => dv.setBigUint64(7 + 8 * k, w, true));
+  const fd = fs.openSync(path, 'w');
+  try {
+    fs.writeSync(fd, head, 0, head.length, 0);
+    const entry = new Uint8Array(24);
+    const ev = new DataView(entry.buffer);
+    let at = head.length;
+    const payload = 2 * 4 * elements;
+    for (let i = 0; i < slots; i++) {
+      ev.setBigUint64(0, BigInt(i), true);
+      ev.setBigUint64(8, 1n, true);
+      ev.setBigUint64(16, BigInt(elements), true);
+      fs.writeSync(fd, entry, 0, 24, at);
+      at += 24 + payload;
+    }
+    fs.ftruncateSync(fd, at);
+    return at;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
