@@ -278,6 +278,34 @@ export function readEntry(source, id) {
   );
 }
 
+/**
+ * Moment statistics of one entry, {id, step, count, offset, m, v}, reading only its payloads.
+ * `onProgress` and `signal` work as for inspect.
+ */
+export function entryStats(source, id, { onProgress, signal } = {}) {
+  let progressId = 0;
+  return withReport(
+    source,
+    (c, srcId, size, pid) => {
+      progressId = pid;
+      return c.exports.w_inspect(srcId, size, 0, 0);
+    },
+    (core, rep, srcId, size) => {
+      const report = core.takeJSON(core.exports.w_report_json(rep));
+      if (!report.ok) throw reportError(report);
+      const key = toU64(id, 'id');
+      const ptr = core.exports.w_entry_stats(srcId, size, rep, Number(key), progressId) >>> 0;
+      if (!ptr) {
+        const err = core.takeJSON(core.exports.w_error_json());
+        if (err?.code === E_CANCELLED) throw signal?.reason ?? new DOMException('The statistics scan was cancelled', 'AbortError');
+        throw new CheckpointError(err, { report });
+      }
+      return core.takeJSON(ptr);
+    },
+    { onProgress, signal },
+  );
+}
+
 // ---- writing --------------------------------------------------------------------------------
 
 /**

@@ -147,6 +147,9 @@ export interface EntryMoments {
 
 export function readEntry(source: Source, id: U64Input): Promise<EntryMoments>;
 
+/** Statistics of one entry's m and v, reading only its payloads. */
+export function entryStats(source: Source, id: U64Input, options?: Omit<InspectOptions, 'stats'>): Promise<Entry>;
+
 export interface EntryInput {
   id: U64Input;
   step: U64Input;

@@ -353,11 +353,47 @@ ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *op
 
 ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp) { return run(src, exp, NULL); }
 
+static const ckpt_entry_info *find_entry(const ckpt_report *rep, uint64_t id)
+{
+    for (size_t k = 0; k < rep->entries_len; k++)
+        if (rep->entries[k].id == id) return &rep->entries[k];
+    return NULL;
+}
+
+char *ckpt_entry_stats_json(const ckpt_source *src, const ckpt_report *rep, uint64_t id, ckpt_progress_fn progress,
+                            void *progress_ctx, ckpt_error *err)
+{
+    const ckpt_entry_info *e = find_entry(rep, id);
+    if (!e) {
+        ckpt_fail(err, CKPT_E_INVALID_ID, CKPT_NONE, "invalid parameter id %llu", (unsigned long long)id);
+        return NULL;
+    }
+    parse p = {0};
+    p.flags = CKPT_INSPECT_STATS;
+    p.progress = progress;
+    p.progress_ctx = progress_ctx;
+    p.err = err;
+    if (!(p.r = ckpt_reader_new(src))) {
+        ckpt_fail_oom(err);
+        return NULL;
+    }
+    p.r->pos = e->offset + 24;
+    unsigned width = rep->dtype == CKPT_FLOAT64 ? 8 : 4;
+    ckpt_entry_info out = *e;
+    out.m = out.v = NULL;
+    char *json = NULL;
+    if (!payload(&p, e->count, width, &out.m) && !payload(&p, e->count, width, &out.v))
+        json = ckpt_entry_json(&out);
+    if (!json && !err->code) ckpt_fail_oom(err);
+    ckpt_stats_free(out.m);
+    ckpt_stats_free(out.v);
+    ckpt_reader_free(p.r);
+    return json;
+}
+
 int ckpt_read_moments(const ckpt_source *src, const ckpt_report *rep, uint64_t id, void *m, void *v, ckpt_error *err)
 {
-    const ckpt_entry_info *e = NULL;
-    for (size_t k = 0; k < rep->entries_len && !e; k++)
-        if (rep->entries[k].id == id) e = &rep->entries[k];
+    const ckpt_entry_info *e = find_entry(rep, id);
     if (!e) return ckpt_fail(err, CKPT_E_INVALID_ID, CKPT_NONE, "invalid parameter id %llu", (unsigned long long)id);
     uint64_t width = rep->dtype == CKPT_FLOAT64 ? 8 : 4, bytes;
     if (ckpt_mul_overflows(e->count, width, &bytes) || bytes > SIZE_MAX / 2)

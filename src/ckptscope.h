@@ -265,6 +265,12 @@ ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *op
 int ckpt_read_moments(const ckpt_source *src, const ckpt_report *rep, uint64_t id, void *m, void *v,
                       ckpt_error *err);
 
+/* Statistics of one entry's m and v (as indexed in `rep`, a report of this same source), as
+ * JSON {"id", "m": stats, "v": stats} (DESIGN.md "stats"); malloc'ed, caller frees. NULL with
+ * err set when the entry is not indexed, the data cannot be read, or progress cancelled. */
+char *ckpt_entry_stats_json(const ckpt_source *src, const ckpt_report *rep, uint64_t id,
+                            ckpt_progress_fn progress, void *progress_ctx, ckpt_error *err);
+
 /* A destination to load into (FORMAT.md 4, "Load against an expected layout"). */
 typedef struct ckpt_expected {
     const ckpt_schema *schema;     /* required */

@@ -137,6 +137,7 @@ ckpt_stats *ckpt_stats_finish(const ckpt_stats_acc *a);    /* NULL when out of m
 void ckpt_stats_free(ckpt_stats *s);
 
 /* ---- report.c ---- */
+char *ckpt_entry_json(const ckpt_entry_info *e);   /* one entry with its stats */
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -165,6 +165,34 @@ static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete)
     sb_puts(sb, "}");
 }
 
+static void j_entry(strbuf *sb, const ckpt_entry_info *e)
+{
+    sb_puts(sb, "{\"id\":");
+    j_u64(sb, e->id);
+    sb_puts(sb, ",\"step\":");
+    j_u64(sb, e->step);
+    sb_puts(sb, ",\"count\":");
+    j_u64(sb, e->count);
+    sb_puts(sb, ",\"offset\":");
+    j_u64(sb, e->offset);
+    if (e->m || e->v) {
+        sb_puts(sb, ",\"m\":");
+        j_stats(sb, e->m);
+        sb_puts(sb, ",\"v\":");
+        j_stats(sb, e->v);
+    }
+    sb_puts(sb, "}");
+}
+
+static char *finish(strbuf *sb);
+
+char *ckpt_entry_json(const ckpt_entry_info *e)
+{
+    strbuf sb = {0};
+    j_entry(&sb, e);
+    return finish(&sb);
+}
+
 static void j_error(strbuf *sb, const ckpt_error *err)
 {
     sb_printf(sb, "{\"code\":%d,\"message\":", err->code);
@@ -274,22 +302,8 @@ char *ckpt_report_json(const ckpt_report *rep)
     else sb_puts(&sb, "null");
     sb_puts(&sb, ",\"entries\":[");
     for (size_t k = 0; k < rep->entries_len; k++) {
-        const ckpt_entry_info *e = &rep->entries[k];
-        sb_puts(&sb, k ? ",{\"id\":" : "{\"id\":");
-        j_u64(&sb, e->id);
-        sb_puts(&sb, ",\"step\":");
-        j_u64(&sb, e->step);
-        sb_puts(&sb, ",\"count\":");
-        j_u64(&sb, e->count);
-        sb_puts(&sb, ",\"offset\":");
-        j_u64(&sb, e->offset);
-        if (e->m || e->v) {
-            sb_puts(&sb, ",\"m\":");
-            j_stats(&sb, e->m);
-            sb_puts(&sb, ",\"v\":");
-            j_stats(&sb, e->v);
-        }
-        sb_puts(&sb, "}");
+        if (k) sb_puts(&sb, ",");
+        j_entry(&sb, &rep->entries[k]);
     }
     sb_puts(&sb, "],\"warnings\":[");
     for (size_t k = 0; k < rep->warnings_len; k++) {

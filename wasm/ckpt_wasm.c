@@ -120,3 +120,13 @@ int w_write(const ckpt_schema *s, int dtype, const uint64_t *config, const uint6
 }
 
 char *w_schema_json(const ckpt_schema *s) { return ckpt_schema_json(s); }
+
+/* {"id", "m", "v"} statistics of one entry, or NULL with the error in w_error_json. */
+char *w_entry_stats(int source, double size, const ckpt_report *rep, double id, int progress_token)
+{
+    ckpt_source src;
+    make_source(&src, source, size);
+    ckpt_error_clear(&last_error);
+    return ckpt_entry_stats_json(&src, rep, (uint64_t)id, progress_token ? progress : NULL,
+                                 (void *)(intptr_t)progress_token, &last_error);
+}

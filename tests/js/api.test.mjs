@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, check, diff, readEntry, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
 import { cases, loadCases, model, modelLayout, modelConfig, modelDescription, untiedDescription, F } from './cases.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-api-'));
@@ -215,4 +215,11 @@ test('progress and cancellation during a statistics scan', async () => {
   assert.equal(seen.at(-1).total, big.length);
   const controller = new AbortController();
   await assert.rejects(inspect(big, { stats: true, signal: controller.signal, onProgress: () => controller.abort() }), { name: 'AbortError' });
+});
+
+test('entryStats reads one entry and agrees with the full scan', async () => {
+  const bytes = await model({ randomCounter: 1 });
+  const full = await inspect(bytes, { stats: true });
+  for (const e of full.entries) assert.deepEqual(await entryStats(bytes, e.id), e);
+  await assert.rejects(entryStats(bytes, 1), { message: `${F}invalid parameter id 1` });
 });
