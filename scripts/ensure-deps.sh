@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# Install what the build and tests need and is missing: Debian packages with apt-get, npm
-# packages from package-lock.json. Safe to run repeatedly; does nothing when all is present.
+# Install what is missing: Debian packages with apt-get, npm packages from package-lock.json.
+# `ensure-deps.sh` is for building and serving; `ensure-deps.sh test` adds what the tests need
+# (clang's fuzzing runtime, Chromium). Safe to run repeatedly; does nothing when all is present.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=${1:-build}
 
 need=()
 have() { command -v "$1" >/dev/null 2>&1; }
 have cmake || need+=(cmake)
 have gcc || need+=(gcc)
 have make || need+=(make)
-have clang || need+=(clang)
-[[ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ]] || need+=(libclang-rt-14-dev)
 have emcc || need+=(emscripten)
-have chromium || need+=(chromium)
+if [[ $mode == test ]]; then
+  have clang || need+=(clang)
+  compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
+  have chromium || need+=(chromium)
+fi
 if ((${#need[@]})); then
   echo "ensure-deps: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The main job. The viewer does not exist yet: for now this builds the core and runs the
-# native tests, which exercise every rule on built-in example files.
+# The main job: install what is missing, build the WebAssembly module if needed, and serve the
+# viewer (with its built-in examples) on http://127.0.0.1:8080 (PORT overrides).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh
-bash scripts/build.sh
-(cd build/native && ctest)
+bash scripts/build.sh wasm >/dev/null
+exec node js/cli.js serve

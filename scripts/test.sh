@@ -3,7 +3,7 @@
 # package), the browser suite, and a bounded fuzzing run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh
+bash scripts/ensure-deps.sh test
 bash scripts/build.sh
 echo "== native tests (ctest, ASan + UBSan)"
 (cd build/native && ctest --output-on-failure)

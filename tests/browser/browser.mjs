@@ -1,0 +1,56 @@
+// Shared set-up for the browser tests: Debian's Chromium through playwright-core, a fresh
+// profile, the viewer served on a free loopback port, every request recorded.
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+import { serve } from '../../web/server.js';
+
+export const ARTIFACTS = path.resolve(new URL('../../test-artifacts', import.meta.url).pathname);
+
+export async function startViewer() {
+  const server = await serve({ port: 0, quiet: true });
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  const browser = await chromium.launch({
+    executablePath: '/usr/bin/chromium',
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],   // playwright gives each launch a fresh profile
+  });
+  fs.mkdirSync(ARTIFACTS, { recursive: true });
+  return {
+    origin,
+    browser,
+    async page({ colorScheme = 'light' } = {}) {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme });
+      const page = await context.newPage();
+      page.requests = [];
+      page.consoleErrors = [];
+      context.on('request', (r) => page.requests.push(r.url()));
+      page.on('console', (m) => m.type() === 'error' && page.consoleErrors.push(m.text()));
+      page.on('pageerror', (e) => page.consoleErrors.push(String(e)));
+      await page.goto(`${origin}/`);
+      await page.waitForSelector('#examples button', { state: 'attached' });
+      return page;
+    },
+    async close() {
+      await browser.close();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/** Drop bytes on the page as a File, the way a user's drag and drop arrives. */
+export async function dropBytes(page, bytes, name, selector = '#dropzone') {
+  await page.evaluate(({ data, name, selector }) => {
+    const file = new File([new Uint8Array(data)], name);
+    const dt = new DataTransfer();
+    dt.items.add(file);
+    const target = document.querySelector(selector);
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, { data: Array.from(bytes), name, selector });
+}
+
+export async function shot(page, name) {
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
