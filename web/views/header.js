@@ -17,6 +17,7 @@ const show = (x) => (x === null || x === undefined ? '—' : String(x));
 
 export function renderHeader(container, report, { name, bytesRead }) {
   container.replaceChildren();
+  container.dataset.bytesRead = String(bytesRead);
   const title = el('div', 'title-line');
   title.append(el('span', 'file', name));
   const badge = report.ok ? el('span', 'badge ok', 'valid') : el('span', 'badge bad', 'invalid');
@@ -48,7 +49,7 @@ export function renderHeader(container, report, { name, bytesRead }) {
   }));
   if (report.schema) {
     const n = report.schema.shapes.length;
-    grid.append(field('Slots', report.wellFormed === null ? `${n} read` : `${n} (${report.trainableCount} trainable)`));
+    grid.append(field('Slots', report.wellFormed === null ? `${n.toLocaleString('en-US')} read` : `${n.toLocaleString('en-US')} (${Number(report.trainableCount).toLocaleString('en-US')} trainable)`));
     grid.append(field('Optimizer states', show(report.optimizerStateCount)));
     grid.append(field('Tied slots', report.hasAliases === null ? '—' : report.hasAliases ? 'yes' : 'none'));
   }
