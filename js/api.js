@@ -336,7 +336,8 @@ async function writeThrough(description, write) {
   });
   const ptrs = [];
   let schema = 0;
-  const sink = { write: (bytes) => write(bytes.slice()) };
+  // The view is into wasm memory: the callback must consume or copy it before returning.
+  const sink = { write };
   const sinkId = core.register(sink);
   try {
     schema = buildSchema(core, arrays);
@@ -372,7 +373,7 @@ export async function writeCheckpoint(description) {
   const chunks = [];
   let total = 0;
   await writeThrough(description, (bytes) => {
-    chunks.push(bytes);
+    chunks.push(bytes.slice());
     total += bytes.length;
   });
   const out = new Uint8Array(total);
@@ -384,11 +385,12 @@ export async function writeCheckpoint(description) {
   return out;
 }
 
-/** Node: write a description to `path` atomically (temporary sibling, then rename). */
+/** Node: write a description to `path` atomically (temporary sibling, then rename), streaming
+ *  the bytes to disk as the core produces them. */
 export async function saveCheckpoint(path, description) {
   const { atomicWrite } = await import('./node-io.js');
-  const bytes = await writeCheckpoint(description);   // every check passes before the file is touched
-  atomicWrite(String(path), (write) => write(bytes));
+  const target = path instanceof URL ? (await import('node:url')).fileURLToPath(path) : String(path);
+  await atomicWrite(target, (write) => writeThrough(description, write));
 }
 
 // ---- Schema ---------------------------------------------------------------------------------

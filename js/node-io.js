@@ -35,12 +35,14 @@ export class FileSource {
   }
 }
 
-/** Write through `fill(write)` into path atomically, as the reference writer does. */
-export function atomicWrite(path, fill) {
+/** Write through `await fill(write)` into path atomically, as the reference writer does: a
+ *  sibling `{path}.tmp-{nanos}`, closed, then renamed over the destination. On any failure
+ *  the temporary is removed and the destination is untouched. */
+export async function atomicWrite(path, fill) {
   const tmp = `${path}.tmp-${process.hrtime.bigint()}`;
   let fd = fs.openSync(tmp, 'wx');
   try {
-    fill((bytes) => {
+    await fill((bytes) => {
       let done = 0;
       while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done);
     });

@@ -223,3 +223,24 @@ test('entryStats reads one entry and agrees with the full scan', async () => {
   for (const e of full.entries) assert.deepEqual(await entryStats(bytes, e.id), e);
   await assert.rejects(entryStats(bytes, 1), { message: `${F}invalid parameter id 1` });
 });
+
+test('saveCheckpoint: a write that fails halfway leaves the old file and no temporary', async () => {
+  const { atomicWrite } = await import('../../js/node-io.js');
+  const file = path.join(tmp, 'halfway.ckpt');
+  await saveCheckpoint(file, modelDescription());
+  const before = fs.readFileSync(file);
+  const bytes = await model({ randomCounter: 77 });
+  await assert.rejects(atomicWrite(file, (write) => {
+    write(bytes.subarray(0, 100));
+    throw new Error('ENOSPC: no space left on device (simulated)');
+  }), /ENOSPC/);
+  assert.deepEqual(fs.readFileSync(file), before);
+  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp-')), []);
+  // The rename itself failing (the destination is a directory) also leaves nothing behind.
+  const dir = path.join(tmp, 'a-directory');
+  fs.mkdirSync(dir);
+  fs.writeFileSync(path.join(dir, 'keep'), 'x');
+  await assert.rejects(saveCheckpoint(dir, modelDescription()), { code: 'EISDIR' });
+  assert.deepEqual(fs.readdirSync(dir), ['keep']);
+  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp-')), []);
+});

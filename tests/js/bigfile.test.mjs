@@ -27,3 +27,26 @@ test('a 2 GB sparse checkpoint: report and statistics in under 64 MB of wasm mem
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a 20 GB sparse checkpoint: sizes and offsets exact past 2^32', async () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-20g-'));
+  try {
+    const file = path.join(dir, 'huge.ckpt');
+    const elements = 2 ** 29;   // 2 GiB per moment, 4 GiB per entry
+    const size = writeSparse(file, { slots: 5, elements });
+    assert.ok(size > 20 * 2 ** 30);
+    const report = await inspect(file);
+    assert.equal(report.ok, true, report.error?.message);
+    assert.equal(report.size, size);
+    const head = 7 + 8 * (1 + 5 + 1 + 5 * 4 + 1);
+    assert.deepEqual(report.entries.map((e) => e.offset), [0, 1, 2, 3, 4].map((k) => head + k * (24 + 8 * elements)));
+    assert.ok(report.entries[4].offset > 2 ** 34);
+    // Truncated past 4 GB: the exact wanted/got of the short payload.
+    fs.truncateSync(file, size - 12345);
+    const cut = await inspect(file);
+    assert.equal(cut.error.message, `CUDA Adam checkpoint: truncated checkpoint (wanted ${4 * elements} bytes, got ${4 * elements - 12345})`);
+    assert.equal(cut.error.offset, report.entries[4].offset + 24 + 4 * elements);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

@@ -1,0 +1,85 @@
+/* Writes the seed corpus: valid files of every version and dtype, each a different layout,
+ * plus inputs for the load and round-trip targets. Usage: make_corpus DIR */
+#include "ckptscope.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static int save(const char *dir, const char *target, const char *name, const void *prefix, size_t prefix_len,
+                const void *data, size_t len)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s", dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f) return perror(path), 1;
+    fwrite(prefix, 1, prefix_len, f);
+    fwrite(data, 1, len, f);
+    return fclose(f) != 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) return fprintf(stderr, "usage: make_corpus DIR\n"), 2;
+    /* [p=2x2 trainable, frozen [3], p tied to 0, scalar] */
+    uint64_t ranks[] = {2, 1, 2, 0}, dims[] = {2, 2, 3, 2, 2};
+    uint8_t flags[] = {1, 0, 1, 1};
+    uint64_t tied[] = {0, CKPT_NONE, 0, 3}, untied[] = {0, CKPT_NONE, 2, 3};
+    float m32[4] = {0.5f, -0.25f, 1e-30f, 0}, v32[4] = {0.25f, 0.125f, 1e-38f, 0};
+    double m64[4] = {0.5, -0.25, 1e-300, 0}, v64[4] = {0.25, 0.125, 5e-324, 0};
+    struct {
+        const char *name;
+        uint64_t *map;
+        int dtype;
+        bool counter;
+        uint64_t version;
+    } files[] = {
+        {"v2.ckpt", untied, CKPT_FLOAT32, false, 0}, {"v3.ckpt", tied, CKPT_FLOAT32, false, 0},
+        {"v4.ckpt", tied, CKPT_FLOAT32, true, 0},    {"v5-f64.ckpt", tied, CKPT_FLOAT64, true, 0},
+        {"v5-f64-nocounter.ckpt", untied, CKPT_FLOAT64, false, 0}, {"v5-f32.ckpt", tied, CKPT_FLOAT32, false, 5},
+    };
+    int failed = 0;
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        ckpt_schema *s = ckpt_schema_new(4, ranks, dims, 4, flags, files[k].map, 4);
+        bool f64 = files[k].dtype == CKPT_FLOAT64;
+        const void *m = f64 ? (const void *)m64 : (const void *)m32, *v = f64 ? (const void *)v64 : (const void *)v32;
+        unsigned w = f64 ? 8 : 4;
+        ckpt_entry_in e[3];
+        size_t ne = 0;
+        e[ne++] = (ckpt_entry_in){0, 3, 4, m, v, 4 * w, 4 * w};
+        if (files[k].map == untied) e[ne++] = (ckpt_entry_in){2, 3, 4, m, v, 4 * w, 4 * w};
+        e[ne++] = (ckpt_entry_in){3, 7, 1, m, v, w, w};
+        ckpt_config c = {k % 2, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8),
+                         ckpt_bits_from_double(k % 2 ? 0.01 : 0.0)};
+        ckpt_write_desc d = {s, files[k].dtype, c, files[k].counter, 31337, e, ne, files[k].version};
+        ckpt_buffer buf;
+        ckpt_sink sink;
+        ckpt_sink_buffer(&sink, &buf);
+        ckpt_error err = {0};
+        if (ckpt_write(&d, &sink, &err)) {
+            fprintf(stderr, "%s: %s\n", files[k].name, err.message);
+            return 1;
+        }
+        failed |= save(argv[1], "inspect", files[k].name, "", 0, buf.data, buf.len);
+        /* load: the layout prefix (4 slots as fuzz_load decodes them) then the file */
+        uint8_t prefix[16];
+        size_t p = 0;
+        prefix[p++] = 4;
+        prefix[p++] = 2 | 4 | 8;          /* rank 2, trainable, map */
+        prefix[p++] = 2;
+        prefix[p++] = 2;
+        prefix[p++] = 1;                  /* rank 1, frozen */
+        prefix[p++] = 3;
+        prefix[p++] = files[k].map == tied ? (2 | 4 | 8) : (2 | 4);   /* tied to slot 0 */
+        prefix[p++] = 2;
+        prefix[p++] = 2;
+        prefix[p++] = 4;                  /* scalar, trainable */
+        prefix[p++] = 0;                  /* destination: any dtype, no config, counter unknown */
+        failed |= save(argv[1], "load", files[k].name, prefix, p, buf.data, buf.len);
+        uint8_t rt[64] = {4, 2 | 4, 2, 2, 1, 3, 2 | 4 | 8, 2, 2, 4, (uint8_t)(k * 0x13)};
+        for (size_t j = 11; j < sizeof rt; j++) rt[j] = (uint8_t)(j * 37 + k);
+        failed |= save(argv[1], "roundtrip", files[k].name, "", 0, rt, sizeof rt);
+        ckpt_buffer_free(&buf);
+        ckpt_schema_free(s);
+    }
+    return failed;
+}
