@@ -31,9 +31,9 @@ function buildSchema(core, { ranks, dims, requiresGrad, map }) {
 }
 
 /** Open a source, let the core read it (run returns a report pointer), consume the report. */
-async function withReport(source, run, consume, { onProgress, signal } = {}) {
+async function withReport(source, run, consume, { onProgress, signal, variant } = {}) {
   signal?.throwIfAborted();
-  const core = await loadCore();
+  const core = await loadCore(variant);
   const src = await openSource(source);
   const srcId = core.register(src);
   const listener = {
@@ -71,12 +71,12 @@ function reportError(report, extra) {
  * The JSON report of DESIGN.md for any source. Resolves for invalid files too: `ok` is false
  * and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
-export function inspect(source, { stats = false, onProgress, signal } = {}) {
+export function inspect(source, { stats = false, onProgress, signal, variant } = {}) {
   return withReport(
     source,
     (core, id, size, progressId) => core.exports.w_inspect(id, size, stats ? INSPECT_STATS : 0, progressId),
     (core, rep) => core.takeJSON(core.exports.w_report_json(rep)),
-    { onProgress, signal },
+    { onProgress, signal, variant },
   );
 }
 

@@ -10,8 +10,9 @@ const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
 let cores = new Map();
 
-/** Load (once) the core. `variant` 'simd' (default) or 'nosimd'. */
-export function loadCore(variant = 'simd') {
+/** Load (once) the core. `variant` 'simd' (default) or 'nosimd'; in Node the environment
+ *  variable CKPTSCOPE_WASM=nosimd changes the default (the benchmark uses it). */
+export function loadCore(variant = (isNode && process.env.CKPTSCOPE_WASM) || 'simd') {
   if (!cores.has(variant)) cores.set(variant, instantiate(variant));
   return cores.get(variant);
 }

@@ -44,9 +44,19 @@ bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 
 #define SAFE_INTEGER 9007199254740991ull   /* 2^53 - 1 */
 
+/* Decimal digits without printf: reports of a million slots print millions of integers. */
 static void j_u64(strbuf *sb, uint64_t v)
 {
-    sb_printf(sb, v <= SAFE_INTEGER ? "%llu" : "\"%llu\"", (unsigned long long)v);
+    char buf[24];
+    char *end = buf + sizeof buf, *p = end;
+    bool quoted = v > SAFE_INTEGER;
+    if (quoted) *--p = '"';
+    do {
+        *--p = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    if (quoted) *--p = '"';
+    sb_put(sb, p, (size_t)(end - p));
 }
 
 static void j_double(strbuf *sb, double x)

@@ -246,7 +246,7 @@ static void json_report(void)
         "\"representatives\":[0,1,null,3,3],\"effectiveRepresentatives\":[0,1,null,3,3]}",
         "\"wellFormed\":true,\"optimizerStateCount\":3,\"trainableCount\":4,\"hasAliases\":true,\"entryCount\":3",
         "{\"id\":0,\"step\":1,\"count\":1,\"offset\":",
-        "\"m\":{\"count\":1,\"min\":0,\"max\":0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
+        "\"m\":{\"count\":1,\"min\":-0,\"max\":-0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
         "\"v\":{\"count\":1,\"min\":1.401298464324817e-45,",
         "\"histogram\":{\"log2Min\":-149,\"counts\":[1]}",
         "\"warnings\":[],\"error\":null}",

@@ -1,9 +1,11 @@
-// Huge checkpoints as sparse files: a real header and schema, payloads left as holes (zeros)
-// that cost no disk. Used by the big-file tests and the benchmark.
+// Big checkpoints for the tests and the benchmark: a real header and schema, payloads either
+// left as holes (a sparse file: zeros that cost no disk) or filled by `fill(view, offset)`.
 import fs from 'node:fs';
 
-/** Write a valid v2 float32 checkpoint with `slots` trainable slots of `elements` each. */
-export function writeSparse(path, { slots = 1, elements }) {
+/** Write a valid v2 float32 checkpoint of `slots` trainable slots of `elements` each; returns
+ *  its size. With `fill`, payloads are written chunk by chunk (fill gets a Float32Array to
+ *  fill and the element index it starts at). */
+export function writeSparse(path, { slots = 1, elements, fill = null }) {
   const words = [];
   const u64 = (v) => words.push(BigInt(v));
   const f64 = (x) => {
@@ -28,11 +30,21 @@ export function writeSparse(path, { slots = 1, elements }) {
     const ev = new DataView(entry.buffer);
     let at = head.length;
     const payload = 2 * 4 * elements;
+    const chunk = fill ? new Float32Array(Math.min(elements, 1 << 21)) : null;
     for (let i = 0; i < slots; i++) {
       ev.setBigUint64(0, BigInt(i), true);
       ev.setBigUint64(8, 1n, true);
       ev.setBigUint64(16, BigInt(elements), true);
       fs.writeSync(fd, entry, 0, 24, at);
+      if (fill) {
+        let pos = at + 24;
+        for (let done = 0; done < 2 * elements; done += chunk.length) {
+          const view = chunk.subarray(0, Math.min(chunk.length, 2 * elements - done));
+          fill(view, done, i);
+          fs.writeSync(fd, new Uint8Array(view.buffer, 0, view.byteLength), 0, view.byteLength, pos);
+          pos += view.byteLength;
+        }
+      }
       at += 24 + payload;
     }
     fs.ftruncateSync(fd, at);

@@ -1,0 +1,202 @@
+// npm run bench: one run, on the same generated files, of
+//   1. statistics throughput (GB/s): native core (-O3), wasm with SIMD, wasm without SIMD,
+//      a plain JavaScript loop, NumPy over a memory map; wasm also end to end through the CLI;
+//   2. inspecting (no statistics) a 1,000,000-slot layout with ties;
+//   3. indexing a 20 GB sparse file against a 20 MB one (same 1,000 entries);
+//   4. peak memory of each (getrusage / /usr/bin/time -v).
+// Prints a table and the ratios; writes bench/results.json (not committed).
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { writeSparse } from '../tests/js/sparse.mjs';
+import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const data = path.join(root, 'build/bench/data');
+fs.mkdirSync(data, { recursive: true });
+const GiB = 2 ** 30;
+const REPEAT = Number(process.env.BENCH_REPEAT ?? 3);
+
+function log(s) {
+  process.stderr.write(`${s}\n`);
+}
+
+// ---- files -------------------------------------------------------------------------------
+
+function ensure(name, make) {
+  const file = path.join(data, name);
+  if (!fs.existsSync(file)) {
+    log(`generating ${name}…`);
+    make(file);
+  }
+  return file;
+}
+
+const STATS_SLOTS = 16, STATS_ELEMENTS = 2 ** 23;   // 16 entries x (m + v) x 32 MiB = 1 GiB
+const statsFile = ensure('stats-1g.ckpt', (file) => {
+  let seed = 12345;
+  writeSparse(file, {
+    slots: STATS_SLOTS,
+    elements: STATS_ELEMENTS,
+    fill: (view, done, slot) => {
+      for (let k = 0; k < view.length; k++) {
+        seed = (Math.imul(seed, 1664525) + 1013904223) | 0;
+        const u = (seed >>> 8) / 16777216;
+        view[k] = done + k < STATS_ELEMENTS ? (u - 0.5) * 1e-2 * (slot + 1) : u * u * 1e-6;
+      }
+      if (slot === 3 && done === 0) view[7] = NaN;   // one unhealthy entry
+    },
+  });
+});
+const statsStart = 7 + 8 * (1 + 5 + 1 + STATS_SLOTS * 4 + 1);
+
+const layoutFile = ensure('layout-1m.ckpt', (file) => {
+  // 1,000,000 slots of shape [4]; every odd slot tied to the even one before it.
+  const n = 1_000_000;
+  const shapes = Array.from({ length: n }, () => [4]);
+  const representatives = Array.from({ length: n }, (_, i) => i - (i % 2));
+  const zeros = new Float32Array(4);
+  const entries = [];
+  for (let i = 0; i < n; i += 2) entries.push({ id: i, step: 1, m: zeros, v: zeros });
+  return writeCheckpoint({ shapes, requiresGrad: new Array(n).fill(true), representatives,
+    config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries }).then((b) => fs.writeFileSync(file, b));
+});
+await new Promise((r) => setTimeout(r, 0));
+while (!fs.existsSync(layoutFile)) await new Promise((r) => setTimeout(r, 100));
+
+const ENTRIES = 1000;
+const sparse20g = ensure('sparse-20g.ckpt', (file) => writeSparse(file, { slots: ENTRIES, elements: 20 * 10 ** 9 / ENTRIES / 8 }));
+const sparse20m = ensure('sparse-20m.ckpt', (file) => writeSparse(file, { slots: ENTRIES, elements: 20 * 10 ** 6 / ENTRIES / 8 }));
+
+// ---- runners -----------------------------------------------------------------------------
+
+/** Run a command under /usr/bin/time -v: wall seconds (best of REPEAT) and peak RSS. */
+function timed(cmd, args, { env = {}, repeat = REPEAT, parse = null } = {}) {
+  let best = Infinity, rss = 0, out = '';
+  for (let r = 0; r < repeat; r++) {
+    const t0 = performance.now();
+    const p = spawnSync('/usr/bin/time', ['-v', cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 30 });
+    const s = (performance.now() - t0) / 1000;
+    if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
+    const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr);
+    rss = Math.max(rss, m ? Number(m[1]) : 0);
+    out = p.stdout;
+    const inner = parse ? parse(p.stdout) : null;
+    best = Math.min(best, inner ?? s);
+  }
+  return { seconds: best, peakRssMiB: rss / 1024, out };
+}
+
+const native = path.join(root, 'build/bench/bench/native_bench');
+const cli = path.join(root, 'js/cli.js');
+const node = process.execPath;
+const size = (f) => fs.statSync(f).size;
+
+// Warm the page cache.
+for (const f of [statsFile, layoutFile]) fs.readFileSync(f).length;
+
+log('statistics…');
+const statsBytes = size(statsFile);
+const nat = timed(native, [statsFile, '--stats', '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+const natRss = JSON.parse(nat.out).peakRssKiB / 1024;
+
+async function wasmInProcess(variant) {
+  const core = await loadCore(variant);
+  void core;
+  let best = Infinity;
+  for (let r = 0; r < REPEAT; r++) {
+    const t0 = performance.now();
+    const rep = await inspect(statsFile, { stats: true, variant });
+    best = Math.min(best, (performance.now() - t0) / 1000);
+    if (!rep.ok) throw new Error(rep.error.message);
+  }
+  return best;
+}
+const wasmSimd = await wasmInProcess('simd');
+const wasmPlain = await wasmInProcess('nosimd');
+const cliSimd = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'simd' } });
+const cliPlain = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'nosimd' } });
+const jsLoop = timed(node, [path.join(root, 'bench/js_baseline.mjs'), statsFile, String(statsStart)], { parse: (o) => JSON.parse(o).seconds });
+
+let numpy = null;
+const py = '/usr/bin/python3';
+if (spawnSync(py, ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0) {
+  numpy = timed(py, [path.join(root, 'bench/numpy_baseline.py'), statsFile, String(statsStart), String(STATS_ELEMENTS), String(2 * STATS_SLOTS)],
+    { parse: (o) => JSON.parse(o).seconds });
+} else {
+  log('NumPy is not installed for /usr/bin/python3 (apt-get install python3-numpy): skipped');
+}
+
+log('1,000,000 slots…');
+const layoutNative = timed(native, [layoutFile, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+let layoutWasm = Infinity;
+for (let r = 0; r < REPEAT; r++) {
+  const t0 = performance.now();
+  const rep = await inspect(layoutFile);
+  layoutWasm = Math.min(layoutWasm, (performance.now() - t0) / 1000);
+  if (!rep.ok || rep.schema.shapes.length !== 1_000_000) throw new Error('layout file did not inspect');
+}
+const layoutCli = timed(node, [cli, 'inspect', layoutFile, '--json']);
+
+log('indexing 20 GB vs 20 MB…');
+const index20g = timed(node, [cli, 'inspect', sparse20g, '--json']);
+const index20m = timed(node, [cli, 'inspect', sparse20m, '--json']);
+const index20gNative = timed(native, [sparse20g, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+const index20mNative = timed(native, [sparse20m, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+
+// ---- report ------------------------------------------------------------------------------
+
+const gbps = (s) => statsBytes / s / 1e9;
+const rows = [
+  ['statistics, native core -O3', nat.seconds, gbps(nat.seconds), natRss],
+  ['statistics, wasm SIMD (API, in process)', wasmSimd, gbps(wasmSimd), null],
+  ['statistics, wasm SIMD (CLI end to end)', cliSimd.seconds, gbps(cliSimd.seconds), cliSimd.peakRssMiB],
+  ['statistics, wasm no SIMD (API, in process)', wasmPlain, gbps(wasmPlain), null],
+  ['statistics, wasm no SIMD (CLI end to end)', cliPlain.seconds, gbps(cliPlain.seconds), cliPlain.peakRssMiB],
+  ['statistics, plain JS loop over Float32Array', jsLoop.seconds, gbps(jsLoop.seconds), jsLoop.peakRssMiB],
+  ...(numpy ? [['statistics, NumPy over a memory map', numpy.seconds, gbps(numpy.seconds), numpy.peakRssMiB]] : []),
+  ['inspect 1,000,000 slots, native', layoutNative.seconds, null, JSON.parse(layoutNative.out).peakRssKiB / 1024],
+  ['inspect 1,000,000 slots, wasm (API)', layoutWasm, null, null],
+  ['inspect 1,000,000 slots, CLI end to end', layoutCli.seconds, null, layoutCli.peakRssMiB],
+  ['index 20 GB sparse, CLI', index20g.seconds, null, index20g.peakRssMiB],
+  ['index 20 MB, CLI', index20m.seconds, null, index20m.peakRssMiB],
+  ['index 20 GB sparse, native', index20gNative.seconds, null, JSON.parse(index20gNative.out).peakRssKiB / 1024],
+  ['index 20 MB, native', index20mNative.seconds, null, JSON.parse(index20mNative.out).peakRssKiB / 1024],
+];
+
+const pad = (s, n) => String(s).padEnd(n);
+const num = (x, d = 3) => (x === null || x === undefined ? '' : x.toFixed(d));
+console.log(`\nckptscope benchmark — ${new Date().toISOString()}, node ${process.version}, statistics file ${(statsBytes / GiB).toFixed(2)} GiB float32\n`);
+console.log(`${pad('measurement', 46)} ${pad('seconds', 9)} ${pad('GB/s', 7)} peak RSS MiB`);
+for (const [name, s, g, rss] of rows) console.log(`${pad(name, 46)} ${pad(num(s), 9)} ${pad(num(g, 2), 7)} ${num(rss, 1)}`);
+
+const ratios = {
+  'wasm SIMD CLI / native': nat.seconds / cliSimd.seconds,
+  'wasm SIMD in process / native': nat.seconds / wasmSimd,
+  'wasm SIMD CLI / plain JS loop': jsLoop.seconds / cliSimd.seconds,
+  'wasm SIMD CLI / NumPy': numpy ? numpy.seconds / cliSimd.seconds : null,
+  'wasm SIMD / wasm no SIMD (in process)': wasmPlain / wasmSimd,
+  'index 20 GB / 20 MB (CLI time)': index20g.seconds / index20m.seconds,
+  'index 20 GB / 20 MB (CLI peak RSS)': index20g.peakRssMiB / index20m.peakRssMiB,
+};
+const goals = {
+  'wasm SIMD CLI / native': ['>=', 0.6],
+  'wasm SIMD CLI / plain JS loop': ['>=', 3],
+  'wasm SIMD CLI / NumPy': ['>=', 2],
+  'index 20 GB / 20 MB (CLI time)': ['<=', 2],
+};
+console.log('\nratios');
+for (const [k, v] of Object.entries(ratios)) {
+  const goal = goals[k];
+  const met = goal && v !== null ? (goal[0] === '>=' ? v >= goal[1] : v <= goal[1]) : null;
+  console.log(`  ${pad(k, 42)} ${v === null ? 'n/a' : v.toFixed(2)}${goal ? `   goal ${goal[0]} ${goal[1]}: ${met ? 'met' : 'MISSED'}` : ''}`);
+}
+console.log(`  ${pad('inspect 1,000,000 slots in wasm (goal < 0.5 s)', 42)} ${layoutWasm.toFixed(3)} s: ${layoutWasm < 0.5 ? 'met' : 'MISSED'}`);
+
+fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
+  date: new Date().toISOString(), node: process.version, statsBytes,
+  rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
+  ratios, layoutWasmSeconds: layoutWasm,
+}, null, 2) + '\n');
+console.log('\nwritten to bench/results.json');
