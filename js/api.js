@@ -61,6 +61,55 @@ async function withReport(source, run, consume, { onProgress, signal, variant } 
   }
 }
 
+/**
+ * The JSON report of a report handle. Bulk arrays (schema slots, and entries when they carry
+ * no statistics) cross as one block of doubles and are rebuilt here: a million-slot report
+ * then costs a fraction of parsing its 50 MB JSON. Values of 2^53 or more take the JSON path.
+ */
+function readReport(core, rep, { stats = false } = {}) {
+  const ex = core.exports;
+  const cols = ex.w_report_columns(rep) >>> 0;
+  if (!cols) return core.takeJSON(ex.w_report_json(rep));
+  try {
+    const head = new Float64Array(core.memory.buffer, cols, 6);
+    const [n, nflags, ndims, nentries, hasMap, complete] = head;
+    // Entries with statistics keep their JSON; plain entries come from the columns.
+    const report = core.takeJSON(ex.w_report_json_opts(rep, stats ? 1 : 1 | 2));
+    const total = 6 + 2 * n + ndims + nflags + (complete ? n : 0) + 4 * nentries;
+    const f = new Float64Array(core.memory.buffer, cols, total);   // after the JSON call: memory may have grown
+    let at = 6;
+    const ranks = f.subarray(at, (at += n));
+    const shapes = new Array(n);
+    for (let i = 0; i < n; i++) {
+      const r = ranks[i];
+      const shape = new Array(r);
+      for (let k = 0; k < r; k++) shape[k] = f[at++];
+      shapes[i] = shape;
+    }
+    const sizes = Array.from(f.subarray(at, (at += n)));
+    const requiresGrad = new Array(nflags);
+    for (let i = 0; i < nflags; i++) requiresGrad[i] = f[at++] === 1;
+    let reps = null;
+    if (complete) {
+      reps = new Array(n);
+      for (let i = 0; i < n; i++) {
+        const r = f[at++];
+        reps[i] = r < 0 ? null : r;
+      }
+    }
+    // A stored map is set only once every tag is read, so a map implies `complete`.
+    report.schema = { shapes, sizes, requiresGrad, representatives: hasMap ? reps : null, effectiveRepresentatives: reps };
+    if (!stats) {
+      const entries = new Array(nentries);
+      for (let k = 0; k < nentries; k++, at += 4) entries[k] = { id: f[at], step: f[at + 1], count: f[at + 2], offset: f[at + 3] };
+      report.entries = entries;
+    }
+    return report;
+  } finally {
+    core.free(cols);
+  }
+}
+
 function reportError(report, extra) {
   return new CheckpointError(report.error, { report, ...extra });
 }
@@ -75,7 +124,7 @@ export function inspect(source, { stats = false, onProgress, signal, variant } =
   return withReport(
     source,
     (core, id, size, progressId) => core.exports.w_inspect(id, size, stats ? INSPECT_STATS : 0, progressId),
-    (core, rep) => core.takeJSON(core.exports.w_report_json(rep)),
+    (core, rep) => readReport(core, rep, { stats }),
     { onProgress, signal, variant },
   );
 }
@@ -112,7 +161,7 @@ async function withExpected(layout, fn) {
     layout,
     (c, id, size) => c.exports.w_inspect(id, size, 0, 0),
     async (c, rep) => {
-      const report = c.takeJSON(c.exports.w_report_json(rep));
+      const report = readReport(c, rep);
       if (!report.ok) throw reportError(report, { role: 'expected' });
       const config = c.u64Array(configWords(report.config));
       try {
@@ -141,7 +190,7 @@ export function check(source, layout) {
       source,
       (c, id, size) => c.exports.w_load(id, size, exp.schema, exp.dtype, exp.config, exp.keeps),
       (c, rep) => {
-        const report = c.takeJSON(c.exports.w_report_json(rep));
+        const report = readReport(c, rep);
         if (!report.ok) throw reportError(report);
         return { ok: true, warnings: report.warnings, report };
       },
@@ -172,7 +221,7 @@ async function describe(x) {
   }
   const fromReport = isLayoutObject(x);
   const get = async (core, rep) => {
-    const report = fromReport ? x : core.takeJSON(core.exports.w_report_json(rep));
+    const report = fromReport ? x : readReport(core, rep);
     if (!report.schema) throw reportError(report, { role: 'diff' });
     let schema = report.schema;
     if (!fromReport) {
@@ -250,7 +299,7 @@ export function readEntry(source, id) {
     source,
     (c, srcId, size) => c.exports.w_inspect(srcId, size, 0, 0),
     (core, rep, srcId, size) => {
-      const report = core.takeJSON(core.exports.w_report_json(rep));
+      const report = readReport(core, rep);
       if (!report.ok) throw reportError(report);
       const key = String(toU64(id, 'id'));
       const entry = report.entries.find((e) => String(e.id) === key);
@@ -291,7 +340,7 @@ export function entryStats(source, id, { onProgress, signal } = {}) {
       return c.exports.w_inspect(srcId, size, 0, 0);
     },
     (core, rep, srcId, size) => {
-      const report = core.takeJSON(core.exports.w_report_json(rep));
+      const report = readReport(core, rep);
       if (!report.ok) throw reportError(report);
       const key = toU64(id, 'id');
       const ptr = core.exports.w_entry_stats(srcId, size, rep, Number(key), progressId) >>> 0;

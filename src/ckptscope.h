@@ -146,6 +146,7 @@ uint64_t ckpt_schema_size(const ckpt_schema *s, size_t i, bool *too_big);
 /* The element count in full decimal, into buf (cap bytes, NUL-terminated, truncated to fit). */
 void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t cap);
 bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i);   /* false past the flags */
+size_t ckpt_schema_flag_count(const ckpt_schema *s);                /* flags held (may differ from n) */
 bool ckpt_schema_has_map(const ckpt_schema *s);
 
 /* The seed's queries. */
@@ -313,6 +314,11 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
  * memory. */
 char *ckpt_report_json(const ckpt_report *rep);
+/* The same JSON with some bulk arrays left empty for a caller that takes them another way:
+ * CKPT_JSON_NO_SCHEMA_ARRAYS empties schema.shapes/sizes/requiresGrad and the two
+ * representative arrays; CKPT_JSON_NO_ENTRIES empties "entries". */
+enum { CKPT_JSON_NO_SCHEMA_ARRAYS = 1, CKPT_JSON_NO_ENTRIES = 2 };
+char *ckpt_report_json_opts(const ckpt_report *rep, unsigned opts);
 /* A schema as JSON: shapes, sizes, requiresGrad, representatives (the map, or null),
  * effectiveRepresentatives (representative?(i) for each slot), tags, wellFormed,
  * optimizerStateCount, trainableCount, hasAliases. Caller frees; NULL when out of memory. */

@@ -124,8 +124,12 @@ static void j_stats(strbuf *sb, const ckpt_stats *s)
     sb_puts(sb, "]}}");
 }
 
-static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete)
+static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete, bool arrays)
 {
+    if (!arrays) {
+        sb_puts(sb, "{\"shapes\":[],\"sizes\":[],\"requiresGrad\":[],\"representatives\":null,\"effectiveRepresentatives\":null}");
+        return;
+    }
     size_t n = ckpt_schema_count(s);
     sb_puts(sb, "{\"shapes\":[");
     for (size_t i = 0; i < n; i++) {
@@ -237,7 +241,7 @@ static char *finish(strbuf *sb)
 char *ckpt_schema_json(const ckpt_schema *s)
 {
     strbuf sb = {0};
-    j_schema(&sb, s, true);
+    j_schema(&sb, s, true, true);
     sb.len--;   /* reopen the object */
     sb_puts(&sb, ",\"tags\":[");
     for (size_t i = 0; i < ckpt_schema_count(s); i++) {
@@ -258,7 +262,9 @@ char *ckpt_error_json(const ckpt_error *err)
     return finish(&sb);
 }
 
-char *ckpt_report_json(const ckpt_report *rep)
+char *ckpt_report_json(const ckpt_report *rep) { return ckpt_report_json_opts(rep, 0); }
+
+char *ckpt_report_json_opts(const ckpt_report *rep, unsigned opts)
 {
     strbuf sb = {0};
     bool family = rep->magic_ok;
@@ -299,7 +305,7 @@ char *ckpt_report_json(const ckpt_report *rep)
     else sb_puts(&sb, "null");
     sb_printf(&sb, ",\"hasRandomCounter\":%s", rep->counter_state < 0 ? "null" : rep->counter_state ? "true" : "false");
     sb_puts(&sb, ",\"schema\":");
-    if (rep->schema) j_schema(&sb, rep->schema, rep->schema_complete);
+    if (rep->schema) j_schema(&sb, rep->schema, rep->schema_complete, !(opts & CKPT_JSON_NO_SCHEMA_ARRAYS));
     else sb_puts(&sb, "null");
     if (rep->schema && rep->schema_complete) {
         sb_puts(&sb, ",");
@@ -311,7 +317,7 @@ char *ckpt_report_json(const ckpt_report *rep)
     if (rep->has_entry_count) j_u64(&sb, rep->entry_count);
     else sb_puts(&sb, "null");
     sb_puts(&sb, ",\"entries\":[");
-    for (size_t k = 0; k < rep->entries_len; k++) {
+    for (size_t k = 0; k < rep->entries_len && !(opts & CKPT_JSON_NO_ENTRIES); k++) {
         if (k) sb_puts(&sb, ",");
         j_entry(&sb, &rep->entries[k]);
     }

@@ -168,6 +168,8 @@ void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t 
     sb_free(&sb);
 }
 
+size_t ckpt_schema_flag_count(const ckpt_schema *s) { return s->flag_count; }
+
 bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i)
 {
     return i < s->flag_count && s->requires_grad[i];

@@ -5,9 +5,8 @@
  * Speed: the kernels are written with GCC/Clang vector extensions: one portable source that
  * compiles to SSE natively and to WebAssembly SIMD with -msimd128, and to scalar code without
  * it. Every operation is lane-wise IEEE arithmetic in a fixed order, so all builds give
- * bit-identical results. float32 sums run in float over blocks of BLOCK elements per lane
- * (the precision of NumPy's float32 mean), then in double across blocks; float64 sums run in
- * double. The histogram counts the raw exponent field (a table increment per element, spread
+ * bit-identical results. Sums and sums of squares run in double for both dtypes (a float32
+ * square overflows past 1.8e19). The histogram counts the raw exponent field (a table increment per element, spread
  * over four tables to avoid store-to-load stalls); subnormals, whose log2 needs their
  * mantissa, are binned in a rare scalar fix-up. */
 #include "internal.h"
@@ -17,9 +16,10 @@
 #include <string.h>
 
 #define HIST_BIAS 1074   /* floor(log2|x|) of the smallest float64 subnormal is -1074 */
-#define BLOCK 1024       /* float32 elements per lane-block before sums move to double */
+#define BLOCK 1024       /* float32 elements per lane between merges of the lane counters */
 
 typedef float v4f __attribute__((vector_size(16)));
+typedef float v2f __attribute__((vector_size(8)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef double v2d __attribute__((vector_size(16)));
 typedef int64_t v2i __attribute__((vector_size(16)));
@@ -39,7 +39,8 @@ static int bit_length(uint64_t v) { return 64 - __builtin_clzll(v); }
 /* ---- float32 ---- */
 
 typedef struct acc4 {
-    v4f sum, sq, mn, mx;
+    v2d sum_lo, sum_hi, sq_lo, sq_hi;
+    v4f mn, mx;
     v4i nan, inf, zero, neg;   /* minus the count: masks are -1 */
 } acc4;
 
@@ -55,8 +56,14 @@ static inline void step4(acc4 *A, const uint8_t *p)
     v4i zero = (b & 0x7fffffff) == 0;
     v4i finite = ~special;
     v4f v = (v4f)((v4i)f & finite);                  /* non-finite lanes add 0 */
-    A->sum += v;
-    A->sq += v * v;
+    v2f vl, vh;
+    memcpy(&vl, &v, 8);
+    memcpy(&vh, (const char *)&v + 8, 8);
+    v2d dl = __builtin_convertvector(vl, v2d), dh = __builtin_convertvector(vh, v2d);
+    A->sum_lo += dl;
+    A->sum_hi += dh;
+    A->sq_lo += dl * dl;
+    A->sq_hi += dh * dh;
     v4i lo = (f < A->mn) & finite, hi = (f > A->mx) & finite;
     A->mn = (v4f)SELECT(lo, (v4i)f, (v4i)A->mn);
     A->mx = (v4f)SELECT(hi, (v4i)f, (v4i)A->mx);
@@ -123,8 +130,8 @@ void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n)
             T.mx = -inf;
             step4(&T, one);
             /* lanes 1..3 held +0.0: count only lane 0 */
-            a->sum += T.sum[0];
-            a->sum_squares += (double)T.sq[0];
+            a->sum += T.sum_lo[0];
+            a->sum_squares += T.sq_lo[0];
             if (T.mn[0] < a->min) a->min = T.mn[0];
             if (T.mx[0] > a->max) a->max = T.mx[0];
             a->nan -= T.nan[0];
@@ -135,8 +142,8 @@ void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n)
         }
         for (int s = 0; s < 2; s++) {
             for (int l = 0; l < 4; l++) {
-                a->sum += A[s].sum[l];
-                a->sum_squares += A[s].sq[l];
+                a->sum += l < 2 ? A[s].sum_lo[l] : A[s].sum_hi[l - 2];
+                a->sum_squares += l < 2 ? A[s].sq_lo[l] : A[s].sq_hi[l - 2];
                 if (A[s].mn[l] < a->min) a->min = A[s].mn[l];
                 if (A[s].mx[l] > a->max) a->max = A[s].mx[l];
                 a->nan -= A[s].nan[l];

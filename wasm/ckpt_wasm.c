@@ -130,3 +130,66 @@ char *w_entry_stats(int source, double size, const ckpt_report *rep, double id, 
     return ckpt_entry_stats_json(&src, rep, (uint64_t)id, progress_token ? progress : NULL,
                                  (void *)(intptr_t)progress_token, &last_error);
 }
+
+char *w_report_json_opts(const ckpt_report *rep, unsigned opts) { return ckpt_report_json_opts(rep, opts); }
+
+/* The report's bulk arrays as doubles in one malloc'ed block, so a million slots cross to JS
+ * without a 50 MB JSON string (js/api.js readReport). Layout:
+ *   [0] n  [1] flags held  [2] dims  [3] entries  [4] has map  [5] map complete
+ *   then ranks[n], dims[..], sizes[n], flags[..], representatives[n] (if complete; -1 none),
+ *   entries[4 * entries] (id, step, count, offset).
+ * Returns NULL when there is no schema, or any value is 2^53 or more (not exact as a double):
+ * the caller then uses the JSON. */
+double *w_report_columns(const ckpt_report *rep)
+{
+    const ckpt_schema *s = rep->schema;
+    if (!s) return NULL;
+    const double limit = 9007199254740992.0;   /* 2^53 */
+    size_t n = ckpt_schema_count(s), flags = ckpt_schema_flag_count(s), dims = 0;
+    for (size_t i = 0; i < n; i++) dims += (size_t)ckpt_schema_rank(s, i);
+    bool complete = rep->schema_complete;
+    size_t total = 6 + n + dims + n + flags + (complete ? n : 0) + 4 * rep->entries_len;
+    double *out = malloc(total * sizeof *out);
+    if (!out) return NULL;
+    double *p = out;
+    *p++ = (double)n;
+    *p++ = (double)flags;
+    *p++ = (double)dims;
+    *p++ = (double)rep->entries_len;
+    *p++ = ckpt_schema_has_map(s);
+    *p++ = complete;
+    for (size_t i = 0; i < n; i++) *p++ = (double)ckpt_schema_rank(s, i);
+    for (size_t i = 0; i < n; i++) {
+        const uint64_t *d = ckpt_schema_dims(s, i);
+        for (uint64_t k = 0; k < ckpt_schema_rank(s, i); k++) {
+            if ((double)d[k] >= limit) goto inexact;
+            *p++ = (double)d[k];
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        bool too_big;
+        uint64_t size = ckpt_schema_size(s, i, &too_big);
+        if (too_big || (double)size >= limit) goto inexact;
+        *p++ = (double)size;
+    }
+    for (size_t i = 0; i < flags; i++) *p++ = ckpt_schema_requires_grad(s, i);
+    if (complete) {
+        for (size_t i = 0; i < n; i++) {
+            uint64_t r = ckpt_schema_representative(s, i);
+            if (r != CKPT_NONE && (double)r >= limit) goto inexact;
+            *p++ = r == CKPT_NONE ? -1.0 : (double)r;
+        }
+    }
+    for (size_t k = 0; k < rep->entries_len; k++) {
+        const ckpt_entry_info *e = &rep->entries[k];
+        uint64_t v[4] = {e->id, e->step, e->count, e->offset};
+        for (int j = 0; j < 4; j++) {
+            if ((double)v[j] >= limit) goto inexact;
+            *p++ = (double)v[j];
+        }
+    }
+    return out;
+inexact:
+    free(out);
+    return NULL;
+}

@@ -297,7 +297,75 @@ static void worked_examples_on_disk(void)
     ckpt_schema_free(pqq);
 }
 
+/* The vectorised statistics kernel against a naive reference: counts, extremes and the
+ * histogram exactly, sums to rounding. */
+static void stats_against_reference(void)
+{
+    enum { COUNT = 4099 };
+    static float m32[COUNT], v32[COUNT];
+    static double m64[COUNT], v64[COUNT];
+    uint32_t seed = 7;
+    for (int k = 0; k < COUNT; k++) {
+        seed = seed * 1664525u + 1013904223u;
+        uint32_t bits = seed;
+        memcpy(&m32[k], &bits, 4);
+        /* float64: wide magnitudes, but squares that stay finite */
+        m64[k] = ((double)seed / 4294967296.0 - 0.5) * pow(10.0, (double)(k % 300) - 150.0);
+        v32[k] = (float)(k % 7) - 3.0f;
+        v64[k] = (double)(k % 5) * 1e-310;   /* subnormals and zeros */
+    }
+    float specials32[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-40f};
+    memcpy(m32 + 11, specials32, sizeof specials32);
+    double specials64[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324, -1e-310};
+    memcpy(m64 + 3001, specials64, sizeof specials64);
+    for (int dtype = 0; dtype < 2; dtype++) {
+        ckpt_schema *s = schema_of(1, (uint64_t[]){1, COUNT}, (uint8_t[]){1}, NULL);
+        unsigned w = dtype ? 8 : 4;
+        ckpt_entry_in e = {0, 1, COUNT, dtype ? (void *)m64 : (void *)m32, dtype ? (void *)v64 : (void *)v32, (uint64_t)COUNT * w, (uint64_t)COUNT * w};
+        ckpt_write_desc d = {s, dtype, adam(), false, 0, &e, 1, 0};
+        ckpt_buffer buf;
+        ckpt_sink sink;
+        ckpt_sink_buffer(&sink, &buf);
+        ckpt_error err = {0};
+        CHECK(ckpt_write(&d, &sink, &err) == 0);
+        ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
+        CHECK(rep->entries_len == 1);
+        for (int which = 0; which < 2 && rep->entries_len == 1; which++) {
+            const ckpt_stats *st = which ? rep->entries[0].v : rep->entries[0].m;
+            uint64_t nan = 0, inf = 0, zero = 0, neg = 0, hist[2100] = {0};
+            double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
+            for (int k = 0; k < COUNT; k++) {
+                double x = dtype ? (which ? v64[k] : m64[k]) : (which ? v32[k] : m32[k]);
+                if (isnan(x)) { nan++; continue; }
+                if (isinf(x)) { inf++; neg += x < 0; continue; }
+                if (x < mn) mn = x;
+                if (x > mx) mx = x;
+                sum += x;
+                sq += x * x;
+                if (x == 0) { zero++; continue; }
+                neg += x < 0;
+                int e;
+                frexp(x, &e);
+                hist[e - 1 + 1074]++;
+            }
+            CHECK(st->nan == nan && st->inf == inf && st->zero == zero && st->negative == neg);
+            CHECK(st->min == mn && st->max == mx);
+            CHECK(fabs(st->sum - sum) <= 1e-5 * (fabs(sum) + sqrt(sq)));
+            CHECK(fabs(st->sum_squares - sq) <= 1e-5 * sq);
+            for (uint32_t b = 0; b < st->hist_len; b++) CHECK(st->hist[b] == hist[st->hist_log2_min + 1074 + (int32_t)b]);
+            uint64_t counted = 0, want = 0;
+            for (uint32_t b = 0; b < st->hist_len; b++) counted += st->hist[b];
+            for (int b = 0; b < 2100; b++) want += hist[b];
+            CHECK(counted == want);
+        }
+        ckpt_report_free(rep);
+        ckpt_buffer_free(&buf);
+        ckpt_schema_free(s);
+    }
+}
+
 static const test_case cases[] = {
+    {"statistics against a naive reference", stats_against_reference},
     {"every version and dtype", every_version_and_dtype},
     {"writer save checks", writer_save_checks},
     {"u64 at 2^53 and 2^64-1", extreme_u64_values},

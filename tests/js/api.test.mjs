@@ -244,3 +244,52 @@ test('saveCheckpoint: a write that fails halfway leaves the old file and no temp
   assert.deepEqual(fs.readdirSync(dir), ['keep']);
   assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp-')), []);
 });
+
+test('bulk arrays crossing as columns give exactly the JSON report', async () => {
+  const { loadCore } = await import('../../js/index.js');
+  const core = await loadCore();
+  const viaJSON = (bytes, stats) => {
+    const src = { size: bytes.length, read: (off, dest) => { const n = Math.min(dest.length, Math.max(0, bytes.length - off)); dest.set(bytes.subarray(off, off + n)); return n; } };
+    const id = core.register(src);
+    const rep = core.exports.w_inspect(id, bytes.length, stats ? 1 : 0, 0) >>> 0;
+    try {
+      return core.takeJSON(core.exports.w_report_json(rep));
+    } finally {
+      core.exports.ckpt_report_free(rep);
+      core.unregister(id);
+    }
+  };
+  const files = [
+    await model(),
+    await model({ randomCounter: '18446744073709551615' }),
+    await writeCheckpoint(untiedDescription()),
+    (await model()).slice(0, 150),   // a partial schema
+    (await model()).slice(0, 185),   // tags cut short
+    await writeCheckpoint({ ...modelDescription(), entries: modelDescription().entries.map((e) => ({ ...e, step: 2 ** 53 })) }),
+  ];
+  for (const bytes of files) {
+    for (const stats of [false, true]) assert.deepEqual(await inspect(bytes, { stats }), viaJSON(bytes, stats));
+  }
+});
+
+test('statistics: the SIMD and the scalar wasm builds agree bit for bit', async () => {
+  let seed = 99;
+  const rand = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) | 0) >>> 0);
+  for (const dtype of ['float32', 'float64']) {
+    const n = 10007;   // not a multiple of any vector width
+    const words = dtype === 'float32' ? Uint32Array.from({ length: 2 * n }, rand)
+      : BigUint64Array.from({ length: 2 * n }, () => (BigInt(rand()) << 32n) | BigInt(rand()));
+    const bytes = new Uint8Array(words.buffer);
+    const half = bytes.length / 2;
+    // Make sure every class is present: zeros, subnormals, infinities, negatives, ordinary values.
+    const f = dtype === 'float32' ? new Float32Array(words.buffer) : new Float64Array(words.buffer);
+    f.set([0, -0, 1e-40, -Infinity, Infinity, -1.5, 2.5, NaN], 100);
+    const file = await writeCheckpoint({ shapes: [[n]], requiresGrad: [true], dtype, config: modelConfig,
+      entries: [{ id: 0, step: 1, m: bytes.subarray(0, half), v: bytes.subarray(half) }] });
+    const simd = await inspect(file, { stats: true, variant: 'simd' });
+    const plain = await inspect(file, { stats: true, variant: 'nosimd' });
+    assert.deepEqual(simd, plain);
+    const m = simd.entries[0].m;
+    assert.ok(m.nan > 0 && m.inf > 0 && m.zero >= 2 && m.negative > 0, JSON.stringify(m));
+  }
+});
