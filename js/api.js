@@ -77,31 +77,38 @@ function readReport(core, rep, { stats = false } = {}) {
     const report = core.takeJSON(ex.w_report_json_opts(rep, stats ? 1 : 1 | 2));
     const total = 6 + 2 * n + ndims + nflags + (complete ? n : 0) + 4 * nentries;
     const f = new Float64Array(core.memory.buffer, cols, total);   // after the JSON call: memory may have grown
+    // Plain loops and literal arrays: V8 keeps them packed, which matters at a million slots.
     let at = 6;
     const ranks = f.subarray(at, (at += n));
-    const shapes = new Array(n);
+    const shapes = [];
     for (let i = 0; i < n; i++) {
       const r = ranks[i];
-      const shape = new Array(r);
-      for (let k = 0; k < r; k++) shape[k] = f[at++];
-      shapes[i] = shape;
+      if (r === 0) shapes.push([]);
+      else if (r === 1) shapes.push([f[at++]]);
+      else if (r === 2) shapes.push([f[at++], f[at++]]);
+      else {
+        const shape = [];
+        for (let k = 0; k < r; k++) shape.push(f[at++]);
+        shapes.push(shape);
+      }
     }
-    const sizes = Array.from(f.subarray(at, (at += n)));
-    const requiresGrad = new Array(nflags);
-    for (let i = 0; i < nflags; i++) requiresGrad[i] = f[at++] === 1;
+    const sizes = [];
+    for (let i = 0; i < n; i++) sizes.push(f[at++]);
+    const requiresGrad = [];
+    for (let i = 0; i < nflags; i++) requiresGrad.push(f[at++] === 1);
     let reps = null;
     if (complete) {
-      reps = new Array(n);
+      reps = [];
       for (let i = 0; i < n; i++) {
         const r = f[at++];
-        reps[i] = r < 0 ? null : r;
+        reps.push(r < 0 ? null : r);
       }
     }
     // A stored map is set only once every tag is read, so a map implies `complete`.
     report.schema = { shapes, sizes, requiresGrad, representatives: hasMap ? reps : null, effectiveRepresentatives: reps };
     if (!stats) {
-      const entries = new Array(nentries);
-      for (let k = 0; k < nentries; k++, at += 4) entries[k] = { id: f[at], step: f[at + 1], count: f[at + 2], offset: f[at + 3] };
+      const entries = [];
+      for (let k = 0; k < nentries; k++, at += 4) entries.push({ id: f[at], step: f[at + 1], count: f[at + 2], offset: f[at + 3] });
       report.entries = entries;
     }
     return report;

@@ -128,7 +128,9 @@ async function cmdInspect(argv) {
   const { positional, seen } = parseArgs(argv, ['--json', '--stats']);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
   const report = await inspect(positional[0], { stats: !!seen['--stats'] });
-  if (seen['--json']) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  // Indented for people; past 10,000 slots one line (a million slots indented is ~100 MB).
+  const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
+  if (seen['--json']) process.stdout.write(JSON.stringify(report, null, indent) + '\n');
   else {
     process.stdout.write(summary(report, positional[0]) + '\n');
   }

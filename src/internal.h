@@ -71,7 +71,20 @@ struct ckpt_reader {
     bool at_end;               /* the source returned short: no bytes past buf_pos + buf_len */
 };
 int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err);
-int ckpt_read_u64(ckpt_reader *r, uint64_t *out, ckpt_error *err);
+uint64_t ckpt_get_u64le(const uint8_t *p);
+/* A u64 field: inline when the buffer holds it (a million-slot schema reads millions). */
+static inline int ckpt_read_u64(ckpt_reader *r, uint64_t *out, ckpt_error *err)
+{
+    if (r->pos >= r->buf_pos && r->pos - r->buf_pos + 8 <= r->buf_len) {
+        *out = ckpt_get_u64le(r->buf + (r->pos - r->buf_pos));
+        r->pos += 8;
+        return 0;
+    }
+    uint8_t b[8];
+    int rc = ckpt_read_exact(r, b, 8, err);
+    if (!rc) *out = ckpt_get_u64le(b);
+    return rc;
+}
 /* Skip a payload of count * width bytes (truncation reported as for a read of that size). */
 int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error *err);
 /* Stream a payload of count * width bytes through fn in whole elements. */
@@ -83,7 +96,6 @@ int ckpt_reader_has_more(ckpt_reader *r, ckpt_error *err);
 int ckpt_sink_u64(const ckpt_sink *out, uint64_t v, ckpt_error *err);
 int ckpt_sink_bytes(const ckpt_sink *out, const void *p, size_t n, ckpt_error *err);
 void ckpt_put_u64le(uint8_t *p, uint64_t v);
-uint64_t ckpt_get_u64le(const uint8_t *p);
 
 /* ---- schema.c (FORMAT.md 3) ---- */
 struct ckpt_schema {

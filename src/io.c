@@ -17,8 +17,8 @@ void ckpt_put_u64le(uint8_t *p, uint64_t v)
 
 uint64_t ckpt_get_u64le(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int k = 7; k >= 0; k--) v = (v << 8) | p[k];
+    uint64_t v;
+    memcpy(&v, p, 8);   /* little-endian hosts only (internal.h checks) */
     return v;
 }
 
@@ -177,20 +177,6 @@ int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err)
         done += take;
         r->pos += take;
     }
-    return 0;
-}
-
-int ckpt_read_u64(ckpt_reader *r, uint64_t *out, ckpt_error *err)
-{
-    uint8_t b[8];
-    if (buffered(r) >= 8) {  /* the common case, without the loop */
-        memcpy(b, r->buf + (r->pos - r->buf_pos), 8);
-        r->pos += 8;
-    } else {
-        int rc = ckpt_read_exact(r, b, 8, err);
-        if (rc) return rc;
-    }
-    *out = ckpt_get_u64le(b);
     return 0;
 }
 
