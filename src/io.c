@@ -196,7 +196,9 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
             return CKPT_E_TRUNCATED;
         }
         r->pos += bytes;
-        if (!buffered(r)) r->readahead = COLD_READAHEAD;
+        /* Jumping over a payload larger than the buffer: the next record is alone in a sea of
+         * skipped bytes, so read it small. Small payloads keep the sequential read-ahead. */
+        if (!buffered(r) && bytes > r->buf_cap) r->readahead = COLD_READAHEAD;
         return 0;
     }
     /* Unknown size: the bytes must be read to be skipped. */

@@ -89,6 +89,13 @@ static void j_string(strbuf *sb, const char *s)
     sb_puts(sb, "\"");
 }
 
+/* ,"key":value for an integer field */
+static void j_key_u64(strbuf *sb, const char *key, uint64_t v)
+{
+    sb_printf(sb, ",\"%s\":", key);
+    j_u64(sb, v);
+}
+
 static void j_bits(strbuf *sb, uint64_t b) { sb_printf(sb, "\"0x%016llx\"", (unsigned long long)b); }
 
 static void j_stats(strbuf *sb, const ckpt_stats *s)
@@ -108,14 +115,10 @@ static void j_stats(strbuf *sb, const ckpt_stats *s)
         if (finite) j_double(sb, values[k]);
         else sb_puts(sb, "null");
     }
-    sb_puts(sb, ",\"nan\":");
-    j_u64(sb, s->nan);
-    sb_puts(sb, ",\"inf\":");
-    j_u64(sb, s->inf);
-    sb_puts(sb, ",\"zero\":");
-    j_u64(sb, s->zero);
-    sb_puts(sb, ",\"negative\":");
-    j_u64(sb, s->negative);
+    j_key_u64(sb, "nan", s->nan);
+    j_key_u64(sb, "inf", s->inf);
+    j_key_u64(sb, "zero", s->zero);
+    j_key_u64(sb, "negative", s->negative);
     sb_printf(sb, ",\"histogram\":{\"log2Min\":%d,\"counts\":[", (int)s->hist_log2_min);
     for (uint32_t k = 0; k < s->hist_len; k++) {
         if (k) sb_puts(sb, ",");
@@ -183,12 +186,9 @@ static void j_entry(strbuf *sb, const ckpt_entry_info *e)
 {
     sb_puts(sb, "{\"id\":");
     j_u64(sb, e->id);
-    sb_puts(sb, ",\"step\":");
-    j_u64(sb, e->step);
-    sb_puts(sb, ",\"count\":");
-    j_u64(sb, e->count);
-    sb_puts(sb, ",\"offset\":");
-    j_u64(sb, e->offset);
+    j_key_u64(sb, "step", e->step);
+    j_key_u64(sb, "count", e->count);
+    j_key_u64(sb, "offset", e->offset);
     if (e->m || e->v) {
         sb_puts(sb, ",\"m\":");
         j_stats(sb, e->m);

@@ -178,6 +178,7 @@ export class SharingMap {
     const style = getComputedStyle(document.documentElement);
     const fg = style.getPropertyValue('--fg').trim() || '#222';
     const muted = style.getPropertyValue('--frozen').trim() || '#999';
+    const accent = style.getPropertyValue('--accent').trim() || '#2358c5';
     g.clearRect(0, 0, this.width, this.height);
     if (!this.n) return;
     const base = this.height - 34;
@@ -240,10 +241,8 @@ export class SharingMap {
         }
         g.fillStyle = muted;
         g.fillRect(px, base + 2, 1, (markH * frozen) / Math.max(1, total));
-        g.fillStyle = fg;
-        g.globalAlpha = 0.35;
+        g.fillStyle = accent;   /* trainable share of the column */
         g.fillRect(px, base + 2 + (markH * frozen) / Math.max(1, total), 1, (markH * (total - frozen)) / Math.max(1, total));
-        g.globalAlpha = 1;
         if (tied) {   // a tick under columns that hold tied slots
           g.fillStyle = fg;
           g.fillRect(px, base + markH + 4, 1, 3);
