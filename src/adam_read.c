@@ -6,6 +6,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,14 +44,20 @@ static void hint_for_foreign(const ckpt_source *src, ckpt_error *err)
         ckpt_set_hint(err, "the file is empty");
         return;
     }
-    if (starts_with(head, n, "TLSF32B")) {
-        ckpt_set_hint(err, "this is a TorchLean float32 state checkpoint (TLSF32B), not optimizer state; "
-                           "ckptscope does not read that family yet");
-        return;
-    }
-    if (starts_with(head, n, "TLPF32B")) {
-        ckpt_set_hint(err, "this is a TorchLean float32 parameter checkpoint (TLPF32B), not optimizer state; "
-                           "ckptscope does not read that family yet");
+    /* FORMAT.md 6: the related families, named with their version and tensor count. */
+    static const struct {
+        const char *magic, *name;
+    } related[] = {{"TLSF32B", "state"}, {"TLPF32B", "parameter"}};
+    for (size_t k = 0; k < sizeof related / sizeof related[0]; k++) {
+        if (!starts_with(head, n, related[k].magic)) continue;
+        char text[256], detail[96] = "";
+        if (n >= 23)
+            snprintf(detail, sizeof detail, ", version %llu, %llu tensors", (unsigned long long)ckpt_get_u64le(head + 7),
+                     (unsigned long long)ckpt_get_u64le(head + 15));
+        snprintf(text, sizeof text,
+                 "this is a TorchLean float32 %s checkpoint (%s%s), not optimizer state; ckptscope does not read that family yet",
+                 related[k].name, related[k].magic, detail);
+        ckpt_set_hint(err, text);
         return;
     }
     if (starts_with(head, n, "version https://git-lfs")) {

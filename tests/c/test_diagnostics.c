@@ -532,13 +532,14 @@ static void foreign_hints(void)
          "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)"},
         {"<!DOCTYPE html><html>", F "unsupported checkpoint family", "this looks like an HTML or XML page (a failed download?), not a checkpoint"},
         {"{\"shapes\": []}", F "unsupported checkpoint family", "this looks like JSON text (a layout description?), not a checkpoint"},
-        {"TLSF32B\x01", F "unsupported checkpoint family",
-         "this is a TorchLean float32 state checkpoint (TLSF32B), not optimizer state; ckptscope does not read that family yet"},
+        {"TLSF32B\x01\0\0\0\0\0\0\0\x0c\0\0\0\0\0\0\0", F "unsupported checkpoint family",
+         "this is a TorchLean float32 state checkpoint (TLSF32B, version 1, 12 tensors), not optimizer state; ckptscope does not read that family yet"},
         {"TLPF32B\x02", F "unsupported checkpoint family",
          "this is a TorchLean float32 parameter checkpoint (TLPF32B), not optimizer state; ckptscope does not read that family yet"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        ckpt_report *rep = inspect_bytes(cases[k].data, strlen(cases[k].data), 0);
+        size_t len = strncmp(cases[k].data, "TLSF32B", 7) == 0 ? 23 : strlen(cases[k].data);
+        ckpt_report *rep = inspect_bytes(cases[k].data, len, 0);
         CHECK_ERROR(rep, cases[k].text, 0);
         CHECK_STR(rep->error.hint, cases[k].hint);
         ckpt_report_free(rep);

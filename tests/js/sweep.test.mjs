@@ -140,8 +140,8 @@ test('what is not a TLADAMF checkpoint is named: the reference text first, then 
     [enc('version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 42\n'), `${F}unsupported checkpoint family`, /Git LFS pointer/],
     [enc('<!doctype html><title>404</title>'), `${F}unsupported checkpoint family`, /HTML/],
     [enc('  {"shapes": [[2, 3]], "requiresGrad": [true]}'), `${F}unsupported checkpoint family`, /JSON/],
-    [header('TLSF32B', 1), `${F}unsupported checkpoint family`, /float32 state checkpoint \(TLSF32B\)/],
-    [header('TLPF32B', 2), `${F}unsupported checkpoint family`, /float32 parameter checkpoint \(TLPF32B\)/],
+    [header('TLSF32B', 1), `${F}unsupported checkpoint family`, /float32 state checkpoint \(TLSF32B, version 1, 0 tensors\)/],
+    [header('TLPF32B', 2), `${F}unsupported checkpoint family`, /float32 parameter checkpoint \(TLPF32B, version 2, 0 tensors\)/],
     [future, `${F}unsupported format version 6; expected 2 through 5`, /newer TorchLean/],
     [enc('hello, world\n'), `${F}unsupported checkpoint family`, /text file/],
   ];
