@@ -8,8 +8,11 @@ import { openSource } from './sources.js';
 import { CheckpointError, LayoutError } from './errors.js';
 import { schemaArrays, dtypeCode, configWords, momentBytes, toU64, NONE } from './layout.js';
 
-const INSPECT_STATS = 1;
-const E_CANCELLED = 37;
+// Mirrors of src/ckptscope.h constants.
+const INSPECT_STATS = 1;            // CKPT_INSPECT_STATS
+const E_CANCELLED = 37;             // CKPT_E_CANCELLED
+const JSON_NO_SCHEMA_ARRAYS = 1;    // CKPT_JSON_NO_SCHEMA_ARRAYS
+const JSON_NO_ENTRIES = 2;          // CKPT_JSON_NO_ENTRIES
 
 // ---- handles --------------------------------------------------------------------------------
 
@@ -74,7 +77,7 @@ function readReport(core, rep, { stats = false } = {}) {
     const head = new Float64Array(core.memory.buffer, cols, 6);
     const [n, nflags, ndims, nentries, hasMap, complete] = head;
     // Entries with statistics keep their JSON; plain entries come from the columns.
-    const report = core.takeJSON(ex.w_report_json_opts(rep, stats ? 1 : 1 | 2));
+    const report = core.takeJSON(ex.w_report_json_opts(rep, JSON_NO_SCHEMA_ARRAYS | (stats ? 0 : JSON_NO_ENTRIES)));
     const total = 6 + 2 * n + ndims + nflags + (complete ? n : 0) + 4 * nentries;
     const f = new Float64Array(core.memory.buffer, cols, total);   // after the JSON call: memory may have grown
     // Plain loops and literal arrays: V8 keeps them packed, which matters at a million slots.
@@ -226,24 +229,21 @@ async function describe(x) {
       core.exports.ckpt_schema_free(s);
     }
   }
+  // A checkpoint, or its JSON report: the report's schema carries the sizes and the
+  // representatives the comparison needs.
   const fromReport = isLayoutObject(x);
-  const get = async (core, rep) => {
+  const get = (core, rep) => {
     const report = fromReport ? x : readReport(core, rep);
     if (!report.schema) throw reportError(report, { role: 'diff' });
-    let schema = report.schema;
-    if (!fromReport) {
-      const sp = core.exports.w_report_schema(rep) >>> 0;
-      if (sp) schema = core.takeJSON(core.exports.w_schema_json(sp));
-    }
     return {
-      schema,
+      schema: report.schema,
       dtype: report.dtype,
       config: report.config && { kind: report.config.kind, bits: report.config.bits },
       hasRandomCounter: report.hasRandomCounter,
       error: report.error,
     };
   };
-  if (fromReport) return get(await loadCore(), 0);
+  if (fromReport) return get(null, 0);
   return withReport(x, (c, id, size) => c.exports.w_inspect(id, size, 0, 0), get);
 }
 
@@ -310,16 +310,19 @@ export function readEntry(source, id) {
       if (!report.ok) throw reportError(report);
       const key = String(toU64(id, 'id'));
       const entry = report.entries.find((e) => String(e.id) === key);
-      if (!entry) {
-        throw new CheckpointError({ message: `CUDA Adam checkpoint: invalid parameter id ${key}`, code: 28 }, { report });
-      }
+      const failed = () => {
+        const err = core.takeJSON(core.exports.w_error_json());
+        core.exports.w_error_clear();
+        return new CheckpointError(err, { report });
+      };
+      // No such entry: the core says so (its text), before touching any buffer.
+      if (!entry && core.exports.w_read_moments(srcId, size, rep, Number(key), 0, 0)) throw failed();
       const Ctor = report.dtype === 'float64' ? Float64Array : Float32Array;
       const count = Number(entry.count);
       const bytes = count * Ctor.BYTES_PER_ELEMENT;
       const m = core.malloc(bytes), v = core.malloc(bytes);
       try {
-        const rc = core.exports.w_read_moments(srcId, size, rep, Number(key), m, v);
-        if (rc) throw new CheckpointError(core.takeJSON(core.exports.w_error_json()));
+        if (core.exports.w_read_moments(srcId, size, rep, Number(key), m, v)) throw failed();
         // Copies, not views: wasm memory may grow and move.
         return {
           id: entry.id, step: entry.step, count: entry.count, dtype: report.dtype,
@@ -353,6 +356,7 @@ export function entryStats(source, id, { onProgress, signal } = {}) {
       const ptr = core.exports.w_entry_stats(srcId, size, rep, Number(key), progressId) >>> 0;
       if (!ptr) {
         const err = core.takeJSON(core.exports.w_error_json());
+        core.exports.w_error_clear();
         if (err?.code === E_CANCELLED) throw signal?.reason ?? new DOMException('The statistics scan was cancelled', 'AbortError');
         throw new CheckpointError(err, { report });
       }

@@ -35,9 +35,11 @@ function parseArgs(argv, flags, options = []) {
 const fmtShape = (s) => `[${s.join(', ')}]`;
 const yesNo = (b) => (b ? 'yes' : 'no');
 
-function table(rows, header) {
-  const widths = header.map((h, k) => Math.max(h.length, ...rows.map((r) => String(r[k]).length)));
-  const line = (r) => r.map((c, k) => (k === 0 || /^\d/.test(String(c)) && k < 3 ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
+/** Columns padded to their widest cell; the columns in `right` are right-aligned (numbers). */
+function table(rows, header, right) {
+  const widths = header.map((h) => h.length);
+  for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
+  const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
   return [line(header), ...rows.map(line)].join('\n');
 }
 
@@ -85,7 +87,7 @@ export function summary(report, name) {
     });
     const header = ['slot', 'shape', 'size', 'trainable', 'representative', 'step'];
     if (stats) header.push('moments');
-    out.push('', table(rows, header));
+    out.push('', table(rows, header, new Set([0, 2, 5])));
   }
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push('');

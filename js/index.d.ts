@@ -112,6 +112,8 @@ export interface InspectOptions {
   stats?: boolean;
   onProgress?: (progress: { done: number; total: number | null }) => void;
   signal?: AbortSignal;
+  /** Which WebAssembly build runs the core (benchmarking): 'simd' (default) or 'nosimd'. */
+  variant?: 'simd' | 'nosimd';
 }
 
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { inspect } from '../../js/index.js';
+import { inspect, writeCheckpoint } from '../../js/index.js';
 import { cases, model, modelLayout, modelDescription, F } from './cases.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -15,7 +15,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function run(...args) {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
   assert.doesNotMatch(r.stderr, /\n\s+at .*:\d+:\d+/, 'no stack trace');
   return r;
 }
@@ -126,4 +126,13 @@ test('cli: friendly words for what is not a checkpoint', () => {
   assert.equal(r.status, 1);
   assert.match(r.stdout, /hint: this is a Git LFS pointer file/);
   assert.equal(r.stderr, `${F}unsupported checkpoint family\n`);
+});
+
+test('cli summary of 200,000 slots (no argument-spreading limits)', async () => {
+  const n = 200_000;
+  const p = file('wide.ckpt', await writeCheckpoint({ shapes: Array.from({ length: n }, () => []), requiresGrad: Array.from({ length: n }, (_, i) => i === 0),
+    config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries: [{ id: 0, step: 1, m: [0], v: [0] }] }));
+  const r = run('inspect', p);
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /\n\s*199999\s+\[\]\s+1\s+no\s+-\n/);
 });

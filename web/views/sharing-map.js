@@ -185,7 +185,8 @@ export class SharingMap {
     const first = Math.max(0, Math.floor(this.offset)), last = Math.min(this.n, Math.ceil(this.offset + this.visibleSlots));
     const slotPx = (this.width - 2 * PAD) / this.visibleSlots;
     const focus = this.groupOf(this.hover >= 0 ? this.hover : this.selected);
-    const focusOwner = focus.size ? Math.min(...focus) : -1;
+    let focusOwner = -1;   // a loop, not Math.min(...): a group can hold a million slots
+    for (const i of focus) if (focusOwner < 0 || i < focusOwner) focusOwner = i;
 
     // Arcs: every tie whose ends are not both off to one side of the view.
     const maxH = base - 10;

@@ -21,7 +21,7 @@ function moment(title, s) {
     const hist = el('div', 'hist');
     hist.setAttribute('role', 'img');
     hist.setAttribute('aria-label', `histogram of log2|x| from ${s.histogram.log2Min} to ${s.histogram.log2Min + counts.length - 1}`);
-    const max = Math.max(...counts);
+    const max = counts.reduce((a, b) => Math.max(a, b), 0);
     counts.forEach((c, k) => {
       const bar = el('div');
       bar.style.height = `${c ? Math.max(2, (100 * c) / max) : 0}%`;
