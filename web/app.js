@@ -243,8 +243,12 @@ async function showEntry(k) {
   renderEntryDetail(detail, e, { config: state.report.config, label: label(Number(e.id)) });
   if (e.m) return;
   const file = state.file;
+  const note = detail.querySelector('p.meta');
   try {
-    const stats = await parser.request('entryStats', { file, id: e.id });
+    const stats = await parser.request('entryStats', { file, id: e.id }, ({ done, total }) => {
+      const start = Number(e.offset), span = 2 * Number(e.count) * (state.report.dtype === 'float64' ? 8 : 4);
+      if (note && total) note.textContent = `Statistics are being computed… ${Math.min(100, Math.round((100 * (done - start)) / span))}%`;
+    });
     if (state.file !== file) return;
     Object.assign(e, { m: stats.m, v: stats.v });
     renderEntryDetail(detail, e, { config: state.report.config, label: label(Number(e.id)) });
@@ -257,6 +261,7 @@ async function showEntry(k) {
 
 async function scanAll() {
   const file = state.file;
+  state.scanning = true;
   const bar = $('stats-progress');
   bar.hidden = false;
   bar.value = 0;
@@ -280,6 +285,7 @@ async function scanAll() {
   } catch (err) {
     status(err.name === 'AbortError' ? 'Statistics scan cancelled.' : `Statistics failed: ${err.message}`);
   } finally {
+    state.scanning = false;
     bar.hidden = true;
     $('cancel-scan').hidden = true;
     $('scan').disabled = false;
@@ -341,6 +347,8 @@ async function runCompare() {
 // ---- the one open path --------------------------------------------------------------------
 
 async function open(file, { labels = null } = {}) {
+  // The worker runs one request at a time: a scan of the previous file would hold this one up.
+  if (state.scanning) parser.cancel();
   status(`Reading ${file.name}…`);
   const started = performance.now();
   let result;
