@@ -316,6 +316,8 @@ static void stats_against_reference(void)
     }
     float specials32[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-40f};
     memcpy(m32 + 11, specials32, sizeof specials32);
+    v32[5] = -1e-40f;   /* a negative subnormal on the lean (all finite) path */
+    v32[6] = -0.0f;
     double specials64[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324, -1e-310};
     memcpy(m64 + 3001, specials64, sizeof specials64);
     for (int dtype = 0; dtype < 2; dtype++) {

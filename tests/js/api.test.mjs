@@ -283,13 +283,16 @@ test('statistics: the SIMD and the scalar wasm builds agree bit for bit', async 
     const half = bytes.length / 2;
     // Make sure every class is present: zeros, subnormals, infinities, negatives, ordinary values.
     const f = dtype === 'float32' ? new Float32Array(words.buffer) : new Float64Array(words.buffer);
+    // m: every class (the masked path); v: finite values only (the lean path), subnormals included.
     f.set([0, -0, 1e-40, -Infinity, Infinity, -1.5, 2.5, NaN], 100);
+    for (let k = n; k < 2 * n; k++) if (!Number.isFinite(f[k])) f[k] = k % 3 ? -1e-41 : 0.5;
     const file = await writeCheckpoint({ shapes: [[n]], requiresGrad: [true], dtype, config: modelConfig,
       entries: [{ id: 0, step: 1, m: bytes.subarray(0, half), v: bytes.subarray(half) }] });
     const simd = await inspect(file, { stats: true, variant: 'simd' });
     const plain = await inspect(file, { stats: true, variant: 'nosimd' });
     assert.deepEqual(simd, plain);
-    const m = simd.entries[0].m;
+    const { m, v } = simd.entries[0];
     assert.ok(m.nan > 0 && m.inf > 0 && m.zero >= 2 && m.negative > 0, JSON.stringify(m));
+    assert.ok(v.nan === 0 && v.inf === 0 && v.negative > 0, JSON.stringify(v));
   }
 });
