@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER_BUFFER (64 * 1024)
+#define HEADER_BUFFER (1024 * 1024)   /* sequential reads grow to this; each source read is a call into JS in wasm */
 #define STREAM_CHUNK (1024 * 1024)
 #define COLD_READAHEAD 512      /* after a skip the next record is small; don't read a chunk */
 

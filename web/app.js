@@ -6,6 +6,7 @@ import { renderHeader } from './views/header.js';
 import { renderHex } from './views/hex.js';
 import { renderVerdict } from './views/compare.js';
 import { renderEntryDetail } from './views/stats.js';
+import { ReportModel } from './report-model.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -61,7 +62,7 @@ const state = {
   sort: null,
   selected: -1,
   bytesRead: 0,
-  entryBySlot: new Map(),
+  entryBySlot: new Int32Array(0),   // slot -> entry index, -1 for none
 };
 
 function status(text) {
@@ -76,7 +77,10 @@ const shapeText = (s) => `[${s.join(', ')}]`;
 
 // ---- tables and map -----------------------------------------------------------------------
 
-const reps = () => state.report?.schema?.effectiveRepresentatives ?? null;
+const entryOfSlot = (i) => {
+  const k = i < state.entryBySlot.length ? state.entryBySlot[i] : -1;
+  return k < 0 ? null : state.report.entry(k);
+};
 
 function unhealthy(entry) {
   if (!entry?.m) return false;
@@ -84,12 +88,12 @@ function unhealthy(entry) {
 }
 
 function representativeCell(i) {
-  const r = reps();
-  const s = state.report.schema;
-  if (!r || s.requiresGrad[i] === undefined) return { text: '?', title: 'not read (the file broke before the sharing map)' };
-  if (r[i] === null) return { text: 'frozen', cls: 'frozen' };
-  if (r[i] === i) return { text: 'owner', swatch: groupColor(i) };
-  return { text: `→ ${r[i]}${label(r[i]) ? ` ${label(r[i])}` : ''}`, swatch: groupColor(r[i]), title: `shares slot ${r[i]}'s storage and optimizer history` };
+  const m = state.report;
+  const r = m.rep(i);
+  if (r === undefined || m.trainable(i) === undefined) return { text: '?', title: 'not read (the file broke before the sharing map)' };
+  if (r === null) return { text: 'frozen', cls: 'frozen' };
+  if (r === i) return { text: 'owner', swatch: groupColor(i) };
+  return { text: `→ ${r}${label(r) ? ` ${label(r)}` : ''}`, swatch: groupColor(r), title: `shares slot ${r}'s storage and optimizer history` };
 }
 
 const fmtStat = (x) => (x === null || x === undefined ? '' : typeof x === 'number' ? x.toPrecision(3) : String(x));
@@ -97,16 +101,16 @@ const fmtStat = (x) => (x === null || x === undefined ? '' : typeof x === 'numbe
 const paramColumns = [
   { label: 'slot', width: '64px', num: true, sortKey: 'slot', cell: (i) => ({ text: String(i) }) },
   { label: 'name', width: 'minmax(80px, 1.3fr)', sortKey: 'name', cell: (i) => ({ text: label(i), title: label(i) }) },
-  { label: 'shape', width: 'minmax(90px, 1fr)', mono: true, sortKey: 'rank', cell: (i) => ({ text: shapeText(state.report.schema.shapes[i]) }) },
-  { label: 'size', width: '96px', num: true, sortKey: 'size', cell: (i) => ({ text: Number(state.report.schema.sizes[i]).toLocaleString('en-US') }) },
+  { label: 'shape', width: 'minmax(90px, 1fr)', mono: true, sortKey: 'rank', cell: (i) => ({ text: shapeText(state.report.shape(i)) }) },
+  { label: 'size', width: '96px', num: true, sortKey: 'size', cell: (i) => ({ text: Number(state.report.slotSize(i)).toLocaleString('en-US') }) },
   { label: 'trainable', width: '76px', cell: (i) => {
-    const g = state.report.schema.requiresGrad[i];
+    const g = state.report.trainable(i);
     return g === undefined ? { text: '?' } : g ? { text: 'yes' } : { text: 'frozen', cls: 'frozen' };
   } },
   { label: 'representative', width: 'minmax(110px, 1.1fr)', cell: representativeCell },
-  { label: 'step', width: '72px', num: true, sortKey: 'step', cell: (i) => ({ text: String(state.entryBySlot.get(i)?.step ?? '') }) },
+  { label: 'step', width: '72px', num: true, sortKey: 'step', cell: (i) => ({ text: String(entryOfSlot(i)?.step ?? '') }) },
   { label: 'm rms · v mean', width: 'minmax(120px, 1fr)', cell: (i) => {
-    const e = state.entryBySlot.get(i);
+    const e = entryOfSlot(i);
     if (!e?.m) return { text: '' };
     const bad = unhealthy(e);
     return { text: `${fmtStat(e.m.rms)} · ${fmtStat(e.v.mean)}${bad ? '  ⚠' : ''}`, cls: bad ? 'unhealthy' : '', title: bad ? 'NaN, infinity or a negative second moment' : '' };
@@ -114,18 +118,18 @@ const paramColumns = [
 ];
 
 const entryColumns = [
-  { label: 'slot', width: '64px', num: true, cell: (k) => ({ text: String(state.report.entries[k].id) }) },
-  { label: 'name', width: 'minmax(80px, 1.3fr)', cell: (k) => ({ text: label(Number(state.report.entries[k].id)) }) },
-  { label: 'step', width: '72px', num: true, cell: (k) => ({ text: String(state.report.entries[k].step) }) },
-  { label: 'elements', width: '96px', num: true, cell: (k) => ({ text: Number(state.report.entries[k].count).toLocaleString('en-US') }) },
-  { label: 'offset', width: '110px', num: true, cell: (k) => ({ text: String(state.report.entries[k].offset) }) },
+  { label: 'slot', width: '64px', num: true, cell: (k) => ({ text: String(state.report.entry(k).id) }) },
+  { label: 'name', width: 'minmax(80px, 1.3fr)', cell: (k) => ({ text: label(Number(state.report.entry(k).id)) }) },
+  { label: 'step', width: '72px', num: true, cell: (k) => ({ text: String(state.report.entry(k).step) }) },
+  { label: 'elements', width: '96px', num: true, cell: (k) => ({ text: Number(state.report.entry(k).count).toLocaleString('en-US') }) },
+  { label: 'offset', width: '110px', num: true, cell: (k) => ({ text: String(state.report.entry(k).offset) }) },
   { label: 'm mean · rms', width: 'minmax(120px, 1fr)', cell: (k) => {
-    const e = state.report.entries[k];
+    const e = state.report.entry(k);
     return { text: e.m ? `${fmtStat(e.m.mean)} · ${fmtStat(e.m.rms)}` : 'click for statistics', cls: e.m ? '' : 'frozen' };
   } },
-  { label: 'v mean', width: 'minmax(90px, 0.8fr)', cell: (k) => ({ text: fmtStat(state.report.entries[k].v?.mean) }) },
+  { label: 'v mean', width: 'minmax(90px, 0.8fr)', cell: (k) => ({ text: fmtStat(state.report.entry(k).v?.mean) }) },
   { label: 'health', width: '120px', cell: (k) => {
-    const e = state.report.entries[k];
+    const e = state.report.entry(k);
     if (!e.m) return { text: '' };
     if (!unhealthy(e)) return { text: 'ok' };
     const parts = [];
@@ -162,11 +166,12 @@ const map = new SharingMap($('sharing-map'), {
       params.setHighlight(null);
       return;
     }
-    const r = reps()?.[i];
-    const s = state.report.schema;
-    const what = !s.requiresGrad[i] ? 'frozen (no optimizer state)' : r === i ? `owns its optimizer history${map.groupOf(i).size > 1 ? `, shared by ${map.groupOf(i).size - 1} tied slot(s)` : ''}` : `tied to slot ${r}${label(r) ? ` (${label(r)})` : ''}`;
-    $('map-status').textContent = `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${shapeText(s.shapes[i])}: ${what}`;
-    params.setHighlight(map.groupOf(i));
+    const m = state.report;
+    const r = m.rep(i);
+    const group = map.groupOf(i);
+    const what = !m.trainable(i) ? 'frozen (no optimizer state)' : r === i ? `owns its optimizer history${group.size > 1 ? `, shared by ${group.size - 1} tied slot(s)` : ''}` : `tied to slot ${r}${label(r) ? ` (${label(r)})` : ''}`;
+    $('map-status').textContent = `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${shapeText(m.shape(i))}: ${what}`;
+    params.setHighlight(group);
   },
   onSelect: (i) => selectSlot(i, 'map'),
 });
@@ -175,7 +180,7 @@ function selectSlot(i, from) {
   state.selected = i;
   if (from !== 'table') params.select(i);
   if (from !== 'map') map.setSelected(i);
-  const k = state.report.entries.findIndex((e) => Number(e.id) === i);
+  const k = i < state.entryBySlot.length ? state.entryBySlot[i] : -1;
   if (k >= 0) {
     entries.select(k);
     showEntry(k);
@@ -183,37 +188,43 @@ function selectSlot(i, from) {
 }
 
 function passesFilter(i) {
-  const s = state.report.schema;
-  const r = reps();
+  const m = state.report;
   switch (state.filter) {
-    case 'trainable': return s.requiresGrad[i] === true;
-    case 'frozen': return s.requiresGrad[i] === false;
-    case 'aliases': return !!r && r[i] !== null && (r[i] !== i || map.groupOf(i).size > 1);
-    case 'unhealthy': return unhealthy(state.entryBySlot.get(i));
+    case 'trainable': return m.trainable(i) === true;
+    case 'frozen': return m.trainable(i) === false;
+    case 'aliases': return map.isTied(i);
+    case 'unhealthy': return unhealthy(entryOfSlot(i));
     default: return true;
   }
 }
 
 function sortKey(i, key) {
-  const s = state.report.schema;
+  const m = state.report;
   switch (key) {
     case 'name': return label(i);
-    case 'rank': return s.shapes[i].length * 1e6 + Number(s.shapes[i][0] ?? 0);
-    case 'size': return Number(s.sizes[i]);
-    case 'step': return Number(state.entryBySlot.get(i)?.step ?? -1);
+    case 'rank': {
+      const shape = m.shape(i);
+      return shape.length * 1e6 + Number(shape[0] ?? 0);
+    }
+    case 'size': return Number(m.slotSize(i));
+    case 'step': return Number(entryOfSlot(i)?.step ?? -1);
     default: return i;
   }
 }
 
 function refreshParams() {
-  const s = state.report.schema;
-  const n = s.shapes.length;
+  const m = state.report;
+  const n = m.n;
   const q = state.search.trim().toLowerCase();
-  const order = [];
-  for (let i = 0; i < n; i++) {
-    if (!passesFilter(i)) continue;
-    if (q && !label(i).toLowerCase().includes(q) && !shapeText(s.shapes[i]).includes(q)) continue;
-    order.push(i);
+  let order;
+  if (state.filter === 'all' && !q) order = Array.from({ length: n }, (_, i) => i);
+  else {
+    order = [];
+    for (let i = 0; i < n; i++) {
+      if (!passesFilter(i)) continue;
+      if (q && !label(i).toLowerCase().includes(q) && !shapeText(m.shape(i)).includes(q)) continue;
+      order.push(i);
+    }
   }
   if (state.sort && state.sort.key !== 'slot') {
     const { key, dir } = state.sort;
@@ -228,17 +239,23 @@ function refreshParams() {
 }
 
 function refreshEntries() {
-  const list = state.report.entries;
-  state.entryBySlot = new Map(list.map((e) => [Number(e.id), e]));
-  entries.setOrder(Int32Array.from(list.keys()));
-  const declared = state.report.entryCount;
-  $('entry-count').textContent = `${list.length.toLocaleString('en-US')}${declared !== null && Number(declared) !== list.length ? ` of ${declared} declared` : ''}`;
+  const m = state.report;
+  const total = m.entryTotal;
+  const bySlot = new Int32Array(m.n).fill(-1);
+  for (let k = 0; k < total; k++) {
+    const id = Number(m.entry(k).id);
+    if (id < bySlot.length) bySlot[id] = k;
+  }
+  state.entryBySlot = bySlot;
+  entries.setOrder(Int32Array.from({ length: total }, (_, k) => k));
+  const declared = m.entryCount;
+  $('entry-count').textContent = `${total.toLocaleString('en-US')}${declared !== null && Number(declared) !== total ? ` of ${declared} declared` : ''}`;
 }
 
 // ---- entry statistics ---------------------------------------------------------------------
 
 async function showEntry(k) {
-  const e = state.report.entries[k];
+  const e = state.report.entry(k);
   const detail = $('entry-detail');
   renderEntryDetail(detail, e, { config: state.report.config, label: label(Number(e.id)) });
   if (e.m) return;
@@ -270,18 +287,19 @@ async function scanAll() {
   status('Computing statistics for every entry…');
   const started = performance.now();
   try {
-    const { report } = await parser.request('inspect', { file, stats: true }, ({ done, total }) => {
+    const { packed } = await parser.request('inspect', { file, stats: true }, ({ done, total }) => {
       bar.value = total ? done / total : 0;
     });
     if (state.file !== file) return;
     // The scan re-reads everything: keep its entries (with stats) and its warnings.
-    state.report.entries = report.entries;
+    const report = new ReportModel(packed);
+    state.report.setEntries(Array.from({ length: report.entryTotal }, (_, k) => report.entry(k)));
     state.report.warnings = report.warnings;
     refreshEntries();
     refreshParams();
     renderWarnings();
     renderHeader($('summary'), state.report, { name: file.name, bytesRead: state.bytesRead });
-    status(`Statistics for ${report.entries.length.toLocaleString('en-US')} entries in ${Math.round(performance.now() - started)} ms.`);
+    status(`Statistics for ${report.entryTotal.toLocaleString('en-US')} entries in ${Math.round(performance.now() - started)} ms.`);
   } catch (err) {
     status(err.name === 'AbortError' ? 'Statistics scan cancelled.' : `Statistics failed: ${err.message}`);
   } finally {
@@ -358,7 +376,7 @@ async function open(file, { labels = null } = {}) {
     status(`Could not read ${file.name}: ${err.message}`);
     return;
   }
-  Object.assign(state, { file, report: result.report, bytesRead: result.bytesRead, selected: -1, sort: null, filter: 'all', search: '' });
+  Object.assign(state, { file, report: new ReportModel(result.packed), bytesRead: result.bytesRead, selected: -1, sort: null, filter: 'all', search: '' });
   if (labels) state.labels = labels;
   else if (!state.labelsPinned) state.labels = null;
   render();
@@ -375,30 +393,27 @@ function render() {
   renderProblem();
   renderWarnings();
   $('compare').hidden = !state.expected;
-  const s = r.schema;
+  const s = r.hasSchema;
   $('map-card').hidden = $('params-card').hidden = !s;
-  $('entries-card').hidden = !r.entries.length && r.entryCount === null;
+  $('entries-card').hidden = !r.entryTotal && r.entryCount === null;
   $('entry-detail').hidden = true;
   for (const b of $('filters').children) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
   $('param-search').value = '';
   params.selected = entries.selected = -1;
   params.highlight = null;
   if (s) {
+    map.setData({ reps: r.repsArray(), flags: r.flagsArray() });   // before the table: its filters ask the map
     refreshEntries();
     refreshParams();
-    const n = s.shapes.length;
-    const rr = s.effectiveRepresentatives ?? new Array(n).fill(null);
-    map.setData({ reps: rr, requiresGrad: s.requiresGrad });
     renderLegend();
   } else {
-    state.entryBySlot = new Map();
+    state.entryBySlot = new Int32Array(0);
   }
 }
 
 function renderLegend() {
   const lg = $('map-legend');
   lg.replaceChildren();
-  const s = state.report.schema;
   const add = (cls, text, color) => {
     const span = el('span');
     const sw = el('i', `sw ${cls}`);
@@ -408,7 +423,7 @@ function renderLegend() {
   };
   add('', 'trainable (coloured by group)', groupColor(0));
   add('frozen', 'frozen');
-  lg.append(el('span', '', `${map.links.length} tie${map.links.length === 1 ? '' : 's'} in ${map.members.size} group${map.members.size === 1 ? '' : 's'}${s.effectiveRepresentatives ? '' : ' (map not read)'}`));
+  lg.append(el('span', '', `${map.linkCount} tie${map.linkCount === 1 ? '' : 's'} in ${map.groupCount} group${map.groupCount === 1 ? '' : 's'}${state.report.repsKnown ? '' : ' (map not read)'}`));
 }
 
 // ---- inputs: drop, pickers, examples ------------------------------------------------------
@@ -470,7 +485,7 @@ $('labels-input').addEventListener('change', async (e) => {
     if (!Array.isArray(labels) || !labels.every((x) => typeof x === 'string')) throw new Error('expected a JSON array of slot names');
     state.labels = labels;
     state.labelsPinned = true;
-    if (state.report?.schema) {
+    if (state.report?.hasSchema) {
       params.render(true);
       entries.render(true);
     }
@@ -481,7 +496,7 @@ $('labels-input').addEventListener('change', async (e) => {
 });
 $('export').addEventListener('click', () => {
   if (!state.report) return;
-  const blob = new Blob([JSON.stringify(state.report, null, 2) + '\n'], { type: 'application/json' });
+  const blob = new Blob([JSON.stringify(state.report.toJSON(), null, 2) + '\n'], { type: 'application/json' });
   const a = el('a');
   a.href = URL.createObjectURL(blob);
   a.download = `${state.file.name}.report.json`;
@@ -490,14 +505,14 @@ $('export').addEventListener('click', () => {
 });
 $('filters').addEventListener('click', (e) => {
   const b = e.target.closest('button[data-filter]');
-  if (!b || !state.report?.schema) return;
+  if (!b || !state.report?.hasSchema) return;
   state.filter = b.dataset.filter;
   for (const x of $('filters').children) x.setAttribute('aria-pressed', String(x === b));
   refreshParams();
 });
 $('param-search').addEventListener('input', (e) => {
   state.search = e.target.value;
-  if (state.report?.schema) refreshParams();
+  if (state.report?.hasSchema) refreshParams();
 });
 $('scan').addEventListener('click', scanAll);
 $('cancel-scan').addEventListener('click', () => parser.cancel());

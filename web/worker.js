@@ -4,6 +4,7 @@
 // Requests are {id, type, args}: the arguments stay apart from the protocol's own fields.
 import { inspect, check, diff, entryStats, CheckpointError, LayoutError } from '/js/index.js';
 import { makeExamples, exampleLayout } from './examples.js';
+import { packReport } from './report-model.js';
 
 // How many bytes this worker has read from files: the viewer shows it, and the tests use it
 // to see that payloads are skipped, not read.
@@ -36,7 +37,8 @@ const handlers = {
   async inspect({ file, stats }, progress) {
     const before = bytesRead;
     const report = await inspect(file, { stats, onProgress: stats ? progress : undefined });
-    return { report, bytesRead: bytesRead - before };
+    const { packed, transfer } = packReport(report);
+    return { packed, bytesRead: bytesRead - before, transfer };
   },
   async check({ file, expected }) {
     const layout = await expectedOf(expected);
@@ -85,7 +87,11 @@ self.onmessage = async ({ data }) => {
   try {
     const handler = Object.hasOwn(handlers, type) ? handlers[type] : null;
     if (!handler) throw new TypeError(`unknown request type ${JSON.stringify(type)}`);
-    self.postMessage({ id, result: await handler(args, progress) });
+    const result = await handler(args, progress);
+    // Typed arrays named in `transfer` move to the page instead of being copied.
+    const transfer = result?.transfer ?? [];
+    if (result?.transfer) delete result.transfer;
+    self.postMessage({ id, result }, transfer);
   } catch (err) {
     self.postMessage({ id, error: serializeError(err) });
   }

@@ -206,20 +206,24 @@ test('a million slots stay a few dozen DOM rows; the map aggregates them', async
   await page.context().close();
 });
 
-test('a File in the worker gives the same report as bytes in Node', async () => {
+test('a File in the worker gives the same report as bytes in Node (through the packed transfer)', async () => {
   const { inspect } = await import('../../js/index.js');
   const page = await viewer.page();
-  for (const bytes of [await writeCheckpoint(description), (await writeCheckpoint(description)).slice(0, 200)]) {
-    const inWorker = await page.evaluate(async (data) => {
-      const w = new Worker('/worker.js', { type: 'module' });
-      const reply = await new Promise((resolve) => {
-        w.onmessage = ({ data: msg }) => !msg.progress && resolve(msg);
-        w.postMessage({ id: 1, type: 'inspect', args: { file: new File([new Uint8Array(data)], 'x.ckpt'), stats: true } });
-      });
-      w.terminate();
-      return reply.result.report;
-    }, Array.from(bytes));
-    assert.deepEqual(inWorker, await inspect(bytes, { stats: true }));
+  const big = await writeCheckpoint({ ...description, randomCounter: '18446744073709551615', entries: description.entries.map((e) => ({ ...e, step: 2 ** 60 })) });
+  for (const bytes of [await writeCheckpoint(description), (await writeCheckpoint(description)).slice(0, 200), big]) {
+    for (const stats of [false, true]) {
+      const inWorker = await page.evaluate(async ({ data, stats }) => {
+        const w = new Worker('/worker.js', { type: 'module' });
+        const reply = await new Promise((resolve) => {
+          w.onmessage = ({ data: msg }) => !msg.progress && resolve(msg);
+          w.postMessage({ id: 1, type: 'inspect', args: { file: new File([new Uint8Array(data)], 'x.ckpt'), stats } });
+        });
+        w.terminate();
+        const { ReportModel } = await import('/report-model.js');
+        return new ReportModel(reply.result.packed).toJSON();
+      }, { data: Array.from(bytes), stats });
+      assert.deepEqual(inWorker, await inspect(bytes, { stats }));
+    }
   }
   onlyOwnOrigin(page);
   await page.context().close();

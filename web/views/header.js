@@ -47,8 +47,8 @@ export function renderHeader(container, report, { name, bytesRead }) {
     testid: 'field-counter',
     title: 'seeded random operations already drawn (dropout masks…); without it stochastic training cannot resume exactly',
   }));
-  if (report.schema) {
-    const n = report.schema.shapes.length;
+  if (report.hasSchema) {
+    const n = report.n;
     grid.append(field('Slots', report.wellFormed === null ? `${n.toLocaleString('en-US')} read` : `${n.toLocaleString('en-US')} (${Number(report.trainableCount).toLocaleString('en-US')} trainable)`));
     grid.append(field('Optimizer states', show(report.optimizerStateCount)));
     grid.append(field('Tied slots', report.hasAliases === null ? '—' : report.hasAliases ? 'yes' : 'none'));

@@ -29,40 +29,55 @@ export class SharingMap {
     this.bindEvents();
   }
 
-  setData({ reps, requiresGrad }) {
+  /** reps: Float64Array of representative?(i), -1 for none; flags: Int8Array, 1 trainable,
+   *  0 frozen, -1 not read. Typed arrays keep a million slots cheap. */
+  setData({ reps, flags }) {
     const n = reps.length;
     this.n = n;
     this.reps = reps;
-    this.requiresGrad = requiresGrad;
-    this.links = [];
-    const members = new Map();
+    this.flags = flags;
+    // Slots whose storage is shared (an alias, or an owner with aliases), and the ties.
+    this.tied = new Uint8Array(n);
+    let links = 0, groups = 0;
+    const sample = [];
     for (let i = 0; i < n; i++) {
       const r = reps[i];
-      if (r !== null && r !== i) {
-        this.links.push([i, r]);
-        if (!members.has(r)) members.set(r, [r]);
-        members.get(r).push(i);
+      if (r >= 0 && r !== i) {
+        links++;
+        if (!this.tied[r]) groups++;
+        this.tied[r] = this.tied[i] = 1;
+        if (sample.length <= 500) sample.push(`${i}>${r}`);
       }
     }
-    this.members = members;
+    this.linkCount = links;
+    this.groupCount = groups;
+    this.groupCache = null;
     const d = this.container.dataset;
     d.slotCount = String(n);
-    d.linkCount = String(this.links.length);
-    d.groupCount = String(members.size);
-    d.links = this.links.length <= 500 ? this.links.map(([a, r]) => `${a}>${r}`).join(',') : '';
-    this.canvas.setAttribute('aria-label', `${n} slots, ${this.links.length} tied to an earlier slot, in ${members.size} shared groups`);
+    d.linkCount = String(links);
+    d.groupCount = String(groups);
+    d.links = links <= 500 ? sample.join(',') : '';
+    this.canvas.setAttribute('aria-label', `${n} slots, ${links} tied to an earlier slot, in ${groups} shared groups`);
     this.zoom = 1;
     this.offset = 0;
     this.hover = this.selected = -1;
     this.draw();
   }
 
-  /** The slots sharing storage with slot i (its group), or just i. */
+  isTied(i) {
+    return this.tied[i] === 1;
+  }
+
+  /** The slots sharing storage with slot i (its group), or just i: one scan, cached. */
   groupOf(i) {
     if (i < 0 || i >= this.n) return new Set();
     const r = this.reps[i];
-    const owner = r === null ? i : r;
-    return new Set(this.members.get(owner) ?? [i]);
+    const owner = r < 0 ? i : r;
+    if (this.groupCache?.owner === owner) return this.groupCache.members;
+    const members = new Set([i]);
+    if (this.tied[owner]) for (let j = owner; j < this.n; j++) if (this.reps[j] === owner) members.add(j);
+    this.groupCache = { owner, members };
+    return members;
   }
 
   get visibleSlots() {
@@ -188,28 +203,37 @@ export class SharingMap {
     let focusOwner = -1;   // a loop, not Math.min(...): a group can hold a million slots
     for (const i of focus) if (focusOwner < 0 || i < focusOwner) focusOwner = i;
 
-    // Arcs: every tie whose ends are not both off to one side of the view.
+    // Arcs: every tie whose ends are not both off to one side of the view. When slots are
+    // narrower than a pixel, ties that land on the same pair of pixel columns are one arc.
     const maxH = base - 10;
-    const drawArcs = (emphasis) => {
-      for (const [a, r] of this.links) {
-        if (a < first && r < first) continue;
-        if (r >= last) continue;
-        const inFocus = focus.has(a);
-        if (emphasis !== inFocus) continue;
-        const x1 = this.x(r), x2 = this.x(a);
-        const h = Math.min(maxH, Math.max(8, (x2 - x1) * 0.5));
-        g.strokeStyle = groupColor(r);
-        g.globalAlpha = emphasis ? 1 : focus.size ? 0.12 : Math.max(0.15, Math.min(0.8, 60 / Math.sqrt(this.links.length + 1) / 6));
-        g.lineWidth = emphasis ? 2 : 1;
-        g.beginPath();
-        g.moveTo(x1, base);
-        g.bezierCurveTo(x1, base - h * 1.33, x2, base - h * 1.33, x2, base);
-        g.stroke();
+    const seen = slotPx < 1 ? new Set() : null;
+    const arc = (a, r, emphasis) => {
+      const x1 = this.x(r), x2 = this.x(a);
+      if (seen && !emphasis) {
+        const key = Math.round(x1) * 65536 + Math.round(x2);
+        if (seen.has(key)) return;
+        seen.add(key);
       }
+      const h = Math.min(maxH, Math.max(8, (x2 - x1) * 0.5));
+      g.strokeStyle = groupColor(r);
+      g.beginPath();
+      g.moveTo(x1, base);
+      g.bezierCurveTo(x1, base - h * 1.33, x2, base - h * 1.33, x2, base);
+      g.stroke();
     };
-    drawArcs(false);
-    drawArcs(true);
+    g.globalAlpha = focus.size ? 0.12 : Math.max(0.15, Math.min(0.8, 60 / Math.sqrt(this.linkCount + 1) / 6));
+    g.lineWidth = 1;
+    for (let a = first; a < this.n; a++) {   /* an alias follows its representative */
+      const r = this.reps[a];
+      if (r < 0 || r === a || r >= last || focus.has(a)) continue;
+      arc(a, r, false);
+    }
     g.globalAlpha = 1;
+    g.lineWidth = 2;
+    for (const a of focus) {
+      const r = this.reps[a];
+      if (r >= 0 && r !== a) arc(a, r, true);
+    }
 
     // Slot marks: one per slot when they are wide enough, else aggregated per pixel column.
     const markH = 12;
@@ -217,13 +241,13 @@ export class SharingMap {
       for (let i = first; i < last; i++) {
         const x = this.x(i), w = Math.max(1, Math.min(slotPx - 1, 14));
         const r = this.reps[i];
-        const trainable = this.requiresGrad[i];
+        const trainable = this.flags[i] === 1;
         if (!trainable) {
           g.strokeStyle = muted;
           g.lineWidth = 1;
           g.strokeRect(x - w / 2 + 0.5, base + 2.5, w - 1, markH - 1);
         } else {
-          g.fillStyle = groupColor(r === null ? i : r);
+          g.fillStyle = groupColor(r < 0 ? i : r);
           g.fillRect(x - w / 2, base + 2, w, markH);
         }
         if (focus.has(i) || i === this.selected) {
@@ -237,8 +261,8 @@ export class SharingMap {
         if (a < 0) continue;
         let frozen = 0, tied = 0, total = 0;
         for (let i = a; i <= (b < 0 ? this.n - 1 : b) && i < this.n; i++, total++) {
-          if (!this.requiresGrad[i]) frozen++;
-          else if (this.reps[i] !== i) tied++;
+          if (this.flags[i] !== 1) frozen++;
+          else if (this.tied[i]) tied++;
         }
         g.fillStyle = muted;
         g.fillRect(px, base + 2, 1, (markH * frozen) / Math.max(1, total));
