@@ -14,6 +14,7 @@ function field(key, value, { testid, bits, title } = {}) {
 }
 
 const show = (x) => (x === null || x === undefined ? '—' : String(x));
+const count = (x) => (typeof x === 'number' ? x.toLocaleString('en-US') : show(x));
 
 export function renderHeader(container, report, { name, bytesRead }) {
   container.replaceChildren();
@@ -50,7 +51,7 @@ export function renderHeader(container, report, { name, bytesRead }) {
   if (report.hasSchema) {
     const n = report.n;
     grid.append(field('Slots', report.wellFormed === null ? `${n.toLocaleString('en-US')} read` : `${n.toLocaleString('en-US')} (${Number(report.trainableCount).toLocaleString('en-US')} trainable)`));
-    grid.append(field('Optimizer states', show(report.optimizerStateCount)));
+    grid.append(field('Optimizer states', count(report.optimizerStateCount)));
     grid.append(field('Tied slots', report.hasAliases === null ? '—' : report.hasAliases ? 'yes' : 'none'));
   }
   container.append(grid);
