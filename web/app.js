@@ -334,6 +334,7 @@ async function renderProblem() {
   $('error').textContent = r.error.message;
   $('error-offset').textContent = r.error.offset === null ? '—' : String(r.error.offset);
   $('error-hint').textContent = r.error.hint ? `— ${r.error.hint}` : '';
+
   $('hex').replaceChildren();
   if (r.error.offset === null) return;
   const offset = Number(r.error.offset);
@@ -406,6 +407,12 @@ function render() {
     refreshEntries();
     refreshParams();
     renderLegend();
+    // Most reference texts name the slot ("… for parameter 4", "… parameter id 4"): show it.
+    const named = !r.ok && /parameter (?:id )?(\d+)/.exec(r.error.message);
+    if (named && Number(named[1]) < r.n) {
+      params.select(Number(named[1]));
+      map.setSelected(Number(named[1]));
+    }
   } else {
     state.entryBySlot = new Int32Array(0);
   }

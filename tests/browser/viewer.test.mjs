@@ -107,7 +107,8 @@ test('a corrupted file shows the exact reference text, the offset and the hex vi
   assert.equal(await page.textContent('[data-testid=error-offset]'), String(tagsAt + 32));
   await page.waitForSelector('#hex .hit');
   assert.equal(await page.locator('#hex .hit').count(), 8);
-  // Everything read before the error is still shown.
+  // The slot the diagnostic names is selected; everything read before the error is shown.
+  await page.waitForSelector('[data-testid=param-row].selected[data-index="4"]');
   assert.equal(await page.textContent('[data-testid=field-kind]'), 'AdamW');
   assert.equal(await page.locator('[data-testid=param-row]').count(), 5);
   await shot(page, 'corrupted');
