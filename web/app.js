@@ -228,13 +228,15 @@ function refreshParams() {
   }
   if (state.sort && state.sort.key !== 'slot') {
     const { key, dir } = state.sort;
-    const keys = new Map(order.map((i) => [i, sortKey(i, key)]));
-    order.sort((a, b) => {
-      const x = keys.get(a), y = keys.get(b);
-      return (x < y ? -1 : x > y ? 1 : a - b) * dir;
-    });
+    // Keys in a typed array (numbers) or a plain one (names), indexed by slot; ties by slot.
+    const numeric = key !== 'name';
+    const keys = numeric ? new Float64Array(n) : new Array(n);
+    for (const i of order) keys[i] = sortKey(i, key);
+    const sorted = numeric ? Int32Array.from(order) : order;
+    sorted.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b) * dir);
+    order = sorted;
   } else if (state.sort?.dir === -1) order.reverse();
-  params.setOrder(Int32Array.from(order));
+  params.setOrder(order instanceof Int32Array ? order : Int32Array.from(order));
   $('param-count').textContent = order.length === n ? `${n.toLocaleString('en-US')} slots` : `${order.length.toLocaleString('en-US')} of ${n.toLocaleString('en-US')} slots`;
 }
 
