@@ -404,6 +404,7 @@ function render() {
   $('param-search').value = '';
   params.selected = entries.selected = -1;
   params.highlight = null;
+  params.clearSort();
   if (s) {
     map.setData({ reps: r.repsArray(), flags: r.flagsArray() });   // before the table: its filters ask the map
     refreshEntries();

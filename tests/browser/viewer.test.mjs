@@ -69,6 +69,15 @@ test('drop a checkpoint: header, rows and sharing-map links match the file', asy
   assert.match(await page.textContent('[data-testid=param-row][data-index="4"]'), /→ 0/);
   assert.match(await page.textContent('[data-testid=param-row][data-index="1"]'), /frozen/);
   assert.equal(await page.locator('[data-testid=error]').isVisible(), false);
+  // Sorting by size: ascending, then descending (ties keep slot order, reversed).
+  const firstRow = () => page.getAttribute('[data-testid=param-row] >> nth=0', 'data-index');
+  await page.click('button[data-key=size]');
+  assert.equal(await firstRow(), '1');
+  await page.click('button[data-key=size]');
+  assert.equal(await firstRow(), '4');
+  await page.click('button[data-filter=frozen]');
+  assert.equal(await page.textContent('[data-testid=param-count]'), '1 of 5 slots');
+  await page.click('button[data-filter=all]');
   await shot(page, 'drop-tied');
   onlyOwnOrigin(page);
   await page.context().close();

@@ -49,9 +49,13 @@ export class VirtualTable {
     this.onSort?.(this.sort);
   }
 
+  clearSort() {
+    this.sort = null;
+    for (const b of this.head.children) b.removeAttribute('aria-sort');
+  }
+
   setOrder(order) {
     this.order = order;
-    this.position = new Map();
     this.rows.style.height = `${order.length * this.rowHeight}px`;
     // Short tables shrink to their rows; long ones scroll inside a fixed height.
     this.container.style.height = `${Math.min(420, 34 + Math.max(3, order.length) * this.rowHeight)}px`;
