@@ -35,11 +35,13 @@ static bool starts_with(const uint8_t *p, size_t n, const char *s)
     return n >= k && memcmp(p, s, k) == 0;
 }
 
-static void hint_for_foreign(const ckpt_source *src, ckpt_error *err)
+/* The first bytes are still in the reader's buffer (its first refill starts at 0): no second
+ * read, which a pipe could not serve. */
+static void hint_for_foreign(const ckpt_reader *r, ckpt_error *err)
 {
-    uint8_t head[64];
-    size_t n = src->read(src->ctx, 0, head, sizeof head);
-    if (n == CKPT_READ_ERROR || n > sizeof head) return;
+    const uint8_t *head = r->buf;
+    size_t n = r->buf_pos == 0 ? (r->buf_len < 64 ? r->buf_len : 64) : 0;
+    if (r->buf_pos != 0) return;
     if (n == 0) {
         ckpt_set_hint(err, "the file is empty");
         return;
@@ -167,12 +169,12 @@ static int parse_file(parse *p)
     /* 2. magic */
     uint8_t magic[CKPT_MAGIC_LEN];
     if (ckpt_read_exact(r, magic, sizeof magic, err)) {
-        if (err->code == CKPT_E_TRUNCATED) hint_for_foreign(r->src, err);
+        if (err->code == CKPT_E_TRUNCATED) hint_for_foreign(r, err);
         return err->code;
     }
     if (memcmp(magic, CKPT_MAGIC, CKPT_MAGIC_LEN) != 0) {
         ckpt_fail(err, CKPT_E_UNSUPPORTED_FAMILY, 0, "unsupported checkpoint family");
-        hint_for_foreign(r->src, err);
+        hint_for_foreign(r, err);
         return err->code;
     }
     rep->magic_ok = true;
