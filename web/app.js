@@ -348,6 +348,14 @@ async function renderProblem() {
   renderHex($('hex'), bytes, start, offset, Math.min(field, 64), file.size);
 }
 
+/** Most reference texts name a slot ("… for parameter 4", "… parameter id 4"): show it. */
+function selectNamedSlot(message) {
+  const named = /parameter (?:id )?(\d+)/.exec(message);
+  if (!named || !state.report?.hasSchema || Number(named[1]) >= state.report.n) return;
+  params.select(Number(named[1]));
+  map.setSelected(Number(named[1]));
+}
+
 async function runCompare() {
   if (!state.file || !state.expected) return;
   const card = $('compare');
@@ -358,6 +366,7 @@ async function runCompare() {
   try {
     const result = await parser.request('check', { file: state.file, expected: state.expected });
     renderVerdict($('verdict'), $('diff'), result);
+    if (!result.loads) selectNamedSlot(result.error.message);
   } catch (err) {
     $('verdict').className = 'verdict fails';
     $('verdict').textContent = err.role === 'expected' ? `The expected layout is not a valid checkpoint: ${err.message}` : err.message;
@@ -410,12 +419,7 @@ function render() {
     refreshEntries();
     refreshParams();
     renderLegend();
-    // Most reference texts name the slot ("… for parameter 4", "… parameter id 4"): show it.
-    const named = !r.ok && /parameter (?:id )?(\d+)/.exec(r.error.message);
-    if (named && Number(named[1]) < r.n) {
-      params.select(Number(named[1]));
-      map.setSelected(Number(named[1]));
-    }
+    if (!r.ok) selectNamedSlot(r.error.message);
   } else {
     state.entryBySlot = new Int32Array(0);
   }

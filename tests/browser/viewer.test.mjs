@@ -150,6 +150,7 @@ test('compare mode: the verdict for a matching and a mismatching layout', async 
   await dropBytes(page, new TextEncoder().encode(JSON.stringify(untied)), 'untied.json');
   await page.waitForSelector('.verdict.fails');
   assert.equal(await page.textContent('[data-testid=verdict] code'), `${F}storage alias mismatch for parameter 4`);
+  await page.waitForSelector('[data-testid=param-row].selected[data-index="4"]');
   assert.match(await page.textContent('#diff'), /parameter 4: representative 0 vs 4/);
   await shot(page, 'compare-fails');
   // Another checkpoint as the destination, dropped on the compare card.
