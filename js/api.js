@@ -6,7 +6,7 @@
 import { loadCore } from './wasm.js';
 import { openSource } from './sources.js';
 import { CheckpointError, LayoutError } from './errors.js';
-import { schemaArrays, dtypeCode, configWords, momentBytes, toU64, NONE } from './layout.js';
+import { schemaArrays, dtypeCode, configWords, momentBytes, toU64 } from './layout.js';
 
 // Mirrors of src/ckptscope.h constants.
 const INSPECT_STATS = 1;            // CKPT_INSPECT_STATS
@@ -501,4 +501,3 @@ export class Schema {
   [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() { this.dispose(); }
 }
 
-export { NONE };

@@ -57,11 +57,3 @@ export async function openSource(source) {
   }
   throw new TypeError('a checkpoint source must be a Uint8Array, an ArrayBuffer, a Blob or File, or (in Node) a file path or descriptor');
 }
-
-export function describeSource(source) {
-  if (typeof source === 'string') return source;
-  if (source instanceof URL) return source.href;
-  if (typeof source === 'number') return `fd ${source}`;
-  if (isBlob(source) && source.name) return source.name;
-  return 'checkpoint';
-}

@@ -45,7 +45,6 @@ async function instantiate(variant) {
   return core;
 }
 
-const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 
 class Core {
@@ -53,36 +52,22 @@ class Core {
   #next = 1;
 
   imports() {
+    // Nothing throws into C: a callback's exception is kept on its handle (the API rethrows
+    // it after the call) and C sees the failure value.
+    const guarded = (id, failed, fn) => {
+      const handle = this.#handles.get(id);
+      try {
+        return fn(handle);
+      } catch (err) {
+        handle.error = err;
+        return failed;
+      }
+    };
     return {
-      ckpt_js_read: (id, offset, ptr, n) => {
-        const source = this.#handles.get(id);
-        try {
-          const got = source.read(offset, this.bytes(ptr >>> 0, n >>> 0));
-          return got;
-        } catch (err) {
-          source.error = err;
-          return -1;
-        }
-      },
-      ckpt_js_write: (id, ptr, n) => {
-        const sink = this.#handles.get(id);
-        try {
-          sink.write(this.bytes(ptr >>> 0, n >>> 0));
-          return 0;
-        } catch (err) {
-          sink.error = err;
-          return -1;
-        }
-      },
-      ckpt_js_progress: (id, done, total) => {
-        const listener = this.#handles.get(id);
-        try {
-          return listener.progress(done, total < 0 ? null : total) ? 1 : 0;
-        } catch (err) {
-          listener.error = err;
-          return 1;
-        }
-      },
+      ckpt_js_read: (id, offset, ptr, n) => guarded(id, -1, (source) => source.read(offset, this.bytes(ptr >>> 0, n >>> 0))),
+      ckpt_js_write: (id, ptr, n) => guarded(id, -1, (sink) => (sink.write(this.bytes(ptr >>> 0, n >>> 0)), 0)),
+      ckpt_js_progress: (id, done, total) =>
+        guarded(id, 1, (listener) => (listener.progress(done, total < 0 ? null : total) ? 1 : 0)),
       emscripten_notify_memory_growth: () => {},
     };
   }
@@ -158,4 +143,4 @@ class Core {
   }
 }
 
-export { encoder, decoder, isNode };
+export { isNode };

@@ -7,6 +7,19 @@
 
 #define N CKPT_NONE
 
+/* Write d into a fresh buffer, checking that the writer accepts it; the caller frees it. */
+static ckpt_buffer write_ok(const ckpt_write_desc *d)
+{
+    ckpt_buffer buf;
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &buf);
+    ckpt_error err = {0};
+    CHECK(ckpt_write(d, &sink, &err) == 0);
+    if (err.code) fprintf(stderr, "[%s] writer: %s\n", t_current, err.message);
+    ckpt_error_clear(&err);
+    return buf;
+}
+
 static ckpt_config adam(void)
 {
     return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
@@ -71,11 +84,8 @@ static void every_version_and_dtype(void)
         size_t ne = fill_entries(s, cases[c].dtype, entries, mo, 10);
         ckpt_write_desc d = {s, cases[c].dtype, adam(), cases[c].counter, 12345, entries, ne, cases[c].forced};
         CHECK(ckpt_write_version(&d) == (cases[c].forced ? ckpt_write_version(&d) : cases[c].want_version));
-        ckpt_buffer buf;
-        ckpt_sink sink;
-        ckpt_sink_buffer(&sink, &buf);
+        ckpt_buffer buf = write_ok(&d);
         ckpt_error err = {0};
-        CHECK(ckpt_write(&d, &sink, &err) == 0);
         ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
         CHECK_ERROR(rep, NULL, N);
         CHECK(rep->version == cases[c].want_version);
@@ -201,11 +211,7 @@ static void extreme_u64_values(void)
         float m = 1, v = 2;
         ckpt_entry_in e = {0, values[k], 1, &m, &v, 4, 4};
         ckpt_write_desc d = {s, CKPT_FLOAT32, adam(), true, values[k], &e, 1, 0};
-        ckpt_buffer buf;
-        ckpt_sink sink;
-        ckpt_sink_buffer(&sink, &buf);
-        ckpt_error err = {0};
-        CHECK(ckpt_write(&d, &sink, &err) == 0);
+        ckpt_buffer buf = write_ok(&d);
         ckpt_report *rep = inspect_bytes(buf.data, buf.len, 0);
         CHECK_ERROR(rep, NULL, N);
         CHECK(rep->random_counter == values[k] && rep->entries_len == 1 && rep->entries[0].step == values[k]);
@@ -230,11 +236,7 @@ static void json_report(void)
     ckpt_entry_in entries[5];
     size_t ne = fill_entries(s, CKPT_FLOAT32, entries, mo, 1);
     ckpt_write_desc d = {s, CKPT_FLOAT32, adam(), true, 17, entries, ne, 0};
-    ckpt_buffer buf;
-    ckpt_sink sink;
-    ckpt_sink_buffer(&sink, &buf);
-    ckpt_error err = {0};
-    CHECK(ckpt_write(&d, &sink, &err) == 0);
+    ckpt_buffer buf = write_ok(&d);
     ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
     char *json = ckpt_report_json(rep);
     const char *fragments[] = {
@@ -279,11 +281,7 @@ static void worked_examples_on_disk(void)
     float z[2] = {0, 0};
     ckpt_entry_in e[2] = {{0, 1, 2, z, z, 8, 8}, {1, 1, 2, z, z, 8, 8}};
     ckpt_write_desc d = {pqp, CKPT_FLOAT32, adam(), false, 0, e, 2, 0};
-    ckpt_buffer buf;
-    ckpt_sink sink;
-    ckpt_sink_buffer(&sink, &buf);
-    ckpt_error err = {0};
-    CHECK(ckpt_write(&d, &sink, &err) == 0);
+    ckpt_buffer buf = write_ok(&d);
     ckpt_expected exp = {pqq, CKPT_FLOAT32, NULL, -1};
     ckpt_report *rep = load_bytes(buf.data, buf.len, &exp);
     CHECK_ERROR(rep, F "storage alias mismatch for parameter 2", 55 + 8 + 3 * 32 + 16);
@@ -325,11 +323,7 @@ static void stats_against_reference(void)
         unsigned w = dtype ? 8 : 4;
         ckpt_entry_in e = {0, 1, COUNT, dtype ? (void *)m64 : (void *)m32, dtype ? (void *)v64 : (void *)v32, (uint64_t)COUNT * w, (uint64_t)COUNT * w};
         ckpt_write_desc d = {s, dtype, adam(), false, 0, &e, 1, 0};
-        ckpt_buffer buf;
-        ckpt_sink sink;
-        ckpt_sink_buffer(&sink, &buf);
-        ckpt_error err = {0};
-        CHECK(ckpt_write(&d, &sink, &err) == 0);
+        ckpt_buffer buf = write_ok(&d);
         ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
         CHECK(rep->entries_len == 1);
         for (int which = 0; which < 2 && rep->entries_len == 1; which++) {
