@@ -1,4 +1,4 @@
-/* Writing the TLADAMF family (FORMAT.md 4, "Writer's version choice" and the save checks):
+/* Writing the TLADAMF family (format.md 4, "Writer's version choice" and the save checks):
  * every check runs before the first byte goes to the sink, so a failed save writes nothing. */
 #include "internal.h"
 
@@ -19,19 +19,22 @@ static int cmp_entry(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+#define F CKPT_ADAM_PREFIX
+#define NO CKPT_NONE, 0   /* in-memory input: no offset, no field length */
+
 static int check_version(const ckpt_write_desc *d, uint64_t version, ckpt_error *err)
 {
     const int e = CKPT_E_VERSION_CANNOT_REPRESENT;
     unsigned long long v = version;
-    if (version < 2 || version > 5) return ckpt_fail(err, e, CKPT_NONE, "cannot write format version %llu; expected 2 through 5", v);
+    if (version < 2 || version > 5) return ckpt_fail(err, F, e, NO, "cannot write format version %llu; expected 2 through 5", v);
     if (d->dtype == CKPT_FLOAT64 && version != 5)
-        return ckpt_fail(err, e, CKPT_NONE, "format version %llu cannot hold float64 moments (only version 5 can)", v);
+        return ckpt_fail(err, F, e, NO, "format version %llu cannot hold float64 moments (only version 5 can)", v);
     if (d->has_random_counter && version < 4)
-        return ckpt_fail(err, e, CKPT_NONE, "format version %llu cannot hold a random counter (versions 4 and 5 can)", v);
+        return ckpt_fail(err, F, e, NO, "format version %llu cannot hold a random counter (versions 4 and 5 can)", v);
     if (!d->has_random_counter && version == 4)
-        return ckpt_fail(err, e, CKPT_NONE, "format version 4 always holds a random counter, and none was given");
+        return ckpt_fail(err, F, e, NO, "format version 4 always holds a random counter, and none was given");
     if (version == 2 && ckpt_schema_has_aliases(d->schema))
-        return ckpt_fail(err, e, CKPT_NONE, "format version 2 cannot hold shared parameter histories (versions 3 to 5 can)");
+        return ckpt_fail(err, F, e, NO, "format version 2 cannot hold shared parameter histories (versions 3 to 5 can)");
     return 0;
 }
 
@@ -41,24 +44,24 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     const ckpt_schema *s = d->schema;
     uint64_t owners = ckpt_schema_optimizer_state_count(s), width = d->dtype == CKPT_FLOAT64 ? 8 : 4;
     if (d->entry_count != owners)
-        return ckpt_fail(err, CKPT_E_ENTRY_COUNT_MISMATCH, CKPT_NONE, "expected %llu moment entries, got %llu",
+        return ckpt_fail(err, F, CKPT_E_ENTRY_COUNT_MISMATCH, NO, "expected %llu moment entries, got %llu",
                          (unsigned long long)owners, (unsigned long long)d->entry_count);
     for (size_t k = 0; k < d->entry_count; k++) {
         const ckpt_entry_in *e = sorted[k];
         unsigned long long id = e->id;
         if (k > 0 && sorted[k - 1]->id == e->id)
-            return ckpt_fail(err, CKPT_E_DUPLICATE_ID, CKPT_NONE, "duplicate parameter id %llu", id);
-        if (e->id >= ckpt_schema_count(s)) return ckpt_fail(err, CKPT_E_INVALID_ID, CKPT_NONE, "invalid parameter id %llu", id);
+            return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, NO, e->id, "duplicate parameter id %llu", id);
+        if (e->id >= ckpt_schema_count(s)) return ckpt_fail(err, F, CKPT_E_INVALID_ID, NO, "invalid parameter id %llu", id);
         if (!ckpt_schema_is_representative(s, e->id))
-            return ckpt_fail(err, CKPT_E_NOT_OWNER, CKPT_NONE, "parameter %llu does not own optimizer state", id);
-        if (e->step == 0) return ckpt_fail(err, CKPT_E_ZERO_STEP, CKPT_NONE, "zero step counter for parameter %llu", id);
+            return ckpt_fail_at(err, F, CKPT_E_NOT_OWNER, NO, e->id, "parameter %llu does not own optimizer state", id);
+        if (e->step == 0) return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, NO, e->id, "zero step counter for parameter %llu", id);
         bool too_big;
         uint64_t size = ckpt_schema_size(s, (size_t)e->id, &too_big), bytes;
         if (too_big || e->count != size)
-            return ckpt_fail(err, CKPT_E_MOMENT_SIZE_MISMATCH, CKPT_NONE, "moment-size mismatch for parameter %llu", id);
+            return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, NO, e->id, "moment-size mismatch for parameter %llu", id);
         if (ckpt_mul_overflows(e->count, width, &bytes) || e->m_bytes != bytes || e->v_bytes != bytes ||
             (bytes && (!e->m || !e->v)) || bytes > SIZE_MAX)
-            return ckpt_fail(err, CKPT_E_INVALID_PAYLOAD, CKPT_NONE, "invalid moment payload for parameter %llu", id);
+            return ckpt_fail_at(err, F, CKPT_E_INVALID_PAYLOAD, NO, e->id, "invalid moment payload for parameter %llu", id);
     }
     return 0;
 }
@@ -68,7 +71,7 @@ static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entr
 {
     uint8_t head[8 * 9 + CKPT_MAGIC_LEN];
     size_t n = 0;
-    memcpy(head, CKPT_MAGIC, CKPT_MAGIC_LEN);
+    memcpy(head, ckpt_family_get(CKPT_FAMILY_TLADAMF)->magic, CKPT_MAGIC_LEN);
     n += CKPT_MAGIC_LEN;
 #define PUT(x) (ckpt_put_u64le(head + n, (x)), n += 8)
     PUT(version);
@@ -98,35 +101,29 @@ static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entr
     return rc;
 }
 
+/* Every save check of format.md 4, in order, before a byte is written. */
+static int check_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted, ckpt_error *err)
+{
+    TRY(check_version(d, version, err));
+    TRY(ckpt_config_validate(&d->config, d->dtype, err));
+    TRY(check_entries(d, sorted, err));
+    return ckpt_schema_check_sizes_fit(d->schema, err);
+}
+
 int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err)
 {
     if (!d || !d->schema || !out || (d->dtype != CKPT_FLOAT32 && d->dtype != CKPT_FLOAT64) ||
         (d->entry_count && !d->entries))
-        return ckpt_fail(err, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, "invalid arguments to the checkpoint writer");
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, NO, "invalid arguments to the checkpoint writer");
     const ckpt_schema *s = d->schema;
-    if (!ckpt_schema_is_well_formed(s))
-        return ckpt_fail(err, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, "malformed in-memory parameter schema");
+    if (!ckpt_schema_is_well_formed(s)) return ckpt_fail_malformed_destination(err, s);
     uint64_t version = d->version ? d->version : ckpt_write_version(d);
-    int rc = check_version(d, version, err);
-    if (rc) return rc;
-    if ((rc = ckpt_config_validate(&d->config, d->dtype, err))) return rc;
     const ckpt_entry_in **sorted = malloc((d->entry_count ? d->entry_count : 1) * sizeof *sorted);
     if (!sorted) return ckpt_fail_oom(err);
     for (size_t k = 0; k < d->entry_count; k++) sorted[k] = &d->entries[k];
     qsort(sorted, d->entry_count, sizeof *sorted, cmp_entry);
-    rc = check_entries(d, sorted, err);
-    /* A size of 2^64 or more cannot be written as a u64 field (FORMAT.md 1). */
-    for (size_t i = 0; !rc && i < ckpt_schema_count(s); i++) {
-        bool too_big;
-        ckpt_schema_size(s, i, &too_big);
-        if (too_big) {
-            strbuf sb = {0};
-            ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
-            rc = sb.failed ? ckpt_fail_oom(err)
-                           : ckpt_fail(err, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, "metadata value does not fit in 64 bits: %s", sb.data);
-            sb_free(&sb);
-        }
-    }
+    int rc = check_all(d, version, sorted, err);
+    if (rc && err) err->subject = CKPT_SUBJECT_EXPECTED;   /* the description is at fault, not a file */
     if (!rc) rc = write_all(d, version, sorted, out, err);
     free(sorted);
     return rc;

@@ -1,12 +1,14 @@
-/* ckptscope: TorchLean optimizer checkpoints (the TLADAMF family and its ParameterSchema).
+/* ckptscope: TorchLean checkpoints, inside out. The optimizer family TLADAMF with its
+ * ParameterSchema, and the model-state families TLSF32B and TLPF32B.
  *
  * The one public header. The byte format and every diagnostic text are specified in
- * FORMAT.md; section numbers below refer to it. The library does no I/O of its own: every
+ * docs/format.md; section numbers below refer to it. The library does no I/O of its own: every
  * read goes through a ckpt_source and every write through a ckpt_sink supplied by the caller.
  *
- * Ownership: functions named *_new return objects the caller frees with the matching *_free;
- * *_free(NULL) is a no-op. A ckpt_error filled by any function owns its strings and is emptied
- * with ckpt_error_clear. */
+ * Ownership: functions named *_new / *_open return objects the caller frees with the matching
+ * *_free / *_close; those accept NULL and then do nothing. A ckpt_error filled by any function
+ * owns its strings and is emptied with ckpt_error_clear. Strings returned as `char *` are
+ * malloc'ed and freed by the caller with free(). */
 #ifndef CKPTSCOPE_H
 #define CKPTSCOPE_H
 
@@ -18,20 +20,21 @@
 extern "C" {
 #endif
 
-/* "no slot": an absent representative, and an unknown size or offset. A tag read from a file
- * is at most 2^64 - 1, so a representative (tag - 1) never equals CKPT_NONE. */
+/* "none": an absent representative or slot, and an unknown size or offset. A tag read from a
+ * file is at most 2^64 - 1, so a representative (tag - 1) never equals CKPT_NONE. */
 #define CKPT_NONE UINT64_MAX
 
 /* ---- Errors ---------------------------------------------------------------------------- */
 
-/* Stable codes: never renumbered; new ones are appended. */
+/* Stable codes: never renumbered; new ones are appended. Each names one diagnostic template
+ * (docs/format.md lists them); the prefix of the text says which family's reader spoke. */
 typedef enum ckpt_code {
     CKPT_OK = 0,
-    CKPT_E_TRUNCATED = 1,                   /* truncated checkpoint (wanted n bytes, got k) */
-    CKPT_E_TRAILING_BYTES = 2,
-    CKPT_E_VALUE_TOO_LARGE = 3,             /* metadata value does not fit in 64 bits */
-    CKPT_E_MALFORMED_IN_MEMORY_SCHEMA = 4,
-    CKPT_E_MALFORMED_EXPECTED_SCHEMA = 5,
+    CKPT_E_TRUNCATED = 1,                   /* P: truncated checkpoint (wanted n bytes, got k) */
+    CKPT_E_TRAILING_BYTES = 2,              /* P: trailing bytes after final state entry / tensor / parameter */
+    CKPT_E_VALUE_TOO_LARGE = 3,             /* metadata value does not fit in 64 bits: n */
+    CKPT_E_MALFORMED_IN_MEMORY_SCHEMA = 4,  /* the destination (or what is written) is not well formed */
+    CKPT_E_MALFORMED_EXPECTED_SCHEMA = 5,   /* readAndCheck's own first check */
     CKPT_E_PARAMETER_COUNT_MISMATCH = 6,
     CKPT_E_RANK_MISMATCH = 7,
     CKPT_E_SHAPE_MISMATCH = 8,
@@ -51,7 +54,7 @@ typedef enum ckpt_code {
     CKPT_E_ADAM_WEIGHT_DECAY = 22,
     CKPT_E_ADAMW_WEIGHT_DECAY = 23,
     CKPT_E_INVALID_COUNTER_FLAG = 24,
-    CKPT_E_CONFIG_DIFFERS = 25,
+    CKPT_E_CONFIG_DIFFERS = 25,             /* error.config_diff says which fields */
     CKPT_E_ENTRY_COUNT_MISMATCH = 26,
     CKPT_E_DUPLICATE_ID = 27,
     CKPT_E_INVALID_ID = 28,
@@ -60,28 +63,60 @@ typedef enum ckpt_code {
     CKPT_E_MOMENT_SIZE_MISMATCH = 31,
     CKPT_E_INVALID_PAYLOAD = 32,
     CKPT_E_NO_COUNTER_REFERENCE = 33,
-    CKPT_E_MALFORMED_SHARING_MAP = 34,      /* ckptscope's own rule, FORMAT.md 5 */
+    CKPT_E_MALFORMED_SHARING_MAP = 34,      /* ckptscope's own rule, format.md 5 */
     CKPT_E_IO = 35,                         /* the source or sink reported a failure */
     CKPT_E_NO_MEMORY = 36,
     CKPT_E_CANCELLED = 37,                  /* a progress callback asked to stop */
     CKPT_E_VERSION_CANNOT_REPRESENT = 38,   /* a forced writer version cannot hold the content */
-    CKPT_E_INVALID_ARGUMENT = 39
+    CKPT_E_INVALID_ARGUMENT = 39,           /* a caller's argument is out of range or NULL */
+    CKPT_E_FROZEN_SLOT = 40,                /* parameter i is frozen: it has no optimizer state */
+    CKPT_E_NO_SUCH_SLOT = 41,               /* no parameter i: the file has n slots */
+    CKPT_E_TENSOR_COUNT_MISMATCH = 42,      /* StateIO/ParamIO count mismatch (format.md 6) */
+    CKPT_E_STATE_SHAPE_MISMATCH = 43,       /* P: checkpoint shape mismatch (file=[..], expected=[..]) */
+    CKPT_E_STATE_ELEMENT_COUNT_MISMATCH = 44,
+    CKPT_E_PAIR_COUNT = 45,                 /* pairing (format.md 6): tensor count vs slot count */
+    CKPT_E_PAIR_SHAPE = 46,
+    CKPT_E_PAIR_TIED_VALUES = 47,
+    CKPT_E_NOT_READABLE = 48,               /* the file is invalid before the part asked for */
+    CKPT_E_WRONG_FAMILY = 49                /* an optimizer-only request on a state file, or back */
 } ckpt_code;
 
-/* An error: a stable code, the reference diagnostic text, and the byte offset where the
- * offending field starts (CKPT_NONE for errors about in-memory input). `hint` is an optional
- * second sentence for people (what the data looks like instead); it never replaces the text.
- * Zero-initialise before first use; ckpt_error_clear frees the strings and resets it. */
+/* Which input an error is about: the file read (the usual case) or the expected layout (the
+ * destination), e.g. a malformed layout JSON. */
+enum { CKPT_SUBJECT_FILE = 0, CKPT_SUBJECT_EXPECTED = 1 };
+
+/* The optimizer configuration: the four hyperparameters as raw binary64 bit patterns. */
+typedef struct ckpt_config {
+    uint64_t kind;
+    uint64_t beta1, beta2, epsilon, weight_decay;
+} ckpt_config;
+
+/* For CKPT_E_CONFIG_DIFFERS: both sides, so a person can be told which fields differ. */
+typedef struct ckpt_config_diff {
+    bool present;
+    int file_dtype, expected_dtype;
+    ckpt_config file, expected;
+} ckpt_config_diff;
+
+/* An error: a stable code, the reference diagnostic text, the byte offset where the offending
+ * field starts and its length in bytes (for a hex view), the slot or tensor it is about, and an
+ * optional hint: a second sentence for people (what the data looks like instead, which slot of
+ * a layout breaks the rules); the hint never replaces the reference text.
+ * Zero-initialise, then ckpt_error_clear before first use (it sets offset and slot to none). */
 typedef struct ckpt_error {
     int code;
-    uint64_t offset;
+    uint64_t offset;           /* CKPT_NONE for errors about in-memory input */
+    uint64_t length;           /* 0 when not known */
+    uint64_t slot;             /* CKPT_NONE when the error is about no slot */
+    int subject;               /* CKPT_SUBJECT_* */
     char *message;
     char *hint;
+    ckpt_config_diff config_diff;
 } ckpt_error;
 
 void ckpt_error_clear(ckpt_error *err);
 
-/* ---- Handles (FORMAT.md 1) ------------------------------------------------------------- */
+/* ---- Handles (format.md 1) ------------------------------------------------------------- */
 
 #define CKPT_READ_ERROR SIZE_MAX
 
@@ -117,21 +152,49 @@ void ckpt_sink_buffer(ckpt_sink *sink, ckpt_buffer *buf);
 void ckpt_buffer_free(ckpt_buffer *buf);
 
 /* A buffered reader over a source: what readAndCheck and friends read from. The source must
- * outlive the reader. Returns NULL when out of memory. */
+ * outlive the reader. Returns NULL when out of memory. Diagnostics it gives carry the
+ * TLADAMF prefix. */
 typedef struct ckpt_reader ckpt_reader;
 ckpt_reader *ckpt_reader_new(const ckpt_source *src);
 void ckpt_reader_free(ckpt_reader *r);
 uint64_t ckpt_reader_offset(const ckpt_reader *r);   /* position of the next byte */
 
-/* ---- ParameterSchema (FORMAT.md 3, the seed) -------------------------------------------- */
+/* Progress of a scan: bytes of this scan done so far, and in all (CKPT_NONE when unknown).
+ * Return nonzero to stop (the result is then CKPT_E_CANCELLED). */
+typedef int (*ckpt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* ---- File families (docs/format.md 4 and 6) --------------------------------------------- */
+
+typedef enum ckpt_family_id {
+    CKPT_FAMILY_ANY = 0,       /* for a destination: whatever the file's magic says */
+    CKPT_FAMILY_TLADAMF = 1,   /* optimizer state: Adam/AdamW moments and the ParameterSchema */
+    CKPT_FAMILY_TLSF32B = 2,   /* model state: parameters and persistent buffers, float32 */
+    CKPT_FAMILY_TLPF32B = 3    /* older model state: parameters, float32 */
+} ckpt_family_id;
+
+/* What identifies a family and how its diagnostics read. */
+typedef struct ckpt_family {
+    int id;                    /* ckpt_family_id */
+    const char *magic;         /* the 7 magic bytes, also its short name: "TLADAMF" */
+    const char *name;          /* "CUDA Adam checkpoint": the header's texts (magic, version) */
+    const char *prefix;        /* the texts after the header: "CUDA Adam checkpoint", "StateIO" */
+    uint64_t version_min, version_max;
+    bool optimizer;            /* holds optimizer state (else model tensors) */
+} ckpt_family;
+
+const ckpt_family *ckpt_family_get(int id);                     /* NULL for an unknown id */
+const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7]); /* NULL when none matches */
+
+/* ---- ParameterSchema (format.md 3, the seed) -------------------------------------------- */
 
 typedef struct ckpt_schema ckpt_schema;
 
 /* Build a schema from arrays (copied). `ranks` has shape_count entries and `dims` their sum,
  * outermost dim first. `requires_grad` has flag_count entries (0 frozen, nonzero trainable).
  * `representatives` is NULL for an absent map, else map_count entries, CKPT_NONE for none.
- * The counts may differ: isWellFormed then says false, as the seed does. Returns NULL only
- * when out of memory or when the ranks' sum overflows. */
+ * The counts may differ: isWellFormed then says false, as the seed does. A schema with no
+ * flags and no map is a list of shapes (what a model-state file holds). Returns NULL only when
+ * out of memory or when the ranks' sum overflows. */
 ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const uint64_t *dims,
                              size_t flag_count, const uint8_t *requires_grad,
                              const uint64_t *representatives, size_t map_count);
@@ -148,8 +211,9 @@ void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t 
 bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i);   /* false past the flags */
 size_t ckpt_schema_flag_count(const ckpt_schema *s);                /* flags held (may differ from n) */
 bool ckpt_schema_has_map(const ckpt_schema *s);
+bool ckpt_schema_same_shape(const ckpt_schema *a, size_t i, const ckpt_schema *b, size_t j);
 
-/* The seed's queries. */
+/* The seed's queries. An index past the slots is "none" / false. */
 uint64_t ckpt_schema_representative(const ckpt_schema *s, uint64_t i);  /* CKPT_NONE for none */
 bool ckpt_schema_is_well_formed(const ckpt_schema *s);
 bool ckpt_schema_is_representative(const ckpt_schema *s, uint64_t i);
@@ -159,7 +223,7 @@ bool ckpt_schema_has_aliases(const ckpt_schema *s);
 /* The stored tag of writeRepresentatives: 0 for a frozen slot, representative + 1 otherwise. */
 uint64_t ckpt_schema_tag(const ckpt_schema *s, size_t i);
 
-/* The first slot that breaks the sharing rules, and why (FORMAT.md 5). Returns the slot, or
+/* The first slot that breaks the sharing rules, and why (format.md 5). Returns the slot, or
  * CKPT_NONE when the map (explicit or implied) is well formed. Lengths are not checked here. */
 typedef enum ckpt_sharing_fault {
     CKPT_SHARING_OK = 0,
@@ -172,36 +236,47 @@ typedef enum ckpt_sharing_fault {
     CKPT_SHARING_ALIAS_OF_ALIAS
 } ckpt_sharing_fault;
 uint64_t ckpt_schema_find_sharing_fault(const ckpt_schema *s, ckpt_sharing_fault *fault);
+/* Per slot, whether the sharing rule rejects it (1) or not (0): every broken slot, not only the
+ * first, for a viewer that must draw them as broken. out has ckpt_schema_count(s) bytes.
+ * Returns the number of broken slots. */
+uint64_t ckpt_schema_mark_sharing_faults(const ckpt_schema *s, uint8_t *out);
+/* Why the schema is not well formed, in words: "3 shapes but 2 requiresGrad flags" or
+ * "parameter 2: representative 0 has a different shape". NULL when it is well formed or out of
+ * memory; *slot (may be NULL) gets the slot, or CKPT_NONE for a length mismatch. */
+char *ckpt_schema_explain(const ckpt_schema *s, uint64_t *slot);
 
-/* write / writeRepresentatives / readAndCheck / readAndCheckRepresentatives. Return 0 or an
- * error code (also stored in err). */
+/* write / writeRepresentatives / readAndCheck / readAndCheckRepresentatives (TLADAMF's
+ * texts). Return 0 or an error code (also stored in err). */
 int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err);
 int ckpt_schema_write_representatives(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err);
 int ckpt_schema_read_and_check(ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err);
 int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema *expected,
                                                ckpt_error *err);
 
-/* ---- The TLADAMF family (FORMAT.md 4) --------------------------------------------------- */
+/* ---- The optimizer configuration (format.md 4) ----------------------------------------- */
 
 typedef enum ckpt_dtype { CKPT_FLOAT32 = 0, CKPT_FLOAT64 = 1, CKPT_DTYPE_ANY = -1 } ckpt_dtype;
 typedef enum ckpt_kind { CKPT_ADAM = 0, CKPT_ADAMW = 1 } ckpt_kind;
 
-/* The optimizer configuration: the four hyperparameters as raw binary64 bit patterns. */
-typedef struct ckpt_config {
-    uint64_t kind;
-    uint64_t beta1, beta2, epsilon, weight_decay;
-} ckpt_config;
-
 uint64_t ckpt_bits_from_double(double x);
 double ckpt_double_from_bits(uint64_t bits);
-/* Config validation for moments of `dtype` (FORMAT.md 4). Returns 0 or the error code. */
+/* Config validation for moments of `dtype`. Returns 0 or the error code. */
 int ckpt_config_validate(const ckpt_config *c, ckpt_dtype dtype, ckpt_error *err);
 /* Bit-for-bit equality of dtype, kind and the four patterns. */
 bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b, ckpt_dtype db);
+/* Which of dtype, kind, beta1, beta2, epsilon, weightDecay differ bit for bit: a mask of
+ * CKPT_CONFIG_* bits (0: the same). */
+enum {
+    CKPT_CONFIG_DTYPE = 1, CKPT_CONFIG_KIND = 2, CKPT_CONFIG_BETA1 = 4, CKPT_CONFIG_BETA2 = 8,
+    CKPT_CONFIG_EPSILON = 16, CKPT_CONFIG_WEIGHT_DECAY = 32
+};
+unsigned ckpt_config_differences(const ckpt_config *a, int da, const ckpt_config *b, int db);
 
-/* Moment statistics over one payload (DESIGN.md "stats"); min..sum_squares over finite
- * values. The histogram counts finite nonzero values by floor(log2|x|), from hist_log2_min
- * for hist_len bins (hist is NULL when hist_len is 0). */
+/* ---- Statistics ------------------------------------------------------------------------ */
+
+/* Statistics of one payload (docs/report.md "stats"); min..sum_squares over finite values.
+ * The histogram counts finite nonzero values by floor(log2|x|), from hist_log2_min for
+ * hist_len bins (hist is NULL when hist_len is 0). */
 typedef struct ckpt_stats {
     uint64_t count, finite, nan, inf, zero, negative;
     double min, max, sum, sum_squares;
@@ -210,43 +285,66 @@ typedef struct ckpt_stats {
     uint64_t *hist;
 } ckpt_stats;
 
-/* One stored moment entry, as indexed by inspect. `offset` is where its id field starts; m
- * starts 24 bytes later and v count * width bytes after m. m and v are NULL without stats. */
+/* The one rule of an unhealthy moment entry: how many of its elements are NaN or infinite in m
+ * or v, or negative in v (a second moment is never negative). */
+uint64_t ckpt_entry_unhealthy(const ckpt_stats *m, const ckpt_stats *v);
+
+/* ---- Reports --------------------------------------------------------------------------- */
+
+/* One stored moment entry (TLADAMF). `offset` is where its id field starts. m and v are NULL
+ * until statistics are computed; `unhealthy` then counts NaN and infinities in m and v and
+ * negative values in v (a second moment is never negative). */
 typedef struct ckpt_entry_info {
     uint64_t id, step, count, offset;
+    uint64_t m_offset, v_offset;   /* where the payloads start */
     ckpt_stats *m, *v;
+    uint64_t unhealthy;
 } ckpt_entry_info;
 
+/* One stored tensor (TLSF32B / TLPF32B): its shape is slot i of the report's schema. `offset`
+ * is where its rank field starts, `data_offset` where its values start. */
+typedef struct ckpt_tensor_info {
+    uint64_t count, offset, data_offset;
+    ckpt_stats *values;
+    uint64_t unhealthy;            /* NaN and infinities, with statistics */
+} ckpt_tensor_info;
+
 /* Everything read from one file. Fields not reached before an error keep their "absent"
- * values: has_version false, dtype -1, has_config false, schema NULL or partial (schema_complete
- * false), entries only those read. */
+ * values: family NULL, has_version false, dtype -1, has_config false, schema NULL or partial
+ * (schema_complete false), entries and tensors only those read, offsets CKPT_NONE. */
 typedef struct ckpt_report {
+    const ckpt_family *family;     /* NULL when the magic was not read or matches none */
     uint64_t size;                 /* bytes in the source, CKPT_NONE when unknown */
-    bool magic_ok;                 /* the family magic was read and matched */
     bool has_version;
     uint64_t version;              /* as read, even when unsupported */
+    bool statistics;               /* payloads were scanned (entries' and tensors' stats set) */
+    /* the optimizer family */
     int dtype;                     /* ckpt_dtype, -1 when not read */
     bool has_config;
     ckpt_config config;
     int counter_state;             /* -1 not read yet, 0 absent, 1 present */
     uint64_t random_counter;
-    ckpt_schema *schema;           /* the file's own layout, NULL before its count is read */
+    /* the layout: a TLADAMF file's ParameterSchema, or a state file's tensor shapes (no flags,
+     * no map); NULL before its count is read */
+    ckpt_schema *schema;
     uint64_t schema_declared_count;
     bool schema_complete;          /* every slot and (v >= 3) every tag read */
+    uint64_t schema_offset;        /* where the slot count (tensor count) starts */
+    uint64_t tags_offset;          /* where the representative tags start (v >= 3) */
+    uint64_t entries_offset;       /* where the entry count starts */
     bool has_entry_count;
     uint64_t entry_count;          /* as declared */
     ckpt_entry_info *entries;
-    size_t entries_len;
+    size_t entries_len, entries_cap;
+    /* the model-state families */
+    ckpt_tensor_info *tensors;
+    size_t tensors_len, tensors_cap;
     char **warnings;
     size_t warnings_len;
     ckpt_error error;              /* code 0 when the file is valid / would load */
 } ckpt_report;
 
 void ckpt_report_free(ckpt_report *rep);
-
-/* Progress during a statistics scan: bytes scanned so far and in all. Return nonzero to stop
- * (the result is then CKPT_E_CANCELLED). */
-typedef int (*ckpt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 enum { CKPT_INSPECT_STATS = 1 };
 
@@ -256,33 +354,81 @@ typedef struct ckpt_inspect_options {
     void *progress_ctx;
 } ckpt_inspect_options;
 
-/* Inspect without an expected layout (FORMAT.md 5). Returns a report (NULL only when out of
- * memory) whose error says why the file is invalid; everything read before is kept. */
+/* Inspect without an expected layout (format.md 5 and 6): the family comes from the magic.
+ * Returns a report (NULL only when out of memory) whose error says why the file is invalid;
+ * everything read before is kept. opt may be NULL. */
 ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *opt);
 
-/* Copy the moments of entry `id` (as indexed in `rep`, a report of this same source) into m and
- * v, each count * width bytes as stored. Returns 0, CKPT_E_INVALID_ID when the report indexes
- * no such entry, or a read error. */
-int ckpt_read_moments(const ckpt_source *src, const ckpt_report *rep, uint64_t id, void *m, void *v,
-                      ckpt_error *err);
-
-/* Statistics of one entry's m and v (as indexed in `rep`, a report of this same source), as
- * JSON {"id", "m": stats, "v": stats} (DESIGN.md "stats"); malloc'ed, caller frees. NULL with
- * err set when the entry is not indexed, the data cannot be read, or progress cancelled. */
-char *ckpt_entry_stats_json(const ckpt_source *src, const ckpt_report *rep, uint64_t id,
-                            ckpt_progress_fn progress, void *progress_ctx, ckpt_error *err);
-
-/* A destination to load into (FORMAT.md 4, "Load against an expected layout"). */
+/* A destination to load into (format.md 4, "Load against an expected layout", and 6), and
+ * also what `diff` compares: a layout. */
 typedef struct ckpt_expected {
-    const ckpt_schema *schema;     /* required */
+    const ckpt_schema *schema;     /* required; for a state file only its shapes matter */
     int dtype;                     /* destination moment dtype, CKPT_DTYPE_ANY: not checked */
     const ckpt_config *config;     /* NULL: the destination has no configuration yet */
     int keeps_random_counter;      /* 1 yes, 0 no, -1 unknown: step 12 not checked */
+    int family;                    /* ckpt_family_id the destination reads; ANY: the file's */
 } ckpt_expected;
 
 /* Would the trainer load this file into `exp`? The report's error is the trainer's first
  * diagnostic (code 0: it loads); warnings hold the legacy-counter warning. */
 ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp);
+
+/* ---- The open file: a handle that parses once (sql.js's Database, h5wasm's File) ------- */
+
+typedef struct ckpt_file ckpt_file;
+
+/* Parse `src` (as ckpt_inspect) and keep the report and a copy of the source struct for later
+ * reads: the source's ctx must stay valid until ckpt_close. NULL only when out of memory; an
+ * invalid file opens too (its report says why). */
+ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt);
+void ckpt_close(ckpt_file *f);
+const ckpt_report *ckpt_file_report(const ckpt_file *f);
+const ckpt_source *ckpt_file_source(const ckpt_file *f);
+
+/* The moment entry that holds slot `slot`'s optimizer history: its own, or its
+ * representative's for a tied slot (*owner says which). Errors: CKPT_E_NO_SUCH_SLOT,
+ * CKPT_E_FROZEN_SLOT, CKPT_E_WRONG_FAMILY, CKPT_E_NOT_READABLE (the file broke before). */
+int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **entry,
+                    uint64_t *owner, ckpt_error *err);
+/* Copy that entry's m and v, count * width bytes each as stored, into m and v. */
+int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err);
+/* Statistics of that entry's m and v (streamed, bounded memory); the caller frees *m and *v
+ * with ckpt_stats_free. Progress is relative to these two payloads. */
+int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress,
+                           void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
+/* A state file's tensor i: its info, its values copied (count * 4 bytes), its statistics. */
+int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **tensor, ckpt_error *err);
+int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err);
+int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn progress, void *progress_ctx,
+                           ckpt_stats **values, ckpt_error *err);
+/* The file as a layout (for ckpt_load's destination, ckpt_diff_json): its schema, dtype,
+ * configuration and counter status. Fails (CKPT_E_NOT_READABLE) when the file broke before its
+ * layout was complete. The layout points into the file: valid until ckpt_close. */
+int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err);
+
+void ckpt_stats_free(ckpt_stats *s);
+
+/* ---- Pairing an optimizer checkpoint with its model-state file (format.md 6) ------------ */
+
+typedef struct ckpt_pair_result {
+    bool pairs;                    /* no failure */
+    ckpt_error *failures;          /* in check order, the first is the verdict; offsets are in the
+                                    * state file, slot is CKPT_NONE for the count */
+    size_t failures_len;
+    char **warnings;
+    size_t warnings_len;
+    ckpt_error error;              /* a reason pairing could not be done at all (I/O, cancel) */
+} ckpt_pair_result;
+
+/* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be readable through their
+ * layout (else CKPT_E_NOT_READABLE in result->error). Reads tied tensors and every tensor's
+ * values in streamed chunks. Returns NULL only when out of memory. */
+ckpt_pair_result *ckpt_pair(const ckpt_file *opt, const ckpt_file *state, ckpt_progress_fn progress,
+                            void *progress_ctx);
+void ckpt_pair_result_free(ckpt_pair_result *r);
+char *ckpt_pair_json(const ckpt_pair_result *r);
+
+/* ---- Writing ---------------------------------------------------------------------------- */
 
 /* What to write (the reference writer's input). Each entry's payloads hold count * width
  * bytes, width 4 or 8 by dtype. */
@@ -303,28 +449,45 @@ typedef struct ckpt_write_desc {
     uint64_t version;               /* 0: the reference writer's choice; 2..5: forced */
 } ckpt_write_desc;
 
-/* The version the reference writer picks for this description (FORMAT.md 4). */
+/* The version the reference writer picks for this description (format.md 4). */
 uint64_t ckpt_write_version(const ckpt_write_desc *d);
 /* Check everything (the save checks, in order), then write. Nothing is written when a check
  * fails. Returns 0 or the error code. */
 int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
 
-/* ---- Reports as JSON (DESIGN.md "JSON report") ----------------------------------------- */
+/* A model-state file (format.md 6): `family` TLSF32B or TLPF32B, the shapes of `shapes` (its
+ * flags and map are ignored), and per tensor count * 4 bytes of little-endian float32 in
+ * values[i] (value_bytes[i] bytes). Checks every length before the first byte. */
+int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values,
+                     const uint64_t *value_bytes, const ckpt_sink *out, ckpt_error *err);
+
+/* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
  * memory. */
 char *ckpt_report_json(const ckpt_report *rep);
-/* The same JSON with some bulk arrays left empty for a caller that takes them another way:
- * CKPT_JSON_NO_SCHEMA_ARRAYS empties schema.shapes/sizes/requiresGrad and the two
- * representative arrays; CKPT_JSON_NO_ENTRIES empties "entries". */
-enum { CKPT_JSON_NO_SCHEMA_ARRAYS = 1, CKPT_JSON_NO_ENTRIES = 2 };
+/* The same JSON with the bulk arrays left empty for a caller that takes them as columns:
+ * schema.shapes/sizes/requiresGrad and the two representative arrays, entries, tensors. */
+enum { CKPT_JSON_NO_BULK = 1 };
 char *ckpt_report_json_opts(const ckpt_report *rep, unsigned opts);
+/* Stream the full report JSON into a sink in pieces (bounded memory for a million slots). */
+int ckpt_report_json_write(const ckpt_report *rep, const ckpt_sink *out, ckpt_error *err);
+/* One entry (with its statistics when given) as {"slot","owner","id","step","count","offset",
+ * "m","v","unhealthy"}. m, v may be NULL. */
+char *ckpt_entry_stats_json(const ckpt_entry_info *e, uint64_t slot, const ckpt_stats *m, const ckpt_stats *v);
+/* One statistics object, or "null". */
+char *ckpt_stats_json(const ckpt_stats *s);
 /* A schema as JSON: shapes, sizes, requiresGrad, representatives (the map, or null),
- * effectiveRepresentatives (representative?(i) for each slot), tags, wellFormed,
- * optimizerStateCount, trainableCount, hasAliases. Caller frees; NULL when out of memory. */
+ * effectiveRepresentatives, tags, wellFormed, optimizerStateCount, trainableCount,
+ * hasAliases, and when not well formed `problem` {"slot", "reason"}. */
 char *ckpt_schema_json(const ckpt_schema *s);
-/* An error as JSON: {"code", "message", "offset" (null when none), "hint"}. Caller frees. */
+/* An error as JSON: {"code","message","offset","length","slot","subject","hint","configDiff"},
+ * or "null" when err->code is 0. */
 char *ckpt_error_json(const ckpt_error *err);
+/* Every difference between two layouts (docs/cli.md "diff") as a JSON array of
+ * {"field","slot"?,"a","b","message"}; fields a layout does not state (dtype, config, counter,
+ * flags of a state file's shapes) are not compared. */
+char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
 
 #ifdef __cplusplus
 }

@@ -1,4 +1,5 @@
-/* Errors: a stable code, the reference text (FORMAT.md) and the byte offset. */
+/* Errors: a stable code, the reference text (docs/format.md), where the offending field is
+ * (offset and length) and which slot it is about. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -13,27 +14,28 @@ void ckpt_error_clear(ckpt_error *err)
     if (!err) return;
     if (err->message != oom_text) free(err->message);
     free(err->hint);
-    err->code = CKPT_OK;
+    memset(err, 0, sizeof *err);
     err->offset = CKPT_NONE;
-    err->message = NULL;
-    err->hint = NULL;
+    err->slot = CKPT_NONE;
 }
 
-int ckpt_fail(ckpt_error *err, int code, uint64_t offset, const char *fmt, ...)
+static int fail_v(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, uint64_t slot,
+                  const char *fmt, va_list ap)
 {
-    if (!err) return code;
     ckpt_error_clear(err);
     err->code = code;
     err->offset = offset;
+    err->length = offset == CKPT_NONE ? 0 : length;
+    err->slot = slot;
     strbuf sb = {0};
-    sb_puts(&sb, CKPT_FAMILY);
-    va_list ap;
-    va_start(ap, fmt);
+    if (prefix) {
+        sb_puts(&sb, prefix);
+        sb_puts(&sb, ": ");
+    }
     va_list ap2;
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n >= 0) {
+    if (n >= 0 && !sb.failed) {
         size_t need = sb.len + (size_t)n + 1;
         char *p = realloc(sb.data, need);
         if (p) {
@@ -45,12 +47,29 @@ int ckpt_fail(ckpt_error *err, int code, uint64_t offset, const char *fmt, ...)
         }
     }
     va_end(ap2);
-    if (sb.failed || !sb.data) {
-        sb_free(&sb);
-        err->message = oom_text;
-    } else {
-        err->message = sb.data;
-    }
+    err->message = sb.failed || !sb.data ? oom_text : sb.data;
+    if (err->message == oom_text) sb_free(&sb);
+    return code;
+}
+
+int ckpt_fail_at(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, uint64_t slot,
+                 const char *fmt, ...)
+{
+    if (!err) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(err, prefix, code, offset, length, slot, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+int ckpt_fail(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, const char *fmt, ...)
+{
+    if (!err) return code;
+    va_list ap;
+    va_start(ap, fmt);
+    fail_v(err, prefix, code, offset, length, CKPT_NONE, fmt, ap);
+    va_end(ap);
     return code;
 }
 
@@ -70,4 +89,12 @@ void ckpt_set_hint(ckpt_error *err, const char *hint)
     size_t n = strlen(hint);
     err->hint = malloc(n + 1);
     if (err->hint) memcpy(err->hint, hint, n + 1);
+}
+
+void ckpt_error_move(ckpt_error *dst, ckpt_error *src)
+{
+    ckpt_error_clear(dst);
+    *dst = *src;
+    memset(src, 0, sizeof *src);
+    ckpt_error_clear(src);
 }

@@ -10,19 +10,36 @@
 #error "ckptscope reads payloads in place and needs a little-endian host"
 #endif
 
-#define CKPT_FAMILY "CUDA Adam checkpoint: "
-#define CKPT_MAGIC "TLADAMF"
 #define CKPT_MAGIC_LEN 7
+/* The TLADAMF prefix, for the writer and the schema functions, which only that family has. */
+#define CKPT_ADAM_PREFIX "CUDA Adam checkpoint"
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        int rc_ = (expr);                                                                          \
+        if (rc_) return rc_;                                                                       \
+    } while (0)
 
 /* ---- error.c ---- */
-/* Set err to code at offset with the family prefix and a printf-style text; returns code. */
-int ckpt_fail(ckpt_error *err, int code, uint64_t offset, const char *fmt, ...)
+/* Set err: code, where (offset and length of the offending field, the slot it is about), and
+ * the text "prefix: " + printf(fmt) (no prefix when prefix is NULL: the library's own texts).
+ * Returns code. */
+int ckpt_fail_at(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length,
+                 uint64_t slot, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
+    __attribute__((format(printf, 7, 8)))
+#endif
+    ;
+/* The common case: a field of `length` bytes, no slot. */
+int ckpt_fail(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length,
+              const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
 #endif
     ;
 int ckpt_fail_oom(ckpt_error *err);
 void ckpt_set_hint(ckpt_error *err, const char *hint);
+void ckpt_error_move(ckpt_error *dst, ckpt_error *src);   /* dst takes src's strings; src is cleared */
 
 /* ---- strbuf.c: growable NUL-terminated text ---- */
 typedef struct strbuf {
@@ -38,6 +55,7 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
 #endif
     ;
 void sb_free(strbuf *sb);
+char *sb_take(strbuf *sb);     /* the text (caller frees), or NULL when an allocation failed */
 
 /* ---- checked arithmetic ---- */
 static inline bool ckpt_mul_overflows(uint64_t a, uint64_t b, uint64_t *out)
@@ -49,27 +67,31 @@ static inline bool ckpt_add_overflows(uint64_t a, uint64_t b, uint64_t *out)
     return __builtin_add_overflow(a, b, out);
 }
 
-/* ---- shape.c (FORMAT.md 2) ---- */
+/* ---- shape.c (format.md 2) ---- */
 /* Product of dims; returns false (and *out unspecified) when it is >= 2^64. Any 0 gives 0. */
 bool ckpt_shape_size(const uint64_t *dims, uint64_t rank, uint64_t *out);
-/* "#[2, 3]" */
+/* "#[2, 3]" (ParameterSchema texts) and "[2, 3]" (Lean lists, the state families' texts) */
 void ckpt_shape_print(strbuf *sb, const uint64_t *dims, uint64_t rank);
+void ckpt_shape_print_list(strbuf *sb, const uint64_t *dims, uint64_t rank);
+/* TLPF32B's nested form: "dim 2 (dim 3 (scalar))"; a scalar is "scalar". */
+void ckpt_shape_print_nested(strbuf *sb, const uint64_t *dims, uint64_t rank);
 /* The product of dims in full decimal, however large. */
 void ckpt_shape_size_print(strbuf *sb, const uint64_t *dims, uint64_t rank);
 /* a * b in full decimal (a payload's byte length: count * width). */
 void ckpt_u64_product_print(strbuf *sb, uint64_t a, uint64_t b);
 bool ckpt_shape_equal(const uint64_t *a, uint64_t ra, const uint64_t *b, uint64_t rb);
 
-/* ---- io.c: the buffered reader and u64 framing (FORMAT.md 1) ---- */
+/* ---- io.c: the buffered reader and u64 framing (format.md 1) ---- */
 struct ckpt_reader {
     const ckpt_source *src;
+    const char *prefix;        /* the family's text prefix for truncation diagnostics */
     uint64_t pos;              /* absolute offset of the next byte */
     uint8_t *buf;              /* holds [buf_pos, buf_pos + buf_len) of the source */
     size_t buf_len, buf_cap;
     uint64_t buf_pos;
     size_t readahead;          /* next refill size: small after a skip, doubling when sequential */
-    bool at_end;               /* the source returned short: no bytes past buf_pos + buf_len */
 };
+ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix);
 int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err);
 uint64_t ckpt_get_u64le(const uint8_t *p);
 /* A u64 field: inline when the buffer holds it (a million-slot schema reads millions). */
@@ -93,11 +115,14 @@ int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chu
                         void *ctx, ckpt_error *err);
 /* After the last record: is there at least one more byte? (-1 on I/O error) */
 int ckpt_reader_has_more(ckpt_reader *r, ckpt_error *err);
+/* The first bytes of the source when the reader still holds them (its first refill starts at
+ * 0): for recognising foreign files without a second read, which a pipe could not serve. */
+size_t ckpt_reader_head(const ckpt_reader *r, const uint8_t **head);
 int ckpt_sink_u64(const ckpt_sink *out, uint64_t v, ckpt_error *err);
 int ckpt_sink_bytes(const ckpt_sink *out, const void *p, size_t n, ckpt_error *err);
 void ckpt_put_u64le(uint8_t *p, uint64_t v);
 
-/* ---- schema.c (FORMAT.md 3) ---- */
+/* ---- schema.c (format.md 3) ---- */
 struct ckpt_schema {
     size_t n;                  /* shapes */
     size_t flag_count;
@@ -110,28 +135,34 @@ struct ckpt_schema {
     uint8_t *requires_grad;
     uint64_t *map;             /* has_map: map_count representatives */
     size_t cap, dims_cap;      /* capacities while a reader appends */
-    /* derived, computed once (schema_derive) */
+    /* derived, computed once (derive) */
     bool derived;
     bool well_formed, has_aliases;
     uint64_t state_count, trainable_count;
 };
 ckpt_schema *ckpt_schema_empty(void);
 /* Append a slot with its dims; the size is computed. Returns false when out of memory. */
-bool ckpt_schema_push_slot(ckpt_schema *s, uint64_t rank);
+bool ckpt_schema_push_slot(ckpt_schema *s);
 bool ckpt_schema_push_dim(ckpt_schema *s, uint64_t dim);
 void ckpt_schema_end_slot(ckpt_schema *s);
 bool ckpt_schema_push_flag(ckpt_schema *s, bool trainable);
 bool ckpt_schema_set_map(ckpt_schema *s, const uint64_t *map, size_t count);
 /* Read the schema into `file` (a fresh empty schema), comparing with `expected` when it is
- * not NULL (readAndCheck), else checking sizes against products (FORMAT.md 5). */
+ * not NULL (readAndCheck), else checking sizes against products (format.md 5). */
 int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
                      uint64_t *declared_count, ckpt_error *err);
 /* Read the n tags; compare with expected's tags when given; set file's map from them. */
 int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
                           ckpt_error *err);
-/* The FORMAT.md 5 sharing-map diagnostic for the first broken slot; 0 when well formed.
+/* The format.md 5 sharing-map diagnostic for the first broken slot; 0 when well formed.
  * tag_offset: where the tags start (each slot's offset is tag_offset + 8 i), or CKPT_NONE. */
-int ckpt_schema_check_sharing(const ckpt_schema *s, uint64_t tag_offset, ckpt_error *err);
+int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err);
+/* "#[2, 3]" of slot i */
+void ckpt_schema_print_shape(strbuf *sb, const ckpt_schema *s, size_t i);
+/* format.md 1: every size must fit in a u64 field to be written (CKPT_E_VALUE_TOO_LARGE). */
+int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err);
+/* The malformed-destination error (format.md 4 step 1), with the slot and reason as its hint. */
+int ckpt_fail_malformed_destination(ckpt_error *err, const ckpt_schema *s);
 
 /* ---- config.c ---- */
 int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kind_offset, ckpt_error *err);
@@ -146,14 +177,68 @@ void ckpt_stats_begin(ckpt_stats_acc *a);
 void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n);
 void ckpt_stats_f64(ckpt_stats_acc *a, const double *x, size_t n);
 ckpt_stats *ckpt_stats_finish(const ckpt_stats_acc *a);    /* NULL when out of memory */
-void ckpt_stats_free(ckpt_stats *s);
+
+/* ---- scan.c: payloads read for statistics, with progress relative to the scan ---- */
+typedef struct ckpt_scan {
+    ckpt_progress_fn progress;     /* may be NULL */
+    void *progress_ctx;
+    uint64_t start, total;         /* file offset where the scan began; its bytes in all */
+    uint64_t done;                 /* bytes scanned before the current payload */
+} ckpt_scan;
+/* Statistics of a payload of count elements of width 4 or 8 at the reader's position (the
+ * reader moves past it). *out is NULL on error. */
+int ckpt_scan_payload(ckpt_reader *r, ckpt_scan *scan, uint64_t count, unsigned width, ckpt_stats **out,
+                      ckpt_error *err);
+
+/* ---- family.c: descriptors and the front door ---- */
+/* One parse run, as the family readers see it. */
+typedef struct ckpt_parse {
+    ckpt_reader *r;
+    const ckpt_family *family;
+    const ckpt_expected *exp;      /* NULL when inspecting */
+    unsigned flags;                /* CKPT_INSPECT_* */
+    ckpt_scan scan;
+    ckpt_report *rep;
+    ckpt_error *err;
+} ckpt_parse;
+/* The readers, called after the magic matched (the reader is past it). */
+int ckpt_adam_parse(ckpt_parse *p);    /* adam_header.c */
+int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype);   /* adam_entries.c */
+int ckpt_state_parse(ckpt_parse *p);   /* state.c */
+/* One entry's or tensor's payloads, read again through the source of a parsed report. */
+int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,
+                           ckpt_error *err);
+int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, ckpt_progress_fn progress,
+                           void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
+int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, float *out,
+                           ckpt_error *err);
+int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
+                            ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err);
+/* The front door of ckpt_inspect/ckpt_load/ckpt_open: a fresh report. */
+ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
+
+/* ---- hints.c: what a file that is not the expected family looks like ---- */
+void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);
 
 /* ---- report.c ---- */
-char *ckpt_entry_json(const ckpt_entry_info *e);   /* one entry with its stats */
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+bool ckpt_report_push_entry(ckpt_report *rep, const ckpt_entry_info *e);
+bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t);
+unsigned ckpt_width(int dtype);   /* bytes per moment element: 4 or 8 */
+
+/* ---- json.c: the JSON writer shared by report, pair, diff ---- */
+void j_u64(strbuf *sb, uint64_t v);     /* a number up to 2^53 - 1, a decimal string beyond */
+void j_double(strbuf *sb, double x);    /* shortest exact form; "NaN", "Infinity" as strings */
+void j_string(strbuf *sb, const char *s);
+void j_bits(strbuf *sb, uint64_t b);    /* "0x3feccccccccccccd" */
+void j_slot(strbuf *sb, uint64_t slot); /* a u64, or null for CKPT_NONE */
+void j_stats(strbuf *sb, const ckpt_stats *s);
+void j_config(strbuf *sb, const ckpt_config *c);
+void j_error(strbuf *sb, const ckpt_error *err);
+void j_shape(strbuf *sb, const ckpt_schema *s, size_t i);
 
 #endif

@@ -1,4 +1,4 @@
-/* Handles and framing (FORMAT.md 1): a buffered reader over a caller's source, exact reads
+/* Handles and framing (format.md 1): a buffered reader over a caller's source, exact reads
  * with the reference truncation text, u64 little-endian fields, payload skipping and
  * streaming, and the writer's sinks. */
 #include "internal.h"
@@ -78,7 +78,7 @@ void ckpt_buffer_free(ckpt_buffer *buf)
 
 int ckpt_sink_bytes(const ckpt_sink *out, const void *p, size_t n, ckpt_error *err)
 {
-    if (out->write(out->ctx, p, n) != 0) return ckpt_fail(err, CKPT_E_IO, CKPT_NONE, "could not write the checkpoint");
+    if (out->write(out->ctx, p, n) != 0) return ckpt_fail(err, NULL, CKPT_E_IO, CKPT_NONE, 0, "could not write the output");
     return 0;
 }
 
@@ -91,7 +91,9 @@ int ckpt_sink_u64(const ckpt_sink *out, uint64_t v, ckpt_error *err)
 
 /* ---- the reader ---- */
 
-ckpt_reader *ckpt_reader_new(const ckpt_source *src)
+ckpt_reader *ckpt_reader_new(const ckpt_source *src) { return ckpt_reader_with_prefix(src, CKPT_ADAM_PREFIX); }
+
+ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix)
 {
     ckpt_reader *r = calloc(1, sizeof *r);
     if (!r) return NULL;
@@ -101,6 +103,7 @@ ckpt_reader *ckpt_reader_new(const ckpt_source *src)
         return NULL;
     }
     r->src = src;
+    r->prefix = prefix;
     r->buf_cap = HEADER_BUFFER;
     r->readahead = 4096;
     return r;
@@ -121,15 +124,30 @@ static size_t buffered(const ckpt_reader *r)
     return (size_t)(r->buf_pos + r->buf_len - r->pos);
 }
 
+/* The library's own text: no family prefix. */
 static int io_error(ckpt_error *err, uint64_t offset)
 {
-    return ckpt_fail(err, CKPT_E_IO, offset, "could not read the source at byte %llu", (unsigned long long)offset);
+    return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
 }
 
-static int truncated(ckpt_error *err, uint64_t offset, uint64_t wanted, uint64_t got)
+/* The field is the `got` bytes that are there: a hex view marks them up to the end. */
+static int truncated(const ckpt_reader *r, ckpt_error *err, uint64_t offset, uint64_t wanted, uint64_t got)
 {
-    return ckpt_fail(err, CKPT_E_TRUNCATED, offset, "truncated checkpoint (wanted %llu bytes, got %llu)",
+    return ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %llu bytes, got %llu)",
                      (unsigned long long)wanted, (unsigned long long)got);
+}
+
+/* A payload's truncation: its byte length in full decimal, even past 2^64. */
+static int truncated_payload(const ckpt_reader *r, ckpt_error *err, uint64_t offset, uint64_t count, unsigned width,
+                             uint64_t got)
+{
+    strbuf sb = {0};
+    ckpt_u64_product_print(&sb, count, width);
+    if (sb.failed) ckpt_fail_oom(err);
+    else ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %s bytes, got %llu)", sb.data,
+                   (unsigned long long)got);
+    sb_free(&sb);
+    return err->code;
 }
 
 /* Refill the buffer at pos with at least `need` bytes if the source has them; returns the
@@ -165,12 +183,12 @@ int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err)
                 if (got == CKPT_READ_ERROR || got > need) return io_error(err, r->pos);
                 done += got;
                 r->pos += got;
-                if (got < need) return truncated(err, start, n, done);
+                if (got < need) return truncated(r, err, start, n, done);
                 continue;
             }
             avail = refill(r, need);
             if (avail == CKPT_READ_ERROR) return io_error(err, r->pos);
-            if (avail == 0) return truncated(err, start, n, done);
+            if (avail == 0) return truncated(r, err, start, n, done);
         }
         size_t take = avail < n - done ? avail : n - done;
         memcpy(out + done, r->buf + (r->pos - r->buf_pos), take);
@@ -187,13 +205,8 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
     if (r->src->size != CKPT_NONE) {
         uint64_t left = r->pos < r->src->size ? r->src->size - r->pos : 0;
         if (too_big || bytes > left) {
-            strbuf sb = {0};
-            ckpt_u64_product_print(&sb, count, width);
-            ckpt_fail(err, CKPT_E_TRUNCATED, start, "truncated checkpoint (wanted %s bytes, got %llu)",
-                      sb.failed ? "?" : sb.data, (unsigned long long)left);
-            sb_free(&sb);
             r->pos += left;
-            return CKPT_E_TRUNCATED;
+            return truncated_payload(r, err, start, count, width, left);
         }
         r->pos += bytes;
         /* Jumping over a payload larger than the buffer: the next record is alone in a sea of
@@ -214,14 +227,7 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
         r->pos += take;
         done += take;
     }
-    if (too_big || done < bytes) {
-        strbuf sb = {0};
-        ckpt_u64_product_print(&sb, count, width);
-        ckpt_fail(err, CKPT_E_TRUNCATED, start, "truncated checkpoint (wanted %s bytes, got %llu)",
-                  sb.failed ? "?" : sb.data, (unsigned long long)done);
-        sb_free(&sb);
-        return CKPT_E_TRUNCATED;
-    }
+    if (too_big || done < bytes) return truncated_payload(r, err, start, count, width, done);
     return 0;
 }
 
@@ -243,18 +249,25 @@ int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chu
     int rc = 0;
     while (done < bytes) {
         size_t want = bytes - done < STREAM_CHUNK ? (size_t)(bytes - done) : STREAM_CHUNK;
-        size_t got = r->src->read(r->src->ctx, r->pos, chunk, want);
-        if (got == CKPT_READ_ERROR || got > want) {
-            rc = io_error(err, r->pos);
-            break;
+        /* What the buffer holds first: a pipe cannot be asked for those bytes again. */
+        size_t have = buffered(r);
+        if (have > want) have = want;
+        if (have) memcpy(chunk, r->buf + (r->pos - r->buf_pos), have);
+        r->pos += have;
+        if (have < want) {
+            size_t got = r->src->read(r->src->ctx, r->pos, chunk + have, want - have);
+            if (got == CKPT_READ_ERROR || got > want - have) {
+                rc = io_error(err, r->pos);
+                break;
+            }
+            r->pos += got;
+            have += got;
         }
-        size_t whole = got / width;
+        size_t whole = have / width;
         if (whole && (rc = fn(ctx, chunk, whole)) != 0) break;
-        r->pos += (uint64_t)whole * width;
         done += (uint64_t)whole * width;
-        if (got < want) {  /* the data ended inside the payload */
-            r->pos += got % width;
-            rc = truncated(err, start, bytes, done + got % width);
+        if (have < want) {  /* the data ended inside the payload */
+            rc = truncated(r, err, start, bytes, done + have % width);
             break;
         }
     }
@@ -270,4 +283,11 @@ int ckpt_reader_has_more(ckpt_reader *r, ckpt_error *err)
     size_t got = refill(r, 1);
     if (got == CKPT_READ_ERROR) return io_error(err, r->pos), -1;
     return got > 0;
+}
+
+size_t ckpt_reader_head(const ckpt_reader *r, const uint8_t **head)
+{
+    *head = r->buf;
+    if (r->buf_pos != 0) return 0;
+    return r->buf_len < 64 ? r->buf_len : 64;
 }

@@ -1,9 +1,7 @@
-/* The report: ownership, warnings, and its JSON form (DESIGN.md "JSON report"). Integers are
- * JSON numbers up to 2^53 - 1 and decimal strings beyond; doubles print in the shortest form
- * that reads back bit for bit; non-finite values print as the strings "NaN", "Infinity". */
+/* The report: ownership, warnings, and its JSON form (docs/report.md), built whole or streamed
+ * into a sink in pieces so that a million slots never need a 50 MB string. */
 #include "internal.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +15,15 @@ void ckpt_report_free(ckpt_report *rep)
         ckpt_stats_free(rep->entries[k].v);
     }
     free(rep->entries);
+    for (size_t k = 0; k < rep->tensors_len; k++) ckpt_stats_free(rep->tensors[k].values);
+    free(rep->tensors);
     for (size_t k = 0; k < rep->warnings_len; k++) free(rep->warnings[k]);
     free(rep->warnings);
     ckpt_error_clear(&rep->error);
     free(rep);
 }
+
+unsigned ckpt_width(int dtype) { return dtype == CKPT_FLOAT64 ? 8 : 4; }
 
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 {
@@ -40,110 +42,66 @@ bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
     return true;
 }
 
+/* Arrays that a file's records grow: doubling, with the byte count checked (32-bit size_t in
+ * wasm). A record is at least 24 bytes of file, so the data bounds the count. */
+static bool grow(void **p, size_t *cap, size_t len, size_t elem)
+{
+    if (len < *cap) return true;
+    size_t c = *cap ? *cap : 16;
+    if (c > SIZE_MAX / 2 / elem) return false;
+    void *q = realloc(*p, 2 * c * elem);
+    if (!q) return false;
+    *p = q;
+    *cap = 2 * c;
+    return true;
+}
+
+bool ckpt_report_push_entry(ckpt_report *rep, const ckpt_entry_info *e)
+{
+    if (!grow((void **)&rep->entries, &rep->entries_cap, rep->entries_len, sizeof *e)) return false;
+    rep->entries[rep->entries_len++] = *e;
+    return true;
+}
+
+bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t)
+{
+    if (!grow((void **)&rep->tensors, &rep->tensors_cap, rep->tensors_len, sizeof *t)) return false;
+    rep->tensors[rep->tensors_len++] = *t;
+    return true;
+}
+
 /* ---- JSON ---- */
 
-#define SAFE_INTEGER 9007199254740991ull   /* 2^53 - 1 */
+/* A text being built, flushed to a sink (when there is one) whenever it grows past a chunk. */
+typedef struct jw {
+    strbuf sb;
+    const ckpt_sink *out;
+    ckpt_error *err;
+    int rc;
+} jw;
 
-/* Decimal digits without printf: reports of a million slots print millions of integers. */
-static void j_u64(strbuf *sb, uint64_t v)
-{
-    char buf[24];
-    char *end = buf + sizeof buf, *p = end;
-    bool quoted = v > SAFE_INTEGER;
-    if (quoted) *--p = '"';
-    do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
-    } while (v);
-    if (quoted) *--p = '"';
-    sb_put(sb, p, (size_t)(end - p));
-}
+#define JW_CHUNK (64 * 1024)
 
-static void j_double(strbuf *sb, double x)
+static void jw_flush(jw *w, bool always)
 {
-    if (isnan(x)) {
-        sb_puts(sb, "\"NaN\"");
+    if (!w->out || w->rc || (!always && w->sb.len < JW_CHUNK)) return;
+    if (w->sb.failed) {
+        w->rc = ckpt_fail_oom(w->err);
         return;
     }
-    if (isinf(x)) {
-        sb_puts(sb, x > 0 ? "\"Infinity\"" : "\"-Infinity\"");
-        return;
-    }
-    char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {   /* the shortest text that reads back exactly */
-        snprintf(buf, sizeof buf, "%.*g", prec, x);
-        if (strtod(buf, NULL) == x) break;
-    }
-    if (x == 0 && signbit(x)) strcpy(buf, "-0");
-    sb_puts(sb, buf);
+    if (w->sb.len) w->rc = ckpt_sink_bytes(w->out, w->sb.data, w->sb.len, w->err);
+    w->sb.len = 0;
 }
 
-static void j_string(strbuf *sb, const char *s)
+static void j_schema_arrays(jw *w, const ckpt_schema *s, bool complete)
 {
-    sb_puts(sb, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
-        else if (*p < 0x20) sb_printf(sb, "\\u%04x", *p);
-        else sb_put(sb, (const char *)p, 1);
-    }
-    sb_puts(sb, "\"");
-}
-
-/* ,"key":value for an integer field */
-static void j_key_u64(strbuf *sb, const char *key, uint64_t v)
-{
-    sb_printf(sb, ",\"%s\":", key);
-    j_u64(sb, v);
-}
-
-static void j_bits(strbuf *sb, uint64_t b) { sb_printf(sb, "\"0x%016llx\"", (unsigned long long)b); }
-
-static void j_stats(strbuf *sb, const ckpt_stats *s)
-{
-    if (!s) {
-        sb_puts(sb, "null");
-        return;
-    }
-    sb_puts(sb, "{\"count\":");
-    j_u64(sb, s->count);
-    uint64_t finite = s->finite;
-    const char *names[4] = {"min", "max", "mean", "rms"};
-    double values[4] = {s->min, s->max, finite ? s->sum / (double)finite : 0,
-                        finite ? sqrt(s->sum_squares / (double)finite) : 0};
-    for (int k = 0; k < 4; k++) {
-        sb_printf(sb, ",\"%s\":", names[k]);
-        if (finite) j_double(sb, values[k]);
-        else sb_puts(sb, "null");
-    }
-    j_key_u64(sb, "nan", s->nan);
-    j_key_u64(sb, "inf", s->inf);
-    j_key_u64(sb, "zero", s->zero);
-    j_key_u64(sb, "negative", s->negative);
-    sb_printf(sb, ",\"histogram\":{\"log2Min\":%d,\"counts\":[", (int)s->hist_log2_min);
-    for (uint32_t k = 0; k < s->hist_len; k++) {
-        if (k) sb_puts(sb, ",");
-        j_u64(sb, s->hist[k]);
-    }
-    sb_puts(sb, "]}}");
-}
-
-static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete, bool arrays)
-{
-    if (!arrays) {
-        sb_puts(sb, "{\"shapes\":[],\"sizes\":[],\"requiresGrad\":[],\"representatives\":null,\"effectiveRepresentatives\":null}");
-        return;
-    }
+    strbuf *sb = &w->sb;
     size_t n = ckpt_schema_count(s);
-    sb_puts(sb, "{\"shapes\":[");
+    sb_puts(sb, "\"shapes\":[");
     for (size_t i = 0; i < n; i++) {
-        sb_puts(sb, i ? ",[" : "[");
-        uint64_t rank = ckpt_schema_rank(s, i);
-        const uint64_t *dims = ckpt_schema_dims(s, i);
-        for (uint64_t k = 0; k < rank; k++) {
-            if (k) sb_puts(sb, ",");
-            j_u64(sb, dims[k]);
-        }
-        sb_puts(sb, "]");
+        if (i) sb_puts(sb, ",");
+        j_shape(sb, s, i);
+        jw_flush(w, false);
     }
     sb_puts(sb, "],\"sizes\":[");
     for (size_t i = 0; i < n; i++) {
@@ -156,70 +114,34 @@ static void j_schema(strbuf *sb, const ckpt_schema *s, bool complete, bool array
             ckpt_shape_size_print(sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
             sb_puts(sb, "\"");
         }
+        jw_flush(w, false);
     }
     sb_puts(sb, "],\"requiresGrad\":[");
-    for (size_t i = 0; i < s->flag_count; i++) sb_puts(sb, i ? (s->requires_grad[i] ? ",true" : ",false") : (s->requires_grad[i] ? "true" : "false"));
-    sb_puts(sb, "],\"representatives\":");
+    size_t flags = ckpt_schema_flag_count(s);
+    for (size_t i = 0; i < flags; i++) {
+        sb_puts(sb, i ? "," : "");
+        sb_puts(sb, ckpt_schema_requires_grad(s, i) ? "true" : "false");
+        jw_flush(w, false);
+    }
     /* The stored map (null when the file keeps none), then representative?(i) for every slot. */
     for (int pass = 0; pass < 2; pass++) {
-        if (pass == 0 && !ckpt_schema_has_map(s)) {
-            sb_puts(sb, "null,\"effectiveRepresentatives\":");
-            continue;
-        }
-        if (pass == 1 && !complete) {
+        sb_puts(sb, pass == 0 ? "],\"representatives\":" : ",\"effectiveRepresentatives\":");
+        if ((pass == 0 && !ckpt_schema_has_map(s)) || !complete) {
             sb_puts(sb, "null");
-            break;
+            if (pass == 1) sb_puts(sb, "");
+            continue;
         }
         sb_puts(sb, "[");
         for (size_t i = 0; i < n; i++) {
             if (i) sb_puts(sb, ",");
-            uint64_t r = ckpt_schema_representative(s, i);
-            if (r == CKPT_NONE) sb_puts(sb, "null");
-            else j_u64(sb, r);
+            j_slot(sb, ckpt_schema_representative(s, i));
+            jw_flush(w, false);
         }
-        sb_puts(sb, pass == 0 ? "],\"effectiveRepresentatives\":" : "]");
+        sb_puts(sb, "]");
     }
-    sb_puts(sb, "}");
 }
 
-static void j_entry(strbuf *sb, const ckpt_entry_info *e)
-{
-    sb_puts(sb, "{\"id\":");
-    j_u64(sb, e->id);
-    j_key_u64(sb, "step", e->step);
-    j_key_u64(sb, "count", e->count);
-    j_key_u64(sb, "offset", e->offset);
-    if (e->m || e->v) {
-        sb_puts(sb, ",\"m\":");
-        j_stats(sb, e->m);
-        sb_puts(sb, ",\"v\":");
-        j_stats(sb, e->v);
-    }
-    sb_puts(sb, "}");
-}
-
-static char *finish(strbuf *sb);
-
-char *ckpt_entry_json(const ckpt_entry_info *e)
-{
-    strbuf sb = {0};
-    j_entry(&sb, e);
-    return finish(&sb);
-}
-
-static void j_error(strbuf *sb, const ckpt_error *err)
-{
-    sb_printf(sb, "{\"code\":%d,\"message\":", err->code);
-    j_string(sb, err->message ? err->message : "");
-    sb_puts(sb, ",\"offset\":");
-    if (err->offset != CKPT_NONE) j_u64(sb, err->offset);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"hint\":");
-    if (err->hint) j_string(sb, err->hint);
-    else sb_puts(sb, "null");
-    sb_puts(sb, "}");
-}
-
+/* ,"wellFormed":…,"optimizerStateCount":…,"trainableCount":…,"hasAliases":…,"brokenSlots":[…] */
 static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
 {
     sb_printf(sb, "\"wellFormed\":%s,\"optimizerStateCount\":", ckpt_schema_is_well_formed(s) ? "true" : "false");
@@ -229,106 +151,216 @@ static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
     sb_printf(sb, ",\"hasAliases\":%s", ckpt_schema_has_aliases(s) ? "true" : "false");
 }
 
-static char *finish(strbuf *sb)
+/* The slots the sharing rule rejects (format.md 5): a viewer draws them as broken. */
+static void j_broken_slots(strbuf *sb, const ckpt_schema *s)
 {
-    if (sb->failed) {
-        sb_free(sb);
-        return NULL;
+    sb_puts(sb, "[");
+    size_t n = ckpt_schema_count(s);
+    uint8_t *marks = malloc(n ? n : 1);
+    if (!marks) {
+        sb->failed = true;
+        return;
     }
-    return sb->data;
+    ckpt_schema_mark_sharing_faults(s, marks);
+    bool first = true;
+    for (size_t i = 0; i < n; i++) {
+        if (!marks[i]) continue;
+        if (!first) sb_puts(sb, ",");
+        j_u64(sb, i);
+        first = false;
+    }
+    free(marks);
+    sb_puts(sb, "]");
 }
 
-char *ckpt_schema_json(const ckpt_schema *s)
+static void j_entry_fields(strbuf *sb, const ckpt_entry_info *e, const ckpt_stats *m, const ckpt_stats *v)
 {
-    strbuf sb = {0};
-    j_schema(&sb, s, true, true);
-    sb.len--;   /* reopen the object */
-    sb_puts(&sb, ",\"tags\":[");
-    for (size_t i = 0; i < ckpt_schema_count(s); i++) {
-        if (i) sb_puts(&sb, ",");
-        j_u64(&sb, ckpt_schema_tag(s, i));
+    sb_puts(sb, "\"id\":");
+    j_u64(sb, e->id);
+    sb_puts(sb, ",\"step\":");
+    j_u64(sb, e->step);
+    sb_puts(sb, ",\"count\":");
+    j_u64(sb, e->count);
+    sb_puts(sb, ",\"offset\":");
+    j_u64(sb, e->offset);
+    if (m && v) {
+        sb_puts(sb, ",\"m\":");
+        j_stats(sb, m);
+        sb_puts(sb, ",\"v\":");
+        j_stats(sb, v);
+        sb_puts(sb, ",\"unhealthy\":");
+        j_u64(sb, ckpt_entry_unhealthy(m, v));
     }
-    sb_puts(&sb, "],");
-    j_schema_facts(&sb, s);
-    sb_puts(&sb, "}");
-    return finish(&sb);
 }
 
-char *ckpt_error_json(const ckpt_error *err)
+static void j_offset_field(strbuf *sb, const char *key, uint64_t v, bool first)
 {
-    strbuf sb = {0};
-    if (err->code) j_error(&sb, err);
-    else sb_puts(&sb, "null");
-    return finish(&sb);
+    sb_printf(sb, "%s\"%s\":", first ? "" : ",", key);
+    j_slot(sb, v);
+}
+
+static void j_optimizer(jw *w, const ckpt_report *rep, bool bulk)
+{
+    strbuf *sb = &w->sb;
+    sb_puts(sb, ",\"dtype\":");
+    sb_puts(sb, rep->dtype == CKPT_FLOAT32 ? "\"float32\"" : rep->dtype == CKPT_FLOAT64 ? "\"float64\"" : "null");
+    sb_puts(sb, ",\"config\":");
+    if (rep->has_config) j_config(sb, &rep->config);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"randomCounter\":");
+    if (rep->counter_state == 1) j_u64(sb, rep->random_counter);
+    else sb_puts(sb, "null");
+    sb_printf(sb, ",\"hasRandomCounter\":%s", rep->counter_state < 0 ? "null" : rep->counter_state ? "true" : "false");
+    sb_puts(sb, ",\"schema\":");
+    const ckpt_schema *s = rep->schema;
+    if (!s) sb_puts(sb, "null");
+    else {
+        sb_puts(sb, "{");
+        if (bulk) j_schema_arrays(w, s, rep->schema_complete);
+        else sb_puts(sb, "\"shapes\":[],\"sizes\":[],\"requiresGrad\":[],\"representatives\":null,\"effectiveRepresentatives\":null");
+        sb_puts(sb, ",\"brokenSlots\":");
+        if (rep->schema_complete) j_broken_slots(sb, s);
+        else sb_puts(sb, "null");
+        sb_puts(sb, "}");
+    }
+    sb_puts(sb, ",");
+    if (s && rep->schema_complete) j_schema_facts(sb, s);
+    else sb_puts(sb, "\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");
+    sb_puts(sb, ",\"offsets\":{");
+    j_offset_field(sb, "schema", rep->schema_offset, true);
+    j_offset_field(sb, "tags", rep->tags_offset, false);
+    j_offset_field(sb, "entries", rep->entries_offset, false);
+    sb_puts(sb, "},\"entryCount\":");
+    if (rep->has_entry_count) j_u64(sb, rep->entry_count);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"entries\":[");
+    for (size_t k = 0; bulk && k < rep->entries_len; k++) {
+        const ckpt_entry_info *e = &rep->entries[k];
+        sb_puts(sb, k ? ",{" : "{");
+        j_entry_fields(sb, e, e->m, e->v);
+        sb_puts(sb, "}");
+        jw_flush(w, false);
+    }
+    sb_puts(sb, "]");
+}
+
+static void j_state(jw *w, const ckpt_report *rep, bool bulk)
+{
+    strbuf *sb = &w->sb;
+    sb_puts(sb, ",\"tensorCount\":");
+    if (rep->schema) j_u64(sb, rep->schema_declared_count);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"offsets\":{");
+    j_offset_field(sb, "tensors", rep->schema_offset, true);
+    sb_puts(sb, "},\"tensors\":[");
+    for (size_t k = 0; bulk && k < rep->tensors_len; k++) {
+        const ckpt_tensor_info *t = &rep->tensors[k];
+        sb_puts(sb, k ? ",{\"shape\":" : "{\"shape\":");
+        j_shape(sb, rep->schema, k);
+        sb_puts(sb, ",\"count\":");
+        j_u64(sb, t->count);
+        sb_puts(sb, ",\"offset\":");
+        j_u64(sb, t->offset);
+        sb_puts(sb, ",\"dataOffset\":");
+        j_u64(sb, t->data_offset);
+        if (t->values) {
+            sb_puts(sb, ",\"values\":");
+            j_stats(sb, t->values);
+            sb_puts(sb, ",\"unhealthy\":");
+            j_u64(sb, t->unhealthy);
+        }
+        sb_puts(sb, "}");
+        jw_flush(w, false);
+    }
+    sb_puts(sb, "]");
+}
+
+static void j_report(jw *w, const ckpt_report *rep, bool bulk)
+{
+    strbuf *sb = &w->sb;
+    const ckpt_family *f = rep->family;
+    sb_printf(sb, "{\"ok\":%s,\"family\":", rep->error.code ? "false" : "true");
+    if (f) {
+        j_string(sb, f->magic);
+        sb_puts(sb, ",\"name\":");
+        j_string(sb, f->name);
+        sb_printf(sb, ",\"kind\":\"%s\"", f->optimizer ? "optimizer" : "state");
+    } else {
+        sb_puts(sb, "null,\"name\":null,\"kind\":null");
+    }
+    sb_puts(sb, ",\"version\":");
+    if (rep->has_version) j_u64(sb, rep->version);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"size\":");
+    j_slot(sb, rep->size);
+    sb_printf(sb, ",\"statistics\":%s", rep->statistics ? "true" : "false");
+    if (f && !f->optimizer) j_state(w, rep, bulk);
+    else j_optimizer(w, rep, bulk);
+    sb_puts(sb, ",\"warnings\":[");
+    for (size_t k = 0; k < rep->warnings_len; k++) {
+        if (k) sb_puts(sb, ",");
+        j_string(sb, rep->warnings[k]);
+    }
+    sb_puts(sb, "],\"error\":");
+    j_error(sb, &rep->error);
+    sb_puts(sb, "}");
+}
+
+char *ckpt_report_json_opts(const ckpt_report *rep, unsigned opts)
+{
+    jw w = {0};
+    j_report(&w, rep, !(opts & CKPT_JSON_NO_BULK));
+    return sb_take(&w.sb);
 }
 
 char *ckpt_report_json(const ckpt_report *rep) { return ckpt_report_json_opts(rep, 0); }
 
-char *ckpt_report_json_opts(const ckpt_report *rep, unsigned opts)
+int ckpt_report_json_write(const ckpt_report *rep, const ckpt_sink *out, ckpt_error *err)
+{
+    jw w = {{0}, out, err, 0};
+    j_report(&w, rep, true);
+    sb_puts(&w.sb, "\n");
+    jw_flush(&w, true);
+    sb_free(&w.sb);
+    return w.rc;
+}
+
+char *ckpt_entry_stats_json(const ckpt_entry_info *e, uint64_t slot, const ckpt_stats *m, const ckpt_stats *v)
 {
     strbuf sb = {0};
-    bool family = rep->magic_ok;
-    sb_printf(&sb, "{\"ok\":%s,\"family\":%s,\"name\":%s,\"version\":", rep->error.code ? "false" : "true",
-              family ? "\"TLADAMF\"" : "null", family ? "\"CUDA Adam checkpoint\"" : "null");
-    if (rep->has_version) j_u64(&sb, rep->version);
-    else sb_puts(&sb, "null");
-    sb_puts(&sb, ",\"size\":");
-    if (rep->size != CKPT_NONE) j_u64(&sb, rep->size);
-    else sb_puts(&sb, "null");
-    sb_puts(&sb, ",\"dtype\":");
-    sb_puts(&sb, rep->dtype == CKPT_FLOAT32 ? "\"float32\"" : rep->dtype == CKPT_FLOAT64 ? "\"float64\"" : "null");
-    sb_puts(&sb, ",\"config\":");
-    if (rep->has_config) {
-        const ckpt_config *c = &rep->config;
-        sb_printf(&sb, "{\"kind\":\"%s\",\"beta1\":", c->kind == CKPT_ADAMW ? "adamw" : "adam");
-        j_double(&sb, ckpt_double_from_bits(c->beta1));
-        sb_puts(&sb, ",\"beta2\":");
-        j_double(&sb, ckpt_double_from_bits(c->beta2));
-        sb_puts(&sb, ",\"epsilon\":");
-        j_double(&sb, ckpt_double_from_bits(c->epsilon));
-        sb_puts(&sb, ",\"weightDecay\":");
-        j_double(&sb, ckpt_double_from_bits(c->weight_decay));
-        sb_puts(&sb, ",\"bits\":{\"beta1\":");
-        j_bits(&sb, c->beta1);
-        sb_puts(&sb, ",\"beta2\":");
-        j_bits(&sb, c->beta2);
-        sb_puts(&sb, ",\"epsilon\":");
-        j_bits(&sb, c->epsilon);
-        sb_puts(&sb, ",\"weightDecay\":");
-        j_bits(&sb, c->weight_decay);
-        sb_puts(&sb, "}}");
-    } else {
-        sb_puts(&sb, "null");
-    }
-    sb_puts(&sb, ",\"randomCounter\":");
-    if (rep->counter_state == 1) j_u64(&sb, rep->random_counter);
-    else sb_puts(&sb, "null");
-    sb_printf(&sb, ",\"hasRandomCounter\":%s", rep->counter_state < 0 ? "null" : rep->counter_state ? "true" : "false");
-    sb_puts(&sb, ",\"schema\":");
-    if (rep->schema) j_schema(&sb, rep->schema, rep->schema_complete, !(opts & CKPT_JSON_NO_SCHEMA_ARRAYS));
-    else sb_puts(&sb, "null");
-    if (rep->schema && rep->schema_complete) {
-        sb_puts(&sb, ",");
-        j_schema_facts(&sb, rep->schema);
-    } else {
-        sb_puts(&sb, ",\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");
-    }
-    sb_puts(&sb, ",\"entryCount\":");
-    if (rep->has_entry_count) j_u64(&sb, rep->entry_count);
-    else sb_puts(&sb, "null");
-    sb_puts(&sb, ",\"entries\":[");
-    for (size_t k = 0; k < rep->entries_len && !(opts & CKPT_JSON_NO_ENTRIES); k++) {
-        if (k) sb_puts(&sb, ",");
-        j_entry(&sb, &rep->entries[k]);
-    }
-    sb_puts(&sb, "],\"warnings\":[");
-    for (size_t k = 0; k < rep->warnings_len; k++) {
-        if (k) sb_puts(&sb, ",");
-        j_string(&sb, rep->warnings[k]);
-    }
-    sb_puts(&sb, "],\"error\":");
-    if (rep->error.code) j_error(&sb, &rep->error);
-    else sb_puts(&sb, "null");
+    sb_puts(&sb, "{\"slot\":");
+    j_u64(&sb, slot);
+    sb_puts(&sb, ",\"owner\":");
+    j_u64(&sb, e->id);
+    sb_puts(&sb, ",");
+    j_entry_fields(&sb, e, m, v);
     sb_puts(&sb, "}");
-    return finish(&sb);
+    return sb_take(&sb);
+}
+
+char *ckpt_schema_json(const ckpt_schema *s)
+{
+    jw w = {0};
+    strbuf *sb = &w.sb;
+    sb_puts(sb, "{");
+    j_schema_arrays(&w, s, true);
+    sb_puts(sb, ",\"tags\":[");
+    for (size_t i = 0; i < ckpt_schema_count(s); i++) {
+        if (i) sb_puts(sb, ",");
+        j_u64(sb, ckpt_schema_tag(s, i));
+    }
+    sb_puts(sb, "],");
+    j_schema_facts(sb, s);
+    uint64_t slot;
+    char *why = ckpt_schema_explain(s, &slot);
+    if (why) {
+        sb_puts(sb, ",\"problem\":{\"slot\":");
+        j_slot(sb, slot);
+        sb_puts(sb, ",\"reason\":");
+        j_string(sb, why);
+        sb_puts(sb, "}");
+        free(why);
+    }
+    sb_puts(sb, "}");
+    return sb_take(sb);
 }

@@ -1,6 +1,6 @@
-/* ParameterSchema (FORMAT.md 3, the seed): shapes in module order, trainability flags and an
+/* ParameterSchema (format.md 3, the seed): shapes in module order, trainability flags and an
  * optional storage-sharing map; the seed's queries; write, writeRepresentatives, readAndCheck
- * and readAndCheckRepresentatives; and the sharing-map diagnosis of FORMAT.md 5. */
+ * and readAndCheckRepresentatives; and the sharing-map diagnosis of format.md 5. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -69,9 +69,9 @@ static bool grow_slots(ckpt_schema *s, size_t need)
     return true;
 }
 
-bool ckpt_schema_push_slot(ckpt_schema *s, uint64_t rank)
+/* Dims arrive one by one (push_dim): nothing is ever allocated by a count read from a file. */
+bool ckpt_schema_push_slot(ckpt_schema *s)
 {
-    (void)rank;  /* dims arrive one by one: never allocate by a count read from a file */
     if (s->n == SIZE_MAX - 1 || !grow_slots(s, s->n + 1)) return false;
     s->derived = false;
     s->dim_start[s->n + 1] = s->dim_start[s->n];
@@ -128,7 +128,7 @@ ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const ui
     if (!s) return NULL;
     uint64_t d = 0;
     for (size_t i = 0; i < shape_count; i++) {
-        if (!ckpt_schema_push_slot(s, ranks[i])) goto fail;
+        if (!ckpt_schema_push_slot(s)) goto fail;
         for (uint64_t k = 0; k < ranks[i]; k++)
             if (!ckpt_schema_push_dim(s, dims[d++])) goto fail;
         ckpt_schema_end_slot(s);
@@ -175,38 +175,36 @@ bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i)
     return i < s->flag_count && s->requires_grad[i];
 }
 
+bool ckpt_schema_same_shape(const ckpt_schema *a, size_t i, const ckpt_schema *b, size_t j)
+{
+    return ckpt_shape_equal(ckpt_schema_dims(a, i), ckpt_schema_rank(a, i), ckpt_schema_dims(b, j), ckpt_schema_rank(b, j));
+}
+
 uint64_t ckpt_schema_representative(const ckpt_schema *s, uint64_t i)
 {
     if (s->has_map) return i < s->map_count ? s->map[i] : CKPT_NONE;
     return i < s->flag_count && s->requires_grad[i] ? i : CKPT_NONE;
 }
 
-static bool same_shape_across(const ckpt_schema *s, size_t a, const ckpt_schema *t)
+/* The first rule of format.md 5 that slot i breaks, in the order of that list. */
+static ckpt_sharing_fault sharing_fault(const ckpt_schema *s, size_t i)
 {
-    return ckpt_shape_equal(ckpt_schema_dims(s, a), ckpt_schema_rank(s, a), ckpt_schema_dims(t, a),
-                            ckpt_schema_rank(t, a));
-}
-
-static bool same_shape(const ckpt_schema *s, size_t a, size_t b)
-{
-    return ckpt_shape_equal(ckpt_schema_dims(s, a), ckpt_schema_rank(s, a), ckpt_schema_dims(s, b),
-                            ckpt_schema_rank(s, b));
+    uint64_t r = ckpt_schema_representative(s, i);
+    bool trainable = ckpt_schema_requires_grad(s, i);
+    if (r == CKPT_NONE) return trainable ? CKPT_SHARING_TRAINABLE_HAS_NONE : CKPT_SHARING_OK;
+    if (!trainable) return CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE;
+    if (r >= s->n) return CKPT_SHARING_OUT_OF_RANGE;
+    if (r > i) return CKPT_SHARING_FOLLOWS;
+    if (!ckpt_schema_requires_grad(s, (size_t)r)) return CKPT_SHARING_FROZEN_REPRESENTATIVE;
+    if (!ckpt_schema_same_shape(s, (size_t)r, s, i)) return CKPT_SHARING_DIFFERENT_SHAPE;
+    if (ckpt_schema_representative(s, r) != r) return CKPT_SHARING_ALIAS_OF_ALIAS;
+    return CKPT_SHARING_OK;
 }
 
 uint64_t ckpt_schema_find_sharing_fault(const ckpt_schema *s, ckpt_sharing_fault *fault)
 {
     for (size_t i = 0; i < s->n; i++) {
-        uint64_t r = ckpt_schema_representative(s, i);
-        bool trainable = ckpt_schema_requires_grad(s, i);
-        ckpt_sharing_fault f = CKPT_SHARING_OK;
-        if (r == CKPT_NONE) {
-            if (trainable) f = CKPT_SHARING_TRAINABLE_HAS_NONE;
-        } else if (!trainable) f = CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE;
-        else if (r >= s->n) f = CKPT_SHARING_OUT_OF_RANGE;
-        else if (r > i) f = CKPT_SHARING_FOLLOWS;
-        else if (!ckpt_schema_requires_grad(s, (size_t)r)) f = CKPT_SHARING_FROZEN_REPRESENTATIVE;
-        else if (!same_shape(s, (size_t)r, i)) f = CKPT_SHARING_DIFFERENT_SHAPE;
-        else if (ckpt_schema_representative(s, r) != r) f = CKPT_SHARING_ALIAS_OF_ALIAS;
+        ckpt_sharing_fault f = sharing_fault(s, i);
         if (f != CKPT_SHARING_OK) {
             if (fault) *fault = f;
             return i;
@@ -214,6 +212,71 @@ uint64_t ckpt_schema_find_sharing_fault(const ckpt_schema *s, ckpt_sharing_fault
     }
     if (fault) *fault = CKPT_SHARING_OK;
     return CKPT_NONE;
+}
+
+uint64_t ckpt_schema_mark_sharing_faults(const ckpt_schema *s, uint8_t *out)
+{
+    uint64_t broken = 0;
+    for (size_t i = 0; i < s->n; i++) broken += out[i] = sharing_fault(s, i) != CKPT_SHARING_OK;
+    return broken;
+}
+
+/* The reason texts of format.md 5, after "...at parameter {i}: ". */
+static void sharing_reason(strbuf *sb, const ckpt_schema *s, size_t i, ckpt_sharing_fault f)
+{
+    unsigned long long r = ckpt_schema_representative(s, i);
+    switch (f) {
+    case CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE: sb_printf(sb, "frozen parameter has representative %llu", r); break;
+    case CKPT_SHARING_TRAINABLE_HAS_NONE: sb_puts(sb, "trainable parameter has no representative"); break;
+    case CKPT_SHARING_OUT_OF_RANGE: sb_printf(sb, "representative %llu is out of range", r); break;
+    case CKPT_SHARING_FOLLOWS: sb_printf(sb, "representative %llu follows it", r); break;
+    case CKPT_SHARING_FROZEN_REPRESENTATIVE: sb_printf(sb, "representative %llu is frozen", r); break;
+    case CKPT_SHARING_DIFFERENT_SHAPE: sb_printf(sb, "representative %llu has a different shape", r); break;
+    case CKPT_SHARING_ALIAS_OF_ALIAS: {
+        uint64_t s2 = ckpt_schema_representative(s, r);
+        if (s2 == CKPT_NONE) sb_printf(sb, "representative %llu is an alias of none", r);
+        else sb_printf(sb, "representative %llu is an alias of %llu", r, (unsigned long long)s2);
+        break;
+    }
+    case CKPT_SHARING_OK: break;
+    }
+}
+
+char *ckpt_schema_explain(const ckpt_schema *s, uint64_t *slot)
+{
+    if (slot) *slot = CKPT_NONE;
+    if (ckpt_schema_is_well_formed(s)) return NULL;
+    strbuf sb = {0};
+    if (s->flag_count != s->n)
+        sb_printf(&sb, "%zu shape%s but %zu requiresGrad flag%s", s->n, s->n == 1 ? "" : "s", s->flag_count,
+                  s->flag_count == 1 ? "" : "s");
+    else if (s->has_map && s->map_count != s->n)
+        sb_printf(&sb, "%zu shape%s but %zu representative%s", s->n, s->n == 1 ? "" : "s", s->map_count,
+                  s->map_count == 1 ? "" : "s");
+    else {
+        ckpt_sharing_fault f;
+        uint64_t i = ckpt_schema_find_sharing_fault(s, &f);
+        if (slot) *slot = i;
+        sb_printf(&sb, "parameter %llu: ", (unsigned long long)i);
+        sharing_reason(&sb, s, (size_t)i, f);
+    }
+    return sb_take(&sb);
+}
+
+int ckpt_fail_malformed_destination(ckpt_error *err, const ckpt_schema *s)
+{
+    uint64_t slot;
+    char *why = ckpt_schema_explain(s, &slot);
+    ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, 0, slot, "malformed in-memory parameter schema");
+    err->subject = CKPT_SUBJECT_EXPECTED;
+    if (why) ckpt_set_hint(err, why);
+    free(why);
+    return err->code;
+}
+
+void ckpt_schema_print_shape(strbuf *sb, const ckpt_schema *s, size_t i)
+{
+    ckpt_shape_print(sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
 }
 
 static void derive(const ckpt_schema *cs)
@@ -268,20 +331,25 @@ static int block_u64(block *b, uint64_t v, ckpt_error *err)
 
 static int block_flush(block *b, ckpt_error *err) { return b->len ? ckpt_sink_bytes(b->out, b->data, b->len, err) : 0; }
 
+/* format.md 1: a size of 2^64 or more cannot be written as a u64 field. */
+int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err)
+{
+    for (size_t i = 0; i < s->n; i++) {
+        if (!s->size_too_big[i]) continue;
+        strbuf sb = {0};
+        ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
+        if (sb.failed) ckpt_fail_oom(err);
+        else ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, 0, i, "metadata value does not fit in 64 bits: %s", sb.data);
+        sb_free(&sb);
+        return err->code;
+    }
+    return 0;
+}
+
 int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err)
 {
-    if (!ckpt_schema_is_well_formed(s))
-        return ckpt_fail(err, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, "malformed in-memory parameter schema");
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->size_too_big[i]) {
-            strbuf sb = {0};
-            ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
-            ckpt_fail(err, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, "metadata value does not fit in 64 bits: %s",
-                      sb.failed ? "?" : sb.data);
-            sb_free(&sb);
-            return CKPT_E_VALUE_TOO_LARGE;
-        }
-    }
+    if (!ckpt_schema_is_well_formed(s)) return ckpt_fail_malformed_destination(err, s);
+    TRY(ckpt_schema_check_sizes_fit(s, err));
     block *b = malloc(sizeof *b);
     if (!b) return ckpt_fail_oom(err);
     b->len = 0;
@@ -302,8 +370,7 @@ int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *er
 
 int ckpt_schema_write_representatives(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err)
 {
-    if (!ckpt_schema_is_well_formed(s))
-        return ckpt_fail(err, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, "malformed in-memory parameter schema");
+    if (!ckpt_schema_is_well_formed(s)) return ckpt_fail_malformed_destination(err, s);
     block *b = malloc(sizeof *b);
     if (!b) return ckpt_fail_oom(err);
     b->len = 0;
@@ -317,73 +384,96 @@ int ckpt_schema_write_representatives(const ckpt_schema *s, const ckpt_sink *out
 
 /* ---- reading ---- */
 
-static int shape_mismatch(ckpt_error *err, uint64_t offset, size_t i, const ckpt_schema *file,
+static int shape_mismatch(const ckpt_reader *r, ckpt_error *err, uint64_t offset, size_t i, const ckpt_schema *file,
                           const ckpt_schema *expected)
 {
     strbuf a = {0}, b = {0};
-    ckpt_shape_print(&a, ckpt_schema_dims(file, i), ckpt_schema_rank(file, i));
-    ckpt_shape_print(&b, ckpt_schema_dims(expected, i), ckpt_schema_rank(expected, i));
+    ckpt_schema_print_shape(&a, file, i);
+    ckpt_schema_print_shape(&b, expected, i);
     if (a.failed || b.failed) ckpt_fail_oom(err);
-    else ckpt_fail(err, CKPT_E_SHAPE_MISMATCH, offset, "shape mismatch for parameter %zu (file=%s, expected=%s)", i,
-                   a.data, b.data);
+    else ckpt_fail_at(err, r->prefix, CKPT_E_SHAPE_MISMATCH, offset, 8 * ckpt_schema_rank(file, i), i,
+                      "shape mismatch for parameter %zu (file=%s, expected=%s)", i, a.data, b.data);
     sb_free(&a);
     sb_free(&b);
     return err->code;
 }
 
-static int count_mismatch(ckpt_error *err, uint64_t offset, size_t i, uint64_t stored, const ckpt_schema *dims_of,
-                          size_t j)
+static int count_mismatch(const ckpt_reader *r, ckpt_error *err, uint64_t offset, size_t i, uint64_t stored,
+                          const ckpt_schema *dims_of)
 {
     strbuf sb = {0};
-    ckpt_shape_size_print(&sb, ckpt_schema_dims(dims_of, j), ckpt_schema_rank(dims_of, j));
+    ckpt_shape_size_print(&sb, ckpt_schema_dims(dims_of, i), ckpt_schema_rank(dims_of, i));
     if (sb.failed) ckpt_fail_oom(err);
-    else ckpt_fail(err, CKPT_E_ELEMENT_COUNT_MISMATCH, offset, "element count mismatch for parameter %zu (file=%llu, expected=%s)",
-                   i, (unsigned long long)stored, sb.data);
+    else ckpt_fail_at(err, r->prefix, CKPT_E_ELEMENT_COUNT_MISMATCH, offset, 8, i,
+                      "element count mismatch for parameter %zu (file=%llu, expected=%s)", i, (unsigned long long)stored, sb.data);
     sb_free(&sb);
     return err->code;
 }
+
+/* Out of memory while a file's own counts grow an array: say where. */
+static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
+{
+    return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, offset, 8, i, "out of memory at parameter %llu of the %llu the file declares",
+                        (unsigned long long)i, (unsigned long long)count);
+}
+
+static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t i, uint64_t count,
+                     ckpt_error *err);
 
 int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
                      uint64_t *declared_count, ckpt_error *err)
 {
     uint64_t at = r->pos, count;
-    int rc = ckpt_read_u64(r, &count, err);
-    if (rc) return rc;
+    TRY(ckpt_read_u64(r, &count, err));
     *declared_count = count;
     if (expected && count != expected->n)
-        return ckpt_fail(err, CKPT_E_PARAMETER_COUNT_MISMATCH, at, "parameter count mismatch (file=%llu, expected=%zu)",
+        return ckpt_fail(err, r->prefix, CKPT_E_PARAMETER_COUNT_MISMATCH, at, 8, "parameter count mismatch (file=%llu, expected=%zu)",
                          (unsigned long long)count, expected->n);
     /* The loop is bounded by the data: a slot is at least 24 bytes, and a short read ends it. */
     for (uint64_t i = 0; i < count; i++) {
-        uint64_t rank, v;
-        at = r->pos;
-        if ((rc = ckpt_read_u64(r, &rank, err))) return rc;
-        if (expected && rank != ckpt_schema_rank(expected, (size_t)i))
-            return ckpt_fail(err, CKPT_E_RANK_MISMATCH, at, "rank mismatch for parameter %llu (file=%llu, expected=%llu)",
-                             (unsigned long long)i, (unsigned long long)rank,
-                             (unsigned long long)ckpt_schema_rank(expected, (size_t)i));
-        if (!ckpt_schema_push_slot(file, rank)) return ckpt_fail_oom(err);
-        at = r->pos;
-        for (uint64_t k = 0; k < rank; k++) {
-            if ((rc = ckpt_read_u64(r, &v, err))) return rc;
-            if (!ckpt_schema_push_dim(file, v)) return ckpt_fail_oom(err);
+        int rc = read_slot(r, expected, file, i, count, err);
+        if (rc) {
+            if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i;   /* the slot the file cut short */
+            return rc;
         }
-        ckpt_schema_end_slot(file);
-        if (expected && !same_shape_across(file, (size_t)i, expected))
-            return shape_mismatch(err, at, (size_t)i, file, expected);
-        at = r->pos;
-        if ((rc = ckpt_read_u64(r, &v, err))) return rc;
-        /* Against a destination the stored size must be the destination's; without one it must
-         * be the product of the file's own dims (FORMAT.md 5). */
-        const ckpt_schema *ref = expected ? expected : file;
-        if (ref->size_too_big[i] || v != ref->sizes[i]) return count_mismatch(err, at, (size_t)i, v, ref, (size_t)i);
-        at = r->pos;
-        if ((rc = ckpt_read_u64(r, &v, err))) return rc;
-        if (v > 1) return ckpt_fail(err, CKPT_E_INVALID_REQUIRES_GRAD_FLAG, at, "invalid `requiresGrad` flag %llu", (unsigned long long)v);
-        if (!ckpt_schema_push_flag(file, v == 1)) return ckpt_fail_oom(err);
-        if (expected && (v == 1) != ckpt_schema_requires_grad(expected, (size_t)i))
-            return ckpt_fail(err, CKPT_E_REQUIRES_GRAD_MISMATCH, at, "`requiresGrad` mismatch for parameter %llu", (unsigned long long)i);
     }
+    return 0;
+}
+
+/* One slot of readAndCheck: rank, dims, size, flag, each compared as soon as it is read. */
+static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t i, uint64_t count,
+                 ckpt_error *err)
+{
+    uint64_t rank, v, at = r->pos;
+    TRY(ckpt_read_u64(r, &rank, err));
+    if (expected && rank != ckpt_schema_rank(expected, (size_t)i))
+        return ckpt_fail_at(err, r->prefix, CKPT_E_RANK_MISMATCH, at, 8, i, "rank mismatch for parameter %llu (file=%llu, expected=%llu)",
+                            (unsigned long long)i, (unsigned long long)rank,
+                            (unsigned long long)ckpt_schema_rank(expected, (size_t)i));
+    if (!ckpt_schema_push_slot(file)) return oom_at(err, at, i, count);
+    uint64_t dims_at = r->pos;
+    for (uint64_t k = 0; k < rank; k++) {
+        TRY(ckpt_read_u64(r, &v, err));
+        if (!ckpt_schema_push_dim(file, v)) return oom_at(err, dims_at, i, count);
+    }
+    ckpt_schema_end_slot(file);
+    if (expected && !ckpt_schema_same_shape(file, (size_t)i, expected, (size_t)i))
+        return shape_mismatch(r, err, dims_at, (size_t)i, file, expected);
+    at = r->pos;
+    TRY(ckpt_read_u64(r, &v, err));
+    /* Against a destination the stored size must be the destination's; without one it must
+     * be the product of the file's own dims (format.md 5). */
+    const ckpt_schema *ref = expected ? expected : file;
+    if (ref->size_too_big[i] || v != ref->sizes[i]) return count_mismatch(r, err, at, (size_t)i, v, ref);
+    at = r->pos;
+    TRY(ckpt_read_u64(r, &v, err));
+    if (v > 1)
+        return ckpt_fail_at(err, r->prefix, CKPT_E_INVALID_REQUIRES_GRAD_FLAG, at, 8, i, "invalid `requiresGrad` flag %llu",
+                            (unsigned long long)v);
+    if (!ckpt_schema_push_flag(file, v == 1)) return oom_at(err, at, i, count);
+    if (expected && (v == 1) != ckpt_schema_requires_grad(expected, (size_t)i))
+        return ckpt_fail_at(err, r->prefix, CKPT_E_REQUIRES_GRAD_MISMATCH, at, 8, i, "`requiresGrad` mismatch for parameter %llu",
+                            (unsigned long long)i);
     return 0;
 }
 
@@ -395,9 +485,12 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t at = r->pos, tag;
-        if ((rc = ckpt_read_u64(r, &tag, err))) break;
+        if ((rc = ckpt_read_u64(r, &tag, err))) {
+            err->slot = i;
+            break;
+        }
         if (expected && tag != ckpt_schema_tag(expected, i)) {
-            rc = ckpt_fail(err, CKPT_E_STORAGE_ALIAS_MISMATCH, at, "storage alias mismatch for parameter %zu", i);
+            rc = ckpt_fail_at(err, r->prefix, CKPT_E_STORAGE_ALIAS_MISMATCH, at, 8, i, "storage alias mismatch for parameter %zu", i);
             break;
         }
         map[i] = tag == 0 ? CKPT_NONE : tag - 1;
@@ -407,46 +500,36 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
     return rc;
 }
 
-int ckpt_schema_check_sharing(const ckpt_schema *s, uint64_t tag_offset, ckpt_error *err)
+int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err)
 {
     ckpt_sharing_fault f;
     uint64_t i = ckpt_schema_find_sharing_fault(s, &f);
     if (i == CKPT_NONE) return 0;
-    uint64_t r = ckpt_schema_representative(s, i);
-    uint64_t at = tag_offset == CKPT_NONE ? CKPT_NONE : tag_offset + 8 * i;
-    const char *head = "malformed storage sharing map at parameter";
-    unsigned long long ui = i, ur = r;
-    switch (f) {
-    case CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: frozen parameter has representative %llu", head, ui, ur);
-    case CKPT_SHARING_TRAINABLE_HAS_NONE:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: trainable parameter has no representative", head, ui);
-    case CKPT_SHARING_OUT_OF_RANGE:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu is out of range", head, ui, ur);
-    case CKPT_SHARING_FOLLOWS:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu follows it", head, ui, ur);
-    case CKPT_SHARING_FROZEN_REPRESENTATIVE:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu is frozen", head, ui, ur);
-    case CKPT_SHARING_DIFFERENT_SHAPE:
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu has a different shape", head, ui, ur);
-    case CKPT_SHARING_ALIAS_OF_ALIAS: {
-        uint64_t s2 = ckpt_schema_representative(s, r);
-        if (s2 == CKPT_NONE)
-            return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu is an alias of none", head, ui, ur);
-        return ckpt_fail(err, CKPT_E_MALFORMED_SHARING_MAP, at, "%s %llu: representative %llu is an alias of %llu", head, ui, ur,
-                         (unsigned long long)s2);
-    }
-    case CKPT_SHARING_OK: break;
-    }
-    return 0;
+    strbuf why = {0};
+    sharing_reason(&why, s, (size_t)i, f);
+    if (why.failed) ckpt_fail_oom(err);
+    else ckpt_fail_at(err, prefix, CKPT_E_MALFORMED_SHARING_MAP, tag_offset == CKPT_NONE ? CKPT_NONE : tag_offset + 8 * i, 8, i,
+                      "malformed storage sharing map at parameter %llu: %s", (unsigned long long)i, why.data);
+    sb_free(&why);
+    return err->code;
 }
 
 /* ---- the public readers: readAndCheck and readAndCheckRepresentatives ---- */
 
+static int malformed_expected(const ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err)
+{
+    uint64_t slot;
+    char *why = ckpt_schema_explain(expected, &slot);
+    ckpt_fail_at(err, r->prefix, CKPT_E_MALFORMED_EXPECTED_SCHEMA, CKPT_NONE, 0, slot, "malformed expected parameter schema");
+    err->subject = CKPT_SUBJECT_EXPECTED;
+    if (why) ckpt_set_hint(err, why);
+    free(why);
+    return err->code;
+}
+
 int ckpt_schema_read_and_check(ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err)
 {
-    if (!ckpt_schema_is_well_formed(expected))
-        return ckpt_fail(err, CKPT_E_MALFORMED_EXPECTED_SCHEMA, CKPT_NONE, "malformed expected parameter schema");
+    if (!ckpt_schema_is_well_formed(expected)) return malformed_expected(r, expected, err);
     ckpt_schema *file = ckpt_schema_empty();
     if (!file) return ckpt_fail_oom(err);
     uint64_t declared;
@@ -457,7 +540,6 @@ int ckpt_schema_read_and_check(ckpt_reader *r, const ckpt_schema *expected, ckpt
 
 int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err)
 {
-    if (!ckpt_schema_is_well_formed(expected))
-        return ckpt_fail(err, CKPT_E_MALFORMED_EXPECTED_SCHEMA, CKPT_NONE, "malformed expected parameter schema");
+    if (!ckpt_schema_is_well_formed(expected)) return malformed_expected(r, expected, err);
     return ckpt_schema_read_tags(r, expected, NULL, err);
 }

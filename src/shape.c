@@ -1,5 +1,6 @@
-/* Shapes (FORMAT.md 2): element counts in checked arithmetic, printing as #[2, 3], and the
- * full decimal of a product past 2^64 for diagnostics. */
+/* Shapes (format.md 2): element counts in checked arithmetic, printing as #[2, 3] (the
+ * ParameterSchema's texts), [2, 3] and dim 2 (dim 3 (scalar)) (the state families' texts), and
+ * the full decimal of a product past 2^64 for diagnostics. */
 #include "internal.h"
 
 #include <stdlib.h>
@@ -28,11 +29,31 @@ bool ckpt_shape_equal(const uint64_t *a, uint64_t ra, const uint64_t *b, uint64_
     return true;
 }
 
+/* A hostile file can hold millions of dims in one shape; past this many a text says how many
+ * instead of listing them (no real model comes near). */
+#define MAX_PRINTED_DIMS 4096
+
+void ckpt_shape_print_list(strbuf *sb, const uint64_t *dims, uint64_t rank)
+{
+    sb_puts(sb, "[");
+    for (uint64_t k = 0; k < rank && k < MAX_PRINTED_DIMS; k++) sb_printf(sb, k ? ", %llu" : "%llu", (unsigned long long)dims[k]);
+    if (rank > MAX_PRINTED_DIMS) sb_printf(sb, ", ... (%llu dims in all)", (unsigned long long)rank);
+    sb_puts(sb, "]");
+}
+
 void ckpt_shape_print(strbuf *sb, const uint64_t *dims, uint64_t rank)
 {
-    sb_puts(sb, "#[");
-    for (uint64_t k = 0; k < rank; k++) sb_printf(sb, k ? ", %llu" : "%llu", (unsigned long long)dims[k]);
-    sb_puts(sb, "]");
+    sb_puts(sb, "#");
+    ckpt_shape_print_list(sb, dims, rank);
+}
+
+void ckpt_shape_print_nested(strbuf *sb, const uint64_t *dims, uint64_t rank)
+{
+    uint64_t shown = rank < MAX_PRINTED_DIMS ? rank : MAX_PRINTED_DIMS;
+    for (uint64_t k = 0; k < shown; k++) sb_printf(sb, "dim %llu (", (unsigned long long)dims[k]);
+    if (rank > shown) sb_printf(sb, "... (%llu dims in all)", (unsigned long long)rank);
+    else sb_puts(sb, "scalar");
+    for (uint64_t k = 0; k < shown; k++) sb_puts(sb, ")");
 }
 
 /* Unbounded naturals in base 10^9, least significant limb first. */

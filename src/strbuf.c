@@ -66,3 +66,16 @@ void sb_free(strbuf *sb)
     sb->len = sb->cap = 0;
     sb->failed = false;
 }
+
+char *sb_take(strbuf *sb)
+{
+    if (!sb->failed && !sb->data) sb_put(sb, "", 0);   /* an empty text is still a text */
+    if (sb->failed || !sb->data) {
+        sb_free(sb);
+        return NULL;
+    }
+    char *p = sb->data;
+    sb->data = NULL;
+    sb->len = sb->cap = 0;
+    return p;
+}

@@ -107,14 +107,16 @@ static void every_version_and_dtype(void)
             ckpt_memory mem;
             ckpt_source src;
             ckpt_source_memory(&src, &mem, buf.data, buf.len);
-            CHECK(ckpt_read_moments(&src, rep, id, m, v, &err) == 0);
+            ckpt_file *f = ckpt_open(&src, NULL);
+            CHECK(ckpt_file_read_moments(f, id, m, v, &err) == 0);
+            ckpt_close(f);
             size_t bytes = (size_t)rep->entries[k].count * (cases[c].dtype == CKPT_FLOAT64 ? 8 : 4);
             const void *wm = cases[c].dtype == CKPT_FLOAT64 ? (void *)mo[id].m64 : (void *)mo[id].m32;
             const void *wv = cases[c].dtype == CKPT_FLOAT64 ? (void *)mo[id].v64 : (void *)mo[id].v32;
             CHECK(memcmp(m, wm, bytes) == 0 && memcmp(v, wv, bytes) == 0);
         }
         /* And the trainer would load it into the layout it came from. */
-        ckpt_expected exp = {s, cases[c].dtype, &d.config, cases[c].counter};
+        ckpt_expected exp = {s, cases[c].dtype, &d.config, cases[c].counter, CKPT_FAMILY_ANY};
         ckpt_report *loaded = load_bytes(buf.data, buf.len, &exp);
         CHECK_ERROR(loaded, NULL, N);
         ckpt_report_free(loaded);
@@ -160,6 +162,7 @@ static void writer_save_checks(void)
     entries[0].step = 0;
     CHECK(ckpt_write(&d, &sink, &err) == CKPT_E_ZERO_STEP);
     CHECK_STR(err.message, F "zero step counter for parameter 3");
+    CHECK(err.slot == 3 && err.offset == N && err.subject == CKPT_SUBJECT_EXPECTED);
     entries[0] = saved;
     entries[0].count = 3;
     CHECK(ckpt_write(&d, &sink, &err) == CKPT_E_MOMENT_SIZE_MISMATCH);
@@ -197,7 +200,18 @@ static void writer_save_checks(void)
     db.config.beta1 = ckpt_bits_from_double(NAN);
     CHECK(ckpt_write(&db, &sink, &err) == CKPT_E_MALFORMED_IN_MEMORY_SCHEMA);
     CHECK_STR(err.message, F "malformed in-memory parameter schema");
+    /* beside the reference text: the slot and the reason, and that the input is at fault */
+    CHECK(err.slot == 0 && err.subject == CKPT_SUBJECT_EXPECTED && err.offset == N);
+    CHECK_STR(err.hint, "parameter 0: representative 1 follows it");
     ckpt_schema_free(bad);
+    /* format.md 1: a size of 2^64 cannot be written as a u64 field */
+    ckpt_schema *huge = ckpt_schema_new(1, (uint64_t[]){2}, (uint64_t[]){1ull << 32, 1ull << 32}, 1, (uint8_t[]){0}, NULL, 0);
+    ckpt_write_desc dh = {huge, CKPT_FLOAT32, adam(), false, 0, NULL, 0, 0};
+    CHECK(ckpt_write(&dh, &sink, &err) == CKPT_E_VALUE_TOO_LARGE);
+    CHECK_STR(err.message, F "metadata value does not fit in 64 bits: 18446744073709551616");
+    CHECK(err.slot == 0 && err.subject == CKPT_SUBJECT_EXPECTED);
+    CHECK(buf.len == 0);
+    ckpt_schema_free(huge);
     ckpt_error_clear(&err);
     ckpt_buffer_free(&buf);
     ckpt_schema_free(s);
@@ -240,13 +254,15 @@ static void json_report(void)
     ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
     char *json = ckpt_report_json(rep);
     const char *fragments[] = {
-        "{\"ok\":true,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"version\":4,",
+        "{\"ok\":true,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"kind\":\"optimizer\",\"version\":4,\"size\":407,\"statistics\":true,",
         "\"dtype\":\"float32\",\"config\":{\"kind\":\"adam\",\"beta1\":0.9,\"beta2\":0.999,\"epsilon\":1e-08,\"weightDecay\":0,"
         "\"bits\":{\"beta1\":\"0x3feccccccccccccd\",\"beta2\":\"0x3feff7ced916872b\",\"epsilon\":\"0x3e45798ee2308c3a\",\"weightDecay\":\"0x0000000000000000\"}}",
         "\"randomCounter\":17,\"hasRandomCounter\":true",
         "\"schema\":{\"shapes\":[[],[0,4],[3],[2,2],[2,2]],\"sizes\":[1,0,3,4,4],\"requiresGrad\":[true,true,false,true,true],"
-        "\"representatives\":[0,1,null,3,3],\"effectiveRepresentatives\":[0,1,null,3,3]}",
-        "\"wellFormed\":true,\"optimizerStateCount\":3,\"trainableCount\":4,\"hasAliases\":true,\"entryCount\":3",
+        "\"representatives\":[0,1,null,3,3],\"effectiveRepresentatives\":[0,1,null,3,3],\"brokenSlots\":[]}",
+        "\"wellFormed\":true,\"optimizerStateCount\":3,\"trainableCount\":4,\"hasAliases\":true,"
+        "\"offsets\":{\"schema\":63,\"tags\":247,\"entries\":287},\"entryCount\":3",
+        "\"unhealthy\":0}",
         "{\"id\":0,\"step\":1,\"count\":1,\"offset\":",
         "\"m\":{\"count\":1,\"min\":-0,\"max\":-0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
         "\"v\":{\"count\":1,\"min\":1.401298464324817e-45,",
@@ -264,9 +280,9 @@ static void json_report(void)
     buf.data[7] = 9;
     rep = inspect_bytes(buf.data, buf.len, 0);
     json = ckpt_report_json(rep);
-    CHECK(json && strstr(json, "{\"ok\":false,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"version\":9,"));
+    CHECK(json && strstr(json, "{\"ok\":false,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"kind\":\"optimizer\",\"version\":9,"));
     CHECK(json && strstr(json, "\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,"));
-    CHECK(json && strstr(json, "\"error\":{\"code\":15,\"message\":\"CUDA Adam checkpoint: unsupported format version 9; expected 2 through 5\",\"offset\":7,"));
+    CHECK(json && strstr(json, "\"error\":{\"code\":15,\"message\":\"CUDA Adam checkpoint: unsupported format version 9; expected 2 through 5\",\"offset\":7,\"length\":8,\"slot\":null,\"subject\":\"file\","));
     free(json);
     ckpt_report_free(rep);
     ckpt_buffer_free(&buf);
@@ -282,7 +298,7 @@ static void worked_examples_on_disk(void)
     ckpt_entry_in e[2] = {{0, 1, 2, z, z, 8, 8}, {1, 1, 2, z, z, 8, 8}};
     ckpt_write_desc d = {pqp, CKPT_FLOAT32, adam(), false, 0, e, 2, 0};
     ckpt_buffer buf = write_ok(&d);
-    ckpt_expected exp = {pqq, CKPT_FLOAT32, NULL, -1};
+    ckpt_expected exp = {pqq, CKPT_FLOAT32, NULL, -1, CKPT_FAMILY_ANY};
     ckpt_report *rep = load_bytes(buf.data, buf.len, &exp);
     CHECK_ERROR(rep, F "storage alias mismatch for parameter 2", 55 + 8 + 3 * 32 + 16);
     ckpt_report_free(rep);

@@ -137,7 +137,7 @@ ckpt_schema *schema_of(size_t n, const uint64_t *words, const uint8_t *flags, co
         ranks[i] = words[w++];
         for (uint64_t k = 0; k < ranks[i]; k++) dims[d++] = words[w++];
     }
-    ckpt_schema *s = ckpt_schema_new(n, ranks, dims, n, flags, map, map ? n : 0);
+    ckpt_schema *s = ckpt_schema_new(n, ranks, dims, flags ? n : 0, flags, map, map ? n : 0);
     if (!s) abort();
     return s;
 }

@@ -78,7 +78,7 @@ void b_entry(bytes *b, uint64_t id, uint64_t step, uint64_t count, unsigned widt
 ckpt_report *inspect_bytes(const void *data, size_t len, unsigned flags);
 ckpt_report *load_bytes(const void *data, size_t len, const ckpt_expected *exp);
 /* A schema from a compact description: n slots, each "rank dims..." in `shapes`; flags and an
- * optional map (NULL: none; CKPT_NONE entries for none). */
+ * optional map (NULL: none; CKPT_NONE entries for none). Flags NULL: a list of shapes. */
 ckpt_schema *schema_of(size_t n, const uint64_t *shape_words, const uint8_t *flags, const uint64_t *map);
 
 /* Check the report's error: its exact text and its offset (CKPT_NONE: none). */

@@ -1,0 +1,131 @@
+/* The file families (format.md 4 and 6) and the one front door: read the magic, find the
+ * family, hand the rest of the source to that family's reader. A new family is a descriptor
+ * here and a reader module; nothing else changes shape. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const ckpt_family families[] = {
+    {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true},
+    {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false},
+    {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false},
+};
+#define FAMILY_COUNT (sizeof families / sizeof families[0])
+
+/* Each family's reader, called once its magic has matched. */
+static int (*const readers[])(ckpt_parse *) = {ckpt_adam_parse, ckpt_state_parse, ckpt_state_parse};
+
+const ckpt_family *ckpt_family_get(int id)
+{
+    for (size_t k = 0; k < FAMILY_COUNT; k++)
+        if (families[k].id == id) return &families[k];
+    return NULL;
+}
+
+const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7])
+{
+    for (size_t k = 0; k < FAMILY_COUNT; k++)
+        if (memcmp(magic, families[k].magic, CKPT_MAGIC_LEN) == 0) return &families[k];
+    return NULL;
+}
+
+/* Texts before the family is known speak for the destination's family, or for a family whose
+ * magic the few bytes there (head, n < 7) begin, or for TLADAMF (what ckptscope is mostly asked
+ * about). */
+static const ckpt_family *presumed_family(const uint8_t *head, size_t n, int wanted)
+{
+    if (wanted != CKPT_FAMILY_ANY) return ckpt_family_get(wanted);
+    for (size_t k = 0; n > 0 && k < FAMILY_COUNT; k++)
+        if (memcmp(head, families[k].magic, n) == 0) return &families[k];
+    return &families[0];
+}
+
+static void report_init(ckpt_report *rep, const ckpt_source *src)
+{
+    rep->size = src->size;
+    rep->dtype = -1;
+    rep->counter_state = -1;
+    rep->schema_offset = rep->tags_offset = rep->entries_offset = CKPT_NONE;
+    ckpt_error_clear(&rep->error);
+}
+
+static void read_magic(ckpt_parse *p, int wanted)
+{
+    ckpt_reader *r = p->r;
+    ckpt_error *err = p->err;
+    uint8_t magic[CKPT_MAGIC_LEN];
+    if (ckpt_read_exact(r, magic, sizeof magic, err)) {
+        if (err->code != CKPT_E_TRUNCATED) return;
+        uint64_t got = err->length;   /* read_exact copied those bytes into magic */
+        const ckpt_family *f = presumed_family(magic, (size_t)got, wanted);
+        if (f->name != r->prefix) {
+            ckpt_fail(err, f->name, CKPT_E_TRUNCATED, 0, got, "truncated checkpoint (wanted 7 bytes, got %llu)", (unsigned long long)got);
+        }
+        ckpt_hint_foreign(r, err);
+        return;
+    }
+    const ckpt_family *f = ckpt_family_of_magic(magic);
+    const ckpt_family *expected = wanted == CKPT_FAMILY_ANY ? f : ckpt_family_get(wanted);
+    if (!f || f != expected) {
+        ckpt_fail(err, (expected ? expected : &families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
+                  "unsupported checkpoint family");
+        ckpt_hint_foreign(r, err);
+        return;
+    }
+    p->family = p->rep->family = f;
+    r->prefix = f->name;
+    for (size_t k = 0; k < FAMILY_COUNT; k++)
+        if (&families[k] == f) readers[k](p);
+}
+
+ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt)
+{
+    ckpt_report *rep = calloc(1, sizeof *rep);
+    if (!rep) return NULL;
+    report_init(rep, src);
+    ckpt_parse p = {0};
+    p.exp = exp;
+    p.rep = rep;
+    p.err = &rep->error;
+    if (opt) {
+        p.flags = opt->flags;
+        p.scan.progress = opt->progress;
+        p.scan.progress_ctx = opt->progress_ctx;
+    }
+    p.scan.start = 0;
+    p.scan.total = src->size;
+    rep->statistics = (p.flags & CKPT_INSPECT_STATS) != 0;
+    int wanted = exp ? exp->family : CKPT_FAMILY_ANY;
+    /* format.md 4 step 1: a TLADAMF destination is checked before a byte is read. */
+    if (exp && wanted == CKPT_FAMILY_TLADAMF && !ckpt_schema_is_well_formed(exp->schema)) {
+        ckpt_fail_malformed_destination(p.err, exp->schema);
+        return rep;
+    }
+    const ckpt_family *first = wanted == CKPT_FAMILY_ANY ? &families[0] : ckpt_family_get(wanted);
+    if (!first) {
+        ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown file family %d", wanted);
+        return rep;
+    }
+    if (!(p.r = ckpt_reader_with_prefix(src, first->name))) {
+        ckpt_fail_oom(p.err);
+        return rep;
+    }
+    read_magic(&p, wanted);
+    ckpt_reader_free(p.r);
+    return rep;
+}
+
+ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *opt) { return ckpt_run(src, NULL, opt); }
+
+ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp)
+{
+    if (!exp || !exp->schema) {
+        ckpt_report *rep = calloc(1, sizeof *rep);
+        if (!rep) return NULL;
+        report_init(rep, src);
+        ckpt_fail(&rep->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a destination needs a parameter schema");
+        return rep;
+    }
+    return ckpt_run(src, exp, NULL);
+}

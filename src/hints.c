@@ -1,0 +1,56 @@
+/* Friendly words for a file that is not the family expected: an empty file, a Git LFS pointer,
+ * an HTML page, JSON, text, or a TorchLean file of another family. The reference text stays
+ * first; the hint is a second sentence. */
+#include "internal.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <string.h>
+
+static bool starts_with(const uint8_t *p, size_t n, const char *s)
+{
+    size_t k = strlen(s);
+    return n >= k && memcmp(p, s, k) == 0;
+}
+
+void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
+{
+    const uint8_t *head;
+    size_t n = ckpt_reader_head(r, &head);
+    if (n == 0) {
+        if (r->buf_pos == 0) ckpt_set_hint(err, "the file is empty");
+        return;
+    }
+    if (n >= CKPT_MAGIC_LEN) {
+        const ckpt_family *f = ckpt_family_of_magic(head);
+        if (f) {
+            char text[256], detail[96] = "";
+            if (n >= 23) {
+                unsigned long long version = ckpt_get_u64le(head + 7), count = ckpt_get_u64le(head + 15);
+                if (f->optimizer) snprintf(detail, sizeof detail, ", version %llu", version);
+                else snprintf(detail, sizeof detail, ", version %llu, %llu tensors", version, count);
+            }
+            snprintf(text, sizeof text, "this is a %s (%s%s), not %s", f->name, f->magic, detail,
+                     f->optimizer ? "a model-state file" : "optimizer state");
+            ckpt_set_hint(err, text);
+            return;
+        }
+    }
+    if (starts_with(head, n, "version https://git-lfs")) {
+        ckpt_set_hint(err, "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)");
+        return;
+    }
+    size_t k = 0;
+    while (k < n && (head[k] == ' ' || head[k] == '\t' || head[k] == '\r' || head[k] == '\n')) k++;
+    if (k < n && head[k] == '<') {
+        ckpt_set_hint(err, "this looks like an HTML or XML page (a failed download?), not a checkpoint");
+        return;
+    }
+    if (k < n && (head[k] == '{' || head[k] == '[')) {
+        ckpt_set_hint(err, "this looks like JSON text (a layout description?), not a checkpoint");
+        return;
+    }
+    size_t text = 0;
+    for (size_t i = 0; i < n; i++) text += isprint(head[i]) || isspace(head[i]);
+    if (text == n) ckpt_set_hint(err, "this looks like a text file, not a checkpoint");
+}
