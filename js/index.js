@@ -1,5 +1,9 @@
-// ckptscope: inspect, validate and write TorchLean optimizer checkpoints (TLADAMF).
-// One entry point for Node, browsers and workers; Node-only features load node:fs lazily.
-export { inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema } from './api.js';
+// ckptscope: look inside TorchLean checkpoints: optimizer state (TLADAMF) and model state
+// (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
+// node:fs lazily.
+export { open, Checkpoint } from './checkpoint.js';
+export { inspect, check, pair, diff, readEntry, entryStats } from './api.js';
+export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
+export { Schema } from './schema.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';

@@ -1,60 +1,108 @@
-// Layout and description objects (DESIGN.md "Layout JSON") turned into the core's inputs.
-// This file only converts: whether a layout is well formed, a config valid, a count right is
-// decided by the C core. What it checks itself is the conversion: that a number is a
-// nonnegative integer, and (FORMAT.md 1) that it fits in 64 bits.
+// Layout, description and names objects (docs/layout.md) turned into the core's inputs, with
+// every field validated on the way: a user's JSON never reaches the core, or a loop, unchecked.
+// Whether a layout is well formed, a config valid, a count right is decided by the C core; what
+// is checked here is the shape of the JSON and (docs/format.md 1) that numbers fit in 64 bits.
 
-import { CheckpointError, LayoutError, FAMILY } from './errors.js';
+import { CheckpointError, LayoutError, Codes } from './errors.js';
 
 const U64_LIMIT = 1n << 64n;
 export const NONE = U64_LIMIT - 1n;
 
-/** A nonnegative integer (number, bigint or decimal string) as a bigint < 2^64. */
-export function toU64(value, where) {
+const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
+const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+function describe(value) {
+  if (Array.isArray(value)) return 'an array';
+  if (value === null) return 'null';
+  if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
+  if (typeof value === 'object') return 'an object';
+  return `${typeof value} ${String(value)}`;
+}
+
+/** A nonnegative integer of a layout or description (number, bigint or decimal string) as a
+ *  bigint < 2^64. Past 2^64 it is the reference writer's own error (docs/format.md 1). */
+export function layoutU64(value, where) {
   let big;
   if (typeof value === 'bigint') big = value;
-  else if (typeof value === 'number' && Number.isInteger(value)) big = BigInt(value);
-  else if (typeof value === 'string' && /^[0-9]+$/.test(value)) big = BigInt(value);
-  else throw new LayoutError(`${where} must be a nonnegative integer, got ${JSON.stringify(value) ?? String(value)}`);
+  else if (typeof value === 'number' && Number.isInteger(value)) {
+    if (!Number.isSafeInteger(value)) throw new LayoutError(`${where} is ${value}, past 2^53 - 1: write it as a decimal string to keep it exact`);
+    big = BigInt(value);
+  } else if (typeof value === 'string' && /^[0-9]{1,40}$/.test(value)) big = BigInt(value);
+  else throw new LayoutError(`${where} must be a nonnegative integer, got ${describe(value)}`);
   if (big < 0n) throw new LayoutError(`${where} must be a nonnegative integer, got ${value}`);
-  if (big >= U64_LIMIT) throw new CheckpointError({ message: `${FAMILY}metadata value does not fit in 64 bits: ${big}`, code: 3 });
+  if (big >= U64_LIMIT) {
+    throw new CheckpointError({ message: `CUDA Adam checkpoint: metadata value does not fit in 64 bits: ${big}`, code: Codes.VALUE_TOO_LARGE, subject: 'expected' });
+  }
   return big;
 }
 
-function isArray(x, where) {
-  if (!Array.isArray(x)) throw new LayoutError(`${where} must be an array`);
+function array(x, where) {
+  if (!Array.isArray(x)) throw new LayoutError(`${where} must be an array, got ${describe(x)}`);
   return x;
 }
 
-/** {shapes, requiresGrad, representatives} -> arrays for w_schema_new. */
-export function schemaArrays(layout, where = 'layout') {
-  if (layout === null || typeof layout !== 'object') throw new LayoutError(`${where} must be an object`);
-  const shapes = isArray(layout.shapes, `${where}.shapes`);
-  const flags = isArray(layout.requiresGrad, `${where}.requiresGrad`);
+/** Is this object a JSON report (inspect --json) rather than a layout? */
+export function isReport(x) {
+  return isObject(x) && ((has(x, 'ok') && has(x, 'error')) || isObject(x.schema));
+}
+
+/** The layout part of a JSON report: its schema (or a state file's tensor shapes). */
+function layoutOfReport(report) {
+  if (Array.isArray(report.tensors)) {
+    return { shapes: array(report.tensors, 'report.tensors').map((t, i) => (isObject(t) ? t.shape : array(t, `report.tensors[${i}]`))) };
+  }
+  if (!isObject(report.schema)) {
+    throw new LayoutError(report.ok === false
+      ? `the report is of an invalid file (${typeof report.error?.message === 'string' ? report.error.message : 'see its error'}): it has no complete layout`
+      : 'the report has no schema: it is not a report of `ckptscope inspect --json`');
+  }
+  const s = report.schema;
+  return {
+    shapes: s.shapes,
+    requiresGrad: s.requiresGrad,
+    representatives: s.representatives ?? null,
+    dtype: report.dtype ?? undefined,
+    config: report.config ?? undefined,
+    keepsRandomCounter: typeof report.hasRandomCounter === 'boolean' ? report.hasRandomCounter : undefined,
+  };
+}
+
+/** {shapes, requiresGrad?, representatives?} -> arrays for w_schema_new. A layout without
+ *  requiresGrad is a list of shapes (enough for a model-state file). */
+export function schemaArrays(input, where = 'layout') {
+  if (!isObject(input)) throw new LayoutError(`${where} must be a JSON object, got ${describe(input)}`);
+  const layout = isReport(input) ? layoutOfReport(input) : input;
+  const shapes = array(layout.shapes, `${where}.shapes`);
   const ranks = [];
   const dims = [];
-  shapes.forEach((shape, i) => {
-    isArray(shape, `${where}.shapes[${i}]`);
+  for (let i = 0; i < shapes.length; i++) {
+    const shape = array(shapes[i], `${where}.shapes[${i}]`);
     ranks.push(BigInt(shape.length));
-    shape.forEach((d, k) => dims.push(toU64(d, `${where}.shapes[${i}][${k}]`)));
-  });
-  const requiresGrad = Uint8Array.from(flags, (f, i) => {
-    if (typeof f !== 'boolean') throw new LayoutError(`${where}.requiresGrad[${i}] must be true or false`);
-    return f ? 1 : 0;
-  });
+    for (let k = 0; k < shape.length; k++) dims.push(layoutU64(shape[k], `${where}.shapes[${i}][${k}]`));
+  }
+  let requiresGrad = new Uint8Array(0);
+  if (layout.requiresGrad !== undefined) {
+    const flags = array(layout.requiresGrad, `${where}.requiresGrad`);
+    requiresGrad = new Uint8Array(flags.length);
+    for (let i = 0; i < flags.length; i++) {
+      if (typeof flags[i] !== 'boolean') throw new LayoutError(`${where}.requiresGrad[${i}] must be true or false, got ${describe(flags[i])}`);
+      requiresGrad[i] = flags[i] ? 1 : 0;
+    }
+  }
   let map = null;
   if (layout.representatives !== undefined && layout.representatives !== null) {
-    map = isArray(layout.representatives, `${where}.representatives`).map((r, i) =>
-      r === null ? NONE : toU64(r, `${where}.representatives[${i}]`),
-    );
+    const reps = array(layout.representatives, `${where}.representatives`);
+    map = new Array(reps.length);
+    for (let i = 0; i < reps.length; i++) map[i] = reps[i] === null ? NONE : layoutU64(reps[i], `${where}.representatives[${i}]`);
   }
-  return { ranks, dims, requiresGrad, map };
+  return { ranks, dims, requiresGrad, map, shapesOnly: layout.requiresGrad === undefined };
 }
 
 export function dtypeCode(dtype, where = 'dtype') {
   if (dtype === undefined || dtype === null) return -1;
   if (dtype === 'float32') return 0;
   if (dtype === 'float64') return 1;
-  throw new LayoutError(`${where} must be "float32" or "float64"`);
+  throw new LayoutError(`${where} must be "float32" or "float64", got ${describe(dtype)}`);
 }
 
 const view = new DataView(new ArrayBuffer(8));
@@ -68,20 +116,22 @@ function floatValue(v, where) {
   if (v === 'NaN') return NaN;
   if (v === 'Infinity') return Infinity;
   if (v === '-Infinity') return -Infinity;
-  throw new LayoutError(`${where} must be a number`);
+  throw new LayoutError(`${where} must be a number, got ${describe(v)}`);
 }
 
 const FIELDS = ['beta1', 'beta2', 'epsilon', 'weightDecay'];
+const KINDS = { adam: 0n, adamw: 1n };
 
 /** {kind, beta1, beta2, epsilon, weightDecay, bits?} -> [kind, 4 bit patterns] as bigints.
  *  `bits` (hex strings, as in the JSON report) win over the decimal values: bit-exact. */
 export function configWords(config, where = 'config') {
-  if (config === null || typeof config !== 'object') throw new LayoutError(`${where} must be an object`);
-  const kinds = { adam: 0n, adamw: 1n };
+  if (!isObject(config)) throw new LayoutError(`${where} must be an object, got ${describe(config)}`);
   let kind;
-  if (typeof config.kind === 'string' && config.kind.toLowerCase() in kinds) kind = kinds[config.kind.toLowerCase()];
+  const name = typeof config.kind === 'string' ? config.kind.toLowerCase() : null;
+  if (name !== null && has(KINDS, name)) kind = KINDS[name];   // own keys only: not "constructor"
   else if (config.kind === 0 || config.kind === 1) kind = BigInt(config.kind);
-  else throw new LayoutError(`${where}.kind must be "adam" or "adamw"`);
+  else throw new LayoutError(`${where}.kind must be "adam" or "adamw", got ${describe(config.kind)}`);
+  if (config.bits !== undefined && !isObject(config.bits)) throw new LayoutError(`${where}.bits must be an object`);
   const words = [kind];
   for (const f of FIELDS) {
     const hex = config.bits?.[f];
@@ -99,14 +149,53 @@ export function configWords(config, where = 'config') {
   return words;
 }
 
+/** The destination fields of a layout (or of a JSON report): the family it reads (0: any),
+ *  dtype, config, counter status. */
+export function destinationOf(input, where = 'layout') {
+  const layout = isReport(input) ? layoutOfReport(input) : input;
+  const keeps = layout.keepsRandomCounter;
+  if (keeps !== undefined && keeps !== null && typeof keeps !== 'boolean') throw new LayoutError(`${where}.keepsRandomCounter must be true or false`);
+  const families = { TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
+  if (layout.family !== undefined && layout.family !== null && !has(families, layout.family)) {
+    throw new LayoutError(`${where}.family must be "TLADAMF", "TLSF32B" or "TLPF32B"`);
+  }
+  return {
+    family: layout.family ? families[layout.family] : 0,
+    dtype: dtypeCode(layout.dtype, `${where}.dtype`),
+    config: layout.config === undefined || layout.config === null ? null : configWords(layout.config, `${where}.config`),
+    keeps: keeps === true ? 1 : keeps === false ? 0 : -1,
+  };
+}
+
 /** A float array of the dtype from a typed array or an array of numbers (or "NaN" strings). */
-export function momentBytes(values, dtype, where) {
+export function floatBytes(values, dtype, where) {
   const Ctor = dtype === 1 ? Float64Array : Float32Array;
   if (values instanceof Float32Array || values instanceof Float64Array) {
     if (values instanceof Ctor) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
     return new Uint8Array(Ctor.from(values).buffer);
   }
   if (values instanceof Uint8Array) return values;   // raw little-endian bytes
-  const arr = isArray(values, where);
-  return new Uint8Array(Ctor.from(arr, (v, k) => floatValue(v, `${where}[${k}]`)).buffer);
+  const arr = array(values, where);
+  const out = new Ctor(arr.length);
+  for (let k = 0; k < arr.length; k++) out[k] = floatValue(arr[k], `${where}[${k}]`);
+  return new Uint8Array(out.buffer);
+}
+
+/** Slot names: a JSON array of strings. Returns the array; the count is the caller's to check. */
+export function namesOf(input, where = 'names') {
+  const names = array(input, where);
+  for (let i = 0; i < names.length; i++) {
+    if (typeof names[i] !== 'string') throw new LayoutError(`${where}[${i}] must be a string, got ${describe(names[i])}`);
+  }
+  return names;
+}
+
+/** What kind of JSON a user handed over: 'names', 'report', 'layout' or 'description'. */
+export function jsonKind(x) {
+  if (Array.isArray(x)) return 'names';
+  if (!isObject(x)) return 'unknown';
+  if (isReport(x)) return 'report';
+  if (Array.isArray(x.entries) || Array.isArray(x.values)) return 'description';
+  if (has(x, 'shapes')) return 'layout';
+  return 'unknown';
 }

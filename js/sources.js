@@ -1,12 +1,14 @@
 // Where bytes come from. Every source answers read(offset, dest) -> bytes copied (fewer only at
-// the end of the data) and knows its size; the core pulls only the ranges it needs, so a
-// payload that is skipped is never read.
+// the end of the data) and knows its size (-1 when unknown); the core pulls only the ranges it
+// needs, so a payload that is skipped is never read.
 //   Uint8Array / ArrayBuffer / DataView: copy the range (never the whole buffer).
 //   Blob / File in a worker: FileReaderSync on blob.slice(...).
 //   Blob on a page's main thread (no FileReaderSync there): read once into memory.
 //   string path, file: URL or file descriptor (Node): positional fs.readSync.
+//   http(s) URL: range requests (js/http-source.js).
 
 import { isNode } from './wasm.js';
+import { LayoutError } from './errors.js';
 
 class BytesSource {
   constructor(u8) {
@@ -38,9 +40,8 @@ class BlobSource {
   close() {}
 }
 
-function isBlob(x) {
-  return typeof Blob !== 'undefined' && x instanceof Blob;
-}
+const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
+const isHttpUrl = (x) => (x instanceof URL && /^https?:$/.test(x.protocol)) || (typeof x === 'string' && /^https?:\/\//i.test(x));
 
 /** Open any supported source; the caller closes it. */
 export async function openSource(source) {
@@ -51,9 +52,82 @@ export async function openSource(source) {
     if (typeof FileReaderSync !== 'undefined') return new BlobSource(source);
     return new BytesSource(new Uint8Array(await source.arrayBuffer()));
   }
+  if (isHttpUrl(source)) {
+    const { HttpSource } = await import('./http-source.js');
+    return HttpSource.open(source);
+  }
   if (isNode && (typeof source === 'string' || typeof source === 'number' || source instanceof URL)) {
     const { FileSource } = await import('./node-io.js');
     return FileSource.open(source);
   }
-  throw new TypeError('a checkpoint source must be a Uint8Array, an ArrayBuffer, a Blob or File, or (in Node) a file path or descriptor');
+  throw new TypeError('a checkpoint source must be a Uint8Array, an ArrayBuffer, a Blob or File, an http(s) URL, or (in Node) a file path, file: URL or descriptor');
+}
+
+/** The first bytes of a source, for telling a JSON file from a checkpoint. */
+async function head(source, n) {
+  const src = await openSource(source);
+  try {
+    const buf = new Uint8Array(Math.max(0, Math.min(n, src.size < 0 ? n : src.size)));
+    const got = src.read(0, buf);
+    if (src.error) throw src.error;
+    return buf.subarray(0, got);
+  } finally {
+    src.close();
+  }
+}
+
+async function wholeText(source) {
+  if (isBlob(source)) return source.text();
+  if (source instanceof Uint8Array || source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    return new TextDecoder().decode(source instanceof ArrayBuffer ? new Uint8Array(source) : source);
+  }
+  if (isNode && (typeof source === 'string' || source instanceof URL)) {
+    const fs = await import('node:fs/promises');
+    return fs.readFile(source, 'utf8');
+  }
+  throw new TypeError('cannot read this source as text');
+}
+
+const LAYOUT_LIMIT = 512 * 1024 * 1024;   // a layout of ten million slots is ~200 MB
+
+/** When `source` holds JSON text (a layout, a report, slot names), that JSON; else undefined
+ *  (the source is a checkpoint). One rule for the CLI, the API and the viewer: a file whose first
+ *  non-blank byte is `{` or `[` is JSON, whatever its name. */
+export async function readLayoutSource(source) {
+  if (typeof source === 'number') return undefined;
+  let first;
+  try {
+    first = await head(source, 256);
+  } catch (err) {
+    if (isBlob(source) || typeof source === 'string' || source instanceof URL) throw err;
+    return undefined;
+  }
+  let k = 0;
+  while (k < first.length && (first[k] === 0x20 || first[k] === 0x09 || first[k] === 0x0a || first[k] === 0x0d)) k++;
+  if (k === first.length || (first[k] !== 0x7b && first[k] !== 0x5b)) return undefined;
+  const size = await sizeOf(source);
+  if (size > LAYOUT_LIMIT) throw new LayoutError(`${nameOf(source)} is ${size} bytes: too large for a layout JSON`);
+  const text = await wholeText(source);
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new LayoutError(`${nameOf(source)} is not valid JSON: ${err.message}`);
+  }
+}
+
+async function sizeOf(source) {
+  if (isBlob(source)) return source.size;
+  if (typeof source === 'string' || source instanceof URL) {
+    const src = await openSource(source);
+    src.close();
+    return src.size;
+  }
+  return source.byteLength ?? 0;
+}
+
+export function nameOf(source) {
+  if (typeof source === 'string') return source;
+  if (source instanceof URL) return source.href;
+  if (isBlob(source) && typeof source.name === 'string' && source.name) return source.name;
+  return 'the layout';
 }

@@ -1,14 +1,15 @@
-// Loads the standalone WebAssembly core (wasm/) in Node, browsers and workers, and gives the
-// rest of the package a small typed surface over it: sources and sinks as JS objects the C
-// handle calls back into, strings and arrays in and out of wasm memory.
+// Loads the standalone WebAssembly core (wasm/) in Node, browsers and workers: the one place
+// values cross between JS and C. Sources, sinks and progress listeners are JS objects the C
+// handle calls back into; strings and arrays move in and out of wasm memory here.
 //
-// Rules kept here: heap views are made afresh after anything that may allocate (memory can
-// grow), pointers are read with >>> 0, and nothing throws across the C boundary: a callback
-// that fails stores its error and returns an error code, and the caller rethrows it.
+// Rules kept here: 64-bit values cross as BigInt (wasm i64), never through a double; heap views
+// are made afresh after anything that may allocate (memory can grow); pointers are read with
+// >>> 0; nothing throws across the C boundary: a callback that fails keeps its error and returns
+// a failure value, and the caller rethrows it.
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
-let cores = new Map();
+const cores = new Map();
 
 /** Load (once) the core. `variant` 'simd' (default) or 'nosimd'; in Node the environment
  *  variable CKPTSCOPE_WASM=nosimd changes the default (the benchmark uses it). */
@@ -46,6 +47,22 @@ async function instantiate(variant) {
 }
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
+
+/** CKPT_NONE: an unknown size, an absent slot. */
+export const NONE = (1n << 64n) - 1n;
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** A u64 result of the core (wasm i64 arrives signed) as an unsigned BigInt. */
+export const u64 = (x) => BigInt.asUintN(64, BigInt(x));
+
+/** An exact integer for people and JSON: a number up to 2^53 - 1, a decimal string beyond
+ *  (the JSON report's rule), null for CKPT_NONE. */
+export function exact(x) {
+  const v = u64(x);
+  if (v === NONE) return null;
+  return v <= MAX_SAFE ? Number(v) : v.toString();
+}
 
 class Core {
   #handles = new Map();
@@ -56,18 +73,27 @@ class Core {
     // it after the call) and C sees the failure value.
     const guarded = (id, failed, fn) => {
       const handle = this.#handles.get(id);
+      if (!handle) return failed;
       try {
         return fn(handle);
       } catch (err) {
-        handle.error = err;
+        handle.error ??= err;
         return failed;
       }
     };
     return {
-      ckpt_js_read: (id, offset, ptr, n) => guarded(id, -1, (source) => source.read(offset, this.bytes(ptr >>> 0, n >>> 0))),
+      // size_t in wasm32: -1 is CKPT_READ_ERROR. Offsets are file positions (< 2^53 in any
+      // file a JS source can hold); a larger one is refused, not rounded.
+      ckpt_js_read: (id, offset, ptr, n) => guarded(id, -1, (source) => {
+        const at = u64(offset);
+        if (at > MAX_SAFE) return -1;
+        return source.read(Number(at), this.bytes(ptr >>> 0, n >>> 0));
+      }),
       ckpt_js_write: (id, ptr, n) => guarded(id, -1, (sink) => (sink.write(this.bytes(ptr >>> 0, n >>> 0)), 0)),
-      ckpt_js_progress: (id, done, total) =>
-        guarded(id, 1, (listener) => (listener.progress(done, total < 0 ? null : total) ? 1 : 0)),
+      ckpt_js_progress: (id, done, total) => guarded(id, 1, (listener) => {
+        const t = u64(total);
+        return listener.progress(Number(u64(done)), t === NONE ? null : Number(t)) ? 1 : 0;
+      }),
       emscripten_notify_memory_growth: () => {},
     };
   }
@@ -94,7 +120,11 @@ class Core {
     this.#handles.delete(id);
   }
 
+  /** malloc(n), n a number of bytes; throws (never returns 0) when wasm memory is exhausted. */
   malloc(n) {
+    if (!Number.isSafeInteger(n) || n < 0 || n > 0xfffffff0) {
+      throw new RangeError(`cannot allocate ${n} bytes in WebAssembly memory (4 GiB at most)`);
+    }
     const p = this.exports.malloc(Math.max(8, n)) >>> 0;
     if (!p) throw new RangeError(`out of WebAssembly memory allocating ${n} bytes`);
     return p;
@@ -111,19 +141,19 @@ class Core {
     return p;
   }
 
-  /** u64 values (bigint) into wasm memory; the caller frees the pointer. */
+  /** u64 values (bigints) into wasm memory; the caller frees the pointer. */
   u64Array(values) {
     const p = this.malloc(values.length * 8);
-    const view = new BigUint64Array(this.memory.buffer, p, values.length);
-    for (let k = 0; k < values.length; k++) view[k] = values[k];
+    new BigUint64Array(this.memory.buffer, p, values.length).set(values);
     return p;
   }
 
-  readU64Array(p, n) {
-    return Array.from(new BigUint64Array(this.memory.buffer, p, n));
+  /** A copy of n u64 values at p. */
+  readU64(p, n) {
+    return new BigUint64Array(this.memory.buffer.slice(p, p + 8 * n));
   }
 
-  /** A NUL-terminated string the core malloc'ed: decode it and free it. */
+  /** A NUL-terminated string the core malloc'ed: decode it and free it. NULL means out of memory. */
   takeString(ptr) {
     ptr >>>= 0;
     if (!ptr) throw new RangeError('out of WebAssembly memory');
@@ -136,6 +166,16 @@ class Core {
 
   takeJSON(ptr) {
     return JSON.parse(this.takeString(ptr));
+  }
+
+  /** A string into wasm memory, NUL-terminated; the caller frees the pointer. */
+  stringIn(text) {
+    const bytes = encoder.encode(text);
+    const p = this.malloc(bytes.length + 1);
+    const view = this.bytes(p, bytes.length + 1);
+    view.set(bytes);
+    view[bytes.length] = 0;
+    return p;
   }
 
   get memoryBytes() {

@@ -1,100 +1,288 @@
 /* The WebAssembly surface: thin shims over the public API for the JS package (js/wasm.js).
- * Sources and sinks are JS objects named by small integers; their callbacks are JS imports.
- * 64-bit values cross as doubles (exact below 2^53: offsets, sizes, counts) or as u64 arrays
- * in wasm memory (dims, tags, bit patterns), so no i64 appears in an import or export. */
+ * Sources, sinks and progress listeners are JS objects named by small integers; their callbacks
+ * are JS imports. 64-bit values (offsets, sizes, slots, steps) cross as wasm i64, which JS sees
+ * as BigInt: nothing exact travels through a double. Errors live in a ckpt_error the caller owns
+ * (one per JS handle): no global state here.
+ *
+ * size_t is 32 bits in wasm: every size computed here is checked before an allocation. */
 #include "ckptscope.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #define IMPORT(name) __attribute__((import_module("env"), import_name(#name)))
 
-IMPORT(ckpt_js_read) size_t ckpt_js_read(int source, double offset, void *buf, size_t n);
+IMPORT(ckpt_js_read) size_t ckpt_js_read(int source, uint64_t offset, void *buf, size_t n);
 IMPORT(ckpt_js_write) int ckpt_js_write(int sink, const void *buf, size_t n);
-IMPORT(ckpt_js_progress) int ckpt_js_progress(int token, double done, double total);
+IMPORT(ckpt_js_progress) int ckpt_js_progress(int token, uint64_t done, uint64_t total);
 
 static size_t source_read(void *ctx, uint64_t offset, void *buf, size_t n)
 {
-    return ckpt_js_read((int)(intptr_t)ctx, (double)offset, buf, n);
+    return ckpt_js_read((int)(intptr_t)ctx, offset, buf, n);
 }
 
-static void make_source(ckpt_source *src, int id, double size)
+static ckpt_source make_source(int id, uint64_t size)
 {
-    src->ctx = (void *)(intptr_t)id;
-    src->read = source_read;
-    src->size = size < 0 ? CKPT_NONE : (uint64_t)size;
+    return (ckpt_source){(void *)(intptr_t)id, source_read, size};
 }
 
 static int sink_write(void *ctx, const void *buf, size_t n) { return ckpt_js_write((int)(intptr_t)ctx, buf, n); }
 
-static int progress(void *ctx, uint64_t done, uint64_t total)
+static int progress(void *ctx, uint64_t done, uint64_t total) { return ckpt_js_progress((int)(intptr_t)ctx, done, total); }
+
+#define PROGRESS(token) ((token) ? progress : NULL), (void *)(intptr_t)(token)
+
+/* A size in wasm memory: count * elem bytes, or 0 (and no allocation) when it would not fit. */
+static void *alloc_array(uint64_t count, size_t elem)
 {
-    return ckpt_js_progress((int)(intptr_t)ctx, (double)done, total == CKPT_NONE ? -1.0 : (double)total);
+    uint64_t bytes;
+    if (ckpt_mul_overflows(count, elem, &bytes) || bytes > SIZE_MAX - 16) return NULL;
+    return malloc(bytes ? (size_t)bytes : 1);
+}
+
+/* ---- errors: one per JS handle ---- */
+
+ckpt_error *w_error_new(void)
+{
+    ckpt_error *err = calloc(1, sizeof *err);
+    if (err) ckpt_error_clear(err);
+    return err;
+}
+
+void w_error_free(ckpt_error *err)
+{
+    ckpt_error_clear(err);
+    free(err);
 }
 
 /* ---- schemas ---- */
 
 /* map: NULL for no map; entries CKPT_NONE for none. */
-ckpt_schema *w_schema_new(size_t n, const uint64_t *ranks, const uint64_t *dims, size_t flag_count,
-                          const uint8_t *flags, const uint64_t *map, size_t map_count)
+ckpt_schema *w_schema_new(size_t n, const uint64_t *ranks, const uint64_t *dims, size_t flag_count, const uint8_t *flags,
+                          const uint64_t *map, size_t map_count)
 {
     return ckpt_schema_new(n, ranks, dims, flag_count, flags, map, map_count);
 }
 
-double w_schema_representative(const ckpt_schema *s, double i)
-{
-    uint64_t r = ckpt_schema_representative(s, (uint64_t)i);
-    return r == CKPT_NONE ? -1.0 : (double)r;
-}
-
-double w_schema_optimizer_state_count(const ckpt_schema *s) { return (double)ckpt_schema_optimizer_state_count(s); }
-double w_schema_trainable_count(const ckpt_schema *s) { return (double)ckpt_schema_trainable_count(s); }
-
+/* The tags into out (n u64). */
 void w_schema_tags(const ckpt_schema *s, uint64_t *out)
 {
     size_t n = ckpt_schema_count(s);
     for (size_t i = 0; i < n; i++) out[i] = ckpt_schema_tag(s, i);
 }
 
-/* ---- reports ---- */
+/* ---- layouts: a destination, or one side of a diff ---- */
 
-ckpt_report *w_inspect(int source, double size, unsigned flags, int progress_token)
+/* config: NULL, or {kind, beta1, beta2, epsilon, weightDecay} bit patterns (copied). The schema
+ * must outlive the layout. NULL when schema is NULL or out of memory. */
+typedef struct w_layout {
+    ckpt_expected exp;
+    ckpt_config config;
+} w_layout;
+
+w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const uint64_t *config, int keeps_random_counter, int family)
 {
-    ckpt_source src;
-    make_source(&src, source, size);
-    ckpt_inspect_options opt = {flags, progress_token ? progress : NULL, (void *)(intptr_t)progress_token};
-    return ckpt_inspect(&src, &opt);
+    if (!schema) return NULL;
+    w_layout *l = calloc(1, sizeof *l);
+    if (!l) return NULL;
+    if (config) l->config = (ckpt_config){config[0], config[1], config[2], config[3], config[4]};
+    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family};
+    return l;
 }
 
-/* config: NULL, or {kind, beta1, beta2, epsilon, weightDecay} as u64 bit patterns. */
-ckpt_report *w_load(int source, double size, const ckpt_schema *expected, int dtype, const uint64_t *config,
-                    int keeps_random_counter)
+/* An open file's layout (points into the file: free the layout first). NULL with err set when the
+ * file broke before its layout was complete. */
+w_layout *w_layout_of_file(const ckpt_file *f, ckpt_error *err)
 {
-    ckpt_source src;
-    make_source(&src, source, size);
-    ckpt_config c;
-    if (config) c = (ckpt_config){config[0], config[1], config[2], config[3], config[4]};
-    ckpt_expected exp = {expected, dtype, config ? &c : NULL, keeps_random_counter};
-    return ckpt_load(&src, &exp);
+    w_layout *l = calloc(1, sizeof *l);
+    if (!l) {
+        ckpt_error_clear(err);
+        err->code = CKPT_E_NO_MEMORY;
+        return NULL;
+    }
+    if (ckpt_file_layout(f, &l->exp, err)) {
+        free(l);
+        return NULL;
+    }
+    if (l->exp.config) {
+        l->config = *l->exp.config;
+        l->exp.config = &l->config;
+    }
+    return l;
 }
 
-char *w_report_json(const ckpt_report *rep) { return ckpt_report_json(rep); }
-const ckpt_schema *w_report_schema(const ckpt_report *rep) { return rep->schema_complete ? rep->schema : NULL; }
-int w_report_error_code(const ckpt_report *rep) { return rep->error.code; }
+void w_layout_free(w_layout *l) { free(l); }
 
-/* ---- errors ---- */
-
-static ckpt_error last_error;
-
-char *w_error_json(void) { return ckpt_error_json(&last_error); }
-
-void w_error_clear(void) { ckpt_error_clear(&last_error); }
-
-int w_read_moments(int source, double size, const ckpt_report *rep, double id, void *m, void *v)
+/* Would the trainer load this source into the layout? The report of the load as JSON without
+ * its bulk arrays (the verdict, the header, the warnings). */
+char *w_check(int source, uint64_t size, const w_layout *layout)
 {
-    ckpt_source src;
-    make_source(&src, source, size);
-    return ckpt_read_moments(&src, rep, (uint64_t)id, m, v, &last_error);
+    if (!layout) return NULL;
+    ckpt_source src = make_source(source, size);
+    ckpt_report *rep = ckpt_load(&src, &layout->exp);
+    if (!rep) return NULL;
+    char *json = ckpt_report_json_opts(rep, CKPT_JSON_NO_BULK);
+    ckpt_report_free(rep);
+    return json;
+}
+
+char *w_diff(const w_layout *a, const w_layout *b)
+{
+    if (!a || !b) return NULL;
+    return ckpt_diff_json(&a->exp, &b->exp);
+}
+
+/* ---- open files ---- */
+
+ckpt_file *w_open(int source, uint64_t size, unsigned flags, int progress_token)
+{
+    ckpt_source src = make_source(source, size);
+    ckpt_inspect_options opt = {flags, PROGRESS(progress_token)};
+    return ckpt_open(&src, &opt);
+}
+
+char *w_file_report_json(const ckpt_file *f, unsigned opts) { return ckpt_report_json_opts(ckpt_file_report(f), opts); }
+
+int w_file_report_write(const ckpt_file *f, int sink, ckpt_error *err)
+{
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_report_json_write(ckpt_file_report(f), &out, err);
+}
+
+int w_file_error_code(const ckpt_file *f) { return ckpt_file_report(f)->error.code; }
+
+/* The report's bulk arrays as columns, for callers that would rather not parse a million slots of
+ * JSON (the viewer). The struct is read by js/wasm.js field by field (all 32-bit): keep in step.
+ * Pointers into the report stay valid until ckpt_close; the allocated ones until w_columns_free. */
+typedef struct w_columns {
+    uint32_t n, flag_count, dims_len, entries_len, tensors_len, has_map, complete;
+    const uint64_t *dim_start;     /* n + 1 */
+    const uint64_t *dims;          /* dims_len */
+    const uint64_t *sizes;         /* n */
+    const uint8_t *too_big;        /* n: the size is >= 2^64 */
+    const uint8_t *flags;          /* flag_count */
+    uint64_t *reps;                /* n when complete: representative?(i), CKPT_NONE for none */
+    uint8_t *broken;               /* n when complete: the sharing rule rejects the slot */
+    uint64_t *entries;             /* 6 per entry: id, step, count, offset, m offset, v offset */
+    uint64_t *tensors;             /* 3 per tensor: count, offset, data offset */
+} w_columns;
+
+void w_columns_free(w_columns *c)
+{
+    if (!c) return;
+    free(c->reps);
+    free(c->broken);
+    free(c->entries);
+    free(c->tensors);
+    free(c);
+}
+
+w_columns *w_columns_new(const ckpt_file *f)
+{
+    const ckpt_report *rep = ckpt_file_report(f);
+    const ckpt_schema *s = rep->schema;
+    w_columns *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (s) {
+        size_t n = ckpt_schema_count(s);
+        c->n = (uint32_t)n;   /* its arrays are in this memory: n < 2^32 */
+        c->flag_count = (uint32_t)ckpt_schema_flag_count(s);
+        c->dims_len = (uint32_t)s->dim_start[n];
+        c->has_map = ckpt_schema_has_map(s);
+        c->complete = rep->schema_complete;
+        c->dim_start = s->dim_start;
+        c->dims = s->dims;
+        c->sizes = s->sizes;
+        c->too_big = s->size_too_big;
+        c->flags = s->requires_grad;
+        if (rep->schema_complete) {
+            if (!(c->reps = alloc_array(n, sizeof *c->reps)) || !(c->broken = alloc_array(n, 1))) goto fail;
+            for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
+            ckpt_schema_mark_sharing_faults(s, c->broken);
+        }
+    }
+    c->entries_len = (uint32_t)rep->entries_len;
+    if (!(c->entries = alloc_array((uint64_t)rep->entries_len * 6, sizeof *c->entries))) goto fail;
+    for (size_t k = 0; k < rep->entries_len; k++) {
+        const ckpt_entry_info *e = &rep->entries[k];
+        uint64_t *row = c->entries + 6 * k;
+        row[0] = e->id, row[1] = e->step, row[2] = e->count, row[3] = e->offset, row[4] = e->m_offset, row[5] = e->v_offset;
+    }
+    c->tensors_len = (uint32_t)rep->tensors_len;
+    if (!(c->tensors = alloc_array((uint64_t)rep->tensors_len * 3, sizeof *c->tensors))) goto fail;
+    for (size_t k = 0; k < rep->tensors_len; k++) {
+        const ckpt_tensor_info *t = &rep->tensors[k];
+        c->tensors[3 * k] = t->count, c->tensors[3 * k + 1] = t->offset, c->tensors[3 * k + 2] = t->data_offset;
+    }
+    return c;
+fail:
+    w_columns_free(c);
+    return NULL;
+}
+
+/* The entry holding slot's moments: out = {owner, id, step, count, offset, byte length of m}. */
+int w_file_entry(const ckpt_file *f, uint64_t slot, uint64_t *out, ckpt_error *err)
+{
+    const ckpt_entry_info *e;
+    uint64_t owner;
+    int rc = ckpt_file_entry(f, slot, &e, &owner, err);
+    if (rc) return rc;
+    uint64_t bytes;
+    if (ckpt_mul_overflows(e->count, ckpt_width(ckpt_file_report(f)->dtype), &bytes)) bytes = CKPT_NONE;
+    out[0] = owner, out[1] = e->id, out[2] = e->step, out[3] = e->count, out[4] = e->offset, out[5] = bytes;
+    return 0;
+}
+
+int w_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err)
+{
+    return ckpt_file_read_moments(f, slot, m, v, err);
+}
+
+/* {"slot","owner","id","step","count","offset","m","v","unhealthy"}, or NULL with err set. */
+char *w_file_moment_stats(const ckpt_file *f, uint64_t slot, int progress_token, ckpt_error *err)
+{
+    ckpt_stats *m, *v;
+    if (ckpt_file_moment_stats(f, slot, PROGRESS(progress_token), &m, &v, err)) return NULL;
+    const ckpt_entry_info *e;
+    uint64_t owner;
+    ckpt_file_entry(f, slot, &e, &owner, err);
+    char *json = ckpt_entry_stats_json(e, slot, m, v);
+    ckpt_stats_free(m);
+    ckpt_stats_free(v);
+    if (!json) ckpt_fail_oom(err);
+    return json;
+}
+
+/* The tensor's count (out[0]) and data offset (out[1]). */
+int w_file_tensor(const ckpt_file *f, uint64_t i, uint64_t *out, ckpt_error *err)
+{
+    const ckpt_tensor_info *t;
+    int rc = ckpt_file_tensor(f, i, &t, err);
+    if (rc) return rc;
+    out[0] = t->count, out[1] = t->data_offset;
+    return 0;
+}
+
+int w_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err) { return ckpt_file_read_tensor(f, i, out, err); }
+
+char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ckpt_error *err)
+{
+    ckpt_stats *values;
+    if (ckpt_file_tensor_stats(f, i, PROGRESS(progress_token), &values, err)) return NULL;
+    char *json = ckpt_stats_json(values);
+    ckpt_stats_free(values);
+    if (!json) ckpt_fail_oom(err);
+    return json;
+}
+
+char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
+{
+    ckpt_pair_result *r = ckpt_pair(opt, state, PROGRESS(progress_token));
+    if (!r) return NULL;
+    char *json = ckpt_pair_json(r);
+    ckpt_pair_result_free(r);
+    return json;
 }
 
 /* ---- writing ---- */
@@ -103,93 +291,25 @@ int w_read_moments(int source, double size, const ckpt_report *rep, double id, v
  * wasm memory. config: {kind, beta1, beta2, epsilon, weightDecay} bit patterns; counter: NULL
  * for none; version 0 for the reference writer's choice. */
 int w_write(const ckpt_schema *s, int dtype, const uint64_t *config, const uint64_t *counter, const uint64_t *meta,
-            void *const *payloads, size_t entry_count, double version, int sink)
+            void *const *payloads, size_t entry_count, uint64_t version, int sink, ckpt_error *err)
 {
-    ckpt_entry_in *entries = calloc(entry_count ? entry_count : 1, sizeof *entries);
-    if (!entries) return CKPT_E_NO_MEMORY;
+    ckpt_entry_in *entries = alloc_array(entry_count, sizeof *entries);
+    if (!entries) return ckpt_fail_oom(err);
     for (size_t k = 0; k < entry_count; k++) {
         const uint64_t *e = meta + 5 * k;
         entries[k] = (ckpt_entry_in){e[0], e[1], e[2], payloads[2 * k], payloads[2 * k + 1], e[3], e[4]};
     }
     ckpt_write_desc d = {s, dtype, {config[0], config[1], config[2], config[3], config[4]}, counter != NULL,
-                         counter ? *counter : 0, entries, entry_count, (uint64_t)version};
+                         counter ? *counter : 0, entries, entry_count, version};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
-    int rc = ckpt_write(&d, &out, &last_error);
+    int rc = ckpt_write(&d, &out, err);
     free(entries);
     return rc;
 }
 
-char *w_schema_json(const ckpt_schema *s) { return ckpt_schema_json(s); }
-
-/* {"id", "m", "v"} statistics of one entry, or NULL with the error in w_error_json. */
-char *w_entry_stats(int source, double size, const ckpt_report *rep, double id, int progress_token)
+int w_state_write(int family, const ckpt_schema *shapes, const void *const *values, const uint64_t *value_bytes, int sink,
+                  ckpt_error *err)
 {
-    ckpt_source src;
-    make_source(&src, source, size);
-    ckpt_error_clear(&last_error);
-    return ckpt_entry_stats_json(&src, rep, (uint64_t)id, progress_token ? progress : NULL,
-                                 (void *)(intptr_t)progress_token, &last_error);
-}
-
-char *w_report_json_opts(const ckpt_report *rep, unsigned opts) { return ckpt_report_json_opts(rep, opts); }
-
-/* The report's bulk arrays as doubles in one malloc'ed block, so a million slots cross to JS
- * without a 50 MB JSON string (js/api.js readReport). Layout:
- *   [0] n  [1] flags held  [2] dims  [3] entries  [4] has map  [5] map complete
- *   then ranks[n], dims[..], sizes[n], flags[..], representatives[n] (if complete; -1 none),
- *   entries[4 * entries] (id, step, count, offset).
- * Returns NULL when there is no schema, or any value is 2^53 or more (not exact as a double):
- * the caller then uses the JSON. */
-double *w_report_columns(const ckpt_report *rep)
-{
-    const ckpt_schema *s = rep->schema;
-    if (!s) return NULL;
-    const double limit = 9007199254740992.0;   /* 2^53 */
-    size_t n = ckpt_schema_count(s), flags = ckpt_schema_flag_count(s), dims = 0;
-    for (size_t i = 0; i < n; i++) dims += (size_t)ckpt_schema_rank(s, i);
-    bool complete = rep->schema_complete;
-    size_t total = 6 + n + dims + n + flags + (complete ? n : 0) + 4 * rep->entries_len;
-    double *out = malloc(total * sizeof *out);
-    if (!out) return NULL;
-    double *p = out;
-    *p++ = (double)n;
-    *p++ = (double)flags;
-    *p++ = (double)dims;
-    *p++ = (double)rep->entries_len;
-    *p++ = ckpt_schema_has_map(s);
-    *p++ = complete;
-    for (size_t i = 0; i < n; i++) *p++ = (double)ckpt_schema_rank(s, i);
-    for (size_t i = 0; i < n; i++) {
-        const uint64_t *d = ckpt_schema_dims(s, i);
-        for (uint64_t k = 0; k < ckpt_schema_rank(s, i); k++) {
-            if ((double)d[k] >= limit) goto inexact;
-            *p++ = (double)d[k];
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        bool too_big;
-        uint64_t size = ckpt_schema_size(s, i, &too_big);
-        if (too_big || (double)size >= limit) goto inexact;
-        *p++ = (double)size;
-    }
-    for (size_t i = 0; i < flags; i++) *p++ = ckpt_schema_requires_grad(s, i);
-    if (complete) {
-        for (size_t i = 0; i < n; i++) {
-            uint64_t r = ckpt_schema_representative(s, i);
-            if (r != CKPT_NONE && (double)r >= limit) goto inexact;
-            *p++ = r == CKPT_NONE ? -1.0 : (double)r;
-        }
-    }
-    for (size_t k = 0; k < rep->entries_len; k++) {
-        const ckpt_entry_info *e = &rep->entries[k];
-        uint64_t v[4] = {e->id, e->step, e->count, e->offset};
-        for (int j = 0; j < 4; j++) {
-            if ((double)v[j] >= limit) goto inexact;
-            *p++ = (double)v[j];
-        }
-    }
-    return out;
-inexact:
-    free(out);
-    return NULL;
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_state_write(family, shapes, values, value_bytes, &out, err);
 }

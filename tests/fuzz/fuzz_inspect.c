@@ -33,14 +33,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_inspect_options opt = {flags, NULL, NULL};
         ckpt_report *rep = ckpt_inspect(&src, &opt);
         check_report(rep);
-        if (flags && rep->error.code == 0) {
-            for (size_t k = 0; k < rep->entries_len && k < 4; k++) {
-                ckpt_error err = {0};
-                char *json = ckpt_entry_stats_json(&src, rep, rep->entries[k].id, NULL, NULL, &err);
-                if (!json) abort();
-                free(json);
-            }
-        }
         ckpt_report_free(rep);
     }
     ckpt_memory mem2 = {data, size};
