@@ -5,6 +5,7 @@
 
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
+import { say, terminalJSON, guardOutput } from './terminal.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
@@ -35,12 +36,12 @@ function parseArgs(argv, flags, options = []) {
 const fmtShape = (s) => `[${s.join(', ')}]`;
 const yesNo = (b) => (b ? 'yes' : 'no');
 
-/** Columns padded to their widest cell; the columns in `right` are right-aligned (numbers). */
+/** Lines of columns padded to their widest cell; the columns in `right` are right-aligned (numbers). */
 function table(rows, header, right) {
   const widths = header.map((h) => h.length);
   for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
   const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)].join('\n');
+  return [line(header), ...rows.map(line)];
 }
 
 function fmtStats(s) {
@@ -52,7 +53,8 @@ function fmtStats(s) {
 
 const num = (x) => (typeof x === 'number' ? Number(x.toPrecision(4)).toString() : String(x));
 
-export function summary(report, name) {
+/** The summary as lines (unescaped: `say` escapes them on the way out). */
+export function summaryLines(report, name) {
   const out = [];
   const head = report.family
     ? `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${report.size ?? '?'} bytes`
@@ -87,7 +89,8 @@ export function summary(report, name) {
     });
     const header = ['slot', 'shape', 'size', 'trainable', 'representative', 'step'];
     if (stats) header.push('moments');
-    out.push('', table(rows, header, new Set([0, 2, 5])));
+    out.push('');
+    for (const l of table(rows, header, new Set([0, 2, 5]))) out.push(l);   // a loop: no spreading a million lines
   }
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push('');
@@ -97,8 +100,10 @@ export function summary(report, name) {
     out.push(report.error.message);
     if (report.error.hint) out.push(`hint: ${report.error.hint}`);
   }
-  return out.join('\n');
+  return out;
 }
+
+export const summary = (report, name) => summaryLines(report, name).join('\n');
 
 // ---- commands -------------------------------------------------------------------------------
 
@@ -132,12 +137,10 @@ async function cmdInspect(argv) {
   const report = await inspect(positional[0], { stats: !!seen['--stats'] });
   // Indented for people; past 10,000 slots one line (a million slots indented is ~100 MB).
   const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
-  if (seen['--json']) process.stdout.write(JSON.stringify(report, null, indent) + '\n');
-  else {
-    process.stdout.write(summary(report, positional[0]) + '\n');
-  }
+  if (seen['--json']) process.stdout.write(terminalJSON(report, indent) + '\n');
+  else say(process.stdout, summaryLines(report, positional[0]));
   // The reference diagnostic also goes to stderr, for scripts and logs.
-  if (!report.ok) process.stderr.write(report.error.message + '\n');
+  if (!report.ok) say(process.stderr, report.error.message);
   return report.ok ? 0 : 1;
 }
 
@@ -145,8 +148,8 @@ async function cmdCheck(argv) {
   const { positional, seen } = parseArgs(argv, [], ['--expect']);
   if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
   const result = await check(positional[0], layoutArg(seen['--expect']));
-  for (const w of result.warnings) process.stderr.write(`warning: ${w}\n`);
-  process.stdout.write(`${positional[0]}: loads into ${seen['--expect']}\n`);
+  for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
+  say(process.stdout, `${positional[0]}: loads into ${seen['--expect']}`);
   return 0;
 }
 
@@ -156,11 +159,11 @@ async function cmdDiff(argv) {
   const [a, b] = positional;
   const differences = await diff(layoutArg(a), layoutArg(b));
   if (!differences.length) {
-    process.stdout.write(`no differences between ${a} and ${b}\n`);
+    say(process.stdout, `no differences between ${a} and ${b}`);
     return 0;
   }
-  process.stdout.write(`${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:\n`);
-  for (const d of differences) process.stdout.write(`  ${d.message}\n`);
+  say(process.stdout, `${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:`,
+    differences.map((d) => `  ${d.message}`));
   return 1;
 }
 
@@ -169,7 +172,7 @@ async function cmdWrite(argv) {
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
   const description = readJSON(positional[0], 'description');
   await saveCheckpoint(positional[1], description);
-  process.stdout.write(`wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)\n`);
+  say(process.stdout, `wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)`);
   return 0;
 }
 
@@ -188,7 +191,7 @@ const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: c
 export async function main(argv) {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    process.stdout.write(USAGE + '\n');
+    (command ? process.stdout : process.stderr).write(USAGE + '\n');
     return command ? 0 : 2;
   }
   const run = COMMANDS[command];
@@ -197,28 +200,30 @@ export async function main(argv) {
     return await run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`ckptscope: ${err.message}\n${USAGE}\n`);
+      say(process.stderr, `ckptscope: ${err.message}`);
+      process.stderr.write(USAGE + '\n');
       return 2;
     }
     if (err instanceof CheckpointError) {
       const who = err.role === 'expected' ? 'the expected layout is not a valid checkpoint: ' : err.role === 'diff' ? 'cannot compare: ' : '';
-      process.stderr.write(`${who}${err.message}\n`);
-      if (err.offset !== null && err.offset !== undefined) process.stderr.write(`at byte ${err.offset}\n`);
-      if (err.hint) process.stderr.write(`hint: ${err.hint}\n`);
+      say(process.stderr, `${who}${err.message}`);
+      if (err.offset !== null && err.offset !== undefined) say(process.stderr, `at byte ${err.offset}`);
+      if (err.hint) say(process.stderr, `hint: ${err.hint}`);
       return 1;
     }
     if (err instanceof LayoutError) {
-      process.stderr.write(`ckptscope: ${err.message}\n`);
+      say(process.stderr, `ckptscope: ${err.message}`);
       return 2;
     }
     if (err && typeof err.code === 'string' && err.syscall) {  // Node I/O errors
-      process.stderr.write(`ckptscope: ${err.path ?? ''}: ${err.message}\n`);
+      say(process.stderr, `ckptscope: ${err.path ?? ''}: ${err.message}`);
       return 2;
     }
-    process.stderr.write(`ckptscope: unexpected error: ${err?.message ?? err}\n`);
+    say(process.stderr, `ckptscope: unexpected error: ${err?.message ?? err}`);
     return 2;
   }
 }
 
+guardOutput();
 const code = await main(process.argv.slice(2));
 if (code !== null) process.exitCode = code;

@@ -1,0 +1,113 @@
+// The CLI where it meets a person's terminal and a shell: what a file holds never reaches the
+// terminal raw, a closed pipe ends it quietly, every message names the user's path and says
+// what to do. The CLI runs as a child process, as a user runs it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { writeCheckpoint } from '../../js/index.js';
+import { model, modelLayout, F } from './cases.mjs';
+
+const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const STACK = /\n\s+at .*:\d+:\d+/;
+
+function run(args, options = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20, ...options });
+  assert.doesNotMatch(r.stderr ?? '', STACK, 'no stack trace');
+  return r;
+}
+
+/** A shell pipeline, for what only a real shell pipe shows. */
+function sh(script, env = {}) {
+  return spawnSync('bash', ['-c', script], { encoding: 'utf8', env: { ...process.env, NODE: process.execPath, CLI, ...env } });
+}
+
+function file(name, bytes) {
+  const p = path.join(tmp, name);
+  fs.writeFileSync(p, bytes);
+  return p;
+}
+
+const wide = (n) => writeCheckpoint({
+  shapes: Array.from({ length: n }, () => []), requiresGrad: Array.from({ length: n }, (_, i) => i === 0),
+  config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries: [{ id: 0, step: 1, m: [0], v: [0] }],
+});
+
+// Nothing a terminal would act on: C0 (but the newlines between lines), DEL, C1, bidi overrides.
+const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+// ---- terminal safety ------------------------------------------------------------------------
+
+test('diff: strings from a report JSON reach the terminal escaped, not raw', async () => {
+  // A forged "report": its strings carry a window-title OSC, an OSC 52 clipboard write, a C1
+  // CSI, DEL, a bidi override and a newline that would forge a line of output.
+  const evil = '\u001b]0;pwned\u0007\u001b]52;c;ZWNobyBwd25lZA==\u0007\u009b31m\u007f\u202e\nverdict: valid';
+  const report = { ok: true, family: 'TLADAMF', name: 'x', dtype: evil, hasRandomCounter: false,
+    config: { kind: evil, bits: { beta1: evil, beta2: '0x0', epsilon: '0x0', weightDecay: '0x0' } },
+    schema: { shapes: [[2, 3], [2, 3], [3]], sizes: [6, 6, 3], requiresGrad: [true, true, true], effectiveRepresentatives: [0, 0, 2] } };
+  const a = file('evil.json', JSON.stringify(report));
+  const b = file('plain.json', JSON.stringify({ ...report, dtype: 'float32', config: { kind: 'adam', bits: { beta1: '0x1', beta2: '0x0', epsilon: '0x0', weightDecay: '0x0' } } }));
+  const r = run(['diff', a, b]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.doesNotMatch(r.stdout, RAW_CONTROL);
+  assert.match(r.stdout, /moment dtype: \\u001b\]0;pwned\\u0007\\u001b\]52;c;ZWNobyBwd25lZA==\\u0007\\u009b31m\\u007f\\u202e\\u000averdict: valid vs float32/);
+  assert.doesNotMatch(r.stdout, /^verdict: valid/m, 'no forged line');
+});
+
+test('file names given by the user are escaped too, and --json stays valid JSON', async () => {
+  const name = 'odd\u001b[2J\u009b\u202ename.ckpt';
+  const p = file(name, await model());
+  const r = run(['inspect', p]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, RAW_CONTROL);
+  assert.match(r.stdout, /odd\\u001b\[2J\\u009b\\u202ename\.ckpt: CUDA Adam checkpoint/);
+  const missing = run(['inspect', path.join(tmp, 'gone\u001b]0;x\u0007.ckpt')]);
+  assert.equal(missing.status, 2);
+  assert.doesNotMatch(missing.stderr, RAW_CONTROL);
+  const usage = run(['inspect', '--\u001b[31m']);
+  assert.equal(usage.status, 2);
+  assert.doesNotMatch(usage.stderr, RAW_CONTROL);
+  assert.match(usage.stderr, /unknown option --\\u001b\[31m/);
+  const j = run(['inspect', p, '--json']);
+  assert.equal(JSON.parse(j.stdout).ok, true);
+});
+
+test('one escaping helper: C0, DEL, C1 and bidi overrides as \\u escapes; JSON keeps its value', async () => {
+  const { terminalLine, terminalJSON } = await import('../../js/terminal.js');
+  assert.equal(terminalLine('a\u001b[31mb\tc\nd\u007f\u0085\u009b\u202a\u202e\u2066\u2069é✓'),
+    'a\\u001b[31mb\\u0009c\\u000ad\\u007f\\u0085\\u009b\\u202a\\u202e\\u2066\\u2069é✓');
+  // The report of a future core might quote a file's bytes: JSON.stringify escapes C0 only.
+  const value = { hint: 'x\u001b]52;c;AA==\u0007 \u009b2J \u007f \u202e \u2028', n: [1, 2] };
+  for (const indent of [undefined, 2]) {
+    const text = terminalJSON(value, indent);
+    assert.doesNotMatch(text, RAW_CONTROL);
+    assert.doesNotMatch(text, /\u2028/);
+    assert.deepEqual(JSON.parse(text), value);
+  }
+});
+
+// ---- closed pipes ---------------------------------------------------------------------------
+
+test('a closed stdout ends the command quietly with status 141 (inspect | head)', async () => {
+  const big = file('wide.ckpt', await wide(200_000));
+  for (const cmd of ['"$NODE" "$CLI" inspect "$F" | head -n 2 >/dev/null', '"$NODE" "$CLI" inspect "$F" --json | head -c 100 >/dev/null']) {
+    const r = sh(`${cmd}; echo "status=\${PIPESTATUS[0]}"`, { F: big });
+    assert.equal(r.stderr, '', `${cmd}: nothing on stderr`);
+    assert.match(r.stdout, /status=141\n$/, cmd);
+  }
+});
+
+test('a full disk on stdout is an I/O error with words, not a stack', async () => {
+  if (!fs.existsSync('/dev/full')) return;
+  const big = file('wide2.ckpt', await wide(50_000));
+  const r = sh('"$NODE" "$CLI" inspect "$F" >/dev/full', { F: big });
+  assert.equal(r.status, 2);
+  assert.doesNotMatch(r.stderr, STACK);
+  assert.match(r.stderr, /^ckptscope: cannot write the output: no space left on device\n$/);
+});
