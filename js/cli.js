@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
 import { say, terminalJSON, guardOutput } from './terminal.js';
+import { FileError, checkInput, reading, writing } from './user-files.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
@@ -108,8 +109,8 @@ export const summary = (report, name) => summaryLines(report, name).join('\n');
 // ---- commands -------------------------------------------------------------------------------
 
 function readJSON(path, what) {
-  let text;
-  text = fs.readFileSync(path, 'utf8');
+  checkInput(path, what);
+  const text = fs.readFileSync(path, 'utf8');
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -129,12 +130,16 @@ function looksLikeJSON(path) {
   }
 }
 
-const layoutArg = (path) => (looksLikeJSON(path) ? readJSON(path, 'layout') : path);
+function layoutArg(path) {
+  checkInput(path, 'layout or checkpoint');
+  return looksLikeJSON(path) ? readJSON(path, 'layout') : path;
+}
 
 async function cmdInspect(argv) {
   const { positional, seen } = parseArgs(argv, ['--json', '--stats']);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
-  const report = await inspect(positional[0], { stats: !!seen['--stats'] });
+  checkInput(positional[0], 'checkpoint');
+  const report = await reading(positional[0], 'checkpoint', () => inspect(positional[0], { stats: !!seen['--stats'] }));
   // Indented for people; past 10,000 slots one line (a million slots indented is ~100 MB).
   const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
   if (seen['--json']) process.stdout.write(terminalJSON(report, indent) + '\n');
@@ -147,6 +152,7 @@ async function cmdInspect(argv) {
 async function cmdCheck(argv) {
   const { positional, seen } = parseArgs(argv, [], ['--expect']);
   if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
+  checkInput(positional[0], 'checkpoint');
   const result = await check(positional[0], layoutArg(seen['--expect']));
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
   say(process.stdout, `${positional[0]}: loads into ${seen['--expect']}`);
@@ -171,7 +177,7 @@ async function cmdWrite(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
   const description = readJSON(positional[0], 'description');
-  await saveCheckpoint(positional[1], description);
+  await writing(positional[1], () => saveCheckpoint(positional[1], description));
   say(process.stdout, `wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)`);
   return 0;
 }
@@ -211,12 +217,16 @@ export async function main(argv) {
       if (err.hint) say(process.stderr, `hint: ${err.hint}`);
       return 1;
     }
+    if (err instanceof FileError) {
+      say(process.stderr, `ckptscope: ${err.message}`);
+      return 2;
+    }
     if (err instanceof LayoutError) {
       say(process.stderr, `ckptscope: ${err.message}`);
       return 2;
     }
     if (err && typeof err.code === 'string' && err.syscall) {  // Node I/O errors
-      say(process.stderr, `ckptscope: ${err.path ?? ''}: ${err.message}`);
+      say(process.stderr, `ckptscope: ${err.path ? `${err.path}: ` : ''}${err.message}`);
       return 2;
     }
     say(process.stderr, `ckptscope: unexpected error: ${err?.message ?? err}`);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint } from '../../js/index.js';
-import { model, modelLayout, F } from './cases.mjs';
+import { model, modelDescription, F } from './cases.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
@@ -110,4 +110,74 @@ test('a full disk on stdout is an I/O error with words, not a stack', async () =
   assert.equal(r.status, 2);
   assert.doesNotMatch(r.stderr, STACK);
   assert.match(r.stderr, /^ckptscope: cannot write the output: no space left on device\n$/);
+});
+
+// ---- messages that name the user's path -----------------------------------------------------
+
+/** Run the CLI where permissions hold: as `nobody` when these tests run as root. */
+function runUnprivileged(args) {
+  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  return run(args, asNobody);
+}
+
+/** A folder anyone may enter (mkdtemp makes 0700 ones). */
+function openFolder(name) {
+  const d = path.join(tmp, name);
+  fs.mkdirSync(d, { recursive: true });
+  fs.chmodSync(tmp, 0o755);
+  fs.chmodSync(d, 0o755);
+  return d;
+}
+
+test('inspect: a directory, a missing file, an unreadable file, each named with what to do', async () => {
+  const dir = openFolder('a-folder');
+  let r = run(['inspect', dir]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${dir} is a directory, not a checkpoint file\n`);
+  const missing = path.join(tmp, 'missing.ckpt');
+  r = run(['inspect', missing]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  const secret = file('a-folder/secret.ckpt', await model());
+  fs.chmodSync(secret, 0o000);
+  r = runUnprivileged(['inspect', secret]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stderr, `ckptscope: permission denied: cannot read ${secret} (check its permissions)\n`);
+});
+
+test('check and diff name the side that cannot be read', async () => {
+  const p = file('named.ckpt', await model());
+  const missing = path.join(tmp, 'nowhere.json');
+  let r = run(['check', p, '--expect', missing]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  r = run(['check', missing, '--expect', p]);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  r = run(['check', p, '--expect', tmp]);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a layout or checkpoint file\n`);
+  r = run(['diff', p, tmp]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a layout or checkpoint file\n`);
+  r = run(['write', missing, path.join(tmp, 'out.ckpt')]);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+});
+
+test('write: OUT a directory or unwritable is named as OUT, never as its temporary', async () => {
+  const d = modelDescription();
+  const desc = file('w-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  const dir = openFolder('out-folder');
+  let r = run(['write', desc, dir]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${dir} is a directory: give the checkpoint a file name, e.g. ${path.join(dir, 'model.ckpt')}\n`);
+  assert.deepEqual(fs.readdirSync(dir), [], 'no temporary left behind');
+  fs.chmodSync(desc, 0o644);
+  fs.chmodSync(dir, 0o555);
+  const out = path.join(dir, 'model.ckpt');
+  r = runUnprivileged(['write', desc, out]);
+  assert.equal(r.status, 2);
+  assert.doesNotMatch(r.stderr, /\.tmp-/);
+  assert.equal(r.stderr, `ckptscope: permission denied: cannot write ${out} (its folder must be writable: the checkpoint is written to a temporary file beside it, then renamed)\n`);
+  r = run(['write', desc, path.join(tmp, 'no-such-folder', 'model.ckpt')]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: cannot write ${path.join(tmp, 'no-such-folder', 'model.ckpt')}: no such folder: ${path.join(tmp, 'no-such-folder')}\n`);
 });
