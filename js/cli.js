@@ -5,7 +5,7 @@
 
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
-import { say, terminalJSON, guardOutput } from './terminal.js';
+import { say, terminalJSON, guardOutput, sameDestination } from './terminal.js';
 import { FileError, checkInput, reading, writing } from './user-files.js';
 
 const USAGE = `usage:
@@ -14,6 +14,15 @@ const USAGE = `usage:
   ckptscope diff A B                          every difference between two layouts/checkpoints
   ckptscope write DESCRIPTION.json OUT        make a checkpoint (the reference writer's rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080`;
+
+// --help: the usage and how the CLI behaves in a shell.
+const HELP = `${USAGE}
+
+exit status: 0 valid, would load, no differences; 1 invalid, would not load, differences;
+2 usage or I/O error; 141 when the reader of stdout goes away (ckptscope inspect F | head).
+An invalid file: stdout has the summary (or --json report) with the diagnostic; stderr has
+the diagnostic too, unless stderr goes where stdout goes (a terminal, 2>&1), to show it once.
+Control characters from files and arguments are shown as escapes (\\u001b).`;
 
 class UsageError extends Error {}
 
@@ -144,8 +153,9 @@ async function cmdInspect(argv) {
   const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
   if (seen['--json']) process.stdout.write(terminalJSON(report, indent) + '\n');
   else say(process.stdout, summaryLines(report, positional[0]));
-  // The reference diagnostic also goes to stderr, for scripts and logs.
-  if (!report.ok) say(process.stderr, report.error.message);
+  // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
+  // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
+  if (!report.ok && !sameDestination()) say(process.stderr, report.error.message);
   return report.ok ? 0 : 1;
 }
 
@@ -197,7 +207,8 @@ const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: c
 export async function main(argv) {
   const [command, ...rest] = argv;
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    (command ? process.stdout : process.stderr).write(USAGE + '\n');
+    if (command) process.stdout.write(HELP + '\n');
+    else process.stderr.write(USAGE + '\n');
     return command ? 0 : 2;
   }
   const run = COMMANDS[command];

@@ -5,6 +5,8 @@
 // escapes instead. And a closed stdout (`ckptscope inspect F | head`) ends the process
 // quietly, as Unix tools do.
 
+import fs from 'node:fs';
+
 // C0 (newline and tab too: within a line they are content, not layout), DEL, C1, the bidi
 // embeddings/overrides U+202A–U+202E and isolates U+2066–U+2069.
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/g;
@@ -52,4 +54,18 @@ export function guardOutput() {
   };
   process.stdout.on('error', onError(process.stdout));
   process.stderr.on('error', onError(process.stderr));
+}
+
+/**
+ * Do stdout and stderr go to the same place (one terminal, or `2>&1` into a file or pipe)?
+ * Then a line written to both would show twice.
+ */
+export function sameDestination() {
+  if (process.stdout.isTTY && process.stderr.isTTY) return true;
+  try {
+    const [out, err] = [fs.fstatSync(1), fs.fstatSync(2)];
+    return out.ino !== 0 && out.dev === err.dev && out.ino === err.ino;
+  } catch {
+    return false;
+  }
 }

@@ -181,3 +181,28 @@ test('write: OUT a directory or unwritable is named as OUT, never as its tempora
   assert.equal(r.status, 2);
   assert.equal(r.stderr, `ckptscope: cannot write ${path.join(tmp, 'no-such-folder', 'model.ckpt')}: no such folder: ${path.join(tmp, 'no-such-folder')}\n`);
 });
+
+// ---- the diagnostic of an invalid file, once ------------------------------------------------
+
+const count = (text, part) => text.split(part).length - 1;
+
+test('an invalid file: the diagnostic shows once in a terminal, once in 2>&1, on both streams when they differ', async () => {
+  const bad = file('bad.ckpt', (await model()).slice(0, 60));
+  const diagnostic = `${F}truncated checkpoint (wanted 8 bytes, got 5)`;
+  // A real terminal: `script` gives the CLI a pseudo-terminal for stdout and stderr.
+  const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect "${bad}"`, '/dev/null'], { encoding: 'utf8' });
+  if (tty.error?.code !== 'ENOENT') {
+    assert.equal(count(tty.stdout, diagnostic), 1, tty.stdout);
+    assert.match(tty.stdout, /verdict: invalid at byte 55\r?\n/);
+  }
+  // stdout and stderr into one pipe: once, and --json stays parseable.
+  let r = sh('"$NODE" "$CLI" inspect "$F" 2>&1 | cat', { F: bad });
+  assert.equal(count(r.stdout, diagnostic), 1, r.stdout);
+  r = sh('"$NODE" "$CLI" inspect "$F" --json 2>&1 | cat', { F: bad });
+  assert.equal(JSON.parse(r.stdout).error.message, diagnostic);
+  // Separate places (a report file and a log): each gets it.
+  r = sh('"$NODE" "$CLI" inspect "$F" >"$F.out" 2>"$F.err"; echo $?', { F: bad });
+  assert.equal(r.stdout, '1\n');
+  assert.equal(count(fs.readFileSync(`${bad}.out`, 'utf8'), diagnostic), 1);
+  assert.equal(fs.readFileSync(`${bad}.err`, 'utf8'), `${diagnostic}\n`);
+});
