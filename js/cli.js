@@ -163,17 +163,49 @@ async function cmdCheck(argv) {
   const { positional, seen } = parseArgs(argv, [], ['--expect']);
   if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
   checkInput(positional[0], 'checkpoint');
-  const result = await check(positional[0], layoutArg(seen['--expect']));
+  const expect = seen['--expect'];
+  let result;
+  try {
+    result = await check(positional[0], layoutArg(expect));
+  } catch (err) {
+    if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
+    if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
+    throw err;
+  }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
   say(process.stdout, `${positional[0]}: loads into ${seen['--expect']}`);
   return 0;
+}
+
+/** One side of a diff: a layout object, or a valid checkpoint's report (a broken one is named). */
+async function diffSide(path) {
+  const side = layoutArg(path);
+  if (typeof side === 'string') {
+    const report = await reading(path, 'checkpoint', () => inspect(path));
+    if (!report.ok) throw Object.assign(new CheckpointError(report.error), { context: `cannot compare: ${path} is not a valid checkpoint` });
+    return report;
+  }
+  if (side.ok === false && side.error) {
+    throw Object.assign(new CheckpointError(side.error), { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
+  }
+  return side;
 }
 
 async function cmdDiff(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('diff takes two files');
   const [a, b] = positional;
-  const differences = await diff(layoutArg(a), layoutArg(b));
+  const [sa, sb] = [await diffSide(a), await diffSide(b)];
+  let differences;
+  try {
+    differences = await diff(sa, sb);
+  } catch (err) {
+    // A malformed layout: describe each side alone to name the one at fault.
+    if (err instanceof LayoutError) for (const [side, name] of [[sa, a], [sb, b]]) await diff(side, side).catch((e) => {
+      throw e instanceof LayoutError ? new LayoutError(`${name}: ${e.message}`) : e;
+    });
+    throw err;
+  }
   if (!differences.length) {
     say(process.stdout, `no differences between ${a} and ${b}`);
     return 0;
@@ -222,8 +254,9 @@ export async function main(argv) {
       return 2;
     }
     if (err instanceof CheckpointError) {
-      const who = err.role === 'expected' ? 'the expected layout is not a valid checkpoint: ' : err.role === 'diff' ? 'cannot compare: ' : '';
-      say(process.stderr, `${who}${err.message}`);
+      // `context`: which of the user's files, when the diagnostic alone does not say.
+      if (err.context) say(process.stderr, `ckptscope: ${err.context}`);
+      say(process.stderr, err.message);
       if (err.offset !== null && err.offset !== undefined) say(process.stderr, `at byte ${err.offset}`);
       if (err.hint) say(process.stderr, `hint: ${err.hint}`);
       return 1;

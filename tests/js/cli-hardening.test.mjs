@@ -206,3 +206,41 @@ test('an invalid file: the diagnostic shows once in a terminal, once in 2>&1, on
   assert.equal(count(fs.readFileSync(`${bad}.out`, 'utf8'), diagnostic), 1);
   assert.equal(fs.readFileSync(`${bad}.err`, 'utf8'), `${diagnostic}\n`);
 });
+
+// ---- diff and check: which side is broken ---------------------------------------------------
+
+test('diff: a broken side is named, with its diagnostic, exit 1', async () => {
+  const good = file('side-good.ckpt', await model());
+  const cut = file('side-cut.ckpt', (await model()).slice(0, 320));     // the schema reads fine, the payload is cut
+  const stub = file('side-stub.ckpt', (await model()).slice(0, 4));     // nothing to compare at all
+  let r = run(['diff', good, cut]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315\n`);
+  r = run(['diff', stub, good]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${stub} is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  // The JSON report of a broken file is a broken side too.
+  const report = run(['inspect', cut, '--json']).stdout;
+  const reportFile = file('side-cut.json', report);
+  r = run(['diff', reportFile, good]);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, new RegExp(`^ckptscope: cannot compare: ${reportFile} is the report of an invalid checkpoint\\n`));
+  // A malformed layout JSON: named, exit 2.
+  const wrong = file('side-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
+  r = run(['diff', good, wrong]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+});
+
+test('check: a broken --expect checkpoint and a malformed layout are named', async () => {
+  const good = file('exp-good.ckpt', await model());
+  const stub = file('exp-stub.ckpt', (await model()).slice(0, 4));
+  let r = run(['check', good, '--expect', stub]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `ckptscope: cannot check against ${stub}: it is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  const wrong = file('exp-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
+  r = run(['check', good, '--expect', wrong]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+});
