@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
 import { say, terminalJSON, guardOutput, sameDestination } from './terminal.js';
-import { FileError, checkInput, reading, writing } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf } from './user-files.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
@@ -18,6 +18,7 @@ const USAGE = `usage:
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
 
+FILE (and write's DESCRIPTION) may be - for the standard input: ckptscope inspect - < model.ckpt.
 exit status: 0 valid, would load, no differences; 1 invalid, would not load, differences;
 2 usage or I/O error; 141 when the reader of stdout goes away (ckptscope inspect F | head).
 An invalid file: stdout has the summary (or --json report) with the diagnostic; stderr has
@@ -66,9 +67,11 @@ const num = (x) => (typeof x === 'number' ? Number(x.toPrecision(4)).toString() 
 /** The summary as lines (unescaped: `say` escapes them on the way out). */
 export function summaryLines(report, name) {
   const out = [];
+  // No size for a pipe: its bytes are read as they come.
+  const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : `${report.size} bytes`;
   const head = report.family
-    ? `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${report.size ?? '?'} bytes`
-    : `${name}: ${report.size ?? '?'} bytes, not a TLADAMF checkpoint`;
+    ? `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`
+    : `${name}: ${size}, not a TLADAMF checkpoint`;
   out.push(head);
   if (report.config) {
     const c = report.config;
@@ -119,11 +122,11 @@ export const summary = (report, name) => summaryLines(report, name).join('\n');
 
 function readJSON(path, what) {
   checkInput(path, what);
-  const text = fs.readFileSync(path, 'utf8');
+  const text = reading(path, what, () => fs.readFileSync(sourceOf(path), 'utf8'));
   try {
     return JSON.parse(text);
   } catch (err) {
-    throw new LayoutError(`${what} ${path} is not valid JSON: ${err.message}`);
+    throw new LayoutError(`${what} ${displayName(path)} is not valid JSON: ${err.message}`);
   }
 }
 
@@ -147,12 +150,13 @@ function layoutArg(path) {
 async function cmdInspect(argv) {
   const { positional, seen } = parseArgs(argv, ['--json', '--stats']);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
-  checkInput(positional[0], 'checkpoint');
-  const report = await reading(positional[0], 'checkpoint', () => inspect(positional[0], { stats: !!seen['--stats'] }));
+  const file = positional[0];
+  checkInput(file, 'checkpoint');
+  const report = await reading(file, 'checkpoint', () => inspect(sourceOf(file), { stats: !!seen['--stats'] }));
   // Indented for people; past 10,000 slots one line (a million slots indented is ~100 MB).
   const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
   if (seen['--json']) process.stdout.write(terminalJSON(report, indent) + '\n');
-  else say(process.stdout, summaryLines(report, positional[0]));
+  else say(process.stdout, summaryLines(report, displayName(file)));
   // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
   // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
   if (!report.ok && !sameDestination()) say(process.stderr, report.error.message);
@@ -162,18 +166,20 @@ async function cmdInspect(argv) {
 async function cmdCheck(argv) {
   const { positional, seen } = parseArgs(argv, [], ['--expect']);
   if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
-  checkInput(positional[0], 'checkpoint');
+  const [file] = positional;
   const expect = seen['--expect'];
+  if (expect === STDIN) throw new UsageError('check --expect needs a file: - (standard input) works for FILE only');
+  checkInput(file, 'checkpoint');
   let result;
   try {
-    result = await check(positional[0], layoutArg(expect));
+    result = await reading(file, 'checkpoint', () => check(sourceOf(file), layoutArg(expect)));
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
     throw err;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
-  say(process.stdout, `${positional[0]}: loads into ${seen['--expect']}`);
+  say(process.stdout, `${displayName(file)}: loads into ${expect}`);
   return 0;
 }
 
@@ -195,6 +201,7 @@ async function cmdDiff(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('diff takes two files');
   const [a, b] = positional;
+  if (a === STDIN || b === STDIN) throw new UsageError('diff needs two files: - (standard input) is not supported there');
   const [sa, sb] = [await diffSide(a), await diffSide(b)];
   let differences;
   try {
@@ -218,6 +225,9 @@ async function cmdDiff(argv) {
 async function cmdWrite(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
+  if (positional[1] === STDIN) {
+    throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
+  }
   const description = readJSON(positional[0], 'description');
   await writing(positional[1], () => saveCheckpoint(positional[1], description));
   say(process.stdout, `wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)`);

@@ -3,9 +3,20 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
+import tty from 'node:tty';
 
 /** An I/O problem with one of the user's files, its message ready to show. Exit status 2. */
 export class FileError extends Error {}
+
+/** `-` as FILE: the standard input, read through its file descriptor (0). */
+export const STDIN = '-';
+export const displayName = (file) => (file === STDIN ? '(standard input)' : file);
+export const sourceOf = (file) => (file === STDIN ? 0 : file);
+
+const STDIN_EXAMPLES = {
+  checkpoint: 'ckptscope inspect - < model.ckpt',
+  description: 'ckptscope write - OUT < description.json',
+};
 
 const isNodeIoError = (err) => err && typeof err.code === 'string' && (err.syscall !== undefined || err.errno !== undefined);
 
@@ -43,6 +54,11 @@ export function writeMessage(err, file) {
  * some failures only show later, without a path (reading a directory fails with EISDIR).
  */
 export function checkInput(file, what) {
+  if (file === STDIN) {
+    // tty.isatty, not process.stdin.isTTY: creating process.stdin could make fd 0 non-blocking.
+    if (tty.isatty(0)) throw new FileError(`the standard input is a terminal: pipe a ${what} in, e.g. ${STDIN_EXAMPLES[what]}`);
+    return;
+  }
   let st;
   try {
     const fd = fs.openSync(file, 'r');
@@ -58,13 +74,14 @@ export function checkInput(file, what) {
   if (st.isDirectory()) throw new FileError(readMessage({ code: 'EISDIR' }, file, what));
 }
 
-/** Run `fn`; a Node I/O error from it becomes a FileError naming `file`. */
-export async function reading(file, what, fn) {
+/** Run `fn` (sync or async); a Node I/O error from it becomes a FileError naming `file`. */
+export function reading(file, what, fn) {
+  const named = (err) => (isNodeIoError(err) ? new FileError(readMessage(err, file === STDIN ? 'the standard input' : file, what)) : err);
   try {
-    return await fn();
+    const result = fn();
+    return result instanceof Promise ? result.catch((err) => { throw named(err); }) : result;
   } catch (err) {
-    if (isNodeIoError(err)) throw new FileError(readMessage(err, file, what));
-    throw err;
+    throw named(err);
   }
 }
 

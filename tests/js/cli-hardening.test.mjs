@@ -244,3 +244,54 @@ test('check: a broken --expect checkpoint and a malformed layout are named', asy
   assert.equal(r.status, 2);
   assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
 });
+
+// ---- `-`: the standard input ----------------------------------------------------------------
+
+test('inspect - reads the standard input (a pipe, a socket, a redirected file)', async () => {
+  const bytes = await model();
+  const p = file('stdin.ckpt', bytes);
+  let r = run(['inspect', '-'], { input: bytes });           // node's stdio pipe: a socket
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\(standard input\): CUDA Adam checkpoint \(TLADAMF\) version 3, float32, size unknown \(a stream\)\n/);
+  assert.match(r.stdout, /verdict: valid\n$/);
+  r = sh('cat "$F" | "$NODE" "$CLI" inspect - --stats', { F: p });   // a real pipe, read to the end
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /m: min -0\.5 max -0\.5 rms 0\.5/);
+  r = sh('"$NODE" "$CLI" inspect - --json < "$F"', { F: p });          // a file: positional reads
+  assert.equal(JSON.parse(r.stdout).size, bytes.length);
+  r = run(['inspect', '-'], { input: bytes.slice(0, 60) });
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `${F}truncated checkpoint (wanted 8 bytes, got 5)\n`);
+  r = run(['check', '-', '--expect', p], { input: bytes });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `(standard input): loads into ${p}\n`);
+});
+
+test('write - OUT reads the description from the standard input', async () => {
+  const d = modelDescription();
+  const json = JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) });
+  const out = path.join(tmp, 'from-stdin.ckpt');
+  const r = run(['write', '-', out], { input: json });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await model());
+});
+
+test('- where a command needs a real file: a clear message, exit 2', async () => {
+  const p = file('needs-file.ckpt', await model());
+  const cases = [
+    [['check', p, '--expect', '-'], 'check --expect needs a file: - (standard input) works for FILE only'],
+    [['diff', '-', p], 'diff needs two files: - (standard input) is not supported there'],
+    [['write', p, '-'], 'write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed'],
+  ];
+  for (const [args, message] of cases) {
+    const r = run(args, { input: '' });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`);
+  }
+  // A terminal on stdin: nothing to read, say how to give a file.
+  const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect -; echo "status=$?"`, '/dev/null'], { encoding: 'utf8' });
+  if (tty.error?.code !== 'ENOENT') {
+    assert.match(tty.stdout, /ckptscope: the standard input is a terminal: pipe a checkpoint in, e.g\. ckptscope inspect - < model\.ckpt/);
+    assert.match(tty.stdout, /status=2/);
+  }
+});
