@@ -13,7 +13,8 @@ const USAGE = `usage:
   ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another checkpoint
   ckptscope diff A B                          every difference between two layouts/checkpoints
   ckptscope write DESCRIPTION.json OUT        make a checkpoint (the reference writer's rules)
-  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080`;
+  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
+  ckptscope --version`;
 
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
@@ -26,6 +27,8 @@ the diagnostic too, unless stderr goes where stdout goes (a terminal, 2>&1), to 
 Control characters from files and arguments are shown as escapes (\\u001b).`;
 
 class UsageError extends Error {}
+/** Anything else the user can act on, said in words; exit status 2. */
+class Failure extends Error {}
 
 function parseArgs(argv, flags, options = []) {
   const positional = [];
@@ -240,14 +243,32 @@ async function cmdServe(argv) {
   const port = seen['--port'] !== undefined ? Number(seen['--port']) : Number(process.env.PORT ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number, got ${seen['--port']}`);
   const { serve } = await import('../web/server.js');
-  await serve({ port });
+  await listening(() => serve({ port }), port);
   return null;   // keeps running
+}
+
+/** Start a server; a port that cannot be had becomes advice, not a stack. */
+async function listening(start, port) {
+  try {
+    return await start();
+  } catch (err) {
+    const next = port < 65535 ? port + 1 : port - 1;
+    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: try --port ${next} or PORT=${next} npm start`);
+    if (err?.code === 'EACCES') throw new Failure(`port ${port} needs privileges: choose one above 1023, e.g. --port 8080`);
+    if (err?.code === 'CKPT_NO_WASM') throw new Failure(err.message);
+    throw err;
+  }
 }
 
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: cmdWrite, serve: cmdServe };
 
 export async function main(argv) {
   const [command, ...rest] = argv;
+  if (command === '--version' || command === '-V') {
+    const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    process.stdout.write(`ckptscope ${version}\n`);
+    return 0;
+  }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
     if (command) process.stdout.write(HELP + '\n');
     else process.stderr.write(USAGE + '\n');
@@ -271,7 +292,7 @@ export async function main(argv) {
       if (err.hint) say(process.stderr, `hint: ${err.hint}`);
       return 1;
     }
-    if (err instanceof FileError) {
+    if (err instanceof FileError || err instanceof Failure) {
       say(process.stderr, `ckptscope: ${err.message}`);
       return 2;
     }

@@ -76,7 +76,7 @@ function handle(req, res) {
 /** Serve the viewer on 127.0.0.1:port (0: any free port). Resolves with the server. */
 export function serve({ port = 8080, host = '127.0.0.1', quiet = false } = {}) {
   if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
-    throw new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)');
+    throw Object.assign(new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)'), { code: 'CKPT_NO_WASM' });
   }
   const server = http.createServer(handle);
   return new Promise((resolvePromise, reject) => {

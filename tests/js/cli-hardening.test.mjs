@@ -295,3 +295,53 @@ test('- where a command needs a real file: a clear message, exit 2', async () =>
     assert.match(tty.stdout, /status=2/);
   }
 });
+
+// ---- --version, file modes, busy ports ------------------------------------------------------
+
+test('--version and -V print ckptscope X.Y.Z from package.json', () => {
+  const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  for (const flag of ['--version', '-V']) {
+    const r = run([flag]);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, `ckptscope ${version}\n`);
+    assert.match(version, /^\d+\.\d+\.\d+/);
+  }
+});
+
+test('write over an existing checkpoint keeps its mode (0600 stays 0600)', async () => {
+  const d = modelDescription();
+  const desc = file('mode-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  for (const mode of [0o600, 0o640, 0o666]) {
+    const out = file(`mode-${mode.toString(8)}.ckpt`, 'old');
+    fs.chmodSync(out, mode);
+    const r = run(['write', desc, out]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(fs.statSync(out).mode & 0o7777, mode, `mode ${mode.toString(8)}`);
+    assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await model());
+  }
+  // A new file: the usual mode (0666 less the umask).
+  const fresh = path.join(tmp, 'mode-new.ckpt');
+  const r = run(['write', desc, fresh]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(fs.statSync(fresh).mode & 0o777, 0o666 & ~process.umask());
+});
+
+test('serve on a busy port says which port to try instead, exit 2', async () => {
+  const net = await import('node:net');
+  const blocker = net.createServer();
+  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const { port } = blocker.address();
+  try {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b) => (stderr += b));
+    const timer = setTimeout(() => child.kill(), 10_000);   // it must not keep running
+    const status = await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
+    assert.equal(status, 2);
+    assert.equal(stderr, `ckptscope: port ${port} is in use: try --port ${port + 1} or PORT=${port + 1} npm start\n`);
+  } finally {
+    blocker.close();
+  }
+});
