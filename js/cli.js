@@ -6,7 +6,8 @@
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
 import { say, terminalJSON, guardOutput, sameDestination } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
+import { openBrowser } from './open-browser.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
@@ -14,6 +15,8 @@ const USAGE = `usage:
   ckptscope diff A B                          every difference between two layouts/checkpoints
   ckptscope write DESCRIPTION.json OUT        make a checkpoint (the reference writer's rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
+  ckptscope view FILE [FILE2] [--port N] [--no-open]
+                                              the viewer on those files, in your browser
   ckptscope --version`;
 
 // --help: the usage and how the CLI behaves in a shell.
@@ -24,7 +27,10 @@ exit status: 0 valid, would load, no differences; 1 invalid, would not load, dif
 2 usage or I/O error; 141 when the reader of stdout goes away (ckptscope inspect F | head).
 An invalid file: stdout has the summary (or --json report) with the diagnostic; stderr has
 the diagnostic too, unless stderr goes where stdout goes (a terminal, 2>&1), to show it once.
-Control characters from files and arguments are shown as escapes (\\u001b).`;
+Control characters from files and arguments are shown as escapes (\\u001b).
+serve and view: 127.0.0.1 only; the port is --port, else PORT, else 8080 (view: the first
+free one from 8080 up); view prints the page URL and opens it unless --no-open. Ctrl-C
+stops them (exit status 0).`;
 
 class UsageError extends Error {}
 /** Anything else the user can act on, said in words; exit status 2. */
@@ -237,30 +243,96 @@ async function cmdWrite(argv) {
   return 0;
 }
 
+/** The port asked for by --port, else by PORT (empty: unset); null when none was. */
+function askedPort(seen) {
+  const [given, from] = seen['--port'] !== undefined ? [seen['--port'], '--port'] : [process.env.PORT || undefined, 'PORT'];
+  if (given === undefined) return null;
+  if (!/^\d{1,5}$/.test(given) || Number(given) > 65535) throw new UsageError(`${from} must be a port number (0 to 65535), got ${given}`);
+  return Number(given);
+}
+
 async function cmdServe(argv) {
   const { positional, seen } = parseArgs(argv, [], ['--port']);
   if (positional.length) throw new UsageError('serve takes no files');
-  const port = seen['--port'] !== undefined ? Number(seen['--port']) : Number(process.env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be a port number, got ${seen['--port']}`);
+  const port = askedPort(seen) ?? 8080;
   const { serve } = await import('../web/server.js');
-  await listening(() => serve({ port }), port);
+  const server = await listening(() => serve({ port, quiet: true }), port, (next) => `try --port ${next} or PORT=${next} npm start`);
+  stopOnSignals(server);   // before the URL is out: a Ctrl-C right after it must find the handler
+  say(process.stdout, `ckptscope viewer: ${server.origin}/  (Ctrl-C stops it)`);
   return null;   // keeps running
 }
 
+const FIRST_PORT = 8080;
+const PORTS_TO_TRY = 100;
+
+/** What view can serve: an existing regular file (ranges need a size and positional reads). */
+function regularFile(file) {
+  if (file === STDIN) throw new UsageError('view needs files: - (standard input) cannot be served by byte ranges');
+  let st;
+  try {
+    st = fs.statSync(file);   // stat, not open: opening a FIFO would wait for a writer
+  } catch (err) {
+    throw new FileError(readMessage(err, file, 'checkpoint'));
+  }
+  if (st.isDirectory()) throw new FileError(readMessage({ code: 'EISDIR' }, file, 'checkpoint'));
+  if (!st.isFile()) throw new FileError(`${file} is not a regular file: view serves a file by byte ranges`);
+  checkInput(file, 'checkpoint');   // readable
+}
+
+async function cmdView(argv) {
+  const { positional, seen } = parseArgs(argv, ['--no-open'], ['--port']);
+  if (positional.length < 1 || positional.length > 2) throw new UsageError('view takes FILE [FILE2]');
+  positional.forEach(regularFile);
+  const asked = askedPort(seen);
+  const { serve } = await import('../web/server.js');
+  const start = (port) => serve({ port, quiet: true, files: positional });
+  const advice = (next) => `try --port ${next}`;
+  const server = asked !== null
+    ? await listening(() => start(asked), asked, advice)
+    : await listening(() => firstFreePort(start), FIRST_PORT, advice);
+  stopOnSignals(server);   // before the URL is out: a Ctrl-C right after it must find the handler
+  say(process.stdout, server.viewerUrl);
+  const opened = !seen['--no-open'] && openBrowser(server.viewerUrl);
+  say(process.stderr, `ckptscope: ${opened ? 'opening it in your browser' : 'open this URL in your browser'} (Ctrl-C stops the server)`);
+  return null;   // keeps running
+}
+
+/** The first port from 8080 up that `start(port)` can listen on. */
+async function firstFreePort(start) {
+  for (let port = FIRST_PORT; port < FIRST_PORT + PORTS_TO_TRY; port++) {
+    try {
+      return await start(port);
+    } catch (err) {
+      if (err?.code !== 'EADDRINUSE') throw err;
+    }
+  }
+  throw new Failure(`ports ${FIRST_PORT} to ${FIRST_PORT + PORTS_TO_TRY - 1} are all in use: choose one with --port N`);
+}
+
+/** Ctrl-C (SIGINT) and SIGTERM: close the server and its open connections, exit status 0. */
+function stopOnSignals(server) {
+  const stop = () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();   // keep-alive connections would hold close() open
+  };
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+}
+
 /** Start a server; a port that cannot be had becomes advice, not a stack. */
-async function listening(start, port) {
+async function listening(start, port, advice) {
   try {
     return await start();
   } catch (err) {
     const next = port < 65535 ? port + 1 : port - 1;
-    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: try --port ${next} or PORT=${next} npm start`);
+    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: ${advice(next)}`);
     if (err?.code === 'EACCES') throw new Failure(`port ${port} needs privileges: choose one above 1023, e.g. --port 8080`);
     if (err?.code === 'CKPT_NO_WASM') throw new Failure(err.message);
     throw err;
   }
 }
 
-const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: cmdWrite, serve: cmdServe };
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: cmdWrite, serve: cmdServe, view: cmdView };
 
 export async function main(argv) {
   const [command, ...rest] = argv;
