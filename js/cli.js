@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // ckptscope command line (DESIGN.md "CLI"). Exit status: 0 valid / would load / no
-// differences; 1 invalid checkpoint, would not load, or differences; 2 usage or I/O error.
-// A bad file never produces a stack trace: the reference diagnostic, its offset, a hint.
+// differences; 1 invalid checkpoint, would not load, or differences; 2 usage or I/O error;
+// 141 when stdout's reader went away. A bad file never produces a stack trace: the reference
+// diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
 import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
@@ -151,9 +152,16 @@ function looksLikeJSON(path) {
   }
 }
 
+/** A checkpoint path, or the object of a layout JSON (never a bare JSON value: the API would
+ *  take a string for a path and a number for a file descriptor). */
 function layoutArg(path) {
   checkInput(path, 'layout or checkpoint');
-  return looksLikeJSON(path) ? readJSON(path, 'layout') : path;
+  if (!looksLikeJSON(path)) return path;
+  const layout = readJSON(path, 'layout');
+  if (layout === null || typeof layout !== 'object' || Array.isArray(layout)) {
+    throw new LayoutError(`${path}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json`);
+  }
+  return layout;
 }
 
 async function cmdInspect(argv) {
@@ -179,9 +187,10 @@ async function cmdCheck(argv) {
   const expect = seen['--expect'];
   if (expect === STDIN) throw new UsageError('check --expect needs a file: - (standard input) works for FILE only');
   checkInput(file, 'checkpoint');
+  const layout = layoutArg(expect);
   let result;
   try {
-    result = await reading(file, 'checkpoint', () => check(sourceOf(file), layoutArg(expect)));
+    result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout));
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
@@ -200,10 +209,30 @@ async function diffSide(path) {
     if (!report.ok) throw Object.assign(new CheckpointError(report.error), { context: `cannot compare: ${path} is not a valid checkpoint` });
     return report;
   }
-  if (side.ok === false && side.error) {
-    throw Object.assign(new CheckpointError(side.error), { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
+  if (side.family === undefined) return side;   // a layout: the API checks it
+  // A report (ckptscope inspect --json): a valid one, with its schema.
+  if (side.ok === false) {
+    const error = { message: String(side.error?.message ?? 'the report carries no diagnostic'), offset: side.error?.offset ?? null, hint: side.error?.hint ?? null };
+    throw Object.assign(new CheckpointError(error), { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
   }
+  // The API compares a report's fields as they are: check the ones it reads.
+  const s = side.schema;
+  const wellShaped = s !== null && typeof s === 'object' && Array.isArray(s.shapes) && s.shapes.every(Array.isArray) &&
+    Array.isArray(s.sizes) && s.sizes.length === s.shapes.length && Array.isArray(s.requiresGrad) &&
+    (side.config === undefined || side.config === null || (typeof side.config === 'object' && typeof side.config.bits === 'object' && side.config.bits !== null));
+  if (!wellShaped) throw new LayoutError(`${path}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)`);
   return side;
+}
+
+/** A malformed layout: describe each side alone to name the one at fault. */
+async function nameMalformedSide(sides) {
+  for (const [side, name] of sides) {
+    try {
+      await diff(side, side);
+    } catch (err) {
+      throw err instanceof LayoutError ? new LayoutError(`${name}: ${err.message}`) : err;
+    }
+  }
 }
 
 async function cmdDiff(argv) {
@@ -216,10 +245,7 @@ async function cmdDiff(argv) {
   try {
     differences = await diff(sa, sb);
   } catch (err) {
-    // A malformed layout: describe each side alone to name the one at fault.
-    if (err instanceof LayoutError) for (const [side, name] of [[sa, a], [sb, b]]) await diff(side, side).catch((e) => {
-      throw e instanceof LayoutError ? new LayoutError(`${name}: ${e.message}`) : e;
-    });
+    if (err instanceof LayoutError) await nameMalformedSide([[sa, a], [sb, b]]);
     throw err;
   }
   if (!differences.length) {

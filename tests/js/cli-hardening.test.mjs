@@ -345,3 +345,20 @@ test('serve on a busy port says which port to try instead, exit 2', async () => 
     blocker.close();
   }
 });
+
+test('a layout JSON must be an object: a bare string or number is never taken for a path or a file descriptor', async () => {
+  const good = file('bare-good.ckpt', await model());
+  for (const [name, text] of [['bare-null.json', 'null'], ['bare-num.json', '1'], ['bare-str.json', JSON.stringify(good)], ['bare-arr.json', '[]']]) {
+    const p = file(name, text);
+    for (const args of [['check', good, '--expect', p], ['diff', good, p]]) {
+      const r = run(args);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stderr, `ckptscope: ${p}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json\n`);
+    }
+  }
+  // A report JSON missing what diff compares: named, no "unexpected error".
+  const thin = file('thin-report.json', JSON.stringify({ family: 'TLADAMF', ok: true, schema: { shapes: [[1]] } }));
+  const r = run(['diff', good, thin]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${thin}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)\n`);
+});
