@@ -194,6 +194,8 @@ async function cmdCheck(argv) {
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
+    // The verdict on stdout, as for a load; the trainer's diagnostic follows on stderr.
+    else if (err instanceof CheckpointError) say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
     throw err;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);

@@ -362,3 +362,12 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
   assert.equal(r.status, 2);
   assert.equal(r.stderr, `ckptscope: ${thin}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)\n`);
 });
+
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stderr', async () => {
+  const p = file('verdict.ckpt', await model());
+  const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
+  const r = run(['check', p, '--expect', layout]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
+  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151\n`);
+});
