@@ -37,11 +37,20 @@ export class FileSource {
 
 /** Write through `await fill(write)` into path atomically, as the reference writer does: a
  *  sibling `{path}.tmp-{nanos}`, closed, then renamed over the destination. On any failure
- *  the temporary is removed and the destination is untouched. */
+ *  the temporary is removed and the destination is untouched. A destination that exists
+ *  keeps its mode (a 0600 checkpoint stays 0600); a new one gets 0666 less the umask. */
 export async function atomicWrite(path, fill) {
-  const tmp = `${path}.tmp-${process.hrtime.bigint()}`;
-  let fd = fs.openSync(tmp, 'wx');
+  let mode = null;
   try {
+    mode = fs.statSync(path).mode & 0o7777;
+  } catch {
+    // no destination yet
+  }
+  const tmp = `${path}.tmp-${process.hrtime.bigint()}`;
+  // Created with the final mode (never readable by others, even briefly, if the old one was not).
+  let fd = fs.openSync(tmp, 'wx', mode ?? 0o666);
+  try {
+    if (mode !== null) fs.fchmodSync(fd, mode);   // open's mode is masked by the umask
     await fill((bytes) => {
       let done = 0;
       while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done);

@@ -1,9 +1,23 @@
 // A small static server for the viewer: web/ at the root and the package's js/ at /js/. It
 // serves files only (no uploads, no directory listings) and sends a Content-Security-Policy
 // that keeps every byte of a checkpoint on the machine.
+//
+// It answers only to its own Host (127.0.0.1:PORT or localhost:PORT), so a page elsewhere
+// cannot reach it by DNS rebinding; no request target can stop it (every request is handled
+// inside a try); every answer, errors included, carries the same security headers.
+//
+// `ckptscope view FILE [FILE2]` hands it files: each is served only at
+// /files/{token}/{name}, token 128 random bits (hex) per file per run, name the file's
+// basename (encodeURIComponent), by GET or HEAD with single byte ranges, streamed from disk.
+// The page URL that opens them is
+//     http://127.0.0.1:PORT/#open=<encodeURIComponent('/files/TOKEN/NAME')>[&open=...]
+// one `open=` per file, in order, joined by `&` (see viewerUrl below); the viewer reads
+// location.hash and fetches those paths by range requests.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
+import crypto from 'node:crypto';
+import { pipeline } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -22,6 +36,17 @@ export const CSP = [
   "form-action 'none'",
   "frame-ancestors 'none'",
 ].join('; ');
+
+// On every answer, 200 to 500: what the page may load, no sniffing, no referrer, no embedding
+// of the page or its bytes by another site.
+const SECURITY_HEADERS = {
+  'Content-Security-Policy': CSP,
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Cross-Origin-Resource-Policy': 'same-origin',
+  'X-Frame-Options': 'DENY',
+  'Cache-Control': 'no-cache',
+};
 
 const TYPES = {
   '.html': 'text/html; charset=utf-8',
@@ -42,6 +67,7 @@ function resolve(urlPath) {
   } catch {
     return null;
   }
+  if (decoded.includes('\0') || decoded.includes('\\')) return null;   // never a name we serve
   const [base, rel] = decoded.startsWith('/js/') ? [JS, decoded.slice(4)] : [WEB, decoded === '/' ? 'index.html' : decoded.slice(1)];
   const file = path.resolve(base, rel);
   if (file !== base && !file.startsWith(base + path.sep)) return null;   // no escaping the folder
@@ -49,41 +75,205 @@ function resolve(urlPath) {
   return file;
 }
 
-function handle(req, res) {
-  const url = new URL(req.url, 'http://localhost');
-  const file = resolve(url.pathname);
-  const type = file && TYPES[path.extname(file)];
-  if (req.method !== 'GET' && req.method !== 'HEAD') {
-    res.writeHead(405, { Allow: 'GET, HEAD' }).end();
-    return;
-  }
-  if (!file || !type || !fs.existsSync(file) || !fs.statSync(file).isFile()) {
-    res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found\n');
-    return;
-  }
-  res.writeHead(200, {
-    'Content-Type': type,
-    'Content-Length': fs.statSync(file).size,
-    'Content-Security-Policy': CSP,
-    'X-Content-Type-Options': 'nosniff',
-    'Cache-Control': 'no-cache',
-    'Referrer-Policy': 'no-referrer',
-  });
-  if (req.method === 'HEAD') res.end();
-  else fs.createReadStream(file).pipe(res);
+function send(res, status, headers, body) {
+  res.writeHead(status, { ...SECURITY_HEADERS, 'Content-Length': Buffer.byteLength(body), ...headers });
+  res.end(body);
 }
 
-/** Serve the viewer on 127.0.0.1:port (0: any free port). Resolves with the server. */
-export function serve({ port = 8080, host = '127.0.0.1', quiet = false } = {}) {
-  if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
-    throw new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)');
+const sendText = (res, status, text, headers = {}) =>
+  send(res, status, { 'Content-Type': 'text/plain; charset=utf-8', ...headers }, `${text}\n`);
+
+/** The path of an origin-form request target (`/a/b?q` -> `/a/b`); null for `*` or an absolute URL. */
+function targetPath(target) {
+  if (typeof target !== 'string' || !target.startsWith('/')) return null;
+  return target.split(/[?#]/, 1)[0];
+}
+
+/**
+ * The one range of a `Range` header within a file of `size` bytes: `bytes=a-b`, `bytes=a-` or
+ * `bytes=-n` -> {start, end} (inclusive). null for anything else, several ranges included: the
+ * caller answers 416 rather than send what may be a 20 GB file whole.
+ */
+export function parseRange(header, size) {
+  const m = /^bytes=(\d*)-(\d*)$/.exec(String(header).trim());
+  if (!m || (m[1] === '' && m[2] === '')) return null;
+  let start;
+  let end;
+  if (m[1] === '') {                       // the last n bytes
+    const n = Number(m[2]);
+    if (n === 0) return null;
+    start = Math.max(0, size - n);
+    end = size - 1;
+  } else {
+    start = Number(m[1]);
+    end = m[2] === '' ? size - 1 : Number(m[2]);
+    if (end < start) return null;
+    end = Math.min(end, size - 1);
   }
-  const server = http.createServer(handle);
+  if (start >= size || end < start) return null;
+  return { start, end };
+}
+
+/** Files for /files/: token -> {path, name, url}. */
+function fileRoutes(files) {
+  const routes = new Map();
+  for (const file of files) {
+    const token = crypto.randomBytes(16).toString('hex');
+    const name = path.basename(file);
+    // `path` as handed in (for the caller), `abs` what is read: a later chdir changes nothing.
+    routes.set(token, { path: file, abs: path.resolve(file), name, url: `/files/${token}/${encodeURIComponent(name)}` });
+  }
+  return routes;
+}
+
+/** The route of a /files/ path: exactly /files/{token}/{name} of a file handed in, or null. */
+function lookupFile(urlPath, routes) {
+  const parts = urlPath.split('/');
+  if (parts.length !== 4 || parts[0] !== '' || parts[1] !== 'files') return null;
+  const route = routes.get(parts[2]);
+  if (!route) return null;
+  let name;
+  try {
+    name = decodeURIComponent(parts[3]);
+  } catch {
+    return null;
+  }
+  return name === route.name ? route : null;   // the name as handed in, nothing derived from the URL
+}
+
+function sendFile(req, res, route) {
+  let st;
+  try {
+    st = fs.statSync(route.abs);
+  } catch {
+    st = null;
+  }
+  if (!st?.isFile()) {
+    sendText(res, 404, 'not found');
+    return;
+  }
+  const size = st.size;
+  const headers = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', 'Cache-Control': 'no-store' };
+  let start = 0;
+  let end = size - 1;
+  let status = 200;
+  if (req.headers.range !== undefined) {
+    const range = parseRange(req.headers.range, size);
+    if (!range) {
+      sendText(res, 416, 'range not satisfiable', { 'Accept-Ranges': 'bytes', 'Content-Range': `bytes */${size}` });
+      return;
+    }
+    ({ start, end } = range);
+    status = 206;
+    headers['Content-Range'] = `bytes ${start}-${end}/${size}`;
+  }
+  const length = size === 0 ? 0 : end - start + 1;
+  res.writeHead(status, { ...SECURITY_HEADERS, ...headers, 'Content-Length': length });
+  if (req.method === 'HEAD' || length === 0) {
+    res.end();
+    return;
+  }
+  // Streamed: only the asked bytes are read, whatever the file's size.
+  pipeline(fs.createReadStream(route.abs, { start, end }), res, () => {});
+}
+
+function sendStatic(req, res, urlPath) {
+  const file = resolve(urlPath);
+  const type = file && TYPES[path.extname(file)];
+  let st = null;
+  try {
+    if (type) st = fs.statSync(file);
+  } catch {
+    st = null;
+  }
+  if (!st?.isFile()) {
+    sendText(res, 404, 'not found');
+    return;
+  }
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': type, 'Content-Length': st.size });
+  if (req.method === 'HEAD') res.end();
+  else pipeline(fs.createReadStream(file), res, () => {});
+}
+
+function handler({ allowedHosts, routes, quiet }) {
+  const handle = (req, res) => {
+    const host = String(req.headers.host ?? '').toLowerCase();
+    if (!allowedHosts.has(host)) {
+      const [a, b] = allowedHosts;
+      sendText(res, 421, `this server answers only to ${a} and ${b}`);
+      return;
+    }
+    const urlPath = targetPath(req.url);
+    if (urlPath === null) {
+      sendText(res, 400, 'bad request');
+      return;
+    }
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendText(res, 405, 'method not allowed', { Allow: 'GET, HEAD' });
+      return;
+    }
+    if (urlPath.startsWith('/files/')) {
+      const route = lookupFile(urlPath, routes);
+      if (route) sendFile(req, res, route);
+      else sendText(res, 404, 'not found');
+      return;
+    }
+    sendStatic(req, res, urlPath);
+  };
+  // Last resort: whatever a request does, the server keeps serving the next one.
+  return (req, res) => {
+    try {
+      handle(req, res);
+    } catch (err) {
+      if (!quiet) process.stderr.write(`ckptscope serve: ${String(err?.message ?? err).replace(/[^\x20-\x7e]/g, '?')}\n`);
+      if (res.headersSent) res.destroy();
+      else sendText(res, 500, 'internal error');
+    }
+  };
+}
+
+/** A request the HTTP parser rejects: 400 with the same headers, then the connection closes. */
+function onClientError(err, socket) {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const headers = Object.entries({ ...SECURITY_HEADERS, 'Content-Type': 'text/plain; charset=utf-8', Connection: 'close' })
+    .map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  socket.end(`HTTP/1.1 400 Bad Request\r\n${headers}Content-Length: 12\r\n\r\nbad request\n`);
+}
+
+/** The page URL that opens `fileUrls` (paths /files/TOKEN/NAME) in the viewer. */
+export function viewerUrl(origin, fileUrls) {
+  const hash = fileUrls.map((u) => `open=${encodeURIComponent(u)}`).join('&');
+  return `${origin}/${hash ? `#${hash}` : ''}`;
+}
+
+/**
+ * Serve the viewer on host:port (0: any free port), and `files` (paths) at their tokened
+ * URLs. Resolves with the http.Server, which also tells:
+ *   server.origin     'http://127.0.0.1:PORT'
+ *   server.files      [{path, name, url: '/files/TOKEN/NAME'}], in the order given
+ *   server.viewerUrl  the page URL that opens them (the origin's root when there are none)
+ */
+export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [] } = {}) {
+  if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
+    throw Object.assign(new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)'), { code: 'CKPT_NO_WASM' });
+  }
+  const routes = fileRoutes(files);
+  const allowedHosts = new Set();   // filled once the port is known
+  const server = http.createServer(handler({ allowedHosts, routes, quiet }));
+  server.on('clientError', onClientError);
   return new Promise((resolvePromise, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
       const { port: actual } = server.address();
-      if (!quiet) console.log(`ckptscope viewer: http://${host}:${actual}/  (Ctrl-C stops it)`);
+      const hostInUrl = host.includes(':') ? `[${host}]` : host;
+      for (const h of [`127.0.0.1:${actual}`, `localhost:${actual}`, `${hostInUrl}:${actual}`]) allowedHosts.add(h.toLowerCase());
+      server.origin = `http://${hostInUrl}:${actual}`;
+      server.files = [...routes.values()].map(({ path: p, name, url }) => ({ path: p, name, url }));
+      server.viewerUrl = viewerUrl(server.origin, server.files.map((f) => f.url));
+      if (!quiet) console.log(`ckptscope viewer: ${server.origin}/  (Ctrl-C stops it)`);
       resolvePromise(server);
     });
   });

@@ -1,0 +1,103 @@
+// The CLI's words for what goes wrong with a file the user named: always that path (never a
+// temporary beside it, never an empty one), and what to do about it.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import tty from 'node:tty';
+
+/** An I/O problem with one of the user's files, its message ready to show. Exit status 2. */
+export class FileError extends Error {}
+
+/** `-` as FILE: the standard input, read through its file descriptor (0). */
+export const STDIN = '-';
+export const displayName = (file) => (file === STDIN ? '(standard input)' : file);
+export const sourceOf = (file) => (file === STDIN ? 0 : file);
+
+const STDIN_EXAMPLES = {
+  checkpoint: 'ckptscope inspect - < model.ckpt',
+  description: 'ckptscope write - OUT < description.json',
+};
+
+const isNodeIoError = (err) => err && typeof err.code === 'string' && (err.syscall !== undefined || err.errno !== undefined);
+
+// "ENOTDIR: not a directory, open '/x/y'" -> "not a directory".
+const plain = (err) => String(err.message).replace(/^E[A-Z0-9]+: /, '').replace(/, \w+ '.*'$/s, '');
+
+/** The message for `err` while reading `file` (`what`: "checkpoint", "layout", ...). */
+export function readMessage(err, file, what) {
+  switch (err.code) {
+    case 'ENOENT': return `no such file: ${file}`;
+    case 'ENOTDIR': return `no such file: ${file} (a part of the path is not a directory)`;
+    case 'EISDIR': return `${file} is a directory, not a ${what} file`;
+    case 'EACCES':
+    case 'EPERM': return `permission denied: cannot read ${file} (check its permissions)`;
+    default: return `cannot read ${file}: ${plain(err)}`;
+  }
+}
+
+/** The message for `err` while writing `file` (through a temporary beside it). */
+export function writeMessage(err, file) {
+  switch (err.code) {
+    case 'ENOENT':
+    case 'ENOTDIR': return `cannot write ${file}: no such folder: ${path.dirname(file)}`;
+    case 'EISDIR': return `${file} is a directory: give the checkpoint a file name, e.g. ${path.join(file, 'model.ckpt')}`;
+    case 'EACCES':
+    case 'EPERM': return `permission denied: cannot write ${file} (its folder must be writable: the checkpoint is written to a temporary file beside it, then renamed)`;
+    case 'ENOSPC': return `cannot write ${file}: no space left on device`;
+    case 'EROFS': return `cannot write ${file}: the file system is read-only`;
+    default: return `cannot write ${file}: ${plain(err)}`;
+  }
+}
+
+/**
+ * Check up front that `file` can be read as a `what` file, so that the message names it:
+ * some failures only show later, without a path (reading a directory fails with EISDIR).
+ */
+export function checkInput(file, what) {
+  if (file === STDIN) {
+    // tty.isatty, not process.stdin.isTTY: creating process.stdin could make fd 0 non-blocking.
+    if (tty.isatty(0)) throw new FileError(`the standard input is a terminal: pipe a ${what} in, e.g. ${STDIN_EXAMPLES[what]}`);
+    return;
+  }
+  let st;
+  try {
+    const fd = fs.openSync(file, 'r');
+    try {
+      st = fs.fstatSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (err) {
+    if (isNodeIoError(err)) throw new FileError(readMessage(err, file, what));
+    throw err;
+  }
+  if (st.isDirectory()) throw new FileError(readMessage({ code: 'EISDIR' }, file, what));
+}
+
+/** Run `fn` (sync or async); a Node I/O error from it becomes a FileError naming `file`. */
+export function reading(file, what, fn) {
+  const named = (err) => (isNodeIoError(err) ? new FileError(readMessage(err, file === STDIN ? 'the standard input' : file, what)) : err);
+  try {
+    const result = fn();
+    return result instanceof Promise ? result.catch((err) => { throw named(err); }) : result;
+  } catch (err) {
+    throw named(err);
+  }
+}
+
+/** Check that `out` can be written, then run `fn`; a Node I/O error names `out`. */
+export async function writing(out, fn) {
+  let st = null;
+  try {
+    st = fs.statSync(out);
+  } catch {
+    // does not exist yet: the usual case
+  }
+  if (st?.isDirectory()) throw new FileError(writeMessage({ code: 'EISDIR' }, out));
+  try {
+    return await fn();
+  } catch (err) {
+    if (isNodeIoError(err)) throw new FileError(writeMessage(err, out));
+    throw err;
+  }
+}

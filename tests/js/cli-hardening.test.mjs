@@ -1,0 +1,373 @@
+// The CLI where it meets a person's terminal and a shell: what a file holds never reaches the
+// terminal raw, a closed pipe ends it quietly, every message names the user's path and says
+// what to do. The CLI runs as a child process, as a user runs it.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { writeCheckpoint } from '../../js/index.js';
+import { model, modelDescription, F } from './cases.mjs';
+
+const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+const STACK = /\n\s+at .*:\d+:\d+/;
+
+function run(args, options = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20, ...options });
+  assert.doesNotMatch(r.stderr ?? '', STACK, 'no stack trace');
+  return r;
+}
+
+/** A shell pipeline, for what only a real shell pipe shows. */
+function sh(script, env = {}) {
+  return spawnSync('bash', ['-c', script], { encoding: 'utf8', env: { ...process.env, NODE: process.execPath, CLI, ...env } });
+}
+
+function file(name, bytes) {
+  const p = path.join(tmp, name);
+  fs.writeFileSync(p, bytes);
+  return p;
+}
+
+const wide = (n) => writeCheckpoint({
+  shapes: Array.from({ length: n }, () => []), requiresGrad: Array.from({ length: n }, (_, i) => i === 0),
+  config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries: [{ id: 0, step: 1, m: [0], v: [0] }],
+});
+
+// Nothing a terminal would act on: C0 (but the newlines between lines), DEL, C1, bidi overrides.
+const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/;
+
+// ---- terminal safety ------------------------------------------------------------------------
+
+test('diff: strings from a report JSON reach the terminal escaped, not raw', async () => {
+  // A forged "report": its strings carry a window-title OSC, an OSC 52 clipboard write, a C1
+  // CSI, DEL, a bidi override and a newline that would forge a line of output.
+  const evil = '\u001b]0;pwned\u0007\u001b]52;c;ZWNobyBwd25lZA==\u0007\u009b31m\u007f\u202e\nverdict: valid';
+  const report = { ok: true, family: 'TLADAMF', name: 'x', dtype: evil, hasRandomCounter: false,
+    config: { kind: evil, bits: { beta1: evil, beta2: '0x0', epsilon: '0x0', weightDecay: '0x0' } },
+    schema: { shapes: [[2, 3], [2, 3], [3]], sizes: [6, 6, 3], requiresGrad: [true, true, true], effectiveRepresentatives: [0, 0, 2] } };
+  const a = file('evil.json', JSON.stringify(report));
+  const b = file('plain.json', JSON.stringify({ ...report, dtype: 'float32', config: { kind: 'adam', bits: { beta1: '0x1', beta2: '0x0', epsilon: '0x0', weightDecay: '0x0' } } }));
+  const r = run(['diff', a, b]);
+  assert.equal(r.status, 1, r.stderr);
+  assert.doesNotMatch(r.stdout, RAW_CONTROL);
+  assert.match(r.stdout, /moment dtype: \\u001b\]0;pwned\\u0007\\u001b\]52;c;ZWNobyBwd25lZA==\\u0007\\u009b31m\\u007f\\u202e\\u000averdict: valid vs float32/);
+  assert.doesNotMatch(r.stdout, /^verdict: valid/m, 'no forged line');
+});
+
+test('file names given by the user are escaped too, and --json stays valid JSON', async () => {
+  const name = 'odd\u001b[2J\u009b\u202ename.ckpt';
+  const p = file(name, await model());
+  const r = run(['inspect', p]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.doesNotMatch(r.stdout, RAW_CONTROL);
+  assert.match(r.stdout, /odd\\u001b\[2J\\u009b\\u202ename\.ckpt: CUDA Adam checkpoint/);
+  const missing = run(['inspect', path.join(tmp, 'gone\u001b]0;x\u0007.ckpt')]);
+  assert.equal(missing.status, 2);
+  assert.doesNotMatch(missing.stderr, RAW_CONTROL);
+  const usage = run(['inspect', '--\u001b[31m']);
+  assert.equal(usage.status, 2);
+  assert.doesNotMatch(usage.stderr, RAW_CONTROL);
+  assert.match(usage.stderr, /unknown option --\\u001b\[31m/);
+  const j = run(['inspect', p, '--json']);
+  assert.equal(JSON.parse(j.stdout).ok, true);
+});
+
+test('one escaping helper: C0, DEL, C1 and bidi overrides as \\u escapes; JSON keeps its value', async () => {
+  const { terminalLine, terminalJSON } = await import('../../js/terminal.js');
+  assert.equal(terminalLine('a\u001b[31mb\tc\nd\u007f\u0085\u009b\u202a\u202e\u2066\u2069é✓'),
+    'a\\u001b[31mb\\u0009c\\u000ad\\u007f\\u0085\\u009b\\u202a\\u202e\\u2066\\u2069é✓');
+  // The report of a future core might quote a file's bytes: JSON.stringify escapes C0 only.
+  const value = { hint: 'x\u001b]52;c;AA==\u0007 \u009b2J \u007f \u202e \u2028', n: [1, 2] };
+  for (const indent of [undefined, 2]) {
+    const text = terminalJSON(value, indent);
+    assert.doesNotMatch(text, RAW_CONTROL);
+    assert.doesNotMatch(text, /\u2028/);
+    assert.deepEqual(JSON.parse(text), value);
+  }
+});
+
+// ---- closed pipes ---------------------------------------------------------------------------
+
+test('a closed stdout ends the command quietly with status 141 (inspect | head)', async () => {
+  const big = file('wide.ckpt', await wide(200_000));
+  for (const cmd of ['"$NODE" "$CLI" inspect "$F" | head -n 2 >/dev/null', '"$NODE" "$CLI" inspect "$F" --json | head -c 100 >/dev/null']) {
+    const r = sh(`${cmd}; echo "status=\${PIPESTATUS[0]}"`, { F: big });
+    assert.equal(r.stderr, '', `${cmd}: nothing on stderr`);
+    assert.match(r.stdout, /status=141\n$/, cmd);
+  }
+});
+
+test('a full disk on stdout is an I/O error with words, not a stack', async () => {
+  if (!fs.existsSync('/dev/full')) return;
+  const big = file('wide2.ckpt', await wide(50_000));
+  const r = sh('"$NODE" "$CLI" inspect "$F" >/dev/full', { F: big });
+  assert.equal(r.status, 2);
+  assert.doesNotMatch(r.stderr, STACK);
+  assert.match(r.stderr, /^ckptscope: cannot write the output: no space left on device\n$/);
+});
+
+// ---- messages that name the user's path -----------------------------------------------------
+
+/** Run the CLI where permissions hold: as `nobody` when these tests run as root. */
+function runUnprivileged(args) {
+  const asNobody = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+  return run(args, asNobody);
+}
+
+/** A folder anyone may enter (mkdtemp makes 0700 ones). */
+function openFolder(name) {
+  const d = path.join(tmp, name);
+  fs.mkdirSync(d, { recursive: true });
+  fs.chmodSync(tmp, 0o755);
+  fs.chmodSync(d, 0o755);
+  return d;
+}
+
+test('inspect: a directory, a missing file, an unreadable file, each named with what to do', async () => {
+  const dir = openFolder('a-folder');
+  let r = run(['inspect', dir]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${dir} is a directory, not a checkpoint file\n`);
+  const missing = path.join(tmp, 'missing.ckpt');
+  r = run(['inspect', missing]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  const secret = file('a-folder/secret.ckpt', await model());
+  fs.chmodSync(secret, 0o000);
+  r = runUnprivileged(['inspect', secret]);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stderr, `ckptscope: permission denied: cannot read ${secret} (check its permissions)\n`);
+});
+
+test('check and diff name the side that cannot be read', async () => {
+  const p = file('named.ckpt', await model());
+  const missing = path.join(tmp, 'nowhere.json');
+  let r = run(['check', p, '--expect', missing]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  r = run(['check', missing, '--expect', p]);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  r = run(['check', p, '--expect', tmp]);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a layout or checkpoint file\n`);
+  r = run(['diff', p, tmp]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a layout or checkpoint file\n`);
+  r = run(['write', missing, path.join(tmp, 'out.ckpt')]);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+});
+
+test('write: OUT a directory or unwritable is named as OUT, never as its temporary', async () => {
+  const d = modelDescription();
+  const desc = file('w-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  const dir = openFolder('out-folder');
+  let r = run(['write', desc, dir]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${dir} is a directory: give the checkpoint a file name, e.g. ${path.join(dir, 'model.ckpt')}\n`);
+  assert.deepEqual(fs.readdirSync(dir), [], 'no temporary left behind');
+  fs.chmodSync(desc, 0o644);
+  fs.chmodSync(dir, 0o555);
+  const out = path.join(dir, 'model.ckpt');
+  r = runUnprivileged(['write', desc, out]);
+  assert.equal(r.status, 2);
+  assert.doesNotMatch(r.stderr, /\.tmp-/);
+  assert.equal(r.stderr, `ckptscope: permission denied: cannot write ${out} (its folder must be writable: the checkpoint is written to a temporary file beside it, then renamed)\n`);
+  r = run(['write', desc, path.join(tmp, 'no-such-folder', 'model.ckpt')]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: cannot write ${path.join(tmp, 'no-such-folder', 'model.ckpt')}: no such folder: ${path.join(tmp, 'no-such-folder')}\n`);
+});
+
+// ---- the diagnostic of an invalid file, once ------------------------------------------------
+
+const count = (text, part) => text.split(part).length - 1;
+
+test('an invalid file: the diagnostic shows once in a terminal, once in 2>&1, on both streams when they differ', async () => {
+  const bad = file('bad.ckpt', (await model()).slice(0, 60));
+  const diagnostic = `${F}truncated checkpoint (wanted 8 bytes, got 5)`;
+  // A real terminal: `script` gives the CLI a pseudo-terminal for stdout and stderr.
+  const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect "${bad}"`, '/dev/null'], { encoding: 'utf8' });
+  if (tty.error?.code !== 'ENOENT') {
+    assert.equal(count(tty.stdout, diagnostic), 1, tty.stdout);
+    assert.match(tty.stdout, /verdict: invalid at byte 55\r?\n/);
+  }
+  // stdout and stderr into one pipe: once, and --json stays parseable.
+  let r = sh('"$NODE" "$CLI" inspect "$F" 2>&1 | cat', { F: bad });
+  assert.equal(count(r.stdout, diagnostic), 1, r.stdout);
+  r = sh('"$NODE" "$CLI" inspect "$F" --json 2>&1 | cat', { F: bad });
+  assert.equal(JSON.parse(r.stdout).error.message, diagnostic);
+  // Separate places (a report file and a log): each gets it.
+  r = sh('"$NODE" "$CLI" inspect "$F" >"$F.out" 2>"$F.err"; echo $?', { F: bad });
+  assert.equal(r.stdout, '1\n');
+  assert.equal(count(fs.readFileSync(`${bad}.out`, 'utf8'), diagnostic), 1);
+  assert.equal(fs.readFileSync(`${bad}.err`, 'utf8'), `${diagnostic}\n`);
+});
+
+// ---- diff and check: which side is broken ---------------------------------------------------
+
+test('diff: a broken side is named, with its diagnostic, exit 1', async () => {
+  const good = file('side-good.ckpt', await model());
+  const cut = file('side-cut.ckpt', (await model()).slice(0, 320));     // the schema reads fine, the payload is cut
+  const stub = file('side-stub.ckpt', (await model()).slice(0, 4));     // nothing to compare at all
+  let r = run(['diff', good, cut]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315\n`);
+  r = run(['diff', stub, good]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${stub} is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  // The JSON report of a broken file is a broken side too.
+  const report = run(['inspect', cut, '--json']).stdout;
+  const reportFile = file('side-cut.json', report);
+  r = run(['diff', reportFile, good]);
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, new RegExp(`^ckptscope: cannot compare: ${reportFile} is the report of an invalid checkpoint\\n`));
+  // A malformed layout JSON: named, exit 2.
+  const wrong = file('side-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
+  r = run(['diff', good, wrong]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+});
+
+test('check: a broken --expect checkpoint and a malformed layout are named', async () => {
+  const good = file('exp-good.ckpt', await model());
+  const stub = file('exp-stub.ckpt', (await model()).slice(0, 4));
+  let r = run(['check', good, '--expect', stub]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `ckptscope: cannot check against ${stub}: it is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  const wrong = file('exp-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
+  r = run(['check', good, '--expect', wrong]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+});
+
+// ---- `-`: the standard input ----------------------------------------------------------------
+
+test('inspect - reads the standard input (a pipe, a socket, a redirected file)', async () => {
+  const bytes = await model();
+  const p = file('stdin.ckpt', bytes);
+  let r = run(['inspect', '-'], { input: bytes });           // node's stdio pipe: a socket
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\(standard input\): CUDA Adam checkpoint \(TLADAMF\) version 3, float32, size unknown \(a stream\)\n/);
+  assert.match(r.stdout, /verdict: valid\n$/);
+  r = sh('cat "$F" | "$NODE" "$CLI" inspect - --stats', { F: p });   // a real pipe, read to the end
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /m: min -0\.5 max -0\.5 rms 0\.5/);
+  r = sh('"$NODE" "$CLI" inspect - --json < "$F"', { F: p });          // a file: positional reads
+  assert.equal(JSON.parse(r.stdout).size, bytes.length);
+  r = run(['inspect', '-'], { input: bytes.slice(0, 60) });
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `${F}truncated checkpoint (wanted 8 bytes, got 5)\n`);
+  r = run(['check', '-', '--expect', p], { input: bytes });
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `(standard input): loads into ${p}\n`);
+});
+
+test('write - OUT reads the description from the standard input', async () => {
+  const d = modelDescription();
+  const json = JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) });
+  const out = path.join(tmp, 'from-stdin.ckpt');
+  const r = run(['write', '-', out], { input: json });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await model());
+});
+
+test('- where a command needs a real file: a clear message, exit 2', async () => {
+  const p = file('needs-file.ckpt', await model());
+  const cases = [
+    [['check', p, '--expect', '-'], 'check --expect needs a file: - (standard input) works for FILE only'],
+    [['diff', '-', p], 'diff needs two files: - (standard input) is not supported there'],
+    [['write', p, '-'], 'write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed'],
+  ];
+  for (const [args, message] of cases) {
+    const r = run(args, { input: '' });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`);
+  }
+  // A terminal on stdin: nothing to read, say how to give a file.
+  const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect -; echo "status=$?"`, '/dev/null'], { encoding: 'utf8' });
+  if (tty.error?.code !== 'ENOENT') {
+    assert.match(tty.stdout, /ckptscope: the standard input is a terminal: pipe a checkpoint in, e.g\. ckptscope inspect - < model\.ckpt/);
+    assert.match(tty.stdout, /status=2/);
+  }
+});
+
+// ---- --version, file modes, busy ports ------------------------------------------------------
+
+test('--version and -V print ckptscope X.Y.Z from package.json', () => {
+  const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  for (const flag of ['--version', '-V']) {
+    const r = run([flag]);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, `ckptscope ${version}\n`);
+    assert.match(version, /^\d+\.\d+\.\d+/);
+  }
+});
+
+test('write over an existing checkpoint keeps its mode (0600 stays 0600)', async () => {
+  const d = modelDescription();
+  const desc = file('mode-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  for (const mode of [0o600, 0o640, 0o666]) {
+    const out = file(`mode-${mode.toString(8)}.ckpt`, 'old');
+    fs.chmodSync(out, mode);
+    const r = run(['write', desc, out]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(fs.statSync(out).mode & 0o7777, mode, `mode ${mode.toString(8)}`);
+    assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await model());
+  }
+  // A new file: the usual mode (0666 less the umask).
+  const fresh = path.join(tmp, 'mode-new.ckpt');
+  const r = run(['write', desc, fresh]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(fs.statSync(fresh).mode & 0o777, 0o666 & ~process.umask());
+});
+
+test('serve on a busy port says which port to try instead, exit 2', async () => {
+  const net = await import('node:net');
+  const blocker = net.createServer();
+  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const { port } = blocker.address();
+  try {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b) => (stderr += b));
+    const timer = setTimeout(() => child.kill(), 10_000);   // it must not keep running
+    const status = await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
+    assert.equal(status, 2);
+    assert.equal(stderr, `ckptscope: port ${port} is in use: try --port ${port + 1} or PORT=${port + 1} npm start\n`);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('a layout JSON must be an object: a bare string or number is never taken for a path or a file descriptor', async () => {
+  const good = file('bare-good.ckpt', await model());
+  for (const [name, text] of [['bare-null.json', 'null'], ['bare-num.json', '1'], ['bare-str.json', JSON.stringify(good)], ['bare-arr.json', '[]']]) {
+    const p = file(name, text);
+    for (const args of [['check', good, '--expect', p], ['diff', good, p]]) {
+      const r = run(args);
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+      assert.equal(r.stderr, `ckptscope: ${p}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json\n`);
+    }
+  }
+  // A report JSON missing what diff compares: named, no "unexpected error".
+  const thin = file('thin-report.json', JSON.stringify({ family: 'TLADAMF', ok: true, schema: { shapes: [[1]] } }));
+  const r = run(['diff', good, thin]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${thin}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)\n`);
+});
+
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stderr', async () => {
+  const p = file('verdict.ckpt', await model());
+  const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
+  const r = run(['check', p, '--expect', layout]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
+  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151\n`);
+});

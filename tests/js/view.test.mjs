@@ -1,0 +1,202 @@
+// `ckptscope view FILE [FILE2]`: the viewer and exactly those files on 127.0.0.1, the page URL
+// that names them, the browser opened when there is one, Ctrl-C and SIGTERM end it with 0.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { model } from './cases.mjs';
+import { browserCommand } from '../../js/open-browser.js';
+
+const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-view-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function file(name, bytes) {
+  const p = path.join(tmp, name);
+  fs.writeFileSync(p, bytes);
+  return p;
+}
+
+/** Start `ckptscope view ...`; child.url resolves once it printed its URL and its advice. */
+function view(args, env = {}) {
+  const child = spawn(process.execPath, [CLI, 'view', ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  child.out = '';
+  child.err = '';
+  let advised;
+  const advice = new Promise((resolve) => (advised = resolve));
+  child.stderr.on('data', (b) => {
+    child.err += b;
+    if (child.err.includes('(Ctrl-C stops the server)\n')) advised();
+  });
+  child.exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);   // never outlive the test
+  child.on('exit', () => clearTimeout(timer));
+  child.url = new Promise((resolve, reject) => {
+    child.stdout.on('data', (b) => {
+      child.out += b;
+      if (child.out.includes('\n')) advice.then(() => resolve(child.out.split('\n')[0]));
+    });
+    child.exited.then(({ code }) => reject(new Error(`view exited ${code}: ${child.err}`)));
+  });
+  child.url.catch(() => {});   // a test that expects the exit does not await the URL
+  return child;
+}
+
+/** The page URL's parts: origin and the /files/ paths its #open= parameters name. */
+function parseViewerUrl(url) {
+  const m = /^(http:\/\/127\.0\.0\.1:(\d+))\/#(open=[^&]+(?:&open=[^&]+)*)$/.exec(url);
+  assert.ok(m, url);
+  return { origin: m[1], port: Number(m[2]), files: m[3].split('&').map((p) => decodeURIComponent(p.slice('open='.length))) };
+}
+
+test('view F --no-open --port 0: the URL, the page, the file by ranges, 404 elsewhere, SIGINT ends it with 0', async () => {
+  const bytes = await model();
+  const p = file('my model.ckpt', bytes);
+  const child = view([p, '--no-open', '--port', '0']);
+  const url = await child.url;
+  const { origin, files } = parseViewerUrl(url);
+  assert.equal(files.length, 1);
+  assert.match(files[0], /^\/files\/[0-9a-f]{32}\/my%20model\.ckpt$/);
+  assert.equal(url, `${origin}/#open=${encodeURIComponent(files[0])}`);
+  assert.match(child.err, /open this URL in your browser/);
+
+  const page = await fetch(`${origin}/`);
+  assert.equal(page.status, 200);
+  assert.match(await page.text(), /<html/);
+
+  let r = await fetch(origin + files[0], { headers: { Range: 'bytes=7-22' } });
+  assert.equal(r.status, 206);
+  assert.equal(r.headers.get('content-range'), `bytes 7-22/${bytes.length}`);
+  assert.deepEqual(new Uint8Array(await r.arrayBuffer()), bytes.slice(7, 23));
+  r = await fetch(origin + files[0]);
+  assert.deepEqual(new Uint8Array(await r.arrayBuffer()), bytes);
+  r = await fetch(origin + files[0], { headers: { Range: `bytes=${bytes.length}-` } });
+  assert.equal(r.status, 416);
+  assert.equal(r.headers.get('content-range'), `bytes */${bytes.length}`);
+  r = await fetch(origin + files[0].replace(/[0-9a-f]{32}/, 'f'.repeat(32)));
+  assert.equal(r.status, 404);
+  r = await fetch(`${origin}/files/x/${path.basename(CLI)}`);
+  assert.equal(r.status, 404);
+  r = await fetch(`${origin}${files[0].replace(/[^/]+$/, '..%2F..%2Fpackage.json')}`);
+  assert.equal(r.status, 404);
+
+  child.kill('SIGINT');
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+});
+
+test('view A B: one open= per file, in order; SIGTERM ends it with 0', async () => {
+  const a = file('a.ckpt', await model());
+  const b = file('b.ckpt', await model({ randomCounter: 3 }));
+  const child = view([a, b, '--no-open', '--port', '0']);
+  const { origin, files } = parseViewerUrl(await child.url);
+  assert.deepEqual(files.map((f) => f.split('/').pop()), ['a.ckpt', 'b.ckpt']);
+  assert.notEqual(files[0].split('/')[2], files[1].split('/')[2], 'a token per file');
+  for (const [f, p] of [[files[0], a], [files[1], b]]) {
+    const r = await fetch(origin + f);
+    assert.deepEqual(new Uint8Array(await r.arrayBuffer()), new Uint8Array(fs.readFileSync(p)));
+  }
+  child.kill('SIGTERM');
+  assert.deepEqual(await child.exited, { code: 0, signal: null });
+});
+
+test('view: with no port given, the first free one from 8080 upward', async () => {
+  // Hold 8080 (unless something else already does): view must move on.
+  const blocker = net.createServer();
+  await new Promise((resolve) => {
+    blocker.once('error', resolve);
+    blocker.listen(8080, '127.0.0.1', resolve);
+  });
+  try {
+    const child = view([file('scan.ckpt', await model()), '--no-open'], { PORT: '' });   // PORT empty: unset
+    const { port } = parseViewerUrl(await child.url);
+    assert.ok(port > 8080 && port < 8180, String(port));
+    child.kill('SIGINT');
+    assert.equal((await child.exited).code, 0);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('view: a busy --port is advice, exit 2', async () => {
+  const blocker = net.createServer();
+  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const { port } = blocker.address();
+  try {
+    const child = view([file('busy.ckpt', await model()), '--no-open', '--port', String(port)]);
+    assert.equal((await child.exited).code, 2);
+    assert.equal(child.err, `ckptscope: port ${port} is in use: try --port ${port + 1}\n`);
+  } finally {
+    blocker.close();
+  }
+});
+
+test('view: FILE must be an existing regular file; clear messages, exit 2', async () => {
+  const p = file('ok.ckpt', await model());
+  const run = (...args) => spawnSync(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { encoding: 'utf8', timeout: 10_000 });
+  const missing = path.join(tmp, 'missing.ckpt');
+  let r = run(missing);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
+  r = run(tmp);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a checkpoint file\n`);
+  r = run('/dev/null');
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: /dev/null is not a regular file: view serves a file by byte ranges\n');
+  r = run('-');
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^ckptscope: view needs files: - \(standard input\) cannot be served by byte ranges\n/);
+  r = run();
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\]\n/);
+  r = run(p, p, p);
+  assert.equal(r.status, 2);
+  r = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
+  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[--port N\] \[--no-open\]/);
+});
+
+test('view opens the default browser when there is one (a stand-in xdg-open records its argument)', async () => {
+  if (process.platform !== 'linux') return;
+  const bin = path.join(tmp, 'bin');
+  fs.mkdirSync(bin, { recursive: true });
+  const record = path.join(tmp, 'opened.txt');
+  fs.writeFileSync(path.join(bin, 'xdg-open'), `#!/bin/sh\nprintf '%s\\n' "$@" > "${record}"\n`, { mode: 0o755 });
+  const child = view([file('open.ckpt', await model()), '--port', '0'], { PATH: `${bin}:${process.env.PATH}`, DISPLAY: ':99' });
+  const url = await child.url;
+  const recorded = () => (fs.existsSync(record) ? fs.readFileSync(record, 'utf8') : '');
+  for (let k = 0; k < 100 && !recorded().endsWith('\n'); k++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(fs.readFileSync(record, 'utf8'), `${url}\n`);
+  assert.match(child.err, /opening it in your browser/);
+  child.kill('SIGINT');
+  assert.equal((await child.exited).code, 0);
+  // No graphical session: no browser to try, just the advice.
+  const headless = view([file('open2.ckpt', await model()), '--port', '0'], { PATH: `${bin}:${process.env.PATH}`, DISPLAY: '', WAYLAND_DISPLAY: '' });
+  await headless.url;
+  assert.match(headless.err, /open this URL in your browser/);
+  headless.kill('SIGINT');
+  assert.equal((await headless.exited).code, 0);
+});
+
+test('the browser command per platform', () => {
+  const url = 'http://127.0.0.1:8080/#open=%2Ffiles%2Fa%2Fx&open=%2Ffiles%2Fb%2Fy';
+  assert.deepEqual(browserCommand(url, { platform: 'darwin', env: {} }).slice(0, 2), ['open', [url]]);
+  // cmd.exe would take & for a command separator: ^& keeps it in the URL.
+  const [cmd, args, options] = browserCommand(url, { platform: 'win32', env: {} });
+  assert.equal(cmd, 'cmd');
+  assert.deepEqual(args, ['/c', 'start', '""', url.replace(/&/g, '^&')]);
+  assert.equal(options.windowsVerbatimArguments, true);
+  assert.equal(browserCommand(url, { platform: 'linux', env: { PATH: '/usr/bin:/bin' } }), null, 'no display');
+});
+
+test('serve: Ctrl-C right after the URL ends it with 0', async () => {
+  const child = spawn(process.execPath, [CLI, 'serve', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+  child.stdout.once('data', () => child.kill('SIGINT'));
+  assert.deepEqual(await exited, { code: 0, signal: null });
+  clearTimeout(timer);
+});
