@@ -7,7 +7,7 @@ import { loadCore } from './wasm.js';
 import { open, Checkpoint, withProgress } from './checkpoint.js';
 import { Schema, buildSchema } from './schema.js';
 import { openSource, readLayoutSource } from './sources.js';
-import { CheckpointError, Codes, abortError } from './errors.js';
+import { CheckpointError, LayoutError, Codes, abortError } from './errors.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
@@ -50,9 +50,15 @@ async function withLayout(x, role, fn) {
     if (layout === undefined) return withOpen(x, (ck) => ck.withLayout(fn, { role }));
     x = layout;
   }
-  const where = role === 'expected' ? 'layout' : `${role} layout`;
-  const arrays = schemaArrays(x, where);
-  const { family, dtype, config, keeps } = destinationOf(x, where);
+  let arrays, destination;
+  try {
+    arrays = schemaArrays(x, 'layout');
+    destination = destinationOf(x, 'layout');
+  } catch (err) {
+    if (err instanceof LayoutError) err.role = role;   // which side of a diff, or the destination
+    throw err;
+  }
+  const { family, dtype, config, keeps } = destination;
   const schema = buildSchema(core, arrays);
   let cfg = 0;
   try {

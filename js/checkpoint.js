@@ -135,8 +135,21 @@ export class Checkpoint {
     return this.#report;
   }
 
+  /** The report's JSON text, streamed out of the core in pieces (no second copy of it in wasm
+   *  memory). A report too large for one JavaScript string (over ~500 MB, some 30 million slots)
+   *  throws a RangeError that says what to use instead. */
   reportText() {
-    return this.#use((ex, file) => this.#core.takeString(ex.w_file_report_json(file, 0)));
+    const decoder = new TextDecoder();
+    const parts = [];
+    this.writeReport((bytes) => parts.push(decoder.decode(bytes, { stream: true })));
+    parts.push(decoder.decode());
+    try {
+      return parts.join('');
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      const slots = this.#meta.slotCount ?? this.#meta.tensorCount;
+      throw new RangeError(`the JSON report of ${slots} slots is too large for one JavaScript string: use columns() for the per-slot arrays, writeReport() to stream it, or \`ckptscope inspect --json\``);
+    }
   }
 
   /** Stream the report's JSON through write(bytes) in pieces: a million slots never become one

@@ -5,16 +5,21 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
-import { inspect, check, diff, saveCheckpoint, CheckpointError, LayoutError } from './index.js';
-import { say, terminalJSON, guardOutput, sameDestination } from './terminal.js';
+import { open, check, pair, diff, saveCheckpoint, saveState, CheckpointError, LayoutError } from './index.js';
+import { readLayoutSource } from './sources.js';
+import { namesOf, jsonKind } from './layout.js';
+import { summaryLines, errorLines, pairLines } from './cli-text.js';
+import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 
 const USAGE = `usage:
-  ckptscope inspect FILE [--json] [--stats]   summary, or the JSON report
-  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another checkpoint
+  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json]
+                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
+  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
+  ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
   ckptscope diff A B                          every difference between two layouts/checkpoints
-  ckptscope write DESCRIPTION.json OUT        make a checkpoint (the reference writer's rules)
+  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [--port N] [--no-open]
                                               the viewer on those files, in your browser
@@ -52,82 +57,6 @@ function parseArgs(argv, flags, options = []) {
   return { positional, seen };
 }
 
-// ---- human output ---------------------------------------------------------------------------
-
-const fmtShape = (s) => `[${s.join(', ')}]`;
-const yesNo = (b) => (b ? 'yes' : 'no');
-
-/** Lines of columns padded to their widest cell; the columns in `right` are right-aligned (numbers). */
-function table(rows, header, right) {
-  const widths = header.map((h) => h.length);
-  for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
-  const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)];
-}
-
-function fmtStats(s) {
-  if (!s) return '';
-  const bad = [s.nan && `${s.nan} NaN`, s.inf && `${s.inf} inf`].filter(Boolean).join(', ');
-  const range = s.min === null ? 'no finite values' : `min ${num(s.min)} max ${num(s.max)} rms ${num(s.rms)}`;
-  return bad ? `${range} (${bad})` : range;
-}
-
-const num = (x) => (typeof x === 'number' ? Number(x.toPrecision(4)).toString() : String(x));
-
-/** The summary as lines (unescaped: `say` escapes them on the way out). */
-export function summaryLines(report, name) {
-  const out = [];
-  // No size for a pipe: its bytes are read as they come.
-  const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : `${report.size} bytes`;
-  const head = report.family
-    ? `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`
-    : `${name}: ${size}, not a TLADAMF checkpoint`;
-  out.push(head);
-  if (report.config) {
-    const c = report.config;
-    out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
-    out.push(`bits            beta1 ${c.bits.beta1}  beta2 ${c.bits.beta2}  epsilon ${c.bits.epsilon}  weight decay ${c.bits.weightDecay}`);
-  }
-  if (report.hasRandomCounter !== null) {
-    out.push(`random counter  ${report.hasRandomCounter ? report.randomCounter : 'none (stochastic training cannot be resumed exactly)'}`);
-  }
-  const s = report.schema;
-  if (s) {
-    const n = s.shapes.length;
-    const facts = report.wellFormed === null
-      ? `${n} slot${n === 1 ? '' : 's'} read before the error`
-      : `${n} slots, ${report.trainableCount} trainable, ${report.optimizerStateCount} optimizer states, ${report.hasAliases ? 'with tied (shared) slots' : 'no tied slots'}`;
-    out.push(`parameters      ${facts}`);
-    const entries = new Map(report.entries.map((e) => [String(e.id), e]));
-    const stats = report.entries.some((e) => e.m);
-    const rows = s.shapes.map((shape, i) => {
-      const r = s.effectiveRepresentatives?.[i];
-      const trainable = s.requiresGrad[i];
-      const known = s.effectiveRepresentatives && trainable !== undefined;
-      const rep = !known ? '?' : r === null ? '-' : r === i ? 'owner' : `shares ${r}`;
-      const e = entries.get(String(i));
-      const row = [i, fmtShape(shape), s.sizes[i], trainable === undefined ? '?' : yesNo(trainable), rep, e ? e.step : ''];
-      if (stats) row.push(e ? `m: ${fmtStats(e.m)}; v: ${fmtStats(e.v)}` : '');
-      return row;
-    });
-    const header = ['slot', 'shape', 'size', 'trainable', 'representative', 'step'];
-    if (stats) header.push('moments');
-    out.push('');
-    for (const l of table(rows, header, new Set([0, 2, 5]))) out.push(l);   // a loop: no spreading a million lines
-  }
-  for (const w of report.warnings) out.push(`warning: ${w}`);
-  out.push('');
-  if (report.ok) out.push('verdict: valid');
-  else {
-    out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);
-    out.push(report.error.message);
-    if (report.error.hint) out.push(`hint: ${report.error.hint}`);
-  }
-  return out;
-}
-
-export const summary = (report, name) => summaryLines(report, name).join('\n');
-
 // ---- commands -------------------------------------------------------------------------------
 
 function readJSON(path, what) {
@@ -140,54 +69,86 @@ function readJSON(path, what) {
   }
 }
 
-function looksLikeJSON(path) {
-  if (path.endsWith('.json')) return true;
-  const fd = fs.openSync(path, 'r');
-  try {
-    const b = Buffer.alloc(64);
-    const n = fs.readSync(fd, b, 0, 64, 0);
-    return /^\s*\{/.test(b.subarray(0, n).toString('latin1'));
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-/** A checkpoint path, or the object of a layout JSON (never a bare JSON value: the API would
- *  take a string for a path and a number for a file descriptor). */
-function layoutArg(path) {
+/** A layout JSON's object, or the path itself for another checkpoint (the one rule of the
+ *  package: a file whose first non-blank byte is { or [ is JSON). Never a bare JSON value: the
+ *  API would take a string for a path and a number for a file descriptor. */
+async function layoutArg(path) {
   checkInput(path, 'layout or checkpoint');
-  if (!looksLikeJSON(path)) return path;
-  const layout = readJSON(path, 'layout');
+  const layout = await reading(path, 'layout', () => readLayoutSource(path)).catch((err) => {
+    throw err instanceof LayoutError ? new LayoutError(err.message) : err;
+  });
+  if (layout === undefined) return path;
   if (layout === null || typeof layout !== 'object' || Array.isArray(layout)) {
     throw new LayoutError(`${path}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json`);
   }
   return layout;
 }
 
+/** Slot names from --names: a JSON array of strings, as many as the file has slots. */
+function readNames(path, count) {
+  if (path === undefined) return null;
+  const names = namesOf(readJSON(path, 'names'), path);
+  if (count !== null && names.length !== count) {
+    say(process.stderr, `warning: ${path} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
+  }
+  return names;
+}
+
+/** Write bytes to stdout synchronously (a streamed report); a closed pipe ends quietly. */
+function writeOut(bytes) {
+  let done = 0;
+  while (done < bytes.length) {
+    try {
+      done += fs.writeSync(1, bytes, done, bytes.length - done);
+    } catch (err) {
+      if (err.code === 'EAGAIN') continue;
+      if (err.code === 'EPIPE') process.exit(CLOSED_PIPE_STATUS);
+      throw err;
+    }
+  }
+}
+
+/** Open a file the user named, with its name in any I/O error. */
+function openFile(file, what, options) {
+  checkInput(file, what);
+  return reading(file, what, () => open(sourceOf(file), options));
+}
+
 async function cmdInspect(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json', '--stats']);
+  const { positional, seen } = parseArgs(argv, ['--json', '--stats'], ['--names']);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
   const file = positional[0];
-  checkInput(file, 'checkpoint');
-  const report = await reading(file, 'checkpoint', () => inspect(sourceOf(file), { stats: !!seen['--stats'] }));
-  // Indented for people; past 10,000 slots one line (a million slots indented is ~100 MB).
-  const indent = (report.schema?.shapes.length ?? 0) > 10_000 ? undefined : 2;
-  if (seen['--json']) process.stdout.write(terminalJSON(report, indent) + '\n');
-  else say(process.stdout, summaryLines(report, displayName(file)));
-  // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
-  // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
-  if (!report.ok && !sameDestination()) say(process.stderr, report.error.message);
-  return report.ok ? 0 : 1;
+  const ck = await openFile(file, 'checkpoint', { stats: !!seen['--stats'] });
+  try {
+    const summary = ck.summary;
+    const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
+    if (seen['--json']) {
+      // Indented for people; past 10,000 slots streamed from the core as one line: a million
+      // slots never become one string.
+      if ((slots ?? 0) > 10_000) ck.writeReport(writeOut);
+      else process.stdout.write(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
+    } else {
+      const names = readNames(seen['--names'], slots);
+      say(process.stdout, summaryLines(ck.report, displayName(file), names));
+    }
+    // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
+    // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
+    if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
+    return summary.ok ? 0 : 1;
+  } finally {
+    ck.close();
+  }
 }
 
 async function cmdCheck(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--expect']);
-  if (positional.length !== 1 || !seen['--expect']) throw new UsageError('check takes FILE --expect LAYOUT');
+  const { positional, seen } = parseArgs(argv, [], ['--expect', '--state']);
+  if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError('check takes FILE --expect LAYOUT, or OPT --state STATE');
+  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
   const [file] = positional;
   const expect = seen['--expect'];
   if (expect === STDIN) throw new UsageError('check --expect needs a file: - (standard input) works for FILE only');
   checkInput(file, 'checkpoint');
-  const layout = layoutArg(expect);
+  const layout = await layoutArg(expect);
   let result;
   try {
     result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout));
@@ -195,7 +156,10 @@ async function cmdCheck(argv) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
     // The verdict on stdout, as for a load; the trainer's diagnostic follows on stderr.
-    else if (err instanceof CheckpointError) say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
+    else if (err instanceof CheckpointError) {
+      say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
+      err.layoutName = expect;
+    }
     throw err;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
@@ -203,26 +167,43 @@ async function cmdCheck(argv) {
   return 0;
 }
 
-/** One side of a diff: a layout object, or a valid checkpoint's report (a broken one is named). */
-async function diffSide(path) {
-  const side = layoutArg(path);
-  if (typeof side === 'string') {
-    const report = await reading(path, 'checkpoint', () => inspect(path));
-    if (!report.ok) throw Object.assign(new CheckpointError(report.error), { context: `cannot compare: ${path} is not a valid checkpoint` });
-    return report;
+/** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
+async function checkPair(opt, state) {
+  if (state === STDIN) throw new UsageError('check --state needs a file: - (standard input) works for OPT only');
+  checkInput(opt, 'checkpoint');
+  checkInput(state, 'checkpoint');
+  let result;
+  try {
+    result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state));
+  } catch (err) {
+    if (!(err instanceof CheckpointError) || !err.result) throw err;
+    // Not a verdict: the files cannot be paired at all. A broken file: its own diagnostic.
+    const why = `cannot pair ${displayName(opt)} with ${state}: ${err.message}`;
+    if (!err.fileError) throw new Failure(why);
+    throw Object.assign(new CheckpointError(err.fileError), { context: why });
   }
-  if (side.family === undefined) return side;   // a layout: the API checks it
-  // A report (ckptscope inspect --json): a valid one, with its schema.
-  if (side.ok === false) {
+  const lines = pairLines(result, displayName(opt), state);
+  say(process.stdout, lines);
+  if (!result.pairs && !sameDestination()) say(process.stderr, result.error.message);
+  return result.pairs ? 0 : 1;
+}
+
+/** One side of a diff: a layout object, or an open, valid checkpoint (a broken one is named). */
+async function diffSide(path) {
+  const side = await layoutArg(path);
+  if (typeof side === 'string') {
+    const ck = await openFile(path, 'checkpoint');
+    if (!ck.ok) {
+      const error = ck.summary.error;
+      ck.close();
+      throw Object.assign(new CheckpointError(error), { context: `cannot compare: ${path} is not a valid checkpoint` });
+    }
+    return ck;
+  }
+  if (jsonKind(side) === 'report' && side.ok === false) {
     const error = { message: String(side.error?.message ?? 'the report carries no diagnostic'), offset: side.error?.offset ?? null, hint: side.error?.hint ?? null };
     throw Object.assign(new CheckpointError(error), { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
   }
-  // The API compares a report's fields as they are: check the ones it reads.
-  const s = side.schema;
-  const wellShaped = s !== null && typeof s === 'object' && Array.isArray(s.shapes) && s.shapes.every(Array.isArray) &&
-    Array.isArray(s.sizes) && s.sizes.length === s.shapes.length && Array.isArray(s.requiresGrad) &&
-    (side.config === undefined || side.config === null || (typeof side.config === 'object' && typeof side.config.bits === 'object' && side.config.bits !== null));
-  if (!wellShaped) throw new LayoutError(`${path}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)`);
   return side;
 }
 
@@ -242,13 +223,16 @@ async function cmdDiff(argv) {
   if (positional.length !== 2) throw new UsageError('diff takes two files');
   const [a, b] = positional;
   if (a === STDIN || b === STDIN) throw new UsageError('diff needs two files: - (standard input) is not supported there');
-  const [sa, sb] = [await diffSide(a), await diffSide(b)];
+  const sides = [];
   let differences;
   try {
-    differences = await diff(sa, sb);
+    sides.push(await diffSide(a), await diffSide(b));
+    differences = await diff(sides[0], sides[1]);
   } catch (err) {
-    if (err instanceof LayoutError) await nameMalformedSide([[sa, a], [sb, b]]);
+    if (err instanceof LayoutError && sides.length === 2) await nameMalformedSide([[sides[0], a], [sides[1], b]]);
     throw err;
+  } finally {
+    for (const side of sides) side?.close?.();
   }
   if (!differences.length) {
     say(process.stdout, `no differences between ${a} and ${b}`);
@@ -266,7 +250,9 @@ async function cmdWrite(argv) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
   }
   const description = readJSON(positional[0], 'description');
-  await writing(positional[1], () => saveCheckpoint(positional[1], description));
+  // A model-state description has one array of values per tensor; an optimizer one, entries.
+  const state = description !== null && typeof description === 'object' && Array.isArray(description.values);
+  await writing(positional[1], () => (state ? saveState : saveCheckpoint)(positional[1], description));
   say(process.stdout, `wrote ${positional[1]} (${fs.statSync(positional[1]).size} bytes)`);
   return 0;
 }
@@ -387,9 +373,7 @@ export async function main(argv) {
     if (err instanceof CheckpointError) {
       // `context`: which of the user's files, when the diagnostic alone does not say.
       if (err.context) say(process.stderr, `ckptscope: ${err.context}`);
-      say(process.stderr, err.message);
-      if (err.offset !== null && err.offset !== undefined) say(process.stderr, `at byte ${err.offset}`);
-      if (err.hint) say(process.stderr, `hint: ${err.hint}`);
+      say(process.stderr, errorLines(err, { layoutName: err.layoutName }));
       return 1;
     }
     if (err instanceof FileError || err instanceof Failure) {

@@ -6,6 +6,7 @@
 //   Blob on a page's main thread (no FileReaderSync there): read once into memory.
 //   string path, file: URL or file descriptor (Node): positional fs.readSync.
 //   http(s) URL: range requests (js/http-source.js).
+//   {size, read(offset, dest)}: a caller's own source (storage ckptscope does not know).
 
 import { isNode } from './wasm.js';
 import { LayoutError } from './errors.js';
@@ -43,8 +44,31 @@ class BlobSource {
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
 const isHttpUrl = (x) => (x instanceof URL && /^https?:$/.test(x.protocol)) || (typeof x === 'string' && /^https?:\/\//i.test(x));
 
+/** A caller's own source: {size, read(offset, dest) -> bytes copied, close?()}. */
+class CustomSource {
+  constructor(source) {
+    const size = source.size;
+    if (size !== null && size !== undefined && !(Number.isSafeInteger(size) && size >= 0)) {
+      throw new TypeError('a custom source\'s size must be a nonnegative safe integer, or null when unknown');
+    }
+    this.inner = source;
+    this.size = size ?? -1;
+  }
+  read(offset, dest) {
+    const n = this.inner.read(offset, dest);
+    if (!Number.isSafeInteger(n) || n < 0 || n > dest.length) throw new RangeError(`a custom source's read returned ${n}, not a byte count in [0, ${dest.length}]`);
+    return n;
+  }
+  close() {
+    this.inner.close?.();
+  }
+}
+
+const isCustom = (x) => x !== null && typeof x === 'object' && typeof x.read === 'function' && 'size' in x && !isBlob(x);
+
 /** Open any supported source; the caller closes it. */
 export async function openSource(source) {
+  if (isCustom(source)) return new CustomSource(source);
   if (source instanceof Uint8Array) return new BytesSource(source);
   if (source instanceof ArrayBuffer) return new BytesSource(new Uint8Array(source));
   if (ArrayBuffer.isView(source)) return new BytesSource(new Uint8Array(source.buffer, source.byteOffset, source.byteLength));
@@ -91,10 +115,11 @@ async function wholeText(source) {
 const LAYOUT_LIMIT = 512 * 1024 * 1024;   // a layout of ten million slots is ~200 MB
 
 /** When `source` holds JSON text (a layout, a report, slot names), that JSON; else undefined
- *  (the source is a checkpoint). One rule for the CLI, the API and the viewer: a file whose first
- *  non-blank byte is `{` or `[` is JSON, whatever its name. */
+ *  (the source is a checkpoint). One rule for the CLI, the API and the viewer: a file named
+ *  *.json, or whose first non-blank byte is `{` or `[`, is JSON. */
 export async function readLayoutSource(source) {
   if (typeof source === 'number') return undefined;
+  if (/\.json$/i.test(nameOf(source))) return parseJSON(source);
   let first;
   try {
     first = await head(source, 256);
@@ -105,6 +130,10 @@ export async function readLayoutSource(source) {
   let k = 0;
   while (k < first.length && (first[k] === 0x20 || first[k] === 0x09 || first[k] === 0x0a || first[k] === 0x0d)) k++;
   if (k === first.length || (first[k] !== 0x7b && first[k] !== 0x5b)) return undefined;
+  return parseJSON(source);
+}
+
+async function parseJSON(source) {
   const size = await sizeOf(source);
   if (size > LAYOUT_LIMIT) throw new LayoutError(`${nameOf(source)} is ${size} bytes: too large for a layout JSON`);
   const text = await wholeText(source);

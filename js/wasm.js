@@ -57,10 +57,9 @@ const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 export const u64 = (x) => BigInt.asUintN(64, BigInt(x));
 
 /** An exact integer for people and JSON: a number up to 2^53 - 1, a decimal string beyond
- *  (the JSON report's rule), null for CKPT_NONE. */
+ *  (the JSON report's rule). */
 export function exact(x) {
   const v = u64(x);
-  if (v === NONE) return null;
   return v <= MAX_SAFE ? Number(v) : v.toString();
 }
 

@@ -90,7 +90,10 @@ int ckpt_adam_parse(ckpt_parse *p)
     /* 8. the parameter schema, then (v >= 3) the sharing tags */
     if (!(rep->schema = ckpt_schema_empty())) return ckpt_fail_oom(err);
     rep->schema_offset = r->pos;
-    TRY(ckpt_schema_read(r, expected, rep->schema, &rep->schema_declared_count, err));
+    if (ckpt_schema_read(r, expected, rep->schema, &rep->schema_declared_count, err)) {
+        ckpt_drop_layout_if_oom(rep);
+        return err->code;
+    }
     if (version >= 3) {
         rep->tags_offset = r->pos;
         TRY(ckpt_schema_read_tags(r, expected, rep->schema, err));

@@ -228,6 +228,10 @@ bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
     ;
 bool ckpt_report_push_entry(ckpt_report *rep, const ckpt_entry_info *e);
 bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t);
+/* Out of memory while a file's counts grew its layout: the partial layout is dropped, so that
+ * memory is left to report the error (a layout of 100 million slots read so far is no use to
+ * anyone, and its JSON could not be built). */
+void ckpt_drop_layout_if_oom(ckpt_report *rep);
 unsigned ckpt_width(int dtype);   /* bytes per moment element: 4 or 8 */
 
 /* ---- json.c: the JSON writer shared by report, pair, diff ---- */

@@ -70,6 +70,17 @@ bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t)
     return true;
 }
 
+void ckpt_drop_layout_if_oom(ckpt_report *rep)
+{
+    if (rep->error.code != CKPT_E_NO_MEMORY || !rep->schema) return;
+    ckpt_schema_free(rep->schema);
+    rep->schema = NULL;
+    for (size_t k = 0; k < rep->tensors_len; k++) ckpt_stats_free(rep->tensors[k].values);
+    free(rep->tensors);
+    rep->tensors = NULL;
+    rep->tensors_len = rep->tensors_cap = 0;
+}
+
 /* ---- JSON ---- */
 
 /* A text being built, flushed to a sink (when there is one) whenever it grows past a chunk. */
@@ -223,6 +234,9 @@ static void j_optimizer(jw *w, const ckpt_report *rep, bool bulk)
         else sb_puts(sb, "null");
         sb_puts(sb, "}");
     }
+    sb_puts(sb, ",\"slotCount\":");
+    if (s) j_u64(sb, ckpt_schema_count(s));
+    else sb_puts(sb, "null");
     sb_puts(sb, ",");
     if (s && rep->schema_complete) j_schema_facts(sb, s);
     else sb_puts(sb, "\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");

@@ -132,6 +132,7 @@ int ckpt_state_parse(ckpt_parse *p)
         int rc = read_tensor(p, t, i, count);
         if (rc) {
             if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i;
+            ckpt_drop_layout_if_oom(rep);
             return rc;
         }
     }

@@ -1,47 +1,16 @@
-// The public API against the shared case table, report contents for every version and dtype,
-// and the same report from every kind of source.
+// The public API beyond the shared case table (cases.test.mjs): report contents for every
+// version and dtype, the same report from every kind of source, the Checkpoint handle, the
+// writers' refusals, Schema, diff, progress and cancellation.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
-import { cases, loadCases, model, modelLayout, modelConfig, modelDescription, untiedDescription, F } from './cases.mjs';
+import { open, inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { model, modelLayout, modelConfig, modelDescription, untiedDescription, F } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-api-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-
-for (const c of cases) {
-  test(`inspect: ${c.name}`, async () => {
-    const report = await inspect(await c.make());
-    if (c.error === null) {
-      assert.equal(report.ok, true, report.error?.message);
-      assert.equal(report.error, null);
-    } else {
-      assert.equal(report.ok, false);
-      assert.equal(report.error.message, c.error);
-      assert.equal(report.error.offset, c.offset);
-    }
-  });
-}
-
-for (const c of loadCases) {
-  test(`check: ${c.name}`, async () => {
-    const bytes = await model(c.file);
-    if (c.error === null) {
-      const result = await check(bytes, c.expect);
-      assert.equal(result.ok, true);
-    } else {
-      await assert.rejects(check(bytes, c.expect), (err) => {
-        assert.ok(err instanceof CheckpointError);
-        assert.equal(err.message, c.error);
-        assert.equal(err.offset, c.offset);
-        assert.ok(err.report, 'the rejection carries the report of what was read');
-        return true;
-      });
-    }
-  });
-}
 
 test('check: version 2 cannot restore shared histories', async () => {
   const bytes = await writeCheckpoint(untiedDescription());
@@ -96,14 +65,16 @@ test('reports for every version and dtype', async () => {
   }
 });
 
-test('DESIGN.md report fields, in order', async () => {
+test('report fields, in order (docs/report.md)', async () => {
   const report = await inspect(await model());
-  assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'version', 'size', 'dtype', 'config', 'randomCounter',
-    'hasRandomCounter', 'schema', 'wellFormed', 'optimizerStateCount', 'trainableCount', 'hasAliases', 'entryCount',
+  assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'kind', 'version', 'size', 'statistics', 'dtype', 'config', 'randomCounter',
+    'hasRandomCounter', 'schema', 'slotCount', 'wellFormed', 'optimizerStateCount', 'trainableCount', 'hasAliases', 'offsets', 'entryCount',
     'entries', 'warnings', 'error']);
   assert.equal(report.family, 'TLADAMF');
   assert.equal(report.name, 'CUDA Adam checkpoint');
   assert.equal(report.size, 327);
+  assert.deepEqual(report.offsets, { schema: 55, tags: 175, entries: 199 });
+  assert.deepEqual(report.schema.brokenSlots, []);
   assert.deepEqual(report.entries[1], { id: 2, step: 5, count: 3, offset: 279 });
   assert.deepEqual(report.warnings, [`${F}legacy checkpoint has no random counter; stochastic training cannot be resumed exactly`]);
 });
@@ -123,16 +94,21 @@ test('the same report from a Uint8Array, an ArrayBuffer, a DataView, a path, a f
   }
 });
 
-test('readEntry returns the moments as stored', async () => {
+test('readEntry returns the moments as stored; a tied slot gives its owner\'s', async () => {
   const e = await readEntry(await model(), 2);
   assert.equal(e.id, 2);
+  assert.equal(e.slot, 2);
+  assert.equal(e.owner, 2);
   assert.equal(e.step, 5);
   assert.ok(e.m instanceof Float32Array);
   assert.deepEqual([...e.m], [-0.5, -0.5, -0.5]);
   assert.deepEqual([...e.v], [0.125, 0.125, 0.125]);
   const e64 = await readEntry(await model({ dtype: 'float64' }), 0);
   assert.ok(e64.m instanceof Float64Array);
-  await assert.rejects(readEntry(await model(), 1), { message: `${F}invalid parameter id 1` });
+  const tied = await readEntry(await model(), 1);   // slot 1 is tied to slot 0
+  assert.deepEqual([tied.slot, tied.owner, tied.id, tied.count], [1, 0, 0, 6]);
+  assert.deepEqual([...tied.m], new Array(6).fill(0.5));
+  await assert.rejects(readEntry(await model(), 3), { name: 'CheckpointError', code: 41, message: 'no parameter 3: the file has 3 slots' });
   await assert.rejects(readEntry((await model()).slice(0, 300), 0), { message: /truncated checkpoint/ });
 });
 
@@ -147,6 +123,13 @@ test('writer refusals are CheckpointErrors with the reference text', async () =>
   await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], ['18446744073709551616']] }), { message: `${F}metadata value does not fit in 64 bits: 18446744073709551616` });
   await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], [-1]] }), LayoutError);
   await assert.rejects(writeCheckpoint({ ...d, version: 2 }), { message: `${F}format version 2 cannot hold shared parameter histories (versions 3 to 5 can)` });
+  await assert.rejects(writeCheckpoint({ ...d, version: '18446744073709551615' }), { message: `${F}cannot write format version 18446744073709551615; expected 2 through 5` });
+  // config is what says which optimizer wrote the file: never invented
+  const { config, ...noConfig } = d;
+  void config;
+  await assert.rejects(writeCheckpoint(noConfig), { name: 'LayoutError', message: /description\.config is missing/ });
+  // beside the reference text, the slot and that the description is at fault
+  await assert.rejects(writeCheckpoint({ ...d, representatives: [0, 2, 2] }), { slot: 1, subject: 'expected', hint: 'parameter 1: representative 2 follows it' });
 });
 
 test('u64 values at 2^53 and 2^64 - 1 survive as decimal strings', async () => {
@@ -212,16 +195,22 @@ test('progress and cancellation during a statistics scan', async () => {
   const seen = [];
   await inspect(big, { stats: true, onProgress: (p) => seen.push(p) });
   assert.ok(seen.length >= 2, 'progress is reported per chunk');
-  assert.equal(seen.at(-1).total, big.length);
+  // relative to the scan: its bytes (the entries), not file offsets
+  assert.equal(seen.at(-1).done, seen.at(-1).total);
+  assert.equal(seen.at(-1).total, 24 + 2 * 4 * (1 << 20));   // the one entry: its header and payloads
   const controller = new AbortController();
   await assert.rejects(inspect(big, { stats: true, signal: controller.signal, onProgress: () => controller.abort() }), { name: 'AbortError' });
 });
 
-test('entryStats reads one entry and agrees with the full scan', async () => {
+test('entryStats reads one entry and agrees with the full scan; a tied slot gives its owner\'s', async () => {
   const bytes = await model({ randomCounter: 1 });
   const full = await inspect(bytes, { stats: true });
-  for (const e of full.entries) assert.deepEqual(await entryStats(bytes, e.id), e);
-  await assert.rejects(entryStats(bytes, 1), { message: `${F}invalid parameter id 1` });
+  for (const e of full.entries) assert.deepEqual(await entryStats(bytes, e.id), { slot: e.id, owner: e.id, ...e });
+  assert.deepEqual(await entryStats(bytes, 1), { slot: 1, owner: 0, ...full.entries[0] });
+  await assert.rejects(entryStats(bytes, 3), { code: 41 });
+  const progress = [];
+  await entryStats(bytes, 0, { onProgress: (p) => progress.push(p) });
+  assert.deepEqual(progress.at(-1), { done: 48, total: 48 }, 'progress over the entry\'s two payloads');
 });
 
 test('saveCheckpoint: a write that fails halfway leaves the old file and no temporary', async () => {
@@ -245,30 +234,33 @@ test('saveCheckpoint: a write that fails halfway leaves the old file and no temp
   assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp-')), []);
 });
 
-test('bulk arrays crossing as columns give exactly the JSON report', async () => {
-  const { loadCore } = await import('../../js/index.js');
-  const core = await loadCore();
-  const viaJSON = (bytes, stats) => {
-    const src = { size: bytes.length, read: (off, dest) => { const n = Math.min(dest.length, Math.max(0, bytes.length - off)); dest.set(bytes.subarray(off, off + n)); return n; } };
-    const id = core.register(src);
-    const rep = core.exports.w_inspect(id, bytes.length, stats ? 1 : 0, 0) >>> 0;
-    try {
-      return core.takeJSON(core.exports.w_report_json(rep));
-    } finally {
-      core.exports.ckpt_report_free(rep);
-      core.unregister(id);
-    }
-  };
+test('columns agree with the JSON report, for partial and complete files', async () => {
   const files = [
     await model(),
     await model({ randomCounter: '18446744073709551615' }),
     await writeCheckpoint(untiedDescription()),
     (await model()).slice(0, 150),   // a partial schema
     (await model()).slice(0, 185),   // tags cut short
-    await writeCheckpoint({ ...modelDescription(), entries: modelDescription().entries.map((e) => ({ ...e, step: 2 ** 53 })) }),
   ];
+  const n = (x) => (typeof x === 'bigint' ? (x <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(x) : x.toString()) : x);
   for (const bytes of files) {
-    for (const stats of [false, true]) assert.deepEqual(await inspect(bytes, { stats }), viaJSON(bytes, stats));
+    const ck = await open(bytes);
+    try {
+      const report = ck.report;
+      const c = ck.columns();
+      const s = report.schema;
+      assert.equal(c.n, s.shapes.length);
+      for (let i = 0; i < c.n; i++) {
+        assert.deepEqual(Array.from(c.dims.subarray(Number(c.dimStart[i]), Number(c.dimStart[i + 1])), n), s.shapes[i]);
+        assert.equal(n(c.sizes[i]), s.sizes[i]);
+      }
+      assert.deepEqual(Array.from(c.flags, (f) => f === 1), s.requiresGrad);
+      assert.deepEqual(c.reps && Array.from(c.reps, (r) => (r === (1n << 64n) - 1n ? null : n(r))), s.effectiveRepresentatives);
+      assert.equal(c.entries.length, 6 * report.entries.length);
+      report.entries.forEach((e, k) => assert.deepEqual(Array.from(c.entries.subarray(6 * k, 6 * k + 4), n), [e.id, e.step, e.count, e.offset]));
+    } finally {
+      ck.close();
+    }
   }
 });
 

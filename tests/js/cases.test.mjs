@@ -49,3 +49,17 @@ for (const c of table.cases) {
     }
   });
 }
+
+test('every diagnostic of the table is one of the templates of its code (tests/cases/templates.txt)', async () => {
+  const { matchesTemplate } = await import('./templates.mjs');
+  for (const c of table.cases) {
+    for (const want of [c.inspect ?? c.load ?? c.pair, ...(c.pair?.failures ?? [])]) {
+      if (want.code && want.code < 48) assert.ok(matchesTemplate(want.code, want.message), `${c.name}: ${want.message}`);
+    }
+  }
+  // and the matcher is strict: the right prefix with a wrong text, or the wrong code, fails
+  assert.equal(matchesTemplate(9, 'CUDA Adam checkpoint: element count mismatch for parameter 2'), false);
+  assert.equal(matchesTemplate(8, 'CUDA Adam checkpoint: element count mismatch for parameter 2 (file=4, expected=3)'), false);
+  assert.equal(matchesTemplate(1, 'StateIO: truncated checkpoint (wanted 8 bytes, got 5)'), true);
+  assert.equal(matchesTemplate(1, 'Foo: truncated checkpoint (wanted 8 bytes, got 5)'), false);
+});

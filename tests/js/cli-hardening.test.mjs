@@ -9,7 +9,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint } from '../../js/index.js';
-import { model, modelDescription, F } from './cases.mjs';
+import { model, modelDescription, F } from './table.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
@@ -44,7 +44,7 @@ const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066
 
 // ---- terminal safety ------------------------------------------------------------------------
 
-test('diff: strings from a report JSON reach the terminal escaped, not raw', async () => {
+test('diff: strings from a report JSON reach the terminal escaped, not raw (and are refused)', async () => {
   // A forged "report": its strings carry a window-title OSC, an OSC 52 clipboard write, a C1
   // CSI, DEL, a bidi override and a newline that would forge a line of output.
   const evil = '\u001b]0;pwned\u0007\u001b]52;c;ZWNobyBwd25lZA==\u0007\u009b31m\u007f\u202e\nverdict: valid';
@@ -54,10 +54,12 @@ test('diff: strings from a report JSON reach the terminal escaped, not raw', asy
   const a = file('evil.json', JSON.stringify(report));
   const b = file('plain.json', JSON.stringify({ ...report, dtype: 'float32', config: { kind: 'adam', bits: { beta1: '0x1', beta2: '0x0', epsilon: '0x0', weightDecay: '0x0' } } }));
   const r = run(['diff', a, b]);
-  assert.equal(r.status, 1, r.stderr);
-  assert.doesNotMatch(r.stdout, RAW_CONTROL);
-  assert.match(r.stdout, /moment dtype: \\u001b\]0;pwned\\u0007\\u001b\]52;c;ZWNobyBwd25lZA==\\u0007\\u009b31m\\u007f\\u202e\\u000averdict: valid vs float32/);
-  assert.doesNotMatch(r.stdout, /^verdict: valid/m, 'no forged line');
+  // The report is validated before anything compares it: the forged dtype is refused, and the
+  // message that quotes it reaches the terminal escaped.
+  assert.equal(r.status, 2, r.stderr);
+  assert.doesNotMatch(r.stdout + r.stderr, RAW_CONTROL);
+  assert.match(r.stderr, /dtype must be "float32" or "float64", got the string "\\u001b\]0;pwned\\u0007\\u001b\]52;c;/);
+  assert.doesNotMatch(r.stderr, /^verdict: valid/m, 'no forged line');
 });
 
 test('file names given by the user are escaped too, and --json stays valid JSON', async () => {
@@ -216,7 +218,7 @@ test('diff: a broken side is named, with its diagnostic, exit 1', async () => {
   let r = run(['diff', good, cut]);
   assert.equal(r.status, 1);
   assert.equal(r.stdout, '');
-  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315\n`);
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315, slot 2\n`);
   r = run(['diff', stub, good]);
   assert.equal(r.status, 1);
   assert.equal(r.stderr, `ckptscope: cannot compare: ${stub} is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
@@ -230,7 +232,7 @@ test('diff: a broken side is named, with its diagnostic, exit 1', async () => {
   const wrong = file('side-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
   r = run(['diff', good, wrong]);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false, got the string "yes"\n`);
 });
 
 test('check: a broken --expect checkpoint and a malformed layout are named', async () => {
@@ -242,7 +244,7 @@ test('check: a broken --expect checkpoint and a malformed layout are named', asy
   const wrong = file('exp-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
   r = run(['check', good, '--expect', wrong]);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false\n`);
+  assert.equal(r.stderr, `ckptscope: ${wrong}: layout.requiresGrad[0] must be true or false, got the string "yes"\n`);
 });
 
 // ---- `-`: the standard input ----------------------------------------------------------------
@@ -356,11 +358,12 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
       assert.equal(r.stderr, `ckptscope: ${p}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json\n`);
     }
   }
-  // A report JSON missing what diff compares: named, no "unexpected error".
-  const thin = file('thin-report.json', JSON.stringify({ family: 'TLADAMF', ok: true, schema: { shapes: [[1]] } }));
+  // A report JSON with no more than shapes: compared by its shapes (as a state file's), never
+  // an "unexpected error".
+  const thin = file('thin-report.json', JSON.stringify({ family: 'TLADAMF', ok: true, error: null, schema: { shapes: [[1]] } }));
   const r = run(['diff', good, thin]);
-  assert.equal(r.status, 2);
-  assert.equal(r.stderr, `ckptscope: ${thin}: not a report as ckptscope inspect --json writes it (its schema or config is missing or malformed)\n`);
+  assert.equal(r.status, 1, r.stderr);
+  assert.match(r.stdout, /parameter count: 3 vs 1/);
 });
 
 test('check: the verdict names both files on stdout, loads or not; the diagnostic on stderr', async () => {
@@ -369,5 +372,5 @@ test('check: the verdict names both files on stdout, loads or not; the diagnosti
   const r = run(['check', p, '--expect', layout]);
   assert.equal(r.status, 1);
   assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
-  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151\n`);
+  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`);
 });

@@ -1,5 +1,6 @@
-// The CLI as a subprocess: the shared case table through `inspect`, `--json` against the API's
-// report, `check`, `diff`, `write`, and the exit codes 0 / 1 / 2. No stack trace, ever.
+// The CLI as a subprocess: the shared case table through `inspect`, `check --expect` and
+// `check --state` (exit status, the exact diagnostic on stderr, the offset on stdout), `--json`
+// against the API's report, `diff`, `write`, and the exit codes 0 / 1 / 2. No stack trace, ever.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -8,8 +9,9 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { inspect, writeCheckpoint } from '../../js/index.js';
-import { cases, model, modelLayout, modelDescription, F } from './cases.mjs';
+import { table, makeFile, makeLayout, writeBase } from './table.mjs';
 
+const F = 'CUDA Adam checkpoint: ';
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -20,95 +22,167 @@ function run(...args) {
   return r;
 }
 
+// JSON.stringify writes -0 as 0: a layout's -0.0 must reach the file as -0.
+const layoutJSON = (layout) => JSON.stringify(layout, (k, v) => (Object.is(v, -0) ? '__minus_zero__' : v)).replaceAll('"__minus_zero__"', '-0');
+
+let serial = 0;
 function file(name, bytes) {
-  const p = path.join(tmp, name);
+  const p = path.join(tmp, `${serial++}-${name.replace(/[^\w.-]+/g, '_')}`);
   fs.writeFileSync(p, bytes);
   return p;
 }
 
-for (const c of cases) {
-  test(`cli inspect: ${c.name}`, async () => {
-    const p = file(`${c.name.replace(/\W+/g, '_')}.ckpt`, await c.make());
-    const r = run('inspect', p);
-    if (c.error === null) {
+for (const c of table.cases) {
+  test(`cli case: ${c.name}`, async () => {
+    const p = file(`${c.name}.ckpt`, await makeFile(c.file));
+    const want = c.inspect ?? c.load ?? c.pair;
+    let r;
+    if (c.inspect) r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
+    else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
+    else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
+    if (want.code === 0) {
       assert.equal(r.status, 0, r.stderr);
-      assert.match(r.stdout, /verdict: valid/);
-    } else {
-      assert.equal(r.status, 1);
-      assert.equal(r.stderr, `${c.error}\n`);
-      assert.match(r.stdout, new RegExp(`verdict: invalid at byte ${c.offset}\\n`));
+      for (const w of want.warnings ?? []) assert.ok(r.stdout.includes(`warning: ${w}\n`) || r.stderr.includes(`warning: ${w}\n`), w);
+      return;
     }
-    const j = run('inspect', p, '--json');
-    assert.equal(j.status, c.error === null ? 0 : 1);
-    assert.deepEqual(JSON.parse(j.stdout), await inspect(p));
+    if (c.pair && !want.failures) {
+      // not a verdict: a file in the wrong place is a usage error, a broken file says why
+      assert.equal(r.status, want.code === 49 ? 2 : 1, r.stderr);
+      assert.ok(r.stderr.startsWith(`ckptscope: cannot pair ${p} with `), r.stderr);
+      assert.ok(r.stderr.includes(want.message), r.stderr);
+      return;
+    }
+    assert.equal(r.status, 1, r.stderr);
+    // the reference diagnostic, exactly, as the first line of stderr
+    assert.equal(r.stderr.split('\n')[0], want.message);
+    if (c.inspect) {
+      assert.ok(r.stdout.includes(`verdict: invalid at byte ${want.offset ?? '-'}\n${want.message}\n`), r.stdout);
+      if (want.hint) assert.ok(r.stdout.includes(`hint: ${want.hint}\n`));
+    }
+    if (c.load && want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
+    if (c.pair) for (const f of want.failures) assert.ok(r.stdout.includes(`  ${f.message}`), r.stdout);
   });
 }
 
-test('cli inspect --stats --json matches the API field by field', async () => {
-  const p = file('stats.ckpt', await model({ randomCounter: 12 }));
-  const r = run('inspect', p, '--stats', '--json');
-  assert.equal(r.status, 0);
-  const report = JSON.parse(r.stdout);
-  assert.deepEqual(report, await inspect(p, { stats: true }));
-  assert.deepEqual(Object.keys(report.entries[0].m), ['count', 'min', 'max', 'mean', 'rms', 'nan', 'inf', 'zero', 'negative', 'histogram']);
-  assert.deepEqual(report.entries[0].m.histogram, { log2Min: -1, counts: [6] });
+test('cli inspect --json is the API report, for both families, with and without statistics', async () => {
+  for (const [base, stats] of [['model-v4', false], ['model-v4', true], ['unhealthy', true], ['state', true], ['param', false]]) {
+    const p = file(`${base}.ckpt`, await writeBase(base));
+    const r = run('inspect', p, '--json', ...(stats ? ['--stats'] : []));
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), await inspect(p, { stats }));
+  }
 });
 
 test('cli summary is a table a person reads at a glance', async () => {
-  const r = run('inspect', file('summary.ckpt', await model({ randomCounter: 12 })));
+  const r = run('inspect', file('summary.ckpt', await writeBase('model-v4')));
   assert.match(r.stdout, /CUDA Adam checkpoint \(TLADAMF\) version 4, float32, 335 bytes/);
   assert.match(r.stdout, /optimizer\s+Adam\s+beta1 0\.9\s+beta2 0\.999\s+epsilon 1e-8\s+weight decay 0/);
-  assert.match(r.stdout, /random counter\s+12/);
+  assert.match(r.stdout, /random counter\s+5/);
   assert.match(r.stdout, /slot\s+shape\s+size\s+trainable\s+representative\s+step/);
   assert.match(r.stdout, /\n\s+1\s+\[2, 3\]\s+6\s+yes\s+shares 0/);
+  const names = file('names.json', JSON.stringify(['embed.weight', 'head.weight', 'bias']));
+  const n = run('inspect', file('named.ckpt', await writeBase('model')), '--names', names);
+  assert.match(n.stdout, /\n\s+1\s+head\.weight\s+\[2, 3\]\s+6\s+yes\s+shares 0/);
+  const short = run('inspect', file('named2.ckpt', await writeBase('model')), '--names', file('two.json', '["a", "b"]'));
+  assert.match(short.stderr, /warning: .*two\.json has 2 names for 3 slots/);
+  const s = run('inspect', file('state.tlsf', await writeBase('state')));
+  assert.match(s.stdout, /TorchLean float32 state checkpoint \(TLSF32B\) version 1, 171 bytes/);
+  assert.match(s.stdout, /tensor\s+shape\s+count\s+offset/);
 });
 
-test('cli check: loads, would not load, bad layout', async () => {
-  const p = file('check.ckpt', await model());
-  const good = file('good.json', JSON.stringify(modelLayout));
-  const bad = file('bad.json', JSON.stringify({ ...modelLayout, representatives: null }));
-  let r = run('check', p, '--expect', good);
-  assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /loads/);
-  r = run('check', p, '--expect', bad);
+test('cli check: a configuration mismatch says which fields differ, decoded first, bits second', async () => {
+  const p = file('cfg.ckpt', await writeBase('model'));
+  const layout = file('cfg.json', JSON.stringify(makeLayout({ like: 'model', config: { kind: 'adam', beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0 } })));
+  const r = run('check', p, '--expect', layout);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `${F}storage alias mismatch for parameter 1\nat byte 183\n`);
-  r = run('check', p, '--expect', p);   // another checkpoint
-  assert.equal(r.status, 0, r.stderr);
-  r = run('check', p, '--expect', file('broken.json', '{"shapes": [[1]'));
-  assert.equal(r.status, 2);
-  assert.match(r.stderr, /not valid JSON/);
-  r = run('check', p, '--expect', file('wrongtype.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}'));
-  assert.equal(r.status, 2);
-  assert.match(r.stderr, /requiresGrad\[0\] must be true or false/);
+  assert.equal(r.stderr, `${F}checkpoint belongs to a different optimizer configuration\nat byte 15\n` +
+    '  beta2: file 0.999, expected 0.95\n  bits: beta2 file 0x3feff7ced916872b, expected 0x3fee666666666666\n');
 });
 
-test('cli diff: differences exit 1, none exit 0', async () => {
-  const a = file('da.ckpt', await model());
-  const b = file('db.json', JSON.stringify({ ...modelLayout, shapes: [[2, 3], [2, 3], [4]] }));
+test('cli check: a malformed layout names the layout as at fault, its slot and reason', async () => {
+  const p = file('mal.ckpt', await writeBase('model'));
+  const layout = file('mal.json', JSON.stringify(makeLayout({ like: 'model', representatives: [0, 2, 2] })));
+  const r = run('check', p, '--expect', layout);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `${F}malformed in-memory parameter schema\nslot 1\nthe layout ${layout} is at fault, not the checkpoint: parameter 1: representative 2 follows it\n`);
+});
+
+test('cli check: a v4 file does not load into a float64 destination (format.md 4 step 4)', async () => {
+  const p = file('v4.ckpt', await writeBase('model-v4'));
+  const r = run('check', p, '--expect', file('f64.json', JSON.stringify(makeLayout({ like: 'model', dtype: 'float64' }))));
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr.split('\n')[0], `${F}moment dtype differs from the destination`);
+});
+
+test('cli check --state: pairs, does not pair (every failure), cannot pair', async () => {
+  const opt = file('opt.ckpt', await writeBase('model'));
+  let r = run('check', opt, '--state', file('ok.tlsf', await writeBase('state')));
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /pairs with/);
+  r = run('check', opt, '--state', file('short.tlsf', await writeBase('state-short')));
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /does not pair with .*: 2 failures\n  state file has 2 tensors, the optimizer checkpoint has 3 parameter slots \(state file, byte 15\)\n  parameter 1: state shape \[3, 2\] differs from the optimizer's #\[2, 3\]/);
+  r = run('check', file('st.tlsf', await writeBase('state')), '--state', opt);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /the first file is not an optimizer checkpoint/);
+});
+
+test('cli diff: differences exit 1, none exit 0; configuration decoded first', async () => {
+  const a = file('da.ckpt', await writeBase('model'));
+  const b = file('db.json', JSON.stringify(makeLayout({ like: 'model', shapes: [[2, 3], [2, 3], [4]] })));
   let r = run('diff', a, b);
   assert.equal(r.status, 1);
   assert.match(r.stdout, /parameter 2: shape #\[3\] vs #\[4\]/);
   assert.match(r.stdout, /parameter 2: size 3 vs 4/);
   r = run('diff', a, a);
   assert.equal(r.status, 0);
+  r = run('diff', a, file('adamw.ckpt', await writeBase('adamw')));
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /optimizer: adam vs adamw\n  beta2: 0\.999 vs 0\.95 \(bits 0x3feff7ced916872b vs 0x3fee666666666666\)\n  weightDecay: 0 vs 0\.1 /);
+  r = run('diff', a, file('state.tlsf', await writeBase('state')));   // a state file's shapes
+  assert.equal(r.status, 0, r.stdout);
 });
 
-test('cli write: a description in, a checkpoint out', async () => {
-  const d = modelDescription();
-  const json = { ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
+test('cli diff: a report JSON is validated, not trusted', async () => {
+  const a = file('dv.ckpt', await writeBase('model'));
+  for (const [json, pattern] of [
+    ['{"ok":true,"error":null,"schema":{"shapes":{"length":1e9},"requiresGrad":[]}}', /shapes must be an array/],
+    ['{"family":"x"}', /shapes must be an array/],
+    ['{"ok":true,"error":null,"schema":{"shapes":[[1]],"requiresGrad":[true]},"config":{"kind":"constructor","beta1":0.9,"beta2":0.9,"epsilon":1}}', /kind must be "adam" or "adamw"/],
+    ['{"shapes":[[1]],"requiresGrad":[true],"config":{"kind":"__proto__","beta1":0.9,"beta2":0.9,"epsilon":1}}', /kind must be "adam" or "adamw"/],
+  ]) {
+    const r = run('diff', a, file('r.json', json));
+    assert.equal(r.status, 2, `${json}: ${r.stdout}${r.stderr}`);
+    assert.match(r.stderr, pattern);
+  }
+});
+
+test('cli write: a description in, a checkpoint out; no config is a usage error; a state file', async () => {
+  const d = table.bases.model;
+  const json = { ...d, entries: d.entries.map((e) => ({ id: e.id, step: e.step, m: new Array(d.shapes[e.id].reduce((a, b) => a * b, 1)).fill(e.m), v: new Array(d.shapes[e.id].reduce((a, b) => a * b, 1)).fill(e.v) })) };
   const desc = file('desc.json', JSON.stringify(json));
   const out = path.join(tmp, 'written.ckpt');
   let r = run('write', desc, out);
   assert.equal(r.status, 0, r.stderr);
-  assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await model());
+  assert.deepEqual(new Uint8Array(fs.readFileSync(out)), await writeBase('model'));
   r = run('write', file('bad-desc.json', JSON.stringify({ ...json, entries: [] })), out);
   assert.equal(r.status, 1);
   assert.equal(r.stderr, `${F}expected 2 moment entries, got 0\n`);
+  const { config, ...noConfig } = json;
+  void config;
+  const fresh = path.join(tmp, 'never.ckpt');
+  r = run('write', file('no-config.json', JSON.stringify(noConfig)), fresh);
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /description\.config is missing/);
+  assert.equal(fs.existsSync(fresh), false, 'nothing written');
+  const st = path.join(tmp, 'written.tlsf');
+  r = run('write', file('state.json', JSON.stringify({ family: 'TLSF32B', shapes: [[2, 3], [2, 3], [3]], values: [new Array(6).fill(0.5), new Array(6).fill(0.5), [-1, -1, -1]] })), st);
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(new Uint8Array(fs.readFileSync(st)), await writeBase('state'));
 });
 
 test('cli usage and I/O errors exit 2', () => {
-  for (const args of [[], ['frobnicate'], ['inspect'], ['inspect', 'a', 'b'], ['inspect', '--nope', 'x'], ['check', 'x'], ['serve', '--port', 'abc']]) {
+  for (const args of [[], ['frobnicate'], ['inspect'], ['inspect', 'a', 'b'], ['inspect', '--nope', 'x'], ['check', 'x'], ['check', 'x', '--expect', 'a', '--state', 'b'], ['serve', '--port', 'abc']]) {
     const r = run(...args);
     assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
   }
@@ -120,19 +194,15 @@ test('cli usage and I/O errors exit 2', () => {
   assert.match(d.stderr, /is a directory, not a checkpoint file/);
 });
 
-test('cli: friendly words for what is not a checkpoint', () => {
-  const lfs = file('pointer.ckpt', 'version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 1234\n');
-  const r = run('inspect', lfs);
-  assert.equal(r.status, 1);
-  assert.match(r.stdout, /hint: this is a Git LFS pointer file/);
-  assert.equal(r.stderr, `${F}unsupported checkpoint family\n`);
-});
-
-test('cli summary of 200,000 slots (no argument-spreading limits)', async () => {
+test('cli summary of 200,000 slots, and --json streamed on one line past 10,000', async () => {
   const n = 200_000;
   const p = file('wide.ckpt', await writeCheckpoint({ shapes: Array.from({ length: n }, () => []), requiresGrad: Array.from({ length: n }, (_, i) => i === 0),
     config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries: [{ id: 0, step: 1, m: [0], v: [0] }] }));
   const r = run('inspect', p);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /\n\s*199999\s+\[\]\s+1\s+no\s+-\n/);
+  const j = run('inspect', p, '--json');
+  assert.equal(j.status, 0);
+  assert.equal(j.stdout.split('\n').length, 2, 'one line');
+  assert.deepEqual(JSON.parse(j.stdout), await inspect(p));
 });

@@ -4,7 +4,8 @@
 // (check) — never another exception, never a hang.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inspect, check, writeCheckpoint, CheckpointError } from '../../js/index.js';
+import { inspect, check, writeCheckpoint, writeState, CheckpointError } from '../../js/index.js';
+import { matchesTemplate } from './templates.mjs';
 
 const F = 'CUDA Adam checkpoint: ';
 const layout = { shapes: [[2, 2], [3], [2, 2], []], requiresGrad: [true, false, true, true] };
@@ -26,7 +27,27 @@ async function corpus() {
     const bytes = await writeCheckpoint(desc);
     out.push({ name: `variant ${k}`, bytes, desc, layout: { ...layout, representatives: desc.representatives } });
   }
+  // the model-state families: checked against the same shapes
+  for (const family of ['TLSF32B', 'TLPF32B']) {
+    const values = layout.shapes.map((s) => new Array(s.reduce((a, b) => a * b, 1)).fill(0.5));
+    out.push({ name: family, bytes: await writeState({ family, shapes: layout.shapes, values }), layout: { shapes: layout.shapes }, state: true });
+  }
   return out;
+}
+
+/** The u64 fields of a state file the writer made. */
+function stateFields(bytes) {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const fields = [7, 15];
+  let at = 23;
+  for (let i = 0, n = Number(dv.getBigUint64(15, true)); i < n; i++) {
+    const rank = Number(dv.getBigUint64(at, true));
+    for (let k = 0; k < rank + 2; k++) fields.push(at + 8 * k);
+    at += 8 * (rank + 1);
+    at += 8 + 4 * Number(dv.getBigUint64(at, true));
+  }
+  assert.equal(at, bytes.length);
+  return fields;
 }
 
 /** The u64 fields of a valid file (a test oracle: it walks only files the writer made). */
@@ -74,22 +95,24 @@ function rng(seed) {
   };
 }
 
-const counts = { files: 0, prefixes: 0, byteMutations: 0, fieldMutations: 0, unexpected: 0 };
+const counts = { files: 0, prefixes: 0, byteMutations: 0, fieldMutations: 0, unexpected: 0, codes: new Set() };
 
+/** Every diagnostic is one of docs/format.md's templates, the one of its code. */
 async function expectHandled(bytes, expected, what) {
   const report = await inspect(bytes, { stats: true });
-  if (!report.ok && !(report.error && report.error.message.startsWith(F))) {
+  if (!report.ok && !(report.error && matchesTemplate(report.error.code, report.error.message))) {
     counts.unexpected++;
-    assert.fail(`${what}: report without a reference diagnostic: ${JSON.stringify(report.error)}`);
+    assert.fail(`${what}: report without a reference diagnostic of its code: ${JSON.stringify(report.error)}`);
   }
   try {
     await check(bytes, expected);
   } catch (err) {
-    if (!(err instanceof CheckpointError) || !err.message.startsWith(F)) {
+    if (!(err instanceof CheckpointError) || !matchesTemplate(err.code, err.message)) {
       counts.unexpected++;
-      assert.fail(`${what}: check threw ${err?.name}: ${err?.message}`);
+      assert.fail(`${what}: check threw ${err?.name} ${err?.code}: ${err?.message}`);
     }
   }
+  counts.codes.add(report.error?.code ?? 0);
   return report;
 }
 
@@ -102,10 +125,11 @@ test('sweep: prefixes, byte mutations and u64 field mutations give reference dia
     assert.equal((await inspect(f.bytes)).ok, true);
     for (let cut = 0; cut < f.bytes.length; cut++) {
       const report = await expectHandled(f.bytes.subarray(0, cut), f.layout, `${f.name} cut at ${cut}`);
-      assert.match(report.error.message, /^CUDA Adam checkpoint: truncated checkpoint \(wanted \d+ bytes, got \d+\)$/);
+      assert.equal(report.error.code, 1);
+      assert.ok(matchesTemplate(1, report.error.message), report.error.message);
       counts.prefixes++;
     }
-    for (const at of u64Fields(f.bytes)) {
+    for (const at of f.state ? stateFields(f.bytes) : u64Fields(f.bytes)) {
       for (const value of specials) {
         const m = f.bytes.slice();
         new DataView(m.buffer).setBigUint64(at, value, true);
@@ -121,7 +145,7 @@ test('sweep: prefixes, byte mutations and u64 field mutations give reference dia
       counts.byteMutations++;
     }
   }
-  console.log(`# sweep: ${counts.files} files, ${counts.prefixes} prefixes, ${counts.fieldMutations} field mutations, ${counts.byteMutations} byte mutations, ${counts.unexpected} unexpected outcomes`);
+  console.log(`# sweep: ${counts.files} files, ${counts.prefixes} prefixes, ${counts.fieldMutations} field mutations, ${counts.byteMutations} byte mutations, ${counts.codes.size} distinct codes, ${counts.unexpected} unexpected outcomes`);
   assert.equal(counts.unexpected, 0);
 });
 
@@ -140,8 +164,6 @@ test('what is not a TLADAMF checkpoint is named: the reference text first, then 
     [enc('version https://git-lfs.github.com/spec/v1\noid sha256:0123\nsize 42\n'), `${F}unsupported checkpoint family`, /Git LFS pointer/],
     [enc('<!doctype html><title>404</title>'), `${F}unsupported checkpoint family`, /HTML/],
     [enc('  {"shapes": [[2, 3]], "requiresGrad": [true]}'), `${F}unsupported checkpoint family`, /JSON/],
-    [header('TLSF32B', 1), `${F}unsupported checkpoint family`, /float32 state checkpoint \(TLSF32B, version 1, 0 tensors\)/],
-    [header('TLPF32B', 2), `${F}unsupported checkpoint family`, /float32 parameter checkpoint \(TLPF32B, version 2, 0 tensors\)/],
     [future, `${F}unsupported format version 6; expected 2 through 5`, /newer TorchLean/],
     [enc('hello, world\n'), `${F}unsupported checkpoint family`, /text file/],
   ];
@@ -149,5 +171,13 @@ test('what is not a TLADAMF checkpoint is named: the reference text first, then 
     const report = await inspect(bytes);
     assert.equal(report.error.message, message);
     assert.match(report.error.hint, hint);
+  }
+  // A model-state file is read as one; loaded where optimizer state is expected, it is named.
+  for (const [magic, version, name] of [['TLSF32B', 1, 'state'], ['TLPF32B', 2, 'parameter']]) {
+    assert.equal((await inspect(header(magic, version))).ok, true);
+    await assert.rejects(check(header(magic, version), { shapes: [], requiresGrad: [], family: 'TLADAMF' }), {
+      message: `${F}unsupported checkpoint family`,
+      hint: `this is a TorchLean float32 ${name} checkpoint (${magic}, version ${version}, 0 tensors), not optimizer state`,
+    });
   }
 });

@@ -75,3 +75,31 @@ export function pickError(err, want) {
   if ('length' in want) out.length = err?.length ?? 0;
   return out;
 }
+
+// ---- the model base as a description, for suites that vary it ----------------------------
+
+export const F = 'CUDA Adam checkpoint: ';
+const base = table.bases.model;
+export const modelLayout = { shapes: base.shapes, requiresGrad: base.requiresGrad, representatives: base.representatives };
+export const modelConfig = base.config;
+
+/** The table's "model" base as a writer description (arrays filled), with overrides. */
+export function modelDescription(extra = {}) {
+  return {
+    ...modelLayout,
+    config: modelConfig,
+    entries: base.entries.map((e) => {
+      const n = sizeOf(base.shapes[e.id]);
+      return { id: e.id, step: e.step, m: new Float32Array(n).fill(e.m), v: new Float32Array(n).fill(e.v) };
+    }),
+    ...extra,
+  };
+}
+
+/** The model without ties: slot 1 owns its own history (a version 2 layout). */
+export function untiedDescription(extra = {}) {
+  const d = modelDescription();
+  return { ...d, representatives: null, entries: [...d.entries, { id: 1, step: 4, m: new Float32Array(6), v: new Float32Array(6) }], ...extra };
+}
+
+export const model = (extra) => writeCheckpoint(modelDescription(extra));

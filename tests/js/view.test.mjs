@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { model } from './cases.mjs';
+import { model } from './table.mjs';
 import { browserCommand } from '../../js/open-browser.js';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));

@@ -1,0 +1,140 @@
+// What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
+// a report (either family), an error with everything the core reported beside its reference
+// text, a pairing verdict. Words only: every fact here comes from the core's report.
+
+const fmtShape = (s) => `[${s.join(', ')}]`;
+const yesNo = (b) => (b ? 'yes' : 'no');
+const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-US')} ${Number(n) === 1 ? word : many}`;
+
+/** Lines of columns padded to their widest cell; the columns in `right` are right-aligned. */
+export function table(rows, header, right) {
+  const widths = header.map((h) => h.length);
+  for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
+  const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
+  return [line(header), ...rows.map(line)];
+}
+
+/** One number column, one format: 4 significant digits, exponent form outside [1e-3, 1e5). */
+export function num(x) {
+  if (x === null || x === undefined) return '';
+  if (typeof x !== 'number') return String(x);   // "NaN", "Infinity", a decimal string
+  if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+  const a = Math.abs(x);
+  return a >= 1e-3 && a < 1e5 ? String(Number(x.toPrecision(4))) : x.toExponential(3).replace(/\.?0+e/, 'e');
+}
+
+function fmtStats(s) {
+  if (!s) return '';
+  const bad = [s.nan && `${s.nan} NaN`, s.inf && `${s.inf} inf`].filter(Boolean).join(', ');
+  const range = s.min === null ? 'no finite values' : `min ${num(s.min)} max ${num(s.max)} rms ${num(s.rms)}`;
+  return bad ? `${range} (${bad})` : range;
+}
+
+function head(report, name) {
+  const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
+  if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
+  return `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
+}
+
+function optimizerLines(report, names, out) {
+  if (report.config) {
+    const c = report.config;
+    out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
+    out.push(`bits            beta1 ${c.bits.beta1}  beta2 ${c.bits.beta2}  epsilon ${c.bits.epsilon}  weight decay ${c.bits.weightDecay}`);
+  }
+  if (report.hasRandomCounter !== null) {
+    out.push(`random counter  ${report.hasRandomCounter ? report.randomCounter : 'none (stochastic training cannot be resumed exactly)'}`);
+  }
+  const s = report.schema;
+  if (!s) return;
+  const n = s.shapes.length;
+  const broken = new Set(s.brokenSlots ?? []);
+  const facts = report.wellFormed === null
+    ? `${plural(n, 'slot')} read before the error`
+    : `${plural(n, 'slot')}, ${report.trainableCount} trainable, ${plural(report.optimizerStateCount, 'optimizer state')}, ${report.hasAliases ? 'with tied (shared) slots' : 'no tied slots'}${broken.size ? `, ${plural(broken.size, 'slot')} breaking the sharing rules` : ''}`;
+  out.push(`parameters      ${facts}`);
+  const entries = new Map(report.entries.map((e) => [String(e.id), e]));
+  const stats = report.statistics;
+  const rows = [];
+  for (let i = 0; i < n; i++) {
+    const r = s.effectiveRepresentatives?.[i];
+    const trainable = s.requiresGrad[i];
+    const known = s.effectiveRepresentatives && trainable !== undefined;
+    const rep = !known ? '?' : broken.has(i) ? `broken (${r === null ? 'none' : r})` : r === null ? '-' : r === i ? 'owner' : `shares ${r}`;
+    const e = entries.get(String(i));
+    const row = [i];
+    if (names) row.push(names[i] ?? '');
+    row.push(fmtShape(s.shapes[i]), s.sizes[i], trainable === undefined ? '?' : yesNo(trainable), rep, e ? e.step : '');
+    if (stats) row.push(e?.m ? `m: ${fmtStats(e.m)}; v: ${fmtStats(e.v)}` : '');
+    rows.push(row);
+  }
+  const header = ['slot', ...(names ? ['name'] : []), 'shape', 'size', 'trainable', 'representative', 'step', ...(stats ? ['moments'] : [])];
+  const off = names ? 1 : 0;
+  out.push('');
+  for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]))) out.push(l);   // a loop: no spreading a million lines
+}
+
+function stateLines(report, names, out) {
+  const t = report.tensors;
+  out.push(`tensors         ${plural(t.length, 'tensor')}${report.tensorCount !== null && report.tensorCount !== t.length ? ` read of ${report.tensorCount} declared` : ''}`);
+  if (!t.length) return;
+  const stats = report.statistics;
+  const rows = t.map((x, i) => {
+    const row = [i, ...(names ? [names[i] ?? ''] : []), fmtShape(x.shape), x.count, x.offset];
+    if (stats) row.push(fmtStats(x.values));
+    return row;
+  });
+  const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['values'] : [])];
+  const off = names ? 1 : 0;
+  out.push('');
+  for (const l of table(rows, header, new Set([0, 2 + off, 3 + off]))) out.push(l);
+}
+
+/** The summary of a report as lines; `names` (optional) names the slots. */
+export function summaryLines(report, name, names = null) {
+  const out = [head(report, name)];
+  if (report.kind === 'state') stateLines(report, names, out);
+  else optimizerLines(report, names, out);
+  for (const w of report.warnings) out.push(`warning: ${w}`);
+  out.push('');
+  if (report.ok) out.push('verdict: valid');
+  else {
+    out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);
+    out.push(...errorLines(report.error));
+  }
+  return out;
+}
+
+/** A core error as lines: the reference text first, then what the core says beside it. */
+export function errorLines(err, { layoutName } = {}) {
+  const out = [err.message];
+  const where = [];
+  if (err.offset !== null && err.offset !== undefined) where.push(`at byte ${err.offset}`);
+  if (err.slot !== null && err.slot !== undefined) where.push(`slot ${err.slot}`);
+  if (where.length) out.push(where.join(', '));
+  if (err.configDiff?.length) {
+    // decoded values first; the bit patterns tell apart what prints alike (-0 and 0)
+    for (const d of err.configDiff) out.push(`  ${d.field}: file ${d.file}, expected ${d.expected}`);
+    const bits = err.configDiff.filter((d) => d.fileBits);
+    if (bits.length) out.push(`  bits: ${bits.map((d) => `${d.field} file ${d.fileBits}, expected ${d.expectedBits}`).join('; ')}`);
+  }
+  if (err.subject === 'expected' && layoutName) {
+    out.push(`the layout ${layoutName} is at fault, not the checkpoint${err.hint ? `: ${err.hint}` : ''}`);
+  } else if (err.hint) {
+    out.push(`hint: ${err.hint}`);
+  }
+  return out;
+}
+
+/** A pairing result as lines: the verdict, every failure, the warnings. */
+export function pairLines(result, optName, stateName) {
+  const out = [];
+  if (result.pairs) out.push(`${optName} pairs with ${stateName}: same slots, same shapes, tied slots hold identical values`);
+  else {
+    out.push(`${optName} does not pair with ${stateName}: ${plural(result.failures.length, 'failure')}`);
+    for (const f of result.failures.slice(0, 1000)) out.push(`  ${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
+    if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
+  }
+  for (const w of result.warnings) out.push(`warning: ${w}`);
+  return out;
+}
