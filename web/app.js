@@ -1,465 +1,495 @@
-// The viewer's page: one open(file) path for drop, picker and examples; one error view; the
-// views render what the worker parsed. Nothing here parses a byte of a checkpoint.
-import { VirtualTable, el } from './views/table.js';
-import { SharingMap, groupColor } from './views/sharing-map.js';
-import { renderHeader } from './views/header.js';
-import { renderHex } from './views/hex.js';
-import { renderVerdict } from './views/compare.js';
-import { renderEntryDetail } from './views/stats.js';
-import { ReportModel } from './report-model.js';
+// The viewer's host: the worker client, the page state, and the wiring between inputs (drop,
+// pickers, examples, the page address) and the views. One open path for every way a file
+// arrives; every fact about a file comes from the package through the worker.
+import { $, el, button, download } from './dom.js';
+import { RpcClient } from './rpc.js';
+import { Store } from './state.js';
+import { FileColumns } from './columns.js';
+import { StatsStore } from './stats-store.js';
+import { count, plural } from './format.js';
+import { renderHeader, ioText } from './views/header.js';
+import { renderProblem } from './views/problem.js';
+import { renderWarnings } from './views/warnings.js';
+import { renderCompare } from './views/compare.js';
+import { renderPair } from './views/pair.js';
+import { renderEntryDetail, renderTensorDetail } from './views/stats.js';
+import { SharingMap, renderLegend } from './views/sharing-map.js';
+import { ParamsView } from './views/params-table.js';
+import { EntriesView } from './views/entries-table.js';
+import { TensorsView } from './views/state-tensors.js';
+import { HealthView } from './views/health.js';
 
-const $ = (id) => document.getElementById(id);
-
-// ---- the worker ---------------------------------------------------------------------------
-
-class Parser {
-  constructor() {
-    this.next = 1;
-    this.spawn();
-  }
-  spawn() {
-    this.pending = new Map();
-    this.worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
-    this.worker.onmessage = ({ data }) => {
-      const p = this.pending.get(data.id);
-      if (!p) return;
-      if (data.progress) return p.onProgress?.(data.progress);
-      this.pending.delete(data.id);
-      if (data.error) p.reject(Object.assign(new Error(data.error.message), data.error));
-      else p.resolve(data.result);
-    };
-    this.worker.onerror = (e) => {
-      for (const p of this.pending.values()) p.reject(new Error(`the parser stopped: ${e.message}`));
-      this.pending.clear();
-    };
-  }
-  request(type, payload = {}, onProgress) {
-    const id = this.next++;
-    return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, onProgress });
-      this.worker.postMessage({ id, type, args: payload });
-    });
-  }
-  /** Stop whatever runs (a statistics scan cannot be interrupted from inside): a new worker. */
-  cancel() {
-    this.worker.terminate();
-    for (const p of this.pending.values()) p.reject(new DOMException('cancelled', 'AbortError'));
-    this.spawn();
-  }
-}
-
-const parser = new Parser();
-
-// ---- state --------------------------------------------------------------------------------
-
-const state = {
-  file: null,
-  report: null,
-  labels: null,
-  expected: null,
-  filter: 'all',
-  search: '',
-  sort: null,
-  selected: -1,
-  bytesRead: 0,
-  entryBySlot: new Int32Array(0),   // slot -> entry index, -1 for none
-};
+const store = new Store();
+const stats = new StatsStore(store);
+const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: reopen });
 
 function status(text) {
   $('status').textContent = text;
 }
 
-function label(i) {
-  return state.labels?.[i] ?? '';
-}
+const roleOf = (file) => (file === store.files.a ? 'a' : 'b');
+const label = (i) => store.label(i);
 
-const shapeText = (s) => `[${s.join(', ')}]`;
+// ---- views ------------------------------------------------------------------------------------
 
-// ---- tables and map -----------------------------------------------------------------------
-
-const entryOfSlot = (i) => {
-  const k = i < state.entryBySlot.length ? state.entryBySlot[i] : -1;
-  return k < 0 ? null : state.report.entry(k);
-};
-
-function unhealthy(entry) {
-  if (!entry?.m) return false;
-  return Number(entry.m.nan) + Number(entry.m.inf) + Number(entry.v.nan) + Number(entry.v.inf) + Number(entry.v.negative) > 0;
-}
-
-function representativeCell(i) {
-  const m = state.report;
-  const r = m.rep(i);
-  if (r === undefined || m.trainable(i) === undefined) return { text: '?', title: 'not read (the file broke before the sharing map)' };
-  if (r === null) return { text: 'frozen', cls: 'frozen' };
-  if (r === i) return { text: 'owner', swatch: groupColor(i) };
-  return { text: `→ ${r}${label(r) ? ` ${label(r)}` : ''}`, swatch: groupColor(r), title: `shares slot ${r}'s storage and optimizer history` };
-}
-
-const fmtStat = (x) => (x === null || x === undefined ? '' : typeof x === 'number' ? x.toPrecision(3) : String(x));
-
-const paramColumns = [
-  { label: 'slot', width: '64px', num: true, sortKey: 'slot', cell: (i) => ({ text: String(i) }) },
-  { label: 'name', width: 'minmax(80px, 1.3fr)', sortKey: 'name', cell: (i) => ({ text: label(i), title: label(i) }) },
-  { label: 'shape', width: 'minmax(90px, 1fr)', mono: true, sortKey: 'rank', cell: (i) => ({ text: shapeText(state.report.shape(i)) }) },
-  { label: 'size', width: '96px', num: true, sortKey: 'size', cell: (i) => ({ text: Number(state.report.slotSize(i)).toLocaleString('en-US') }) },
-  { label: 'trainable', width: '76px', cell: (i) => {
-    const g = state.report.trainable(i);
-    return g === undefined ? { text: '?' } : g ? { text: 'yes' } : { text: 'frozen', cls: 'frozen' };
-  } },
-  { label: 'representative', width: 'minmax(110px, 1.1fr)', cell: representativeCell },
-  { label: 'step', width: '72px', num: true, sortKey: 'step', cell: (i) => ({ text: String(entryOfSlot(i)?.step ?? '') }) },
-  { label: 'm rms · v mean', width: 'minmax(120px, 1fr)', cell: (i) => {
-    const e = entryOfSlot(i);
-    if (!e?.m) return { text: '' };
-    const bad = unhealthy(e);
-    return { text: `${fmtStat(e.m.rms)} · ${fmtStat(e.v.mean)}${bad ? '  ⚠' : ''}`, cls: bad ? 'unhealthy' : '', title: bad ? 'NaN, infinity or a negative second moment' : '' };
-  } },
-];
-
-const entryColumns = [
-  { label: 'slot', width: '64px', num: true, cell: (k) => ({ text: String(state.report.entry(k).id) }) },
-  { label: 'name', width: 'minmax(80px, 1.3fr)', cell: (k) => ({ text: label(Number(state.report.entry(k).id)) }) },
-  { label: 'step', width: '72px', num: true, cell: (k) => ({ text: String(state.report.entry(k).step) }) },
-  { label: 'elements', width: '96px', num: true, cell: (k) => ({ text: Number(state.report.entry(k).count).toLocaleString('en-US') }) },
-  { label: 'offset', width: '110px', num: true, cell: (k) => ({ text: String(state.report.entry(k).offset) }) },
-  { label: 'm mean · rms', width: 'minmax(120px, 1fr)', cell: (k) => {
-    const e = state.report.entry(k);
-    return { text: e.m ? `${fmtStat(e.m.mean)} · ${fmtStat(e.m.rms)}` : 'click for statistics', cls: e.m ? '' : 'frozen' };
-  } },
-  { label: 'v mean', width: 'minmax(90px, 0.8fr)', cell: (k) => ({ text: fmtStat(state.report.entry(k).v?.mean) }) },
-  { label: 'health', width: '120px', cell: (k) => {
-    const e = state.report.entry(k);
-    if (!e.m) return { text: '' };
-    if (!unhealthy(e)) return { text: 'ok' };
-    const parts = [];
-    const nan = Number(e.m.nan) + Number(e.v.nan), inf = Number(e.m.inf) + Number(e.v.inf);
-    if (nan) parts.push(`${nan} NaN`);
-    if (inf) parts.push(`${inf} inf`);
-    if (Number(e.v.negative)) parts.push(`${e.v.negative} v<0`);
-    return { text: parts.join(', '), cls: 'unhealthy' };
-  } },
-];
-
-const params = new VirtualTable($('params'), {
-  columns: paramColumns,
-  rowTestId: 'param-row',
-  label: 'parameter slots',
-  onSelect: (i) => selectSlot(i, 'table'),
-  onSort: (sort) => {
-    state.sort = sort;
-    refreshParams();
-  },
-});
-
-const entries = new VirtualTable($('entries'), {
-  columns: entryColumns,
-  rowTestId: 'entry-row',
-  label: 'moment entries',
-  onSelect: (k) => showEntry(k),
-});
+const params = new ParamsView(store, { stats, onNeedStats: () => scan('optimizer'), onSelect: (i) => store.select(i, 'table') });
+const entries = new EntriesView(store, { stats, onSelect: (k) => store.select(store.optimizer.cols.entryId(k), 'entries') });
+const tensors = new TensorsView(store, { stats, onSelect: (i) => store.select(i, 'tensors') });
+const health = new HealthView(store, { rpc, onSelect: (i) => store.select(i, 'health'), status });
 
 const map = new SharingMap($('sharing-map'), {
   onHover: (i) => {
-    if (i < 0) {
-      $('map-status').textContent = 'Hover a slot to see its group; click to find it in the table. Wheel or +/− to zoom, drag to pan.';
+    const cols = store.optimizer?.cols;
+    if (!cols || i < 0) {
+      mapCaption();
       params.setHighlight(null);
       return;
     }
-    const m = state.report;
-    const r = m.rep(i);
-    const group = map.groupOf(i);
-    const what = !m.trainable(i) ? 'frozen (no optimizer state)' : r === i ? `owns its optimizer history${group.size > 1 ? `, shared by ${group.size - 1} tied slot(s)` : ''}` : `tied to slot ${r}${label(r) ? ` (${label(r)})` : ''}`;
-    $('map-status').textContent = `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${shapeText(m.shape(i))}: ${what}`;
-    params.setHighlight(group);
+    $('map-status').textContent = describeSlot(cols, i);
+    params.setHighlight(map.groupOf(i));
   },
-  onSelect: (i) => selectSlot(i, 'map'),
+  onSelect: (i) => store.select(i, 'map'),
 });
 
-function selectSlot(i, from) {
-  state.selected = i;
-  if (from !== 'table') params.select(i);
-  if (from !== 'map') map.setSelected(i);
-  const k = i < state.entryBySlot.length ? state.entryBySlot[i] : -1;
-  if (k >= 0) {
-    entries.select(k);
-    showEntry(k);
-  }
+function mapCaption() {
+  $('map-status').textContent = 'Hover a slot to see its group; click to select it. Wheel or +/− to zoom, drag to pan.';
 }
 
-function passesFilter(i) {
-  const m = state.report;
-  switch (state.filter) {
-    case 'trainable': return m.trainable(i) === true;
-    case 'frozen': return m.trainable(i) === false;
-    case 'aliases': return map.isTied(i);
-    case 'unhealthy': return unhealthy(entryOfSlot(i));
-    default: return true;
-  }
+function describeSlot(cols, i) {
+  const r = cols.rep(i);
+  const named = (j) => `slot ${j}${label(j) ? ` (${label(j)})` : ''}`;
+  let what;
+  if (cols.broken(i)) what = `broken: tied to ${r === null ? 'nothing' : named(Number(r))}, which the sharing-map rule rejects`;
+  else if (!cols.trainable(i)) what = 'frozen (no optimizer state)';
+  else if (r === i) {
+    const g = map.groupOf(i);
+    what = `owns its optimizer history${g.size > 1 ? `, shared by ${plural(g.size - 1, 'tied slot')}` : ''}`;
+  } else if (r !== null && r !== undefined) what = `tied to ${named(Number(r))}`;
+  else what = 'trainable';
+  return `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${cols.shapeText(i)}: ${what}`;
 }
 
-function sortKey(i, key) {
-  const m = state.report;
-  switch (key) {
-    case 'name': return label(i);
-    case 'rank': {
-      const shape = m.shape(i);
-      return shape.length * 1e6 + Number(shape[0] ?? 0);
+// ---- selection ----------------------------------------------------------------------------------
+
+let detailToken = 0;
+
+store.on('select', ({ slot, from }) => {
+  const opt = store.optimizer;
+  if (opt?.summary.schema && slot < opt.cols.n) {
+    if (from !== 'table') params.select(slot);
+    else params.showSelection(slot);
+    if (from !== 'map') map.setSelected(slot);
+    const k = params.entryIndex(slot);
+    if (k >= 0 && from !== 'entries') entries.select(k);
+    showSlotDetail(slot);
+  }
+  const st = store.stateFile;
+  if (st && slot < st.cols.tensorTotal) {
+    if (from !== 'tensors') tensors.select(slot);
+    if (!opt) showTensorDetail(slot);
+  }
+  health.select(slot, from);
+});
+
+async function slotStats(file, slot, onProgress) {
+  const kind = file.cols.kind;
+  const have = stats.get(kind, slot);
+  if (have) return have;
+  const s = await rpc.request('stats', { role: roleOf(file), slot }, { onProgress });
+  if (store.files[roleOf(file)] === file) stats.put(kind, slot, s);
+  return s;
+}
+
+async function showSlotDetail(slot) {
+  const opt = store.optimizer, st = store.stateFile;
+  const token = ++detailToken;
+  const box = $('entry-detail');
+  const cols = opt.cols;
+  const k = params.entryIndex(slot);
+  const cancel = () => rpc.cancel().then(() => status('Statistics cancelled.'));
+  let param = st && slot < st.cols.tensorTotal ? stats.get('state', slot) : st ? undefined : null;
+  if (k < 0) {
+    box.hidden = false;
+    box.replaceChildren(el('h3', '', `Slot ${slot}${label(slot) ? ` (${label(slot)})` : ''}: ${cols.trainable(slot) === false ? 'frozen, no optimizer state' : cols.broken(slot) ? 'its tie is broken: no optimizer state can be read for it' : 'no optimizer state entry'}`));
+    if (st && slot < st.cols.tensorTotal) {
+      renderTensorDetail(box.appendChild(el('div', 'moment-wrap')), { index: slot, label: label(slot), tensor: st.cols.tensor(slot), shape: st.cols.shapeText(slot), stats: param });
+      if (!param) {
+        const p = await slotStats(st, slot).catch(() => null);
+        if (token === detailToken && p) renderTensorDetail(box.lastChild, { index: slot, label: label(slot), tensor: st.cols.tensor(slot), shape: st.cols.shapeText(slot), stats: p });
+      }
     }
-    case 'size': return Number(m.slotSize(i));
-    case 'step': return Number(entryOfSlot(i)?.step ?? -1);
-    default: return i;
+    return;
   }
-}
-
-function refreshParams() {
-  const m = state.report;
-  const n = m.n;
-  const q = state.search.trim().toLowerCase();
-  let order;
-  if (state.filter === 'all' && !q) order = Array.from({ length: n }, (_, i) => i);
-  else {
-    order = [];
-    for (let i = 0; i < n; i++) {
-      if (!passesFilter(i)) continue;
-      if (q && !label(i).toLowerCase().includes(q) && !shapeText(m.shape(i)).includes(q)) continue;
-      order.push(i);
-    }
-  }
-  if (state.sort && state.sort.key !== 'slot') {
-    const { key, dir } = state.sort;
-    // Keys in a typed array (numbers) or a plain one (names), indexed by slot; ties by slot.
-    const numeric = key !== 'name';
-    const keys = numeric ? new Float64Array(n) : new Array(n);
-    for (const i of order) keys[i] = sortKey(i, key);
-    const sorted = numeric ? Int32Array.from(order) : order;
-    sorted.sort((a, b) => (keys[a] < keys[b] ? -1 : keys[a] > keys[b] ? 1 : a - b) * dir);
-    order = sorted;
-  } else if (state.sort?.dir === -1) order.reverse();
-  params.setOrder(order instanceof Int32Array ? order : Int32Array.from(order));
-  $('param-count').textContent = order.length === n ? `${n.toLocaleString('en-US')} slots` : `${order.length.toLocaleString('en-US')} of ${n.toLocaleString('en-US')} slots`;
-}
-
-function refreshEntries() {
-  const m = state.report;
-  const total = m.entryTotal;
-  const bySlot = new Int32Array(m.n).fill(-1);
-  for (let k = 0; k < total; k++) {
-    const id = Number(m.entry(k).id);
-    if (id < bySlot.length) bySlot[id] = k;
-  }
-  state.entryBySlot = bySlot;
-  entries.setOrder(Int32Array.from({ length: total }, (_, k) => k));
-  const declared = m.entryCount;
-  $('entry-count').textContent = `${total.toLocaleString('en-US')}${declared !== null && Number(declared) !== total ? ` of ${declared} declared` : ''}`;
-}
-
-// ---- entry statistics ---------------------------------------------------------------------
-
-async function showEntry(k) {
-  const e = state.report.entry(k);
-  const detail = $('entry-detail');
-  renderEntryDetail(detail, e, { config: state.report.config, label: label(Number(e.id)) });
-  if (e.m) return;
-  const file = state.file;
-  const note = detail.querySelector('p.meta');
+  const entry = cols.entry(k);
+  const owner = Number(entry.id);
+  const base = { slot, entry, label: label(slot), ownerLabel: label(owner), config: opt.summary.config, onCancel: cancel };
+  let s = stats.get('optimizer', slot) ?? stats.get('optimizer', owner);
+  const draw = (extra = {}) => {
+    if (token !== detailToken) return;
+    renderEntryDetail(box, { ...base, stats: s, param, actions: exportActions(slot, s), ...extra });
+  };
+  draw();
   try {
-    const stats = await parser.request('entryStats', { file, id: e.id }, ({ done, total }) => {
-      const start = Number(e.offset), span = 2 * Number(e.count) * (state.report.dtype === 'float64' ? 8 : 4);
-      if (note && total) note.textContent = `Statistics are being computed… ${Math.min(100, Math.round((100 * (done - start)) / span))}%`;
-    });
-    if (state.file !== file) return;
-    Object.assign(e, { m: stats.m, v: stats.v });
-    renderEntryDetail(detail, e, { config: state.report.config, label: label(Number(e.id)) });
-    entries.render(true);
-    params.render(true);
+    if (!s) {
+      s = await slotStats(opt, owner, (progress) => draw({ progress }));
+      draw();
+    }
+    if (param === undefined) {
+      param = await slotStats(st, slot);
+      draw();
+    }
+    if (token === detailToken) {
+      entries.render();
+      params.render();
+      tensors.render();
+    }
   } catch (err) {
-    if (err.name !== 'AbortError') detail.append(el('p', 'meta', `Could not compute statistics: ${err.message}`));
+    if (err.name === 'AbortError') draw({ error: 'cancelled' });
+    else draw({ error: err.message });
   }
 }
 
-async function scanAll() {
-  const file = state.file;
-  state.scanning = true;
+/** Buttons of the statistics panel: one entry's m and v as .npy (when the package exports). */
+function exportActions(slot, s) {
+  if (!s || !health.canExport) return null;
+  const box = el('div', 'detail-actions');
+  box.append(button('m as .npy', { testid: 'export-m', onClick: () => exportMoment(slot, 'm') }),
+    button('v as .npy', { testid: 'export-v', onClick: () => exportMoment(slot, 'v') }));
+  return box;
+}
+
+async function exportMoment(slot, which) {
+  try {
+    const { bytes, name } = await rpc.request('exportMoment', { slot, which });
+    download(bytes, name);
+  } catch (err) {
+    status(`Export failed: ${err.message}`);
+  }
+}
+
+async function showTensorDetail(i) {
+  const st = store.stateFile;
+  const token = ++detailToken;
+  const box = $('tensor-detail');
+  const base = { index: i, label: label(i), tensor: st.cols.tensor(i), shape: st.cols.shapeText(i), onCancel: () => rpc.cancel() };
+  const draw = (extra) => token === detailToken && renderTensorDetail(box, { ...base, ...extra });
+  draw({ stats: stats.get('state', i) });
+  if (stats.get('state', i)) return;
+  try {
+    const s = await slotStats(st, i, (progress) => draw({ progress }));
+    draw({ stats: s });
+    tensors.render();
+  } catch (err) {
+    draw({ error: err.name === 'AbortError' ? 'cancelled' : err.message });
+  }
+}
+
+// ---- statistics of every entry ------------------------------------------------------------------
+
+async function scan(kind) {
+  const file = kind === 'optimizer' ? store.optimizer : store.stateFile;
+  if (!file || stats.scanning) return;
+  stats.scanning = true;
   const bar = $('stats-progress');
-  bar.hidden = false;
   bar.value = 0;
-  $('cancel-scan').hidden = false;
-  $('scan').disabled = true;
-  status('Computing statistics for every entry…');
+  $('scan-line').hidden = false;
+  $('scan-label').textContent = `Statistics of ${file.name}`;
+  $('scan').disabled = $('scan-tensors').disabled = true;
+  params.refresh();
+  status(`Computing statistics of every ${kind === 'optimizer' ? 'entry' : 'tensor'}…`);
   const started = performance.now();
   try {
-    const { packed } = await parser.request('inspect', { file, stats: true }, ({ done, total }) => {
-      bar.value = total ? done / total : 0;
-    });
-    if (state.file !== file) return;
-    // The scan re-reads everything: keep its entries (with stats) and its warnings.
-    const report = new ReportModel(packed);
-    state.report.setEntries(Array.from({ length: report.entryTotal }, (_, k) => report.entry(k)));
-    state.report.warnings = report.warnings;
-    refreshEntries();
-    refreshParams();
-    renderWarnings();
-    renderHeader($('summary'), state.report, { name: file.name, bytesRead: state.bytesRead });
-    status(`Statistics for ${report.entryTotal.toLocaleString('en-US')} entries in ${Math.round(performance.now() - started)} ms.`);
+    const result = await rpc.request('scan', { role: roleOf(file) }, { onProgress: ({ done, total }) => (bar.value = total ? done / total : 1) });
+    if (store.files[roleOf(file)] !== file) return;
+    stats.setScan(kind, result);
+    status(`Statistics for ${plural(result.ids.length, kind === 'optimizer' ? 'entry' : 'tensor', kind === 'optimizer' ? 'entries' : 'tensors')} in ${Math.round(performance.now() - started)} ms.`);
   } catch (err) {
-    status(err.name === 'AbortError' ? 'Statistics scan cancelled.' : `Statistics failed: ${err.message}`);
+    status(err.name === 'AbortError' ? 'Statistics scan cancelled: statistics are not computed.' : `Statistics failed: ${err.message}`);
   } finally {
-    state.scanning = false;
-    bar.hidden = true;
-    $('cancel-scan').hidden = true;
-    $('scan').disabled = false;
+    stats.scanning = false;
+    $('scan-line').hidden = true;
+    $('scan').disabled = $('scan-tensors').disabled = false;
+    params.refresh();
+    entries.render();
+    tensors.render();
   }
 }
 
-// ---- problems, warnings, compare ----------------------------------------------------------
+// ---- files ------------------------------------------------------------------------------------
 
-function renderWarnings() {
-  const box = $('warnings');
-  const list = state.report.warnings;
-  box.hidden = !list.length;
-  box.replaceChildren(el('h2', '', 'Warnings (the file stays valid)'));
-  const ul = el('ul');
-  for (const w of list) {
-    const li = el('li', '', w);
-    li.setAttribute('data-testid', 'warning');
-    ul.append(li);
+/** Open the files of one drop, pick, example or address: checkpoints by role (the first is the
+ *  main file; a second is its model-state file, or the other way round). */
+async function openFiles(list, { labels = null, expected = null, lr = null } = {}) {
+  if (stats.scanning || rpc.busy) await rpc.cancel();
+  const started = performance.now();
+  status(`Reading ${list.map((f) => f.name).join(' and ')}…`);
+  const opened = {};
+  try {
+    for (const [k, role] of [[0, 'a'], [1, 'b']]) {
+      if (!list[k]) continue;
+      const { summary, columns, io } = await rpc.request('open', { role, source: list[k].source });
+      opened[role] = { name: list[k].name, source: list[k].source, summary, cols: new FileColumns(summary, columns), io };
+    }
+  } catch (err) {
+    status('');
+    showReadError(list, err);
+    return;
   }
-  box.append(ul);
+  store.files = { a: opened.a, b: opened.b ?? null };
+  store.expected = expected;
+  stats.clear();
+  if (labels) {
+    store.labels = labels;
+    store.labelsSource = null;
+  } else if (!store.labelsPinned) store.labels = null;
+  store.selected = -1;
+  if (lr !== null) health.setLr(lr);
+  renderFiles();
+  const ms = Math.round(performance.now() - started);
+  store.openMs = ms;
+  status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${ioText(opened.a.io, opened.a.summary.size)}; payloads are skipped until statistics are asked for).`);
+  $('summary').dataset.openMs = String(ms);
 }
 
-async function renderProblem() {
-  const r = state.report;
-  const box = $('problem');
-  box.hidden = r.ok;
-  if (r.ok) return;
-  $('error').textContent = r.error.message;
-  $('error-offset').textContent = r.error.offset === null ? '—' : String(r.error.offset);
-  $('error-hint').textContent = r.error.hint ? `— ${r.error.hint}` : '';
-
-  $('hex').replaceChildren();
-  if (r.error.offset === null) return;
-  const offset = Number(r.error.offset);
-  const start = Math.max(0, offset - 48);
-  const file = state.file;
-  const bytes = await parser.request('bytes', { file, offset: start, length: 128 });
-  if (state.file !== file) return;
-  const field = offset === 0 ? 7 : /truncated/.test(r.error.message) ? Math.max(1, file.size - offset) : 8;
-  renderHex($('hex'), bytes, start, offset, Math.min(field, 64), file.size);
+/** Add a model-state file to the open optimizer checkpoint. */
+async function addState(item) {
+  if (!store.optimizer) {
+    status('Open the optimizer checkpoint first, then add its model-state file.');
+    return;
+  }
+  if (stats.scanning || rpc.busy) await rpc.cancel();
+  const role = store.optimizer === store.files.a ? 'b' : 'a';
+  try {
+    const { summary, columns, io } = await rpc.request('open', { role, source: item.source });
+    if (role === 'a') throw new Error('internal: the optimizer is not the main file');
+    store.files.b = { name: item.name, source: item.source, summary, cols: new FileColumns(summary, columns), io };
+  } catch (err) {
+    showReadError([item], err);
+    return;
+  }
+  stats.clearState();
+  renderFiles({ keepSelection: true });
+  status(`Added ${item.name}.`);
 }
 
-/** Most reference texts name a slot ("… for parameter 4", "… parameter id 4"): show it. */
-function selectNamedSlot(message) {
-  const named = /parameter (?:id )?(\d+)/.exec(message);
-  if (!named || !state.report?.hasSchema || Number(named[1]) >= state.report.n) return;
-  params.select(Number(named[1]));
-  map.setSelected(Number(named[1]));
+/** After the worker was replaced (Cancel), open the same files in the new one. */
+async function reopen() {
+  for (const role of ['a', 'b']) {
+    const f = store.files[role];
+    if (f) await rpc.request('open', { role, source: f.source }).catch(() => {});
+  }
 }
+
+/** A file that could not be read at all (an I/O or HTTP error): the problem view says so. */
+function showReadError(list, err) {
+  $('welcome').hidden = true;
+  renderProblem($('problem'), { message: err.message, hint: err.status ? `the server answered HTTP ${err.status}` : null }, {
+    title: `Could not read ${list.map((f) => f.name).join(' or ')}`,
+  });
+}
+
+function readBytes(file) {
+  return (offset, length) => rpc.request('bytes', { role: roleOf(file), offset, length });
+}
+
+/** What of a broken file is still shown, said plainly (nothing when nothing was read). */
+function readNote(file) {
+  const s = file.summary;
+  if (s.ok) return null;
+  if (s.kind === 'state') return file.cols.tensorTotal ? `The ${plural(file.cols.tensorTotal, 'tensor')} read before the error are listed below.` : null;
+  if (s.schema && file.cols.n) return `The header above and the ${plural(file.cols.n, 'slot')} read before the error (below) are what the file still shows.`;
+  if (s.version !== null && s.version !== undefined) return 'The header fields read before the error are shown above.';
+  return null;
+}
+
+function renderFiles({ keepSelection = false } = {}) {
+  const opt = store.optimizer, st = store.stateFile;
+  const main = store.primary;
+  $('welcome').hidden = true;
+  $('export').disabled = false;
+  renderHeader($('summary'), main);
+  if (main.summary.ok) $('problem').hidden = true;
+  else {
+    renderProblem($('problem'), main.summary.error, {
+      title: 'Why this file is broken', fileName: main.name, fileSize: Number(main.summary.size), readBytes: readBytes(main),
+      label, onSlot: (i) => store.select(i, 'problem'), note: readNote(main),
+    });
+  }
+  // The second file of a pair: its own header, and its own problem when it is broken.
+  const second = opt && st ? st : null;
+  const box = $('state-summary');
+  box.hidden = !second;
+  if (second) {
+    renderHeader(box, second, { role: 'model state' });
+    if (!second.summary.ok) {
+      const p = el('div', 'problem-inline');
+      box.append(p);
+      renderProblem(p, second.summary.error, { title: 'Why the model-state file is broken', fileName: second.name, fileSize: Number(second.summary.size), readBytes: readBytes(second), label, note: readNote(second) });
+    }
+  }
+  renderWarnings($('warnings'), [...main.summary.warnings, ...(second?.summary.warnings ?? [])]);
+  renderNamesNote();
+
+  const hasSchema = !!opt?.summary.schema;
+  $('map-card').hidden = $('params-card').hidden = !hasSchema;
+  $('entries-card').hidden = true;
+  $('entry-detail').hidden = true;
+  $('tensor-detail').hidden = true;
+  if (hasSchema) {
+    $('filter-broken').hidden = !opt.cols.sharing?.broken.length;
+    map.setData(opt.cols, store.labels);
+    renderLegend($('map-legend'), opt.cols, { el });
+    mapCaption();
+    if (!keepSelection) params.reset();
+    else params.updateColumns();
+    entries.reset();
+  }
+  else {
+    params.clear();
+    entries.clear();
+  }
+  $('tensors-card').hidden = !st?.cols.tensorTotal;
+  if (st?.cols.tensorTotal) tensors.reset();
+  else tensors.clear();
+  $('pair').hidden = !(opt && st);
+  if (opt && st) runPair();
+  health.reset();
+  $('compare').hidden = !store.expected;
+  if (store.expected) runCompare();
+  const named = main.summary.error?.slot;
+  if (!main.summary.ok && named !== null && named !== undefined && main.summary.error.subject !== 'expected') {
+    const slot = Number(named);
+    if (hasSchema && slot < opt.cols.n) store.select(slot, 'problem');
+  } else if (keepSelection && store.selected >= 0) store.select(store.selected, 'files');
+}
+
+async function runPair() {
+  const opt = store.optimizer, st = store.stateFile;
+  const card = $('pair');
+  const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label, onSlot: (i) => store.select(i, 'pair') };
+  renderPair(card, null, options);
+  try {
+    store.pair = await rpc.request('pair');
+  } catch (err) {
+    if (err.name === 'AbortError') return;
+    store.pair = { error: err };
+  }
+  if (store.optimizer !== opt || store.stateFile !== st) return;
+  renderPair(card, store.pair, options);
+  health.pairChanged();
+}
+
+// ---- compare ----------------------------------------------------------------------------------
 
 async function runCompare() {
-  if (!state.file || !state.expected) return;
-  const card = $('compare');
-  card.hidden = false;
-  const name = state.expected.name ?? 'the example layout';
-  $('compare-against').textContent = `${state.file.name} against ${name}`;
-  $('verdict').textContent = 'Checking…';
-  try {
-    const result = await parser.request('check', { file: state.file, expected: state.expected });
-    renderVerdict($('verdict'), $('diff'), result);
-    if (!result.loads) selectNamedSlot(result.error.message);
-  } catch (err) {
-    $('verdict').className = 'verdict fails';
-    $('verdict').textContent = err.role === 'expected' ? `The expected layout is not a valid checkpoint: ${err.message}` : err.message;
-    $('diff').replaceChildren();
-  }
-}
-
-// ---- the one open path --------------------------------------------------------------------
-
-async function open(file, { labels = null } = {}) {
-  // The worker runs one request at a time: a scan of the previous file would hold this one up.
-  if (state.scanning) parser.cancel();
-  status(`Reading ${file.name}…`);
-  const started = performance.now();
+  const main = store.files.a;
+  const expected = store.expected;
+  if (!main || !expected) return;
+  const options = {
+    fileName: main.name, expectedName: expected.name, label, fileSize: Number(main.summary.size), readBytes: readBytes(main),
+    onSlot: (i) => store.select(i, 'compare'), onClose: closeCompare,
+  };
+  renderCompare($('compare'), null, options);
   let result;
   try {
-    result = await parser.request('inspect', { file, stats: false });
+    result = await rpc.request('check', { expected: expected.source });
   } catch (err) {
-    status(`Could not read ${file.name}: ${err.message}`);
-    return;
+    if (err.name === 'AbortError') return;
+    result = { ok: false, error: { ...err, message: err.message, subject: err.subject ?? 'expected' }, differences: null, warnings: [] };
   }
-  Object.assign(state, { file, report: new ReportModel(result.packed), bytesRead: result.bytesRead, selected: -1, sort: null, filter: 'all', search: '' });
-  if (labels) state.labels = labels;
-  else if (!state.labelsPinned) state.labels = null;
-  render();
-  status(`Opened ${file.name} in ${Math.round(performance.now() - started)} ms (${result.bytesRead.toLocaleString('en-US')} of ${file.size.toLocaleString('en-US')} bytes read; payloads are skipped until statistics are asked for).`);
-  if (state.expected) runCompare();
-}
-
-function render() {
-  const r = state.report;
-  $('welcome').hidden = true;
-  $('summary').hidden = false;
-  $('export').disabled = false;
-  renderHeader($('summary'), r, { name: state.file.name, bytesRead: state.bytesRead });
-  renderProblem();
-  renderWarnings();
-  $('compare').hidden = !state.expected;
-  const s = r.hasSchema;
-  $('map-card').hidden = $('params-card').hidden = !s;
-  $('entries-card').hidden = !r.entryTotal && r.entryCount === null;
-  $('entry-detail').hidden = true;
-  for (const b of $('filters').children) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
-  $('param-search').value = '';
-  params.selected = entries.selected = -1;
-  params.highlight = null;
-  params.clearSort();
-  if (s) {
-    map.setData({ reps: r.repsArray(), flags: r.flagsArray() });   // before the table: its filters ask the map
-    refreshEntries();
-    refreshParams();
-    renderLegend();
-    if (!r.ok) selectNamedSlot(r.error.message);
-  } else {
-    state.entryBySlot = new Int32Array(0);
+  if (store.expected !== expected || store.files.a !== main) return;
+  renderCompare($('compare'), result, options);
+  const slot = result.ok ? null : result.error.slot;
+  if (slot !== null && slot !== undefined && result.error.subject !== 'expected' && store.optimizer?.summary.schema && Number(slot) < store.optimizer.cols.n) {
+    store.select(Number(slot), 'compare');
   }
 }
 
-function renderLegend() {
-  const lg = $('map-legend');
-  lg.replaceChildren();
-  const add = (cls, text, color) => {
-    const span = el('span');
-    const sw = el('i', `sw ${cls}`);
-    if (color) sw.style.background = color;
-    span.append(sw, text);
-    lg.append(span);
-  };
-  add('', 'trainable (coloured by group)', groupColor(0));
-  add('frozen', 'frozen');
-  lg.append(el('span', '', `${map.linkCount} tie${map.linkCount === 1 ? '' : 's'} in ${map.groupCount} group${map.groupCount === 1 ? '' : 's'}${state.report.repsKnown ? '' : ' (map not read)'}`));
+function closeCompare() {
+  store.expected = null;
+  $('compare').hidden = true;
+  $('compare').replaceChildren();
+  status('Compare mode closed.');
 }
 
-// ---- inputs: drop, pickers, examples ------------------------------------------------------
+// ---- names ------------------------------------------------------------------------------------
 
-function isJSONFile(file) {
-  return file.name.endsWith('.json') || file.type === 'application/json';
+function setLabels(names, source) {
+  store.labels = names;
+  store.labelsSource = source;
+  store.labelsPinned = true;
+  if (store.optimizer?.summary.schema) map.setLabels(names);
+  renderNamesNote();
+  params.render();
+  params.refresh();
+  entries.render();
+  tensors.render();
+  health.render();
+  if (store.selected >= 0) params.showSelection(store.selected);
+  status(`Slot names from ${source}: ${count(names.length)}.`);
 }
 
-async function handleFiles(files, target) {
-  const [file] = files;
-  if (!file) return;
-  // A layout JSON, or any file dropped on the compare controls, is the expected destination.
-  if (state.file && (target === 'expect' || isJSONFile(file))) {
-    state.expected = file;
+/** Names whose count differs from the slot count: say so (they may belong to another model). */
+function renderNamesNote() {
+  const box = $('names-note');
+  const main = store.primary;
+  const n = main ? (main.cols.kind === 'state' ? main.cols.tensorTotal : main.cols.n) : null;
+  const names = store.labels;
+  box.hidden = !(names && n !== null && names.length !== n && main.summary.ok);
+  if (box.hidden) return;
+  const from = store.labelsSource ? ` in ${store.labelsSource}` : '';
+  box.replaceChildren(el('p', '', names.length < n
+    ? `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: slots ${names.length} to ${n - 1} have no name. The names may belong to another model.`
+    : `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: the last ${plural(names.length - n, 'name')} match no slot. The names may belong to another model.`));
+}
+
+// ---- inputs -----------------------------------------------------------------------------------
+
+/** Every file of a drop or a pick: JSON files are names or layouts (the package tells which);
+ *  checkpoints open (two at once: an optimizer and its model state). */
+async function handleFiles(fileList, target = 'open') {
+  const files = [...fileList];
+  if (!files.length) return;
+  const checkpoints = [];
+  for (const file of files) {
+    let kind;
+    try {
+      kind = await rpc.request('classify', { source: file });
+    } catch (err) {
+      status(`${file.name}: ${err.message}`);
+      continue;
+    }
+    if (kind.json === 'names') setLabels(kind.names, file.name);
+    else if (kind.json === 'layout' || kind.json === 'report') {
+      if (!store.files.a && !files.some((f) => f !== file)) {
+        status(`${file.name} is a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
+        continue;
+      }
+      store.pendingExpected = { source: file, name: file.name };
+    } else if (kind.json) {
+      status(`${file.name} is JSON but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.`);
+    } else checkpoints.push({ source: file, name: file.name });
+  }
+  const expected = store.pendingExpected ?? null;
+  store.pendingExpected = null;
+  if (target === 'expect' && checkpoints.length) {
+    if (!store.files.a) {
+      status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
+      return;
+    }
+    store.expected = checkpoints[0];
+    $('compare').hidden = false;
+    return runCompare();
+  }
+  if (target === 'state' && checkpoints.length) return addState(checkpoints[0]);
+  if (checkpoints.length) {
+    await openFiles(checkpoints.slice(0, 2), { expected: expected && checkpoints.length ? expected : null });
+    if (checkpoints.length > 2) status(`Opened the first two files; ${plural(checkpoints.length - 2, 'other file')} ignored.`);
+  } else if (expected) {
+    store.expected = expected;
+    $('compare').hidden = false;
     runCompare();
-    return;
   }
-  if (!state.file && isJSONFile(file)) {
-    status(`${file.name} looks like a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
-    return;
-  }
-  open(file);
 }
 
 let dragDepth = 0;
@@ -477,90 +507,85 @@ window.addEventListener('drop', (e) => {
   e.preventDefault();
   dragDepth = 0;
   $('drop-overlay').hidden = true;
-  const onCompare = e.target instanceof Element && !!e.target.closest('#compare, label:has(#expect-input)');
-  handleFiles(e.dataTransfer?.files ?? [], onCompare ? 'expect' : 'open');
+  const at = e.target instanceof Element ? e.target : null;
+  const target = at?.closest('#compare, label:has(#expect-input)') ? 'expect' : at?.closest('#state-label, #state-summary') ? 'state' : 'open';
+  handleFiles(e.dataTransfer?.files ?? [], target);
 });
 
-$('file-input').addEventListener('change', (e) => {
-  handleFiles(e.target.files, 'open');
+const picked = (target) => (e) => {
+  const files = [...e.target.files];
   e.target.value = '';
-});
+  handleFiles(files, target);
+};
+$('file-input').addEventListener('change', picked('open'));
+$('state-input').addEventListener('change', picked('state'));
 $('expect-input').addEventListener('change', (e) => {
-  if (!state.file) status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
-  else handleFiles(e.target.files, 'expect');
+  const files = [...e.target.files];
   e.target.value = '';
+  if (!store.files.a) status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
+  else handleFiles(files, 'expect');
 });
 $('labels-input').addEventListener('change', async (e) => {
   const [file] = e.target.files;
   e.target.value = '';
   if (!file) return;
   try {
-    const labels = JSON.parse(await file.text());
-    if (!Array.isArray(labels) || !labels.every((x) => typeof x === 'string')) throw new Error('expected a JSON array of slot names');
-    state.labels = labels;
-    state.labelsPinned = true;
-    if (state.report?.hasSchema) {
-      params.render(true);
-      entries.render(true);
-    }
-    status(`Slot names from ${file.name}: ${labels.length}.`);
+    const kind = await rpc.request('classify', { source: file });
+    if (kind.json !== 'names') throw new Error('expected a JSON array of slot names (strings)');
+    setLabels(kind.names, file.name);
   } catch (err) {
     status(`${file.name}: ${err.message}`);
   }
 });
-$('export').addEventListener('click', () => {
-  if (!state.report) return;
-  const blob = new Blob([JSON.stringify(state.report.toJSON(), null, 2) + '\n'], { type: 'application/json' });
-  const a = el('a');
-  a.href = URL.createObjectURL(blob);
-  a.download = `${state.file.name}.report.json`;
-  a.click();
-  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+$('export').addEventListener('click', async () => {
+  const main = store.primary;
+  if (!main) return;
+  const text = await rpc.request('reportText', { role: roleOf(main) });
+  download(text, `${main.name}.report.json`, 'application/json');
 });
-$('filters').addEventListener('click', (e) => {
-  const b = e.target.closest('button[data-filter]');
-  if (!b || !state.report?.hasSchema) return;
-  state.filter = b.dataset.filter;
-  for (const x of $('filters').children) x.setAttribute('aria-pressed', String(x === b));
-  refreshParams();
-});
-$('param-search').addEventListener('input', (e) => {
-  state.search = e.target.value;
-  if (state.report?.hasSchema) refreshParams();
-});
-$('scan').addEventListener('click', scanAll);
-$('cancel-scan').addEventListener('click', () => parser.cancel());
+$('scan').addEventListener('click', () => scan('optimizer'));
+$('scan-tensors').addEventListener('click', () => scan('state'));
+$('cancel-scan').addEventListener('click', () => rpc.cancel());
 $('zoom-in').addEventListener('click', () => map.zoomAt(1.5, map.width / 2));
 $('zoom-out').addEventListener('click', () => map.zoomAt(1 / 1.5, map.width / 2));
-$('zoom-reset').addEventListener('click', () => {
-  map.zoom = 1;
-  map.offset = 0;
-  map.draw();
+$('zoom-reset').addEventListener('click', () => map.resetZoom());
+
+// The Examples menu closes on a click outside it and on Escape.
+const menu = $('examples-menu');
+document.addEventListener('click', (e) => {
+  if (menu.open && !menu.contains(e.target)) menu.open = false;
+});
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape' && menu.open) {
+    menu.open = false;
+    menu.querySelector('summary').focus();
+  }
 });
 
-// Built-in examples, made by the package's writer inside the worker.
-parser.request('examples').then(({ examples, layout }) => {
+// Built-in examples, made by the package's writers inside the worker.
+rpc.request('examples').then((examples) => {
   const box = $('examples');
   for (const ex of examples) {
-    const b = el('button', '', ex.title);
-    b.type = 'button';
+    const b = button(ex.title);
     b.dataset.example = ex.name;
     b.addEventListener('click', () => {
-      $('examples-menu').open = false;
-      state.expected = null;
-      open(new File([ex.bytes], ex.name), { labels: ex.labels });
+      menu.open = false;
+      const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
+      store.labelsPinned = false;
+      const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
+      openFiles(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
     });
     box.append(b);
   }
-  const tied = examples[0];
-  const b = el('button', '', 'Will it load? (tied example vs. an untied layout)');
-  b.type = 'button';
-  b.dataset.example = 'compare';
-  b.addEventListener('click', async () => {
-    $('examples-menu').open = false;
-    const untied = { ...layout, representatives: layout.representatives.map((r, i) => (r === null ? null : i)), name: 'an untied layout' };
-    state.expected = new File([JSON.stringify(untied)], 'untied-layout.json', { type: 'application/json' });
-    await open(new File([tied.bytes], tied.name), { labels: tied.labels });
-  });
-  box.append(b);
 }, (err) => status(`Examples unavailable: ${err.message}`));
+
+// ---- the page address: #open=/files/TOKEN/NAME[&open=…] (ckptscope view) ---------------------
+
+function openFromHash() {
+  const paths = new URLSearchParams(location.hash.slice(1)).getAll('open');
+  if (!paths.length) return;
+  const files = paths.map((p) => ({ source: p, name: decodeURIComponent(p.split('/').pop() || p) }));
+  openFiles(files.slice(0, 2));
+}
+window.addEventListener('hashchange', openFromHash);
+openFromHash();

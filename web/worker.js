@@ -1,98 +1,236 @@
-// The viewer's worker: every byte of a checkpoint is read and parsed here, through the
-// package, so the page never blocks. Protocol: {id, type, args} -> {id, result} | {id, error};
-// progress arrives as {id, progress}. An unknown type is an error.
-// Requests are {id, type, args}: the arguments stay apart from the protocol's own fields.
-import { inspect, check, diff, entryStats, CheckpointError, LayoutError } from '/js/index.js';
-import { makeExamples, exampleLayout } from './examples.js';
-import { packReport } from './report-model.js';
+// The viewer's worker: every byte of a checkpoint is read and parsed here, through the package,
+// so the page never blocks. It keeps the open Checkpoint handles between requests: a file is
+// parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
+// verdict all use the open handle. Opening another file closes the previous ones.
+// Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
+import { open, check, pair, diff } from '/js/index.js';
+import { HttpSource } from '/js/http-source.js';
+import { readLayoutSource } from '/js/sources.js';
+import { jsonKind, namesOf } from '/js/layout.js';
+import { serve, transfer } from './rpc.js';
+import { makeExamples } from './examples.js';
 
-// How many bytes this worker has read from files: the viewer shows it, and the tests use it
-// to see that payloads are skipped, not read.
-let bytesRead = 0;
-if (typeof FileReaderSync !== 'undefined') {
-  const read = FileReaderSync.prototype.readAsArrayBuffer;
-  FileReaderSync.prototype.readAsArrayBuffer = function (blob) {
-    bytesRead += blob.size;
-    return read.call(this, blob);
+/** A File read with positional FileReaderSync reads, counting the bytes read (the viewer shows
+ *  it: payloads are skipped until statistics are asked for). */
+class FileBytes {
+  constructor(file) {
+    this.file = file;
+    this.size = file.size;
+    this.reader = new FileReaderSync();
+    this.bytesRead = 0;
+  }
+  read(offset, dest) {
+    if (offset >= this.size) return 0;
+    const chunk = this.reader.readAsArrayBuffer(this.file.slice(offset, Math.min(this.size, offset + dest.length)));
+    dest.set(new Uint8Array(chunk));
+    this.bytesRead += chunk.byteLength;
+    return chunk.byteLength;
+  }
+  io() {
+    return { via: 'file', bytesRead: this.bytesRead };
+  }
+  close() {}
+}
+
+/** A URL of this origin (`ckptscope view` serves files at /files/TOKEN/NAME), read by the
+ *  package's HTTP source: range requests, counted. */
+class UrlBytes {
+  constructor(path) {
+    const url = new URL(path, self.location.href);
+    if (url.origin !== self.location.origin) throw new TypeError(`${path}: only files served by this viewer's own server are opened from the address`);
+    this.http = HttpSource.open(url.href);
+    this.size = this.http.size;
+  }
+  read(offset, dest) {
+    return this.http.read(offset, dest);
+  }
+  io() {
+    return { via: 'http', bytesTransferred: this.http.bytesTransferred, requests: this.http.requests };
+  }
+  close() {}
+}
+
+function sourceOf(source) {
+  if (typeof source === 'string') return new UrlBytes(source);
+  if (source instanceof Blob) return new FileBytes(source);
+  throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
+}
+
+// role -> {ck, src, stats: Map(slot -> statistics)}
+const handles = { a: null, b: null };
+
+function close(role) {
+  handles[role]?.ck.close();
+  handles[role] = null;
+}
+
+function handle(role) {
+  const h = handles[role];
+  if (!h) throw new Error(`no file is open as ${role === 'a' ? 'the main file' : 'the model state'}`);
+  return h;
+}
+
+function buffersOf(columns) {
+  return Object.values(columns).filter((x) => ArrayBuffer.isView(x)).map((x) => x.buffer);
+}
+
+/** Progress messages at most every 50 ms: a scan of a million entries must not flood the page. */
+function throttled(progress) {
+  let last = 0;
+  return (p, force = false) => {
+    const now = performance.now();
+    if (force || now - last > 50) {
+      last = now;
+      progress(p);
+    }
   };
 }
 
-async function expectedOf(expected) {
-  // A layout JSON file, or another checkpoint.
-  if (expected instanceof Blob) {
-    const head = new Uint8Array(await expected.slice(0, 64).arrayBuffer());
-    const text = new TextDecoder().decode(head);
-    if (/^\s*\{/.test(text) || expected.name?.endsWith('.json')) {
-      try {
-        return JSON.parse(await expected.text());
-      } catch (err) {
-        throw new LayoutError(`${expected.name || 'the layout'} is not valid JSON: ${err.message}`);
-      }
-    }
-  }
-  return expected;
+/** The optimizer and the state file, whichever roles they were opened in. */
+function pairHandles() {
+  const [a, b] = [handles.a, handles.b];
+  if (!a || !b) throw new Error('open an optimizer checkpoint and its model-state file first');
+  return a.ck.kind === 'state' ? [b, a] : [a, b];
+}
+
+async function statsOf(h, slot, onProgress) {
+  if (!h.stats.has(slot)) h.stats.set(slot, await h.ck.stats(slot, { onProgress }));
+  return h.stats.get(slot);
 }
 
 const handlers = {
-  async inspect({ file, stats }, progress) {
-    const before = bytesRead;
-    const report = await inspect(file, { stats, onProgress: stats ? progress : undefined });
-    const { packed, transfer } = packReport(report);
-    return { packed, bytesRead: bytesRead - before, transfer };
+  /** Open a File or a served path as role 'a' (the main file: closes both) or 'b' (its model
+   *  state). Resolves {summary, columns, io}, the columns' buffers transferred. */
+  async open({ role = 'a', source }) {
+    if (role === 'a') {
+      close('a');
+      close('b');
+    } else close(role);
+    const src = sourceOf(source);
+    const ck = await open(src);
+    handles[role] = { ck, src, stats: new Map() };
+    const columns = ck.columns();
+    return transfer({ summary: ck.summary, columns, io: src.io() }, buffersOf(columns));
   },
-  async check({ file, expected }) {
-    const layout = await expectedOf(expected);
+
+  close({ role }) {
+    close(role);
+    return null;
+  },
+
+  /** What a file is: {json: null} for a checkpoint, else {json: 'names' | 'layout' | 'report' |
+   *  'description' | 'unknown', names?}. */
+  async classify({ source }) {
+    const json = await readLayoutSource(source);
+    if (json === undefined) return { json: null };
+    const kind = jsonKind(json);
+    return kind === 'names' ? { json: kind, names: namesOf(json, source.name ?? 'names') } : { json: kind };
+  },
+
+  /** Statistics of one slot (optimizer: its moments; state file: its values), kept. */
+  async stats({ role = 'a', slot }, progress) {
+    const h = handle(role);
+    return statsOf(h, slot, throttled(progress));
+  },
+
+  /** Statistics of every entry (or tensor), one after the other. Progress is the core's, each
+   *  scan's fraction weighted by its element count. Resolves {rows: Float64Array, fields}. */
+  async scan({ role = 'a' }, progress) {
+    const h = handle(role);
+    const cols = h.ck.columns();
+    const state = h.ck.kind === 'state';
+    const stride = state ? 3 : 6;
+    const list = state ? cols.tensors : cols.entries;
+    const total = list.length / stride;
+    const ids = [], counts = [];
+    let sum = 0;
+    for (let k = 0; k < total; k++) {
+      ids.push(state ? k : Number(list[k * stride]));
+      const c = Number(list[k * stride + (state ? 0 : 2)]);
+      counts.push(c);
+      sum += c;
+    }
+    const fields = state ? ['mean', 'rms', 'min', 'max', 'nan', 'inf'] : ['mMean', 'mRms', 'vMean', 'unhealthy', 'nan', 'inf', 'negative'];
+    const rows = new Float64Array(total * fields.length);
+    const tick = throttled(progress);
+    let before = 0;
+    for (let k = 0; k < total; k++) {
+      const s = await statsOf(h, ids[k], ({ done, total: t }) => tick({ done: before + (t ? (counts[k] * done) / t : 0), total: sum }));
+      before += counts[k];
+      const at = k * fields.length;
+      if (state) {
+        const v = s.values;
+        rows.set([v.mean, v.rms, v.min, v.max, v.nan, v.inf].map(Number), at);
+      } else {
+        rows.set([s.m.mean, s.m.rms, s.v.mean, s.unhealthy, Number(s.m.nan) + Number(s.v.nan), Number(s.m.inf) + Number(s.v.inf), s.v.negative].map(Number), at);
+      }
+      tick({ done: before, total: sum });
+    }
+    tick({ done: sum, total: sum }, true);
+    return transfer({ rows, fields, ids }, [rows.buffer]);
+  },
+
+  /** Bytes [offset, offset + length) of an open file, for the hex view. */
+  bytes({ role = 'a', offset, length }) {
+    const { src } = handle(role);
+    const start = Math.max(0, Math.min(offset, src.size));
+    const dest = new Uint8Array(Math.max(0, Math.min(length, src.size - start)));
+    const got = src.read(start, dest);
+    return transfer({ start, bytes: dest.subarray(0, got) }, [dest.buffer]);
+  },
+
+  io({ role = 'a' }) {
+    return handle(role).src.io();
+  },
+
+  /** Would the main file load into `expected` (a layout JSON File, a layout object, or another
+   *  checkpoint)? {ok, warnings} or {ok: false, error}, and every difference (null when one side
+   *  cannot be read as a layout). */
+  async check({ expected }) {
+    const h = handle('a');
+    let layout = expected;
+    if (expected instanceof Blob) {
+      const json = await readLayoutSource(expected);
+      if (json !== undefined) {
+        const kind = jsonKind(json);
+        if (kind === 'names') throw Object.assign(new TypeError(`${expected.name} is a list of slot names, not a layout`), { subject: 'expected' });
+        layout = json;
+      }
+    }
     let verdict;
     try {
-      const r = await check(file, layout);
-      verdict = { loads: true, warnings: r.warnings };
+      const r = await check(h.src, layout);
+      verdict = { ok: true, warnings: r.warnings };
     } catch (err) {
-      if (!(err instanceof CheckpointError) || err.role) throw err;
-      verdict = { loads: false, error: { message: err.message, offset: err.offset, hint: err.hint }, warnings: err.report?.warnings ?? [] };
+      if (err.name !== 'CheckpointError' && err.name !== 'LayoutError') throw err;
+      const { message, code = null, offset = null, length = 0, slot = null, hint = null, configDiff = null } = err;
+      const subject = err.name === 'LayoutError' || err.role === 'expected' ? 'expected' : err.subject ?? 'file';
+      verdict = { ok: false, error: { name: err.name, message, code, offset, length, slot, subject, hint, configDiff }, warnings: err.report?.warnings ?? [] };
     }
     let differences = null;
     try {
-      differences = await diff(file, layout);
+      differences = await diff(h.ck, layout);
     } catch {
-      differences = null;   // a file too broken to compare: the verdict says why
+      differences = null;   // a side too broken to compare: the verdict says why
     }
     return { ...verdict, differences };
   },
-  async entryStats({ file, id }, progress) {
-    return entryStats(file, id, { onProgress: progress });
+
+  /** Does the optimizer file belong to the state file? The package's pair verdict. */
+  async pair() {
+    const [opt, state] = pairHandles();
+    return pair(opt.ck, state.ck);
   },
-  async bytes({ file, offset, length }) {
-    const start = Math.max(0, offset);
-    return new Uint8Array(await file.slice(start, start + length).arrayBuffer());
+
+  /** The core's JSON report of an open file (for "Export report"). */
+  reportText({ role = 'a' }) {
+    return handle(role).ck.reportText();
   },
+
   async examples() {
-    return { examples: await makeExamples(), layout: exampleLayout() };
+    const list = await makeExamples();
+    return transfer(list, list.flatMap((e) => e.files.map((f) => f.bytes.buffer)));
   },
 };
 
-function serializeError(err) {
-  return {
-    name: err?.name ?? 'Error',
-    message: err?.message ?? String(err),
-    offset: err?.offset ?? null,
-    code: err?.code ?? null,
-    hint: err?.hint ?? null,
-    role: err?.role ?? null,
-  };
-}
-
-self.onmessage = async ({ data }) => {
-  const { id, type, args = {} } = data;
-  const progress = ({ done, total }) => self.postMessage({ id, progress: { done, total } });
-  try {
-    const handler = Object.hasOwn(handlers, type) ? handlers[type] : null;
-    if (!handler) throw new TypeError(`unknown request type ${JSON.stringify(type)}`);
-    const result = await handler(args, progress);
-    // Typed arrays named in `transfer` move to the page instead of being copied.
-    const transfer = result?.transfer ?? [];
-    if (result?.transfer) delete result.transfer;
-    self.postMessage({ id, result }, transfer);
-  } catch (err) {
-    self.postMessage({ id, error: serializeError(err) });
-  }
-};
+serve(handlers);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeCheckpoint } from '../../js/index.js';
+import { writeCheckpoint, inspect, open } from '../../js/index.js';
 import { startViewer, dropBytes, shot } from './browser.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 
@@ -95,7 +95,7 @@ test('the file picker, statistics on demand and as a full scan', async () => {
   assert.match(await page.textContent('[data-testid=warning]'), /legacy checkpoint has no random counter/);
   await page.click('[data-testid=entry-row][data-index="1"]');
   await page.waitForSelector('.moment');
-  assert.match(await page.textContent('#entry-detail'), /rms\s*0\.25000/);
+  assert.match(await page.textContent('#entry-detail'), /rms\s*2\.5000e-1/);
   await page.click('#scan');
   await page.waitForFunction(() => /Statistics for 3 entries/.test(document.getElementById('status').textContent));
   assert.match(await page.textContent('[data-testid=entry-row][data-index="2"]'), /ok/);
@@ -108,14 +108,14 @@ test('a corrupted file shows the exact reference text, the offset and the hex vi
   const page = await viewer.page();
   const bytes = await writeCheckpoint(description);
   // The tag of slot 4 (the head) pointing at the frozen slot 1.
-  const tagsAt = 63 + 8 + layout.shapes.reduce((a, s) => a + 8 * (3 + s.length), 0);
+  const tagsAt = (await inspect(bytes)).offsets.tags;
   new DataView(bytes.buffer).setBigUint64(tagsAt + 8 * 4, 2n, true);
   await dropBytes(page, bytes, 'corrupted.ckpt');
   await page.waitForSelector('#problem:not([hidden])');
   assert.equal(await page.textContent('[data-testid=error]'), `${F}malformed storage sharing map at parameter 4: representative 1 is frozen`);
   assert.equal(await page.textContent('[data-testid=error-offset]'), String(tagsAt + 32));
-  await page.waitForSelector('#hex .hit');
-  assert.equal(await page.locator('#hex .hit').count(), 8);
+  await page.waitForSelector('#problem .hex .hit');
+  assert.equal(await page.locator('#problem .hex .hit').count(), 8);
   // The slot the diagnostic names is selected; everything read before the error is shown.
   await page.waitForSelector('[data-testid=param-row].selected[data-index="4"]');
   assert.equal(await page.textContent('[data-testid=field-kind]'), 'AdamW');
@@ -129,7 +129,7 @@ test('a corrupted file shows the exact reference text, the offset and the hex vi
   // Not a checkpoint at all.
   await dropBytes(page, new TextEncoder().encode('<!DOCTYPE html><html><body>Not found</body></html>'), 'model.ckpt');
   await page.waitForFunction(() => /unsupported checkpoint family/.test(document.querySelector('[data-testid=error]').textContent));
-  assert.match(await page.textContent('#error-hint'), /HTML/);
+  assert.match(await page.textContent('[data-testid=error-hint]'), /HTML/);
   await shot(page, 'not-a-checkpoint');
   onlyOwnOrigin(page);
   await page.context().close();
@@ -151,12 +151,14 @@ test('compare mode: the verdict for a matching and a mismatching layout', async 
   await page.waitForSelector('.verdict.fails');
   assert.equal(await page.textContent('[data-testid=verdict] code'), `${F}storage alias mismatch for parameter 4`);
   await page.waitForSelector('[data-testid=param-row].selected[data-index="4"]');
-  assert.match(await page.textContent('#diff'), /parameter 4: representative 0 vs 4/);
+  assert.match(await page.textContent('#compare .diff'), /slot 4: representative 0 vs 4/);
   await shot(page, 'compare-fails');
   // Another checkpoint as the destination, dropped on the compare card.
   await dropBytes(page, await writeCheckpoint({ ...description, config: { ...config, beta2: 0.99 } }), 'other.ckpt', '#compare');
   await page.waitForFunction(() => /different optimizer configuration/.test(document.querySelector('[data-testid=verdict]').textContent));
-  assert.match(await page.textContent('#diff'), /beta2: 0x3feff7ced916872b vs 0x3fefae147ae147ae/);
+  // The fields that differ: decoded values first, the bit patterns on a second line.
+  assert.equal(await page.textContent('[data-testid=config-diff-row] .value'), 'beta2: file 0.999, expected 0.99');
+  assert.equal(await page.textContent('[data-testid=config-diff-row] .bits'), 'bits: file 0x3feff7ced916872b, expected 0x3fefae147ae147ae');
   onlyOwnOrigin(page);
   await page.context().close();
 });
@@ -175,7 +177,7 @@ test('a 20 GB sparse file opens (header and table) without reading its payloads'
   // Offsets past 4 GB are exact: header and schema take 7 + 8 (8 + 4 * 5) bytes.
   const fifth = 7 + 8 * (8 + 4 * 5) + 4 * (24 + 8 * 2 ** 29);
   assert.ok(fifth > 2 ** 34);
-  assert.match(await page.textContent('[data-testid=entry-row][data-index="4"]'), new RegExp(String(fifth)));
+  assert.match(await page.textContent('[data-testid=entry-row][data-index="4"]'), new RegExp(fifth.toLocaleString('en-US')));
   console.log(`# ${await page.textContent('#status')}`);
   await shot(page, 'sparse-20gb');
   // A statistics scan over it shows progress and can be cancelled.
@@ -217,24 +219,30 @@ test('a million slots stay a few dozen DOM rows; the map aggregates them', async
   await page.context().close();
 });
 
-test('a File in the worker gives the same report as bytes in Node (through the packed transfer)', async () => {
-  const { inspect } = await import('../../js/index.js');
+test('the worker sends the package\'s summary and columns as they are; the exported report is the core\'s', async () => {
   const page = await viewer.page();
-  const big = await writeCheckpoint({ ...description, randomCounter: '18446744073709551615', entries: description.entries.map((e) => ({ ...e, step: 2 ** 60 })) });
+  const big = await writeCheckpoint({ ...description, randomCounter: '18446744073709551615', entries: description.entries.map((e) => ({ ...e, step: String(2n ** 60n) })) });
   for (const bytes of [await writeCheckpoint(description), (await writeCheckpoint(description)).slice(0, 200), big]) {
-    for (const stats of [false, true]) {
-      const inWorker = await page.evaluate(async ({ data, stats }) => {
-        const w = new Worker('/worker.js', { type: 'module' });
-        const reply = await new Promise((resolve) => {
-          w.onmessage = ({ data: msg }) => !msg.progress && resolve(msg);
-          w.postMessage({ id: 1, type: 'inspect', args: { file: new File([new Uint8Array(data)], 'x.ckpt'), stats } });
-        });
-        w.terminate();
-        const { ReportModel } = await import('/report-model.js');
-        return new ReportModel(reply.result.packed).toJSON();
-      }, { data: Array.from(bytes), stats });
-      assert.deepEqual(inWorker, await inspect(bytes, { stats }));
-    }
+    const inWorker = await page.evaluate(async ({ data }) => {
+      const { RpcClient } = await import('/rpc.js');
+      const rpc = new RpcClient('/worker.js');
+      const { summary, columns } = await rpc.request('open', { role: 'a', source: new File([new Uint8Array(data)], 'x.ckpt') });
+      const report = await rpc.request('reportText', { role: 'a' });
+      rpc.worker.terminate();
+      const { FileColumns } = await import('/columns.js');
+      const cols = new FileColumns(summary, columns);
+      const arrays = Object.fromEntries(Object.entries(columns).map(([k, v]) => [k, ArrayBuffer.isView(v) ? Array.from(v, String) : v]));
+      const entries = Array.from({ length: cols.entryTotal }, (_, k) => cols.entry(k));
+      return { summary, arrays, report, entries };
+    }, { data: Array.from(bytes) });
+    const ck = await open(bytes);
+    assert.deepEqual(inWorker.summary, ck.summary);
+    const cols = ck.columns();
+    assert.deepEqual(inWorker.arrays, Object.fromEntries(Object.entries(cols).map(([k, v]) => [k, ArrayBuffer.isView(v) ? Array.from(v, String) : v])));
+    assert.equal(inWorker.report, ck.reportText());
+    const report = ck.report;
+    assert.deepEqual(inWorker.entries.map(({ id, step, count, offset }) => ({ id, step, count, offset })), report.entries.map(({ id, step, count, offset }) => ({ id, step, count, offset })));
+    ck.close();
   }
   onlyOwnOrigin(page);
   await page.context().close();

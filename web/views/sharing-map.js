@@ -1,15 +1,26 @@
-// The sharing map, drawn: slots in module order along a baseline, each tied slot linked to its
-// representative by an arc, groups coloured, frozen slots hollow and grey. Hovering a slot
-// highlights its group; clicking selects it. A canvas keeps 10,000+ slots cheap to draw; when
-// slots are narrower than a pixel they are aggregated per pixel column, and the view zooms
-// (wheel, +/−) and pans (drag) down to single slots.
+// The sharing map, drawn: slots in module order along a baseline; each tie an arc from the
+// owner to the slot that shares its storage, drawn above everything. Only tied groups are
+// coloured (one hue per group); untied trainable slots share one neutral colour, frozen slots
+// are hollow and grey, and a slot the sharing-map rule rejects is red, its arc dashed red. Slot
+// indices (and names, when loaded) label the axis at a legible density. When slots are narrower
+// than two pixels they are aggregated per pixel column; the view zooms (wheel, +/−) and pans
+// (drag) down to single slots. The caption is HTML beside the canvas, never drawn over arcs.
 //
 // For tests and assistive tech the container carries data-slot-count, data-link-count,
-// data-group-count and (up to 500 links) data-links="alias>representative,…".
+// data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…" and
+// data-broken-links.
+import { fitMiddle } from './vtable.js';
 
-export function groupColor(owner) {
-  const hue = (owner * 137.508) % 360;   // the golden angle spreads neighbouring groups apart
-  return `hsl(${hue.toFixed(1)} 70% 50%)`;
+const PAD = 14;
+
+/** The colour of tied group g (its index among groups, in slot order). */
+export function groupColor(g) {
+  const hue = (200 + g * 137.508) % 360;   // the golden angle spreads neighbouring groups apart
+  return `hsl(${hue.toFixed(1)} 68% 48%)`;
+}
+
+function css(name, fallback) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
 export class SharingMap {
@@ -21,62 +32,70 @@ export class SharingMap {
     this.canvas.tabIndex = 0;
     this.canvas.setAttribute('role', 'img');
     container.replaceChildren(this.canvas);
+    this.n = 0;
     this.zoom = 1;
     this.offset = 0;   // in slots: the first slot at the left edge
     this.hover = -1;
     this.selected = -1;
+    this.labels = null;
     new ResizeObserver(() => this.draw()).observe(container);
     this.bindEvents();
   }
 
-  /** reps: Float64Array of representative?(i), -1 for none; flags: Int8Array, 1 trainable,
-   *  0 frozen, -1 not read. Typed arrays keep a million slots cheap. */
-  setData({ reps, flags }) {
-    const n = reps.length;
-    this.n = n;
-    this.reps = reps;
-    this.flags = flags;
-    // Slots whose storage is shared (an alias, or an owner with aliases), and the ties.
-    this.tied = new Uint8Array(n);
-    let links = 0, groups = 0;
-    const sample = [];
-    for (let i = 0; i < n; i++) {
-      const r = reps[i];
-      if (r >= 0 && r !== i) {
-        links++;
-        if (!this.tied[r]) groups++;
-        this.tied[r] = this.tied[i] = 1;
-        if (sample.length <= 500) sample.push(`${i}>${r}`);
-      }
+  /** cols: the file's FileColumns (reps, flags, sharing). */
+  setData(cols, labels = null) {
+    this.cols = cols;
+    this.n = cols.n;
+    this.sharing = cols.sharing;
+    const n = this.n, sh = this.sharing;
+    this.reps = new Float64Array(n);
+    for (let i = 0; i < n; i++) this.reps[i] = cols.repAt(i);
+    this.flags = cols.c.flags;
+    const links = [], broken = [];
+    for (let i = 0; i < n && (links.length <= 500 || broken.length <= 500); i++) {
+      const r = this.reps[i];
+      if (sh.tied[i] === 2) broken.push(`${i}>${r < 0 ? 'none' : r}`);
+      else if (r >= 0 && r !== i && sh.tied[i] === 1) links.push(`${i}>${r}`);
     }
-    this.linkCount = links;
-    this.groupCount = groups;
-    this.groupCache = null;
     const d = this.container.dataset;
     d.slotCount = String(n);
-    d.linkCount = String(links);
-    d.groupCount = String(groups);
-    d.links = links <= 500 ? sample.join(',') : '';
-    this.canvas.setAttribute('aria-label', `${n} slots, ${links} tied to an earlier slot, in ${groups} shared groups`);
+    d.linkCount = String(sh.links);
+    d.groupCount = String(sh.groups);
+    d.brokenCount = String(sh.broken.length);
+    d.links = sh.links <= 500 ? links.join(',') : '';
+    d.brokenLinks = sh.broken.length <= 500 ? broken.join(',') : '';
+    this.canvas.setAttribute('aria-label', `${n} slots, ${sh.links} tied to an earlier slot in ${sh.groups} shared groups${sh.broken.length ? `, ${sh.broken.length} rejected by the sharing-map rule` : ''}`);
     this.zoom = 1;
     this.offset = 0;
     this.hover = this.selected = -1;
+    this.groupCache = null;
+    this.setLabels(labels);
+  }
+
+  setLabels(labels) {
+    this.labels = labels && labels.length ? labels : null;
+    this.container.classList.toggle('with-names', !!this.labels);
     this.draw();
   }
 
   isTied(i) {
-    return this.tied[i] === 1;
+    return this.sharing?.tied[i] === 1;
+  }
+
+  isBroken(i) {
+    return this.sharing?.tied[i] === 2;
   }
 
   /** The slots sharing storage with slot i (its group), or just i: one scan, cached. */
   groupOf(i) {
     if (i < 0 || i >= this.n) return new Set();
-    const r = this.reps[i];
-    const owner = r < 0 ? i : r;
-    if (this.groupCache?.owner === owner) return this.groupCache.members;
-    const members = new Set([i]);
-    if (this.tied[owner]) for (let j = owner; j < this.n; j++) if (this.reps[j] === owner) members.add(j);
-    this.groupCache = { owner, members };
+    const g = this.sharing.group[i];
+    if (g < 0) return new Set([i]);
+    if (this.groupCache?.g === g) return this.groupCache.members;
+    const members = new Set();
+    const from = Math.min(i, this.reps[i] >= 0 ? this.reps[i] : i);
+    for (let j = from; j < this.n; j++) if (this.sharing.group[j] === g) members.add(j);
+    this.groupCache = { g, members };
     return members;
   }
 
@@ -106,6 +125,12 @@ export class SharingMap {
     this.zoom = Math.min(Math.max(1, this.zoom * factor), Math.max(1, this.n / 8));
     this.offset = anchor - ((px - PAD) / w) * this.visibleSlots;
     this.clampOffset();
+    this.draw();
+  }
+
+  resetZoom() {
+    this.zoom = 1;
+    this.offset = 0;
     this.draw();
   }
 
@@ -162,11 +187,7 @@ export class SharingMap {
       e.preventDefault();
       this.zoomAt(e.deltaY < 0 ? 1.25 : 0.8, e.offsetX);
     }, { passive: false });
-    c.addEventListener('dblclick', () => {
-      this.zoom = 1;
-      this.offset = 0;
-      this.draw();
-    });
+    c.addEventListener('dblclick', () => this.resetZoom());
     c.addEventListener('keydown', (e) => {
       const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
       if (step && this.n) {
@@ -190,64 +211,30 @@ export class SharingMap {
     this.canvas.height = Math.round(this.height * dpr);
     const g = this.canvas.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    const style = getComputedStyle(document.documentElement);
-    const fg = style.getPropertyValue('--fg').trim() || '#222';
-    const muted = style.getPropertyValue('--frozen').trim() || '#999';
-    const accent = style.getPropertyValue('--accent').trim() || '#2358c5';
     g.clearRect(0, 0, this.width, this.height);
     if (!this.n) return;
-    const base = this.height - 34;
+    const fg = css('--fg', '#222'), muted = css('--muted', '#666'), frozen = css('--frozen', '#999');
+    const neutral = css('--neutral', '#8a9bb4'), bad = css('--bad', '#b3261e'), line = css('--line', '#ddd');
+    const names = this.labels ? 78 : 0;
+    const base = this.height - 36 - names;   // the marks hang below the baseline, labels below them
+    const markH = 12;
     const first = Math.max(0, Math.floor(this.offset)), last = Math.min(this.n, Math.ceil(this.offset + this.visibleSlots));
     const slotPx = (this.width - 2 * PAD) / this.visibleSlots;
     const focus = this.groupOf(this.hover >= 0 ? this.hover : this.selected);
-    let focusOwner = -1;   // a loop, not Math.min(...): a group can hold a million slots
-    for (const i of focus) if (focusOwner < 0 || i < focusOwner) focusOwner = i;
+    const sh = this.sharing;
+    const colorOf = (i) => (sh.tied[i] === 2 ? bad : this.flags[i] !== 1 ? frozen : sh.group[i] >= 0 ? groupColor(sh.group[i]) : neutral);
 
-    // Arcs: every tie whose ends are not both off to one side of the view. When slots are
-    // narrower than a pixel, ties that land on the same pair of pixel columns are one arc.
-    const maxH = base - 10;
-    const seen = slotPx < 1 ? new Set() : null;
-    const arc = (a, r, emphasis) => {
-      const x1 = this.x(r), x2 = this.x(a);
-      if (seen && !emphasis) {
-        const key = Math.round(x1) * 65536 + Math.round(x2);
-        if (seen.has(key)) return;
-        seen.add(key);
-      }
-      const h = Math.min(maxH, Math.max(8, (x2 - x1) * 0.5));
-      g.strokeStyle = groupColor(r);
-      g.beginPath();
-      g.moveTo(x1, base);
-      g.bezierCurveTo(x1, base - h * 1.33, x2, base - h * 1.33, x2, base);
-      g.stroke();
-    };
-    g.globalAlpha = focus.size ? 0.12 : Math.max(0.15, Math.min(0.8, 60 / Math.sqrt(this.linkCount + 1) / 6));
-    g.lineWidth = 1;
-    for (let a = first; a < this.n; a++) {   /* an alias follows its representative */
-      const r = this.reps[a];
-      if (r < 0 || r === a || r >= last || focus.has(a)) continue;
-      arc(a, r, false);
-    }
-    g.globalAlpha = 1;
-    g.lineWidth = 2;
-    for (const a of focus) {
-      const r = this.reps[a];
-      if (r >= 0 && r !== a) arc(a, r, true);
-    }
-
-    // Slot marks: one per slot when they are wide enough, else aggregated per pixel column.
-    const markH = 12;
+    // 1. Slot marks: one per slot when they are wide enough, else aggregated per pixel column.
     if (slotPx >= 2) {
+      const w = Math.max(1, Math.min(slotPx - (slotPx > 4 ? 2 : 1), 16));
       for (let i = first; i < last; i++) {
-        const x = this.x(i), w = Math.max(1, Math.min(slotPx - 1, 14));
-        const r = this.reps[i];
-        const trainable = this.flags[i] === 1;
-        if (!trainable) {
-          g.strokeStyle = muted;
+        const x = this.x(i);
+        if (this.flags[i] !== 1 && sh.tied[i] !== 2) {
+          g.strokeStyle = frozen;
           g.lineWidth = 1;
-          g.strokeRect(x - w / 2 + 0.5, base + 2.5, w - 1, markH - 1);
+          g.strokeRect(x - w / 2 + 0.5, base + 2.5, Math.max(1, w - 1), markH - 1);
         } else {
-          g.fillStyle = groupColor(r < 0 ? i : r);
+          g.fillStyle = colorOf(i);
           g.fillRect(x - w / 2, base + 2, w, markH);
         }
         if (focus.has(i) || i === this.selected) {
@@ -257,37 +244,144 @@ export class SharingMap {
       }
     } else {
       for (let px = PAD; px < this.width - PAD; px++) {
-        const a = this.slotAt(px), b = this.slotAt(px + 1);
+        const a = this.slotAt(px);
         if (a < 0) continue;
-        let frozen = 0, tied = 0, total = 0;
-        for (let i = a; i <= (b < 0 ? this.n - 1 : b) && i < this.n; i++, total++) {
-          if (this.flags[i] !== 1) frozen++;
-          else if (this.tied[i]) tied++;
+        const b = Math.min(this.n - 1, Math.max(a, this.slotAt(px + 1) - 1));
+        let nFrozen = 0, total = 0, tiedGroup = -1, anyBroken = false;
+        for (let i = a; i <= b; i++, total++) {
+          if (sh.tied[i] === 2) anyBroken = true;
+          else if (this.flags[i] !== 1) nFrozen++;
+          else if (tiedGroup < 0 && sh.group[i] >= 0) tiedGroup = sh.group[i];
         }
-        g.fillStyle = muted;
-        g.fillRect(px, base + 2, 1, (markH * frozen) / Math.max(1, total));
-        g.fillStyle = accent;   /* trainable share of the column */
-        g.fillRect(px, base + 2 + (markH * frozen) / Math.max(1, total), 1, (markH * (total - frozen)) / Math.max(1, total));
-        if (tied) {   // a tick under columns that hold tied slots
-          g.fillStyle = fg;
+        const hFrozen = (markH * nFrozen) / Math.max(1, total);
+        g.fillStyle = frozen;
+        g.fillRect(px, base + 2 + markH - hFrozen, 1, hFrozen);
+        g.fillStyle = anyBroken ? bad : tiedGroup >= 0 ? groupColor(tiedGroup) : neutral;
+        g.fillRect(px, base + 2, 1, markH - hFrozen);
+        if (anyBroken) {
+          g.fillStyle = bad;
           g.fillRect(px, base + markH + 4, 1, 3);
         }
       }
     }
 
-    // Axis labels: the visible slot range.
-    g.fillStyle = muted;
+    // 2. Axis: slot indices every `step` slots, step 1, 2, 5, 10, 20, 50… so labels stay apart.
     g.font = '11px system-ui, sans-serif';
     g.textBaseline = 'alphabetic';
-    g.fillText(`slot ${first}`, PAD, this.height - 4);
-    const right = `slot ${Math.max(first, last - 1)}${this.zoom > 1 ? `  (×${this.zoom.toFixed(1)})` : ''}`;
-    g.fillText(right, this.width - PAD - g.measureText(right).width, this.height - 4);
-    if (focusOwner >= 0 && focus.size > 1) {
-      const text = `group of slot ${focusOwner}: ${focus.size} slots share one optimizer history`;
-      g.fillStyle = fg;
-      g.fillText(text, Math.max(PAD, (this.width - g.measureText(text).width) / 2), 14);
+    const labelW = g.measureText(String(last - 1)).width + 10;
+    const step = this.tickStep(slotPx, labelW);
+    g.fillStyle = muted;
+    g.strokeStyle = line;
+    g.textAlign = 'center';
+    for (let i = Math.ceil(first / step) * step; i < last; i += step) {
+      const x = this.x(i);
+      g.fillRect(x - 0.5, base + markH + 8, 1, 3);
+      g.fillText(String(i), Math.min(this.width - 12, Math.max(12, x)), base + markH + 22);
     }
+    g.textAlign = 'left';
+
+    // 3. Names, when loaded: level under each slot when there is room, else rotated, every k-th
+    //    slot so that they stay apart; shortened in the middle to fit.
+    if (this.labels) {
+      g.font = '10.5px system-ui, sans-serif';
+      const font = g.font;
+      const level = slotPx >= 64;
+      const every = level ? 1 : Math.max(1, Math.ceil(13 / slotPx));
+      const nameStep = every <= step && step % every === 0 ? every : Math.ceil(every / step) * step;
+      g.textAlign = level ? 'center' : 'left';
+      for (let i = Math.ceil(first / nameStep) * nameStep; i < last; i += nameStep) {
+        const name = this.labels[i];
+        if (!name) continue;
+        g.save();
+        g.fillStyle = i === this.selected || focus.has(i) ? fg : muted;
+        if (level) {
+          g.fillText(fitMiddle(name, slotPx - 8, font), this.x(i), base + markH + 38);
+        } else {
+          g.translate(this.x(i) - 3, base + markH + 30);
+          g.rotate(Math.PI / 5);
+          g.fillText(fitMiddle(name, (names - 6) / Math.sin(Math.PI / 5), font), 0, 0);
+        }
+        g.restore();
+      }
+      g.textAlign = 'left';
+    }
+
+    // 4. Ties above everything: ordinary arcs, then broken ones (dashed red), then the focused group.
+    const maxH = base - 8;
+    const seen = slotPx < 1 ? new Set() : null;
+    const arc = (a, r, color, emphasis) => {
+      const x1 = this.x(r), x2 = this.x(a);
+      if (seen && !emphasis) {
+        const key = Math.round(x1) * 65536 + Math.round(x2);
+        if (seen.has(key)) return;
+        seen.add(key);
+      }
+      const h = Math.min(maxH, Math.max(10, Math.abs(x2 - x1) * 0.5));
+      g.strokeStyle = color;
+      g.beginPath();
+      g.moveTo(x1, base);
+      g.bezierCurveTo(x1, base - h * 1.33, x2, base - h * 1.33, x2, base);
+      g.stroke();
+    };
+    g.globalAlpha = focus.size > 1 ? 0.25 : Math.max(0.3, Math.min(0.9, 12 / Math.sqrt(sh.links + 1)));
+    g.lineWidth = 1.5;
+    for (let a = first; a < this.n; a++) {   // an alias follows its owner: only a >= first can reach the view
+      const r = this.reps[a];
+      if (sh.tied[a] !== 1 || r < 0 || r === a || r >= last || focus.has(a)) continue;
+      arc(a, r, groupColor(sh.group[a]), false);
+    }
+    g.globalAlpha = 1;
+    g.lineWidth = 2;
+    g.setLineDash([5, 3]);
+    for (const a of sh.broken) {
+      const r = this.reps[a];
+      if (r < 0 || r >= this.n || r === a) continue;
+      if (Math.max(a, r) < first || Math.min(a, r) >= last) continue;
+      arc(a, r, bad, true);
+    }
+    g.setLineDash([]);
+    g.lineWidth = 2.5;
+    for (const a of focus) {
+      const r = this.reps[a];
+      if (sh.tied[a] === 1 && r >= 0 && r !== a) arc(a, r, groupColor(sh.group[a]), true);
+    }
+    if (this.zoom > 1) {
+      const z = `×${this.zoom.toFixed(1)}: slots ${first}–${Math.max(first, last - 1)}`;
+      g.fillStyle = muted;
+      g.fillText(z, this.width - PAD - g.measureText(z).width, 12);
+    }
+  }
+
+  /** Slot-index labels every step slots (1, 2, 5, 10, 20, 50, …) at least `minPx` apart. */
+  tickStep(slotPx, minPx) {
+    for (let e = 1; e < 1e12; e *= 10) {
+      for (const m of [1, 2, 5]) if (m * e * slotPx >= minPx) return m * e;
+    }
+    return 1e12;
   }
 }
 
-const PAD = 12;
+/** The legend: what each colour means, and the counts (broken ties among them). */
+export function renderLegend(container, cols, { el }) {
+  container.replaceChildren();
+  const sh = cols.sharing;
+  const add = (cls, text, color) => {
+    const span = el('span');
+    const sw = el('i', `sw ${cls}`);
+    if (color) sw.style.background = color;
+    span.append(sw, text);
+    container.append(span);
+  };
+  add('neutral', 'trainable');
+  if (sh.groups) add('', sh.groups === 1 ? 'tied group' : 'tied groups (one colour each)', groupColor(0));
+  add('frozen', 'frozen');
+  if (sh.broken.length) add('broken', 'broken tie');
+  const ties = !cols.repsKnown ? 'the sharing map was not read (the file broke before it)' : sh.links ? `${sh.links} tie${sh.links === 1 ? '' : 's'} in ${sh.groups} group${sh.groups === 1 ? '' : 's'}` : 'no ties';
+  container.append(el('span', 'counts', ties));
+  if (sh.broken.length) {
+    const list = sh.broken.slice(0, 3).map((i) => `slot ${i}`).join(', ') + (sh.broken.length > 3 ? ', …' : '');
+    const b = el('span', 'bad', `${sh.broken.length} broken tie${sh.broken.length === 1 ? '' : 's'} (${list}): the sharing-map rule rejects ${sh.broken.length === 1 ? 'it' : 'them'}`);
+    b.setAttribute('data-testid', 'broken-ties');
+    container.append(b);
+  }
+}

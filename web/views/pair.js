@@ -1,0 +1,65 @@
+// An optimizer checkpoint and its model-state file: the package's pair verdict (pairs / does
+// not pair, every failure in check order, warnings) and, for each tie of the sharing map,
+// whether the state file saved the tied parameters with equal values.
+import { el, testid, button } from '../dom.js';
+import { plural } from '../format.js';
+import { renderProblem } from './problem.js';
+
+const MAX_TIES = 200;
+
+export function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot }) {
+  card.replaceChildren();
+  card.hidden = false;
+  card.append(el('h2', '', 'Optimizer and model state'));
+  card.append(el('p', 'meta', `${optName} with ${stateName}`));
+  const verdict = testid(el('div', 'verdict'), 'pair-verdict');
+  card.append(verdict);
+  if (!result) {
+    verdict.textContent = 'Pairing…';
+    return;
+  }
+  if (result.error && !result.failures) {
+    verdict.classList.add('fails');
+    renderProblem(verdict, result.error, { title: 'Cannot pair these files', label, onSlot });
+    return;
+  }
+  verdict.classList.add(result.pairs ? 'loads' : 'fails');
+  verdict.append(el('strong', '', result.pairs ? 'Pairs: this optimizer checkpoint belongs to this model state.' : `Does not pair: ${plural(result.failures.length, 'failure')}.`));
+  if (result.failures.length) {
+    const list = el('ol', 'failures');
+    for (const f of result.failures) {
+      const li = testid(el('li'), 'pair-failure');
+      renderProblem(li, f, { label, onSlot });
+      list.append(li);
+    }
+    verdict.append(list);
+  }
+  for (const w of result.warnings ?? []) card.append(testid(el('p', 'meta warn-line', `warning: ${w}`), 'warning'));
+
+  // Ties: the state file must hold the same values for every slot of a tied group.
+  const sh = cols?.sharing;
+  if (!sh || !sh.links) return;
+  const bySlot = new Map();
+  for (const f of result.failures) if (f.slot !== null && f.slot !== undefined) bySlot.set(Number(f.slot), f);
+  const countFailed = result.failures.some((f) => f.slot === null || f.slot === undefined);
+  const box = el('div', 'ties');
+  box.append(el('h3', '', `Tied slots in the state file (${plural(sh.links, 'tie')})`));
+  const list = el('ul', 'tie-list');
+  let shown = 0;
+  for (let i = 0; i < cols.n && shown < MAX_TIES; i++) {
+    if (sh.tied[i] !== 1) continue;
+    const r = cols.repAt(i);
+    if (r === i || r < 0) continue;
+    shown++;
+    const f = bySlot.get(i);
+    const li = testid(el('li', f ? 'bad' : 'good'), 'tie-equality');
+    const name = (j) => `slot ${j}${label(j) ? ` ${label(j)}` : ''}`;
+    li.append(onSlot ? button(name(i), { cls: 'link', onClick: () => onSlot(i) }) : name(i), ` and ${name(r)}: `);
+    const unknown = countFailed || bySlot.has(r);
+    li.append(f ? `saved values differ — ${f.message}` : unknown ? 'not compared (an earlier check failed for these slots)' : 'saved values equal');
+    list.append(li);
+  }
+  if (sh.links > MAX_TIES) list.append(el('li', 'meta', `… and ${sh.links - MAX_TIES} more`));
+  box.append(list);
+  card.append(box);
+}
