@@ -428,6 +428,23 @@ ckpt_pair_result *ckpt_pair(const ckpt_file *opt, const ckpt_file *state, ckpt_p
 void ckpt_pair_result_free(ckpt_pair_result *r);
 char *ckpt_pair_json(const ckpt_pair_result *r);
 
+/* ---- Training health (docs/health.md) ------------------------------------------------------ */
+
+typedef struct ckpt_health_options {
+    double lr;                     /* the learning rate, NAN when not given (no ratios) */
+    uint64_t first_slot;           /* slots [first_slot, first_slot + slot_count): a range, for */
+    uint64_t slot_count;           /* splitting the pass across workers; CKPT_NONE: to the end */
+    ckpt_progress_fn progress;     /* bytes of this pass; may be NULL */
+    void *progress_ctx;
+} ckpt_health_options;
+
+/* The next Adam step per slot, as JSON {"ok","pairs","lr","c","first","slots":[...],"flags":
+ * [...],"error"} (docs/health.md). `state` may be NULL (then no parameters, no ratios); a state
+ * file that does not pair (count, shapes) is not used and its first failure is the error. Both
+ * files must be valid (CKPT_E_NOT_READABLE otherwise). NULL with err set on failure; o may be
+ * NULL (every slot, no lr). */
+char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err);
+
 /* ---- Writing ---------------------------------------------------------------------------- */
 
 /* What to write (the reference writer's input). Each entry's payloads hold count * width

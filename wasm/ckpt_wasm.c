@@ -285,6 +285,15 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
     return json;
 }
 
+/* The health pass over slots [first, first + count) (count CKPT_NONE: to the end); lr NaN for
+ * none; state NULL without a model-state file. JSON, or NULL with err set. */
+char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, uint64_t first, uint64_t count, int progress_token,
+               ckpt_error *err)
+{
+    ckpt_health_options o = {lr, first, count, PROGRESS(progress_token)};
+    return ckpt_health_json(opt, state, &o, err);
+}
+
 /* ---- writing ---- */
 
 /* meta: per entry {id, step, count, m bytes, v bytes}; payloads: per entry {m, v} pointers in
