@@ -5,7 +5,7 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
-import { open, check, pair, diff, health, saveCheckpoint, saveState, CheckpointError, LayoutError } from './index.js';
+import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
 import { readLayoutSource } from './sources.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
@@ -21,6 +21,8 @@ const USAGE = `usage:
   ckptscope diff A B                          every difference between two layouts/checkpoints
   ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json]
                                               the next Adam step per slot: update/weight ratios, consistency
+  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [--port N] [--no-open]
@@ -277,6 +279,30 @@ async function cmdHealth(argv) {
   return result.flags.length ? 1 : 0;
 }
 
+/** export FILE OUT.safetensors|OUT.npz [--names NAMES.json]: streamed, atomically written. */
+async function cmdExport(argv) {
+  const { positional, seen } = parseArgs(argv, [], ['--names']);
+  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz');
+  const [file, out] = positional;
+  const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
+  if (!format) throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
+  if (file === STDIN || out === STDIN) throw new UsageError('export needs files: - (standard input) cannot be read by ranges');
+  const ck = await openFile(file, 'checkpoint');
+  try {
+    if (!ck.ok) throw Object.assign(new CheckpointError(ck.summary.error), { context: `cannot export ${file}: it is not a valid checkpoint` });
+    const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
+    const names = seen['--names'] !== undefined ? readNames(seen['--names'], null) : undefined;
+    if (names && names.length !== slots) {
+      throw new LayoutError(`${seen['--names']} has ${names.length} name${names.length === 1 ? '' : 's'} for ${slots} slot${slots === 1 ? '' : 's'}: give one name per slot`);
+    }
+    await writing(out, () => saveExport(out, ck, { format, names }));
+  } finally {
+    ck.close();
+  }
+  say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes, ${format})`);
+  return 0;
+}
+
 async function cmdWrite(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
@@ -380,7 +406,7 @@ async function listening(start, port, advice) {
   }
 }
 
-const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, write: cmdWrite, serve: cmdServe, view: cmdView };
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView };
 
 export async function main(argv) {
   const [command, ...rest] = argv;

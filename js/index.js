@@ -4,6 +4,7 @@
 export { open, Checkpoint } from './checkpoint.js';
 export { inspect, check, pair, diff, health, readEntry, entryStats } from './api.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
+export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';
