@@ -89,7 +89,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     memset(p, 0, sizeof *p);
     p->rep = rep;
     if (!rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
-    if (rep->error.code) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export an invalid file: %s", rep->error.message);
+    if (rep->error.code) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
