@@ -8,3 +8,4 @@ export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';
+export { toNumber, toBigInt } from './values.js';
