@@ -7,7 +7,8 @@ import { loadCore } from './wasm.js';
 import { open, Checkpoint, withProgress } from './checkpoint.js';
 import { Schema, buildSchema } from './schema.js';
 import { openSource, readLayoutSource } from './sources.js';
-import { CheckpointError, LayoutError, Codes, abortError } from './errors.js';
+import { CheckpointError, LayoutError, Codes, abortError, coreError } from './errors.js';
+import { toU64 } from './values.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
@@ -141,6 +142,46 @@ export async function pair(opt, state, { onProgress, signal } = {}) {
 export async function diff(a, b) {
   const core = await loadCore();
   return withLayout(a, 'first', (la) => withLayout(b, 'second', (lb) => core.takeJSON(core.exports.w_diff(la, lb))));
+}
+
+// ---- training health --------------------------------------------------------------------------
+
+/** Run fn(errPtr) with an error of its own; freed after. */
+async function withError(core, fn) {
+  const err = core.exports.w_error_new() >>> 0;
+  if (!err) throw new RangeError('out of WebAssembly memory');
+  try {
+    return await fn(err);
+  } finally {
+    core.exports.w_error_free(err);
+  }
+}
+
+function learningRate(lr) {
+  if (lr === undefined || lr === null) return NaN;
+  if (typeof lr !== 'number' || !Number.isFinite(lr) || lr <= 0) throw new RangeError(`lr must be a positive finite number, got ${String(lr)}`);
+  return lr;
+}
+
+/**
+ * Training health (docs/health.md): Adam's next step per slot from `opt`'s moments and, with a
+ * model-state file `state` (or null), the slot's parameters: rms and max of the step per unit
+ * learning rate, the update-to-weight ratio at `lr`, elements never updated, moments no
+ * gradient history can produce, NaN and infinities, and the flags they raise. `slots`:
+ * {first, count} for a range. Resolves with the health JSON; rejects when a file is invalid.
+ */
+export async function health(opt, state = null, { lr, onProgress, signal, slots = {} } = {}) {
+  const rate = learningRate(lr);
+  const first = toU64(slots.first ?? 0, 'slots.first');
+  const count = slots.count === undefined || slots.count === null ? (1n << 64n) - 1n : toU64(slots.count, 'slots.count');
+  const core = await loadCore();
+  const run = (o, s) => withError(core, (err) => o.withFile((ex, fo) => {
+    const go = (fs) => withProgress(core, { onProgress, signal }, (pid) => ex.w_health(fo, fs, rate, first, count, pid, err) >>> 0);
+    const ptr = s ? s.withFile((_, fs) => go(fs)) : go(0);
+    if (!ptr) throw coreError(core, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
+    return core.takeJSON(ptr);
+  }));
+  return withOpen(opt, (o) => (state === null || state === undefined ? run(o, null) : withOpen(state, (s) => run(o, s))));
 }
 
 // ---- one slot ---------------------------------------------------------------------------------

@@ -138,3 +138,33 @@ export function pairLines(result, optName, stateName) {
   for (const w of result.warnings) out.push(`warning: ${w}`);
   return out;
 }
+
+/** The health pass as lines: a table per slot (flagged slots marked), then the flags. */
+export function healthLines(result, optName, stateName, names = null) {
+  const out = [];
+  out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}` : ' (no --lr: no update/weight ratios)'}`);
+  if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
+  if (result.c !== null) out.push(`consistency: |m| <= ${num(result.c)} * sqrt(v) for any gradient history with these betas`);
+  const rows = result.slots.map((s) => [
+    s.flags.length ? '!' : '',
+    s.slot,
+    ...(names ? [names[s.slot] ?? ''] : []),
+    s.owner === null ? 'frozen' : s.owner === s.slot ? 'owner' : `shares ${s.owner}`,
+    s.step ?? '',
+    num(s.update?.rms),
+    num(s.update?.maxAbs),
+    num(s.param?.rms),
+    num(s.ratio),
+    s.neverUpdated || '',
+    s.inconsistent || '',
+    s.flags.join(', '),
+  ]);
+  const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'inconsistent', 'flags'];
+  const off = names ? 1 : 0;
+  out.push('');
+  for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
+  out.push('');
+  for (const f of result.flags) out.push(`flag: ${f.message}`);
+  out.push(result.flags.length ? `verdict: ${plural(new Set(result.flags.map((f) => f.slot)).size, 'slot')} flagged` : 'verdict: healthy');
+  return out;
+}

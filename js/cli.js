@@ -5,10 +5,10 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
-import { open, check, pair, diff, saveCheckpoint, saveState, CheckpointError, LayoutError } from './index.js';
+import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
 import { readLayoutSource } from './sources.js';
 import { namesOf, jsonKind } from './layout.js';
-import { summaryLines, errorLines, pairLines } from './cli-text.js';
+import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
 import { openBrowser } from './open-browser.js';
@@ -19,6 +19,10 @@ const USAGE = `usage:
   ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
   ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
   ckptscope diff A B                          every difference between two layouts/checkpoints
+  ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json]
+                                              the next Adam step per slot: update/weight ratios, consistency
+  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [--port N] [--no-open]
@@ -243,6 +247,62 @@ async function cmdDiff(argv) {
   return 1;
 }
 
+/** health OPT [--state STATE] [--lr X] [--json]: exit 0 healthy, 1 a slot flagged. */
+async function cmdHealth(argv) {
+  const { positional, seen } = parseArgs(argv, ['--json'], ['--state', '--lr', '--names']);
+  if (positional.length !== 1) throw new UsageError('health takes OPT [--state STATE] [--lr X]');
+  const [opt] = positional;
+  const state = seen['--state'];
+  if (opt === STDIN || state === STDIN) throw new UsageError('health needs files: - (standard input) cannot be read twice over');
+  let lr;
+  if (seen['--lr'] !== undefined) {
+    lr = Number(seen['--lr']);
+    if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
+  }
+  checkInput(opt, 'checkpoint');
+  if (state !== undefined) checkInput(state, 'checkpoint');
+  let result;
+  try {
+    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr }));
+  } catch (err) {
+    if (err instanceof CheckpointError && err.fileError) {
+      throw Object.assign(new CheckpointError(err.fileError), { context: err.message });
+    }
+    throw err;
+  }
+  if (seen['--json']) process.stdout.write(terminalJSON(result, 2) + '\n');
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length)));
+  if (!result.ok) {
+    say(process.stderr, errorLines(result.error));
+    return 1;
+  }
+  return result.flags.length ? 1 : 0;
+}
+
+/** export FILE OUT.safetensors|OUT.npz [--names NAMES.json]: streamed, atomically written. */
+async function cmdExport(argv) {
+  const { positional, seen } = parseArgs(argv, [], ['--names']);
+  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz');
+  const [file, out] = positional;
+  const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
+  if (!format) throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
+  if (file === STDIN || out === STDIN) throw new UsageError('export needs files: - (standard input) cannot be read by ranges');
+  const ck = await openFile(file, 'checkpoint');
+  try {
+    if (!ck.ok) throw Object.assign(new CheckpointError(ck.summary.error), { context: `cannot export ${file}: it is not a valid checkpoint` });
+    const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
+    const names = seen['--names'] !== undefined ? readNames(seen['--names'], null) : undefined;
+    if (names && names.length !== slots) {
+      throw new LayoutError(`${seen['--names']} has ${names.length} name${names.length === 1 ? '' : 's'} for ${slots} slot${slots === 1 ? '' : 's'}: give one name per slot`);
+    }
+    await writing(out, () => saveExport(out, ck, { format, names }));
+  } finally {
+    ck.close();
+  }
+  say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes, ${format})`);
+  return 0;
+}
+
 async function cmdWrite(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
@@ -346,7 +406,7 @@ async function listening(start, port, advice) {
   }
 }
 
-const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, write: cmdWrite, serve: cmdServe, view: cmdView };
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView };
 
 export async function main(argv) {
   const [command, ...rest] = argv;

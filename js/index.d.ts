@@ -1,12 +1,29 @@
-// Types for the ckptscope package. Integers up to 2^53 - 1 are numbers; larger ones are
-// decimal strings (DESIGN.md "JSON report").
+// Types for the ckptscope package (docs/api.md). Exact integers: numbers up to 2^53 - 1,
+// decimal strings beyond (U64); toNumber / toBigInt narrow them. A report is a union on `ok`
+// and `kind`: once `report.ok` and `report.kind === 'optimizer'` are checked, every field is
+// as plain as a valid checkpoint makes it.
 
+/** An exact integer: a number up to 2^53 - 1, a decimal string beyond. */
 export type U64 = number | string;
+/** What an argument may be: a safe integer, a bigint or a decimal string, in [0, 2^64). */
 export type U64Input = number | bigint | string;
+/** A double; non-finite values (rare: a sum that overflowed) as strings. */
+export type Float = number | 'NaN' | 'Infinity' | '-Infinity';
 export type Dtype = 'float32' | 'float64';
 export type Kind = 'adam' | 'adamw';
+export type Family = 'TLADAMF' | 'TLSF32B' | 'TLPF32B';
 
-export type Source = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL | number;
+/** A caller's own storage: read(offset, dest) copies up to dest.length bytes, returns how many. */
+export interface CustomSource {
+  size: number | null;
+  read(offset: number, dest: Uint8Array): number;
+  close?(): void;
+}
+export type Source = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL | number | CustomSource | Checkpoint;
+
+/** An exact integer as a number; a RangeError when it is past 2^53 - 1 (use toBigInt). */
+export function toNumber(x: U64 | Float | bigint): number;
+export function toBigInt(x: U64 | bigint): bigint;
 
 export interface ConfigBits {
   beta1: string;
@@ -17,31 +34,34 @@ export interface ConfigBits {
 
 export interface Config {
   kind: Kind;
-  beta1: number | string;
-  beta2: number | string;
-  epsilon: number | string;
-  weightDecay: number | string;
+  beta1: Float;
+  beta2: Float;
+  epsilon: Float;
+  weightDecay: Float;
   bits: ConfigBits;
 }
 
 export interface ConfigInput {
   kind: Kind | 0 | 1;
-  beta1?: number | string;
-  beta2?: number | string;
-  epsilon?: number | string;
-  weightDecay?: number | string;
+  beta1?: number | 'NaN' | 'Infinity' | '-Infinity';
+  beta2?: number | 'NaN' | 'Infinity' | '-Infinity';
+  epsilon?: number | 'NaN' | 'Infinity' | '-Infinity';
+  weightDecay?: number | 'NaN' | 'Infinity' | '-Infinity';
   /** Exact bit patterns; they win over the decimal values. */
   bits?: Partial<ConfigBits>;
 }
 
+/** An expected layout (a destination), docs/layout.md. Without requiresGrad: shapes only. */
 export interface Layout {
   shapes: U64Input[][];
-  requiresGrad: boolean[];
+  requiresGrad?: boolean[];
   representatives?: (U64Input | null)[] | null;
   dtype?: Dtype;
   config?: ConfigInput;
   /** Does the destination keep a random counter? Unset: not checked. */
   keepsRandomCounter?: boolean;
+  /** The family the destination reads; unset: whatever the file is. */
+  family?: Family;
 }
 
 export interface Histogram {
@@ -51,10 +71,11 @@ export interface Histogram {
 
 export interface Stats {
   count: U64;
-  min: number | string | null;
-  max: number | string | null;
-  mean: number | string | null;
-  rms: number | string | null;
+  /** Over finite values; null when there are none. */
+  min: Float | null;
+  max: Float | null;
+  mean: Float | null;
+  rms: Float | null;
   nan: U64;
   inf: U64;
   zero: U64;
@@ -67,8 +88,20 @@ export interface Entry {
   step: U64;
   count: U64;
   offset: U64;
-  m?: Stats | null;
-  v?: Stats | null;
+  /** With statistics: */
+  m?: Stats;
+  v?: Stats;
+  /** NaN and infinities in m or v, negative values in v. */
+  unhealthy?: U64;
+}
+
+export interface Tensor {
+  shape: U64[];
+  count: U64;
+  offset: U64;
+  dataOffset: U64;
+  values?: Stats;
+  unhealthy?: U64;
 }
 
 export interface SchemaReport {
@@ -77,45 +110,185 @@ export interface SchemaReport {
   requiresGrad: boolean[];
   representatives: (U64 | null)[] | null;
   effectiveRepresentatives: (U64 | null)[] | null;
+  /** The slots the sharing rule rejects (null until the map was read). */
+  brokenSlots: U64[] | null;
+}
+
+export interface ConfigDifference {
+  field: 'dtype' | 'kind' | 'beta1' | 'beta2' | 'epsilon' | 'weightDecay';
+  file: Float | string;
+  expected: Float | string;
+  fileBits?: string;
+  expectedBits?: string;
 }
 
 export interface ReportError {
   code: number;
+  /** The reference diagnostic, exactly. */
   message: string;
   offset: U64 | null;
+  /** Bytes of the offending field from offset (0: not known). */
+  length: U64;
+  /** The slot (or tensor) it is about. */
+  slot: U64 | null;
+  /** Which input is at fault: the file, or the expected layout. */
+  subject: 'file' | 'expected';
   hint: string | null;
+  configDiff?: ConfigDifference[];
 }
 
-export interface Report {
-  ok: boolean;
-  family: 'TLADAMF' | null;
-  name: 'CUDA Adam checkpoint' | null;
-  version: U64 | null;
+interface ReportCommon {
   size: U64 | null;
-  dtype: Dtype | null;
-  config: Config | null;
-  randomCounter: U64 | null;
-  hasRandomCounter: boolean | null;
-  schema: SchemaReport | null;
-  wellFormed: boolean | null;
-  optimizerStateCount: U64 | null;
-  trainableCount: U64 | null;
-  hasAliases: boolean | null;
-  entryCount: U64 | null;
-  entries: Entry[];
+  statistics: boolean;
   warnings: string[];
-  error: ReportError | null;
 }
 
-export interface InspectOptions {
-  /** Read the payloads and compute moment statistics (otherwise they are skipped). */
-  stats?: boolean;
-  onProgress?: (progress: { done: number; total: number | null }) => void;
+/** A valid optimizer checkpoint's report. */
+export interface OptimizerReport extends ReportCommon {
+  ok: true;
+  family: 'TLADAMF';
+  name: 'CUDA Adam checkpoint';
+  kind: 'optimizer';
+  version: 2 | 3 | 4 | 5;
+  dtype: Dtype;
+  config: Config;
+  randomCounter: U64 | null;
+  hasRandomCounter: boolean;
+  schema: SchemaReport;
+  slotCount: number;
+  wellFormed: true;
+  optimizerStateCount: U64;
+  trainableCount: U64;
+  hasAliases: boolean;
+  offsets: { schema: U64; tags: U64 | null; entries: U64 };
+  entryCount: U64;
+  entries: Entry[];
+  error: null;
+}
+
+/** A valid model-state file's report. */
+export interface StateReport extends ReportCommon {
+  ok: true;
+  family: 'TLSF32B' | 'TLPF32B';
+  name: 'TorchLean float32 state checkpoint' | 'TorchLean float32 parameter checkpoint';
+  kind: 'state';
+  version: 1 | 2;
+  tensorCount: U64;
+  offsets: { tensors: U64 };
+  tensors: Tensor[];
+  error: null;
+}
+
+/** An invalid file's report: what was read before the error, the rest null. */
+export interface InvalidReport extends ReportCommon {
+  ok: false;
+  family: Family | null;
+  name: string | null;
+  kind: 'optimizer' | 'state' | null;
+  version: U64 | null;
+  dtype?: Dtype | null;
+  config?: Config | null;
+  randomCounter?: U64 | null;
+  hasRandomCounter?: boolean | null;
+  schema?: SchemaReport | null;
+  slotCount?: number | null;
+  wellFormed?: boolean | null;
+  optimizerStateCount?: U64 | null;
+  trainableCount?: U64 | null;
+  hasAliases?: boolean | null;
+  offsets: { schema?: U64 | null; tags?: U64 | null; entries?: U64 | null; tensors?: U64 | null };
+  entryCount?: U64 | null;
+  entries?: Entry[];
+  tensorCount?: U64 | null;
+  tensors?: Tensor[];
+  error: ReportError;
+}
+
+export type Report = OptimizerReport | StateReport | InvalidReport;
+
+export interface Progress {
+  /** Bytes of this scan done so far, and in all (null when unknown). */
+  done: number;
+  total: number | null;
+}
+
+export interface ScanOptions {
+  onProgress?: (progress: Progress) => void;
   signal?: AbortSignal;
+}
+
+export interface InspectOptions extends ScanOptions {
+  /** Read the payloads and compute statistics (otherwise they are skipped). */
+  stats?: boolean;
   /** Which WebAssembly build runs the core (benchmarking): 'simd' (default) or 'nosimd'. */
   variant?: 'simd' | 'nosimd';
 }
 
+/** The moments of a slot, exactly as stored: narrow on dtype for the array type. */
+interface MomentsCommon {
+  slot: U64;
+  /** The slot whose entry holds them (its representative). */
+  owner: U64;
+  id: U64;
+  step: U64;
+  count: U64;
+  offset: U64;
+}
+export type Moments =
+  | (MomentsCommon & { dtype: 'float32'; m: Float32Array; v: Float32Array })
+  | (MomentsCommon & { dtype: 'float64'; m: Float64Array; v: Float64Array });
+
+export interface SlotStats extends Entry {
+  slot: U64;
+  owner: U64;
+  m: Stats;
+  v: Stats;
+  unhealthy: U64;
+}
+
+export interface TensorStats {
+  tensor: U64;
+  count: U64;
+  values: Stats;
+}
+
+export interface Columns {
+  n: number;
+  hasMap: boolean;
+  complete: boolean;
+  dimStart: BigUint64Array;
+  dims: BigUint64Array;
+  sizes: BigUint64Array;
+  tooBig: Uint8Array;
+  flags: Uint8Array;
+  /** representative?(i), 2^64 - 1 for none; null until the map was read. */
+  reps: BigUint64Array | null;
+  broken: Uint8Array | null;
+  /** 6 per entry: id, step, count, offset, m offset, v offset. */
+  entries: BigUint64Array;
+  /** 3 per tensor: count, offset, data offset. */
+  tensors: BigUint64Array;
+}
+
+/** One open file of any family, parsed once. Close it (or `using`). */
+export class Checkpoint {
+  readonly closed: boolean;
+  readonly ok: boolean;
+  readonly kind: 'optimizer' | 'state' | null;
+  /** The report without its per-slot arrays: cheap for any size. */
+  readonly summary: Report;
+  readonly report: Report;
+  reportText(): string;
+  writeReport(write: (bytes: Uint8Array) => void): void;
+  columns(): Columns;
+  entry(slot: U64Input): Promise<Moments>;
+  stats(slot: U64Input, options?: ScanOptions): Promise<SlotStats | TensorStats>;
+  tensor(i: U64Input): Promise<{ index: U64; shape: U64[]; count: U64; values: Float32Array }>;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export function open(source: Source, options?: InspectOptions): Promise<Checkpoint>;
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;
 
 export interface CheckResult {
@@ -127,30 +300,63 @@ export interface CheckResult {
 export type Expected = Layout | Report | Schema | Source;
 
 export function check(source: Source, layout: Expected): Promise<CheckResult>;
+export function check(opt: Source, against: { state: Source }, options?: ScanOptions): Promise<{ ok: true; warnings: string[]; pair: PairResult }>;
+
+export interface PairResult {
+  ok: boolean;
+  pairs: boolean;
+  failures: ReportError[];
+  warnings: string[];
+  error: ReportError | null;
+}
+
+export function pair(opt: Source, state: Source, options?: ScanOptions): Promise<PairResult>;
 
 export interface Difference {
   field: string;
-  slot?: number;
+  slot: number | null;
   a: unknown;
   b: unknown;
+  /** The difference in words, without the slot. */
+  text: string;
   message: string;
 }
 
 export function diff(a: Expected, b: Expected): Promise<Difference[]>;
 
-export interface EntryMoments {
-  id: U64;
-  step: U64;
+export interface SlotHealth {
+  slot: number;
+  owner: number | null;
+  trainable: boolean;
   count: U64;
-  dtype: Dtype;
-  m: Float32Array | Float64Array;
-  v: Float32Array | Float64Array;
+  step: U64 | null;
+  param: { rms: Float | null; maxAbs: Float | null; nan: U64; inf: U64 } | null;
+  update: { rms: Float | null; maxAbs: Float | null } | null;
+  ratio: Float | null;
+  decay: Float | null;
+  neverUpdated: U64;
+  inconsistent: U64;
+  nonFinite: U64;
+  flags: string[];
 }
 
-export function readEntry(source: Source, id: U64Input): Promise<EntryMoments>;
+export interface HealthResult {
+  ok: boolean;
+  pairs: boolean;
+  lr: number | null;
+  c: number | null;
+  first: number;
+  slots: SlotHealth[];
+  flags: { slot: number; flag: string; message: string }[];
+  error: ReportError | null;
+}
 
-/** Statistics of one entry's m and v, reading only its payloads. */
-export function entryStats(source: Source, id: U64Input, options?: Omit<InspectOptions, 'stats'>): Promise<Entry>;
+export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; slots?: { first?: U64Input; count?: U64Input } }): Promise<HealthResult>;
+
+/** The moments of one slot: see Checkpoint.entry. */
+export function readEntry(source: Source, slot: U64Input): Promise<Moments>;
+/** Statistics of one slot's moments (or a state file's tensor), reading only its payloads. */
+export function entryStats(source: Source, slot: U64Input, options?: ScanOptions): Promise<SlotStats | TensorStats>;
 
 export interface EntryInput {
   id: U64Input;
@@ -162,6 +368,7 @@ export interface EntryInput {
 }
 
 export interface Description extends Layout {
+  requiresGrad: boolean[];
   config: ConfigInput;
   randomCounter?: U64Input | null;
   /** 0 or absent: the reference writer's choice; 2..5: forced. */
@@ -169,34 +376,63 @@ export interface Description extends Layout {
   entries: EntryInput[];
 }
 
+export interface StateDescription {
+  family?: 'TLSF32B' | 'TLPF32B';
+  shapes: U64Input[][];
+  values: (Float32Array | number[])[];
+}
+
 export function writeCheckpoint(description: Description): Promise<Uint8Array>;
 export function saveCheckpoint(path: string | URL, description: Description): Promise<void>;
+export function writeState(description: StateDescription): Promise<Uint8Array>;
+export function saveState(path: string | URL, description: StateDescription): Promise<void>;
+
+export interface ExportOptions extends ScanOptions {
+  format?: 'safetensors' | 'npz';
+  /** One per slot (or tensor); otherwise slot{i}. */
+  names?: string[];
+  /** Only these slots. */
+  slots?: U64Input[];
+}
+
+export function exportTensors(source: Source, options?: ExportOptions): Promise<Uint8Array>;
+export function exportTo(source: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
+export function saveExport(path: string | URL, source: Source, options?: ExportOptions): Promise<void>;
+export function exportNpy(source: Source, slot: U64Input, what?: 'm' | 'v' | 'values'): Promise<Uint8Array>;
 
 export class Schema {
   static create(layout: Layout): Promise<Schema>;
+  readonly disposed: boolean;
   readonly count: number;
-  readonly optimizerStateCount: number;
-  readonly trainableCount: number;
+  readonly optimizerStateCount: U64;
+  readonly trainableCount: U64;
   readonly hasAliases: boolean;
-  representative(i: number): number | null;
-  isRepresentative(i: number): boolean;
+  representative(i: U64Input): U64 | null;
+  isRepresentative(i: U64Input): boolean;
   isWellFormed(): boolean;
   tags(): U64[];
-  toJSON(): SchemaReport & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean };
+  toJSON(): SchemaReport & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
   dispose(): void;
+  [Symbol.dispose](): void;
 }
 
 export class CheckpointError extends Error {
   readonly name: 'CheckpointError';
   readonly code: number;
   readonly offset: U64 | null;
+  readonly length: U64;
+  readonly slot: U64 | null;
+  readonly subject: 'file' | 'expected';
   readonly hint: string | null;
+  readonly configDiff?: ConfigDifference[];
   readonly report?: Report;
-  readonly role?: 'expected' | 'diff';
+  /** Which input, when not the file: 'expected', 'first', 'second', 'optimizer', 'state'. */
+  readonly role?: string;
 }
 
 export class LayoutError extends Error {
   readonly name: 'LayoutError';
+  readonly role?: string;
 }
 
 export function loadCore(variant?: 'simd' | 'nosimd'): Promise<unknown>;

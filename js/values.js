@@ -36,3 +36,33 @@ export function toU64(value, what) {
   if (big >= LIMIT) throw new RangeError(`${what} ${big} does not fit in 64 bits`);
   return big;
 }
+
+const FLOATS = { NaN: NaN, Infinity: Infinity, '-Infinity': -Infinity };
+
+/** An exact integer of a report (a number, or a decimal string past 2^53 - 1) or a double
+ *  (non-finite ones are strings) as a number; a RangeError for an integer a number cannot hold
+ *  exactly (use toBigInt). */
+export function toNumber(x) {
+  if (typeof x === 'number') return x;
+  if (typeof x === 'bigint') {
+    if (x > BigInt(Number.MAX_SAFE_INTEGER) || x < -BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError(`${x} is not exact as a number: use toBigInt`);
+    return Number(x);
+  }
+  if (typeof x === 'string') {
+    if (Object.prototype.hasOwnProperty.call(FLOATS, x)) return FLOATS[x];
+    if (/^[0-9]+$/.test(x)) {
+      const n = Number(x);
+      if (!Number.isSafeInteger(n)) throw new RangeError(`${x} is not exact as a number: use toBigInt`);
+      return n;
+    }
+  }
+  throw new TypeError(`not a number of a report: ${String(x)}`);
+}
+
+/** An exact integer of a report as a bigint. */
+export function toBigInt(x) {
+  if (typeof x === 'bigint') return x;
+  if (typeof x === 'number' && Number.isInteger(x)) return BigInt(x);
+  if (typeof x === 'string' && /^[0-9]+$/.test(x)) return BigInt(x);
+  throw new TypeError(`not an integer of a report: ${String(x)}`);
+}

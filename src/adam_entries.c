@@ -54,6 +54,9 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
 
     /* 10. entries, in any order; ids are checked before the payloads are touched */
     unsigned width = ckpt_width(dtype);
+    uint64_t left = ckpt_reader_bytes_left(r);   /* room for what the bytes left can hold */
+    if (left != CKPT_NONE && !ckpt_report_reserve_entries(rep, (size_t)(entry_count < left / 24 ? entry_count : left / 24)))
+        return ckpt_fail_oom(err);
     p->scan.start = r->pos;
     p->scan.total = r->src->size == CKPT_NONE ? CKPT_NONE : r->src->size - r->pos;
     uint8_t *seen = calloc(n / 8 + 1, 1);

@@ -428,6 +428,47 @@ ckpt_pair_result *ckpt_pair(const ckpt_file *opt, const ckpt_file *state, ckpt_p
 void ckpt_pair_result_free(ckpt_pair_result *r);
 char *ckpt_pair_json(const ckpt_pair_result *r);
 
+/* ---- Training health (docs/health.md) ------------------------------------------------------ */
+
+typedef struct ckpt_health_options {
+    double lr;                     /* the learning rate, NAN when not given (no ratios) */
+    uint64_t first_slot;           /* slots [first_slot, first_slot + slot_count): a range, for */
+    uint64_t slot_count;           /* splitting the pass across workers; CKPT_NONE: to the end */
+    ckpt_progress_fn progress;     /* bytes of this pass; may be NULL */
+    void *progress_ctx;
+} ckpt_health_options;
+
+/* The next Adam step per slot, as JSON {"ok","pairs","lr","c","first","slots":[...],"flags":
+ * [...],"error"} (docs/health.md). `state` may be NULL (then no parameters, no ratios); a state
+ * file that does not pair (count, shapes) is not used and its first failure is the error. Both
+ * files must be valid (CKPT_E_NOT_READABLE otherwise). NULL with err set on failure; o may be
+ * NULL (every slot, no lr). */
+char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err);
+
+/* ---- Export (docs/export.md) --------------------------------------------------------------- */
+
+enum { CKPT_EXPORT_SAFETENSORS = 1, CKPT_EXPORT_NPZ = 2 };
+
+typedef struct ckpt_export_options {
+    int format;                    /* CKPT_EXPORT_* */
+    const char *const *names;      /* one per slot (tensor), unique, or NULL for slot{i} */
+    size_t name_count;
+    const uint64_t *slots;         /* export only these slots (their owners' moments), or NULL */
+    size_t slot_count;
+    ckpt_progress_fn progress;     /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_export_options;
+
+/* An optimizer file's moments ({name}.exp_avg, {name}.exp_avg_sq for each owner slot) or a state
+ * file's tensors ({name}), bit for bit, with the metadata, as safetensors or .npz, streamed into
+ * out. The file must be valid (CKPT_E_NOT_READABLE otherwise); names are checked (one per slot,
+ * unique, not empty). */
+int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err);
+
+/* One payload as a .npy: a slot's m or v (its owner's, for a tied slot) or a state tensor. */
+enum { CKPT_NPY_M = 0, CKPT_NPY_V = 1, CKPT_NPY_VALUES = 2 };
+int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink *out, ckpt_error *err);
+
 /* ---- Writing ---------------------------------------------------------------------------- */
 
 /* What to write (the reference writer's input). Each entry's payloads hold count * width

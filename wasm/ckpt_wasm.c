@@ -285,6 +285,31 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
     return json;
 }
 
+/* The health pass over slots [first, first + count) (count CKPT_NONE: to the end); lr NaN for
+ * none; state NULL without a model-state file. JSON, or NULL with err set. */
+char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, uint64_t first, uint64_t count, int progress_token,
+               ckpt_error *err)
+{
+    ckpt_health_options o = {lr, first, count, PROGRESS(progress_token)};
+    return ckpt_health_json(opt, state, &o, err);
+}
+
+/* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm
+ * memory; slots: NULL or slot_count u64. */
+int w_export(const ckpt_file *f, int format, const char *const *names, size_t name_count, const uint64_t *slots,
+             size_t slot_count, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_export_options o = {format, names, name_count, slots, slot_count, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_export(f, &o, &out, err);
+}
+
+int w_export_npy(const ckpt_file *f, uint64_t slot, int what, int sink, ckpt_error *err)
+{
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_export_npy(f, slot, what, &out, err);
+}
+
 /* ---- writing ---- */
 
 /* meta: per entry {id, step, count, m bytes, v bytes}; payloads: per entry {m, v} pointers in

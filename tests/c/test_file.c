@@ -181,8 +181,8 @@ static void diff_layouts(void)
         "\"field\":\"representative\",\"slot\":1,\"a\":0,\"b\":null,\"text\":\"representative 0 vs none\"",
         "\"field\":\"slot\",\"slot\":2,\"a\":[3],\"b\":null,\"text\":\"#[3] only in the first\"",
         "\"field\":\"dtype\",\"slot\":null,\"a\":\"float32\",\"b\":\"float64\"",
-        "\"field\":\"config.beta2\",\"slot\":null,\"a\":0.999,\"b\":0.95,\"aBits\":\"0x3feff7ced916872b\",\"bBits\":\"0x3fee666666666666\","
-        "\"text\":\"beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)\"",
+        ("\"field\":\"config.beta2\",\"slot\":null,\"a\":0.999,\"b\":0.95,\"aBits\":\"0x3feff7ced916872b\",\"bBits\":\"0x3fee666666666666\","
+         "\"text\":\"beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)\""),
         "\"text\":\"weightDecay: 0 vs -0 (bits 0x0000000000000000 vs 0x8000000000000000)\"",
         "\"field\":\"randomCounter\",\"slot\":null,\"a\":true,\"b\":false,\"text\":\"random counter: kept vs none\"",
     };

@@ -81,5 +81,34 @@ int main(int argc, char **argv)
         ckpt_buffer_free(&buf);
         ckpt_schema_free(s);
     }
+    /* state files: the shapes of fuzz_state's optimizer (2x3, 2x3 tied, 3), both families, each
+     * destination family byte; a mismatched one; and the inspect target gets them too */
+    uint64_t sranks[] = {2, 2, 1}, sdims[] = {2, 3, 2, 3, 3}, bad_dims[] = {2, 3, 3, 2, 3};
+    float a[6] = {0.5f, -1, 2, 0, 1e-30f, 3}, b[6] = {0.5f, -1, 2, 0, 1e-30f, 3}, c3[3] = {1, -2, 3};
+    const void *values[] = {a, b, c3};
+    uint64_t lens[] = {24, 24, 12};
+    for (int family = CKPT_FAMILY_TLSF32B; family <= CKPT_FAMILY_TLPF32B; family++) {
+        for (int shapes = 0; shapes < 2; shapes++) {
+            ckpt_schema *s = ckpt_schema_new(3, sranks, shapes ? bad_dims : sdims, 0, NULL, NULL, 0);
+            ckpt_buffer buf;
+            ckpt_sink sink;
+            ckpt_sink_buffer(&sink, &buf);
+            ckpt_error err = {0};
+            if (ckpt_state_write(family, s, values, lens, &sink, &err)) {
+                fprintf(stderr, "state: %s\n", err.message);
+                return 1;
+            }
+            char name[64];
+            snprintf(name, sizeof name, "%s%s.state", family == CKPT_FAMILY_TLSF32B ? "tlsf32b" : "tlpf32b", shapes ? "-mismatched" : "");
+            failed |= save(argv[1], "inspect", name, "", 0, buf.data, buf.len);
+            for (uint8_t dest = 0; dest < 4; dest++) {
+                char n2[80];
+                snprintf(n2, sizeof n2, "%s-dest%d", name, dest);
+                failed |= save(argv[1], "state", n2, &dest, 1, buf.data, buf.len);
+            }
+            ckpt_buffer_free(&buf);
+            ckpt_schema_free(s);
+        }
+    }
     return failed;
 }

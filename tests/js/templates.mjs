@@ -12,12 +12,14 @@ const PLACEHOLDERS = {
   '{dim}': '(?:dim [0-9]+ \\()*(?:scalar|\\.\\.\\. \\([0-9]+ dims in all\\))\\)*',
   '{NAME}': NAME,
   '{P}': `(?:${NAME}|StateIO|ParamIO)`,
+  '{MAGIC}': '(?:TLADAMF|TLSF32B|TLPF32B)',
+  '{s}': 's?',
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{P\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 

@@ -1,31 +1,68 @@
-// Compiled with tsc --noEmit by tests/js/package.test.mjs: the declarations must describe the
-// API as it is used.
-import { inspect, check, diff, readEntry, writeCheckpoint, Schema, CheckpointError, type Report, type Layout } from 'ckptscope';
+// Compiled with tsc --noEmit (strict) by tests/js/package.test.mjs: the declarations must let
+// ordinary code read a report and moments without casts, after narrowing on ok / kind / dtype.
+import {
+  open, inspect, check, diff, pair, health, readEntry, writeCheckpoint, writeState, exportTensors, Schema,
+  CheckpointError, toNumber, toBigInt, type Report, type Layout,
+} from 'ckptscope';
 
 async function main(): Promise<void> {
   const layout: Layout = { shapes: [[2, 3], [2, 3]], requiresGrad: [true, true], representatives: [0, 0] };
   const bytes: Uint8Array = await writeCheckpoint({
     ...layout,
+    requiresGrad: [true, true],
     config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
     randomCounter: 3n,
     entries: [{ id: 0, step: 1, m: new Float32Array(6), v: new Float32Array(6) }],
   });
   const report: Report = await inspect(bytes, { stats: true, onProgress: ({ done, total }) => void [done, total] });
-  const first = report.entries[0];
-  const rms: number | string | null | undefined = first?.m?.rms;
+  if (report.ok && report.kind === 'optimizer') {
+    const version: number = report.version;           // a valid file: a plain number
+    const dtype: 'float32' | 'float64' = report.dtype;
+    const shapes = report.schema.shapes;
+    const steps: number[] = report.entries.map((e) => toNumber(e.step));
+    const rms: number | null = report.entries[0]?.m?.rms === undefined || report.entries[0].m.rms === null ? null : toNumber(report.entries[0].m.rms);
+    console.log(version, dtype, shapes, steps, rms, report.config.bits.beta1);
+  } else if (!report.ok) {
+    console.log(report.error.message, report.error.offset, report.error.slot, report.error.subject);
+  }
   try {
     await check(bytes, layout);
   } catch (err) {
-    if (err instanceof CheckpointError) console.log(err.message, err.offset, err.code, err.hint);
+    if (err instanceof CheckpointError) console.log(err.message, err.offset, err.code, err.hint, err.slot, err.configDiff?.[0]?.field);
   }
-  for (const d of await diff(bytes, layout)) console.log(d.field, d.slot, d.message);
-  const e = await readEntry(bytes, 0);
-  const m: Float32Array | Float64Array = e.m;
+  for (const d of await diff(bytes, layout)) console.log(d.field, d.slot, d.text, d.message);
+  const e = await readEntry(bytes, 1n);
+  if (e.dtype === 'float32') {
+    const sum: number = e.m.reduce((a, b) => a + b, 0);   // Float32Array after narrowing
+    console.log(sum);
+  } else {
+    const last: number | undefined = e.v.at(-1);
+    console.log(last);
+  }
+  const big: bigint = toBigInt(e.step);
+  const state = await writeState({ family: 'TLSF32B', shapes: [[2, 3], [2, 3]], values: [new Float32Array(6), new Float32Array(6)] });
+  const paired = await pair(bytes, state);
+  const h = await health(bytes, state, { lr: 1e-3 });
+  const ratio = h.slots[0]?.ratio;
+  const st: Uint8Array = await exportTensors(bytes, { format: 'npz', names: ['a', 'b'] });
+  {
+    await using_(await open(bytes), async (ck) => {
+      const cols = ck.columns();
+      console.log(cols.n, ck.kind, ck.summary.ok);
+    });
+  }
   const schema = await Schema.create(layout);
   const tags = schema.tags();
-  const owner: number | null = schema.representative(1);
-  const n: number = schema.optimizerStateCount;
+  const owner = schema.representative(1);
   schema.dispose();
-  console.log(rms, m.length, tags, owner, n, report.schema?.shapes);
+  console.log(big, paired.pairs, ratio, st.length, tags, owner);
+}
+
+async function using_<T extends { close(): void }>(x: T, fn: (x: T) => Promise<void>): Promise<void> {
+  try {
+    await fn(x);
+  } finally {
+    x.close();
+  }
 }
 void main();

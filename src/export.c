@@ -1,0 +1,586 @@
+/* Export (docs/export.md): an optimizer checkpoint's moments, or a model-state file's tensors,
+ * as safetensors or as NumPy's .npz (a stored zip of .npy files), bit for bit and streamed: the
+ * payloads go from the source to the sink a chunk at a time, so a 20 GB checkpoint exports in
+ * flat memory. Moments are named as PyTorch's Adam names them, {name}.exp_avg and
+ * {name}.exp_avg_sq, one pair per owner slot (a tied slot shares its owner's); state tensors are
+ * {name}. The metadata (family, version, dtype, config, steps per name, representatives, names)
+ * is JSON text in safetensors' __metadata__ and in a 0-d string array __metadata__.npy.
+ *
+ * safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
+ * then the data, offsets relative to its start, contiguous.
+ * .npy 1.0: "\x93NUMPY" 1 0, u16 header length, the header dict padded to 64 bytes, the data.
+ * zip: each member stored (method 0) with a data descriptor (its CRC-32 is known only after the
+ * data streamed by), ZIP64 records where sizes or offsets pass 4 GiB. */
+#include "internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COPY_CHUNK (1024 * 1024)
+
+/* ---- what is exported ---- */
+
+typedef struct item {
+    char *name;                 /* the member or tensor name */
+    uint64_t offset;            /* in the source */
+    uint64_t count;             /* elements */
+    unsigned width;             /* 4 or 8 */
+    size_t slot;                /* its shape is this slot's */
+} item;
+
+typedef struct plan {
+    const ckpt_report *rep;
+    item *items;
+    size_t len;
+    char *metadata;             /* JSON text */
+    uint64_t data_bytes;        /* all payloads */
+} plan;
+
+static void plan_free(plan *p)
+{
+    for (size_t k = 0; k < p->len; k++) free(p->items[k].name);
+    free(p->items);
+    free(p->metadata);
+}
+
+static char *name_with(const char *base, const char *suffix)
+{
+    size_t a = strlen(base), b = strlen(suffix);
+    char *s = malloc(a + b + 1);
+    if (!s) return NULL;
+    memcpy(s, base, a);
+    memcpy(s + a, suffix, b + 1);
+    return s;
+}
+
+static const char *dtype_code(unsigned width) { return width == 8 ? "F64" : "F32"; }
+
+/* The slot's name: the caller's, or slot{i}. */
+static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t cap, const char **out)
+{
+    if (o->names) {
+        *out = o->names[i];
+        return;
+    }
+    snprintf(buf, cap, "slot%zu", i);
+    *out = buf;
+}
+
+static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
+{
+    if (!o->names) return 0;
+    if (o->name_count != n)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%zu names for %zu slots: give one name per slot", o->name_count, n);
+    for (size_t i = 0; i < n; i++) {
+        const char *s = o->names[i];
+        if (!s || !*s || !strcmp(s, "__metadata__"))
+            return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
+                                !s || !*s ? "empty" : "__metadata__ (reserved)");
+        for (size_t j = 0; j < i; j++)
+            if (!strcmp(o->names[j], s))
+                return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", j, i);
+    }
+    return 0;
+}
+
+static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan *p, ckpt_error *err)
+{
+    memset(p, 0, sizeof *p);
+    p->rep = rep;
+    if (!rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
+    if (rep->error.code) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
+    const ckpt_schema *s = rep->schema;
+    size_t n = ckpt_schema_count(s);
+    TRY(check_names(o, n, err));
+    bool optimizer = rep->family->optimizer;
+    size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
+    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) return ckpt_fail_oom(err);
+    strbuf meta = {0}, steps = {0};
+    sb_puts(&meta, "{\"family\":");
+    j_string(&meta, rep->family->magic);
+    sb_printf(&meta, ",\"version\":\"%llu\"", (unsigned long long)rep->version);
+    char buf[32];
+    if (optimizer) {
+        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", rep->dtype == CKPT_FLOAT64 ? "float64" : "float32");
+        strbuf c = {0};
+        j_config(&c, &rep->config);
+        j_string(&meta, c.failed ? "" : c.data);
+        sb_free(&c);
+        /* entries in slot order (the file's order is the writer's, sorted by id) */
+        sb_puts(&steps, "{");
+        for (size_t i = 0, k = 0; i < n; i++) {
+            if (ckpt_schema_representative(s, i) != i) continue;
+            const ckpt_entry_info *e = NULL;
+            for (size_t j = 0; j < rep->entries_len; j++)
+                if (rep->entries[j].id == i) e = &rep->entries[j];
+            if (!e) continue;
+            const char *name;
+            slot_name(o, i, buf, sizeof buf, &name);
+            if (o->slots) {
+                bool wanted = false;
+                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
+                if (!wanted) continue;
+            }
+            unsigned w = ckpt_width(rep->dtype);
+            item *m = &p->items[p->len], *v = &p->items[p->len + 1];
+            *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
+            *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i};
+            p->len += 2;
+            if (!m->name || !v->name) goto oom;
+            if (k++) sb_puts(&steps, ",");
+            j_string(&steps, name);
+            sb_puts(&steps, ":");
+            j_u64(&steps, e->step);
+            p->data_bytes += 2 * e->count * w;
+        }
+        sb_puts(&steps, "}");
+        sb_puts(&meta, ",\"steps\":");
+        j_string(&meta, steps.failed ? "" : steps.data);
+        sb_puts(&meta, ",\"representatives\":");
+        strbuf r = {0};
+        sb_puts(&r, "[");
+        for (size_t i = 0; i < n; i++) {
+            if (i) sb_puts(&r, ",");
+            j_slot(&r, ckpt_schema_representative(s, i));
+        }
+        sb_puts(&r, "]");
+        j_string(&meta, r.failed ? "" : r.data);
+        sb_free(&r);
+    } else {
+        for (size_t i = 0; i < rep->tensors_len; i++) {
+            if (o->slots) {
+                bool wanted = false;
+                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
+                if (!wanted) continue;
+            }
+            const char *name;
+            slot_name(o, i, buf, sizeof buf, &name);
+            item *t = &p->items[p->len++];
+            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, 4, i};
+            if (!t->name) goto oom;
+            p->data_bytes += 4 * t->count;
+        }
+    }
+    sb_puts(&meta, ",\"names\":");
+    strbuf names = {0};
+    sb_puts(&names, "[");
+    for (size_t i = 0; i < n; i++) {
+        const char *name;
+        slot_name(o, i, buf, sizeof buf, &name);
+        if (i) sb_puts(&names, ",");
+        j_string(&names, name);
+    }
+    sb_puts(&names, "]");
+    j_string(&meta, names.failed ? "" : names.data);
+    sb_free(&names);
+    sb_puts(&meta, "}");
+    sb_free(&steps);
+    if (meta.failed) goto oom;
+    p->metadata = sb_take(&meta);
+    return 0;
+oom:
+    sb_free(&meta);
+    sb_free(&steps);
+    return ckpt_fail_oom(err);
+}
+
+/* ---- copying payloads ---- */
+
+typedef struct copier {
+    const ckpt_source *src;
+    const ckpt_sink *out;
+    uint8_t *buf;
+    uint32_t crc;               /* of what went through, when wanted */
+    bool want_crc;
+    ckpt_progress_fn progress;
+    void *progress_ctx;
+    uint64_t done, total;
+    ckpt_error *err;
+} copier;
+
+static uint32_t crc_table[8][256];
+
+static void crc_init(void)
+{
+    if (crc_table[0][1]) return;
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+}
+
+/* CRC-32 (zip's), slicing by 8. */
+static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
+{
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t a, b;
+        memcpy(&a, p, 4);
+        memcpy(&b, p + 4, 4);
+        a ^= crc;
+        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff] ^ crc_table[4][a >> 24] ^
+              crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff] ^ crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
+        p += 8;
+        n -= 8;
+    }
+    while (n--) crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+static int emit(copier *c, const void *p, size_t n)
+{
+    if (c->want_crc) c->crc = crc32_update(c->crc, p, n);
+    return ckpt_sink_bytes(c->out, p, n, c->err);
+}
+
+static int copy_payload(copier *c, uint64_t offset, uint64_t bytes)
+{
+    for (uint64_t done = 0; done < bytes;) {
+        size_t n = bytes - done < COPY_CHUNK ? (size_t)(bytes - done) : COPY_CHUNK;
+        size_t got = c->src->read(c->src->ctx, offset + done, c->buf, n);
+        if (got == CKPT_READ_ERROR || got != n)
+            return ckpt_fail(c->err, NULL, CKPT_E_IO, offset + done, 0, "could not read the source at byte %llu", (unsigned long long)(offset + done));
+        TRY(emit(c, c->buf, n));
+        done += n;
+        c->done += n;
+        if (c->progress && c->progress(c->progress_ctx, c->done, c->total))
+            return ckpt_fail(c->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "export cancelled");
+    }
+    return 0;
+}
+
+/* ---- safetensors ---- */
+
+static int write_safetensors(const plan *p, copier *c)
+{
+    const ckpt_schema *s = p->rep->schema;
+    strbuf h = {0};
+    /* __metadata__ holds strings only: the metadata object's values are strings (JSON text where
+     * they are structured) */
+    sb_puts(&h, "{\"__metadata__\":");
+    sb_puts(&h, p->metadata);
+    uint64_t at = 0;
+    for (size_t k = 0; k < p->len; k++) {
+        const item *it = &p->items[k];
+        sb_puts(&h, ",");
+        j_string(&h, it->name);
+        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":", dtype_code(it->width));
+        j_shape(&h, s, it->slot);
+        sb_puts(&h, ",\"data_offsets\":[");
+        j_u64(&h, at);
+        sb_puts(&h, ",");
+        at += it->count * it->width;
+        j_u64(&h, at);
+        sb_puts(&h, "]}");
+    }
+    sb_puts(&h, "}");
+    while (!h.failed && (8 + h.len) % 8) sb_puts(&h, " ");   /* the data starts 8-aligned */
+    if (h.failed) {
+        sb_free(&h);
+        return ckpt_fail_oom(c->err);
+    }
+    uint8_t len[8];
+    ckpt_put_u64le(len, h.len);
+    int rc = emit(c, len, 8);
+    if (!rc) rc = emit(c, h.data, h.len);
+    sb_free(&h);
+    for (size_t k = 0; k < p->len && !rc; k++) rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+    return rc;
+}
+
+/* ---- .npy ---- */
+
+/* The .npy 1.0 header for a float array of the slot's shape (or a 0-d string of n code points). */
+static bool npy_header(strbuf *sb, const char *descr, const ckpt_schema *s, size_t slot, bool scalar)
+{
+    strbuf d = {0};
+    sb_printf(&d, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
+    if (!scalar) {
+        uint64_t rank = ckpt_schema_rank(s, slot);
+        const uint64_t *dims = ckpt_schema_dims(s, slot);
+        for (uint64_t k = 0; k < rank; k++) sb_printf(&d, k ? " %llu," : "%llu,", (unsigned long long)dims[k]);
+        if (rank > 1) d.len--, d.data[d.len] = '\0';   /* (2, 3) has no trailing comma; (2,) does */
+    }
+    sb_puts(&d, "), }");
+    while (!d.failed && (10 + d.len + 1) % 64) sb_puts(&d, " ");
+    sb_puts(&d, "\n");
+    bool ok = !d.failed && d.len <= 65535;
+    if (ok) {
+        sb_put(sb, "\x93NUMPY\x01\x00", 8);
+        uint8_t len[2] = {(uint8_t)(d.len & 0xff), (uint8_t)(d.len >> 8)};
+        sb_put(sb, (const char *)len, 2);
+        sb_put(sb, d.data, d.len);
+    }
+    sb_free(&d);
+    return ok && !sb->failed;
+}
+
+/* UTF-8 to UTF-32LE code units (NumPy's '<U' strings); invalid bytes become U+FFFD. */
+static uint32_t *utf32(const char *s, size_t *count)
+{
+    size_t n = strlen(s);
+    uint32_t *out = malloc((n ? n : 1) * sizeof *out);
+    if (!out) return NULL;
+    size_t k = 0;
+    const uint8_t *p = (const uint8_t *)s, *end = p + n;
+    while (p < end) {
+        uint32_t c = *p;
+        int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
+        if (more < 0 || (more > 0 && p + more >= end)) {
+            out[k++] = 0xfffd;
+            p++;
+            continue;
+        }
+        c = more ? c & (0x3f >> more) : c;
+        bool bad = false;
+        for (int j = 1; j <= more; j++) {
+            if ((p[j] & 0xc0) != 0x80) bad = true;
+            c = (c << 6) | (p[j] & 0x3f);
+        }
+        if (bad) {
+            out[k++] = 0xfffd;
+            p++;
+            continue;
+        }
+        out[k++] = c;
+        p += more + 1;
+    }
+    *count = k;
+    return out;
+}
+
+/* ---- zip (stored members, data descriptors, ZIP64 past 4 GiB) ---- */
+
+#define U32_MAX 0xffffffffu
+
+typedef struct member {
+    char *name;
+    uint32_t crc;
+    uint64_t size;              /* stored: compressed = uncompressed */
+    uint64_t local_offset;
+} member;
+
+static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
+static void put32(uint8_t *p, uint32_t v)
+{
+    for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (8 * k));
+}
+
+typedef struct zipper {
+    copier *c;
+    uint64_t at;                /* bytes written */
+    member *members;
+    size_t len;
+} zipper;
+
+static int zip_out(zipper *z, const void *p, size_t n)
+{
+    TRY(ckpt_sink_bytes(z->c->out, p, n, z->c->err));
+    z->at += n;
+    return 0;
+}
+
+/* A member: local header, head bytes (the .npy header) and a payload (or none), descriptor. */
+static int zip_member(zipper *z, const char *name, const strbuf *head, uint64_t offset, uint64_t bytes, const void *inline_data)
+{
+    member *m = &z->members[z->len++];
+    size_t nlen = strlen(name);
+    if (!(m->name = malloc(nlen + 1))) return ckpt_fail_oom(z->c->err);
+    memcpy(m->name, name, nlen + 1);
+    m->local_offset = z->at;
+    m->size = head->len + bytes;
+    uint8_t lh[30];
+    put32(lh, 0x04034b50);
+    put16(lh + 4, 45);          /* version needed: 4.5 (ZIP64) */
+    put16(lh + 6, 0x0808);      /* bit 3: sizes and CRC in the data descriptor; bit 11: UTF-8 names */
+    put16(lh + 8, 0);           /* stored */
+    put32(lh + 10, 0x00210000); /* 1980-01-01 00:00 */
+    put32(lh + 14, 0);
+    put32(lh + 18, 0);
+    put32(lh + 22, 0);
+    put16(lh + 26, (unsigned)nlen);
+    put16(lh + 28, 0);
+    TRY(zip_out(z, lh, sizeof lh));
+    TRY(zip_out(z, name, nlen));
+    copier *c = z->c;
+    c->want_crc = true;
+    c->crc = 0;
+    TRY(emit(c, head->data, head->len));
+    if (inline_data) TRY(emit(c, inline_data, (size_t)bytes));
+    else TRY(copy_payload(c, offset, bytes));
+    c->want_crc = false;
+    z->at += m->size;
+    m->crc = c->crc;
+    /* the descriptor: 8-byte sizes (ZIP64 form) when the member passes 4 GiB */
+    uint8_t dd[24];
+    put32(dd, 0x08074b50);
+    put32(dd + 4, m->crc);
+    size_t ddlen;
+    if (m->size >= U32_MAX) {
+        ckpt_put_u64le(dd + 8, m->size);
+        ckpt_put_u64le(dd + 16, m->size);
+        ddlen = 24;
+    } else {
+        put32(dd + 8, (uint32_t)m->size);
+        put32(dd + 12, (uint32_t)m->size);
+        ddlen = 16;
+    }
+    return zip_out(z, dd, ddlen);
+}
+
+static int zip_finish(zipper *z)
+{
+    uint64_t cd_start = z->at;
+    for (size_t k = 0; k < z->len; k++) {
+        const member *m = &z->members[k];
+        size_t nlen = strlen(m->name);
+        bool big = m->size >= U32_MAX || m->local_offset >= U32_MAX;
+        uint8_t ch[46], extra[28];
+        size_t elen = 0;
+        if (big) {   /* ZIP64 extended information: uncompressed, compressed, local offset */
+            put16(extra, 0x0001);
+            put16(extra + 2, 24);
+            ckpt_put_u64le(extra + 4, m->size);
+            ckpt_put_u64le(extra + 12, m->size);
+            ckpt_put_u64le(extra + 20, m->local_offset);
+            elen = 28;
+        }
+        put32(ch, 0x02014b50);
+        put16(ch + 4, 45);
+        put16(ch + 6, 45);
+        put16(ch + 8, 0x0808);
+        put16(ch + 10, 0);
+        put32(ch + 12, 0x00210000);
+        put32(ch + 16, m->crc);
+        put32(ch + 20, big ? U32_MAX : (uint32_t)m->size);
+        put32(ch + 24, big ? U32_MAX : (uint32_t)m->size);
+        put16(ch + 28, (unsigned)nlen);
+        put16(ch + 30, (unsigned)elen);
+        put16(ch + 32, 0);
+        put16(ch + 34, 0);
+        put16(ch + 36, 0);
+        put32(ch + 38, 0);
+        put32(ch + 42, big ? U32_MAX : (uint32_t)m->local_offset);
+        TRY(zip_out(z, ch, sizeof ch));
+        TRY(zip_out(z, m->name, nlen));
+        if (elen) TRY(zip_out(z, extra, elen));
+    }
+    uint64_t cd_size = z->at - cd_start;
+    bool zip64 = z->len >= 0xffff || cd_start >= U32_MAX || cd_size >= U32_MAX;
+    if (zip64) {
+        uint8_t r[56], loc[20];
+        uint64_t record_at = z->at;
+        put32(r, 0x06064b50);
+        ckpt_put_u64le(r + 4, 44);
+        put16(r + 12, 45);
+        put16(r + 14, 45);
+        put32(r + 16, 0);
+        put32(r + 20, 0);
+        ckpt_put_u64le(r + 24, z->len);
+        ckpt_put_u64le(r + 32, z->len);
+        ckpt_put_u64le(r + 40, cd_size);
+        ckpt_put_u64le(r + 48, cd_start);
+        TRY(zip_out(z, r, sizeof r));
+        put32(loc, 0x07064b50);
+        put32(loc + 4, 0);
+        ckpt_put_u64le(loc + 8, record_at);
+        put32(loc + 16, 1);
+        TRY(zip_out(z, loc, sizeof loc));
+    }
+    uint8_t e[22];
+    put32(e, 0x06054b50);
+    put16(e + 4, 0);
+    put16(e + 6, 0);
+    put16(e + 8, zip64 ? 0xffff : (unsigned)z->len);
+    put16(e + 10, zip64 ? 0xffff : (unsigned)z->len);
+    put32(e + 12, zip64 ? U32_MAX : (uint32_t)cd_size);
+    put32(e + 16, zip64 ? U32_MAX : (uint32_t)cd_start);
+    put16(e + 20, 0);
+    return zip_out(z, e, sizeof e);
+}
+
+static int write_npz(const plan *p, copier *c)
+{
+    zipper z = {c, 0, calloc(p->len + 1, sizeof(member)), 0};
+    if (!z.members) return ckpt_fail_oom(c->err);
+    int rc = 0;
+    for (size_t k = 0; k < p->len && !rc; k++) {
+        const item *it = &p->items[k];
+        strbuf head = {0}, name = {0};
+        sb_puts(&name, it->name);
+        sb_puts(&name, ".npy");
+        if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed) rc = ckpt_fail_oom(c->err);
+        else rc = zip_member(&z, name.data, &head, it->offset, it->count * it->width, NULL);
+        sb_free(&head);
+        sb_free(&name);
+    }
+    if (!rc) {   /* the metadata: a 0-d array of one string */
+        size_t n;
+        uint32_t *u = utf32(p->metadata, &n);
+        strbuf head = {0};
+        char descr[32];
+        snprintf(descr, sizeof descr, "<U%zu", n ? n : 1);
+        if (!u || !npy_header(&head, descr, NULL, 0, true)) rc = ckpt_fail_oom(c->err);
+        else rc = zip_member(&z, "__metadata__.npy", &head, 0, 4 * (n ? n : 1), n ? (const void *)u : (const void *)"\0\0\0");
+        sb_free(&head);
+        free(u);
+    }
+    if (!rc) rc = zip_finish(&z);
+    for (size_t k = 0; k < z.len; k++) free(z.members[k].name);
+    free(z.members);
+    return rc;
+}
+
+int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err)
+{
+    if (!f || !o || !out || (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    crc_init();
+    plan p;
+    int rc = make_plan(ckpt_file_report(f), o, &p, err);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    if (!c.buf) rc = ckpt_fail_oom(err);
+    else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
+    free(c.buf);
+    plan_free(&p);
+    return rc;
+}
+
+int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink *out, ckpt_error *err)
+{
+    const ckpt_report *rep = ckpt_file_report(f);
+    uint64_t offset, count;
+    unsigned width;
+    size_t shape_slot;
+    if (what == CKPT_NPY_VALUES) {
+        const ckpt_tensor_info *t;
+        TRY(ckpt_file_tensor(f, slot, &t, err));
+        offset = t->data_offset, count = t->count, width = 4, shape_slot = (size_t)slot;
+    } else if (what == CKPT_NPY_M || what == CKPT_NPY_V) {
+        const ckpt_entry_info *e;
+        TRY(ckpt_file_entry(f, slot, &e, NULL, err));
+        offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_width(rep->dtype);
+        shape_slot = (size_t)e->id;
+    } else {
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    }
+    strbuf head = {0};
+    if (!npy_header(&head, width == 8 ? "<f8" : "<f4", rep->schema, shape_slot, false)) {
+        sb_free(&head);
+        return ckpt_fail_oom(err);
+    }
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err};
+    int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
+    if (!rc) rc = copy_payload(&c, offset, count * width);
+    free(c.buf);
+    sb_free(&head);
+    return rc;
+}
