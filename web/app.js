@@ -149,22 +149,70 @@ async function showSlotDetail(slot) {
   }
 }
 
-/** Buttons of the statistics panel: one entry's m and v as .npy (when the package exports). */
+/** Buttons of the statistics panel: this entry's m and v as .npy. */
 function exportActions(slot, s) {
-  if (!s || !health.canExport) return null;
+  if (!s) return null;
   const box = el('div', 'detail-actions');
-  box.append(button('m as .npy', { testid: 'export-m', onClick: () => exportMoment(slot, 'm') }),
-    button('v as .npy', { testid: 'export-v', onClick: () => exportMoment(slot, 'v') }));
+  box.append(el('span', 'meta', 'Save this entry for NumPy:'),
+    button('m as .npy', { testid: 'export-m', onClick: () => exportNpy(store.optimizer, slot, 'm') }),
+    button('v as .npy', { testid: 'export-v', onClick: () => exportNpy(store.optimizer, slot, 'v') }));
   return box;
 }
 
-async function exportMoment(slot, which) {
+async function exportNpy(file, slot, what) {
   try {
-    const { bytes, name } = await rpc.request('exportMoment', { slot, which });
-    download(bytes, name);
+    const { bytes } = await rpc.request('exportNpy', { role: roleOf(file), slot, what });
+    const name = label(slot) || `slot${slot}`;
+    download(bytes, `${file.name}.${name}.${what}.npy`);
+    status(`Saved ${name}'s ${what} (${plural(bytes.length, 'byte')}).`);
   } catch (err) {
     status(`Export failed: ${err.message}`);
   }
+}
+
+/** The open file's moments (or tensors) as safetensors or .npz, slots named when names fit. */
+async function exportFile(file, format) {
+  const n = file.cols.kind === 'state' ? file.cols.tensorTotal : file.cols.n;
+  const names = store.labels?.length === n ? store.labels : null;
+  status(`Exporting ${file.name} as ${format}…`);
+  try {
+    const { bytes } = await rpc.request('exportFile', { role: roleOf(file), format, names });
+    download(bytes, `${file.name}.${format === 'npz' ? 'npz' : 'safetensors'}`);
+    status(`Exported ${file.name} as ${format} (${plural(bytes.length, 'byte')}${names ? ', tensors named by slot name' : ''}).`);
+  } catch (err) {
+    status(`Export failed: ${err.message}`);
+  }
+}
+
+function renderExportMenu() {
+  const box = $('export-items');
+  box.replaceChildren();
+  const add = (text, testid, fn) => {
+    const b = button(text, { testid, onClick: () => {
+      $('export-menu').open = false;
+      fn();
+    } });
+    box.append(b);
+  };
+  const main = store.primary;
+  add('Report (the core\'s JSON)', 'export-report', exportReport);
+  const opt = store.optimizer, st = store.stateFile;
+  if (opt?.summary.ok) {
+    add('Moments as safetensors', 'export-safetensors', () => exportFile(opt, 'safetensors'));
+    add('Moments as .npz', 'export-npz', () => exportFile(opt, 'npz'));
+  }
+  if (st?.summary.ok) {
+    add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => exportFile(st, 'safetensors'));
+    add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => exportFile(st, 'npz'));
+  }
+  $('export-menu').hidden = !main;
+}
+
+async function exportReport() {
+  const main = store.primary;
+  if (!main) return;
+  const text = await rpc.request('reportText', { role: roleOf(main) });
+  download(text, `${main.name}.report.json`, 'application/json');
 }
 
 async function showTensorDetail(i) {
@@ -307,6 +355,7 @@ function renderFiles({ keepSelection = false } = {}) {
   const main = store.primary;
   $('welcome').hidden = true;
   $('export').disabled = false;
+  renderExportMenu();
   renderHeader($('summary'), main);
   if (main.summary.ok) $('problem').hidden = true;
   else {
@@ -537,12 +586,7 @@ $('labels-input').addEventListener('change', async (e) => {
     status(`${file.name}: ${err.message}`);
   }
 });
-$('export').addEventListener('click', async () => {
-  const main = store.primary;
-  if (!main) return;
-  const text = await rpc.request('reportText', { role: roleOf(main) });
-  download(text, `${main.name}.report.json`, 'application/json');
-});
+$('export').addEventListener('click', exportReport);
 $('scan').addEventListener('click', () => scan('optimizer'));
 $('scan-tensors').addEventListener('click', () => scan('state'));
 $('cancel-scan').addEventListener('click', () => rpc.cancel());
@@ -552,13 +596,16 @@ $('zoom-reset').addEventListener('click', () => map.resetZoom());
 
 // The Examples menu closes on a click outside it and on Escape.
 const menu = $('examples-menu');
+const menus = [menu, $('export-menu')];
 document.addEventListener('click', (e) => {
-  if (menu.open && !menu.contains(e.target)) menu.open = false;
+  for (const m of menus) if (m.open && !m.contains(e.target)) m.open = false;
 });
 document.addEventListener('keydown', (e) => {
-  if (e.key === 'Escape' && menu.open) {
-    menu.open = false;
-    menu.querySelector('summary').focus();
+  if (e.key !== 'Escape') return;
+  for (const m of menus) {
+    if (!m.open) continue;
+    m.open = false;
+    m.querySelector('summary').focus();
   }
 });
 

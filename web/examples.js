@@ -122,7 +122,7 @@ export function adamRun({ steps = 120, lr = 1e-3 } = {}) {
   slots.forEach(([name, shape, scale], i) => {
     const n = size(shape);
     const theta = new Float32Array(n), m = new Float32Array(n), v = new Float32Array(n);
-    for (let k = 0; k < n; k++) theta[k] = scale * (name.endsWith('bias') ? 0 : normal());
+    for (let k = 0; k < n; k++) theta[k] = (name.endsWith('bias') ? 0.05 : scale) * normal();
     const signal = new Float32Array(n);
     for (let k = 0; k < n; k++) signal[k] = 0.02 * normal();
     const noise = 0.05 * (1 + (i % 4));

@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff } from '/js/index.js';
+import { open, check, pair, diff, health, exportTensors, exportNpy } from '/js/index.js';
 import { HttpSource } from '/js/http-source.js';
 import { readLayoutSource } from '/js/sources.js';
 import { jsonKind, namesOf } from '/js/layout.js';
@@ -220,6 +220,27 @@ const handlers = {
   async pair() {
     const [opt, state] = pairHandles();
     return pair(opt.ck, state.ck);
+  },
+
+  /** The package's health pass over the optimizer file (and, withState, its model state). */
+  async health({ lr = null, withState = false }, progress) {
+    const opt = [handles.a, handles.b].find((h) => h?.ck.kind === 'optimizer');
+    if (!opt) throw new Error('open an optimizer checkpoint first');
+    const state = withState ? [handles.a, handles.b].find((h) => h?.ck.kind === 'state') ?? null : null;
+    return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, onProgress: throttled(progress) });
+  },
+
+  /** The open file's moments (or tensors) as safetensors or .npz, named by `names` when given. */
+  async exportFile({ role = 'a', format, names = null }, progress) {
+    const h = handle(role);
+    const bytes = await exportTensors(h.ck, { format, names: names ?? undefined, onProgress: throttled(progress) });
+    return transfer({ bytes }, [bytes.buffer]);
+  },
+
+  /** One slot's m or v (an optimizer file) or values (a state file) as .npy. */
+  async exportNpy({ role = 'a', slot, what }) {
+    const bytes = await exportNpy(handle(role).ck, slot, what);
+    return transfer({ bytes }, [bytes.buffer]);
   },
 
   /** The core's JSON report of an open file (for "Export report"). */

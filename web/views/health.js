@@ -1,4 +1,34 @@
-// The health view (placeholder until the package's health() lands): nothing is shown.
+// Training health: the package's health pass (Adam's next step per slot per unit learning rate
+// u = m̂/(√v̂+ε), the parameter's own figures from the state file, the update-to-weight ratio at
+// the learning rate given, elements never updated, moments no gradient history can produce).
+// A chart of log10 ratio per slot in module order, the healthy band shaded (flags fire outside
+// [1e-5, 1e-2]), marks coloured by flag; without a state file (or a learning rate) the chart
+// shows rms(u), which needs no parameters. Rows list the figures, flagged slots first. Hover a
+// slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
+// are aggregated per pixel column (the range of values and the worst flag).
+import { $, el, button, testid } from '../dom.js';
+import { count, sci, plural } from '../format.js';
+import { VirtualTable } from './vtable.js';
+
+const BAND = [1e-5, 1e-2];   // the ratio flags' range
+const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
+const AUTO_ELEMENTS = 32 * 1024 * 1024;   // run by itself below this many moment elements
+
+const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
+const FLAG_TEXT = {
+  inconsistent: 'moments inconsistent',
+  momentsNonFinite: 'NaN/inf in moments',
+  parameterNonFinite: 'NaN/inf in parameter',
+  ratioHigh: 'ratio above 1e-2',
+  ratioLow: 'ratio below 1e-5',
+};
+
+function css(name, fallback) {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
+}
+
+const severity = (s) => s.flags.reduce((a, f) => Math.max(a, SEVERITY[f] ?? 1), 0);
+
 export class HealthView {
   constructor(store, { rpc, onSelect, status }) {
     this.store = store;
@@ -6,11 +36,391 @@ export class HealthView {
     this.onSelect = onSelect;
     this.status = status;
     this.lr = null;
-    this.canExport = false;
+    this.result = null;
+    this.running = false;
+    this.card = $('health-card');
+    this.canExport = true;
   }
-  setLr(lr) { this.lr = lr; }
-  reset() {}
-  pairChanged() {}
-  select() {}
-  render() {}
+
+  setLr(lr) {
+    this.lr = lr;
+  }
+
+  get opt() {
+    return this.store.optimizer;
+  }
+
+  /** A new file (or pair): the card's controls; the pass runs by itself for small files. */
+  reset() {
+    this.result = null;
+    this.selected = -1;
+    const opt = this.opt;
+    this.card.hidden = !opt?.summary.ok || !opt.cols.entryTotal;
+    if (this.card.hidden) return;
+    this.build();
+    let elements = 0;
+    for (let k = 0; k < opt.cols.entryTotal; k++) elements += opt.cols.entryCount(k);
+    if (elements <= AUTO_ELEMENTS && (!this.store.stateFile || this.store.stateFile.summary.ok)) this.run();
+    else this.showState(`Not run yet: the pass reads every moment${this.store.stateFile ? ' and parameter' : ''} (${count(elements)} elements).`);
+  }
+
+  /** The state file came, or the pair verdict arrived: run again with the parameters. */
+  pairChanged() {
+    if (!this.card.hidden && this.result && !this.result.withState && this.store.stateFile?.summary.ok) this.run();
+  }
+
+  build() {
+    const card = this.card;
+    card.replaceChildren();
+    const head = el('div', 'card-head');
+    head.append(el('h2', '', 'Training health'));
+    const controls = el('div', 'health-controls');
+    const lab = el('label', 'meta', 'learning rate ');
+    this.lrInput = testid(el('input'), 'lr-input');
+    this.lrInput.type = 'text';
+    this.lrInput.inputMode = 'decimal';
+    this.lrInput.placeholder = 'e.g. 3e-4';
+    this.lrInput.value = this.lr === null ? '' : String(this.lr);
+    this.lrInput.setAttribute('aria-label', 'learning rate');
+    this.lrInput.addEventListener('change', () => this.lrChanged());
+    this.lrInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.lrChanged());
+    lab.append(this.lrInput);
+    this.runButton = button('Run the health pass', { testid: 'health-run', onClick: () => this.run() });
+    controls.append(lab, this.runButton);
+    head.append(controls);
+    card.append(head);
+    this.stateLine = testid(el('p', 'meta'), 'health-state');
+    card.append(this.stateLine);
+    this.caption = testid(el('p', 'meta map-status'), 'health-caption');
+    card.append(this.caption);
+    this.chartBox = testid(el('div', 'health-chart'), 'health-chart');
+    this.canvas = el('canvas');
+    this.canvas.tabIndex = 0;
+    this.canvas.setAttribute('role', 'img');
+    this.chartBox.append(this.canvas);
+    card.append(this.chartBox);
+    this.flagsBox = el('div', 'health-flags');
+    card.append(this.flagsBox);
+    const hint = el('span', 'scroll-hint');
+    hint.hidden = true;
+    const meta = el('div', 'table-meta');
+    meta.append(el('span', 'meta', 'Per slot, flagged slots first:'), hint);
+    card.append(meta);
+    const tableBox = el('div', 'vtable');
+    card.append(tableBox);
+    this.table = new VirtualTable(tableBox, {
+      rowTestId: 'health-row',
+      label: 'training health per slot',
+      hintEl: hint,
+      onSelect: (i) => this.onSelect(i),
+      columns: this.columns(),
+    });
+    this.bindChart();
+    new ResizeObserver(() => this.draw()).observe(this.chartBox);
+  }
+
+  columns() {
+    const s = (i) => this.result.bySlot[i];
+    const label = (i) => this.store.label(i);
+    return [
+      { label: 'slot', width: '60px', min: 56, num: true, cell: (i) => ({ text: String(i) }) },
+      { label: 'name', width: 'minmax(170px, 2fr)', min: 170, fit: 'middle', cell: (i) => ({ text: label(i) }) },
+      { label: 'flags', width: 'minmax(150px, 1.4fr)', min: 150, cell: (i) => {
+        const x = s(i);
+        if (!x.trainable) return { text: 'frozen', cls: 'frozen' };
+        return x.flags.length ? { text: x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', '), cls: 'unhealthy', title: x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ') } : { text: 'ok' };
+      } },
+      { label: 'ratio', width: '84px', min: 80, num: true, title: 'lr · rms(u) / rms(θ)', cell: (i) => ({ text: sci(s(i).ratio) }) },
+      { label: 'rms(u)', width: '84px', min: 80, num: true, title: 'the next step per unit learning rate, rms', cell: (i) => ({ text: sci(s(i).update?.rms) }) },
+      { label: 'max|u|', width: '84px', min: 80, num: true, cell: (i) => ({ text: sci(s(i).update?.maxAbs) }) },
+      { label: 'rms(θ)', width: '84px', min: 80, num: true, cell: (i) => ({ text: sci(s(i).param?.rms) }) },
+      { label: 'v = 0', width: '84px', min: 80, num: true, title: 'elements with v = 0', cell: (i) => ({ text: s(i).trainable ? count(s(i).neverUpdated) : '' }) },
+      { label: '|m| > c√v', width: '90px', min: 86, num: true, title: 'inconsistent: elements with |m| beyond what any gradient history gives', cell: (i) => {
+        const n = s(i).inconsistent;
+        return { text: s(i).trainable ? count(n) : '', cls: n ? 'unhealthy' : '' };
+      } },
+      { label: 'NaN/inf θ', width: '90px', min: 86, num: true, cell: (i) => {
+        const p = s(i).param;
+        const n = p ? Number(p.nan) + Number(p.inf) : null;
+        return { text: n === null ? '' : count(n), cls: n ? 'unhealthy' : '' };
+      } },
+    ];
+  }
+
+  lrChanged() {
+    const text = this.lrInput.value.trim();
+    if (!text) this.lr = null;
+    else {
+      const v = Number(text);
+      if (!Number.isFinite(v) || v <= 0) {
+        this.showState(`The learning rate must be a positive number, not ${JSON.stringify(text)}.`, true);
+        return;
+      }
+      this.lr = v;
+    }
+    this.run();
+  }
+
+  showState(text, bad = false) {
+    this.stateLine.textContent = text;
+    this.stateLine.classList.toggle('bad', bad);
+  }
+
+  async run() {
+    const opt = this.opt;
+    if (!opt || this.running) return;
+    const st = this.store.stateFile?.summary.ok ? this.store.stateFile : null;
+    this.running = true;
+    this.runButton.disabled = true;
+    this.showState('Running the health pass…');
+    const started = performance.now();
+    try {
+      const r = await this.rpc.request('health', { lr: this.lr, withState: !!st }, {
+        onProgress: ({ done, total }) => this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
+      });
+      if (this.opt !== opt) return;
+      r.withState = !!st;
+      r.bySlot = new Array(opt.cols.n);
+      for (const s of r.slots) r.bySlot[s.slot] = s;
+      this.result = r;
+      this.ms = Math.round(performance.now() - started);
+      this.render();
+    } catch (err) {
+      this.showState(err.name === 'AbortError' ? 'Health pass cancelled.' : `The health pass failed: ${err.message}`, err.name !== 'AbortError');
+    } finally {
+      this.running = false;
+      if (this.runButton) this.runButton.disabled = false;
+    }
+  }
+
+  /** The quantity the chart draws for slot s: log10 ratio, else log10 rms(u); null for none. */
+  value(s) {
+    const x = this.mode === 'ratio' ? s.ratio : s.update?.rms;
+    return x === null || x === undefined || !(x > 0) ? null : Math.log10(x);
+  }
+
+  render() {
+    const r = this.result;
+    if (!r || this.card.hidden) return;
+    this.mode = r.withState && r.lr !== null && r.lr !== undefined ? 'ratio' : 'rms';
+    const flagged = new Set(r.flags.map((f) => f.slot));
+    const what = this.mode === 'ratio'
+      ? `update-to-weight ratio at lr ${r.lr} (log scale; flags fire outside 1e-5…1e-2, the shaded band)`
+      : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
+    this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
+    this.chartBox.dataset.mode = this.mode;
+    this.chartBox.dataset.slotCount = String(r.slots.length);
+    this.chartBox.dataset.flagged = [...flagged].join(',');
+    this.caption.textContent = 'Hover a slot for its figures; click to select it.';
+    // Flag messages (the core's), slots named.
+    this.flagsBox.replaceChildren();
+    if (r.flags.length) {
+      const ul = el('ul', 'flag-list');
+      for (const f of r.flags.slice(0, 200)) {
+        const li = testid(el('li', 'unhealthy-line'), 'health-flag');
+        const name = this.store.label(f.slot);
+        li.append(button(`slot ${f.slot}${name ? ` ${name}` : ''}`, { cls: 'link', onClick: () => this.onSelect(f.slot) }), `: ${f.message}`);
+        ul.append(li);
+      }
+      if (r.flags.length > 200) ul.append(el('li', 'meta', `… and ${r.flags.length - 200} more`));
+      this.flagsBox.append(ul);
+    }
+    // Rows: flagged first (most severe first), then module order.
+    const order = Int32Array.from(r.slots.map((s) => s.slot));
+    const sev = new Int8Array(r.bySlot.length);
+    for (const s of r.slots) sev[s.slot] = severity(s);
+    order.sort((a, b) => sev[b] - sev[a] || a - b);
+    this.table.setOrder(order);
+    this.draw();
+  }
+
+  select(slot, from) {
+    this.selected = slot;
+    if (!this.result || this.card.hidden) return;
+    if (from !== 'health-table') this.table.select(slot);
+    this.draw();
+  }
+
+  x(i) {
+    const w = this.width - PAD.left - PAD.right;
+    return PAD.left + ((i + 0.5) / this.result.slots.length) * w;
+  }
+
+  slotAt(px) {
+    const n = this.result?.slots.length ?? 0;
+    const w = this.width - PAD.left - PAD.right;
+    const i = Math.floor(((px - PAD.left) / w) * n);
+    return i >= 0 && i < n ? this.result.slots[i].slot : -1;
+  }
+
+  bindChart() {
+    this.canvas.addEventListener('pointermove', (e) => {
+      const i = this.slotAt(e.offsetX);
+      if (i === this.hover) return;
+      this.hover = i;
+      this.describe(i);
+      this.draw();
+    });
+    this.canvas.addEventListener('pointerleave', () => {
+      this.hover = -1;
+      this.caption.textContent = 'Hover a slot for its figures; click to select it.';
+      this.draw();
+    });
+    this.canvas.addEventListener('click', (e) => {
+      const i = this.slotAt(e.offsetX);
+      if (i >= 0) this.onSelect(i);
+    });
+    this.canvas.addEventListener('keydown', (e) => {
+      const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
+      if (!step || !this.result) return;
+      e.preventDefault();
+      const n = this.result.slots.length;
+      const i = Math.min(n - 1, Math.max(0, (this.selected < 0 ? -step : this.selected) + step));
+      this.onSelect(i);
+      this.describe(i);
+    });
+  }
+
+  describe(i) {
+    if (i < 0 || !this.result) return;
+    const s = this.result.bySlot[i];
+    const name = this.store.label(i);
+    const parts = [`slot ${i}${name ? ` ${name}` : ''}`];
+    if (!s.trainable) parts.push('frozen: no update');
+    else {
+      if (s.ratio !== null) parts.push(`ratio ${sci(s.ratio)}`);
+      if (s.update) parts.push(`rms(u) ${sci(s.update.rms)}, max|u| ${sci(s.update.maxAbs)}`);
+      if (s.param) parts.push(`rms(θ) ${sci(s.param.rms)}`);
+      if (Number(s.neverUpdated)) parts.push(`${count(s.neverUpdated)} never updated`);
+      if (Number(s.inconsistent)) parts.push(`${count(s.inconsistent)} inconsistent`);
+      parts.push(s.flags.length ? s.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ') : 'no flag');
+    }
+    this.caption.textContent = parts.join(' · ');
+  }
+
+  draw() {
+    const r = this.result;
+    if (!r || !this.canvas || this.card.hidden) return;
+    const dpr = window.devicePixelRatio || 1;
+    const rect = this.chartBox.getBoundingClientRect();
+    this.width = rect.width;
+    this.height = rect.height;
+    if (!this.width || !this.height) return;
+    this.canvas.width = Math.round(this.width * dpr);
+    this.canvas.height = Math.round(this.height * dpr);
+    const g = this.canvas.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    g.clearRect(0, 0, this.width, this.height);
+    const muted = css('--muted', '#666'), line = css('--line', '#ddd'), band = css('--band', '#e3f1e6');
+    const good = css('--good', '#1b7a3a'), warn = css('--warn', '#8a5a00'), bad = css('--bad', '#b3261e'), frozen = css('--frozen', '#999'), fg = css('--fg', '#222');
+    const slots = r.slots, n = slots.length;
+    // The value range: the band always in view for ratios; decades padded.
+    let lo = Infinity, hi = -Infinity;
+    for (const s of slots) {
+      const v = this.value(s);
+      if (v === null) continue;
+      lo = Math.min(lo, v);
+      hi = Math.max(hi, v);
+    }
+    if (this.mode === 'ratio') {
+      lo = Math.min(lo, Math.log10(BAND[0]) - 0.5);
+      hi = Math.max(hi, Math.log10(BAND[1]) + 0.5);
+    }
+    if (!Number.isFinite(lo)) {
+      lo = -3;
+      hi = 0;
+    }
+    lo = Math.floor(lo);
+    hi = Math.max(lo + 1, Math.ceil(hi));
+    const top = PAD.top, bottom = this.height - PAD.bottom;
+    const y = (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top);
+    // Band and grid.
+    if (this.mode === 'ratio') {
+      g.fillStyle = band;
+      g.fillRect(PAD.left, y(Math.log10(BAND[1])), this.width - PAD.left - PAD.right, y(Math.log10(BAND[0])) - y(Math.log10(BAND[1])));
+      g.strokeStyle = good;
+      g.setLineDash([4, 3]);
+      g.beginPath();
+      g.moveTo(PAD.left, y(-3));
+      g.lineTo(this.width - PAD.right, y(-3));
+      g.stroke();
+      g.setLineDash([]);
+    }
+    g.font = '11px system-ui, sans-serif';
+    g.fillStyle = muted;
+    g.strokeStyle = line;
+    g.textAlign = 'right';
+    const every = Math.max(1, Math.ceil((hi - lo) / Math.max(1, (bottom - top) / 22)));
+    for (let d = lo; d <= hi; d += every) {
+      g.fillText(`1e${d}`, PAD.left - 6, y(d) + 4);
+      g.beginPath();
+      g.moveTo(PAD.left, y(d) + 0.5);
+      g.lineTo(this.width - PAD.right, y(d) + 0.5);
+      g.stroke();
+    }
+    g.textAlign = 'left';
+    const colorOf = (sev) => (sev >= 3 ? bad : sev >= 2 ? warn : good);
+    const slotPx = (this.width - PAD.left - PAD.right) / n;
+    if (slotPx >= 3) {
+      const w = Math.max(2, Math.min(slotPx - 1, 10));
+      slots.forEach((s, k) => {
+        const x = this.x(k);
+        const v = this.value(s);
+        if (v === null) {
+          g.fillStyle = frozen;
+          g.fillRect(x - w / 2, bottom - 3, w, 3);
+          return;
+        }
+        g.fillStyle = colorOf(severity(s));
+        g.beginPath();
+        g.arc(x, y(v), Math.min(w / 2 + 1, 4.5), 0, 2 * Math.PI);
+        g.fill();
+        if (s.slot === this.selected || s.slot === this.hover) {
+          g.strokeStyle = fg;
+          g.lineWidth = 1.5;
+          g.beginPath();
+          g.arc(x, y(v), 7, 0, 2 * Math.PI);
+          g.stroke();
+          g.lineWidth = 1;
+        }
+      });
+    } else {
+      // Per pixel column: the range of values and the worst flag among its slots.
+      const w = this.width - PAD.left - PAD.right;
+      for (let px = 0; px < w; px++) {
+        const a = Math.floor((px / w) * n), b = Math.max(a, Math.floor(((px + 1) / w) * n) - 1);
+        let vmin = Infinity, vmax = -Infinity, sev = 0;
+        for (let k = a; k <= b && k < n; k++) {
+          const v = this.value(slots[k]);
+          sev = Math.max(sev, severity(slots[k]));
+          if (v === null) continue;
+          vmin = Math.min(vmin, v);
+          vmax = Math.max(vmax, v);
+        }
+        if (!Number.isFinite(vmin)) continue;
+        g.fillStyle = colorOf(sev);
+        g.fillRect(PAD.left + px, y(vmax) - 1, 1, Math.max(2, y(vmin) - y(vmax) + 2));
+      }
+      if (this.selected >= 0 && this.selected < n) {
+        g.fillStyle = fg;
+        g.fillRect(this.x(this.selected) - 0.5, top, 1, bottom - top);
+      }
+    }
+    // Axis: slot indices.
+    g.fillStyle = muted;
+    g.textAlign = 'center';
+    const labelW = g.measureText(String(n - 1)).width + 12;
+    let step = 1;
+    for (let e = 1; step * slotPx < labelW; e *= 10) {
+      step = [1, 2, 5].map((m) => m * e).find((s) => s * slotPx >= labelW) ?? 10 * e;
+    }
+    for (let k = 0; k < n; k += step) g.fillText(String(slots[k].slot), this.x(k), this.height - 8);
+    g.textAlign = 'left';
+    g.save();
+    g.translate(12, (top + bottom) / 2);
+    g.rotate(-Math.PI / 2);
+    g.textAlign = 'center';
+    g.fillText(this.mode === 'ratio' ? 'update / weight' : 'rms(u)', 0, 0);
+    g.restore();
+  }
 }

@@ -75,6 +75,7 @@ export class SharingMap {
   setLabels(labels) {
     this.labels = labels && labels.length ? labels : null;
     this.container.classList.toggle('with-names', !!this.labels);
+    this.container.classList.toggle('no-ties', !this.sharing?.links && !this.sharing?.broken.length);
     this.draw();
   }
 
