@@ -1,7 +1,7 @@
 // The viewer's host: the worker client, the page state, and the wiring between inputs (drop,
 // pickers, examples, the page address) and the views. One open path for every way a file
 // arrives; every fact about a file comes from the package through the worker.
-import { $, el, button, download } from './dom.js';
+import { $, el, button } from './dom.js';
 import { RpcClient } from './rpc.js';
 import { Store } from './state.js';
 import { FileColumns } from './columns.js';
@@ -12,8 +12,11 @@ import { renderProblem } from './views/problem.js';
 import { renderWarnings } from './views/warnings.js';
 import { renderCompare } from './views/compare.js';
 import { renderPair } from './views/pair.js';
-import { renderEntryDetail, renderTensorDetail } from './views/stats.js';
-import { SharingMap, renderLegend } from './views/sharing-map.js';
+import { SharingMap, renderLegend, describeSlot } from './views/sharing-map.js';
+import { DetailView } from './views/detail.js';
+import { Exports } from './views/exports.js';
+import { renderNamesNote as namesNote } from './views/names.js';
+import { wireInputs } from './inputs.js';
 import { ParamsView } from './views/params-table.js';
 import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
@@ -36,6 +39,9 @@ const params = new ParamsView(store, { stats, onNeedStats: () => scan('optimizer
 const entries = new EntriesView(store, { stats, onSelect: (k) => store.select(store.optimizer.cols.entryId(k), 'entries') });
 const tensors = new TensorsView(store, { stats, onSelect: (i) => store.select(i, 'tensors') });
 const health = new HealthView(store, { rpc, onSelect: (i) => store.select(i, 'health'), status });
+const exports = new Exports(store, { rpc, status, roleOf });
+const detail = new DetailView(store, { stats, rpc, status, roleOf, params, entries, tensors, exports });
+const renderNamesNote = () => namesNote($('names-note'), store);
 
 const map = new SharingMap($('sharing-map'), {
   onHover: (i) => {
@@ -45,7 +51,7 @@ const map = new SharingMap($('sharing-map'), {
       params.setHighlight(null);
       return;
     }
-    $('map-status').textContent = describeSlot(cols, i);
+    $('map-status').textContent = describeSlot(cols, i, { label, groupOf: (j) => map.groupOf(j) });
     params.setHighlight(map.groupOf(i));
   },
   onSelect: (i) => store.select(i, 'map'),
@@ -55,23 +61,7 @@ function mapCaption() {
   $('map-status').textContent = 'Hover a slot to see its group; click to select it. Wheel or +/− to zoom, drag to pan.';
 }
 
-function describeSlot(cols, i) {
-  const r = cols.rep(i);
-  const named = (j) => `slot ${j}${label(j) ? ` (${label(j)})` : ''}`;
-  let what;
-  if (cols.broken(i)) what = `broken: tied to ${r === null ? 'nothing' : named(Number(r))}, which the sharing-map rule rejects`;
-  else if (!cols.trainable(i)) what = 'frozen (no optimizer state)';
-  else if (r === i) {
-    const g = map.groupOf(i);
-    what = `owns its optimizer history${g.size > 1 ? `, shared by ${plural(g.size - 1, 'tied slot')}` : ''}`;
-  } else if (r !== null && r !== undefined) what = `tied to ${named(Number(r))}`;
-  else what = 'trainable';
-  return `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${cols.shapeText(i)}: ${what}`;
-}
-
 // ---- selection ----------------------------------------------------------------------------------
-
-let detailToken = 0;
 
 store.on('select', ({ slot, from }) => {
   const opt = store.optimizer;
@@ -81,156 +71,15 @@ store.on('select', ({ slot, from }) => {
     if (from !== 'map') map.setSelected(slot);
     const k = params.entryIndex(slot);
     if (k >= 0 && from !== 'entries') entries.select(k);
-    showSlotDetail(slot);
+    detail.showSlot(slot);
   }
   const st = store.stateFile;
   if (st && slot < st.cols.tensorTotal) {
     if (from !== 'tensors') tensors.select(slot);
-    if (!opt) showTensorDetail(slot);
+    if (!opt) detail.showTensor(slot);
   }
   health.select(slot, from);
 });
-
-async function slotStats(file, slot, onProgress) {
-  const kind = file.cols.kind;
-  const have = stats.get(kind, slot);
-  if (have) return have;
-  const s = await rpc.request('stats', { role: roleOf(file), slot }, { onProgress });
-  if (store.files[roleOf(file)] === file) stats.put(kind, slot, s);
-  return s;
-}
-
-async function showSlotDetail(slot) {
-  const opt = store.optimizer, st = store.stateFile;
-  const token = ++detailToken;
-  const box = $('entry-detail');
-  const cols = opt.cols;
-  const k = params.entryIndex(slot);
-  const cancel = () => rpc.cancel().then(() => status('Statistics cancelled.'));
-  let param = st && slot < st.cols.tensorTotal ? stats.get('state', slot) : st ? undefined : null;
-  if (k < 0) {
-    box.hidden = false;
-    box.replaceChildren(el('h3', '', `Slot ${slot}${label(slot) ? ` (${label(slot)})` : ''}: ${cols.trainable(slot) === false ? 'frozen, no optimizer state' : cols.broken(slot) ? 'its tie is broken: no optimizer state can be read for it' : 'no optimizer state entry'}`));
-    if (st && slot < st.cols.tensorTotal) {
-      renderTensorDetail(box.appendChild(el('div', 'moment-wrap')), { index: slot, label: label(slot), tensor: st.cols.tensor(slot), shape: st.cols.shapeText(slot), stats: param });
-      if (!param) {
-        const p = await slotStats(st, slot).catch(() => null);
-        if (token === detailToken && p) renderTensorDetail(box.lastChild, { index: slot, label: label(slot), tensor: st.cols.tensor(slot), shape: st.cols.shapeText(slot), stats: p });
-      }
-    }
-    return;
-  }
-  const entry = cols.entry(k);
-  const owner = Number(entry.id);
-  const base = { slot, entry, label: label(slot), ownerLabel: label(owner), config: opt.summary.config, onCancel: cancel };
-  let s = stats.get('optimizer', slot) ?? stats.get('optimizer', owner);
-  const draw = (extra = {}) => {
-    if (token !== detailToken) return;
-    renderEntryDetail(box, { ...base, stats: s, param, actions: exportActions(slot, s), ...extra });
-  };
-  draw();
-  try {
-    if (!s) {
-      s = await slotStats(opt, owner, (progress) => draw({ progress }));
-      draw();
-    }
-    if (param === undefined) {
-      param = await slotStats(st, slot);
-      draw();
-    }
-    if (token === detailToken) {
-      entries.render();
-      params.render();
-      tensors.render();
-    }
-  } catch (err) {
-    if (err.name === 'AbortError') draw({ error: 'cancelled' });
-    else draw({ error: err.message });
-  }
-}
-
-/** Buttons of the statistics panel: this entry's m and v as .npy. */
-function exportActions(slot, s) {
-  if (!s) return null;
-  const box = el('div', 'detail-actions');
-  box.append(el('span', 'meta', 'Save this entry for NumPy:'),
-    button('m as .npy', { testid: 'export-m', onClick: () => exportNpy(store.optimizer, slot, 'm') }),
-    button('v as .npy', { testid: 'export-v', onClick: () => exportNpy(store.optimizer, slot, 'v') }));
-  return box;
-}
-
-async function exportNpy(file, slot, what) {
-  try {
-    const { bytes } = await rpc.request('exportNpy', { role: roleOf(file), slot, what });
-    const name = label(slot) || `slot${slot}`;
-    download(bytes, `${file.name}.${name}.${what}.npy`);
-    status(`Saved ${name}'s ${what} (${plural(bytes.length, 'byte')}).`);
-  } catch (err) {
-    status(`Export failed: ${err.message}`);
-  }
-}
-
-/** The open file's moments (or tensors) as safetensors or .npz, slots named when names fit. */
-async function exportFile(file, format) {
-  const n = file.cols.kind === 'state' ? file.cols.tensorTotal : file.cols.n;
-  const names = store.labels?.length === n ? store.labels : null;
-  status(`Exporting ${file.name} as ${format}…`);
-  try {
-    const { bytes } = await rpc.request('exportFile', { role: roleOf(file), format, names });
-    download(bytes, `${file.name}.${format === 'npz' ? 'npz' : 'safetensors'}`);
-    status(`Exported ${file.name} as ${format} (${plural(bytes.length, 'byte')}${names ? ', tensors named by slot name' : ''}).`);
-  } catch (err) {
-    status(`Export failed: ${err.message}`);
-  }
-}
-
-function renderExportMenu() {
-  const box = $('export-items');
-  box.replaceChildren();
-  const add = (text, testid, fn) => {
-    const b = button(text, { testid, onClick: () => {
-      $('export-menu').open = false;
-      fn();
-    } });
-    box.append(b);
-  };
-  const main = store.primary;
-  add('Report (the core\'s JSON)', 'export-report', exportReport);
-  const opt = store.optimizer, st = store.stateFile;
-  if (opt?.summary.ok) {
-    add('Moments as safetensors', 'export-safetensors', () => exportFile(opt, 'safetensors'));
-    add('Moments as .npz', 'export-npz', () => exportFile(opt, 'npz'));
-  }
-  if (st?.summary.ok) {
-    add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => exportFile(st, 'safetensors'));
-    add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => exportFile(st, 'npz'));
-  }
-  $('export-menu').hidden = !main;
-}
-
-async function exportReport() {
-  const main = store.primary;
-  if (!main) return;
-  const text = await rpc.request('reportText', { role: roleOf(main) });
-  download(text, `${main.name}.report.json`, 'application/json');
-}
-
-async function showTensorDetail(i) {
-  const st = store.stateFile;
-  const token = ++detailToken;
-  const box = $('tensor-detail');
-  const base = { index: i, label: label(i), tensor: st.cols.tensor(i), shape: st.cols.shapeText(i), onCancel: () => rpc.cancel() };
-  const draw = (extra) => token === detailToken && renderTensorDetail(box, { ...base, ...extra });
-  draw({ stats: stats.get('state', i) });
-  if (stats.get('state', i)) return;
-  try {
-    const s = await slotStats(st, i, (progress) => draw({ progress }));
-    draw({ stats: s });
-    tensors.render();
-  } catch (err) {
-    draw({ error: err.name === 'AbortError' ? 'cancelled' : err.message });
-  }
-}
 
 // ---- statistics of every entry ------------------------------------------------------------------
 
@@ -355,7 +204,7 @@ function renderFiles({ keepSelection = false } = {}) {
   const main = store.primary;
   $('welcome').hidden = true;
   $('export').disabled = false;
-  renderExportMenu();
+  exports.renderMenu();
   renderHeader($('summary'), main);
   if (main.summary.ok) $('problem').hidden = true;
   else {
@@ -478,20 +327,6 @@ function setLabels(names, source) {
   status(`Slot names from ${source}: ${count(names.length)}.`);
 }
 
-/** Names whose count differs from the slot count: say so (they may belong to another model). */
-function renderNamesNote() {
-  const box = $('names-note');
-  const main = store.primary;
-  const n = main ? (main.cols.kind === 'state' ? main.cols.tensorTotal : main.cols.n) : null;
-  const names = store.labels;
-  box.hidden = !(names && n !== null && names.length !== n && main.summary.ok);
-  if (box.hidden) return;
-  const from = store.labelsSource ? ` in ${store.labelsSource}` : '';
-  box.replaceChildren(el('p', '', names.length < n
-    ? `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: slots ${names.length} to ${n - 1} have no name. The names may belong to another model.`
-    : `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: the last ${plural(names.length - n, 'name')} match no slot. The names may belong to another model.`));
-}
-
 // ---- inputs -----------------------------------------------------------------------------------
 
 /** Every file of a drop or a pick: JSON files are names or layouts (the package tells which);
@@ -541,73 +376,13 @@ async function handleFiles(fileList, target = 'open') {
   }
 }
 
-let dragDepth = 0;
-window.addEventListener('dragenter', (e) => {
-  e.preventDefault();
-  dragDepth++;
-  $('drop-overlay').hidden = false;
-});
-window.addEventListener('dragover', (e) => e.preventDefault());
-window.addEventListener('dragleave', () => {
-  dragDepth = Math.max(0, dragDepth - 1);
-  if (!dragDepth) $('drop-overlay').hidden = true;
-});
-window.addEventListener('drop', (e) => {
-  e.preventDefault();
-  dragDepth = 0;
-  $('drop-overlay').hidden = true;
-  const at = e.target instanceof Element ? e.target : null;
-  const target = at?.closest('#compare, label:has(#expect-input)') ? 'expect' : at?.closest('#state-label, #state-summary') ? 'state' : 'open';
-  handleFiles(e.dataTransfer?.files ?? [], target);
-});
-
-const picked = (target) => (e) => {
-  const files = [...e.target.files];
-  e.target.value = '';
-  handleFiles(files, target);
-};
-$('file-input').addEventListener('change', picked('open'));
-$('state-input').addEventListener('change', picked('state'));
-$('expect-input').addEventListener('change', (e) => {
-  const files = [...e.target.files];
-  e.target.value = '';
-  if (!store.files.a) status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
-  else handleFiles(files, 'expect');
-});
-$('labels-input').addEventListener('change', async (e) => {
-  const [file] = e.target.files;
-  e.target.value = '';
-  if (!file) return;
-  try {
-    const kind = await rpc.request('classify', { source: file });
-    if (kind.json !== 'names') throw new Error('expected a JSON array of slot names (strings)');
-    setLabels(kind.names, file.name);
-  } catch (err) {
-    status(`${file.name}: ${err.message}`);
-  }
-});
-$('export').addEventListener('click', exportReport);
+wireInputs({ handleFiles, setLabels, classify: (file) => rpc.request('classify', { source: file }), hasFile: () => !!store.files.a, status });
 $('scan').addEventListener('click', () => scan('optimizer'));
 $('scan-tensors').addEventListener('click', () => scan('state'));
 $('cancel-scan').addEventListener('click', () => rpc.cancel());
 $('zoom-in').addEventListener('click', () => map.zoomAt(1.5, map.width / 2));
 $('zoom-out').addEventListener('click', () => map.zoomAt(1 / 1.5, map.width / 2));
 $('zoom-reset').addEventListener('click', () => map.resetZoom());
-
-// The Examples menu closes on a click outside it and on Escape.
-const menu = $('examples-menu');
-const menus = [menu, $('export-menu')];
-document.addEventListener('click', (e) => {
-  for (const m of menus) if (m.open && !m.contains(e.target)) m.open = false;
-});
-document.addEventListener('keydown', (e) => {
-  if (e.key !== 'Escape') return;
-  for (const m of menus) {
-    if (!m.open) continue;
-    m.open = false;
-    m.querySelector('summary').focus();
-  }
-});
 
 // Built-in examples, made by the package's writers inside the worker.
 rpc.request('examples').then((examples) => {
@@ -616,7 +391,7 @@ rpc.request('examples').then((examples) => {
     const b = button(ex.title);
     b.dataset.example = ex.name;
     b.addEventListener('click', () => {
-      menu.open = false;
+      $('examples-menu').open = false;
       const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
       store.labelsPinned = false;
       const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;

@@ -1,4 +1,4 @@
-// The page's DOM helpers: elements are built with textContent only (never innerHTML), so no
+// The page's DOM helpers: elements are built with textContent only (never parsed markup), so no
 // text from a file or a diagnostic can become markup.
 
 /** document.getElementById. */

@@ -7,8 +7,8 @@ import { serve } from '../../web/server.js';
 
 export const ARTIFACTS = path.resolve(new URL('../../test-artifacts', import.meta.url).pathname);
 
-export async function startViewer() {
-  const server = await serve({ port: 0, quiet: true });
+export async function startViewer({ files = [] } = {}) {
+  const server = await serve({ port: 0, quiet: true, files });
   const origin = `http://127.0.0.1:${server.address().port}`;
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
@@ -19,15 +19,17 @@ export async function startViewer() {
   return {
     origin,
     browser,
-    async page({ colorScheme = 'light' } = {}) {
-      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, colorScheme });
+    server,
+    /** A fresh page at `url` (the viewer's root by default) once the examples are there. */
+    async page({ colorScheme = 'light', width = 1280, height = 900, url = `${origin}/`, acceptDownloads = false } = {}) {
+      const context = await browser.newContext({ viewport: { width, height }, colorScheme, acceptDownloads });
       const page = await context.newPage();
       page.requests = [];
       page.consoleErrors = [];
       context.on('request', (r) => page.requests.push(r.url()));
       page.on('console', (m) => m.type() === 'error' && page.consoleErrors.push(m.text()));
       page.on('pageerror', (e) => page.consoleErrors.push(String(e)));
-      await page.goto(`${origin}/`);
+      await page.goto(url);
       await page.waitForSelector('#examples button', { state: 'attached' });
       return page;
     },
@@ -53,4 +55,28 @@ export async function dropBytes(page, bytes, name, selector = '#dropzone') {
 
 export async function shot(page, name) {
   await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+}
+
+/** Drop several files at once (an optimizer checkpoint and its model-state file). */
+export async function dropFiles(page, files, selector = '#dropzone') {
+  await page.evaluate(({ files, selector }) => {
+    const dt = new DataTransfer();
+    for (const f of files) dt.items.add(new File([new Uint8Array(f.data)], f.name));
+    const target = document.querySelector(selector);
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      target.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+    }
+  }, { files: files.map((f) => ({ data: Array.from(f.bytes), name: f.name })), selector });
+}
+
+/** Open a built-in example from the Examples menu. */
+export async function openExample(page, name) {
+  await page.click('#examples-menu summary');
+  await page.click(`[data-example="${name}"]`);
+}
+
+/** Where a test's screenshots of a state go: `${name}-${width}.png`. */
+export async function shotAt(page, name) {
+  const { width } = page.viewportSize();
+  await shot(page, `${name}-${width}`);
 }

@@ -386,3 +386,19 @@ export function renderLegend(container, cols, { el }) {
     container.append(b);
   }
 }
+
+/** The caption of a slot: its name, shape and place in the sharing map. */
+export function describeSlot(cols, i, { label, groupOf }) {
+  const r = cols.rep(i);
+  const named = (j) => `slot ${j}${label(j) ? ` (${label(j)})` : ''}`;
+  let what;
+  if (cols.broken(i)) what = `broken: tied to ${r === null ? 'nothing' : named(Number(r))}, which the sharing-map rule rejects`;
+  else if (!cols.trainable(i)) what = 'frozen (no optimizer state)';
+  else if (r === i) {
+    const g = groupOf(i);
+    what = `owns its optimizer history${g.size > 1 ? `, shared by ${`${g.size - 1} tied slot${g.size === 2 ? '' : 's'}`}` : ''}`;
+  } else if (r !== null && r !== undefined) what = `tied to ${named(Number(r))}`;
+  else what = 'trainable';
+  return `slot ${i}${label(i) ? ` ${label(i)}` : ''} ${cols.shapeText(i)}: ${what}`;
+}
+

@@ -1,0 +1,17 @@
+// Slot names (a JSON array of strings) whose count differs from the slot count: said plainly,
+// since they may belong to another model.
+import { el } from '../dom.js';
+import { plural } from '../format.js';
+
+export function renderNamesNote(box, store) {
+  const main = store.primary;
+  const n = main ? (main.cols.kind === 'state' ? main.cols.tensorTotal : main.cols.n) : null;
+  const names = store.labels;
+  box.hidden = !(names && n !== null && names.length !== n && main.summary.ok);
+  if (box.hidden) return;
+  const from = store.labelsSource ? ` in ${store.labelsSource}` : '';
+  box.replaceChildren(el('p', '', names.length < n
+    ? `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: slots ${names.length} to ${n - 1} have no name. The names may belong to another model.`
+    : `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: the last ${plural(names.length - n, 'name')} match no slot. The names may belong to another model.`));
+}
+
