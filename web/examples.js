@@ -42,7 +42,7 @@ function tiedDescription() {
   const entries = slots
     .map(([, shape, , rep], i) => ({ rep, i, shape }))
     .filter(({ rep, i }) => rep === i)
-    .map(({ i, shape }) => ({ id: i, step: 1200, m: ramp(size(shape), 0.01 * (1 + (i % 3))), v: positive(size(shape), 1e-5 * (1 + i)) }));
+    .map(({ i, shape }) => ({ id: i, step: 1200, m: ramp(size(shape), 0.0005 * (1 + (i % 3))), v: positive(size(shape), 1e-4 * (1 + i)) }));
   return {
     labels: slots.map(([name]) => name),
     description: {

@@ -17,7 +17,7 @@ export class EntriesView {
       onSelect: (k) => onSelect(k),
       columns: [
         { label: 'slot', width: '64px', min: 56, num: true, cell: (k) => ({ text: count(cols().entry(k).id) }) },
-        { label: 'name', width: 'minmax(170px, 2fr)', min: 170, fit: 'middle', cell: (k) => ({ text: this.store.label(cols().entryId(k)) }) },
+        { label: 'name', width: 'minmax(230px, 2fr)', min: 230, fit: 'name', cell: (k) => ({ text: this.store.label(cols().entryId(k)) }) },
         { label: 'step', width: '72px', min: 64, num: true, cell: (k) => ({ text: count(cols().entry(k).step) }) },
         { label: 'elements', width: '100px', min: 96, num: true, cell: (k) => ({ text: count(cols().entry(k).count) }) },
         { label: 'offset', width: '128px', min: 120, num: true, cell: (k) => ({ text: count(cols().entry(k).offset) }) },

@@ -74,8 +74,8 @@ export function renderHeader(container, file, { role = 'main', extra } = {}) {
     const sh = cols.sharing;
     let tied = '—';
     if (sh) {
-      tied = sh.links ? `${plural(sh.links, 'tie')} in ${plural(sh.groups, 'group')}` : 'none';
-      if (sh.broken.length) tied += `; ${plural(sh.broken.length, 'broken tie')}`;
+      tied = [sh.links ? `${plural(sh.links, 'tie')} in ${plural(sh.groups, 'group')}` : '', sh.broken.length ? plural(sh.broken.length, 'broken tie') : '']
+        .filter(Boolean).join('; ') || 'none';
     }
     grid.append(field('Tied slots', tied, { id: fid('field-ties'), cls: sh?.broken.length ? 'bad' : '' }));
   }

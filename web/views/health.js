@@ -52,6 +52,7 @@ export class HealthView {
 
   /** A new file (or pair): the card's controls; the pass runs by itself for small files. */
   reset() {
+    this.table?.setOrder(new Int32Array(0));
     this.result = null;
     this.selected = -1;
     const opt = this.opt;
@@ -124,7 +125,7 @@ export class HealthView {
     const label = (i) => this.store.label(i);
     return [
       { label: 'slot', width: '60px', min: 56, num: true, cell: (i) => ({ text: String(i) }) },
-      { label: 'name', width: 'minmax(170px, 2fr)', min: 170, fit: 'middle', cell: (i) => ({ text: label(i) }) },
+      { label: 'name', width: 'minmax(230px, 2fr)', min: 230, fit: 'name', cell: (i) => ({ text: label(i) }) },
       { label: 'flags', width: 'minmax(150px, 1.4fr)', min: 150, cell: (i) => {
         const x = s(i);
         if (!x.trainable) return { text: 'frozen', cls: 'frozen' };

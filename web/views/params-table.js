@@ -53,14 +53,14 @@ export class ParamsView {
     const stat = (i, field) => this.stats.ofSlot(i, field);
     const list = [
       { label: 'slot', width: '64px', min: 56, num: true, sortKey: 'slot', cell: (i) => ({ text: String(i) }) },
-      { label: 'name', width: 'minmax(190px, 2.4fr)', min: 190, fit: 'middle', sortKey: 'name', cell: (i) => ({ text: this.label(i) }) },
+      { label: 'name', width: 'minmax(230px, 2.4fr)', min: 230, fit: 'name', sortKey: 'name', cell: (i) => ({ text: this.label(i) }) },
       { label: 'shape', width: 'minmax(96px, 1fr)', min: 96, mono: true, sortKey: 'rank', cell: (i) => ({ text: cols().shapeText(i) }) },
       { label: 'size', width: '92px', min: 92, num: true, sortKey: 'size', cell: (i) => ({ text: count(cols().size(i)) }) },
       { label: 'trainable', width: '76px', min: 76, cell: (i) => {
         const g = cols().trainable(i);
         return g === undefined ? { text: '?' } : g ? { text: 'yes' } : { text: 'frozen', cls: 'frozen' };
       } },
-      { label: 'shares storage', width: 'minmax(130px, 1.2fr)', min: 130, fit: 'middle', cell: (i) => this.repCell(i) },
+      { label: 'shares storage', width: 'minmax(150px, 1.3fr)', min: 150, fit: 'middle', cell: (i) => this.repCell(i) },
       { label: 'step', width: '72px', min: 64, num: true, sortKey: 'step', cell: (i) => {
         const k = this.entryIndex(i);
         return { text: k < 0 ? '' : count(cols().entry(k).step) };

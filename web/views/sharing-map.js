@@ -9,7 +9,7 @@
 // For tests and assistive tech the container carries data-slot-count, data-link-count,
 // data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…" and
 // data-broken-links.
-import { fitMiddle } from './vtable.js';
+import { fitName } from './vtable.js';
 
 const PAD = 14;
 
@@ -296,11 +296,11 @@ export class SharingMap {
         g.save();
         g.fillStyle = i === this.selected || focus.has(i) ? fg : muted;
         if (level) {
-          g.fillText(fitMiddle(name, slotPx - 8, font), this.x(i), base + markH + 38);
+          g.fillText(fitName(name, slotPx - 8, font), this.x(i), base + markH + 38);
         } else {
           g.translate(this.x(i) - 3, base + markH + 30);
           g.rotate(Math.PI / 5);
-          g.fillText(fitMiddle(name, (names - 6) / Math.sin(Math.PI / 5), font), 0, 0);
+          g.fillText(fitName(name, (names - 6) / Math.sin(Math.PI / 5), font), 0, 0);
         }
         g.restore();
       }

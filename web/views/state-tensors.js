@@ -17,7 +17,7 @@ export class TensorsView {
       hintEl: $('tensors-hint'),
       columns: [
         { label: 'tensor', width: '64px', min: 56, num: true, cell: (i) => ({ text: String(i) }) },
-        { label: 'name', width: 'minmax(190px, 2.4fr)', min: 190, fit: 'middle', cell: (i) => ({ text: this.store.label(i) }) },
+        { label: 'name', width: 'minmax(230px, 2.4fr)', min: 230, fit: 'name', cell: (i) => ({ text: this.store.label(i) }) },
         { label: 'shape', width: 'minmax(96px, 1fr)', min: 96, mono: true, cell: (i) => ({ text: cols().shapeText(i) }) },
         { label: 'values', width: '96px', min: 90, num: true, cell: (i) => ({ text: count(cols().tensor(i).count) }) },
         { label: 'offset', width: '110px', min: 100, num: true, cell: (i) => ({ text: count(cols().tensor(i).dataOffset) }) },

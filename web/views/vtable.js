@@ -1,8 +1,9 @@
 // A virtual table: only the rows in view are in the DOM, so a million slots scroll smoothly.
 // Rows are data indices in a display order (filtered and sorted by the caller); cells come from
 // each column's cell(index) -> {text, cls?, title?, swatch?}. A column with `fit: 'middle'`
-// (names) is shortened in the middle to its width ("block0.…qkv.weight"), so names that share a
-// prefix stay distinguishable; its full text is on hover. When columns do not fit, the table
+// is shortened in the middle to its width; `fit: 'name'` (dotted parameter names) drops whole
+// segments first, sparing indices and the last two ("…12.…q_proj.weight"), so names that share a
+// prefix stay distinguishable; the full text is on hover. When columns do not fit, the table
 // scrolls sideways and says so (`hint`: how many columns are out of view, a button to reach them).
 import { el } from '../dom.js';
 
@@ -25,6 +26,35 @@ export function fitMiddle(text, width, font) {
     else hi = mid - 1;
   }
   return text.slice(0, Math.ceil(lo * 0.4)) + '…' + text.slice(text.length - Math.floor(lo * 0.6));
+}
+
+/** A dotted parameter name shortened to `width`: whole segments give way first, from the left,
+ *  sparing indices (block numbers) and the last two segments ("q_proj.weight"), so that names
+ *  sharing a long prefix stay distinct ("…12.…q_proj.weight"); then the middle. */
+export function fitName(text, width, font) {
+  if (!text || textWidth(text, font) <= width) return text;
+  const parts = text.split('.');
+  if (parts.length > 2) {
+    const dropped = new Array(parts.length).fill(false);
+    const candidates = [];
+    for (let k = 0; k < parts.length - 2; k++) if (!/^\d+$/.test(parts[k])) candidates.push(k);
+    const render = () => {
+      let out = '';
+      for (let k = 0; k < parts.length; k++) {
+        if (dropped[k]) {
+          if (!out.endsWith('…')) out += '…';
+        } else out += parts[k] + (k < parts.length - 1 ? '.' : '');
+      }
+      return out;
+    };
+    for (const k of candidates) {
+      dropped[k] = true;
+      const short = render();
+      if (textWidth(short, font) <= width) return short;
+    }
+    return fitMiddle(render(), width, font);
+  }
+  return fitMiddle(text, width, font);
 }
 
 export class VirtualTable {
@@ -186,7 +216,7 @@ export class VirtualTable {
     this.first = first;
     this.last = last;
     // Widths of the columns that shorten their text, measured once per render.
-    const fits = this.columns.map((c, k) => (c.fit === 'middle' ? this.head.children[k]?.getBoundingClientRect().width ?? 0 : 0));
+    const fits = this.columns.map((c, k) => (c.fit ? this.head.children[k]?.getBoundingClientRect().width ?? 0 : 0));
     const font = fits.some((w) => w) ? getComputedStyle(this.container).font : '';
     const frag = document.createDocumentFragment();
     for (let v = first; v < last; v++) {
@@ -208,10 +238,11 @@ export class VirtualTable {
           sw.style.background = cell.swatch;
           span.append(sw);
         }
-        const text = fits[k] > 0 ? fitMiddle(cell.text, fits[k] - (cell.swatch ? 18 : 2), font) : cell.text;
+        const fit = c.fit === 'name' ? fitName : fitMiddle;
+        const text = fits[k] > 0 ? fit(cell.text, fits[k] - (cell.swatch ? 18 : 2), font) : cell.text;
         span.append(text);
         if (cell.title || text !== cell.text) span.title = cell.title || cell.text;
-        if (c.fit === 'middle') span.dataset.full = cell.text;
+        if (c.fit) span.dataset.full = cell.text;
         row.append(span);
       });
       row.addEventListener('click', () => this.select(index, { scroll: false, notify: true }));

@@ -1,0 +1,344 @@
+// The issue "What a new user meets", the viewer's items, one test each: statistics that do not
+// exist are never counted, broken ties look broken, compare mode says which fields differ and
+// which input is at fault and can be left, names stay readable at 800 px and hidden columns are
+// reachable, cards do not stretch, the sharing map colours only tied groups, one number format
+// per column, names JSON recognised, menus close, plurals, per-entry progress, exports.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { writeCheckpoint, open, exportTensors } from '../../js/index.js';
+import { startViewer, dropBytes, openExample, shot, shotAt } from './browser.mjs';
+import { writeSparse } from '../js/sparse.mjs';
+
+let viewer;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-newuser-'));
+const config = { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 };
+const size = (s) => s.reduce((a, b) => a * b, 1);
+const entry = (id, shape, step = 10) => ({ id, step, m: new Float32Array(size(shape)).fill(0.001 * (id + 1)), v: new Float32Array(size(shape)).fill(1e-4) });
+
+/** A 200-slot Llama-like model: long names sharing prefixes, the output head tied to the embedding. */
+function llama(layers = 39) {
+  const names = ['model.embed_tokens.weight'], shapes = [[32, 8]];
+  for (let l = 0; l < layers; l++) {
+    for (const p of ['self_attn.q_proj', 'self_attn.k_proj', 'self_attn.v_proj', 'self_attn.o_proj', 'mlp.gate_proj']) {
+      names.push(`model.layers.${l}.${p}.weight`);
+      shapes.push([8, 8]);
+    }
+  }
+  names.push('model.norm.weight', 'model.norm.bias', 'model.rotary.inv_freq', 'lm_head.weight');
+  shapes.push([8], [8], [4], [32, 8]);
+  const n = shapes.length;
+  const requiresGrad = shapes.map((_, i) => i !== n - 2);
+  const representatives = shapes.map((_, i) => (i === n - 2 ? null : i === n - 1 ? 0 : i));
+  const entries = shapes.map((s, i) => (representatives[i] === i ? entry(i, s) : null)).filter(Boolean);
+  return { names, description: { shapes, requiresGrad, representatives, config, randomCounter: 7, entries } };
+}
+
+before(async () => {
+  viewer = await startViewer();
+});
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const text = (page, sel) => page.textContent(sel);
+const waitText = (page, sel, want) => page.waitForFunction(({ sel, want }) => document.querySelector(sel)?.textContent === want, { sel, want });
+
+test('"NaN / unhealthy" computes the statistics it needs (progress, Cancel) and never says 0 before they exist', async () => {
+  const page = await viewer.page();
+  await openExample(page, 'float64');
+  await waitText(page, '[data-testid=param-count]', '5 slots');
+  await page.click('button[data-filter=unhealthy]');
+  // While the scan runs the count says so; then the one unhealthy slot.
+  assert.notEqual(await text(page, '[data-testid=param-count]'), '0 of 5 slots');
+  await waitText(page, '[data-testid=param-count]', '1 of 5 slots');
+  assert.equal(await page.locator('[data-testid=param-row]').count(), 1);
+  assert.equal(await page.getAttribute('[data-testid=param-row]', 'data-index'), '3');
+  assert.match(await text(page, '[data-testid=param-row]'), /1 NaN, 1 v<0/);
+  // A huge file: the scan shows progress and can be cancelled; the filter then says plainly that
+  // statistics are not computed, and offers to compute them.
+  const file = path.join(tmp, 'sparse.ckpt');
+  writeSparse(file, { slots: 3, elements: 2 ** 28 });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitText(page, '[data-testid=param-count]', '3 slots');
+  await page.click('button[data-filter=unhealthy]');
+  await page.waitForSelector('#scan-line:not([hidden]) [data-testid=stats-progress]');
+  assert.equal(await text(page, '[data-testid=param-count]'), 'statistics are being computed…');
+  await page.waitForFunction(() => document.querySelector('[data-testid=stats-progress]').value > 0);
+  await page.click('#cancel-scan');
+  await waitText(page, '[data-testid=param-count]', 'statistics not computed yet: Compute statistics');
+  assert.equal(await page.locator('[data-testid=compute-stats]').count(), 1);
+  assert.equal(await page.locator('[data-testid=param-row]').count(), 0);
+  await page.context().close();
+  fs.rmSync(file);
+});
+
+test('a slot the sharing-map rule rejects looks broken in the map, the legend, the header and the table', async () => {
+  const page = await viewer.page();
+  await openExample(page, 'corrupted');
+  await page.waitForSelector('#problem:not([hidden])');
+  const map = page.locator('[data-testid=sharing-map]');
+  assert.equal(await map.getAttribute('data-broken-count'), '1');
+  assert.equal(await map.getAttribute('data-broken-links'), '10>1');
+  assert.equal(await map.getAttribute('data-link-count'), '0');
+  assert.equal(await map.getAttribute('data-links'), '');
+  assert.equal(await text(page, '[data-testid=broken-ties]'), '1 broken tie (slot 10): the sharing-map rule rejects it');
+  assert.doesNotMatch(await text(page, '[data-testid=map-legend]'), /1 tie in 1 group/);
+  assert.equal(await text(page, '[data-testid=field-ties]'), '1 broken tie');
+  assert.equal(await page.getAttribute('[data-testid=param-row][data-index="10"] span:nth-child(6)', 'data-full'), 'broken → 1 pos.weight');
+  await page.click('button[data-filter=broken]');
+  await waitText(page, '[data-testid=param-count]', '1 of 12 slots');
+  // The slot the error names is selected (the core's slot, not a regex over its text).
+  assert.match(await text(page, '[data-testid=selection]'), /^slot 10 head\.weight · \[64, 16\]/);
+  await shotAt(page, 'corrupted-example');
+  await page.context().close();
+});
+
+test('compare: configuration differences decoded, a malformed layout named as at fault, a close control', async () => {
+  const page = await viewer.page();
+  const { description, names } = llama(2);
+  await dropBytes(page, await writeCheckpoint(description), 'small-llama.ckpt');
+  await waitText(page, '[data-testid=param-count]', '15 slots');
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+  await waitText(page, '[data-testid=param-row][data-index="14"] span:nth-child(2)', 'lm_head.weight');
+  // A layout with another beta2 and the head untied: which fields differ, by name.
+  const layout = { shapes: description.shapes, requiresGrad: description.requiresGrad, representatives: description.representatives.map((r, i) => (r === null ? null : i)), config: { ...config, beta2: 0.95 } };
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(layout)), 'other.json');
+  await page.waitForSelector('.verdict.fails');
+  assert.equal(await text(page, '[data-testid=verdict] [data-testid=error]'), 'CUDA Adam checkpoint: checkpoint belongs to a different optimizer configuration');
+  assert.deepEqual(await page.locator('[data-testid=config-diff-row] .value').allTextContents(), ['beta2: file 0.999, expected 0.95']);
+  assert.deepEqual(await page.locator('[data-testid=config-diff-row] .bits').allTextContents(), ['bits: file 0x3feff7ced916872b, expected 0x3fee666666666666']);
+  assert.deepEqual((await page.locator('[data-testid=difference]').allTextContents()).sort(), [
+    'beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)',
+    'slot 14 lm_head.weight: representative 0 vs 14',
+  ]);
+  await shotAt(page, 'compare-config');
+  // A malformed layout: the layout is at fault; its first broken slot and the reason.
+  const bad = { ...layout, config, representatives: layout.representatives.map((r, i) => (i === 3 ? 99 : r)) };
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(bad)), 'bad-layout.json');
+  await page.waitForSelector('[data-testid=error-subject]');
+  assert.equal(await text(page, '[data-testid=error-subject]'), 'The layout (bad-layout.json) is at fault, not the checkpoint: it is not a layout the trainer could hold.');
+  assert.equal(await text(page, '[data-testid=verdict] [data-testid=error-slot]'), 'first broken slot 3 (model.layers.0.self_attn.v_proj.weight)');
+  assert.equal(await text(page, '[data-testid=verdict] [data-testid=error-hint]'), 'Reason: parameter 3: representative 99 is out of range');
+  await shotAt(page, 'compare-malformed-layout');
+  // Close leaves compare mode; opening another file clears it too.
+  await page.click('[data-testid=compare-close]');
+  assert.equal(await page.locator('#compare').isHidden(), true);
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(layout)), 'other.json');
+  await page.waitForSelector('#compare:not([hidden]) .verdict.fails');
+  await dropBytes(page, await writeCheckpoint(description), 'again.ckpt');
+  await page.waitForFunction(() => document.querySelector('[data-testid=summary] .file')?.textContent === 'again.ckpt');
+  assert.equal(await page.locator('#compare').isHidden(), true);
+  await page.context().close();
+});
+
+test('slot names: a JSON array is names, not a layout; a count that differs is said plainly', async () => {
+  const page = await viewer.page();
+  const { description, names } = llama(2);
+  await dropBytes(page, await writeCheckpoint(description), 'small-llama.ckpt');
+  await waitText(page, '[data-testid=param-count]', '15 slots');
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names.slice(0, 12))), 'names.json');
+  await page.waitForSelector('[data-testid=names-warning]:not([hidden])');
+  assert.equal(await text(page, '[data-testid=names-warning]'), '12 names in names.json for 15 slots: slots 12 to 14 have no name. The names may belong to another model.');
+  assert.equal(await page.locator('#compare').isHidden(), true, 'not taken as a layout');
+  assert.equal(await text(page, '[data-testid=param-row][data-index="0"] span:nth-child(2)'), 'model.embed_tokens.weight');
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+  await page.waitForSelector('[data-testid=names-warning][hidden]', { state: 'attached' });
+  await page.context().close();
+});
+
+test('at 800 px names stay readable and distinct, the full name is on hover and in the selection, hidden columns are reachable', async () => {
+  const page = await viewer.page({ width: 800 });
+  const { description, names } = llama();
+  await dropBytes(page, await writeCheckpoint(description), 'llama-200.ckpt');
+  await waitText(page, '[data-testid=param-count]', '200 slots');
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+  await page.waitForSelector('[data-testid=param-row][data-index="1"] span[data-full="model.layers.0.self_attn.q_proj.weight"]');
+  const cells = await page.locator('[data-testid=param-row] span:nth-child(2)').evaluateAll((spans) => spans.map((s) => ({ shown: s.textContent, full: s.dataset.full, title: s.title })));
+  const shown = cells.map((c) => c.shown);
+  assert.equal(new Set(shown).size, shown.length, `names shown are distinct: ${shown.slice(0, 8).join(' | ')}`);
+  for (const c of cells) {
+    assert.ok(c.shown.length >= 20 || c.shown === c.full, `readable: ${c.shown}`);
+    if (c.shown !== c.full) assert.equal(c.title, c.full, 'the full name on hover');
+  }
+  await page.click('[data-testid=param-row][data-index="6"]');
+  assert.match(await text(page, '[data-testid=selection]'), /^slot 6 model\.layers\.1\.self_attn\.q_proj\.weight · /);
+  // Columns out of view: said, and reachable.
+  const hint = await text(page, '[data-testid=scroll-hint] [data-testid=more-columns]');
+  assert.match(hint, /^\d+ more columns? →$/);
+  await page.click('[data-testid=scroll-hint] [data-testid=more-columns]');
+  await page.waitForFunction(() => document.getElementById('params').scrollLeft > 0);
+  await shotAt(page, 'llama-200');
+  await page.context().close();
+});
+
+test('cards keep their content\'s height; a broken file says only what is really shown', async () => {
+  const page = await viewer.page({ width: 1440 });
+  const height = (sel) => page.locator(sel).evaluate((e) => e.getBoundingClientRect().height);
+  assert.ok(await height('#welcome') < 260, 'the welcome card is not stretched to the window');
+  await shotAt(page, 'welcome');
+  await dropBytes(page, new Uint8Array(0), 'empty.ckpt');
+  await waitText(page, '#problem [data-testid=error]', 'CUDA Adam checkpoint: truncated checkpoint (wanted 7 bytes, got 0)');
+  assert.equal(await text(page, '#problem [data-testid=error-hint]'), 'the file is empty');
+  assert.doesNotMatch(await text(page, '#problem'), /shown below/);
+  assert.ok(await height('#problem') < 260);
+  await shotAt(page, 'empty-file');
+  await dropBytes(page, new TextEncoder().encode('version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n'), 'model.ckpt');
+  await page.waitForFunction(() => /Git LFS/.test(document.querySelector('#problem [data-testid=error-hint]')?.textContent));
+  assert.doesNotMatch(await text(page, '#problem'), /shown below/);
+  assert.ok(await height('#problem') < 320);
+  await shotAt(page, 'lfs-pointer');
+  // A file broken inside its schema: the slots read are said, and they are there.
+  const { description } = llama(2);
+  const bytes = await writeCheckpoint(description);
+  await dropBytes(page, bytes.slice(0, 300), 'cut.ckpt');
+  await page.waitForFunction(() => /slots? read before the error/.test(document.getElementById('problem').textContent));
+  const n = Number(await page.locator('[data-testid=param-row]').count());
+  assert.ok(n > 0);
+  assert.match(await text(page, '#problem'), new RegExp(`the ${n} slots? read before the error`));
+  await page.context().close();
+});
+
+/** The colour of the mark of slot i in the map (no names loaded: marks 36 px above the bottom). */
+function markColors(page, slots) {
+  return page.evaluate((slots) => {
+    const c = document.querySelector('#sharing-map canvas');
+    const g = c.getContext('2d');
+    const n = Number(document.getElementById('sharing-map').dataset.slotCount);
+    const dpr = c.width / c.clientWidth;
+    const w = c.clientWidth, h = c.clientHeight, pad = 14;
+    return slots.map((i) => {
+      const x = Math.round((pad + ((i + 0.5) / n) * (w - 2 * pad)) * dpr);
+      const y = Math.round((h - 36 + 8) * dpr);
+      return Array.from(g.getImageData(x, y, 1, 1).data).join(',');
+    });
+  }, slots);
+}
+
+test('the sharing map colours only tied groups and stays legible at 10, 200 and 10,000 slots', async () => {
+  const page = await viewer.page({ width: 1440 });
+  const { description } = llama();
+  await dropBytes(page, await writeCheckpoint(description), 'llama-200.ckpt');
+  await waitText(page, '[data-testid=param-count]', '200 slots');
+  assert.equal(await page.getAttribute('[data-testid=sharing-map]', 'data-links'), '199>0');
+  assert.match(await text(page, '[data-testid=map-legend]'), /1 tie in 1 group/);
+  const [a, b, c, tiedOwner, tiedAlias, frozen] = await markColors(page, [5, 50, 120, 0, 199, 198]);
+  assert.equal(a, b, 'untied trainable slots share one colour');
+  assert.equal(b, c);
+  assert.equal(tiedOwner, tiedAlias, 'a tied group has one colour');
+  assert.notEqual(tiedOwner, a, 'and it stands out');
+  assert.notEqual(frozen, a);
+  // The caption is HTML above the map, not drawn through the arcs.
+  const canvas = page.locator('#sharing-map canvas');
+  const box = await canvas.boundingBox();
+  await canvas.hover({ position: { x: 14 + (199.5 / 200) * (box.width - 28), y: box.height - 30 } });
+  await page.waitForFunction(() => /^slot 199 /.test(document.getElementById('map-status').textContent));
+  assert.equal(await text(page, '#map-status'), 'slot 199 [32, 8]: tied to slot 0');
+  await shotAt(page, 'map-200');
+  // 10 and 10,000 slots: labels at a legible density, aggregated marks.
+  for (const n of [10, 10000]) {
+    const shapes = Array.from({ length: n }, () => [2]);
+    const reps = shapes.map((_, i) => (i === n - 1 ? 0 : i));
+    const bytes = await writeCheckpoint({ shapes, requiresGrad: shapes.map(() => true), representatives: reps, config, entries: reps.map((r, i) => (r === i ? entry(i, [2]) : null)).filter(Boolean) });
+    await dropBytes(page, bytes, `map-${n}.ckpt`);
+    await waitText(page, '[data-testid=param-count]', `${n.toLocaleString('en-US')} slots`);
+    assert.equal(await page.getAttribute('[data-testid=sharing-map]', 'data-link-count'), '1');
+    await shotAt(page, `map-${n}`);
+  }
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('one number format per statistics column', async () => {
+  const page = await viewer.page();
+  await openExample(page, 'float64');
+  await waitText(page, '[data-testid=param-count]', '5 slots');
+  await page.click('#scan');
+  await page.waitForFunction(() => /^Statistics for 5 entries/.test(document.getElementById('status').textContent));
+  for (const col of [6, 7, 8]) {
+    const texts = await page.locator(`[data-testid=entry-row] span:nth-child(${col})`).allTextContents();
+    for (const t of texts) assert.match(t, /^(-?\d\.\d\de-?\d+|0)$/, `column ${col}: ${texts.join(' | ')}`);
+  }
+  await page.context().close();
+});
+
+test('the Examples menu closes on an outside click and on Escape', async () => {
+  const page = await viewer.page();
+  await page.click('#examples-menu summary');
+  assert.equal(await page.getAttribute('#examples-menu', 'open'), '');
+  await page.mouse.click(30, 700);
+  assert.equal(await page.getAttribute('#examples-menu', 'open'), null);
+  await page.click('#examples-menu summary');
+  await page.keyboard.press('Escape');
+  assert.equal(await page.getAttribute('#examples-menu', 'open'), null);
+  await page.context().close();
+});
+
+test('plurals: one slot, one entry, one warning', async () => {
+  const page = await viewer.page();
+  await dropBytes(page, await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] }), 'one.ckpt');
+  await waitText(page, '[data-testid=param-count]', '1 slot');
+  assert.equal(await text(page, '#entry-count'), '1');
+  assert.equal(await text(page, '[data-testid=summary] .badge.warn'), '1 warning');
+  await page.context().close();
+});
+
+test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures; click-to-statistics time', async () => {
+  const page = await viewer.page();
+  const file = path.join(tmp, 'big-entry.ckpt');
+  writeSparse(file, { slots: 2, elements: 2 ** 28 });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitText(page, '[data-testid=param-count]', '2 slots');
+  await page.click('[data-testid=entry-row][data-index="1"]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=entry-progress]')?.value > 0);
+  assert.match(await text(page, '#entry-detail'), /Computing statistics… \d+%/);
+  await shot(page, 'entry-progress');
+  await page.click('#entry-detail button:has-text("Cancel")');
+  await page.waitForFunction(() => /cancelled/.test(document.getElementById('entry-detail').textContent));
+  fs.rmSync(file);
+  // A 4-million-element entry: the time from the click to the figures.
+  const n = 4 * 1024 * 1024;
+  const m = new Float32Array(n).fill(0.01), v = new Float32Array(n).fill(1e-4);
+  const bytes = await writeCheckpoint({ shapes: [[n]], requiresGrad: [true], config, entries: [{ id: 0, step: 100, m, v }] });
+  fs.writeFileSync(file, bytes);
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await waitText(page, '[data-testid=param-count]', '1 slot');
+  const ms = await page.evaluate(async () => {
+    const started = performance.now();
+    document.querySelector('[data-testid=entry-row]').click();
+    await new Promise((resolve) => {
+      const poll = () => (document.querySelector('#entry-detail .moment') ? resolve() : requestAnimationFrame(poll));
+      poll();
+    });
+    return performance.now() - started;
+  });
+  console.log(`# click to statistics of a 4,194,304-element entry (2 x 16 MiB of moments): ${Math.round(ms)} ms`);
+  assert.match(await text(page, '#entry-detail .bias'), /^Next step t = 101: m̂ = m \/ \(1 − β1\^101\)/);
+  await page.context().close();
+  fs.rmSync(file);
+});
+
+test('exports: the report is the core\'s JSON; safetensors bytes are the package\'s', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  const { description, names } = llama(2);
+  const bytes = await writeCheckpoint(description);
+  await dropBytes(page, bytes, 'small-llama.ckpt');
+  await waitText(page, '[data-testid=param-count]', '15 slots');
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+  await waitText(page, '[data-testid=param-row][data-index="14"] span:nth-child(2)', 'lm_head.weight');
+  const read = async (download) => fs.readFileSync(await download.path());
+  let wait = page.waitForEvent('download');
+  await page.click('[data-testid=export]');
+  const ck = await open(bytes);
+  assert.equal(String(await read(await wait)), ck.reportText());
+  ck.close();
+  wait = page.waitForEvent('download');
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-safetensors]');
+  const got = await read(await wait);
+  assert.deepEqual(new Uint8Array(got), await exportTensors(bytes, { format: 'safetensors', names }));
+  await page.context().close();
+});
