@@ -72,8 +72,10 @@ export class RpcClient {
     };
   }
 
+  /** Whether a long request runs (one that reports progress: statistics, scans, health). */
   get busy() {
-    return this.pending.size > 0;
+    for (const p of this.pending.values()) if (p.onProgress) return true;
+    return false;
   }
 
   request(type, args = {}, { onProgress } = {}) {

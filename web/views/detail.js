@@ -27,7 +27,7 @@ export class DetailView {
     const cols = opt.cols;
     const k = this.params.entryIndex(slot);
     const cancel = () => this.rpc.cancel().then(() => this.status('Statistics cancelled.'));
-    let param = st && slot < st.cols.tensorTotal ? this.stats.get('state', slot) : st ? undefined : null;
+    let param = st && slot < st.cols.tensorTotal ? this.stats.get('state', slot) ?? undefined : st ? undefined : null;
     if (k < 0) {
       box.hidden = false;
       box.replaceChildren(el('h3', '', `Slot ${slot}${this.store.label(slot) ? ` (${this.store.label(slot)})` : ''}: ${cols.trainable(slot) === false ? 'frozen, no optimizer state' : cols.broken(slot) ? 'its tie is broken: no optimizer state can be read for it' : 'no optimizer state entry'}`));

@@ -216,6 +216,7 @@ export class HealthView {
     // Flag messages (the core's), slots named.
     this.flagsBox.replaceChildren();
     if (r.flags.length) {
+      this.flagsBox.append(el('p', 'meta', `${plural(r.flags.length, 'flag')} on ${plural(flagged.size, 'slot')}:`));
       const ul = el('ul', 'flag-list');
       for (const f of r.flags.slice(0, 200)) {
         const li = testid(el('li', 'unhealthy-line'), 'health-flag');
