@@ -47,7 +47,7 @@ const map = new SharingMap($('sharing-map'), {
   onHover: (i) => {
     const cols = store.optimizer?.cols;
     if (!cols || i < 0) {
-      mapCaption();
+      mapCaption(store.selected);
       params.setHighlight(null);
       return;
     }
@@ -57,8 +57,12 @@ const map = new SharingMap($('sharing-map'), {
   onSelect: (i) => store.select(i, 'map'),
 });
 
-function mapCaption() {
-  $('map-status').textContent = 'Hover a slot to see its group; click to select it. Wheel or +/− to zoom, drag to pan.';
+/** The map's caption: the selected slot when there is one, else how to use the map. */
+function mapCaption(selected = -1) {
+  const cols = store.optimizer?.cols;
+  $('map-status').textContent = cols && selected >= 0 && selected < cols.n
+    ? describeSlot(cols, selected, { label, groupOf: (j) => map.groupOf(j) })
+    : 'Hover a slot to see its group; click to select it. Wheel or +/− to zoom, drag to pan.';
 }
 
 // ---- selection ----------------------------------------------------------------------------------
@@ -69,6 +73,7 @@ store.on('select', ({ slot, from }) => {
     if (from !== 'table') params.select(slot);
     else params.showSelection(slot);
     if (from !== 'map') map.setSelected(slot);
+    mapCaption(slot);
     const k = params.entryIndex(slot);
     if (k >= 0 && from !== 'entries') entries.select(k);
     detail.showSlot(slot);

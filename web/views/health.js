@@ -169,7 +169,11 @@ export class HealthView {
 
   async run() {
     const opt = this.opt;
-    if (!opt || this.running) return;
+    if (!opt) return;
+    if (this.running) {
+      this.again = true;   // the learning rate changed meanwhile: run once more after this one
+      return;
+    }
     const st = this.store.stateFile?.summary.ok ? this.store.stateFile : null;
     this.running = true;
     this.runButton.disabled = true;
@@ -191,6 +195,10 @@ export class HealthView {
     } finally {
       this.running = false;
       if (this.runButton) this.runButton.disabled = false;
+      if (this.again) {
+        this.again = false;
+        this.run();
+      }
     }
   }
 
