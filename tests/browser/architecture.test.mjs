@@ -81,7 +81,7 @@ test('the worker protocol: unknown types are errors; handles stay open between r
   assert.ok(result.afterStats - result.afterOpen < bytes.length / 4, JSON.stringify(result));
   assert.equal(result.afterStatsAgain, result.afterStats, 'statistics are kept');
   assert.equal(result.hexLength, 16);
-  assert.equal(result.afterHex - result.afterStatsAgain, 16, 'the hex view reads its bytes through the open handle\'s source');
+  assert.ok(result.afterHex - result.afterStatsAgain <= 4096, 'the hex view reads its bytes through the open handle\'s source (a page at most)');
   await page.context().close();
 });
 

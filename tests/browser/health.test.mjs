@@ -101,6 +101,7 @@ test('10,000 slots: the chart aggregates per pixel column, the rows stay few in 
   await page.press('[data-testid=lr-input]', 'Enter');
   await page.waitForSelector('[data-testid=health-chart][data-mode=ratio]');
   assert.equal(await attr(page, '[data-testid=health-chart]', 'data-slot-count'), String(n));
+  console.log(`# ${await text(page, '[data-testid=health-state]')}`);
   assert.equal(await attr(page, '[data-testid=health-row]', 'data-index'), '7777');
   assert.ok(await page.locator('[data-testid=health-row]').count() < 60);
   await shotAt(page, 'health-10000');
