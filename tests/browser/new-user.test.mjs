@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeCheckpoint, open, exportTensors } from '../../js/index.js';
+import { writeCheckpoint, open, exportTensors, exportNpy } from '../../js/index.js';
 import { startViewer, dropBytes, openExample, shot, shotAt } from './browser.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 
@@ -340,5 +340,13 @@ test('exports: the report is the core\'s JSON; safetensors bytes are the package
   await page.click('[data-testid=export-safetensors]');
   const got = await read(await wait);
   assert.deepEqual(new Uint8Array(got), await exportTensors(bytes, { format: 'safetensors', names }));
+  // One entry's v as .npy, from its statistics panel (a tied slot: its owner's).
+  await page.click('[data-testid=param-row][data-index="14"]');
+  await page.waitForSelector('[data-testid=export-v]');
+  wait = page.waitForEvent('download');
+  await page.click('[data-testid=export-v]');
+  const npy = await wait;
+  assert.equal(npy.suggestedFilename(), 'small-llama.ckpt.lm_head.weight.v.npy');
+  assert.deepEqual(new Uint8Array(await read(npy)), await exportNpy(bytes, 14, 'v'));
   await page.context().close();
 });

@@ -216,11 +216,11 @@ export class SharingMap {
     if (!this.n) return;
     const fg = css('--fg', '#222'), muted = css('--muted', '#666'), frozen = css('--frozen', '#999');
     const neutral = css('--neutral', '#8a9bb4'), bad = css('--bad', '#b3261e'), line = css('--line', '#ddd');
-    const names = this.labels ? 78 : 0;
-    const base = this.height - 36 - names;   // the marks hang below the baseline, labels below them
-    const markH = 12;
     const first = Math.max(0, Math.floor(this.offset)), last = Math.min(this.n, Math.ceil(this.offset + this.visibleSlots));
     const slotPx = (this.width - 2 * PAD) / this.visibleSlots;
+    const names = this.labels ? (slotPx >= 64 ? 22 : 78) : 0;   // level names need one line, rotated ones more
+    const base = this.height - 36 - names;   // the marks hang below the baseline, labels below them
+    const markH = 12;
     const focus = this.groupOf(this.hover >= 0 ? this.hover : this.selected);
     const sh = this.sharing;
     const colorOf = (i) => (sh.tied[i] === 2 ? bad : this.flags[i] !== 1 ? frozen : sh.group[i] >= 0 ? groupColor(sh.group[i]) : neutral);

@@ -239,7 +239,7 @@ export class VirtualTable {
           span.append(sw);
         }
         const fit = c.fit === 'name' ? fitName : fitMiddle;
-        const text = fits[k] > 0 ? fit(cell.text, fits[k] - (cell.swatch ? 18 : 2), font) : cell.text;
+        const text = fits[k] > 0 ? fit(cell.text, (fits[k] - (cell.swatch ? 18 : 2)) * (cell.cls === 'unhealthy' ? 0.9 : 1), font) : cell.text;
         span.append(text);
         if (cell.title || text !== cell.text) span.title = cell.title || cell.text;
         if (c.fit) span.dataset.full = cell.text;
