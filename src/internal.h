@@ -248,6 +248,8 @@ bool ckpt_report_reserve_entries(ckpt_report *rep, size_t count);
  * memory is left to report the error (a layout of 100 million slots read so far is no use to
  * anyone, and its JSON could not be built). */
 void ckpt_drop_layout_if_oom(ckpt_report *rep);
+/* The warnings of the payloads scanned (NaN, infinities, negative second moments), in file order. */
+void ckpt_report_warn_payloads(ckpt_report *rep);
 unsigned ckpt_width(int dtype);   /* bytes per moment element: 4 or 8 */
 
 /* ---- json.c: the JSON writer shared by report, pair, diff ---- */

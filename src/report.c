@@ -81,6 +81,36 @@ bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t)
     return true;
 }
 
+/* Inspection's payload warnings (format.md 5), after the file's other warnings, in file order:
+ * counted by the statistics, never guessed. One place for a scan in one pass and for statistics
+ * gathered by workers (ckpt_file_finish_stats). */
+void ckpt_report_warn_payloads(ckpt_report *rep)
+{
+    if (!rep->family) return;
+    const char *P = rep->family->prefix;
+    for (size_t k = 0; k < rep->entries_len; k++) {
+        const ckpt_entry_info *e = &rep->entries[k];
+        const ckpt_stats *m = e->m, *v = e->v;
+        unsigned long long id = e->id;
+        if (!m || !v) continue;
+        if (m->nan || m->inf)
+            ckpt_report_warn(rep, "%s: parameter %llu: m holds %llu NaN and %llu infinite values", P, id, (unsigned long long)m->nan,
+                             (unsigned long long)m->inf);
+        if (v->nan || v->inf)
+            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu NaN and %llu infinite values", P, id, (unsigned long long)v->nan,
+                             (unsigned long long)v->inf);
+        if (v->negative)
+            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu negative value%s (a second moment is never negative)", P, id,
+                             (unsigned long long)v->negative, v->negative == 1 ? "" : "s");
+    }
+    for (size_t k = 0; k < rep->tensors_len; k++) {
+        const ckpt_stats *t = rep->tensors[k].values;
+        if (t && (t->nan || t->inf))
+            ckpt_report_warn(rep, "%s: tensor %zu holds %llu NaN and %llu infinite values", P, k, (unsigned long long)t->nan,
+                             (unsigned long long)t->inf);
+    }
+}
+
 void ckpt_drop_layout_if_oom(ckpt_report *rep)
 {
     if (rep->error.code != CKPT_E_NO_MEMORY || !rep->schema) return;
