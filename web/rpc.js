@@ -51,6 +51,12 @@ export class RpcClient {
     this.spawn();
   }
 
+  /** How many requests are pending, on the page's root element (data-pending): tests and
+   *  screenshots wait for 0. */
+  mark() {
+    if (typeof document !== 'undefined') document.documentElement.dataset.pending = String(this.pending.size);
+  }
+
   spawn() {
     this.pending = new Map();
     this.worker = new Worker(this.url, { type: 'module' });
@@ -62,6 +68,7 @@ export class RpcClient {
         return;
       }
       this.pending.delete(data.id);
+      this.mark();
       if (data.error) p.reject(Object.assign(new Error(data.error.message), data.error));
       else p.resolve(data.result);
     };
@@ -69,6 +76,7 @@ export class RpcClient {
       e.preventDefault?.();
       for (const p of this.pending.values()) p.reject(new Error(`the worker stopped: ${e.message}`));
       this.pending.clear();
+      this.mark();
     };
   }
 
@@ -82,6 +90,7 @@ export class RpcClient {
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress });
+      this.mark();
       this.worker.postMessage({ id, type, args });
     });
   }
@@ -91,6 +100,7 @@ export class RpcClient {
     this.worker.terminate();
     const pending = [...this.pending.values()];
     this.spawn();
+    this.mark();
     for (const p of pending) p.reject(new DOMException('cancelled', 'AbortError'));
     await this.onRestart?.();
   }

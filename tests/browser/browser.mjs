@@ -53,8 +53,12 @@ export async function dropBytes(page, bytes, name, selector = '#dropzone') {
   }, { data: Array.from(bytes), name, selector });
 }
 
-export async function shot(page, name) {
-  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+export async function shot(page, name, { fullPage = true } = {}) {
+  // The worker idle (no request pending: a view that changes the page's height during a
+  // full-page capture stalls it), then two frames: the views drawn after the last change.
+  await page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 20000 }).catch(() => {});
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage });
 }
 
 /** Drop several files at once (an optimizer checkpoint and its model-state file). */
@@ -76,7 +80,7 @@ export async function openExample(page, name) {
 }
 
 /** Where a test's screenshots of a state go: `${name}-${width}.png`. */
-export async function shotAt(page, name) {
+export async function shotAt(page, name, options) {
   const { width } = page.viewportSize();
-  await shot(page, `${name}-${width}`);
+  await shot(page, `${name}-${width}`, options);
 }

@@ -171,7 +171,11 @@ test('at 800 px names stay readable and distinct, the full name is on hover and 
   assert.match(hint, /^\d+ more columns? →$/);
   await page.click('[data-testid=scroll-hint] [data-testid=more-columns]');
   await page.waitForFunction(() => document.getElementById('params').scrollLeft > 0);
-  await shotAt(page, 'llama-200');
+  // The view as it is (headless Chromium's full-page capture stalls after a sideways scroll).
+  await page.locator('#params-card').scrollIntoViewIfNeeded();
+  await shotAt(page, 'llama-200-scrolled', { fullPage: false });
+  await page.click('[data-testid=scroll-hint] button:has-text("←")');
+  await page.waitForFunction(() => document.getElementById('params').scrollLeft === 0);
   await page.context().close();
 });
 
