@@ -299,7 +299,7 @@ test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures
   await page.click('[data-testid=entry-row][data-index="1"]');
   await page.waitForFunction(() => document.querySelector('[data-testid=entry-progress]')?.value > 0);
   assert.match(await text(page, '#entry-detail'), /Computing statistics… \d+%/);
-  await shot(page, 'entry-progress');
+  await shot(page, 'entry-progress', { idle: false });
   await page.click('#entry-detail button:has-text("Cancel")');
   await page.waitForFunction(() => /cancelled/.test(document.getElementById('entry-detail').textContent));
   fs.rmSync(file);

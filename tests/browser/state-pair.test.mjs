@@ -96,6 +96,7 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   ]);
   // The mismatched example: tied values that differ, and a warning about the frozen slot.
   await openExample(page, 'mismatched');
+  await page.waitForFunction(() => document.querySelector('[data-testid=state-summary] .file')?.textContent === 'drifted.tlsf');
   await page.waitForSelector('[data-testid=pair-verdict].fails');
   assert.equal(await text(page, '[data-testid=pair-verdict] > strong'), 'Does not pair: 1 failure.');
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error]'), 'parameter 10 is tied to parameter 0 but their saved values differ (first at element 5)');

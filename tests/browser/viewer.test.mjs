@@ -184,7 +184,7 @@ test('a 20 GB sparse file opens (header and table) without reading its payloads'
   await page.click('#scan');
   await page.waitForSelector('[data-testid=stats-progress]:not([hidden])');
   await page.waitForFunction(() => document.querySelector('[data-testid=stats-progress]').value > 0);
-  await shot(page, 'sparse-scan-progress');
+  await shot(page, 'sparse-scan-progress', { idle: false });
   await page.click('#cancel-scan');
   await page.waitForFunction(() => /cancelled/.test(document.getElementById('status').textContent));
   // The page still works after the worker was replaced.

@@ -4,6 +4,17 @@
 import { $, el } from '../dom.js';
 import { renderEntryDetail, renderTensorDetail } from './stats.js';
 
+/** A progress tick: the bar and its figure updated in place (the Cancel button stays the same
+ *  element, so a click on it is never lost to a redraw). False when there is no bar yet. */
+function updateProgress(box, { done, total }) {
+  const bar = box.querySelector('[data-testid=entry-progress]');
+  if (!bar) return false;
+  bar.value = total ? done / total : 0;
+  const label = bar.previousElementSibling;
+  if (label) label.textContent = `Computing statistics… ${total ? Math.floor((100 * done) / total) : 0}%`;
+  return true;
+}
+
 export class DetailView {
   constructor(store, { stats, rpc, status, roleOf, params, entries, tensors, exports }) {
     Object.assign(this, { store, stats, rpc, status, roleOf, params, entries, tensors, exports });
@@ -46,6 +57,7 @@ export class DetailView {
     let s = this.stats.get('optimizer', slot) ?? this.stats.get('optimizer', owner);
     const draw = (extra = {}) => {
       if (token !== this.token) return;
+      if (extra.progress && updateProgress(box, extra.progress)) return;
       renderEntryDetail(box, { ...base, stats: s, param, actions: s ? this.exports.entryActions(slot) : null, ...extra });
     };
     draw();
@@ -75,7 +87,10 @@ export class DetailView {
     const token = ++this.token;
     const box = $('tensor-detail');
     const base = { index: i, label: this.store.label(i), tensor: st.cols.tensor(i), shape: st.cols.shapeText(i), onCancel: () => this.rpc.cancel() };
-    const draw = (extra) => token === this.token && renderTensorDetail(box, { ...base, ...extra });
+    const draw = (extra) => {
+      if (token !== this.token || (extra.progress && updateProgress(box, extra.progress))) return;
+      renderTensorDetail(box, { ...base, ...extra });
+    };
     draw({ stats: this.stats.get('state', i) });
     if (this.stats.get('state', i)) return;
     try {
