@@ -391,18 +391,18 @@ $('zoom-reset').addEventListener('click', () => map.resetZoom());
 
 // Built-in examples, made by the package's writers inside the worker.
 rpc.request('examples').then((examples) => {
-  const box = $('examples');
+  const open = (ex) => {
+    $('examples-menu').open = false;
+    const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
+    store.labelsPinned = false;
+    const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
+    openFiles(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
+  };
   for (const ex of examples) {
-    const b = button(ex.title);
+    const b = button(ex.title, { onClick: () => open(ex) });
     b.dataset.example = ex.name;
-    b.addEventListener('click', () => {
-      $('examples-menu').open = false;
-      const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
-      store.labelsPinned = false;
-      const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
-      openFiles(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
-    });
-    box.append(b);
+    $('examples').append(b);
+    $('welcome-examples').append(button(ex.title, { onClick: () => open(ex) }));
   }
 }, (err) => status(`Examples unavailable: ${err.message}`));
 

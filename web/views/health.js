@@ -56,6 +56,9 @@ export class HealthView {
     this.result = null;
     this.selected = -1;
     const opt = this.opt;
+    // With a model-state file the health of training is the point: near the top; without one, a
+    // view of the moments among the others, after the tables.
+    this.card.classList.toggle('late', !this.store.stateFile);
     this.card.hidden = !opt?.summary.ok || !opt.cols.entryTotal;
     if (this.card.hidden) return;
     this.build();

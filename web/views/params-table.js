@@ -60,7 +60,7 @@ export class ParamsView {
         const g = cols().trainable(i);
         return g === undefined ? { text: '?' } : g ? { text: 'yes' } : { text: 'frozen', cls: 'frozen' };
       } },
-      { label: 'shares storage', width: 'minmax(150px, 1.3fr)', min: 150, fit: 'middle', cell: (i) => this.repCell(i) },
+      { label: 'shares storage', width: 'minmax(150px, 1.3fr)', min: 150, cell: (i) => this.repCell(i) },
       { label: 'step', width: '72px', min: 64, num: true, sortKey: 'step', cell: (i) => {
         const k = this.entryIndex(i);
         return { text: k < 0 ? '' : count(cols().entry(k).step) };
