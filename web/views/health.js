@@ -13,6 +13,7 @@ import { VirtualTable } from './vtable.js';
 const BAND = [1e-5, 1e-2];   // the ratio flags' range
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
 const AUTO_ELEMENTS = 32 * 1024 * 1024;   // run by itself below this many moment elements
+const AUTO_SLOTS = 100000;                 // and this many slots (the result is one object per slot)
 
 const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
 const FLAG_TEXT = {
@@ -64,8 +65,8 @@ export class HealthView {
     this.build();
     let elements = 0;
     for (let k = 0; k < opt.cols.entryTotal; k++) elements += opt.cols.entryCount(k);
-    if (elements <= AUTO_ELEMENTS && (!this.store.stateFile || this.store.stateFile.summary.ok)) this.run();
-    else this.showState(`Not run yet: the pass reads every moment${this.store.stateFile ? ' and parameter' : ''} (${count(elements)} elements).`);
+    if (elements <= AUTO_ELEMENTS && opt.cols.n <= AUTO_SLOTS && (!this.store.stateFile || this.store.stateFile.summary.ok)) this.run();
+    else this.showState(`Not run yet: the pass reads every moment${this.store.stateFile ? ' and parameter' : ''} (${count(elements)} elements in ${plural(opt.cols.n, 'slot')}).`);
   }
 
   /** The state file came, or the pair verdict arrived: run again with the parameters. */
