@@ -7,8 +7,9 @@
 //
 // What runs, page by page, in a fresh folder holding docs/examples/*.json and the files that
 // docs/examples/setup.sh makes from them (model.ckpt, state.ckpt, ...):
-//   ```console   each `$ ` line is a command (bash, `ckptscope` on the PATH); the lines after it,
-//                up to the next `$ `, are its output (stdout and stderr together, as a terminal
+//   ```console   each `$ ` line is a command (bash, `ckptscope` on the PATH; a here-document's
+//                lines and `\` continuations belong to it); the lines after it, up to the next `$ `,
+//                are its output (stdout and stderr together, as a terminal
 //                shows them). The blocks of a page share one folder, in order.
 //   ```js        an ES module (`import ... from 'ckptscope'` works); when a ```text block
 //                follows it (only blank lines or one line of prose between), that is its output.
@@ -65,9 +66,15 @@ const clean = (text) => text.split('\n').map((l) => l.replace(/\s+$/, '')).join(
 /** Run one console block: returns the real output of each command, in order. */
 function runConsole(body, ctx) {
   const commands = [];
+  let heredoc = null;
   for (const line of body) {
-    if (line.startsWith('$ ')) commands.push(line.slice(2));
-    else if (commands.length && /\\$/.test(commands[commands.length - 1]) && !line.startsWith('$')) {
+    if (heredoc) {
+      commands[commands.length - 1] += '\n' + line;   // the text of a here-document
+      if (line === heredoc) heredoc = null;
+    } else if (line.startsWith('$ ')) {
+      commands.push(line.slice(2));
+      heredoc = /<<-?'?(\w+)'?/.exec(line)?.[1] ?? null;
+    } else if (commands.length && /\\$/.test(commands[commands.length - 1])) {
       commands[commands.length - 1] += '\n' + line;   // a continued command
     }
   }
@@ -86,15 +93,27 @@ function runConsole(body, ctx) {
 function consoleText(body, outputs) {
   const out = [];
   let k = -1;
+  let heredoc = null;
+  let pending = null;   // the output of the command whose text is still being copied
+  const flush = () => {
+    if (pending) out.push(...pending.split('\n'));
+    pending = null;
+  };
   for (const line of body) {
-    if (line.startsWith('$ ')) {
+    if (heredoc) {
+      out.push(line);
+      if (line === heredoc) heredoc = null;
+    } else if (line.startsWith('$ ')) {
+      flush();
       k++;
       out.push(line);
-      if (outputs[k]) out.push(...outputs[k].split('\n'));
-    } else if (k >= 0 && out.length && /\\$/.test(out[out.length - 1]) && !line.startsWith('$')) {
+      heredoc = /<<-?'?(\w+)'?/.exec(line)?.[1] ?? null;
+      pending = outputs[k] || null;
+    } else if (k >= 0 && pending !== undefined && /\\$/.test(out[out.length - 1] ?? '')) {
       out.push(line);
     }
   }
+  flush();
   return out;
 }
 
