@@ -14,6 +14,7 @@
 //   ```js        an ES module (`import ... from 'ckptscope'` works); when a ```text block
 //                follows it (only blank lines or one line of prose between), that is its output.
 //   ```python    the same, run with python3 (PYTHON overrides).
+//   ```ts        compiled (strict, no output) with the repository's tsc against the package's types.
 //   ```sh, ```json, ```text alone: shown, not run.
 // Needs the WebAssembly module built (bash scripts/build.sh wasm) and, for Python, NumPy.
 import fs from 'node:fs';
@@ -117,6 +118,20 @@ function consoleText(body, outputs) {
   return out;
 }
 
+/** A TypeScript block: compiled with the repository's tsc, strict, against the package's types. */
+function compileTs(code, ctx, n) {
+  const file = path.join(ctx.dir, `.snippet-${n}.mts`);
+  fs.writeFileSync(file, code);
+  const config = path.join(ctx.dir, `.tsconfig-${n}.json`);
+  fs.writeFileSync(config, JSON.stringify({
+    compilerOptions: { strict: true, noEmit: true, target: 'es2022', module: 'nodenext', moduleResolution: 'nodenext', lib: ['es2022', 'esnext.disposable', 'dom'], types: [] },
+    files: [file],
+  }));
+  const tsc = path.join(ROOT, 'node_modules', '.bin', 'tsc');
+  const r = spawnSync(tsc, ['-p', config], { cwd: ctx.dir, env: ctx.env, encoding: 'utf8', timeout: 120000 });
+  return { status: r.status, text: clean((r.stdout ?? '') + (r.stderr ?? '')) };
+}
+
 function runProgram(kind, code, ctx, n) {
   const file = path.join(ctx.dir, `.snippet-${n}.${kind === 'js' ? 'mjs' : 'py'}`);
   fs.writeFileSync(file, code);
@@ -132,7 +147,7 @@ for (const page of pages) {
   const file = path.join(DOCS, page);
   const lines = fs.readFileSync(file, 'utf8').split('\n');
   const all = blocks(lines);
-  const runnable = all.some((b) => ['console', 'js', 'python'].includes(b.info.split(/\s+/)[0]));
+  const runnable = all.some((b) => ['console', 'js', 'ts', 'python'].includes(b.info.split(/\s+/)[0]));
   if (!runnable) continue;
   const ctx = setupFolder();
   const edits = [];   // {start, end, body} replacements, applied bottom-up
@@ -150,6 +165,13 @@ for (const page of pages) {
           failures++;
           console.log(`${page}:${block.start + 1}: console output differs\n--- shown\n${block.body.join('\n')}\n--- real\n${real.join('\n')}\n`);
         }
+      }
+    } else if (kind === 'ts') {
+      const r = compileTs(block.body.join('\n') + '\n', ctx, n++);
+      checked++;
+      if (r.status !== 0) {
+        failures++;
+        console.log(`${page}:${block.start + 1}: ts snippet does not compile\n${r.text}\n`);
       }
     } else if (kind === 'js' || kind === 'python') {
       const next = all[b + 1];
