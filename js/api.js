@@ -9,6 +9,7 @@ import { Schema, buildSchema } from './schema.js';
 import { openSource, readLayoutSource } from './sources.js';
 import { CheckpointError, LayoutError, Codes, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
+import { canSplit, workerCount, statsInParallel, healthInParallel } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
@@ -28,8 +29,18 @@ async function withOpen(source, fn, options) {
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
-export function inspect(source, { stats = false, onProgress, signal, variant } = {}) {
-  return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
+export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
+  const n = await workerCount(workers);
+  if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
+  // Statistics by n workers, each reading its share of the entries: the same report.
+  return withOpen(source, async (ck) => {
+    if (!ck.ok) {
+      ck.close();
+      return withOpen(source, (one) => one.report, { stats, onProgress, signal, variant });
+    }
+    await statsInParallel(ck, source, n, { onProgress, signal });
+    return ck.report;
+  }, { signal, variant });
 }
 
 // ---- layouts: destinations and the sides of a diff ----------------------------------------
@@ -170,8 +181,16 @@ function learningRate(lr) {
  * gradient history can produce, NaN and infinities, and the flags they raise. `slots`:
  * {first, count} for a range. Resolves with the health JSON; rejects when a file is invalid.
  */
-export async function health(opt, state = null, { lr, onProgress, signal, slots = {} } = {}) {
+export async function health(opt, state = null, { lr, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
+  const n = await workerCount(workers);
+  if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
+    const weights = await withOpen(opt, (o) => {
+      const c = o.columns();
+      return Array.from(c.sizes, (x) => Number(x) + 1);
+    });
+    return healthInParallel(opt, state ?? null, weights, n, { lr: Number.isNaN(rate) ? undefined : rate, onProgress, signal });
+  }
   const first = toU64(slots.first ?? 0, 'slots.first');
   const count = slots.count === undefined || slots.count === null ? (1n << 64n) - 1n : toU64(slots.count, 'slots.count');
   const core = await loadCore();

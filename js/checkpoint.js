@@ -277,6 +277,42 @@ export class Checkpoint {
     return Array.from(dims.subarray(Number(dimStart[i]), Number(dimStart[i + 1])), exact);
   }
 
+  /** Entries (optimizer) or tensors (state): what statistics are gathered for. */
+  get itemCount() {
+    return this.#use((ex, file) => ex.w_file_item_count(file) >>> 0);
+  }
+
+  /** For the package (statistics gathered by workers): item k's statistics as packed words. */
+  itemStatsPacked(k, { onProgress, signal } = {}) {
+    const core = this.#core;
+    return this.#use((ex, file, err) => {
+      const ptr = withProgress(core, { onProgress, signal }, (pid) => ex.w_file_item_stats_packed(file, k, pid, err) >>> 0);
+      if (!ptr) throw this.#fail({}, signal);
+      try {
+        const [la, lb] = new BigUint64Array(core.memory.buffer, ptr, 2);
+        return core.readU64(ptr, 2 + Number(la) + Number(lb));
+      } finally {
+        core.free(ptr);
+      }
+    });
+  }
+
+  /** For the package: attach item k's statistics gathered elsewhere (packed words). Once every
+   *  item has them, the report is the one a scan with statistics gives. */
+  attachPacked(k, words) {
+    const core = this.#core;
+    this.#use((ex, file, err) => {
+      const p = core.u64Array(words);
+      try {
+        if (ex.w_file_attach_packed(file, k, p, words.length, err)) throw this.#fail();
+      } finally {
+        core.free(p);
+      }
+    });
+    this.#report = undefined;
+    this.#meta = core.takeJSON(core.exports.w_file_report_json(this.#file, JSON_NO_BULK));
+  }
+
   /** For the package: run fn(layoutPtr) with this file as a layout (destination or diff side). */
   withLayout(fn, extra = {}) {
     return this.#use((ex, file, err) => {

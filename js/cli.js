@@ -7,6 +7,7 @@
 import fs from 'node:fs';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
 import { readLayoutSource } from './sources.js';
+import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
@@ -14,12 +15,12 @@ import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, 
 import { openBrowser } from './open-browser.js';
 
 const USAGE = `usage:
-  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json]
+  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
                                               summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
   ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
   ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
   ckptscope diff A B                          every difference between two layouts/checkpoints
-  ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json]
+  ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json] [--workers N]
                                               the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
                                               moments (or state tensors) for NumPy/PyTorch, bit for bit
@@ -73,6 +74,14 @@ function readJSON(path, what) {
   }
 }
 
+/** --workers N: how many workers read the statistics (default: this machine's cores, up to 8). */
+function workersArg(seen) {
+  const given = seen['--workers'];
+  if (given === undefined) return 'auto';
+  if (!/^[0-9]{1,2}$/.test(given) || Number(given) < 1 || Number(given) > 64) throw new UsageError(`--workers must be a number from 1 to 64, got ${given}`);
+  return Number(given);
+}
+
 /** A layout JSON's object, or the path itself for another checkpoint (the one rule of the
  *  package: a file whose first non-blank byte is { or [ is JSON). Never a bare JSON value: the
  *  API would take a string for a path and a number for a file descriptor. */
@@ -119,11 +128,16 @@ function openFile(file, what, options) {
 }
 
 async function cmdInspect(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json', '--stats'], ['--names']);
+  const { positional, seen } = parseArgs(argv, ['--json', '--stats'], ['--names', '--workers']);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
   const file = positional[0];
-  const ck = await openFile(file, 'checkpoint', { stats: !!seen['--stats'] });
+  const stats = !!seen['--stats'];
+  const workers = workersArg(seen);
+  // Statistics of a real file by several workers; a pipe is read once, in order.
+  const parallel = stats && file !== STDIN && (await workerCount(workers)) > 1;
+  const ck = await openFile(file, 'checkpoint', { stats: stats && !parallel });
   try {
+    if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers));
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
@@ -249,7 +263,7 @@ async function cmdDiff(argv) {
 
 /** health OPT [--state STATE] [--lr X] [--json]: exit 0 healthy, 1 a slot flagged. */
 async function cmdHealth(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json'], ['--state', '--lr', '--names']);
+  const { positional, seen } = parseArgs(argv, ['--json'], ['--state', '--lr', '--names', '--workers']);
   if (positional.length !== 1) throw new UsageError('health takes OPT [--state STATE] [--lr X]');
   const [opt] = positional;
   const state = seen['--state'];
@@ -263,7 +277,7 @@ async function cmdHealth(argv) {
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
   try {
-    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr }));
+    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr, workers: workersArg(seen) }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
       throw Object.assign(new CheckpointError(err.fileError), { context: err.message });

@@ -5,22 +5,6 @@
 
 #include <stdlib.h>
 
-/* Inspection's payload warnings (format.md 5): counted by the statistics, never guessed. */
-static void warn_unhealthy(ckpt_report *rep, const char *F, const ckpt_entry_info *e)
-{
-    const ckpt_stats *m = e->m, *v = e->v;
-    unsigned long long id = e->id;
-    if (m->nan || m->inf)
-        ckpt_report_warn(rep, "%s: parameter %llu: m holds %llu NaN and %llu infinite values", F, id, (unsigned long long)m->nan,
-                         (unsigned long long)m->inf);
-    if (v->nan || v->inf)
-        ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu NaN and %llu infinite values", F, id, (unsigned long long)v->nan,
-                         (unsigned long long)v->inf);
-    if (v->negative)
-        ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu negative value%s (a second moment is never negative)", F, id,
-                         (unsigned long long)v->negative, v->negative == 1 ? "" : "s");
-}
-
 uint64_t ckpt_entry_unhealthy(const ckpt_stats *m, const ckpt_stats *v)
 {
     return m->nan + m->inf + v->nan + v->inf + v->negative;
@@ -54,6 +38,9 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
 
     /* 10. entries, in any order; ids are checked before the payloads are touched */
     unsigned width = ckpt_width(dtype);
+    uint64_t left = ckpt_reader_bytes_left(r);   /* room for what the bytes left can hold */
+    if (left != CKPT_NONE && !ckpt_report_reserve_entries(rep, (size_t)(entry_count < left / 24 ? entry_count : left / 24)))
+        return ckpt_fail_oom(err);
     p->scan.start = r->pos;
     p->scan.total = r->src->size == CKPT_NONE ? CKPT_NONE : r->src->size - r->pos;
     uint8_t *seen = calloc(n / 8 + 1, 1);
@@ -121,7 +108,6 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
             rc = ckpt_fail_oom(err);
             break;
         }
-        if (!p->exp && info.m) warn_unhealthy(rep, F, &info);
     }
     free(seen);
     if (rc) return rc;

@@ -408,6 +408,23 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
 
 void ckpt_stats_free(ckpt_stats *s);
 
+/* ---- Statistics gathered apart (workers, each with an instance of the library) ----------- */
+
+/* The items of a file are its entries (optimizer) or its tensors (state). The statistics of item
+ * k, read through the file: entry k's m into *a and v into *b, or tensor k's values into *a (*b
+ * NULL). The caller frees them (or attaches them, below). */
+int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a,
+                         ckpt_stats **b, ckpt_error *err);
+/* Statistics as u64 words, to cross to another instance: ckpt_stats_pack_len(s) words. */
+size_t ckpt_stats_pack_len(const ckpt_stats *s);
+void ckpt_stats_pack(const ckpt_stats *s, uint64_t *out);
+/* NULL when the words are not statistics (a length that does not add up). */
+ckpt_stats *ckpt_stats_unpack(const uint64_t *in, size_t len);
+/* Give item k its statistics (the file takes them, and frees them on a failure too). Once every
+ * item has them the report is what ckpt_inspect with CKPT_INSPECT_STATS gives: the statistics
+ * flag set, the payload warnings in file order. */
+int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err);
+
 /* ---- Pairing an optimizer checkpoint with its model-state file (format.md 6) ------------ */
 
 typedef struct ckpt_pair_result {

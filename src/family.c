@@ -112,6 +112,7 @@ ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ck
         return rep;
     }
     read_magic(&p, wanted);
+    if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
     ckpt_reader_free(p.r);
     return rep;
 }

@@ -8,6 +8,7 @@ struct ckpt_file {
     ckpt_source src;
     ckpt_report *rep;
     size_t *entry_of_slot;     /* TLADAMF: index into rep->entries, SIZE_MAX when not read */
+    size_t attached;           /* items given statistics by ckpt_file_attach_stats */
 };
 
 ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
@@ -131,5 +132,51 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
     bool opt = rep->family->optimizer;
     *layout = (ckpt_expected){rep->schema, opt ? rep->dtype : CKPT_DTYPE_ANY, opt ? &rep->config : NULL,
                               opt ? rep->counter_state : -1, CKPT_FAMILY_ANY};
+    return 0;
+}
+
+/* ---- statistics gathered apart ---- */
+
+static size_t item_count(const ckpt_report *rep) { return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len; }
+
+int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a, ckpt_stats **b,
+                         ckpt_error *err)
+{
+    const ckpt_report *rep = f->rep;
+    *a = *b = NULL;
+    if (!rep->family) return wrong_family(rep, err, true);
+    if (k >= item_count(rep))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, item_count(rep));
+    if (rep->family->optimizer) return ckpt_adam_moment_stats(&f->src, rep, &rep->entries[k], progress, progress_ctx, a, b, err);
+    return ckpt_state_tensor_stats(&f->src, rep, &rep->tensors[k], progress, progress_ctx, a, err);
+}
+
+int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err)
+{
+    ckpt_report *rep = f->rep;
+    bool optimizer = rep->family && rep->family->optimizer;
+    if (k >= item_count(rep) || !a || (optimizer && !b) || (!optimizer && b)) {
+        ckpt_stats_free(a);
+        ckpt_stats_free(b);
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to ckpt_file_attach_stats");
+    }
+    if (optimizer) {
+        ckpt_entry_info *e = &rep->entries[k];
+        if (!e->m) f->attached++;
+        ckpt_stats_free(e->m);
+        ckpt_stats_free(e->v);
+        e->m = a, e->v = b;
+        e->unhealthy = ckpt_entry_unhealthy(a, b);
+    } else {
+        ckpt_tensor_info *t = &rep->tensors[k];
+        if (!t->values) f->attached++;
+        ckpt_stats_free(t->values);
+        t->values = a;
+        t->unhealthy = a->nan + a->inf;
+    }
+    if (f->attached == item_count(rep) && !rep->statistics) {
+        rep->statistics = true;
+        ckpt_report_warn_payloads(rep);
+    }
     return 0;
 }

@@ -56,6 +56,16 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
     ;
 void sb_free(strbuf *sb);
 char *sb_take(strbuf *sb);     /* the text (caller frees), or NULL when an allocation failed */
+bool sb_reserve(strbuf *sb, size_t extra);   /* room for extra more bytes (and the NUL) */
+/* A string literal: its length is known at compile time (the JSON writer's hot loops). */
+#define sb_lit(sb, s) sb_put((sb), (s), sizeof(s) - 1)
+/* One byte; the hot loops of the report write millions. */
+static inline void sb_putc(strbuf *sb, char c)
+{
+    if (sb->len + 2 > sb->cap && !sb_reserve(sb, 1)) return;
+    sb->data[sb->len++] = c;
+    sb->data[sb->len] = '\0';
+}
 
 /* ---- checked arithmetic ---- */
 static inline bool ckpt_mul_overflows(uint64_t a, uint64_t b, uint64_t *out)
@@ -113,6 +123,8 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
 typedef int (*ckpt_chunk_fn)(void *ctx, const void *data, size_t elements);
 int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chunk_fn fn,
                         void *ctx, ckpt_error *err);
+/* Bytes from the reader's position to the end of the source, CKPT_NONE when the size is unknown. */
+uint64_t ckpt_reader_bytes_left(const ckpt_reader *r);
 /* After the last record: is there at least one more byte? (-1 on I/O error) */
 int ckpt_reader_has_more(ckpt_reader *r, ckpt_error *err);
 /* The first bytes of the source when the reader still holds them (its first refill starts at
@@ -141,6 +153,8 @@ struct ckpt_schema {
     uint64_t state_count, trainable_count;
 };
 ckpt_schema *ckpt_schema_empty(void);
+/* Capacity for this many slots and dims (callers bound them by the bytes left). */
+bool ckpt_schema_reserve(ckpt_schema *s, size_t slots, size_t dims);
 /* Append a slot with its dims; the size is computed. Returns false when out of memory. */
 bool ckpt_schema_push_slot(ckpt_schema *s);
 bool ckpt_schema_push_dim(ckpt_schema *s, uint64_t dim);
@@ -228,10 +242,14 @@ bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
     ;
 bool ckpt_report_push_entry(ckpt_report *rep, const ckpt_entry_info *e);
 bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t);
+/* Capacity for this many entries (callers bound it by the bytes left: 24 at least each). */
+bool ckpt_report_reserve_entries(ckpt_report *rep, size_t count);
 /* Out of memory while a file's counts grew its layout: the partial layout is dropped, so that
  * memory is left to report the error (a layout of 100 million slots read so far is no use to
  * anyone, and its JSON could not be built). */
 void ckpt_drop_layout_if_oom(ckpt_report *rep);
+/* The warnings of the payloads scanned (NaN, infinities, negative second moments), in file order. */
+void ckpt_report_warn_payloads(ckpt_report *rep);
 unsigned ckpt_width(int dtype);   /* bytes per moment element: 4 or 8 */
 
 /* ---- json.c: the JSON writer shared by report, pair, diff ---- */

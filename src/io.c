@@ -276,6 +276,12 @@ int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chu
     return rc;
 }
 
+uint64_t ckpt_reader_bytes_left(const ckpt_reader *r)
+{
+    if (r->src->size == CKPT_NONE) return CKPT_NONE;
+    return r->pos < r->src->size ? r->src->size - r->pos : 0;
+}
+
 int ckpt_reader_has_more(ckpt_reader *r, ckpt_error *err)
 {
     if (buffered(r)) return 1;

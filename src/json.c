@@ -13,6 +13,10 @@
 /* Decimal digits without printf: reports of a million slots print millions of integers. */
 void j_u64(strbuf *sb, uint64_t v)
 {
+    if (v < 10) {   /* most counts, ranks, flags and small dims */
+        sb_putc(sb, (char)('0' + v));
+        return;
+    }
     char buf[24];
     char *end = buf + sizeof buf, *p = end;
     bool quoted = v > SAFE_INTEGER;
@@ -27,7 +31,7 @@ void j_u64(strbuf *sb, uint64_t v)
 
 void j_slot(strbuf *sb, uint64_t slot)
 {
-    if (slot == CKPT_NONE) sb_puts(sb, "null");
+    if (slot == CKPT_NONE) sb_lit(sb, "null");
     else j_u64(sb, slot);
 }
 
@@ -178,12 +182,12 @@ void j_shape(strbuf *sb, const ckpt_schema *s, size_t i)
 {
     uint64_t rank = ckpt_schema_rank(s, i);
     const uint64_t *dims = ckpt_schema_dims(s, i);
-    sb_puts(sb, "[");
+    sb_putc(sb, '[');
     for (uint64_t k = 0; k < rank; k++) {
-        if (k) sb_puts(sb, ",");
+        if (k) sb_putc(sb, ',');
         j_u64(sb, dims[k]);
     }
-    sb_puts(sb, "]");
+    sb_putc(sb, ']');
 }
 
 char *ckpt_error_json(const ckpt_error *err)

@@ -63,11 +63,52 @@ bool ckpt_report_push_entry(ckpt_report *rep, const ckpt_entry_info *e)
     return true;
 }
 
+bool ckpt_report_reserve_entries(ckpt_report *rep, size_t count)
+{
+    if (count <= rep->entries_cap) return true;
+    if (count > SIZE_MAX / sizeof *rep->entries) return false;
+    ckpt_entry_info *q = realloc(rep->entries, count * sizeof *q);
+    if (!q) return false;
+    rep->entries = q;
+    rep->entries_cap = count;
+    return true;
+}
+
 bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t)
 {
     if (!grow((void **)&rep->tensors, &rep->tensors_cap, rep->tensors_len, sizeof *t)) return false;
     rep->tensors[rep->tensors_len++] = *t;
     return true;
+}
+
+/* Inspection's payload warnings (format.md 5), after the file's other warnings, in file order:
+ * counted by the statistics, never guessed. One place for a scan in one pass and for statistics
+ * gathered by workers (ckpt_file_finish_stats). */
+void ckpt_report_warn_payloads(ckpt_report *rep)
+{
+    if (!rep->family) return;
+    const char *P = rep->family->prefix;
+    for (size_t k = 0; k < rep->entries_len; k++) {
+        const ckpt_entry_info *e = &rep->entries[k];
+        const ckpt_stats *m = e->m, *v = e->v;
+        unsigned long long id = e->id;
+        if (!m || !v) continue;
+        if (m->nan || m->inf)
+            ckpt_report_warn(rep, "%s: parameter %llu: m holds %llu NaN and %llu infinite values", P, id, (unsigned long long)m->nan,
+                             (unsigned long long)m->inf);
+        if (v->nan || v->inf)
+            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu NaN and %llu infinite values", P, id, (unsigned long long)v->nan,
+                             (unsigned long long)v->inf);
+        if (v->negative)
+            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu negative value%s (a second moment is never negative)", P, id,
+                             (unsigned long long)v->negative, v->negative == 1 ? "" : "s");
+    }
+    for (size_t k = 0; k < rep->tensors_len; k++) {
+        const ckpt_stats *t = rep->tensors[k].values;
+        if (t && (t->nan || t->inf))
+            ckpt_report_warn(rep, "%s: tensor %zu holds %llu NaN and %llu infinite values", P, k, (unsigned long long)t->nan,
+                             (unsigned long long)t->inf);
+    }
 }
 
 void ckpt_drop_layout_if_oom(ckpt_report *rep)
@@ -91,7 +132,7 @@ typedef struct jw {
     int rc;
 } jw;
 
-#define JW_CHUNK (64 * 1024)
+#define JW_CHUNK (1024 * 1024)   /* a sink call per megabyte: each is a call into JS in wasm */
 
 static void jw_flush(jw *w, bool always)
 {
@@ -108,15 +149,15 @@ static void j_schema_arrays(jw *w, const ckpt_schema *s, bool complete)
 {
     strbuf *sb = &w->sb;
     size_t n = ckpt_schema_count(s);
-    sb_puts(sb, "\"shapes\":[");
+    sb_lit(sb, "\"shapes\":[");
     for (size_t i = 0; i < n; i++) {
-        if (i) sb_puts(sb, ",");
+        if (i) sb_putc(sb, ',');
         j_shape(sb, s, i);
         jw_flush(w, false);
     }
-    sb_puts(sb, "],\"sizes\":[");
+    sb_lit(sb, "],\"sizes\":[");
     for (size_t i = 0; i < n; i++) {
-        if (i) sb_puts(sb, ",");
+        if (i) sb_putc(sb, ',');
         bool too_big;
         uint64_t size = ckpt_schema_size(s, i, &too_big);
         if (!too_big) j_u64(sb, size);
@@ -127,11 +168,12 @@ static void j_schema_arrays(jw *w, const ckpt_schema *s, bool complete)
         }
         jw_flush(w, false);
     }
-    sb_puts(sb, "],\"requiresGrad\":[");
+    sb_lit(sb, "],\"requiresGrad\":[");
     size_t flags = ckpt_schema_flag_count(s);
     for (size_t i = 0; i < flags; i++) {
-        sb_puts(sb, i ? "," : "");
-        sb_puts(sb, ckpt_schema_requires_grad(s, i) ? "true" : "false");
+        if (i) sb_putc(sb, ',');
+        if (ckpt_schema_requires_grad(s, i)) sb_lit(sb, "true");
+        else sb_lit(sb, "false");
         jw_flush(w, false);
     }
     /* The stored map (null when the file keeps none), then representative?(i) for every slot. */
@@ -142,13 +184,13 @@ static void j_schema_arrays(jw *w, const ckpt_schema *s, bool complete)
             if (pass == 1) sb_puts(sb, "");
             continue;
         }
-        sb_puts(sb, "[");
+        sb_putc(sb, '[');
         for (size_t i = 0; i < n; i++) {
-            if (i) sb_puts(sb, ",");
+            if (i) sb_putc(sb, ',');
             j_slot(sb, ckpt_schema_representative(s, i));
             jw_flush(w, false);
         }
-        sb_puts(sb, "]");
+        sb_putc(sb, ']');
     }
 }
 
@@ -165,6 +207,10 @@ static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
 /* The slots the sharing rule rejects (format.md 5): a viewer draws them as broken. */
 static void j_broken_slots(strbuf *sb, const ckpt_schema *s)
 {
+    if (ckpt_schema_is_well_formed(s)) {
+        sb_lit(sb, "[]");
+        return;
+    }
     sb_puts(sb, "[");
     size_t n = ckpt_schema_count(s);
     uint8_t *marks = malloc(n ? n : 1);
@@ -186,13 +232,13 @@ static void j_broken_slots(strbuf *sb, const ckpt_schema *s)
 
 static void j_entry_fields(strbuf *sb, const ckpt_entry_info *e, const ckpt_stats *m, const ckpt_stats *v)
 {
-    sb_puts(sb, "\"id\":");
+    sb_lit(sb, "\"id\":");
     j_u64(sb, e->id);
-    sb_puts(sb, ",\"step\":");
+    sb_lit(sb, ",\"step\":");
     j_u64(sb, e->step);
-    sb_puts(sb, ",\"count\":");
+    sb_lit(sb, ",\"count\":");
     j_u64(sb, e->count);
-    sb_puts(sb, ",\"offset\":");
+    sb_lit(sb, ",\"offset\":");
     j_u64(sb, e->offset);
     if (m && v) {
         sb_puts(sb, ",\"m\":");
@@ -250,9 +296,10 @@ static void j_optimizer(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"entries\":[");
     for (size_t k = 0; bulk && k < rep->entries_len; k++) {
         const ckpt_entry_info *e = &rep->entries[k];
-        sb_puts(sb, k ? ",{" : "{");
+        if (k) sb_putc(sb, ',');
+        sb_putc(sb, '{');
         j_entry_fields(sb, e, e->m, e->v);
-        sb_puts(sb, "}");
+        sb_putc(sb, '}');
         jw_flush(w, false);
     }
     sb_puts(sb, "]");

@@ -69,7 +69,13 @@ static bool grow_slots(ckpt_schema *s, size_t need)
     return true;
 }
 
-/* Dims arrive one by one (push_dim): nothing is ever allocated by a count read from a file. */
+bool ckpt_schema_reserve(ckpt_schema *s, size_t slots, size_t dims)
+{
+    return grow_slots(s, slots) && grow((void **)&s->dims, sizeof *s->dims, dims, &s->dims_cap);
+}
+
+/* Dims arrive one by one (push_dim): nothing is ever allocated by a count read from a file
+ * beyond what the bytes left can hold (ckpt_schema_reserve's callers bound it). */
 bool ckpt_schema_push_slot(ckpt_schema *s)
 {
     if (s->n == SIZE_MAX - 1 || !grow_slots(s, s->n + 1)) return false;
@@ -191,6 +197,7 @@ static ckpt_sharing_fault sharing_fault(const ckpt_schema *s, size_t i)
 {
     uint64_t r = ckpt_schema_representative(s, i);
     bool trainable = ckpt_schema_requires_grad(s, i);
+    if (r == i && trainable) return CKPT_SHARING_OK;   /* an owner: most slots; nothing to compare */
     if (r == CKPT_NONE) return trainable ? CKPT_SHARING_TRAINABLE_HAS_NONE : CKPT_SHARING_OK;
     if (!trainable) return CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE;
     if (r >= s->n) return CKPT_SHARING_OUT_OF_RANGE;
@@ -216,6 +223,10 @@ uint64_t ckpt_schema_find_sharing_fault(const ckpt_schema *s, ckpt_sharing_fault
 
 uint64_t ckpt_schema_mark_sharing_faults(const ckpt_schema *s, uint8_t *out)
 {
+    if (ckpt_schema_is_well_formed(s)) {   /* computed once: no slot to mark */
+        memset(out, 0, s->n);
+        return 0;
+    }
     uint64_t broken = 0;
     for (size_t i = 0; i < s->n; i++) broken += out[i] = sharing_fault(s, i) != CKPT_SHARING_OK;
     return broken;
@@ -429,6 +440,13 @@ int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     if (expected && count != expected->n)
         return ckpt_fail(err, r->prefix, CKPT_E_PARAMETER_COUNT_MISMATCH, at, 8, "parameter count mismatch (file=%llu, expected=%zu)",
                          (unsigned long long)count, expected->n);
+    /* Room for the slots the remaining bytes can hold (24 bytes each at least; one dim of 8 more
+     * for most), so a million slots grow no array a million times. Never more than the data. */
+    uint64_t left = ckpt_reader_bytes_left(r);
+    if (left != CKPT_NONE) {
+        uint64_t slots = count < left / 24 ? count : left / 24, dims = count < left / 32 ? count : left / 32;
+        if (slots < SIZE_MAX / 16 && !ckpt_schema_reserve(file, (size_t)slots, (size_t)dims)) return oom_at(err, at, 0, count);
+    }
     /* The loop is bounded by the data: a slot is at least 24 bytes, and a short read ends it. */
     for (uint64_t i = 0; i < count; i++) {
         int rc = read_slot(r, expected, file, i, count, err);
@@ -440,10 +458,47 @@ int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     return 0;
 }
 
+/* The usual slot, all in the reader's buffer with room in the arrays, read in one go: the
+ * record is taken only when every check passes; anything else (an error to report, a rank past
+ * 8, a record across a buffer refill) goes the field-by-field way of read_slot, from the same
+ * position. A million slots spend most of their time here. */
+static bool read_slot_fast(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t i)
+{
+    if (r->pos < r->buf_pos || r->pos - r->buf_pos + 32 > r->buf_len) return false;
+    const uint8_t *p = r->buf + (r->pos - r->buf_pos);
+    uint64_t rank = ckpt_get_u64le(p);
+    size_t len = (size_t)file->dim_start[file->n];
+    if (rank > 8 || r->pos - r->buf_pos + 8 * (3 + rank) > r->buf_len || file->n + 1 > file->cap ||
+        file->flag_count + 1 > file->cap || len + rank > file->dims_cap)
+        return false;
+    uint64_t size = 1, product;
+    for (uint64_t k = 0; k < rank; k++) {
+        uint64_t d = ckpt_get_u64le(p + 8 + 8 * k);
+        file->dims[len + k] = d;
+        if (ckpt_mul_overflows(size, d, &product)) return false;   /* past 2^64: the careful way */
+        size = product;
+    }
+    uint64_t stored = ckpt_get_u64le(p + 8 + 8 * rank), flag = ckpt_get_u64le(p + 16 + 8 * rank);
+    if (stored != size || flag > 1) return false;
+    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) || expected->size_too_big[i] || expected->sizes[i] != size ||
+                     (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
+                     !ckpt_shape_equal(file->dims + len, rank, ckpt_schema_dims(expected, (size_t)i), rank)))
+        return false;
+    file->dim_start[file->n + 1] = len + rank;
+    file->sizes[file->n] = size;
+    file->size_too_big[file->n] = 0;
+    file->n++;
+    file->requires_grad[file->flag_count++] = (uint8_t)flag;
+    file->derived = false;
+    r->pos += 8 * (3 + rank);
+    return true;
+}
+
 /* One slot of readAndCheck: rank, dims, size, flag, each compared as soon as it is read. */
 static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t i, uint64_t count,
-                 ckpt_error *err)
+                     ckpt_error *err)
 {
+    if (read_slot_fast(r, expected, file, i)) return 0;
     uint64_t rank, v, at = r->pos;
     TRY(ckpt_read_u64(r, &rank, err));
     if (expected && rank != ckpt_schema_rank(expected, (size_t)i))
@@ -502,6 +557,7 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
 
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err)
 {
+    if (ckpt_schema_is_well_formed(s)) return 0;   /* the one scan, cached; a fault is rare */
     ckpt_sharing_fault f;
     uint64_t i = ckpt_schema_find_sharing_fault(s, &f);
     if (i == CKPT_NONE) return 0;

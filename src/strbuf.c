@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool sb_reserve(strbuf *sb, size_t extra)
+bool sb_reserve(strbuf *sb, size_t extra)
 {
     if (sb->failed) return false;
     if (extra > SIZE_MAX - sb->len - 1) {
@@ -29,7 +29,7 @@ static bool sb_reserve(strbuf *sb, size_t extra)
 
 void sb_put(strbuf *sb, const char *s, size_t n)
 {
-    if (!sb_reserve(sb, n)) return;
+    if (sb->len + n + 1 > sb->cap && !sb_reserve(sb, n)) return;
     memcpy(sb->data + sb->len, s, n);
     sb->len += n;
     sb->data[sb->len] = '\0';

@@ -276,6 +276,48 @@ char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ck
     return json;
 }
 
+/* ---- statistics gathered apart, by workers ---- */
+
+size_t w_file_item_count(const ckpt_file *f)
+{
+    const ckpt_report *rep = ckpt_file_report(f);
+    return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len;
+}
+
+/* Item k's statistics packed as u64 words {len a, len b, a..., b...} (malloc'ed), NULL with err. */
+uint64_t *w_file_item_stats_packed(const ckpt_file *f, size_t k, int progress_token, ckpt_error *err)
+{
+    ckpt_stats *a, *b;
+    if (ckpt_file_item_stats(f, k, PROGRESS(progress_token), &a, &b, err)) return NULL;
+    size_t la = ckpt_stats_pack_len(a), lb = b ? ckpt_stats_pack_len(b) : 0;
+    uint64_t *out = alloc_array(2 + (uint64_t)la + lb, sizeof *out);
+    if (out) {
+        out[0] = la, out[1] = lb;
+        ckpt_stats_pack(a, out + 2);
+        if (b) ckpt_stats_pack(b, out + 2 + la);
+    } else {
+        ckpt_fail_oom(err);
+    }
+    ckpt_stats_free(a);
+    ckpt_stats_free(b);
+    return out;
+}
+
+/* Attach the words w_file_item_stats_packed made (n of them) to item k of another instance. */
+int w_file_attach_packed(ckpt_file *f, size_t k, const uint64_t *words, size_t n, ckpt_error *err)
+{
+    if (n < 2 || words[0] > n - 2 || words[1] > n - 2 - words[0])
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid packed statistics");
+    ckpt_stats *a = ckpt_stats_unpack(words + 2, (size_t)words[0]);
+    ckpt_stats *b = words[1] ? ckpt_stats_unpack(words + 2 + words[0], (size_t)words[1]) : NULL;
+    if (!a || (words[1] && !b)) {
+        ckpt_stats_free(a);
+        ckpt_stats_free(b);
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid packed statistics");
+    }
+    return ckpt_file_attach_stats(f, k, a, b, err);
+}
+
 char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 {
     ckpt_pair_result *r = ckpt_pair(opt, state, PROGRESS(progress_token));

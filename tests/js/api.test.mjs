@@ -288,3 +288,17 @@ test('statistics: the SIMD and the scalar wasm builds agree bit for bit', async 
     assert.ok(v.nan === 0 && v.inf === 0 && v.negative > 0, JSON.stringify(v));
   }
 });
+
+test('check and diff take a layout JSON file by path, as the CLI does (named .json, or starting with {)', async () => {
+  const bytes = await model();
+  const named = path.join(tmp, 'layout.json');
+  fs.writeFileSync(named, JSON.stringify(modelLayout));
+  assert.equal((await check(bytes, named)).ok, true);
+  const bare = path.join(tmp, 'layout-without-extension');
+  fs.writeFileSync(bare, `  ${JSON.stringify({ ...modelLayout, representatives: null })}`);
+  await assert.rejects(check(bytes, bare), { message: `${F}storage alias mismatch for parameter 1` });
+  assert.deepEqual((await diff(bytes, named)).length, 0);
+  const broken = path.join(tmp, 'broken.json');
+  fs.writeFileSync(broken, '{"shapes": [[1]');
+  await assert.rejects(check(bytes, broken), { name: 'LayoutError', message: /broken\.json is not valid JSON/ });
+});

@@ -50,3 +50,54 @@ test('a 20 GB sparse checkpoint: sizes and offsets exact past 2^32', async () =>
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a 20 GB sparse state file: inspected in bounded memory, offsets exact, the short tensor named', async () => {
+  const { writeSparseState } = await import('./sparse.mjs');
+  const { open } = await import('../../js/index.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-20g-state-'));
+  try {
+    const file = path.join(dir, 'huge.tlsf');
+    const elements = 2 ** 30;   // 4 GiB per tensor
+    const size = writeSparseState(file, { tensors: 5, elements });
+    assert.ok(size > 20 * 2 ** 30);
+    const core = await loadCore();
+    const before = core.memoryBytes;
+    const ck = await open(file);
+    try {
+      assert.equal(ck.ok, true, ck.summary.error?.message);
+      const report = ck.report;
+      assert.deepEqual(report.tensors.map((t) => t.dataOffset), [0, 1, 2, 3, 4].map((k) => 23 + 24 * (k + 1) + k * 4 * elements));
+      assert.ok(report.tensors[4].offset > 2 ** 34);
+      assert.equal(core.memoryBytes, before, 'opening 20 GB grew no wasm memory');
+    } finally {
+      ck.close();
+    }
+    fs.truncateSync(file, size - 3);
+    const cut = await open(file);
+    assert.equal(cut.summary.error.message, `StateIO: truncated checkpoint (wanted ${4 * elements} bytes, got ${4 * elements - 3})`);
+    assert.equal(cut.summary.error.slot, 4);
+    cut.close();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a 512 MiB pair streams: pairing and health read every value in bounded wasm memory', async () => {
+  const { writeSparseState } = await import('./sparse.mjs');
+  const { pair, health } = await import('../../js/index.js');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-pair-'));
+  try {
+    const elements = 2 ** 25;   // 128 MiB per tensor, 2 tensors; moments 2 x 256 MiB
+    const state = path.join(dir, 'pair.tlsf'), opt = path.join(dir, 'pair.ckpt');
+    writeSparseState(state, { tensors: 2, elements });
+    writeSparse(opt, { slots: 2, elements });
+    const core = await loadCore();
+    const result = await pair(opt, state);
+    assert.equal(result.pairs, true, JSON.stringify(result.failures));
+    const h = await health(opt, state, { lr: 1e-3 });
+    assert.equal(h.slots[0].neverUpdated, elements, 'all-zero moments never received a gradient');
+    assert.ok(core.memoryBytes < 64 * 2 ** 20, `wasm memory ${core.memoryBytes} bytes`);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});

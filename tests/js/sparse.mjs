@@ -53,3 +53,31 @@ export function writeSparse(path, { slots = 1, elements, fill = null }) {
     fs.closeSync(fd);
   }
 }
+
+/** Write a valid TLSF32B state file of `tensors` tensors of `elements` float32 each, their
+ *  values holes (zeros that cost no disk); returns its size. */
+export function writeSparseState(path, { tensors = 1, elements }) {
+  const fd = fs.openSync(path, 'w');
+  try {
+    const head = new Uint8Array(23);
+    head.set(new TextEncoder().encode('TLSF32B'));
+    const dv = new DataView(head.buffer);
+    dv.setBigUint64(7, 1n, true);
+    dv.setBigUint64(15, BigInt(tensors), true);
+    fs.writeSync(fd, head, 0, head.length, 0);
+    const rec = new Uint8Array(24);
+    const rv = new DataView(rec.buffer);
+    rv.setBigUint64(0, 1n, true);
+    rv.setBigUint64(8, BigInt(elements), true);
+    rv.setBigUint64(16, BigInt(elements), true);
+    let at = head.length;
+    for (let i = 0; i < tensors; i++) {
+      fs.writeSync(fd, rec, 0, 24, at);
+      at += 24 + 4 * elements;
+    }
+    fs.ftruncateSync(fd, at);
+    return at;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
