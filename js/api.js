@@ -4,7 +4,7 @@
 // turns the core's errors into CheckpointError.
 
 import { loadCore } from './wasm.js';
-import { open, Checkpoint, withProgress } from './checkpoint.js';
+import { open, Checkpoint, withOpen, withProgress } from './checkpoint.js';
 import { Schema, buildSchema } from './schema.js';
 import { openSource, readLayoutSource } from './sources.js';
 import { CheckpointError, LayoutError, Codes, abortError, coreError } from './errors.js';
@@ -13,17 +13,6 @@ import { canSplit, workerCount, statsInParallel, healthInParallel } from './para
 import { schemaArrays, destinationOf } from './layout.js';
 
 const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
-
-/** Open `source` for the length of fn(checkpoint) (an open Checkpoint is used as it is). */
-async function withOpen(source, fn, options) {
-  if (source instanceof Checkpoint) return fn(source);
-  const ck = await open(source, options);
-  try {
-    return await fn(ck);
-  } finally {
-    ck.close();
-  }
-}
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is

@@ -59,6 +59,17 @@ export async function open(source, { stats = false, onProgress, signal, variant 
   }
 }
 
+/** Open `source` for the length of fn(checkpoint) (an open Checkpoint is used as it is). */
+export async function withOpen(source, fn, options) {
+  if (source instanceof Checkpoint) return fn(source);
+  const ck = await open(source, options);
+  try {
+    return await fn(ck);
+  } finally {
+    ck.close();
+  }
+}
+
 export class Checkpoint {
   #core;
   #src;

@@ -2,32 +2,12 @@
 // rules (version choice, sorted entries, every save check before the first byte), and a
 // model-state file (TLSF32B / TLPF32B). Bytes in memory, or saved atomically in Node.
 
-import { loadCore } from './wasm.js';
 import { buildSchema } from './schema.js';
-import { coreError, LayoutError } from './errors.js';
+import { LayoutError } from './errors.js';
+import { withSink, collect, saveAtomically } from './sink.js';
 import { schemaArrays, dtypeCode, configWords, floatBytes, layoutU64 } from './layout.js';
 
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
-
-/** Run fn(sinkId, errPtr, ptrs) with a sink that calls write(bytes) and an error of its own;
- *  every pointer pushed on `ptrs` is freed afterwards. */
-async function withSink(write, fn) {
-  const core = await loadCore();
-  const sink = { write };
-  const sinkId = core.register(sink);
-  const err = core.exports.w_error_new() >>> 0;
-  const ptrs = [];
-  try {
-    if (!err) throw new RangeError('out of WebAssembly memory');
-    const rc = fn(core, sinkId, err, ptrs);
-    if (sink.error) throw sink.error;   // the sink's own failure (a full disk), as thrown
-    if (rc) throw coreError(core, err);
-  } finally {
-    core.unregister(sinkId);
-    ptrs.forEach((p) => (p.schema ? core.exports.ckpt_schema_free(p.schema) : core.free(p)));
-    if (err) core.exports.w_error_free(err);
-  }
-}
 
 /** A table of payload pointers (wasm32) in wasm memory. */
 function pointerTable(core, pointers, ptrs) {
@@ -113,22 +93,6 @@ export async function writeStateTo(description, write) {
   });
 }
 
-async function collect(fill) {
-  const chunks = [];
-  let total = 0;
-  await fill((bytes) => {
-    chunks.push(bytes.slice());
-    total += bytes.length;
-  });
-  const out = new Uint8Array(total);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
-}
-
 /** The checkpoint bytes for a description (see writeCheckpointTo). */
 export function writeCheckpoint(description) {
   return collect((write) => writeCheckpointTo(description, write));
@@ -139,18 +103,12 @@ export function writeState(description) {
   return collect((write) => writeStateTo(description, write));
 }
 
-async function save(path, fill) {
-  const { atomicWrite } = await import('./node-io.js');
-  const target = path instanceof URL ? (await import('node:url')).fileURLToPath(path) : String(path);
-  await atomicWrite(target, fill);
-}
-
 /** Node: write a description to `path` atomically (temporary sibling, then rename), streaming
  *  the bytes to disk as the core produces them. */
 export function saveCheckpoint(path, description) {
-  return save(path, (write) => writeCheckpointTo(description, write));
+  return saveAtomically(path, (write) => writeCheckpointTo(description, write));
 }
 
 export function saveState(path, description) {
-  return save(path, (write) => writeStateTo(description, write));
+  return saveAtomically(path, (write) => writeStateTo(description, write));
 }
