@@ -49,7 +49,7 @@
 #define LANES64 4                           /* float64: lane l takes elements 4 g + l */
 #define RUN32 32                            /* float32 values per lane summed in float */
 #define TABLES 8                            /* histogram tables, used in turn */
-#define SMALL 64                            /* calls shorter than this go element by element */
+#define SMALL 256                           /* calls shorter than this go element by element */
 /* Biased float32 exponents whose squares, RUN32 at a time, stay normal: |x| in [2^-63, 2^60). */
 #define SAFE32_LO (127 - 63)
 #define SAFE32_HI (127 + 59)
@@ -182,8 +182,14 @@ static void one_value(ckpt_stats_acc *a, double x)
     a->sum_squares += x * x;
     if (x < a->min) a->min = x;
     if (x > a->max) a->max = x;
-    if (x == 0) a->zero++;
-    else a->hist[ilogb(x) + HIST_BIAS]++;
+    if (x == 0) {
+        a->zero++;
+        return;
+    }
+    uint64_t b;   /* floor(log2|x|) from the bits: ilogb is a call per value */
+    memcpy(&b, &x, 8);
+    int e = (int)(b >> 52 & 0x7ff);
+    a->hist[(e ? e - 1023 : bit_length(b & 0xfffffffffffffull) - 1 - 1074) + HIST_BIAS]++;
 }
 
 /* Values k in [from, n) one by one; the payload may be unaligned (it is read in place). */
@@ -218,8 +224,9 @@ static void store_lanes32(lanes *L, const v2d s[4], const v2d q[4], v4f mn0, v4f
     }
 }
 
-/* Histogram tables of sign and exponent. Static, so that wasm addresses them by constants
- * (a pointer costs an add per increment there); thread-local for native callers' threads. */
+/* Histogram tables of sign and exponent, zero between blocks. Static, so that wasm addresses
+ * them by constants (a pointer costs an add per increment there); thread-local for native
+ * callers' threads. */
 static _Thread_local uint32_t hist32[TABLES][512];
 
 /* The fused loop: histogram of sign and exponent, float sums carried into double every RUN32
@@ -305,26 +312,26 @@ static void fixup32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
 
 static void block_f32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
 {
-    memset(hist32, 0, sizeof hist32);
     size_t groups = n / LANES32, m = groups * LANES32;
     lanes L;
     sweep32(p, groups, &L);
-    uint64_t bins[512];
-    for (int i = 0; i < 512; i++) {
-        bins[i] = 0;
-        for (int t = 0; t < TABLES; t++) bins[i] += hist32[t][i];
+    uint32_t bins[512] = {0};   /* a block has fewer than 2^32 values */
+    for (int t = 0; t < TABLES; t++) {   /* and leave the tables zero for the next block */
+        for (int i = 0; i < 512; i++) bins[i] += hist32[t][i];
+        memset(hist32[t], 0, sizeof hist32[t]);
     }
     uint64_t special = bins[255] + bins[511], exp0 = bins[0] + bins[256];
     uint64_t zeros = exp0 ? zeros32(p, m) : 0;
-    uint64_t unsafe = special + (exp0 - zeros);   /* non-finite values and subnormals */
-    for (int e = 1; e < 255; e++)
-        if (e < SAFE32_LO || e > SAFE32_HI) unsafe += bins[e] + bins[256 + e];
+    uint64_t unsafe = special + (exp0 - zeros), negative = 0;   /* non-finite, subnormal */
+    for (int e = 1; e < 255; e++) {
+        uint64_t c = (uint64_t)bins[e] + bins[256 + e];
+        a->hist[e - 127 + HIST_BIAS] += c;
+        negative += bins[256 + e];
+        if (e < SAFE32_LO || e > SAFE32_HI) unsafe += c;
+    }
+    a->negative += negative;
     if (unsafe) exact32(p, groups, &L);
     merge_lanes(a, &L, LANES32);
-    for (int e = 1; e < 255; e++) {
-        a->hist[e - 127 + HIST_BIAS] += bins[e] + bins[256 + e];
-        a->negative += bins[256 + e];
-    }
     if (special || exp0 > zeros) fixup32(a, p, m);
     a->zero += zeros;
     values32(a, p, m, n);

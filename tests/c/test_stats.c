@@ -166,7 +166,7 @@ static void sprinkle64(double *x, size_t n)
     for (size_t k = 0; k < 8 && n; k++) x[next() % n] = bits64(specials[next() % 8]);
 }
 
-/* Lengths around the vector widths (8 and 4), the short-call cut (64), the float runs (8 x 32)
+/* Lengths around the vector widths (8 and 4), the short-call cut (256), the float runs (8 x 32)
  * and the blocks (65536 and 32768 values). */
 static const size_t lengths[] = {0, 1, 5, 8, 9, 63, 64, 65, 255, 257, 1000, 32767, 32769, 65535,
                                  65536, 65537, 131072 + 13, 200003};
@@ -210,7 +210,7 @@ static void against_reference(void)
 static void in_several_calls(void)
 {
     enum { N = 300007 };
-    static const size_t cuts[] = {1, 3, 64, 7, 1000, 70001, 63, 65536, 8, 100};
+    static const size_t cuts[] = {1, 3, 64, 7, 1000, 70001, 63, 65536, 8, 255, 256, 100};
     float *x32 = malloc(N * sizeof *x32);
     double *x64 = malloc(N * sizeof *x64);
     ref *r32 = malloc(sizeof *r32), *r64 = malloc(sizeof *r64);

@@ -16,7 +16,7 @@ import { modelConfig } from './cases.mjs';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const dump = path.join(root, 'build/native/tests/c/stats_dump');
 
-const SIZES = [1, 7, 8, 63, 64, 65, 257, 1000, 32769, 65536 + 9, 3 * 65536 + 5, 300007];
+const SIZES = [1, 7, 8, 63, 64, 65, 255, 256, 1000, 32769, 65536 + 9, 3 * 65536 + 5, 300007];
 const KINDS = ['random bits', 'adam-like', 'squares', 'tiny', 'huge', 'zeros and subnormals', 'constant', 'range edges'];
 
 function generator(seed) {
