@@ -6,17 +6,21 @@
  * that builds a histogram of the sign and exponent fields (a table increment per element,
  * spread over TABLES tables so that a repeated bin seldom waits on the previous store) and,
  * in vector lanes, sums, sums of squares, minimum and maximum. Every count comes from that
- * histogram; only a block whose histogram shows zeros, subnormals, NaN or infinities is read
- * again, by short fix-up loops. The fused loop assumes every value is finite: a block where
- * that is false (or, for float32, where float sums could leave the normal range) has its sums
- * redone by a masked loop in double while it is still in cache.
+ * histogram; only a block whose histogram shows subnormals, NaN or infinities is read again,
+ * by a fix-up loop that skips groups without any, and one with zeros by a zero count. Float32
+ * has two fused loops: float sums for blocks of ordinary values, masked double sums for the
+ * rest (see below); the loop the last block needed runs first, and if the histogram says the
+ * block needs the other one, that one runs too, while the block is in cache. Float64 has one
+ * fused loop and redoes its sums masked in a block holding NaN or infinities.
  *
  * Bits: the vectors are GCC/Clang vector extensions, one source that compiles to SSE natively,
  * to WebAssembly SIMD with -msimd128 and to scalar code without it. Every build does the same
  * lane-wise IEEE operations in the same order (lane l of a block takes elements LANES g + l,
  * lanes merge in order, tails and short calls go element by element in double) and no FMA, so
  * all give bit-identical results (tests/js/stats.test.mjs checks native against both wasm
- * builds). The histogram and counts are exact integers, so how they are gathered is free.
+ * builds). A block's path depends on its contents only; which loop is tried first changes the
+ * speed, never the bits. The histogram and counts are exact integers, so how they are
+ * gathered is free.
  *
  * Float32 sums: the fused loop sums x and x*x in float over runs of RUN32 values per lane and
  * carries each run into double. That is accurate only while the squares stay normal floats,
@@ -61,8 +65,10 @@
 typedef float v4f __attribute__((vector_size(16)));
 typedef float v2f __attribute__((vector_size(8)));
 typedef int32_t v4i __attribute__((vector_size(16)));
+typedef uint32_t v4u __attribute__((vector_size(16)));
 typedef double v2d __attribute__((vector_size(16)));
 typedef int64_t v2i __attribute__((vector_size(16)));
+typedef uint64_t v2u __attribute__((vector_size(16)));
 
 void ckpt_stats_begin(ckpt_stats_acc *a)
 {
@@ -132,6 +138,18 @@ static inline v2d max2(v2d x, v2d acc)
     return (v2d)wasm_f64x2_pmax((v128_t)acc, (v128_t)x);
 #else
     return (v2d)SELECT(x > acc, (v2i)x, (v2i)acc);
+#endif
+}
+
+/* Is any lane set? */
+static inline bool any4(v4i m)
+{
+#if defined(__SSE2__)
+    return _mm_movemask_epi8((__m128i)m) != 0;
+#elif defined(__wasm_simd128__)
+    return wasm_v128_any_true((v128_t)m);
+#else
+    return m[0] | m[1] | m[2] | m[3];
 #endif
 }
 
@@ -230,8 +248,8 @@ static void store_lanes32(lanes *L, const v2d s[4], const v2d q[4], v4f mn0, v4f
 static _Thread_local uint32_t hist32[TABLES][512];
 
 /* The fused loop: histogram of sign and exponent, float sums carried into double every RUN32
- * groups, extremes. Assumes every value is finite (the caller checks the histogram). */
-static void sweep32(const uint8_t *p, size_t groups, lanes *L)
+ * groups, extremes. Valid for blocks the float path may take (the caller checks the histogram). */
+static void sweep32_float(const uint8_t *p, size_t groups, lanes *L)
 {
     const v4f inf = {INFINITY, INFINITY, INFINITY, INFINITY};
     v4f mn0 = inf, mn1 = inf, mx0 = -inf, mx1 = -inf;
@@ -260,16 +278,18 @@ static void sweep32(const uint8_t *p, size_t groups, lanes *L)
     store_lanes32(L, s, q, mn0, mn1, mx0, mx1);
 }
 
-/* Sums in double over the finite values only, the same lanes: blocks the float path can't take. */
-static void exact32(const uint8_t *p, size_t groups, lanes *L)
+/* The other fused loop, for blocks the float path can't take: the same histogram, and sums in
+ * double over the finite values only, in the same lanes. */
+static void sweep32_double(const uint8_t *p, size_t groups, lanes *L)
 {
     const v4f inf = {INFINITY, INFINITY, INFINITY, INFINITY};
     v4f mn[2] = {inf, inf}, mx[2] = {-inf, -inf};
     v2d s[4] = {0}, q[4] = {0};
     for (size_t g = 0; g < groups; g++) {
+        const uint8_t *e = p + 32 * g;
         for (int k = 0; k < 2; k++) {
             v4i b;
-            memcpy(&b, p + 32 * g + 16 * k, 16);
+            memcpy(&b, e + 16 * k, 16);
             v4i finite = ((b >> 23) & 0xff) != 0xff;
             v4f x = (v4f)(b & finite);   /* non-finite lanes add 0 */
             v2d lo = lo2d(x), hi = hi2d(x);
@@ -280,6 +300,7 @@ static void exact32(const uint8_t *p, size_t groups, lanes *L)
             mn[k] = (v4f)SELECT(finite, (v4i)min4(x, mn[k]), (v4i)mn[k]);
             mx[k] = (v4f)SELECT(finite, (v4i)max4(x, mx[k]), (v4i)mx[k]);
         }
+        for (int k = 0; k < LANES32; k++) hist32[k % TABLES][load32(e + 4 * k) >> 23]++;
     }
     store_lanes32(L, s, q, mn[0], mn[1], mx[0], mx[1]);
 }
@@ -291,35 +312,57 @@ static uint64_t zeros32(const uint8_t *p, size_t n)
     return z;
 }
 
-/* Values with exponent field 0 or all ones: subnormals binned, NaN and infinities counted. */
-static void fixup32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
+/* Values with exponent field 0 or all ones: subnormals binned, NaN and infinities counted.
+ * Groups of 8 holding none (the usual case) are skipped on a vector test. */
+static void fixup32(ckpt_stats_acc *a, const uint8_t *p, size_t groups)
 {
-    for (size_t k = 0; k < n; k++) {
-        uint32_t b = load32(p + 4 * k), e = (b >> 23) & 0xff, mant = b & 0x7fffff;
-        if (e == 0xff) {
-            if (mant) {
-                a->nan++;
-            } else {
-                a->inf++;
+    for (size_t g = 0; g < groups; g++) {
+        v4i b0, b1;
+        memcpy(&b0, p + 32 * g, 16);
+        memcpy(&b1, p + 32 * g + 16, 16);
+        v4i e0 = (b0 >> 23) & 0xff, e1 = (b1 >> 23) & 0xff;
+        v4i hit = (e0 == 0xff) | (e1 == 0xff) | ((e0 == 0) & (((v4u)b0 << 1) != 0)) |
+                  ((e1 == 0) & (((v4u)b1 << 1) != 0));
+        if (!any4(hit)) continue;
+        for (int k = 0; k < LANES32; k++) {
+            uint32_t b = load32(p + 32 * g + 4 * k), e = (b >> 23) & 0xff, mant = b & 0x7fffff;
+            if (e == 0xff) {
+                if (mant) {
+                    a->nan++;
+                } else {
+                    a->inf++;
+                    a->negative += b >> 31;
+                }
+            } else if (e == 0 && mant) {
+                a->hist[bit_length(mant) - 1 - 149 + HIST_BIAS]++;
                 a->negative += b >> 31;
             }
-        } else if (e == 0 && mant) {
-            a->hist[bit_length(mant) - 1 - 149 + HIST_BIAS]++;
-            a->negative += b >> 31;
         }
     }
 }
+
+/* Sum the tables into bins and leave them zero for the next block. */
+static void take_bins32(uint32_t bins[512])
+{
+    memset(bins, 0, 512 * sizeof *bins);
+    for (int t = 0; t < TABLES; t++) {
+        for (int i = 0; i < 512; i++) bins[i] += hist32[t][i];
+        memset(hist32[t], 0, sizeof hist32[t]);
+    }
+}
+
+/* Which fused loop the last block needed: the next one most likely needs the same. Only the
+ * speed depends on it; a block's results depend on its contents alone. */
+static _Thread_local bool last_float = true;
 
 static void block_f32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
 {
     size_t groups = n / LANES32, m = groups * LANES32;
     lanes L;
-    sweep32(p, groups, &L);
-    uint32_t bins[512] = {0};   /* a block has fewer than 2^32 values */
-    for (int t = 0; t < TABLES; t++) {   /* and leave the tables zero for the next block */
-        for (int i = 0; i < 512; i++) bins[i] += hist32[t][i];
-        memset(hist32[t], 0, sizeof hist32[t]);
-    }
+    bool ran_float = last_float;
+    (ran_float ? sweep32_float : sweep32_double)(p, groups, &L);
+    uint32_t bins[512];   /* a block has fewer than 2^32 values */
+    take_bins32(bins);
     uint64_t special = bins[255] + bins[511], exp0 = bins[0] + bins[256];
     uint64_t zeros = exp0 ? zeros32(p, m) : 0;
     uint64_t unsafe = special + (exp0 - zeros), negative = 0;   /* non-finite, subnormal */
@@ -330,9 +373,13 @@ static void block_f32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
         if (e < SAFE32_LO || e > SAFE32_HI) unsafe += c;
     }
     a->negative += negative;
-    if (unsafe) exact32(p, groups, &L);
+    last_float = !unsafe;
+    if (last_float != ran_float) {   /* the other loop gives this block's sums */
+        (last_float ? sweep32_float : sweep32_double)(p, groups, &L);
+        take_bins32(bins);           /* the same counts again */
+    }
     merge_lanes(a, &L, LANES32);
-    if (special || exp0 > zeros) fixup32(a, p, m);
+    if (special || exp0 > zeros) fixup32(a, p, groups);
     a->zero += zeros;
     values32(a, p, m, n);
 }
@@ -364,6 +411,8 @@ static void store_lanes64(lanes *L, v2d s0, v2d s1, v2d q0, v2d q1, v2d mn0, v2d
 
 static _Thread_local uint32_t hist64[TABLES64][4096];
 
+/* The fused loop: histogram of sign and exponent, sums and extremes in double. Valid for blocks
+ * without NaN or infinities (the caller checks the histogram). */
 static void sweep64(const uint8_t *p, size_t groups, lanes *L)
 {
     const v2d inf = {INFINITY, INFINITY};
@@ -386,6 +435,7 @@ static void sweep64(const uint8_t *p, size_t groups, lanes *L)
     store_lanes64(L, s0, s1, q0, q1, mn0, mn1, mx0, mx1);
 }
 
+/* Sums and extremes over the finite values only, the same lanes: blocks with NaN or infinities. */
 static void exact64(const uint8_t *p, size_t groups, lanes *L)
 {
     const v2d inf = {INFINITY, INFINITY};
@@ -412,20 +462,31 @@ static uint64_t zeros64(const uint8_t *p, size_t n)
     return z;
 }
 
-static void fixup64(ckpt_stats_acc *a, const uint8_t *p, size_t n)
+/* As fixup32. */
+static void fixup64(ckpt_stats_acc *a, const uint8_t *p, size_t groups)
 {
-    for (size_t k = 0; k < n; k++) {
-        uint64_t b = load64(p + 8 * k), e = (b >> 52) & 0x7ff, mant = b & 0xfffffffffffffull;
-        if (e == 0x7ff) {
-            if (mant) {
-                a->nan++;
-            } else {
-                a->inf++;
+    for (size_t g = 0; g < groups; g++) {
+        v2i b0, b1;
+        memcpy(&b0, p + 32 * g, 16);
+        memcpy(&b1, p + 32 * g + 16, 16);
+        v2i e0 = (b0 >> 52) & 0x7ff, e1 = (b1 >> 52) & 0x7ff;
+        v2i hit = (e0 == 0x7ff) | (e1 == 0x7ff) | ((e0 == 0) & (((v2u)b0 << 1) != 0)) |
+                  ((e1 == 0) & (((v2u)b1 << 1) != 0));
+        if (!any4((v4i)hit)) continue;
+        for (int k = 0; k < LANES64; k++) {
+            uint64_t b = load64(p + 32 * g + 8 * k), e = (b >> 52) & 0x7ff;
+            uint64_t mant = b & 0xfffffffffffffull;
+            if (e == 0x7ff) {
+                if (mant) {
+                    a->nan++;
+                } else {
+                    a->inf++;
+                    a->negative += b >> 63;
+                }
+            } else if (e == 0 && mant) {
+                a->hist[bit_length(mant) - 1 - 1074 + HIST_BIAS]++;
                 a->negative += b >> 63;
             }
-        } else if (e == 0 && mant) {
-            a->hist[bit_length(mant) - 1 - 1074 + HIST_BIAS]++;
-            a->negative += b >> 63;
         }
     }
 }
@@ -449,7 +510,7 @@ static void block_f64(ckpt_stats_acc *a, const uint8_t *p, size_t n)
     uint64_t zeros = exp0 ? zeros64(p, m) : 0;
     if (special) exact64(p, groups, &L);
     merge_lanes(a, &L, LANES64);
-    if (special || exp0 > zeros) fixup64(a, p, m);
+    if (special || exp0 > zeros) fixup64(a, p, groups);
     a->zero += zeros;
     values64(a, p, m, n);
 }
