@@ -206,7 +206,7 @@ static void one_value(ckpt_stats_acc *a, double x)
     }
     uint64_t b;   /* floor(log2|x|) from the bits: ilogb is a call per value */
     memcpy(&b, &x, 8);
-    int e = (int)(b >> 52 & 0x7ff);
+    int e = (int)((b >> 52) & 0x7ff);
     a->hist[(e ? e - 1023 : bit_length(b & 0xfffffffffffffull) - 1 - 1074) + HIST_BIAS]++;
 }
 
