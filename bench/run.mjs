@@ -3,7 +3,9 @@
 //      a plain JavaScript loop, NumPy over a memory map; wasm also end to end through the CLI;
 //   2. inspecting (no statistics) a 1,000,000-slot layout with ties;
 //   3. indexing a 20 GB sparse file against a 20 MB one (same 1,000 entries);
-//   4. peak memory of each (getrusage / /usr/bin/time -v).
+//   4. peak memory of each (getrusage / /usr/bin/time -v);
+//   5. the limit: a C loop (-O3 -march=native) that only read()s the statistics file in 1 MiB
+//      chunks and sums its floats, and each statistics path as a fraction of it.
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -89,6 +91,7 @@ function timed(cmd, args, { env = {}, repeat = REPEAT, parse = null } = {}) {
 }
 
 const native = path.join(root, 'build/bench/bench/native_bench');
+const limitSum = path.join(root, 'build/bench/bench/limit_sum');
 const cli = path.join(root, 'js/cli.js');
 const node = process.execPath;
 const size = (f) => fs.statSync(f).size;
@@ -100,6 +103,7 @@ log('statistics…');
 const statsBytes = size(statsFile);
 const nat = timed(native, [statsFile, '--stats', '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 const natRss = JSON.parse(nat.out).peakRssKiB / 1024;
+const limit = timed(limitSum, [statsFile, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 
 async function wasmInProcess(variant) {
   const core = await loadCore(variant);
@@ -116,6 +120,9 @@ async function wasmInProcess(variant) {
 const wasmSimd = await wasmInProcess('simd');
 const wasmPlain = await wasmInProcess('nosimd');
 const cliSimd = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'simd' } });
+// The CLI's scan alone: the same call without statistics (it skips the payloads) subtracted.
+const cliNoStats = timed(node, [cli, 'inspect', statsFile, '--json'], { env: { CKPTSCOPE_WASM: 'simd' } });
+const cliScan = cliSimd.seconds - cliNoStats.seconds;
 const cliPlain = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'nosimd' } });
 const jsLoop = timed(node, [path.join(root, 'bench/js_baseline.mjs'), statsFile, String(statsStart)], { parse: (o) => JSON.parse(o).seconds });
 
@@ -149,9 +156,12 @@ const index20mNative = timed(native, [sparse20m, '--repeat', '3'], { repeat: 1, 
 
 const gbps = (s) => statsBytes / s / 1e9;
 const rows = [
+  ['limit: read() 1 MiB chunks + sum, -O3 native', limit.seconds, gbps(limit.seconds), limit.peakRssMiB],
   ['statistics, native core -O3', nat.seconds, gbps(nat.seconds), natRss],
   ['statistics, wasm SIMD (API, in process)', wasmSimd, gbps(wasmSimd), null],
   ['statistics, wasm SIMD (CLI end to end)', cliSimd.seconds, gbps(cliSimd.seconds), cliSimd.peakRssMiB],
+  ['same CLI call without --stats', cliNoStats.seconds, null, cliNoStats.peakRssMiB],
+  ['statistics scan in the CLI (difference)', cliScan, gbps(cliScan), null],
   ['statistics, wasm no SIMD (API, in process)', wasmPlain, gbps(wasmPlain), null],
   ['statistics, wasm no SIMD (CLI end to end)', cliPlain.seconds, gbps(cliPlain.seconds), cliPlain.peakRssMiB],
   ['statistics, plain JS loop over Float32Array', jsLoop.seconds, gbps(jsLoop.seconds), jsLoop.peakRssMiB],
@@ -171,7 +181,12 @@ console.log(`\nckptscope benchmark — ${new Date().toISOString()}, node ${proce
 console.log(`${pad('measurement', 46)} ${pad('seconds', 9)} ${pad('GB/s', 7)} peak RSS MiB`);
 for (const [name, s, g, rss] of rows) console.log(`${pad(name, 46)} ${pad(num(s), 9)} ${pad(num(g, 2), 7)} ${num(rss, 1)}`);
 
+// Fractions of the limit's throughput (limit seconds / seconds): goal >= 0.5 each, i.e. at
+// most twice the limit's time.
 const ratios = {
+  'native / limit': limit.seconds / nat.seconds,
+  'wasm SIMD in process / limit': limit.seconds / wasmSimd,
+  'CLI statistics scan / limit': limit.seconds / cliScan,
   'wasm SIMD CLI / native': nat.seconds / cliSimd.seconds,
   'wasm SIMD in process / native': nat.seconds / wasmSimd,
   'wasm SIMD CLI / plain JS loop': jsLoop.seconds / cliSimd.seconds,
@@ -181,6 +196,9 @@ const ratios = {
   'index 20 GB / 20 MB (CLI peak RSS)': index20g.peakRssMiB / index20m.peakRssMiB,
 };
 const goals = {
+  'native / limit': ['>=', 0.5],
+  'wasm SIMD in process / limit': ['>=', 0.5],
+  'CLI statistics scan / limit': ['>=', 0.5],
   'wasm SIMD CLI / native': ['>=', 0.6],
   'wasm SIMD CLI / plain JS loop': ['>=', 3],
   'wasm SIMD CLI / NumPy': ['>=', 2],
