@@ -1,0 +1,10 @@
+// The export, streamed: FILE as .npz into a sink that drops the bytes (what a disk would take,
+// without writing 20 GB). Prints {"seconds", "bytes"}; peak memory comes from /usr/bin/time.
+import { exportTo } from '../js/index.js';
+
+const t0 = performance.now();
+let bytes = 0;
+await exportTo(process.argv[2], (chunk) => {
+  bytes += chunk.length;
+}, { format: 'npz' });
+console.log(JSON.stringify({ seconds: (performance.now() - t0) / 1000, bytes }));
