@@ -194,6 +194,7 @@ const pairCli = timed(node, [cli, 'check', statsFile, '--state', stateFile]);
 log('exporting 20 GB as .npz, streamed…');
 const exportScript = path.join(root, 'bench/export_bench.mjs');
 const export20g = timed(node, [exportScript, sparse20g], { repeat: 1 });
+const export20gSt = timed(node, [exportScript, sparse20g, 'safetensors'], { repeat: 1 });
 const export20m = timed(node, [exportScript, sparse20m], { repeat: 1 });
 
 log('indexing 20 GB vs 20 MB…');
@@ -231,6 +232,7 @@ const rows = [
   ['pair 1 GiB + 0.5 GiB, native', pairNative.seconds, null, JSON.parse(pairNative.out).peakRssKiB / 1024],
   ['pair, CLI (check --state)', pairCli.seconds, null, pairCli.peakRssMiB],
   ['export 20 GB sparse as .npz (streamed)', export20g.seconds, size(sparse20g) / export20g.seconds / 1e9, export20g.peakRssMiB],
+  ['export 20 GB sparse as .safetensors', export20gSt.seconds, size(sparse20g) / export20gSt.seconds / 1e9, export20gSt.peakRssMiB],
   ['export 20 MB as .npz', export20m.seconds, null, export20m.peakRssMiB],
 ];
 
