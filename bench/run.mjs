@@ -3,12 +3,15 @@
 //      a plain JavaScript loop, NumPy over a memory map; wasm also end to end through the CLI;
 //   2. inspecting (no statistics) a 1,000,000-slot layout with ties;
 //   3. indexing a 20 GB sparse file against a 20 MB one (same 1,000 entries);
-//   4. peak memory of each (getrusage / /usr/bin/time -v).
+//   4. peak memory of each (getrusage / /usr/bin/time -v);
+//   5. the limit: a C loop (-O3 -march=native) that only read()s the statistics file in 1 MiB
+//      chunks and sums its floats, and each statistics path as a fraction of it.
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import os from 'node:os';
 import { writeSparse } from '../tests/js/sparse.mjs';
 import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
 
@@ -51,6 +54,33 @@ const statsFile = ensure('stats-1g.ckpt', (file) => {
 });
 const statsStart = 7 + 8 * (1 + 5 + 1 + STATS_SLOTS * 4 + 1);
 
+// Its model-state file: 16 tensors of the same shapes, 0.5 GiB of float32 parameters.
+const stateFile = ensure('state-512m.tlsf', (file) => {
+  const fd = fs.openSync(file, 'w');
+  const head = Buffer.alloc(23);
+  head.write('TLSF32B');
+  head.writeBigUInt64LE(1n, 7);
+  head.writeBigUInt64LE(BigInt(STATS_SLOTS), 15);
+  fs.writeSync(fd, head);
+  let seed = 777;
+  const chunk = new Float32Array(1 << 20);
+  for (let i = 0; i < STATS_SLOTS; i++) {
+    const rec = Buffer.alloc(24);
+    rec.writeBigUInt64LE(1n, 0);
+    rec.writeBigUInt64LE(BigInt(STATS_ELEMENTS), 8);
+    rec.writeBigUInt64LE(BigInt(STATS_ELEMENTS), 16);
+    fs.writeSync(fd, rec);
+    for (let done = 0; done < STATS_ELEMENTS; done += chunk.length) {
+      for (let k = 0; k < chunk.length; k++) {
+        seed = (Math.imul(seed, 1664525) + 1013904223) | 0;
+        chunk[k] = ((seed >>> 8) / 16777216 - 0.5) * 0.1;
+      }
+      fs.writeSync(fd, new Uint8Array(chunk.buffer));
+    }
+  }
+  fs.closeSync(fd);
+});
+
 const layoutFile = ensure('layout-1m.ckpt', (file) => {
   // 1,000,000 slots of shape [4]; every odd slot tied to the even one before it.
   const n = 1_000_000;
@@ -89,17 +119,21 @@ function timed(cmd, args, { env = {}, repeat = REPEAT, parse = null } = {}) {
 }
 
 const native = path.join(root, 'build/bench/bench/native_bench');
+const limitSum = path.join(root, 'build/bench/bench/limit_sum');
+const limitWalk = path.join(root, 'build/bench/bench/limit_walk');
 const cli = path.join(root, 'js/cli.js');
 const node = process.execPath;
 const size = (f) => fs.statSync(f).size;
 
 // Warm the page cache.
-for (const f of [statsFile, layoutFile]) fs.readFileSync(f).length;
+for (const f of [statsFile, layoutFile, stateFile]) fs.readFileSync(f).length;
+const CORES = Math.min(8, os.availableParallelism());
 
 log('statistics…');
 const statsBytes = size(statsFile);
 const nat = timed(native, [statsFile, '--stats', '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 const natRss = JSON.parse(nat.out).peakRssKiB / 1024;
+const limit = timed(limitSum, [statsFile, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 
 async function wasmInProcess(variant) {
   const core = await loadCore(variant);
@@ -115,8 +149,17 @@ async function wasmInProcess(variant) {
 }
 const wasmSimd = await wasmInProcess('simd');
 const wasmPlain = await wasmInProcess('nosimd');
-const cliSimd = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'simd' } });
-const cliPlain = timed(node, [cli, 'inspect', statsFile, '--stats', '--json'], { env: { CKPTSCOPE_WASM: 'nosimd' } });
+// One worker: the one-core figures (the CLI's default is this machine's cores).
+const cliSimd = timed(node, [cli, 'inspect', statsFile, '--stats', '--json', '--workers', '1'], { env: { CKPTSCOPE_WASM: 'simd' } });
+// The CLI's scan alone: the same call without statistics (it skips the payloads) subtracted.
+const cliNoStats = timed(node, [cli, 'inspect', statsFile, '--json'], { env: { CKPTSCOPE_WASM: 'simd' } });
+const cliScan = cliSimd.seconds - cliNoStats.seconds;
+const cliPlain = timed(node, [cli, 'inspect', statsFile, '--stats', '--json', '--workers', '1'], { env: { CKPTSCOPE_WASM: 'nosimd' } });
+log('workers…');
+const cliWorkers = {};
+for (const w of [...new Set([2, CORES])].filter((w) => w > 1)) {
+  cliWorkers[w] = timed(node, [cli, 'inspect', statsFile, '--stats', '--json', '--workers', String(w)], { env: { CKPTSCOPE_WASM: 'simd' } });
+}
 const jsLoop = timed(node, [path.join(root, 'bench/js_baseline.mjs'), statsFile, String(statsStart)], { parse: (o) => JSON.parse(o).seconds });
 
 let numpy = null;
@@ -138,6 +181,21 @@ for (let r = 0; r < REPEAT; r++) {
   if (!rep.ok || rep.schema.shapes.length !== 1_000_000) throw new Error('layout file did not inspect');
 }
 const layoutCli = timed(node, [cli, 'inspect', layoutFile, '--json']);
+const walkLimit = timed(limitWalk, [layoutFile, '--repeat', '5'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+
+log('health and pairing, 1 GiB of moments + 0.5 GiB of parameters…');
+const healthNative = timed(native, [statsFile, '--health', stateFile, '--repeat', '2'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+const healthCli = timed(node, [cli, 'health', statsFile, '--state', stateFile, '--lr', '1e-3', '--json', '--workers', '1']);
+const healthWorkers = {};
+for (const w of Object.keys(cliWorkers)) healthWorkers[w] = timed(node, [cli, 'health', statsFile, '--state', stateFile, '--lr', '1e-3', '--json', '--workers', w]);
+const pairNative = timed(native, [statsFile, '--pair', stateFile, '--repeat', '2'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
+const pairCli = timed(node, [cli, 'check', statsFile, '--state', stateFile]);
+
+log('exporting 20 GB as .npz, streamed…');
+const exportScript = path.join(root, 'bench/export_bench.mjs');
+const export20g = timed(node, [exportScript, sparse20g], { repeat: 1 });
+const export20gSt = timed(node, [exportScript, sparse20g, 'safetensors'], { repeat: 1 });
+const export20m = timed(node, [exportScript, sparse20m], { repeat: 1 });
 
 log('indexing 20 GB vs 20 MB…');
 const index20g = timed(node, [cli, 'inspect', sparse20g, '--json']);
@@ -149,13 +207,18 @@ const index20mNative = timed(native, [sparse20m, '--repeat', '3'], { repeat: 1, 
 
 const gbps = (s) => statsBytes / s / 1e9;
 const rows = [
+  ['limit: read() 1 MiB chunks + sum, -O3 native', limit.seconds, gbps(limit.seconds), limit.peakRssMiB],
   ['statistics, native core -O3', nat.seconds, gbps(nat.seconds), natRss],
   ['statistics, wasm SIMD (API, in process)', wasmSimd, gbps(wasmSimd), null],
   ['statistics, wasm SIMD (CLI end to end)', cliSimd.seconds, gbps(cliSimd.seconds), cliSimd.peakRssMiB],
+  ['same CLI call without --stats', cliNoStats.seconds, null, cliNoStats.peakRssMiB],
+  ['statistics scan in the CLI (difference)', cliScan, gbps(cliScan), null],
   ['statistics, wasm no SIMD (API, in process)', wasmPlain, gbps(wasmPlain), null],
   ['statistics, wasm no SIMD (CLI end to end)', cliPlain.seconds, gbps(cliPlain.seconds), cliPlain.peakRssMiB],
   ['statistics, plain JS loop over Float32Array', jsLoop.seconds, gbps(jsLoop.seconds), jsLoop.peakRssMiB],
   ...(numpy ? [['statistics, NumPy over a memory map', numpy.seconds, gbps(numpy.seconds), numpy.peakRssMiB]] : []),
+  ...Object.entries(cliWorkers).map(([w, r]) => [`statistics, wasm SIMD (CLI, ${w} workers)`, r.seconds, gbps(r.seconds), r.peakRssMiB]),
+  ['limit: walk the records of 1,000,000 slots', walkLimit.seconds, null, null],
   ['inspect 1,000,000 slots, native', layoutNative.seconds, null, JSON.parse(layoutNative.out).peakRssKiB / 1024],
   ['inspect 1,000,000 slots, wasm (API)', layoutWasm, null, null],
   ['inspect 1,000,000 slots, CLI end to end', layoutCli.seconds, null, layoutCli.peakRssMiB],
@@ -163,6 +226,14 @@ const rows = [
   ['index 20 MB, CLI', index20m.seconds, null, index20m.peakRssMiB],
   ['index 20 GB sparse, native', index20gNative.seconds, null, JSON.parse(index20gNative.out).peakRssKiB / 1024],
   ['index 20 MB, native', index20mNative.seconds, null, JSON.parse(index20mNative.out).peakRssKiB / 1024],
+  ['health 1 GiB m, v + 0.5 GiB θ, native', healthNative.seconds, gbps(healthNative.seconds) * 1.5, JSON.parse(healthNative.out).peakRssKiB / 1024],
+  ['health, CLI (1 worker)', healthCli.seconds, gbps(healthCli.seconds) * 1.5, healthCli.peakRssMiB],
+  ...Object.entries(healthWorkers).map(([w, r]) => [`health, CLI (${w} workers)`, r.seconds, gbps(r.seconds) * 1.5, r.peakRssMiB]),
+  ['pair 1 GiB + 0.5 GiB, native', pairNative.seconds, null, JSON.parse(pairNative.out).peakRssKiB / 1024],
+  ['pair, CLI (check --state)', pairCli.seconds, null, pairCli.peakRssMiB],
+  ['export 20 GB sparse as .npz (streamed)', export20g.seconds, size(sparse20g) / export20g.seconds / 1e9, export20g.peakRssMiB],
+  ['export 20 GB sparse as .safetensors', export20gSt.seconds, size(sparse20g) / export20gSt.seconds / 1e9, export20gSt.peakRssMiB],
+  ['export 20 MB as .npz', export20m.seconds, null, export20m.peakRssMiB],
 ];
 
 const pad = (s, n) => String(s).padEnd(n);
@@ -171,7 +242,12 @@ console.log(`\nckptscope benchmark — ${new Date().toISOString()}, node ${proce
 console.log(`${pad('measurement', 46)} ${pad('seconds', 9)} ${pad('GB/s', 7)} peak RSS MiB`);
 for (const [name, s, g, rss] of rows) console.log(`${pad(name, 46)} ${pad(num(s), 9)} ${pad(num(g, 2), 7)} ${num(rss, 1)}`);
 
+// Fractions of the limit's throughput (limit seconds / seconds): goal >= 0.5 each, i.e. at
+// most twice the limit's time.
 const ratios = {
+  'native / limit': limit.seconds / nat.seconds,
+  'wasm SIMD in process / limit': limit.seconds / wasmSimd,
+  'CLI statistics scan / limit': limit.seconds / cliScan,
   'wasm SIMD CLI / native': nat.seconds / cliSimd.seconds,
   'wasm SIMD in process / native': nat.seconds / wasmSimd,
   'wasm SIMD CLI / plain JS loop': jsLoop.seconds / cliSimd.seconds,
@@ -179,17 +255,30 @@ const ratios = {
   'wasm SIMD / wasm no SIMD (in process)': wasmPlain / wasmSimd,
   'index 20 GB / 20 MB (CLI time)': index20g.seconds / index20m.seconds,
   'index 20 GB / 20 MB (CLI peak RSS)': index20g.peakRssMiB / index20m.peakRssMiB,
+  ...Object.fromEntries(Object.entries(cliWorkers).map(([w, r]) => [`statistics speed-up, ${w} workers`, cliSimd.seconds / r.seconds])),
+  ...Object.fromEntries(Object.entries(healthWorkers).map(([w, r]) => [`health speed-up, ${w} workers`, healthCli.seconds / r.seconds])),
+  'inspect --json 1M slots, CLI / walk limit': layoutCli.seconds / walkLimit.seconds,
+  'inspect --json 1M slots, CLI peak RSS MiB': layoutCli.peakRssMiB,
+  'export 20 GB / 20 MB (peak RSS)': export20g.peakRssMiB / export20m.peakRssMiB,
 };
 const goals = {
+  'native / limit': ['>=', 0.5],
+  'wasm SIMD in process / limit': ['>=', 0.5],
+  'CLI statistics scan / limit': ['>=', 0.5],
   'wasm SIMD CLI / native': ['>=', 0.6],
   'wasm SIMD CLI / plain JS loop': ['>=', 3],
   'wasm SIMD CLI / NumPy': ['>=', 2],
   'index 20 GB / 20 MB (CLI time)': ['<=', 2],
+  'statistics speed-up, 2 workers': ['>=', 1.7],
+  'health speed-up, 2 workers': ['>=', 1.7],
+  'inspect --json 1M slots, CLI / walk limit': ['<=', 15],
+  'inspect --json 1M slots, CLI peak RSS MiB': ['<', 200],
+  'export 20 GB / 20 MB (peak RSS)': ['<=', 1.5],
 };
 console.log('\nratios');
 for (const [k, v] of Object.entries(ratios)) {
   const goal = goals[k];
-  const met = goal && v !== null ? (goal[0] === '>=' ? v >= goal[1] : v <= goal[1]) : null;
+  const met = goal && v !== null ? ({ '>=': v >= goal[1], '<=': v <= goal[1], '<': v < goal[1] })[goal[0]] : null;
   console.log(`  ${pad(k, 42)} ${v === null ? 'n/a' : v.toFixed(2)}${goal ? `   goal ${goal[0]} ${goal[1]}: ${met ? 'met' : 'MISSED'}` : ''}`);
 }
 console.log(`  ${pad('inspect 1,000,000 slots in wasm (goal < 0.5 s)', 42)} ${layoutWasm.toFixed(3)} s: ${layoutWasm < 0.5 ? 'met' : 'MISSED'}`);

@@ -1,3 +1,5 @@
+import { terminalLine } from './terminal.js';
+
 // What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
 // a report (either family), an error with everything the core reported beside its reference
 // text, a pairing verdict. Words only: every fact here comes from the core's report.
@@ -8,6 +10,8 @@ const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-U
 
 /** Lines of columns padded to their widest cell; the columns in `right` are right-aligned. */
 export function table(rows, header, right) {
+  // escaped first (a name may hold control characters), so the widths are what is shown
+  rows = rows.map((r) => r.map((c) => terminalLine(c)));
   const widths = header.map((h) => h.length);
   for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
   const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
@@ -165,6 +169,8 @@ export function healthLines(result, optName, stateName, names = null) {
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
   out.push('');
   for (const f of result.flags) out.push(`flag: ${f.message}`);
-  out.push(result.flags.length ? `verdict: ${plural(new Set(result.flags.map((f) => f.slot)).size, 'slot')} flagged` : 'verdict: healthy');
+  const flagged = new Set(result.flags.map((f) => f.slot)).size;
+  if (!result.ok) out.push(`verdict: not checked against the parameters (${result.error.message})${flagged ? `; ${plural(flagged, 'slot')} flagged by the moments alone` : ''}`);
+  else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged` : 'verdict: healthy');
   return out;
 }

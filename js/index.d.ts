@@ -222,6 +222,9 @@ export interface InspectOptions extends ScanOptions {
   stats?: boolean;
   /** Which WebAssembly build runs the core (benchmarking): 'simd' (default) or 'nosimd'. */
   variant?: 'simd' | 'nosimd';
+  /** Statistics by this many workers (each its own instance; a file path or a Blob): 'auto' is
+   *  the machine's cores, at most 8. The report is the one a single worker gives. */
+  workers?: number | 'auto';
 }
 
 /** The moments of a slot, exactly as stored: narrow on dtype for the array type. */
@@ -294,6 +297,7 @@ export function inspect(source: Source, options?: InspectOptions): Promise<Repor
 export interface CheckResult {
   ok: true;
   warnings: string[];
+  /** The report of the load, without its per-slot arrays (schema arrays and entries empty). */
   report: Report;
 }
 
@@ -317,6 +321,9 @@ export interface Difference {
   slot: number | null;
   a: unknown;
   b: unknown;
+  /** For the configuration's floats: the exact bit patterns of a and b. */
+  aBits?: string;
+  bBits?: string;
   /** The difference in words, without the slot. */
   text: string;
   message: string;
@@ -351,7 +358,7 @@ export interface HealthResult {
   error: ReportError | null;
 }
 
-export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; slots?: { first?: U64Input; count?: U64Input } }): Promise<HealthResult>;
+export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
 /** The moments of one slot: see Checkpoint.entry. */
 export function readEntry(source: Source, slot: U64Input): Promise<Moments>;
@@ -411,7 +418,7 @@ export class Schema {
   isRepresentative(i: U64Input): boolean;
   isWellFormed(): boolean;
   tags(): U64[];
-  toJSON(): SchemaReport & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
+  toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
   dispose(): void;
   [Symbol.dispose](): void;
 }

@@ -1,6 +1,6 @@
 // One worker of js/parallel.js: its own WebAssembly instance opens the file itself and computes
 // the statistics of a range of items (posted back packed) or the health of a range of slots.
-import { isNode } from './wasm.js';
+import { isNode, adoptModule } from './wasm.js';
 import { open } from './checkpoint.js';
 import { health } from './api.js';
 
@@ -10,6 +10,7 @@ const listen = (fn) => (isNode ? port.on('message', fn) : (port.onmessage = ({ d
 
 listen(async (job) => {
   try {
+    if (job.module) adoptModule(job.module);   // compiled once, by the parent
     if (job.type === 'stats') {
       const ck = await open(job.source);
       try {

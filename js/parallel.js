@@ -4,7 +4,7 @@
 // them back packed; the core attaches them, so the report is exactly the one-worker report.
 // The health pass splits by slot ranges and its JSON concatenates.
 
-import { isNode } from './wasm.js';
+import { isNode, compiledModule } from './wasm.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
 
@@ -77,7 +77,7 @@ async function runJob(job, onProgress, signal) {
       if (msg.error) reject(Object.assign(new Error(msg.error.message), msg.error));
       else resolve(msg.result);
     });
-    worker.postMessage(job);
+    compiledModule().then((module) => worker.postMessage({ ...job, module }), (err) => reject(err));
   });
 }
 

@@ -10,12 +10,28 @@
 const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 
 const cores = new Map();
+const modules = new Map();   // variant -> compiled WebAssembly.Module (a worker can be given one)
 
 /** Load (once) the core. `variant` 'simd' (default) or 'nosimd'; in Node the environment
  *  variable CKPTSCOPE_WASM=nosimd changes the default (the benchmark uses it). */
 export function loadCore(variant = (isNode && process.env.CKPTSCOPE_WASM) || 'simd') {
   if (!cores.has(variant)) cores.set(variant, instantiate(variant));
   return cores.get(variant);
+}
+
+/** The compiled module of a variant, to hand to workers (a Module crosses postMessage, so a
+ *  worker instantiates without compiling again). */
+export async function compiledModule(variant = (isNode && process.env.CKPTSCOPE_WASM) || 'simd') {
+  await loadCore(variant);
+  return modules.get(variant);
+}
+
+/** In a worker: use a module the parent compiled, for `variant`. */
+export function adoptModule(module, variant = (isNode && process.env.CKPTSCOPE_WASM) || 'simd') {
+  if (!cores.has(variant)) {
+    modules.set(variant, module);
+    cores.set(variant, instantiate(variant));
+  }
 }
 
 async function fetchModule(name) {
@@ -32,6 +48,16 @@ async function fetchModule(name) {
 }
 
 async function instantiate(variant) {
+  let module = modules.get(variant);
+  if (!module) module = await compile(variant);
+  modules.set(variant, module);
+  const core = new Core();
+  const instance = await WebAssembly.instantiate(module, { env: core.imports() });
+  core.attach(instance);
+  return core;
+}
+
+async function compile(variant) {
   let module;
   try {
     module = await fetchModule(variant === 'nosimd' ? 'ckptscope-nosimd' : 'ckptscope');
@@ -40,10 +66,7 @@ async function instantiate(variant) {
     if (variant === 'simd' && err instanceof WebAssembly.CompileError) module = await fetchModule('ckptscope-nosimd');
     else throw err;
   }
-  const core = new Core();
-  const instance = await WebAssembly.instantiate(module, { env: core.imports() });
-  core.attach(instance);
-  return core;
+  return module;
 }
 
 const decoder = new TextDecoder();

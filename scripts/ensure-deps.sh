@@ -16,8 +16,10 @@ if [[ $mode == test ]]; then
   have clang || need+=(clang)
   compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
   have chromium || need+=(chromium)
-  # NumPy reads the exports back (tests/js/export.test.mjs): Debian's, for Debian's python3
+  # NumPy reads the exports back (tests/js/export.test.mjs); the docs' examples load them into
+  # NumPy and PyTorch (docs/examples/verify.mjs): Debian's, for Debian's python3
   /usr/bin/python3 -c 'import numpy' 2>/dev/null || need+=(python3-numpy)
+  /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
 fi
 if ((${#need[@]})); then
   echo "ensure-deps: installing ${need[*]}" >&2

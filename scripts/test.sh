@@ -9,5 +9,7 @@ echo "== native tests (ctest, ASan + UBSan)"
 (cd build/native && ctest --output-on-failure)
 echo "== fuzzing (libFuzzer, ASan + UBSan; 20 s per target)"
 bash scripts/fuzz.sh 20
+echo "== the documentation's examples, run and compared with what the pages show"
+node docs/examples/verify.mjs
 echo "== Node and browser tests (node --test; the browser suite drives Debian's Chromium)"
 node --test --test-reporter=spec tests/js/*.test.mjs tests/browser/*.test.mjs

@@ -519,7 +519,7 @@ static int write_npz(const plan *p, copier *c)
         sb_free(&name);
     }
     if (!rc) {   /* the metadata: a 0-d array of one string */
-        size_t n;
+        size_t n = 0;
         uint32_t *u = utf32(p->metadata, &n);
         strbuf head = {0};
         char descr[32];

@@ -58,17 +58,32 @@ static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n,
     return 0;
 }
 
-static double element(const uint8_t *p, size_t k, unsigned width)
-{
-    if (width == 8) {
-        double d;
-        memcpy(&d, p + 8 * k, 8);
-        return d;
-    }
-    float f;
-    memcpy(&f, p + 4 * k, 4);
-    return f;
-}
+/* The moments' part of one chunk: n elements of m and v as stored (float or double). One loop
+ * per width so the compiler sees plain arrays; the rare non-finite or negative elements leave the
+ * arithmetic through a branch that is almost never taken. */
+#define MOMENTS_LOOP(T)                                                                            \
+    do {                                                                                           \
+        const T *mm = (const T *)ps->m, *vv = (const T *)ps->v;                                   \
+        for (size_t j = 0; j < n; j++) {                                                           \
+            double m = mm[j], v = vv[j];                                                           \
+            if (!isfinite(m) || !isfinite(v) || v < 0) {                                           \
+                if (isnan(m)) h->moment_nan++;                                                     \
+                else if (isinf(m)) h->moment_inf++;                                                \
+                if (isnan(v)) h->moment_nan++;                                                     \
+                else if (isinf(v)) h->moment_inf++;                                                \
+                else if (v < 0) h->v_negative++;                                                   \
+                continue;                                                                          \
+            }                                                                                      \
+            never += v == 0;                                                                       \
+            inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);     \
+            double u = (m * inv1) / (sqrt(v * inv2) + eps);                                        \
+            if (!isfinite(u)) continue;                                                            \
+            double a = fabs(u);                                                                    \
+            sum_sq += a * a;                                                                       \
+            if (a > max) max = a;                                                                  \
+            finite++;                                                                              \
+        }                                                                                          \
+    } while (0)
 
 /* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
  * file), streamed together. */
@@ -79,54 +94,49 @@ static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info 
     h->has_update = e != NULL;
     h->has_param = t != NULL;
     if (!e && !t) return 0;
-    double bc1 = 0, bc2 = 0;
+    /* the bias corrections of step t + 1, applied as products */
+    double inv1 = 0, inv2 = 0;
     if (e) {
         double t1 = (double)e->step + 1.0;
-        bc1 = 1.0 - pow(ps->beta1, t1);
-        bc2 = 1.0 - pow(ps->beta2, t1);
+        inv1 = 1.0 / (1.0 - pow(ps->beta1, t1));
+        inv2 = 1.0 / (1.0 - pow(ps->beta2, t1));
     }
+    const double c = ps->c, floor = ps->v_floor, eps = ps->eps;
     const unsigned w = ps->width;
     for (uint64_t k = 0; k < count; k += CHUNK) {
         size_t n = count - k < CHUNK ? (size_t)(count - k) : CHUNK;
         if (e) {
             TRY(read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, ps->err));
             TRY(read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, ps->err));
-            for (size_t j = 0; j < n; j++) {
-                double m = element(ps->m, j, w), v = element(ps->v, j, w);
-                if (!isfinite(m) || !isfinite(v)) {
-                    if (isnan(m)) h->moment_nan++;
-                    else if (isinf(m)) h->moment_inf++;
-                    if (isnan(v)) h->moment_nan++;
-                    else if (isinf(v)) h->moment_inf++;
-                    continue;
-                }
-                if (v < 0) {
-                    h->v_negative++;
-                    continue;
-                }
-                if (v == 0) h->never_updated++;
-                if (ps->c > 0 && fabs(m) > ps->c * sqrt(v > ps->v_floor ? v : ps->v_floor) * (1 + MARGIN)) h->inconsistent++;
-                double u = (m / bc1) / (sqrt(v / bc2) + ps->eps);
-                if (!isfinite(u)) continue;
-                double a = fabs(u);
-                h->u_sum_sq += a * a;
-                if (a > h->u_max) h->u_max = a;
-                h->u_finite++;
-            }
+            double sum_sq = 0, max = h->u_max;
+            uint64_t finite = 0, never = 0, inconsistent = 0;
+            if (w == 8) MOMENTS_LOOP(double);
+            else MOMENTS_LOOP(float);
+            h->u_sum_sq += sum_sq;
+            h->u_max = max;
+            h->u_finite += finite;
+            h->never_updated += never;
+            h->inconsistent += inconsistent;
         }
         if (t) {
             TRY(read_at(ps->state_src, t->data_offset + 4 * k, ps->theta, 4 * n, ps->err));
+            double sum_sq = 0, max = h->p_max;
+            uint64_t finite = 0;
             for (size_t j = 0; j < n; j++) {
                 double x = ps->theta[j];
-                if (isnan(x)) h->p_nan++;
-                else if (isinf(x)) h->p_inf++;
-                else {
-                    double a = fabs(x);
-                    h->p_sum_sq += a * a;
-                    if (a > h->p_max) h->p_max = a;
-                    h->p_finite++;
+                if (!isfinite(x)) {
+                    if (isnan(x)) h->p_nan++;
+                    else h->p_inf++;
+                    continue;
                 }
+                double a = fabs(x);
+                sum_sq += a * a;
+                if (a > max) max = a;
+                finite++;
             }
+            h->p_sum_sq += sum_sq;
+            h->p_max = max;
+            h->p_finite += finite;
         }
         ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? 4 : 0));
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))

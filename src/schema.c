@@ -258,7 +258,10 @@ char *ckpt_schema_explain(const ckpt_schema *s, uint64_t *slot)
     if (slot) *slot = CKPT_NONE;
     if (ckpt_schema_is_well_formed(s)) return NULL;
     strbuf sb = {0};
-    if (s->flag_count != s->n)
+    if (s->flag_count == 0 && s->n > 0)
+        sb_printf(&sb, "%zu shape%s and no requiresGrad flags: a list of shapes (what a model-state file holds) is not an "
+                       "optimizer layout", s->n, s->n == 1 ? "" : "s");
+    else if (s->flag_count != s->n)
         sb_printf(&sb, "%zu shape%s but %zu requiresGrad flag%s", s->n, s->n == 1 ? "" : "s", s->flag_count,
                   s->flag_count == 1 ? "" : "s");
     else if (s->has_map && s->map_count != s->n)

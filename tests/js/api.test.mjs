@@ -302,3 +302,21 @@ test('check and diff take a layout JSON file by path, as the CLI does (named .js
   fs.writeFileSync(broken, '{"shapes": [[1]');
   await assert.rejects(check(bytes, broken), { name: 'LayoutError', message: /broken\.json is not valid JSON/ });
 });
+
+test('the report built from columns is the core\'s JSON report, on every file of the case table', async () => {
+  const { table, makeFile } = await import('./table.mjs');
+  const { open } = await import('../../js/index.js');
+  let compared = 0;
+  for (const c of table.cases) {
+    for (const recipe of [c.file, c.state].filter(Boolean)) {
+      const ck = await open(await makeFile(recipe));
+      try {
+        assert.deepEqual(ck.report, JSON.parse(ck.reportText()), c.name);
+        compared++;
+      } finally {
+        ck.close();
+      }
+    }
+  }
+  assert.ok(compared > 140);
+});
