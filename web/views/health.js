@@ -12,7 +12,8 @@ import { VirtualTable } from './vtable.js';
 
 const BAND = [1e-5, 1e-2];   // the ratio flags' range
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
-const AUTO_ELEMENTS = 32 * 1024 * 1024;   // run by itself below this many moment elements
+const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many moment elements (a pass of ~0.1 s that
+                                          // must not hold up the first click on an entry)
 const AUTO_SLOTS = 100000;                 // and this many slots (the result is one object per slot)
 
 const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
