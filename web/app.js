@@ -1,7 +1,7 @@
 // The viewer's host: the worker client, the page state, and the wiring between inputs (drop,
 // pickers, examples, the page address) and the views. One open path for every way a file
 // arrives; every fact about a file comes from the package through the worker.
-import { $, el, button } from './dom.js';
+import { $, el } from './dom.js';
 import { RpcClient } from './rpc.js';
 import { Store } from './state.js';
 import { FileColumns } from './columns.js';
@@ -16,7 +16,7 @@ import { SharingMap, renderLegend, describeSlot } from './views/sharing-map.js';
 import { DetailView } from './views/detail.js';
 import { Exports } from './views/exports.js';
 import { renderNamesNote as namesNote } from './views/names.js';
-import { wireInputs } from './inputs.js';
+import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
 import { ParamsView } from './views/params-table.js';
 import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
@@ -288,6 +288,7 @@ async function runCompare() {
   const main = store.files.a;
   const expected = store.expected;
   if (!main || !expected) return;
+  $('compare').hidden = false;
   const options = {
     fileName: main.name, expectedName: expected.name, label, fileSize: Number(main.summary.size), readBytes: readBytes(main),
     onSlot: (i) => store.select(i, 'compare'), onClose: closeCompare,
@@ -334,85 +335,36 @@ function setLabels(names, source) {
 
 // ---- inputs -----------------------------------------------------------------------------------
 
-/** Every file of a drop or a pick: JSON files are names or layouts (the package tells which);
- *  checkpoints open (two at once: an optimizer and its model state). */
+/** Every file of a drop or a pick, sorted by inputs.js: names applied, a layout to compare with,
+ *  checkpoints to open (two at once: an optimizer and its model state). */
 async function handleFiles(fileList, target = 'open') {
-  const files = [...fileList];
-  if (!files.length) return;
-  const checkpoints = [];
-  for (const file of files) {
-    let kind;
-    try {
-      kind = await rpc.request('classify', { source: file });
-    } catch (err) {
-      status(`${file.name}: ${err.message}`);
-      continue;
-    }
-    if (kind.json === 'names') setLabels(kind.names, file.name);
-    else if (kind.json === 'layout' || kind.json === 'report') {
-      if (!store.files.a && !files.some((f) => f !== file)) {
-        status(`${file.name} is a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
-        continue;
-      }
-      store.pendingExpected = { source: file, name: file.name };
-    } else if (kind.json) {
-      status(`${file.name} is JSON but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.`);
-    } else checkpoints.push({ source: file, name: file.name });
-  }
-  const expected = store.pendingExpected ?? null;
-  store.pendingExpected = null;
+  const { checkpoints, expected } = await sortFiles([...fileList], {
+    classify: (file) => rpc.request('classify', { source: file }), setLabels, status, hasFile: () => !!store.files.a,
+  });
   if (target === 'expect' && checkpoints.length) {
-    if (!store.files.a) {
-      status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
-      return;
-    }
+    if (!store.files.a) return status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
     store.expected = checkpoints[0];
-    $('compare').hidden = false;
     return runCompare();
   }
   if (target === 'state' && checkpoints.length) return addState(checkpoints[0]);
   if (checkpoints.length) {
-    await openFiles(checkpoints.slice(0, 2), { expected: expected && checkpoints.length ? expected : null });
+    await openFiles(checkpoints.slice(0, 2), { expected });
     if (checkpoints.length > 2) status(`Opened the first two files; ${plural(checkpoints.length - 2, 'other file')} ignored.`);
   } else if (expected) {
     store.expected = expected;
-    $('compare').hidden = false;
     runCompare();
   }
 }
 
 wireInputs({ handleFiles, setLabels, classify: (file) => rpc.request('classify', { source: file }), hasFile: () => !!store.files.a, status });
+loadExamples(rpc, { status, open: (files, options) => {
+  store.labelsPinned = false;
+  openFiles(files, options);
+} });
+openFromAddress((files) => openFiles(files));
 $('scan').addEventListener('click', () => scan('optimizer'));
 $('scan-tensors').addEventListener('click', () => scan('state'));
 $('cancel-scan').addEventListener('click', () => rpc.cancel());
 $('zoom-in').addEventListener('click', () => map.zoomAt(1.5, map.width / 2));
 $('zoom-out').addEventListener('click', () => map.zoomAt(1 / 1.5, map.width / 2));
 $('zoom-reset').addEventListener('click', () => map.resetZoom());
-
-// Built-in examples, made by the package's writers inside the worker.
-rpc.request('examples').then((examples) => {
-  const open = (ex) => {
-    $('examples-menu').open = false;
-    const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
-    store.labelsPinned = false;
-    const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
-    openFiles(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
-  };
-  for (const ex of examples) {
-    const b = button(ex.title, { onClick: () => open(ex) });
-    b.dataset.example = ex.name;
-    $('examples').append(b);
-    $('welcome-examples').append(button(ex.title, { onClick: () => open(ex) }));
-  }
-}, (err) => status(`Examples unavailable: ${err.message}`));
-
-// ---- the page address: #open=/files/TOKEN/NAME[&open=…] (ckptscope view) ---------------------
-
-function openFromHash() {
-  const paths = new URLSearchParams(location.hash.slice(1)).getAll('open');
-  if (!paths.length) return;
-  const files = paths.map((p) => ({ source: p, name: decodeURIComponent(p.split('/').pop() || p) }));
-  openFiles(files.slice(0, 2));
-}
-window.addEventListener('hashchange', openFromHash);
-openFromHash();

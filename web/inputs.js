@@ -1,7 +1,7 @@
 // How files reach the page: drag and drop anywhere (on the compare card: the layout to compare
 // with; on "Add model state…": the state file), the pickers, and the header menus' keyboard and
 // outside-click behaviour. Everything ends in handleFiles(files, target) or setLabels.
-import { $ } from './dom.js';
+import { $, button } from './dom.js';
 
 export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }) {
   let dragDepth = 0;
@@ -63,4 +63,60 @@ export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }
       m.querySelector('summary').focus();
     }
   });
+}
+
+/** Sort the files of one drop or pick: names JSON applied at once (setLabels); a layout or report
+ *  JSON is the layout to compare with; other JSON is said to be neither; the rest are checkpoints.
+ *  The package says what a JSON file is (readLayoutSource, jsonKind, in the worker). */
+export async function sortFiles(files, { classify, setLabels, status, hasFile }) {
+  const checkpoints = [];
+  let expected = null;
+  for (const file of files) {
+    let kind;
+    try {
+      kind = await classify(file);
+    } catch (err) {
+      status(`${file.name}: ${err.message}`);
+      continue;
+    }
+    if (kind.json === 'names') setLabels(kind.names, file.name);
+    else if (kind.json === 'layout' || kind.json === 'report') {
+      if (!hasFile() && files.length === 1) status(`${file.name} is a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
+      else expected = { source: file, name: file.name };
+    } else if (kind.json) {
+      status(`${file.name} is JSON but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.`);
+    } else checkpoints.push({ source: file, name: file.name });
+  }
+  return { checkpoints, expected };
+}
+
+/** The built-in examples (made by the package's writers in the worker), in the Examples menu and
+ *  on the welcome card. */
+export function loadExamples(rpc, { open, status }) {
+  rpc.request('examples').then((examples) => {
+    const choose = (ex) => {
+      $('examples-menu').open = false;
+      const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
+      const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
+      open(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
+    };
+    for (const ex of examples) {
+      const b = button(ex.title, { onClick: () => choose(ex) });
+      b.dataset.example = ex.name;
+      $('examples').append(b);
+      $('welcome-examples').append(button(ex.title, { onClick: () => choose(ex) }));
+    }
+  }, (err) => status(`Examples unavailable: ${err.message}`));
+}
+
+/** The page address names files to open: #open=/files/TOKEN/NAME[&open=…] (`ckptscope view`),
+ *  read by the worker over HTTP with range requests. */
+export function openFromAddress(open) {
+  const go = () => {
+    const paths = new URLSearchParams(location.hash.slice(1)).getAll('open');
+    if (!paths.length) return;
+    open(paths.slice(0, 2).map((p) => ({ source: p, name: decodeURIComponent(p.split('/').pop() || p) })));
+  };
+  window.addEventListener('hashchange', go);
+  go();
 }
