@@ -287,7 +287,7 @@ export class SharingMap {
       g.font = '10.5px system-ui, sans-serif';
       const font = g.font;
       const level = slotPx >= 64;
-      const every = level ? 1 : Math.max(1, Math.ceil(13 / slotPx));
+      const every = level ? 1 : Math.max(1, Math.ceil(24 / slotPx));   // rotated lines 24 px apart stay clear of each other
       const nameStep = every <= step && step % every === 0 ? every : Math.ceil(every / step) * step;
       g.textAlign = level ? 'center' : 'left';
       for (let i = Math.ceil(first / nameStep) * nameStep; i < last; i += nameStep) {
