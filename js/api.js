@@ -6,7 +6,7 @@
 import { loadCore } from './wasm.js';
 import { open, Checkpoint, withOpen, withProgress } from './checkpoint.js';
 import { Schema, buildSchema } from './schema.js';
-import { openSource, readLayoutSource } from './sources.js';
+import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, Codes, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
 import { canSplit, workerCount, statsInParallel, healthInParallel } from './parallel.js';
@@ -47,7 +47,7 @@ async function withLayout(x, role, fn) {
   if (x instanceof Schema) return x.use((_, schema) => withLayoutPtr(core, ex.w_layout_new(schema, -1, 0, -1, FAMILY.any), fn));
   if (x instanceof Checkpoint) return x.withLayout(fn, { role });
   if (!isPlainObject(x)) {
-    const layout = await readLayoutSource(x);   // a JSON file is a layout; anything else a checkpoint
+    const layout = await readJsonSource(x);   // a JSON file is a layout; anything else a checkpoint
     if (layout === undefined) return withOpen(x, (ck) => ck.withLayout(fn, { role }));
     x = layout;
   }

@@ -85,6 +85,11 @@ function numbers(big) {
 
 /** The report from its summary (the core's JSON without per-slot arrays) and the core's
  *  columns; null when a value is past 2^53 - 1 or a size past 2^64 (the JSON says those). */
+/* Past this many slots the columns (several typed arrays per slot, in wasm memory and copied
+ * out) cost more than streaming the JSON, and past ~30 million the report cannot be one string
+ * at all: the JSON path says so plainly (tests/js/boundary.test.mjs). */
+const COLUMNS_REPORT_MAX_SLOTS = 1 << 22;
+
 function fromColumns(summary, c) {
   for (let i = 0; i < c.n; i++) if (c.tooBig[i]) return null;
   const starts = numbers(c.dimStart), dims = numbers(c.dims), sizes = numbers(c.sizes);
@@ -211,7 +216,9 @@ export class Checkpoint {
    *  statistics (or a size past 2^64) it is the core's JSON, parsed. Either way the same object
    *  (tests/js/api.test.mjs compares them on every file of the case table). */
   get report() {
-    this.#report ??= this.#meta.statistics ? JSON.parse(this.reportText()) : (fromColumns(this.#meta, this.columns()) ?? JSON.parse(this.reportText()));
+    const slots = this.#meta.slotCount ?? this.#meta.tensorCount ?? 0;
+    const viaColumns = !this.#meta.statistics && slots <= COLUMNS_REPORT_MAX_SLOTS;
+    this.#report ??= (viaColumns ? fromColumns(this.#meta, this.columns()) : null) ?? JSON.parse(this.reportText());
     return this.#report;
   }
 

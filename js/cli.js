@@ -6,7 +6,7 @@
 
 import fs from 'node:fs';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
-import { readLayoutSource } from './sources.js';
+import { readJsonSource } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
@@ -87,7 +87,7 @@ function workersArg(seen) {
  *  API would take a string for a path and a number for a file descriptor. */
 async function layoutArg(path) {
   checkInput(path, 'layout or checkpoint');
-  const layout = await reading(path, 'layout', () => readLayoutSource(path)).catch((err) => {
+  const layout = await reading(path, 'layout', () => readJsonSource(path)).catch((err) => {
     throw err instanceof LayoutError ? new LayoutError(err.message) : err;
   });
   if (layout === undefined) return path;

@@ -98,6 +98,6 @@ export class HttpSource {
   }
 
   close() {
-    this.cache.clear();
+    this.cache.length = 0;   // the kept ranges go; the source can still be read (it refetches)
   }
 }

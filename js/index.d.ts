@@ -407,6 +407,30 @@ export function exportTo(source: Source, write: (bytes: Uint8Array) => void, opt
 export function saveExport(path: string | URL, source: Source, options?: ExportOptions): Promise<void>;
 export function exportNpy(source: Source, slot: U64Input, what?: 'm' | 'v' | 'values'): Promise<Uint8Array>;
 
+/** The JSON a source holds (a layout, a report, a description, slot names), or undefined when
+ *  it is a checkpoint: a name ending in .json, or a first non-blank byte `{` or `[`. */
+export function readJsonSource(source: Source): Promise<unknown | undefined>;
+/** What a parsed JSON input is, by shape (never by file name). */
+export function jsonKind(x: unknown): 'names' | 'report' | 'layout' | 'description' | 'unknown';
+/** Slot names checked to be an array of strings (the count is the caller's to compare). */
+export function namesOf(x: unknown, where?: string): string[];
+
+export class HttpError extends Error {
+  readonly url: string;
+  readonly status: number | null;
+}
+/** An http(s) file read by synchronous range requests; browser workers only. */
+export class HttpSource implements CustomSource {
+  static open(url: string | URL): HttpSource;
+  readonly url: string;
+  readonly size: number;
+  /** Bytes received and requests made so far: what opening a 20 GB file over HTTP cost. */
+  readonly bytesTransferred: number;
+  readonly requests: number;
+  read(offset: number, dest: Uint8Array): number;
+  close(): void;
+}
+
 export class Schema {
   static create(layout: Layout): Promise<Schema>;
   readonly disposed: boolean;

@@ -13,6 +13,7 @@ const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x)
 
 function describe(value) {
   if (Array.isArray(value)) return 'an array';
+  if (value === undefined) return 'nothing (the field is missing)';
   if (value === null) return 'null';
   if (typeof value === 'string') return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
   if (typeof value === 'object') return 'an object';

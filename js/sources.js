@@ -117,7 +117,7 @@ const LAYOUT_LIMIT = 512 * 1024 * 1024;   // a layout of ten million slots is ~2
 /** When `source` holds JSON text (a layout, a report, slot names), that JSON; else undefined
  *  (the source is a checkpoint). One rule for the CLI, the API and the viewer: a file named
  *  *.json, or whose first non-blank byte is `{` or `[`, is JSON. */
-export async function readLayoutSource(source) {
+export async function readJsonSource(source) {
   if (typeof source === 'number') return undefined;
   if (/\.json$/i.test(nameOf(source))) return parseJSON(source);
   let first;

@@ -67,7 +67,7 @@ export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }
 
 /** Sort the files of one drop or pick: names JSON applied at once (setLabels); a layout or report
  *  JSON is the layout to compare with; other JSON is said to be neither; the rest are checkpoints.
- *  The package says what a JSON file is (readLayoutSource, jsonKind, in the worker). */
+ *  The package says what a JSON file is (readJsonSource, jsonKind, in the worker). */
 export async function sortFiles(files, { classify, setLabels, status, hasFile }) {
   const checkpoints = [];
   let expected = null;

@@ -5,7 +5,7 @@
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTensors, exportNpy } from '/js/index.js';
 import { HttpSource } from '/js/http-source.js';
-import { readLayoutSource } from '/js/sources.js';
+import { readJsonSource } from '/js/sources.js';
 import { jsonKind, namesOf } from '/js/layout.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
@@ -139,7 +139,7 @@ const handlers = {
   /** What a file is: {json: null} for a checkpoint, else {json: 'names' | 'layout' | 'report' |
    *  'description' | 'unknown', names?}. */
   async classify({ source }) {
-    const json = await readLayoutSource(source);
+    const json = await readJsonSource(source);
     if (json === undefined) return { json: null };
     const kind = jsonKind(json);
     return kind === 'names' ? { json: kind, names: namesOf(json, source.name ?? 'names') } : { json: kind };
@@ -208,7 +208,7 @@ const handlers = {
     const h = handle('a');
     let layout = expected;
     if (expected instanceof Blob) {
-      const json = await readLayoutSource(expected);
+      const json = await readJsonSource(expected);
       if (json !== undefined) {
         const kind = jsonKind(json);
         if (kind === 'names') throw Object.assign(new TypeError(`${expected.name} is a list of slot names, not a layout`), { subject: 'expected' });

@@ -122,6 +122,9 @@ test('writer refusals are CheckpointErrors with the reference text', async () =>
   await assert.rejects(writeCheckpoint({ ...d, config: { ...modelConfig, kind: 'adamw', weightDecay: -1 } }), { message: `${F}AdamW weight decay must be finite and nonnegative` });
   await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], ['18446744073709551616']] }), { message: `${F}metadata value does not fit in 64 bits: 18446744073709551616` });
   await assert.rejects(writeCheckpoint({ ...d, shapes: [[2, 3], [2, 3], [-1]] }), LayoutError);
+  const { id, ...noId } = d.entries[0];
+  void id;
+  await assert.rejects(writeCheckpoint({ ...d, entries: [noId, d.entries[1]] }), { name: 'LayoutError', message: 'description.entries[0].id must be a nonnegative integer, got nothing (the field is missing)' });
   await assert.rejects(writeCheckpoint({ ...d, version: 2 }), { message: `${F}format version 2 cannot hold shared parameter histories (versions 3 to 5 can)` });
   await assert.rejects(writeCheckpoint({ ...d, version: '18446744073709551615' }), { message: `${F}cannot write format version 18446744073709551615; expected 2 through 5` });
   // config is what says which optimizer wrote the file: never invented

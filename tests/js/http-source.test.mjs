@@ -1,0 +1,106 @@
+// HttpSource outside a browser: a synchronous XMLHttpRequest stand-in serves a checkpoint's
+// bytes by Range, so the request sizes, the kept ranges, the errors and close() are checked in
+// Node. (The browser tests open the same source over a real server: tests/browser/.)
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import { HttpSource, HttpError, open, writeCheckpoint } from '../../js/index.js';
+
+function fakeServer(bytes, { status = null, ignoreRange = false } = {}) {
+  const log = [];
+  class FakeXHR {
+    open(method, url, async) {
+      assert.equal(method, 'GET');
+      assert.equal(async, false);
+      this.url = url;
+    }
+    setRequestHeader(name, value) {
+      this.range = /^bytes=(\d+)-(\d+)$/.exec(value);
+    }
+    send() {
+      const start = Number(this.range[1]);
+      const end = Math.min(Number(this.range[2]) + 1, bytes.length);
+      log.push([start, end]);
+      if (status) {
+        this.status = status;
+        this.statusText = 'Not Found';
+        this.response = new ArrayBuffer(0);
+      } else if (ignoreRange) {
+        this.status = 200;
+        this.response = bytes.slice().buffer;
+      } else if (start >= bytes.length) {
+        this.status = 416;
+        this.response = new ArrayBuffer(0);
+      } else {
+        this.status = 206;
+        this.response = bytes.slice(start, end).buffer;
+        this.headers = { 'Content-Range': `bytes ${start}-${end - 1}/${bytes.length}` };
+      }
+    }
+    getResponseHeader(name) {
+      return this.headers?.[name] ?? null;
+    }
+  }
+  return { FakeXHR, log };
+}
+
+async function withFake(bytes, options, body) {
+  const { FakeXHR, log } = fakeServer(bytes, options);
+  const saved = { xhr: globalThis.XMLHttpRequest, scope: globalThis.WorkerGlobalScope };
+  globalThis.XMLHttpRequest = FakeXHR;
+  globalThis.WorkerGlobalScope = class {};
+  try {
+    return await body(log);
+  } finally {
+    globalThis.XMLHttpRequest = saved.xhr;
+    if (saved.scope === undefined) delete globalThis.WorkerGlobalScope;
+    else globalThis.WorkerGlobalScope = saved.scope;
+  }
+}
+
+const sample = await writeCheckpoint({
+  shapes: [[64, 64], [64]],
+  requiresGrad: [true, true],
+  config: { kind: 'adamw', lr: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
+  entries: [0, 1].map((id) => {
+    const n = id === 0 ? 4096 : 64;
+    return { id, step: 3, m: new Float32Array(n).fill(0.5), v: new Float32Array(n).fill(0.25) };
+  }),
+});
+
+test('in Node without a worker, an http source is refused with advice', () => {
+  assert.throws(() => HttpSource.open('http://127.0.0.1:1/x.ckpt'), (err) => err instanceof HttpError && /download the file first/.test(err.message));
+});
+
+test('the size comes from Content-Range; requests are at least a page; kept ranges are reused', () =>
+  withFake(sample, {}, async (log) => {
+    const src = HttpSource.open('http://h/x.ckpt');
+    assert.equal(src.size, sample.length);
+    assert.deepEqual(log[0], [0, 4096]);
+    const dest = new Uint8Array(8);
+    assert.equal(src.read(100, dest), 8);
+    assert.deepEqual(dest, sample.subarray(100, 108));
+    assert.equal(log.length, 1, 'a read inside the first page costs no request');
+    assert.equal(src.read(sample.length - 4, dest), 4, 'a read at the end is short');
+    assert.equal(src.read(sample.length, dest), 0);
+    const ck = await open(src);
+    assert.equal(ck.summary.slotCount, 2);
+    ck.close();
+    assert.equal(src.bytesTransferred, log.reduce((n, [a, b]) => n + (b - a), 0));
+    src.close();
+    assert.equal(src.read(0, dest), 8, 'after close() a read fetches again');
+    assert.equal(log.length, src.requests);
+  }));
+
+test('an HTTP error names the URL and the status', () =>
+  withFake(sample, { status: 404 }, async () => {
+    assert.throws(() => HttpSource.open('http://h/gone.ckpt'), (err) => err instanceof HttpError && err.status === 404 && err.message === 'http://h/gone.ckpt: HTTP 404 Not Found');
+  }));
+
+test('a server that ignores Range still gives the right bytes', () =>
+  withFake(sample, { ignoreRange: true }, async () => {
+    const src = HttpSource.open('http://h/x.ckpt');
+    assert.equal(src.size, sample.length);
+    const dest = new Uint8Array(16);
+    assert.equal(src.read(5000, dest), 16);
+    assert.deepEqual(dest, sample.subarray(5000, 5016));
+  }));
