@@ -6,11 +6,11 @@
 //
 // Errors name the URL and the HTTP status.
 
-// The core asks for what it needs (its own read-ahead grows over a sequential walk and shrinks
-// after a skipped payload); a request is never smaller than a page, and the last ranges fetched
-// are kept, so fields read one by one near each other cost one request.
-const MIN_REQUEST = 4096;
-const CACHE_RANGES = 16;
+// A request is never smaller than a page and the last ranges are kept (js/ranges.js), so fields
+// read one by one near each other cost one request.
+import { Ranges } from './ranges.js';
+
+const FIRST_REQUEST = 4096;   // learns the size from Content-Range
 
 export class HttpError extends Error {
   constructor(message, { url, status = null } = {}) {
@@ -46,14 +46,15 @@ export class HttpSource {
 
   constructor(url) {
     this.url = url;
-    this.cache = [];          // {start, bytes}, least recently used first
+    this.ranges = new Ranges((start, length) => this.fetch(start, length));
     this.bytesTransferred = 0;
     this.requests = 0;
     this.size = -1;
-    this.fetch(0, MIN_REQUEST);   // learns the size
+    this.whole = null;   // set when the server answers 200 with the whole file
+    this.ranges.keep(0, this.fetch(0, FIRST_REQUEST));   // learns the size
   }
 
-  /** Fetch [start, start + length) (clipped to the size once known) and keep it. */
+  /** Fetch [start, start + length) (clipped to the size once known). */
   fetch(start, length) {
     const end = this.size >= 0 ? Math.min(this.size, start + length) : start + length;
     const xhr = rangeRequest(this.url, start, end);
@@ -65,39 +66,29 @@ export class HttpSource {
     let bytes = new Uint8Array(xhr.response);
     this.bytesTransferred += bytes.length;
     if (xhr.status === 200) {
-      // The server ignored the range and sent the whole file: fine for a small one.
-      if (this.size < 0) this.size = bytes.length;
+      // The server ignored the range and sent the whole file: keep it, ask nothing more.
+      this.size = bytes.length;
+      this.whole = bytes;
       bytes = bytes.subarray(start, end);
     } else if (this.size < 0) {
       const total = /\/(\d+)$/.exec(xhr.getResponseHeader('Content-Range') ?? '');
       if (!total) throw new HttpError(`${this.url}: the server's 206 answer has no Content-Range size`, { url: this.url, status: 206 });
       this.size = Number(total[1]);
     }
-    this.cache.push({ start, bytes });
-    if (this.cache.length > CACHE_RANGES) this.cache.shift();
     return bytes;
   }
 
   read(offset, dest) {
     if (offset >= this.size) return 0;
-    const want = Math.min(dest.length, this.size - offset);
-    let hit = this.cache.findIndex((c) => c.start <= offset && offset + want <= c.start + c.bytes.length);
-    let range;
-    if (hit >= 0) {
-      range = this.cache[hit];
-      this.cache.splice(hit, 1);
-      this.cache.push(range);   // most recently used last
-    } else {
-      const bytes = this.fetch(offset, Math.max(want, MIN_REQUEST));
-      range = { start: offset, bytes };
+    if (this.whole) {
+      const part = this.whole.subarray(offset, offset + dest.length);
+      dest.set(part);
+      return part.length;
     }
-    const from = offset - range.start;
-    const n = Math.min(want, range.bytes.length - from);
-    dest.set(range.bytes.subarray(from, from + n));
-    return n;
+    return this.ranges.read(offset, dest.subarray(0, Math.min(dest.length, this.size - offset)));
   }
 
   close() {
-    this.cache.length = 0;   // the kept ranges go; the source can still be read (it refetches)
+    this.ranges.clear();   // the source can still be read: it fetches again
   }
 }

@@ -419,6 +419,15 @@ export class HttpError extends Error {
   readonly url: string;
   readonly status: number | null;
 }
+/** A Blob or File read range by range with FileReaderSync (a worker only); what `open(file)`
+ *  uses there. `bytesRead` counts what was read. */
+export class BlobSource implements CustomSource {
+  constructor(blob: Blob);
+  readonly size: number;
+  readonly bytesRead: number;
+  read(offset: number, dest: Uint8Array): number;
+  close(): void;
+}
 /** An http(s) file read by synchronous range requests; browser workers only. */
 export class HttpSource implements CustomSource {
   static open(url: string | URL): HttpSource;

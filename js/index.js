@@ -9,6 +9,6 @@ export { Schema } from './schema.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';
 export { toNumber, toBigInt } from './values.js';
-export { readJsonSource } from './sources.js';
+export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
 export { HttpSource, HttpError } from './http-source.js';

@@ -2,7 +2,7 @@
 // the end of the data) and knows its size (-1 when unknown); the core pulls only the ranges it
 // needs, so a payload that is skipped is never read.
 //   Uint8Array / ArrayBuffer / DataView: copy the range (never the whole buffer).
-//   Blob / File in a worker: FileReaderSync on blob.slice(...).
+//   Blob / File in a worker: FileReaderSync on blob.slice(...), a page at least, pages kept.
 //   Blob on a page's main thread (no FileReaderSync there): read once into memory.
 //   string path, file: URL or file descriptor (Node): positional fs.readSync.
 //   http(s) URL: range requests (js/http-source.js).
@@ -10,6 +10,7 @@
 
 import { isNode } from './wasm.js';
 import { LayoutError } from './errors.js';
+import { Ranges } from './ranges.js';
 
 class BytesSource {
   constructor(u8) {
@@ -25,20 +26,27 @@ class BytesSource {
   close() {}
 }
 
-class BlobSource {
+/** A Blob or File in a worker, read range by range with FileReaderSync (pages kept:
+ *  js/ranges.js); bytesRead counts what was read, for a viewer to show. */
+export class BlobSource {
   constructor(blob) {
     this.blob = blob;
     this.size = blob.size;
-    this.reader = new FileReaderSync();
+    this.bytesRead = 0;
+    const reader = new FileReaderSync();
+    this.ranges = new Ranges((start, length) => {
+      const bytes = new Uint8Array(reader.readAsArrayBuffer(blob.slice(start, Math.min(this.size, start + length))));
+      this.bytesRead += bytes.length;
+      return bytes;
+    });
   }
   read(offset, dest) {
     if (offset >= this.size) return 0;
-    const end = Math.min(this.size, offset + dest.length);
-    const chunk = this.reader.readAsArrayBuffer(this.blob.slice(offset, end));
-    dest.set(new Uint8Array(chunk));
-    return chunk.byteLength;
+    return this.ranges.read(offset, dest.subarray(0, Math.min(dest.length, this.size - offset)));
   }
-  close() {}
+  close() {
+    this.ranges.clear();
+  }
 }
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;

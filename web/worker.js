@@ -3,51 +3,16 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTensors, exportNpy } from '/js/index.js';
-import { HttpSource } from '/js/http-source.js';
-import { readJsonSource } from '/js/sources.js';
-import { jsonKind, namesOf } from '/js/layout.js';
+import { open, check, pair, diff, health, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
-/** A File read with positional FileReaderSync reads, counting the bytes read (the viewer shows
- *  it: payloads are skipped until statistics are asked for). Each FileReaderSync call costs far
- *  more than its bytes, so a read is never smaller than a page and the last ranges are kept: a
- *  pass that reads slot after slot (health, statistics) costs one call per few dozen slots. */
-const MIN_READ = 4096, KEEP = 16;
-
-class FileBytes {
-  constructor(file) {
-    this.file = file;
-    this.size = file.size;
-    this.reader = new FileReaderSync();
-    this.bytesRead = 0;
-    this.cache = [];   // {start, bytes}, most recently used last
-  }
-  read(offset, dest) {
-    if (offset >= this.size) return 0;
-    const want = Math.min(dest.length, this.size - offset);
-    const at = this.cache.findIndex((c) => c.start <= offset && offset + want <= c.start + c.bytes.length);
-    let range;
-    if (at >= 0) {
-      range = this.cache[at];
-      this.cache.splice(at, 1);
-    } else {
-      const end = Math.min(this.size, offset + Math.max(want, MIN_READ));
-      range = { start: offset, bytes: new Uint8Array(this.reader.readAsArrayBuffer(this.file.slice(offset, end))) };
-      this.bytesRead += range.bytes.length;
-    }
-    this.cache.push(range);
-    if (this.cache.length > KEEP) this.cache.shift();
-    const from = offset - range.start;
-    const n = Math.min(want, range.bytes.length - from);
-    dest.set(range.bytes.subarray(from, from + n));
-    return n;
-  }
+/** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read
+ *  (the viewer shows it: payloads are skipped until statistics are asked for). */
+class FileBytes extends BlobSource {
   io() {
     return { via: 'file', bytesRead: this.bytesRead };
   }
-  close() {}
 }
 
 /** A URL of this origin (`ckptscope view` serves files at /files/TOKEN/NAME), read by the

@@ -1,9 +1,10 @@
-// HttpSource outside a browser: a synchronous XMLHttpRequest stand-in serves a checkpoint's
-// bytes by Range, so the request sizes, the kept ranges, the errors and close() are checked in
-// Node. (The browser tests open the same source over a real server: tests/browser/.)
+// The sources whose calls cost more than their bytes, outside a browser: a synchronous
+// XMLHttpRequest stand-in serves a checkpoint's bytes by Range and a FileReaderSync stand-in reads
+// a Blob, so request sizes, kept ranges, errors and close() are checked in Node. (The browser
+// tests open the same sources for real: tests/browser/.)
 import test from 'node:test';
 import assert from 'node:assert/strict';
-import { HttpSource, HttpError, open, writeCheckpoint } from '../../js/index.js';
+import { HttpSource, HttpError, BlobSource, open, writeCheckpoint } from '../../js/index.js';
 
 function fakeServer(bytes, { status = null, ignoreRange = false } = {}) {
   const log = [];
@@ -103,4 +104,40 @@ test('a server that ignores Range still gives the right bytes', () =>
     const dest = new Uint8Array(16);
     assert.equal(src.read(5000, dest), 16);
     assert.deepEqual(dest, sample.subarray(5000, 5016));
+    const ck = await open(src);
+    assert.equal(ck.summary.slotCount, 2);
+    ck.close();
+    assert.equal(src.requests, 1, 'the whole file came with the first answer');
   }));
+
+test('a Blob in a worker is read a page at a time, pages kept, bytes counted', async () => {
+  const calls = [];
+  globalThis.FileReaderSync = class {
+    readAsArrayBuffer(blob) {
+      const [a, b] = blobBytes.get(blob);
+      calls.push([a, b]);
+      return sample.slice(a, b).buffer;
+    }
+  };
+  // Node's Blob has no synchronous read: the stand-in answers from the bytes each slice holds.
+  const blobBytes = new Map();
+  const whole = new Blob([sample]);
+  const slice = whole.slice.bind(whole);
+  whole.slice = (a, b) => {
+    const part = slice(a, b);
+    blobBytes.set(part, [a, b]);
+    return part;
+  };
+  try {
+    const src = new BlobSource(whole);
+    const ck = await open(src);
+    const e = await ck.entry(1);
+    assert.deepEqual(Array.from(e.m.subarray(0, 2)), [0.5, 0.5]);
+    ck.close();
+    assert.ok(calls.every(([a, b]) => b - a >= 4096 || b === sample.length), `no read smaller than a page except at the end: ${JSON.stringify(calls)}`);
+    assert.equal(src.bytesRead, calls.reduce((n, [a, b]) => n + b - a, 0));
+    assert.ok(calls.length <= 8, `${calls.length} reads for a 2-slot file`);
+  } finally {
+    delete globalThis.FileReaderSync;
+  }
+});
