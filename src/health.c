@@ -47,6 +47,8 @@ typedef struct pass {
     ckpt_error *err;
     uint8_t *m, *v;                 /* CHUNK * width each */
     float *theta;                   /* CHUNK */
+    void (*moments_chunk)(const struct pass *, size_t, double, double, struct slot_health *);
+    void (*params_chunk)(const struct pass *, size_t, struct slot_health *);
 } pass;
 
 /* n bytes at offset, all of them (the files were parsed: a short read means they changed). */
@@ -58,32 +60,39 @@ static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n,
     return 0;
 }
 
-/* The moments' part of one chunk: n elements of m and v as stored (float or double). One loop
- * per width so the compiler sees plain arrays; the rare non-finite or negative elements leave the
- * arithmetic through a branch that is almost never taken. */
-#define MOMENTS_LOOP(T)                                                                            \
-    do {                                                                                           \
-        const T *mm = (const T *)ps->m, *vv = (const T *)ps->v;                                   \
-        for (size_t j = 0; j < n; j++) {                                                           \
-            double m = mm[j], v = vv[j];                                                           \
-            if (!isfinite(m) || !isfinite(v) || v < 0) {                                           \
-                if (isnan(m)) h->moment_nan++;                                                     \
-                else if (isinf(m)) h->moment_inf++;                                                \
-                if (isnan(v)) h->moment_nan++;                                                     \
-                else if (isinf(v)) h->moment_inf++;                                                \
-                else if (v < 0) h->v_negative++;                                                   \
-                continue;                                                                          \
-            }                                                                                      \
-            never += v == 0;                                                                       \
-            inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);     \
-            double u = (m * inv1) / (sqrt(v * inv2) + eps);                                        \
-            if (!isfinite(u)) continue;                                                            \
-            double a = fabs(u);                                                                    \
-            sum_sq += a * a;                                                                       \
-            if (a > max) max = a;                                                                  \
-            finite++;                                                                              \
-        }                                                                                          \
-    } while (0)
+/* The moments' part of one chunk: n elements of m and v as stored (float or double). One
+ * function per width so the compiler sees plain arrays; the rare non-finite or negative
+ * elements leave the arithmetic through a branch that is almost never taken. A chunk is a
+ * function call of its own (not inlined into the slot's loop) because V8 moves a WebAssembly
+ * function to its optimizing tier only on a later call: a loop over a whole 32 MiB slot would
+ * run in the baseline tier to its end (the health pass in the CLI: 1.8 s, 1.15 s once warm).
+ * They are called through pointers (pass.moments_chunk, pass.params_chunk): Binaryen inlines a
+ * function with one call site whatever the C says, and cannot inline an indirect call. */
+#define MOMENTS_CHUNK(NAME, T)                                                                         static NOINLINE void NAME(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)      {                                                                                                      const T *mm = (const T *)ps->m, *vv = (const T *)ps->v;                                           const double c = ps->c, floor = ps->v_floor, eps = ps->eps;                                        double sum_sq = 0, max = h->u_max;                                                                 uint64_t finite = 0, never = 0, inconsistent = 0;                                                  for (size_t j = 0; j < n; j++) {                                                                       double m = mm[j], v = vv[j];                                                                       if (!isfinite(m) || !isfinite(v) || v < 0) {                                                           if (isnan(m)) h->moment_nan++;                                                                     else if (isinf(m)) h->moment_inf++;                                                                if (isnan(v)) h->moment_nan++;                                                                     else if (isinf(v)) h->moment_inf++;                                                                else if (v < 0) h->v_negative++;                                                                   continue;                                                                                      }                                                                                                  never += v == 0;                                                                                   inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);                 double u = (m * inv1) / (sqrt(v * inv2) + eps);                                                    if (!isfinite(u)) continue;                                                                        double a = fabs(u);                                                                                sum_sq += a * a;                                                                                   if (a > max) max = a;                                                                              finite++;                                                                                      }                                                                                                  h->u_sum_sq += sum_sq;                                                                             h->u_max = max;                                                                                    h->u_finite += finite;                                                                             h->never_updated += never;                                                                         h->inconsistent += inconsistent;                                                               }
+MOMENTS_CHUNK(moments_chunk32, float)
+MOMENTS_CHUNK(moments_chunk64, double)
+
+/* The parameters' part of one chunk (a call of its own for the same reason). */
+static NOINLINE void params_chunk(const pass *ps, size_t n, slot_health *h)
+{
+    double sum_sq = 0, max = h->p_max;
+    uint64_t finite = 0;
+    for (size_t j = 0; j < n; j++) {
+        double x = ps->theta[j];
+        if (!isfinite(x)) {
+            if (isnan(x)) h->p_nan++;
+            else h->p_inf++;
+            continue;
+        }
+        double a = fabs(x);
+        sum_sq += a * a;
+        if (a > max) max = a;
+        finite++;
+    }
+    h->p_sum_sq += sum_sq;
+    h->p_max = max;
+    h->p_finite += finite;
+}
 
 /* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
  * file), streamed together. */
@@ -101,42 +110,17 @@ static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info 
         inv1 = 1.0 / (1.0 - pow(ps->beta1, t1));
         inv2 = 1.0 / (1.0 - pow(ps->beta2, t1));
     }
-    const double c = ps->c, floor = ps->v_floor, eps = ps->eps;
     const unsigned w = ps->width;
     for (uint64_t k = 0; k < count; k += CHUNK) {
         size_t n = count - k < CHUNK ? (size_t)(count - k) : CHUNK;
         if (e) {
             TRY(read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, ps->err));
             TRY(read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, ps->err));
-            double sum_sq = 0, max = h->u_max;
-            uint64_t finite = 0, never = 0, inconsistent = 0;
-            if (w == 8) MOMENTS_LOOP(double);
-            else MOMENTS_LOOP(float);
-            h->u_sum_sq += sum_sq;
-            h->u_max = max;
-            h->u_finite += finite;
-            h->never_updated += never;
-            h->inconsistent += inconsistent;
+            ps->moments_chunk(ps, n, inv1, inv2, h);
         }
         if (t) {
             TRY(read_at(ps->state_src, t->data_offset + 4 * k, ps->theta, 4 * n, ps->err));
-            double sum_sq = 0, max = h->p_max;
-            uint64_t finite = 0;
-            for (size_t j = 0; j < n; j++) {
-                double x = ps->theta[j];
-                if (!isfinite(x)) {
-                    if (isnan(x)) h->p_nan++;
-                    else h->p_inf++;
-                    continue;
-                }
-                double a = fabs(x);
-                sum_sq += a * a;
-                if (a > max) max = a;
-                finite++;
-            }
-            h->p_sum_sq += sum_sq;
-            h->p_max = max;
-            h->p_finite += finite;
+            ps->params_chunk(ps, n, h);
         }
         ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? 4 : 0));
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))
@@ -301,6 +285,8 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     ps.opt_src = ckpt_file_source(opt);
     ps.state_src = rs && pairs ? ckpt_file_source(state) : NULL;
     ps.width = ckpt_width(ro->dtype);
+    ps.moments_chunk = ps.width == 8 ? moments_chunk64 : moments_chunk32;
+    ps.params_chunk = params_chunk;
     ps.beta1 = ckpt_double_from_bits(ro->config.beta1);
     ps.beta2 = ckpt_double_from_bits(ro->config.beta2);
     ps.eps = ckpt_double_from_bits(ro->config.epsilon);

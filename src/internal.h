@@ -14,6 +14,14 @@
 /* The TLADAMF prefix, for the writer and the schema functions, which only that family has. */
 #define CKPT_ADAM_PREFIX "CUDA Adam checkpoint"
 
+/* A hot loop kept out of line: WebAssembly engines optimise a function on a later call, so a
+ * loop that must not run in the baseline tier is a function called often (src/health.c). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE
+#endif
+
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         int rc_ = (expr);                                                                          \
