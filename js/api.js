@@ -178,7 +178,9 @@ export async function health(opt, state = null, { lr, onProgress, signal, slots 
       const c = o.columns();
       return Array.from(c.sizes, (x) => Number(x) + 1);
     });
-    return healthInParallel(opt, state ?? null, weights, n, { lr: Number.isNaN(rate) ? undefined : rate, onProgress, signal });
+    const lrArg = Number.isNaN(rate) ? undefined : rate;
+    const share = (first, count, progress) => health(opt, state, { lr: lrArg, signal, onProgress: progress, slots: { first, count } });
+    return healthInParallel(opt, state ?? null, weights, n, share, { lr: lrArg, onProgress, signal });
   }
   const first = toU64(slots.first ?? 0, 'slots.first');
   const count = slots.count === undefined || slots.count === null ? (1n << 64n) - 1n : toU64(slots.count, 'slots.count');

@@ -384,17 +384,20 @@ export class Checkpoint {
     });
   }
 
-  /** For the package: attach item k's statistics gathered elsewhere (packed words). Once every
-   *  item has them, the report is the one a scan with statistics gives. */
-  attachPacked(k, words) {
+  /** For the package: attach the statistics of items from, from + 1, … gathered elsewhere
+   *  (packed words, one array per item). Once every item has them, the report is the one a
+   *  scan with statistics gives. */
+  attachPacked(from, list) {
     const core = this.#core;
     this.#use((ex, file, err) => {
-      const p = core.u64Array(words);
-      try {
-        if (ex.w_file_attach_packed(file, k, p, words.length, err)) throw this.#fail();
-      } finally {
-        core.free(p);
-      }
+      list.forEach((words, j) => {
+        const p = core.u64Array(words);
+        try {
+          if (ex.w_file_attach_packed(file, from + j, p, words.length, err)) throw this.#fail();
+        } finally {
+          core.free(p);
+        }
+      });
     });
     this.#report = undefined;
     this.#meta = core.takeJSON(core.exports.w_file_report_json(this.#file, JSON_NO_BULK));

@@ -1,8 +1,10 @@
-// Statistics and the health pass split across workers (Node worker_threads, browser workers),
-// each with its own WebAssembly instance reading the same file: a worker computes the
-// statistics of a contiguous range of items (entries or tensors, balanced by bytes) and hands
-// them back packed; the core attaches them, so the report is exactly the one-worker report.
-// The health pass splits by slot ranges and its JSON concatenates.
+// Statistics and the health pass split n ways: the calling thread takes the first share and
+// n - 1 workers (Node worker_threads, browser workers) the others, each with its own
+// WebAssembly instance reading the same file. A share is a contiguous range of items (entries or
+// tensors, balanced by bytes) whose statistics come back packed; the core attaches them, so the
+// report is exactly the one-thread report. The health pass splits by slot ranges and its JSON
+// concatenates. The caller works rather than waits: a worker costs its start (a thread, a
+// module instance, the file's metadata parsed again), and on two cores one fewer is felt.
 
 import { isNode, compiledModule } from './wasm.js';
 
@@ -42,13 +44,14 @@ export function split(weights, n) {
   return ranges.filter(([a, b]) => b > a);
 }
 
-/** Run one job in a fresh worker; progress messages go to onProgress. Rejects with the
- *  worker's error (rebuilt as the same class name and fields) or when `signal` aborts. */
-async function runJob(job, onProgress, signal) {
+/** Start one job in a fresh worker, posted before this returns (so it runs while the caller
+ *  computes its own share); progress messages go to onProgress. `result` rejects with the
+ *  worker's error (rebuilt as the same class name and fields), or when `signal` aborts or
+ *  `stop()` is called. */
+function startJob(job, { Worker, module }, onProgress, signal) {
   const url = new URL('./parallel-worker.js', import.meta.url);
   let worker, on, terminate;
   if (isNode) {
-    const { Worker } = await import('node:worker_threads');
     worker = new Worker(url);
     on = (fn) => {
       worker.on('message', fn);
@@ -64,11 +67,13 @@ async function runJob(job, onProgress, signal) {
     };
     terminate = () => worker.terminate();
   }
-  return new Promise((resolve, reject) => {
+  let stop;
+  const result = new Promise((resolve, reject) => {
     const abort = () => {
       terminate();
-      reject(signal.reason ?? new DOMException('The operation was cancelled', 'AbortError'));
+      reject(signal?.reason ?? new DOMException('The operation was cancelled', 'AbortError'));
     };
+    stop = abort;
     signal?.addEventListener('abort', abort, { once: true });
     on((msg) => {
       if (msg.progress) return onProgress?.(msg.progress);
@@ -77,12 +82,20 @@ async function runJob(job, onProgress, signal) {
       if (msg.error) reject(Object.assign(new Error(msg.error.message), msg.error));
       else resolve(msg.result);
     });
-    compiledModule().then((module) => worker.postMessage({ ...job, module }), (err) => reject(err));
+    worker.postMessage({ ...job, module });
   });
+  result.catch(() => {});   // handled where it is awaited; a failure while this thread works is not "unhandled"
+  return { result, stop };
+}
+
+/** What starting workers needs, awaited once: the module compiled by this thread. */
+async function workerKit() {
+  const Worker = isNode ? (await import('node:worker_threads')).Worker : globalThis.Worker;
+  return { Worker, module: await compiledModule() };
 }
 
 /** Statistics of every item of the open `ck` (opened from `source` without statistics),
- *  computed by `n` workers and attached to ck's report. */
+ *  computed n ways (this thread and n - 1 workers) and attached to ck's report. */
 export async function statsInParallel(ck, source, n, { onProgress, signal } = {}) {
   const cols = ck.columns();
   const count = ck.itemCount;
@@ -91,27 +104,55 @@ export async function statsInParallel(ck, source, n, { onProgress, signal } = {}
     : Array.from({ length: count }, (_, k) => Number(cols.entries[6 * k + 2]) + 1);
   const ranges = split(weights, n);
   const done = new Array(ranges.length).fill(0);
-  // the bytes the workers scan: each item's payloads (weights are counts + 1, for balancing only)
+  // the bytes scanned: each item's payloads (weights are counts + 1, for balancing only)
   const total = (weights.reduce((a, b) => a + b, 0) - count) * (ck.summary.dtype === 'float64' ? 8 : 4) * (ck.kind === 'state' ? 1 : 2);
-  const results = await Promise.all(ranges.map(([from, to], w) => runJob({ type: 'stats', source, from, to },
-    onProgress && (({ done: d }) => {
-      done[w] = d;
-      onProgress({ done: done.reduce((a, b) => a + b, 0), total });
-    }), signal)));
-  results.forEach((list, w) => list.forEach((words, j) => ck.attachPacked(ranges[w][0] + j, words)));
+  const report = (w) => onProgress && (({ done: d }) => {
+    done[w] = d;
+    onProgress({ done: done.reduce((a, b) => a + b, 0), total });
+  });
+  const kit = await workerKit();
+  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'stats', source, from, to }, kit, report(k + 1), signal));
+  await alongside(jobs, () => {
+    const [from, to] = ranges[0];
+    const progress = report(0);
+    const mine = [];
+    let base = 0;
+    for (let k = from; k < to; k++) {
+      let last = 0;
+      mine.push(ck.itemStatsPacked(k, { signal, onProgress: progress && (({ done: d }) => progress({ done: base + (last = d) })) }));
+      base += last;
+    }
+    ck.attachPacked(from, mine);
+  });
+  const results = await Promise.all(jobs.map((job) => job.result));
+  results.forEach((list, w) => ck.attachPacked(ranges[w + 1][0], list));
 }
 
-/** The health pass split by slot ranges over `n` workers; the JSON is the one-worker JSON. */
-export async function healthInParallel(opt, state, slots, n, { lr, onProgress, signal } = {}) {
+/** Run this thread's share while the workers run theirs; if it fails, stop them. */
+async function alongside(jobs, share) {
+  try {
+    return await share();
+  } catch (err) {
+    jobs.forEach((job) => job.stop());
+    await Promise.allSettled(jobs.map((job) => job.result));
+    throw err;
+  }
+}
+
+/** The health pass split by slot ranges n ways: `share(first, count, onProgress)` runs this
+ *  thread's range (the first), n - 1 workers the others; the JSON is the one-thread JSON. */
+export async function healthInParallel(opt, state, slots, n, share, { lr, onProgress, signal } = {}) {
   const ranges = split(slots, n);
   const done = new Array(ranges.length).fill(0), totals = new Array(ranges.length).fill(0);
   const sum = (a) => a.reduce((x, y) => x + y, 0);
-  const parts = await Promise.all(ranges.map(([from, to], w) => runJob({ type: 'health', opt, state, lr, first: from, count: to - from },
-    onProgress && (({ done: d, total }) => {
-      done[w] = d;
-      totals[w] = total ?? 0;
-      onProgress({ done: sum(done), total: sum(totals) });
-    }), signal)));
-  const [first] = parts;
-  return { ...first, first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };
+  const report = (w) => onProgress && (({ done: d, total }) => {
+    done[w] = d;
+    totals[w] = total ?? 0;
+    onProgress({ done: sum(done), total: sum(totals) });
+  });
+  const kit = await workerKit();
+  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'health', opt, state, lr, first: from, count: to - from }, kit, report(k + 1), signal));
+  const mine = await alongside(jobs, () => share(ranges[0][0], ranges[0][1] - ranges[0][0], report(0)));
+  const parts = [mine, ...(await Promise.all(jobs.map((job) => job.result)))];
+  return { ...mine, first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };
 }
