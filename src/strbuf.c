@@ -27,7 +27,7 @@ bool sb_reserve(strbuf *sb, size_t extra)
     return true;
 }
 
-void sb_put(strbuf *sb, const char *s, size_t n)
+void sb_put_slow(strbuf *sb, const char *s, size_t n)
 {
     if (sb->len + n + 1 > sb->cap && !sb_reserve(sb, n)) return;
     memcpy(sb->data + sb->len, s, n);

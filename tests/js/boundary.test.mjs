@@ -201,3 +201,16 @@ test('writer arguments: a version of 2^64 - 1 is refused with the writer\'s text
     { message: `${F}cannot write format version 18446744073709551615; expected 2 through 5` });
   await assert.rejects(writeCheckpoint({ ...modelDescription(), version: 2 ** 64 }), { name: 'LayoutError' });
 });
+
+test('numbers in the JSON report: exact at every digit count, a decimal string past 2^53 - 1', async () => {
+  const steps = [1n, 9n, 10n, 99n, 100n, 12345n, 4294967295n, 4294967296n, 2n ** 53n - 1n, 2n ** 53n, 10n ** 19n, 2n ** 64n - 1n];
+  const d = modelDescription();
+  for (const step of steps) {
+    const bytes = await writeCheckpoint({ ...d, entries: d.entries.map((e) => ({ ...e, step })) });
+    for (const stats of [false, true]) {   // from the core's columns, and the core's JSON text
+      const report = await inspect(bytes, { stats });
+      const want = step <= 2n ** 53n - 1n ? Number(step) : String(step);
+      assert.deepEqual(report.entries.map((e) => e.step), d.entries.map(() => want), `step ${step}, stats ${stats}`);
+    }
+  }
+});
