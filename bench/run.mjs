@@ -102,11 +102,16 @@ const sparse20m = ensure('sparse-20m.ckpt', (file) => writeSparse(file, { slots:
 // ---- runners -----------------------------------------------------------------------------
 
 /** Run a command under /usr/bin/time -v: wall seconds (best of REPEAT) and peak RSS. */
-function timed(cmd, args, { env = {}, repeat = REPEAT, parse = null } = {}) {
+/** Best of `repeat` runs, with peak RSS. `discard`: standard output goes to /dev/null, as
+ *  `cmd > /dev/null` in a shell (for large outputs: collecting 50 MB through a pipe into this
+ *  process would time this process too). */
+function timed(cmd, args, { env = {}, repeat = REPEAT, parse = null, discard = false } = {}) {
   let best = Infinity, rss = 0, out = '';
   for (let r = 0; r < repeat; r++) {
     const t0 = performance.now();
-    const p = spawnSync('/usr/bin/time', ['-v', cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 30 });
+    const stdio = discard ? ['ignore', fs.openSync('/dev/null', 'w'), 'pipe'] : 'pipe';
+    const p = spawnSync('/usr/bin/time', ['-v', cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 30, stdio });
+    if (discard) fs.closeSync(stdio[1]);
     const s = (performance.now() - t0) / 1000;
     if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
     const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr);
@@ -125,8 +130,16 @@ const cli = path.join(root, 'js/cli.js');
 const node = process.execPath;
 const size = (f) => fs.statSync(f).size;
 
-// Warm the page cache.
-for (const f of [statsFile, layoutFile, stateFile]) fs.readFileSync(f).length;
+// Warm the page cache (through one small buffer: no GiB of garbage left in this heap for the
+// in-process measurements to collect).
+{
+  const buf = Buffer.alloc(16 << 20);
+  for (const f of [statsFile, layoutFile, stateFile]) {
+    const fd = fs.openSync(f, 'r');
+    while (fs.readSync(fd, buf) > 0);
+    fs.closeSync(fd);
+  }
+}
 const CORES = Math.min(8, os.availableParallelism());
 
 log('statistics…');
@@ -180,7 +193,7 @@ for (let r = 0; r < REPEAT; r++) {
   layoutWasm = Math.min(layoutWasm, (performance.now() - t0) / 1000);
   if (!rep.ok || rep.schema.shapes.length !== 1_000_000) throw new Error('layout file did not inspect');
 }
-const layoutCli = timed(node, [cli, 'inspect', layoutFile, '--json']);
+const layoutCli = timed(node, [cli, 'inspect', layoutFile, '--json'], { discard: true });
 const walkLimit = timed(limitWalk, [layoutFile, '--repeat', '5'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 
 log('health and pairing, 1 GiB of moments + 0.5 GiB of parameters…');
