@@ -35,6 +35,15 @@ test('npm pack installs into an empty folder and works from a plain script', () 
     const listed = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' });
     assert.match(listed, /package\/js\/ckptscope\.wasm/);
     assert.match(listed, /package\/js\/index\.d\.ts/);
+    // the user's documentation comes with it, and the viewer `ckptscope serve` needs
+    for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'export', 'viewer']) {
+      assert.ok(listed.includes(`package/docs/${page}.md\n`), `docs/${page}.md is in the tarball`);
+    }
+    assert.match(listed, /package\/web\/index\.html/);
+    // and nothing in it sends a user to files they do not have
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const docs = fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => fs.readFileSync(path.join(root, 'docs', f), 'utf8'));
+    for (const text of [readme, ...docs]) assert.doesNotMatch(text, /\.\.\/shared|shared folder|DESIGN\.md|FORMAT\.md/);
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
