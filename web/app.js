@@ -208,7 +208,6 @@ function renderFiles({ keepSelection = false } = {}) {
   const opt = store.optimizer, st = store.stateFile;
   const main = store.primary;
   $('welcome').hidden = true;
-  $('export').disabled = false;
   exports.renderMenu();
   renderHeader($('summary'), main);
   if (main.summary.ok) $('problem').hidden = true;

@@ -86,7 +86,7 @@ test('a slot the sharing-map rule rejects looks broken in the map, the legend, t
   assert.equal(await map.getAttribute('data-link-count'), '0');
   assert.equal(await map.getAttribute('data-links'), '');
   assert.equal(await text(page, '[data-testid=broken-ties]'), '1 broken tie (slot 10): the sharing-map rule rejects it');
-  assert.doesNotMatch(await text(page, '[data-testid=map-legend]'), /1 tie in 1 group/);
+  assert.doesNotMatch(await text(page, '[data-testid=map-legend]'), /1 tie in 1 group|no ties/);
   assert.equal(await text(page, '[data-testid=field-ties]'), '1 broken tie');
   assert.equal(await text(page, '[data-testid=param-row][data-index="10"] span:nth-child(6)'), 'broken → 1 pos.weight');
   await page.click('button[data-filter=broken]');
@@ -94,6 +94,26 @@ test('a slot the sharing-map rule rejects looks broken in the map, the legend, t
   // The slot the error names is selected (the core's slot, not a regex over its text).
   assert.match(await text(page, '[data-testid=selection]'), /^slot 10 head\.weight · \[64, 16\]/);
   await shotAt(page, 'corrupted-example');
+  await page.context().close();
+});
+
+test('a file that breaks before its sharing map: ties and trainability are unknown, never "none" or "frozen"', async () => {
+  const page = await viewer.page();
+  const { description } = llama(4);
+  const bytes = await writeCheckpoint(description);
+  const ck = await open(bytes.subarray(0, 300));
+  const read = ck.columns();
+  ck.close();
+  assert.ok(read.n > read.flags.length, 'the cut falls between the shapes and the flags');
+  await dropBytes(page, bytes.subarray(0, 300), 'cut.ckpt');
+  await page.waitForSelector('#problem:not([hidden])');
+  assert.equal(await text(page, '[data-testid=field-ties]'), '—');
+  assert.match(await text(page, '[data-testid=map-legend]'), /the sharing map was not read/);
+  assert.match(await text(page, '[data-testid=map-legend]'), /not read/);
+  assert.doesNotMatch(await text(page, '[data-testid=map-legend]'), /no ties/);
+  const last = read.n - 1;
+  await page.click(`[data-testid=param-row][data-index="${last}"]`);
+  await page.waitForFunction(() => /trainability not read/.test(document.querySelector('[data-testid=map-caption]')?.textContent ?? ''));
   await page.context().close();
 });
 
@@ -335,7 +355,8 @@ test('exports: the report is the core\'s JSON; safetensors bytes are the package
   await waitText(page, '[data-testid=param-row][data-index="14"] span:nth-child(2)', 'lm_head.weight');
   const read = async (download) => fs.readFileSync(await download.path());
   let wait = page.waitForEvent('download');
-  await page.click('[data-testid=export]');
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-report]');
   const ck = await open(bytes);
   assert.equal(String(await read(await wait)), ck.reportText());
   ck.close();

@@ -103,6 +103,10 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error-slot]'), 'slot 10 (head.weight)');
   assert.equal(await text(page, '#pair [data-testid=warning]'), 'warning: parameter 1 (frozen): its saved values hold 1 NaN and 0 infinite values');
   assert.match(await text(page, '[data-testid=tie-equality]'), /^slot 10 head\.weight and slot 0 embed\.weight: saved values differ — /);
+  // The frozen slot with a NaN parameter is flagged in the health table as such, not as "frozen" alone.
+  await page.waitForSelector('[data-testid=health-row][data-index="1"]');
+  assert.match(await text(page, '[data-testid=health-row][data-index="1"] span:nth-child(3)'), /^frozen; \S/);
+  assert.equal(await text(page, '[data-testid=health-run]'), 'Run again');
   await shotAt(page, 'pair-mismatched');
   await page.context().close();
 });

@@ -22,7 +22,7 @@ export class EntriesView {
         { label: 'elements', width: '100px', min: 96, num: true, cell: (k) => ({ text: count(cols().entry(k).count) }) },
         { label: 'offset', width: '128px', min: 120, num: true, cell: (k) => ({ text: count(cols().entry(k).offset) }) },
         { label: 'm mean', width: '84px', min: 80, num: true, cell: (k) => ({ text: field(k, 'mMean') === null ? '' : sci(field(k, 'mMean')) }) },
-        { label: 'm rms', width: '84px', min: 80, num: true, cell: (k) => (field(k, 'mRms') === null ? { text: 'click', cls: 'frozen', title: 'click for statistics' } : { text: sci(field(k, 'mRms')) }) },
+        { label: 'm rms', width: '84px', min: 80, num: true, cell: (k) => (field(k, 'mRms') === null ? { text: 'click row', cls: 'frozen', title: 'click the row to compute its statistics, or Compute all statistics' } : { text: sci(field(k, 'mRms')) }) },
         { label: 'v mean', width: '84px', min: 80, num: true, cell: (k) => ({ text: sci(field(k, 'vMean')) }) },
         { label: 'health', width: '120px', min: 100, cell: (k) => {
           const u = field(k, 'unhealthy');

@@ -10,7 +10,6 @@ export class Exports {
     this.rpc = rpc;
     this.status = status;
     this.roleOf = roleOf;
-    $('export').addEventListener('click', () => this.report());
   }
 
   /** Buttons of the statistics panel: this entry's m and v as .npy. */
@@ -59,7 +58,7 @@ export class Exports {
       box.append(b);
     };
     const main = this.store.primary;
-    add('Report (the core\'s JSON)', 'export-report', () => this.report());
+    add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => this.report());
     const opt = this.store.optimizer, st = this.store.stateFile;
     if (opt?.summary.ok) {
       add('Moments as safetensors', 'export-safetensors', () => this.file(opt, 'safetensors'));

@@ -72,8 +72,8 @@ export function renderHeader(container, file, { role = 'main', extra } = {}) {
       : `${count(cols.n)} (${count(s.trainableCount)} trainable)`));
     grid.append(field('Optimizer states', count(s.optimizerStateCount)));
     const sh = cols.sharing;
-    let tied = '—';
-    if (sh) {
+    let tied = '—';   // the sharing map was not read: nothing is known about ties
+    if (sh && cols.repsKnown) {
       tied = [sh.links ? `${plural(sh.links, 'tie')} in ${plural(sh.groups, 'group')}` : '', sh.broken.length ? plural(sh.broken.length, 'broken tie') : '']
         .filter(Boolean).join('; ') || 'none';
     }

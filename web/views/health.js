@@ -133,8 +133,9 @@ export class HealthView {
       { label: 'name', width: 'minmax(230px, 2fr)', min: 230, fit: 'name', cell: (i) => ({ text: label(i) }) },
       { label: 'flags', width: 'minmax(150px, 1.4fr)', min: 150, cell: (i) => {
         const x = s(i);
-        if (!x.trainable) return { text: 'frozen', cls: 'frozen' };
-        return x.flags.length ? { text: x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', '), cls: 'unhealthy', title: x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ') } : { text: 'ok' };
+        const text = x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ');
+        if (x.flags.length) return { text: x.trainable ? text : `frozen; ${text}`, cls: 'unhealthy', title: text };   // a frozen slot's parameters can still be flagged
+        return x.trainable ? { text: 'ok' } : { text: 'frozen', cls: 'frozen' };
       } },
       { label: 'ratio', width: '84px', min: 80, num: true, title: 'lr · rms(u) / rms(θ)', cell: (i) => ({ text: sci(s(i).ratio) }) },
       { label: 'rms(u)', width: '84px', min: 80, num: true, title: 'the next step per unit learning rate, rms', cell: (i) => ({ text: sci(s(i).update?.rms) }) },
@@ -193,6 +194,7 @@ export class HealthView {
       r.bySlot = new Array(opt.cols.n);
       for (const s of r.slots) r.bySlot[s.slot] = s;
       this.result = r;
+      this.runButton.textContent = 'Run again';
       this.ms = Math.round(performance.now() - started);
       this.render();
     } catch (err) {
@@ -381,8 +383,8 @@ export class HealthView {
       slots.forEach((s, k) => {
         const x = this.x(k);
         const v = this.value(s);
-        if (v === null) {
-          g.fillStyle = frozen;
+        if (v === null) {   // nothing to plot (frozen, or no finite update): a mark on the axis, red when flagged
+          g.fillStyle = s.flags.length ? colorOf(severity(s)) : frozen;
           g.fillRect(x - w / 2, bottom - 3, w, 3);
           return;
         }

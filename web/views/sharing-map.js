@@ -230,7 +230,13 @@ export class SharingMap {
       const w = Math.max(1, Math.min(slotPx - (slotPx > 4 ? 2 : 1), 16));
       for (let i = first; i < last; i++) {
         const x = this.x(i);
-        if (this.flags[i] !== 1 && sh.tied[i] !== 2) {
+        if (i >= this.flags.length) {   // trainability not read: a dashed outline, neither frozen nor trainable
+          g.strokeStyle = muted;
+          g.lineWidth = 1;
+          g.setLineDash([2, 2]);
+          g.strokeRect(x - w / 2 + 0.5, base + 2.5, Math.max(1, w - 1), markH - 1);
+          g.setLineDash([]);
+        } else if (this.flags[i] !== 1 && sh.tied[i] !== 2) {
           g.strokeStyle = frozen;
           g.lineWidth = 1;
           g.strokeRect(x - w / 2 + 0.5, base + 2.5, Math.max(1, w - 1), markH - 1);
@@ -251,7 +257,7 @@ export class SharingMap {
         let nFrozen = 0, total = 0, tiedGroup = -1, anyBroken = false;
         for (let i = a; i <= b; i++, total++) {
           if (sh.tied[i] === 2) anyBroken = true;
-          else if (this.flags[i] !== 1) nFrozen++;
+          else if (i < this.flags.length && this.flags[i] !== 1) nFrozen++;
           else if (tiedGroup < 0 && sh.group[i] >= 0) tiedGroup = sh.group[i];
         }
         const hFrozen = (markH * nFrozen) / Math.max(1, total);
@@ -376,9 +382,12 @@ export function renderLegend(container, cols, { el }) {
   add('neutral', 'trainable');
   if (sh.groups) add('', sh.groups === 1 ? 'tied group' : 'tied groups (one colour each)', groupColor(0));
   add('frozen', 'frozen');
+  if (cols.c.flags.length < cols.n) add('unknown', 'not read');
   if (sh.broken.length) add('broken', 'broken tie');
-  const ties = !cols.repsKnown ? 'the sharing map was not read (the file broke before it)' : sh.links ? `${sh.links} tie${sh.links === 1 ? '' : 's'} in ${sh.groups} group${sh.groups === 1 ? '' : 's'}` : 'no ties';
-  container.append(el('span', 'counts', ties));
+  const ties = !cols.repsKnown ? 'the sharing map was not read (the file broke before it)'
+    : sh.links ? `${sh.links} tie${sh.links === 1 ? '' : 's'} in ${sh.groups} group${sh.groups === 1 ? '' : 's'}`
+    : sh.broken.length ? '' : 'no ties';
+  if (ties) container.append(el('span', 'counts', ties));
   if (sh.broken.length) {
     const list = sh.broken.slice(0, 3).map((i) => `slot ${i}`).join(', ') + (sh.broken.length > 3 ? ', …' : '');
     const b = el('span', 'bad', `${sh.broken.length} broken tie${sh.broken.length === 1 ? '' : 's'} (${list}): the sharing-map rule rejects ${sh.broken.length === 1 ? 'it' : 'them'}`);
@@ -393,6 +402,7 @@ export function describeSlot(cols, i, { label, groupOf }) {
   const named = (j) => `slot ${j}${label(j) ? ` (${label(j)})` : ''}`;
   let what;
   if (cols.broken(i)) what = `broken: tied to ${r === null ? 'nothing' : named(Number(r))}, which the sharing-map rule rejects`;
+  else if (cols.trainable(i) === undefined) what = 'trainability not read (the file broke before it)';
   else if (!cols.trainable(i)) what = 'frozen (no optimizer state)';
   else if (r === i) {
     const g = groupOf(i);

@@ -22,7 +22,7 @@ export class TensorsView {
         { label: 'values', width: '96px', min: 90, num: true, cell: (i) => ({ text: count(cols().tensor(i).count) }) },
         { label: 'offset', width: '110px', min: 100, num: true, cell: (i) => ({ text: count(cols().tensor(i).dataOffset) }) },
         { label: 'mean', width: '84px', min: 80, num: true, cell: (i) => ({ text: sci(field(i, 'mean')) }) },
-        { label: 'rms', width: '84px', min: 80, num: true, cell: (i) => (field(i, 'rms') === null ? { text: 'click', cls: 'frozen', title: 'click for statistics' } : { text: sci(field(i, 'rms')) }) },
+        { label: 'rms', width: '84px', min: 80, num: true, cell: (i) => (field(i, 'rms') === null ? { text: 'click row', cls: 'frozen', title: 'click the row to compute its statistics, or Compute all statistics' } : { text: sci(field(i, 'rms')) }) },
         { label: 'min', width: '84px', min: 80, num: true, cell: (i) => ({ text: sci(field(i, 'min')) }) },
         { label: 'max', width: '84px', min: 80, num: true, cell: (i) => ({ text: sci(field(i, 'max')) }) },
         { label: 'NaN / inf', width: '96px', min: 90, cell: (i) => {
