@@ -145,11 +145,12 @@ async function openFiles(list, { labels = null, expected = null, lr = null } = {
     store.labelsSource = null;
   } else if (!store.labelsPinned) store.labels = null;
   store.selected = -1;
-  if (lr !== null) health.setLr(lr);
+  health.setLr(lr);   // an example's learning rate, or none: another run's is not this file's
   renderFiles();
   const ms = Math.round(performance.now() - started);
   store.openMs = ms;
-  status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${ioText(opened.a.io, opened.a.summary.size)}; payloads are skipped until statistics are asked for).`);
+  const shown = store.primary;   // the file the header shows
+  status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${shown.name}: ${ioText(shown.io, shown.summary.size)}; payloads are skipped until statistics are asked for).`);
   $('summary').dataset.openMs = String(ms);
 }
 
@@ -268,7 +269,8 @@ function renderFiles({ keepSelection = false } = {}) {
 async function runPair() {
   const opt = store.optimizer, st = store.stateFile;
   const card = $('pair');
-  const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label, onSlot: (i) => store.select(i, 'pair') };
+  const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label, onSlot: (i) => store.select(i, 'pair'),
+    stateBytes: readBytes(st), stateSize: Number(st.summary.size) };
   renderPair(card, null, options);
   try {
     store.pair = await rpc.request('pair');
@@ -284,7 +286,7 @@ async function runPair() {
 // ---- compare ----------------------------------------------------------------------------------
 
 async function runCompare() {
-  const main = store.files.a;
+  const main = store.primary;   // the optimizer checkpoint when one is open: a layout is its question
   const expected = store.expected;
   if (!main || !expected) return;
   $('compare').hidden = false;
@@ -295,12 +297,12 @@ async function runCompare() {
   renderCompare($('compare'), null, options);
   let result;
   try {
-    result = await rpc.request('check', { expected: expected.source });
+    result = await rpc.request('check', { expected: expected.source, role: roleOf(main) });
   } catch (err) {
     if (err.name === 'AbortError') return;
     result = { ok: false, error: { ...err, message: err.message, subject: err.subject ?? 'expected' }, differences: null, warnings: [] };
   }
-  if (store.expected !== expected || store.files.a !== main) return;
+  if (store.expected !== expected || store.primary !== main) return;
   renderCompare($('compare'), result, options);
   const slot = result.ok ? null : result.error.slot;
   if (slot !== null && slot !== undefined && result.error.subject !== 'expected' && store.optimizer?.summary.schema && Number(slot) < store.optimizer.cols.n) {

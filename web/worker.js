@@ -166,11 +166,11 @@ const handlers = {
     return handle(role).src.io();
   },
 
-  /** Would the main file load into `expected` (a layout JSON File, a layout object, or another
-   *  checkpoint)? {ok, warnings} or {ok: false, error}, and every difference (null when one side
-   *  cannot be read as a layout). */
-  async check({ expected }) {
-    const h = handle('a');
+  /** Would the file open as `role` load into `expected` (a layout JSON File, a layout object, or
+   *  another checkpoint)? {ok, warnings} or {ok: false, error}, and every difference (null when
+   *  one side cannot be read as a layout). */
+  async check({ expected, role = 'a' }) {
+    const h = handle(role);
     let layout = expected;
     if (expected instanceof Blob) {
       const json = await readJsonSource(expected);

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { writeCheckpoint, writeState } from '../../js/index.js';
 import { startViewer, dropBytes, dropFiles, openExample, shot, shotAt } from './browser.mjs';
-import { makeFile, writeBase } from '../js/table.mjs';
+import { makeFile, writeBase, modelLayout } from '../js/table.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-state-'));
@@ -76,6 +76,12 @@ test('optimizer and state dropped together: the pair verdict; the parameter besi
   await page.waitForFunction(() => document.querySelectorAll('#entry-detail .moment').length === 3);
   assert.match(await text(page, '#entry-detail'), /θ \(the parameter, from the state file\)/);
   assert.match(await text(page, '#entry-detail h3'), /^Slot 1: tied: it shares slot 0's moments/);
+  // the status line's bytes are the optimizer's (the file the header shows), state first or not
+  assert.match(await text(page, '#status'), /^Opened model\.tlsf and opt\.ckpt in \d+ ms \(opt\.ckpt: /);
+  // a layout dropped now is the optimizer's question, not the state file's
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(modelLayout)), 'layout.json');
+  await page.waitForSelector('#compare:not([hidden]) .verdict.loads, #compare:not([hidden]) .verdict.fails');
+  assert.match(await text(page, '#compare'), /opt\.ckpt into layout\.json/);
   await shotAt(page, 'pair');
   await page.context().close();
 });
@@ -102,7 +108,10 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error]'), 'parameter 10 is tied to parameter 0 but their saved values differ (first at element 5)');
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error-slot]'), 'slot 10 (head.weight)');
   assert.equal(await text(page, '#pair [data-testid=warning]'), 'warning: parameter 1 (frozen): its saved values hold 1 NaN and 0 infinite values');
-  assert.match(await text(page, '[data-testid=tie-equality]'), /^slot 10 head\.weight and slot 0 embed\.weight: saved values differ — /);
+  assert.equal(await text(page, '[data-testid=tie-equality]'), 'slot 10 head.weight and slot 0 embed.weight: saved values differ (failure 1 above)');
+  // the failure's byte is in the state file: named, and its bytes shown
+  assert.match(await text(page, '[data-testid=pair-failure]'), /\(4 bytes of drifted\.tlsf\)/);
+  assert.equal(await page.locator('[data-testid=pair-failure] .hex').count(), 1);
   // The frozen slot with a NaN parameter is flagged in the health table as such, not as "frozen" alone.
   await page.waitForSelector('[data-testid=health-row][data-index="1"]');
   assert.match(await text(page, '[data-testid=health-row][data-index="1"] span:nth-child(3)'), /^frozen; \S/);

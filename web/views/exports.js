@@ -58,8 +58,9 @@ export class Exports {
       box.append(b);
     };
     const main = this.store.primary;
-    add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => this.report());
     const opt = this.store.optimizer, st = this.store.stateFile;
+    add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => this.report(main));
+    if (opt && st) add('Model-state report (JSON)', 'export-state-report', () => this.report(st));
     if (opt?.summary.ok) {
       add('Moments as safetensors', 'export-safetensors', () => this.file(opt, 'safetensors'));
       add('Moments as .npz', 'export-npz', () => this.file(opt, 'npz'));
@@ -71,10 +72,9 @@ export class Exports {
     $('export-menu').hidden = !main;
   }
 
-  async report() {
-    const main = this.store.primary;
-    if (!main) return;
-    const text = await this.rpc.request('reportText', { role: this.roleOf(main) });
-    download(text, `${main.name}.report.json`, 'application/json');
+  async report(file) {
+    if (!file) return;
+    const text = await this.rpc.request('reportText', { role: this.roleOf(file) });
+    download(text, `${file.name}.report.json`, 'application/json');
   }
 }

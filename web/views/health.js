@@ -16,10 +16,11 @@ const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many momen
                                           // must not hold up the first click on an entry)
 const AUTO_SLOTS = 100000;                 // and this many slots (the result is one object per slot)
 
-const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
+const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, negativeV: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
 const FLAG_TEXT = {
   inconsistent: 'moments inconsistent',
   momentsNonFinite: 'NaN/inf in moments',
+  negativeV: 'negative v',
   parameterNonFinite: 'NaN/inf in parameter',
   ratioHigh: 'ratio above 1e-2',
   ratioLow: 'ratio below 1e-5',

@@ -12,6 +12,6 @@ export function renderNamesNote(box, store) {
   const from = store.labelsSource ? ` in ${store.labelsSource}` : '';
   box.replaceChildren(el('p', '', names.length < n
     ? `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: slots ${names.length} to ${n - 1} have no name. The names may belong to another model.`
-    : `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: the last ${plural(names.length - n, 'name')} match no slot. The names may belong to another model.`));
+    : `${plural(names.length, 'name')}${from} for ${plural(n, 'slot')}: the last ${plural(names.length - n, 'name')} ${names.length - n === 1 ? 'matches' : 'match'} no slot. The names may belong to another model.`));
 }
 

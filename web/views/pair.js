@@ -7,7 +7,7 @@ import { renderProblem } from './problem.js';
 
 const MAX_TIES = 200;
 
-export function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot }) {
+export function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot, stateBytes, stateSize }) {
   card.replaceChildren();
   card.hidden = false;
   card.append(el('h2', '', 'Optimizer and model state'));
@@ -29,7 +29,8 @@ export function renderPair(card, result, { optName, stateName, cols, label = () 
     const list = el('ol', 'failures');
     for (const f of result.failures) {
       const li = testid(el('li'), 'pair-failure');
-      renderProblem(li, f, { label, onSlot });
+      // pairing failures point into the state file (docs/format.md 6): its name and bytes
+      renderProblem(li, f, { label, onSlot, fileName: stateName, fileSize: stateSize, readBytes: stateBytes });
       list.append(li);
     }
     verdict.append(list);
@@ -56,7 +57,7 @@ export function renderPair(card, result, { optName, stateName, cols, label = () 
     const name = (j) => `slot ${j}${label(j) ? ` ${label(j)}` : ''}`;
     li.append(onSlot ? button(name(i), { cls: 'link', onClick: () => onSlot(i) }) : name(i), ` and ${name(r)}: `);
     const unknown = countFailed || bySlot.has(r);
-    li.append(f ? `saved values differ — ${f.message}` : unknown ? 'not compared (an earlier check failed for these slots)' : 'saved values equal');
+    li.append(f ? `saved values differ (failure ${result.failures.indexOf(f) + 1} above)` : unknown ? 'not compared (an earlier check failed for these slots)' : 'saved values equal');
     list.append(li);
   }
   if (sh.links > MAX_TIES) list.append(el('li', 'meta', `… and ${sh.links - MAX_TIES} more`));
