@@ -117,7 +117,18 @@ async function wholeText(source) {
     const fs = await import('node:fs/promises');
     return fs.readFile(source, 'utf8');
   }
-  throw new TypeError('cannot read this source as text');
+  // anything else a checkpoint can be read from (an http(s) URL in a worker, a custom source)
+  const src = await openSource(source);
+  try {
+    if (src.size < 0) throw new TypeError(`${nameOf(source)}: a source of unknown size cannot be read as JSON`);
+    const buf = new Uint8Array(src.size);
+    let done = 0;
+    for (let n; done < buf.length && (n = src.read(done, buf.subarray(done))) > 0;) done += n;
+    if (src.error) throw src.error;
+    return new TextDecoder().decode(buf.subarray(0, done));
+  } finally {
+    src.close();
+  }
 }
 
 const LAYOUT_LIMIT = 512 * 1024 * 1024;   // a layout of ten million slots is ~200 MB
@@ -159,6 +170,7 @@ async function sizeOf(source) {
     src.close();
     return src.size;
   }
+  if (isCustom(source)) return source.size ?? 0;
   return source.byteLength ?? 0;
 }
 
@@ -166,5 +178,6 @@ export function nameOf(source) {
   if (typeof source === 'string') return source;
   if (source instanceof URL) return source.href;
   if (isBlob(source) && typeof source.name === 'string' && source.name) return source.name;
+  if (isCustom(source) && typeof source.name === 'string' && source.name) return source.name;   // a custom source may say its name
   return 'the layout';
 }

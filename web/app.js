@@ -137,6 +137,12 @@ async function openFiles(list, { labels = null, expected = null, lr = null } = {
     showReadError(list, err);
     return;
   }
+  // Two optimizer checkpoints are not a pair: the second is the first's question (Will it load?).
+  if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
+    await rpc.request('close', { role: 'b' });
+    expected ??= { source: opened.b.source, name: opened.b.name };
+    delete opened.b;
+  }
   store.files = { a: opened.a, b: opened.b ?? null };
   store.expected = expected;
   stats.clear();
@@ -165,6 +171,11 @@ async function addState(item) {
   try {
     const { summary, columns, io } = await rpc.request('open', { role, source: item.source });
     if (role === 'a') throw new Error('internal: the optimizer is not the main file');
+    if (summary.kind === 'optimizer') {   // the core's family, not the file's name
+      await rpc.request('close', { role });
+      status(`${item.name} is an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).`);
+      return;
+    }
     store.files.b = { name: item.name, source: item.source, summary, cols: new FileColumns(summary, columns), io };
   } catch (err) {
     showReadError([item], err);
@@ -340,7 +351,7 @@ function setLabels(names, source) {
  *  checkpoints to open (two at once: an optimizer and its model state). */
 async function handleFiles(fileList, target = 'open') {
   const { checkpoints, expected } = await sortFiles([...fileList], {
-    classify: (file) => rpc.request('classify', { source: file }), setLabels, status, hasFile: () => !!store.files.a,
+    classify: (file) => rpc.request('classify', { source: file.source ?? file }), setLabels, status, hasFile: () => !!store.files.a,
   });
   if (target === 'expect' && checkpoints.length) {
     if (!store.files.a) return status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
@@ -362,7 +373,7 @@ loadExamples(rpc, { status, open: (files, options) => {
   store.labelsPinned = false;
   openFiles(files, options);
 } });
-openFromAddress((files) => openFiles(files));
+openFromAddress((items) => handleFiles(items));   // sorted as a drop is: names, a layout, checkpoints
 $('scan').addEventListener('click', () => scan('optimizer'));
 $('scan-tensors').addEventListener('click', () => scan('state'));
 $('cancel-scan').addEventListener('click', () => rpc.cancel());

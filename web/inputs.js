@@ -72,20 +72,24 @@ export async function sortFiles(files, { classify, setLabels, status, hasFile })
   const checkpoints = [];
   let expected = null;
   for (const file of files) {
+    const source = file.source ?? file;   // a File, or {source: a path of this server, name}
     let kind;
     try {
       kind = await classify(file);
     } catch (err) {
-      status(`${file.name}: ${err.message}`);
-      continue;
+      if (err.name === 'LayoutError') {   // JSON, but not valid: say so
+        status(`${file.name}: ${err.message}`);
+        continue;
+      }
+      kind = { json: null };   // unreadable: opening it says why, in the problem view
     }
     if (kind.json === 'names') setLabels(kind.names, file.name);
     else if (kind.json === 'layout' || kind.json === 'report') {
       if (!hasFile() && files.length === 1) status(`${file.name} is a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
-      else expected = { source: file, name: file.name };
+      else expected = { source, name: file.name };
     } else if (kind.json) {
       status(`${file.name} is JSON but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.`);
-    } else checkpoints.push({ source: file, name: file.name });
+    } else checkpoints.push({ source, name: file.name });
   }
   return { checkpoints, expected };
 }

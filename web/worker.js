@@ -23,6 +23,7 @@ class UrlBytes {
     if (url.origin !== self.location.origin) throw new TypeError(`${path}: only files served by this viewer's own server are opened from the address`);
     this.http = HttpSource.open(url.href);
     this.size = this.http.size;
+    this.name = decodeURIComponent(url.pathname.split('/').pop() || url.pathname);   // *.json is JSON
   }
   read(offset, dest) {
     return this.http.read(offset, dest);
@@ -104,7 +105,7 @@ const handlers = {
   /** What a file is: {json: null} for a checkpoint, else {json: 'names' | 'layout' | 'report' |
    *  'description' | 'unknown', names?}. */
   async classify({ source }) {
-    const json = await readJsonSource(source);
+    const json = await readJsonSource(typeof source === 'string' ? new UrlBytes(source) : source);
     if (json === undefined) return { json: null };
     const kind = jsonKind(json);
     return kind === 'names' ? { json: kind, names: namesOf(json, source.name ?? 'names') } : { json: kind };
@@ -171,12 +172,13 @@ const handlers = {
    *  one side cannot be read as a layout). */
   async check({ expected, role = 'a' }) {
     const h = handle(role);
-    let layout = expected;
-    if (expected instanceof Blob) {
-      const json = await readJsonSource(expected);
+    // a File, or a path of this server (`ckptscope view A B`): JSON (a layout, a report) or a checkpoint
+    let layout = typeof expected === 'string' ? new UrlBytes(expected) : expected;
+    if (layout instanceof Blob || layout instanceof UrlBytes) {
+      const json = await readJsonSource(layout);
       if (json !== undefined) {
         const kind = jsonKind(json);
-        if (kind === 'names') throw Object.assign(new TypeError(`${expected.name} is a list of slot names, not a layout`), { subject: 'expected' });
+        if (kind === 'names') throw Object.assign(new TypeError(`${layout.name} is a list of slot names, not a layout`), { subject: 'expected' });
         layout = json;
       }
     }

@@ -167,6 +167,10 @@ test('slot names: a JSON array is names, not a layout; a count that differs is s
   assert.equal(await text(page, '[data-testid=param-row][data-index="0"] span:nth-child(2)'), 'model.embed_tokens.weight');
   await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
   await page.waitForSelector('[data-testid=names-warning][hidden]', { state: 'attached' });
+  // a .json that is not JSON is said to be so; the open file stays
+  await dropBytes(page, new TextEncoder().encode('{"shapes": [[2, 3]'), 'broken.json');
+  await page.waitForFunction(() => /^broken\.json: broken\.json is not valid JSON/.test(document.querySelector('#status').textContent));
+  assert.equal(await text(page, '[data-testid=summary] .file'), 'small-llama.ckpt');
   await page.context().close();
 });
 

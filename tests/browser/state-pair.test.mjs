@@ -91,6 +91,12 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   const page = await v.page();
   await dropBytes(page, await writeBase('model'), 'opt.ckpt');
   await waitText(page, '[data-testid=param-count]', '3 slots');
+  // an optimizer checkpoint given as the model state is refused with words, nothing else changes
+  const other = path.join(tmp, 'other.ckpt');
+  fs.writeFileSync(other, await writeBase('model'));
+  await page.setInputFiles('[data-testid=state-input]', other);
+  await page.waitForFunction(() => /^other\.ckpt is an optimizer checkpoint, not a model-state file/.test(document.querySelector('#status').textContent));
+  assert.equal(await page.locator('#pair').isVisible(), false);
   const state = path.join(tmp, 'short.tlsf');
   fs.writeFileSync(state, await writeBase('state-short'));
   await page.setInputFiles('[data-testid=state-input]', state);
@@ -148,6 +154,26 @@ test('an optimizer file and its state file from the address open as a pair', asy
   await page.waitForSelector('[data-testid=pair-verdict].loads');
   assert.equal(await text(page, '[data-testid=summary] .file'), 'opt step 5.ckpt');
   assert.match(await text(page, '[data-testid=state-summary] .file'), /^model#5\.tlsf$/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('from the address (ckptscope view): a checkpoint and a layout JSON compare; two optimizer checkpoints compare', async () => {
+  const opt = path.join(tmp, 'tied.ckpt'), layout = path.join(tmp, 'untied.json'), other = path.join(tmp, 'again.ckpt');
+  fs.writeFileSync(opt, await writeBase('model'));
+  fs.writeFileSync(layout, JSON.stringify({ ...modelLayout, representatives: [0, 1, 2] }));
+  fs.writeFileSync(other, await writeBase('model'));
+  const v = await viewer({ files: [opt, layout] });
+  let page = await v.page({ url: v.server.viewerUrl });
+  await page.waitForSelector('#compare:not([hidden]) .verdict.fails');
+  assert.match(await text(page, '#compare'), /tied\.ckpt into untied\.json/);
+  assert.equal(await text(page, '[data-testid=summary] .file'), 'tied.ckpt');
+  await page.context().close();
+  const v2 = await viewer({ files: [opt, other] });
+  page = await v2.page({ url: v2.server.viewerUrl });
+  await page.waitForSelector('#compare:not([hidden]) .verdict.loads');
+  assert.match(await text(page, '#compare'), /tied\.ckpt into again\.ckpt/);
+  assert.equal(await page.locator('#pair').isVisible(), false);
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
