@@ -29,6 +29,20 @@ export function testid(node, id) {
 }
 
 /** Save bytes or text as a download. */
+/** Size a canvas to its box at the device's pixel ratio; its 2D context in CSS pixels, cleared,
+ *  with the box's width and height (null while the box has no size). */
+export function canvasIn(canvas, box) {
+  const dpr = window.devicePixelRatio || 1;
+  const { width, height } = box.getBoundingClientRect();
+  if (!width || !height) return null;
+  canvas.width = Math.round(width * dpr);
+  canvas.height = Math.round(height * dpr);
+  const g = canvas.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, width, height);
+  return { g, width, height };
+}
+
 export function download(data, name, type = 'application/octet-stream') {
   const blob = data instanceof Blob ? data : new Blob([data], { type });
   const a = el('a');

@@ -6,7 +6,7 @@
 // shows rms(u), which needs no parameters. Rows list the figures, flagged slots first. Hover a
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
-import { $, el, button, testid } from '../dom.js';
+import { $, el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural } from '../format.js';
 import { VirtualTable } from './vtable.js';
 
@@ -319,16 +319,11 @@ export class HealthView {
   draw() {
     const r = this.result;
     if (!r || !this.canvas || this.card.hidden) return;
-    const dpr = window.devicePixelRatio || 1;
-    const rect = this.chartBox.getBoundingClientRect();
-    this.width = rect.width;
-    this.height = rect.height;
-    if (!this.width || !this.height) return;
-    this.canvas.width = Math.round(this.width * dpr);
-    this.canvas.height = Math.round(this.height * dpr);
-    const g = this.canvas.getContext('2d');
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, this.width, this.height);
+    const c = canvasIn(this.canvas, this.chartBox);
+    if (!c) return;
+    const { g } = c;
+    this.width = c.width;
+    this.height = c.height;
     const muted = css('--muted', '#666'), line = css('--line', '#ddd'), band = css('--band', '#e3f1e6');
     const good = css('--good', '#1b7a3a'), warn = css('--warn', '#8a5a00'), bad = css('--bad', '#b3261e'), frozen = css('--frozen', '#999'), fg = css('--fg', '#222');
     const slots = r.slots, n = slots.length;

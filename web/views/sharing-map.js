@@ -9,6 +9,7 @@
 // For tests and assistive tech the container carries data-slot-count, data-link-count,
 // data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…" and
 // data-broken-links.
+import { canvasIn } from '../dom.js';
 import { fitName } from './vtable.js';
 
 const PAD = 14;
@@ -203,16 +204,11 @@ export class SharingMap {
   }
 
   draw() {
-    const dpr = window.devicePixelRatio || 1;
-    const rect = this.container.getBoundingClientRect();
-    this.width = rect.width;
-    this.height = rect.height;
-    if (!this.width || !this.height) return;
-    this.canvas.width = Math.round(this.width * dpr);
-    this.canvas.height = Math.round(this.height * dpr);
-    const g = this.canvas.getContext('2d');
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
-    g.clearRect(0, 0, this.width, this.height);
+    const c = canvasIn(this.canvas, this.container);
+    if (!c) return;
+    const { g } = c;
+    this.width = c.width;
+    this.height = c.height;
     if (!this.n) return;
     const fg = css('--fg', '#222'), muted = css('--muted', '#666'), frozen = css('--frozen', '#999');
     const neutral = css('--neutral', '#8a9bb4'), bad = css('--bad', '#b3261e'), line = css('--line', '#ddd');

@@ -47,6 +47,18 @@ function box(title, s, { badNegative = false } = {}) {
  * they are computed; progress: {done, total} or null. param: the state file's statistics of the
  * slot's values, or undefined without a state file.
  */
+/** While one item's statistics are computed: the core's progress as a bar and a percentage. */
+function progressRow(progress, onCancel) {
+  const row = el('div', 'progress-line');
+  const bar = testid(el('progress'), 'entry-progress');
+  bar.max = 1;
+  bar.value = progress && progress.total ? progress.done / progress.total : 0;
+  const pct = progress && progress.total ? Math.floor((100 * progress.done) / progress.total) : 0;
+  row.append(el('span', 'meta', `Computing statistics… ${pct}%`), bar);
+  if (onCancel) row.append(button('Cancel', { onClick: onCancel }));
+  return row;
+}
+
 export function renderEntryDetail(container, { slot, entry, label, ownerLabel, config, stats, progress, error, param, onCancel, actions }) {
   container.replaceChildren();
   container.hidden = false;
@@ -61,14 +73,7 @@ export function renderEntryDetail(container, { slot, entry, label, ownerLabel, c
     return;
   }
   if (!stats) {
-    const row = el('div', 'progress-line');
-    const bar = testid(el('progress'), 'entry-progress');
-    bar.max = 1;
-    bar.value = progress && progress.total ? progress.done / progress.total : 0;
-    const pct = progress && progress.total ? Math.floor((100 * progress.done) / progress.total) : 0;
-    row.append(el('span', 'meta', `Computing statistics… ${pct}%`), bar);
-    if (onCancel) row.append(button('Cancel', { onClick: onCancel }));
-    container.append(row);
+    container.append(progressRow(progress, onCancel));
     return;
   }
   container.append(box('m (first moment)', stats.m), box('v (second moment)', stats.v, { badNegative: true }));
@@ -96,13 +101,7 @@ export function renderTensorDetail(container, { index, label, tensor, shape, sta
     return;
   }
   if (!stats) {
-    const row = el('div', 'progress-line');
-    const bar = testid(el('progress'), 'entry-progress');
-    bar.max = 1;
-    bar.value = progress && progress.total ? progress.done / progress.total : 0;
-    row.append(el('span', 'meta', 'Computing statistics…'), bar);
-    if (onCancel) row.append(button('Cancel', { onClick: onCancel }));
-    container.append(row);
+    container.append(progressRow(progress, onCancel));
     return;
   }
   container.append(box('values', stats.values));
