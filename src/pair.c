@@ -156,6 +156,16 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         }
         ckpt_stats_free(scanned);
     }
+    /* 5. a file broken past its layout still says whether the two belong together, but it would
+     * not load: said beside the verdict, with its own diagnostic */
+    const ckpt_report *broken[2] = {ro, rs};
+    const char *what[2] = {"the optimizer checkpoint", "the state file"};
+    for (int f = 0; f < 2 && !rc; f++) {
+        if (!broken[f]->error.code) continue;
+        sb_printf(&sb, "%s is invalid past its layout and would not load: %s (byte %llu)", what[f], broken[f]->error.message,
+                  (unsigned long long)broken[f]->error.offset);
+        if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
+    }
     sb_free(&sb);
     return rc;
 }

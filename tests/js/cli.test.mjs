@@ -125,6 +125,12 @@ test('cli check --state: pairs, does not pair (every failure), cannot pair', asy
   r = run('check', file('st.tlsf', await writeBase('state')), '--state', opt);
   assert.equal(r.status, 2);
   assert.match(r.stderr, /the first file is not an optimizer checkpoint/);
+  // broken past its layout (trailing bytes): the verdict stands, and it is said that it would not load
+  const good = await writeBase('state');
+  const trailing = file('trailing.tlsf', Uint8Array.from([...good, 0x54, 0x4c]));
+  r = run('check', opt, '--state', trailing);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.split('\n')[1], `warning: the state file is invalid past its layout and would not load: StateIO: trailing bytes after final state tensor (byte ${good.length})`);
 });
 
 test('cli diff: differences exit 1, none exit 0; configuration decoded first', async () => {
