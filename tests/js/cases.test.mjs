@@ -3,7 +3,7 @@
 // configuration differences, warnings). The CLI suite runs the same table (cli.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { inspect, check, pair, CheckpointError } from '../../js/index.js';
+import { inspect, check, pair, open, CheckpointError } from '../../js/index.js';
 import { table, makeFile, makeLayout, expectedError, pickError } from './table.mjs';
 
 for (const c of table.cases) {
@@ -31,7 +31,9 @@ for (const c of table.cases) {
       }
     } else if (c.pair) {
       const state = await makeFile(c.state);
-      const outcome = pair(bytes, state);
+      // a state file whose statistics were computed when opened ("stats": values read anyway)
+      const stateCk = c.state.stats ? await open(state, { stats: true }) : null;
+      const outcome = pair(bytes, stateCk ?? state).finally(() => stateCk?.close());
       if (c.pair.failures === undefined && c.pair.code !== 0) {
         // not a verdict: the files cannot be paired at all
         await assert.rejects(outcome, (err) => {
