@@ -25,7 +25,7 @@ typedef struct item {
     char *name;                 /* the member or tensor name */
     uint64_t offset;            /* in the source */
     uint64_t count;             /* elements */
-    unsigned width;             /* 4 or 8 */
+    unsigned width;             /* bytes per element: ckpt_dtype_width of the file's dtype */
     size_t slot;                /* its shape is this slot's */
 } item;
 
@@ -102,7 +102,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     sb_printf(&meta, ",\"version\":\"%llu\"", (unsigned long long)rep->version);
     char buf[32];
     if (optimizer) {
-        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", rep->dtype == CKPT_FLOAT64 ? "float64" : "float32");
+        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", ckpt_dtype_name(rep->dtype));
         strbuf c = {0};
         j_config(&c, &rep->config);
         j_string(&meta, c.failed ? "" : c.data);
@@ -122,7 +122,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
                 for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
                 if (!wanted) continue;
             }
-            unsigned w = ckpt_width(rep->dtype);
+            unsigned w = ckpt_dtype_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
             *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
             *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i};
@@ -157,9 +157,9 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
-            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, 4, i};
+            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, ckpt_dtype_width(rep->dtype), i};
             if (!t->name) goto oom;
-            p->data_bytes += 4 * t->count;
+            p->data_bytes += t->width * t->count;
         }
     }
     sb_puts(&meta, ",\"names\":");
@@ -563,11 +563,11 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     if (what == CKPT_NPY_VALUES) {
         const ckpt_tensor_info *t;
         TRY(ckpt_file_tensor(f, slot, &t, err));
-        offset = t->data_offset, count = t->count, width = 4, shape_slot = (size_t)slot;
+        offset = t->data_offset, count = t->count, width = ckpt_dtype_width(rep->dtype), shape_slot = (size_t)slot;
     } else if (what == CKPT_NPY_M || what == CKPT_NPY_V) {
         const ckpt_entry_info *e;
         TRY(ckpt_file_entry(f, slot, &e, NULL, err));
-        offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_width(rep->dtype);
+        offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_dtype_width(rep->dtype);
         shape_slot = (size_t)e->id;
     } else {
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");

@@ -63,7 +63,7 @@ static void count_nonfinite(const uint8_t *p, size_t n, unsigned width, uint64_t
             memcpy(&x, p + 8 * j, 8);
         } else {
             float f;
-            memcpy(&f, p + 4 * j, 4);
+            memcpy(&f, p + sizeof f * j, sizeof f);
             x = f;
         }
         *nan += isnan(x);
