@@ -49,20 +49,15 @@ static const struct ckpt_family_impl adam_impl = {
     .hint_not = "a model-state file",
 };
 
-#define STATE_IMPL                                                                                 \
-    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count, \
-    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,           \
-    .holds = "model tensors", .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
-
 static const struct ckpt_family_impl tlsf32b_impl = {
-    STATE_IMPL,
+    CKPT_STATE_IMPL,
     .count_mismatch = "checkpoint state-tensor count mismatch",
     .trailing = "trailing bytes after final state tensor",
     .pretty = ckpt_shape_print_list,
 };
 
 static const struct ckpt_family_impl tlpf32b_impl = {
-    STATE_IMPL,
+    CKPT_STATE_IMPL,
     .count_mismatch = "checkpoint parameter count mismatch",
     .trailing = "trailing bytes after final parameter",
     .pretty = ckpt_shape_print_nested,

@@ -278,6 +278,12 @@ struct ckpt_family_impl {
 size_t ckpt_state_item_count(const ckpt_report *rep);
 ckpt_item ckpt_state_item(ckpt_report *rep, size_t k);
 uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b);
+/* An impl's members for a family of the state layout (magic, version, tensor count, tensors of
+ * the descriptor's element dtype); the family adds its texts (count_mismatch, trailing, pretty). */
+#define CKPT_STATE_IMPL                                                                                              \
+    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count,      \
+    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,                 \
+    .holds = "model tensors", .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
 /* The report JSON's family-specific members (report.c) */
 void ckpt_report_json_adam(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 void ckpt_report_json_state(ckpt_jw *w, const ckpt_report *rep, bool bulk);
