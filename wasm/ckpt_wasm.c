@@ -380,3 +380,14 @@ int w_state_write(int family, const ckpt_schema *shapes, const void *const *valu
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_state_write(family, shapes, values, value_bytes, &out, err);
 }
+
+/* ---- runs ---- */
+
+/* n open optimizer files and their state files (entries 0 for none) as arrays of pointers in
+ * wasm memory; flags: n u64 health flag counts, or NULL. JSON, or NULL with err set. */
+char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, const uint64_t *flags, size_t n, int progress_token,
+            ckpt_error *err)
+{
+    ckpt_run_options o = {PROGRESS(progress_token)};
+    return ckpt_run_json(opts, states, flags, n, &o, err);
+}
