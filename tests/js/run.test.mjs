@@ -200,7 +200,8 @@ test('folder order: the number in the name, then the largest step; never by step
   assert.deepEqual(order, ['step-100.ckpt', 'step-200.ckpt', 'best.ckpt', 'final.ckpt']);
 });
 
-test('real torch.optim.Adam and AdamW runs are continuous', { skip: spawnSync(PY, ['-c', 'import torch']).status !== 0 && 'python3-torch is not installed (scripts/ensure-deps.sh test)' }, async () => {
+test('real torch.optim.Adam and AdamW runs are continuous', async () => {
+  assert.equal(spawnSync(PY, ['-c', 'import torch']).status, 0, 'python3-torch is missing: bash scripts/ensure-deps.sh test installs it');
   for (const kind of ['adam', 'adamw']) {
     const r = spawnSync(PY, [path.join(root, 'tests/run/torch_run.py'), '--kind', kind], { encoding: 'utf8', maxBuffer: 1 << 26 });
     assert.equal(r.status, 0, r.stderr);
@@ -222,4 +223,57 @@ test('real torch.optim.Adam and AdamW runs are continuous', { skip: spawnSync(PY
 
 test('figures for the closing note', () => {
   console.log(`# run figures: ${JSON.stringify(figures)}`);
+});
+
+// ---- the command ----------------------------------------------------------------------------
+
+const cli = (args, cwd) => spawnSync(process.execPath, [path.join(root, 'js/cli.js'), 'run', ...args], { encoding: 'utf8', cwd });
+
+test('ckptscope run DIR: run order by the number in the name, states by stem; exit 0', async () => {
+  const dir = path.join(tmp, 'folder');
+  fs.mkdirSync(dir);
+  const gen = generate(['--kind', 'adamw', '--saves', '3,4,12']);
+  for (const s of gen.saves) {
+    // step-12 sorts after step-4 by number (a name sort would put it first)
+    await saveCheckpoint(path.join(dir, `step-${s.step}.ckpt`), s.opt);
+    await saveState(path.join(dir, `step-${s.step}.tlsf`), s.state);
+  }
+  fs.writeFileSync(path.join(dir, 'notes.txt'), 'not a checkpoint');
+  const r = cli([dir, '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const json = JSON.parse(r.stdout);
+  assert.deepEqual(json.files.map((f) => path.basename(f.path)), ['step-3.ckpt', 'step-4.ckpt', 'step-12.ckpt']);
+  assert.deepEqual(json.files.map((f) => path.basename(f.state)), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf']);
+  assert.equal(json.first, null);
+  assert.equal(typeof json.pairs[0].slots[0].lr, 'number');
+  const text = cli([dir]);
+  assert.equal(text.status, 0);
+  assert.match(text.stdout, /^0 → 1: continuous$/m);
+  assert.match(text.stdout, /^verdict: one run, every pair continuous$/m);
+  for (const line of text.stdout.split('\n')) assert.ok(line.length <= 80, `a line of ${line.length} columns: ${line}`);
+});
+
+test('ckptscope run A B: a broken pair exits 1 and names the first bad file', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'clibroken');
+  const r = cli([opts[1], opts[0]]);
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /^0 → 1: NOT continuous: slot 0: step 3 in B is before step 4 in A$/m);
+  assert.match(r.stdout, new RegExp(`^verdict: something breaks at file 1 \\(${opts[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)$`, 'm'));
+});
+
+test('ckptscope run: usage errors exit 2 without a stack trace', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'cliusage');
+  for (const [args, text] of [
+    [[opts[0]], 'ckptscope: run takes at least two checkpoints, or a folder'],
+    [[...opts, '--state', states[0]], 'ckptscope: --state takes one model-state file per checkpoint: 2 checkpoints, 1 state file'],
+    [[opts[0], path.join(tmp, 'missing.ckpt')], `ckptscope: no such file: ${path.join(tmp, 'missing.ckpt')}`],
+    [[...opts, '--bogus'], 'ckptscope: unknown option --bogus'],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.split('\n')[0], text);
+    assert.doesNotMatch(r.stderr, /at .*\.js:\d+/);
+  }
 });
