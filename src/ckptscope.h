@@ -572,6 +572,18 @@ typedef struct ckpt_run_options {
 char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
                     const ckpt_run_options *o, ckpt_error *err);
 
+/* The gradient of a one-step pair (B one Adam step after A, per slot) as {name}.grad tensors,
+ * g = (m_B - beta1 m_A) / (1 - beta1) per element in the moments' dtype, one per owner slot
+ * whose steps differ by exactly 1 (of o->slots when given), with B's metadata, streamed as
+ * ckpt_export streams. Fails (CKPT_E_INVALID_ARGUMENT) when B does not continue A's
+ * configuration and layout or no slot is one step apart. */
+int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
+                             ckpt_error *err);
+/* Export: for each exported owner entry of f, one tensor {name}{suffix} whose bytes are read from
+ * `values` at the entry's m offset (count * width bytes). For values derived from the moments. */
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
+                         const ckpt_sink *out, ckpt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

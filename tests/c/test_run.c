@@ -250,6 +250,54 @@ static void an_invalid_file(void)
     free_saves(a, na);
 }
 
+/* The k = 1 gradient exported as safetensors: slot0.grad, float32, the step's gradient */
+static void gradient_export(void)
+{
+    saved s[MAX_SAVES];
+    static double g[N_EL];
+    size_t n = train(CKPT_FLOAT32, 5, (uint64_t[]){6, 7, 0}, s, g);
+    ckpt_memory mem[2];
+    ckpt_source src[2];
+    ckpt_file *f[2];
+    for (int k = 0; k < 2; k++) {
+        ckpt_source_memory(&src[k], &mem[k], s[k].buf.data, s[k].buf.len);
+        f[k] = ckpt_open(&src[k], NULL);
+    }
+    ckpt_buffer out = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &out);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+    CHECK(ckpt_run_export_gradient(f[0], f[1], &o, &sink, &err) == 0);
+    uint64_t hlen = 0;
+    memcpy(&hlen, out.data, 8);
+    char *header = calloc(1, hlen + 1);
+    memcpy(header, out.data + 8, hlen);
+    jvalue *h = json_parse(header);
+    const jvalue *t = json_get(h, "slot0.grad");
+    CHECK(t != NULL);
+    CHECK_STR(json_get(t, "dtype")->text, "F32");
+    CHECK(json_is_null(json_get(h, "slot0.exp_avg")));
+    const float *data = (const float *)(const void *)(out.data + 8 + hlen + json_u64(json_get(t, "data_offsets")->items[0]));
+    double worst = 0;
+    for (size_t j = 0; j < N_EL; j++)
+        if (g[j] != 0) worst = fmax(worst, fabs(data[j] / g[j] - 1));
+        else CHECK(data[j] == 0);
+    CHECK(worst < 1e-4);
+    json_free(h);
+    free(header);
+    ckpt_buffer_free(&out);
+    /* the pair backwards: no gradient, said so */
+    ckpt_sink_buffer(&sink, &out);
+    CHECK(ckpt_run_export_gradient(f[1], f[0], &o, &sink, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "no slot is one Adam step from A to B: the gradient comes back from a one-step pair only");
+    ckpt_error_clear(&err);
+    ckpt_buffer_free(&out);
+    for (int k = 0; k < 2; k++) ckpt_close(f[k]);
+    free_saves(s, n);
+}
+
 int main(void)
 {
     static const test_case cases[] = {
@@ -260,6 +308,7 @@ int main(void)
         {"another run", another_run},
         {"another configuration", another_configuration},
         {"an invalid file", an_invalid_file},
+        {"gradient export", gradient_export},
     };
     return RUN_ALL(cases);
 }
