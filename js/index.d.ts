@@ -413,6 +413,11 @@ export interface RunResult {
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null. */
 export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number }): Promise<RunResult>;
+/** The gradient of the one-step pair a → b as {name}.grad tensors (safetensors or npz). */
+export function exportGradient(a: Source, b: Source, options?: ExportOptions): Promise<Uint8Array>;
+export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
+/** Node: the gradient export written to `path` atomically. */
+export function saveGradient(path: string | URL, a: Source, b: Source, options?: ExportOptions): Promise<void>;
 /** The number in a file name: its last run of digits, or null. */
 export function numberInName(name: string): bigint | null;
 /** A folder's run order: by the number in the name, then by the largest step. */

@@ -7,23 +7,31 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open } from './checkpoint.js';
-import { run, runOrder, stemOf } from './run.js';
+import { run, runOrder, stemOf, saveGradient } from './run.js';
+import { namesOf } from './layout.js';
 import { table, num } from './cli-text.js';
 import { say, terminalJSON } from './terminal.js';
-import { FileError, STDIN, checkInput, reading } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing } from './user-files.js';
 
 export const RUN_USAGE = `  ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--json]
   ckptscope run DIR [--lr X] [--json]         checkpoints of one run: is each the continuation of the one
-                                              before? the gradient and learning rate of one-step pairs`;
+                                              before? the gradient and learning rate of one-step pairs
+  ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              the gradient of B's step as {name}.grad tensors`;
 
 /** argv → {files, states, json, lr}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
   const files = [], states = [];
-  let into = files, json = false, lr;
+  let into = files, json = false, lr, grad, names;
   for (let k = 0; k < argv.length; k++) {
     const a = argv[k];
     if (a === '--json') json = true;
     else if (a === '--state') into = states;
+    else if (a === '--grad' || a === '--names') {
+      if (k + 1 >= argv.length) throw usage(`${a} needs a value`);
+      if (a === '--grad') grad = argv[++k];
+      else names = argv[++k];
+    }
     else if (a === '--lr') {
       if (k + 1 >= argv.length) throw usage('--lr needs a value');
       const text = argv[++k];
@@ -36,7 +44,8 @@ function parse(argv, usage) {
   if (states.length && states.length !== files.length) {
     throw usage(`--state takes one model-state file per checkpoint: ${files.length} checkpoint${files.length === 1 ? '' : 's'}, ${states.length} state file${states.length === 1 ? '' : 's'}`);
   }
-  return { files, states: states.length ? states : null, json, lr };
+  if (names !== undefined && grad === undefined) throw usage('--names goes with --grad');
+  return { files, states: states.length ? states : null, json, lr, grad, names };
 }
 
 const isDirectory = (p) => {
@@ -114,7 +123,8 @@ export function runLines(result) {
 
 /** The command; `usage(text)` returns the CLI's usage error to throw. Exit status. */
 export async function cmdRun(argv, usage) {
-  let { files, states, json, lr } = parse(argv, usage);
+  let { files, states, json, lr, grad, names } = parse(argv, usage);
+  if (grad !== undefined) return cmdGradient(files, grad, names, usage);
   if (files.length === 1 && !states && isDirectory(files[0])) {
     ({ files, states } = await folder(files[0]));
     if (files.length < 2) throw new FileError(`${argv.find((a) => !a.startsWith('--'))} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
@@ -124,4 +134,25 @@ export async function cmdRun(argv, usage) {
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result));
   return result.ok ? 0 : 1;
+}
+
+/** run A B --grad OUT [--names NAMES.json]: the one-step gradient, written atomically. */
+async function cmdGradient(files, out, namesPath, usage) {
+  if (files.length !== 2) throw usage('--grad takes exactly two checkpoints: A and B one step after it');
+  const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
+  if (!format) throw usage(`--grad writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
+  for (const f of files) checkInput(f, 'checkpoint');
+  let names;
+  if (namesPath !== undefined) {
+    checkInput(namesPath, 'names');
+    const text = reading(namesPath, 'names', () => fs.readFileSync(namesPath, 'utf8'));
+    try {
+      names = namesOf(JSON.parse(text), namesPath);
+    } catch (err) {
+      throw new FileError(`${namesPath}: ${err.message}`);
+    }
+  }
+  await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
+  say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);
+  return 0;
 }

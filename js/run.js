@@ -6,7 +6,10 @@
 import { loadCore } from './wasm.js';
 import { open, Checkpoint, withProgress } from './checkpoint.js';
 import { health } from './api.js';
-import { CheckpointError, coreError } from './errors.js';
+import { CheckpointError, LayoutError, coreError } from './errors.js';
+import { withSink, collect, saveAtomically } from './sink.js';
+import { namesOf } from './layout.js';
+import { toU64 } from './values.js';
 
 /** What a file is called in the report: its path, URL or name; null when it has none. */
 function nameOf(source) {
@@ -119,6 +122,61 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
     if (err) ex.w_error_free(err);
     for (const ck of owned) ck.close();
   }
+}
+
+// ---- the gradient of a one-step pair ---------------------------------------------------------
+
+const FORMATS = { safetensors: 1, npz: 2 };
+
+/**
+ * Stream the gradient of the one-step pair a → b (docs/runs.md) through write(bytes) as
+ * `{name}.grad` tensors, one per owner slot whose steps differ by exactly 1: safetensors or npz
+ * (`format`), names one per slot (else slot{i}), `slots` to pick some. Rejects with a
+ * CheckpointError when B does not continue A or no slot is one step apart.
+ */
+export async function exportGradientTo(a, b, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
+  if (!Object.prototype.hasOwnProperty.call(FORMATS, format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
+  const list = names === undefined || names === null ? null : namesOf(names, 'names');
+  const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
+  const ca = a instanceof Checkpoint ? a : await open(a, { signal });
+  try {
+    const cb = b instanceof Checkpoint ? b : await open(b, { signal });
+    try {
+      return await withSink(write, (core, sinkId, err, ptrs) => ca.withFile((ex, fa) => cb.withFile((_, fb) => {
+        let namePtr = 0, slotPtr = 0;
+        if (list) {
+          const strings = list.map((n) => {
+            const p = core.stringIn(n);
+            ptrs.push(p);
+            return p;
+          });
+          namePtr = core.malloc(4 * Math.max(1, strings.length));
+          ptrs.push(namePtr);
+          new Uint32Array(core.memory.buffer, namePtr, strings.length).set(strings);
+        }
+        if (picked) {
+          slotPtr = core.u64Array(picked);
+          ptrs.push(slotPtr);
+        }
+        return withProgress(core, { onProgress, signal }, (pid) =>
+          ex.w_run_export_gradient(fa, fb, FORMATS[format], namePtr, list ? list.length : 0, slotPtr, picked ? picked.length : 0, sinkId, pid, err));
+      })), signal);
+    } finally {
+      if (cb !== b) cb.close();
+    }
+  } finally {
+    if (ca !== a) ca.close();
+  }
+}
+
+/** The gradient export's bytes in memory (see exportGradientTo). */
+export function exportGradient(a, b, options) {
+  return collect((write) => exportGradientTo(a, b, write, options));
+}
+
+/** Node: the gradient export written to `path` atomically, streamed. */
+export function saveGradient(path, a, b, options) {
+  return saveAtomically(path, (write) => exportGradientTo(a, b, write, options));
 }
 
 // ---- a folder of checkpoints ---------------------------------------------------------------

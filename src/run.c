@@ -307,8 +307,9 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     sb_puts(sb, ",\"stepB\":");
     j_u64(sb, eb->step);
     sb_puts(sb, ",\"k\":");
-    if (a->backwards) sb_putc(sb, '-');
-    j_u64(sb, a->k);
+    /* a JSON number up to 2^53 - 1 in size, a decimal string beyond (as j_u64 does) */
+    bool exact = a->k <= (1ULL << 53) - 1;
+    sb_printf(sb, exact ? "%s%llu" : "\"%s%llu\"", a->backwards ? "-" : "", (unsigned long long)a->k);
     sb_puts(sb, ",\"broken\":");
     if (a->backwards) sb_lit(sb, "null");
     else j_u64(sb, a->broken);

@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { run, saveCheckpoint, saveState } from '../../js/index.js';
+import { run, saveCheckpoint, saveState, exportGradient, CheckpointError } from '../../js/index.js';
 import { runOrder, numberInName } from '../../js/run.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -188,6 +188,31 @@ test('bad arguments are refused before any file is read', async () => {
   await assert.rejects(run(['a', 'b'], { states: ['x'] }), RangeError);
 });
 
+test('the gradient of a one-step pair, exported: the gradients used, as {name}.grad', async () => {
+  const gen = generate(['--kind', 'adamw', '--saves', '7,8']);
+  const { opts } = await save(gen, 'grad');
+  const bytes = await exportGradient(opts[0], opts[1], { names: ['w', 'b', 'frozen', 'head', 'late'] });
+  const headerLength = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  // slot 1 got no gradient at step 8 (k = 0): not exported
+  assert.deepEqual(Object.keys(header).filter((k) => k !== '__metadata__').sort(), ['late.grad', 'w.grad']);
+  for (const [name, slot] of [['w.grad', '0'], ['late.grad', '4']]) {
+    const t = header[name];
+    assert.equal(t.dtype, 'F32');
+    assert.deepEqual(t.shape, gen.shapes[Number(slot)]);
+    const [from, to] = t.data_offsets;
+    const values = new Float32Array(bytes.slice(8 + headerLength + from, 8 + headerLength + to).buffer);
+    const want = gen.steps['8'].gradients[slot];
+    values.forEach((x, j) => {
+      if (want[j] === 0) assert.equal(x, 0);
+      else assert.ok(Math.abs(x / want[j] - 1) < 1e-4, `${name}[${j}]: ${x} vs ${want[j]}`);
+    });
+  }
+  // B before A: no slot is one step apart
+  await assert.rejects(exportGradient(opts[1], opts[0]), (err) => err instanceof CheckpointError &&
+    err.message === 'no slot is one Adam step from A to B: the gradient comes back from a one-step pair only');
+});
+
 test('folder order: the number in the name, then the largest step; never by step alone', () => {
   assert.equal(numberInName('run3/step-000100.ckpt'), 100n);
   assert.equal(numberInName('final.ckpt'), null);
@@ -260,6 +285,27 @@ test('ckptscope run A B: a broken pair exits 1 and names the first bad file', as
   assert.equal(r.status, 1);
   assert.match(r.stdout, /^0 → 1: NOT continuous: slot 0: step 3 in B is before step 4 in A$/m);
   assert.match(r.stdout, new RegExp(`^verdict: something breaks at file 1 \\(${opts[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)$`, 'm'));
+});
+
+test('ckptscope run A B --grad OUT.npz: NumPy reads the gradients back', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'cligrad');
+  const out = path.join(tmp, 'grad.npz');
+  const r = cli([...opts, '--grad', out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)\n`);
+  const py = spawnSync(PY, ['-c', `import numpy as np, json, sys
+z = np.load(sys.argv[1])
+print(json.dumps({k: z[k].astype(float).ravel().tolist() for k in z.files if k.endswith('.grad')}))`, out], { encoding: 'utf8' });
+  assert.equal(py.status, 0, py.stderr);
+  const got = JSON.parse(py.stdout);
+  assert.deepEqual(Object.keys(got).sort(), ['slot0.grad', 'slot1.grad', 'slot4.grad']);
+  for (const [slot, want] of Object.entries(gen.steps['4'].gradients)) {
+    got[`slot${slot}.grad`].forEach((x, j) => assert.ok(want[j] === 0 ? x === 0 : Math.abs(x / want[j] - 1) < 1e-4));
+  }
+  const three = cli([...opts, opts[0], '--grad', out]);
+  assert.equal(three.status, 2);
+  assert.equal(three.stderr.split('\n')[0], 'ckptscope: --grad takes exactly two checkpoints: A and B one step after it');
 });
 
 test('ckptscope run: usage errors exit 2 without a stack trace', async () => {
