@@ -31,7 +31,7 @@ function medianRatio(result) {
  *  optimizer file cannot be read (the run report says why). */
 async function fileHealth(opt, state, lr) {
   try {
-    const result = await health(opt, state ?? null, { lr, workers: 1 });
+    const result = await health(opt, state ?? null, { lr });
     return { flags: result.flags.length, ratio: medianRatio(result), pairs: state != null && result.pairs };
   } catch (err) {
     if (!(err instanceof CheckpointError)) throw err;

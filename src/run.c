@@ -17,7 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 8192                  /* elements per file per step */
+#define CHUNK 8192                  /* elements per file per step, many files */
+#define CHUNK_FEW 65536             /* the same for a few files (fewer, larger reads) */
+#define FEW_FILES 16
 
 /* One file of the run and its buffers for the current chunk. */
 typedef struct run_file {
@@ -28,8 +30,8 @@ typedef struct run_file {
     const ckpt_source *state_src;
     bool readable;                  /* valid through its last entry */
     unsigned width;
-    uint8_t *raw_m, *raw_v;         /* CHUNK * width, as stored */
-    uint8_t *raw_theta;             /* CHUNK * 4 */
+    uint8_t *raw_m, *raw_v;         /* chunk * width, as stored */
+    uint8_t *raw_theta;             /* chunk * 4 */
     double *m, *v, *theta;          /* the same chunk in binary64 */
     const ckpt_entry_info *e;       /* the current slot's entry, NULL when not read this slot */
     bool read_theta;
@@ -68,6 +70,7 @@ typedef struct run {
     run_file *files;
     run_pair *pairs;
     size_t n;
+    size_t chunk;                   /* elements per file per step: memory is n * chunk * 44 bytes */
     ckpt_progress_fn progress;
     void *progress_ctx;
     uint64_t done, total;
@@ -156,7 +159,7 @@ static NOINLINE void steps_chunk(slot_acc *s, const run_file *a, const run_file 
         double tm = km * (s->ck * sqrt(vb) + fabs(mb) + s->b1k * fabs(ma));
         double bound = s->ck * sqrt((dv > 0 ? dv : 0) + tv) + tm;
         double adm = fabs(dm);
-        if (isfinite(bound) && bound > 0 && adm / bound > s->worst) s->worst = adm / bound;
+        if (adm > s->worst * bound && isfinite(bound) && bound > 0) s->worst = adm / bound;   /* one division per new maximum */
         if (dv < -tv || adm > bound) {
             if (!s->broken) s->first = base + j;
             s->broken++;
@@ -241,12 +244,13 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
     uint64_t count = 0;
     for (size_t f = 0; f < r->n; f++)
         if (r->files[f].e && r->files[f].e->count > count) count = r->files[f].e->count;
-    for (uint64_t base = 0; base < count; base += CHUNK) {
+    const size_t chunk = r->chunk;
+    for (uint64_t base = 0; base < count; base += chunk) {
         for (size_t f = 0; f < r->n; f++) {
             run_file *rf = &r->files[f];
             if (!rf->e || base >= rf->e->count) continue;
             uint64_t left = rf->e->count - base;
-            size_t n = left < CHUNK ? (size_t)left : CHUNK;
+            size_t n = left < chunk ? (size_t)left : chunk;
             unsigned w = rf->width;
             TRY(read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, r->err));
             TRY(read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, r->err));
@@ -262,7 +266,7 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
             slot_acc *a = &acc[p];
             if (!a->active || base >= a->count) continue;
             uint64_t left = a->count - base;
-            size_t n = left < CHUNK ? (size_t)left : CHUNK;
+            size_t n = left < chunk ? (size_t)left : chunk;
             const run_file *fa = &r->files[p], *fb = &r->files[p + 1];
             if (a->k == 0) {
                 size_t w = fa->width;
@@ -427,6 +431,7 @@ static void free_run(run *r)
 
 static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *state)
 {
+    r->chunk = r->n <= FEW_FILES ? CHUNK_FEW : CHUNK;
     for (size_t f = 0; f < r->n; f++) {
         run_file *rf = &r->files[f];
         const ckpt_report *rep = ckpt_file_report(opt[f]);
@@ -438,12 +443,13 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
         if (!rf->readable) continue;
         rf->width = ckpt_width(rep->dtype);
         if ((rf->state = usable_state(rep, state ? state[f] : NULL))) rf->state_src = ckpt_file_source(state[f]);
-        rf->raw_m = malloc(CHUNK * 8);
-        rf->raw_v = malloc(CHUNK * 8);
-        rf->raw_theta = malloc(CHUNK * 4);
-        rf->m = malloc(CHUNK * sizeof(double));
-        rf->v = malloc(CHUNK * sizeof(double));
-        rf->theta = malloc(CHUNK * sizeof(double));
+        size_t c = r->chunk;
+        rf->raw_m = malloc(c * 8);
+        rf->raw_v = malloc(c * 8);
+        rf->raw_theta = malloc(c * 4);
+        rf->m = malloc(c * sizeof(double));
+        rf->v = malloc(c * sizeof(double));
+        rf->theta = malloc(c * sizeof(double));
         if (!rf->raw_m || !rf->raw_v || !rf->raw_theta || !rf->m || !rf->v || !rf->theta) return ckpt_fail_oom(r->err);
     }
     for (size_t p = 0; p + 1 < r->n; p++) {
@@ -553,7 +559,7 @@ typedef struct grad_source {
     const ckpt_report *rb;
     double b1, omb1;
     unsigned width;
-    uint8_t *raw_a, *raw_b;          /* CHUNK * width */
+    uint8_t *raw_a, *raw_b;          /* CHUNK_FEW * width */
     double *ma, *mb;
 } grad_source;
 
@@ -579,7 +585,7 @@ static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
     uint64_t first = (offset - eb->m_offset) / w;
     size_t total = n / w;
     for (size_t done = 0; done < total;) {
-        size_t k = total - done < CHUNK ? total - done : CHUNK;
+        size_t k = total - done < CHUNK_FEW ? total - done : CHUNK_FEW;
         uint64_t at = (first + done) * w;
         if (read_at(ckpt_file_source(g->a), ea->m_offset + at, g->raw_a, k * w, &err) ||
             read_at(ckpt_file_source(g->b), eb->m_offset + at, g->raw_b, k * w, &err)) {
@@ -636,8 +642,8 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
                        "no slot is one Adam step from A to B: the gradient comes back from a one-step pair only");
     if (!rc) {
         grad_source g = {a, b, rb, r.pairs[0].b1, r.pairs[0].omb1, ckpt_width(ra->dtype), NULL, NULL, NULL, NULL};
-        g.raw_a = malloc(CHUNK * 8), g.raw_b = malloc(CHUNK * 8);
-        g.ma = malloc(CHUNK * sizeof(double)), g.mb = malloc(CHUNK * sizeof(double));
+        g.raw_a = malloc(CHUNK_FEW * 8), g.raw_b = malloc(CHUNK_FEW * 8);
+        g.ma = malloc(CHUNK_FEW * sizeof(double)), g.mb = malloc(CHUNK_FEW * sizeof(double));
         ckpt_source src = {&g, grad_read, CKPT_NONE};
         ckpt_export_options with = *o;
         with.slots = slots, with.slot_count = count;
