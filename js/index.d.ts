@@ -372,7 +372,7 @@ export interface RunSlot {
   firstBroken: number | string | null;
   /** The largest |dm| / bound over the elements (k >= 1); at most 1 on a continuous pair. */
   worst: number | null;
-  /** The slot's verdict text (docs/format.md 9), null when continuous. */
+  /** The slot's verdict text (docs/runs.md), null when continuous. */
   message: string | null;
   /** k = 1: the gradient of step tB, per element dm / (1 - beta1). */
   gradient: { rms: number | null; maxAbs: number | null; nonFinite: number; zero: number } | null;

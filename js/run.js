@@ -1,4 +1,4 @@
-// Checkpoints of one run (docs/runs.md, docs/format.md 9): every consecutive pair's continuity per
+// Checkpoints of one run (docs/runs.md): every consecutive pair's continuity per
 // slot, the gradient of a one-step pair and the learning rate it used, and per file its health
 // summary. Every rule is the core's (src/run.c, src/health.c); this module opens the files,
 // runs health on each, hands the core the open files in run order and adds the names.
@@ -195,7 +195,7 @@ export function stemOf(name) {
 }
 
 /**
- * Run order of a folder's checkpoints (docs/format.md 9): by the number in the name; those
+ * Run order of a folder's checkpoints (docs/runs.md): by the number in the name; those
  * without one after them, by their largest step (`step`: a number, a bigint or null). Never by
  * step alone, which would hide an optimizer restarted shortly before a save. Ties keep names
  * in code-point order. Returns a new array of the items ({name, step?}).

@@ -551,7 +551,7 @@ char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
  * *first (NULL when there is none; the caller frees both). CKPT_E_NO_MEMORY or 0. */
 int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json, char **first);
 
-/* ---- Checkpoints of one run (docs/runs.md, format.md 9) ---------------------------------- */
+/* ---- Checkpoints of one run (docs/runs.md) --------------------------------------------- */
 
 typedef struct ckpt_run_options {
     ckpt_progress_fn progress;     /* bytes of the pass; may be NULL */

@@ -1,11 +1,11 @@
-/* Checkpoints of one run (format.md 9): continuity of each consecutive pair per slot, the
+/* Checkpoints of one run (docs/runs.md): continuity of each consecutive pair per slot, the
  * gradient of a one-step pair, and with the model-state files the learning rate of that step.
  *
  * Per owner slot, with A at step tA and B at tB = tA + k, from the stored values in binary64:
  *   dm = m_B - b1^k m_A,  dv = v_B - b2^k v_A,  c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i<k} rho^i),
  * rho = b1^2/b2, b and 1-b each the stored binary64 rounded once to the moments' dtype; an
  * element breaks when dv < -tv or |dm| > c_k sqrt(max(dv,0) + tv) + tm (the tolerances of
- * format.md 9). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
+ * docs/runs.md). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
  * (+ wd theta_A for AdamW), bias corrections at tB.
  *
  * One pass over every file at once: for each owner slot, chunk by chunk, each file's payload

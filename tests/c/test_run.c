@@ -1,4 +1,4 @@
-/* Checkpoints of one run (format.md 9, src/run.c): one slot of 70001 elements trained by the
+/* Checkpoints of one run (docs/runs.md, src/run.c): one slot of 70001 elements trained by the
  * Adam recurrence as a float32 (or float64) kernel computes it, saved at chosen steps; the core
  * must find true pairs continuous (k = 1 and k > 1), give back the gradient of a k = 1 pair, and
  * catch a backwards step, a changed value at one step, a moment pushed just past the bound and

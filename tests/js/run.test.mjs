@@ -1,4 +1,4 @@
-// Checkpoints of one run (docs/runs.md, docs/format.md 9) against runs whose truth is known:
+// Checkpoints of one run (docs/runs.md) against runs whose truth is known:
 // NumPy float32 Adam and AdamW (tests/run/adam_run.py: a tied slot, a frozen slot, a slot that
 // starts late, a slot that skips a step, a warmup schedule) saved at steps with k = 1, k = 0 and
 // k > 1 give 0 broken elements, the gradients used and the learning rates used; another seed,
