@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { run, saveCheckpoint, saveState, exportGradient, CheckpointError } from '../../js/index.js';
+import { run, health, saveCheckpoint, saveState, exportGradient, CheckpointError } from '../../js/index.js';
 import { runOrder, numberInName } from '../../js/run.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -112,6 +112,33 @@ test('without state files: the gradients, no learning rate', async () => {
   assert.ok(s0.gradient.rms > 0);
   assert.equal(s0.lr, null);
   assert.equal(s0.lrResidual, null);
+});
+
+test('with lr: each file\'s health ratio is the median of its slots\' ratios; a flagged file is first', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'ratio');
+  const result = await run(opts, { states, lr: 1e-3 });
+  for (let i = 0; i < 2; i++) {
+    const h = await health(opts[i], states[i], { lr: 1e-3 });
+    const ratios = h.slots.map((x) => x.ratio).filter((x) => x !== null).sort((a, b) => a - b);
+    const mid = ratios.length >> 1;
+    const median = ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+    assert.deepEqual(result.files[i].health, { flags: h.flags.length, ratio: median });
+  }
+  // a tiny lr: every trainable slot's ratio is below the band, so both files are flagged
+  const low = await run(opts, { states, lr: 1e-12 });
+  assert.ok(low.files[0].health.flags > 0);
+  assert.equal(low.first, 0);
+  assert.equal(low.ok, false);
+  assert.equal(low.pairs[0].continuous, true);
+});
+
+test('cancelled: rejects with the signal\'s reason', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'cancel');
+  const controller = new AbortController();
+  controller.abort(new Error('stop'));
+  await assert.rejects(run(opts, { signal: controller.signal }), /stop/);
 });
 
 test('a checkpoint of another seed is caught', async () => {
