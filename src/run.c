@@ -270,6 +270,7 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
             const run_file *fa = &r->files[p], *fb = &r->files[p + 1];
             if (a->k == 0) {
                 size_t w = fa->width;
+                if (!memcmp(fa->raw_m, fb->raw_m, n * w) && !memcmp(fa->raw_v, fb->raw_v, n * w)) continue;
                 for (size_t j = 0; j < n; j++) {
                     if (!memcmp(fa->raw_m + j * w, fb->raw_m + j * w, w) && !memcmp(fa->raw_v + j * w, fb->raw_v + j * w, w)) continue;
                     if (!a->broken) a->first = base + j;
