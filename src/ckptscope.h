@@ -560,6 +560,43 @@ char *ckpt_error_json(const ckpt_error *err);
  * flags of a state file's shapes) are not compared. */
 char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
 
+/* The same differences, and the first one's message ("parameter 2: shape #[2] vs #[3]") in
+ * *first (NULL when there is none; the caller frees both). CKPT_E_NO_MEMORY or 0. */
+int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json, char **first);
+
+/* ---- Checkpoints of one run (docs/runs.md) --------------------------------------------- */
+
+typedef struct ckpt_run_options {
+    ckpt_progress_fn progress;     /* bytes of the pass; may be NULL */
+    void *progress_ctx;
+} ckpt_run_options;
+
+/* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
+ * state (state itself may be NULL: none), and per file the number of health flags raised on it
+ * (flags may be NULL: none). A state file is used for the learning rate only when it has one
+ * tensor of each slot's size: the caller gives states that pair (ckpt_pair). Every consecutive
+ * pair's continuity per owner slot, the k = 1 gradient and learning rate, in one pass that reads
+ * each payload once (the pairs stream side by side, a few chunks per file in memory), as JSON
+ * {"files":[{"index","ok","step","stateUsed","flags","error"}], "pairs":[{"a","b","continuous",
+ * "verdict","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k","broken",
+ * "firstBroken","worst","message","gradient","lr","lrResidual"}]}], "ok", "first"}. A file that
+ * is not a valid optimizer checkpoint makes its pairs not continuous. NULL with err set on an
+ * I/O error, cancellation or no memory; o may be NULL. */
+char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
+                    const ckpt_run_options *o, ckpt_error *err);
+
+/* The gradient of a one-step pair (B one Adam step after A, per slot) as {name}.grad tensors,
+ * g = (m_B - beta1 m_A) / (1 - beta1) per element in the moments' dtype, one per owner slot
+ * whose steps differ by exactly 1 (of o->slots when given), with B's metadata, streamed as
+ * ckpt_export streams. Fails (CKPT_E_INVALID_ARGUMENT) when B does not continue A's
+ * configuration and layout or no slot is one step apart. */
+int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
+                             ckpt_error *err);
+/* Export: for each exported owner entry of f, one tensor {name}{suffix} whose bytes are read from
+ * `values` at the entry's m offset (count * width bytes). For values derived from the moments. */
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
+                         const ckpt_sink *out, ckpt_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -584,3 +584,50 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     sb_free(&head);
     return rc;
 }
+
+/* ---- computed tensors beside a checkpoint (src/run.c's gradients) ---- */
+
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
+                         const ckpt_sink *out, ckpt_error *err)
+{
+    if (!f || !values || !suffix || !o || !out || (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    const ckpt_report *rep = ckpt_file_report(f);
+    if (rep->family && !rep->family->optimizer)
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "computed tensors go beside an optimizer checkpoint's moments");
+    crc_init();
+    plan p;
+    int rc = make_plan(rep, o, &p, err);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    /* the first moment's items (even places: m, then v, per entry), renamed; their bytes are
+     * read from `values` at m's offsets */
+    size_t kept = 0;
+    bool oom = false;
+    p.data_bytes = 0;
+    for (size_t k = 0; k < p.len; k++) {
+        item it = p.items[k];
+        if (k % 2 == 0) {
+            it.name[strlen(it.name) - strlen(".exp_avg")] = '\0';
+            char *name = name_with(it.name, suffix);
+            oom |= !name;
+            free(it.name);
+            it.name = name;
+            p.items[kept++] = it;
+            p.data_bytes += it.count * it.width;
+        } else free(it.name);
+    }
+    p.len = kept;
+    if (oom) {
+        plan_free(&p);
+        return ckpt_fail_oom(err);
+    }
+    copier c = {values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    if (!c.buf) rc = ckpt_fail_oom(err);
+    else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
+    free(c.buf);
+    plan_free(&p);
+    return rc;
+}
