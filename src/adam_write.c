@@ -49,16 +49,9 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     for (size_t k = 0; k < d->entry_count; k++) {
         const ckpt_entry_in *e = sorted[k];
         unsigned long long id = e->id;
-        if (k > 0 && sorted[k - 1]->id == e->id)
-            return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, NO, e->id, "duplicate parameter id %llu", id);
-        if (e->id >= ckpt_schema_count(s)) return ckpt_fail(err, F, CKPT_E_INVALID_ID, NO, "invalid parameter id %llu", id);
-        if (!ckpt_schema_is_representative(s, e->id))
-            return ckpt_fail_at(err, F, CKPT_E_NOT_OWNER, NO, e->id, "parameter %llu does not own optimizer state", id);
-        if (e->step == 0) return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, NO, e->id, "zero step counter for parameter %llu", id);
-        bool too_big;
-        uint64_t size = ckpt_schema_size(s, (size_t)e->id, &too_big), bytes;
-        if (too_big || e->count != size)
-            return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, NO, e->id, "moment-size mismatch for parameter %llu", id);
+        ckpt_entry_check check = {e->id, e->step, e->count, k > 0 && sorted[k - 1]->id == e->id, CKPT_NONE, CKPT_NONE, CKPT_NONE, false};
+        TRY(ckpt_adam_check_entry(s, ckpt_reader_rule_get(CKPT_READER_DEFAULT), &check, err));
+        uint64_t bytes;
         if (ckpt_mul_overflows(e->count, width, &bytes) || e->m_bytes != bytes || e->v_bytes != bytes ||
             (bytes && (!e->m || !e->v)) || bytes > SIZE_MAX)
             return ckpt_fail_at(err, F, CKPT_E_INVALID_PAYLOAD, NO, e->id, "invalid moment payload for parameter %llu", id);

@@ -131,7 +131,7 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is invalid before its layout is complete");
     bool opt = rep->family->optimizer;
     *layout = (ckpt_expected){rep->schema, opt ? rep->dtype : CKPT_DTYPE_ANY, opt ? &rep->config : NULL,
-                              opt ? rep->counter_state : -1, CKPT_FAMILY_ANY};
+                              opt ? rep->counter_state : -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
     return 0;
 }
 

@@ -87,8 +87,16 @@ w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const uint64_t *con
     w_layout *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     if (config) l->config = (ckpt_config){config[0], config[1], config[2], config[3], config[4]};
-    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family};
+    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family, CKPT_READER_DEFAULT};
     return l;
+}
+
+/* Which TorchLean reader loads into the layout (format.md 8): ckpt_reader_by_name's id. */
+int w_layout_set_reader(w_layout *l, int reader)
+{
+    if (!l || !ckpt_reader_rule_get(reader)) return CKPT_E_INVALID_ARGUMENT;
+    l->exp.reader = reader;
+    return 0;
 }
 
 /* An open file's layout (points into the file: free the layout first). NULL with err set when the

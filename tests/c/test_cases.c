@@ -213,7 +213,8 @@ static void make_layout(const jvalue *spec, layout *l)
     l->exp = (ckpt_expected){l->schema, json_is_null(dtype) ? CKPT_DTYPE_ANY : !strcmp(dtype->text, "float64") ? CKPT_FLOAT64 : CKPT_FLOAT32,
                              config ? &l->config : NULL, json_is_null(keeps) ? -1 : keeps->b,
                              !family ? CKPT_FAMILY_ANY : !strcmp(family->text, "TLADAMF") ? CKPT_FAMILY_TLADAMF
-                                 : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B : CKPT_FAMILY_TLPF32B};
+                                 : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B : CKPT_FAMILY_TLPF32B,
+                             CKPT_READER_DEFAULT};
 }
 
 /* ---- outcomes ---- */
