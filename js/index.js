@@ -2,7 +2,7 @@
 // (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
 // node:fs lazily.
 export { open, Checkpoint } from './checkpoint.js';
-export { inspect, check, pair, diff, health, readEntry, entryStats } from './api.js';
+export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames } from './api.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';

@@ -59,8 +59,9 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     return 0;
 }
 
-static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted,
-                     const ckpt_sink *out, ckpt_error *err)
+/* The header, format.md 4 fields 1-6: magic, version, (v5) dtype, config, (v5) flag, counter. */
+int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bool has_counter, uint64_t counter,
+                           const ckpt_sink *out, ckpt_error *err)
 {
     uint8_t head[8 * 9 + CKPT_MAGIC_LEN];
     size_t n = 0;
@@ -68,16 +69,22 @@ static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entr
     n += CKPT_MAGIC_LEN;
 #define PUT(x) (ckpt_put_u64le(head + n, (x)), n += 8)
     PUT(version);
-    if (version == 5) PUT((uint64_t)d->dtype);
-    PUT(d->config.kind);
-    PUT(d->config.beta1);
-    PUT(d->config.beta2);
-    PUT(d->config.epsilon);
-    PUT(d->config.weight_decay);
-    if (version == 5) PUT(d->has_random_counter ? 1 : 0);
-    if (d->has_random_counter) PUT(d->random_counter);
+    if (version == 5) PUT((uint64_t)dtype);
+    PUT(c->kind);
+    PUT(c->beta1);
+    PUT(c->beta2);
+    PUT(c->epsilon);
+    PUT(c->weight_decay);
+    if (version == 5) PUT(has_counter ? 1 : 0);
+    if (has_counter) PUT(counter);
 #undef PUT
-    int rc = ckpt_sink_bytes(out, head, n, err);
+    return ckpt_sink_bytes(out, head, n, err);
+}
+
+static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted,
+                     const ckpt_sink *out, ckpt_error *err)
+{
+    int rc = ckpt_adam_write_header(version, d->dtype, &d->config, d->has_random_counter, d->random_counter, out, err);
     if (!rc) rc = ckpt_schema_write(d->schema, out, err);
     if (!rc && version >= 3) rc = ckpt_schema_write_representatives(d->schema, out, err);
     if (!rc) rc = ckpt_sink_u64(out, d->entry_count, err);

@@ -78,7 +78,8 @@ typedef enum ckpt_code {
     CKPT_E_PAIR_SHAPE = 46,
     CKPT_E_PAIR_TIED_VALUES = 47,
     CKPT_E_NOT_READABLE = 48,               /* the file is invalid before the part asked for */
-    CKPT_E_WRONG_FAMILY = 49                /* an optimizer-only request on a state file, or back */
+    CKPT_E_WRONG_FAMILY = 49,               /* an optimizer-only request on a state file, or back */
+    CKPT_E_CONVERSION_LOSES = 50            /* convert: the target loses or invents something; the text names the option */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -417,6 +418,8 @@ typedef struct ckpt_reader_rule {
 const ckpt_reader_rule *ckpt_reader_rule_get(int id);
 /* The id of the reader named `name` ("v2-lists"), or -1. */
 int ckpt_reader_by_name(const char *name);
+/* The readers' names in id order as a JSON array ["v2", ..., "v2-v5"] (caller frees). */
+char *ckpt_reader_names_json(void);
 
 /* One reader's verdict on a file without a destination (format.md 8 "Without a destination"). */
 typedef struct ckpt_reader_verdict {
@@ -573,6 +576,40 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
  * values[i] (value_bytes[i] bytes). Checks every length before the first byte. */
 int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values,
                      const uint64_t *value_bytes, const ckpt_sink *out, ckpt_error *err);
+
+/* ---- Conversion (format.md 8 "Conversion") ------------------------------------------------ */
+
+/* The same state rewritten as another version with the writer's layout (format.md 4). Lossless
+ * paths need no option; anything that loses or invents something is refused (CKPT_E_CONVERSION_LOSES)
+ * with a text naming the option that allows it. Zero-initialise; exactly one of version, oldest,
+ * reader says the target. */
+typedef struct ckpt_convert_options {
+    uint64_t version;              /* 2..5 */
+    bool oldest;                   /* the lowest version that loses nothing */
+    int reader;                    /* ckpt_reader_id: the newest version that reader reads, losing nothing */
+    bool supply_random_counter;    /* --random-counter N: a counter for a file without one */
+    uint64_t random_counter;
+    bool drop_random_counter;      /* --drop-random-counter */
+    bool untie;                    /* --untie: every alias its own copy of its owner's moments and step */
+    bool round_to_float32;         /* --round-to-float32: float64 moments rounded to float32 */
+    ckpt_progress_fn progress;     /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_convert_options;
+
+typedef struct ckpt_convert_result {
+    uint64_t version;              /* the version written (or that would be) */
+    int dtype;                     /* its moment dtype */
+    bool rounded;                  /* float64 moments were rounded to float32 */
+    double max_relative_error;     /* the largest |float32(x) - x| / |x| over nonzero x, when rounded */
+} ckpt_convert_result;
+
+/* Which version the options give for the open file `in` (no byte written); 0 or the error. */
+int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_convert_result *res, ckpt_error *err);
+/* Stream the converted file into out (bounded memory: payloads are copied in chunks). `in` must
+ * be a valid TLADAMF file. Returns 0 or the error code; res (may be NULL) says what was written.
+ * On a failure part of the file may have been written: write to a temporary, as the CLI does. */
+int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_sink *out, ckpt_convert_result *res,
+                 ckpt_error *err);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 

@@ -231,6 +231,9 @@ typedef struct ckpt_entry_check {
     uint64_t id_at, step_at, count_at;   /* field offsets, CKPT_NONE for in-memory input */
     bool on_read;                  /* the reader's texts: the size mismatch says both sizes */
 } ckpt_entry_check;
+/* adam_write.c: the header fields 1-6 of format.md 4, for the writer and convert. */
+int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bool has_counter, uint64_t counter,
+                           const ckpt_sink *out, ckpt_error *err);
 int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e, ckpt_error *err);
 
 /* ---- stats.c ---- */

@@ -36,6 +36,17 @@ int ckpt_reader_by_name(const char *name)
     return -1;
 }
 
+char *ckpt_reader_names_json(void)
+{
+    strbuf sb = {0};
+    for (int k = 0; k < CKPT_READER_COUNT; k++) {
+        sb_puts(&sb, k ? "," : "[");
+        j_string(&sb, rules[k].name);
+    }
+    sb_putc(&sb, ']');
+    return sb_take(&sb);
+}
+
 int ckpt_reader_fail_version(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t version)
 {
     ckpt_fail(err, CKPT_ADAM_PREFIX, CKPT_E_UNSUPPORTED_VERSION, offset, 8, "unsupported format version %llu; expected %s",

@@ -388,3 +388,22 @@ int w_state_write(int family, const ckpt_schema *shapes, const void *const *valu
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_state_write(family, shapes, values, value_bytes, &out, err);
 }
+
+/* Convert an open TLADAMF file into a JS sink (format.md 8 "Conversion"). version: 2..5, or 0
+ * with oldest (1) or reader (an id); counter < 0: none supplied. The result as JSON
+ * {"version","dtype","rounded","maxRelativeError"}, NULL with err set on failure. */
+char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
+                int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_convert_options o = {version, oldest != 0, reader, supply_counter != 0, counter, drop_counter != 0, untie != 0,
+                              round_to_float32 != 0, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    ckpt_convert_result res;
+    if (ckpt_convert(f, &o, &out, &res, err)) return NULL;
+    strbuf sb = {0};
+    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":", (unsigned long long)res.version,
+              res.dtype == CKPT_FLOAT64 ? "float64" : "float32", res.rounded ? "true" : "false");
+    j_double(&sb, res.max_relative_error);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
+}
