@@ -225,7 +225,7 @@ export async function readerNames() {
 }
 
 /** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
-async function readerId(core, name) {
+export async function readerId(core, name) {
   if (name === undefined || name === null) return 0;
   const p = core.stringIn(String(name));
   try {
