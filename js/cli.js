@@ -181,7 +181,7 @@ async function cmdCheck(argv) {
   try {
     if (reader === 'all') {
       const every = await checkEveryReader(file, layout, expect);
-      say(process.stdout, every.lines.join('\n'));
+      say(process.stdout, every.lines);
       return every.ok ? 0 : 1;
     }
     result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout, { reader }));
@@ -452,7 +452,7 @@ async function cmdConvert(argv) {
     randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],
   };
   if (seen['--for'] !== undefined) await knownReader('--for', seen['--for'], '');
-  say(process.stdout, (await convertFile(input, output, options)).join('\n'));
+  say(process.stdout, await convertFile(input, output, options));
   return 0;
 }
 

@@ -39,14 +39,14 @@ for (const c of table.cases) {
     const want = c.inspect ?? c.load ?? c.pair;
     let r;
     if (c.inspect) r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
+    else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
+    else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
     if (c.inspect?.readers) {
       const reads = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code === 0);
       const not = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code !== 0);
       const line = reads.length ? `loads in: ${reads.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
       assert.ok(r.stdout.includes(`\n${line}\n`), r.stdout);
     }
-    else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
-    else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
     if (want.code === 0) {
       assert.equal(r.status, 0, r.stderr);
       for (const w of want.warnings ?? []) assert.ok(r.stdout.includes(`warning: ${w}\n`) || r.stderr.includes(`warning: ${w}\n`), w);
