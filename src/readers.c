@@ -89,7 +89,7 @@ ckpt_schema *ckpt_schema_untied(const ckpt_schema *s)
     uint64_t *ranks = malloc((n ? n : 1) * sizeof *ranks);
     if (!ranks) return NULL;
     for (size_t i = 0; i < n; i++) ranks[i] = ckpt_schema_rank(s, i);
-    ckpt_schema *u = ckpt_schema_new(n, ranks, n ? ckpt_schema_dims(s, 0) : NULL, s->flag_count, s->requires_grad, NULL, 0);
+    ckpt_schema *u = ckpt_schema_new(n, ranks, s->dims, s->flag_count, s->requires_grad, NULL, 0);
     free(ranks);
     return u;
 }
