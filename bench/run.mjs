@@ -239,6 +239,13 @@ const index20m = timed(node, [cli, 'inspect', sparse20m, '--json']);
 const index20gNative = timed(native, [sparse20g, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 const index20mNative = timed(native, [sparse20m, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 
+log('convert 1 GiB (to version 5) vs cp…');
+const convertOut = `${statsFile}.converted`, cpOut = `${statsFile}.copied`;
+const convert1g = timed(node, [cli, 'convert', statsFile, convertOut, '--to', '5'], { discard: true });
+const cp1g = timed('cp', [statsFile, cpOut]);
+fs.rmSync(convertOut, { force: true });
+fs.rmSync(cpOut, { force: true });
+
 // ---- report ------------------------------------------------------------------------------
 
 const gbps = (s) => statsBytes / s / 1e9;
@@ -273,6 +280,11 @@ const rows = [
   ['run over 4 × 1 GiB files, CLI', runCli.seconds, 4 * gbps(runCli.seconds), runCli.peakRssMiB],
   ['4 × inspect --stats of those files, CLI', inspect4Seconds, 4 * gbps(inspect4Seconds), Math.max(...inspect4.map((r) => r.peakRssMiB))],
 ];
+
+rows.push(
+  ['convert 1 GiB to v5, CLI (streamed)', convert1g.seconds, gbps(convert1g.seconds), convert1g.peakRssMiB],
+  ['cp of the same 1 GiB', cp1g.seconds, gbps(cp1g.seconds), cp1g.peakRssMiB],
+);
 
 const pad = (s, n) => String(s).padEnd(n);
 const num = (x, d = 3) => (x === null || x === undefined ? '' : x.toFixed(d));

@@ -96,10 +96,12 @@ export async function check(source, layout, options = {}) {
     return { ok: true, warnings: result.warnings, pair: result };
   }
   const core = await loadCore();
+  const reader = await readerId(core, options.reader);
   const src = await openSource(source);
   const srcId = core.register(src);
   try {
     const report = await withLayout(layout, 'expected', (l) => {
+      core.exports.w_layout_set_reader(l, reader);
       const size = src.size === null || src.size < 0 ? (1n << 64n) - 1n : BigInt(src.size);
       return core.takeJSON(core.exports.w_check(srcId, size, l));
     });
@@ -213,3 +215,24 @@ export function entryStats(source, slot, { onProgress, signal } = {}) {
 }
 
 export { open, Checkpoint, withProgress };
+
+// ---- TorchLean's readers (docs/format.md 8) ----------------------------------------------------
+
+/** The six TorchLean readers' names, oldest first, as the core's table has them. */
+export async function readerNames() {
+  const core = await loadCore();
+  return core.takeJSON(core.exports.ckpt_reader_names_json());
+}
+
+/** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
+export async function readerId(core, name) {
+  if (name === undefined || name === null) return 0;
+  const p = core.stringIn(String(name));
+  try {
+    const id = core.exports.ckpt_reader_by_name(p);
+    if (id > 0) return id;
+  } finally {
+    core.free(p);
+  }
+  throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${(await readerNames()).join(', ')}`);
+}

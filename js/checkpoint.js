@@ -206,6 +206,12 @@ export class Checkpoint {
     return this.#meta.ok;
   }
 
+  /** Per TorchLean reader, whether it can read this file at all (docs/format.md 8):
+   *  {"v2": {reads, error}, ...}; null for a model-state file. */
+  get readers() {
+    return this.#meta.readers ?? null;
+  }
+
   /** 'optimizer' (TLADAMF), 'state' (TLSF32B / TLPF32B), or null when the family is unknown. */
   get kind() {
     return this.#meta.kind;

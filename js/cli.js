@@ -5,7 +5,7 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
-import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
+import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, readerNames, CheckpointError, LayoutError } from './index.js';
 import { readJsonSource } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
@@ -14,11 +14,14 @@ import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } f
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 import { cmdRun, RUN_USAGE } from './run-cli.js';
+import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
                                               summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
-  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
+  ckptscope check FILE --expect LAYOUT [--reader NAME|all]
+                                              would the trainer load it? LAYOUT: a layout .json or another file;
+                                              NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
   ckptscope diff A B                          every difference between two layouts/checkpoints
   ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json] [--workers N]
@@ -27,6 +30,9 @@ const USAGE = `usage:
                                               moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
 ${RUN_USAGE}
+  ckptscope convert IN OUT --to 2|3|4|5|oldest | --for READER [--random-counter N] [--drop-random-counter]
+                       [--untie] [--round-to-float32]
+                                              the same optimizer state as another version, for an older TorchLean
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [--port N] [--no-open]
                                               the viewer on those files, in your browser
@@ -150,6 +156,7 @@ async function cmdInspect(argv) {
     } else {
       const names = readNames(seen['--names'], slots);
       say(process.stdout, summaryLines(ck.report, displayName(file), names));
+      if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
     }
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
     // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
@@ -161,8 +168,11 @@ async function cmdInspect(argv) {
 }
 
 async function cmdCheck(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--expect', '--state']);
+  const { positional, seen } = parseArgs(argv, [], ['--expect', '--state', '--reader']);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError('check takes FILE --expect LAYOUT, or OPT --state STATE');
+  const reader = seen['--reader'];
+  if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout');
+  if (reader !== undefined && reader !== 'all') await knownReader('--reader', reader, ', or all');
   if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
   const [file] = positional;
   const expect = seen['--expect'];
@@ -171,7 +181,12 @@ async function cmdCheck(argv) {
   const layout = await layoutArg(expect);
   let result;
   try {
-    result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout));
+    if (reader === 'all') {
+      const every = await checkEveryReader(file, layout, expect);
+      say(process.stdout, every.lines);
+      return every.ok ? 0 : 1;
+    }
+    result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout, { reader }));
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
@@ -422,7 +437,33 @@ async function listening(start, port, advice) {
   }
 }
 
-const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView,
+/** convert IN OUT --to V | --for READER [options] (docs/cli.md, cli-readers.js). */
+async function cmdConvert(argv) {
+  const { positional, seen } = parseArgs(argv, ['--drop-random-counter', '--untie', '--round-to-float32'], ['--to', '--for', '--random-counter']);
+  if (positional.length !== 2 || (seen['--to'] === undefined) === (seen['--for'] === undefined)) {
+    throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER');
+  }
+  const [input, output] = positional;
+  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed');
+  const to = seen['--to'];
+  if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`);
+  const counter = seen['--random-counter'];
+  if (counter !== undefined && !/^[0-9]+$/.test(counter)) throw new UsageError(`--random-counter takes a nonnegative integer, not ${counter}`);
+  const options = {
+    ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
+    randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],
+  };
+  if (seen['--for'] !== undefined) await knownReader('--for', seen['--for'], '');
+  say(process.stdout, await convertFile(input, output, options));
+  return 0;
+}
+
+async function knownReader(option, name, more) {
+  const names = await readerNames();
+  if (!names.includes(name)) throw new UsageError(`${option} takes a TorchLean reader: ${names.join(', ')}${more}; not ${name}`);
+}
+
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView, convert: cmdConvert,
   run: (argv) => cmdRun(argv, (text) => new UsageError(text)) };
 
 export async function main(argv) {

@@ -164,7 +164,15 @@ export interface OptimizerReport extends ReportCommon {
   entryCount: U64;
   entries: Entry[];
   error: null;
+  /** Per TorchLean reader, whether it can read the file at all (docs/format.md 8). */
+  readers: Readers;
 }
+
+/** TorchLean's six public readers of TLADAMF, oldest first (docs/format.md 8). */
+export type ReaderName = 'v2' | 'v2-lists' | 'v2-v3' | 'v2-v4' | 'v2-v4-f32' | 'v2-v5';
+export type Readers = Record<ReaderName, { reads: boolean; error: ReportError | null }>;
+/** The readers' names, as the core's table has them. */
+export function readerNames(): Promise<ReaderName[]>;
 
 /** A valid model-state file's report. */
 export interface StateReport extends ReportCommon {
@@ -281,6 +289,8 @@ export class Checkpoint {
   /** The report without its per-slot arrays: cheap for any size. */
   readonly summary: Report;
   readonly report: Report;
+  /** Per TorchLean reader, whether it can read the file at all; null for a model-state file. */
+  readonly readers: Readers | null;
   reportText(): string;
   writeReport(write: (bytes: Uint8Array) => void): void;
   columns(): Columns;
@@ -303,7 +313,7 @@ export interface CheckResult {
 
 export type Expected = Layout | Report | Schema | Source;
 
-export function check(source: Source, layout: Expected): Promise<CheckResult>;
+export function check(source: Source, layout: Expected, options?: { reader?: ReaderName }): Promise<CheckResult>;
 export function check(opt: Source, against: { state: Source }, options?: ScanOptions): Promise<{ ok: true; warnings: string[]; pair: PairResult }>;
 
 export interface PairResult {
@@ -539,3 +549,24 @@ export class LayoutError extends Error {
 }
 
 export function loadCore(variant?: 'simd' | 'nosimd'): Promise<unknown>;
+
+/** convert(): the target (one of `to` and `for`) and what may be lost or supplied (docs/format.md 8). */
+export interface ConvertOptions extends ScanOptions {
+  to?: 2 | 3 | 4 | 5 | 'oldest';
+  for?: ReaderName;
+  randomCounter?: U64Input;
+  dropRandomCounter?: boolean;
+  untie?: boolean;
+  roundToFloat32?: boolean;
+}
+export interface ConvertResult {
+  version: 2 | 3 | 4 | 5;
+  dtype: Dtype;
+  rounded: boolean;
+  /** The largest |float32(x) - x| / |x| over the rounded values (0 when nothing was rounded). */
+  maxRelativeError: number;
+}
+/** Node: `source` converted and written to `path` atomically. */
+export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;
+/** `source` converted, streamed through write(bytes). */
+export function convertTo(source: Source, write: (bytes: Uint8Array) => void, options: ConvertOptions): Promise<ConvertResult>;

@@ -2,10 +2,11 @@
 // (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
 // node:fs lazily.
 export { open, Checkpoint } from './checkpoint.js';
-export { inspect, check, pair, diff, health, readEntry, entryStats } from './api.js';
+export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames } from './api.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';
+export { convert, convertTo } from './convert.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';
 export { toNumber, toBigInt } from './values.js';

@@ -18,6 +18,29 @@ static int payload(ckpt_parse *p, uint64_t count, unsigned width, ckpt_stats **o
     return ckpt_scan_payload(p->r, &p->scan, count, width, out, p->err);
 }
 
+/* The entry checks, in the reference order, for the reader (format.md 4 step 10, 8) and the
+ * writer (format.md 4 save checks) alike: duplicate, id in range, owner, step, size. */
+int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e, ckpt_error *err)
+{
+    const char *F = CKPT_ADAM_PREFIX;
+    unsigned long long uid = e->id;
+    uint64_t len = e->on_read ? 8 : 0, slot = e->id < ckpt_schema_count(layout) ? e->id : CKPT_NONE;
+    if (e->duplicate) return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, e->id_at, len, e->id, "duplicate parameter id %llu", uid);
+    if (slot == CKPT_NONE) return ckpt_fail(err, F, CKPT_E_INVALID_ID, e->id_at, len, "invalid parameter id %llu", uid);
+    if (!ckpt_reader_owns(rule, layout, e->id)) return ckpt_reader_fail_not_owner(err, rule, e->id_at, len, e->id);
+    if (e->step == 0) return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, e->step_at, len, e->id, "zero step counter for parameter %llu", uid);
+    bool too_big;
+    uint64_t size = ckpt_schema_size(layout, (size_t)e->id, &too_big);
+    if (!too_big && e->count == size) return 0;
+    if (!e->on_read)   /* the writer's text has no sizes (format.md 4) */
+        return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, e->count_at, len, e->id, "moment-size mismatch for parameter %llu", uid);
+    char expected_size[64];
+    ckpt_schema_size_decimal(layout, (size_t)e->id, expected_size, sizeof expected_size);
+    return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, e->count_at, len, e->id,
+                        "moment-size mismatch for parameter %llu (file=%llu, expected=%s)", uid, (unsigned long long)e->count,
+                        expected_size);
+}
+
 int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
 {
     ckpt_reader *r = p->r;
@@ -26,9 +49,9 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
     const char *F = p->family->prefix;
     size_t n = ckpt_schema_count(layout);
 
-    /* 9. entry count */
+    /* 9. entry count (optimizerStateCount; trainableCount for the oldest readers) */
     uint64_t at = rep->entries_offset = r->pos;
-    uint64_t entry_count, owners = ckpt_schema_optimizer_state_count(layout);
+    uint64_t entry_count, owners = ckpt_reader_entry_count(p->rule, layout);
     TRY(ckpt_read_u64(r, &entry_count, err));
     rep->has_entry_count = true;
     rep->entry_count = entry_count;
@@ -63,26 +86,9 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
             err->slot = slot;   /* a field the file cut short belongs to the entry being read */
             break;
         }
-        unsigned long long uid = id;
-        if (id < n && (seen[id / 8] >> (id % 8)) & 1)
-            rc = ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, info.offset, 8, id, "duplicate parameter id %llu", uid);
-        else if (id >= n)
-            rc = ckpt_fail(err, F, CKPT_E_INVALID_ID, info.offset, 8, "invalid parameter id %llu", uid);
-        else if (!ckpt_schema_is_representative(layout, id))
-            rc = ckpt_fail_at(err, F, CKPT_E_NOT_OWNER, info.offset, 8, id, "parameter %llu does not own optimizer state", uid);
-        else if (info.step == 0)
-            rc = ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, step_at, 8, id, "zero step counter for parameter %llu", uid);
-        else {
-            bool too_big;
-            uint64_t size = ckpt_schema_size(layout, (size_t)id, &too_big);
-            if (too_big || info.count != size) {
-                char expected_size[64];
-                ckpt_schema_size_decimal(layout, (size_t)id, expected_size, sizeof expected_size);
-                rc = ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, count_at, 8, id,
-                                  "moment-size mismatch for parameter %llu (file=%llu, expected=%s)", uid,
-                                  (unsigned long long)info.count, expected_size);
-            }
-        }
+        ckpt_entry_check check = {id, info.step, info.count, id < n && (seen[id / 8] >> (id % 8)) & 1,
+                                  info.offset, step_at, count_at, true};
+        rc = ckpt_adam_check_entry(layout, p->rule, &check, err);
         if (rc) break;
         seen[id / 8] |= (uint8_t)(1u << (id % 8));
         if (!p->exp && ascending && e > 0 && id < previous) {

@@ -49,16 +49,9 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     for (size_t k = 0; k < d->entry_count; k++) {
         const ckpt_entry_in *e = sorted[k];
         unsigned long long id = e->id;
-        if (k > 0 && sorted[k - 1]->id == e->id)
-            return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, NO, e->id, "duplicate parameter id %llu", id);
-        if (e->id >= ckpt_schema_count(s)) return ckpt_fail(err, F, CKPT_E_INVALID_ID, NO, "invalid parameter id %llu", id);
-        if (!ckpt_schema_is_representative(s, e->id))
-            return ckpt_fail_at(err, F, CKPT_E_NOT_OWNER, NO, e->id, "parameter %llu does not own optimizer state", id);
-        if (e->step == 0) return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, NO, e->id, "zero step counter for parameter %llu", id);
-        bool too_big;
-        uint64_t size = ckpt_schema_size(s, (size_t)e->id, &too_big), bytes;
-        if (too_big || e->count != size)
-            return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, NO, e->id, "moment-size mismatch for parameter %llu", id);
+        ckpt_entry_check check = {e->id, e->step, e->count, k > 0 && sorted[k - 1]->id == e->id, CKPT_NONE, CKPT_NONE, CKPT_NONE, false};
+        TRY(ckpt_adam_check_entry(s, ckpt_reader_rule_get(CKPT_READER_DEFAULT), &check, err));
+        uint64_t bytes;
         if (ckpt_mul_overflows(e->count, width, &bytes) || e->m_bytes != bytes || e->v_bytes != bytes ||
             (bytes && (!e->m || !e->v)) || bytes > SIZE_MAX)
             return ckpt_fail_at(err, F, CKPT_E_INVALID_PAYLOAD, NO, e->id, "invalid moment payload for parameter %llu", id);
@@ -66,8 +59,9 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     return 0;
 }
 
-static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted,
-                     const ckpt_sink *out, ckpt_error *err)
+/* The header, format.md 4 fields 1-6: magic, version, (v5) dtype, config, (v5) flag, counter. */
+int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bool has_counter, uint64_t counter,
+                           const ckpt_sink *out, ckpt_error *err)
 {
     uint8_t head[8 * 9 + CKPT_MAGIC_LEN];
     size_t n = 0;
@@ -75,16 +69,22 @@ static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entr
     n += CKPT_MAGIC_LEN;
 #define PUT(x) (ckpt_put_u64le(head + n, (x)), n += 8)
     PUT(version);
-    if (version == 5) PUT((uint64_t)d->dtype);
-    PUT(d->config.kind);
-    PUT(d->config.beta1);
-    PUT(d->config.beta2);
-    PUT(d->config.epsilon);
-    PUT(d->config.weight_decay);
-    if (version == 5) PUT(d->has_random_counter ? 1 : 0);
-    if (d->has_random_counter) PUT(d->random_counter);
+    if (version == 5) PUT((uint64_t)dtype);
+    PUT(c->kind);
+    PUT(c->beta1);
+    PUT(c->beta2);
+    PUT(c->epsilon);
+    PUT(c->weight_decay);
+    if (version == 5) PUT(has_counter ? 1 : 0);
+    if (has_counter) PUT(counter);
 #undef PUT
-    int rc = ckpt_sink_bytes(out, head, n, err);
+    return ckpt_sink_bytes(out, head, n, err);
+}
+
+static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted,
+                     const ckpt_sink *out, ckpt_error *err)
+{
+    int rc = ckpt_adam_write_header(version, d->dtype, &d->config, d->has_random_counter, d->random_counter, out, err);
     if (!rc) rc = ckpt_schema_write(d->schema, out, err);
     if (!rc && version >= 3) rc = ckpt_schema_write_representatives(d->schema, out, err);
     if (!rc) rc = ckpt_sink_u64(out, d->entry_count, err);

@@ -78,7 +78,8 @@ typedef enum ckpt_code {
     CKPT_E_PAIR_SHAPE = 46,
     CKPT_E_PAIR_TIED_VALUES = 47,
     CKPT_E_NOT_READABLE = 48,               /* the file is invalid before the part asked for */
-    CKPT_E_WRONG_FAMILY = 49                /* an optimizer-only request on a state file, or back */
+    CKPT_E_WRONG_FAMILY = 49,               /* an optimizer-only request on a state file, or back */
+    CKPT_E_CONVERSION_LOSES = 50            /* convert: the target loses or invents something; the text names the option */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -353,6 +354,9 @@ typedef struct ckpt_report {
     char **warnings;
     size_t warnings_len;
     ckpt_error error;              /* code 0 when the file is valid / would load */
+    /* inspection of a TLADAMF file: per TorchLean reader (index ckpt_reader_id - 1), whether it
+     * can read the file at all and, if not, its first diagnostic; NULL otherwise */
+    struct ckpt_reader_verdict *readers;
 } ckpt_report;
 
 void ckpt_report_free(ckpt_report *rep);
@@ -378,11 +382,65 @@ typedef struct ckpt_expected {
     const ckpt_config *config;     /* NULL: the destination has no configuration yet */
     int keeps_random_counter;      /* 1 yes, 0 no, -1 unknown: step 12 not checked */
     int family;                    /* ckpt_family_id the destination reads; ANY: the file's */
+    int reader;                    /* ckpt_reader_id: which TorchLean reader loads it; 0: v2-v5 */
 } ckpt_expected;
 
 /* Would the trainer load this file into `exp`? The report's error is the trainer's first
  * diagnostic (code 0: it loads); warnings hold the legacy-counter warning. */
 ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp);
+
+/* ---- TorchLean's public readers of TLADAMF (format.md 8) ---------------------------------- */
+
+/* Lean projects pin a TorchLean commit, so trainers run different readers of one format. Each is
+ * a row of data (ckpt_reader_rule): which versions it reads and how its checks differ. */
+typedef enum ckpt_reader_id {
+    CKPT_READER_DEFAULT = 0,       /* v2-v5, the newest (format.md 4) */
+    CKPT_READER_V2 = 1,
+    CKPT_READER_V2_LISTS = 2,
+    CKPT_READER_V2_V3 = 3,
+    CKPT_READER_V2_V4 = 4,
+    CKPT_READER_V2_V4_F32 = 5,
+    CKPT_READER_V2_V5 = 6,
+    CKPT_READER_COUNT = 6          /* the named readers: ids 1..CKPT_READER_COUNT */
+} ckpt_reader_id;
+
+/* How a reader validates epsilon: E64 the binary64 value itself, E32 rounded to binary32, ED
+ * rounded to the moments' dtype (each with its own text). */
+typedef enum ckpt_epsilon_rule { CKPT_EPSILON_E64 = 0, CKPT_EPSILON_E32 = 1, CKPT_EPSILON_ED = 2 } ckpt_epsilon_rule;
+
+typedef struct ckpt_reader_rule {
+    int id;                        /* ckpt_reader_id (never 0) */
+    const char *name;              /* "v2-v4" */
+    uint64_t version_max;          /* reads versions 2..version_max */
+    const char *versions;          /* as its version text says them: "2, 3, or 4" */
+    int epsilon;                   /* ckpt_epsilon_rule */
+    bool config_after_file;        /* the destination's config compared after the whole file (else before the schema) */
+    bool trainable_count;          /* entries counted by trainableCount, a frozen slot's entry is
+                                    * "state exists for frozen parameter {id}" (else optimizerStateCount,
+                                    * "parameter {id} does not own optimizer state") */
+    bool counter;                  /* applies the random-counter destination rule and legacy warning */
+    bool list_shapes;              /* a shape mismatch prints Lean lists [2, 3], not #[2, 3] */
+    bool ties;                     /* knows storage sharing (else a tied destination is seen untied) */
+    bool float64;                  /* reads the v5 dtype field: float64 moments and destinations */
+    const char *source;            /* the public TorchLean source it follows */
+} ckpt_reader_rule;
+
+/* The row of reader `id` (0 gives v2-v5), NULL for an unknown id. */
+const ckpt_reader_rule *ckpt_reader_rule_get(int id);
+/* The id of the reader named `name` ("v2-lists"), or -1. */
+int ckpt_reader_by_name(const char *name);
+/* The readers' names in id order as a JSON array ["v2", ..., "v2-v5"] (caller frees). */
+char *ckpt_reader_names_json(void);
+
+/* One reader's verdict on a file without a destination (format.md 8 "Without a destination"). */
+typedef struct ckpt_reader_verdict {
+    bool reads;
+    ckpt_error error;              /* code 0 when it reads the file */
+} ckpt_reader_verdict;
+
+/* The readers' verdicts as JSON {"v2": {"reads": bool, "error": null | {...}}, ...}, or "null"
+ * when the report has none (a model-state file, a load). */
+char *ckpt_readers_json(const ckpt_report *rep);
 
 /* ---- The open file: a handle that parses once (sql.js's Database, h5wasm's File) ------- */
 
@@ -531,6 +589,40 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
  * first byte. */
 int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values,
                      const uint64_t *value_bytes, const ckpt_sink *out, ckpt_error *err);
+
+/* ---- Conversion (format.md 8 "Conversion") ------------------------------------------------ */
+
+/* The same state rewritten as another version with the writer's layout (format.md 4). Lossless
+ * paths need no option; anything that loses or invents something is refused (CKPT_E_CONVERSION_LOSES)
+ * with a text naming the option that allows it. Zero-initialise; exactly one of version, oldest,
+ * reader says the target. */
+typedef struct ckpt_convert_options {
+    uint64_t version;              /* 2..5 */
+    bool oldest;                   /* the lowest version that loses nothing */
+    int reader;                    /* ckpt_reader_id: the newest version that reader reads, losing nothing */
+    bool supply_random_counter;    /* --random-counter N: a counter for a file without one */
+    uint64_t random_counter;
+    bool drop_random_counter;      /* --drop-random-counter */
+    bool untie;                    /* --untie: every alias its own copy of its owner's moments and step */
+    bool round_to_float32;         /* --round-to-float32: float64 moments rounded to float32 */
+    ckpt_progress_fn progress;     /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_convert_options;
+
+typedef struct ckpt_convert_result {
+    uint64_t version;              /* the version written (or that would be) */
+    int dtype;                     /* its moment dtype */
+    bool rounded;                  /* float64 moments were rounded to float32 */
+    double max_relative_error;     /* the largest |float32(x) - x| / |x| over nonzero x, when rounded */
+} ckpt_convert_result;
+
+/* Which version the options give for the open file `in` (no byte written); 0 or the error. */
+int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_convert_result *res, ckpt_error *err);
+/* Stream the converted file into out (bounded memory: payloads are copied in chunks). `in` must
+ * be a valid TLADAMF file. Returns 0 or the error code; res (may be NULL) says what was written.
+ * On a failure part of the file may have been written: write to a temporary, as the CLI does. */
+int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_sink *out, ckpt_convert_result *res,
+                 ckpt_error *err);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 

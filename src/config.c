@@ -21,8 +21,29 @@ double ckpt_double_from_bits(uint64_t bits)
 
 static uint64_t at(uint64_t base, uint64_t delta) { return base == CKPT_NONE ? CKPT_NONE : base + delta; }
 
+/* Epsilon by a reader's rule (format.md 8): 1e-50 is positive as a double (E64), 0 as a float
+ * (E32); ED takes the moments' dtype, which holds epsilon at run time. */
+static bool epsilon_ok(double epsilon, ckpt_dtype dtype, int rule)
+{
+    double eps = rule == CKPT_EPSILON_E64 || (rule == CKPT_EPSILON_ED && dtype == CKPT_FLOAT64) ? epsilon : (double)(float)epsilon;
+    return isfinite(eps) && eps > 0.0;
+}
+
+static const char *epsilon_text(ckpt_dtype dtype, int rule)
+{
+    if (rule == CKPT_EPSILON_E64) return "`epsilon` must be finite and positive";
+    if (rule == CKPT_EPSILON_E32) return "`epsilon` must remain finite and positive in float32";
+    return dtype == CKPT_FLOAT64 ? "`epsilon` must remain finite and positive in Runtime.Autograd.LibTorch.Dtype.float64"
+                                 : "`epsilon` must remain finite and positive in Runtime.Autograd.LibTorch.Dtype.float32";
+}
+
 /* kind_offset: where the kind field starts in the file, or CKPT_NONE for in-memory configs. */
 int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kind_offset, ckpt_error *err)
+{
+    return ckpt_config_validate_rule(c, dtype, CKPT_EPSILON_ED, kind_offset, err);
+}
+
+int ckpt_config_validate_rule(const ckpt_config *c, ckpt_dtype dtype, int epsilon_rule, uint64_t kind_offset, ckpt_error *err)
 {
     const char *F = CKPT_ADAM_PREFIX;
     if (c->kind > 1)
@@ -34,12 +55,8 @@ int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kin
         return ckpt_fail(err, F, CKPT_E_INVALID_BETA1, at(kind_offset, 8), 8, "`beta1` must be finite and lie in [0, 1)");
     if (!(isfinite(beta2) && beta2 >= 0.0 && beta2 < 1.0))
         return ckpt_fail(err, F, CKPT_E_INVALID_BETA2, at(kind_offset, 16), 8, "`beta2` must be finite and lie in [0, 1)");
-    /* The moments' dtype holds epsilon at run time: 1e-50 is positive as a double, 0 as a float. */
-    double eps_runtime = dtype == CKPT_FLOAT64 ? epsilon : (double)(float)epsilon;
-    if (!(isfinite(eps_runtime) && eps_runtime > 0.0))
-        return ckpt_fail(err, F, CKPT_E_INVALID_EPSILON, at(kind_offset, 24), 8,
-                         "`epsilon` must remain finite and positive in Runtime.Autograd.LibTorch.Dtype.%s",
-                         dtype == CKPT_FLOAT64 ? "float64" : "float32");
+    if (!epsilon_ok(epsilon, dtype, epsilon_rule))
+        return ckpt_fail(err, F, CKPT_E_INVALID_EPSILON, at(kind_offset, 24), 8, "%s", epsilon_text(dtype, epsilon_rule));
     if (c->kind == CKPT_ADAM && wd != 0.0)   /* -0.0 == 0.0; NaN != 0.0 */
         return ckpt_fail(err, F, CKPT_E_ADAM_WEIGHT_DECAY, at(kind_offset, 32), 8, "Adam checkpoints must have zero weight decay");
     if (c->kind == CKPT_ADAMW && !(isfinite(wd) && wd >= 0.0))

@@ -181,6 +181,11 @@ static void read_magic(ckpt_parse *p, int wanted)
 
 ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt)
 {
+    return ckpt_run_reader(src, exp, opt, exp ? exp->reader : CKPT_READER_DEFAULT);
+}
+
+ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt, int reader)
+{
     ckpt_report *rep = calloc(1, sizeof *rep);
     if (!rep) return NULL;
     report_init(rep, src);
@@ -188,6 +193,11 @@ ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ck
     p.exp = exp;
     p.rep = rep;
     p.err = &rep->error;
+    p.rule = ckpt_reader_rule_get(reader);
+    if (!p.rule) {
+        ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown TorchLean reader %d", reader);
+        return rep;
+    }
     if (opt) {
         p.flags = opt->flags;
         p.scan.progress = opt->progress;
@@ -213,6 +223,7 @@ ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ck
     }
     read_magic(&p, wanted);
     if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
+    if (!exp && reader == CKPT_READER_DEFAULT) ckpt_readers_judge(src, rep);   /* format.md 8 */
     ckpt_reader_free(p.r);
     return rep;
 }

@@ -147,7 +147,7 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
      * without one states none of them */
     bool opt = rep->has_config;
     *layout = (ckpt_expected){rep->schema, opt ? rep->dtype : CKPT_DTYPE_ANY, opt ? &rep->config : NULL,
-                              opt ? rep->counter_state : -1, CKPT_FAMILY_ANY};
+                              opt ? rep->counter_state : -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
     return 0;
 }
 

@@ -206,6 +206,39 @@ int ckpt_fail_malformed_destination(ckpt_error *err, const ckpt_schema *s);
 /* ---- config.c ---- */
 int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kind_offset, ckpt_error *err);
 
+/* Validation with a reader's epsilon rule (format.md 8: E64, E32, ED). */
+int ckpt_config_validate_rule(const ckpt_config *c, ckpt_dtype dtype, int epsilon_rule, uint64_t kind_offset, ckpt_error *err);
+
+/* ---- readers.c: TorchLean's readers (format.md 8) ---- */
+/* The texts that differ by reader, each written once. */
+int ckpt_reader_fail_version(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t version);
+int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t length, uint64_t id);
+/* Does the entry's slot own optimizer state, as this reader decides it? */
+bool ckpt_reader_owns(const ckpt_reader_rule *rule, const ckpt_schema *layout, uint64_t id);
+uint64_t ckpt_reader_entry_count(const ckpt_reader_rule *rule, const ckpt_schema *layout);
+/* A reader without storage sharing sees a tied destination untied: every trainable slot its
+ * own owner. NULL when out of memory. */
+ckpt_schema *ckpt_schema_untied(const ckpt_schema *s);
+/* A shape-mismatch error reworded with Lean lists (the v2-lists reader's schema holds lists). */
+void ckpt_reader_list_shapes(ckpt_error *err, const ckpt_schema *file, const ckpt_schema *expected);
+/* After an inspection: every reader's verdict, into rep->readers (one parse, and a second only
+ * when the first stopped at an epsilon that an older reader accepts). */
+void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep);
+void ckpt_readers_free(ckpt_report *rep);
+void j_readers(strbuf *sb, const ckpt_report *rep);
+
+/* ---- adam_entries.c: the entry checks of reading and writing, in one place ---- */
+typedef struct ckpt_entry_check {
+    uint64_t id, step, count;
+    bool duplicate;                /* the id was seen before */
+    uint64_t id_at, step_at, count_at;   /* field offsets, CKPT_NONE for in-memory input */
+    bool on_read;                  /* the reader's texts: the size mismatch says both sizes */
+} ckpt_entry_check;
+/* adam_write.c: the header fields 1-6 of format.md 4, for the writer and convert. */
+int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bool has_counter, uint64_t counter,
+                           const ckpt_sink *out, ckpt_error *err);
+int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e, ckpt_error *err);
+
 /* ---- stats.c ---- */
 typedef struct ckpt_stats_acc {
     uint64_t count, nan, inf, zero, negative;
@@ -239,6 +272,7 @@ typedef struct ckpt_parse {
     ckpt_scan scan;
     ckpt_report *rep;
     ckpt_error *err;
+    const ckpt_reader_rule *rule;  /* the TorchLean reader whose checks apply (never NULL for TLADAMF) */
 } ckpt_parse;
 /* An item: one unit of a file's payloads (TLADAMF: a moment entry, its m and v; the state
  * families: a tensor, its values), as file.c, pair.c and report.c see it whatever the family. */
@@ -323,6 +357,9 @@ int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, cons
                             ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err);
 /* The front door of ckpt_inspect/ckpt_load/ckpt_open: a fresh report. */
 ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
+/* The same with a TorchLean reader's checks (format.md 8); an inspection by the default reader
+ * also gives every reader's verdict. */
+ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt, int reader);
 
 /* ---- hints.c: what a file that is not the expected family looks like ---- */
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);

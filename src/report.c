@@ -9,6 +9,7 @@
 void ckpt_report_free(ckpt_report *rep)
 {
     if (!rep) return;
+    ckpt_readers_free(rep);
     ckpt_schema_free(rep->schema);
     for (size_t k = 0; k < rep->entries_len; k++) {
         ckpt_stats_free(rep->entries[k].m);
@@ -366,6 +367,8 @@ static void j_report(jw *w, const ckpt_report *rep, bool bulk)
     }
     sb_puts(sb, "],\"error\":");
     j_error(sb, &rep->error);
+    sb_puts(sb, ",\"readers\":");
+    j_readers(sb, rep);   /* format.md 8: readers.c */
     sb_puts(sb, "}");
 }
 

@@ -370,13 +370,13 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     TRY(ckpt_file_layout(fa->file, &la, err));
     TRY(ckpt_file_layout(fb->file, &lb, err));
     /* the configuration first: another configuration is another run */
-    ckpt_expected ca = {NULL, la.dtype, la.config, -1, CKPT_FAMILY_ANY}, cb = {NULL, lb.dtype, lb.config, -1, CKPT_FAMILY_ANY};
+    ckpt_expected ca = {NULL, la.dtype, la.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT}, cb = {NULL, lb.dtype, lb.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
     char *first;
     if (ckpt_diff_first(&ca, &cb, &pp->config_diff, &first)) return ckpt_fail_oom(err);
     if (!first) {
         free(pp->config_diff);
         pp->config_diff = NULL;
-        ckpt_expected sa = {la.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY}, sb = {lb.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY};
+        ckpt_expected sa = {la.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT}, sb = {lb.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
         if (ckpt_diff_first(&sa, &sb, &pp->layout_diff, &first)) return ckpt_fail_oom(err);
         if (!first) {
             free(pp->layout_diff);

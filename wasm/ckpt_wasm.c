@@ -87,8 +87,16 @@ w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const uint64_t *con
     w_layout *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     if (config) l->config = (ckpt_config){config[0], config[1], config[2], config[3], config[4]};
-    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family};
+    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family, CKPT_READER_DEFAULT};
     return l;
+}
+
+/* Which TorchLean reader loads into the layout (format.md 8): ckpt_reader_by_name's id. */
+int w_layout_set_reader(w_layout *l, int reader)
+{
+    if (!l || !ckpt_reader_rule_get(reader)) return CKPT_E_INVALID_ARGUMENT;
+    l->exp.reader = reader;
+    return 0;
 }
 
 /* An open file's layout (points into the file: free the layout first). NULL with err set when the
@@ -399,4 +407,23 @@ int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, co
     ckpt_export_options o = {format, names, name_count, slots, slot_count, PROGRESS(progress_token)};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_run_export_gradient(a, b, &o, &out, err);
+}
+
+/* Convert an open TLADAMF file into a JS sink (format.md 8 "Conversion"). version: 2..5, or 0
+ * with oldest (1) or reader (an id); counter < 0: none supplied. The result as JSON
+ * {"version","dtype","rounded","maxRelativeError"}, NULL with err set on failure. */
+char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
+                int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_convert_options o = {version, oldest != 0, reader, supply_counter != 0, counter, drop_counter != 0, untie != 0,
+                              round_to_float32 != 0, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    ckpt_convert_result res;
+    if (ckpt_convert(f, &o, &out, &res, err)) return NULL;
+    strbuf sb = {0};
+    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":", (unsigned long long)res.version,
+              res.dtype == CKPT_FLOAT64 ? "float64" : "float32", res.rounded ? "true" : "false");
+    j_double(&sb, res.max_relative_error);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
 }

@@ -213,7 +213,8 @@ static void make_layout(const jvalue *spec, layout *l)
     l->exp = (ckpt_expected){l->schema, json_is_null(dtype) ? CKPT_DTYPE_ANY : !strcmp(dtype->text, "float64") ? CKPT_FLOAT64 : CKPT_FLOAT32,
                              config ? &l->config : NULL, json_is_null(keeps) ? -1 : keeps->b,
                              !family ? CKPT_FAMILY_ANY : !strcmp(family->text, "TLADAMF") ? CKPT_FAMILY_TLADAMF
-                                 : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B : CKPT_FAMILY_TLPF32B};
+                                 : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B : CKPT_FAMILY_TLPF32B,
+                             CKPT_READER_DEFAULT};
 }
 
 /* ---- outcomes ---- */
@@ -321,6 +322,16 @@ static void run_case(void)
         ckpt_report *rep = ckpt_inspect(&src, &opt);
         check_outcome(&rep->error, want);
         check_warnings(rep->warnings, rep->warnings_len, json_get(want, "warnings"));
+        /* which readers can read it at all (format.md 8): each reader's own verdict */
+        const jvalue *readers = json_get(want, "readers");
+        CHECK(!readers || rep->readers);
+        for (size_t k = 0; readers && rep->readers && k < readers->len; k++) {
+            int id = ckpt_reader_by_name(readers->keys[k]);
+            CHECK(id > 0);
+            if (id <= 0) continue;
+            check_outcome(&rep->readers[id - 1].error, readers->items[k]);
+            CHECK(rep->readers[id - 1].reads == (rep->readers[id - 1].error.code == 0));
+        }
         ckpt_report_free(rep);
     } else if ((want = json_get(c, "load"))) {
         layout l = {0};
@@ -329,6 +340,20 @@ static void run_case(void)
         check_outcome(&rep->error, want);
         check_warnings(rep->warnings, rep->warnings_len, json_get(want, "warnings"));
         ckpt_report_free(rep);
+        ckpt_schema_free(l.schema);
+    } else if ((want = json_get(c, "readers"))) {
+        /* the same file and destination through each TorchLean reader (format.md 8) */
+        layout l = {0};
+        make_layout(json_get(c, "expect"), &l);
+        CHECK(want->len == CKPT_READER_COUNT);
+        for (size_t k = 0; k < want->len; k++) {
+            l.exp.reader = ckpt_reader_by_name(want->keys[k]);
+            CHECK(l.exp.reader > 0);
+            ckpt_report *rep = ckpt_load(&src, &l.exp);
+            check_outcome(&rep->error, want->items[k]);
+            check_warnings(rep->warnings, rep->warnings_len, json_get(want->items[k], "warnings"));
+            ckpt_report_free(rep);
+        }
         ckpt_schema_free(l.schema);
     } else if ((want = json_get(c, "pair"))) {
         bytes *sb = make_file(json_get(c, "state"));

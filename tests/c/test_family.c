@@ -135,7 +135,7 @@ static void a_foreign_file_names_it(void)
     double a[2] = {0, 0}, b[3] = {0, 0, 0};
     ckpt_buffer buf = state64(a, b);
     ckpt_schema *s = schema_of(2, (uint64_t[]){1, 2, 1, 3}, (uint8_t[]){1, 1}, (uint64_t[]){0, 1});
-    ckpt_expected exp = {s, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_TLADAMF};
+    ckpt_expected exp = {s, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_TLADAMF, CKPT_READER_DEFAULT};
     ckpt_report *rep = load_bytes(buf.data, buf.len, &exp);
     CHECK(rep->error.code == CKPT_E_UNSUPPORTED_FAMILY);
     CHECK_STR(rep->error.hint, "this is a TorchLean float64 state checkpoint (TLSF64B, version 1, 2 tensors), not optimizer state");

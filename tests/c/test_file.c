@@ -171,7 +171,7 @@ static void diff_layouts(void)
     ckpt_config ca = adam(), cb = adam();
     cb.beta2 = ckpt_bits_from_double(0.95);
     cb.weight_decay = ckpt_bits_from_double(-0.0);
-    ckpt_expected la = {a, CKPT_FLOAT32, &ca, 1, 0}, lb = {b, CKPT_FLOAT64, &cb, 0, 0};
+    ckpt_expected la = {a, CKPT_FLOAT32, &ca, 1, 0, 0}, lb = {b, CKPT_FLOAT64, &cb, 0, 0, 0};
     char *json = ckpt_diff_json(&la, &lb);
     const char *fragments[] = {
         "{\"field\":\"count\",\"slot\":null,\"a\":3,\"b\":2,\"text\":\"parameter count: 3 vs 2\",\"message\":\"parameter count: 3 vs 2\"}",
@@ -197,7 +197,7 @@ static void diff_layouts(void)
     free(json);
     /* a list of shapes (a state file) compares shapes only */
     ckpt_schema *shapes = schema_of(3, (uint64_t[]){1, 2, 1, 2, 1, 3}, NULL, NULL);
-    ckpt_expected ls = {shapes, CKPT_DTYPE_ANY, NULL, -1, 0};
+    ckpt_expected ls = {shapes, CKPT_DTYPE_ANY, NULL, -1, 0, 0};
     json = ckpt_diff_json(&la, &ls);
     CHECK_STR(json, "[]");
     free(json);

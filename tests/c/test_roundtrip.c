@@ -116,7 +116,7 @@ static void every_version_and_dtype(void)
             CHECK(memcmp(m, wm, bytes) == 0 && memcmp(v, wv, bytes) == 0);
         }
         /* And the trainer would load it into the layout it came from. */
-        ckpt_expected exp = {s, cases[c].dtype, &d.config, cases[c].counter, CKPT_FAMILY_ANY};
+        ckpt_expected exp = {s, cases[c].dtype, &d.config, cases[c].counter, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
         ckpt_report *loaded = load_bytes(buf.data, buf.len, &exp);
         CHECK_ERROR(loaded, NULL, N);
         ckpt_report_free(loaded);
@@ -267,7 +267,8 @@ static void json_report(void)
         "\"m\":{\"count\":1,\"min\":-0,\"max\":-0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
         "\"v\":{\"count\":1,\"min\":1.401298464324817e-45,",
         "\"histogram\":{\"log2Min\":-149,\"counts\":[1]}",
-        "\"warnings\":[],\"error\":null}",
+        "\"warnings\":[],\"error\":null,\"readers\":{\"v2\":{\"reads\":false,",
+        "\"v2-v4\":{\"reads\":true,\"error\":null},\"v2-v4-f32\":{\"reads\":true,\"error\":null},\"v2-v5\":{\"reads\":true,\"error\":null}}}",
     };
     for (size_t k = 0; k < sizeof fragments / sizeof fragments[0]; k++) {
         bool found = json && strstr(json, fragments[k]);
@@ -298,7 +299,7 @@ static void worked_examples_on_disk(void)
     ckpt_entry_in e[2] = {{0, 1, 2, z, z, 8, 8}, {1, 1, 2, z, z, 8, 8}};
     ckpt_write_desc d = {pqp, CKPT_FLOAT32, adam(), false, 0, e, 2, 0};
     ckpt_buffer buf = write_ok(&d);
-    ckpt_expected exp = {pqq, CKPT_FLOAT32, NULL, -1, CKPT_FAMILY_ANY};
+    ckpt_expected exp = {pqq, CKPT_FLOAT32, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
     ckpt_report *rep = load_bytes(buf.data, buf.len, &exp);
     CHECK_ERROR(rep, F "storage alias mismatch for parameter 2", 55 + 8 + 3 * 32 + 16);
     ckpt_report_free(rep);

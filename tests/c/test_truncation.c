@@ -75,7 +75,7 @@ static void sweep(bytes *b, const ckpt_schema *layout)
         CHECK_ERROR(rep, want, f->offset);
         ckpt_report_free(rep);
         free(copy);
-        ckpt_expected exp = {layout, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY};
+        ckpt_expected exp = {layout, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
         rep = load_bytes(b->data, cut, &exp);
         CHECK_ERROR(rep, want, f->offset);
         ckpt_report_free(rep);

@@ -36,18 +36,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ckpt_schema *s = ckpt_schema_new(n, ranks, dims, n, flags, has_map ? map : NULL, n);
     if (!s) abort();
     ckpt_config c = {(choice >> 2) & 1, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
-    ckpt_expected exp = {s, (int)(choice % 3) - 1, (choice >> 3) & 1 ? &c : NULL, (int)((choice >> 4) % 3) - 1, CKPT_FAMILY_ANY};
+    int reader = (choice >> 5) % 7;   /* 0 (v2-v5) or one of the six readers (format.md 8) */
+    ckpt_expected exp = {s, (int)(choice % 3) - 1, (choice >> 3) & 1 ? &c : NULL, (int)((choice >> 4) % 3) - 1, CKPT_FAMILY_ANY, reader};
     ckpt_memory mem;
     ckpt_source src;
     ckpt_source_memory(&src, &mem, data + at, size - at);
     ckpt_report *rep = ckpt_load(&src, &exp);
     if (!rep) abort();
     oracle_check(&rep->error);
-    /* A file that loads is also a valid file to inspect, with the same layout. */
+    /* A file that loads is also a valid file to inspect, with the same layout; and the reader
+     * that loaded it says, without a destination, that it reads it. */
     if (rep->error.code == 0) {
         ckpt_report *ins = ckpt_inspect(&src, NULL);
-        if (ins->error.code || !ins->schema) abort();
-        if (ckpt_schema_count(ins->schema) != n) abort();
+        if (!ins || !ins->readers) abort();
+        if (reader && !ins->readers[reader - 1].reads) abort();
+        if (!reader && (ins->error.code || !ins->schema || ckpt_schema_count(ins->schema) != n)) abort();
         ckpt_report_free(ins);
     }
     char *json = ckpt_report_json(rep);

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (rc) abort();
             if (memcmp(mm, e->m, e->m_bytes) || memcmp(vv, e->v, e->v_bytes)) abort();
         }
-        ckpt_expected exp = {s, dtype, &c, counter, CKPT_FAMILY_ANY};
+        ckpt_expected exp = {s, dtype, &c, counter, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
         ckpt_report *loaded = ckpt_load(&src, &exp);
         if (loaded->error.code) abort();
         ckpt_report_free(loaded);

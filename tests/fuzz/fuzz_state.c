@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ckpt_source_memory(&src, &mem, data + 1, size - 1);
     ckpt_source_memory(&osrc, &omem, opt_bytes.data, opt_bytes.len);
 
-    ckpt_expected exp = {opt_schema, CKPT_DTYPE_ANY, NULL, -1, family};
+    ckpt_expected exp = {opt_schema, CKPT_DTYPE_ANY, NULL, -1, family, CKPT_READER_DEFAULT};
     ckpt_report *loaded = ckpt_load(&src, &exp);
     if (!loaded) abort();
     oracle_check(&loaded->error);

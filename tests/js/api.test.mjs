@@ -69,7 +69,7 @@ test('report fields, in order (docs/report.md)', async () => {
   const report = await inspect(await model());
   assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'kind', 'version', 'size', 'statistics', 'dtype', 'config', 'randomCounter',
     'hasRandomCounter', 'schema', 'slotCount', 'wellFormed', 'optimizerStateCount', 'trainableCount', 'hasAliases', 'offsets', 'entryCount',
-    'entries', 'warnings', 'error']);
+    'entries', 'warnings', 'error', 'readers']);
   assert.equal(report.family, 'TLADAMF');
   assert.equal(report.name, 'CUDA Adam checkpoint');
   assert.equal(report.size, 327);

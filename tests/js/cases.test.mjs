@@ -15,6 +15,28 @@ for (const c of table.cases) {
       else assert.deepEqual(pickError(report.error, c.inspect), expectedError(c.inspect));
       assert.equal(report.ok, c.inspect.code === 0);
       if (c.inspect.warnings) assert.deepEqual(report.warnings, c.inspect.warnings);
+      for (const [name, want] of Object.entries(c.inspect.readers ?? {})) {
+        const got = report.readers[name];
+        assert.equal(got.reads, want.code === 0, name);
+        if (want.code === 0) assert.equal(got.error, null, name);
+        else assert.deepEqual(pickError(got.error, want), expectedError(want), name);
+      }
+    } else if (c.readers) {
+      // the same file and layout through each TorchLean reader (docs/format.md 8)
+      const layout = makeLayout(c.expect);
+      for (const [reader, want] of Object.entries(c.readers)) {
+        if (want.code === 0) {
+          const result = await check(bytes, layout, { reader });
+          assert.equal(result.ok, true, reader);
+          assert.deepEqual(result.warnings, want.warnings, reader);
+        } else {
+          await assert.rejects(check(bytes, layout, { reader }), (err) => {
+            assert.ok(err instanceof CheckpointError, String(err));
+            assert.deepEqual(pickError(err, want), expectedError(want), reader);
+            return true;
+          });
+        }
+      }
     } else if (c.load) {
       const layout = makeLayout(c.expect);
       if (c.load.code === 0) {
@@ -55,7 +77,8 @@ for (const c of table.cases) {
 test('every diagnostic of the table is one of the templates of its code (tests/cases/templates.txt)', async () => {
   const { matchesTemplate } = await import('./templates.mjs');
   for (const c of table.cases) {
-    for (const want of [c.inspect ?? c.load ?? c.pair, ...(c.pair?.failures ?? [])]) {
+    const readers = Object.values(c.readers ?? c.inspect?.readers ?? {});
+    for (const want of [c.inspect ?? c.load ?? c.pair, ...(c.pair?.failures ?? []), ...readers].filter(Boolean)) {
       if (want.code) assert.ok(matchesTemplate(want.code, want.message), `${c.name}: ${want.message}`);
     }
   }
@@ -64,4 +87,10 @@ test('every diagnostic of the table is one of the templates of its code (tests/c
   assert.equal(matchesTemplate(8, 'CUDA Adam checkpoint: element count mismatch for parameter 2 (file=4, expected=3)'), false);
   assert.equal(matchesTemplate(1, 'StateIO: truncated checkpoint (wanted 8 bytes, got 5)'), true);
   assert.equal(matchesTemplate(1, 'Foo: truncated checkpoint (wanted 8 bytes, got 5)'), false);
+});
+
+test('check: an unknown reader is a RangeError that names the six', async () => {
+  const bytes = await makeFile({ base: 'model-v2' });
+  await assert.rejects(check(bytes, makeLayout({ like: 'model-v2' }), { reader: 'v9' }),
+    { name: 'RangeError', message: 'unknown TorchLean reader "v9": one of v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5' });
 });

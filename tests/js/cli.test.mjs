@@ -35,11 +35,18 @@ function file(name, bytes) {
 for (const c of table.cases) {
   test(`cli case: ${c.name}`, async () => {
     const p = file(`${c.name}.ckpt`, await makeFile(c.file));
+    if (c.readers) return readerCase(c, p);
     const want = c.inspect ?? c.load ?? c.pair;
     let r;
     if (c.inspect) r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
     else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
     else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
+    if (c.inspect?.readers) {
+      const reads = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code === 0);
+      const not = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code !== 0);
+      const line = reads.length ? `loads in: ${reads.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
+      assert.ok(r.stdout.includes(`\n${line}\n`), r.stdout);
+    }
     if (want.code === 0) {
       assert.equal(r.status, 0, r.stderr);
       // check --state reads no statistics: the warnings of a state file opened with them are the
@@ -213,4 +220,33 @@ test('cli summary of 200,000 slots, and --json streamed on one line past 10,000'
   assert.equal(j.status, 0);
   assert.equal(j.stdout.split('\n').length, 2, 'one line');
   assert.deepEqual(JSON.parse(j.stdout), await inspect(p));
+});
+
+/** A case of the reader column: each reader through `check --reader NAME`, then all of them
+ *  through `check --reader all` (one line each, with that reader's own text). */
+async function readerCase(c, p) {
+  const layout = file(`${c.name}.json`, layoutJSON(makeLayout(c.expect)));
+  const lines = [];
+  for (const [reader, want] of Object.entries(c.readers)) {
+    const r = run('check', p, '--expect', layout, '--reader', reader);
+    if (want.code === 0) {
+      assert.equal(r.status, 0, `${reader}: ${r.stderr}`);
+      assert.deepEqual(r.stderr.split('\n').filter(Boolean), want.warnings.map((w) => `warning: ${w}`), reader);
+      lines.push(`  ${reader.padEnd(11)}loads`, ...want.warnings.map((w) => `  ${''.padEnd(11)}warning: ${w}`));
+    } else {
+      assert.equal(r.status, 1, `${reader}: ${r.stderr}`);
+      assert.equal(r.stderr.split('\n')[0], want.message, reader);
+      if (want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
+      lines.push(`  ${reader.padEnd(11)}does not load: ${want.message}`);
+    }
+  }
+  const all = run('check', p, '--expect', layout, '--reader', 'all');
+  assert.equal(all.stdout, `${p} into ${layout}, per TorchLean reader:\n${lines.join('\n')}\n`);
+  assert.equal(all.status, Object.values(c.readers).every((w) => w.code === 0) ? 0 : 1, all.stderr);
+}
+
+test('cli: an unknown reader is a usage error naming the six', () => {
+  const r = run('check', 'x.ckpt', '--expect', 'y.json', '--reader', 'v9');
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr.split('\n')[0], 'ckptscope: --reader takes a TorchLean reader: v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5, or all; not v9');
 });

@@ -1,0 +1,69 @@
+// The CLI's words for TorchLean's readers (docs/format.md 8, docs/cli.md): `check --reader`,
+// the `loads in:` line of inspect, and `convert`. The verdicts and texts are the core's; this
+// module only lays them out.
+
+import { check, readerNames, CheckpointError, open } from './index.js';
+import { convert } from './convert.js';
+import { displayName, sourceOf, reading, writing, checkInput } from './user-files.js';
+
+const pad = (name) => name.padEnd(11);
+
+/** inspect's line: which readers can read the file at all (null for a model-state file). */
+export function loadsInLine(readers) {
+  if (!readers) return null;
+  const names = Object.keys(readers);
+  const yes = names.filter((n) => readers[n].reads), no = names.filter((n) => !readers[n].reads);
+  if (!yes.length) return 'loads in: none of the TorchLean readers';
+  return `loads in: ${yes.join(', ')}${no.length ? ` (not ${no.join(', ')})` : ''}`;
+}
+
+/** One line per reader: whether it reads the file, else its own first diagnostic. */
+export function readerLines(readers) {
+  return Object.entries(readers).map(([name, v]) => `  ${pad(name)}${v.reads ? 'reads it' : `does not read it: ${v.error.message}`}`);
+}
+
+/**
+ * check FILE --expect LAYOUT --reader all: the verdict of every reader, one line each, with its
+ * own text and warnings. Exit status 0 only when all of them load it. `name` is how the layout
+ * is called in the output. A layout that is itself at fault is thrown, as for one reader.
+ */
+export async function checkEveryReader(file, layout, name) {
+  const lines = [`${displayName(file)} into ${name}, per TorchLean reader:`];
+  let all = true;
+  for (const reader of await readerNames()) {
+    try {
+      const result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout, { reader }));
+      lines.push(`  ${pad(reader)}loads`);
+      for (const w of result.warnings) lines.push(`  ${pad('')}warning: ${w}`);
+    } catch (err) {
+      if (!(err instanceof CheckpointError) || err.role === 'expected' || err.subject === 'expected') throw err;
+      all = false;
+      lines.push(`  ${pad(reader)}does not load: ${err.message}`);
+    }
+  }
+  return { lines, ok: all };
+}
+
+/**
+ * convert IN OUT (--to V | --for READER) [options]: written atomically (a temporary sibling
+ * renamed over OUT, OUT's mode kept), then OUT's verdict per reader. Returns the lines to print.
+ */
+export async function convertFile(input, output, options) {
+  checkInput(input, 'checkpoint');
+  let result;
+  try {
+    result = await reading(input, 'checkpoint', () => writing(output, () => convert(sourceOf(input), output, options)));
+  } catch (err) {
+    if (err instanceof CheckpointError && err.code === 48) err.context = `cannot convert ${input}: it is not a valid checkpoint`;
+    throw err;
+  }
+  const lines = [`${displayName(output)}: version ${result.version} (${result.dtype})`];
+  if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
+  const ck = await open(output);
+  try {
+    lines.push(`${displayName(output)}, per TorchLean reader:`, ...readerLines(ck.readers));
+  } finally {
+    ck.close();
+  }
+  return lines;
+}

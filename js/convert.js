@@ -1,0 +1,46 @@
+// Conversion between TLADAMF versions (docs/format.md 8 "Conversion"): the core decides what is
+// lossless and refuses the rest with a text naming the option; here the options cross into the
+// core and the bytes come out through a write(bytes) callback or, in Node, atomically to a file.
+
+import { withOpen, withProgress } from './checkpoint.js';
+import { withSink, saveAtomically } from './sink.js';
+import { readerId } from './api.js';
+import { toU64 } from './values.js';
+import { loadCore } from './wasm.js';
+
+/**
+ * Stream `source` converted through write(bytes). Options: `to`: 2, 3, 4, 5 or 'oldest', or
+ * `for`: a reader name ('v2-v3': the newest version it reads, losing nothing); what may be lost
+ * or supplied: `randomCounter` (a counter for a file without one), `dropRandomCounter`, `untie`,
+ * `roundToFloat32`. Resolves with {version, dtype, rounded, maxRelativeError}; rejects with the
+ * core's CheckpointError when the conversion would lose something not allowed.
+ */
+export async function convertTo(source, write, options = {}) {
+  const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal } = options;
+  const reader = options.for;
+  if ((to === undefined) === (reader === undefined)) throw new RangeError('convert needs one of to (2, 3, 4, 5 or "oldest") and for (a reader name)');
+  if (to !== undefined && to !== 'oldest' && ![2, 3, 4, 5].includes(to)) {
+    throw new RangeError(`to must be 2, 3, 4, 5 or "oldest", got ${JSON.stringify(to)}`);
+  }
+  const counter = randomCounter === undefined || randomCounter === null ? null : toU64(randomCounter, 'randomCounter');
+  let result;
+  const id = reader === undefined ? 0 : await readerId(await loadCore(), reader);
+  await withOpen(source, (ck) => withSink(write, (core, sinkId, err) => ck.withFile((ex, file) =>
+    withProgress(core, { onProgress, signal }, (pid) => {
+      const p = ex.w_convert(file, BigInt(typeof to === 'number' ? to : 0), to === 'oldest' ? 1 : 0, id, counter === null ? 0 : 1,
+        counter ?? 0n, dropRandomCounter ? 1 : 0, untie ? 1 : 0, roundToFloat32 ? 1 : 0, sinkId, pid, err) >>> 0;
+      if (!p) return 1;
+      result = core.takeJSON(p);
+      return 0;
+    })), signal));
+  return result;
+}
+
+/** Node: `source` converted and written to `path` atomically (a temporary sibling renamed over
+ *  it; a destination that exists keeps its mode). */
+export function convert(source, path, options) {
+  let result;
+  return saveAtomically(path, async (write) => {
+    result = await convertTo(source, write, options);
+  }).then(() => result);
+}
