@@ -133,7 +133,7 @@ test('compare: configuration differences decoded, a malformed layout named as at
   assert.deepEqual(await page.locator('[data-testid=config-diff-row] .bits').allTextContents(), ['bits: file 0x3feff7ced916872b, expected 0x3fee666666666666']);
   assert.deepEqual((await page.locator('[data-testid=difference]').allTextContents()).sort(), [
     'beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)',
-    'slot 14 lm_head.weight: representative 0 vs 14',
+    "slot 14 lm_head.weight: shares slot 0's storage (tied) in this file; has its own storage in the layout",
   ]);
   await shotAt(page, 'compare-config');
   // A malformed layout: the layout is at fault; its first broken slot and the reason.
