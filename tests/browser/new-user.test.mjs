@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeCheckpoint, open, exportTensors, exportNpy } from '../../js/index.js';
+import { writeCheckpoint, writeState, open, exportTensors, exportNpy } from '../../js/index.js';
 import { startViewer, dropBytes, openExample, shot, shotAt } from './browser.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 
@@ -455,5 +455,26 @@ test('issue 18.11: an address whose file name is not valid percent-encoding gets
   assert.equal(await text(page, '#problem h2'), 'Could not read /files/0/%zz');
   assert.equal(await text(page, '#problem [data-testid=error]'), 'the page address names /files/0/%zz, which is not a file path: "%zz" is not valid percent-encoding (a % must be followed by two hexadecimal digits). Open the address that ckptscope view printed.');
   assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('issue 21.2: the header is drawn from the report for every family (family, name, version, dtype)', async () => {
+  const page = await viewer.page();
+  const files = [
+    ['opt.ckpt', await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] })],
+    ['state.tlsf', await writeState({ family: 'TLSF32B', shapes: [[3]], values: [new Float32Array(3).fill(1)] })],
+    ['params.tlpf', await writeState({ family: 'TLPF32B', shapes: [[3]], values: [new Float32Array(3).fill(1)] })],
+  ];
+  for (const [name, bytes] of files) {
+    const ck = await open(bytes);
+    const s = ck.summary;
+    ck.close();
+    await dropBytes(page, bytes, name);
+    await page.waitForFunction((n) => document.querySelector('[data-testid=summary] .file')?.textContent === n, name);
+    const summary = await text(page, '[data-testid=summary]');
+    assert.ok(summary.includes(`${s.name} (${s.family})`), `${name}: ${summary}`);
+    assert.equal(await text(page, '[data-testid=field-version]'), String(s.version));
+    assert.equal(await text(page, '[data-testid=field-dtype]'), s.dtype === undefined || s.dtype === null ? '—' : String(s.dtype), `${name}: the report's dtype`);
+  }
   await page.context().close();
 });
