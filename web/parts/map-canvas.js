@@ -270,7 +270,7 @@ export class SharingMap {
     const place = (text, x) => {
       const w = Math.ceil(g.measureText(text).width);
       const left = Math.round(Math.min(this.width - w - 1, Math.max(1, x - w / 2)));
-      const from = Math.max(0, left - 4), to = Math.min(taken.length - 1, left + w + 4);
+      const from = Math.max(0, left - 3), to = Math.min(taken.length - 1, left + w + 3);   // 6 px between labels
       for (let p = from; p <= to; p++) if (taken[p]) return null;
       taken.fill(1, from, to + 1);
       return { left, right: left + w };

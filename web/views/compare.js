@@ -93,13 +93,17 @@ export class CompareView {
 
   onSelect() {}
 
-  onLabels() {}
+  /** The differences name slots: again with the new names. */
+  onLabels() {
+    if (this.shown && this.shown.expected === this.ctx.store.expected) renderCompare(this.card, this.shown.result, this.shown.options);
+  }
 
   async run() {
     const { store, rpc, readBytes, status } = this.ctx;
     const main = store.primary;   // the optimizer checkpoint when one is open: a layout is its question
     const expected = store.expected;
     this.card.hidden = !main || !expected;
+    this.shown = null;
     if (this.card.hidden) {
       this.card.replaceChildren();
       return;
@@ -121,6 +125,7 @@ export class CompareView {
       result = { ok: false, error: { ...err, message: err.message, subject: err.subject ?? 'expected' }, differences: null, warnings: [] };
     }
     if (store.expected !== expected || store.primary !== main) return;
+    this.shown = { expected, result, options };
     renderCompare(this.card, result, options);
     const slot = result.ok ? null : result.error.slot;
     if (slot !== null && slot !== undefined && result.error.subject !== 'expected' && store.optimizer?.summary.schema && Number(slot) < store.optimizer.cols.n) {

@@ -83,6 +83,7 @@ export class PairView {
     const { store, rpc, readBytes } = this.ctx;
     const opt = store.optimizer, st = store.stateFile;
     this.card.hidden = !(opt && st);
+    this.shown = null;
     if (this.card.hidden) return;
     const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
       stateBytes: readBytes(st), stateSize: Number(st.summary.size) };
@@ -95,11 +96,16 @@ export class PairView {
       result = { error: err };
     }
     if (store.optimizer !== opt || store.stateFile !== st) return;
+    this.shown = { result, options };
     renderPair(this.card, result, options);
     store.setPair(result);
   }
 
   onSelect() {}
 
-  onLabels() {}
+  /** The ties and failures name slots: again with the new names. */
+  onLabels() {
+    const { store } = this.ctx;
+    if (this.shown && store.pair === this.shown.result) renderPair(this.card, this.shown.result, this.shown.options);
+  }
 }
