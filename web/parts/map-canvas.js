@@ -300,7 +300,7 @@ export class SharingMap {
       const level = slotPx >= 64;
       const angle = Math.PI / 5;
       const nameTaken = new Uint8Array(Math.ceil(this.width) + 2);
-      const gap = level ? slotPx / 2 : 12;
+      const gap = level ? slotPx / 2 - 2 : 12;   // half the room each side: a level name per slot
       const nameAt = (i) => {
         const name = this.labels[i];
         if (!name) return;
