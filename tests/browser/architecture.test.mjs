@@ -1,6 +1,8 @@
-// The viewer's shape: a host over one module per view; no fact about a file computed from text
-// or format in web/ (the package says everything); the worker keeps its Checkpoint handles open
-// between requests; the RPC protocol rejects unknown requests.
+// The viewer's shape: one view interface (mount, onFiles, onSelect, onLabels), every view
+// registered in views.js, views that hold no other view and reach only their own card, a host
+// that reaches no card, a store that emits exactly the events it documents; no fact about a file
+// computed from text or format in web/ (the package says everything); the worker keeps its
+// Checkpoint handles open between requests; the RPC protocol rejects unknown requests.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

@@ -106,8 +106,9 @@ export class ParamsView {
 
   onStats() {
     if (!this.cols) return;
-    this.refresh();
-    this.render();
+    // the rows change only when a filter or the order depends on statistics (a pass over every slot)
+    if (this.filter === 'unhealthy' || ['mRms', 'vMean', 'pRms'].includes(this.sort?.key)) this.refresh();
+    else this.render();
   }
 
   onHover({ slot }) {
