@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { writeCheckpoint } from '../../js/index.js';
-import { startViewer, dropBytes } from './browser.mjs';
+import { startViewer, dropBytes, openExample } from './browser.mjs';
 
 const WEB = new URL('../../web/', import.meta.url).pathname;
 const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, dir, f));
@@ -183,5 +183,23 @@ test('opening another file closes the previous handles', async () => {
   }, Array.from(bytes));
   assert.equal(out, 'no file is open as the model state');
   await dropBytes(page, bytes, 'x.ckpt');
+  await page.context().close();
+});
+
+test('every viewer hook of DESIGN.md is there once its state is shown', async () => {
+  const page = await viewer.page();
+  const present = async (hooks) => {
+    for (const hook of hooks) assert.ok(await page.locator(`[data-testid=${hook}]`).count() > 0, `data-testid=${hook}`);
+  };
+  await present(['dropzone', 'file-input', 'expect-input', 'state-input', 'stats-progress']);
+  await openExample(page, 'training');
+  await page.waitForSelector('[data-testid=health-row]');
+  await present(['summary', 'field-version', 'field-dtype', 'field-kind', 'field-counter', 'param-count', 'param-row', 'sharing-map', 'entry-row',
+    'tensor-row', 'pair-verdict', 'lr-input', 'health-row', 'health-chart']);
+  await openExample(page, 'float64');
+  await page.waitForSelector('[data-testid=warning]');
+  await openExample(page, 'compare');
+  await page.waitForSelector('[data-testid=verdict] [data-testid=error]');
+  await present(['verdict', 'error', 'error-offset']);
   await page.context().close();
 });
