@@ -451,10 +451,17 @@ export class HealthView {
     g.fillStyle = muted;
     g.textAlign = 'center';
     const labelW = g.measureText(String(n - 1)).width + 12;
-    let step = 1;
-    for (let e = 1; step * slotPx < labelW; e *= 10) {
-      step = [1, 2, 5].map((m) => m * e).find((s) => s * slotPx >= labelW) ?? 10 * e;
+    // labels every 1, 2, 5, 10, … slots, at least labelW apart; none when the chart has no room
+    // (a box narrower than its padding: a negative slot width must not loop for ever)
+    let step = n;
+    for (let e = 1; e <= n && slotPx > 0; e *= 10) {
+      const fit = [1, 2, 5].map((m) => m * e).find((x) => x * slotPx >= labelW);
+      if (fit !== undefined) {
+        step = fit;
+        break;
+      }
     }
+    if (slotPx <= 0) step = Infinity;
     for (let k = 0; k < n; k += step) g.fillText(String(slots[k].slot), this.x(k), this.height - 8);
     g.textAlign = 'left';
     g.save();
