@@ -119,6 +119,29 @@ export class FileColumns {
     return approxAt(this.entries, k * ENTRY_FIELDS + 2);
   }
 
+  /** The entry that holds slot i's moments: its own, or (a tied slot) its owner's; -1 none. */
+  entryFor(i) {
+    let k = this.entryOfSlot[i];
+    if (k < 0) {
+      const r = this.repAt(i);
+      if (r >= 0 && r < this.n && !this.broken(i)) k = this.entryOfSlot[r];
+    }
+    return k;
+  }
+
+  /** The slots sharing storage with slot i (its tied group), or just i: one scan, cached. */
+  groupMembers(i) {
+    if (i < 0 || i >= this.n) return new Set();
+    const g = this.sharing.group[i];
+    if (g < 0) return new Set([i]);
+    if (this.groupCache?.g === g) return this.groupCache.members;
+    const members = new Set();
+    const r = this.repAt(i);
+    for (let j = Math.min(i, r >= 0 ? r : i); j < this.n; j++) if (this.sharing.group[j] === g) members.add(j);
+    this.groupCache = { g, members };
+    return members;
+  }
+
   /** Tensor i of a state file: {index, count, offset, dataOffset}, exact. */
   tensor(i) {
     const at = i * TENSOR_FIELDS, w = this.tensors, b = this.c.tensors;

@@ -28,7 +28,6 @@ export function testid(node, id) {
   return node;
 }
 
-/** Save bytes or text as a download. */
 /** Size a canvas to its box at the device's pixel ratio; its 2D context in CSS pixels, cleared,
  *  with the box's width and height (null while the box has no size). */
 export function canvasIn(canvas, box) {
@@ -43,6 +42,7 @@ export function canvasIn(canvas, box) {
   return { g, width, height };
 }
 
+/** Save bytes or text as a download. */
 export function download(data, name, type = 'application/octet-stream') {
   const blob = data instanceof Blob ? data : new Blob([data], { type });
   const a = el('a');

@@ -7,8 +7,9 @@ export function count(x) {
   return String(x).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
 }
 
-/** A statistic (a float): three significant digits in scientific notation, always; 0, NaN and
- *  infinities spelled as such. `digits` widens it (the statistics panel shows five). */
+/** A statistic (a float): three significant digits in scientific notation, the exponent left out
+ *  when it is 0 (1.13, not 1.13e0); 0, NaN and infinities spelled as such. `digits` widens it
+ *  (the statistics panel shows five). */
 export function sci(x, digits = 3) {
   if (x === null || x === undefined || x === '') return '';
   const v = Number(x);
@@ -16,8 +17,12 @@ export function sci(x, digits = 3) {
   if (v === Infinity) return '+inf';
   if (v === -Infinity) return '-inf';
   if (v === 0) return '0';
-  return v.toExponential(digits - 1).replace('e+', 'e');
+  const [mantissa, exponent] = v.toExponential(digits - 1).split('e');
+  return exponent === '+0' ? mantissa : `${mantissa}e${exponent.replace('+', '')}`;
 }
+
+/** A power of ten on a log axis: 1e-3, 1, 1e2. */
+export const decade = (d) => (d === 0 ? '1' : `1e${d}`);
 
 /** A decimal of a hyperparameter as stored (shortest round trip). */
 export const plain = (x) => (x === null || x === undefined ? '—' : String(x));
@@ -41,3 +46,10 @@ export function bytes(n) {
 
 /** A shape as [a, b, c]. */
 export const shape = (dims) => `[${dims.join(', ')}]`;
+
+/** What was read to open a file: bytes from disk, or bytes over HTTP by range requests. */
+export function ioText(io, size) {
+  if (!io) return '';
+  if (io.via === 'http') return `${count(io.bytesTransferred)} bytes transferred over HTTP in ${plural(io.requests, 'range request')}`;
+  return `${count(io.bytesRead)} of ${count(size)} bytes read`;
+}

@@ -1,9 +1,10 @@
-// How files reach the page: drag and drop anywhere (on the compare card: the layout to compare
-// with; on "Add model state…": the state file), the pickers, and the header menus' keyboard and
-// outside-click behaviour. Everything ends in handleFiles(files, target) or setLabels.
+// How files reach the page: drag and drop anywhere (on an element marked data-drop="expect": the
+// layout to compare with; data-drop="state": the model-state file), the pickers, the examples,
+// the page address, and the top bar menus' keyboard and outside-click behaviour. Everything ends
+// in handleFiles(files, target) or setLabels.
 import { $, button } from './dom.js';
 
-export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }) {
+export function wireInputs({ handleFiles, readNames }) {
   let dragDepth = 0;
   window.addEventListener('dragenter', (e) => {
     e.preventDefault();
@@ -20,8 +21,7 @@ export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }
     dragDepth = 0;
     $('drop-overlay').hidden = true;
     const at = e.target instanceof Element ? e.target : null;
-    const target = at?.closest('#compare, label:has(#expect-input)') ? 'expect' : at?.closest('#state-label, #state-summary') ? 'state' : 'open';
-    handleFiles(e.dataTransfer?.files ?? [], target);
+    handleFiles(e.dataTransfer?.files ?? [], at?.closest('[data-drop]')?.dataset.drop ?? 'open');
   });
 
   const picked = (target) => (e) => {
@@ -31,33 +31,21 @@ export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }
   };
   $('file-input').addEventListener('change', picked('open'));
   $('state-input').addEventListener('change', picked('state'));
-  $('expect-input').addEventListener('change', (e) => {
-    const files = [...e.target.files];
-    e.target.value = '';
-    if (!hasFile()) status('Open a checkpoint first, then choose the layout or checkpoint to compare it with.');
-    else handleFiles(files, 'expect');
-  });
-  $('labels-input').addEventListener('change', async (e) => {
+  $('expect-input').addEventListener('change', picked('expect'));
+  $('labels-input').addEventListener('change', (e) => {
     const [file] = e.target.files;
     e.target.value = '';
-    if (!file) return;
-    try {
-      const kind = await classify(file);
-      if (kind.json !== 'names') throw new Error('expected a JSON array of slot names (strings)');
-      setLabels(kind.names, file.name);
-    } catch (err) {
-      status(`${file.name}: ${err.message}`);
-    }
+    if (file) readNames(file);
   });
 
   // The menus (Examples, Export…) close on a click outside them and on Escape.
-  const menus = [$('examples-menu'), $('export-menu')];
+  const menus = () => document.querySelectorAll('details.menu');
   document.addEventListener('click', (e) => {
-    for (const m of menus) if (m.open && !m.contains(e.target)) m.open = false;
+    for (const m of menus()) if (m.open && !m.contains(e.target)) m.open = false;
   });
   document.addEventListener('keydown', (e) => {
     if (e.key !== 'Escape') return;
-    for (const m of menus) {
+    for (const m of menus()) {
       if (!m.open) continue;
       m.open = false;
       m.querySelector('summary').focus();
@@ -65,11 +53,11 @@ export function wireInputs({ handleFiles, setLabels, classify, hasFile, status }
   });
 }
 
-/** Sort the files of one drop or pick: names JSON applied at once (setLabels); a layout or report
- *  JSON is the layout to compare with; other JSON is said to be neither; the rest are checkpoints.
- *  The package says what a JSON file is (readJsonSource, jsonKind, in the worker). */
-export async function sortFiles(files, { classify, setLabels, status, hasFile }) {
-  const checkpoints = [];
+/** Sort the files of one drop or pick by what the package says they are (readJsonSource,
+ *  jsonKind, in the worker): slot names, a layout or report to compare with, checkpoints, and
+ *  the files that are none of these with why ({name, text}). */
+export async function sortFiles(files, classify) {
+  const checkpoints = [], names = [], notices = [];
   let expected = null;
   for (const file of files) {
     const source = file.source ?? file;   // a File, or {source: a path of this server, name}
@@ -77,21 +65,19 @@ export async function sortFiles(files, { classify, setLabels, status, hasFile })
     try {
       kind = await classify(file);
     } catch (err) {
-      if (err.name === 'LayoutError') {   // JSON, but not valid: say so
-        status(`${file.name}: ${err.message}`);
+      if (err.name === 'LayoutError') {   // JSON, but not valid
+        notices.push({ name: file.name, text: err.message });
         continue;
       }
       kind = { json: null };   // unreadable: opening it says why, in the problem view
     }
-    if (kind.json === 'names') setLabels(kind.names, file.name);
-    else if (kind.json === 'layout' || kind.json === 'report') {
-      if (!hasFile() && files.length === 1) status(`${file.name} is a layout: open a checkpoint first, then drop the layout to see whether it would load.`);
-      else expected = { source, name: file.name };
-    } else if (kind.json) {
-      status(`${file.name} is JSON but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.`);
+    if (kind.json === 'names') names.push({ names: kind.names, name: file.name });
+    else if (kind.json === 'layout' || kind.json === 'report') expected = { source, name: file.name };
+    else if (kind.json) {
+      notices.push({ name: file.name, text: `JSON, but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.` });
     } else checkpoints.push({ source, name: file.name });
   }
-  return { checkpoints, expected };
+  return { checkpoints, expected, names, notices };
 }
 
 /** The built-in examples (made by the package's writers in the worker), in the Examples menu and
@@ -114,12 +100,23 @@ export function loadExamples(rpc, { open, status }) {
 }
 
 /** The page address names files to open: #open=/files/TOKEN/NAME[&open=…] (`ckptscope view`),
- *  read by the worker over HTTP with range requests. */
-export function openFromAddress(open) {
+ *  read by the worker over HTTP with range requests. A path whose name is not valid
+ *  percent-encoding (a URIError) goes to fail(path, message). */
+export function openFromAddress(open, fail) {
   const go = () => {
     const paths = new URLSearchParams(location.hash.slice(1)).getAll('open');
     if (!paths.length) return;
-    open(paths.slice(0, 2).map((p) => ({ source: p, name: decodeURIComponent(p.split('/').pop() || p) })));
+    const items = [];
+    for (const p of paths.slice(0, 2)) {
+      const last = p.split('/').pop() || p;
+      try {
+        items.push({ source: p, name: decodeURIComponent(last) });
+      } catch {
+        fail(p, `the page address names ${p}, which is not a file path: "${last}" is not valid percent-encoding (a % must be followed by two hexadecimal digits). Open the address that ckptscope view printed.`);
+        return;
+      }
+    }
+    open(items);
   };
   window.addEventListener('hashchange', go);
   go();

@@ -1,6 +1,8 @@
 // Statistics on the page: what a full scan returned (one row of numbers per entry or tensor) and
 // what single clicks fetched (the core's statistics objects), read by field. A value that was
 // never computed is null, never 0: a filter must not count slots it has no statistics for.
+// Every view asks here (fetch, scan) and hears the store's 'stats' event when something arrived.
+import { plural } from './format.js';
 
 const ENTRY_FIELDS = {
   mMean: (s) => s.m.mean, mRms: (s) => s.m.rms, vMean: (s) => s.v.mean, unhealthy: (s) => s.unhealthy,
@@ -12,9 +14,50 @@ const TENSOR_FIELDS = {
 };
 
 export class StatsStore {
-  constructor(store) {
-    this.store = store;
+  /** rpc: the worker; status(text): the status line; onScanProgress(fraction | null): the status
+   *  line's progress bar (null: no scan runs). */
+  constructor(store, { rpc, status, onScanProgress }) {
+    Object.assign(this, { store, rpc, status, onScanProgress });
     this.clear();
+  }
+
+  /** One item's statistics (an entry's moments, a tensor's values), kept once fetched. */
+  async fetch(file, slot, onProgress) {
+    const kind = file.cols.kind;
+    const have = this.get(kind, slot);
+    if (have) return have;
+    const s = await this.rpc.request('stats', { role: this.store.roleOf(file), slot }, { onProgress });
+    if (this.store.files[this.store.roleOf(file)] === file) {
+      this.put(kind, slot, s);
+      this.store.emit('stats', { kind });
+    }
+    return s;
+  }
+
+  /** Statistics of every entry (kind 'optimizer') or tensor ('state'), with progress and Cancel
+   *  in the status line. */
+  async scan(kind) {
+    const file = kind === 'optimizer' ? this.store.optimizer : this.store.stateFile;
+    if (!file || this.scanning) return;
+    const role = this.store.roleOf(file);
+    this.scanning = true;
+    this.onScanProgress(0, file.name);
+    this.store.emit('stats', { kind });
+    const what = kind === 'optimizer' ? ['entry', 'entries'] : ['tensor', 'tensors'];
+    this.status(`Computing statistics of every ${what[0]}…`);
+    const started = performance.now();
+    try {
+      const result = await this.rpc.request('scan', { role }, { onProgress: ({ done, total }) => this.onScanProgress(total ? done / total : 1, file.name) });
+      if (this.store.files[role] !== file) return;
+      this.setScan(kind, result);
+      this.status(`Statistics for ${plural(result.ids.length, ...what)} in ${Math.round(performance.now() - started)} ms.`);
+    } catch (err) {
+      this.status(err.name === 'AbortError' ? 'Statistics scan cancelled: statistics are not computed.' : `Statistics failed: ${err.message}`);
+    } finally {
+      this.scanning = false;
+      this.onScanProgress(null);
+      this.store.emit('stats', { kind });
+    }
   }
 
   clear() {
@@ -59,13 +102,7 @@ export class StatsStore {
   /** Slot i's moments' field (a tied slot: its owner's). */
   ofSlot(i, field) {
     const cols = this.store.optimizer?.cols;
-    if (!cols) return null;
-    let k = cols.entryOfSlot[i];
-    if (k < 0) {
-      const r = cols.repAt(i);
-      if (r >= 0 && r < cols.n && !cols.broken(i)) k = cols.entryOfSlot[r];
-    }
-    return this.ofEntry(k, field);
+    return cols ? this.ofEntry(cols.entryFor(i), field) : null;
   }
 
   /** Tensor i's field (state file), or null. */

@@ -1,16 +1,20 @@
-// The viewer's shape: a host over one module per view; no fact about a file computed from text
-// or format in web/ (the package says everything); the worker keeps its Checkpoint handles open
-// between requests; the RPC protocol rejects unknown requests.
+// The viewer's shape: one view interface (mount, onFiles, onSelect, onLabels), every view
+// registered in views.js, views that hold no other view and reach only their own card, a host
+// that reaches no card, a store that emits exactly the events it documents; no fact about a file
+// computed from text or format in web/ (the package says everything); the worker keeps its
+// Checkpoint handles open between requests; the RPC protocol rejects unknown requests.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { writeCheckpoint } from '../../js/index.js';
-import { startViewer, dropBytes } from './browser.mjs';
+import { startViewer, dropBytes, openExample } from './browser.mjs';
 
 const WEB = new URL('../../web/', import.meta.url).pathname;
+const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, dir, f));
 const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js') && f !== 'server.js').map((f) => path.join(WEB, f)),
-  ...fs.readdirSync(path.join(WEB, 'views')).map((f) => path.join(WEB, 'views', f))];
+  ...inDir('views'), ...inDir('parts')];
+const read = (file) => fs.readFileSync(file, 'utf8');
 
 let viewer;
 before(async () => {
@@ -18,16 +22,85 @@ before(async () => {
 });
 after(() => viewer?.close());
 
-test('one module per view; app.js a small host; el in dom.js; report-model.js gone', () => {
-  for (const f of ['rpc.js', 'state.js', 'worker.js', 'dom.js', 'columns.js']) assert.ok(fs.existsSync(path.join(WEB, f)), f);
-  for (const v of ['header', 'params-table', 'entries-table', 'sharing-map', 'stats', 'health', 'hex', 'problem', 'compare', 'state-tensors', 'pair']) {
-    assert.ok(fs.existsSync(path.join(WEB, 'views', `${v}.js`)), `views/${v}.js`);
+test('one view interface: every module of web/views/ is a view registered in views.js, with mount, onFiles, onSelect, onLabels', async () => {
+  const { VIEWS } = await import('../../web/views.js');
+  const registry = read(path.join(WEB, 'views.js'));
+  const modules = inDir('views');
+  assert.ok(modules.length >= 13, `the views are there: ${modules.length}`);
+  for (const file of modules) {
+    const name = path.basename(file);
+    assert.match(registry, new RegExp(`from './views/${name.replace('.', '\\.')}'`), `${name} is registered in views.js`);
+    const exported = Object.values(await import(file)).filter((x) => typeof x === 'function' && VIEWS.some((v) => v.View === x));
+    assert.ok(exported.length >= 1, `${name} exports a registered view`);
   }
-  assert.ok(!fs.existsSync(path.join(WEB, 'report-model.js')));
-  assert.ok(!fs.existsSync(path.join(WEB, 'views', 'table.js')));
-  const app = fs.readFileSync(path.join(WEB, 'app.js'), 'utf8');
-  assert.ok(app.split('\n').length < 566, 'app.js is smaller than the 566 lines it was');
-  assert.match(fs.readFileSync(path.join(WEB, 'dom.js'), 'utf8'), /export function el\(/);
+  assert.ok(VIEWS.length >= 13);
+  for (const { name, View } of VIEWS) {
+    for (const method of ['mount', 'onFiles', 'onSelect', 'onLabels']) assert.equal(typeof View.prototype[method], 'function', `${name}.${method}`);
+  }
+  assert.equal(new Set(VIEWS.map((v) => v.name)).size, VIEWS.length, 'one name per view');
+});
+
+test('views never hold each other or reach outside their card; the host never reaches inside a card', () => {
+  for (const file of inDir('views')) {
+    const text = read(file);
+    const name = path.basename(file);
+    assert.doesNotMatch(text, /from '\.\/[^']+'/, `${name} imports no other view (helpers live in web/parts/)`);
+    assert.doesNotMatch(text, /\$\(|getElementById|document\.querySelector/, `${name} reaches only the DOM it built`);
+  }
+  for (const file of inDir('parts')) assert.doesNotMatch(read(file), /\$\(|getElementById|document\.querySelector/, `${path.basename(file)} reaches only the DOM it is given`);
+  // The host and the inputs use the page's chrome only: ids written in index.html, none in a card.
+  const html = read(path.join(WEB, 'index.html'));
+  const chrome = new Set([...html.matchAll(/\sid="([^"]+)"/g)].map((m) => m[1]));
+  assert.equal([...html.matchAll(/class="card\b/g)].length, 1, 'index.html holds one card (the welcome); the views build theirs');
+  for (const f of ['app.js', 'inputs.js']) {
+    const ids = [...read(path.join(WEB, f)).matchAll(/\$\('([^']+)'\)/g)].map((m) => m[1]);
+    assert.ok(ids.length > 0, `${f} uses the chrome`);
+    for (const id of ids) assert.ok(chrome.has(id), `${f}: #${id} is the page's chrome, not inside a view's card`);
+  }
+  const app = read(path.join(WEB, 'app.js'));
+  assert.ok(app.split('\n').length < 200, 'app.js is a small host');
+  assert.doesNotMatch(app, /from '\.\/views\//, 'the host knows the views through the registry only');
+  assert.match(read(path.join(WEB, 'dom.js')), /export function el\(/);
+});
+
+test('the store emits exactly the events it documents, in order, and refuses others', async () => {
+  const { Store, EVENTS } = await import('../../web/state.js');
+  const documented = Object.keys(EVENTS);
+  // every documented event is emitted somewhere in web/, and nothing else is emitted or heard
+  const all = sources().map(read).join('\n');
+  const emitted = new Set([...all.matchAll(/\bemit\('([a-z]+)'/g)].map((m) => m[1]));
+  const heard = new Set([...all.matchAll(/\bstore\.on\('([a-z]+)'/g)].map((m) => m[1]));
+  assert.deepEqual([...emitted].sort(), [...documented].sort(), 'emitted = documented');
+  for (const e of heard) assert.ok(documented.includes(e), `heard ${e} is documented`);
+  // at run time: each setter says what it changed, and only that
+  const store = new Store();
+  const got = [];
+  for (const e of documented) store.on(e, (d) => got.push([e, d]));
+  const file = { name: 'x', cols: { kind: 'optimizer' } };
+  store.setFiles({ a: file });
+  store.select(3, 'table');
+  store.setLabels(['w']);
+  store.hover(2);
+  store.setExpected({ name: 'l.json' });
+  store.setPair({ pairs: true });
+  store.setNotices([{ name: 'n', text: 't' }]);
+  store.emit('stats', { kind: 'optimizer' });
+  assert.deepEqual(got.map(([e]) => e), ['files', 'select', 'labels', 'hover', 'expected', 'pair', 'notices', 'stats']);
+  assert.deepEqual(new Set(got.map(([e]) => e)), new Set(documented), 'every documented event can be emitted');
+  assert.equal(store.optimizer, file);
+  assert.throws(() => store.emit('compare'), /the store has no event "compare"/);
+  assert.throws(() => store.on('health', () => {}), /the store has no event "health"/);
+  // an event emitted while another is delivered waits until every listener had the first
+  const order = [];
+  const nested = new Store();
+  nested.on('files', () => {
+    order.push('files 1');
+    nested.select(1, 'problem');
+  });
+  nested.on('files', () => order.push('files 2'));
+  nested.on('select', () => order.push('select'));
+  nested.setFiles({});
+  assert.deepEqual(order, ['files 1', 'files 2', 'select']);
 });
 
 test('no diagnostic parsed, no format arithmetic, no innerHTML in web/', () => {
@@ -40,9 +113,12 @@ test('no diagnostic parsed, no format arithmetic, no innerHTML in web/', () => {
     [/innerHTML|outerHTML|insertAdjacentHTML/, 'markup from strings'],
     [/unhealthy\(/, 'an unhealthy rule of the viewer\'s own (the core counts)'],
   ];
+  // the views and their parts name no element type: the report says it (report.dtype)
+  const typed = [/'b?float(16|32|64)'|Float(16|32)Array/, 'an element type stated by the viewer'];
   for (const file of sources()) {
     const text = fs.readFileSync(file, 'utf8');
     for (const [re, what] of rules) assert.doesNotMatch(text, re, `${path.relative(WEB, file)}: ${what}`);
+    if (/\/(views|parts)\//.test(file)) assert.doesNotMatch(text, typed[0], `${path.relative(WEB, file)}: ${typed[1]}`);
   }
 });
 
@@ -107,5 +183,23 @@ test('opening another file closes the previous handles', async () => {
   }, Array.from(bytes));
   assert.equal(out, 'no file is open as the model state');
   await dropBytes(page, bytes, 'x.ckpt');
+  await page.context().close();
+});
+
+test('every viewer hook of DESIGN.md is there once its state is shown', async () => {
+  const page = await viewer.page();
+  const present = async (hooks) => {
+    for (const hook of hooks) assert.ok(await page.locator(`[data-testid=${hook}]`).count() > 0, `data-testid=${hook}`);
+  };
+  await present(['dropzone', 'file-input', 'expect-input', 'state-input', 'stats-progress']);
+  await openExample(page, 'training');
+  await page.waitForSelector('[data-testid=health-row]');
+  await present(['summary', 'field-version', 'field-dtype', 'field-kind', 'field-counter', 'param-count', 'param-row', 'sharing-map', 'entry-row',
+    'tensor-row', 'pair-verdict', 'lr-input', 'health-row', 'health-chart']);
+  await openExample(page, 'float64');
+  await page.waitForSelector('[data-testid=warning]');
+  await openExample(page, 'compare');
+  await page.waitForSelector('[data-testid=verdict] [data-testid=error]');
+  await present(['verdict', 'error', 'error-offset']);
   await page.context().close();
 });

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { writeCheckpoint, open, exportTensors, exportNpy } from '../../js/index.js';
+import { writeCheckpoint, writeState, open, exportTensors, exportNpy } from '../../js/index.js';
 import { startViewer, dropBytes, openExample, shot, shotAt } from './browser.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 
@@ -133,7 +133,7 @@ test('compare: configuration differences decoded, a malformed layout named as at
   assert.deepEqual(await page.locator('[data-testid=config-diff-row] .bits').allTextContents(), ['bits: file 0x3feff7ced916872b, expected 0x3fee666666666666']);
   assert.deepEqual((await page.locator('[data-testid=difference]').allTextContents()).sort(), [
     'beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)',
-    'slot 14 lm_head.weight: representative 0 vs 14',
+    "slot 14 lm_head.weight: shares slot 0's storage (tied) in this file; has its own storage in the layout",
   ]);
   await shotAt(page, 'compare-config');
   // A malformed layout: the layout is at fault; its first broken slot and the reason.
@@ -169,7 +169,8 @@ test('slot names: a JSON array is names, not a layout; a count that differs is s
   await page.waitForSelector('[data-testid=names-warning][hidden]', { state: 'attached' });
   // a .json that is not JSON is said to be so; the open file stays
   await dropBytes(page, new TextEncoder().encode('{"shapes": [[2, 3]'), 'broken.json');
-  await page.waitForFunction(() => /^broken\.json: broken\.json is not valid JSON/.test(document.querySelector('#status').textContent));
+  await page.waitForSelector('[data-testid=notices]:not([hidden])');
+  assert.match(await text(page, '[data-testid=notice][data-file="broken.json"]'), /^broken\.json: broken\.json is not valid JSON/);
   assert.equal(await text(page, '[data-testid=summary] .file'), 'small-llama.ckpt');
   await page.context().close();
 });
@@ -182,6 +183,7 @@ test('at 800 px names stay readable and distinct, the full name is on hover and 
   await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
   await page.waitForSelector('[data-testid=param-row][data-index="1"] span[data-full="model.layers.0.self_attn.q_proj.weight"]');
   const cells = await page.locator('[data-testid=param-row] span:nth-child(2)').evaluateAll((spans) => spans.map((s) => ({ shown: s.textContent, full: s.dataset.full, title: s.title })));
+  assert.ok(cells.length >= 10, `name cells are there to check: ${cells.length}`);
   const shown = cells.map((c) => c.shown);
   assert.equal(new Set(shown).size, shown.length, `names shown are distinct: ${shown.slice(0, 8).join(' | ')}`);
   for (const c of cells) {
@@ -254,6 +256,7 @@ test('the sharing map colours only tied groups and stays legible at 10, 200 and 
   assert.equal(await page.getAttribute('[data-testid=sharing-map]', 'data-links'), '199>0');
   assert.match(await text(page, '[data-testid=map-legend]'), /1 tie in 1 group/);
   const [a, b, c, tiedOwner, tiedAlias, frozen] = await markColors(page, [5, 50, 120, 0, 199, 198]);
+  for (const color of [a, tiedOwner]) assert.notEqual(color.split(',')[3], '0', 'the marks are drawn where they are sampled');
   assert.equal(a, b, 'untied trainable slots share one colour');
   assert.equal(b, c);
   assert.equal(tiedOwner, tiedAlias, 'a tied group has one colour');
@@ -288,7 +291,9 @@ test('one number format per statistics column', async () => {
   await page.waitForFunction(() => /^Statistics for 5 entries/.test(document.getElementById('status').textContent));
   for (const col of [6, 7, 8]) {
     const texts = await page.locator(`[data-testid=entry-row] span:nth-child(${col})`).allTextContents();
-    for (const t of texts) assert.match(t, /^(-?\d\.\d\de-?\d+|0)$/, `column ${col}: ${texts.join(' | ')}`);
+    assert.equal(texts.length, 5, `column ${col} has a cell per entry`);
+    // three significant digits, the exponent written only when it is not 0 (never 1.13e0)
+    for (const t of texts) assert.match(t, /^(-?\d\.\d\d(e-?[1-9]\d*)?|0)$/, `column ${col}: ${texts.join(' | ')}`);
   }
   await page.context().close();
 });
@@ -345,6 +350,7 @@ test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures
   });
   console.log(`# click to statistics of a 4,194,304-element entry (2 x 16 MiB of moments): ${Math.round(ms)} ms`);
   assert.match(await text(page, '#entry-detail .bias'), /^Next step t = 101: m̂ = m \/ \(1 − β1\^101\)/);
+  assert.doesNotMatch(await text(page, '#entry-detail'), /\de0\b/, 'one number format: no e0');
   await page.context().close();
   fs.rmSync(file);
 });
@@ -377,5 +383,98 @@ test('exports: the report is the core\'s JSON; safetensors bytes are the package
   const npy = await wait;
   assert.equal(npy.suggestedFilename(), 'small-llama.ckpt.lm_head.weight.v.npy');
   assert.deepEqual(new Uint8Array(await read(npy)), await exportNpy(bytes, 14, 'v'));
+  await page.context().close();
+});
+
+/** The slot-index labels the map placed: [{slot, left, right}] in CSS pixels, and its width. */
+async function axisLabels(page) {
+  const [list, width] = await page.locator('[data-testid=sharing-map]').evaluate((m) => [m.dataset.axisLabels, Number(m.dataset.canvasWidth)]);
+  return { width, labels: list.split(',').filter(Boolean).map((x) => {
+    const [slot, span] = x.split(':');
+    const [left, right] = span.split('-').map(Number);
+    return { slot: Number(slot), left, right };
+  }) };
+}
+
+test('issue 18.23: the sharing map labels every tied slot, no label overlaps another or leaves the map, at 800 and 1440 px', async () => {
+  const { description, names } = llama();
+  // more ties: every fifth layer's o_proj tied to the first layer's, the head to the embedding
+  const reps = description.representatives.map((r, i) => (i > 4 && i % 25 === 4 ? 4 : r));
+  const tied = { ...description, representatives: reps, entries: description.entries.filter((e) => reps[e.id] === e.id) };
+  const tiedSlots = reps.flatMap((r, i) => (r !== null && r !== i ? [i, r] : []));
+  for (const width of [800, 1440]) {
+    const page = await viewer.page({ width });
+    await dropBytes(page, await writeCheckpoint(tied), 'llama-tied.ckpt');
+    await waitText(page, '[data-testid=param-count]', '200 slots');
+    await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+    await page.waitForSelector('[data-testid=param-row][data-index="1"] span[data-full]');
+    const { width: w, labels } = await axisLabels(page);
+    assert.ok(w > 0 && labels.length > 0, 'the map placed its labels');
+    for (const slot of new Set(tiedSlots)) assert.ok(labels.some((l) => l.slot === slot), `tied slot ${slot} is labelled at ${width} px`);
+    const sorted = [...labels].sort((x, y) => x.left - y.left);
+    for (let k = 0; k < sorted.length; k++) {
+      assert.ok(sorted[k].left >= 0 && sorted[k].right <= w, `label ${sorted[k].slot} inside the map (${sorted[k].left}-${sorted[k].right} of ${w})`);
+      if (k) assert.ok(sorted[k].left > sorted[k - 1].right, `labels ${sorted[k - 1].slot} and ${sorted[k].slot} do not overlap`);
+    }
+    await shotAt(page, 'map-tied-names');
+    await page.context().close();
+  }
+});
+
+test('issue 18.23: files the viewer cannot use get a card that names them, with why', async () => {
+  const page = await viewer.page();
+  const one = await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] });
+  // a layout with nothing open
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify({ shapes: [[3]] })), 'layout.json');
+  await page.waitForSelector('[data-testid=notices]:not([hidden])');
+  assert.equal(await text(page, '[data-testid=notice]'), 'layout.json: a layout: open a checkpoint first, then drop the layout to see whether it would load.');
+  // three checkpoints: the third is named, not counted
+  await page.evaluate((data) => {
+    const dt = new DataTransfer();
+    for (const name of ['a.ckpt', 'b.ckpt', 'c.ckpt']) dt.items.add(new File([new Uint8Array(data)], name));
+    for (const type of ['dragenter', 'dragover', 'drop']) document.querySelector('#dropzone').dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, dataTransfer: dt }));
+  }, Array.from(one));
+  await page.waitForSelector('[data-testid=notice][data-file="c.ckpt"]');
+  assert.deepEqual(await page.locator('[data-testid=notice]').evaluateAll((l) => l.map((x) => x.dataset.file)), ['c.ckpt']);
+  assert.match(await text(page, '[data-testid=notice]'), /^c\.ckpt: not opened: the viewer opens two files at once/);
+  assert.equal(await text(page, '[data-testid=summary] .file'), 'a.ckpt');
+  // a writer description: JSON, but neither names nor a layout
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify({ config, entries: [] })), 'describe.json');
+  await page.waitForSelector('[data-testid=notice][data-file="describe.json"]');
+  assert.match(await text(page, '[data-testid=notices] h2'), /^A file was not used$/);
+  await shotAt(page, 'notices');
+  await page.click('[data-testid=notices-close]');
+  assert.equal(await page.locator('[data-testid=notices]').isHidden(), true);
+  assert.equal(await text(page, '[data-testid=summary] .file'), 'a.ckpt', 'the open file stays');
+  await page.context().close();
+});
+
+test('issue 18.11: an address whose file name is not valid percent-encoding gets a clear card', async () => {
+  const page = await viewer.page({ url: `${viewer.origin}/#open=/files/0/%25zz` });
+  await page.waitForSelector('#problem:not([hidden])');
+  assert.equal(await text(page, '#problem h2'), 'Could not read /files/0/%zz');
+  assert.equal(await text(page, '#problem [data-testid=error]'), 'the page address names /files/0/%zz, which is not a file path: "%zz" is not valid percent-encoding (a % must be followed by two hexadecimal digits). Open the address that ckptscope view printed.');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('issue 21.2: the header is drawn from the report for every family (family, name, version, dtype)', async () => {
+  const page = await viewer.page();
+  const files = [
+    ['opt.ckpt', await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] })],
+    ['state.tlsf', await writeState({ family: 'TLSF32B', shapes: [[3]], values: [new Float32Array(3).fill(1)] })],
+    ['params.tlpf', await writeState({ family: 'TLPF32B', shapes: [[3]], values: [new Float32Array(3).fill(1)] })],
+  ];
+  for (const [name, bytes] of files) {
+    const ck = await open(bytes);
+    const s = ck.summary;
+    ck.close();
+    await dropBytes(page, bytes, name);
+    await page.waitForFunction((n) => document.querySelector('[data-testid=summary] .file')?.textContent === n, name);
+    const summary = await text(page, '[data-testid=summary]');
+    assert.ok(summary.includes(`${s.name} (${s.family})`), `${name}: ${summary}`);
+    assert.equal(await text(page, '[data-testid=field-version]'), String(s.version));
+    assert.equal(await text(page, '[data-testid=field-dtype]'), s.dtype === undefined || s.dtype === null ? '—' : String(s.dtype), `${name}: the report's dtype`);
+  }
   await page.context().close();
 });

@@ -42,7 +42,7 @@ test('a state file opens by itself: header, tensor rows with names, statistics',
   await page.click('[data-testid=tensor-row][data-index="2"]');
   await page.waitForSelector('#tensor-detail .moment');
   assert.match(await text(page, '#tensor-detail'), /^Tensor 2 \(b\): \[3\], 3 values at byte /);
-  assert.match(await text(page, '#tensor-detail'), /mean\s*-1\.0000e0/);
+  assert.match(await text(page, '#tensor-detail'), /mean\s*-1\.0000rms/);
   await page.click('#scan-tensors');
   await page.waitForFunction(() => /^Statistics for 3 tensors/.test(document.getElementById('status').textContent));
   assert.match(await text(page, '[data-testid=tensor-row][data-index="0"]'), /5\.00e-1/);
@@ -95,7 +95,8 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   const other = path.join(tmp, 'other.ckpt');
   fs.writeFileSync(other, await writeBase('model'));
   await page.setInputFiles('[data-testid=state-input]', other);
-  await page.waitForFunction(() => /^other\.ckpt is an optimizer checkpoint, not a model-state file/.test(document.querySelector('#status').textContent));
+  await page.waitForSelector('[data-testid=notice][data-file="other.ckpt"]');
+  assert.match(await text(page, '[data-testid=notice]'), /^other\.ckpt: an optimizer checkpoint, not a model-state file/);
   assert.equal(await page.locator('#pair').isVisible(), false);
   const state = path.join(tmp, 'short.tlsf');
   fs.writeFileSync(state, await writeBase('state-short'));

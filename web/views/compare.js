@@ -4,9 +4,23 @@
 // leaves compare mode.
 import { el, button, testid } from '../dom.js';
 import { plural } from '../format.js';
-import { renderProblem } from './problem.js';
+import { renderProblem } from '../parts/problem-box.js';
 
-export function renderCompare(card, result, { fileName, expectedName, label = () => '', onSlot, onClose, readBytes, fileSize }) {
+/** A representative in words: whose storage the slot uses. */
+function storage(r, slot) {
+  if (r === null || r === undefined) return 'has no storage (frozen)';
+  return Number(r) === slot ? 'has its own storage' : `shares slot ${r}'s storage (tied)`;
+}
+
+/** A difference in words where its fields allow, else the core's text. */
+function differenceText(d) {
+  if (d.field === 'representative' && d.slot !== null && d.slot !== undefined) {
+    return `${storage(d.a, Number(d.slot))} in this file; ${storage(d.b, Number(d.slot))} in the layout`;
+  }
+  return d.text;
+}
+
+function renderCompare(card, result, { fileName, expectedName, label = () => '', onSlot, onClose, readBytes, fileSize }) {
   card.replaceChildren();
   card.hidden = false;
   const head = el('div', 'card-head');
@@ -44,7 +58,7 @@ export function renderCompare(card, result, { fileName, expectedName, label = ()
       if (d.slot !== null && d.slot !== undefined) {
         const name = label(Number(d.slot));
         const who = `slot ${d.slot}${name ? ` ${name}` : ''}`;
-        li.append(onSlot ? button(who, { cls: 'link', onClick: () => onSlot(Number(d.slot)) }) : who, `: ${d.text}`);
+        li.append(onSlot ? button(who, { cls: 'link', onClick: () => onSlot(Number(d.slot)) }) : who, `: ${differenceText(d)}`);
       } else li.append(d.text);
       list.append(li);
     }
@@ -52,4 +66,70 @@ export function renderCompare(card, result, { fileName, expectedName, label = ()
     diff.append(list);
   }
   card.append(diff);
+}
+
+/** The compare card: runs the check when files open with a layout to compare with, or when the
+ *  layout changes; Close leaves compare mode. A checkpoint dropped on it is the one to compare. */
+export class CompareView {
+  constructor(ctx) {
+    this.ctx = ctx;
+  }
+
+  mount(root) {
+    this.card = el('section', 'card');
+    this.card.id = 'compare';
+    this.card.dataset.drop = 'expect';
+    this.card.hidden = true;
+    root.append(this.card);
+  }
+
+  onFiles() {
+    this.run();
+  }
+
+  onExpected() {
+    this.run();
+  }
+
+  onSelect() {}
+
+  /** The differences name slots: again with the new names. */
+  onLabels() {
+    if (this.shown && this.shown.expected === this.ctx.store.expected) renderCompare(this.card, this.shown.result, this.shown.options);
+  }
+
+  async run() {
+    const { store, rpc, readBytes, status } = this.ctx;
+    const main = store.primary;   // the optimizer checkpoint when one is open: a layout is its question
+    const expected = store.expected;
+    this.card.hidden = !main || !expected;
+    this.shown = null;
+    if (this.card.hidden) {
+      this.card.replaceChildren();
+      return;
+    }
+    const options = {
+      fileName: main.name, expectedName: expected.name, label: (i) => store.label(i), fileSize: Number(main.summary.size), readBytes: readBytes(main),
+      onSlot: (i) => store.select(i, 'compare'),
+      onClose: () => {
+        store.setExpected(null);
+        status('Compare mode closed.');
+      },
+    };
+    renderCompare(this.card, null, options);
+    let result;
+    try {
+      result = await rpc.request('check', { expected: expected.source, role: store.roleOf(main) });
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      result = { ok: false, error: { ...err, message: err.message, subject: err.subject ?? 'expected' }, differences: null, warnings: [] };
+    }
+    if (store.expected !== expected || store.primary !== main) return;
+    this.shown = { expected, result, options };
+    renderCompare(this.card, result, options);
+    const slot = result.ok ? null : result.error.slot;
+    if (slot !== null && slot !== undefined && result.error.subject !== 'expected' && store.optimizer?.summary.schema && Number(slot) < store.optimizer.cols.n) {
+      store.select(Number(slot), 'compare');
+    }
+  }
 }

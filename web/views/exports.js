@@ -1,80 +1,50 @@
-// Exports of the open files: the core's JSON report, an optimizer file's moments or a state
-// file's tensors as safetensors or .npz (slots named when the names fit), and one entry's m or v
-// as .npy. The bytes are made by the package in the worker and saved as downloads.
-import { $, el, button, download } from '../dom.js';
-import { plural } from '../format.js';
+// The Export… menu of the top bar: the JSON report of what is open, and the moments or tensors
+// for NumPy and PyTorch (parts/exports.js makes and saves the files).
+import { el, button } from '../dom.js';
+import { saveFile, saveReport } from '../parts/exports.js';
 
-export class Exports {
-  constructor(store, { rpc, status, roleOf }) {
-    this.store = store;
-    this.rpc = rpc;
-    this.status = status;
-    this.roleOf = roleOf;
+export class ExportsView {
+  constructor(ctx) {
+    this.ctx = ctx;
   }
 
-  /** Buttons of the statistics panel: this entry's m and v as .npy. */
-  entryActions(slot) {
-    const box = el('div', 'detail-actions');
-    box.append(el('span', 'meta', 'Save this entry for NumPy:'),
-      button('m as .npy', { testid: 'export-m', onClick: () => this.npy(this.store.optimizer, slot, 'm') }),
-      button('v as .npy', { testid: 'export-v', onClick: () => this.npy(this.store.optimizer, slot, 'v') }));
-    return box;
+  mount(root) {
+    this.menu = el('details', 'menu');
+    this.menu.id = 'export-menu';
+    this.menu.setAttribute('data-testid', 'export-menu');
+    this.menu.hidden = true;
+    const summary = el('summary', 'button', 'Export…');
+    summary.title = 'The JSON report, and the moments or tensors for NumPy and PyTorch (safetensors, .npz)';
+    this.items = el('div', 'menu-body');
+    this.menu.append(summary, this.items);
+    root.append(this.menu);
   }
 
-  async npy(file, slot, what) {
-    try {
-      const { bytes } = await this.rpc.request('exportNpy', { role: this.roleOf(file), slot, what });
-      const name = this.store.label(slot) || `slot${slot}`;
-      download(bytes, `${file.name}.${name}.${what}.npy`);
-      this.status(`Saved ${name}'s ${what} (${plural(bytes.length, 'byte')}).`);
-    } catch (err) {
-      this.status(`Export failed: ${err.message}`);
-    }
-  }
-
-  /** The open file's moments (or tensors) as safetensors or .npz, slots named when names fit. */
-  async file(file, format) {
-    const n = file.cols.kind === 'state' ? file.cols.tensorTotal : file.cols.n;
-    const names = this.store.labels?.length === n ? this.store.labels : null;
-    this.status(`Exporting ${file.name} as ${format}…`);
-    try {
-      const { bytes } = await this.rpc.request('exportFile', { role: this.roleOf(file), format, names });
-      download(bytes, `${file.name}.${format === 'npz' ? 'npz' : 'safetensors'}`);
-      this.status(`Exported ${file.name} as ${format} (${plural(bytes.length, 'byte')}${names ? ', tensors named by slot name' : ''}).`);
-    } catch (err) {
-      this.status(`Export failed: ${err.message}`);
-    }
-  }
-
-  /** The Export… menu for what is open. */
-  renderMenu() {
-    const box = $('export-items');
-    box.replaceChildren();
-    const add = (text, testid, fn) => {
-      const b = button(text, { testid, onClick: () => {
-        $('export-menu').open = false;
-        fn();
-      } });
-      box.append(b);
-    };
-    const main = this.store.primary;
-    const opt = this.store.optimizer, st = this.store.stateFile;
-    add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => this.report(main));
-    if (opt && st) add('Model-state report (JSON)', 'export-state-report', () => this.report(st));
+  /** The menu for what is open. */
+  onFiles() {
+    const { store } = this.ctx;
+    this.items.replaceChildren();
+    const add = (text, testid, fn) => this.items.append(button(text, { testid, onClick: () => {
+      this.menu.open = false;
+      fn();
+    } }));
+    const main = store.primary;
+    const opt = store.optimizer, st = store.stateFile;
+    this.menu.hidden = !main;
+    if (!main) return;
+    add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => saveReport(this.ctx, main));
+    if (opt && st) add('Model-state report (JSON)', 'export-state-report', () => saveReport(this.ctx, st));
     if (opt?.summary.ok) {
-      add('Moments as safetensors', 'export-safetensors', () => this.file(opt, 'safetensors'));
-      add('Moments as .npz', 'export-npz', () => this.file(opt, 'npz'));
+      add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors'));
+      add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz'));
     }
     if (st?.summary.ok) {
-      add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => this.file(st, 'safetensors'));
-      add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => this.file(st, 'npz'));
+      add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => saveFile(this.ctx, st, 'safetensors'));
+      add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => saveFile(this.ctx, st, 'npz'));
     }
-    $('export-menu').hidden = !main;
   }
 
-  async report(file) {
-    if (!file) return;
-    const text = await this.rpc.request('reportText', { role: this.roleOf(file) });
-    download(text, `${file.name}.report.json`, 'application/json');
-  }
+  onSelect() {}
+
+  onLabels() {}
 }

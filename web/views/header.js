@@ -1,8 +1,11 @@
-// The header card: family, version, dtype, optimizer, hyperparameters (value and exact bits),
-// random counter, slot counts (broken ties among them), how many bytes were read, and the verdict
-// badge. A model-state file shows its family, version and tensor count.
+// The header card, for any family, from the report alone: family, name, version and element
+// dtype; then what the report holds: the optimizer and its hyperparameters (value and exact
+// bits), the random counter, slot counts (broken ties among them), the tensor count; how many
+// bytes were read, and the verdict badge. One view shows the main file (#summary), another the
+// model-state file of a pair (#state-summary, with its own problem when it is broken).
 import { el, testid } from '../dom.js';
-import { count, plain, plural, bytes } from '../format.js';
+import { count, plain, plural, bytes, ioText } from '../format.js';
+import { renderFileProblem } from '../parts/problem-box.js';
 
 function field(key, value, { id, bits, title, cls } = {}) {
   const f = el('div', 'field');
@@ -15,14 +18,7 @@ function field(key, value, { id, bits, title, cls } = {}) {
   return f;
 }
 
-/** What was read to open the file: bytes from disk, or bytes over HTTP by range requests. */
-export function ioText(io, size) {
-  if (!io) return '';
-  if (io.via === 'http') return `${count(io.bytesTransferred)} bytes transferred over HTTP in ${plural(io.requests, 'range request')}`;
-  return `${count(io.bytesRead)} of ${count(size)} bytes read`;
-}
-
-export function renderHeader(container, file, { role = 'main', extra } = {}) {
+function renderHeader(container, file, { role = 'main' } = {}) {
   const { summary: s, cols, io, name } = file;
   container.replaceChildren();
   container.hidden = false;
@@ -36,20 +32,18 @@ export function renderHeader(container, file, { role = 'main', extra } = {}) {
   if (s.warnings.length) title.append(el('span', 'badge warn', plural(s.warnings.length, 'warning')));
   const sizeText = `${bytes(s.size)}; ${ioText(io, s.size)}`;
   title.append(testid(el('span', 'meta', sizeText), role === 'main' ? 'io' : 'io-b'));
-  if (extra) title.append(extra);
   container.append(title);
 
   const grid = el('div', 'summary-grid');
   const fid = (id) => (role === 'main' ? id : undefined);
   grid.append(field('Family', s.family ? `${s.name} (${s.family})` : 'not a TorchLean checkpoint'));
   grid.append(field('Format version', plain(s.version), { id: fid('field-version') }));
-  if (s.kind === 'state') {
-    grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
-    grid.append(field('Values', 'float32'));
+  grid.append(field('dtype', plain(s.dtype), { id: fid('field-dtype'), title: 'the element type of the file\'s values' }));
+  if ('tensorCount' in s) grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
+  if (!('config' in s)) {   // a family without an optimizer configuration
     container.append(grid);
     return;
   }
-  grid.append(field('Moment dtype', plain(s.dtype), { id: fid('field-dtype') }));
   const c = s.config;
   grid.append(field('Optimizer', c ? (c.kind === 'adamw' ? 'AdamW' : 'Adam') : '—', {
     id: fid('field-kind'),
@@ -80,4 +74,61 @@ export function renderHeader(container, file, { role = 'main', extra } = {}) {
     grid.append(field('Tied slots', tied, { id: fid('field-ties'), cls: sh?.broken.length ? 'bad' : '' }));
   }
   container.append(grid);
+}
+
+/** The header of the main file: the optimizer checkpoint when one is open, else what was opened. */
+export class HeaderView {
+  constructor(ctx) {
+    this.ctx = ctx;
+  }
+
+  mount(root) {
+    this.card = testid(el('section', 'card'), 'summary');
+    this.card.id = 'summary';
+    this.card.hidden = true;
+    root.append(this.card);
+  }
+
+  onFiles() {
+    const main = this.ctx.store.primary;
+    this.card.hidden = !main;
+    if (main) renderHeader(this.card, main);
+  }
+
+  onSelect() {}
+
+  onLabels() {}
+}
+
+/** The model-state file of a pair: its own header, and its own problem when it is broken. A
+ *  file dropped on this card is taken as the model-state file. */
+export class StateHeaderView {
+  constructor(ctx) {
+    this.ctx = ctx;
+  }
+
+  mount(root) {
+    this.card = testid(el('section', 'card'), 'state-summary');
+    this.card.id = 'state-summary';
+    this.card.dataset.drop = 'state';
+    this.card.hidden = true;
+    root.append(this.card);
+  }
+
+  onFiles() {
+    const { store } = this.ctx;
+    const second = store.optimizer && store.stateFile;
+    this.card.hidden = !second;
+    if (!second) return;
+    renderHeader(this.card, second, { role: 'model state' });
+    if (!second.summary.ok) {
+      const p = el('div', 'problem-inline');
+      this.card.append(p);
+      renderFileProblem(p, second, this.ctx, { title: 'Why the model-state file is broken' });
+    }
+  }
+
+  onSelect() {}
+
+  onLabels() {}
 }

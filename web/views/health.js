@@ -7,8 +7,8 @@
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
 import { $, el, button, testid, canvasIn } from '../dom.js';
-import { count, sci, plural } from '../format.js';
-import { VirtualTable } from './vtable.js';
+import { count, sci, plural, decade } from '../format.js';
+import { VirtualTable } from '../parts/vtable.js';
 
 const BAND = [1e-5, 1e-2];   // the ratio flags' range
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
@@ -33,24 +33,51 @@ function css(name, fallback) {
 const severity = (s) => s.flags.reduce((a, f) => Math.max(a, SEVERITY[f] ?? 1), 0);
 
 export class HealthView {
-  constructor(store, { rpc, onSelect, status }) {
+  constructor({ store, rpc }) {
     this.store = store;
     this.rpc = rpc;
-    this.onSelect = onSelect;
-    this.status = status;
     this.lr = null;
     this.result = null;
     this.running = false;
-    this.card = $('health-card');
-    this.canExport = true;
+    this.shown = null;
   }
 
-  setLr(lr) {
-    this.lr = lr;
+  mount(root) {
+    this.card = el('section', 'card');
+    this.card.id = 'health-card';
+    this.card.hidden = true;
+    root.append(this.card);
+    this.resize = new ResizeObserver(() => this.draw());
   }
 
   get opt() {
     return this.store.optimizer;
+  }
+
+  // ---- the view interface -----------------------------------------------------------------------
+
+  /** Other files: the learning rate is the example's, or none (another run's is not theirs); a
+   *  model-state file added to the same checkpoint keeps the one typed. */
+  onFiles() {
+    if (this.opt !== this.shown) this.lr = this.store.lr;
+    this.shown = this.opt;
+    this.reset();
+  }
+
+  onSelect({ slot, from }) {
+    this.select(slot, from);
+  }
+
+  onLabels() {
+    this.render();
+  }
+
+  onPair() {
+    this.pairChanged();
+  }
+
+  pick(slot) {
+    this.store.select(slot, 'health');
   }
 
   /** A new file (or pair): the card's controls; the pass runs by itself for small files. */
@@ -119,11 +146,12 @@ export class HealthView {
       rowTestId: 'health-row',
       label: 'training health per slot',
       hintEl: hint,
-      onSelect: (i) => this.onSelect(i),
+      onSelect: (i) => this.pick(i),
       columns: this.columns(),
     });
     this.bindChart();
-    new ResizeObserver(() => this.draw()).observe(this.chartBox);
+    this.resize.disconnect();   // one observer, on the chart of the last build
+    this.resize.observe(this.chartBox);
   }
 
   columns() {
@@ -237,7 +265,7 @@ export class HealthView {
       for (const f of r.flags.slice(0, 200)) {
         const li = testid(el('li', 'unhealthy-line'), 'health-flag');
         const name = this.store.label(f.slot);
-        li.append(button(`slot ${f.slot}${name ? ` ${name}` : ''}`, { cls: 'link', onClick: () => this.onSelect(f.slot) }), `: ${f.message}`);
+        li.append(button(`slot ${f.slot}${name ? ` ${name}` : ''}`, { cls: 'link', onClick: () => this.pick(f.slot) }), `: ${f.message}`);
         ul.append(li);
       }
       if (r.flags.length > 200) ul.append(el('li', 'meta', `… and ${r.flags.length - 200} more`));
@@ -286,7 +314,7 @@ export class HealthView {
     });
     this.canvas.addEventListener('click', (e) => {
       const i = this.slotAt(e.offsetX);
-      if (i >= 0) this.onSelect(i);
+      if (i >= 0) this.pick(i);
     });
     this.canvas.addEventListener('keydown', (e) => {
       const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
@@ -294,7 +322,7 @@ export class HealthView {
       e.preventDefault();
       const n = this.result.slots.length;
       const i = Math.min(n - 1, Math.max(0, (this.selected < 0 ? -step : this.selected) + step));
-      this.onSelect(i);
+      this.pick(i);
       this.describe(i);
     });
   }
@@ -365,7 +393,7 @@ export class HealthView {
     g.textAlign = 'right';
     const every = Math.max(1, Math.ceil((hi - lo) / Math.max(1, (bottom - top) / 22)));
     for (let d = lo; d <= hi; d += every) {
-      g.fillText(`1e${d}`, PAD.left - 6, y(d) + 4);
+      g.fillText(decade(d), PAD.left - 6, y(d) + 4);
       g.beginPath();
       g.moveTo(PAD.left, y(d) + 0.5);
       g.lineTo(this.width - PAD.right, y(d) + 0.5);
@@ -423,10 +451,17 @@ export class HealthView {
     g.fillStyle = muted;
     g.textAlign = 'center';
     const labelW = g.measureText(String(n - 1)).width + 12;
-    let step = 1;
-    for (let e = 1; step * slotPx < labelW; e *= 10) {
-      step = [1, 2, 5].map((m) => m * e).find((s) => s * slotPx >= labelW) ?? 10 * e;
+    // labels every 1, 2, 5, 10, … slots, at least labelW apart; none when the chart has no room
+    // (a box narrower than its padding: a negative slot width must not loop for ever)
+    let step = n;
+    for (let e = 1; e <= n && slotPx > 0; e *= 10) {
+      const fit = [1, 2, 5].map((m) => m * e).find((x) => x * slotPx >= labelW);
+      if (fit !== undefined) {
+        step = fit;
+        break;
+      }
     }
+    if (slotPx <= 0) step = Infinity;
     for (let k = 0; k < n; k += step) g.fillText(String(slots[k].slot), this.x(k), this.height - 8);
     g.textAlign = 'left';
     g.save();

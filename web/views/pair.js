@@ -3,11 +3,11 @@
 // whether the state file saved the tied parameters with equal values.
 import { el, testid, button } from '../dom.js';
 import { plural } from '../format.js';
-import { renderProblem } from './problem.js';
+import { renderProblem } from '../parts/problem-box.js';
 
 const MAX_TIES = 200;
 
-export function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot, stateBytes, stateSize }) {
+function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot, stateBytes, stateSize }) {
   card.replaceChildren();
   card.hidden = false;
   card.append(el('h2', '', 'Optimizer and model state'));
@@ -63,4 +63,49 @@ export function renderPair(card, result, { optName, stateName, cols, label = () 
   if (sh.links > MAX_TIES) list.append(el('li', 'meta', `… and ${sh.links - MAX_TIES} more`));
   box.append(list);
   card.append(box);
+}
+
+/** The pair card: with an optimizer checkpoint and its model-state file open, asks the worker for
+ *  the verdict and tells the store (the health pass runs again with the parameters). */
+export class PairView {
+  constructor(ctx) {
+    this.ctx = ctx;
+  }
+
+  mount(root) {
+    this.card = el('section', 'card');
+    this.card.id = 'pair';
+    this.card.hidden = true;
+    root.append(this.card);
+  }
+
+  async onFiles() {
+    const { store, rpc, readBytes } = this.ctx;
+    const opt = store.optimizer, st = store.stateFile;
+    this.card.hidden = !(opt && st);
+    this.shown = null;
+    if (this.card.hidden) return;
+    const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
+      stateBytes: readBytes(st), stateSize: Number(st.summary.size) };
+    renderPair(this.card, null, options);
+    let result;
+    try {
+      result = await rpc.request('pair');
+    } catch (err) {
+      if (err.name === 'AbortError') return;
+      result = { error: err };
+    }
+    if (store.optimizer !== opt || store.stateFile !== st) return;
+    this.shown = { result, options };
+    renderPair(this.card, result, options);
+    store.setPair(result);
+  }
+
+  onSelect() {}
+
+  /** The ties and failures name slots: again with the new names. */
+  onLabels() {
+    const { store } = this.ctx;
+    if (this.shown && store.pair === this.shown.result) renderPair(this.card, this.shown.result, this.shown.options);
+  }
 }

@@ -3,45 +3,123 @@
 // the count, the selection line (the selected slot's full name and facts) and the hint that
 // columns out of view can be scrolled to. Statistics columns fill in as statistics arrive; the
 // "NaN / unhealthy" filter asks for them (it never counts slots whose statistics do not exist).
-import { $, el, button, testid } from '../dom.js';
+import { el, button, testid } from '../dom.js';
 import { count, sci, plural } from '../format.js';
-import { VirtualTable } from './vtable.js';
-import { groupColor } from './sharing-map.js';
+import { VirtualTable } from '../parts/vtable.js';
+import { groupColor } from '../parts/map-canvas.js';
 
 export class ParamsView {
-  /** store: the page state; stats: the statistics accessor ({ofSlot(i), paramOfSlot(i), scanned,
-   *  scanning}); onNeedStats(): start the full scan. */
-  constructor(store, { stats, onNeedStats, onSelect }) {
+  constructor({ store, stats }) {
     this.store = store;
     this.stats = stats;
-    this.onNeedStats = onNeedStats;
     this.filter = 'all';
     this.search = '';
     this.sort = null;
-    this.table = new VirtualTable($('params'), {
+  }
+
+  mount(root) {
+    this.card = el('section', 'card');
+    this.card.id = 'params-card';
+    this.card.hidden = true;
+    const head = el('div', 'card-head');
+    const title = el('h2', '', 'Parameters ');
+    this.countEl = testid(el('span', 'count'), 'param-count');
+    title.append(this.countEl);
+    this.filters = el('div', 'filters');
+    this.filters.setAttribute('role', 'group');
+    this.filters.setAttribute('aria-label', 'Filter slots');
+    const filter = (key, text, title) => {
+      const b = button(text, { title, onClick: () => this.cols && this.setFilter(key) });
+      b.dataset.filter = key;
+      b.setAttribute('aria-pressed', String(key === 'all'));
+      this.filters.append(b);
+      return b;
+    };
+    filter('all', 'All');
+    filter('trainable', 'Trainable');
+    filter('frozen', 'Frozen');
+    filter('aliases', 'Tied');
+    this.brokenFilter = filter('broken', 'Broken ties');
+    this.brokenFilter.hidden = true;
+    filter('unhealthy', 'NaN / unhealthy', 'Needs statistics: computes them when they are not there yet');
+    this.searchBox = el('input');
+    this.searchBox.type = 'search';
+    this.searchBox.placeholder = 'Filter by name or shape';
+    this.searchBox.setAttribute('aria-label', 'Filter by name or shape');
+    this.searchBox.addEventListener('input', () => {
+      this.search = this.searchBox.value;
+      if (this.cols) this.refresh();
+    });
+    head.append(title, this.filters, this.searchBox);
+    const meta = el('div', 'table-meta');
+    this.selectionLine = testid(el('p', 'selection'), 'selection');
+    this.selectionLine.setAttribute('aria-live', 'polite');
+    const hint = testid(el('span', 'scroll-hint'), 'scroll-hint');
+    hint.hidden = true;
+    meta.append(this.selectionLine, hint);
+    const box = el('div', 'vtable');
+    box.id = 'params';
+    this.card.append(head, meta, box);
+    root.append(this.card);
+    this.table = new VirtualTable(box, {
       columns: this.columns(false),
       rowTestId: 'param-row',
       label: 'parameter slots',
-      onSelect: (i) => onSelect(i),
+      onSelect: (i) => this.store.select(i, 'table'),
       onSort: (sort) => {
         this.sort = sort;
         this.refresh();
       },
-      hintEl: $('params-hint'),
-    });
-    $('filters').addEventListener('click', (e) => {
-      const b = e.target.closest('button[data-filter]');
-      if (!b || !this.cols) return;
-      this.setFilter(b.dataset.filter);
-    });
-    $('param-search').addEventListener('input', (e) => {
-      this.search = e.target.value;
-      if (this.cols) this.refresh();
+      hintEl: hint,
     });
   }
 
+  // ---- the view interface -----------------------------------------------------------------------
+
+  onFiles() {
+    const cols = this.cols;
+    this.card.hidden = !cols;
+    if (!cols) {
+      this.shown = null;
+      this.clear();
+      return;
+    }
+    this.brokenFilter.hidden = !cols.sharing?.broken.length;
+    if (this.shown === cols) this.updateColumns();   // a model-state file came: the θ column
+    else this.reset();
+    this.shown = cols;
+  }
+
+  onSelect({ slot, from }) {
+    const cols = this.cols;
+    if (!cols || slot >= cols.n) return;
+    if (from === 'table') this.showSelection(slot);
+    else this.select(slot);
+  }
+
+  onLabels() {
+    if (!this.cols) return;
+    this.render();
+    this.refresh();
+    if (this.store.selected >= 0) this.showSelection(this.store.selected);
+  }
+
+  onStats() {
+    if (!this.cols) return;
+    // the rows change only when a filter or the order depends on statistics (a pass over every slot)
+    if (this.filter === 'unhealthy' || ['mRms', 'vMean', 'pRms'].includes(this.sort?.key)) this.refresh();
+    else this.render();
+  }
+
+  onHover({ slot }) {
+    if (this.cols) this.table.setHighlight(slot >= 0 ? this.cols.groupMembers(slot) : null);
+  }
+
+  // ---- the table ----------------------------------------------------------------------------------
+
+  /** The optimizer checkpoint's columns, when its schema was read. */
   get cols() {
-    return this.store.optimizer?.cols ?? null;
+    return this.store.optimizer?.summary.schema ? this.store.optimizer.cols : null;
   }
 
   label(i) {
@@ -62,7 +140,7 @@ export class ParamsView {
       } },
       { label: 'shares storage', width: 'minmax(150px, 1.3fr)', min: 150, cell: (i) => this.repCell(i) },
       { label: 'step', width: '72px', min: 64, num: true, sortKey: 'step', cell: (i) => {
-        const k = this.entryIndex(i);
+        const k = cols().entryFor(i);
         return { text: k < 0 ? '' : count(cols().entry(k).step) };
       } },
       { label: 'm rms', width: '84px', min: 80, num: true, sortKey: 'mRms', title: 'root mean square of the first moment', cell: (i) => ({ text: sci(stat(i, 'mRms')) }) },
@@ -73,16 +151,6 @@ export class ParamsView {
       list.push({ label: 'θ rms', width: '84px', min: 80, num: true, sortKey: 'pRms', title: 'root mean square of the parameter (model-state file)', cell: (i) => ({ text: sci(this.stats.paramOfSlot(i, 'rms')) }) });
     }
     return list;
-  }
-
-  entryIndex(i) {
-    const c = this.cols;
-    let k = c.entryOfSlot[i];
-    if (k < 0) {
-      const r = c.repAt(i);
-      if (r >= 0 && r < c.n && !c.broken(i)) k = c.entryOfSlot[r];
-    }
-    return k;
   }
 
   repCell(i) {
@@ -114,8 +182,8 @@ export class ParamsView {
     this.filter = 'all';
     this.search = '';
     this.sort = null;
-    $('param-search').value = '';
-    for (const b of $('filters').children) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
+    this.searchBox.value = '';
+    for (const b of this.filters.children) b.setAttribute('aria-pressed', String(b.dataset.filter === 'all'));
     this.table.setColumns(this.columns(!!this.store.stateFile));
     this.table.selected = -1;
     this.table.highlight = null;
@@ -132,8 +200,8 @@ export class ParamsView {
 
   setFilter(filter) {
     this.filter = filter;
-    for (const x of $('filters').children) x.setAttribute('aria-pressed', String(x.dataset.filter === filter));
-    if (filter === 'unhealthy' && !this.stats.scanned && !this.stats.scanning) this.onNeedStats();
+    for (const x of this.filters.children) x.setAttribute('aria-pressed', String(x.dataset.filter === filter));
+    if (filter === 'unhealthy' && !this.stats.scanned && !this.stats.scanning) this.stats.scan('optimizer');
     this.refresh();
   }
 
@@ -156,7 +224,7 @@ export class ParamsView {
       case 'rank': return c.rank(i) * 1e12 + Number(c.shape(i)[0] ?? 0);
       case 'size': return c.sizeApprox(i);
       case 'step': {
-        const k = this.entryIndex(i);
+        const k = this.cols.entryFor(i);
         return k < 0 ? -1 : c.entryStep(k);
       }
       case 'pRms': return Number(this.stats.paramOfSlot(i, 'rms') ?? -1);
@@ -198,12 +266,12 @@ export class ParamsView {
       }
     } else if (this.sort?.dir === -1) order.reverse();
     this.table.setOrder(order);
-    const countEl = $('param-count');
+    const countEl = this.countEl;
     countEl.replaceChildren();
     if (statsMissing) {
       countEl.append(this.stats.scanning
         ? 'statistics are being computed…'
-        : 'statistics not computed yet: ', this.stats.scanning ? '' : button('Compute statistics', { cls: 'link', testid: 'compute-stats', onClick: () => this.onNeedStats() }));
+        : 'statistics not computed yet: ', this.stats.scanning ? '' : button('Compute statistics', { cls: 'link', testid: 'compute-stats', onClick: () => this.stats.scan('optimizer') }));
       countEl.dataset.state = 'no-stats';
     } else {
       countEl.textContent = order.length === n ? plural(n, 'slot') : `${count(order.length)} of ${plural(n, 'slot')}`;
@@ -224,7 +292,7 @@ export class ParamsView {
 
   /** The selection line: the full name and the facts of the selected slot. */
   showSelection(i) {
-    const line = $('selection');
+    const line = this.selectionLine;
     const c = this.cols;
     if (!c || i < 0 || i >= c.n) {
       line.textContent = 'Select a slot (click a row or a mark in the map; arrow keys move) to see its full name and statistics.';
@@ -240,10 +308,6 @@ export class ParamsView {
     if (c.broken(i)) parts.push(`broken tie to ${r === null ? 'nothing' : `slot ${r}`}`);
     else if (r !== null && r !== undefined && r !== i) parts.push(`shares slot ${r}${this.label(Number(r)) ? ` (${this.label(Number(r))})` : ''}`);
     line.replaceChildren(testid(el('strong', '', parts.slice(0, this.label(i) ? 2 : 1).join(' ')), 'selection-name'), ` · ${parts.slice(this.label(i) ? 2 : 1).join(' · ')}`);
-  }
-
-  setHighlight(set) {
-    this.table.setHighlight(set);
   }
 
   render() {

@@ -1,83 +1,40 @@
-// The one problem view: every error the page shows (a broken file, a file that would not load
-// into a layout, a malformed layout, a pair that does not pair, a file that cannot be read) is
-// drawn here from the error object as the package gives it: the reference text, where the
-// offending field is (offset, length: the hex view highlights exactly those bytes), the slot it
-// is about (named, and selectable), which input is at fault (subject), a hint, and for a
-// configuration mismatch which fields differ (decoded values first, bit patterns below).
-import { el, button, testid } from '../dom.js';
-import { count, plain } from '../format.js';
-import { renderHex } from './hex.js';
+// The problem card: why the main file is broken (the core's diagnostic, where, the slot it names,
+// the bytes around it), or that the files could not be read at all. Opening a broken file selects
+// the slot its error names.
+import { el } from '../dom.js';
+import { renderProblem, renderFileProblem } from '../parts/problem-box.js';
 
-const HEX_BEFORE = 48, HEX_WINDOW = 128;
-
-/**
- * error: {message, code?, offset?, length?, slot?, subject?, hint?, configDiff?}
- * options:
- *   title          the heading ("Why this file is broken", …); none: no heading
- *   fileName       the file the offsets are in; expectedName: the layout's name
- *   fileSize       its size (for the hex view)
- *   readBytes(offset, length) -> Promise<{start, bytes}>: bytes for the hex view
- *   label(slot)    a slot's name, '' when unknown
- *   onSlot(slot)   select a slot (the slot named becomes a button)
- *   note           a line after everything (what is shown below, …)
- */
-export function renderProblem(container, error, options = {}) {
-  const { title, fileName, expectedName, fileSize, readBytes, label = () => '', onSlot, note } = options;
-  container.replaceChildren();
-  container.hidden = false;
-  if (title) container.append(el('h2', '', title));
-  const expected = error.subject === 'expected';
-  if (expected) {
-    container.append(testid(el('p', 'culprit', `The layout${expectedName ? ` (${expectedName})` : ''} is at fault, not the checkpoint: it is not a layout the trainer could hold.`), 'error-subject'));
+export class ProblemView {
+  constructor(ctx) {
+    this.ctx = ctx;
   }
-  const diag = el('p', 'diagnostic');
-  diag.append(testid(el('code', '', error.message), 'error'));
-  container.append(diag);
 
-  const where = el('p', 'meta where');
-  if (error.offset !== null && error.offset !== undefined) {
-    where.append(`at byte `, testid(el('strong', '', count(error.offset)), 'error-offset'));
-    if (error.length) where.append(` (${error.length === 1 ? '1 byte' : `${error.length} bytes`}${fileName ? ` of ${fileName}` : ''})`);
+  mount(root) {
+    this.card = el('section', 'card problem');
+    this.card.id = 'problem';
+    this.card.hidden = true;
+    root.append(this.card);
   }
-  if (error.slot !== null && error.slot !== undefined) {
-    if (where.childNodes.length) where.append(' · ');
-    const name = label(Number(error.slot));
-    const text = `${expected ? 'first broken slot' : 'slot'} ${error.slot}${name ? ` (${name})` : ''}`;
-    if (onSlot && !expected) {
-      const b = button(text, { cls: 'link', testid: 'error-slot', onClick: () => onSlot(Number(error.slot)) });
-      where.append(b);
-    } else where.append(testid(el('span', '', text), 'error-slot'));
-  }
-  if (where.childNodes.length) container.append(where);
-  if (error.hint) container.append(testid(el('p', 'hint', expected ? `Reason: ${error.hint}` : error.hint), 'error-hint'));
 
-  if (error.configDiff?.length) container.append(configTable(error.configDiff, expectedName));
-
-  if (readBytes && !expected && error.offset !== null && error.offset !== undefined && Number.isSafeInteger(Number(error.offset))) {
-    const hex = el('div', 'hex');
-    hex.setAttribute('aria-label', 'bytes around the error');
-    container.append(hex);
-    const offset = Number(error.offset), length = Math.min(Number(error.length ?? 0), 64);
-    const start = Math.max(0, offset - HEX_BEFORE);
-    readBytes(start, HEX_WINDOW).then(({ start: at, bytes }) => {
-      if (hex.isConnected) renderHex(hex, { bytes, start: at, offset, length, fileSize });
-    }, () => hex.remove());
+  onFiles() {
+    const { store } = this.ctx;
+    if (store.failure) {   // an I/O or HTTP error, or an address that names no file
+      const { names, error } = store.failure;
+      renderProblem(this.card, error, { title: `Could not read ${names.join(' or ')}` });
+      return;
+    }
+    const main = store.primary;
+    this.card.hidden = !main || main.summary.ok;
+    if (this.card.hidden) return;
+    renderFileProblem(this.card, main, this.ctx, { title: 'Why this file is broken', onSlot: (i) => store.select(i, 'problem') });
+    const slot = main.summary.error.slot;
+    const opt = store.optimizer;
+    if (slot !== null && slot !== undefined && main.summary.error.subject !== 'expected' && opt === main && opt.summary.schema && Number(slot) < opt.cols.n) {
+      store.select(Number(slot), 'problem');   // delivered once every view has the files
+    }
   }
-  if (note) container.append(el('p', 'meta', note));
-}
 
-/** A configuration mismatch: per field, the decoded values on one line ("beta2: file 0.999,
- *  expected 0.95"), the bit patterns on a second. */
-function configTable(diffs, expectedName) {
-  const box = el('div', 'config-diff');
-  box.append(el('p', 'meta', `${diffs.length === 1 ? 'This field differs' : `These ${diffs.length} fields differ`} (the file's value, then the expected${expectedName ? ` in ${expectedName}` : ''}):`));
-  const list = testid(el('ul'), 'config-diff');
-  for (const d of diffs) {
-    const li = testid(el('li'), 'config-diff-row');
-    li.append(el('div', 'value', `${d.field}: file ${plain(d.file)}, expected ${plain(d.expected)}`));
-    if (d.fileBits || d.expectedBits) li.append(el('div', 'bits', `bits: file ${d.fileBits ?? '—'}, expected ${d.expectedBits ?? '—'}`));
-    list.append(li);
-  }
-  box.append(list);
-  return box;
+  onSelect() {}
+
+  onLabels() {}
 }

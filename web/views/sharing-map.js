@@ -1,371 +1,84 @@
-// The sharing map, drawn: slots in module order along a baseline; each tie an arc from the
-// owner to the slot that shares its storage, drawn above everything. Only tied groups are
-// coloured (one hue per group); untied trainable slots share one neutral colour, frozen slots
-// are hollow and grey, and a slot the sharing-map rule rejects is red, its arc dashed red. Slot
-// indices (and names, when loaded) label the axis at a legible density. When slots are narrower
-// than two pixels they are aggregated per pixel column; the view zooms (wheel, +/−) and pans
-// (drag) down to single slots. The caption is HTML beside the canvas, never drawn over arcs.
-//
-// For tests and assistive tech the container carries data-slot-count, data-link-count,
-// data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…" and
-// data-broken-links.
-import { canvasIn } from '../dom.js';
-import { fitName } from './vtable.js';
+// The sharing map card: the map (parts/map-canvas.js), its legend (what each colour means, the
+// ties counted, broken ties named), zoom controls, and a caption for the slot under the pointer
+// or the selected one. Hovering a slot tells the store (the tables light up its group).
+import { el, button } from '../dom.js';
+import { plural } from '../format.js';
+import { SharingMap, groupColor } from '../parts/map-canvas.js';
 
-const PAD = 14;
-
-/** The colour of tied group g (its index among groups, in slot order). */
-export function groupColor(g) {
-  const hue = (200 + g * 137.508) % 360;   // the golden angle spreads neighbouring groups apart
-  return `hsl(${hue.toFixed(1)} 68% 48%)`;
-}
-
-function css(name, fallback) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
-}
-
-export class SharingMap {
-  constructor(container, { onHover, onSelect }) {
-    this.container = container;
-    this.onHover = onHover;
-    this.onSelect = onSelect;
-    this.canvas = document.createElement('canvas');
-    this.canvas.tabIndex = 0;
-    this.canvas.setAttribute('role', 'img');
-    container.replaceChildren(this.canvas);
-    this.n = 0;
-    this.zoom = 1;
-    this.offset = 0;   // in slots: the first slot at the left edge
-    this.hover = -1;
-    this.selected = -1;
-    this.labels = null;
-    new ResizeObserver(() => this.draw()).observe(container);
-    this.bindEvents();
+export class MapView {
+  constructor({ store }) {
+    this.store = store;
   }
 
-  /** cols: the file's FileColumns (reps, flags, sharing). */
-  setData(cols, labels = null) {
-    this.cols = cols;
-    this.n = cols.n;
-    this.sharing = cols.sharing;
-    const n = this.n, sh = this.sharing;
-    this.reps = new Float64Array(n);
-    for (let i = 0; i < n; i++) this.reps[i] = cols.repAt(i);
-    this.flags = cols.c.flags;
-    const links = [], broken = [];
-    for (let i = 0; i < n && (links.length <= 500 || broken.length <= 500); i++) {
-      const r = this.reps[i];
-      if (sh.tied[i] === 2) broken.push(`${i}>${r < 0 ? 'none' : r}`);
-      else if (r >= 0 && r !== i && sh.tied[i] === 1) links.push(`${i}>${r}`);
-    }
-    const d = this.container.dataset;
-    d.slotCount = String(n);
-    d.linkCount = String(sh.links);
-    d.groupCount = String(sh.groups);
-    d.brokenCount = String(sh.broken.length);
-    d.links = sh.links <= 500 ? links.join(',') : '';
-    d.brokenLinks = sh.broken.length <= 500 ? broken.join(',') : '';
-    this.canvas.setAttribute('aria-label', `${n} slots, ${sh.links} tied to an earlier slot in ${sh.groups} shared groups${sh.broken.length ? `, ${sh.broken.length} rejected by the sharing-map rule` : ''}`);
-    this.zoom = 1;
-    this.offset = 0;
-    this.hover = this.selected = -1;
-    this.groupCache = null;
-    this.setLabels(labels);
-  }
-
-  setLabels(labels) {
-    this.labels = labels && labels.length ? labels : null;
-    this.container.classList.toggle('with-names', !!this.labels);
-    this.container.classList.toggle('no-ties', !this.sharing?.links && !this.sharing?.broken.length);
-    this.draw();
-  }
-
-  isTied(i) {
-    return this.sharing?.tied[i] === 1;
-  }
-
-  isBroken(i) {
-    return this.sharing?.tied[i] === 2;
-  }
-
-  /** The slots sharing storage with slot i (its group), or just i: one scan, cached. */
-  groupOf(i) {
-    if (i < 0 || i >= this.n) return new Set();
-    const g = this.sharing.group[i];
-    if (g < 0) return new Set([i]);
-    if (this.groupCache?.g === g) return this.groupCache.members;
-    const members = new Set();
-    const from = Math.min(i, this.reps[i] >= 0 ? this.reps[i] : i);
-    for (let j = from; j < this.n; j++) if (this.sharing.group[j] === g) members.add(j);
-    this.groupCache = { g, members };
-    return members;
-  }
-
-  get visibleSlots() {
-    return this.n / this.zoom;
-  }
-
-  x(i) {
-    const w = this.width - 2 * PAD;
-    return PAD + ((i + 0.5 - this.offset) / this.visibleSlots) * w;
-  }
-
-  slotAt(px) {
-    const w = this.width - 2 * PAD;
-    const i = Math.floor(this.offset + ((px - PAD) / w) * this.visibleSlots);
-    return i >= 0 && i < this.n ? i : -1;
-  }
-
-  clampOffset() {
-    this.offset = Math.min(Math.max(0, this.offset), Math.max(0, this.n - this.visibleSlots));
-  }
-
-  zoomAt(factor, px) {
-    if (!this.n) return;
-    const w = this.width - 2 * PAD;
-    const anchor = this.offset + ((px - PAD) / w) * this.visibleSlots;
-    this.zoom = Math.min(Math.max(1, this.zoom * factor), Math.max(1, this.n / 8));
-    this.offset = anchor - ((px - PAD) / w) * this.visibleSlots;
-    this.clampOffset();
-    this.draw();
-  }
-
-  resetZoom() {
-    this.zoom = 1;
-    this.offset = 0;
-    this.draw();
-  }
-
-  setSelected(i, { reveal = true } = {}) {
-    this.selected = i;
-    if (reveal && i >= 0 && (i < this.offset || i >= this.offset + this.visibleSlots)) {
-      this.offset = i - this.visibleSlots / 2;
-      this.clampOffset();
-    }
-    this.draw();
-  }
-
-  bindEvents() {
-    const c = this.canvas;
-    let drag = null;
-    c.addEventListener('pointermove', (e) => {
-      const px = e.offsetX;
-      if (drag) {
-        const w = this.width - 2 * PAD;
-        this.offset = drag.offset - ((px - drag.x) / w) * this.visibleSlots;
-        drag.moved ||= Math.abs(px - drag.x) > 3;
-        this.clampOffset();
-        this.draw();
-        return;
-      }
-      const i = this.slotAt(px);
-      if (i !== this.hover) {
-        this.hover = i;
-        this.draw();
-        this.onHover?.(i);
-      }
-    });
-    c.addEventListener('pointerleave', () => {
-      this.hover = -1;
-      this.draw();
-      this.onHover?.(-1);
-    });
-    c.addEventListener('pointerdown', (e) => {
-      drag = { x: e.offsetX, offset: this.offset, moved: false };
-      c.setPointerCapture(e.pointerId);
-    });
-    c.addEventListener('pointerup', (e) => {
-      const wasDrag = drag?.moved;
-      drag = null;
-      if (!wasDrag) {
-        const i = this.slotAt(e.offsetX);
-        if (i >= 0) {
-          this.setSelected(i, { reveal: false });
-          this.onSelect?.(i);
-        }
-      }
-    });
-    c.addEventListener('wheel', (e) => {
-      e.preventDefault();
-      this.zoomAt(e.deltaY < 0 ? 1.25 : 0.8, e.offsetX);
-    }, { passive: false });
-    c.addEventListener('dblclick', () => this.resetZoom());
-    c.addEventListener('keydown', (e) => {
-      const step = { ArrowRight: 1, ArrowLeft: -1 }[e.key];
-      if (step && this.n) {
-        e.preventDefault();
-        const i = Math.min(this.n - 1, Math.max(0, (this.selected < 0 ? -step : this.selected) + step));
-        this.setSelected(i);
-        this.onSelect?.(i);
-        this.onHover?.(i);
-      } else if (e.key === '+' || e.key === '=') this.zoomAt(1.5, this.width / 2);
-      else if (e.key === '-') this.zoomAt(1 / 1.5, this.width / 2);
+  mount(root) {
+    this.card = el('section', 'card');
+    this.card.id = 'map-card';
+    this.card.hidden = true;
+    const head = el('div', 'card-head');
+    this.legend = el('div', 'legend');
+    this.legend.setAttribute('data-testid', 'map-legend');
+    const tools = el('div', 'tools');
+    tools.append(
+      button('−', { onClick: () => this.map.zoomAt(1 / 1.5, this.map.width / 2), title: 'Zoom out' }),
+      button('Fit', { onClick: () => this.map.resetZoom() }),
+      button('+', { onClick: () => this.map.zoomAt(1.5, this.map.width / 2), title: 'Zoom in' }),
+    );
+    tools.firstChild.setAttribute('aria-label', 'Zoom out');
+    tools.lastChild.setAttribute('aria-label', 'Zoom in');
+    head.append(el('h2', '', 'Sharing map'), this.legend, tools);
+    this.caption = el('p', 'meta map-status');
+    this.caption.id = 'map-status';
+    this.caption.setAttribute('data-testid', 'map-caption');
+    const box = el('div', 'sharing-map');
+    box.id = 'sharing-map';
+    box.setAttribute('data-testid', 'sharing-map');
+    this.card.append(head, this.caption, box);
+    root.append(this.card);
+    this.map = new SharingMap(box, {
+      onHover: (i) => this.store.hover(i),
+      onSelect: (i) => this.store.select(i, 'map'),
     });
   }
 
-  draw() {
-    const c = canvasIn(this.canvas, this.container);
-    if (!c) return;
-    const { g } = c;
-    this.width = c.width;
-    this.height = c.height;
-    if (!this.n) return;
-    const fg = css('--fg', '#222'), muted = css('--muted', '#666'), frozen = css('--frozen', '#999');
-    const neutral = css('--neutral', '#8a9bb4'), bad = css('--bad', '#b3261e'), line = css('--line', '#ddd');
-    const first = Math.max(0, Math.floor(this.offset)), last = Math.min(this.n, Math.ceil(this.offset + this.visibleSlots));
-    const slotPx = (this.width - 2 * PAD) / this.visibleSlots;
-    const names = this.labels ? (slotPx >= 64 ? 22 : 78) : 0;   // level names need one line, rotated ones more
-    const base = this.height - 36 - names;   // the marks hang below the baseline, labels below them
-    const markH = 12;
-    const focus = this.groupOf(this.hover >= 0 ? this.hover : this.selected);
-    const sh = this.sharing;
-    const colorOf = (i) => (sh.tied[i] === 2 ? bad : this.flags[i] !== 1 ? frozen : sh.group[i] >= 0 ? groupColor(sh.group[i]) : neutral);
-
-    // 1. Slot marks: one per slot when they are wide enough, else aggregated per pixel column.
-    if (slotPx >= 2) {
-      const w = Math.max(1, Math.min(slotPx - (slotPx > 4 ? 2 : 1), 16));
-      for (let i = first; i < last; i++) {
-        const x = this.x(i);
-        if (i >= this.flags.length) {   // trainability not read: a dashed outline, neither frozen nor trainable
-          g.strokeStyle = muted;
-          g.lineWidth = 1;
-          g.setLineDash([2, 2]);
-          g.strokeRect(x - w / 2 + 0.5, base + 2.5, Math.max(1, w - 1), markH - 1);
-          g.setLineDash([]);
-        } else if (this.flags[i] !== 1 && sh.tied[i] !== 2) {
-          g.strokeStyle = frozen;
-          g.lineWidth = 1;
-          g.strokeRect(x - w / 2 + 0.5, base + 2.5, Math.max(1, w - 1), markH - 1);
-        } else {
-          g.fillStyle = colorOf(i);
-          g.fillRect(x - w / 2, base + 2, w, markH);
-        }
-        if (focus.has(i) || i === this.selected) {
-          g.fillStyle = fg;
-          g.fillRect(x - w / 2, base + markH + 4, w, 3);
-        }
-      }
-    } else {
-      for (let px = PAD; px < this.width - PAD; px++) {
-        const a = this.slotAt(px);
-        if (a < 0) continue;
-        const b = Math.min(this.n - 1, Math.max(a, this.slotAt(px + 1) - 1));
-        let nFrozen = 0, total = 0, tiedGroup = -1, anyBroken = false;
-        for (let i = a; i <= b; i++, total++) {
-          if (sh.tied[i] === 2) anyBroken = true;
-          else if (i < this.flags.length && this.flags[i] !== 1) nFrozen++;
-          else if (tiedGroup < 0 && sh.group[i] >= 0) tiedGroup = sh.group[i];
-        }
-        const hFrozen = (markH * nFrozen) / Math.max(1, total);
-        g.fillStyle = frozen;
-        g.fillRect(px, base + 2 + markH - hFrozen, 1, hFrozen);
-        g.fillStyle = anyBroken ? bad : tiedGroup >= 0 ? groupColor(tiedGroup) : neutral;
-        g.fillRect(px, base + 2, 1, markH - hFrozen);
-        if (anyBroken) {
-          g.fillStyle = bad;
-          g.fillRect(px, base + markH + 4, 1, 3);
-        }
-      }
-    }
-
-    // 2. Axis: slot indices every `step` slots, step 1, 2, 5, 10, 20, 50… so labels stay apart.
-    g.font = '11px system-ui, sans-serif';
-    g.textBaseline = 'alphabetic';
-    const labelW = g.measureText(String(last - 1)).width + 10;
-    const step = this.tickStep(slotPx, labelW);
-    g.fillStyle = muted;
-    g.strokeStyle = line;
-    g.textAlign = 'center';
-    for (let i = Math.ceil(first / step) * step; i < last; i += step) {
-      const x = this.x(i);
-      g.fillRect(x - 0.5, base + markH + 8, 1, 3);
-      g.fillText(String(i), Math.min(this.width - 12, Math.max(12, x)), base + markH + 22);
-    }
-    g.textAlign = 'left';
-
-    // 3. Names, when loaded: level under each slot when there is room, else rotated, every k-th
-    //    slot so that they stay apart; shortened in the middle to fit.
-    if (this.labels) {
-      g.font = '10.5px system-ui, sans-serif';
-      const font = g.font;
-      const level = slotPx >= 64;
-      const every = level ? 1 : Math.max(1, Math.ceil(24 / slotPx));   // rotated lines 24 px apart stay clear of each other
-      const nameStep = every <= step && step % every === 0 ? every : Math.ceil(every / step) * step;
-      g.textAlign = level ? 'center' : 'left';
-      for (let i = Math.ceil(first / nameStep) * nameStep; i < last; i += nameStep) {
-        const name = this.labels[i];
-        if (!name) continue;
-        g.save();
-        g.fillStyle = i === this.selected || focus.has(i) ? fg : muted;
-        if (level) {
-          g.fillText(fitName(name, slotPx - 8, font), this.x(i), base + markH + 38);
-        } else {
-          g.translate(this.x(i) - 3, base + markH + 30);
-          g.rotate(Math.PI / 5);
-          g.fillText(fitName(name, (names - 6) / Math.sin(Math.PI / 5), font), 0, 0);
-        }
-        g.restore();
-      }
-      g.textAlign = 'left';
-    }
-
-    // 4. Ties above everything: ordinary arcs, then broken ones (dashed red), then the focused group.
-    const maxH = base - 8;
-    const seen = slotPx < 1 ? new Set() : null;
-    const arc = (a, r, color, emphasis) => {
-      const x1 = this.x(r), x2 = this.x(a);
-      if (seen && !emphasis) {
-        const key = Math.round(x1) * 65536 + Math.round(x2);
-        if (seen.has(key)) return;
-        seen.add(key);
-      }
-      const h = Math.min(maxH, Math.max(10, Math.abs(x2 - x1) * 0.5));
-      g.strokeStyle = color;
-      g.beginPath();
-      g.moveTo(x1, base);
-      g.bezierCurveTo(x1, base - h * 1.33, x2, base - h * 1.33, x2, base);
-      g.stroke();
-    };
-    g.globalAlpha = focus.size > 1 ? 0.25 : Math.max(0.3, Math.min(0.9, 12 / Math.sqrt(sh.links + 1)));
-    g.lineWidth = 1.5;
-    for (let a = first; a < this.n; a++) {   // an alias follows its owner: only a >= first can reach the view
-      const r = this.reps[a];
-      if (sh.tied[a] !== 1 || r < 0 || r === a || r >= last || focus.has(a)) continue;
-      arc(a, r, groupColor(sh.group[a]), false);
-    }
-    g.globalAlpha = 1;
-    g.lineWidth = 2;
-    g.setLineDash([5, 3]);
-    for (const a of sh.broken) {
-      const r = this.reps[a];
-      if (r < 0 || r >= this.n || r === a) continue;
-      if (Math.max(a, r) < first || Math.min(a, r) >= last) continue;
-      arc(a, r, bad, true);
-    }
-    g.setLineDash([]);
-    g.lineWidth = 2.5;
-    for (const a of focus) {
-      const r = this.reps[a];
-      if (sh.tied[a] === 1 && r >= 0 && r !== a) arc(a, r, groupColor(sh.group[a]), true);
-    }
-    if (this.zoom > 1) {
-      const z = `×${this.zoom.toFixed(1)}: slots ${first}–${Math.max(first, last - 1)}`;
-      g.fillStyle = muted;
-      g.fillText(z, this.width - PAD - g.measureText(z).width, 12);
-    }
+  get cols() {
+    return this.store.optimizer?.summary.schema ? this.store.optimizer.cols : null;
   }
 
-  /** Slot-index labels every step slots (1, 2, 5, 10, 20, 50, …) at least `minPx` apart. */
-  tickStep(slotPx, minPx) {
-    for (let e = 1; e < 1e12; e *= 10) {
-      for (const m of [1, 2, 5]) if (m * e * slotPx >= minPx) return m * e;
-    }
-    return 1e12;
+  onFiles() {
+    const cols = this.cols;
+    this.card.hidden = !cols;
+    if (!cols) return;
+    this.map.setData(cols, this.store.labels);
+    renderLegend(this.legend, cols);
+    this.showCaption(-1);
+  }
+
+  onSelect({ slot, from }) {
+    const cols = this.cols;
+    if (!cols || slot >= cols.n) return;
+    if (from !== 'map') this.map.setSelected(slot);
+    this.showCaption(slot);
+  }
+
+  onLabels(names) {
+    if (this.cols) this.map.setLabels(names);
+  }
+
+  onHover({ slot }) {
+    this.showCaption(slot >= 0 ? slot : this.store.selected);
+  }
+
+  /** The caption: the slot given when there is one, else how to use the map. */
+  showCaption(slot) {
+    const cols = this.cols;
+    this.caption.textContent = cols && slot >= 0 && slot < cols.n
+      ? describeSlot(cols, slot, (i) => this.store.label(i))
+      : 'Hover a slot to see its group; click to select it. Wheel or +/− to zoom, drag to pan.';
   }
 }
 
 /** The legend: what each colour means, and the counts (broken ties among them). */
-export function renderLegend(container, cols, { el }) {
+function renderLegend(container, cols) {
   container.replaceChildren();
   const sh = cols.sharing;
   const add = (cls, text, color) => {
@@ -381,7 +94,7 @@ export function renderLegend(container, cols, { el }) {
   if (cols.c.flags.length < cols.n) add('unknown', 'not read');
   if (sh.broken.length) add('broken', 'broken tie');
   const ties = !cols.repsKnown ? 'the sharing map was not read (the file broke before it)'
-    : sh.links ? `${sh.links} tie${sh.links === 1 ? '' : 's'} in ${sh.groups} group${sh.groups === 1 ? '' : 's'}`
+    : sh.links ? `${plural(sh.links, 'tie')} in ${plural(sh.groups, 'group')}`
     : sh.broken.length ? '' : 'no ties';
   if (ties) container.append(el('span', 'counts', ties));
   if (sh.broken.length) {
@@ -393,7 +106,7 @@ export function renderLegend(container, cols, { el }) {
 }
 
 /** The caption of a slot: its name, shape and place in the sharing map. */
-export function describeSlot(cols, i, { label, groupOf }) {
+function describeSlot(cols, i, label) {
   const r = cols.rep(i);
   const named = (j) => `slot ${j}${label(j) ? ` (${label(j)})` : ''}`;
   let what;
@@ -401,7 +114,7 @@ export function describeSlot(cols, i, { label, groupOf }) {
   else if (cols.trainable(i) === undefined) what = 'trainability not read (the file broke before it)';
   else if (!cols.trainable(i)) what = 'frozen (no optimizer state)';
   else if (r === i) {
-    const g = groupOf(i);
+    const g = cols.groupMembers(i);
     what = `owns its optimizer history${g.size > 1 ? `, shared by ${`${g.size - 1} tied slot${g.size === 2 ? '' : 's'}`}` : ''}`;
   } else if (r !== null && r !== undefined) what = `tied to ${named(Number(r))}`;
   else what = 'trainable';

@@ -41,12 +41,17 @@ function box(title, s, { badNegative = false } = {}) {
   return b;
 }
 
-/**
- * container: the panel. entry: {id, step, count, offset} (the file's entry), slot: the slot
- * selected (a tied slot shows its owner's entry). stats: the core's statistics or null while
- * they are computed; progress: {done, total} or null. param: the state file's statistics of the
- * slot's values, or undefined without a state file.
- */
+/** A progress tick: the bar and its figure updated in place (the Cancel button stays the same
+ *  element, so a click on it is never lost to a redraw). False when there is no bar yet. */
+export function updateProgress(box, { done, total }) {
+  const bar = box.querySelector('[data-testid=entry-progress]');
+  if (!bar) return false;
+  bar.value = total ? done / total : 0;
+  const label = bar.previousElementSibling;
+  if (label) label.textContent = `Computing statistics… ${total ? Math.floor((100 * done) / total) : 0}%`;
+  return true;
+}
+
 /** While one item's statistics are computed: the core's progress as a bar and a percentage. */
 function progressRow(progress, onCancel) {
   const row = el('div', 'progress-line');
@@ -59,6 +64,12 @@ function progressRow(progress, onCancel) {
   return row;
 }
 
+/**
+ * container: the panel. entry: {id, step, count, offset} (the file's entry), slot: the slot
+ * selected (a tied slot shows its owner's entry). stats: the core's statistics or null while
+ * they are computed; progress: {done, total} or null. param: the state file's statistics of the
+ * slot's values, or undefined without a state file.
+ */
 export function renderEntryDetail(container, { slot, entry, label, ownerLabel, config, stats, progress, error, param, onCancel, actions }) {
   container.replaceChildren();
   container.hidden = false;
