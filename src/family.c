@@ -7,9 +7,9 @@
 #include <string.h>
 
 static const ckpt_family families[] = {
-    {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true},
-    {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false},
-    {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false},
+    {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true, CKPT_DTYPE_ANY},
+    {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false, CKPT_FLOAT32},
+    {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false, CKPT_FLOAT32},
 };
 #define FAMILY_COUNT (sizeof families / sizeof families[0])
 
@@ -22,6 +22,10 @@ const ckpt_family *ckpt_family_get(int id)
         if (families[k].id == id) return &families[k];
     return NULL;
 }
+
+size_t ckpt_family_count(void) { return FAMILY_COUNT; }
+
+const ckpt_family *ckpt_family_at(size_t k) { return k < FAMILY_COUNT ? &families[k] : NULL; }
 
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7])
 {
