@@ -165,14 +165,14 @@ class Core {
 
   /** u64 values (bigints) into wasm memory; the caller frees the pointer. */
   u64Array(values) {
-    const p = this.malloc(values.length * 8);
+    const p = this.malloc(values.length * BigUint64Array.BYTES_PER_ELEMENT);
     new BigUint64Array(this.memory.buffer, p, values.length).set(values);
     return p;
   }
 
   /** A copy of n u64 values at p. */
   readU64(p, n) {
-    return new BigUint64Array(this.memory.buffer.slice(p, p + 8 * n));
+    return new BigUint64Array(this.memory.buffer.slice(p, p + BigUint64Array.BYTES_PER_ELEMENT * n));
   }
 
   /** A NUL-terminated string the core malloc'ed: decode it and free it. NULL means out of memory. */

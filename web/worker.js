@@ -123,14 +123,13 @@ const handlers = {
     const h = handle(role);
     const cols = h.ck.columns();
     const state = h.ck.kind === 'state';
-    const stride = state ? 3 : 6;
-    const list = state ? cols.tensors : cols.entries;
-    const total = list.length / stride;
+    const list = state ? cols.tensorRows : cols.entryRows;
+    const total = list.length;
     const ids = [], counts = [];
     let sum = 0;
     for (let k = 0; k < total; k++) {
-      ids.push(state ? k : Number(list[k * stride]));
-      const c = Number(list[k * stride + (state ? 0 : 2)]);
+      ids.push(state ? k : Number(list.get(k, 'id')));
+      const c = Number(list.get(k, 'count'));
       counts.push(c);
       sum += c;
     }
