@@ -188,7 +188,7 @@ const handlers = {
     } catch (err) {
       if (err.name !== 'CheckpointError' && err.name !== 'LayoutError') throw err;
       const { message, code = null, offset = null, length = 0, slot = null, hint = null, configDiff = null } = err;
-      const subject = err.name === 'LayoutError' || err.role === 'expected' ? 'expected' : err.subject ?? 'file';
+      const subject = err.name === 'LayoutError' ? 'expected' : err.subject;
       verdict = { ok: false, error: { name: err.name, message, code, offset, length, slot, subject, hint, configDiff }, warnings: err.report?.warnings ?? [] };
     }
     let differences = null;
