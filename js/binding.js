@@ -9,6 +9,7 @@ import { loadCore, u64 } from './wasm.js';
 
 const bindings = new WeakMap();
 let description = null;   // the same for every instance: one set of sources
+let first = null;         // the first bound instance, for the synchronous validators
 
 /** The bound core (loaded once per variant). */
 export async function loadBinding(variant) {
@@ -25,8 +26,11 @@ export function abi() {
   return description;
 }
 
-/** The codes by name (abi().codes): a CheckpointError's `code` compared by name. */
-export const codes = () => abi().codes;
+/** The first bound instance, for the synchronous validators (after loadBinding). */
+export function bound() {
+  if (!first) throw new Error('ckptscope: the core is not loaded yet (await loadBinding() first)');
+  return first;
+}
 
 // The typed array of a float width: JavaScript's own fact, matched to the core's widths.
 const FLOAT_ARRAYS = new Map([Float32Array, Float64Array].map((C) => [C.BYTES_PER_ELEMENT, C]));
@@ -140,6 +144,7 @@ export class Binding {
     this.abi = description;
     this.codes = description.codes;
     this.NONE = description.NONE;
+    first ??= this;
   }
 
   get core() {
@@ -193,6 +198,19 @@ export class Binding {
   /** void w_error_free(ckpt_error *) */
   errorFree(err) {
     if (err) this.#ex.w_error_free(err);
+  }
+
+  /** The core's error for a caller's value past 2^64 - 1 (a bigint), as its JSON object. */
+  valueTooLarge(big) {
+    const err = this.errorNew();
+    const text = this.#core.stringIn(big.toString());
+    try {
+      this.#ex.w_value_too_large(err, text);
+      return this.errorTake(err);
+    } finally {
+      this.#core.free(text);
+      this.errorFree(err);
+    }
   }
 
   /** The error as its JSON object (ckpt_error_json; null when there is none), then cleared. */

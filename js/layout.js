@@ -7,7 +7,7 @@
 // core is bound: every caller here runs after it is).
 
 import { CheckpointError, LayoutError } from './errors.js';
-import { abi } from './binding.js';
+import { abi, bound } from './binding.js';
 
 const U64_LIMIT = 1n << 64n;
 
@@ -35,7 +35,7 @@ export function layoutU64(value, where) {
   else throw new LayoutError(`${where} must be a nonnegative integer, got ${describe(value)}`);
   if (big < 0n) throw new LayoutError(`${where} must be a nonnegative integer, got ${value}`);
   if (big >= U64_LIMIT) {
-    throw new CheckpointError({ message: `CUDA Adam checkpoint: metadata value does not fit in 64 bits: ${big}`, code: abi().codes.VALUE_TOO_LARGE, subject: 'expected' });
+    throw new CheckpointError(bound().valueTooLarge(big));
   }
   return big;
 }

@@ -617,6 +617,9 @@ int ckpt_file_attach_packed(ckpt_file *f, size_t k, const uint64_t *words, size_
 
 /* Set err to out of memory; returns CKPT_E_NO_MEMORY. */
 int ckpt_error_set_oom(ckpt_error *err);
+/* A value past 2^64 - 1 (in decimal), of slot (CKPT_NONE: of none): the reference writer's own
+ * error (format.md 1), for a caller whose input cannot cross as a u64. Returns the code. */
+int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decimal);
 
 /* Everything above, and every ckpt_code by name, as one JSON object (docs/api.md "The ABI"):
  * {"families","dtypes","codes","constants","structs"}; each struct {size, fields: {name:

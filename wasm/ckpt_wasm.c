@@ -54,6 +54,14 @@ ckpt_error *w_error_new(void)
     return err;
 }
 
+/* A layout's or a description's value past 2^64 - 1 (decimal): the caller's input at fault. */
+int w_value_too_large(ckpt_error *err, const char *decimal)
+{
+    int rc = ckpt_fail_value_too_large(err, CKPT_NONE, decimal);
+    err->subject = CKPT_SUBJECT_EXPECTED;
+    return rc;
+}
+
 void w_error_free(ckpt_error *err)
 {
     ckpt_error_clear(err);
