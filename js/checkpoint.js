@@ -165,6 +165,11 @@ export function withFileLayout(ck, fn, subject) {
   return internals.withLayout(ck, fn, subject);
 }
 
+/** Entries (optimizer) or tensors (state): what statistics are gathered for. */
+export function itemCount(ck) {
+  return internals.use(ck, (b, file) => b.itemCount(file));
+}
+
 /** Item k's statistics as packed words (for another instance's attachPacked). */
 export function itemStatsPacked(ck, k, options) {
   return internals.itemStatsPacked(ck, k, options);
@@ -381,11 +386,6 @@ export class Checkpoint {
     this.#columns ??= this.columns();
     const { dimStart, dims } = this.#columns;
     return Array.from(dims.subarray(Number(dimStart[i]), Number(dimStart[i + 1])), exact);
-  }
-
-  /** Entries (optimizer) or tensors (state): what statistics are gathered for. */
-  get itemCount() {
-    return this.#use((b, file) => b.itemCount(file));
   }
 
   #itemStatsPacked(k, { onProgress, signal } = {}) {

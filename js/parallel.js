@@ -7,7 +7,7 @@
 // module instance, the file's metadata parsed again), and on two cores one fewer is felt.
 
 import { isNode, compiledModule } from './wasm.js';
-import { itemStatsPacked, attachPacked } from './checkpoint.js';
+import { itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
 import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
@@ -101,7 +101,7 @@ async function workerKit() {
 export async function statsInParallel(ck, source, n, { onProgress, signal } = {}) {
   const { abi } = await loadBinding();
   const cols = ck.columns();
-  const count = ck.itemCount;
+  const count = itemCount(ck);
   const state = ck.kind === 'state';
   const rows = state ? cols.tensorRows : cols.entryRows;
   const weights = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')) + 1);

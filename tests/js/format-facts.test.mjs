@@ -98,3 +98,13 @@ test('no JS or web file states a format or ABI fact but the known ones', async (
   assert.ok((await import('./format-facts.mjs')).guardedFiles().length > 40, 'the guard reads js/ and web/');
   assert.deepEqual(found, KNOWN, JSON.stringify(found, null, 1));
 });
+
+test("Checkpoint's methods are the ones index.d.ts declares: the package's plumbing is not its API", async () => {
+  const { Checkpoint } = await import('../../js/index.js');
+  const types = fs.readFileSync(path.join(ROOT, 'js/index.d.ts'), 'utf8');
+  const body = types.slice(types.indexOf('export class Checkpoint {'));
+  const declared = [...body.slice(0, body.indexOf('\n}')).matchAll(/^\s+(?:readonly\s+)?(\w+)[(:]/gm)].map((m) => m[1]).sort();
+  const own = Object.getOwnPropertyNames(Checkpoint.prototype).filter((k) => k !== 'constructor').sort();
+  assert.ok(declared.includes('columns') && declared.includes('close'), 'the declaration was read');
+  assert.deepEqual(own, declared);
+});
