@@ -196,6 +196,29 @@ for (let r = 0; r < REPEAT; r++) {
 const layoutCli = timed(node, [cli, 'inspect', layoutFile, '--json'], { discard: true });
 const walkLimit = timed(limitWalk, [layoutFile, '--repeat', '5'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 
+// Checkpoints of one run (docs/runs.md): 4 copies of the statistics file saved at steps 1 to 4
+// (k = 1 between each), against 4 statistics passes over the same files.
+const runFiles = [1, 2, 3, 4].map((step) => ensure(`run-step-${step}-1g.ckpt`, (file) => {
+  fs.copyFileSync(statsFile, file);
+  const fd = fs.openSync(file, 'r+');
+  const word = Buffer.alloc(8);
+  word.writeBigUInt64LE(BigInt(step));
+  for (let i = 0, at = statsStart; i < STATS_SLOTS; i++, at += 24 + 8 * STATS_ELEMENTS) fs.writeSync(fd, word, 0, 8, at + 8);
+  fs.closeSync(fd);
+}));
+log('run over 4 × 1 GiB checkpoints, and 4 × inspect --stats…');
+{
+  const buf = Buffer.alloc(16 << 20);
+  for (const f of runFiles) {
+    const fd = fs.openSync(f, 'r');
+    while (fs.readSync(fd, buf) > 0);
+    fs.closeSync(fd);
+  }
+}
+const runCli = timed(node, [cli, 'run', ...runFiles, '--json'], { env: { CKPTSCOPE_WASM: 'simd' }, discard: true });
+const inspect4 = runFiles.map((f) => timed(node, [cli, 'inspect', f, '--stats', '--json', '--workers', '1'], { env: { CKPTSCOPE_WASM: 'simd' }, discard: true }));
+const inspect4Seconds = inspect4.reduce((a, r) => a + r.seconds, 0);
+
 log('health and pairing, 1 GiB of moments + 0.5 GiB of parameters…');
 const healthNative = timed(native, [statsFile, '--health', stateFile, '--repeat', '2'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 const healthCli = timed(node, [cli, 'health', statsFile, '--state', stateFile, '--lr', '1e-3', '--json', '--workers', '1']);
@@ -247,6 +270,8 @@ const rows = [
   ['export 20 GB sparse as .npz (streamed)', export20g.seconds, size(sparse20g) / export20g.seconds / 1e9, export20g.peakRssMiB],
   ['export 20 GB sparse as .safetensors', export20gSt.seconds, size(sparse20g) / export20gSt.seconds / 1e9, export20gSt.peakRssMiB],
   ['export 20 MB as .npz', export20m.seconds, null, export20m.peakRssMiB],
+  ['run over 4 × 1 GiB files, CLI', runCli.seconds, 4 * gbps(runCli.seconds), runCli.peakRssMiB],
+  ['4 × inspect --stats of those files, CLI', inspect4Seconds, 4 * gbps(inspect4Seconds), Math.max(...inspect4.map((r) => r.peakRssMiB))],
 ];
 
 const pad = (s, n) => String(s).padEnd(n);
@@ -273,6 +298,7 @@ const ratios = {
   'inspect --json 1M slots, CLI / walk limit': layoutCli.seconds / walkLimit.seconds,
   'inspect --json 1M slots, CLI peak RSS MiB': layoutCli.peakRssMiB,
   'export 20 GB / 20 MB (peak RSS)': export20g.peakRssMiB / export20m.peakRssMiB,
+  'run 4 × 1 GiB / 4 × inspect --stats (time)': runCli.seconds / inspect4Seconds,
 };
 const goals = {
   'native / limit': ['>=', 0.5],

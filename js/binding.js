@@ -430,6 +430,35 @@ export class Binding {
   /** int w_export_npy(file, slot, what, sink, err) */
   exportNpy(file, slot, what, sinkId, err) { return this.#ex.w_export_npy(file, slot, this.npyPayloads()[what], sinkId, err); }
 
+  // ---- runs ---------------------------------------------------------------------------------
+
+  /** char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, flags u64*, n,
+   *  progress, err): opts and states open files (a state 0 for none), flags one per file;
+   *  the JSON, or null with err set. */
+  run(opts, states, flags, pid, err) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const o = this.pointerTable(opts); ptrs.push(o);
+      const s = this.pointerTable(states); ptrs.push(s);
+      const f = core.u64Array(flags); ptrs.push(f);
+      return this.#json(this.#ex.w_run(o, s, f, opts.length, pid, err));
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
+
+  /** int w_run_export_gradient(a, b, format, names char**, name_count, slots u64*, slot_count,
+   *  sink, progress, err): names and the rest as for exportTo. */
+  exportGradient(a, b, format, namePtrs, slotsPtr, slotCount, sinkId, pid, err, ptrs) {
+    let table = 0;
+    if (namePtrs) {
+      table = this.pointerTable(namePtrs);
+      ptrs.push(table);
+    }
+    return this.#ex.w_run_export_gradient(a, b, this.exportFormats()[format], table, namePtrs ? namePtrs.length : 0, slotsPtr, slotCount, sinkId, pid, err);
+  }
+
   // ---- writers ------------------------------------------------------------------------------
 
   /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const

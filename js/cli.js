@@ -13,6 +13,7 @@ import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js'
 import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
 import { openBrowser } from './open-browser.js';
+import { cmdRun, RUN_USAGE } from './run-cli.js';
 
 const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
@@ -25,6 +26,7 @@ const USAGE = `usage:
   ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
                                               moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
+${RUN_USAGE}
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [--port N] [--no-open]
                                               the viewer on those files, in your browser
@@ -425,7 +427,8 @@ async function listening(start, port, advice) {
   }
 }
 
-const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView };
+const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView,
+  run: (argv) => cmdRun(argv, (text) => new UsageError(text)) };
 
 export async function main(argv) {
   const [command, ...rest] = argv;

@@ -367,6 +367,69 @@ export interface HealthResult {
 
 export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
+/** One slot of a consecutive pair of a run (docs/runs.md). */
+export interface RunSlot {
+  slot: number;
+  stepA: number | string;
+  stepB: number | string;
+  /** stepB - stepA: negative when B is before A. */
+  k: number | string;
+  /** Elements that cannot come from k Adam steps (k = 0: elements that differ); null when k < 0. */
+  broken: number | string | null;
+  firstBroken: number | string | null;
+  /** The largest |dm| / bound over the elements (k >= 1); at most 1 on a continuous pair. */
+  worst: number | null;
+  /** The slot's verdict text (docs/runs.md), null when continuous. */
+  message: string | null;
+  /** k = 1: the gradient of step tB, per element dm / (1 - beta1). */
+  gradient: { rms: number | null; maxAbs: number | null; nonFinite: number; zero: number } | null;
+  /** k = 1 with both state files: the learning rate of step tB, and its relative residual. */
+  lr: number | null;
+  lrResidual: number | null;
+}
+
+export interface RunPair {
+  a: number;
+  b: number;
+  continuous: boolean;
+  /** The first reason the pair is not continuous: a configuration or layout difference, a
+   *  slot's text, or a file that is not valid. */
+  verdict: string | null;
+  configDiff: Difference[] | null;
+  layoutDiff: Difference[] | null;
+  slots: RunSlot[];
+}
+
+export interface RunFile {
+  path: string | null;
+  step: number | string | null;
+  state: string | null;
+  health: { flags: number; ratio: number | null } | null;
+  ok: boolean;
+  error: ReportError | null;
+  stateError?: string;
+}
+
+export interface RunResult {
+  ok: boolean;
+  files: RunFile[];
+  pairs: RunPair[];
+  /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
+  first: number | null;
+}
+
+/** Checkpoints of one run in run order (at least two), with each file's state file or null. */
+export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number }): Promise<RunResult>;
+/** The gradient of the one-step pair a → b as {name}.grad tensors (safetensors or npz). */
+export function exportGradient(a: Source, b: Source, options?: ExportOptions): Promise<Uint8Array>;
+export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
+/** Node: the gradient export written to `path` atomically. */
+export function saveGradient(path: string | URL, a: Source, b: Source, options?: ExportOptions): Promise<void>;
+/** The number in a file name: its last run of digits, or null. */
+export function numberInName(name: string): bigint | null;
+/** A folder's run order: by the number in the name, then by the largest step. */
+export function runOrder<T extends { name: string; step?: number | bigint | string | null }>(items: T[]): T[];
+
 /** The moments of one slot: see Checkpoint.entry. */
 export function readEntry(source: Source, slot: U64Input): Promise<Moments>;
 /** Statistics of one slot's moments (or a state file's tensor), reading only its payloads. */

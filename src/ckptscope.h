@@ -172,19 +172,25 @@ typedef enum ckpt_family_id {
     CKPT_FAMILY_TLPF32B = 3    /* older model state: parameters, float32 */
 } ckpt_family_id;
 
-/* What identifies a family and how its diagnostics read. */
+/* What identifies a family and how its diagnostics read. The public fields describe it; how it
+ * is read (its reader, what its items are, its own texts) is the private `impl` (src/internal.h). */
 typedef struct ckpt_family {
-    int id;                    /* ckpt_family_id */
+    int id;                    /* ckpt_family_id (or a build's extra family: docs/architecture.md) */
     const char *magic;         /* the 7 magic bytes, also its short name: "TLADAMF" */
     const char *name;          /* "CUDA Adam checkpoint": the header's texts (magic, version) */
     const char *prefix;        /* the texts after the header: "CUDA Adam checkpoint", "StateIO" */
     uint64_t version_min, version_max;
-    bool optimizer;            /* holds optimizer state (else model tensors) */
-    int element_dtype;         /* ckpt_dtype of every element; CKPT_DTYPE_ANY: the header says */
+    bool optimizer;            /* descriptive: holds optimizer state (else model tensors) */
+    int element_dtype;         /* ckpt_dtype of the stored values; CKPT_DTYPE_ANY: each file's header
+                                * says (TLADAMF: float32, or v5's dtype field) */
+    const struct ckpt_family_impl *impl;   /* private */
 } ckpt_family;
 
 const ckpt_family *ckpt_family_get(int id);                     /* NULL for an unknown id */
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7]); /* NULL when none matches */
+/* Every family this build reads, in table order: ckpt_family_at(k) for k < ckpt_family_count(). */
+size_t ckpt_family_count(void);
+const ckpt_family *ckpt_family_at(size_t k);                    /* NULL past the end */
 
 /* ---- ParameterSchema (format.md 3, the seed) -------------------------------------------- */
 
@@ -257,6 +263,10 @@ int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema
 /* ---- The optimizer configuration (format.md 4) ----------------------------------------- */
 
 typedef enum ckpt_dtype { CKPT_FLOAT32 = 0, CKPT_FLOAT64 = 1, CKPT_DTYPE_ANY = -1 } ckpt_dtype;
+/* Bytes per element (4, 8) and the name ("float32", "float64") of a dtype; 0 and NULL for
+ * anything else. */
+unsigned ckpt_dtype_width(int dtype);
+const char *ckpt_dtype_name(int dtype);
 typedef enum ckpt_kind { CKPT_ADAM = 0, CKPT_ADAMW = 1 } ckpt_kind;
 
 uint64_t ckpt_bits_from_double(double x);
@@ -319,8 +329,8 @@ typedef struct ckpt_report {
     bool has_version;
     uint64_t version;              /* as read, even when unsupported */
     bool statistics;               /* payloads were scanned (entries' and tensors' stats set) */
+    int dtype;                     /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
     /* the optimizer family */
-    int dtype;                     /* ckpt_dtype, -1 when not read */
     bool has_config;
     ckpt_config config;
     int counter_state;             /* -1 not read yet, 0 absent, 1 present */
@@ -397,9 +407,10 @@ int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, 
  * with ckpt_stats_free. Progress is relative to these two payloads. */
 int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress,
                            void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
-/* A state file's tensor i: its info, its values copied (count * 4 bytes), its statistics. */
+/* A state file's tensor i: its info, its values copied as stored (count * ckpt_dtype_width of
+ * the report's dtype bytes), its statistics. */
 int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **tensor, ckpt_error *err);
-int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err);
+int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, void *out, ckpt_error *err);
 int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn progress, void *progress_ctx,
                            ckpt_stats **values, ckpt_error *err);
 /* The file as a layout (for ckpt_load's destination, ckpt_diff_json): its schema, dtype,
@@ -515,8 +526,9 @@ uint64_t ckpt_write_version(const ckpt_write_desc *d);
 int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
 
 /* A model-state file (format.md 6): `family` TLSF32B or TLPF32B, the shapes of `shapes` (its
- * flags and map are ignored), and per tensor count * 4 bytes of little-endian float32 in
- * values[i] (value_bytes[i] bytes). Checks every length before the first byte. */
+ * flags and map are ignored), and per tensor count * width bytes of the family's element dtype
+ * (little-endian float32) in values[i] (value_bytes[i] bytes). Checks every length before the
+ * first byte. */
 int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values,
                      const uint64_t *value_bytes, const ckpt_sink *out, ckpt_error *err);
 
@@ -548,15 +560,47 @@ char *ckpt_error_json(const ckpt_error *err);
  * flags of a state file's shapes) are not compared. */
 char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
 
+/* The same differences, and the first one's message ("parameter 2: shape #[2] vs #[3]") in
+ * *first (NULL when there is none; the caller frees both). CKPT_E_NO_MEMORY or 0. */
+int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json, char **first);
+
+/* ---- Checkpoints of one run (docs/runs.md) --------------------------------------------- */
+
+typedef struct ckpt_run_options {
+    ckpt_progress_fn progress;     /* bytes of the pass; may be NULL */
+    void *progress_ctx;
+} ckpt_run_options;
+
+/* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
+ * state (state itself may be NULL: none), and per file the number of health flags raised on it
+ * (flags may be NULL: none). A state file is used for the learning rate only when it has one
+ * tensor of each slot's size: the caller gives states that pair (ckpt_pair). Every consecutive
+ * pair's continuity per owner slot, the k = 1 gradient and learning rate, in one pass that reads
+ * each payload once (the pairs stream side by side, a few chunks per file in memory), as JSON
+ * {"files":[{"index","ok","step","stateUsed","flags","error"}], "pairs":[{"a","b","continuous",
+ * "verdict","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k","broken",
+ * "firstBroken","worst","message","gradient","lr","lrResidual"}]}], "ok", "first"}. A file that
+ * is not a valid optimizer checkpoint makes its pairs not continuous. NULL with err set on an
+ * I/O error, cancellation or no memory; o may be NULL. */
+char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
+                    const ckpt_run_options *o, ckpt_error *err);
+
+/* The gradient of a one-step pair (B one Adam step after A, per slot) as {name}.grad tensors,
+ * g = (m_B - beta1 m_A) / (1 - beta1) per element in the moments' dtype, one per owner slot
+ * whose steps differ by exactly 1 (of o->slots when given), with B's metadata, streamed as
+ * ckpt_export streams. Fails (CKPT_E_INVALID_ARGUMENT) when B does not continue A's
+ * configuration and layout or no slot is one step apart. */
+int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
+                             ckpt_error *err);
+/* Export: for each exported owner entry of f, one tensor {name}{suffix} whose bytes are read from
+ * `values` at the entry's m offset (count * width bytes). For values derived from the moments. */
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
+                         const ckpt_sink *out, ckpt_error *err);
+
 /* ---- The core describing itself (abi.c) --------------------------------------------------
  * The family table, the dtypes, the codes, the flag constants and the layouts of the structs a
  * caller across a boundary (the WebAssembly module's JS) reads, so that caller states none of
  * them. */
-
-size_t ckpt_family_count(void);
-const ckpt_family *ckpt_family_at(size_t k);      /* NULL past the table */
-unsigned ckpt_dtype_width(int dtype);             /* bytes per element; 0 for an unknown dtype */
-const char *ckpt_dtype_name(int dtype);           /* "float32", "float64"; NULL for unknown */
 
 /* One row per entry / tensor of a file's report: the fields of ckpt_entry_info and
  * ckpt_tensor_info a viewer draws, without pointers. */

@@ -66,7 +66,3 @@ bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b,
 {
     return ckpt_config_differences(a, da, b, db) == 0;
 }
-
-unsigned ckpt_dtype_width(int dtype) { return dtype == CKPT_FLOAT32 ? 4 : dtype == CKPT_FLOAT64 ? 8 : 0; }
-
-const char *ckpt_dtype_name(int dtype) { return dtype == CKPT_FLOAT32 ? "float32" : dtype == CKPT_FLOAT64 ? "float64" : NULL; }

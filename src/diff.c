@@ -8,6 +8,7 @@
 typedef struct differ {
     strbuf *sb;
     size_t count;
+    char *first;               /* the first difference's message (ckpt_diff_first_message) */
 } differ;
 
 /* Opens {"field","slot","a": ... the caller writes a, then b via mid(), then ends with text. */
@@ -28,6 +29,7 @@ static void close_diff(differ *d, uint64_t slot, strbuf *text)
     if (slot != CKPT_NONE) sb_printf(&m, "parameter %llu: ", (unsigned long long)slot);
     sb_puts(&m, text->failed || !text->data ? "" : text->data);
     j_string(d->sb, m.failed ? "" : m.data);
+    if (!d->first && !m.failed) d->first = sb_take(&m);
     sb_free(&m);
     sb_puts(d->sb, "}");
     text->len = 0;
@@ -171,10 +173,24 @@ static void config(differ *d, const ckpt_config *a, const ckpt_config *b, strbuf
     }
 }
 
-char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b)
+static char *diff_json(const ckpt_expected *a, const ckpt_expected *b, char **first);
+
+char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b) { return diff_json(a, b, NULL); }
+
+int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json, char **first)
+{
+    *first = NULL;
+    *json = diff_json(a, b, first);
+    if (*json) return 0;
+    free(*first);
+    *first = NULL;
+    return CKPT_E_NO_MEMORY;
+}
+
+static char *diff_json(const ckpt_expected *a, const ckpt_expected *b, char **first)
 {
     strbuf sb = {0}, t = {0};
-    differ d = {&sb, 0};
+    differ d = {&sb, 0, NULL};
     sb_puts(&sb, "[");
     if (a->schema && b->schema) slots(&d, a->schema, b->schema, &t);
     if (a->dtype != CKPT_DTYPE_ANY && b->dtype != CKPT_DTYPE_ANY && a->dtype != b->dtype) {
@@ -195,5 +211,7 @@ char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b)
     bool failed = t.failed;
     sb_free(&t);
     if (failed) sb.failed = true;
+    if (first) *first = d.first;
+    else free(d.first);
     return sb_take(&sb);
 }

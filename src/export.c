@@ -25,7 +25,7 @@ typedef struct item {
     char *name;                 /* the member or tensor name */
     uint64_t offset;            /* in the source */
     uint64_t count;             /* elements */
-    unsigned width;             /* 4 or 8 */
+    unsigned width;             /* bytes per element: ckpt_dtype_width of the file's dtype */
     size_t slot;                /* its shape is this slot's */
 } item;
 
@@ -102,7 +102,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     sb_printf(&meta, ",\"version\":\"%llu\"", (unsigned long long)rep->version);
     char buf[32];
     if (optimizer) {
-        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", rep->dtype == CKPT_FLOAT64 ? "float64" : "float32");
+        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", ckpt_dtype_name(rep->dtype));
         strbuf c = {0};
         j_config(&c, &rep->config);
         j_string(&meta, c.failed ? "" : c.data);
@@ -122,7 +122,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
                 for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
                 if (!wanted) continue;
             }
-            unsigned w = ckpt_width(rep->dtype);
+            unsigned w = ckpt_dtype_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
             *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
             *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i};
@@ -157,9 +157,9 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
-            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, 4, i};
+            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, ckpt_dtype_width(rep->dtype), i};
             if (!t->name) goto oom;
-            p->data_bytes += 4 * t->count;
+            p->data_bytes += t->width * t->count;
         }
     }
     sb_puts(&meta, ",\"names\":");
@@ -563,11 +563,11 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     if (what == CKPT_NPY_VALUES) {
         const ckpt_tensor_info *t;
         TRY(ckpt_file_tensor(f, slot, &t, err));
-        offset = t->data_offset, count = t->count, width = 4, shape_slot = (size_t)slot;
+        offset = t->data_offset, count = t->count, width = ckpt_dtype_width(rep->dtype), shape_slot = (size_t)slot;
     } else if (what == CKPT_NPY_M || what == CKPT_NPY_V) {
         const ckpt_entry_info *e;
         TRY(ckpt_file_entry(f, slot, &e, NULL, err));
-        offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_width(rep->dtype);
+        offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_dtype_width(rep->dtype);
         shape_slot = (size_t)e->id;
     } else {
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
@@ -582,5 +582,52 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     if (!rc) rc = copy_payload(&c, offset, count * width);
     free(c.buf);
     sb_free(&head);
+    return rc;
+}
+
+/* ---- computed tensors beside a checkpoint (src/run.c's gradients) ---- */
+
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
+                         const ckpt_sink *out, ckpt_error *err)
+{
+    if (!f || !values || !suffix || !o || !out || (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    const ckpt_report *rep = ckpt_file_report(f);
+    if (rep->family && !rep->family->optimizer)
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "computed tensors go beside an optimizer checkpoint's moments");
+    crc_init();
+    plan p;
+    int rc = make_plan(rep, o, &p, err);
+    if (rc) {
+        plan_free(&p);
+        return rc;
+    }
+    /* the first moment's items (even places: m, then v, per entry), renamed; their bytes are
+     * read from `values` at m's offsets */
+    size_t kept = 0;
+    bool oom = false;
+    p.data_bytes = 0;
+    for (size_t k = 0; k < p.len; k++) {
+        item it = p.items[k];
+        if (k % 2 == 0) {
+            it.name[strlen(it.name) - strlen(".exp_avg")] = '\0';
+            char *name = name_with(it.name, suffix);
+            oom |= !name;
+            free(it.name);
+            it.name = name;
+            p.items[kept++] = it;
+            p.data_bytes += it.count * it.width;
+        } else free(it.name);
+    }
+    p.len = kept;
+    if (oom) {
+        plan_free(&p);
+        return ckpt_fail_oom(err);
+    }
+    copier c = {values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    if (!c.buf) rc = ckpt_fail_oom(err);
+    else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
+    free(c.buf);
+    plan_free(&p);
     return rc;
 }

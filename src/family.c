@@ -1,37 +1,133 @@
 /* The file families (format.md 4 and 6) and the one front door: read the magic, find the
- * family, hand the rest of the source to that family's reader. A new family is a descriptor
- * here and a reader module; nothing else changes shape. */
+ * family, hand the rest of the source to that family's reader. A family is data: its public
+ * descriptor (magic, names, versions, element dtype) and its impl (reader, items, texts). A new
+ * family is a descriptor and a reader module; nothing else changes shape (see "Extra families"
+ * below). */
 #include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const ckpt_family families[] = {
-    {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true, CKPT_DTYPE_ANY},
-    {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false, CKPT_FLOAT32},
-    {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false, CKPT_FLOAT32},
+/* ---- the dtypes of stored values ---- */
+
+static const struct {
+    const char *name;
+    unsigned width;
+} dtypes[] = {[CKPT_FLOAT32] = {"float32", 4}, [CKPT_FLOAT64] = {"float64", 8}};
+
+unsigned ckpt_dtype_width(int dtype)
+{
+    return dtype >= 0 && (size_t)dtype < sizeof dtypes / sizeof dtypes[0] ? dtypes[dtype].width : 0;
+}
+
+const char *ckpt_dtype_name(int dtype)
+{
+    return dtype >= 0 && (size_t)dtype < sizeof dtypes / sizeof dtypes[0] ? dtypes[dtype].name : NULL;
+}
+
+/* ---- TLADAMF's items: its moment entries, m and v each ---- */
+
+static size_t adam_item_count(const ckpt_report *rep) { return rep->entries_len; }
+
+static ckpt_item adam_item(ckpt_report *rep, size_t k)
+{
+    ckpt_entry_info *e = &rep->entries[k];
+    return (ckpt_item){e->id, e->count, {e->m_offset, e->v_offset}, {&e->m, &e->v}, &e->unhealthy};
+}
+
+/* ---- the families ---- */
+
+static const struct ckpt_family_impl adam_impl = {
+    .parse = ckpt_adam_parse,
+    .payloads = 2,
+    .payload_suffix = {".exp_avg", ".exp_avg_sq"},
+    .item_count = adam_item_count,
+    .item = adam_item,
+    .unhealthy = ckpt_entry_unhealthy,
+    .json_body = ckpt_report_json_adam,
+    .holds = "optimizer state",
+    .hint_not = "a model-state file",
 };
+
+static const struct ckpt_family_impl tlsf32b_impl = {
+    CKPT_STATE_IMPL,
+    .count_mismatch = "checkpoint state-tensor count mismatch",
+    .trailing = "trailing bytes after final state tensor",
+    .pretty = ckpt_shape_print_list,
+};
+
+static const struct ckpt_family_impl tlpf32b_impl = {
+    CKPT_STATE_IMPL,
+    .count_mismatch = "checkpoint parameter count mismatch",
+    .trailing = "trailing bytes after final parameter",
+    .pretty = ckpt_shape_print_nested,
+};
+
+static const ckpt_family tladamf = {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true,
+                                    CKPT_DTYPE_ANY, &adam_impl};
+static const ckpt_family tlsf32b = {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false,
+                                    CKPT_FLOAT32, &tlsf32b_impl};
+static const ckpt_family tlpf32b = {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false,
+                                    CKPT_FLOAT32, &tlpf32b_impl};
+
+/* Extra families: a build adds a family without editing this file. Each is a descriptor with
+ * its impl, defined in a module of its own (a test's, or a new reader's), named by the build:
+ * CMake's CKPT_EXTRA_FAMILY_SOURCES (the modules) and CKPT_EXTRA_FAMILIES (their descriptors'
+ * symbols) become -DCKPT_EXTRA_FAMILIES="CKPT_FAMILY(sym) ...", for the native and the wasm
+ * build alike (docs/architecture.md, "Adding a family"). */
+#ifdef CKPT_EXTRA_FAMILIES
+#define CKPT_FAMILY(sym) extern const ckpt_family sym;
+CKPT_EXTRA_FAMILIES
+#undef CKPT_FAMILY
+#define CKPT_FAMILY(sym) &sym,
+#else
+#define CKPT_EXTRA_FAMILIES
+#endif
+
+static const ckpt_family *const families[] = {&tladamf, &tlsf32b, &tlpf32b, CKPT_EXTRA_FAMILIES};
 #define FAMILY_COUNT (sizeof families / sizeof families[0])
 
-/* Each family's reader, called once its magic has matched. */
-static int (*const readers[])(ckpt_parse *) = {ckpt_adam_parse, ckpt_state_parse, ckpt_state_parse};
+size_t ckpt_family_count(void) { return FAMILY_COUNT; }
+
+const ckpt_family *ckpt_family_at(size_t k) { return k < FAMILY_COUNT ? families[k] : NULL; }
 
 const ckpt_family *ckpt_family_get(int id)
 {
     for (size_t k = 0; k < FAMILY_COUNT; k++)
-        if (families[k].id == id) return &families[k];
+        if (families[k]->id == id) return families[k];
     return NULL;
 }
-
-size_t ckpt_family_count(void) { return FAMILY_COUNT; }
-
-const ckpt_family *ckpt_family_at(size_t k) { return k < FAMILY_COUNT ? &families[k] : NULL; }
 
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7])
 {
     for (size_t k = 0; k < FAMILY_COUNT; k++)
-        if (memcmp(magic, families[k].magic, CKPT_MAGIC_LEN) == 0) return &families[k];
+        if (memcmp(magic, families[k]->magic, CKPT_MAGIC_LEN) == 0) return families[k];
     return NULL;
+}
+
+/* "TLSF32B or TLPF32B": the magics of the families of one role, from the table. */
+static void role_magics(strbuf *sb, bool optimizer)
+{
+    size_t n = 0, k = 0;
+    for (size_t j = 0; j < FAMILY_COUNT; j++) n += families[j]->optimizer == optimizer;
+    for (size_t j = 0; j < FAMILY_COUNT; j++) {
+        if (families[j]->optimizer != optimizer) continue;
+        if (k) sb_puts(sb, k + 1 == n ? " or " : ", ");
+        sb_puts(sb, families[j]->magic);
+        k++;
+    }
+}
+
+int ckpt_require_role(const ckpt_report *rep, bool want_optimizer, ckpt_error *err)
+{
+    if (rep->family && rep->family->optimizer == want_optimizer) return 0;
+    strbuf sb = {0};
+    role_magics(&sb, want_optimizer);
+    if (sb.failed) ckpt_fail_oom(err);
+    else if (want_optimizer) ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (%s)", sb.data);
+    else ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the second file is not a model-state file (%s)", sb.data);
+    sb_free(&sb);
+    return err->code;
 }
 
 /* Texts before the family is known speak for the destination's family, or for a family whose
@@ -41,8 +137,8 @@ static const ckpt_family *presumed_family(const uint8_t *head, size_t n, int wan
 {
     if (wanted != CKPT_FAMILY_ANY) return ckpt_family_get(wanted);
     for (size_t k = 0; n > 0 && k < FAMILY_COUNT; k++)
-        if (memcmp(head, families[k].magic, n) == 0) return &families[k];
-    return &families[0];
+        if (memcmp(head, families[k]->magic, n) == 0) return families[k];
+    return families[0];
 }
 
 static void report_init(ckpt_report *rep, const ckpt_source *src)
@@ -72,15 +168,15 @@ static void read_magic(ckpt_parse *p, int wanted)
     const ckpt_family *f = ckpt_family_of_magic(magic);
     const ckpt_family *expected = wanted == CKPT_FAMILY_ANY ? f : ckpt_family_get(wanted);
     if (!f || f != expected) {
-        ckpt_fail(err, (expected ? expected : &families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
+        ckpt_fail(err, (expected ? expected : families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
                   "unsupported checkpoint family");
         ckpt_hint_foreign(r, err);
         return;
     }
     p->family = p->rep->family = f;
+    p->rep->dtype = f->element_dtype;   /* CKPT_DTYPE_ANY (-1, not read) until a header says */
     r->prefix = f->name;
-    for (size_t k = 0; k < FAMILY_COUNT; k++)
-        if (&families[k] == f) readers[k](p);
+    f->impl->parse(p);
 }
 
 ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt)
@@ -106,7 +202,7 @@ ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ck
         ckpt_fail_malformed_destination(p.err, exp->schema);
         return rep;
     }
-    const ckpt_family *first = wanted == CKPT_FAMILY_ANY ? &families[0] : ckpt_family_get(wanted);
+    const ckpt_family *first = wanted == CKPT_FAMILY_ANY ? families[0] : ckpt_family_get(wanted);
     if (!first) {
         ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown file family %d", wanted);
         return rep;

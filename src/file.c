@@ -7,7 +7,7 @@
 struct ckpt_file {
     ckpt_source src;
     ckpt_report *rep;
-    size_t *entry_of_slot;     /* TLADAMF: index into rep->entries, SIZE_MAX when not read */
+    size_t *item_of_slot;      /* the item whose slot is i, SIZE_MAX when not read (ckpt_item_of_slot) */
     size_t attached;           /* items given statistics by ckpt_file_attach_stats */
 };
 
@@ -20,36 +20,50 @@ ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
         free(f);
         return NULL;
     }
-    const ckpt_report *rep = f->rep;
-    if (rep->family && rep->family->optimizer && rep->schema_complete) {
-        size_t n = ckpt_schema_count(rep->schema);
-        if (!(f->entry_of_slot = malloc((n ? n : 1) * sizeof *f->entry_of_slot))) {
-            ckpt_close(f);
-            return NULL;
-        }
-        for (size_t i = 0; i < n; i++) f->entry_of_slot[i] = SIZE_MAX;
-        for (size_t k = 0; k < rep->entries_len; k++) f->entry_of_slot[rep->entries[k].id] = k;   /* ids < n: checked */
+    if (f->rep->family && f->rep->schema_complete && !(f->item_of_slot = ckpt_item_of_slot(f->rep))) {
+        ckpt_close(f);
+        return NULL;
     }
     return f;
+}
+
+size_t *ckpt_item_of_slot(const ckpt_report *rep)
+{
+    size_t n = ckpt_schema_count(rep->schema), items = ckpt_report_item_count(rep);
+    size_t *map = malloc((n ? n : 1) * sizeof *map);
+    if (!map) return NULL;
+    for (size_t i = 0; i < n; i++) map[i] = SIZE_MAX;
+    for (size_t k = 0; k < items; k++) map[ckpt_report_item(rep, k).slot] = k;   /* slots < n: checked by the readers */
+    return map;
+}
+
+int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err)
+{
+    size_t got = src->read(src->ctx, offset, buf, n);
+    if (got == CKPT_READ_ERROR || got != n)
+        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read %s at byte %llu", what, (unsigned long long)offset);
+    return 0;
 }
 
 void ckpt_close(ckpt_file *f)
 {
     if (!f) return;
     ckpt_report_free(f->rep);
-    free(f->entry_of_slot);
+    free(f->item_of_slot);
     free(f);
 }
 
 const ckpt_report *ckpt_file_report(const ckpt_file *f) { return f->rep; }
 const ckpt_source *ckpt_file_source(const ckpt_file *f) { return &f->src; }
 
-static int wrong_family(const ckpt_report *rep, ckpt_error *err, bool want_optimizer)
+/* A request for what the file's family does not hold (`wanted`: "optimizer state", "model
+ * tensors"). */
+static int wrong_family(const ckpt_report *rep, ckpt_error *err, const char *wanted)
 {
     if (!rep->family)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
-    return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is a %s (%s): it holds %s", rep->family->name,
-                     rep->family->magic, want_optimizer ? "model tensors, not optimizer state" : "optimizer state, not model tensors");
+    return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is a %s (%s): it holds %s, not %s", rep->family->name,
+                     rep->family->magic, rep->family->impl->holds, wanted);
 }
 
 int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **entry, uint64_t *owner, ckpt_error *err)
@@ -57,7 +71,7 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     const ckpt_report *rep = f->rep;
     *entry = NULL;
     if (owner) *owner = CKPT_NONE;
-    if (!rep->family || !rep->family->optimizer) return wrong_family(rep, err, true);
+    if (!rep->family || !rep->family->optimizer) return wrong_family(rep, err, "optimizer state");
     unsigned long long us = slot;
     if (!rep->schema_complete)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
@@ -69,10 +83,10 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     uint64_t r = ckpt_schema_representative(s, slot);
     if (r == CKPT_NONE)
         return ckpt_fail_at(err, NULL, CKPT_E_FROZEN_SLOT, CKPT_NONE, 0, slot, "parameter %llu is frozen: it has no optimizer state", us);
-    if (r >= n || f->entry_of_slot[r] == SIZE_MAX)
+    if (r >= n || f->item_of_slot[r] == SIZE_MAX)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
                             "parameter %llu's optimizer entry was not read: the file is invalid before it", us);
-    *entry = &rep->entries[f->entry_of_slot[r]];
+    *entry = &rep->entries[f->item_of_slot[r]];
     if (owner) *owner = r;
     return 0;
 }
@@ -97,7 +111,7 @@ int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **te
 {
     const ckpt_report *rep = f->rep;
     *tensor = NULL;
-    if (!rep->family || rep->family->optimizer) return wrong_family(rep, err, false);
+    if (!rep->family || rep->family->optimizer) return wrong_family(rep, err, "model tensors");
     unsigned long long ui = i;
     if (rep->schema_complete && i >= rep->tensors_len)
         return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no tensor %llu: the file has %zu tensor%s", ui, rep->tensors_len,
@@ -108,7 +122,7 @@ int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **te
     return 0;
 }
 
-int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err)
+int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, void *out, ckpt_error *err)
 {
     const ckpt_tensor_info *t;
     TRY(ckpt_file_tensor(f, i, &t, err));
@@ -129,7 +143,9 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
     const ckpt_report *rep = f->rep;
     if (!rep->family || !rep->schema_complete)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is invalid before its layout is complete");
-    bool opt = rep->family->optimizer;
+    /* the moments' dtype, the configuration and the counter are an optimizer header's: a layout
+     * without one states none of them */
+    bool opt = rep->has_config;
     *layout = (ckpt_expected){rep->schema, opt ? rep->dtype : CKPT_DTYPE_ANY, opt ? &rep->config : NULL,
                               opt ? rep->counter_state : -1, CKPT_FAMILY_ANY};
     return 0;
@@ -137,44 +153,54 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
 
 /* ---- statistics gathered apart ---- */
 
-static size_t item_count(const ckpt_report *rep) { return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len; }
-
 int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a, ckpt_stats **b,
                          ckpt_error *err)
 {
     const ckpt_report *rep = f->rep;
     *a = *b = NULL;
-    if (!rep->family) return wrong_family(rep, err, true);
-    if (k >= item_count(rep))
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, item_count(rep));
-    if (rep->family->optimizer) return ckpt_adam_moment_stats(&f->src, rep, &rep->entries[k], progress, progress_ctx, a, b, err);
-    return ckpt_state_tensor_stats(&f->src, rep, &rep->tensors[k], progress, progress_ctx, a, err);
+    if (!rep->family) return wrong_family(rep, err, "optimizer state");
+    size_t items = ckpt_report_item_count(rep);
+    if (k >= items) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, items);
+    ckpt_item it = ckpt_report_item(rep, k);
+    const unsigned payloads = rep->family->impl->payloads, width = ckpt_dtype_width(rep->dtype);
+    ckpt_stats **out[2] = {a, b};
+    ckpt_reader *r = ckpt_reader_with_prefix(&f->src, rep->family->prefix);
+    if (!r) return ckpt_fail_oom(err);
+    /* progress over the item's payloads together (they follow each other in the file) */
+    ckpt_scan scan = {progress, progress_ctx, it.offset[0], (uint64_t)payloads * width * it.count, 0};
+    int rc = 0;
+    for (unsigned q = 0; q < payloads && !rc; q++) {
+        r->pos = it.offset[q];
+        rc = ckpt_scan_payload(r, &scan, it.count, width, out[q], err);
+    }
+    ckpt_reader_free(r);
+    if (rc) {
+        ckpt_stats_free(*a);
+        ckpt_stats_free(*b);
+        *a = *b = NULL;
+    }
+    return rc;
 }
 
 int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err)
 {
     ckpt_report *rep = f->rep;
-    bool optimizer = rep->family && rep->family->optimizer;
-    if (k >= item_count(rep) || !a || (optimizer && !b) || (!optimizer && b)) {
+    size_t items = ckpt_report_item_count(rep);
+    unsigned payloads = rep->family ? rep->family->impl->payloads : 0;
+    if (k >= items || !a || (payloads == 2) != (b != NULL)) {
         ckpt_stats_free(a);
         ckpt_stats_free(b);
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to ckpt_file_attach_stats");
     }
-    if (optimizer) {
-        ckpt_entry_info *e = &rep->entries[k];
-        if (!e->m) f->attached++;
-        ckpt_stats_free(e->m);
-        ckpt_stats_free(e->v);
-        e->m = a, e->v = b;
-        e->unhealthy = ckpt_entry_unhealthy(a, b);
-    } else {
-        ckpt_tensor_info *t = &rep->tensors[k];
-        if (!t->values) f->attached++;
-        ckpt_stats_free(t->values);
-        t->values = a;
-        t->unhealthy = a->nan + a->inf;
+    ckpt_item it = ckpt_report_item(rep, k);
+    ckpt_stats *given[2] = {a, b};
+    if (!*it.stats[0]) f->attached++;
+    for (unsigned q = 0; q < payloads; q++) {
+        ckpt_stats_free(*it.stats[q]);
+        *it.stats[q] = given[q];
     }
-    if (f->attached == item_count(rep) && !rep->statistics) {
+    *it.unhealthy = rep->family->impl->unhealthy(a, b);
+    if (f->attached == items && !rep->statistics) {
         rep->statistics = true;
         ckpt_report_warn_payloads(rep);
     }

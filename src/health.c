@@ -38,7 +38,7 @@ typedef struct slot_health {
 
 typedef struct pass {
     const ckpt_source *opt_src, *state_src;
-    unsigned width;
+    unsigned width, state_width;   /* bytes per element of the moments, of the parameters */
     double beta1, beta2, eps, c;    /* c: 0 when there is no bound (beta1^2 >= beta2) */
     double v_floor;                 /* the smallest normal of the moments' dtype */
     ckpt_progress_fn progress;
@@ -46,39 +46,73 @@ typedef struct pass {
     uint64_t done, total;
     ckpt_error *err;
     uint8_t *m, *v;                 /* CHUNK * width each */
-    float *theta;                   /* CHUNK */
+    uint8_t *theta;                 /* CHUNK * state_width */
     void (*moments_chunk)(const struct pass *, size_t, double, double, struct slot_health *);
     void (*params_chunk)(const struct pass *, size_t, struct slot_health *);
 } pass;
 
-/* n bytes at offset, all of them (the files were parsed: a short read means they changed). */
-static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, ckpt_error *err)
+/* The moments' part of one chunk: n elements of m and v as stored (float or double). The loop is
+ * written once and inlined into one function per width (`wide` a constant there), so the compiler
+ * sees plain arrays; the rare non-finite or negative elements leave the arithmetic through a
+ * branch that is almost never taken. A chunk is a function call of its own (not inlined into the
+ * slot's loop) because V8 moves a WebAssembly function to its optimizing tier only on a later
+ * call: a loop over a whole 32 MiB slot would run in the baseline tier to its end (the health
+ * pass in the CLI: 1.8 s, 1.15 s once warm). They are called through pointers
+ * (pass.moments_chunk, pass.params_chunk): Binaryen inlines a function with one call site
+ * whatever the C says, and cannot inline an indirect call. */
+static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
 {
-    size_t got = src->read(src->ctx, offset, buf, n);
-    if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
-    return 0;
+    return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
 }
 
-/* The moments' part of one chunk: n elements of m and v as stored (float or double). One
- * function per width so the compiler sees plain arrays; the rare non-finite or negative
- * elements leave the arithmetic through a branch that is almost never taken. A chunk is a
- * function call of its own (not inlined into the slot's loop) because V8 moves a WebAssembly
- * function to its optimizing tier only on a later call: a loop over a whole 32 MiB slot would
- * run in the baseline tier to its end (the health pass in the CLI: 1.8 s, 1.15 s once warm).
- * They are called through pointers (pass.moments_chunk, pass.params_chunk): Binaryen inlines a
- * function with one call site whatever the C says, and cannot inline an indirect call. */
-#define MOMENTS_CHUNK(NAME, T)                                                                         static NOINLINE void NAME(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)      {                                                                                                      const T *mm = (const T *)ps->m, *vv = (const T *)ps->v;                                           const double c = ps->c, floor = ps->v_floor, eps = ps->eps;                                        double sum_sq = 0, max = h->u_max;                                                                 uint64_t finite = 0, never = 0, inconsistent = 0;                                                  for (size_t j = 0; j < n; j++) {                                                                       double m = mm[j], v = vv[j];                                                                       if (!isfinite(m) || !isfinite(v) || v < 0) {                                                           if (isnan(m)) h->moment_nan++;                                                                     else if (isinf(m)) h->moment_inf++;                                                                if (isnan(v)) h->moment_nan++;                                                                     else if (isinf(v)) h->moment_inf++;                                                                else if (v < 0) h->v_negative++;                                                                   continue;                                                                                      }                                                                                                  never += v == 0;                                                                                   inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);                 double u = (m * inv1) / (sqrt(v * inv2) + eps);                                                    if (!isfinite(u)) continue;                                                                        double a = fabs(u);                                                                                sum_sq += a * a;                                                                                   if (a > max) max = a;                                                                              finite++;                                                                                      }                                                                                                  h->u_sum_sq += sum_sq;                                                                             h->u_max = max;                                                                                    h->u_finite += finite;                                                                             h->never_updated += never;                                                                         h->inconsistent += inconsistent;                                                               }
-MOMENTS_CHUNK(moments_chunk32, float)
-MOMENTS_CHUNK(moments_chunk64, double)
+static inline ALWAYS_INLINE void moments_span(const pass *ps, size_t n, double inv1, double inv2, slot_health *h, bool wide)
+{
+    const double c = ps->c, floor = ps->v_floor, eps = ps->eps;
+    double sum_sq = 0, max = h->u_max;
+    uint64_t finite = 0, never = 0, inconsistent = 0;
+    for (size_t j = 0; j < n; j++) {
+        double m = element(ps->m, j, wide), v = element(ps->v, j, wide);
+        if (!isfinite(m) || !isfinite(v) || v < 0) {
+            if (isnan(m)) h->moment_nan++;
+            else if (isinf(m)) h->moment_inf++;
+            if (isnan(v)) h->moment_nan++;
+            else if (isinf(v)) h->moment_inf++;
+            else if (v < 0) h->v_negative++;
+            continue;
+        }
+        never += v == 0;
+        inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);
+        double u = (m * inv1) / (sqrt(v * inv2) + eps);
+        if (!isfinite(u)) continue;
+        double a = fabs(u);
+        sum_sq += a * a;
+        if (a > max) max = a;
+        finite++;
+    }
+    h->u_sum_sq += sum_sq;
+    h->u_max = max;
+    h->u_finite += finite;
+    h->never_updated += never;
+    h->inconsistent += inconsistent;
+}
+
+static NOINLINE void moments_chunk32(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)
+{
+    moments_span(ps, n, inv1, inv2, h, false);
+}
+
+static NOINLINE void moments_chunk64(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)
+{
+    moments_span(ps, n, inv1, inv2, h, true);
+}
 
 /* The parameters' part of one chunk (a call of its own for the same reason). */
-static NOINLINE void params_chunk(const pass *ps, size_t n, slot_health *h)
+static inline ALWAYS_INLINE void params_span(const pass *ps, size_t n, slot_health *h, bool wide)
 {
     double sum_sq = 0, max = h->p_max;
     uint64_t finite = 0;
     for (size_t j = 0; j < n; j++) {
-        double x = ps->theta[j];
+        double x = element(ps->theta, j, wide);
         if (!isfinite(x)) {
             if (isnan(x)) h->p_nan++;
             else h->p_inf++;
@@ -93,6 +127,10 @@ static NOINLINE void params_chunk(const pass *ps, size_t n, slot_health *h)
     h->p_max = max;
     h->p_finite += finite;
 }
+
+static NOINLINE void params_chunk32(const pass *ps, size_t n, slot_health *h) { params_span(ps, n, h, false); }
+
+static NOINLINE void params_chunk64(const pass *ps, size_t n, slot_health *h) { params_span(ps, n, h, true); }
 
 /* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
  * file), streamed together. */
@@ -114,15 +152,16 @@ static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info 
     for (uint64_t k = 0; k < count; k += CHUNK) {
         size_t n = count - k < CHUNK ? (size_t)(count - k) : CHUNK;
         if (e) {
-            TRY(read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, ps->err));
-            TRY(read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, ps->err));
+            TRY(ckpt_read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, "the source", ps->err));
+            TRY(ckpt_read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, "the source", ps->err));
             ps->moments_chunk(ps, n, inv1, inv2, h);
         }
         if (t) {
-            TRY(read_at(ps->state_src, t->data_offset + 4 * k, ps->theta, 4 * n, ps->err));
+            const unsigned tw = ps->state_width;
+            TRY(ckpt_read_at(ps->state_src, t->data_offset + tw * k, ps->theta, tw * n, "the source", ps->err));
             ps->params_chunk(ps, n, h);
         }
-        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? 4 : 0));
+        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? ps->state_width : 0));
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))
             return ckpt_fail(ps->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "health pass cancelled");
     }
@@ -233,39 +272,31 @@ static void slot_json(strbuf *sb, flags_out *fo, uint64_t slot, uint64_t owner, 
     sb_free(&sf);
 }
 
-/* Pairing's cheap part (format.md 6 steps 1-2): the first failure, or 0. */
-static int pairs_by_shape(const ckpt_schema *so, const ckpt_report *rs, ckpt_error *err)
+/* Progress while pairing runs first: nothing of the health pass is done yet, but a cancel is
+ * honoured. */
+static int pairing_progress(void *ctx, uint64_t done, uint64_t total)
 {
-    size_t n = ckpt_schema_count(so), c = ckpt_schema_count(rs->schema);
-    if (c != n)
-        return ckpt_fail(err, NULL, CKPT_E_PAIR_COUNT, rs->schema_offset, 8, "state file has %zu tensors, the optimizer checkpoint has %zu parameter slots",
-                         c, n);
-    for (size_t i = 0; i < n; i++) {
-        if (ckpt_schema_same_shape(so, i, rs->schema, i)) continue;
-        strbuf sb = {0};
-        sb_printf(&sb, "parameter %zu: state shape ", i);
-        ckpt_shape_print_list(&sb, ckpt_schema_dims(rs->schema, i), ckpt_schema_rank(rs->schema, i));
-        sb_puts(&sb, " differs from the optimizer's ");
-        ckpt_schema_print_shape(&sb, so, i);
-        if (sb.failed) ckpt_fail_oom(err);
-        else ckpt_fail_at(err, NULL, CKPT_E_PAIR_SHAPE, rs->tensors[i].offset, 8 * (ckpt_schema_rank(rs->schema, i) + 1), i, "%s", sb.data);
-        sb_free(&sb);
-        return err->code;
+    const pass *ps = ctx;
+    (void)done, (void)total;
+    return ps->progress && ps->progress(ps->progress_ctx, 0, ps->total);
+}
+
+/* The bytes the pass will read for slots [first, last), for progress. */
+static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first, uint64_t last)
+{
+    uint64_t total = 0;
+    for (uint64_t i = first; i < last; i++) {
+        uint64_t count = ckpt_schema_size(s, (size_t)i, NULL);
+        if (ckpt_schema_representative(s, i) != CKPT_NONE) total += 2 * count * ps->width;
+        if (ps->state_src) total += count * ps->state_width;
     }
-    return 0;
+    return total;
 }
 
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = state ? ckpt_file_report(state) : NULL;
-    if (!ro->family || !ro->family->optimizer) {
-        ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (TLADAMF)");
-        return NULL;
-    }
-    if (rs && (!rs->family || rs->family->optimizer)) {
-        ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the second file is not a model-state file (TLSF32B or TLPF32B)");
-        return NULL;
-    }
+    if (ckpt_require_role(ro, true, err) || (rs && ckpt_require_role(rs, false, err))) return NULL;
     if (ro->error.code || (rs && rs->error.code)) {
         /* every entry and tensor must be there: health reads them all */
         ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
@@ -274,19 +305,17 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     }
     const ckpt_schema *s = ro->schema;
     size_t n = ckpt_schema_count(s);
-    ckpt_error pair_err = {0};
-    ckpt_error_clear(&pair_err);
-    bool pairs = !rs || pairs_by_shape(s, rs, &pair_err) == 0;
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
     uint64_t last = o && o->slot_count < n - first ? first + o->slot_count : n;
     double lr = o ? o->lr : NAN;
 
     pass ps = {0};
     ps.opt_src = ckpt_file_source(opt);
-    ps.state_src = rs && pairs ? ckpt_file_source(state) : NULL;
-    ps.width = ckpt_width(ro->dtype);
+    ps.state_src = rs ? ckpt_file_source(state) : NULL;
+    ps.width = ckpt_dtype_width(ro->dtype);
+    ps.state_width = rs ? ckpt_dtype_width(rs->dtype) : 0;
     ps.moments_chunk = ps.width == 8 ? moments_chunk64 : moments_chunk32;
-    ps.params_chunk = params_chunk;
+    ps.params_chunk = ps.state_width == 8 ? params_chunk64 : params_chunk32;
     ps.beta1 = ckpt_double_from_bits(ro->config.beta1);
     ps.beta2 = ckpt_double_from_bits(ro->config.beta2);
     ps.eps = ckpt_double_from_bits(ro->config.epsilon);
@@ -297,31 +326,49 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     ps.progress = o ? o->progress : NULL;
     ps.progress_ctx = o ? o->progress_ctx : NULL;
     ps.err = err;
+    ps.total = pass_total(&ps, s, first, last);
     double weight_decay = ckpt_double_from_bits(ro->config.weight_decay);
     bool adamw = ro->config.kind == CKPT_ADAMW;
 
-    /* the entry of each owner, and the bytes the pass will read (for progress) */
-    size_t *entry_of = malloc((n ? n : 1) * sizeof *entry_of);
+    /* the pairing verdict, pairing's own (format.md 6): a state file of another model has
+     * parameters that are not this checkpoint's (ok false, the first pairing failure as the
+     * error); the moments' health is still computed */
+    ckpt_error pair_err = {0};
+    ckpt_error_clear(&pair_err);
+    bool pairs = true;
+    if (rs) {
+        ckpt_pair_result *pr = ckpt_pair(opt, state, pairing_progress, &ps);
+        if (!pr) {
+            ckpt_fail_oom(err);
+            return NULL;
+        }
+        if (pr->error.code) {
+            ckpt_error_move(err, &pr->error);   /* cancelled, the file changed, out of memory */
+            ckpt_pair_result_free(pr);
+            return NULL;
+        }
+        pairs = pr->pairs;
+        if (!pairs) ckpt_error_move(&pair_err, &pr->failures[0]);
+        ckpt_pair_result_free(pr);
+    }
+    if (!pairs) {
+        ps.state_src = NULL;
+        ps.total = pass_total(&ps, s, first, last);
+    }
+
+    /* the entry of each owner */
+    size_t *entry_of = ckpt_item_of_slot(ro);
     if (!entry_of) {
+        ckpt_error_clear(&pair_err);
         ckpt_fail_oom(err);
         return NULL;
     }
-    for (size_t i = 0; i < n; i++) entry_of[i] = SIZE_MAX;
-    for (size_t k = 0; k < ro->entries_len; k++) entry_of[ro->entries[k].id] = k;
-    for (uint64_t i = first; i < last; i++) {
-        uint64_t r = ckpt_schema_representative(s, i);
-        uint64_t count = ckpt_schema_size(s, (size_t)i, NULL);
-        if (r != CKPT_NONE) ps.total += 2 * count * ps.width;
-        if (ps.state_src) ps.total += 4 * count;
-    }
     ps.m = malloc(CHUNK * ps.width);
     ps.v = malloc(CHUNK * ps.width);
-    ps.theta = malloc(CHUNK * sizeof *ps.theta);
+    ps.theta = malloc(CHUNK * (ps.state_width ? ps.state_width : 1));
     strbuf sb = {0}, fl = {0};
     flags_out fo = {&fl, 0};
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
-    /* a state file of another model: its parameters are not this checkpoint's (ok false, the
-     * first pairing failure as the error); the moments' health is still computed */
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
     sb_puts(&sb, ",\"c\":");

@@ -24,14 +24,16 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
     if (n >= CKPT_MAGIC_LEN) {
         const ckpt_family *f = ckpt_family_of_magic(head);
         if (f) {
+            /* every family's version follows its magic; the item count, where its header has one
+             * at a fixed place (the descriptor's count_at) */
             char text[256], detail[96] = "";
-            if (n >= 23) {
-                unsigned long long version = ckpt_get_u64le(head + 7), count = ckpt_get_u64le(head + 15);
-                if (f->optimizer) snprintf(detail, sizeof detail, ", version %llu", version);
-                else snprintf(detail, sizeof detail, ", version %llu, %llu tensors", version, count);
-            }
-            snprintf(text, sizeof text, "this is a %s (%s%s), not %s", f->name, f->magic, detail,
-                     f->optimizer ? "a model-state file" : "optimizer state");
+            const uint64_t count_at = f->impl->count_at;
+            if (count_at && n >= count_at + 8)
+                snprintf(detail, sizeof detail, ", version %llu, %llu tensors", (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN),
+                         (unsigned long long)ckpt_get_u64le(head + count_at));
+            else if (!count_at && n >= CKPT_MAGIC_LEN + 16)
+                snprintf(detail, sizeof detail, ", version %llu", (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN));
+            snprintf(text, sizeof text, "this is a %s (%s%s), not %s", f->name, f->magic, detail, f->impl->hint_not);
             ckpt_set_hint(err, text);
             return;
         }

@@ -11,15 +11,18 @@
 #endif
 
 #define CKPT_MAGIC_LEN 7
-/* The TLADAMF prefix, for the writer and the schema functions, which only that family has. */
-#define CKPT_ADAM_PREFIX "CUDA Adam checkpoint"
+/* The TLADAMF prefix, for the writer and the schema functions, which only that family has: its
+ * descriptor's (family.c). */
+#define CKPT_ADAM_PREFIX (ckpt_family_get(CKPT_FAMILY_TLADAMF)->prefix)
 
 /* A hot loop kept out of line: WebAssembly engines optimise a function on a later call, so a
  * loop that must not run in the baseline tier is a function called often (src/health.c). */
 #if defined(__GNUC__) || defined(__clang__)
 #define NOINLINE __attribute__((noinline))
+#define ALWAYS_INLINE __attribute__((always_inline))
 #else
 #define NOINLINE
+#define ALWAYS_INLINE
 #endif
 
 #define TRY(expr)                                                                                  \
@@ -237,6 +240,74 @@ typedef struct ckpt_parse {
     ckpt_report *rep;
     ckpt_error *err;
 } ckpt_parse;
+/* An item: one unit of a file's payloads (TLADAMF: a moment entry, its m and v; the state
+ * families: a tensor, its values), as file.c, pair.c and report.c see it whatever the family. */
+typedef struct ckpt_item {
+    uint64_t slot;                 /* the slot whose shape its payloads have */
+    uint64_t count;                /* elements per payload */
+    uint64_t offset[2];            /* where each payload starts */
+    ckpt_stats **stats[2];         /* where each payload's statistics are kept (NULL until computed) */
+    uint64_t *unhealthy;           /* the record's count of unhealthy elements */
+} ckpt_item;
+
+typedef struct ckpt_jw ckpt_jw;    /* report.c's JSON writer */
+
+/* Everything that makes a family read the way it does, beside its public descriptor. A family
+ * is a descriptor with one of these (family.c, or a module of a build's extra families). */
+struct ckpt_family_impl {
+    int (*parse)(ckpt_parse *p);   /* called once the magic has matched (the reader is past it) */
+    /* the items */
+    unsigned payloads;             /* per item: 2 (m, v) or 1 (values) */
+    const char *payload_suffix[2]; /* an exported payload's name after the slot's: ".exp_avg", "" */
+    size_t (*item_count)(const ckpt_report *rep);
+    ckpt_item (*item)(ckpt_report *rep, size_t k);
+    uint64_t (*unhealthy)(const ckpt_stats *a, const ckpt_stats *b);
+    /* the report JSON's family-specific members (report.c) */
+    void (*json_body)(ckpt_jw *w, const ckpt_report *rep, bool bulk);
+    /* texts */
+    const char *holds;             /* "optimizer state", "model tensors" */
+    const char *hint_not;          /* a hint's "this is a ..., not {hint_not}" */
+    const char *count_mismatch;    /* a state family's tensor-count text: ... (file={c}, expected={n}) */
+    const char *trailing;          /* a state family's trailing-bytes text */
+    void (*pretty)(strbuf *sb, const uint64_t *dims, uint64_t rank);   /* the element-count text's shape */
+    /* the header: where its item count field is, when at a fixed offset (else 0; hints.c) */
+    uint64_t count_at;
+};
+/* The state families' reader and item accessors (state.c), for the descriptors of family.c and
+ * of extra families of the same layout. */
+size_t ckpt_state_item_count(const ckpt_report *rep);
+ckpt_item ckpt_state_item(ckpt_report *rep, size_t k);
+uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b);
+/* An impl's members for a family of the state layout (magic, version, tensor count, tensors of
+ * the descriptor's element dtype); the family adds its texts (count_mismatch, trailing, pretty). */
+#define CKPT_STATE_IMPL                                                                                              \
+    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count,      \
+    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,                 \
+    .holds = "model tensors", .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
+/* The report JSON's family-specific members (report.c) */
+void ckpt_report_json_adam(ckpt_jw *w, const ckpt_report *rep, bool bulk);
+void ckpt_report_json_state(ckpt_jw *w, const ckpt_report *rep, bool bulk);
+/* A family's item k of a report (k < its item count) */
+static inline ckpt_item ckpt_report_item(const ckpt_report *rep, size_t k)
+{
+    return rep->family->impl->item((ckpt_report *)rep, k);
+}
+static inline size_t ckpt_report_item_count(const ckpt_report *rep)
+{
+    return rep->family ? rep->family->impl->item_count(rep) : 0;
+}
+/* The role checks of pairing and health: the first file holds optimizer state
+ * (want_optimizer), the second model tensors; else CKPT_E_WRONG_FAMILY. One place for those
+ * texts; the families they name come from the table. */
+int ckpt_require_role(const ckpt_report *rep, bool want_optimizer, ckpt_error *err);
+/* n bytes at offset of a source already parsed, all of them: a short read means the file changed
+ * (CKPT_E_IO "could not read {what} at byte {n}"). */
+int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);
+/* The slot -> item map of a report whose layout is complete: map[i] is the item whose slot is i
+ * (a tied slot's data is its representative's item), SIZE_MAX when none was read. NULL when out
+ * of memory. The caller frees it. */
+size_t *ckpt_item_of_slot(const ckpt_report *rep);
+
 /* The readers, called after the magic matched (the reader is past it). */
 int ckpt_adam_parse(ckpt_parse *p);    /* adam_header.c */
 int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype);   /* adam_entries.c */
@@ -246,7 +317,7 @@ int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const
                            ckpt_error *err);
 int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, ckpt_progress_fn progress,
                            void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
-int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, float *out,
+int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, void *out,
                            ckpt_error *err);
 int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
                             ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err);
@@ -272,7 +343,8 @@ bool ckpt_report_reserve_entries(ckpt_report *rep, size_t count);
 void ckpt_drop_layout_if_oom(ckpt_report *rep);
 /* The warnings of the payloads scanned (NaN, infinities, negative second moments), in file order. */
 void ckpt_report_warn_payloads(ckpt_report *rep);
-unsigned ckpt_width(int dtype);   /* bytes per moment element: 4 or 8 */
+/* Bytes per moment element (4 or 8): the one dtype table's (family.c, ckpt_dtype_width). */
+static inline unsigned ckpt_width(int dtype) { return ckpt_dtype_width(dtype); }
 
 /* ---- json.c: the JSON writer shared by report, pair, diff ---- */
 void j_u64(strbuf *sb, uint64_t v);     /* a number up to 2^53 - 1, a decimal string beyond */

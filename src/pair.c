@@ -1,9 +1,11 @@
 /* Pairing an optimizer checkpoint with its model-state file (format.md 6): TorchLean builds the
  * ParameterSchema from the same ordered parameter list it saves as state, so slot i of one is
  * tensor i of the other. Every failure is listed in check order (the first is the verdict); tied
- * slots' saved values are compared bit for bit in streamed chunks, never whole. */
+ * slots' saved values are compared bit for bit in streamed chunks, never whole. The one pairing
+ * rule: `check --state` and the viewer (ckpt_pair) and health (ckpt_health_json) all ask it. */
 #include "internal.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,15 +35,6 @@ static bool add_warning(ckpt_pair_result *res, strbuf *text)
     return w[res->warnings_len - 1] != NULL;
 }
 
-/* Read n elements of 4 bytes at offset; a short read is the file changing under us. */
-static int read_at(const ckpt_source *src, uint64_t offset, uint32_t *out, size_t n, ckpt_error *err)
-{
-    size_t got = src->read(src->ctx, offset, out, 4 * n);
-    if (got == CKPT_READ_ERROR || got != 4 * n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the state file at byte %llu", (unsigned long long)offset);
-    return 0;
-}
-
 typedef struct progress {
     ckpt_progress_fn fn;
     void *ctx;
@@ -55,24 +48,51 @@ static int advance(progress *p, uint64_t bytes, ckpt_error *err)
     return 0;
 }
 
-/* The first element where tensors a and b differ bit for bit, or CKPT_NONE. */
-static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, const ckpt_tensor_info *b, uint32_t *buf,
-                            progress *pr, uint64_t *where, ckpt_error *err)
+/* NaN and infinities of a tensor whose values were read whole for a tie (step 4's warnings
+ * come only from values read anyway). */
+typedef struct nonfinite {
+    bool known;
+    uint64_t nan, inf;
+} nonfinite;
+
+static void count_nonfinite(const uint8_t *p, size_t n, unsigned width, uint64_t *nan, uint64_t *inf)
+{
+    for (size_t j = 0; j < n; j++) {
+        double x;
+        if (width == 8) {
+            memcpy(&x, p + 8 * j, 8);
+        } else {
+            float f;
+            memcpy(&f, p + sizeof f * j, sizeof f);
+            x = f;
+        }
+        *nan += isnan(x);
+        *inf += isinf(x);
+    }
+}
+
+/* The first element where tensors a and b differ bit for bit, or CKPT_NONE; when they do not,
+ * *seen holds the NaN and infinities of their (equal) values. */
+static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, const ckpt_tensor_info *b, unsigned width,
+                            uint8_t *buf, progress *pr, uint64_t *where, nonfinite *seen, ckpt_error *err)
 {
     *where = CKPT_NONE;
-    uint32_t *x = buf, *y = buf + CHUNK_ELEMENTS;
+    *seen = (nonfinite){false, 0, 0};
+    uint8_t *x = buf, *y = buf + (size_t)CHUNK_ELEMENTS * width;
     for (uint64_t k = 0; k < a->count; k += CHUNK_ELEMENTS) {
         size_t n = a->count - k < CHUNK_ELEMENTS ? (size_t)(a->count - k) : CHUNK_ELEMENTS;
-        TRY(read_at(src, a->data_offset + 4 * k, x, n, err));
-        TRY(read_at(src, b->data_offset + 4 * k, y, n, err));
-        if (memcmp(x, y, 4 * n) != 0) {
+        TRY(ckpt_read_at(src, a->data_offset + width * k, x, n * width, "the state file", err));
+        TRY(ckpt_read_at(src, b->data_offset + width * k, y, n * width, "the state file", err));
+        if (memcmp(x, y, n * width) != 0) {
             size_t j = 0;
-            while (x[j] == y[j]) j++;
+            while (memcmp(x + j * width, y + j * width, width) == 0) j++;
             *where = k + j;
             return 0;
         }
-        TRY(advance(pr, 8 * (uint64_t)n, err));
+        count_nonfinite(x, n, width, &seen->nan, &seen->inf);
+        TRY(advance(pr, 2 * (uint64_t)n * width, err));
     }
+    seen->known = true;
     return 0;
 }
 
@@ -80,10 +100,8 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
     ckpt_error *err = &res->error;
-    if (!ro->family || !ro->family->optimizer)
-        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (TLADAMF)");
-    if (!rs->family || rs->family->optimizer)
-        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the second file is not a model-state file (TLSF32B or TLPF32B)");
+    TRY(ckpt_require_role(ro, true, err));
+    TRY(ckpt_require_role(rs, false, err));
     if (!ro->schema_complete)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
                          "cannot pair: the optimizer checkpoint is invalid before its parameter schema ends");
@@ -91,6 +109,7 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot pair: the state file is invalid before its last tensor");
     const ckpt_schema *so = ro->schema, *ss = rs->schema;
     size_t n = ckpt_schema_count(so), c = ckpt_schema_count(ss), both = n < c ? n : c;
+    const unsigned width = ckpt_dtype_width(rs->dtype);
     strbuf sb = {0};
 
     /* 1. the count */
@@ -100,62 +119,56 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     }
     /* 2. every slot's shape */
     uint8_t *shape_ok = malloc(both ? both : 1);
-    if (!shape_ok) return ckpt_fail_oom(err);
-    for (size_t i = 0; i < both; i++) {
+    nonfinite *seen = calloc(both ? both : 1, sizeof *seen);
+    if (!shape_ok || !seen) {
+        free(shape_ok);
+        free(seen);
+        return ckpt_fail_oom(err);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < both && !rc; i++) {
         shape_ok[i] = ckpt_schema_same_shape(so, i, ss, i);
         if (shape_ok[i]) continue;
         sb_printf(&sb, "parameter %zu: state shape ", i);
         ckpt_shape_print_list(&sb, ckpt_schema_dims(ss, i), ckpt_schema_rank(ss, i));
         sb_puts(&sb, " differs from the optimizer's ");
         ckpt_schema_print_shape(&sb, so, i);
-        if (!add_failure(res, CKPT_E_PAIR_SHAPE, i, rs->tensors[i].offset, 8 * (ckpt_schema_rank(ss, i) + 1), &sb)) {
-            free(shape_ok);
-            return ckpt_fail_oom(err);
-        }
+        if (!add_failure(res, CKPT_E_PAIR_SHAPE, i, rs->tensors[i].offset, 8 * (ckpt_schema_rank(ss, i) + 1), &sb)) rc = ckpt_fail_oom(err);
     }
-    /* what the streamed passes will read, for progress */
+    /* what the tie pass will read, for progress */
     pr->total = 0;
     for (size_t i = 0; i < both; i++) {
         uint64_t r = ckpt_schema_representative(so, i);
-        if (r != CKPT_NONE && r != i && r < both && shape_ok[i] && shape_ok[r]) pr->total += 8 * rs->tensors[i].count;
-        if (!rs->statistics) pr->total += 4 * rs->tensors[i].count;
+        if (r != CKPT_NONE && r != i && r < both && shape_ok[i] && shape_ok[r]) pr->total += 2 * width * rs->tensors[i].count;
     }
     /* 3. tied slots hold one storage: their saved values must be bit-identical */
-    uint32_t *buf = malloc(2 * CHUNK_ELEMENTS * sizeof *buf);
-    int rc = buf ? 0 : ckpt_fail_oom(err);
+    uint8_t *buf = rc ? NULL : malloc(2 * (size_t)CHUNK_ELEMENTS * width);
+    if (!rc && !buf) rc = ckpt_fail_oom(err);
     for (size_t i = 0; i < both && !rc; i++) {
         uint64_t r = ckpt_schema_representative(so, i), k;
         if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r]) continue;
-        if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], buf, pr, &k, err))) break;
+        nonfinite tie;
+        if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie, err))) break;
+        if (tie.known) seen[i] = seen[r] = tie;
         if (k == CKPT_NONE) continue;
         sb_printf(&sb, "parameter %zu is tied to parameter %llu but their saved values differ (first at element %llu)", i,
                   (unsigned long long)r, (unsigned long long)k);
-        if (!add_failure(res, CKPT_E_PAIR_TIED_VALUES, i, rs->tensors[i].data_offset + 4 * k, 4, &sb)) rc = ckpt_fail_oom(err);
+        if (!add_failure(res, CKPT_E_PAIR_TIED_VALUES, i, rs->tensors[i].data_offset + width * k, width, &sb)) rc = ckpt_fail_oom(err);
     }
     free(buf);
     free(shape_ok);
-    /* 4. warnings: NaN or infinities in a tensor (statistics of the state file, or a scan now) */
+    /* 4. warnings: NaN or infinities in a tensor, when its values were read anyway (the state
+     * file's statistics, or a tie above); the verdict reads nothing more for them */
     for (size_t i = 0; i < both && !rc; i++) {
-        const ckpt_tensor_info *t = &rs->tensors[i];
-        ckpt_stats *scanned = NULL;
-        const ckpt_stats *st = t->values;
-        if (!st) {
-            if ((rc = ckpt_state_tensor_stats(ckpt_file_source(state), rs, t, NULL, NULL, &scanned, err))) break;
-            st = scanned;
-            if ((rc = advance(pr, 4 * t->count, err))) {
-                ckpt_stats_free(scanned);
-                break;
-            }
-        }
-        if (st->nan || st->inf) {
-            bool frozen = ckpt_schema_representative(so, i) == CKPT_NONE;
-            sb_printf(&sb, "parameter %zu%s: its saved values hold %llu NaN and %llu infinite values%s", i, frozen ? " (frozen)" : "",
-                      (unsigned long long)st->nan, (unsigned long long)st->inf,
-                      frozen ? "" : "; the next optimizer step carries them into its moments");
-            if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
-        }
-        ckpt_stats_free(scanned);
+        const ckpt_stats *st = rs->tensors[i].values;
+        nonfinite v = st ? (nonfinite){true, st->nan, st->inf} : seen[i];
+        if (!v.known || !(v.nan || v.inf)) continue;
+        bool frozen = ckpt_schema_representative(so, i) == CKPT_NONE;
+        sb_printf(&sb, "parameter %zu%s: its saved values hold %llu NaN and %llu infinite values%s", i, frozen ? " (frozen)" : "",
+                  (unsigned long long)v.nan, (unsigned long long)v.inf, frozen ? "" : "; the next optimizer step carries them into its moments");
+        if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
     }
+    free(seen);
     /* 5. a file broken past its layout still says whether the two belong together, but it would
      * not load: said beside the verdict, with its own diagnostic */
     const ckpt_report *broken[2] = {ro, rs};

@@ -23,8 +23,6 @@ void ckpt_report_free(ckpt_report *rep)
     free(rep);
 }
 
-unsigned ckpt_width(int dtype) { return dtype == CKPT_FLOAT64 ? 8 : 4; }
-
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 {
     char text[512];
@@ -125,7 +123,7 @@ void ckpt_drop_layout_if_oom(ckpt_report *rep)
 /* ---- JSON ---- */
 
 /* A text being built, flushed to a sink (when there is one) whenever it grows past a chunk. */
-typedef struct jw {
+typedef struct ckpt_jw {
     strbuf sb;
     const ckpt_sink *out;
     ckpt_error *err;
@@ -256,11 +254,10 @@ static void j_offset_field(strbuf *sb, const char *key, uint64_t v, bool first)
     j_slot(sb, v);
 }
 
-static void j_optimizer(jw *w, const ckpt_report *rep, bool bulk)
+/* The members of the optimizer family (the descriptor's json_body) */
+void ckpt_report_json_adam(jw *w, const ckpt_report *rep, bool bulk)
 {
     strbuf *sb = &w->sb;
-    sb_puts(sb, ",\"dtype\":");
-    sb_puts(sb, rep->dtype == CKPT_FLOAT32 ? "\"float32\"" : rep->dtype == CKPT_FLOAT64 ? "\"float64\"" : "null");
     sb_puts(sb, ",\"config\":");
     if (rep->has_config) j_config(sb, &rep->config);
     else sb_puts(sb, "null");
@@ -305,7 +302,8 @@ static void j_optimizer(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, "]");
 }
 
-static void j_state(jw *w, const ckpt_report *rep, bool bulk)
+/* The members of the model-state families (the descriptor's json_body) */
+void ckpt_report_json_state(jw *w, const ckpt_report *rep, bool bulk)
 {
     strbuf *sb = &w->sb;
     sb_puts(sb, ",\"tensorCount\":");
@@ -355,8 +353,12 @@ static void j_report(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"size\":");
     j_slot(sb, rep->size);
     sb_printf(sb, ",\"statistics\":%s", rep->statistics ? "true" : "false");
-    if (f && !f->optimizer) j_state(w, rep, bulk);
-    else j_optimizer(w, rep, bulk);
+    sb_puts(sb, ",\"dtype\":");
+    if (ckpt_dtype_name(rep->dtype)) j_string(sb, ckpt_dtype_name(rep->dtype));
+    else sb_puts(sb, "null");
+    /* the family's own members; a file whose magic matches none reads as the optimizer's, all
+     * null (docs/report.md) */
+    (f ? f->impl->json_body : ckpt_report_json_adam)(w, rep, bulk);
     sb_puts(sb, ",\"warnings\":[");
     for (size_t k = 0; k < rep->warnings_len; k++) {
         if (k) sb_puts(sb, ",");

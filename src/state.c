@@ -1,27 +1,27 @@
-/* The model-state families TLSF32B and TLPF32B (format.md 6): reading (inspection, and load
- * against expected shapes, in the reference order with the reference texts), access to one
+/* The model-state families TLSF32B and TLPF32B (format.md 6), and any family of their layout
+ * (magic, version, count, tensors of the descriptor's element dtype): reading (inspection, and
+ * load against expected shapes, in the reference order with the reference texts), access to one
  * tensor through an open file, and the writer. The header's texts carry the family's name, the
- * rest its prefix (StateIO / ParamIO). Texts name no index: the slot is reported beside them. */
+ * rest its prefix (StateIO / ParamIO); what differs between the families is their descriptor's
+ * (family.c). Texts name no index: the slot is reported beside them. */
 #include "internal.h"
 
 #include <stdlib.h>
 
-/* What differs between the two families besides the descriptor. */
-typedef struct state_texts {
-    int family;
-    const char *count_mismatch;    /* ... (file={c}, expected={n}) */
-    const char *trailing;
-    void (*pretty)(strbuf *sb, const uint64_t *dims, uint64_t rank);   /* the element-count text's shape */
-} state_texts;
+/* ---- the items: one per tensor, its values ---- */
 
-static const state_texts texts[] = {
-    {CKPT_FAMILY_TLSF32B, "checkpoint state-tensor count mismatch", "trailing bytes after final state tensor", ckpt_shape_print_list},
-    {CKPT_FAMILY_TLPF32B, "checkpoint parameter count mismatch", "trailing bytes after final parameter", ckpt_shape_print_nested},
-};
+size_t ckpt_state_item_count(const ckpt_report *rep) { return rep->tensors_len; }
 
-static const state_texts *texts_of(const ckpt_family *f)
+ckpt_item ckpt_state_item(ckpt_report *rep, size_t k)
 {
-    return f && f->id == CKPT_FAMILY_TLPF32B ? &texts[1] : &texts[0];
+    ckpt_tensor_info *t = &rep->tensors[k];
+    return (ckpt_item){k, t->count, {t->data_offset, CKPT_NONE}, {&t->values, NULL}, &t->unhealthy};
+}
+
+uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
+{
+    (void)b;
+    return a->nan + a->inf;
 }
 
 static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
@@ -32,13 +32,14 @@ static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
 
 /* Step 4 for one tensor: rank, dims and count are read first; then the shape and the count are
  * compared (with the expected shapes, or the file's own dims when inspecting); then the payload. */
-static int read_tensor(ckpt_parse *p, const state_texts *t, uint64_t i, uint64_t declared)
+static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
 {
     ckpt_reader *r = p->r;
     ckpt_error *err = p->err;
     ckpt_schema *file = p->rep->schema;
     const ckpt_schema *expected = p->exp ? p->exp->schema : NULL;
     const char *P = p->family->prefix;
+    const unsigned width = ckpt_dtype_width(p->family->element_dtype);
     ckpt_tensor_info info = {0};
     uint64_t rank, v;
     info.offset = r->pos;
@@ -68,7 +69,7 @@ static int read_tensor(ckpt_parse *p, const state_texts *t, uint64_t i, uint64_t
     uint64_t size = ckpt_schema_size(ref, (size_t)i, &too_big);
     if (too_big || info.count != size) {
         strbuf pretty = {0}, want = {0};
-        t->pretty(&pretty, ckpt_schema_dims(ref, (size_t)i), ckpt_schema_rank(ref, (size_t)i));
+        p->family->impl->pretty(&pretty, ckpt_schema_dims(ref, (size_t)i), ckpt_schema_rank(ref, (size_t)i));
         ckpt_shape_size_print(&want, ckpt_schema_dims(ref, (size_t)i), ckpt_schema_rank(ref, (size_t)i));
         if (pretty.failed || want.failed) ckpt_fail_oom(err);
         else ckpt_fail_at(err, P, CKPT_E_STATE_ELEMENT_COUNT_MISMATCH, count_at, 8, i,
@@ -81,10 +82,10 @@ static int read_tensor(ckpt_parse *p, const state_texts *t, uint64_t i, uint64_t
 
     info.data_offset = r->pos;
     if (p->flags & CKPT_INSPECT_STATS) {
-        TRY(ckpt_scan_payload(r, &p->scan, info.count, 4, &info.values, err));
-        info.unhealthy = info.values->nan + info.values->inf;
+        TRY(ckpt_scan_payload(r, &p->scan, info.count, width, &info.values, err));
+        info.unhealthy = ckpt_state_unhealthy(info.values, NULL);
     } else {
-        TRY(ckpt_skip_payload(r, info.count, 4, err));
+        TRY(ckpt_skip_payload(r, info.count, width, err));
     }
     if (!ckpt_report_push_tensor(p->rep, &info)) {
         ckpt_stats_free(info.values);
@@ -99,7 +100,7 @@ int ckpt_state_parse(ckpt_parse *p)
     ckpt_report *rep = p->rep;
     ckpt_error *err = p->err;
     const ckpt_family *f = p->family;
-    const state_texts *t = texts_of(f);
+    const struct ckpt_family_impl *t = f->impl;
     const ckpt_schema *expected = p->exp ? p->exp->schema : NULL;
 
     /* 2. version (still the header: the family's name speaks) */
@@ -107,7 +108,7 @@ int ckpt_state_parse(ckpt_parse *p)
     TRY(ckpt_read_u64(r, &version, err));
     rep->has_version = true;
     rep->version = version;
-    if (version != f->version_min)
+    if (version < f->version_min || version > f->version_max)
         return ckpt_fail(err, f->name, CKPT_E_UNSUPPORTED_VERSION, at, 8, "unsupported format version %llu; expected %llu",
                          (unsigned long long)version, (unsigned long long)f->version_min);
 
@@ -126,7 +127,7 @@ int ckpt_state_parse(ckpt_parse *p)
     p->scan.start = r->pos;
     p->scan.total = r->src->size == CKPT_NONE ? CKPT_NONE : r->src->size - r->pos;
     for (uint64_t i = 0; i < count; i++) {
-        int rc = read_tensor(p, t, i, count);
+        int rc = read_tensor(p, i, count);
         if (rc) {
             if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i;
             ckpt_drop_layout_if_oom(rep);
@@ -147,11 +148,11 @@ int ckpt_state_parse(ckpt_parse *p)
 
 /* ---- one tensor through an open file ---- */
 
-int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, float *out,
+int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, void *out,
                            ckpt_error *err)
 {
     uint64_t bytes;
-    if (ckpt_mul_overflows(t->count, 4, &bytes) || bytes > SIZE_MAX / 2)
+    if (ckpt_mul_overflows(t->count, ckpt_dtype_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
         return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0, "the tensor is too large to copy into memory at once");
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
@@ -166,9 +167,10 @@ int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, cons
 {
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
-    ckpt_scan scan = {progress, progress_ctx, t->data_offset, 4 * t->count, 0};
+    const unsigned width = ckpt_dtype_width(rep->dtype);
+    ckpt_scan scan = {progress, progress_ctx, t->data_offset, width * t->count, 0};
     r->pos = t->data_offset;
-    int rc = ckpt_scan_payload(r, &scan, t->count, 4, values, err);
+    int rc = ckpt_scan_payload(r, &scan, t->count, width, values, err);
     ckpt_reader_free(r);
     return rc;
 }
@@ -179,14 +181,15 @@ int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *v
                      const ckpt_sink *out, ckpt_error *err)
 {
     const ckpt_family *f = ckpt_family_get(family);
-    if (!f || f->optimizer || !shapes || !out)
+    if (!f || f->impl->parse != ckpt_state_parse || !shapes || !out)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the state writer");
+    const unsigned width = ckpt_dtype_width(f->element_dtype);
     size_t n = ckpt_schema_count(shapes);
     /* every check before the first byte */
     for (size_t i = 0; i < n; i++) {
         bool too_big;
         uint64_t size = ckpt_schema_size(shapes, i, &too_big), bytes;
-        if (too_big || ckpt_mul_overflows(size, 4, &bytes) || value_bytes[i] != bytes || (bytes && !values[i])) {
+        if (too_big || ckpt_mul_overflows(size, width, &bytes) || value_bytes[i] != bytes || (bytes && !values[i])) {
             strbuf sb = {0};
             ckpt_shape_size_print(&sb, ckpt_schema_dims(shapes, i), ckpt_schema_rank(shapes, i));
             if (sb.failed) ckpt_fail_oom(err);

@@ -286,3 +286,23 @@ int w_state_write(int family, const ckpt_schema *shapes, const void *const *valu
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_state_write(family, shapes, values, value_bytes, &out, err);
 }
+
+/* ---- runs ---- */
+
+/* n open optimizer files and their state files (entries 0 for none) as arrays of pointers in
+ * wasm memory; flags: n u64 health flag counts, or NULL. JSON, or NULL with err set. */
+char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, const uint64_t *flags, size_t n, int progress_token,
+            ckpt_error *err)
+{
+    ckpt_run_options o = {PROGRESS(progress_token)};
+    return ckpt_run_json(opts, states, flags, n, &o, err);
+}
+
+/* The k = 1 gradient of the pair a → b into a JS sink (names and slots as for w_export). */
+int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, const char *const *names, size_t name_count,
+                          const uint64_t *slots, size_t slot_count, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_export_options o = {format, names, name_count, slots, slot_count, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_run_export_gradient(a, b, &o, &out, err);
+}

@@ -8,3 +8,9 @@ ckptscope write model.json model.ckpt >/dev/null              # AdamW, 4 slots (
 ckptscope write state.json state.ckpt >/dev/null              # its model-state file (TLSF32B)
 ckptscope write unhealthy.json unhealthy.ckpt >/dev/null      # moments with NaN, a negative v, an impossible m
 ckptscope write unhealthy-state.json unhealthy-state.ckpt >/dev/null
+# one AdamW run saved at steps 3, 4 and 8 (tests/run/adam_run.py --kind adamw --saves 3,4,8), in run/
+mkdir -p run
+for s in 3 4 8; do
+  ckptscope write run-step-$s.json run/step-$s.ckpt >/dev/null
+  ckptscope write run-step-$s-state.json run/step-$s.tlsf >/dev/null
+done

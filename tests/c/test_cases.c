@@ -249,6 +249,38 @@ static void check_outcome(const ckpt_error *err, const jvalue *want)
     if (json_get(want, "configDiff")) CHECK(err->config_diff.present);
 }
 
+/* The text after the last "error": of a JSON object (its error member and the closing brace). */
+static const char *error_member(const char *json)
+{
+    const char *last = NULL;
+    for (const char *p = json; (p = strstr(p, "\"error\":")); p++) last = p;
+    return last ? last : "(no error member)";
+}
+
+/* Health asks pairing (format.md 6): its "pairs" and "error" are ckpt_pair's verdict and first
+ * failure, or, when the files cannot be paired at all, the same refusal. */
+static void check_health_agrees(const ckpt_file *opt, const ckpt_file *state, const ckpt_pair_result *r)
+{
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *health = ckpt_health_json(opt, state, NULL, &err);
+    char *pair = ckpt_pair_json(r);
+    if (!r->error.code) {
+        CHECK(health != NULL);
+        if (health) {
+            CHECK(strstr(health, r->pairs ? "\"pairs\":true" : "\"pairs\":false") != NULL);
+            CHECK_STR(error_member(health), error_member(pair));
+        }
+    } else {
+        /* no verdict: health refuses too, for the same reason (a wrong family in the same words) */
+        CHECK(health == NULL && err.code == r->error.code);
+        if (err.code == CKPT_E_WRONG_FAMILY) CHECK_STR(err.message, r->error.message);
+    }
+    free(health);
+    free(pair);
+    ckpt_error_clear(&err);
+}
+
 static void check_warnings(char *const *got, size_t n, const jvalue *want)
 {
     if (!want) return;
@@ -303,7 +335,10 @@ static void run_case(void)
         ckpt_memory smem;
         uint8_t *scopy;
         ckpt_source ssrc = source_of(sb, &smem, &scopy);
-        ckpt_file *opt = ckpt_open(&src, NULL), *state = ckpt_open(&ssrc, NULL);
+        /* a state file whose statistics were computed when opened ("stats": the values read anyway) */
+        const jvalue *sstats = json_get(json_get(c, "state"), "stats");
+        ckpt_inspect_options sopt = {sstats && sstats->b ? CKPT_INSPECT_STATS : 0, NULL, NULL};
+        ckpt_file *opt = ckpt_open(&src, NULL), *state = ckpt_open(&ssrc, &sopt);
         ckpt_pair_result *r = ckpt_pair(opt, state, NULL, NULL);
         const ckpt_error *verdict = r->error.code || !r->failures_len ? &r->error : &r->failures[0];
         check_outcome(verdict, want);
@@ -314,6 +349,7 @@ static void run_case(void)
             for (size_t k = 0; k < r->failures_len && k < failures->len; k++) check_outcome(&r->failures[k], failures->items[k]);
         }
         check_warnings(r->warnings, r->warnings_len, json_get(want, "warnings"));
+        check_health_agrees(opt, state, r);
         ckpt_pair_result_free(r);
         ckpt_close(opt);
         ckpt_close(state);

@@ -21,8 +21,8 @@ const KNOWN = [
   ['web/examples.js', 'a family magic', "'TLSF32B'"],
   ['web/examples.js', 'a family magic', "'TLSF32B'"],
   ['web/examples.js', 'a dtype name', "'float64'"],
-  // A model-state file's element type: until the state report carries its dtype (issue 21,
-  // goal 2, the core's side), the header view says it.
+  // A model-state file's element type, stated by the header view: the state report carries
+  // its dtype now (summary.dtype), for the view's owner to show instead.
   ['web/views/header.js', 'a dtype name', "'float32'"],
 ];
 

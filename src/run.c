@@ -1,0 +1,658 @@
+/* Checkpoints of one run (docs/runs.md): continuity of each consecutive pair per slot, the
+ * gradient of a one-step pair, and with the model-state files the learning rate of that step.
+ *
+ * Per owner slot, with A at step tA and B at tB = tA + k, from the stored values in binary64:
+ *   dm = m_B - b1^k m_A,  dv = v_B - b2^k v_A,  c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i<k} rho^i),
+ * rho = b1^2/b2, b and 1-b each the stored binary64 rounded once to the moments' dtype; an
+ * element breaks when dv < -tv or |dm| > c_k sqrt(max(dv,0) + tv) + tm (the tolerances of
+ * docs/runs.md). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
+ * (+ wd theta_A for AdamW), bias corrections at tB.
+ *
+ * One pass over every file at once: for each owner slot, chunk by chunk, each file's payload
+ * chunk is read once and serves both pairs it belongs to. Memory: a few chunks per file. */
+#include "internal.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK 8192                  /* elements per file per step, many files */
+#define CHUNK_FEW 65536             /* the same for a few files (fewer, larger reads) */
+#define FEW_FILES 16
+
+/* One file of the run and its buffers for the current chunk. */
+typedef struct run_file {
+    const ckpt_file *file;
+    const ckpt_report *rep;         /* NULL when not an optimizer checkpoint */
+    const ckpt_source *src;
+    const ckpt_report *state;       /* its model-state file, NULL when not given or not usable */
+    const ckpt_source *state_src;
+    bool readable;                  /* valid through its last entry */
+    unsigned width;
+    uint8_t *raw_m, *raw_v;         /* chunk * width, as stored */
+    uint8_t *raw_theta;             /* chunk * 4 */
+    double *m, *v, *theta;          /* the same chunk in binary64 */
+    const ckpt_entry_info *e;       /* the current slot's entry, NULL when not read this slot */
+    bool read_theta;
+} run_file;
+
+/* One slot of one pair: its constants and what the pass gathers. */
+typedef struct slot_acc {
+    bool active;                    /* compared element by element (k >= 0) */
+    bool backwards;                 /* tB < tA */
+    uint64_t k;                     /* |tB - tA| */
+    double b1k, b2k, omb1, ck, u, nu;
+    double inv1, inv2, eps, wd;     /* the lr's direction at tB */
+    bool gradient, lr;
+    uint64_t broken, first, count;
+    double worst;
+    uint64_t g_finite, g_nonfinite, g_zero;
+    double g_sum_sq, g_max;
+    double dd, td, tt;              /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
+} slot_acc;
+
+/* One consecutive pair. */
+typedef struct run_pair {
+    bool comparable;                /* both readable, one configuration, one layout */
+    bool lr;                        /* both state files usable */
+    char *config_diff, *layout_diff;/* JSON arrays, NULL when equal (or not compared) */
+    strbuf verdict;                 /* the first reason the pair is not continuous */
+    strbuf slots;                   /* the slots' JSON items */
+    size_t slot_items;
+    bool continuous;
+    double b1, b2, omb1, omb2, u, nu;   /* the configuration in the moments' dtype */
+    bool adamw;
+    double eps, wd;
+} run_pair;
+
+typedef struct run {
+    run_file *files;
+    run_pair *pairs;
+    size_t n;
+    size_t chunk;                   /* elements per file per step: memory is n * chunk * 44 bytes */
+    ckpt_progress_fn progress;
+    void *progress_ctx;
+    uint64_t done, total;
+    ckpt_error *err;
+} run;
+
+static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, ckpt_error *err)
+{
+    size_t got = src->read(src->ctx, offset, buf, n);
+    if (got == CKPT_READ_ERROR || got != n)
+        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+    return 0;
+}
+
+static void widen(const uint8_t *raw, unsigned width, double *out, size_t n)
+{
+    if (width == 8) {
+        memcpy(out, raw, n * 8);
+        return;
+    }
+    const float *f = (const float *)(const void *)raw;
+    for (size_t j = 0; j < n; j++) out[j] = f[j];
+}
+
+/* ---- one pair's configuration ---- */
+
+/* The value the moments' dtype holds: a float32 kernel rounds each constant once. */
+static double in_dtype(double x, int dtype) { return dtype == CKPT_FLOAT32 ? (double)(float)x : x; }
+
+static void pair_config(run_pair *p, const ckpt_report *r)
+{
+    double b1 = ckpt_double_from_bits(r->config.beta1), b2 = ckpt_double_from_bits(r->config.beta2);
+    p->b1 = in_dtype(b1, r->dtype);
+    p->b2 = in_dtype(b2, r->dtype);
+    p->omb1 = in_dtype(1.0 - b1, r->dtype);
+    p->omb2 = in_dtype(1.0 - b2, r->dtype);
+    p->u = r->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
+    p->nu = r->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
+    p->adamw = r->config.kind == CKPT_ADAMW;
+    p->eps = in_dtype(ckpt_double_from_bits(r->config.epsilon), r->dtype);
+    p->wd = ckpt_double_from_bits(r->config.weight_decay);
+}
+
+/* c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i=0..k-1} rho^i): infinite when no bound exists (b2 = 0
+ * with k > 1, or a sum that overflows), and then nothing is checked. */
+static double c_k(const run_pair *p, uint64_t k)
+{
+    double sum;
+    if (k == 1) sum = 1;
+    else {
+        double rho = p->b1 * p->b1 / p->b2;
+        if (!isfinite(rho)) sum = INFINITY;
+        else if (rho == 1) sum = (double)k;
+        else sum = (1 - pow(rho, (double)k)) / (1 - rho);
+    }
+    return p->omb1 / sqrt(p->omb2) * sqrt(sum);
+}
+
+/* ---- the element loops ---- */
+
+/* k = 1: Δm = (1 - b1) g, so the step's gradient is Δm / (1 - b1). */
+static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
+
+/* k >= 1: the continuity bound, and for k = 1 the gradient and the lr's sums. `base` is the
+ * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged. */
+static NOINLINE void steps_chunk(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
+{
+    const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
+    for (size_t j = 0; j < n; j++) {
+        double ma = a->m[j], va = a->v[j], mb = b->m[j], vb = b->v[j];
+        double dm = mb - s->b1k * ma;
+        if (s->gradient) {
+            double g = gradient_of(dm, s->omb1);
+            if (!isfinite(g)) s->g_nonfinite++;
+            else {
+                double ag = fabs(g);
+                s->g_finite++;
+                s->g_zero += g == 0;
+                s->g_sum_sq += g * g;
+                if (ag > s->g_max) s->g_max = ag;
+            }
+        }
+        if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
+        double dv = vb - s->b2k * va;
+        double tv = kv * (vb + s->b2k * va) + s->nu;
+        double tm = km * (s->ck * sqrt(vb) + fabs(mb) + s->b1k * fabs(ma));
+        double bound = s->ck * sqrt((dv > 0 ? dv : 0) + tv) + tm;
+        double adm = fabs(dm);
+        if (adm > s->worst * bound && isfinite(bound) && bound > 0) s->worst = adm / bound;   /* one division per new maximum */
+        if (dv < -tv || adm > bound) {
+            if (!s->broken) s->first = base + j;
+            s->broken++;
+        }
+        if (s->lr) {
+            double d = mb * s->inv1 / (sqrt(vb * s->inv2) + s->eps);
+            if (s->wd != 0) d += s->wd * a->theta[j];
+            double t = b->theta[j] - a->theta[j];
+            if (isfinite(d) && isfinite(t)) {
+                s->dd += d * d;
+                s->td += t * d;
+                s->tt += t * t;
+            }
+        }
+    }
+}
+
+/* ---- the pass ---- */
+
+static bool is_owner(const ckpt_report *r, uint64_t s)
+{
+    return s < ckpt_schema_count(r->schema) && ckpt_schema_representative(r->schema, s) == s;
+}
+
+/* Set up slot s of every comparable pair (its k, its constants, what its files read) and
+ * return the bytes its pass reads. */
+static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
+{
+    for (size_t f = 0; f < r->n; f++) r->files[f].e = NULL, r->files[f].read_theta = false;
+    for (size_t p = 0; p + 1 < r->n; p++) {
+        slot_acc *a = &acc[p];
+        memset(a, 0, sizeof *a);
+        a->first = CKPT_NONE;
+        const run_pair *pp = &r->pairs[p];
+        run_file *fa = &r->files[p], *fb = &r->files[p + 1];
+        if (!pp->comparable || !is_owner(fa->rep, s)) continue;
+        const ckpt_entry_info *ea, *eb;
+        ckpt_error ignored = {0};
+        ckpt_error_clear(&ignored);
+        /* both files are valid through their entries and share the layout: both succeed */
+        if (ckpt_file_entry(fa->file, s, &ea, NULL, &ignored) || ckpt_file_entry(fb->file, s, &eb, NULL, &ignored)) {
+            ckpt_error_clear(&ignored);
+            continue;
+        }
+        a->count = ea->count;
+        a->backwards = eb->step < ea->step;
+        a->k = a->backwards ? ea->step - eb->step : eb->step - ea->step;
+        if (a->backwards) continue;
+        a->active = true;
+        fa->e = ea, fb->e = eb;
+        if (a->k == 0) continue;
+        double k = (double)a->k;
+        a->b1k = pow(pp->b1, k);
+        a->b2k = pow(pp->b2, k);
+        a->omb1 = pp->omb1;
+        a->ck = c_k(pp, a->k);
+        a->u = pp->u;
+        a->nu = pp->nu;
+        a->gradient = a->k == 1;
+        a->lr = a->k == 1 && pp->lr;
+        if (a->lr) {
+            double tb = (double)eb->step;
+            a->inv1 = 1.0 / (1.0 - pow(pp->b1, tb));
+            a->inv2 = 1.0 / (1.0 - pow(pp->b2, tb));
+            a->eps = pp->eps;
+            a->wd = pp->adamw ? pp->wd : 0;
+            fa->read_theta = fb->read_theta = true;
+        }
+    }
+    uint64_t bytes = 0;
+    for (size_t f = 0; f < r->n; f++) {
+        const run_file *rf = &r->files[f];
+        if (rf->e) bytes += 2 * rf->e->count * rf->width;
+        if (rf->read_theta) bytes += 4 * rf->e->count;
+    }
+    return bytes;
+}
+
+/* The slot's chunks, every file read once. */
+static int pass_slot(run *r, uint64_t s, slot_acc *acc)
+{
+    uint64_t count = 0;
+    for (size_t f = 0; f < r->n; f++)
+        if (r->files[f].e && r->files[f].e->count > count) count = r->files[f].e->count;
+    const size_t chunk = r->chunk;
+    for (uint64_t base = 0; base < count; base += chunk) {
+        for (size_t f = 0; f < r->n; f++) {
+            run_file *rf = &r->files[f];
+            if (!rf->e || base >= rf->e->count) continue;
+            uint64_t left = rf->e->count - base;
+            size_t n = left < chunk ? (size_t)left : chunk;
+            unsigned w = rf->width;
+            TRY(read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, r->err));
+            TRY(read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, r->err));
+            widen(rf->raw_m, w, rf->m, n);
+            widen(rf->raw_v, w, rf->v, n);
+            if (rf->read_theta) {
+                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + 4 * base, rf->raw_theta, 4 * n, r->err));
+                widen(rf->raw_theta, 4, rf->theta, n);
+            }
+            r->done += (uint64_t)n * (2 * w + (rf->read_theta ? 4 : 0));
+        }
+        for (size_t p = 0; p + 1 < r->n; p++) {
+            slot_acc *a = &acc[p];
+            if (!a->active || base >= a->count) continue;
+            uint64_t left = a->count - base;
+            size_t n = left < chunk ? (size_t)left : chunk;
+            const run_file *fa = &r->files[p], *fb = &r->files[p + 1];
+            if (a->k == 0) {
+                size_t w = fa->width;
+                if (!memcmp(fa->raw_m, fb->raw_m, n * w) && !memcmp(fa->raw_v, fb->raw_v, n * w)) continue;
+                for (size_t j = 0; j < n; j++) {
+                    if (!memcmp(fa->raw_m + j * w, fb->raw_m + j * w, w) && !memcmp(fa->raw_v + j * w, fb->raw_v + j * w, w)) continue;
+                    if (!a->broken) a->first = base + j;
+                    a->broken++;
+                }
+            } else steps_chunk(a, fa, fb, n, base);
+        }
+        if (r->progress && r->progress(r->progress_ctx, r->done, r->total))
+            return ckpt_fail(r->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "run pass cancelled");
+    }
+    return 0;
+}
+
+/* ---- the report ---- */
+
+static void j_num_or_null(strbuf *sb, bool present, double x)
+{
+    if (present) j_double(sb, x);
+    else sb_lit(sb, "null");
+}
+
+/* The slot's JSON item, and the pair's verdict when this is its first broken slot. */
+static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const ckpt_entry_info *eb, const slot_acc *a)
+{
+    strbuf *sb = &pp->slots;
+    unsigned long long us = s, ta = ea->step, tb = eb->step;
+    strbuf msg = {0};
+    if (a->backwards) sb_printf(&msg, "slot %llu: step %llu in B is before step %llu in A", us, tb, ta);
+    else if (a->k == 0 && a->broken)
+        sb_printf(&msg, "slot %llu: both at step %llu, but the moments differ (first at element %llu)", us, ta, (unsigned long long)a->first);
+    else if (a->broken)
+        sb_printf(&msg, "slot %llu: %llu elements cannot come from Adam steps %llu\u2192%llu (first at element %llu)", us,
+                  (unsigned long long)a->broken, ta, tb, (unsigned long long)a->first);
+    bool broken = msg.len > 0;
+    sb_puts(sb, pp->slot_items++ ? ",{\"slot\":" : "{\"slot\":");
+    j_u64(sb, s);
+    sb_puts(sb, ",\"stepA\":");
+    j_u64(sb, ea->step);
+    sb_puts(sb, ",\"stepB\":");
+    j_u64(sb, eb->step);
+    sb_puts(sb, ",\"k\":");
+    /* a JSON number up to 2^53 - 1 in size, a decimal string beyond (as j_u64 does) */
+    bool exact = a->k <= (1ULL << 53) - 1;
+    sb_printf(sb, exact ? "%s%llu" : "\"%s%llu\"", a->backwards ? "-" : "", (unsigned long long)a->k);
+    sb_puts(sb, ",\"broken\":");
+    if (a->backwards) sb_lit(sb, "null");
+    else j_u64(sb, a->broken);
+    sb_puts(sb, ",\"firstBroken\":");
+    j_slot(sb, a->broken ? a->first : CKPT_NONE);
+    sb_puts(sb, ",\"worst\":");
+    j_num_or_null(sb, a->active && a->k >= 1, a->worst);
+    sb_puts(sb, ",\"message\":");
+    if (broken) j_string(sb, msg.failed ? "" : msg.data);
+    else sb_lit(sb, "null");
+    sb_puts(sb, ",\"gradient\":");
+    if (a->gradient) {
+        sb_puts(sb, "{\"rms\":");
+        j_num_or_null(sb, a->g_finite > 0, a->g_finite ? sqrt(a->g_sum_sq / (double)a->g_finite) : 0);
+        sb_puts(sb, ",\"maxAbs\":");
+        j_num_or_null(sb, a->g_finite > 0, a->g_max);
+        sb_puts(sb, ",\"nonFinite\":");
+        j_u64(sb, a->g_nonfinite);
+        sb_puts(sb, ",\"zero\":");
+        j_u64(sb, a->g_zero);
+        sb_puts(sb, "}");
+    } else sb_lit(sb, "null");
+    /* lr = -<dtheta,d>/<d,d>; residual |dtheta + lr d| / |dtheta| = sqrt(tt - td^2/dd) / sqrt(tt) */
+    bool has_lr = a->lr && a->dd > 0;
+    double lr = has_lr && a->td != 0 ? -a->td / a->dd : 0;
+    double res2 = has_lr ? a->tt - a->td * a->td / a->dd : 0;
+    sb_puts(sb, ",\"lr\":");
+    j_num_or_null(sb, has_lr, lr);
+    sb_puts(sb, ",\"lrResidual\":");
+    j_num_or_null(sb, has_lr && a->tt > 0, a->tt > 0 ? sqrt(res2 > 0 ? res2 : 0) / sqrt(a->tt) : 0);
+    sb_puts(sb, "}");
+    if (broken && pp->continuous) {
+        pp->continuous = false;
+        sb_puts(&pp->verdict, msg.data);
+    }
+    sb_free(&msg);
+}
+
+/* Can B be compared with A element by element? Sets the verdict when not. */
+static int compare_layouts(run *r, size_t p, ckpt_error *err)
+{
+    run_pair *pp = &r->pairs[p];
+    const run_file *fa = &r->files[p], *fb = &r->files[p + 1];
+    for (int side = 0; side < 2; side++) {
+        const run_file *f = side ? fb : fa;
+        if (f->readable) continue;
+        pp->continuous = false;
+        if (!f->rep) sb_printf(&pp->verdict, "file %zu is not an optimizer checkpoint", p + side);
+        else sb_printf(&pp->verdict, "file %zu is invalid: %s", p + side, f->rep->error.message ? f->rep->error.message : "");
+        return 0;
+    }
+    ckpt_expected la, lb;
+    TRY(ckpt_file_layout(fa->file, &la, err));
+    TRY(ckpt_file_layout(fb->file, &lb, err));
+    /* the configuration first: another configuration is another run */
+    ckpt_expected ca = {NULL, la.dtype, la.config, -1, CKPT_FAMILY_ANY}, cb = {NULL, lb.dtype, lb.config, -1, CKPT_FAMILY_ANY};
+    char *first;
+    if (ckpt_diff_first(&ca, &cb, &pp->config_diff, &first)) return ckpt_fail_oom(err);
+    if (!first) {
+        free(pp->config_diff);
+        pp->config_diff = NULL;
+        ckpt_expected sa = {la.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY}, sb = {lb.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY};
+        if (ckpt_diff_first(&sa, &sb, &pp->layout_diff, &first)) return ckpt_fail_oom(err);
+        if (!first) {
+            free(pp->layout_diff);
+            pp->layout_diff = NULL;
+        }
+    }
+    if (first) {
+        pp->continuous = false;
+        sb_puts(&pp->verdict, first);
+        free(first);
+        return 0;
+    }
+    pp->comparable = true;
+    pp->lr = fa->state && fb->state;
+    pair_config(pp, fa->rep);
+    return 0;
+}
+
+/* A model-state file the pass can read beside `opt`: valid, one tensor per slot of the slot's
+ * size (pairing proper is ckpt_pair's: the caller gives only states that pair). */
+static const ckpt_report *usable_state(const ckpt_report *opt, const ckpt_file *state)
+{
+    if (!state) return NULL;
+    const ckpt_report *rs = ckpt_file_report(state);
+    if (!rs->family || rs->family->optimizer || rs->error.code) return NULL;
+    size_t n = ckpt_schema_count(opt->schema);
+    if (rs->tensors_len != n) return NULL;
+    for (size_t i = 0; i < n; i++)
+        if (rs->tensors[i].count != ckpt_schema_size(opt->schema, i, NULL)) return NULL;
+    return rs;
+}
+
+static void free_run(run *r)
+{
+    for (size_t f = 0; f < r->n; f++) {
+        run_file *rf = &r->files[f];
+        free(rf->raw_m);
+        free(rf->raw_v);
+        free(rf->raw_theta);
+        free(rf->m);
+        free(rf->v);
+        free(rf->theta);
+    }
+    for (size_t p = 0; p + 1 < r->n; p++) {
+        free(r->pairs[p].config_diff);
+        free(r->pairs[p].layout_diff);
+        sb_free(&r->pairs[p].verdict);
+        sb_free(&r->pairs[p].slots);
+    }
+    free(r->files);
+    free(r->pairs);
+}
+
+static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *state)
+{
+    r->chunk = r->n <= FEW_FILES ? CHUNK_FEW : CHUNK;
+    for (size_t f = 0; f < r->n; f++) {
+        run_file *rf = &r->files[f];
+        const ckpt_report *rep = ckpt_file_report(opt[f]);
+        rf->file = opt[f];
+        rf->src = ckpt_file_source(opt[f]);
+        if (!rep->family || !rep->family->optimizer) continue;
+        rf->rep = rep;
+        rf->readable = rep->error.code == 0;
+        if (!rf->readable) continue;
+        rf->width = ckpt_width(rep->dtype);
+        if ((rf->state = usable_state(rep, state ? state[f] : NULL))) rf->state_src = ckpt_file_source(state[f]);
+        size_t c = r->chunk;
+        rf->raw_m = malloc(c * 8);
+        rf->raw_v = malloc(c * 8);
+        rf->raw_theta = malloc(c * 4);
+        rf->m = malloc(c * sizeof(double));
+        rf->v = malloc(c * sizeof(double));
+        rf->theta = malloc(c * sizeof(double));
+        if (!rf->raw_m || !rf->raw_v || !rf->raw_theta || !rf->m || !rf->v || !rf->theta) return ckpt_fail_oom(r->err);
+    }
+    for (size_t p = 0; p + 1 < r->n; p++) {
+        r->pairs[p].continuous = true;
+        TRY(compare_layouts(r, p, r->err));
+    }
+    return 0;
+}
+
+static uint64_t max_step(const ckpt_report *rep)
+{
+    uint64_t m = 0;
+    for (size_t k = 0; k < rep->entries_len; k++)
+        if (rep->entries[k].step > m) m = rep->entries[k].step;
+    return m;
+}
+
+static char *run_json(run *r, const uint64_t *flags)
+{
+    strbuf sb = {0};
+    uint64_t first = CKPT_NONE;
+    sb_puts(&sb, "{\"files\":[");
+    for (size_t f = 0; f < r->n; f++) {
+        const run_file *rf = &r->files[f];
+        bool flagged = flags && flags[f];
+        if ((!rf->readable || flagged) && first == CKPT_NONE) first = f;
+        if (f) sb_putc(&sb, ',');
+        sb_printf(&sb, "{\"index\":%zu,\"ok\":%s,\"step\":", f, rf->readable ? "true" : "false");
+        if (rf->readable) j_u64(&sb, max_step(rf->rep));
+        else sb_lit(&sb, "null");
+        sb_printf(&sb, ",\"stateUsed\":%s,\"flags\":", rf->state ? "true" : "false");
+        j_u64(&sb, flags ? flags[f] : 0);
+        sb_puts(&sb, ",\"error\":");
+        if (rf->rep) j_error(&sb, &rf->rep->error);
+        else sb_lit(&sb, "null");
+        sb_putc(&sb, '}');
+    }
+    sb_puts(&sb, "],\"pairs\":[");
+    for (size_t p = 0; p + 1 < r->n; p++) {
+        const run_pair *pp = &r->pairs[p];
+        if (!pp->continuous && (first == CKPT_NONE || p + 1 < first)) first = p + 1;
+        if (p) sb_putc(&sb, ',');
+        sb_printf(&sb, "{\"a\":%zu,\"b\":%zu,\"continuous\":%s,\"verdict\":", p, p + 1, pp->continuous ? "true" : "false");
+        if (pp->continuous) sb_lit(&sb, "null");
+        else j_string(&sb, pp->verdict.failed || !pp->verdict.data ? "" : pp->verdict.data);
+        sb_puts(&sb, ",\"configDiff\":");
+        sb_puts(&sb, pp->config_diff ? pp->config_diff : "null");
+        sb_puts(&sb, ",\"layoutDiff\":");
+        sb_puts(&sb, pp->layout_diff ? pp->layout_diff : "null");
+        sb_puts(&sb, ",\"slots\":[");
+        if (pp->slots.data) sb_puts(&sb, pp->slots.data);
+        if (pp->slots.failed) sb.failed = true;
+        sb_puts(&sb, "]}");
+    }
+    sb_printf(&sb, "],\"ok\":%s,\"first\":", first == CKPT_NONE ? "true" : "false");
+    j_slot(&sb, first);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
+}
+
+char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
+                    const ckpt_run_options *o, ckpt_error *err)
+{
+    run r = {0};
+    r.n = n;
+    r.err = err;
+    r.progress = o ? o->progress : NULL;
+    r.progress_ctx = o ? o->progress_ctx : NULL;
+    r.files = calloc(n ? n : 1, sizeof *r.files);
+    r.pairs = calloc(n ? n : 1, sizeof *r.pairs);
+    slot_acc *acc = calloc(n ? n : 1, sizeof *acc);
+    int rc = r.files && r.pairs && acc ? setup(&r, opt, state) : ckpt_fail_oom(err);
+    /* every owner slot of any file in a comparable pair */
+    uint64_t slots = 0;
+    for (size_t p = 0; p + 1 < n; p++)
+        if (r.pairs[p].comparable && ckpt_schema_count(r.files[p].rep->schema) > slots) slots = ckpt_schema_count(r.files[p].rep->schema);
+    for (uint64_t s = 0; s < slots && !rc; s++) r.total += plan_slot(&r, s, acc);
+    for (uint64_t s = 0; s < slots && !rc; s++) {
+        plan_slot(&r, s, acc);
+        if ((rc = pass_slot(&r, s, acc))) break;
+        for (size_t p = 0; p + 1 < n; p++) {
+            run_pair *pp = &r.pairs[p];
+            if (!pp->comparable || !is_owner(r.files[p].rep, s)) continue;
+            const ckpt_entry_info *ea, *eb;
+            ckpt_file_entry(r.files[p].file, s, &ea, NULL, err);
+            ckpt_file_entry(r.files[p + 1].file, s, &eb, NULL, err);
+            slot_json(pp, s, ea, eb, &acc[p]);
+        }
+    }
+    char *json = NULL;
+    if (!rc && !(json = run_json(&r, flags))) ckpt_fail_oom(err);
+    free(acc);
+    if (r.files && r.pairs) free_run(&r);
+    else {
+        free(r.files);
+        free(r.pairs);
+    }
+    return json;
+}
+
+/* ---- the gradient of a one-step pair, exported ---- */
+
+/* A source whose bytes at B's m offsets are the gradients of those entries' elements: the
+ * exporter's writers stream it as they stream a payload. */
+typedef struct grad_source {
+    const ckpt_file *a, *b;
+    const ckpt_report *rb;
+    double b1, omb1;
+    unsigned width;
+    uint8_t *raw_a, *raw_b;          /* CHUNK_FEW * width */
+    double *ma, *mb;
+} grad_source;
+
+static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    grad_source *g = ctx;
+    const unsigned w = g->width;
+    /* the entry of B whose m holds offset (entries are in file order: ascending offsets) */
+    size_t lo = 0, hi = g->rb->entries_len;
+    while (hi - lo > 1) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (g->rb->entries[mid].m_offset <= offset) lo = mid;
+        else hi = mid;
+    }
+    const ckpt_entry_info *eb = hi ? &g->rb->entries[lo] : NULL, *ea;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    if (!eb || offset < eb->m_offset || (offset - eb->m_offset) % w || n % w || (offset - eb->m_offset) / w + n / w > eb->count ||
+        ckpt_file_entry(g->a, eb->id, &ea, NULL, &err)) {
+        ckpt_error_clear(&err);
+        return CKPT_READ_ERROR;
+    }
+    uint64_t first = (offset - eb->m_offset) / w;
+    size_t total = n / w;
+    for (size_t done = 0; done < total;) {
+        size_t k = total - done < CHUNK_FEW ? total - done : CHUNK_FEW;
+        uint64_t at = (first + done) * w;
+        if (read_at(ckpt_file_source(g->a), ea->m_offset + at, g->raw_a, k * w, &err) ||
+            read_at(ckpt_file_source(g->b), eb->m_offset + at, g->raw_b, k * w, &err)) {
+            ckpt_error_clear(&err);
+            return CKPT_READ_ERROR;
+        }
+        widen(g->raw_a, w, g->ma, k);
+        widen(g->raw_b, w, g->mb, k);
+        uint8_t *dst = (uint8_t *)buf + done * w;
+        for (size_t j = 0; j < k; j++) {
+            double x = gradient_of(g->mb[j] - g->b1 * g->ma[j], g->omb1);
+            if (w == 8) memcpy(dst + 8 * j, &x, 8);
+            else {
+                float f = (float)x;
+                memcpy(dst + 4 * j, &f, 4);
+            }
+        }
+        done += k;
+    }
+    return n;
+}
+
+int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
+                             ckpt_error *err)
+{
+    if (!a || !b || !o || !out) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    const ckpt_file *files[2] = {a, b};
+    run r = {0};
+    r.n = 2;
+    r.err = err;
+    r.files = calloc(2, sizeof *r.files);
+    r.pairs = calloc(2, sizeof *r.pairs);
+    int rc = r.files && r.pairs ? setup(&r, files, NULL) : ckpt_fail_oom(err);
+    if (!rc && !r.pairs[0].comparable)
+        rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no gradient: B does not continue A (%s)",
+                       r.pairs[0].verdict.data ? r.pairs[0].verdict.data : "");
+    /* the owner slots one Adam step apart, of those asked for */
+    const ckpt_report *ra = rc ? NULL : ckpt_file_report(a), *rb = rc ? NULL : ckpt_file_report(b);
+    uint64_t *slots = rc ? NULL : malloc((rb->entries_len ? rb->entries_len : 1) * sizeof *slots);
+    size_t count = 0;
+    if (!rc && !slots) rc = ckpt_fail_oom(err);
+    for (size_t k = 0; !rc && k < rb->entries_len; k++) {
+        const ckpt_entry_info *eb = &rb->entries[k], *ea;
+        if (ckpt_file_entry(a, eb->id, &ea, NULL, err)) {
+            rc = err->code;
+            break;
+        }
+        bool wanted = !o->slots;
+        for (size_t q = 0; o->slots && q < o->slot_count; q++) wanted |= o->slots[q] == eb->id;
+        if (wanted && eb->step > ea->step && eb->step - ea->step == 1) slots[count++] = eb->id;
+    }
+    if (!rc && !count)
+        rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                       "no slot is one Adam step from A to B: the gradient comes back from a one-step pair only");
+    if (!rc) {
+        grad_source g = {a, b, rb, r.pairs[0].b1, r.pairs[0].omb1, ckpt_width(ra->dtype), NULL, NULL, NULL, NULL};
+        g.raw_a = malloc(CHUNK_FEW * 8), g.raw_b = malloc(CHUNK_FEW * 8);
+        g.ma = malloc(CHUNK_FEW * sizeof(double)), g.mb = malloc(CHUNK_FEW * sizeof(double));
+        ckpt_source src = {&g, grad_read, CKPT_NONE};
+        ckpt_export_options with = *o;
+        with.slots = slots, with.slot_count = count;
+        rc = g.raw_a && g.raw_b && g.ma && g.mb ? ckpt_export_computed(b, &src, ".grad", &with, out, err) : ckpt_fail_oom(err);
+        free(g.raw_a), free(g.raw_b), free(g.ma), free(g.mb);
+    }
+    free(slots);
+    if (r.files && r.pairs) free_run(&r);
+    else free(r.files), free(r.pairs);
+    return rc;
+}

@@ -1,0 +1,15 @@
+/* A test-only fourth family, added the way any family is added (docs/architecture.md, "Adding a
+ * family"): this module and a line of the build (tests/c/CMakeLists.txt), nothing in src/.
+ * TLSF64B is a float64 model state: the state layout (magic, version, tensor count, tensors)
+ * with 8-byte elements, so its reader is the state reader driven by this descriptor. */
+#include "internal.h"
+
+static const struct ckpt_family_impl tlsf64b_impl = {
+    CKPT_STATE_IMPL,
+    .count_mismatch = "checkpoint state-tensor count mismatch",
+    .trailing = "trailing bytes after final state tensor",
+    .pretty = ckpt_shape_print_list,
+};
+
+const ckpt_family ckpt_family_tlsf64b = {100, "TLSF64B", "TorchLean float64 state checkpoint", "StateIO", 1, 1, false,
+                                         CKPT_FLOAT64, &tlsf64b_impl};

@@ -1,0 +1,320 @@
+/* Checkpoints of one run (docs/runs.md, src/run.c): one slot of 70001 elements trained by the
+ * Adam recurrence as a float32 (or float64) kernel computes it, saved at chosen steps; the core
+ * must find true pairs continuous (k = 1 and k > 1), give back the gradient of a k = 1 pair, and
+ * catch a backwards step, a changed value at one step, a moment pushed just past the bound and
+ * a checkpoint of another run, each with its exact text. */
+#include "minijson.h"
+#include "testutil.h"
+
+#include <math.h>
+
+#define N_EL 70001          /* past one chunk of the pass (65536 elements) */
+#define MAX_SAVES 8
+
+static double beta1 = 0.9, beta2 = 0.999;
+
+/* A deterministic gradient stream (xorshift), roughly normal, scaled by `scale`. */
+static uint64_t rng_state;
+static double gaussian(void)
+{
+    double s = 0;
+    for (int k = 0; k < 12; k++) {
+        rng_state ^= rng_state << 13, rng_state ^= rng_state >> 7, rng_state ^= rng_state << 17;
+        s += (double)(rng_state >> 11) / 9007199254740992.0;
+    }
+    return s - 6;
+}
+
+typedef struct saved {
+    uint64_t step;
+    ckpt_buffer buf;
+} saved;
+
+/* Train `steps` steps from seed; save at the steps listed (0-terminated). The last step's
+ * gradient goes to last_g (may be NULL). */
+static size_t train(int dtype, uint64_t seed, const uint64_t *saves, saved *out, double *last_g)
+{
+    rng_state = seed;
+    static float m32[N_EL], v32[N_EL];
+    static double m64[N_EL], v64[N_EL];
+    memset(m32, 0, sizeof m32), memset(v32, 0, sizeof v32), memset(m64, 0, sizeof m64), memset(v64, 0, sizeof v64);
+    const float b1f = (float)beta1, b2f = (float)beta2, omb1f = (float)(1 - beta1), omb2f = (float)(1 - beta2);
+    size_t n = 0;
+    uint64_t last = 0;
+    for (size_t k = 0; saves[k]; k++) last = saves[k];
+    for (uint64_t t = 1; t <= last; t++) {
+        for (size_t j = 0; j < N_EL; j++) {
+            double g = gaussian() * (j % 7 == 0 ? 1e-3 : 0.1);
+            if (j == 5) g = 0;   /* an element that never gets a gradient */
+            if (last_g) last_g[j] = dtype == CKPT_FLOAT32 ? (double)(float)g : g;
+            if (dtype == CKPT_FLOAT32) {
+                float gf = (float)g;
+                m32[j] = b1f * m32[j] + omb1f * gf;
+                v32[j] = b2f * v32[j] + omb2f * (gf * gf);
+            } else {
+                m64[j] = beta1 * m64[j] + (1 - beta1) * g;
+                v64[j] = beta2 * v64[j] + (1 - beta2) * (g * g);
+            }
+        }
+        bool save = false;
+        for (size_t k = 0; saves[k]; k++) save |= saves[k] == t;
+        if (!save) continue;
+        ckpt_schema *s = schema_of(1, (uint64_t[]){1, N_EL}, (uint8_t[]){1}, NULL);
+        unsigned w = dtype == CKPT_FLOAT32 ? 4 : 8;
+        const void *m = dtype == CKPT_FLOAT32 ? (const void *)m32 : (const void *)m64;
+        const void *v = dtype == CKPT_FLOAT32 ? (const void *)v32 : (const void *)v64;
+        ckpt_entry_in e = {0, t, N_EL, m, v, N_EL * w, N_EL * w};
+        ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(beta1), ckpt_bits_from_double(beta2), ckpt_bits_from_double(1e-8), 0};
+        ckpt_write_desc d = {s, dtype, c, false, 0, &e, 1, 0};
+        ckpt_sink sink;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        ckpt_sink_buffer(&sink, &out[n].buf);
+        CHECK(ckpt_write(&d, &sink, &err) == 0);
+        out[n++].step = t;
+        ckpt_schema_free(s);
+    }
+    return n;
+}
+
+typedef struct opened {
+    ckpt_memory mem[MAX_SAVES];
+    ckpt_source src[MAX_SAVES];
+    const ckpt_file *files[MAX_SAVES];
+} opened;
+
+/* The run JSON of these buffers, in this order. */
+static jvalue *run_of(ckpt_buffer *const *bufs, size_t n)
+{
+    opened o;
+    for (size_t k = 0; k < n; k++) {
+        ckpt_source_memory(&o.src[k], &o.mem[k], bufs[k]->data, bufs[k]->len);
+        o.files[k] = ckpt_open(&o.src[k], NULL);
+    }
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *json = ckpt_run_json(o.files, NULL, NULL, n, NULL, &err);
+    CHECK(json != NULL);
+    jvalue *v = json ? json_parse(json) : NULL;
+    CHECK(v != NULL);
+    free(json);
+    for (size_t k = 0; k < n; k++) ckpt_close((ckpt_file *)o.files[k]);
+    return v;
+}
+
+static const jvalue *pair_slot(const jvalue *run, size_t p)
+{
+    const jvalue *pairs = json_get(run, "pairs");
+    return json_get(pairs->items[p], "slots")->items[0];
+}
+
+static const char *verdict(const jvalue *run, size_t p)
+{
+    const jvalue *v = json_get(json_get(run, "pairs")->items[p], "verdict");
+    return json_is_null(v) ? NULL : v->text;
+}
+
+static void free_saves(saved *s, size_t n)
+{
+    for (size_t k = 0; k < n; k++) ckpt_buffer_free(&s[k].buf);
+}
+
+static void true_runs_are_continuous(int dtype)
+{
+    saved s[MAX_SAVES];
+    static double g[N_EL];
+    size_t n = train(dtype, 7, (uint64_t[]){3, 4, 9, 10, 0}, s, g);
+    CHECK(n == 4);
+    jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf, &s[2].buf, &s[3].buf}, 4);
+    CHECK(json_get(r, "ok")->b);
+    CHECK(json_is_null(json_get(r, "first")));
+    const uint64_t ks[3] = {1, 5, 1};
+    for (size_t p = 0; p < 3; p++) {
+        const jvalue *slot = pair_slot(r, p);
+        CHECK(json_u64(json_get(slot, "k")) == ks[p]);
+        CHECK(json_u64(json_get(slot, "broken")) == 0);
+        CHECK(json_double(json_get(slot, "worst")) <= 1);
+        CHECK(verdict(r, p) == NULL);
+    }
+    /* the last pair's gradient is the last step's */
+    double sum = 0, max = 0;
+    uint64_t zero = 0;
+    for (size_t j = 0; j < N_EL; j++) sum += g[j] * g[j], max = fmax(max, fabs(g[j])), zero += g[j] == 0;
+    const jvalue *grad = json_get(pair_slot(r, 2), "gradient");
+    double tol = dtype == CKPT_FLOAT32 ? 1e-5 : 1e-12;
+    CHECK(fabs(json_double(json_get(grad, "rms")) / sqrt(sum / N_EL) - 1) < tol);
+    CHECK(fabs(json_double(json_get(grad, "maxAbs")) / max - 1) < tol);
+    CHECK(json_u64(json_get(grad, "zero")) == zero);
+    CHECK(json_is_null(json_get(pair_slot(r, 1), "gradient")));
+    CHECK(json_is_null(json_get(pair_slot(r, 2), "lr")));
+    json_free(r);
+    free_saves(s, n);
+}
+
+static void float32_runs(void) { true_runs_are_continuous(CKPT_FLOAT32); }
+static void float64_runs(void) { true_runs_are_continuous(CKPT_FLOAT64); }
+
+static void backwards_and_same_step(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 4, 0}, s, NULL);
+    jvalue *r = run_of((ckpt_buffer *[]){&s[1].buf, &s[0].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: step 3 in B is before step 4 in A");
+    CHECK(json_u64(json_get(r, "first")) == 1);
+    CHECK(json_is_null(json_get(pair_slot(r, 0), "broken")));
+    json_free(r);
+    /* the same file twice: k = 0, bit-identical */
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[0].buf}, 2);
+    CHECK(verdict(r, 0) == NULL);
+    CHECK(json_u64(json_get(pair_slot(r, 0), "k")) == 0);
+    json_free(r);
+    /* one v element's last bit changed at the same step */
+    ckpt_buffer copy = {0};
+    copy.data = malloc(s[0].buf.len), copy.len = copy.cap = s[0].buf.len;
+    memcpy(copy.data, s[0].buf.data, copy.len);
+    copy.data[copy.len - 4 * (N_EL - 66000)] ^= 1;
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &copy}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: both at step 3, but the moments differ (first at element 66000)");
+    CHECK(json_u64(json_get(pair_slot(r, 0), "broken")) == 1);
+    json_free(r);
+    ckpt_buffer_free(&copy);
+    free_saves(s, n);
+}
+
+/* k = 1 is an equality: an m of B pushed 1e-4 of its step further breaks; one ulp does not */
+static void the_bound_is_tight(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT64, 11, (uint64_t[]){3, 4, 0}, s, NULL);
+    uint8_t *mA = s[0].buf.data + s[0].buf.len - 16 * N_EL, *mB = s[1].buf.data + s[1].buf.len - 16 * N_EL;
+    double xa, x, x69000;
+    memcpy(&x69000, mB + 8 * 69000, 8);
+    memcpy(&xa, mA + 8 * 40, 8);
+    memcpy(&x, mB + 8 * 40, 8);
+    double dm = x - beta1 * xa;
+    double pushed = x + copysign(1e-4 * fabs(dm), dm);
+    memcpy(mB + 8 * 40, &pushed, 8);
+    memcpy(mB + 8 * 69000, &pushed, 8);   /* and one in the second chunk: 2 elements */
+    jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: 2 elements cannot come from Adam steps 3\u21924 (first at element 40)");
+    json_free(r);
+    pushed = nextafter(x, x + dm);
+    memcpy(mB + 8 * 40, &pushed, 8);
+    memcpy(mB + 8 * 69000, &x69000, 8);
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK(verdict(r, 0) == NULL);
+    json_free(r);
+    free_saves(s, n);
+}
+
+static void another_run(void)
+{
+    saved a[MAX_SAVES], b[MAX_SAVES];
+    size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 0}, a, NULL);
+    size_t nb = train(CKPT_FLOAT32, 8, (uint64_t[]){5, 0}, b, NULL);
+    jvalue *r = run_of((ckpt_buffer *[]){&a[0].buf, &b[0].buf}, 2);
+    const jvalue *slot = pair_slot(r, 0);
+    uint64_t broken = json_u64(json_get(slot, "broken")), first = json_u64(json_get(slot, "firstBroken"));
+    CHECK(broken > 0);
+    char want[160];
+    snprintf(want, sizeof want, "slot 0: %llu elements cannot come from Adam steps 3\u21925 (first at element %llu)",
+             (unsigned long long)broken, (unsigned long long)first);
+    CHECK_STR(verdict(r, 0), want);
+    json_free(r);
+    free_saves(a, na);
+    free_saves(b, nb);
+}
+
+static void another_configuration(void)
+{
+    saved a[MAX_SAVES], b[MAX_SAVES];
+    size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 0}, a, NULL);
+    beta2 = 0.99;
+    size_t nb = train(CKPT_FLOAT32, 7, (uint64_t[]){4, 0}, b, NULL);
+    beta2 = 0.999;
+    jvalue *r = run_of((ckpt_buffer *[]){&a[0].buf, &b[0].buf}, 2);
+    CHECK_STR(verdict(r, 0), "beta2: 0.999 vs 0.99 (bits 0x3feff7ced916872b vs 0x3fefae147ae147ae)");
+    CHECK(json_get(json_get(r, "pairs")->items[0], "slots")->len == 0);
+    json_free(r);
+    free_saves(a, na);
+    free_saves(b, nb);
+}
+
+static void an_invalid_file(void)
+{
+    saved a[MAX_SAVES];
+    size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 4, 0}, a, NULL);
+    a[1].buf.len -= 1;
+    jvalue *r = run_of((ckpt_buffer *[]){&a[0].buf, &a[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "file 1 is invalid: CUDA Adam checkpoint: truncated checkpoint (wanted 280004 bytes, got 280003)");
+    CHECK(json_u64(json_get(r, "first")) == 1);
+    json_free(r);
+    a[1].buf.len += 1;
+    free_saves(a, na);
+}
+
+/* The k = 1 gradient exported as safetensors: slot0.grad, float32, the step's gradient */
+static void gradient_export(void)
+{
+    saved s[MAX_SAVES];
+    static double g[N_EL];
+    size_t n = train(CKPT_FLOAT32, 5, (uint64_t[]){6, 7, 0}, s, g);
+    ckpt_memory mem[2];
+    ckpt_source src[2];
+    ckpt_file *f[2];
+    for (int k = 0; k < 2; k++) {
+        ckpt_source_memory(&src[k], &mem[k], s[k].buf.data, s[k].buf.len);
+        f[k] = ckpt_open(&src[k], NULL);
+    }
+    ckpt_buffer out = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &out);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+    CHECK(ckpt_run_export_gradient(f[0], f[1], &o, &sink, &err) == 0);
+    uint64_t hlen = 0;
+    memcpy(&hlen, out.data, 8);
+    char *header = calloc(1, hlen + 1);
+    memcpy(header, out.data + 8, hlen);
+    jvalue *h = json_parse(header);
+    const jvalue *t = json_get(h, "slot0.grad");
+    CHECK(t != NULL);
+    CHECK_STR(json_get(t, "dtype")->text, "F32");
+    CHECK(json_is_null(json_get(h, "slot0.exp_avg")));
+    const float *data = (const float *)(const void *)(out.data + 8 + hlen + json_u64(json_get(t, "data_offsets")->items[0]));
+    /* float32 rounding of m_A and m_B: an error of a few ulps of m, against g's own scale */
+    double worst = 0, sum = 0;
+    for (size_t j = 0; j < N_EL; j++) sum += g[j] * g[j];
+    double g_rms = sqrt(sum / N_EL);
+    for (size_t j = 0; j < N_EL; j++)
+        if (g[j] != 0) worst = fmax(worst, fabs(data[j] - g[j]) / g_rms);
+        else CHECK(data[j] == 0);
+    CHECK(worst < 1e-5);
+    json_free(h);
+    free(header);
+    ckpt_buffer_free(&out);
+    /* the pair backwards: no gradient, said so */
+    ckpt_sink_buffer(&sink, &out);
+    CHECK(ckpt_run_export_gradient(f[1], f[0], &o, &sink, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "no slot is one Adam step from A to B: the gradient comes back from a one-step pair only");
+    ckpt_error_clear(&err);
+    ckpt_buffer_free(&out);
+    for (int k = 0; k < 2; k++) ckpt_close(f[k]);
+    free_saves(s, n);
+}
+
+int main(void)
+{
+    static const test_case cases[] = {
+        {"float32 runs", float32_runs},
+        {"float64 runs", float64_runs},
+        {"backwards and same step", backwards_and_same_step},
+        {"the bound is tight", the_bound_is_tight},
+        {"another run", another_run},
+        {"another configuration", another_configuration},
+        {"an invalid file", an_invalid_file},
+        {"gradient export", gradient_export},
+    };
+    return RUN_ALL(cases);
+}

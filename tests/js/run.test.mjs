@@ -1,0 +1,352 @@
+// Checkpoints of one run (docs/runs.md) against runs whose truth is known:
+// NumPy float32 Adam and AdamW (tests/run/adam_run.py: a tied slot, a frozen slot, a slot that
+// starts late, a slot that skips a step, a warmup schedule) saved at steps with k = 1, k = 0 and
+// k > 1 give 0 broken elements, the gradients used and the learning rates used; another seed,
+// an optimizer reset, a changed value at the same step and a changed beta2 are each caught with
+// their text. Real torch.optim.Adam/AdamW runs (tests/run/torch_run.py) give 0 broken elements.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { run, health, saveCheckpoint, saveState, exportGradient, CheckpointError } from '../../js/index.js';
+import { runOrder, numberInName } from '../../js/run.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const root = path.join(here, '..', '..');
+const PY = '/usr/bin/python3';
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-run-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function generate(args) {
+  const r = spawnSync(PY, [path.join(root, 'tests/run/adam_run.py'), ...args], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  assert.equal(r.status, 0, r.stderr);
+  return JSON.parse(r.stdout);
+}
+
+/** Save every checkpoint of a generated run: {opts, states} paths in save order. */
+async function save(gen, tag) {
+  const opts = [], states = [];
+  for (const s of gen.saves) {
+    const o = path.join(tmp, `${tag}-step-${s.step}.ckpt`), st = path.join(tmp, `${tag}-step-${s.step}.tlsf`);
+    await saveCheckpoint(o, s.opt);
+    await saveState(st, s.state);
+    opts.push(o);
+    states.push(st);
+  }
+  return { opts, states };
+}
+
+const relErr = (got, want) => Math.abs(got - want) / Math.abs(want);
+const rms = (xs) => Math.sqrt(xs.reduce((a, x) => a + x * x, 0) / xs.length);
+const figures = { worst: 0, gradRms: 0, gradMax: 0, lr: 0, residual: 0 };
+
+for (const kind of ['adam', 'adamw']) {
+  test(`a true ${kind} run: continuous, with the gradients and learning rates it used`, async () => {
+    const gen = generate(['--kind', kind]);
+    const { opts, states } = await save(gen, kind);
+    const result = await run(opts, { states });
+    assert.equal(result.ok, true, JSON.stringify(result.pairs.map((p) => p.verdict)));
+    assert.equal(result.first, null);
+    assert.equal(result.files.length, gen.saves.length);
+    result.files.forEach((f, i) => {
+      assert.equal(f.path, opts[i]);
+      assert.equal(f.state, states[i]);
+      assert.equal(f.step, gen.saves[i].step);
+      assert.deepEqual(f.health, { flags: 0, ratio: null });
+    });
+    const ks = new Set();
+    result.pairs.forEach((p, j) => {
+      assert.equal(p.continuous, true);
+      assert.equal(p.verdict, null);
+      assert.equal(p.configDiff, null);
+      // owner slots only: 0, 1 and 4 (2 is frozen, 3 tied to 0)
+      assert.deepEqual(p.slots.map((s) => s.slot), [0, 1, 4]);
+      const sa = gen.saves[j], sb = gen.saves[j + 1];
+      for (const s of p.slots) {
+        ks.add(s.k);
+        assert.equal(s.broken, 0);
+        assert.equal(s.message, null);
+        const entryA = sa.opt.entries.find((e) => e.id === s.slot), entryB = sb.opt.entries.find((e) => e.id === s.slot);
+        assert.equal(s.stepA, entryA.step);
+        assert.equal(s.stepB, entryB.step);
+        assert.equal(s.k, entryB.step - entryA.step);
+        if (s.k >= 1) figures.worst = Math.max(figures.worst, s.worst);
+        if (s.k !== 1) {
+          assert.equal(s.gradient, null);
+          assert.equal(s.lr, null);
+          continue;
+        }
+        // one step: the gradient of global step sb.step, and that step's learning rate
+        const g = gen.steps[sb.step].gradients[s.slot];
+        assert.ok(g, `slot ${s.slot} got a gradient at step ${sb.step}`);
+        const want = { rms: rms(g), maxAbs: Math.max(...g.map(Math.abs)), zero: g.filter((x) => x === 0).length };
+        figures.gradRms = Math.max(figures.gradRms, relErr(s.gradient.rms, want.rms));
+        figures.gradMax = Math.max(figures.gradMax, relErr(s.gradient.maxAbs, want.maxAbs));
+        assert.ok(relErr(s.gradient.rms, want.rms) < 1e-5, `gradient rms ${s.gradient.rms} vs ${want.rms}`);
+        assert.ok(relErr(s.gradient.maxAbs, want.maxAbs) < 1e-5);
+        assert.equal(s.gradient.nonFinite, 0);
+        assert.equal(s.gradient.zero, want.zero);
+        const lr = gen.steps[sb.step].lr;
+        figures.lr = Math.max(figures.lr, relErr(s.lr, lr));
+        figures.residual = Math.max(figures.residual, s.lrResidual);
+        assert.ok(relErr(s.lr, lr) < 1e-3, `lr ${s.lr} vs ${lr} (slot ${s.slot}, step ${sb.step})`);
+        assert.ok(s.lrResidual < 1e-2, `residual ${s.lrResidual}`);
+      }
+    });
+    // the saves cover k = 0 (slot 1 skips step 8), k = 1 and k > 1
+    assert.ok(ks.has(0) && ks.has(1) && [...ks].some((k) => k > 1), [...ks].join());
+  });
+}
+
+test('without state files: the gradients, no learning rate', async () => {
+  const gen = generate(['--kind', 'adam', '--saves', '3,4']);
+  const { opts } = await save(gen, 'nostate');
+  const result = await run(opts);
+  assert.equal(result.ok, true);
+  assert.equal(result.files[0].state, null);
+  const s0 = result.pairs[0].slots[0];
+  assert.equal(s0.k, 1);
+  assert.ok(s0.gradient.rms > 0);
+  assert.equal(s0.lr, null);
+  assert.equal(s0.lrResidual, null);
+});
+
+test('with lr: each file\'s health ratio is the median of its slots\' ratios; a flagged file is first', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'ratio');
+  const result = await run(opts, { states, lr: 1e-3 });
+  for (let i = 0; i < 2; i++) {
+    const h = await health(opts[i], states[i], { lr: 1e-3 });
+    const ratios = h.slots.map((x) => x.ratio).filter((x) => x !== null).sort((a, b) => a - b);
+    const mid = ratios.length >> 1;
+    const median = ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
+    assert.deepEqual(result.files[i].health, { flags: h.flags.length, ratio: median });
+  }
+  // a tiny lr: every trainable slot's ratio is below the band, so both files are flagged
+  const low = await run(opts, { states, lr: 1e-12 });
+  assert.ok(low.files[0].health.flags > 0);
+  assert.equal(low.first, 0);
+  assert.equal(low.ok, false);
+  assert.equal(low.pairs[0].continuous, true);
+});
+
+test('cancelled: rejects with the signal\'s reason', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'cancel');
+  const controller = new AbortController();
+  controller.abort(new Error('stop'));
+  await assert.rejects(run(opts, { signal: controller.signal }), /stop/);
+});
+
+test('a checkpoint of another seed is caught', async () => {
+  const a = await save(generate(['--saves', '7', '--seed', '1']), 'seedA');
+  const b = await save(generate(['--saves', '8', '--seed', '2']), 'seedB');
+  const result = await run([a.opts[0], b.opts[0]]);
+  assert.equal(result.ok, false);
+  assert.equal(result.first, 1);
+  const p = result.pairs[0];
+  assert.equal(p.continuous, false);
+  const s = p.slots.find((x) => x.broken > 0);
+  assert.equal(p.verdict, s.message);
+  assert.equal(s.message, `slot ${s.slot}: ${s.broken} elements cannot come from Adam steps ${s.stepA}\u2192${s.stepB} (first at element ${s.firstBroken})`);
+  assert.ok(s.worst > 1);
+});
+
+test('an optimizer reset is caught: B is before A', async () => {
+  // the state dropped after global step 5: at global step 7 every slot's counter restarted
+  const gen = generate(['--saves', '4,7', '--reset-at', '5']);
+  const { opts } = await save(gen, 'reset');
+  const result = await run(opts);
+  const p = result.pairs[0];
+  assert.equal(p.continuous, false);
+  assert.equal(result.first, 1);
+  const s0 = p.slots[0];
+  assert.equal(s0.k, -2);
+  assert.equal(s0.broken, null);
+  assert.equal(p.verdict, 'slot 0: step 2 in B is before step 4 in A');
+});
+
+test('a changed value at the same step is caught', async () => {
+  const gen = generate(['--saves', '7']);
+  const desc = structuredClone(gen.saves[0].opt);
+  desc.entries.find((e) => e.id === 1).m[2] += 1e-3;
+  const a = path.join(tmp, 'same-a.ckpt'), b = path.join(tmp, 'same-b.ckpt');
+  await saveCheckpoint(a, gen.saves[0].opt);
+  await saveCheckpoint(b, desc);
+  const result = await run([a, b, a]);
+  assert.deepEqual(result.pairs.map((p) => p.verdict), [
+    'slot 1: both at step 7, but the moments differ (first at element 2)',
+    'slot 1: both at step 7, but the moments differ (first at element 2)',
+  ]);
+  assert.equal(result.pairs[0].slots[1].broken, 1);
+  assert.equal(result.pairs[0].slots[0].broken, 0);
+  assert.equal(result.first, 1);
+});
+
+test('a changed beta2 is caught: the configuration diff is the verdict', async () => {
+  const a = await save(generate(['--saves', '7']), 'b2a');
+  const b = await save(generate(['--saves', '8', '--beta2', '0.99']), 'b2b');
+  const result = await run([a.opts[0], b.opts[0]]);
+  const p = result.pairs[0];
+  assert.equal(p.continuous, false);
+  assert.equal(p.verdict, 'beta2: 0.999 vs 0.99 (bits 0x3feff7ced916872b vs 0x3fefae147ae147ae)');
+  assert.deepEqual(p.configDiff.map((d) => d.field), ['config.beta2']);
+  assert.deepEqual(p.slots, []);
+});
+
+test('a file that is not valid breaks its pairs and is named first', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'broken');
+  const bad = path.join(tmp, 'broken.ckpt');
+  fs.writeFileSync(bad, fs.readFileSync(opts[1]).subarray(0, 100));
+  const result = await run([opts[0], bad]);
+  assert.equal(result.first, 1);
+  assert.equal(result.files[1].ok, false);
+  assert.equal(result.files[1].health, null);
+  assert.match(result.pairs[0].verdict, /^file 1 is invalid: CUDA Adam checkpoint: truncated checkpoint/);
+});
+
+test('bad arguments are refused before any file is read', async () => {
+  await assert.rejects(run(['a']), RangeError);
+  await assert.rejects(run('a'), TypeError);
+  await assert.rejects(run(['a', 'b'], { states: ['x'] }), RangeError);
+});
+
+test('the gradient of a one-step pair, exported: the gradients used, as {name}.grad', async () => {
+  const gen = generate(['--kind', 'adamw', '--saves', '7,8']);
+  const { opts } = await save(gen, 'grad');
+  const bytes = await exportGradient(opts[0], opts[1], { names: ['w', 'b', 'frozen', 'head', 'late'] });
+  const headerLength = Number(new DataView(bytes.buffer, bytes.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(bytes.subarray(8, 8 + headerLength)));
+  // slot 1 got no gradient at step 8 (k = 0): not exported
+  assert.deepEqual(Object.keys(header).filter((k) => k !== '__metadata__').sort(), ['late.grad', 'w.grad']);
+  for (const [name, slot] of [['w.grad', '0'], ['late.grad', '4']]) {
+    const t = header[name];
+    assert.equal(t.dtype, 'F32');
+    assert.deepEqual(t.shape, gen.shapes[Number(slot)]);
+    const [from, to] = t.data_offsets;
+    const values = new Float32Array(bytes.slice(8 + headerLength + from, 8 + headerLength + to).buffer);
+    const want = gen.steps['8'].gradients[slot];
+    values.forEach((x, j) => {
+      if (want[j] === 0) assert.equal(x, 0);
+      else assert.ok(Math.abs(x / want[j] - 1) < 1e-4, `${name}[${j}]: ${x} vs ${want[j]}`);
+    });
+  }
+  // B before A: no slot is one step apart
+  await assert.rejects(exportGradient(opts[1], opts[0]), (err) => err instanceof CheckpointError &&
+    err.message === 'no slot is one Adam step from A to B: the gradient comes back from a one-step pair only');
+});
+
+test('folder order: the number in the name, then the largest step; never by step alone', () => {
+  assert.equal(numberInName('run3/step-000100.ckpt'), 100n);
+  assert.equal(numberInName('final.ckpt'), null);
+  const order = runOrder([
+    { name: 'final.ckpt', step: 900 },
+    { name: 'step-200.ckpt', step: 5 },      // a restarted optimizer: its small step must not move it
+    { name: 'step-100.ckpt', step: 100 },
+    { name: 'best.ckpt', step: 50 },
+  ]).map((x) => x.name);
+  assert.deepEqual(order, ['step-100.ckpt', 'step-200.ckpt', 'best.ckpt', 'final.ckpt']);
+});
+
+test('real torch.optim.Adam and AdamW runs are continuous', async () => {
+  assert.equal(spawnSync(PY, ['-c', 'import torch']).status, 0, 'python3-torch is missing: bash scripts/ensure-deps.sh test installs it');
+  for (const kind of ['adam', 'adamw']) {
+    const r = spawnSync(PY, [path.join(root, 'tests/run/torch_run.py'), '--kind', kind], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    assert.equal(r.status, 0, r.stderr);
+    const gen = JSON.parse(r.stdout);
+    const { opts, states } = await save(gen, `torch-${kind}`);
+    const result = await run(opts, { states });
+    assert.equal(result.ok, true, JSON.stringify(result.pairs.map((p) => p.verdict)));
+    for (const p of result.pairs) for (const s of p.slots) {
+      assert.equal(s.broken, 0);
+      if (s.k >= 1) figures.torchWorst = Math.max(figures.torchWorst ?? 0, s.worst);
+      if (s.k === 1) {
+        const lr = gen.steps[gen.saves[p.b].step].lr;
+        figures.torchLr = Math.max(figures.torchLr ?? 0, relErr(s.lr, lr));
+        assert.ok(relErr(s.lr, lr) < 1e-3, `torch ${kind} lr ${s.lr} vs ${lr}`);
+      }
+    }
+  }
+});
+
+test('figures for the closing note', () => {
+  console.log(`# run figures: ${JSON.stringify(figures)}`);
+});
+
+// ---- the command ----------------------------------------------------------------------------
+
+const cli = (args, cwd) => spawnSync(process.execPath, [path.join(root, 'js/cli.js'), 'run', ...args], { encoding: 'utf8', cwd });
+
+test('ckptscope run DIR: run order by the number in the name, states by stem; exit 0', async () => {
+  const dir = path.join(tmp, 'folder');
+  fs.mkdirSync(dir);
+  const gen = generate(['--kind', 'adamw', '--saves', '3,4,12']);
+  for (const s of gen.saves) {
+    // step-12 sorts after step-4 by number (a name sort would put it first)
+    await saveCheckpoint(path.join(dir, `step-${s.step}.ckpt`), s.opt);
+    await saveState(path.join(dir, `step-${s.step}.tlsf`), s.state);
+  }
+  fs.writeFileSync(path.join(dir, 'notes.txt'), 'not a checkpoint');
+  const r = cli([dir, '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const json = JSON.parse(r.stdout);
+  assert.deepEqual(json.files.map((f) => path.basename(f.path)), ['step-3.ckpt', 'step-4.ckpt', 'step-12.ckpt']);
+  assert.deepEqual(json.files.map((f) => path.basename(f.state)), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf']);
+  assert.equal(json.first, null);
+  assert.equal(typeof json.pairs[0].slots[0].lr, 'number');
+  const text = cli([dir]);
+  assert.equal(text.status, 0);
+  assert.match(text.stdout, /^0 → 1: continuous$/m);
+  assert.match(text.stdout, /^verdict: one run, every pair continuous$/m);
+  for (const line of text.stdout.split('\n')) assert.ok(line.length <= 80, `a line of ${line.length} columns: ${line}`);
+});
+
+test('ckptscope run A B: a broken pair exits 1 and names the first bad file', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'clibroken');
+  const r = cli([opts[1], opts[0]]);
+  assert.equal(r.status, 1);
+  assert.match(r.stdout, /^0 → 1: NOT continuous: slot 0: step 3 in B is before step 4 in A$/m);
+  assert.match(r.stdout, new RegExp(`^verdict: something breaks at file 1 \\(${opts[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)$`, 'm'));
+});
+
+test('ckptscope run A B --grad OUT.npz: NumPy reads the gradients back', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'cligrad');
+  const out = path.join(tmp, 'grad.npz');
+  const r = cli([...opts, '--grad', out]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)\n`);
+  const py = spawnSync(PY, ['-c', `import numpy as np, json, sys
+z = np.load(sys.argv[1])
+print(json.dumps({k: z[k].astype(float).ravel().tolist() for k in z.files if k.endswith('.grad')}))`, out], { encoding: 'utf8' });
+  assert.equal(py.status, 0, py.stderr);
+  const got = JSON.parse(py.stdout);
+  assert.deepEqual(Object.keys(got).sort(), ['slot0.grad', 'slot1.grad', 'slot4.grad']);
+  for (const [slot, want] of Object.entries(gen.steps['4'].gradients)) {
+    got[`slot${slot}.grad`].forEach((x, j) => assert.ok(want[j] === 0 ? x === 0 : Math.abs(x / want[j] - 1) < 1e-4));
+  }
+  const three = cli([...opts, opts[0], '--grad', out]);
+  assert.equal(three.status, 2);
+  assert.equal(three.stderr.split('\n')[0], 'ckptscope: --grad takes exactly two checkpoints: A and B one step after it');
+});
+
+test('ckptscope run: usage errors exit 2 without a stack trace', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'cliusage');
+  for (const [args, text] of [
+    [[opts[0]], 'ckptscope: run takes at least two checkpoints, or a folder'],
+    [[...opts, '--state', states[0]], 'ckptscope: --state takes one model-state file per checkpoint: 2 checkpoints, 1 state file'],
+    [[opts[0], path.join(tmp, 'missing.ckpt')], `ckptscope: no such file: ${path.join(tmp, 'missing.ckpt')}`],
+    [[...opts, '--bogus'], 'ckptscope: unknown option --bogus'],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr.split('\n')[0], text);
+    assert.doesNotMatch(r.stderr, /at .*\.js:\d+/);
+  }
+});
