@@ -3,16 +3,14 @@
 // inputs (validated), owns the core's handles for exactly as long as a call needs them, and
 // turns the core's errors into CheckpointError.
 
-import { loadCore } from './wasm.js';
-import { open, Checkpoint, withOpen, withProgress } from './checkpoint.js';
-import { Schema, buildSchema } from './schema.js';
+import { loadBinding } from './binding.js';
+import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, sourceSize } from './checkpoint.js';
+import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
-import { CheckpointError, LayoutError, Codes, abortError, coreError } from './errors.js';
+import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
 import { canSplit, workerCount, statsInParallel, healthInParallel } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
-
-const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
@@ -39,16 +37,15 @@ const isPlainObject = (x) => x !== null && typeof x === 'object' && Object.getPr
 /**
  * Run fn(layoutPtr) with `x` as a layout: a layout object or JSON report, a Schema, an open
  * Checkpoint, a layout JSON file (path, URL, Blob whose text is JSON), or another checkpoint of
- * any family. `role` names x in errors ('expected', 'first', 'second').
+ * any family. `subject` names x in errors ('expected', 'first', 'second').
  */
-async function withLayout(x, role, fn) {
-  const core = await loadCore();
-  const ex = core.exports;
-  if (x instanceof Schema) return x.use((_, schema) => withLayoutPtr(core, ex.w_layout_new(schema, -1, 0, -1, FAMILY.any), fn));
-  if (x instanceof Checkpoint) return x.withLayout(fn, { role });
+async function withLayout(x, subject, fn) {
+  const b = await loadBinding();
+  if (x instanceof Schema) return x.use((_, schema) => withLayoutPtr(b, b.layoutNew(schema), fn));
+  if (x instanceof Checkpoint) return withFileLayout(x, fn, subject);
   if (!isPlainObject(x)) {
     const layout = await readJsonSource(x);   // a JSON file is a layout; anything else a checkpoint
-    if (layout === undefined) return withOpen(x, (ck) => ck.withLayout(fn, { role }));
+    if (layout === undefined) return withOpen(x, (ck) => withFileLayout(ck, fn, subject));
     x = layout;
   }
   let arrays, destination;
@@ -56,28 +53,23 @@ async function withLayout(x, role, fn) {
     arrays = schemaArrays(x, 'layout');
     destination = destinationOf(x, 'layout');
   } catch (err) {
-    if (err instanceof LayoutError) err.role = role;   // which side of a diff, or the destination
+    // which side of a diff, or the destination
+    if (err instanceof LayoutError) throw new LayoutError(err.message, { subject });
     throw err;
   }
-  const { family, dtype, config, keeps } = destination;
-  const schema = buildSchema(core, arrays);
-  let cfg = 0;
+  const schema = b.schemaNew(arrays);
   try {
-    if (config) cfg = core.u64Array(config);
-    return await withLayoutPtr(core, ex.w_layout_new(schema, dtype, cfg, keeps, family), fn);
+    return await withLayoutPtr(b, b.layoutNew(schema, destination), fn);
   } finally {
-    core.free(cfg);
-    ex.ckpt_schema_free(schema);
+    b.schemaFree(schema);
   }
 }
 
-async function withLayoutPtr(core, ptr, fn) {
-  ptr >>>= 0;
-  if (!ptr) throw new RangeError('out of WebAssembly memory');
+async function withLayoutPtr(b, ptr, fn) {
   try {
     return await fn(ptr);
   } finally {
-    core.exports.w_layout_free(ptr);
+    b.layoutFree(ptr);
   }
 }
 
@@ -95,15 +87,15 @@ export async function check(source, layout, options = {}) {
     if (!result.pairs) throw new CheckpointError(result.error, { result });
     return { ok: true, warnings: result.warnings, pair: result };
   }
-  const core = await loadCore();
-  const reader = await readerId(core, options.reader);
+  const b = await loadBinding();
+  const { core } = b;
+  const reader = readerId(b, options.reader);
   const src = await openSource(source);
   const srcId = core.register(src);
   try {
     const report = await withLayout(layout, 'expected', (l) => {
-      core.exports.w_layout_set_reader(l, reader);
-      const size = src.size === null || src.size < 0 ? (1n << 64n) - 1n : BigInt(src.size);
-      return core.takeJSON(core.exports.w_check(srcId, size, l));
+      b.layoutSetReader(l, reader);
+      return b.check(srcId, sourceSize(b, src), l);
     });
     if (src.error) throw src.error;
     if (!report.ok) throw new CheckpointError(report.error, { report });
@@ -121,15 +113,15 @@ export async function check(source, layout, options = {}) {
  * cancellation.
  */
 export async function pair(opt, state, { onProgress, signal } = {}) {
-  const core = await loadCore();
+  const b = await loadBinding();
   return withOpen(opt, (o) => withOpen(state, (s) => {
-    const result = o.withFile((ex, fo) => s.withFile((_, fs) =>
-      core.takeJSON(withProgress(core, { onProgress, signal }, (pid) => ex.w_pair(fo, fs, pid)))));
-    if (result.error?.code === Codes.CANCELLED) throw abortError(signal);
+    const result = withFile(o, (_, fo) => withFile(s, (__, fs) =>
+      withProgress(b, { onProgress, signal }, (pid) => b.pair(fo, fs, pid))));
+    if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length) {
       // Not a verdict: one of the files cannot be paired at all. Its own error says why.
       const broken = [o, s].find((ck) => !ck.ok);
-      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, role: broken === s ? 'state' : 'optimizer' });
+      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: broken === s ? 'state' : 'optimizer' });
     }
     return result;
   }));
@@ -142,20 +134,19 @@ export async function pair(opt, state, { onProgress, signal } = {}) {
  * on everything both state.
  */
 export async function diff(a, b) {
-  const core = await loadCore();
-  return withLayout(a, 'first', (la) => withLayout(b, 'second', (lb) => core.takeJSON(core.exports.w_diff(la, lb))));
+  const binding = await loadBinding();
+  return withLayout(a, 'first', (la) => withLayout(b, 'second', (lb) => binding.diff(la, lb)));
 }
 
 // ---- training health --------------------------------------------------------------------------
 
 /** Run fn(errPtr) with an error of its own; freed after. */
-async function withError(core, fn) {
-  const err = core.exports.w_error_new() >>> 0;
-  if (!err) throw new RangeError('out of WebAssembly memory');
+async function withError(b, fn) {
+  const err = b.errorNew();
   try {
     return await fn(err);
   } finally {
-    core.exports.w_error_free(err);
+    b.errorFree(err);
   }
 }
 
@@ -185,13 +176,13 @@ export async function health(opt, state = null, { lr, onProgress, signal, slots 
     return healthInParallel(opt, state ?? null, weights, n, share, { lr: lrArg, onProgress, signal });
   }
   const first = toU64(slots.first ?? 0, 'slots.first');
-  const count = slots.count === undefined || slots.count === null ? (1n << 64n) - 1n : toU64(slots.count, 'slots.count');
-  const core = await loadCore();
-  const run = (o, s) => withError(core, (err) => o.withFile((ex, fo) => {
-    const go = (fs) => withProgress(core, { onProgress, signal }, (pid) => ex.w_health(fo, fs, rate, first, count, pid, err) >>> 0);
-    const ptr = s ? s.withFile((_, fs) => go(fs)) : go(0);
-    if (!ptr) throw coreError(core, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
-    return core.takeJSON(ptr);
+  const b = await loadBinding();
+  const count = slots.count === undefined || slots.count === null ? b.NONE : toU64(slots.count, 'slots.count');
+  const run = (o, s) => withError(b, (err) => withFile(o, (_, fo) => {
+    const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, first, count, pid, err));
+    const json = s ? withFile(s, (__, fs) => go(fs)) : go(0);
+    if (!json) throw coreError(b, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
+    return json;
   }));
   return withOpen(opt, (o) => (state === null || state === undefined ? run(o, null) : withOpen(state, (s) => run(o, s))));
 }
@@ -220,19 +211,13 @@ export { open, Checkpoint, withProgress };
 
 /** The six TorchLean readers' names, oldest first, as the core's table has them. */
 export async function readerNames() {
-  const core = await loadCore();
-  return core.takeJSON(core.exports.ckpt_reader_names_json());
+  return (await loadBinding()).readerNames();
 }
 
 /** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
-export async function readerId(core, name) {
+export function readerId(binding, name) {
   if (name === undefined || name === null) return 0;
-  const p = core.stringIn(String(name));
-  try {
-    const id = core.exports.ckpt_reader_by_name(p);
-    if (id > 0) return id;
-  } finally {
-    core.free(p);
-  }
-  throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${(await readerNames()).join(', ')}`);
+  const id = binding.readerByName(name);
+  if (id > 0) return id;
+  throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${binding.readerNames().join(', ')}`);
 }

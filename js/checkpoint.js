@@ -2,17 +2,16 @@
 // entries, statistics and tensors are asked for without parsing again (sql.js's Database,
 // h5wasm's File). Close it (or `using ck = await open(...)`); a closed handle throws.
 
-import { loadCore, exact, u64, NONE } from './wasm.js';
+import { exact } from './wasm.js';
+import { loadBinding } from './binding.js';
 import { openSource } from './sources.js';
-import { CheckpointError, coreError, abortError, Codes } from './errors.js';
+import { CheckpointError, coreError, abortError } from './errors.js';
 import { toU64 } from './values.js';
-
-const INSPECT_STATS = 1;   // CKPT_INSPECT_STATS
-const JSON_NO_BULK = 1;    // CKPT_JSON_NO_BULK
 
 /** Run fn(progressId) with a progress listener registered when one is wanted; a listener that
  *  threw is rethrown after the call. */
-export function withProgress(core, { onProgress, signal } = {}, fn) {
+export function withProgress(binding, { onProgress, signal } = {}, fn) {
+  const { core } = binding;
   signal?.throwIfAborted();
   const listener = {
     progress(done, total) {
@@ -34,29 +33,33 @@ export function withProgress(core, { onProgress, signal } = {}, fn) {
  *  invalid file too (its report says why); rejects for I/O errors and bad arguments. */
 export async function open(source, { stats = false, onProgress, signal, variant } = {}) {
   signal?.throwIfAborted();
-  const core = await loadCore(variant);
+  const b = await loadBinding(variant);
+  const { core } = b;
   const src = await openSource(source);
   let srcId = 0, errPtr = 0, file = 0;
   try {
     srcId = core.register(src);
-    errPtr = core.exports.w_error_new() >>> 0;
-    if (!errPtr) throw new RangeError('out of WebAssembly memory');
-    const size = src.size === null || src.size < 0 ? NONE : BigInt(src.size);
-    file = withProgress(core, { onProgress, signal }, (pid) => core.exports.w_open(srcId, size, stats ? INSPECT_STATS : 0, pid) >>> 0);
+    errPtr = b.errorNew();
+    file = withProgress(b, { onProgress, signal }, (pid) => b.open(srcId, sourceSize(b, src), { stats }, pid));
     if (!file) throw new RangeError('out of WebAssembly memory opening the file');
     if (src.error) throw src.error;   // the source's own I/O error, as thrown
-    if (core.exports.w_file_error_code(file) === Codes.CANCELLED) throw abortError(signal);
-    const ck = new Checkpoint(core, src, srcId, errPtr, file);
+    if (b.fileErrorCode(file) === b.codes.CANCELLED) throw abortError(signal);
+    const ck = new Checkpoint(b, src, srcId, errPtr, file);
     srcId = errPtr = file = 0;   // the handle owns them now
     return ck;
   } finally {
-    if (file) core.exports.ckpt_close(file);
-    if (errPtr) core.exports.w_error_free(errPtr);
+    if (file) b.close(file);
+    b.errorFree(errPtr);
     if (srcId) {
       core.unregister(srcId);
       src.close();
     }
   }
+}
+
+/** A source's size for the core: NONE when it is not known. */
+export function sourceSize(binding, src) {
+  return src.size === null || src.size < 0 ? binding.NONE : BigInt(src.size);
 }
 
 /** Open `source` for the length of fn(checkpoint) (an open Checkpoint is used as it is). */
@@ -108,8 +111,11 @@ function fromColumns(summary, c) {
   if (report.kind === 'state') {
     const t = numbers(c.tensors);
     if (!t) return null;
+    const rows = c.tensorRows, at = { count: rows.index('count'), offset: rows.index('offset'), dataOffset: rows.index('dataOffset') };
     report.tensors = [];
-    for (let k = 0; k < t.length / 3; k++) report.tensors.push({ shape: shape(k), count: t[3 * k], offset: t[3 * k + 1], dataOffset: t[3 * k + 2] });
+    for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
+      report.tensors.push({ shape: shape(k), count: t[r + at.count], offset: t[r + at.offset], dataOffset: t[r + at.dataOffset] });
+    }
     return report;
   }
   const e = numbers(c.entries);
@@ -136,13 +142,47 @@ function fromColumns(summary, c) {
     }
     Object.assign(s, { shapes, sizes: sizeList, requiresGrad: flags, representatives: c.hasMap ? reps : null, effectiveRepresentatives: reps });
   }
+  const rows = c.entryRows, at = { id: rows.index('id'), step: rows.index('step'), count: rows.index('count'), offset: rows.index('offset') };
   report.entries = [];
-  for (let k = 0; k < e.length / 6; k++) report.entries.push({ id: e[6 * k], step: e[6 * k + 1], count: e[6 * k + 2], offset: e[6 * k + 3] });
+  for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
+    report.entries.push({ id: e[r + at.id], step: e[r + at.step], count: e[r + at.count], offset: e[r + at.offset] });
+  }
   return report;
 }
 
+// The package's own access to a handle (statistics by workers, layouts, pairing, health,
+// export): module functions, not methods, so they are not the public API.
+let internals;
+
+/** Run fn(binding, filePtr, errPtr) while the handle stays live. */
+export function withFile(ck, fn) {
+  return internals.use(ck, fn);
+}
+
+/** Run fn(layoutPtr) with the file as a layout (a destination or a side of a diff); `subject`
+ *  names it in the error when the file broke before its layout was complete. */
+export function withFileLayout(ck, fn, subject) {
+  return internals.withLayout(ck, fn, subject);
+}
+
+/** Entries (optimizer) or tensors (state): what statistics are gathered for. */
+export function itemCount(ck) {
+  return internals.use(ck, (b, file) => b.itemCount(file));
+}
+
+/** Item k's statistics as packed words (for another instance's attachPacked). */
+export function itemStatsPacked(ck, k, options) {
+  return internals.itemStatsPacked(ck, k, options);
+}
+
+/** Attach the statistics of items from, from + 1, … gathered elsewhere (packed words, one array
+ *  per item). Once every item has them, the report is the one a scan with statistics gives. */
+export function attachPacked(ck, from, list) {
+  internals.attachPacked(ck, from, list);
+}
+
 export class Checkpoint {
-  #core;
+  #b;
   #src;
   #srcId;
   #err;
@@ -153,27 +193,37 @@ export class Checkpoint {
   #report;
   #columns;
 
-  constructor(core, src, srcId, errPtr, file) {
-    this.#core = core;
+  static {
+    internals = {
+      use: (ck, fn) => ck.#use(fn),
+      withLayout: (ck, fn, subject) => ck.#withLayout(fn, subject),
+      itemStatsPacked: (ck, k, options) => ck.#itemStatsPacked(k, options),
+      attachPacked: (ck, from, list) => ck.#attachPacked(from, list),
+    };
+  }
+
+  /** Not for callers: open() makes one. */
+  constructor(binding, src, srcId, errPtr, file) {
+    this.#b = binding;
     this.#src = src;
     this.#srcId = srcId;
     this.#err = errPtr;
     this.#file = file;
-    this.#meta = core.takeJSON(core.exports.w_file_report_json(file, JSON_NO_BULK));
+    this.#meta = binding.reportJSON(file, { bulk: false });
   }
 
   get closed() {
     return !this.#file || this.#closing;
   }
 
-  /** Run fn(exports, file, err) on the live handle (fn may return a promise); a close() asked
+  /** Run fn(binding, file, err) on the live handle (fn may return a promise); a close() asked
    *  for meanwhile (from a progress callback, say) waits until the core is done with the handle. */
   #use(fn) {
     if (this.closed) throw new TypeError('this Checkpoint is closed');
     this.#busy++;
     let result;
     try {
-      result = fn(this.#core.exports, this.#file, this.#err);
+      result = fn(this.#b, this.#file, this.#err);
     } catch (err) {
       this.#done();
       throw err;
@@ -193,8 +243,8 @@ export class Checkpoint {
     if (this.#closing && !this.#busy) this.#release();
   }
 
-  #fail(extra, signal) {
-    return coreError(this.#core, this.#err, extra, signal);
+  #fail(about, signal) {
+    return coreError(this.#b, this.#err, about, signal);
   }
 
   /** The family and header fields without the per-slot arrays: cheap for any size. */
@@ -248,11 +298,11 @@ export class Checkpoint {
   /** Stream the report's JSON through write(bytes) in pieces: a million slots never become one
    *  string. `write` must consume or copy the bytes before it returns. */
   writeReport(write) {
-    const core = this.#core;
+    const { core } = this.#b;
     const sink = { write };
     const id = core.register(sink);
     try {
-      const rc = this.#use((ex, file, err) => ex.w_file_report_write(file, id, err));
+      const rc = this.#use((b, file, err) => b.reportWrite(file, id, err));
       if (sink.error) throw sink.error;
       if (rc) throw this.#fail();
     } finally {
@@ -262,33 +312,7 @@ export class Checkpoint {
 
   /** The per-slot arrays as typed arrays (copies), for viewers: see docs/api.md "columns". */
   columns() {
-    const core = this.#core;
-    return this.#use((ex, file) => {
-      const c = ex.w_columns_new(file) >>> 0;
-      if (!c) throw new RangeError('out of WebAssembly memory');
-      try {
-        const h = new Uint32Array(core.memory.buffer, c, 16);
-        const [n, flagCount, dimsLen, entriesLen, tensorsLen, hasMap, complete, dimStart, dims, sizes, tooBig, flags, reps, broken, entries, tensors] = h;
-        const u64s = (p, len) => new BigUint64Array(core.memory.buffer.slice(p, p + 8 * len));
-        const u8s = (p, len) => new Uint8Array(core.memory.buffer.slice(p, p + len));
-        return {
-          n,
-          hasMap: hasMap === 1,
-          complete: complete === 1,
-          dimStart: n || dimStart ? u64s(dimStart, n + 1) : new BigUint64Array(1),
-          dims: u64s(dims, dimsLen),
-          sizes: u64s(sizes, n),
-          tooBig: u8s(tooBig, n),
-          flags: u8s(flags, flagCount),
-          reps: complete ? u64s(reps, n) : null,
-          broken: complete ? u8s(broken, n) : null,
-          entries: u64s(entries, 6 * entriesLen),
-          tensors: u64s(tensors, 3 * tensorsLen),
-        };
-      } finally {
-        ex.w_columns_free(c);
-      }
-    });
+    return this.#use((b, file) => b.columns(file));
   }
 
   /** The moments of slot `slot`: {slot, owner, id, step, count, dtype, m, v}. A tied slot gives its
@@ -297,32 +321,31 @@ export class Checkpoint {
    *  Float64Array exactly as stored (copies). */
   async entry(slot) {
     const id = toU64(slot, 'slot');
-    const core = this.#core;
-    return this.#use((ex, file, err) => {
-      const info = core.malloc(48);
+    return this.#use((b, file, err) => {
+      const { core } = b;
       let m = 0, v = 0;
       try {
-        if (ex.w_file_entry(file, id, info, err)) throw this.#fail();
-        const [owner, entryId, step, count, offset, bytes] = core.readU64(info, 6);
-        if (bytes === NONE || bytes > 0x7ffffff0n) {
-          throw new RangeError(`parameter ${id}'s moments are ${bytes === NONE ? 'too many' : bytes} bytes each: too large to copy into memory at once (use stats(), which streams)`);
+        const ref = b.fileEntry(file, id, err);
+        if (!ref) throw this.#fail();
+        const bytes = ref.mBytes;
+        if (bytes === b.NONE || bytes > 0x7ffffff0n) {
+          throw new RangeError(`parameter ${id}'s moments are ${bytes === b.NONE ? 'too many' : bytes} bytes each: too large to copy into memory at once (use stats(), which streams)`);
         }
         const n = Number(bytes);
         m = core.malloc(n);
         v = core.malloc(n);
-        if (ex.w_file_read_moments(file, id, m, v, err)) throw this.#fail();
-        const Ctor = this.#meta.dtype === 'float64' ? Float64Array : Float32Array;
+        if (b.readMoments(file, id, m, v, err)) throw this.#fail();
+        const { FloatArray } = b.abi.dtype(this.#meta.dtype);
         // Copies, not views: wasm memory may grow and move.
         return {
-          slot: exact(id), owner: exact(owner), id: exact(entryId), step: exact(step), count: exact(count), offset: exact(offset),
+          slot: exact(id), owner: exact(ref.owner), id: exact(ref.id), step: exact(ref.step), count: exact(ref.count), offset: exact(ref.offset),
           dtype: this.#meta.dtype,
-          m: new Ctor(core.memory.buffer.slice(m, m + n)),
-          v: new Ctor(core.memory.buffer.slice(v, v + n)),
+          m: new FloatArray(core.memory.buffer.slice(m, m + n)),
+          v: new FloatArray(core.memory.buffer.slice(v, v + n)),
         };
       } finally {
         core.free(m);
         core.free(v);
-        core.free(info);
       }
     });
   }
@@ -331,35 +354,36 @@ export class Checkpoint {
    *  count, offset, m, v, unhealthy}) or its values (state files: {tensor, count, values}). */
   async stats(slot, { onProgress, signal } = {}) {
     const id = toU64(slot, 'slot');
-    const core = this.#core;
-    return this.#use((ex, file, err) => {
+    return this.#use((b, file, err) => {
       const state = this.kind === 'state';
-      const ptr = withProgress(core, { onProgress, signal }, (pid) =>
-        (state ? ex.w_file_tensor_stats(file, id, pid, err) : ex.w_file_moment_stats(file, id, pid, err)) >>> 0);
-      if (!ptr) throw this.#fail({}, signal);
-      const json = core.takeJSON(ptr);
+      const json = withProgress(b, { onProgress, signal }, (pid) =>
+        (state ? b.tensorStats(file, id, pid, err) : b.momentStats(file, id, pid, err)));
+      if (!json) throw this.#fail({}, signal);
       return state ? { tensor: exact(id), count: json.count, values: json } : json;
     });
   }
 
-  /** A state file's tensor i: {index, shape, count, values: Float32Array} (a copy). */
+  /** A state file's tensor i: {index, shape, count, values} (a copy, in the family's element
+   *  type). */
   async tensor(i) {
     const id = toU64(i, 'tensor');
-    const core = this.#core;
-    return this.#use((ex, file, err) => {
-      const info = core.malloc(16);
+    return this.#use((b, file, err) => {
+      const { core } = b;
       let out = 0;
       try {
-        if (ex.w_file_tensor(file, id, info, err)) throw this.#fail();
-        const [count] = core.readU64(info, 2);
-        if (count > 0x1ffffffcn) throw new RangeError(`tensor ${id} has ${count} values: too large to copy into memory at once (use stats(), which streams)`);
-        const n = 4 * Number(count);
+        const ref = b.fileTensor(file, id, err);
+        if (!ref) throw this.#fail();
+        const { FloatArray } = b.abi.dtype(b.abi.family(this.#meta.family).elementDtype);
+        const count = ref.count;
+        if (count > BigInt(Math.floor(0x7ffffff0 / FloatArray.BYTES_PER_ELEMENT))) {
+          throw new RangeError(`tensor ${id} has ${count} values: too large to copy into memory at once (use stats(), which streams)`);
+        }
+        const n = FloatArray.BYTES_PER_ELEMENT * Number(count);
         out = core.malloc(n);
-        if (ex.w_file_read_tensor(file, id, out, err)) throw this.#fail();
-        return { index: exact(id), shape: this.#shape(Number(id)), count: exact(count), values: new Float32Array(core.memory.buffer.slice(out, out + n)) };
+        if (b.readTensor(file, id, out, err)) throw this.#fail();
+        return { index: exact(id), shape: this.#shape(Number(id)), count: exact(count), values: new FloatArray(core.memory.buffer.slice(out, out + n)) };
       } finally {
         core.free(out);
-        core.free(info);
       }
     });
   }
@@ -370,54 +394,32 @@ export class Checkpoint {
     return Array.from(dims.subarray(Number(dimStart[i]), Number(dimStart[i + 1])), exact);
   }
 
-  /** Entries (optimizer) or tensors (state): what statistics are gathered for. */
-  get itemCount() {
-    return this.#use((ex, file) => ex.w_file_item_count(file) >>> 0);
-  }
-
-  /** For the package (statistics gathered by workers): item k's statistics as packed words. */
-  itemStatsPacked(k, { onProgress, signal } = {}) {
-    const core = this.#core;
-    return this.#use((ex, file, err) => {
-      const ptr = withProgress(core, { onProgress, signal }, (pid) => ex.w_file_item_stats_packed(file, k, pid, err) >>> 0);
-      if (!ptr) throw this.#fail({}, signal);
-      try {
-        const [la, lb] = new BigUint64Array(core.memory.buffer, ptr, 2);
-        return core.readU64(ptr, 2 + Number(la) + Number(lb));
-      } finally {
-        core.free(ptr);
-      }
+  #itemStatsPacked(k, { onProgress, signal } = {}) {
+    return this.#use((b, file, err) => {
+      const words = withProgress(b, { onProgress, signal }, (pid) => b.itemStatsPacked(file, k, pid, err));
+      if (!words) throw this.#fail({}, signal);
+      return words;
     });
   }
 
-  /** For the package: attach the statistics of items from, from + 1, … gathered elsewhere
-   *  (packed words, one array per item). Once every item has them, the report is the one a
-   *  scan with statistics gives. */
-  attachPacked(from, list) {
-    const core = this.#core;
-    this.#use((ex, file, err) => {
+  #attachPacked(from, list) {
+    this.#use((b, file, err) => {
       list.forEach((words, j) => {
-        const p = core.u64Array(words);
-        try {
-          if (ex.w_file_attach_packed(file, from + j, p, words.length, err)) throw this.#fail();
-        } finally {
-          core.free(p);
-        }
+        if (b.attachPacked(file, from + j, words, err)) throw this.#fail();
       });
     });
     this.#report = undefined;
-    this.#meta = core.takeJSON(core.exports.w_file_report_json(this.#file, JSON_NO_BULK));
+    this.#meta = this.#b.reportJSON(this.#file, { bulk: false });
   }
 
-  /** For the package: run fn(layoutPtr) with this file as a layout (destination or diff side). */
-  withLayout(fn, extra = {}) {
-    return this.#use((ex, file, err) => {
-      const l = ex.w_layout_of_file(file, err) >>> 0;
+  #withLayout(fn, subject) {
+    return this.#use((b, file, err) => {
+      const l = b.layoutOfFile(file, err);
       if (!l) {
         const report = this.#meta;
-        throw report.error ? new CheckpointError(report.error, { report, ...extra }) : this.#fail(extra);
+        throw report.error ? new CheckpointError(report.error, { report, subject }) : this.#fail({ subject });
       }
-      const free = () => ex.w_layout_free(l);
+      const free = () => b.layoutFree(l);
       let result;
       try {
         result = fn(l);
@@ -431,11 +433,6 @@ export class Checkpoint {
     });
   }
 
-  /** For the package: run fn(exports, filePtr) while the handle stays live. */
-  withFile(fn) {
-    return this.#use((ex, file) => fn(ex, file));
-  }
-
   close() {
     if (!this.#file || this.#closing) return;
     this.#closing = true;
@@ -443,10 +440,10 @@ export class Checkpoint {
   }
 
   #release() {
-    const ex = this.#core.exports;
-    ex.ckpt_close(this.#file);
-    ex.w_error_free(this.#err);
-    this.#core.unregister(this.#srcId);
+    const b = this.#b;
+    b.close(this.#file);
+    b.errorFree(this.#err);
+    b.core.unregister(this.#srcId);
     this.#file = this.#err = 0;
     this.#src.close();
   }
@@ -455,5 +452,3 @@ export class Checkpoint {
     this.close();
   }
 }
-
-export { u64 };

@@ -4,6 +4,7 @@
 
 import { check, readerNames, CheckpointError, open } from './index.js';
 import { convert } from './convert.js';
+import { loadBinding } from './binding.js';
 import { displayName, sourceOf, reading, writing, checkInput } from './user-files.js';
 
 const pad = (name) => name.padEnd(11);
@@ -54,7 +55,7 @@ export async function convertFile(input, output, options) {
   try {
     result = await reading(input, 'checkpoint', () => writing(output, () => convert(sourceOf(input), output, options)));
   } catch (err) {
-    if (err instanceof CheckpointError && err.code === 48) err.context = `cannot convert ${input}: it is not a valid checkpoint`;
+    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) err.context = `cannot convert ${input}: it is not a valid checkpoint`;
     throw err;
   }
   const lines = [`${displayName(output)}: version ${result.version} (${result.dtype})`];

@@ -189,12 +189,17 @@ async function cmdCheck(argv) {
     result = await reading(file, 'checkpoint', () => check(sourceOf(file), layout, { reader }));
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
-    if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
-    // The verdict on stdout, as for a load; the trainer's diagnostic follows on stderr.
-    else if (err instanceof CheckpointError) {
-      say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
-      err.layoutName = expect;
+    if (!(err instanceof CheckpointError)) throw err;
+    // The layout at fault: no verdict on the file. Else the verdict on stdout, as for a load;
+    // the trainer's diagnostic follows on stderr.
+    if (err.subject === 'expected' && typeof layout === 'string') {
+      throw new CheckpointError(err, { context: `cannot check against ${expect}: it is not a valid checkpoint` });
     }
+    if (err.subject === 'expected') {
+      say(process.stderr, errorLines(err, { layoutName: expect }));
+      return 1;
+    }
+    say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
     throw err;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
@@ -215,7 +220,7 @@ async function checkPair(opt, state) {
     // Not a verdict: the files cannot be paired at all. A broken file: its own diagnostic.
     const why = `cannot pair ${displayName(opt)} with ${state}: ${err.message}`;
     if (!err.fileError) throw new Failure(why);
-    throw Object.assign(new CheckpointError(err.fileError), { context: why });
+    throw new CheckpointError(err.fileError, { context: why });
   }
   const lines = pairLines(result, displayName(opt), state);
   say(process.stdout, lines);
@@ -231,13 +236,13 @@ async function diffSide(path) {
     if (!ck.ok) {
       const error = ck.summary.error;
       ck.close();
-      throw Object.assign(new CheckpointError(error), { context: `cannot compare: ${path} is not a valid checkpoint` });
+      throw new CheckpointError(error, { context: `cannot compare: ${path} is not a valid checkpoint` });
     }
     return ck;
   }
   if (jsonKind(side) === 'report' && side.ok === false) {
     const error = { message: String(side.error?.message ?? 'the report carries no diagnostic'), offset: side.error?.offset ?? null, hint: side.error?.hint ?? null };
-    throw Object.assign(new CheckpointError(error), { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
+    throw new CheckpointError(error, { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
   }
   return side;
 }
@@ -297,7 +302,7 @@ async function cmdHealth(argv) {
     result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr, workers: workersArg(seen) }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
-      throw Object.assign(new CheckpointError(err.fileError), { context: err.message });
+      throw new CheckpointError(err.fileError, { context: err.message });
     }
     throw err;
   }
@@ -320,7 +325,7 @@ async function cmdExport(argv) {
   if (file === STDIN || out === STDIN) throw new UsageError('export needs files: - (standard input) cannot be read by ranges');
   const ck = await openFile(file, 'checkpoint');
   try {
-    if (!ck.ok) throw Object.assign(new CheckpointError(ck.summary.error), { context: `cannot export ${file}: it is not a valid checkpoint` });
+    if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
     const names = seen['--names'] !== undefined ? readNames(seen['--names'], null) : undefined;
     if (names && names.length !== slots) {
@@ -491,7 +496,7 @@ export async function main(argv) {
     if (err instanceof CheckpointError) {
       // `context`: which of the user's files, when the diagnostic alone does not say.
       if (err.context) say(process.stderr, `ckptscope: ${err.context}`);
-      say(process.stderr, errorLines(err, { layoutName: err.layoutName }));
+      say(process.stderr, errorLines(err));
       return 1;
     }
     if (err instanceof FileError || err instanceof Failure) {

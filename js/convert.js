@@ -2,11 +2,11 @@
 // lossless and refuses the rest with a text naming the option; here the options cross into the
 // core and the bytes come out through a write(bytes) callback or, in Node, atomically to a file.
 
-import { withOpen, withProgress } from './checkpoint.js';
+import { withOpen, withProgress, withFile } from './checkpoint.js';
 import { withSink, saveAtomically } from './sink.js';
 import { readerId } from './api.js';
 import { toU64 } from './values.js';
-import { loadCore } from './wasm.js';
+import { loadBinding } from './binding.js';
 
 /**
  * Stream `source` converted through write(bytes). Options: `to`: 2, 3, 4, 5 or 'oldest', or
@@ -24,14 +24,13 @@ export async function convertTo(source, write, options = {}) {
   }
   const counter = randomCounter === undefined || randomCounter === null ? null : toU64(randomCounter, 'randomCounter');
   let result;
-  const id = reader === undefined ? 0 : await readerId(await loadCore(), reader);
-  await withOpen(source, (ck) => withSink(write, (core, sinkId, err) => ck.withFile((ex, file) =>
-    withProgress(core, { onProgress, signal }, (pid) => {
-      const p = ex.w_convert(file, BigInt(typeof to === 'number' ? to : 0), to === 'oldest' ? 1 : 0, id, counter === null ? 0 : 1,
-        counter ?? 0n, dropRandomCounter ? 1 : 0, untie ? 1 : 0, roundToFloat32 ? 1 : 0, sinkId, pid, err) >>> 0;
-      if (!p) return 1;
-      result = core.takeJSON(p);
-      return 0;
+  const id = reader === undefined ? 0 : readerId(await loadBinding(), reader);
+  const target = { version: BigInt(typeof to === 'number' ? to : 0), oldest: to === 'oldest', reader: id, counter,
+    dropCounter: !!dropRandomCounter, untie: !!untie, round: !!roundToFloat32 };
+  await withOpen(source, (ck) => withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+    withProgress(b, { onProgress, signal }, (pid) => {
+      result = b.convert(file, target, sinkId, pid, err);
+      return result ? 0 : 1;
     })), signal));
   return result;
 }

@@ -2,14 +2,14 @@
 // tensors as safetensors or .npz, or one payload as .npy, bit for bit. The core streams the
 // bytes; here they go to a write(bytes) callback, into memory, or atomically to a file (Node).
 
-import { withOpen, withProgress } from './checkpoint.js';
+import { withOpen, withProgress, withFile } from './checkpoint.js';
+import { loadBinding } from './binding.js';
 import { LayoutError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { namesOf } from './layout.js';
 import { toU64 } from './values.js';
 
-const FORMATS = { safetensors: 1, npz: 2 };
-const NPY = { m: 0, v: 1, values: 2 };
+const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 
 /**
  * Stream an export of `source` through write(bytes) (consume or copy the bytes before
@@ -17,27 +17,25 @@ const NPY = { m: 0, v: 1, values: 2 };
  * `slots`: only these slots.
  */
 export async function exportTo(source, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
-  if (!Object.prototype.hasOwnProperty.call(FORMATS, format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
+  if (!has((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
   const list = names === undefined || names === null ? null : namesOf(names, 'names');
   const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
-  return withOpen(source, (ck) => withSink(write, (core, sinkId, err, ptrs) => ck.withFile((ex, file) => {
-    let namePtr = 0, slotPtr = 0;
+  return withOpen(source, (ck) => withSink(write, (b, sinkId, err, ptrs) => withFile(ck, (_, file) => {
+    const { core } = b;
+    let strings = null, slotPtr = 0;
     if (list) {
-      const strings = list.map((n) => {
+      strings = list.map((n) => {
         const p = core.stringIn(n);
         ptrs.push(p);
         return p;
       });
-      namePtr = core.malloc(4 * Math.max(1, strings.length));
-      ptrs.push(namePtr);
-      new Uint32Array(core.memory.buffer, namePtr, strings.length).set(strings);
     }
     if (picked) {
       slotPtr = core.u64Array(picked);
       ptrs.push(slotPtr);
     }
-    return withProgress(core, { onProgress, signal }, (pid) =>
-      ex.w_export(file, FORMATS[format], namePtr, list ? list.length : 0, slotPtr, picked ? picked.length : 0, sinkId, pid, err));
+    return withProgress(b, { onProgress, signal }, (pid) =>
+      b.exportTo(file, format, strings, slotPtr, picked ? picked.length : 0, sinkId, pid, err, ptrs));
   }), signal));
 }
 
@@ -53,11 +51,11 @@ export function saveExport(path, source, options) {
 
 /** One payload as a .npy file's bytes: slot's 'm' or 'v' (its owner's for a tied slot), or a
  *  state file's tensor 'values'. */
-export function exportNpy(source, slot, what = 'm') {
-  if (!Object.prototype.hasOwnProperty.call(NPY, what)) throw new LayoutError(`what must be "m", "v" or "values", got ${JSON.stringify(what)}`);
+export async function exportNpy(source, slot, what = 'm') {
+  if (!has((await loadBinding()).npyPayloads(), what)) throw new LayoutError(`what must be "m", "v" or "values", got ${JSON.stringify(what)}`);
   const id = toU64(slot, 'slot');
-  return collect((write) => withOpen(source, (ck) => withSink(write, (core, sinkId, err) =>
-    ck.withFile((ex, file) => ex.w_export_npy(file, id, NPY[what], sinkId, err)))));
+  return collect((write) => withOpen(source, (ck) => withSink(write, (b, sinkId, err) =>
+    withFile(ck, (_, file) => b.exportNpy(file, id, what, sinkId, err)))));
 }
 
 

@@ -275,10 +275,17 @@ export interface Columns {
   /** representative?(i), 2^64 - 1 for none; null until the map was read. */
   reps: BigUint64Array | null;
   broken: Uint8Array | null;
-  /** 6 per entry: id, step, count, offset, m offset, v offset. */
+  /** Rows of u64 words, one per entry, the fields named in order by entryFields. */
   entries: BigUint64Array;
-  /** 3 per tensor: count, offset, data offset. */
+  /** Rows of u64 words, one per tensor, the fields named in order by tensorFields. */
   tensors: BigUint64Array;
+  /** The fields of an entries row, in order: id, step, count, offset, mOffset, vOffset. */
+  entryFields: string[];
+  /** The fields of a tensors row, in order: count, offset, dataOffset. */
+  tensorFields: string[];
+  /** Entry k's row by name (a copy of the data survives postMessage; these methods do not). */
+  entry(k: number): { id: bigint; step: bigint; count: bigint; offset: bigint; mOffset: bigint; vOffset: bigint };
+  tensor(k: number): { count: bigint; offset: bigint; dataOffset: bigint };
 }
 
 /** One open file of any family, parsed once. Close it (or `using`). */
@@ -529,23 +536,33 @@ export class Schema {
   [Symbol.dispose](): void;
 }
 
+/** Which input is at fault: the file read, the expected layout (check), a side of a diff, or
+ *  the file of a pair that cannot be paired at all. */
+export type Subject = 'file' | 'expected' | 'first' | 'second' | 'optimizer' | 'state';
+
 export class CheckpointError extends Error {
   readonly name: 'CheckpointError';
   readonly code: number;
   readonly offset: U64 | null;
   readonly length: U64;
   readonly slot: U64 | null;
-  readonly subject: 'file' | 'expected';
+  readonly subject: Subject;
   readonly hint: string | null;
-  readonly configDiff?: ConfigDifference[];
-  readonly report?: Report;
-  /** Which input, when not the file: 'expected', 'first', 'second', 'optimizer', 'state'. */
-  readonly role?: string;
+  readonly configDiff: ConfigDifference[] | null;
+  /** check: the summary of what was read; a broken checkpoint given as a layout: its summary. */
+  readonly report: Report | null;
+  /** pair (and check with {state}): the pairing result. */
+  readonly result: PairResult | null;
+  /** pair, health: the broken file's own error, when a file cannot be used at all. */
+  readonly fileError: ReportError | null;
+  /** Which of the caller's inputs, in words, when the diagnostic alone does not say. */
+  readonly context: string | null;
 }
 
 export class LayoutError extends Error {
   readonly name: 'LayoutError';
-  readonly role?: string;
+  /** Which input the object was ('expected', 'first', 'second'); null for a description or names. */
+  readonly subject: Subject | null;
 }
 
 export function loadCore(variant?: 'simd' | 'nosimd'): Promise<unknown>;

@@ -3,10 +3,13 @@
 // Whether a layout is well formed, a config valid, a count right is decided by the C core; what
 // is checked here is the shape of the JSON and (docs/format.md 1) that numbers fit in 64 bits.
 
-import { CheckpointError, LayoutError, Codes } from './errors.js';
+// Which families, dtypes, kinds and config fields exist is the core's (abi(), read when the
+// core is bound: every caller here runs after it is).
+
+import { CheckpointError, LayoutError } from './errors.js';
+import { abi, bound } from './binding.js';
 
 const U64_LIMIT = 1n << 64n;
-export const NONE = U64_LIMIT - 1n;
 
 const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
@@ -32,7 +35,7 @@ export function layoutU64(value, where) {
   else throw new LayoutError(`${where} must be a nonnegative integer, got ${describe(value)}`);
   if (big < 0n) throw new LayoutError(`${where} must be a nonnegative integer, got ${value}`);
   if (big >= U64_LIMIT) {
-    throw new CheckpointError({ message: `CUDA Adam checkpoint: metadata value does not fit in 64 bits: ${big}`, code: Codes.VALUE_TOO_LARGE, subject: 'expected' });
+    throw new CheckpointError(bound().valueTooLarge(big));
   }
   return big;
 }
@@ -94,16 +97,24 @@ export function schemaArrays(input, where = 'layout') {
   if (layout.representatives !== undefined && layout.representatives !== null) {
     const reps = array(layout.representatives, `${where}.representatives`);
     map = new Array(reps.length);
-    for (let i = 0; i < reps.length; i++) map[i] = reps[i] === null ? NONE : layoutU64(reps[i], `${where}.representatives[${i}]`);
+    for (let i = 0; i < reps.length; i++) map[i] = reps[i] === null ? abi().NONE : layoutU64(reps[i], `${where}.representatives[${i}]`);
   }
   return { ranks, dims, requiresGrad, map, shapesOnly: layout.requiresGrad === undefined };
 }
 
+/** "a", "b" or "c" */
+const oneOf = (names) => {
+  const quoted = names.map((n) => JSON.stringify(n));
+  return quoted.length > 1 ? `${quoted.slice(0, -1).join(', ')} or ${quoted.at(-1)}` : quoted.join('');
+};
+
+/** The core's dtype id of a dtype name; DTYPE_ANY when none is given. */
 export function dtypeCode(dtype, where = 'dtype') {
-  if (dtype === undefined || dtype === null) return -1;
-  if (dtype === 'float32') return 0;
-  if (dtype === 'float64') return 1;
-  throw new LayoutError(`${where} must be "float32" or "float64", got ${describe(dtype)}`);
+  const { dtypes, constants } = abi();
+  if (dtype === undefined || dtype === null) return constants.DTYPE_ANY;
+  const d = dtypes.find((x) => x.name === dtype);
+  if (!d) throw new LayoutError(`${where} must be ${oneOf(dtypes.map((x) => x.name))}, got ${describe(dtype)}`);
+  return d.id;
 }
 
 const view = new DataView(new ArrayBuffer(8));
@@ -120,29 +131,29 @@ function floatValue(v, where) {
   throw new LayoutError(`${where} must be a number, got ${describe(v)}`);
 }
 
-const FIELDS = ['beta1', 'beta2', 'epsilon', 'weightDecay'];
-const KINDS = { adam: 0n, adamw: 1n };
-
-/** {kind, beta1, beta2, epsilon, weightDecay, bits?} -> [kind, 4 bit patterns] as bigints.
- *  `bits` (hex strings, as in the JSON report) win over the decimal values: bit-exact. */
+/** {kind, beta1, beta2, epsilon, weightDecay, bits?} -> the core's config struct ({kind, and
+ *  each float field's bit pattern} as bigints). `bits` (hex strings, as in the JSON report) win
+ *  over the decimal values: bit-exact. */
 export function configWords(config, where = 'config') {
   if (!isObject(config)) throw new LayoutError(`${where} must be an object, got ${describe(config)}`);
+  const { constants, words: structs } = abi();
+  const kinds = { adam: constants.ADAM, adamw: constants.ADAMW };
   let kind;
   const name = typeof config.kind === 'string' ? config.kind.toLowerCase() : null;
-  if (name !== null && has(KINDS, name)) kind = KINDS[name];   // own keys only: not "constructor"
-  else if (config.kind === 0 || config.kind === 1) kind = BigInt(config.kind);
-  else throw new LayoutError(`${where}.kind must be "adam" or "adamw", got ${describe(config.kind)}`);
+  if (name !== null && has(kinds, name)) kind = BigInt(kinds[name]);   // own keys only: not "constructor"
+  else if (Object.values(kinds).includes(config.kind)) kind = BigInt(config.kind);
+  else throw new LayoutError(`${where}.kind must be ${oneOf(Object.keys(kinds))}, got ${describe(config.kind)}`);
   if (config.bits !== undefined && !isObject(config.bits)) throw new LayoutError(`${where}.bits must be an object`);
-  const words = [kind];
-  for (const f of FIELDS) {
+  const words = { kind };
+  for (const f of structs.config.filter((x) => x !== 'kind')) {
     const hex = config.bits?.[f];
     if (hex !== undefined) {
       if (typeof hex !== 'string' || !/^0x[0-9a-fA-F]{1,16}$/.test(hex)) throw new LayoutError(`${where}.bits.${f} must be a hex string like "0x3feccccccccccccd"`);
-      words.push(BigInt(hex));
+      words[f] = BigInt(hex);
     } else if (config[f] !== undefined) {
-      words.push(bitsOf(floatValue(config[f], `${where}.${f}`)));
+      words[f] = bitsOf(floatValue(config[f], `${where}.${f}`));
     } else if (f === 'weightDecay') {
-      words.push(0n);
+      words[f] = 0n;
     } else {
       throw new LayoutError(`${where}.${f} is missing`);
     }
@@ -150,27 +161,33 @@ export function configWords(config, where = 'config') {
   return words;
 }
 
-/** The destination fields of a layout (or of a JSON report): the family it reads (0: any),
- *  dtype, config, counter status. */
+/** A family's id by its magic (a layout's or a description's `family`), from `families`
+ *  (default: all). */
+export function familyCode(name, where, families = abi().families) {
+  const f = families.find((x) => x.magic === name);
+  if (!f) throw new LayoutError(`${where} must be ${oneOf(families.map((x) => x.magic))}`);
+  return f;
+}
+
+/** The destination fields of a layout (or of a JSON report): the family it reads (FAMILY_ANY:
+ *  any), dtype, config, counter status. */
 export function destinationOf(input, where = 'layout') {
   const layout = isReport(input) ? layoutOfReport(input) : input;
   const keeps = layout.keepsRandomCounter;
   if (keeps !== undefined && keeps !== null && typeof keeps !== 'boolean') throw new LayoutError(`${where}.keepsRandomCounter must be true or false`);
-  const families = { TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
-  if (layout.family !== undefined && layout.family !== null && !has(families, layout.family)) {
-    throw new LayoutError(`${where}.family must be "TLADAMF", "TLSF32B" or "TLPF32B"`);
-  }
+  const named = layout.family !== undefined && layout.family !== null;
   return {
-    family: layout.family ? families[layout.family] : 0,
+    family: named ? familyCode(layout.family, `${where}.family`).id : abi().constants.FAMILY_ANY,
     dtype: dtypeCode(layout.dtype, `${where}.dtype`),
     config: layout.config === undefined || layout.config === null ? null : configWords(layout.config, `${where}.config`),
     keeps: keeps === true ? 1 : keeps === false ? 0 : -1,
   };
 }
 
-/** A float array of the dtype from a typed array or an array of numbers (or "NaN" strings). */
+/** A float array of the dtype (the core's id) from a typed array or an array of numbers (or
+ *  "NaN" strings). */
 export function floatBytes(values, dtype, where) {
-  const Ctor = dtype === 1 ? Float64Array : Float32Array;
+  const Ctor = abi().dtypeById(dtype).FloatArray;
   if (values instanceof Float32Array || values instanceof Float64Array) {
     if (values instanceof Ctor) return new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
     return new Uint8Array(Ctor.from(values).buffer);

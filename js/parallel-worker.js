@@ -1,7 +1,7 @@
 // One worker of js/parallel.js: its own WebAssembly instance opens the file itself and computes
 // the statistics of a range of items (posted back packed) or the health of a range of slots.
 import { isNode, adoptModule } from './wasm.js';
-import { open } from './checkpoint.js';
+import { open, itemStatsPacked } from './checkpoint.js';
 import { health } from './api.js';
 
 const port = isNode ? (await import('node:worker_threads')).parentPort : self;
@@ -18,7 +18,7 @@ listen(async (job) => {
         let base = 0;
         for (let k = job.from; k < job.to; k++) {
           let last = 0;
-          const words = ck.itemStatsPacked(k, { onProgress: ({ done }) => ((last = done), post({ progress: { done: base + done } })) });
+          const words = itemStatsPacked(ck, k, { onProgress: ({ done }) => ((last = done), post({ progress: { done: base + done } })) });
           base += last;
           out.push(words);
         }

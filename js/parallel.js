@@ -7,6 +7,8 @@
 // module instance, the file's metadata parsed again), and on two cores one fewer is felt.
 
 import { isNode, compiledModule } from './wasm.js';
+import { itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
+import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
 
@@ -97,15 +99,18 @@ async function workerKit() {
 /** Statistics of every item of the open `ck` (opened from `source` without statistics),
  *  computed n ways (this thread and n - 1 workers) and attached to ck's report. */
 export async function statsInParallel(ck, source, n, { onProgress, signal } = {}) {
+  const { abi } = await loadBinding();
   const cols = ck.columns();
-  const count = ck.itemCount;
-  const weights = ck.kind === 'state'
-    ? Array.from({ length: count }, (_, k) => Number(cols.tensors[3 * k]) + 1)
-    : Array.from({ length: count }, (_, k) => Number(cols.entries[6 * k + 2]) + 1);
+  const count = itemCount(ck);
+  const state = ck.kind === 'state';
+  const rows = state ? cols.tensorRows : cols.entryRows;
+  const weights = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')) + 1);
   const ranges = split(weights, n);
   const done = new Array(ranges.length).fill(0);
-  // the bytes scanned: each item's payloads (weights are counts + 1, for balancing only)
-  const total = (weights.reduce((a, b) => a + b, 0) - count) * (ck.summary.dtype === 'float64' ? 8 : 4) * (ck.kind === 'state' ? 1 : 2);
+  // the bytes scanned: each item's payloads (m and v per entry, the values per tensor; weights
+  // are counts + 1, for balancing only)
+  const { width } = abi.dtype(state ? abi.family(ck.summary.family).elementDtype : ck.summary.dtype);
+  const total = (weights.reduce((a, b) => a + b, 0) - count) * width * (state ? 1 : 2);
   const report = (w) => onProgress && (({ done: d }) => {
     done[w] = d;
     onProgress({ done: done.reduce((a, b) => a + b, 0), total });
@@ -119,13 +124,13 @@ export async function statsInParallel(ck, source, n, { onProgress, signal } = {}
     let base = 0;
     for (let k = from; k < to; k++) {
       let last = 0;
-      mine.push(ck.itemStatsPacked(k, { signal, onProgress: progress && (({ done: d }) => progress({ done: base + (last = d) })) }));
+      mine.push(itemStatsPacked(ck, k, { signal, onProgress: progress && (({ done: d }) => progress({ done: base + (last = d) })) }));
       base += last;
     }
-    ck.attachPacked(from, mine);
+    attachPacked(ck, from, mine);
   });
   const results = await Promise.all(jobs.map((job) => job.result));
-  results.forEach((list, w) => ck.attachPacked(ranges[w + 1][0], list));
+  results.forEach((list, w) => attachPacked(ck, ranges[w + 1][0], list));
 }
 
 /** Run this thread's share while the workers run theirs; if it fails, stop them. */

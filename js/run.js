@@ -3,8 +3,8 @@
 // summary. Every rule is the core's (src/run.c, src/health.c); this module opens the files,
 // runs health on each, hands the core the open files in run order and adds the names.
 
-import { loadCore } from './wasm.js';
-import { open, Checkpoint, withProgress } from './checkpoint.js';
+import { loadBinding } from './binding.js';
+import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
 import { health } from './api.js';
 import { CheckpointError, LayoutError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
@@ -47,7 +47,7 @@ function withFiles(cks, fn, ptrs = []) {
   const k = ptrs.length;
   if (k === cks.length) return fn(ptrs);
   if (!cks[k]) return withFiles(cks, fn, [...ptrs, 0]);
-  return cks[k].withFile((_, file) => withFiles(cks, fn, [...ptrs, file]));
+  return withFile(cks[k], (_, file) => withFiles(cks, fn, [...ptrs, file]));
 }
 
 function sources(list, what) {
@@ -74,8 +74,7 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
     signal?.throwIfAborted();
     healths.push(await fileHealth(files[i], stateOf(i), lr));
   }
-  const core = await loadCore();
-  const ex = core.exports;
+  const b = await loadBinding();
   const opened = [], owned = [];
   const take = async (source) => {
     if (source instanceof Checkpoint) return source;   // the caller's: not closed here
@@ -83,7 +82,7 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
     owned.push(ck);
     return ck;
   };
-  let flags = 0, err = 0, arr = 0;
+  let err = 0;
   try {
     for (let i = 0; i < files.length; i++) {
       opened.push(await take(files[i]));
@@ -92,15 +91,12 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
     }
     const opts = opened.filter((_, k) => k % 2 === 0), sts = opened.filter((_, k) => k % 2 === 1);
     const n = files.length;
-    flags = core.u64Array(healths.map((h) => BigInt(h ? h.flags : 0)));
-    err = ex.w_error_new() >>> 0;
-    if (!err) throw new RangeError('out of WebAssembly memory');
-    arr = core.malloc(8 * n);
+    const flags = healths.map((h) => BigInt(h ? h.flags : 0));
+    err = b.errorNew();
     const json = withFiles([...opts, ...sts], (ptrs) => {
-      new Uint32Array(core.memory.buffer, arr, 2 * n).set(ptrs);
-      const ptr = withProgress(core, { onProgress, signal }, (pid) => ex.w_run(arr, arr + 4 * n, flags, n, pid, err) >>> 0);
-      if (!ptr) throw coreError(core, err, {}, signal);
-      return core.takeJSON(ptr);
+      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), flags, pid, err));
+      if (!result) throw coreError(b, err, {}, signal);
+      return result;
     });
     return {
       ok: json.ok,
@@ -117,16 +113,12 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
       first: json.first,
     };
   } finally {
-    core.free(flags);
-    core.free(arr);
-    if (err) ex.w_error_free(err);
+    b.errorFree(err);
     for (const ck of owned) ck.close();
   }
 }
 
 // ---- the gradient of a one-step pair ---------------------------------------------------------
-
-const FORMATS = { safetensors: 1, npz: 2 };
 
 /**
  * Stream the gradient of the one-step pair a → b (docs/runs.md) through write(bytes) as
@@ -135,31 +127,29 @@ const FORMATS = { safetensors: 1, npz: 2 };
  * CheckpointError when B does not continue A or no slot is one step apart.
  */
 export async function exportGradientTo(a, b, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
-  if (!Object.prototype.hasOwnProperty.call(FORMATS, format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
+  if (!Object.prototype.hasOwnProperty.call((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
   const list = names === undefined || names === null ? null : namesOf(names, 'names');
   const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
   const ca = a instanceof Checkpoint ? a : await open(a, { signal });
   try {
     const cb = b instanceof Checkpoint ? b : await open(b, { signal });
     try {
-      return await withSink(write, (core, sinkId, err, ptrs) => ca.withFile((ex, fa) => cb.withFile((_, fb) => {
-        let namePtr = 0, slotPtr = 0;
+      return await withSink(write, (bd, sinkId, err, ptrs) => withFile(ca, (_, fa) => withFile(cb, (__, fb) => {
+        const { core } = bd;
+        let strings = null, slotPtr = 0;
         if (list) {
-          const strings = list.map((n) => {
+          strings = list.map((n) => {
             const p = core.stringIn(n);
             ptrs.push(p);
             return p;
           });
-          namePtr = core.malloc(4 * Math.max(1, strings.length));
-          ptrs.push(namePtr);
-          new Uint32Array(core.memory.buffer, namePtr, strings.length).set(strings);
         }
         if (picked) {
           slotPtr = core.u64Array(picked);
           ptrs.push(slotPtr);
         }
-        return withProgress(core, { onProgress, signal }, (pid) =>
-          ex.w_run_export_gradient(fa, fb, FORMATS[format], namePtr, list ? list.length : 0, slotPtr, picked ? picked.length : 0, sinkId, pid, err));
+        return withProgress(bd, { onProgress, signal }, (pid) =>
+          bd.exportGradient(fa, fb, format, strings, slotPtr, picked ? picked.length : 0, sinkId, pid, err, ptrs));
       })), signal);
     } finally {
       if (cb !== b) cb.close();

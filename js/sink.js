@@ -2,29 +2,30 @@
 // everything collected in memory, or a file written atomically (Node). The writer, the state
 // writer and the exporter share this.
 
-import { loadCore } from './wasm.js';
+import { loadBinding } from './binding.js';
 import { coreError } from './errors.js';
 
 /**
- * Run the core's writer fn(core, sinkId, errPtr, ptrs) into write(bytes) (which must consume or
+ * Run the core's writer fn(binding, sinkId, errPtr, ptrs) into write(bytes) (which must consume or
  * copy the bytes before returning); pointers pushed on `ptrs` are freed after (a `{schema}` with
  * ckpt_schema_free). A nonzero return is the core's error, thrown as a CheckpointError.
  */
 export async function withSink(write, fn, signal) {
-  const core = await loadCore();
+  const b = await loadBinding();
+  const { core } = b;
   const sink = { write };
   const sinkId = core.register(sink);
-  const err = core.exports.w_error_new() >>> 0;
   const ptrs = [];
+  let err = 0;
   try {
-    if (!err) throw new RangeError('out of WebAssembly memory');
-    const rc = await fn(core, sinkId, err, ptrs);
+    err = b.errorNew();
+    const rc = await fn(b, sinkId, err, ptrs);
     if (sink.error) throw sink.error;   // the sink's own failure (a full disk), as thrown
-    if (rc) throw coreError(core, err, {}, signal);
+    if (rc) throw coreError(b, err, {}, signal);
   } finally {
     core.unregister(sinkId);
-    ptrs.forEach((p) => (p.schema ? core.exports.ckpt_schema_free(p.schema) : core.free(p)));
-    if (err) core.exports.w_error_free(err);
+    ptrs.forEach((p) => (p.schema ? b.schemaFree(p.schema) : core.free(p)));
+    b.errorFree(err);
   }
 }
 

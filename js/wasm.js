@@ -1,6 +1,7 @@
-// Loads the standalone WebAssembly core (wasm/) in Node, browsers and workers: the one place
-// values cross between JS and C. Sources, sinks and progress listeners are JS objects the C
-// handle calls back into; strings and arrays move in and out of wasm memory here.
+// Loads the standalone WebAssembly core (wasm/) in Node, browsers and workers, and keeps its
+// memory: sources, sinks and progress listeners are JS objects the C handle calls back into;
+// strings and arrays move in and out of wasm memory here. Which exports there are, their
+// signatures and the structs they take are js/binding.js's (the one module that calls them).
 //
 // Rules kept here: 64-bit values cross as BigInt (wasm i64), never through a double; heap views
 // are made afresh after anything that may allocate (memory can grow); pointers are read with
@@ -72,8 +73,8 @@ async function compile(variant) {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-/** CKPT_NONE: an unknown size, an absent slot. */
-export const NONE = (1n << 64n) - 1n;
+// CKPT_NONE (all ones) for the progress callback's unknown total, which runs before any binding.
+const NONE = (1n << 64n) - 1n;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
 
 /** A u64 result of the core (wasm i64 arrives signed) as an unsigned BigInt. */
@@ -165,14 +166,14 @@ class Core {
 
   /** u64 values (bigints) into wasm memory; the caller frees the pointer. */
   u64Array(values) {
-    const p = this.malloc(values.length * 8);
+    const p = this.malloc(values.length * BigUint64Array.BYTES_PER_ELEMENT);
     new BigUint64Array(this.memory.buffer, p, values.length).set(values);
     return p;
   }
 
   /** A copy of n u64 values at p. */
   readU64(p, n) {
-    return new BigUint64Array(this.memory.buffer.slice(p, p + 8 * n));
+    return new BigUint64Array(this.memory.buffer.slice(p, p + BigUint64Array.BYTES_PER_ELEMENT * n));
   }
 
   /** A NUL-terminated string the core malloc'ed: decode it and free it. NULL means out of memory. */

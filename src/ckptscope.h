@@ -623,6 +623,9 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
  * On a failure part of the file may have been written: write to a temporary, as the CLI does. */
 int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_sink *out, ckpt_convert_result *res,
                  ckpt_error *err);
+/* A result as JSON {"version","dtype","rounded","maxRelativeError"} (caller frees), NULL when out of
+ * memory. */
+char *ckpt_convert_result_json(const ckpt_convert_result *res);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
@@ -688,6 +691,80 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
  * `values` at the entry's m offset (count * width bytes). For values derived from the moments. */
 int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
                          const ckpt_sink *out, ckpt_error *err);
+
+/* ---- The core describing itself (abi.c) --------------------------------------------------
+ * The family table, the dtypes, the codes, the flag constants and the layouts of the structs a
+ * caller across a boundary (the WebAssembly module's JS) reads, so that caller states none of
+ * them. */
+
+/* One row per entry / tensor of a file's report: the fields of ckpt_entry_info and
+ * ckpt_tensor_info a viewer draws, without pointers. */
+typedef struct ckpt_entry_row {
+    uint64_t id, step, count, offset, m_offset, v_offset;
+} ckpt_entry_row;
+typedef struct ckpt_tensor_row {
+    uint64_t count, offset, data_offset;
+} ckpt_tensor_row;
+
+/* A file's per-slot arrays as columns, for a caller that would rather not parse a million slots
+ * of JSON. The schema's arrays point into the file's report (valid until ckpt_close); the rest
+ * is owned by the columns (ckpt_columns_free). reps and broken are NULL unless complete. */
+typedef struct ckpt_columns {
+    uint32_t n, flag_count, dims_len, entries_len, tensors_len, has_map, complete;
+    const uint64_t *dim_start;     /* n + 1 */
+    const uint64_t *dims;          /* dims_len */
+    const uint64_t *sizes;         /* n */
+    const uint8_t *too_big;        /* n: the size is >= 2^64 */
+    const uint8_t *flags;          /* flag_count */
+    uint64_t *reps;                /* n: representative?(i), CKPT_NONE for none */
+    uint8_t *broken;               /* n: the sharing rule rejects the slot */
+    ckpt_entry_row *entries;       /* entries_len */
+    ckpt_tensor_row *tensors;      /* tensors_len */
+} ckpt_columns;
+
+/* NULL when out of memory (or when a count does not fit 32 bits). */
+ckpt_columns *ckpt_columns_new(const ckpt_file *f);
+void ckpt_columns_free(ckpt_columns *c);
+
+/* Where slot's moments are (ckpt_file_entry, flattened): m_bytes is the byte length of m (and
+ * of v), CKPT_NONE when it does not fit 64 bits. */
+typedef struct ckpt_entry_ref {
+    uint64_t owner, id, step, count, offset, m_bytes;
+} ckpt_entry_ref;
+int ckpt_file_entry_ref(const ckpt_file *f, uint64_t slot, ckpt_entry_ref *out, ckpt_error *err);
+
+/* A tensor's element count and where its values start (ckpt_file_tensor, flattened). */
+typedef struct ckpt_tensor_ref {
+    uint64_t count, data_offset;
+} ckpt_tensor_ref;
+int ckpt_file_tensor_ref(const ckpt_file *f, uint64_t i, ckpt_tensor_ref *out, ckpt_error *err);
+
+/* What the reference writer takes per entry when the payloads travel apart (a pointer table). */
+typedef struct ckpt_entry_meta {
+    uint64_t id, step, count, m_bytes, v_bytes;
+} ckpt_entry_meta;
+
+/* Item k's statistics as u64 words: this header, then a_words of a, then b_words of b (b_words 0
+ * without a second array). The caller frees the words. NULL with err set. */
+typedef struct ckpt_packed_stats {
+    uint64_t a_words, b_words;
+} ckpt_packed_stats;
+uint64_t *ckpt_file_item_stats_packed(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx,
+                                      ckpt_error *err);
+/* Attach words (n of them) made by ckpt_file_item_stats_packed, maybe by another instance. */
+int ckpt_file_attach_packed(ckpt_file *f, size_t k, const uint64_t *words, size_t n, ckpt_error *err);
+
+/* Set err to out of memory; returns CKPT_E_NO_MEMORY. */
+int ckpt_error_set_oom(ckpt_error *err);
+/* A value past 2^64 - 1 (in decimal), of slot (CKPT_NONE: of none): the reference writer's own
+ * error (format.md 1), for a caller whose input cannot cross as a u64. Returns the code. */
+int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decimal);
+
+/* Everything above, and every ckpt_code by name, as one JSON object (docs/api.md "The ABI"):
+ * {"families","dtypes","codes","constants","structs"}; each struct {size, fields: {name:
+ * {offset, size}}} in this build's sizes (pointers are 4 bytes in wasm32). malloc'ed; NULL when
+ * out of memory. */
+char *ckpt_abi_json(void);
 
 #ifdef __cplusplus
 }

@@ -159,3 +159,13 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
     ckpt_schema_free(untied);
     return rc;
 }
+
+char *ckpt_convert_result_json(const ckpt_convert_result *res)
+{
+    strbuf sb = {0};
+    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":", (unsigned long long)res->version,
+              ckpt_dtype_name(res->dtype), res->rounded ? "true" : "false");
+    j_double(&sb, res->max_relative_error);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
+}

@@ -345,6 +345,11 @@ static int block_u64(block *b, uint64_t v, ckpt_error *err)
 
 static int block_flush(block *b, ckpt_error *err) { return b->len ? ckpt_sink_bytes(b->out, b->data, b->len, err) : 0; }
 
+int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decimal)
+{
+    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, 0, slot, "metadata value does not fit in 64 bits: %s", decimal);
+}
+
 /* format.md 1: a size of 2^64 or more cannot be written as a u64 field. */
 int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err)
 {
@@ -353,7 +358,7 @@ int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err)
         strbuf sb = {0};
         ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
         if (sb.failed) ckpt_fail_oom(err);
-        else ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, 0, i, "metadata value does not fit in 64 bits: %s", sb.data);
+        else ckpt_fail_value_too_large(err, i, sb.data);
         sb_free(&sb);
         return err->code;
     }

@@ -1,4 +1,6 @@
-/* The WebAssembly surface: thin shims over the public API for the JS package (js/wasm.js).
+/* The WebAssembly surface: thin shims over the public API (ckptscope.h only) for the JS package,
+ * whose one module js/binding.js states every signature here; the structs it reads and their
+ * layouts come from ckpt_abi_json (src/abi.c), not from this file.
  * Sources, sinks and progress listeners are JS objects named by small integers; their callbacks
  * are JS imports. 64-bit values (offsets, sizes, slots, steps) cross as wasm i64, which JS sees
  * as BigInt: nothing exact travels through a double. Errors live in a ckpt_error the caller owns
@@ -6,7 +8,6 @@
  *
  * size_t is 32 bits in wasm: every size computed here is checked before an allocation. */
 #include "ckptscope.h"
-#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +34,16 @@ static int progress(void *ctx, uint64_t done, uint64_t total) { return ckpt_js_p
 
 #define PROGRESS(token) ((token) ? progress : NULL), (void *)(intptr_t)(token)
 
-/* A size in wasm memory: count * elem bytes, or 0 (and no allocation) when it would not fit. */
+/* A size in wasm memory: count * elem bytes, or NULL (and no allocation) when it would not fit. */
 static void *alloc_array(uint64_t count, size_t elem)
 {
     uint64_t bytes;
-    if (ckpt_mul_overflows(count, elem, &bytes) || bytes > SIZE_MAX - 16) return NULL;
+    if (__builtin_mul_overflow(count, (uint64_t)elem, &bytes) || bytes > SIZE_MAX - 16) return NULL;
     return malloc(bytes ? (size_t)bytes : 1);
 }
+
+/* The self-description the binding reads once (malloc'ed JSON). */
+char *w_abi(void) { return ckpt_abi_json(); }
 
 /* ---- errors: one per JS handle ---- */
 
@@ -48,6 +52,14 @@ ckpt_error *w_error_new(void)
     ckpt_error *err = calloc(1, sizeof *err);
     if (err) ckpt_error_clear(err);
     return err;
+}
+
+/* A layout's or a description's value past 2^64 - 1 (decimal): the caller's input at fault. */
+int w_value_too_large(ckpt_error *err, const char *decimal)
+{
+    int rc = ckpt_fail_value_too_large(err, CKPT_NONE, decimal);
+    err->subject = CKPT_SUBJECT_EXPECTED;
+    return rc;
 }
 
 void w_error_free(ckpt_error *err)
@@ -74,19 +86,19 @@ void w_schema_tags(const ckpt_schema *s, uint64_t *out)
 
 /* ---- layouts: a destination, or one side of a diff ---- */
 
-/* config: NULL, or {kind, beta1, beta2, epsilon, weightDecay} bit patterns (copied). The schema
- * must outlive the layout. NULL when schema is NULL or out of memory. */
+/* config: NULL, or a ckpt_config (copied). The schema must outlive the layout. NULL when schema
+ * is NULL or out of memory. */
 typedef struct w_layout {
     ckpt_expected exp;
     ckpt_config config;
 } w_layout;
 
-w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const uint64_t *config, int keeps_random_counter, int family)
+w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const ckpt_config *config, int keeps_random_counter, int family)
 {
     if (!schema) return NULL;
     w_layout *l = calloc(1, sizeof *l);
     if (!l) return NULL;
-    if (config) l->config = (ckpt_config){config[0], config[1], config[2], config[3], config[4]};
+    if (config) l->config = *config;
     l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family, CKPT_READER_DEFAULT};
     return l;
 }
@@ -105,8 +117,7 @@ w_layout *w_layout_of_file(const ckpt_file *f, ckpt_error *err)
 {
     w_layout *l = calloc(1, sizeof *l);
     if (!l) {
-        ckpt_error_clear(err);
-        err->code = CKPT_E_NO_MEMORY;
+        ckpt_error_set_oom(err);
         return NULL;
     }
     if (ckpt_file_layout(f, &l->exp, err)) {
@@ -160,87 +171,13 @@ int w_file_report_write(const ckpt_file *f, int sink, ckpt_error *err)
 
 int w_file_error_code(const ckpt_file *f) { return ckpt_file_report(f)->error.code; }
 
-/* The report's bulk arrays as columns, for callers that would rather not parse a million slots of
- * JSON (the viewer). The struct is read by js/wasm.js field by field (all 32-bit): keep in step.
- * Pointers into the report stay valid until ckpt_close; the allocated ones until w_columns_free. */
-typedef struct w_columns {
-    uint32_t n, flag_count, dims_len, entries_len, tensors_len, has_map, complete;
-    const uint64_t *dim_start;     /* n + 1 */
-    const uint64_t *dims;          /* dims_len */
-    const uint64_t *sizes;         /* n */
-    const uint8_t *too_big;        /* n: the size is >= 2^64 */
-    const uint8_t *flags;          /* flag_count */
-    uint64_t *reps;                /* n when complete: representative?(i), CKPT_NONE for none */
-    uint8_t *broken;               /* n when complete: the sharing rule rejects the slot */
-    uint64_t *entries;             /* 6 per entry: id, step, count, offset, m offset, v offset */
-    uint64_t *tensors;             /* 3 per tensor: count, offset, data offset */
-} w_columns;
+/* The report's bulk arrays as columns (ckpt_columns, laid out as ckpt_abi_json says). */
+ckpt_columns *w_columns_new(const ckpt_file *f) { return ckpt_columns_new(f); }
 
-void w_columns_free(w_columns *c)
-{
-    if (!c) return;
-    free(c->reps);
-    free(c->broken);
-    free(c->entries);
-    free(c->tensors);
-    free(c);
-}
+void w_columns_free(ckpt_columns *c) { ckpt_columns_free(c); }
 
-w_columns *w_columns_new(const ckpt_file *f)
-{
-    const ckpt_report *rep = ckpt_file_report(f);
-    const ckpt_schema *s = rep->schema;
-    w_columns *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
-    if (s) {
-        size_t n = ckpt_schema_count(s);
-        c->n = (uint32_t)n;   /* its arrays are in this memory: n < 2^32 */
-        c->flag_count = (uint32_t)ckpt_schema_flag_count(s);
-        c->dims_len = (uint32_t)s->dim_start[n];
-        c->has_map = ckpt_schema_has_map(s);
-        c->complete = rep->schema_complete;
-        c->dim_start = s->dim_start;
-        c->dims = s->dims;
-        c->sizes = s->sizes;
-        c->too_big = s->size_too_big;
-        c->flags = s->requires_grad;
-        if (rep->schema_complete) {
-            if (!(c->reps = alloc_array(n, sizeof *c->reps)) || !(c->broken = alloc_array(n, 1))) goto fail;
-            for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
-            ckpt_schema_mark_sharing_faults(s, c->broken);
-        }
-    }
-    c->entries_len = (uint32_t)rep->entries_len;
-    if (!(c->entries = alloc_array((uint64_t)rep->entries_len * 6, sizeof *c->entries))) goto fail;
-    for (size_t k = 0; k < rep->entries_len; k++) {
-        const ckpt_entry_info *e = &rep->entries[k];
-        uint64_t *row = c->entries + 6 * k;
-        row[0] = e->id, row[1] = e->step, row[2] = e->count, row[3] = e->offset, row[4] = e->m_offset, row[5] = e->v_offset;
-    }
-    c->tensors_len = (uint32_t)rep->tensors_len;
-    if (!(c->tensors = alloc_array((uint64_t)rep->tensors_len * 3, sizeof *c->tensors))) goto fail;
-    for (size_t k = 0; k < rep->tensors_len; k++) {
-        const ckpt_tensor_info *t = &rep->tensors[k];
-        c->tensors[3 * k] = t->count, c->tensors[3 * k + 1] = t->offset, c->tensors[3 * k + 2] = t->data_offset;
-    }
-    return c;
-fail:
-    w_columns_free(c);
-    return NULL;
-}
-
-/* The entry holding slot's moments: out = {owner, id, step, count, offset, byte length of m}. */
-int w_file_entry(const ckpt_file *f, uint64_t slot, uint64_t *out, ckpt_error *err)
-{
-    const ckpt_entry_info *e;
-    uint64_t owner;
-    int rc = ckpt_file_entry(f, slot, &e, &owner, err);
-    if (rc) return rc;
-    uint64_t bytes;
-    if (ckpt_mul_overflows(e->count, ckpt_width(ckpt_file_report(f)->dtype), &bytes)) bytes = CKPT_NONE;
-    out[0] = owner, out[1] = e->id, out[2] = e->step, out[3] = e->count, out[4] = e->offset, out[5] = bytes;
-    return 0;
-}
+/* The entry holding slot's moments, into out (a ckpt_entry_ref). */
+int w_file_entry(const ckpt_file *f, uint64_t slot, ckpt_entry_ref *out, ckpt_error *err) { return ckpt_file_entry_ref(f, slot, out, err); }
 
 int w_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err)
 {
@@ -258,19 +195,12 @@ char *w_file_moment_stats(const ckpt_file *f, uint64_t slot, int progress_token,
     char *json = ckpt_entry_stats_json(e, slot, m, v);
     ckpt_stats_free(m);
     ckpt_stats_free(v);
-    if (!json) ckpt_fail_oom(err);
+    if (!json) ckpt_error_set_oom(err);
     return json;
 }
 
-/* The tensor's count (out[0]) and data offset (out[1]). */
-int w_file_tensor(const ckpt_file *f, uint64_t i, uint64_t *out, ckpt_error *err)
-{
-    const ckpt_tensor_info *t;
-    int rc = ckpt_file_tensor(f, i, &t, err);
-    if (rc) return rc;
-    out[0] = t->count, out[1] = t->data_offset;
-    return 0;
-}
+/* The tensor's count and where its values start, into out (a ckpt_tensor_ref). */
+int w_file_tensor(const ckpt_file *f, uint64_t i, ckpt_tensor_ref *out, ckpt_error *err) { return ckpt_file_tensor_ref(f, i, out, err); }
 
 int w_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err) { return ckpt_file_read_tensor(f, i, out, err); }
 
@@ -280,7 +210,7 @@ char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ck
     if (ckpt_file_tensor_stats(f, i, PROGRESS(progress_token), &values, err)) return NULL;
     char *json = ckpt_stats_json(values);
     ckpt_stats_free(values);
-    if (!json) ckpt_fail_oom(err);
+    if (!json) ckpt_error_set_oom(err);
     return json;
 }
 
@@ -292,38 +222,16 @@ size_t w_file_item_count(const ckpt_file *f)
     return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len;
 }
 
-/* Item k's statistics packed as u64 words {len a, len b, a..., b...} (malloc'ed), NULL with err. */
+/* Item k's statistics as packed words (ckpt_packed_stats, then the words), NULL with err. */
 uint64_t *w_file_item_stats_packed(const ckpt_file *f, size_t k, int progress_token, ckpt_error *err)
 {
-    ckpt_stats *a, *b;
-    if (ckpt_file_item_stats(f, k, PROGRESS(progress_token), &a, &b, err)) return NULL;
-    size_t la = ckpt_stats_pack_len(a), lb = b ? ckpt_stats_pack_len(b) : 0;
-    uint64_t *out = alloc_array(2 + (uint64_t)la + lb, sizeof *out);
-    if (out) {
-        out[0] = la, out[1] = lb;
-        ckpt_stats_pack(a, out + 2);
-        if (b) ckpt_stats_pack(b, out + 2 + la);
-    } else {
-        ckpt_fail_oom(err);
-    }
-    ckpt_stats_free(a);
-    ckpt_stats_free(b);
-    return out;
+    return ckpt_file_item_stats_packed(f, k, PROGRESS(progress_token), err);
 }
 
 /* Attach the words w_file_item_stats_packed made (n of them) to item k of another instance. */
 int w_file_attach_packed(ckpt_file *f, size_t k, const uint64_t *words, size_t n, ckpt_error *err)
 {
-    if (n < 2 || words[0] > n - 2 || words[1] > n - 2 - words[0])
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid packed statistics");
-    ckpt_stats *a = ckpt_stats_unpack(words + 2, (size_t)words[0]);
-    ckpt_stats *b = words[1] ? ckpt_stats_unpack(words + 2 + words[0], (size_t)words[1]) : NULL;
-    if (!a || (words[1] && !b)) {
-        ckpt_stats_free(a);
-        ckpt_stats_free(b);
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid packed statistics");
-    }
-    return ckpt_file_attach_stats(f, k, a, b, err);
+    return ckpt_file_attach_packed(f, k, words, n, err);
 }
 
 char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
@@ -362,20 +270,18 @@ int w_export_npy(const ckpt_file *f, uint64_t slot, int what, int sink, ckpt_err
 
 /* ---- writing ---- */
 
-/* meta: per entry {id, step, count, m bytes, v bytes}; payloads: per entry {m, v} pointers in
- * wasm memory. config: {kind, beta1, beta2, epsilon, weightDecay} bit patterns; counter: NULL
- * for none; version 0 for the reference writer's choice. */
-int w_write(const ckpt_schema *s, int dtype, const uint64_t *config, const uint64_t *counter, const uint64_t *meta,
+/* meta: a ckpt_entry_meta per entry; payloads: per entry {m, v} pointers in wasm memory.
+ * config: a ckpt_config; counter: NULL for none; version 0 for the reference writer's choice. */
+int w_write(const ckpt_schema *s, int dtype, const ckpt_config *config, const uint64_t *counter, const ckpt_entry_meta *meta,
             void *const *payloads, size_t entry_count, uint64_t version, int sink, ckpt_error *err)
 {
     ckpt_entry_in *entries = alloc_array(entry_count, sizeof *entries);
-    if (!entries) return ckpt_fail_oom(err);
+    if (!entries) return ckpt_error_set_oom(err);
     for (size_t k = 0; k < entry_count; k++) {
-        const uint64_t *e = meta + 5 * k;
-        entries[k] = (ckpt_entry_in){e[0], e[1], e[2], payloads[2 * k], payloads[2 * k + 1], e[3], e[4]};
+        const ckpt_entry_meta *e = &meta[k];
+        entries[k] = (ckpt_entry_in){e->id, e->step, e->count, payloads[2 * k], payloads[2 * k + 1], e->m_bytes, e->v_bytes};
     }
-    ckpt_write_desc d = {s, dtype, {config[0], config[1], config[2], config[3], config[4]}, counter != NULL,
-                         counter ? *counter : 0, entries, entry_count, version};
+    ckpt_write_desc d = {s, dtype, *config, counter != NULL, counter ? *counter : 0, entries, entry_count, version};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     int rc = ckpt_write(&d, &out, err);
     free(entries);
@@ -420,10 +326,7 @@ char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, in
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     ckpt_convert_result res;
     if (ckpt_convert(f, &o, &out, &res, err)) return NULL;
-    strbuf sb = {0};
-    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":", (unsigned long long)res.version,
-              res.dtype == CKPT_FLOAT64 ? "float64" : "float32", res.rounded ? "true" : "false");
-    j_double(&sb, res.max_relative_error);
-    sb_putc(&sb, '}');
-    return sb_take(&sb);
+    char *json = ckpt_convert_result_json(&res);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
 }

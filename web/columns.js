@@ -21,8 +21,25 @@ const approxAt = (w, i) => w[2 * i + 1] * TWO32 + w[2 * i];
 
 const isNone = (w, i) => w[2 * i] === 0xffffffff && w[2 * i + 1] === 0xffffffff;
 
-export const ENTRY_FIELDS = 6;    // Checkpoint.columns(): id, step, count, offset, m offset, v offset
-export const TENSOR_FIELDS = 3;   // count, offset, data offset
+/** Rows of u64 words (columns.entries, columns.tensors) read through their 32-bit halves, by
+ *  the field names Checkpoint.columns() gives in order (entryFields, tensorFields). */
+class Rows {
+  constructor(big, fields) {
+    this.big = big;
+    this.w = words(big);
+    this.stride = fields.length;
+    this.at = Object.fromEntries(fields.map((f, i) => [f, i]));
+    this.length = big.length / this.stride;
+  }
+
+  exact(k, field) {
+    return exactAt(this.w, this.big, k * this.stride + this.at[field]);
+  }
+
+  approx(k, field) {
+    return approxAt(this.w, k * this.stride + this.at[field]);
+  }
+}
 
 export class FileColumns {
   constructor(summary, columns) {
@@ -33,15 +50,15 @@ export class FileColumns {
     this.dimStart = words(columns.dimStart);
     this.dims = words(columns.dims);
     this.sizes = words(columns.sizes);
-    this.entries = words(columns.entries);
-    this.tensors = words(columns.tensors);
+    this.entries = new Rows(columns.entries, columns.entryFields);
+    this.tensors = new Rows(columns.tensors, columns.tensorFields);
     this.repsWords = this.kind === 'optimizer' && columns.reps ? words(columns.reps) : null;
-    this.entryTotal = columns.entries.length / ENTRY_FIELDS;
-    this.tensorTotal = columns.tensors.length / TENSOR_FIELDS;
+    this.entryTotal = this.entries.length;
+    this.tensorTotal = this.tensors.length;
     // slot -> entry index (-1 none): one pass over the entries, no objects.
     this.entryOfSlot = new Int32Array(this.n).fill(-1);
     for (let k = 0; k < this.entryTotal; k++) {
-      const id = approxAt(this.entries, k * ENTRY_FIELDS);
+      const id = this.entries.approx(k, 'id');
       if (id < this.n) this.entryOfSlot[id] = k;
     }
     this.sharing = this.#sharing();   // no ties when the map was not read
@@ -103,20 +120,20 @@ export class FileColumns {
 
   /** Entry k: {id, step, count, offset, mOffset, vOffset}, exact. */
   entry(k) {
-    const at = k * ENTRY_FIELDS, w = this.entries, b = this.c.entries;
-    return { index: k, id: exactAt(w, b, at), step: exactAt(w, b, at + 1), count: exactAt(w, b, at + 2), offset: exactAt(w, b, at + 3), mOffset: exactAt(w, b, at + 4), vOffset: exactAt(w, b, at + 5) };
+    const e = this.entries;
+    return { index: k, id: e.exact(k, 'id'), step: e.exact(k, 'step'), count: e.exact(k, 'count'), offset: e.exact(k, 'offset'), mOffset: e.exact(k, 'mOffset'), vOffset: e.exact(k, 'vOffset') };
   }
 
   entryId(k) {
-    return approxAt(this.entries, k * ENTRY_FIELDS);
+    return this.entries.approx(k, 'id');
   }
 
   entryStep(k) {
-    return approxAt(this.entries, k * ENTRY_FIELDS + 1);
+    return this.entries.approx(k, 'step');
   }
 
   entryCount(k) {
-    return approxAt(this.entries, k * ENTRY_FIELDS + 2);
+    return this.entries.approx(k, 'count');
   }
 
   /** The entry that holds slot i's moments: its own, or (a tied slot) its owner's; -1 none. */
@@ -144,12 +161,12 @@ export class FileColumns {
 
   /** Tensor i of a state file: {index, count, offset, dataOffset}, exact. */
   tensor(i) {
-    const at = i * TENSOR_FIELDS, w = this.tensors, b = this.c.tensors;
-    return { index: i, count: exactAt(w, b, at), offset: exactAt(w, b, at + 1), dataOffset: exactAt(w, b, at + 2) };
+    const t = this.tensors;
+    return { index: i, count: t.exact(i, 'count'), offset: t.exact(i, 'offset'), dataOffset: t.exact(i, 'dataOffset') };
   }
 
   tensorCount(i) {
-    return approxAt(this.tensors, i * TENSOR_FIELDS);
+    return this.tensors.approx(i, 'count');
   }
 
   /** Ties and groups of the sharing map, broken slots apart: {tied: Uint8Array (1 tied, 2

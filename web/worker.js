@@ -123,14 +123,13 @@ const handlers = {
     const h = handle(role);
     const cols = h.ck.columns();
     const state = h.ck.kind === 'state';
-    const stride = state ? 3 : 6;
-    const list = state ? cols.tensors : cols.entries;
-    const total = list.length / stride;
+    const list = state ? cols.tensorRows : cols.entryRows;
+    const total = list.length;
     const ids = [], counts = [];
     let sum = 0;
     for (let k = 0; k < total; k++) {
-      ids.push(state ? k : Number(list[k * stride]));
-      const c = Number(list[k * stride + (state ? 0 : 2)]);
+      ids.push(state ? k : Number(list.get(k, 'id')));
+      const c = Number(list.get(k, 'count'));
       counts.push(c);
       sum += c;
     }
@@ -189,7 +188,7 @@ const handlers = {
     } catch (err) {
       if (err.name !== 'CheckpointError' && err.name !== 'LayoutError') throw err;
       const { message, code = null, offset = null, length = 0, slot = null, hint = null, configDiff = null } = err;
-      const subject = err.name === 'LayoutError' || err.role === 'expected' ? 'expected' : err.subject ?? 'file';
+      const subject = err.name === 'LayoutError' ? 'expected' : err.subject;
       verdict = { ok: false, error: { name: err.name, message, code, offset, length, slot, subject, hint, configDiff }, warnings: err.report?.warnings ?? [] };
     }
     let differences = null;

@@ -103,13 +103,13 @@ test('the store emits exactly the events it documents, in order, and refuses oth
   assert.deepEqual(order, ['files 1', 'files 2', 'select']);
 });
 
-test('no diagnostic parsed, no format arithmetic, no innerHTML in web/', () => {
+// Format facts (a magic, a dtype, a stride, a width, a code, the wasm ABI) in js/ and web/ are
+// the syntax-tree guard's: tests/js/format-facts.test.mjs.
+test('no diagnostic parsed, no innerHTML in web/', () => {
   const rules = [
     [/message\.(match|replace|includes)\b/, 'a diagnostic read as text'],
     [/\/parameter[^/\n]*\\d/, 'a slot regexed out of a diagnostic'],
     [/\.exec\(\s*(r\.)?(error\.)?message/, 'a diagnostic regexed'],
-    [/\b7\b[^\n]*magic|magic[^\n]*\b7\b|\boffset === 0 \? 7\b/, 'the magic width'],
-    [/\*\s*8\b|\b8\s*\*/, 'u64 arithmetic of the format'],
     [/innerHTML|outerHTML|insertAdjacentHTML/, 'markup from strings'],
     [/unhealthy\(/, 'an unhealthy rule of the viewer\'s own (the core counts)'],
   ];

@@ -28,7 +28,7 @@ test('check: another checkpoint as the destination', async () => {
   assert.equal((await check(a, b)).ok, true);
   const other = await writeCheckpoint({ ...modelDescription(), config: { ...modelConfig, beta2: 0.99 } });
   await assert.rejects(check(a, other), { message: `${F}checkpoint belongs to a different optimizer configuration` });
-  await assert.rejects(check(a, b.slice(0, 30)), (err) => err.role === 'expected' && /truncated/.test(err.message));
+  await assert.rejects(check(a, b.slice(0, 30)), (err) => err.subject === 'expected' && /truncated/.test(err.message));
 });
 
 test('reports for every version and dtype', async () => {

@@ -114,6 +114,8 @@ test('cli check: a malformed layout names the layout as at fault, its slot and r
   const r = run('check', p, '--expect', layout);
   assert.equal(r.status, 1);
   assert.equal(r.stderr, `${F}malformed in-memory parameter schema\nslot 1\nthe layout ${layout} is at fault, not the checkpoint: parameter 1: representative 2 follows it\n`);
+  // no verdict on the file: the layout is at fault, not the checkpoint
+  assert.equal(r.stdout, '');
 });
 
 test('cli check: a v4 file does not load into a float64 destination (format.md 4 step 4)', async () => {

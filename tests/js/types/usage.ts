@@ -29,6 +29,7 @@ async function main(): Promise<void> {
     await check(bytes, layout);
   } catch (err) {
     if (err instanceof CheckpointError) console.log(err.message, err.offset, err.code, err.hint, err.slot, err.configDiff?.[0]?.field);
+    if (err instanceof CheckpointError && err.subject === 'expected') console.log(err.context, err.report?.ok, err.result?.pairs, err.fileError?.code);
   }
   for (const d of await diff(bytes, layout)) console.log(d.field, d.slot, d.text, d.message);
   const e = await readEntry(bytes, 1n);
@@ -49,6 +50,8 @@ async function main(): Promise<void> {
     await using_(await open(bytes), async (ck) => {
       const cols = ck.columns();
       console.log(cols.n, ck.kind, ck.summary.ok);
+      const step: bigint | undefined = cols.entries.length ? cols.entry(0).step : undefined;
+      console.log(step, cols.entryFields.indexOf('count'));
     });
   }
   const schema = await Schema.create(layout);

@@ -1,0 +1,523 @@
+// The one module that knows the WebAssembly ABI (wasm/ckpt_wasm.c), as sql.js's cwrap block:
+// every w_* call with its C signature, the layouts of the structs that cross, the constants,
+// the codes, the families and the dtypes. The facts are not stated here either: they come from
+// the core's own description (ckpt_abi_json, src/abi.c), read once when an instance is bound.
+// Every other module of the package calls the core through a Binding; none states a width, a
+// code, a stride, an offset or a magic (tests/js/abi.test.mjs checks that).
+
+import { loadCore, u64 } from './wasm.js';
+
+const bindings = new WeakMap();
+let description = null;   // the same for every instance: one set of sources
+let first = null;         // the first bound instance, for the synchronous validators
+
+/** The bound core (loaded once per variant). */
+export async function loadBinding(variant) {
+  const core = await loadCore(variant);
+  let b = bindings.get(core);
+  if (!b) bindings.set(core, (b = new Binding(core)));
+  return b;
+}
+
+/** The core's description once an instance is bound: for the synchronous validators that run
+ *  after one is (layout and description objects). */
+export function abi() {
+  if (!description) throw new Error('ckptscope: the core is not loaded yet (await loadBinding() first)');
+  return description;
+}
+
+/** The first bound instance, for the synchronous validators (after loadBinding). */
+export function bound() {
+  if (!first) throw new Error('ckptscope: the core is not loaded yet (await loadBinding() first)');
+  return first;
+}
+
+// The typed array of a float width: JavaScript's own fact, matched to the core's widths.
+const FLOAT_ARRAYS = new Map([Float32Array, Float64Array].map((C) => [C.BYTES_PER_ELEMENT, C]));
+const U64_BYTES = BigUint64Array.BYTES_PER_ELEMENT;
+
+/** A struct's fields in memory order, checked to be u64 words only (rows and references). */
+function wordFields(struct, name) {
+  const fields = Object.entries(struct.fields).sort((a, b) => a[1].offset - b[1].offset);
+  fields.forEach(([field, f], k) => {
+    if (f.size !== U64_BYTES || f.offset !== k * U64_BYTES) throw new Error(`ckptscope: ${name}.${field} is not a u64 word in order`);
+  });
+  if (struct.size !== fields.length * U64_BYTES) throw new Error(`ckptscope: ${name} is not a row of u64 words`);
+  return fields.map(([field]) => field);
+}
+
+function describe(json) {
+  const families = json.families.map((f) => Object.freeze({ ...f }));
+  const dtypes = json.dtypes.map((d) => {
+    const FloatArray = FLOAT_ARRAYS.get(d.width);
+    if (!FloatArray) throw new Error(`ckptscope: no typed array holds ${d.name}`);
+    return Object.freeze({ ...d, FloatArray });
+  });
+  const words = {};
+  for (const name of ['entryRow', 'tensorRow', 'entryRef', 'tensorRef', 'entryMeta', 'packedStats', 'config']) {
+    words[name] = wordFields(json.structs[name], name);
+  }
+  const { NONE, ...constants } = json.constants;
+  return Object.freeze({
+    families: Object.freeze(families),
+    dtypes: Object.freeze(dtypes),
+    codes: Object.freeze({ ...json.codes }),
+    constants: Object.freeze(constants),
+    NONE: BigInt(NONE),
+    pointerSize: json.pointerSize,
+    structs: json.structs,
+    words: Object.freeze(words),
+    /** The family of a magic ("TLADAMF"), or undefined. */
+    family: (magic) => families.find((f) => f.magic === magic),
+    /** The dtype of a name ("float32"), or undefined. */
+    dtype: (name) => dtypes.find((d) => d.name === name),
+    dtypeById: (id) => dtypes.find((d) => d.id === id),
+  });
+}
+
+/** Named access to rows of u64 words (the columns' entries and tensors): rows.get(k, 'step'). */
+export class Rows {
+  #words;
+  #at;
+  constructor(words, fields) {
+    this.#words = words;
+    this.fields = fields;
+    this.stride = fields.length;
+    this.#at = Object.fromEntries(fields.map((f, i) => [f, i]));
+    this.length = words.length / this.stride;
+  }
+
+  /** The word index of a field in a row. */
+  index(field) {
+    const i = this.#at[field];
+    if (i === undefined) throw new Error(`ckptscope: no field ${field} in rows of ${this.fields.join(', ')}`);
+    return i;
+  }
+
+  get(k, field) {
+    return this.#words[k * this.stride + this.index(field)];
+  }
+
+  /** Row k as {field: bigint}. */
+  row(k) {
+    const out = {};
+    for (let i = 0; i < this.stride; i++) out[this.fields[i]] = this.#words[k * this.stride + i];
+    return out;
+  }
+}
+
+/** A file's per-slot arrays (Checkpoint.columns()): plain typed arrays, so they cross
+ *  postMessage as they are; entries and tensors are rows whose fields `entryFields` and
+ *  `tensorFields` name in order (a page rebuilds the accessors from those). */
+export class Columns {
+  constructor(fields) {
+    Object.assign(this, fields);
+  }
+
+  get entryRows() {
+    return new Rows(this.entries, this.entryFields);
+  }
+
+  get tensorRows() {
+    return new Rows(this.tensors, this.tensorFields);
+  }
+
+  /** Entry k: {id, step, count, offset, mOffset, vOffset} as bigints. */
+  entry(k) {
+    return this.entryRows.row(k);
+  }
+
+  /** Tensor k: {count, offset, dataOffset} as bigints. */
+  tensor(k) {
+    return this.tensorRows.row(k);
+  }
+}
+
+export class Binding {
+  #core;
+  #ex;
+
+  constructor(core) {
+    this.#core = core;
+    this.#ex = core.exports;
+    description ??= describe(core.takeJSON(this.#ex.w_abi()));
+    this.abi = description;
+    this.codes = description.codes;
+    this.NONE = description.NONE;
+    first ??= this;
+  }
+
+  get core() {
+    return this.#core;
+  }
+
+  // ---- structs ----------------------------------------------------------------------------
+
+  /** Run fn(ptr) with a zeroed struct `name` in wasm memory; returns [fn's result, the struct
+   *  read back as {field: bigint}]. */
+  #withWords(name, fn) {
+    const fields = this.abi.words[name];
+    const p = this.#core.malloc(fields.length * U64_BYTES);
+    try {
+      const rc = fn(p);
+      const w = this.#core.readU64(p, fields.length);
+      return [rc, Object.fromEntries(fields.map((f, i) => [f, w[i]]))];
+    } finally {
+      this.#core.free(p);
+    }
+  }
+
+  /** Rows of struct `name` (objects {field: bigint}) into wasm memory; the caller frees. */
+  #rowsIn(name, rows) {
+    const fields = this.abi.words[name];
+    return this.#core.u64Array(rows.flatMap((r) => fields.map((f) => {
+      if (typeof r[f] !== 'bigint') throw new TypeError(`ckptscope: ${name}.${f} must be a bigint`);
+      return r[f];
+    })));
+  }
+
+  /** A table of pointers (wasm32: the ABI's pointer size) in wasm memory; the caller frees. */
+  pointerTable(pointers) {
+    const size = this.abi.pointerSize;
+    const Ctor = size === Uint32Array.BYTES_PER_ELEMENT ? Uint32Array : null;
+    if (!Ctor) throw new Error(`ckptscope: ${size}-byte pointers are not supported`);
+    const p = this.#core.malloc(Math.max(1, pointers.length) * size);
+    new Ctor(this.#core.memory.buffer, p, pointers.length).set(pointers);
+    return p;
+  }
+
+  // ---- errors: one ckpt_error per handle ----------------------------------------------------
+
+  /** ckpt_error *w_error_new(void); throws when out of memory. */
+  errorNew() {
+    const p = this.#ex.w_error_new() >>> 0;
+    if (!p) throw new RangeError('out of WebAssembly memory');
+    return p;
+  }
+
+  /** void w_error_free(ckpt_error *) */
+  errorFree(err) {
+    if (err) this.#ex.w_error_free(err);
+  }
+
+  /** The core's error for a caller's value past 2^64 - 1 (a bigint), as its JSON object. */
+  valueTooLarge(big) {
+    const err = this.errorNew();
+    const text = this.#core.stringIn(big.toString());
+    try {
+      this.#ex.w_value_too_large(err, text);
+      return this.errorTake(err);
+    } finally {
+      this.#core.free(text);
+      this.errorFree(err);
+    }
+  }
+
+  /** The error as its JSON object (ckpt_error_json; null when there is none), then cleared. */
+  errorTake(err) {
+    const json = this.#core.takeJSON(this.#ex.ckpt_error_json(err));
+    this.#ex.ckpt_error_clear(err);
+    return json;
+  }
+
+  // ---- schemas ------------------------------------------------------------------------------
+
+  /** ckpt_schema *w_schema_new(n, ranks u64*, dims u64*, flag_count, flags u8*, map u64*,
+   *  map_count) from validated arrays; the caller frees it with schemaFree. */
+  schemaNew({ ranks, dims, requiresGrad, map }) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const r = core.u64Array(ranks); ptrs.push(r);
+      const d = core.u64Array(dims); ptrs.push(d);
+      const f = core.copyIn(requiresGrad); ptrs.push(f);
+      let m = 0;
+      if (map) { m = core.u64Array(map); ptrs.push(m); }
+      const s = this.#ex.w_schema_new(ranks.length, r, d, requiresGrad.length, f, m, map ? map.length : 0) >>> 0;
+      if (!s) throw new RangeError('out of WebAssembly memory building a schema');
+      return s;
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
+
+  schemaFree(s) { this.#ex.ckpt_schema_free(s); }
+  schemaCount(s) { return this.#ex.ckpt_schema_count(s) >>> 0; }
+  schemaWellFormed(s) { return this.#ex.ckpt_schema_is_well_formed(s) !== 0; }
+  schemaHasAliases(s) { return this.#ex.ckpt_schema_has_aliases(s) !== 0; }
+  /** representative?(slot) as a u64 bigint (NONE for none). */
+  schemaRepresentative(s, slot) { return u64(this.#ex.ckpt_schema_representative(s, slot)); }
+  schemaOptimizerStateCount(s) { return u64(this.#ex.ckpt_schema_optimizer_state_count(s)); }
+  schemaTrainableCount(s) { return u64(this.#ex.ckpt_schema_trainable_count(s)); }
+  schemaJSON(s) { return this.#core.takeJSON(this.#ex.ckpt_schema_json(s)); }
+
+  /** The stored tags (w_schema_tags) as bigints. */
+  schemaTags(s) {
+    const core = this.#core;
+    const n = this.schemaCount(s);
+    const out = core.malloc(n * U64_BYTES);
+    try {
+      this.#ex.w_schema_tags(s, out);
+      return core.readU64(out, n);
+    } finally {
+      core.free(out);
+    }
+  }
+
+  // ---- layouts ------------------------------------------------------------------------------
+
+  /** w_layout *w_layout_new(schema, dtype, const ckpt_config *, keeps_random_counter, family):
+   *  dtype and family by name (undefined: not checked / any), config {kind, beta1, ...} words. */
+  layoutNew(schema, { dtype, config, keeps = -1, family } = {}) {
+    const { constants } = this.abi;
+    let cfg = 0;
+    try {
+      if (config) cfg = this.#rowsIn('config', [config]);
+      const p = this.#ex.w_layout_new(schema, dtype ?? constants.DTYPE_ANY, cfg, keeps, family ?? constants.FAMILY_ANY) >>> 0;
+      if (!p) throw new RangeError('out of WebAssembly memory');
+      return p;
+    } finally {
+      this.#core.free(cfg);
+    }
+  }
+
+  /** w_layout *w_layout_of_file(file, err): 0 with err set when the file broke first. */
+  layoutOfFile(file, err) { return this.#ex.w_layout_of_file(file, err) >>> 0; }
+  layoutFree(l) { this.#ex.w_layout_free(l); }
+  /** char *w_check(source, size, layout): the load's report (without bulk arrays). */
+  check(srcId, size, layout) { return this.#core.takeJSON(this.#ex.w_check(srcId, size, layout)); }
+  /** char *w_diff(a, b) */
+  diff(a, b) { return this.#core.takeJSON(this.#ex.w_diff(a, b)); }
+
+  // ---- open files ---------------------------------------------------------------------------
+
+  /** ckpt_file *w_open(source, size, flags, progress): 0 when out of memory. */
+  open(srcId, size, { stats = false } = {}, pid = 0) {
+    return this.#ex.w_open(srcId, size, stats ? this.abi.constants.INSPECT_STATS : 0, pid) >>> 0;
+  }
+
+  close(file) { this.#ex.ckpt_close(file); }
+  /** The report's JSON (w_file_report_json), without its bulk arrays when `bulk` is false. */
+  reportJSON(file, { bulk = true } = {}) {
+    return this.#core.takeJSON(this.#ex.w_file_report_json(file, bulk ? 0 : this.abi.constants.JSON_NO_BULK));
+  }
+
+  /** int w_file_report_write(file, sink, err) */
+  reportWrite(file, sinkId, err) { return this.#ex.w_file_report_write(file, sinkId, err); }
+  fileErrorCode(file) { return this.#ex.w_file_error_code(file); }
+  /** size_t w_file_item_count(file): entries (optimizer) or tensors (state). */
+  itemCount(file) { return this.#ex.w_file_item_count(file) >>> 0; }
+
+  /** The columns (ckpt_columns, laid out as the ABI says), copied out of wasm memory. */
+  columns(file) {
+    const core = this.#core, ex = this.#ex;
+    const { fields } = this.abi.structs.columns;
+    const c = ex.w_columns_new(file) >>> 0;
+    if (!c) throw new RangeError('out of WebAssembly memory');
+    try {
+      const view = new DataView(core.memory.buffer);
+      const at = (name) => {
+        const f = fields[name];
+        if (f.size !== Uint32Array.BYTES_PER_ELEMENT) throw new Error(`ckptscope: columns.${name} is not 32 bits`);
+        return view.getUint32(c + f.offset, true);
+      };
+      const n = at('n'), complete = at('complete') === 1;
+      const u64s = (p, len) => new BigUint64Array(core.memory.buffer.slice(p, p + U64_BYTES * len));
+      const u8s = (p, len) => new Uint8Array(core.memory.buffer.slice(p, p + len));
+      const entryFields = this.abi.words.entryRow, tensorFields = this.abi.words.tensorRow;
+      return new Columns({
+        n,
+        hasMap: at('hasMap') === 1,
+        complete,
+        dimStart: n || at('dimStart') ? u64s(at('dimStart'), n + 1) : new BigUint64Array(1),
+        dims: u64s(at('dims'), at('dimsLen')),
+        sizes: u64s(at('sizes'), n),
+        tooBig: u8s(at('tooBig'), n),
+        flags: u8s(at('flags'), at('flagCount')),
+        reps: complete ? u64s(at('reps'), n) : null,
+        broken: complete ? u8s(at('broken'), n) : null,
+        entries: u64s(at('entries'), entryFields.length * at('entriesLen')),
+        tensors: u64s(at('tensors'), tensorFields.length * at('tensorsLen')),
+        entryFields,
+        tensorFields,
+      });
+    } finally {
+      ex.w_columns_free(c);
+    }
+  }
+
+  /** int w_file_entry(file, slot, ckpt_entry_ref *, err): the ref {owner, id, step, count,
+   *  offset, mBytes}, or null with err set. */
+  fileEntry(file, slot, err) {
+    const [rc, ref] = this.#withWords('entryRef', (p) => this.#ex.w_file_entry(file, slot, p, err));
+    return rc ? null : ref;
+  }
+
+  /** int w_file_tensor(file, i, ckpt_tensor_ref *, err): {count, dataOffset}, or null. */
+  fileTensor(file, i, err) {
+    const [rc, ref] = this.#withWords('tensorRef', (p) => this.#ex.w_file_tensor(file, i, p, err));
+    return rc ? null : ref;
+  }
+
+  /** int w_file_read_moments(file, slot, m, v, err) */
+  readMoments(file, slot, m, v, err) { return this.#ex.w_file_read_moments(file, slot, m, v, err); }
+  /** int w_file_read_tensor(file, i, float *out, err) */
+  readTensor(file, i, out, err) { return this.#ex.w_file_read_tensor(file, i, out, err); }
+  /** The JSON of w_file_moment_stats / w_file_tensor_stats, or null with err set. */
+  momentStats(file, slot, pid, err) { return this.#json(this.#ex.w_file_moment_stats(file, slot, pid, err)); }
+  tensorStats(file, i, pid, err) { return this.#json(this.#ex.w_file_tensor_stats(file, i, pid, err)); }
+
+  #json(ptr) {
+    ptr >>>= 0;
+    return ptr ? this.#core.takeJSON(ptr) : null;
+  }
+
+  /** Item k's statistics as packed words (w_file_item_stats_packed: ckpt_packed_stats, then
+   *  the words), a copy; null with err set. */
+  itemStatsPacked(file, k, pid, err) {
+    const core = this.#core;
+    const ptr = this.#ex.w_file_item_stats_packed(file, k, pid, err) >>> 0;
+    if (!ptr) return null;
+    try {
+      const head = this.abi.words.packedStats;
+      const lengths = core.readU64(ptr, head.length);
+      const total = head.length + lengths.reduce((a, b) => a + Number(b), 0);
+      return core.readU64(ptr, total);
+    } finally {
+      core.free(ptr);
+    }
+  }
+
+  /** int w_file_attach_packed(file, k, words, n, err) */
+  attachPacked(file, k, words, err) {
+    const p = this.#core.u64Array(words);
+    try {
+      return this.#ex.w_file_attach_packed(file, k, p, words.length, err);
+    } finally {
+      this.#core.free(p);
+    }
+  }
+
+  /** char *w_pair(opt, state, progress): the pairing JSON. */
+  pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
+
+  /** char *w_health(opt, state, lr, first, count, progress, err): JSON, or null with err set. */
+  health(opt, state, lr, first, count, pid, err) { return this.#json(this.#ex.w_health(opt, state, lr, first, count, pid, err)); }
+
+  // ---- export -------------------------------------------------------------------------------
+
+  /** The export formats and .npy payloads the core writes, by name. */
+  exportFormats() { return this.#named('EXPORT_'); }
+  npyPayloads() { return this.#named('NPY_'); }
+
+  #named(prefix) {
+    const out = {};
+    for (const [k, v] of Object.entries(this.abi.constants)) if (k.startsWith(prefix)) out[k.slice(prefix.length).toLowerCase()] = v;
+    return out;
+  }
+
+  /** int w_export(file, format, names char**, name_count, slots u64*, slot_count, sink,
+   *  progress, err); names: pointers to NUL-terminated strings already in wasm memory. */
+  exportTo(file, format, namePtrs, slotsPtr, slotCount, sinkId, pid, err, ptrs) {
+    let table = 0;
+    if (namePtrs) {
+      table = this.pointerTable(namePtrs);
+      ptrs.push(table);
+    }
+    return this.#ex.w_export(file, this.exportFormats()[format], table, namePtrs ? namePtrs.length : 0, slotsPtr, slotCount, sinkId, pid, err);
+  }
+
+  /** int w_export_npy(file, slot, what, sink, err) */
+  exportNpy(file, slot, what, sinkId, err) { return this.#ex.w_export_npy(file, slot, this.npyPayloads()[what], sinkId, err); }
+
+  // ---- runs ---------------------------------------------------------------------------------
+
+  /** char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, flags u64*, n,
+   *  progress, err): opts and states open files (a state 0 for none), flags one per file;
+   *  the JSON, or null with err set. */
+  run(opts, states, flags, pid, err) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const o = this.pointerTable(opts); ptrs.push(o);
+      const s = this.pointerTable(states); ptrs.push(s);
+      const f = core.u64Array(flags); ptrs.push(f);
+      return this.#json(this.#ex.w_run(o, s, f, opts.length, pid, err));
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
+
+  /** int w_run_export_gradient(a, b, format, names char**, name_count, slots u64*, slot_count,
+   *  sink, progress, err): names and the rest as for exportTo. */
+  exportGradient(a, b, format, namePtrs, slotsPtr, slotCount, sinkId, pid, err, ptrs) {
+    let table = 0;
+    if (namePtrs) {
+      table = this.pointerTable(namePtrs);
+      ptrs.push(table);
+    }
+    return this.#ex.w_run_export_gradient(a, b, this.exportFormats()[format], table, namePtrs ? namePtrs.length : 0, slotsPtr, slotCount, sinkId, pid, err);
+  }
+
+  // ---- TorchLean's readers and conversion (format.md 8) --------------------------------------
+
+  /** char *ckpt_reader_names_json(void): the readers' names in id order. */
+  readerNames() { return this.#json(this.#ex.ckpt_reader_names_json()); }
+
+  /** int ckpt_reader_by_name(const char *): the reader's id, or -1. */
+  readerByName(name) {
+    const p = this.#core.stringIn(String(name));
+    try {
+      return this.#ex.ckpt_reader_by_name(p);
+    } finally {
+      this.#core.free(p);
+    }
+  }
+
+  /** void w_layout_set_reader(w_layout *, int reader): which reader loads into the layout. */
+  layoutSetReader(layout, reader) { this.#ex.w_layout_set_reader(layout, reader); }
+
+  /** char *w_convert(file, version u64, oldest, reader, supply_counter, counter u64,
+   *  drop_counter, untie, round_to_float32, sink, progress, err): the result JSON, or null with
+   *  err set. */
+  convert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false }, sinkId, pid, err) {
+    return this.#json(this.#ex.w_convert(file, version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n,
+      dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err));
+  }
+
+  // ---- writers ------------------------------------------------------------------------------
+
+  /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const
+   *  ckpt_entry_meta *, payloads void**, entry_count, version, sink, err). entries: [{id, step,
+   *  count, m, v}] with m, v byte arrays; every pointer made is pushed on ptrs (freed by the
+   *  caller). */
+  write({ schema, dtype, config, counter, entries, version }, sinkId, err, ptrs) {
+    const core = this.#core;
+    const cfg = this.#rowsIn('config', [config]); ptrs.push(cfg);
+    let cnt = 0;
+    if (counter !== null) { cnt = core.u64Array([counter]); ptrs.push(cnt); }
+    const meta = this.#rowsIn('entryMeta', entries.map((e) => ({ id: e.id, step: e.step, count: e.count, mBytes: BigInt(e.m.byteLength), vBytes: BigInt(e.v.byteLength) })));
+    ptrs.push(meta);
+    const payloads = [];
+    for (const e of entries) {
+      const pm = core.copyIn(e.m); ptrs.push(pm);
+      const pv = core.copyIn(e.v); ptrs.push(pv);
+      payloads.push(pm, pv);
+    }
+    const table = this.pointerTable(payloads); ptrs.push(table);
+    return this.#ex.w_write(schema, dtype, cfg, cnt, meta, table, entries.length, version, sinkId, err);
+  }
+
+  /** int w_state_write(family, shapes, values void**, value_bytes u64*, sink, err) */
+  stateWrite(family, schema, values, sinkId, err, ptrs) {
+    const core = this.#core;
+    const pointers = values.map((b) => {
+      const p = core.copyIn(b);
+      ptrs.push(p);
+      return p;
+    });
+    const table = this.pointerTable(pointers); ptrs.push(table);
+    const lengths = core.u64Array(values.map((b) => BigInt(b.byteLength))); ptrs.push(lengths);
+    return this.#ex.w_state_write(family, schema, table, lengths, sinkId, err);
+  }
+}
