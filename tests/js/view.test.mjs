@@ -169,10 +169,21 @@ test('view opens the default browser when there is one (a stand-in xdg-open reco
   const url = await child.url;
   const recorded = () => (fs.existsSync(record) ? fs.readFileSync(record, 'utf8') : '');
   for (let k = 0; k < 100 && !recorded().endsWith('\n'); k++) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(fs.readFileSync(record, 'utf8'), `${url}\n`);
+  // The secret tokens never reach the opener's argv (any local user reads it from `ps`): it
+  // opens a 0600 redirect page in a 0700 folder, which leads to the tokened URL.
+  const opened = fs.readFileSync(record, 'utf8').trimEnd();
+  const { files } = parseViewerUrl(url);
+  for (const f of files) assert.ok(!opened.includes(f.split('/')[2]), `token in argv: ${opened}`);
+  assert.match(opened, /^file:\/\/\/.*\/open\.html$/);
+  const page = fileURLToPath(opened);
+  assert.equal(fs.statSync(page).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.dirname(page)).mode & 0o777, 0o700);
+  const html = fs.readFileSync(page, 'utf8');
+  assert.ok(html.includes(`content="0;url=${url.replace(/&/g, '&#38;')}"`), html);
   assert.match(child.err, /opening it in your browser/);
   child.kill('SIGINT');
   assert.equal((await child.exited).code, 0);
+  assert.equal(fs.existsSync(page), false, 'the redirect page is removed at exit');
   // No graphical session: no browser to try, just the advice.
   const headless = view([file('open2.ckpt', await model()), '--port', '0'], { PATH: `${bin}:${process.env.PATH}`, DISPLAY: '', WAYLAND_DISPLAY: '' });
   await headless.url;
