@@ -5,6 +5,7 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
+import net from 'node:net';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
 import { readJsonSource } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
@@ -407,13 +408,28 @@ function stopOnSignals(server) {
   process.once('SIGTERM', stop);
 }
 
+/** Can 127.0.0.1:port be listened on right now? */
+function isFree(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A port near `port` that is free now (advice only: it may be taken before it is used). */
+async function freePortNear(port) {
+  for (let next = port + 1; next <= Math.min(65535, port + PORTS_TO_TRY); next++) if (await isFree(next)) return next;
+  for (let next = port - 1; next >= Math.max(1024, port - PORTS_TO_TRY); next--) if (await isFree(next)) return next;
+  return port < 65535 ? port + 1 : port - 1;
+}
+
 /** Start a server; a port that cannot be had becomes advice, not a stack. */
 async function listening(start, port, advice) {
   try {
     return await start();
   } catch (err) {
-    const next = port < 65535 ? port + 1 : port - 1;
-    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: ${advice(next)}`);
+    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: ${advice(await freePortNear(port))}`);
     if (err?.code === 'EACCES') throw new Failure(`port ${port} needs privileges: choose one above 1023, e.g. --port 8080`);
     if (err?.code === 'CKPT_NO_WASM') throw new Failure(err.message);
     throw err;

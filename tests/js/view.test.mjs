@@ -121,16 +121,31 @@ test('view: with no port given, the first free one from 8080 upward', async () =
   }
 });
 
-test('view: a busy --port is advice, exit 2', async () => {
-  const blocker = net.createServer();
-  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+/** Listen on 127.0.0.1:port (0: any); resolves with the server, or null when it is taken. */
+const occupy = (port) => new Promise((resolve) => {
+  const s = net.createServer();
+  s.once('error', () => resolve(null));
+  s.listen(port, '127.0.0.1', () => resolve(s));
+});
+
+test('view: a busy --port is advice naming a port that is free, exit 2', async () => {
+  const blocker = await occupy(0);
   const { port } = blocker.address();
+  const next = await occupy(port + 1);   // port + 1 busy too (by us, or already by someone)
   try {
     const child = view([file('busy.ckpt', await model()), '--no-open', '--port', String(port)]);
     assert.equal((await child.exited).code, 2);
-    assert.equal(child.err, `ckptscope: port ${port} is in use: try --port ${port + 1}\n`);
+    const m = /^ckptscope: port (\d+) is in use: try --port (\d+)\n$/.exec(child.err);
+    assert.ok(m, child.err);
+    assert.equal(Number(m[1]), port);
+    const advised = Number(m[2]);
+    assert.ok(advised > port + 1, `advised ${advised}, busy ${port} and ${port + 1}`);
+    const probe = await occupy(advised);
+    assert.ok(probe, `the advised port ${advised} is free`);
+    probe.close();
   } finally {
     blocker.close();
+    next?.close();
   }
 });
 
