@@ -41,7 +41,10 @@ export function split(weights, n) {
     }
   }
   if (from < weights.length || !ranges.length) ranges.push([from, weights.length]);
-  return ranges.filter(([a, b]) => b > a);
+  const nonEmpty = ranges.filter(([a, b]) => b > a);
+  // never no range: the calling thread's share answers for a file with no slots (or broken
+  // before its first), with the file's own diagnostic
+  return nonEmpty.length ? nonEmpty : [[0, weights.length]];
 }
 
 /** Start one job in a fresh worker, posted before this returns (so it runs while the caller

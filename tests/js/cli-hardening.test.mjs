@@ -377,3 +377,22 @@ test('check: the verdict names both files on stdout, loads or not; the diagnosti
   assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
   assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`);
 });
+
+// ---- issue 18 (round 3) ---------------------------------------------------------------------
+
+test('18.3: --stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
+  const badVersion = await model();
+  badVersion[7] = 99;
+  const files = [
+    [file('lfs.ckpt', 'version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n'), /unsupported checkpoint family\nat byte 0\nhint: this is a Git LFS pointer/],
+    [file('bad-version.ckpt', badVersion), /unsupported format version 99/],
+  ];
+  for (const [p, diagnostic] of files) {
+    for (const args of [['inspect', p, '--stats', '--workers', '2'], ['health', p, '--workers', '2']]) {
+      const r = run(args);
+      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, diagnostic);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    }
+  }
+});
