@@ -396,3 +396,26 @@ test('18.3: --stats and health with 2 workers on a file broken before its first 
     }
   }
 });
+
+test('18.10: write and export onto a symlink write through to its target, never setuid/setgid', async () => {
+  const d = modelDescription();
+  const desc = file('link-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  const source = file('link-source.ckpt', await model());
+  for (const [cmd, name, args] of [['write', 'link.ckpt', [desc]], ['export', 'link.npz', [source]]]) {
+    const target = file(`target-of-${name}`, 'old');
+    fs.chmodSync(target, 0o6755);   // setuid and setgid on the old data
+    const link = path.join(tmp, name);
+    fs.symlinkSync(path.basename(target), link);
+    const r = run([cmd, ...args, link]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(fs.lstatSync(link).isSymbolicLink(), `${cmd}: the link stays a link`);
+    assert.equal(fs.readlinkSync(link), path.basename(target));
+    assert.notEqual(fs.readFileSync(target, 'utf8'), 'old', `${cmd}: the target has the new bytes`);
+    assert.equal(fs.statSync(target).mode & 0o7777, 0o755, `${cmd}: permission bits kept, setuid/setgid dropped`);
+  }
+  // A dangling link: its target is created.
+  const dangling = path.join(tmp, 'dangling.ckpt');
+  fs.symlinkSync('dangling-target.ckpt', dangling);
+  assert.equal(run(['write', desc, dangling]).status, 0);
+  assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(tmp, 'dangling-target.ckpt'))), await model());
+});
