@@ -11,7 +11,7 @@ import { readJsonSource } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
-import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
+import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 
@@ -108,20 +108,6 @@ function readNames(path, count) {
   return names;
 }
 
-/** Write bytes to stdout synchronously (a streamed report); a closed pipe ends quietly. */
-function writeOut(bytes) {
-  let done = 0;
-  while (done < bytes.length) {
-    try {
-      done += fs.writeSync(1, bytes, done, bytes.length - done);
-    } catch (err) {
-      if (err.code === 'EAGAIN') continue;
-      if (err.code === 'EPIPE') process.exit(CLOSED_PIPE_STATUS);
-      throw err;
-    }
-  }
-}
-
 /** Open a file the user named, with its name in any I/O error. */
 function openFile(file, what, options) {
   checkInput(file, what);
@@ -144,8 +130,8 @@ async function cmdInspect(argv) {
     if (seen['--json']) {
       // Indented for people; past 10,000 slots streamed from the core as one line: a million
       // slots never become one string.
-      if ((slots ?? 0) > 10_000) ck.writeReport(writeOut);
-      else process.stdout.write(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
+      if ((slots ?? 0) > 10_000) ck.writeReport(writeStdout);
+      else writeStdout(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots);
       say(process.stdout, summaryLines(ck.report, displayName(file), names));
@@ -285,7 +271,7 @@ async function cmdHealth(argv) {
     }
     throw err;
   }
-  if (seen['--json']) process.stdout.write(terminalJSON(result, 2) + '\n');
+  if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
   else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length)));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
@@ -442,11 +428,11 @@ export async function main(argv) {
   const [command, ...rest] = argv;
   if (command === '--version' || command === '-V') {
     const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-    process.stdout.write(`ckptscope ${version}\n`);
+    writeStdout(`ckptscope ${version}\n`);
     return 0;
   }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    if (command) process.stdout.write(HELP + '\n');
+    if (command) writeStdout(HELP + '\n');
     else process.stderr.write(USAGE + '\n');
     return command ? 0 : 2;
   }

@@ -105,13 +105,26 @@ test('a closed stdout ends the command quietly with status 141 (inspect | head)'
   }
 });
 
-test('a full disk on stdout is an I/O error with words, not a stack', async () => {
-  if (!fs.existsSync('/dev/full')) return;
+test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
+  if (!fs.existsSync('/dev/full')) return t.skip('no /dev/full here');
   const big = file('wide2.ckpt', await wide(50_000));
-  const r = sh('"$NODE" "$CLI" inspect "$F" >/dev/full', { F: big });
-  assert.equal(r.status, 2);
-  assert.doesNotMatch(r.stderr, STACK);
-  assert.match(r.stderr, /^ckptscope: cannot write the output: no space left on device\n$/);
+  for (const args of [['inspect'], ['inspect', '--json'], ['inspect', '--stats'], ['health'], ['health', '--json']]) {
+    const r = sh(`"$NODE" "$CLI" ${args[0]} "$F" ${args.slice(1).join(' ')} >/dev/full`, { F: big });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.doesNotMatch(r.stderr, STACK);
+    assert.equal(r.stderr, 'ckptscope: cannot write the output: no space left on device\n', args.join(' '));
+  }
+});
+
+test('18.5: a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
+  const big = file('wide3.ckpt', await wide(50_000));
+  const out = path.join(tmp, 'cut.txt');
+  for (const args of [['inspect'], ['inspect', '--json'], ['health'], ['health', '--json']]) {
+    // ulimit -f 8: 8 KiB, then EFBIG (Node ignores SIGXFSZ); the first write is cut short.
+    const r = sh(`ulimit -f 8; "$NODE" "$CLI" ${args[0]} "$F" ${args.slice(1).join(' ')} >"$OUT"`, { F: big, OUT: out });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr, 'ckptscope: cannot write the output: the file is too large (a file size limit)\n', args.join(' '));
+  }
 });
 
 // ---- messages that name the user's path -----------------------------------------------------
