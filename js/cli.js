@@ -12,7 +12,7 @@ import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 
 const USAGE = `usage:
@@ -121,7 +121,7 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const parallel = stats && file !== STDIN && (await workerCount(workers)) > 1;
+  const parallel = stats && !isStream(file) && (await workerCount(workers)) > 1;
   const ck = await openFile(file, 'checkpoint', { stats: stats && !parallel });
   try {
     if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers));
@@ -151,7 +151,7 @@ async function cmdCheck(argv) {
   if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
   const [file] = positional;
   const expect = seen['--expect'];
-  if (expect === STDIN) throw new UsageError('check --expect needs a file: - (standard input) works for FILE only');
+  if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
   let result;
@@ -174,7 +174,7 @@ async function cmdCheck(argv) {
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
 async function checkPair(opt, state) {
-  if (state === STDIN) throw new UsageError('check --state needs a file: - (standard input) works for OPT only');
+  if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
@@ -227,7 +227,7 @@ async function cmdDiff(argv) {
   const { positional } = parseArgs(argv, []);
   if (positional.length !== 2) throw new UsageError('diff takes two files');
   const [a, b] = positional;
-  if (a === STDIN || b === STDIN) throw new UsageError('diff needs two files: - (standard input) is not supported there');
+  for (const side of [a, b]) if (isStream(side)) throw new UsageError(`diff needs two files: ${streamName(side)} is not supported there`);
   const sides = [];
   let differences;
   try {
@@ -254,7 +254,7 @@ async function cmdHealth(argv) {
   if (positional.length !== 1) throw new UsageError('health takes OPT [--state STATE] [--lr X]');
   const [opt] = positional;
   const state = seen['--state'];
-  if (opt === STDIN || state === STDIN) throw new UsageError('health needs files: - (standard input) cannot be read twice over');
+  for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
   let lr;
   if (seen['--lr'] !== undefined) {
     lr = Number(seen['--lr']);
@@ -287,7 +287,8 @@ async function cmdExport(argv) {
   const [file, out] = positional;
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
-  if (file === STDIN || out === STDIN) throw new UsageError('export needs files: - (standard input) cannot be read by ranges');
+  if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
+  if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
   const ck = await openFile(file, 'checkpoint');
   try {
     if (!ck.ok) throw Object.assign(new CheckpointError(ck.summary.error), { context: `cannot export ${file}: it is not a valid checkpoint` });

@@ -11,7 +11,35 @@ export class FileError extends Error {}
 /** `-` as FILE: the standard input, read through its file descriptor (0). */
 export const STDIN = '-';
 export const displayName = (file) => (file === STDIN ? '(standard input)' : file);
-export const sourceOf = (file) => (file === STDIN ? 0 : file);
+
+/**
+ * Is `file` read as a stream, once, in order: `-`, or a path that is not a regular file (a
+ * pipe from `<(cmd)`, /dev/stdin from a pipe, a FIFO, a character device)? A stream cannot be
+ * opened twice nor read by ranges. stat, not open: opening a FIFO waits for a writer.
+ */
+export function isStream(file) {
+  if (file === STDIN) return true;
+  try {
+    const st = fs.statSync(file);
+    return !st.isFile() && !st.isDirectory();
+  } catch {
+    return false;   // the error is named where the file is opened
+  }
+}
+
+/** A stream argument in a message: how the user gave it. */
+export const streamName = (file) => (file === STDIN ? '- (standard input)' : `${file} (a pipe or device, not a regular file)`);
+
+const streamFds = new Map();
+
+/** What the API reads for `file`: a regular file by its path; a stream by one descriptor,
+ *  opened once and kept (reopening a pipe would find it drained, a FIFO would wait). */
+export function sourceOf(file) {
+  if (file === STDIN) return 0;
+  if (!isStream(file)) return file;
+  if (!streamFds.has(file)) streamFds.set(file, fs.openSync(file, 'r'));
+  return streamFds.get(file);
+}
 
 const STDIN_EXAMPLES = {
   checkpoint: 'ckptscope inspect - < model.ckpt',
@@ -61,6 +89,10 @@ export function checkInput(file, what) {
   }
   let st;
   try {
+    if (isStream(file)) {
+      sourceOf(file);   // opened once, for good: readable
+      return;
+    }
     const fd = fs.openSync(file, 'r');
     try {
       st = fs.fstatSync(fd);

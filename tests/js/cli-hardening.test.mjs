@@ -9,7 +9,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint } from '../../js/index.js';
-import { model, modelDescription, F } from './table.mjs';
+import { model, modelDescription, F, writeBase } from './table.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
@@ -431,4 +431,38 @@ test('18.10: write and export onto a symlink write through to its target, never 
   fs.symlinkSync('dangling-target.ckpt', dangling);
   assert.equal(run(['write', desc, dangling]).status, 0);
   assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(tmp, 'dangling-target.ckpt'))), await model());
+});
+
+test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
+  const p = file('stream.ckpt', await model());
+  const state = file('stream-state.ckpt', await writeBase('state'));
+  const shell = (script) => sh(`${script}; echo "status=$?"`, { F: p });
+  // Read once, in order, as `-` is: the summary, no false diagnostic.
+  for (const script of ['"$NODE" "$CLI" inspect <(cat "$F")', 'cat "$F" | "$NODE" "$CLI" inspect /dev/stdin',
+    '"$NODE" "$CLI" check <(cat "$F") --expect "$F"', '"$NODE" "$CLI" check <(cat "$F") --state "$S"']) {
+    const r = sh(`${script}; echo "status=$?"`, { F: p, S: state });
+    assert.doesNotMatch(r.stdout + r.stderr, /truncated checkpoint|unsupported checkpoint family|unexpected error/, script);
+    assert.match(r.stdout, /status=0\n$/, `${script}: ${r.stderr}`);
+  }
+  // Refused with the words `-` gets, naming the path: the command needs to read it twice or by ranges.
+  const refusals = [
+    ['"$NODE" "$CLI" health <(cat "$F")', /^ckptscope: health needs files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) cannot be read twice over\n/],
+    ['"$NODE" "$CLI" check "$F" --expect <(cat "$F")', /^ckptscope: check --expect needs a file: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) works for FILE only\n/],
+    ['"$NODE" "$CLI" diff "$F" <(cat "$F")', /^ckptscope: diff needs two files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) is not supported there\n/],
+    ['"$NODE" "$CLI" export <(cat "$F") "$F.npz"', /^ckptscope: export needs files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) cannot be read by ranges\n/],
+  ];
+  for (const [script, message] of refusals) {
+    const r = shell(script);
+    assert.match(r.stderr, message, script);
+    assert.match(r.stdout, /status=2\n$/, script);
+  }
+  // A FIFO with a writer: read once, no hang; health refuses it before opening it (no wait).
+  const fifo = path.join(tmp, 'fifo.ckpt');
+  if (spawnSync('mkfifo', [fifo]).status === 0) {
+    const r = sh(`cat "$F" > "$Q" & timeout 20 "$NODE" "$CLI" inspect "$Q"; echo "status=$?"`, { F: p, Q: fifo });
+    assert.match(r.stdout, /verdict: valid\nstatus=0\n$/, r.stderr);
+    const h = sh(`timeout 20 "$NODE" "$CLI" health "$Q"; echo "status=$?"`, { Q: fifo });
+    assert.match(h.stderr, /health needs files: .*fifo\.ckpt \(a pipe or device, not a regular file\)/);
+    assert.match(h.stdout, /status=2\n$/);
+  }
 });
