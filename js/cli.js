@@ -7,12 +7,12 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, CheckpointError, LayoutError } from './index.js';
-import { readJsonSource } from './sources.js';
+import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 
 const USAGE = `usage:
@@ -65,9 +65,15 @@ function parseArgs(argv, flags, options = []) {
 
 // ---- commands -------------------------------------------------------------------------------
 
+/** A names or description JSON, read whole but never past the size a layout may have
+ *  (checked up front for a file, while reading for a stream: /dev/zero ends too). */
 function readJSON(path, what) {
   checkInput(path, what);
-  const text = reading(path, what, () => fs.readFileSync(sourceOf(path), 'utf8'));
+  const limit = JSON_LIMIT.toLocaleString('en-US');
+  const text = reading(path, what, () => readCapped(sourceOf(path), JSON_LIMIT, (size) => {
+    const is = size === null ? `more than ${limit} bytes` : `${size.toLocaleString('en-US')} bytes`;
+    throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
+  }));
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -103,7 +109,7 @@ function readNames(path, count) {
   if (path === undefined) return null;
   const names = namesOf(readJSON(path, 'names'), path);
   if (count !== null && names.length !== count) {
-    say(process.stderr, `warning: ${path} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
+    say(process.stderr, `warning: ${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
   }
   return names;
 }

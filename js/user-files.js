@@ -133,3 +133,46 @@ export async function writing(out, fn) {
     throw err;
   }
 }
+
+/**
+ * The JSON text of `source` (a path or a descriptor) as UTF-8, at most `limit` bytes: a regular
+ * file larger than that is refused before a byte is read, a stream as soon as it passes it;
+ * `tooLarge(size)` throws (size: the file's, or null for a stream). A source whose first
+ * non-blank byte cannot start a JSON object or array (NULs from /dev/zero) is not read on:
+ * the text read so far is returned, for JSON.parse to say why.
+ */
+export function readCapped(source, limit, tooLarge) {
+  const fd = typeof source === 'number' ? source : fs.openSync(source, 'r');
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isFile() && st.size > limit) tooLarge(st.size);
+    const chunks = [];
+    let total = 0;
+    let opened = false;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      let n;
+      try {
+        n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      } catch (err) {
+        if (err.code === 'EAGAIN') continue;   // a non-blocking pipe with nothing yet
+        if (err.code === 'EOF') break;
+        throw err;
+      }
+      if (n === 0) break;
+      total += n;
+      if (total > limit) tooLarge(null);
+      chunks.push(chunk.subarray(0, n));
+      if (!opened) {
+        const first = chunk.subarray(0, n).findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
+        if (first >= 0) {
+          if (chunk[first] !== 0x7b && chunk[first] !== 0x5b) break;   // not JSON: JSON.parse says so
+          opened = true;
+        }
+      }
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    if (typeof source !== 'number') fs.closeSync(fd);
+  }
+}

@@ -466,3 +466,25 @@ test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a strea
     assert.match(h.stdout, /status=2\n$/);
   }
 });
+
+test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
+  const p = file('capped.ckpt', await model());
+  const huge = path.join(tmp, 'huge.json');
+  fs.writeFileSync(huge, '[');
+  fs.truncateSync(huge, 3 * 2 ** 30);   // sparse: costs no disk
+  const limit = '536,870,912';
+  for (const [args, what] of [[['inspect', p, '--names', huge], 'names'], [['write', huge, path.join(tmp, 'never.ckpt')], 'description']]) {
+    const r = run(args, { timeout: 20_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `ckptscope: ${huge} is 3,221,225,472 bytes: a ${what} JSON has at most ${limit}\n`);
+  }
+  // An endless stream of what cannot start JSON is not read on (it would fill the memory).
+  if (fs.existsSync('/dev/zero')) {
+    for (const args of [['inspect', p, '--names', '/dev/zero'], ['write', '/dev/zero', path.join(tmp, 'never.ckpt')]]) {
+      const r = run(args, { timeout: 20_000 });
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^ckptscope: (names|description) \/dev\/zero is not valid JSON: /);
+    }
+  }
+  assert.equal(fs.existsSync(path.join(tmp, 'never.ckpt')), false);
+});
