@@ -166,10 +166,13 @@ async function cmdCheck(argv) {
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (err instanceof CheckpointError && err.role === 'expected') err.context = `cannot check against ${expect}: it is not a valid checkpoint`;
-    // The verdict on stdout, as for a load; the trainer's diagnostic follows on stderr.
+    // The verdict and the trainer's diagnostic on stdout, as inspect and check --state show
+    // theirs; the diagnostic on stderr too, unless that is where stdout goes (shown once).
     else if (err instanceof CheckpointError) {
-      say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
-      err.layoutName = expect;
+      const why = errorLines(err, { layoutName: expect });
+      say(process.stdout, `${displayName(file)}: does not load into ${expect}`, why);
+      if (!sameDestination()) say(process.stderr, why);
+      return 1;
     }
     throw err;
   }

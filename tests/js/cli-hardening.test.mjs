@@ -382,13 +382,17 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
   assert.match(r.stdout, /parameter count: 3 vs 1/);
 });
 
-test('check: the verdict names both files on stdout, loads or not; the diagnostic on stderr', async () => {
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr (18.17)', async () => {
   const p = file('verdict.ckpt', await model());
   const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
   const r = run(['check', p, '--expect', layout]);
   assert.equal(r.status, 1);
-  assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
-  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`);
+  const why = `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`;
+  assert.equal(r.stdout, `${p}: does not load into ${layout}\n${why}`);
+  assert.equal(r.stderr, why);
+  // stdout and stderr one place (2>&1): the reason shows once
+  const once = sh('"$NODE" "$CLI" check "$F" --expect "$L" 2>&1', { F: p, L: layout });
+  assert.equal(once.stdout, `${p}: does not load into ${layout}\n${why}`);
 });
 
 // ---- issue 18 (round 3) ---------------------------------------------------------------------
