@@ -128,9 +128,12 @@ async function cmdInspect(argv) {
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
   const parallel = stats && !isStream(file) && (await workerCount(workers)) > 1;
-  const ck = await openFile(file, 'checkpoint', { stats: stats && !parallel });
+  checkInput(file, 'checkpoint');
+  // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
+  const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
+  const ck = await reading(file, 'checkpoint', () => open(source, { stats: stats && !parallel }));
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers));
+    if (parallel && ck.ok) await statsInParallel(ck, source, await workerCount(workers));
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
@@ -148,6 +151,7 @@ async function cmdInspect(argv) {
     return summary.ok ? 0 : 1;
   } finally {
     ck.close();
+    if (parallel) fs.closeSync(source);
   }
 }
 

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, CheckpointError } from '../../js/index.js';
+import { inspect, health, writeCheckpoint, CheckpointError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -37,5 +37,40 @@ test('18.3: workers: 2 on a file broken before its first slot: the file\'s diagn
       assert.match(err.fileError?.message ?? '', diagnostic);
       return true;
     });
+  }
+});
+
+/** A checkpoint of `n` slots of `size` float32 elements, moments m = value, v = 1. */
+function filled(n, size, value) {
+  return writeCheckpoint({
+    shapes: Array.from({ length: n }, () => [size]), requiresGrad: Array.from({ length: n }, () => true),
+    config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 1, m: new Float32Array(size).fill(value), v: new Float32Array(size).fill(1) })),
+  });
+}
+
+test('18.7: with 2 workers, a file renamed over the path mid-run: every thread reads the one file opened', async () => {
+  const p = file('latest.ckpt', await filled(16, 1 << 17, 1));
+  const next = await filled(16, 1 << 17, 2);   // a trainer's next save: same layout, other values
+  const expected = await inspect(p, { stats: true });
+  for (const run of [
+    (onProgress) => inspect(p, { stats: true, workers: 2, onProgress }),
+    (onProgress) => health(p, null, { workers: 2, onProgress }),
+  ]) {
+    fs.writeFileSync(p, await filled(16, 1 << 17, 1));
+    let saved = false;
+    const result = await run(() => {
+      if (saved) return;
+      saved = true;   // the first progress: this thread has started, the workers are starting
+      fs.writeFileSync(`${p}.tmp`, next);
+      fs.renameSync(`${p}.tmp`, p);
+    });
+    assert.ok(saved);
+    if ('slots' in result) {
+      const rms = new Set(result.slots.map((s) => s.update?.rms));
+      assert.equal(rms.size, 1, `health: one file's moments, got ${[...rms]}`);
+    } else {
+      assert.deepEqual(result.entries.map((e) => e.m), expected.entries.map((e) => e.m), 'inspect: one file\'s statistics');
+    }
   }
 });
