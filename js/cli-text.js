@@ -143,8 +143,13 @@ export function pairLines(result, optName, stateName) {
   return out;
 }
 
-/** The health pass as lines: a table per slot (flagged slots marked), then the flags. */
-export function healthLines(result, optName, stateName, names = null) {
+/** The flags of the ratio band (a heuristic): warnings unless --strict. */
+const RATIO_FLAGS = new Set(['ratioHigh', 'ratioLow']);
+export const isRatioFlag = (f) => RATIO_FLAGS.has(f.flag);
+
+/** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
+ *  flags are warnings unless `strict`. */
+export function healthLines(result, optName, stateName, names = null, { strict = false } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
@@ -168,9 +173,12 @@ export function healthLines(result, optName, stateName, names = null) {
   out.push('');
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
   out.push('');
-  for (const f of result.flags) out.push(`flag: ${f.message}`);
-  const flagged = new Set(result.flags.map((f) => f.slot)).size;
+  const warning = (f) => !strict && isRatioFlag(f);
+  for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${f.message}`);
+  const flagged = new Set(result.flags.filter((f) => !warning(f)).map((f) => f.slot)).size;
+  const warned = result.flags.filter(warning).length;
+  const warnings = warned ? ` (${plural(warned, 'ratio warning')}: --strict makes them failures)` : '';
   if (!result.ok) out.push(`verdict: not checked against the parameters (${result.error.message})${flagged ? `; ${plural(flagged, 'slot')} flagged by the moments alone` : ''}`);
-  else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged` : 'verdict: healthy');
+  else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged${warnings}` : `verdict: healthy${warnings}`);
   return out;
 }

@@ -10,26 +10,11 @@ import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport,
 import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
-import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
+import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
-
-const USAGE = `usage:
-  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
-                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
-  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
-  ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
-  ckptscope diff A B                          every difference between two layouts/checkpoints
-  ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json] [--workers N]
-                                              the next Adam step per slot: update/weight ratios, consistency
-  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
-                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
-  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
-  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
-  ckptscope view FILE [FILE2] [--port N] [--no-open]
-                                              the viewer on those files, in your browser
-  ckptscope --version`;
+import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle } from './cli-usage.js';
 
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
@@ -44,24 +29,8 @@ serve and view: 127.0.0.1 only; the port is --port, else PORT, else 8080 (view: 
 free one from 8080 up); view prints the page URL and opens it unless --no-open. Ctrl-C
 stops them (exit status 0).`;
 
-class UsageError extends Error {}
 /** Anything else the user can act on, said in words; exit status 2. */
 class Failure extends Error {}
-
-function parseArgs(argv, flags, options = []) {
-  const positional = [];
-  const seen = {};
-  for (let k = 0; k < argv.length; k++) {
-    const a = argv[k];
-    if (flags.includes(a)) seen[a] = true;
-    else if (options.includes(a)) {
-      if (k + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
-      seen[a] = argv[++k];
-    } else if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
-    else positional.push(a);
-  }
-  return { positional, seen };
-}
 
 // ---- commands -------------------------------------------------------------------------------
 
@@ -121,8 +90,10 @@ function openFile(file, what, options) {
 }
 
 async function cmdInspect(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json', '--stats'], ['--names', '--workers']);
-  if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
+  const { positional, seen } = parseArgs('inspect', argv);
+  if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
+  refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
+  refuseIdle('inspect', seen, '--names', !seen['--json'], 'the JSON report has no names; drop --json to see them');
   const file = positional[0];
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
@@ -156,8 +127,8 @@ async function cmdInspect(argv) {
 }
 
 async function cmdCheck(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--expect', '--state']);
-  if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError('check takes FILE --expect LAYOUT, or OPT --state STATE');
+  const { positional, seen } = parseArgs('check', argv);
+  if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
   if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
   const [file] = positional;
   const expect = seen['--expect'];
@@ -237,8 +208,8 @@ async function nameMalformedSide(sides) {
 }
 
 async function cmdDiff(argv) {
-  const { positional } = parseArgs(argv, []);
-  if (positional.length !== 2) throw new UsageError('diff takes two files');
+  const { positional } = parseArgs('diff', argv);
+  if (positional.length !== 2) throw new UsageError('diff takes two files', 'diff');
   const [a, b] = positional;
   for (const side of [a, b]) if (isStream(side)) throw new UsageError(`diff needs two files: ${streamName(side)} is not supported there`);
   const sides = [];
@@ -263,10 +234,12 @@ async function cmdDiff(argv) {
 
 /** health OPT [--state STATE] [--lr X] [--json]: exit 0 healthy, 1 a slot flagged. */
 async function cmdHealth(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json'], ['--state', '--lr', '--names', '--workers']);
-  if (positional.length !== 1) throw new UsageError('health takes OPT [--state STATE] [--lr X]');
+  const { positional, seen } = parseArgs('health', argv);
+  if (positional.length !== 1) throw new UsageError(`health takes one OPT [--state STATE] [--lr X]${await healthOrder(positional, seen)}`, 'health');
+  refuseIdle('health', seen, '--names', !seen['--json'], 'the health JSON has no names; drop --json to see them');
   const [opt] = positional;
   const state = seen['--state'];
+  const strict = !!seen['--strict'];
   for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
   let lr;
   if (seen['--lr'] !== undefined) {
@@ -285,21 +258,25 @@ async function cmdHealth(argv) {
     throw err;
   }
   if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length)));
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length), { strict }));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
     return 1;
   }
-  return result.flags.length ? 1 : 0;
+  // The ratio band is a heuristic: its flags are warnings unless --strict makes them failures.
+  return result.flags.some((f) => strict || !isRatioFlag(f)) ? 1 : 0;
 }
 
 /** export FILE OUT.safetensors|OUT.npz [--names NAMES.json]: streamed, atomically written. */
 async function cmdExport(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--names']);
-  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz');
+  const { positional, seen } = parseArgs('export', argv);
+  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz', 'export');
   const [file, out] = positional;
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
-  if (!format) throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
+  if (!format) {
+    const swapped = /\.(safetensors|npz)$/i.test(file) ? `: did you mean \`ckptscope export ${out} ${file}\`?` : '';
+    throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither${swapped}`, 'export');
+  }
   if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
   if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
   const ck = await openFile(file, 'checkpoint');
@@ -319,8 +296,11 @@ async function cmdExport(argv) {
 }
 
 async function cmdWrite(argv) {
-  const { positional } = parseArgs(argv, []);
-  if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
+  const { positional } = parseArgs('write', argv);
+  if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT', 'write');
+  if (/\.json$/i.test(positional[1]) && !/\.json$/i.test(positional[0])) {
+    throw new UsageError(`write takes DESCRIPTION.json first, then OUT: did you mean \`ckptscope write ${positional[1]} ${positional[0]}\`?`, 'write');
+  }
   if (positional[1] === STDIN) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
   }
@@ -341,8 +321,8 @@ function askedPort(seen) {
 }
 
 async function cmdServe(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--port']);
-  if (positional.length) throw new UsageError('serve takes no files');
+  const { positional, seen } = parseArgs('serve', argv);
+  if (positional.length) throw new UsageError(`serve takes no files${positional.length <= 2 ? `: did you mean \`ckptscope view ${positional.join(' ')}\`?` : ''}`, 'serve');
   const port = askedPort(seen) ?? 8080;
   const { serve } = await import('../web/server.js');
   const server = await listening(() => serve({ port, quiet: true }), port, (next) => `try --port ${next} or PORT=${next} npm start`);
@@ -369,8 +349,8 @@ function regularFile(file) {
 }
 
 async function cmdView(argv) {
-  const { positional, seen } = parseArgs(argv, ['--no-open'], ['--port']);
-  if (positional.length < 1 || positional.length > 2) throw new UsageError('view takes FILE [FILE2]');
+  const { positional, seen } = parseArgs('view', argv);
+  if (positional.length < 1 || positional.length > 2) throw new UsageError('view takes FILE [FILE2]', 'view');
   positional.forEach(regularFile);
   const asked = askedPort(seen);
   const { serve } = await import('../web/server.js');
@@ -436,6 +416,50 @@ async function listening(start, port, advice) {
   }
 }
 
+// ---- did you mean ---------------------------------------------------------------------------
+
+/** An unknown command: a misspelt one, or a file given before its command. */
+function commandSuggestion(command, rest) {
+  const near = nearest(command, KNOWN);
+  if (near) return [`: did you mean \`ckptscope ${near}${rest.length ? ' ' + rest.join(' ') : ''}\`?`, near];
+  const k = rest.findIndex((a) => KNOWN.includes(a));
+  if (k >= 0) return [`: did you mean \`ckptscope ${rest[k]} ${[command, ...rest.filter((_, j) => j !== k)].join(' ')}\`?`, rest[k]];
+  return ['', null];
+}
+
+/** What a file is, for a suggestion only: 'state', 'optimizer', 'json' or null (unreadable). */
+async function kindOf(file) {
+  if (/\.json$/i.test(file)) return 'json';
+  try {
+    const ck = await open(file);
+    try {
+      return ck.summary.family ? (ck.kind === 'state' ? 'state' : 'optimizer') : null;
+    } finally {
+      ck.close();
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** check A B (no --expect, no --state): the command line meant, from what A and B are. */
+async function checkOrder(positional, seen) {
+  if (positional.length !== 2 || seen['--expect'] !== undefined || seen['--state'] !== undefined) return '';
+  const [a, b] = positional;
+  const [ka, kb] = [await kindOf(a), await kindOf(b)];
+  if (ka === 'state' && kb === 'optimizer') return `: did you mean \`ckptscope check ${b} --state ${a}\`?`;
+  if (ka === 'optimizer' && kb === 'state') return `: did you mean \`ckptscope check ${a} --state ${b}\`?`;
+  return `: did you mean \`ckptscope check ${a} --expect ${b}\`?`;
+}
+
+/** health A B: the optimizer checkpoint first, the model-state file after --state. */
+async function healthOrder(positional, seen) {
+  if (positional.length !== 2 || seen['--state'] !== undefined) return '';
+  const [a, b] = positional;
+  const [opt, state] = (await kindOf(a)) === 'state' ? [b, a] : [a, b];
+  return `: did you mean \`ckptscope health ${opt} --state ${state}${seen['--lr'] !== undefined ? ` --lr ${seen['--lr']}` : ''}\`?`;
+}
+
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView };
 
 export async function main(argv) {
@@ -452,12 +476,20 @@ export async function main(argv) {
   }
   const run = COMMANDS[command];
   try {
-    if (!run) throw new UsageError(`unknown command ${command}`);
+    if (!run) {
+      const [text, meant] = commandSuggestion(command, rest);
+      throw new UsageError(`unknown command ${command}${text}`, meant);
+    }
+    if (rest.includes('--help') || rest.includes('-h')) {
+      writeStdout(helpOf(command) + '\n');
+      return 0;
+    }
     return await run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
+      if (!err.command && run) err.command = command;
       say(process.stderr, `ckptscope: ${err.message}`);
-      process.stderr.write(USAGE + '\n');
+      process.stderr.write((err.command ? `${usageOf(err.command)}\n(ckptscope ${err.command} --help: its options)` : USAGE) + '\n');
       return 2;
     }
     if (err instanceof CheckpointError) {

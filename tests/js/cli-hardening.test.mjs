@@ -492,3 +492,82 @@ test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB
   }
   assert.equal(fs.existsSync(path.join(tmp, 'never.ckpt')), false);
 });
+
+test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
+  for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
+    for (const help of ['--help', '-h']) {
+      const r = run([command, help]);
+      assert.equal(r.status, 0, `${command} ${help}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^usage:\\n  ckptscope ${command} `));
+      const usages = r.stdout.split('\n').filter((l) => l.startsWith('  ckptscope '));
+      assert.ok(usages.every((l) => l.startsWith(`  ckptscope ${command} `)), `${command}: only its own usage`);
+    }
+  }
+  assert.match(run(['health', '--help']).stdout, /\n  --strict +ratio flags/);
+  const p = file('eq.ckpt', await model());
+  const eq = run(['inspect', p, '--stats', '--workers=1', '--names=' + file('eq-names.json', '["a","b","c"]')]);
+  assert.equal(eq.status, 0, eq.stderr);
+  assert.match(eq.stdout, /\n +0 +a /);
+  const bad = run(['inspect', '--nope', p]);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(46)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
+  assert.match(run(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
+});
+
+test('18.18: an option that does nothing for the command is refused, with why', async () => {
+  const p = file('idle.ckpt', await model());
+  const names = file('idle-names.json', '["a","b","c"]');
+  for (const [args, message] of [
+    [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
+    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
+    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
+    [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
+  ]) {
+    const r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`, args.join(' '));
+  }
+});
+
+test('18.21: arguments in the wrong order, a misspelt command: "did you mean ..."', async () => {
+  const opt = file('order-opt.ckpt', await model());
+  const state = file('order-state.ckpt', await writeBase('state'));
+  const layout = file('order-layout.json', '{"shapes": [[2, 3], [2, 3], [3]], "requiresGrad": [true, true, true]}');
+  for (const [args, meant] of [
+    [['health', state, opt], `health ${opt} --state ${state}`],
+    [['health', opt, state, '--lr', '1e-3'], `health ${opt} --state ${state} --lr 1e-3`],
+    [['check', state, opt], `check ${opt} --state ${state}`],
+    [['check', opt, layout], `check ${opt} --expect ${layout}`],
+    [['export', 'out.npz', opt], `export ${opt} out.npz`],
+    [['write', 'out.ckpt', 'desc.json'], 'write desc.json out.ckpt'],
+    [[opt, 'inspect'], `inspect ${opt}`],
+    [['inspcet', opt], `inspect ${opt}`],
+    [['serve', opt], `view ${opt}`],
+  ]) {
+    const r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    const first = r.stderr.split('\n')[0];
+    assert.ok(first.endsWith(`: did you mean \`ckptscope ${meant}\`?`), `${args.join(' ')}: ${first}`);
+    assert.ok(r.stderr.split('\n').length < 8, 'one command\'s usage, not all of it');
+  }
+});
+
+test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
+  // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
+  const opt = file('ratio-opt.ckpt', await model());
+  const state = file('ratio-state.ckpt', await writeBase('state'));
+  const loose = run(['health', opt, '--state', state, '--lr', '1000']);
+  const flags = JSON.parse(run(['health', opt, '--state', state, '--lr', '1000', '--json']).stdout).flags;
+  assert.ok(flags.length && flags.every((f) => f.flag === 'ratioHigh' || f.flag === 'ratioLow'), JSON.stringify(flags));
+  assert.equal(loose.status, 0, loose.stdout);
+  assert.match(loose.stdout, /\nwarning: parameter \d+: update-to-weight ratio .* is above 1e-2 at lr 1000\n/);
+  assert.match(loose.stdout, /\nverdict: healthy \(\d+ ratio warnings?: --strict makes them failures\)\n$/);
+  const strict = run(['health', opt, '--state', state, '--lr', '1000', '--strict']);
+  assert.equal(strict.status, 1);
+  assert.match(strict.stdout, /\nflag: parameter \d+: update-to-weight ratio/);
+  assert.match(strict.stdout, /\nverdict: \d+ slots? flagged\n$/);
+  // NaN and infinities stay failures without --strict
+  const sick = run(['health', file('ratio-sick.ckpt', await writeBase('unhealthy'))]);
+  assert.equal(sick.status, 1);
+});

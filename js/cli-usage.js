@@ -1,0 +1,136 @@
+// The CLI's usage texts and what it suggests when a command line is wrong: one spec per command
+// (its usage lines, flags, options with their help), the parser that reads argv by it, and the
+// "did you mean" for misspelt commands and options and for arguments in the wrong order.
+
+export const USAGE = `usage:
+  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
+                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
+  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
+  ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
+  ckptscope diff A B                          every difference between two layouts/checkpoints
+  ckptscope health OPT [--state STATE] [--lr X] [--strict] [--json] [--names NAMES.json] [--workers N]
+                                              the next Adam step per slot: update/weight ratios, consistency
+  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
+  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
+  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
+  ckptscope view FILE [FILE2] [--port N] [--no-open]
+                                              the viewer on those files, in your browser
+  ckptscope --version`;
+
+const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
+const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: the cores, at most 8)';
+const PORT_HELP = 'the port (0 to 65535); else PORT, else';
+
+/** Per command: flags (no value), options (a value) and a line of help for each. */
+export const SPECS = {
+  inspect: {
+    flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
+    options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}` },
+  },
+  check: {
+    flags: {},
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?' },
+  },
+  diff: { flags: {}, options: {} },
+  health: {
+    flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
+    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
+  },
+  export: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}; else slot0, slot1, ...` } },
+  write: { flags: {}, options: {} },
+  serve: { flags: {}, options: { '--port': `N  ${PORT_HELP} 8080` } },
+  view: { flags: { '--no-open': 'print the URL, do not open a browser' }, options: { '--port': `N  ${PORT_HELP} the first free one from 8080 up` } },
+};
+
+export const COMMANDS = Object.keys(SPECS);
+
+/** The usage lines of one command (its lines of USAGE, with their continuation lines). */
+export function usageOf(command) {
+  const lines = USAGE.split('\n').slice(1);
+  const out = [];
+  for (let k = 0; k < lines.length; k++) {
+    if (!lines[k].startsWith(`  ckptscope ${command} `)) continue;
+    out.push(lines[k]);
+    if (lines[k + 1]?.startsWith('     ')) out.push(lines[++k]);
+  }
+  return `usage:\n${out.join('\n')}`;
+}
+
+/** `ckptscope CMD --help`: the command's usage, then each option with its help. */
+export function helpOf(command) {
+  const { flags, options } = SPECS[command];
+  const rows = [...Object.entries(flags), ...Object.entries(options).map(([k, v]) => {
+    const [arg, ...rest] = v.split('  ');
+    return [`${k} ${arg}`, rest.join('  ')];
+  })];
+  const width = Math.max(0, ...rows.map(([k]) => k.length));
+  const body = rows.length ? `\n\noptions:\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n')}` : '';
+  return `${usageOf(command)}${body}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
+}
+
+/** Edit distance, for suggestions. */
+function distance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+  }
+  return d[a.length][b.length];
+}
+
+/** The known word nearest `word`, when it is near enough to be a slip; else null. */
+export function nearest(word, known) {
+  let best = null, bestD = Infinity;
+  for (const k of known) {
+    const dd = distance(word.toLowerCase(), k.toLowerCase());
+    if (dd < bestD) [best, bestD] = [k, dd];
+  }
+  return best !== null && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : null;
+}
+
+export class UsageError extends Error {
+  /** `command`: whose usage to show (null: all of it). */
+  constructor(message, command = null) {
+    super(message);
+    this.command = command;
+  }
+}
+
+/**
+ * argv by a command's spec: flags, options (`--opt value` or `--opt=value`), positionals. An
+ * unknown option is refused with the nearest known one; `seen.help` for -h / --help.
+ */
+export function parseArgs(command, argv) {
+  const { flags, options } = SPECS[command];
+  const positional = [];
+  const seen = {};
+  for (let k = 0; k < argv.length; k++) {
+    const a = argv[k];
+    if (a === '-h' || a === '--help') {
+      seen.help = true;
+      continue;
+    }
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const [name, value] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
+    if (Object.hasOwn(flags, name)) {
+      if (value !== undefined) throw new UsageError(`${name} takes no value`, command);
+      seen[name] = true;
+    } else if (Object.hasOwn(options, name)) {
+      if (value !== undefined) seen[name] = value;
+      else if (k + 1 >= argv.length) throw new UsageError(`${name} needs a value`, command);
+      else seen[name] = argv[++k];
+    } else if (a.startsWith('--')) {
+      const known = [...Object.keys(flags), ...Object.keys(options)];
+      const near = nearest(name, known);
+      const elsewhere = near ? null : COMMANDS.filter((c) => c !== command && (Object.hasOwn(SPECS[c].flags, name) || Object.hasOwn(SPECS[c].options, name)));
+      throw new UsageError(`unknown option ${name}${near ? `: did you mean ${near}?` : elsewhere?.length ? ` for ${command} (it belongs to ${elsewhere.join(', ')})` : ''}`, command);
+    } else positional.push(a);
+  }
+  return { positional, seen };
+}
+
+/** An option given where it does nothing: refused, with why. */
+export function refuseIdle(command, seen, option, unless, why) {
+  if (seen[option] !== undefined && !unless) throw new UsageError(`${option} does nothing here: ${why}`, command);
+}
