@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, writeCheckpoint, CheckpointError } from '../../js/index.js';
+import { inspect, health, writeCheckpoint, exportTensors, CheckpointError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -73,4 +73,55 @@ test('18.7: with 2 workers, a file renamed over the path mid-run: every thread r
       assert.deepEqual(result.entries.map((e) => e.m), expected.entries.map((e) => e.m), 'inspect: one file\'s statistics');
     }
   }
+});
+
+test('18.15: a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the file is and what to do', async () => {
+  const src = file('hint-src.ckpt', await model());
+  const npz = await exportTensors(src, { format: 'npz' });
+  const safetensors = await exportTensors(src, { format: 'safetensors' });
+  // a torch.save zip: its first member is archive/data.pkl (stored)
+  const name = Buffer.from('archive/data.pkl');
+  const zipHead = Buffer.alloc(30);
+  zipHead.writeUInt32LE(0x04034b50, 0);
+  zipHead.writeUInt16LE(name.length, 26);
+  const cases = [
+    [Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(40)]), 'this is a PNG image, not a checkpoint'],
+    [npz, 'this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load'],
+    [safetensors, 'this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors\' load_file'],
+    [Buffer.concat([zipHead, name, Buffer.alloc(20)]), 'this is a PyTorch file (torch.save\'s zip archive), not a TorchLean checkpoint: read it with torch.load'],
+    [Buffer.from([0x80, 0x02, 0x7d, 0x71, 0x00, 0x2e, 0, 0, 0, 0]), 'this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load'],
+    [Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(40)]), 'this is a GGUF model file (llama.cpp), not a checkpoint'],
+  ];
+  for (const [bytes, hint] of cases) {
+    const report = await inspect(new Uint8Array(bytes));
+    assert.equal(report.ok, false);
+    assert.equal(report.error.hint, hint);
+  }
+});
+
+test('18.16: a truncated file is called incomplete, the shortfall from the core', async () => {
+  const whole = await model();
+  const report = await inspect(whole.slice(0, 300));
+  assert.equal(report.error.message, 'CUDA Adam checkpoint: truncated checkpoint (wanted 8 bytes, got 5)');
+  assert.equal(report.error.hint, 'the file ends at least 3 bytes early: an incomplete copy or download?');
+  // a payload cut short: the bytes it misses
+  const payloadCut = await inspect(whole.slice(0, 200), { stats: true });
+  assert.equal(payloadCut.error.code, 1);
+  assert.match(payloadCut.error.hint, /^the file ends at least \d+ bytes? early: an incomplete copy or download\?$/);
+});
+
+test('18.6: an .npz name past the zip\'s 16-bit name length is refused, never wrapped into a corrupt archive', async () => {
+  const src = file('long-names.ckpt', await model());
+  const names = ['a'.repeat(65_521), 'b', 'c'];
+  await assert.rejects(exportTensors(src, { format: 'npz', names }), (err) => {
+    assert.ok(err instanceof CheckpointError);
+    assert.equal(err.message, 'name 0 is 65521 bytes long: an .npz name has at most 65520 bytes (a zip member name is at most 65535)');
+    assert.equal(err.slot, 0);
+    return true;
+  });
+  // at the limit: a valid archive whose first member name is the name and its suffix
+  const ok = await exportTensors(src, { format: 'npz', names: ['a'.repeat(65_520), 'b', 'c'] });
+  assert.equal(Buffer.from(ok).readUInt16LE(26), 65_520 + '.exp_avg_sq.npy'.length - '_sq'.length);
+  // safetensors has no such limit
+  await exportTensors(src, { format: 'safetensors', names });
 });
