@@ -2,6 +2,10 @@
 // (its usage lines, flags, options with their help), the parser that reads argv by it, and the
 // "did you mean" for misspelt commands and options and for arguments in the wrong order.
 
+import { nearest } from './keys.js';
+
+export { nearest };
+
 export const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
                                               summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
@@ -67,26 +71,6 @@ export function helpOf(command) {
   const width = Math.max(0, ...rows.map(([k]) => k.length));
   const body = rows.length ? `\n\noptions:\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n')}` : '';
   return `${usageOf(command)}${body}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
-}
-
-/** Edit distance, for suggestions. */
-function distance(a, b) {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i, ...new Array(b.length).fill(0)]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-  }
-  return d[a.length][b.length];
-}
-
-/** The known word nearest `word`, when it is near enough to be a slip; else null. */
-export function nearest(word, known) {
-  let best = null, bestD = Infinity;
-  for (const k of known) {
-    const dd = distance(word.toLowerCase(), k.toLowerCase());
-    if (dd < bestD) [best, bestD] = [k, dd];
-  }
-  return best !== null && bestD <= Math.max(1, Math.floor(best.length / 3)) ? best : null;
 }
 
 export class UsageError extends Error {

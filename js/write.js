@@ -6,6 +6,7 @@ import { buildSchema } from './schema.js';
 import { LayoutError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { schemaArrays, dtypeCode, configWords, floatBytes, layoutU64 } from './layout.js';
+import { refuseUnknownKeys, DESCRIPTION_KEYS, CONFIG_KEYS, ENTRY_KEYS, STATE_KEYS } from './keys.js';
 
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 
@@ -19,6 +20,8 @@ function pointerTable(core, pointers, ptrs) {
 
 function prepareCheckpoint(description) {
   if (!isObject(description)) throw new LayoutError('a checkpoint description must be a JSON object');
+  refuseUnknownKeys(description, DESCRIPTION_KEYS, 'description');
+  refuseUnknownKeys(description.config, CONFIG_KEYS, 'description.config');
   const arrays = schemaArrays(description, 'description');
   if (arrays.shapesOnly) throw new LayoutError('description.requiresGrad is missing: a checkpoint needs every slot\'s trainability');
   if (description.config === undefined || description.config === null) {
@@ -35,6 +38,7 @@ function prepareCheckpoint(description) {
   const prepared = entries.map((e, k) => {
     const where = `description.entries[${k}]`;
     if (!isObject(e)) throw new LayoutError(`${where} must be an object`);
+    refuseUnknownKeys(e, ENTRY_KEYS, where);
     const m = floatBytes(e.m ?? [], dtype, `${where}.m`);
     const v = floatBytes(e.v ?? [], dtype, `${where}.v`);
     const count = e.count !== undefined ? layoutU64(e.count, `${where}.count`) : BigInt(Math.floor(m.byteLength / width));
@@ -72,6 +76,7 @@ const STATE_FAMILIES = { TLSF32B: 2, TLPF32B: 3 };
  *  number[] per tensor]} through write(bytes). */
 export async function writeStateTo(description, write) {
   if (!isObject(description)) throw new LayoutError('a state description must be a JSON object');
+  refuseUnknownKeys(description, STATE_KEYS, 'description');
   const family = description.family ?? 'TLSF32B';
   if (!Object.prototype.hasOwnProperty.call(STATE_FAMILIES, family)) throw new LayoutError('description.family must be "TLSF32B" or "TLPF32B"');
   const arrays = schemaArrays({ shapes: description.shapes }, 'description');

@@ -571,3 +571,13 @@ test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay fai
   const sick = run(['health', file('ratio-sick.ckpt', await writeBase('unhealthy'))]);
   assert.equal(sick.status, 1);
 });
+
+test('18.13: write refuses an unknown key in the description, exit 2, nothing written', async () => {
+  const d = modelDescription();
+  const desc = { ...d, config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weight_decay: 0.1 }, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
+  const out = path.join(tmp, 'unknown-key.ckpt');
+  const r = run(['write', file('unknown-key.json', JSON.stringify(desc)), out]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: unknown key description.config.weight_decay: did you mean weightDecay?\n');
+  assert.equal(fs.existsSync(out), false);
+});

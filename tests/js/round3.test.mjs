@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, writeCheckpoint, exportTensors, CheckpointError } from '../../js/index.js';
+import { inspect, health, writeCheckpoint, writeState, exportTensors, CheckpointError, LayoutError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -124,4 +124,33 @@ test('18.6: an .npz name past the zip\'s 16-bit name length is refused, never wr
   assert.equal(Buffer.from(ok).readUInt16LE(26), 65_520 + '.exp_avg_sq.npy'.length - '_sq'.length);
   // safetensors has no such limit
   await exportTensors(src, { format: 'safetensors', names });
+});
+
+test('18.13: unknown keys in a description are refused with the nearest known one; 1e40 as float32 refused', async () => {
+  const base = () => JSON.parse(JSON.stringify({ shapes: [[2]], requiresGrad: [true], config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 }, entries: [{ id: 0, step: 1, m: [0, 0], v: [0, 0] }] }));
+  const cases = [
+    [(d) => { d.config.weight_decay = 0.1; delete d.config.weightDecay; }, 'unknown key description.config.weight_decay: did you mean weightDecay?'],
+    [(d) => { d.reprsentatives = [0]; }, 'unknown key description.reprsentatives: did you mean representatives?'],
+    [(d) => { d.config.betas = [0.9, 0.999]; }, 'unknown key description.config.betas: ckptscope takes beta1 and beta2 (PyTorch\'s betas=(beta1, beta2))'],
+    [(d) => { d.config.eps = 1e-8; }, 'unknown key description.config.eps: did you mean epsilon?'],
+    [(d) => { d.config.lr = 1e-3; }, 'unknown key description.config.lr: a checkpoint does not store the learning rate (give it to health with --lr)'],
+    [(d) => { d.entries[0].stpe = 2; }, 'unknown key description.entries[0].stpe: did you mean step?'],
+    [(d) => { d.entries[0].m[1] = 1e40; }, 'description.entries[0].m[1] is 1e+40: beyond float32\'s range (largest 3.4028234663852886e+38)'],
+  ];
+  for (const [edit, message] of cases) {
+    const d = base();
+    edit(d);
+    await assert.rejects(writeCheckpoint(d), (err) => {
+      assert.ok(err instanceof LayoutError, `${err.name}: ${err.message}`);
+      assert.equal(err.message, message);
+      return true;
+    });
+  }
+  await assert.rejects(writeState({ shapes: [[1]], vaules: [[1]] }), { message: 'unknown key description.vaules: did you mean values?' });
+  await assert.rejects(writeState({ shapes: [[1]], values: [[-1e39]] }), { message: 'description.values[0][0] is -1e+39: beyond float32\'s range (largest 3.4028234663852886e+38)' });
+  // float64 holds it; the strings NaN and Infinity are what they say
+  const d = base();
+  d.dtype = 'float64';
+  d.entries[0].m = [1e40, 'Infinity'];
+  await writeCheckpoint(d);
 });
