@@ -291,7 +291,15 @@ export class Checkpoint {
   [Symbol.dispose](): void;
 }
 
-export function open(source: Source, options?: InspectOptions): Promise<Checkpoint>;
+/** What open() resolves with: a Checkpoint whose `kind` says what `stats` gives, a slot's
+ *  moments or a tensor's values (narrow on `ck.kind`). */
+export type OptimizerCheckpoint = { readonly kind: 'optimizer'; stats(slot: U64Input, options?: ScanOptions): Promise<SlotStats> } & Checkpoint;
+export type StateCheckpoint = { readonly kind: 'state'; stats(slot: U64Input, options?: ScanOptions): Promise<TensorStats> } & Checkpoint;
+/** A file that is no TorchLean checkpoint: `kind` null, nothing to read. */
+export type ForeignCheckpoint = { readonly kind: null } & Checkpoint;
+export type OpenCheckpoint = OptimizerCheckpoint | StateCheckpoint | ForeignCheckpoint;
+
+export function open(source: Source, options?: InspectOptions): Promise<OpenCheckpoint>;
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;
 
 export interface CheckResult {
@@ -468,6 +476,10 @@ export class CheckpointError extends Error {
   readonly report?: Report;
   /** Which input, when not the file: 'expected', 'first', 'second', 'optimizer', 'state'. */
   readonly role?: string;
+  /** pair and health: the diagnostic of the file that is broken, when one is (else null). */
+  readonly fileError?: ReportError | null;
+  /** pair: the pairing result as far as it got. */
+  readonly result?: PairResult;
 }
 
 export class LayoutError extends Error {
