@@ -8,6 +8,10 @@ const fmtShape = (s) => `[${s.join(', ')}]`;
 const yesNo = (b) => (b ? 'yes' : 'no');
 const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-US')} ${Number(n) === 1 ? word : many}`;
 
+/** `[name] ` before a line about slot `slot` when names are given (the slot from the core's
+ *  field, never from its text); '' otherwise. */
+export const namedSlot = (names, slot) => (names && slot !== null && slot !== undefined && names[Number(slot)] !== undefined ? `[${names[Number(slot)]}] ` : '');
+
 /** Lines of columns padded to their widest cell; the columns in `right` are right-aligned. */
 export function table(rows, header, right) {
   // escaped first (a name may hold control characters), so the widths are what is shown
@@ -110,11 +114,11 @@ export function summaryLines(report, name, names = null) {
 }
 
 /** A core error as lines: the reference text first, then what the core says beside it. */
-export function errorLines(err, { layoutName } = {}) {
+export function errorLines(err, { layoutName, names = null } = {}) {
   const out = [err.message];
   const where = [];
   if (err.offset !== null && err.offset !== undefined) where.push(`at byte ${err.offset}`);
-  if (err.slot !== null && err.slot !== undefined) where.push(`slot ${err.slot}`);
+  if (err.slot !== null && err.slot !== undefined) where.push(`slot ${err.slot}${names?.[Number(err.slot)] !== undefined && names ? ` (${names[Number(err.slot)]})` : ''}`);
   if (where.length) out.push(where.join(', '));
   if (err.configDiff?.length) {
     // decoded values first; the bit patterns tell apart what prints alike (-0 and 0)
@@ -131,12 +135,12 @@ export function errorLines(err, { layoutName } = {}) {
 }
 
 /** A pairing result as lines: the verdict, every failure, the warnings. */
-export function pairLines(result, optName, stateName) {
+export function pairLines(result, optName, stateName, names = null) {
   const out = [];
   if (result.pairs) out.push(`${optName} pairs with ${stateName}: same slots, same shapes, tied slots hold identical values`);
   else {
     out.push(`${optName} does not pair with ${stateName}: ${plural(result.failures.length, 'failure')}`);
-    for (const f of result.failures.slice(0, 1000)) out.push(`  ${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
+    for (const f of result.failures.slice(0, 1000)) out.push(`  ${namedSlot(names, f.slot)}${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
     if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
   }
   for (const w of result.warnings) out.push(`warning: ${w}`);
@@ -174,7 +178,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
   out.push('');
   const warning = (f) => !strict && isRatioFlag(f);
-  for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${f.message}`);
+  for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${namedSlot(names, f.slot)}${f.message}`);
   const flagged = new Set(result.flags.filter((f) => !warning(f)).map((f) => f.slot)).size;
   const warned = result.flags.filter(warning).length;
   const warnings = warned ? ` (${plural(warned, 'ratio warning')}: --strict makes them failures)` : '';

@@ -9,16 +9,18 @@ export { nearest };
 export const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
                                               summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
-  ckptscope check FILE --expect LAYOUT        would the trainer load it? LAYOUT: a layout .json or another file
-  ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
-  ckptscope diff A B                          every difference between two layouts/checkpoints
+  ckptscope check FILE --expect LAYOUT [--names NAMES.json]
+                                              would the trainer load it? LAYOUT: a layout .json or another file
+  ckptscope check OPT --state STATE [--names NAMES.json]
+                                              does this optimizer checkpoint belong to this model-state file?
+  ckptscope diff A B [--names NAMES.json]     every difference between two layouts/checkpoints
   ckptscope health OPT [--state STATE] [--lr X] [--strict] [--json] [--names NAMES.json] [--workers N]
                                               the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
                                               moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
   ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
-  ckptscope view FILE [FILE2] [--port N] [--no-open]
+  ckptscope view FILE [FILE2] [NAMES.json] [--port N] [--no-open]
                                               the viewer on those files, in your browser
   ckptscope --version`;
 
@@ -34,9 +36,9 @@ export const SPECS = {
   },
   check: {
     flags: {},
-    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?' },
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?', '--names': `NAMES.json  ${NAMES_HELP}` },
   },
-  diff: { flags: {}, options: {} },
+  diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
   health: {
     flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
     options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },

@@ -10,7 +10,7 @@ import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport,
 import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
-import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag } from './cli-text.js';
+import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
@@ -129,7 +129,7 @@ async function cmdInspect(argv) {
 async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
-  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
+  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names']);
   const [file] = positional;
   const expect = seen['--expect'];
   if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
@@ -144,7 +144,7 @@ async function cmdCheck(argv) {
     // The verdict and the trainer's diagnostic on stdout, as inspect and check --state show
     // theirs; the diagnostic on stderr too, unless that is where stdout goes (shown once).
     else if (err instanceof CheckpointError) {
-      const why = errorLines(err, { layoutName: expect });
+      const why = errorLines(err, { layoutName: expect, names: readNames(seen['--names'], null) });
       say(process.stdout, `${displayName(file)}: does not load into ${expect}`, why);
       if (!sameDestination()) say(process.stderr, why);
       return 1;
@@ -157,7 +157,7 @@ async function cmdCheck(argv) {
 }
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
-async function checkPair(opt, state) {
+async function checkPair(opt, state, namesPath) {
   if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
@@ -171,7 +171,7 @@ async function checkPair(opt, state) {
     if (!err.fileError) throw new Failure(why);
     throw Object.assign(new CheckpointError(err.fileError), { context: why });
   }
-  const lines = pairLines(result, displayName(opt), state);
+  const lines = pairLines(result, displayName(opt), state, readNames(namesPath, null));
   say(process.stdout, lines);
   if (!result.pairs && !sameDestination()) say(process.stderr, result.error.message);
   return result.pairs ? 0 : 1;
@@ -208,7 +208,7 @@ async function nameMalformedSide(sides) {
 }
 
 async function cmdDiff(argv) {
-  const { positional } = parseArgs('diff', argv);
+  const { positional, seen } = parseArgs('diff', argv);
   if (positional.length !== 2) throw new UsageError('diff takes two files', 'diff');
   const [a, b] = positional;
   for (const side of [a, b]) if (isStream(side)) throw new UsageError(`diff needs two files: ${streamName(side)} is not supported there`);
@@ -223,12 +223,13 @@ async function cmdDiff(argv) {
   } finally {
     for (const side of sides) side?.close?.();
   }
+  const names = readNames(seen['--names'], null);
   if (!differences.length) {
     say(process.stdout, `no differences between ${a} and ${b}`);
     return 0;
   }
   say(process.stdout, `${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:`,
-    differences.map((d) => `  ${d.message}`));
+    differences.map((d) => `  ${namedSlot(names, d.slot)}${d.message}`));
   return 1;
 }
 
@@ -350,7 +351,7 @@ function regularFile(file) {
 
 async function cmdView(argv) {
   const { positional, seen } = parseArgs('view', argv);
-  if (positional.length < 1 || positional.length > 2) throw new UsageError('view takes FILE [FILE2]', 'view');
+  if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
   positional.forEach(regularFile);
   const asked = askedPort(seen);
   const { serve } = await import('../web/server.js');

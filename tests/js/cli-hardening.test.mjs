@@ -581,3 +581,21 @@ test('18.13: write refuses an unknown key in the description, exit 2, nothing wr
   assert.equal(r.stderr, 'ckptscope: unknown key description.config.weight_decay: did you mean weightDecay?\n');
   assert.equal(fs.existsSync(out), false);
 });
+
+test('18.20: --names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
+  const opt = file('named-opt.ckpt', await model());
+  const names = file('named.json', '["embed", "block", "bias"]');
+  const layout = file('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
+  const d = run(['diff', opt, layout, '--names', names]);
+  assert.equal(d.status, 1);
+  assert.match(d.stdout, /\n  \[bias\] parameter 2: shape #\[3\] vs #\[4\]\n/);
+  const c = run(['check', opt, '--expect', layout, '--names', names]);
+  assert.equal(c.status, 1);
+  assert.match(c.stdout, /\nat byte 151, slot 2 \(bias\)\n/);
+  const p = run(['check', opt, '--state', file('named-short.tlsf', await writeBase('state-short')), '--names', names]);
+  assert.equal(p.status, 1);
+  assert.match(p.stdout, /\n  \[block\] parameter 1: state shape \[3, 2\] differs/);
+  const h = run(['health', file('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
+  assert.equal(h.status, 1);
+  assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
+});

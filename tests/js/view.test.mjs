@@ -226,3 +226,19 @@ test('serve: Ctrl-C right after the URL ends it with 0', async () => {
   assert.deepEqual(await exited, { code: 0, signal: null });
   clearTimeout(timer);
 });
+
+test('18.20: view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
+  const child = view([file('vn-opt.ckpt', await model()), file('vn-names.json', '["a", "b", "c"]'), '--no-open', '--port', '0']);
+  const url = await child.url;
+  const { origin, files } = parseViewerUrl(url);
+  assert.equal(files.length, 2);
+  assert.match(files[1], /\/vn-names\.json$/);
+  const r = await fetch(origin + files[1]);
+  assert.deepEqual(await r.json(), ['a', 'b', 'c']);
+  child.kill('SIGINT');
+  assert.equal((await child.exited).code, 0);
+  const three = view([file('vn1.ckpt', await model()), file('vn2.ckpt', await model()), file('vn3.json', '["a"]'), '--no-open', '--port', '0']);
+  assert.equal(parseViewerUrl(await three.url).files.length, 3);
+  three.kill('SIGINT');
+  await three.exited;
+});
