@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { writeCheckpoint } from '../../js/index.js';
+import { writeCheckpoint, writeState } from '../../js/index.js';
 import { model, modelDescription, F, writeBase } from './table.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -271,7 +271,7 @@ test('inspect - reads the standard input (a pipe, a socket, a redirected file)',
   assert.match(r.stdout, /verdict: valid\n$/);
   r = sh('cat "$F" | "$NODE" "$CLI" inspect - --stats', { F: p });   // a real pipe, read to the end
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /m: min -0\.5 max -0\.5 rms 0\.5/);
+  assert.match(r.stdout, /\n   2   -0\.5   -0\.5    0\.5  0\.125  0\.125\n/);
   r = sh('"$NODE" "$CLI" inspect - --json < "$F"', { F: p });          // a file: positional reads
   assert.equal(JSON.parse(r.stdout).size, bytes.length);
   r = run(['inspect', '-'], { input: bytes.slice(0, 60) });
@@ -598,4 +598,25 @@ test('18.20: --names names the slot wherever one is named: health flags, diff, c
   const h = run(['health', file('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
   assert.equal(h.status, 1);
   assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
+});
+
+test('18.19: the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
+  // a GPT-2-like shape: wide sizes and steps, no names
+  const n = 6;
+  const size = 768 * 4;
+  const desc = {
+    shapes: Array.from({ length: n }, () => [768, 4]), requiresGrad: Array.from({ length: n }, () => true),
+    config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.1 },
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 123_456, m: new Float32Array(size).fill(-1.234567e-5 * (id + 1)), v: new Float32Array(size).fill(1.5e-9 * (id + 1)) })),
+  };
+  const opt = file('wide80.ckpt', await writeCheckpoint(desc));
+  const state = file('wide80.tlsf', await writeState({ shapes: desc.shapes, values: desc.shapes.map(() => new Float32Array(size).fill(-0.0123456)) }));
+  for (const args of [['inspect', opt], ['inspect', opt, '--stats'], ['inspect', state, '--stats'], ['health', opt, '--state', state, '--lr', '1e-3']]) {
+    const r = run(args);
+    assert.ok(r.status === 0 || r.status === 1, r.stderr);
+    // every line but the first (it holds the file's path) and the flag lines (the core's texts)
+    for (const line of r.stdout.split('\n').slice(1).filter((l) => !/^(flag|warning): /.test(l))) {
+      assert.ok(line.length <= 80, `${args[0]} ${args.slice(2).join(' ')}: ${line.length} columns: ${line}`);
+    }
+  }
 });
