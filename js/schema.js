@@ -78,7 +78,8 @@ export class Schema {
   }
   isRepresentative(i) {
     const slot = toU64(i, 'slot');
-    return this.use((ex, p) => u64(ex.ckpt_schema_representative(p, slot)) === slot);
+    // past the last slot: no slot at all (the core's "none" is 2^64 - 1, itself a u64)
+    return this.use((ex, p) => slot < BigInt(this.count) && u64(ex.ckpt_schema_representative(p, slot)) === slot);
   }
   isWellFormed() { return this.use((ex, p) => ex.ckpt_schema_is_well_formed(p) !== 0); }
   get optimizerStateCount() { return this.use((ex, p) => exact(ex.ckpt_schema_optimizer_state_count(p))); }

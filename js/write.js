@@ -82,6 +82,7 @@ export async function writeStateTo(description, write) {
   const arrays = schemaArrays({ shapes: description.shapes }, 'description');
   const values = description.values ?? [];
   if (!Array.isArray(values)) throw new LayoutError('description.values must be an array (one array of floats per tensor)');
+  if (values.length > arrays.ranks.length) throw new LayoutError(`description.values has ${values.length} arrays for ${arrays.ranks.length} tensors: one per tensor`);
   const bytes = values.map((v, i) => floatBytes(v ?? [], 0, `description.values[${i}]`));
   while (bytes.length < arrays.ranks.length) bytes.push(new Uint8Array(0));
   await withSink(write, (core, sinkId, err, ptrs) => {

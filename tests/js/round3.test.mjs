@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, writeCheckpoint, writeState, exportTensors, CheckpointError, LayoutError } from '../../js/index.js';
+import { inspect, health, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -153,4 +153,19 @@ test('18.13: unknown keys in a description are refused with the nearest known on
   d.dtype = 'float64';
   d.entries[0].m = [1e40, 'Infinity'];
   await writeCheckpoint(d);
+});
+
+test('18.12: isRepresentative past the last slot is false; extra state values refused; a NUL in an export name refused', async () => {
+  const schema = await Schema.create({ shapes: [[2], [2]], requiresGrad: [true, true], representatives: [0, 0] });
+  try {
+    assert.equal(schema.isRepresentative(0), true);
+    assert.equal(schema.isRepresentative(1), false);
+    assert.equal(schema.isRepresentative(2n ** 64n - 1n), false);
+    assert.equal(schema.isRepresentative(2), false);
+  } finally {
+    schema.dispose();
+  }
+  await assert.rejects(writeState({ shapes: [[1]], values: [[1], [2]] }), { name: 'LayoutError', message: 'description.values has 2 arrays for 1 tensors: one per tensor' });
+  const src = file('nul-names.ckpt', await model());
+  await assert.rejects(exportTensors(src, { format: 'safetensors', names: ['a\0b', 'b', 'c'] }), { name: 'LayoutError', message: 'names[0] holds a NUL character: a name cannot' });
 });
