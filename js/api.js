@@ -47,7 +47,9 @@ async function withLayout(x, role, fn) {
   const ex = core.exports;
   if (x instanceof Schema) return x.use((_, schema) => withLayoutPtr(core, ex.w_layout_new(schema, -1, 0, -1, FAMILY.any), fn));
   if (x instanceof Checkpoint) return x.withLayout(fn, { role });
-  if (!isPlainObject(x)) {
+  // a caller's own source ({size, read}) is a file to read, never a layout object
+  const customSource = isPlainObject(x) && typeof x.read === 'function' && 'size' in x;
+  if (!isPlainObject(x) || customSource) {
     const layout = await readJsonSource(x);   // a JSON file is a layout; anything else a checkpoint
     if (layout === undefined) return withOpen(x, (ck) => ck.withLayout(fn, { role }));
     x = layout;

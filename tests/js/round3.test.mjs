@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { inspect, health, check, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -168,4 +168,15 @@ test('18.12: isRepresentative past the last slot is false; extra state values re
   await assert.rejects(writeState({ shapes: [[1]], values: [[1], [2]] }), { name: 'LayoutError', message: 'description.values has 2 arrays for 1 tensors: one per tensor' });
   const src = file('nul-names.ckpt', await model());
   await assert.rejects(exportTensors(src, { format: 'safetensors', names: ['a\0b', 'b', 'c'] }), { name: 'LayoutError', message: 'names[0] holds a NUL character: a name cannot' });
+});
+
+test('18.12: a custom {size, read} source as check\'s layout is read as a checkpoint, not taken for a layout', async () => {
+  const bytes = await model();
+  const custom = { size: bytes.length, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, bytes.length - offset)); dest.set(bytes.subarray(offset, offset + n)); return n; } };
+  const result = await check(bytes, custom);
+  assert.equal(result.ok, true);
+  const other = await model();
+  other[100] ^= 0xff;   // some other file: still a checkpoint source, the verdict by reading it
+  const r = await check(bytes, { ...custom, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, other.length - offset)); dest.set(other.subarray(offset, offset + n)); return n; } }).catch((err) => err);
+  assert.ok(!(r instanceof LayoutError), `${r?.name}: ${r?.message}`);
 });
