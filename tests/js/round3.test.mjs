@@ -180,3 +180,22 @@ test('18.12: a custom {size, read} source as check\'s layout is read as a checkp
   const r = await check(bytes, { ...custom, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, other.length - offset)); dest.set(other.subarray(offset, offset + n)); return n; } }).catch((err) => err);
   assert.ok(!(r instanceof LayoutError), `${r?.name}: ${r?.message}`);
 });
+
+test('18.8: a sparse file declaring rank 2^28: memory bounded by the bytes left, the truncation diagnostic as before', async () => {
+  const bytes = await model();
+  new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(63, 1n << 28n, true);   // slot 0's rank
+  const p = file('rank.ckpt', bytes);
+  fs.truncateSync(p, 32 * 2 ** 20);   // 32 MiB of (sparse) zeros: 4 Mi dims, not 2^28
+  // a fresh process: the WebAssembly memory it grows to is this file's doing alone
+  const script = `
+    const { inspect, loadCore } = await import(${JSON.stringify(new URL('../../js/index.js', import.meta.url).href)});
+    const core = await loadCore();
+    const before = core.memory.buffer.byteLength;
+    const r = await inspect(${JSON.stringify(p)});
+    console.log(JSON.stringify({ grown: core.memory.buffer.byteLength - before, error: r.error }));`;
+  const { execFileSync } = await import('node:child_process');
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+  assert.match(out.error.message, /^CUDA Adam checkpoint: truncated checkpoint \(wanted 8 bytes, got \d\)$/);
+  assert.equal(out.error.slot, 0);
+  assert.ok(out.grown < 8 * 2 ** 20, `WebAssembly memory grew by ${out.grown} bytes`);
+});
