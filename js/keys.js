@@ -48,9 +48,9 @@ export function refuseUnknownKeys(obj, known, where) {
   }
 }
 
-// keepsRandomCounter and family: a layout's fields, accepted (and ignored) so that a layout with
-// its contents added is a description (docs/layout.md)
-export const DESCRIPTION_KEYS = ['shapes', 'requiresGrad', 'representatives', 'dtype', 'config', 'randomCounter', 'version', 'entries', 'keepsRandomCounter', 'family'];
+// keepsRandomCounter, family and kind: a layout's or a report's fields, accepted (and ignored)
+// so that a layout with its contents added is a description (docs/layout.md)
+export const DESCRIPTION_KEYS = ['shapes', 'requiresGrad', 'representatives', 'dtype', 'config', 'randomCounter', 'version', 'entries', 'keepsRandomCounter', 'family', 'kind'];
 export const CONFIG_KEYS = ['kind', 'beta1', 'beta2', 'epsilon', 'weightDecay', 'bits'];
 export const ENTRY_KEYS = ['id', 'step', 'count', 'm', 'v'];
 export const STATE_KEYS = ['family', 'shapes', 'values'];

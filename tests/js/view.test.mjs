@@ -167,11 +167,11 @@ test('view: FILE must be an existing regular file; clear messages, exit 2', asyn
   assert.match(r.stderr, /^ckptscope: view needs files: - \(standard input\) cannot be served by byte ranges\n/);
   r = run();
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\]\n/);
-  r = run(p, p, p);
+  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\] \[NAMES\.json\]\n/);
+  r = run(p, p, p, p);
   assert.equal(r.status, 2);
   r = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
-  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[--port N\] \[--no-open\]/);
+  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[NAMES\.json\] \[--port N\] \[--no-open\]/);
 });
 
 test('view opens the default browser when there is one (a stand-in xdg-open records its argument)', async () => {
