@@ -9,7 +9,7 @@ import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
-import { canSplit, workerCount, statsInParallel, healthInParallel } from './parallel.js';
+import { canSplit, workerCount, statsInParallel, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 /**
@@ -19,15 +19,16 @@ import { schemaArrays, destinationOf } from './layout.js';
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
   const n = await workerCount(workers);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
-  // Statistics by n workers, each reading its share of the entries: the same report.
-  return withOpen(source, async (ck) => {
+  // Statistics by n workers, each reading its share of the entries: the same report, of the
+  // one open file.
+  return withPinned(source, (file) => withOpen(file, async (ck) => {
     if (!ck.ok) {
       ck.close();
-      return withOpen(source, (one) => one.report, { stats, onProgress, signal, variant });
+      return withOpen(file, (one) => one.report, { stats, onProgress, signal, variant });
     }
-    await statsInParallel(ck, source, n, { onProgress, signal });
+    await statsInParallel(ck, file, n, { onProgress, signal });
     return ck.report;
-  }, { signal, variant });
+  }, { signal, variant }));
 }
 
 // ---- layouts: destinations and the sides of a diff ----------------------------------------
@@ -43,7 +44,9 @@ async function withLayout(x, subject, fn) {
   const b = await loadBinding();
   if (x instanceof Schema) return x.use((_, schema) => withLayoutPtr(b, b.layoutNew(schema), fn));
   if (x instanceof Checkpoint) return withFileLayout(x, fn, subject);
-  if (!isPlainObject(x)) {
+  // a caller's own source ({size, read}) is a file to read, never a layout object
+  const customSource = isPlainObject(x) && typeof x.read === 'function' && 'size' in x;
+  if (!isPlainObject(x) || customSource) {
     const layout = await readJsonSource(x);   // a JSON file is a layout; anything else a checkpoint
     if (layout === undefined) return withOpen(x, (ck) => withFileLayout(ck, fn, subject));
     x = layout;
@@ -167,13 +170,16 @@ export async function health(opt, state = null, { lr, onProgress, signal, slots 
   const rate = learningRate(lr);
   const n = await workerCount(workers);
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
-    const weights = await withOpen(opt, (o) => {
-      const c = o.columns();
-      return Array.from(c.sizes, (x) => Number(x) + 1);
-    });
-    const lrArg = Number.isNaN(rate) ? undefined : rate;
-    const share = (first, count, progress) => health(opt, state, { lr: lrArg, signal, onProgress: progress, slots: { first, count } });
-    return healthInParallel(opt, state ?? null, weights, n, share, { lr: lrArg, onProgress, signal });
+    // every thread reads the same open files
+    return withPinned(opt, (o) => withPinned(state ?? null, async (s) => {
+      const weights = await withOpen(o, (ck) => {
+        const c = ck.columns();
+        return Array.from(c.sizes, (x) => Number(x) + 1);
+      });
+      const lrArg = Number.isNaN(rate) ? undefined : rate;
+      const share = (first, count, progress) => health(o, s, { lr: lrArg, signal, onProgress: progress, slots: { first, count } });
+      return healthInParallel(o, s, weights, n, share, { lr: lrArg, onProgress, signal });
+    }));
   }
   const first = toU64(slots.first ?? 0, 'slots.first');
   const b = await loadBinding();

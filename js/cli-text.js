@@ -8,6 +8,10 @@ const fmtShape = (s) => `[${s.join(', ')}]`;
 const yesNo = (b) => (b ? 'yes' : 'no');
 const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-US')} ${Number(n) === 1 ? word : many}`;
 
+/** `[name] ` before a line about slot `slot` when names are given (the slot from the core's
+ *  field, never from its text); '' otherwise. */
+export const namedSlot = (names, slot) => (names && slot !== null && slot !== undefined && names[Number(slot)] !== undefined ? `[${names[Number(slot)]}] ` : '');
+
 /** Lines of columns padded to their widest cell; the columns in `right` are right-aligned. */
 export function table(rows, header, right) {
   // escaped first (a name may hold control characters), so the widths are what is shown
@@ -27,13 +31,6 @@ export function num(x) {
   return a >= 1e-3 && a < 1e5 ? String(Number(x.toPrecision(4))) : x.toExponential(3).replace(/\.?0+e/, 'e');
 }
 
-function fmtStats(s) {
-  if (!s) return '';
-  const bad = [s.nan && `${s.nan} NaN`, s.inf && `${s.inf} inf`].filter(Boolean).join(', ');
-  const range = s.min === null ? 'no finite values' : `min ${num(s.min)} max ${num(s.max)} rms ${num(s.rms)}`;
-  return bad ? `${range} (${bad})` : range;
-}
-
 function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
@@ -44,7 +41,9 @@ function optimizerLines(report, names, out) {
   if (report.config) {
     const c = report.config;
     out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
-    out.push(`bits            beta1 ${c.bits.beta1}  beta2 ${c.bits.beta2}  epsilon ${c.bits.epsilon}  weight decay ${c.bits.weightDecay}`);
+    // two fields a line: the summary fits 80 columns
+    out.push(`bits            beta1 ${c.bits.beta1}  beta2 ${c.bits.beta2}`);
+    out.push(`                epsilon ${c.bits.epsilon}  weight decay ${c.bits.weightDecay}`);
   }
   if (report.hasRandomCounter !== null) {
     out.push(`random counter  ${report.hasRandomCounter ? report.randomCounter : 'none (stochastic training cannot be resumed exactly)'}`);
@@ -69,13 +68,34 @@ function optimizerLines(report, names, out) {
     const row = [i];
     if (names) row.push(names[i] ?? '');
     row.push(fmtShape(s.shapes[i]), s.sizes[i], trainable === undefined ? '?' : yesNo(trainable), rep, e ? e.step : '');
-    if (stats) row.push(e?.m ? `m: ${fmtStats(e.m)}; v: ${fmtStats(e.v)}` : '');
     rows.push(row);
   }
-  const header = ['slot', ...(names ? ['name'] : []), 'shape', 'size', 'trainable', 'representative', 'step', ...(stats ? ['moments'] : [])];
+  const header = ['slot', ...(names ? ['name'] : []), 'shape', 'size', 'trainable', 'representative', 'step'];
   const off = names ? 1 : 0;
   out.push('');
   for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]))) out.push(l);   // a loop: no spreading a million lines
+  // The statistics in a table of their own, one column a number: 80 columns, not 150.
+  if (stats) {
+    const statRows = [];
+    for (let i = 0; i < n; i++) {
+      const e = entries.get(String(i));
+      if (!e?.m) continue;
+      const bad = Number(e.m.nan) + Number(e.v.nan) || Number(e.m.inf) + Number(e.v.inf) ? `${Number(e.m.nan) + Number(e.v.nan)}/${Number(e.m.inf) + Number(e.v.inf)}` : '';
+      statRows.push([i, ...(names ? [names[i] ?? ''] : []), num(e.m.min), num(e.m.max), num(e.m.rms), num(e.v.max), num(e.v.rms), bad]);
+    }
+    if (statRows.length) {
+      out.push('');
+      const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
+      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]))) out.push(l);
+    }
+  }
+}
+
+/** min, max, rms and NaN/inf of a statistics object, one cell each. */
+function statCells(x) {
+  if (!x) return ['', '', '', ''];
+  const bad = x.nan || x.inf ? `${x.nan}/${x.inf}` : '';
+  return [num(x.min), num(x.max), num(x.rms), bad];
 }
 
 function stateLines(report, names, out) {
@@ -85,13 +105,13 @@ function stateLines(report, names, out) {
   const stats = report.statistics;
   const rows = t.map((x, i) => {
     const row = [i, ...(names ? [names[i] ?? ''] : []), fmtShape(x.shape), x.count, x.offset];
-    if (stats) row.push(fmtStats(x.values));
+    if (stats) row.push(...statCells(x.values));
     return row;
   });
-  const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['values'] : [])];
+  const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['min', 'max', 'rms', 'NaN/inf'] : [])];
   const off = names ? 1 : 0;
   out.push('');
-  for (const l of table(rows, header, new Set([0, 2 + off, 3 + off]))) out.push(l);
+  for (const l of table(rows, header, new Set([0, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off]))) out.push(l);
 }
 
 /** The summary of a report as lines; `names` (optional) names the slots. */
@@ -110,11 +130,11 @@ export function summaryLines(report, name, names = null) {
 }
 
 /** A core error as lines: the reference text first, then what the core says beside it. */
-export function errorLines(err, { layoutName } = {}) {
+export function errorLines(err, { layoutName, names = null } = {}) {
   const out = [err.message];
   const where = [];
   if (err.offset !== null && err.offset !== undefined) where.push(`at byte ${err.offset}`);
-  if (err.slot !== null && err.slot !== undefined) where.push(`slot ${err.slot}`);
+  if (err.slot !== null && err.slot !== undefined) where.push(`slot ${err.slot}${names?.[Number(err.slot)] !== undefined && names ? ` (${names[Number(err.slot)]})` : ''}`);
   if (where.length) out.push(where.join(', '));
   if (err.configDiff?.length) {
     // decoded values first; the bit patterns tell apart what prints alike (-0 and 0)
@@ -131,20 +151,25 @@ export function errorLines(err, { layoutName } = {}) {
 }
 
 /** A pairing result as lines: the verdict, every failure, the warnings. */
-export function pairLines(result, optName, stateName) {
+export function pairLines(result, optName, stateName, names = null) {
   const out = [];
   if (result.pairs) out.push(`${optName} pairs with ${stateName}: same slots, same shapes, tied slots hold identical values`);
   else {
     out.push(`${optName} does not pair with ${stateName}: ${plural(result.failures.length, 'failure')}`);
-    for (const f of result.failures.slice(0, 1000)) out.push(`  ${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
+    for (const f of result.failures.slice(0, 1000)) out.push(`  ${namedSlot(names, f.slot)}${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
     if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
   }
   for (const w of result.warnings) out.push(`warning: ${w}`);
   return out;
 }
 
-/** The health pass as lines: a table per slot (flagged slots marked), then the flags. */
-export function healthLines(result, optName, stateName, names = null) {
+/** The flags of the ratio band (a heuristic): warnings unless --strict. */
+const RATIO_FLAGS = new Set(['ratioHigh', 'ratioLow']);
+export const isRatioFlag = (f) => RATIO_FLAGS.has(f.flag);
+
+/** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
+ *  flags are warnings unless `strict`. */
+export function healthLines(result, optName, stateName, names = null, { strict = false } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
@@ -161,16 +186,20 @@ export function healthLines(result, optName, stateName, names = null) {
     num(s.ratio),
     s.neverUpdated || '',
     s.inconsistent || '',
-    s.flags.join(', '),
   ]);
-  const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'inconsistent', 'flags'];
+  // 80 columns: the flags are the lines below the table (! marks their slots); bad m is the
+  // count of inconsistent elements
+  const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'bad m'];
   const off = names ? 1 : 0;
   out.push('');
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
   out.push('');
-  for (const f of result.flags) out.push(`flag: ${f.message}`);
-  const flagged = new Set(result.flags.map((f) => f.slot)).size;
+  const warning = (f) => !strict && isRatioFlag(f);
+  for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${namedSlot(names, f.slot)}${f.message}`);
+  const flagged = new Set(result.flags.filter((f) => !warning(f)).map((f) => f.slot)).size;
+  const warned = result.flags.filter(warning).length;
+  const warnings = warned ? ` (${plural(warned, 'ratio warning')}: --strict makes them failures)` : '';
   if (!result.ok) out.push(`verdict: not checked against the parameters (${result.error.message})${flagged ? `; ${plural(flagged, 'slot')} flagged by the moments alone` : ''}`);
-  else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged` : 'verdict: healthy');
+  else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged${warnings}` : `verdict: healthy${warnings}`);
   return out;
 }

@@ -5,38 +5,18 @@
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.
 
 import fs from 'node:fs';
+import net from 'node:net';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, readerNames, CheckpointError, LayoutError } from './index.js';
-import { readJsonSource } from './sources.js';
+import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
-import { summaryLines, errorLines, pairLines, healthLines } from './cli-text.js';
-import { say, terminalJSON, guardOutput, sameDestination, CLOSED_PIPE_STATUS } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage } from './user-files.js';
+import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag, namedSlot } from './cli-text.js';
+import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
-import { cmdRun, RUN_USAGE } from './run-cli.js';
+import { cmdRun } from './run-cli.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
-
-const USAGE = `usage:
-  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
-                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
-  ckptscope check FILE --expect LAYOUT [--reader NAME|all]
-                                              would the trainer load it? LAYOUT: a layout .json or another file;
-                                              NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
-  ckptscope check OPT --state STATE           does this optimizer checkpoint belong to this model-state file?
-  ckptscope diff A B                          every difference between two layouts/checkpoints
-  ckptscope health OPT [--state STATE] [--lr X] [--json] [--names NAMES.json] [--workers N]
-                                              the next Adam step per slot: update/weight ratios, consistency
-  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
-                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
-  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
-${RUN_USAGE}
-  ckptscope convert IN OUT --to 2|3|4|5|oldest | --for READER [--random-counter N] [--drop-random-counter]
-                       [--untie] [--round-to-float32]
-                                              the same optimizer state as another version, for an older TorchLean
-  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
-  ckptscope view FILE [FILE2] [--port N] [--no-open]
-                                              the viewer on those files, in your browser
-  ckptscope --version`;
+import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle } from './cli-usage.js';
 
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
@@ -51,30 +31,20 @@ serve and view: 127.0.0.1 only; the port is --port, else PORT, else 8080 (view: 
 free one from 8080 up); view prints the page URL and opens it unless --no-open. Ctrl-C
 stops them (exit status 0).`;
 
-class UsageError extends Error {}
 /** Anything else the user can act on, said in words; exit status 2. */
 class Failure extends Error {}
 
-function parseArgs(argv, flags, options = []) {
-  const positional = [];
-  const seen = {};
-  for (let k = 0; k < argv.length; k++) {
-    const a = argv[k];
-    if (flags.includes(a)) seen[a] = true;
-    else if (options.includes(a)) {
-      if (k + 1 >= argv.length) throw new UsageError(`${a} needs a value`);
-      seen[a] = argv[++k];
-    } else if (a.startsWith('--')) throw new UsageError(`unknown option ${a}`);
-    else positional.push(a);
-  }
-  return { positional, seen };
-}
-
 // ---- commands -------------------------------------------------------------------------------
 
+/** A names or description JSON, read whole but never past the size a layout may have
+ *  (checked up front for a file, while reading for a stream: /dev/zero ends too). */
 function readJSON(path, what) {
   checkInput(path, what);
-  const text = reading(path, what, () => fs.readFileSync(sourceOf(path), 'utf8'));
+  const limit = JSON_LIMIT.toLocaleString('en-US');
+  const text = reading(path, what, () => readCapped(sourceOf(path), JSON_LIMIT, (size) => {
+    const is = size === null ? `more than ${limit} bytes` : `${size.toLocaleString('en-US')} bytes`;
+    throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
+  }));
   try {
     return JSON.parse(text);
   } catch (err) {
@@ -110,23 +80,9 @@ function readNames(path, count) {
   if (path === undefined) return null;
   const names = namesOf(readJSON(path, 'names'), path);
   if (count !== null && names.length !== count) {
-    say(process.stderr, `warning: ${path} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
+    say(process.stderr, `warning: ${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
   }
   return names;
-}
-
-/** Write bytes to stdout synchronously (a streamed report); a closed pipe ends quietly. */
-function writeOut(bytes) {
-  let done = 0;
-  while (done < bytes.length) {
-    try {
-      done += fs.writeSync(1, bytes, done, bytes.length - done);
-    } catch (err) {
-      if (err.code === 'EAGAIN') continue;
-      if (err.code === 'EPIPE') process.exit(CLOSED_PIPE_STATUS);
-      throw err;
-    }
-  }
 }
 
 /** Open a file the user named, with its name in any I/O error. */
@@ -136,23 +92,28 @@ function openFile(file, what, options) {
 }
 
 async function cmdInspect(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json', '--stats'], ['--names', '--workers']);
-  if (positional.length !== 1) throw new UsageError('inspect takes one FILE');
+  const { positional, seen } = parseArgs('inspect', argv);
+  if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
+  refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
+  refuseIdle('inspect', seen, '--names', !seen['--json'], 'the JSON report has no names; drop --json to see them');
   const file = positional[0];
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const parallel = stats && file !== STDIN && (await workerCount(workers)) > 1;
-  const ck = await openFile(file, 'checkpoint', { stats: stats && !parallel });
+  const parallel = stats && !isStream(file) && (await workerCount(workers)) > 1;
+  checkInput(file, 'checkpoint');
+  // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
+  const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
+  const ck = await reading(file, 'checkpoint', () => open(source, { stats: stats && !parallel }));
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers));
+    if (parallel && ck.ok) await statsInParallel(ck, source, await workerCount(workers));
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
       // Indented for people; past 10,000 slots streamed from the core as one line: a million
       // slots never become one string.
-      if ((slots ?? 0) > 10_000) ck.writeReport(writeOut);
-      else process.stdout.write(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
+      if ((slots ?? 0) > 10_000) ck.writeReport(writeStdout);
+      else writeStdout(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots);
       say(process.stdout, summaryLines(ck.report, displayName(file), names));
@@ -164,19 +125,20 @@ async function cmdInspect(argv) {
     return summary.ok ? 0 : 1;
   } finally {
     ck.close();
+    if (parallel) fs.closeSync(source);
   }
 }
 
 async function cmdCheck(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--expect', '--state', '--reader']);
-  if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError('check takes FILE --expect LAYOUT, or OPT --state STATE');
+  const { positional, seen } = parseArgs('check', argv);
+  if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
   const reader = seen['--reader'];
-  if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout');
+  if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout', 'check');
   if (reader !== undefined && reader !== 'all') await knownReader('--reader', reader, ', or all');
-  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state']);
+  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names']);
   const [file] = positional;
   const expect = seen['--expect'];
-  if (expect === STDIN) throw new UsageError('check --expect needs a file: - (standard input) works for FILE only');
+  if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
   let result;
@@ -190,17 +152,18 @@ async function cmdCheck(argv) {
   } catch (err) {
     if (err instanceof LayoutError) throw new LayoutError(`${expect}: ${err.message}`);
     if (!(err instanceof CheckpointError)) throw err;
-    // The layout at fault: no verdict on the file. Else the verdict on stdout, as for a load;
-    // the trainer's diagnostic follows on stderr.
-    if (err.subject === 'expected' && typeof layout === 'string') {
-      throw new CheckpointError(err, { context: `cannot check against ${expect}: it is not a valid checkpoint` });
-    }
+    // The layout at fault: no verdict on the file.
     if (err.subject === 'expected') {
+      if (typeof layout === 'string') throw new CheckpointError(err, { context: `cannot check against ${expect}: it is not a valid checkpoint` });
       say(process.stderr, errorLines(err, { layoutName: expect }));
       return 1;
     }
-    say(process.stdout, `${displayName(file)}: does not load into ${expect}`);
-    throw err;
+    // The verdict and the trainer's diagnostic on stdout, as inspect and check --state show
+    // theirs; the diagnostic on stderr too, unless that is where stdout goes (shown once).
+    const why = errorLines(err, { layoutName: expect, names: readNames(seen['--names'], null) });
+    say(process.stdout, `${displayName(file)}: does not load into ${expect}`, why);
+    if (!sameDestination()) say(process.stderr, why);
+    return 1;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
   say(process.stdout, `${displayName(file)}: loads into ${expect}`);
@@ -208,8 +171,8 @@ async function cmdCheck(argv) {
 }
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
-async function checkPair(opt, state) {
-  if (state === STDIN) throw new UsageError('check --state needs a file: - (standard input) works for OPT only');
+async function checkPair(opt, state, namesPath) {
+  if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
@@ -222,7 +185,7 @@ async function checkPair(opt, state) {
     if (!err.fileError) throw new Failure(why);
     throw new CheckpointError(err.fileError, { context: why });
   }
-  const lines = pairLines(result, displayName(opt), state);
+  const lines = pairLines(result, displayName(opt), state, readNames(namesPath, null));
   say(process.stdout, lines);
   if (!result.pairs && !sameDestination()) say(process.stderr, result.error.message);
   return result.pairs ? 0 : 1;
@@ -259,10 +222,10 @@ async function nameMalformedSide(sides) {
 }
 
 async function cmdDiff(argv) {
-  const { positional } = parseArgs(argv, []);
-  if (positional.length !== 2) throw new UsageError('diff takes two files');
+  const { positional, seen } = parseArgs('diff', argv);
+  if (positional.length !== 2) throw new UsageError('diff takes two files', 'diff');
   const [a, b] = positional;
-  if (a === STDIN || b === STDIN) throw new UsageError('diff needs two files: - (standard input) is not supported there');
+  for (const side of [a, b]) if (isStream(side)) throw new UsageError(`diff needs two files: ${streamName(side)} is not supported there`);
   const sides = [];
   let differences;
   try {
@@ -274,22 +237,25 @@ async function cmdDiff(argv) {
   } finally {
     for (const side of sides) side?.close?.();
   }
+  const names = readNames(seen['--names'], null);
   if (!differences.length) {
     say(process.stdout, `no differences between ${a} and ${b}`);
     return 0;
   }
   say(process.stdout, `${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:`,
-    differences.map((d) => `  ${d.message}`));
+    differences.map((d) => `  ${namedSlot(names, d.slot)}${d.message}`));
   return 1;
 }
 
 /** health OPT [--state STATE] [--lr X] [--json]: exit 0 healthy, 1 a slot flagged. */
 async function cmdHealth(argv) {
-  const { positional, seen } = parseArgs(argv, ['--json'], ['--state', '--lr', '--names', '--workers']);
-  if (positional.length !== 1) throw new UsageError('health takes OPT [--state STATE] [--lr X]');
+  const { positional, seen } = parseArgs('health', argv);
+  if (positional.length !== 1) throw new UsageError(`health takes one OPT [--state STATE] [--lr X]${await healthOrder(positional, seen)}`, 'health');
+  refuseIdle('health', seen, '--names', !seen['--json'], 'the health JSON has no names; drop --json to see them');
   const [opt] = positional;
   const state = seen['--state'];
-  if (opt === STDIN || state === STDIN) throw new UsageError('health needs files: - (standard input) cannot be read twice over');
+  const strict = !!seen['--strict'];
+  for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
   let lr;
   if (seen['--lr'] !== undefined) {
     lr = Number(seen['--lr']);
@@ -306,23 +272,28 @@ async function cmdHealth(argv) {
     }
     throw err;
   }
-  if (seen['--json']) process.stdout.write(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length)));
+  if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length), { strict }));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
     return 1;
   }
-  return result.flags.length ? 1 : 0;
+  // The ratio band is a heuristic: its flags are warnings unless --strict makes them failures.
+  return result.flags.some((f) => strict || !isRatioFlag(f)) ? 1 : 0;
 }
 
 /** export FILE OUT.safetensors|OUT.npz [--names NAMES.json]: streamed, atomically written. */
 async function cmdExport(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--names']);
-  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz');
+  const { positional, seen } = parseArgs('export', argv);
+  if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz', 'export');
   const [file, out] = positional;
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
-  if (!format) throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
-  if (file === STDIN || out === STDIN) throw new UsageError('export needs files: - (standard input) cannot be read by ranges');
+  if (!format) {
+    const swapped = /\.(safetensors|npz)$/i.test(file) ? `: did you mean \`ckptscope export ${out} ${file}\`?` : '';
+    throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither${swapped}`, 'export');
+  }
+  if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
+  if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
   const ck = await openFile(file, 'checkpoint');
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
@@ -340,8 +311,11 @@ async function cmdExport(argv) {
 }
 
 async function cmdWrite(argv) {
-  const { positional } = parseArgs(argv, []);
-  if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT');
+  const { positional } = parseArgs('write', argv);
+  if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT', 'write');
+  if (/\.json$/i.test(positional[1]) && !/\.json$/i.test(positional[0])) {
+    throw new UsageError(`write takes DESCRIPTION.json first, then OUT: did you mean \`ckptscope write ${positional[1]} ${positional[0]}\`?`, 'write');
+  }
   if (positional[1] === STDIN) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
   }
@@ -362,8 +336,8 @@ function askedPort(seen) {
 }
 
 async function cmdServe(argv) {
-  const { positional, seen } = parseArgs(argv, [], ['--port']);
-  if (positional.length) throw new UsageError('serve takes no files');
+  const { positional, seen } = parseArgs('serve', argv);
+  if (positional.length) throw new UsageError(`serve takes no files${positional.length <= 2 ? `: did you mean \`ckptscope view ${positional.join(' ')}\`?` : ''}`, 'serve');
   const port = askedPort(seen) ?? 8080;
   const { serve } = await import('../web/server.js');
   const server = await listening(() => serve({ port, quiet: true }), port, (next) => `try --port ${next} or PORT=${next} npm start`);
@@ -390,8 +364,8 @@ function regularFile(file) {
 }
 
 async function cmdView(argv) {
-  const { positional, seen } = parseArgs(argv, ['--no-open'], ['--port']);
-  if (positional.length < 1 || positional.length > 2) throw new UsageError('view takes FILE [FILE2]');
+  const { positional, seen } = parseArgs('view', argv);
+  if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
   positional.forEach(regularFile);
   const asked = askedPort(seen);
   const { serve } = await import('../web/server.js');
@@ -429,13 +403,28 @@ function stopOnSignals(server) {
   process.once('SIGTERM', stop);
 }
 
+/** Can 127.0.0.1:port be listened on right now? */
+function isFree(port) {
+  return new Promise((resolve) => {
+    const probe = net.createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+/** A port near `port` that is free now (advice only: it may be taken before it is used). */
+async function freePortNear(port) {
+  for (let next = port + 1; next <= Math.min(65535, port + PORTS_TO_TRY); next++) if (await isFree(next)) return next;
+  for (let next = port - 1; next >= Math.max(1024, port - PORTS_TO_TRY); next--) if (await isFree(next)) return next;
+  return port < 65535 ? port + 1 : port - 1;
+}
+
 /** Start a server; a port that cannot be had becomes advice, not a stack. */
 async function listening(start, port, advice) {
   try {
     return await start();
   } catch (err) {
-    const next = port < 65535 ? port + 1 : port - 1;
-    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: ${advice(next)}`);
+    if (err?.code === 'EADDRINUSE') throw new Failure(`port ${port} is in use: ${advice(await freePortNear(port))}`);
     if (err?.code === 'EACCES') throw new Failure(`port ${port} needs privileges: choose one above 1023, e.g. --port 8080`);
     if (err?.code === 'CKPT_NO_WASM') throw new Failure(err.message);
     throw err;
@@ -444,16 +433,16 @@ async function listening(start, port, advice) {
 
 /** convert IN OUT --to V | --for READER [options] (docs/cli.md, cli-readers.js). */
 async function cmdConvert(argv) {
-  const { positional, seen } = parseArgs(argv, ['--drop-random-counter', '--untie', '--round-to-float32'], ['--to', '--for', '--random-counter']);
+  const { positional, seen } = parseArgs('convert', argv);
   if (positional.length !== 2 || (seen['--to'] === undefined) === (seen['--for'] === undefined)) {
-    throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER');
+    throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER', 'convert');
   }
   const [input, output] = positional;
-  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed');
+  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
   const to = seen['--to'];
-  if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`);
+  if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`, 'convert');
   const counter = seen['--random-counter'];
-  if (counter !== undefined && !/^[0-9]+$/.test(counter)) throw new UsageError(`--random-counter takes a nonnegative integer, not ${counter}`);
+  if (counter !== undefined && !/^[0-9]+$/.test(counter)) throw new UsageError(`--random-counter takes a nonnegative integer, not ${counter}`, 'convert');
   const options = {
     ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
     randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],
@@ -468,29 +457,81 @@ async function knownReader(option, name, more) {
   if (!names.includes(name)) throw new UsageError(`${option} takes a TorchLean reader: ${names.join(', ')}${more}; not ${name}`);
 }
 
+// ---- did you mean ---------------------------------------------------------------------------
+
+/** An unknown command: a misspelt one, or a file given before its command. */
+function commandSuggestion(command, rest) {
+  const near = nearest(command, KNOWN);
+  if (near) return [`: did you mean \`ckptscope ${near}${rest.length ? ' ' + rest.join(' ') : ''}\`?`, near];
+  const k = rest.findIndex((a) => KNOWN.includes(a));
+  if (k >= 0) return [`: did you mean \`ckptscope ${rest[k]} ${[command, ...rest.filter((_, j) => j !== k)].join(' ')}\`?`, rest[k]];
+  return ['', null];
+}
+
+/** What a file is, for a suggestion only: 'state', 'optimizer', 'json' or null (unreadable). */
+async function kindOf(file) {
+  if (/\.json$/i.test(file)) return 'json';
+  try {
+    const ck = await open(file);
+    try {
+      return ck.summary.family ? (ck.kind === 'state' ? 'state' : 'optimizer') : null;
+    } finally {
+      ck.close();
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** check A B (no --expect, no --state): the command line meant, from what A and B are. */
+async function checkOrder(positional, seen) {
+  if (positional.length !== 2 || seen['--expect'] !== undefined || seen['--state'] !== undefined) return '';
+  const [a, b] = positional;
+  const [ka, kb] = [await kindOf(a), await kindOf(b)];
+  if (ka === 'state' && kb === 'optimizer') return `: did you mean \`ckptscope check ${b} --state ${a}\`?`;
+  if (ka === 'optimizer' && kb === 'state') return `: did you mean \`ckptscope check ${a} --state ${b}\`?`;
+  return `: did you mean \`ckptscope check ${a} --expect ${b}\`?`;
+}
+
+/** health A B: the optimizer checkpoint first, the model-state file after --state. */
+async function healthOrder(positional, seen) {
+  if (positional.length !== 2 || seen['--state'] !== undefined) return '';
+  const [a, b] = positional;
+  const [opt, state] = (await kindOf(a)) === 'state' ? [b, a] : [a, b];
+  return `: did you mean \`ckptscope health ${opt} --state ${state}${seen['--lr'] !== undefined ? ` --lr ${seen['--lr']}` : ''}\`?`;
+}
+
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView, convert: cmdConvert,
-  run: (argv) => cmdRun(argv, (text) => new UsageError(text)) };
+  run: (argv) => cmdRun(argv, (text) => new UsageError(text, 'run')) };
 
 export async function main(argv) {
   const [command, ...rest] = argv;
   if (command === '--version' || command === '-V') {
     const { version } = JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
-    process.stdout.write(`ckptscope ${version}\n`);
+    writeStdout(`ckptscope ${version}\n`);
     return 0;
   }
   if (!command || command === '--help' || command === '-h' || command === 'help') {
-    if (command) process.stdout.write(HELP + '\n');
+    if (command) writeStdout(HELP + '\n');
     else process.stderr.write(USAGE + '\n');
     return command ? 0 : 2;
   }
   const run = COMMANDS[command];
   try {
-    if (!run) throw new UsageError(`unknown command ${command}`);
+    if (!run) {
+      const [text, meant] = commandSuggestion(command, rest);
+      throw new UsageError(`unknown command ${command}${text}`, meant);
+    }
+    if (rest.includes('--help') || rest.includes('-h')) {
+      writeStdout(helpOf(command) + '\n');
+      return 0;
+    }
     return await run(rest);
   } catch (err) {
     if (err instanceof UsageError) {
+      if (!err.command && run) err.command = command;
       say(process.stderr, `ckptscope: ${err.message}`);
-      process.stderr.write(USAGE + '\n');
+      process.stderr.write((err.command ? `${usageOf(err.command)}\n(ckptscope ${err.command} --help: its options)` : USAGE) + '\n');
       return 2;
     }
     if (err instanceof CheckpointError) {

@@ -19,6 +19,9 @@ const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 export async function exportTo(source, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
   if (!has((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
   const list = names === undefined || names === null ? null : namesOf(names, 'names');
+  // the core takes C strings: a NUL would cut the name short, silently
+  const cut = list?.findIndex((n) => n.includes('\0')) ?? -1;
+  if (cut >= 0) throw new LayoutError(`names[${cut}] holds a NUL character: a name cannot`);
   const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
   return withOpen(source, (ck) => withSink(write, (b, sinkId, err, ptrs) => withFile(ck, (_, file) => {
     const { core } = b;

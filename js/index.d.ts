@@ -308,7 +308,15 @@ export class Checkpoint {
   [Symbol.dispose](): void;
 }
 
-export function open(source: Source, options?: InspectOptions): Promise<Checkpoint>;
+/** What open() resolves with: a Checkpoint whose `kind` says what `stats` gives, a slot's
+ *  moments or a tensor's values (narrow on `ck.kind`). */
+export type OptimizerCheckpoint = { readonly kind: 'optimizer'; stats(slot: U64Input, options?: ScanOptions): Promise<SlotStats> } & Checkpoint;
+export type StateCheckpoint = { readonly kind: 'state'; stats(slot: U64Input, options?: ScanOptions): Promise<TensorStats> } & Checkpoint;
+/** A file that is no TorchLean checkpoint: `kind` null, nothing to read. */
+export type ForeignCheckpoint = { readonly kind: null } & Checkpoint;
+export type OpenCheckpoint = OptimizerCheckpoint | StateCheckpoint | ForeignCheckpoint;
+
+export function open(source: Source, options?: InspectOptions): Promise<OpenCheckpoint>;
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;
 
 export interface CheckResult {

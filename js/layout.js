@@ -195,7 +195,11 @@ export function floatBytes(values, dtype, where) {
   if (values instanceof Uint8Array) return values;   // raw little-endian bytes
   const arr = array(values, where);
   const out = new Ctor(arr.length);
-  for (let k = 0; k < arr.length; k++) out[k] = floatValue(arr[k], `${where}[${k}]`);
+  for (let k = 0; k < arr.length; k++) {
+    out[k] = floatValue(arr[k], `${where}[${k}]`);
+    // a finite number float32 cannot hold would be written as an infinity: refused
+    if (!Number.isFinite(out[k]) && Number.isFinite(Number(arr[k]))) throw new LayoutError(`${where}[${k}] is ${arr[k]}: beyond float32's range (largest 3.4028234663852886e+38)`);
+  }
   return new Uint8Array(out.buffer);
 }
 

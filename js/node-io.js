@@ -3,6 +3,7 @@
 // removed on any failure and the destination is untouched).
 
 import fs from 'node:fs';
+import nodePath from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export class FileSource {
@@ -35,14 +36,32 @@ export class FileSource {
   }
 }
 
+/** Where writing `path` lands: a symlink's target (followed to the end, as `cp` does; a
+ *  dangling link's too), so the link stays a link. */
+function writeTarget(path) {
+  for (let hops = 0; hops < 40; hops++) {
+    let st;
+    try {
+      st = fs.lstatSync(path);
+    } catch {
+      return path;   // nothing there yet
+    }
+    if (!st.isSymbolicLink()) return path;
+    path = nodePath.resolve(nodePath.dirname(path), fs.readlinkSync(path));
+  }
+  throw Object.assign(new Error(`ELOOP: too many symbolic links, open '${path}'`), { code: 'ELOOP', syscall: 'open', path });
+}
+
 /** Write through `await fill(write)` into path atomically, as the reference writer does: a
  *  sibling `{path}.tmp-{nanos}`, closed, then renamed over the destination. On any failure
  *  the temporary is removed and the destination is untouched. A destination that exists
- *  keeps its mode (a 0600 checkpoint stays 0600); a new one gets 0666 less the umask. */
+ *  keeps its permission bits (a 0600 checkpoint stays 0600), never setuid, setgid or sticky;
+ *  a new one gets 0666 less the umask. A symlink is written through: its target is replaced. */
 export async function atomicWrite(path, fill) {
+  path = writeTarget(path);
   let mode = null;
   try {
-    mode = fs.statSync(path).mode & 0o7777;
+    mode = fs.statSync(path).mode & 0o777;
   } catch {
     // no destination yet
   }

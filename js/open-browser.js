@@ -1,10 +1,16 @@
 // Open a URL in the user's default browser, best effort: `open` on macOS, `cmd /c start` on
 // Windows, `xdg-open` elsewhere when a graphical session exists. The opener runs detached and
 // its failure is ignored; the caller prints the URL either way.
+//
+// A URL holding a secret (view's per-file tokens) never goes on the opener's command line,
+// where any local user reads it from `ps`: the browser opens a redirect page instead, a 0600
+// file in a 0700 folder of its own (as Jupyter does), removed when the process ends.
 
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 function onPath(command, PATH = '') {
   return PATH.split(path.delimiter).some((dir) => {
@@ -31,10 +37,29 @@ export function browserCommand(url, { platform = process.platform, env = process
   return ['xdg-open', [url], {}];
 }
 
-/** Start the default browser on `url`; false when there is no browser to try. */
+const escapeHtml = (s) => s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The redirect page to `url`: readable by this user only, removed at exit. Its file: URL. */
+export function redirectFile(url) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-open-'));   // 0700
+  const file = path.join(dir, 'open.html');
+  const html = `<!doctype html>\n<meta charset="utf-8">\n<meta http-equiv="refresh" content="0;url=${escapeHtml(url)}">\n`
+    + `<title>ckptscope</title>\n<p><a href="${escapeHtml(url)}">Open the ckptscope viewer</a></p>\n`;
+  fs.writeFileSync(file, html, { mode: 0o600, flag: 'wx' });
+  process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  return pathToFileURL(file).href;
+}
+
+/** Start the default browser on `url` (through a redirect page: no secret in argv); false
+ *  when there is no browser to try. */
 export function openBrowser(url) {
-  const command = browserCommand(url);
-  if (!command) return false;
+  if (!browserCommand(url)) return false;
+  let command;
+  try {
+    command = browserCommand(redirectFile(url));
+  } catch {
+    return false;   // no private temporary file: the URL is printed anyway
+  }
   const [cmd, args, options] = command;
   try {
     const child = spawn(cmd, args, { ...options, detached: true, stdio: 'ignore' });

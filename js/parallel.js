@@ -12,11 +12,29 @@ import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
 
-/** Sources every worker can open on its own: a file path or file: URL (Node), a Blob/File. */
+/** Sources every worker can open on its own: a file path, file: URL or descriptor (Node), a
+ *  Blob/File. */
 export function canSplit(source) {
   if (isBlob(source)) return true;
   if (!isNode) return false;
-  return typeof source === 'string' || (source instanceof URL && source.protocol === 'file:');
+  return typeof source === 'string' || typeof source === 'number' || (source instanceof URL && source.protocol === 'file:');
+}
+
+/**
+ * Run fn(source') where every thread reads the same open file: a path (or file: URL) is opened
+ * once here and its descriptor handed to the workers (threads of one process share it), so a
+ * file renamed over the path mid-run (a trainer saving `latest.ckpt`) cannot mix two files'
+ * bytes. Other sources as they are.
+ */
+export async function withPinned(source, fn) {
+  if (!isNode || !(typeof source === 'string' || (source instanceof URL && source.protocol === 'file:'))) return fn(source);
+  const fs = await import('node:fs');
+  const fd = fs.openSync(source, 'r');
+  try {
+    return await fn(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /** How many workers `workers` means: a number, or 'auto' (the machine's cores, at most 8). */
@@ -106,6 +124,7 @@ export async function statsInParallel(ck, source, n, { onProgress, signal } = {}
   const rows = state ? cols.tensorRows : cols.entryRows;
   const weights = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')) + 1);
   const ranges = split(weights, n);
+  if (!ranges.length) return;   // no items: no statistics to compute
   const done = new Array(ranges.length).fill(0);
   // the bytes scanned: each item's payloads (m and v per entry, the values per tensor; weights
   // are counts + 1, for balancing only)
@@ -148,6 +167,9 @@ async function alongside(jobs, share) {
  *  thread's range (the first), n - 1 workers the others; the JSON is the one-thread JSON. */
 export async function healthInParallel(opt, state, slots, n, share, { lr, onProgress, signal } = {}) {
   const ranges = split(slots, n);
+  // no slots (or a file broken before its first): this thread's empty share answers, with the
+  // file's own diagnostic
+  if (!ranges.length) ranges.push([0, 0]);
   const done = new Array(ranges.length).fill(0), totals = new Array(ranges.length).fill(0);
   const sum = (a) => a.reduce((x, y) => x + y, 0);
   const report = (w) => onProgress && (({ done: d, total }) => {

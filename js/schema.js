@@ -62,7 +62,8 @@ export class Schema {
   }
   isRepresentative(i) {
     const slot = toU64(i, 'slot');
-    return this.use((b, p) => b.schemaRepresentative(p, slot) === slot);
+    // past the last slot: no slot at all (the core's "none" is 2^64 - 1, itself a u64)
+    return this.use((b, p) => slot < BigInt(this.count) && b.schemaRepresentative(p, slot) === slot);
   }
   isWellFormed() { return this.use((b, p) => b.schemaWellFormed(p)); }
   get optimizerStateCount() { return this.use((b, p) => exact(b.schemaOptimizerStateCount(p))); }

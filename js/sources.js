@@ -132,6 +132,8 @@ async function wholeText(source) {
 }
 
 const LAYOUT_LIMIT = 512 * 1024 * 1024;   // a layout of ten million slots is ~200 MB
+/** The most bytes a JSON input (a layout, slot names, a description) may have. */
+export const JSON_LIMIT = LAYOUT_LIMIT;
 
 /** When `source` holds JSON text (a layout, a report, slot names), that JSON; else undefined
  *  (the source is a checkpoint). One rule for the CLI, the API and the viewer: a file named

@@ -28,11 +28,50 @@ export function terminalJSON(value, indent) {
 
 /** Write lines (each escaped, each ended by a newline) to a stream: the only way out. */
 export function say(stream, ...lines) {
-  stream.write(lines.flat().map((l) => terminalLine(l) + '\n').join(''));
+  const text = lines.flat().map((l) => terminalLine(l) + '\n').join('');
+  if (stream === process.stdout) writeStdout(text);
+  else stream.write(text);
 }
 
 /** Conventional status of a writer whose reader went away: 128 + SIGPIPE, what a shell shows. */
 export const CLOSED_PIPE_STATUS = 141;
+
+const PIECE = 1 << 16;
+
+/**
+ * Text or bytes to stdout, synchronously, in pieces, every write's count checked: a disk that
+ * fills up takes part of a write and refuses the next, and that must not pass for success.
+ * A closed pipe ends the process (141); any other failure is said in words (status 2).
+ */
+export function writeStdout(data) {
+  const bytes = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  let done = 0;
+  while (done < bytes.length) {
+    let n;
+    try {
+      n = fs.writeSync(1, bytes, done, Math.min(PIECE, bytes.length - done));
+    } catch (err) {
+      if (err.code === 'EAGAIN') continue;   // a non-blocking pipe that is full: try again
+      outputFailed(err);
+    }
+    if (n === 0) outputFailed({ code: 'ENOSPC' });
+    done += n;
+  }
+}
+
+const OUTPUT_ERRORS = { ENOSPC: 'no space left on device', EFBIG: 'the file is too large (a file size limit)', EDQUOT: 'the disk quota is exceeded', EIO: 'an input/output error' };
+
+/** stdout cannot be written: end the process, quietly for a closed pipe, else in words. */
+function outputFailed(err) {
+  if (err?.code === 'EPIPE' || err?.code === 'ERR_STREAM_DESTROYED') process.exit(CLOSED_PIPE_STATUS);
+  const what = OUTPUT_ERRORS[err?.code] ?? String(err?.message ?? err).replace(/^E[A-Z0-9]+: /, '');
+  try {
+    fs.writeSync(2, `ckptscope: cannot write the output: ${terminalLine(what)}\n`);
+  } catch {
+    // stderr is gone too: nothing left to tell
+  }
+  process.exit(2);
+}
 
 /**
  * A reader that closes the pipe early (`| head`) ends the process quietly with status 141; any
@@ -41,15 +80,7 @@ export const CLOSED_PIPE_STATUS = 141;
 export function guardOutput() {
   const onError = (stream) => (err) => {
     if (err?.code === 'EPIPE' || err?.code === 'ERR_STREAM_DESTROYED') process.exit(CLOSED_PIPE_STATUS);
-    if (stream === process.stdout) {
-      const what = err?.code === 'ENOSPC' ? 'no space left on device' : err?.message ?? String(err);
-      try {
-        process.stderr.write(`ckptscope: cannot write the output: ${terminalLine(what)}\n`);
-      } catch {
-        // stderr is gone too: nothing left to tell
-      }
-      process.exit(2);
-    }
+    if (stream === process.stdout) outputFailed(err);
     process.exit(2);   // stderr itself failed: say nothing more
   };
   process.stdout.on('error', onError(process.stdout));

@@ -11,7 +11,35 @@ export class FileError extends Error {}
 /** `-` as FILE: the standard input, read through its file descriptor (0). */
 export const STDIN = '-';
 export const displayName = (file) => (file === STDIN ? '(standard input)' : file);
-export const sourceOf = (file) => (file === STDIN ? 0 : file);
+
+/**
+ * Is `file` read as a stream, once, in order: `-`, or a path that is not a regular file (a
+ * pipe from `<(cmd)`, /dev/stdin from a pipe, a FIFO, a character device)? A stream cannot be
+ * opened twice nor read by ranges. stat, not open: opening a FIFO waits for a writer.
+ */
+export function isStream(file) {
+  if (file === STDIN) return true;
+  try {
+    const st = fs.statSync(file);
+    return !st.isFile() && !st.isDirectory();
+  } catch {
+    return false;   // the error is named where the file is opened
+  }
+}
+
+/** A stream argument in a message: how the user gave it. */
+export const streamName = (file) => (file === STDIN ? '- (standard input)' : `${file} (a pipe or device, not a regular file)`);
+
+const streamFds = new Map();
+
+/** What the API reads for `file`: a regular file by its path; a stream by one descriptor,
+ *  opened once and kept (reopening a pipe would find it drained, a FIFO would wait). */
+export function sourceOf(file) {
+  if (file === STDIN) return 0;
+  if (!isStream(file)) return file;
+  if (!streamFds.has(file)) streamFds.set(file, fs.openSync(file, 'r'));
+  return streamFds.get(file);
+}
 
 const STDIN_EXAMPLES = {
   checkpoint: 'ckptscope inspect - < model.ckpt',
@@ -61,6 +89,10 @@ export function checkInput(file, what) {
   }
   let st;
   try {
+    if (isStream(file)) {
+      sourceOf(file);   // opened once, for good: readable
+      return;
+    }
     const fd = fs.openSync(file, 'r');
     try {
       st = fs.fstatSync(fd);
@@ -99,5 +131,48 @@ export async function writing(out, fn) {
   } catch (err) {
     if (isNodeIoError(err)) throw new FileError(writeMessage(err, out));
     throw err;
+  }
+}
+
+/**
+ * The JSON text of `source` (a path or a descriptor) as UTF-8, at most `limit` bytes: a regular
+ * file larger than that is refused before a byte is read, a stream as soon as it passes it;
+ * `tooLarge(size)` throws (size: the file's, or null for a stream). A source whose first
+ * non-blank byte cannot start a JSON object or array (NULs from /dev/zero) is not read on:
+ * the text read so far is returned, for JSON.parse to say why.
+ */
+export function readCapped(source, limit, tooLarge) {
+  const fd = typeof source === 'number' ? source : fs.openSync(source, 'r');
+  try {
+    const st = fs.fstatSync(fd);
+    if (st.isFile() && st.size > limit) tooLarge(st.size);
+    const chunks = [];
+    let total = 0;
+    let opened = false;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(1 << 20);
+      let n;
+      try {
+        n = fs.readSync(fd, chunk, 0, chunk.length, null);
+      } catch (err) {
+        if (err.code === 'EAGAIN') continue;   // a non-blocking pipe with nothing yet
+        if (err.code === 'EOF') break;
+        throw err;
+      }
+      if (n === 0) break;
+      total += n;
+      if (total > limit) tooLarge(null);
+      chunks.push(chunk.subarray(0, n));
+      if (!opened) {
+        const first = chunk.subarray(0, n).findIndex((b) => b !== 0x20 && b !== 0x09 && b !== 0x0a && b !== 0x0d);
+        if (first >= 0) {
+          if (chunk[first] !== 0x7b && chunk[first] !== 0x5b) break;   // not JSON: JSON.parse says so
+          opened = true;
+        }
+      }
+    }
+    return Buffer.concat(chunks, total).toString('utf8');
+  } finally {
+    if (typeof source !== 'number') fs.closeSync(fd);
   }
 }

@@ -6,11 +6,14 @@ import { LayoutError } from './errors.js';
 import { abi, loadBinding } from './binding.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { schemaArrays, dtypeCode, configWords, floatBytes, layoutU64, familyCode } from './layout.js';
+import { refuseUnknownKeys, DESCRIPTION_KEYS, CONFIG_KEYS, ENTRY_KEYS, STATE_KEYS } from './keys.js';
 
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 
 function prepareCheckpoint(description) {
   if (!isObject(description)) throw new LayoutError('a checkpoint description must be a JSON object');
+  refuseUnknownKeys(description, DESCRIPTION_KEYS, 'description');
+  refuseUnknownKeys(description.config, CONFIG_KEYS, 'description.config');
   const arrays = schemaArrays(description, 'description');
   if (arrays.shapesOnly) throw new LayoutError('description.requiresGrad is missing: a checkpoint needs every slot\'s trainability');
   if (description.config === undefined || description.config === null) {
@@ -29,6 +32,7 @@ function prepareCheckpoint(description) {
   const prepared = entries.map((e, k) => {
     const where = `description.entries[${k}]`;
     if (!isObject(e)) throw new LayoutError(`${where} must be an object`);
+    refuseUnknownKeys(e, ENTRY_KEYS, where);
     const m = floatBytes(e.m ?? [], dtype, `${where}.m`);
     const v = floatBytes(e.v ?? [], dtype, `${where}.v`);
     const count = e.count !== undefined ? layoutU64(e.count, `${where}.count`) : BigInt(Math.floor(m.byteLength / width));
@@ -54,11 +58,13 @@ export async function writeCheckpointTo(description, write) {
 export async function writeStateTo(description, write) {
   await loadBinding();
   if (!isObject(description)) throw new LayoutError('a state description must be a JSON object');
+  refuseUnknownKeys(description, STATE_KEYS, 'description');
   const states = abi().families.filter((f) => f.kind === 'state');
   const family = familyCode(description.family ?? states[0].magic, 'description.family', states);
   const arrays = schemaArrays({ shapes: description.shapes }, 'description');
   const values = description.values ?? [];
   if (!Array.isArray(values)) throw new LayoutError('description.values must be an array (one array of floats per tensor)');
+  if (values.length > arrays.ranks.length) throw new LayoutError(`description.values has ${values.length} arrays for ${arrays.ranks.length} tensors: one per tensor`);
   const dtype = abi().dtype(family.elementDtype).id;
   const bytes = values.map((v, i) => floatBytes(v ?? [], dtype, `description.values[${i}]`));
   while (bytes.length < arrays.ranks.length) bytes.push(new Uint8Array(0));

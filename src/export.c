@@ -67,6 +67,8 @@ static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t 
     *out = buf;
 }
 
+enum { NPZ_NAME_MAX = 65535 - 15 };   /* 15: strlen(".exp_avg_sq.npy") */
+
 static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
 {
     if (!o->names) return 0;
@@ -77,6 +79,11 @@ static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
         if (!s || !*s || !strcmp(s, "__metadata__"))
             return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
                                 !s || !*s ? "empty" : "__metadata__ (reserved)");
+        /* a zip member name's length is 16 bits: the name, then .exp_avg_sq.npy at most */
+        if (o->format == CKPT_EXPORT_NPZ && strlen(s) > NPZ_NAME_MAX)
+            return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
+                                "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
+                                strlen(s), NPZ_NAME_MAX);
         for (size_t j = 0; j < i; j++)
             if (!strcmp(o->names[j], s))
                 return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", j, i);

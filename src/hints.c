@@ -13,6 +13,35 @@ static bool starts_with(const uint8_t *p, size_t n, const char *s)
     return n >= k && memcmp(p, s, k) == 0;
 }
 
+/* A zip archive's first member name (local header: name length at 26, the name at 30). */
+static bool first_member_ends(const uint8_t *p, size_t n, const char *suffix)
+{
+    if (n < 30) return false;
+    size_t len = (size_t)p[26] | (size_t)p[27] << 8, k = strlen(suffix);
+    if (n < 30 + len || len < k) return false;
+    return memcmp(p + 30 + len - k, suffix, k) == 0;
+}
+
+/* Files people drop on a checkpoint tool by mistake: what each is and what to do with it. */
+static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
+{
+    const char *hint = NULL;
+    if (starts_with(head, n, "\x89PNG\r\n\x1a\n")) hint = "this is a PNG image, not a checkpoint";
+    else if (starts_with(head, n, "GGUF")) hint = "this is a GGUF model file (llama.cpp), not a checkpoint";
+    else if (starts_with(head, n, "PK\x03\x04")) {
+        if (first_member_ends(head, n, ".npy"))
+            hint = "this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load";
+        else if (first_member_ends(head, n, "data.pkl") || first_member_ends(head, n, ".data/version") || first_member_ends(head, n, "/version"))
+            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: read it with torch.load";
+        else hint = "this is a zip archive, not a checkpoint";
+    } else if (n >= 10 && head[8] == '{' && head[9] == '"' && ckpt_get_u64le(head) > 1 && ckpt_get_u64le(head) < (1ull << 32))
+        hint = "this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors' load_file";
+    else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
+        hint = "this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load";
+    if (hint) ckpt_set_hint(err, hint);
+    return hint != NULL;
+}
+
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
 {
     const uint8_t *head;
@@ -38,6 +67,7 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
             return;
         }
     }
+    if (foreign_format(head, n, err)) return;
     if (starts_with(head, n, "version https://git-lfs")) {
         ckpt_set_hint(err, "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)");
         return;

@@ -3,6 +3,7 @@
  * streaming, and the writer's sinks. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -131,10 +132,22 @@ static int io_error(ckpt_error *err, uint64_t offset)
 }
 
 /* The field is the `got` bytes that are there: a hex view marks them up to the end. */
+/* The truncation as a hint for people: how many bytes short, at least (what follows the cut
+ * field is missing too). The fact is the core's; no caller computes it. */
+static void truncation_hint(ckpt_error *err, uint64_t short_by)
+{
+    char text[128];
+    snprintf(text, sizeof text, "the file ends at least %llu byte%s early: an incomplete copy or download?",
+             (unsigned long long)short_by, short_by == 1 ? "" : "s");
+    ckpt_set_hint(err, text);
+}
+
 static int truncated(const ckpt_reader *r, ckpt_error *err, uint64_t offset, uint64_t wanted, uint64_t got)
 {
-    return ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %llu bytes, got %llu)",
-                     (unsigned long long)wanted, (unsigned long long)got);
+    ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %llu bytes, got %llu)",
+              (unsigned long long)wanted, (unsigned long long)got);
+    if (err && err->code == CKPT_E_TRUNCATED && wanted > got) truncation_hint(err, wanted - got);
+    return CKPT_E_TRUNCATED;
 }
 
 /* A payload's truncation: its byte length in full decimal, even past 2^64. */
@@ -144,8 +157,11 @@ static int truncated_payload(const ckpt_reader *r, ckpt_error *err, uint64_t off
     strbuf sb = {0};
     ckpt_u64_product_print(&sb, count, width);
     if (sb.failed) ckpt_fail_oom(err);
-    else ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %s bytes, got %llu)", sb.data,
-                   (unsigned long long)got);
+    else {
+        ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %s bytes, got %llu)", sb.data,
+                  (unsigned long long)got);
+        if (count <= UINT64_MAX / width && count * width > got) truncation_hint(err, count * width - got);
+    }
     sb_free(&sb);
     return err->code;
 }

@@ -515,9 +515,14 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
                             (unsigned long long)ckpt_schema_rank(expected, (size_t)i));
     if (!ckpt_schema_push_slot(file)) return oom_at(err, at, i, count);
     uint64_t dims_at = r->pos;
+    /* More dims than the bytes left can hold: the file ends inside them. They are read (the
+     * truncation diagnostic is the reader's own) but not kept: memory stays bounded by the
+     * bytes left, as slot counts are, whatever rank a file declares. */
+    uint64_t left = ckpt_reader_bytes_left(r);
+    bool keep = left == CKPT_NONE || rank <= left / 8;
     for (uint64_t k = 0; k < rank; k++) {
         TRY(ckpt_read_u64(r, &v, err));
-        if (!ckpt_schema_push_dim(file, v)) return oom_at(err, dims_at, i, count);
+        if (keep && !ckpt_schema_push_dim(file, v)) return oom_at(err, dims_at, i, count);
     }
     ckpt_schema_end_slot(file);
     if (expected && !ckpt_schema_same_shape(file, (size_t)i, expected, (size_t)i))

@@ -45,9 +45,12 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
     info.offset = r->pos;
     TRY(ckpt_read_u64(r, &rank, err));
     if (!ckpt_schema_push_slot(file)) return oom_at(err, info.offset, i, declared);
+    /* dims past the bytes left are read (for the reader's own truncation diagnostic), not kept */
+    uint64_t left = ckpt_reader_bytes_left(r);
+    bool keep = left == CKPT_NONE || rank <= left / 8;
     for (uint64_t k = 0; k < rank; k++) {
         TRY(ckpt_read_u64(r, &v, err));
-        if (!ckpt_schema_push_dim(file, v)) return oom_at(err, info.offset, i, declared);
+        if (keep && !ckpt_schema_push_dim(file, v)) return oom_at(err, info.offset, i, declared);
     }
     ckpt_schema_end_slot(file);
     uint64_t count_at = r->pos;

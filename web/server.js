@@ -6,7 +6,8 @@
 // cannot reach it by DNS rebinding; no request target can stop it (every request is handled
 // inside a try); every answer, errors included, carries the same security headers.
 //
-// `ckptscope view FILE [FILE2]` hands it files: each is served only at
+// `ckptscope view FILE [FILE2]` hands it files, each opened once when the server starts (that
+// open file is what is served, whatever later happens to its path); each is served only at
 // /files/{token}/{name}, token 128 random bits (hex) per file per run, name the file's
 // basename (encodeURIComponent), by GET or HEAD with single byte ranges, streamed from disk.
 // The page URL that opens them is
@@ -17,7 +18,7 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { pipeline } from 'node:stream';
+import { pipeline, Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -114,16 +115,47 @@ export function parseRange(header, size) {
   return { start, end };
 }
 
-/** Files for /files/: token -> {path, name, url}. */
+/** Files for /files/: token -> {path, name, url, fd}. Each file is opened once, here, and
+ *  that open file is served: a path renamed over or a symlink re-pointed later changes
+ *  nothing (the path is never resolved again). The descriptors close with the server. */
 function fileRoutes(files) {
   const routes = new Map();
-  for (const file of files) {
-    const token = crypto.randomBytes(16).toString('hex');
-    const name = path.basename(file);
-    // `path` as handed in (for the caller), `abs` what is read: a later chdir changes nothing.
-    routes.set(token, { path: file, abs: path.resolve(file), name, url: `/files/${token}/${encodeURIComponent(name)}` });
+  try {
+    for (const file of files) {
+      const token = crypto.randomBytes(16).toString('hex');
+      const name = path.basename(file);
+      const fd = fs.openSync(file, 'r');
+      routes.set(token, { path: file, name, url: `/files/${token}/${encodeURIComponent(name)}`, fd });
+    }
+  } catch (err) {
+    closeRoutes(routes);
+    throw err;
   }
   return routes;
+}
+
+function closeRoutes(routes) {
+  for (const route of routes.values()) {
+    if (route.fd === null) continue;
+    fs.closeSync(route.fd);
+    route.fd = null;
+  }
+}
+
+/** Passes `length` bytes through; a source that ends short (the file was truncated while it
+ *  was served) is an error, so the pipeline destroys the socket: the client sees the answer
+ *  cut at once instead of waiting for bytes that will never come. */
+function exactly(length) {
+  let seen = 0;
+  return new Transform({
+    transform(chunk, _, done) {
+      seen += chunk.length;
+      done(null, chunk);
+    },
+    flush(done) {
+      done(seen < length ? new Error(`the file ended ${length - seen} bytes early`) : null);
+    },
+  });
 }
 
 /** The route of a /files/ path: exactly /files/{token}/{name} of a file handed in, or null. */
@@ -144,7 +176,7 @@ function lookupFile(urlPath, routes) {
 function sendFile(req, res, route) {
   let st;
   try {
-    st = fs.statSync(route.abs);
+    st = route.fd === null ? null : fs.fstatSync(route.fd);
   } catch {
     st = null;
   }
@@ -173,8 +205,9 @@ function sendFile(req, res, route) {
     res.end();
     return;
   }
-  // Streamed: only the asked bytes are read, whatever the file's size.
-  pipeline(fs.createReadStream(route.abs, { start, end }), res, () => {});
+  // Streamed from the file opened at start (positional reads: answers may overlap), only the
+  // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile.
+  pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false }), exactly(length), res, () => {});
 }
 
 function sendStatic(req, res, urlPath) {
@@ -264,8 +297,12 @@ export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = 
   const allowedHosts = new Set();   // filled once the port is known
   const server = http.createServer(handler({ allowedHosts, routes, quiet }));
   server.on('clientError', onClientError);
+  server.on('close', () => closeRoutes(routes));
   return new Promise((resolvePromise, reject) => {
-    server.once('error', reject);
+    server.once('error', (err) => {
+      closeRoutes(routes);
+      reject(err);
+    });
     server.listen(port, host, () => {
       const { port: actual } = server.address();
       const hostInUrl = host.includes(':') ? `[${host}]` : host;

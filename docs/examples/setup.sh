@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Makes the example files the documentation uses, in the current folder, from the JSON files of
-# docs/examples (copy them there first). Needs `ckptscope` on the PATH; from a checkout:
-#   CKPTSCOPE="node /path/to/ckptscope/js/cli.js" bash setup.sh
+# docs/examples (copy them there first). Runs `ckptscope` from the PATH, else the checkout's (or
+# package's) js/cli.js beside this script; CKPTSCOPE="node /path/to/ckptscope/js/cli.js" chooses.
 set -euo pipefail
-ckptscope() { ${CKPTSCOPE:-command ckptscope} "$@"; }
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+if [[ -z ${CKPTSCOPE:-} ]]; then
+  if command -v ckptscope >/dev/null; then CKPTSCOPE="command ckptscope"; else CKPTSCOPE="node $here/../../js/cli.js"; fi
+fi
+ckptscope() { $CKPTSCOPE "$@"; }
 ckptscope write model.json model.ckpt >/dev/null              # AdamW, 4 slots (one frozen, one tied), version 4
 ckptscope write state.json state.ckpt >/dev/null              # its model-state file (TLSF32B)
 ckptscope write unhealthy.json unhealthy.ckpt >/dev/null      # moments with NaN, a negative v, an impossible m

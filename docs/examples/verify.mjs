@@ -2,7 +2,7 @@
 // Runs every example of docs/*.md and compares what it prints with what the page shows.
 //
 //   node docs/examples/verify.mjs            check every page (exit 1 on a difference)
-//   node docs/examples/verify.mjs cli.md     check one page
+//   node docs/examples/verify.mjs cli.md     check one page (../README.md: the repository's README)
 //   node docs/examples/verify.mjs --update   rewrite the shown output with the real output
 //
 // What runs, page by page, in a fresh folder holding docs/examples/*.json and the files that
@@ -142,7 +142,8 @@ function runProgram(kind, code, ctx, n) {
 
 let failures = 0;
 let checked = 0;
-const pages = fs.readdirSync(DOCS).filter((f) => f.endsWith('.md') && (!only.length || only.includes(f))).sort();
+// docs/*.md by their names, and the repository's README.md as ../README.md
+const pages = [...fs.readdirSync(DOCS).filter((f) => f.endsWith('.md')).sort(), '../README.md'].filter((f) => !only.length || only.includes(f));
 for (const page of pages) {
   const file = path.join(DOCS, page);
   const lines = fs.readFileSync(file, 'utf8').split('\n');

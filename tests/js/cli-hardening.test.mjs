@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { writeCheckpoint } from '../../js/index.js';
-import { model, modelDescription, F } from './table.mjs';
+import { writeCheckpoint, writeState } from '../../js/index.js';
+import { model, modelDescription, F, writeBase } from './table.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
@@ -105,13 +105,26 @@ test('a closed stdout ends the command quietly with status 141 (inspect | head)'
   }
 });
 
-test('a full disk on stdout is an I/O error with words, not a stack', async () => {
-  if (!fs.existsSync('/dev/full')) return;
+test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
+  if (!fs.existsSync('/dev/full')) return t.skip('no /dev/full here');
   const big = file('wide2.ckpt', await wide(50_000));
-  const r = sh('"$NODE" "$CLI" inspect "$F" >/dev/full', { F: big });
-  assert.equal(r.status, 2);
-  assert.doesNotMatch(r.stderr, STACK);
-  assert.match(r.stderr, /^ckptscope: cannot write the output: no space left on device\n$/);
+  for (const args of [['inspect'], ['inspect', '--json'], ['inspect', '--stats'], ['health'], ['health', '--json']]) {
+    const r = sh(`"$NODE" "$CLI" ${args[0]} "$F" ${args.slice(1).join(' ')} >/dev/full`, { F: big });
+    assert.equal(r.status, 2, args.join(' '));
+    assert.doesNotMatch(r.stderr, STACK);
+    assert.equal(r.stderr, 'ckptscope: cannot write the output: no space left on device\n', args.join(' '));
+  }
+});
+
+test('18.5: a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
+  const big = file('wide3.ckpt', await wide(50_000));
+  const out = path.join(tmp, 'cut.txt');
+  for (const args of [['inspect'], ['inspect', '--json'], ['health'], ['health', '--json']]) {
+    // ulimit -f 8: 8 KiB, then EFBIG (Node ignores SIGXFSZ); the first write is cut short.
+    const r = sh(`ulimit -f 8; "$NODE" "$CLI" ${args[0]} "$F" ${args.slice(1).join(' ')} >"$OUT"`, { F: big, OUT: out });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+    assert.equal(r.stderr, 'ckptscope: cannot write the output: the file is too large (a file size limit)\n', args.join(' '));
+  }
 });
 
 // ---- messages that name the user's path -----------------------------------------------------
@@ -218,10 +231,10 @@ test('diff: a broken side is named, with its diagnostic, exit 1', async () => {
   let r = run(['diff', good, cut]);
   assert.equal(r.status, 1);
   assert.equal(r.stdout, '');
-  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315, slot 2\n`);
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${cut} is not a valid checkpoint\n${F}truncated checkpoint (wanted 12 bytes, got 5)\nat byte 315, slot 2\nhint: the file ends at least 7 bytes early: an incomplete copy or download?\n`);
   r = run(['diff', stub, good]);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `ckptscope: cannot compare: ${stub} is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  assert.equal(r.stderr, `ckptscope: cannot compare: ${stub} is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\nhint: the file ends at least 3 bytes early: an incomplete copy or download?\n`);
   // The JSON report of a broken file is a broken side too.
   const report = run(['inspect', cut, '--json']).stdout;
   const reportFile = file('side-cut.json', report);
@@ -240,7 +253,7 @@ test('check: a broken --expect checkpoint and a malformed layout are named', asy
   const stub = file('exp-stub.ckpt', (await model()).slice(0, 4));
   let r = run(['check', good, '--expect', stub]);
   assert.equal(r.status, 1);
-  assert.equal(r.stderr, `ckptscope: cannot check against ${stub}: it is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\n`);
+  assert.equal(r.stderr, `ckptscope: cannot check against ${stub}: it is not a valid checkpoint\n${F}truncated checkpoint (wanted 7 bytes, got 4)\nat byte 0\nhint: the file ends at least 3 bytes early: an incomplete copy or download?\n`);
   const wrong = file('exp-wrong.json', '{"shapes": [[1]], "requiresGrad": ["yes"]}');
   r = run(['check', good, '--expect', wrong]);
   assert.equal(r.status, 2);
@@ -258,7 +271,7 @@ test('inspect - reads the standard input (a pipe, a socket, a redirected file)',
   assert.match(r.stdout, /verdict: valid\nloads in: [^\n]*\n$/);
   r = sh('cat "$F" | "$NODE" "$CLI" inspect - --stats', { F: p });   // a real pipe, read to the end
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, /m: min -0\.5 max -0\.5 rms 0\.5/);
+  assert.match(r.stdout, /\n   2   -0\.5   -0\.5    0\.5  0\.125  0\.125\n/);
   r = sh('"$NODE" "$CLI" inspect - --json < "$F"', { F: p });          // a file: positional reads
   assert.equal(JSON.parse(r.stdout).size, bytes.length);
   r = run(['inspect', '-'], { input: bytes.slice(0, 60) });
@@ -342,7 +355,10 @@ test('serve on a busy port says which port to try instead, exit 2', async () => 
     const status = await new Promise((resolve) => child.on('close', resolve));
     clearTimeout(timer);
     assert.equal(status, 2);
-    assert.equal(stderr, `ckptscope: port ${port} is in use: try --port ${port + 1} or PORT=${port + 1} npm start\n`);
+    // the advice names a port that is free now (port + 1, unless it is taken too)
+    const m = /^ckptscope: port (\d+) is in use: try --port (\d+) or PORT=\2 npm start\n$/.exec(stderr);
+    assert.ok(m, stderr);
+    assert.ok(Number(m[2]) > port);
   } finally {
     blocker.close();
   }
@@ -366,11 +382,243 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
   assert.match(r.stdout, /parameter count: 3 vs 1/);
 });
 
-test('check: the verdict names both files on stdout, loads or not; the diagnostic on stderr', async () => {
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr (18.17)', async () => {
   const p = file('verdict.ckpt', await model());
   const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
   const r = run(['check', p, '--expect', layout]);
   assert.equal(r.status, 1);
-  assert.equal(r.stdout, `${p}: does not load into ${layout}\n`);
-  assert.equal(r.stderr, `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`);
+  const why = `${F}shape mismatch for parameter 2 (file=#[3], expected=#[4])\nat byte 151, slot 2\n`;
+  assert.equal(r.stdout, `${p}: does not load into ${layout}\n${why}`);
+  assert.equal(r.stderr, why);
+  // stdout and stderr one place (2>&1): the reason shows once
+  const once = sh('"$NODE" "$CLI" check "$F" --expect "$L" 2>&1', { F: p, L: layout });
+  assert.equal(once.stdout, `${p}: does not load into ${layout}\n${why}`);
+});
+
+// ---- issue 18 (round 3) ---------------------------------------------------------------------
+
+test('18.3: --stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
+  const badVersion = await model();
+  badVersion[7] = 99;
+  const files = [
+    [file('lfs.ckpt', 'version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n'), /unsupported checkpoint family/],
+    [file('bad-version.ckpt', badVersion), /unsupported format version 99/],
+  ];
+  for (const [p, diagnostic] of files) {
+    for (const args of [['inspect', p, '--stats', '--workers', '2'], ['health', p, '--workers', '2']]) {
+      const r = run(args);
+      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, diagnostic);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    }
+  }
+});
+
+test('18.10: write and export onto a symlink write through to its target, never setuid/setgid', async () => {
+  const d = modelDescription();
+  const desc = file('link-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
+  const source = file('link-source.ckpt', await model());
+  for (const [cmd, name, args] of [['write', 'link.ckpt', [desc]], ['export', 'link.npz', [source]]]) {
+    const target = file(`target-of-${name}`, 'old');
+    fs.chmodSync(target, 0o6755);   // setuid and setgid on the old data
+    const link = path.join(tmp, name);
+    fs.symlinkSync(path.basename(target), link);
+    const r = run([cmd, ...args, link]);
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(fs.lstatSync(link).isSymbolicLink(), `${cmd}: the link stays a link`);
+    assert.equal(fs.readlinkSync(link), path.basename(target));
+    assert.notEqual(fs.readFileSync(target, 'utf8'), 'old', `${cmd}: the target has the new bytes`);
+    assert.equal(fs.statSync(target).mode & 0o7777, 0o755, `${cmd}: permission bits kept, setuid/setgid dropped`);
+  }
+  // A dangling link: its target is created.
+  const dangling = path.join(tmp, 'dangling.ckpt');
+  fs.symlinkSync('dangling-target.ckpt', dangling);
+  assert.equal(run(['write', desc, dangling]).status, 0);
+  assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(tmp, 'dangling-target.ckpt'))), await model());
+});
+
+test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
+  const p = file('stream.ckpt', await model());
+  const state = file('stream-state.ckpt', await writeBase('state'));
+  const shell = (script) => sh(`${script}; echo "status=$?"`, { F: p });
+  // Read once, in order, as `-` is: the summary, no false diagnostic.
+  for (const script of ['"$NODE" "$CLI" inspect <(cat "$F")', 'cat "$F" | "$NODE" "$CLI" inspect /dev/stdin',
+    '"$NODE" "$CLI" check <(cat "$F") --expect "$F"', '"$NODE" "$CLI" check <(cat "$F") --state "$S"']) {
+    const r = sh(`${script}; echo "status=$?"`, { F: p, S: state });
+    assert.doesNotMatch(r.stdout + r.stderr, /truncated checkpoint|unsupported checkpoint family|unexpected error/, script);
+    assert.match(r.stdout, /status=0\n$/, `${script}: ${r.stderr}`);
+  }
+  // Refused with the words `-` gets, naming the path: the command needs to read it twice or by ranges.
+  const refusals = [
+    ['"$NODE" "$CLI" health <(cat "$F")', /^ckptscope: health needs files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) cannot be read twice over\n/],
+    ['"$NODE" "$CLI" check "$F" --expect <(cat "$F")', /^ckptscope: check --expect needs a file: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) works for FILE only\n/],
+    ['"$NODE" "$CLI" diff "$F" <(cat "$F")', /^ckptscope: diff needs two files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) is not supported there\n/],
+    ['"$NODE" "$CLI" export <(cat "$F") "$F.npz"', /^ckptscope: export needs files: \/dev\/fd\/\d+ \(a pipe or device, not a regular file\) cannot be read by ranges\n/],
+  ];
+  for (const [script, message] of refusals) {
+    const r = shell(script);
+    assert.match(r.stderr, message, script);
+    assert.match(r.stdout, /status=2\n$/, script);
+  }
+  // A FIFO with a writer: read once, no hang; health refuses it before opening it (no wait).
+  const fifo = path.join(tmp, 'fifo.ckpt');
+  if (spawnSync('mkfifo', [fifo]).status === 0) {
+    const r = sh(`cat "$F" > "$Q" & timeout 20 "$NODE" "$CLI" inspect "$Q"; echo "status=$?"`, { F: p, Q: fifo });
+    assert.match(r.stdout, /verdict: valid\nloads in: [^\n]*\nstatus=0\n$/, r.stderr);
+    const h = sh(`timeout 20 "$NODE" "$CLI" health "$Q"; echo "status=$?"`, { Q: fifo });
+    assert.match(h.stderr, /health needs files: .*fifo\.ckpt \(a pipe or device, not a regular file\)/);
+    assert.match(h.stdout, /status=2\n$/);
+  }
+});
+
+test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
+  const p = file('capped.ckpt', await model());
+  const huge = path.join(tmp, 'huge.json');
+  fs.writeFileSync(huge, '[');
+  fs.truncateSync(huge, 3 * 2 ** 30);   // sparse: costs no disk
+  const limit = '536,870,912';
+  for (const [args, what] of [[['inspect', p, '--names', huge], 'names'], [['write', huge, path.join(tmp, 'never.ckpt')], 'description']]) {
+    const r = run(args, { timeout: 20_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stderr, `ckptscope: ${huge} is 3,221,225,472 bytes: a ${what} JSON has at most ${limit}\n`);
+  }
+  // An endless stream of what cannot start JSON is not read on (it would fill the memory).
+  if (fs.existsSync('/dev/zero')) {
+    for (const args of [['inspect', p, '--names', '/dev/zero'], ['write', '/dev/zero', path.join(tmp, 'never.ckpt')]]) {
+      const r = run(args, { timeout: 20_000 });
+      assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, /^ckptscope: (names|description) \/dev\/zero is not valid JSON: /);
+    }
+  }
+  assert.equal(fs.existsSync(path.join(tmp, 'never.ckpt')), false);
+});
+
+test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
+  for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
+    for (const help of ['--help', '-h']) {
+      const r = run([command, help]);
+      assert.equal(r.status, 0, `${command} ${help}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^usage:\\n  ckptscope ${command} `));
+      const usages = r.stdout.split('\n').filter((l) => l.startsWith('  ckptscope '));
+      assert.ok(usages.every((l) => l.startsWith(`  ckptscope ${command} `)), `${command}: only its own usage`);
+    }
+  }
+  assert.match(run(['health', '--help']).stdout, /\n  --strict +ratio flags/);
+  const p = file('eq.ckpt', await model());
+  const eq = run(['inspect', p, '--stats', '--workers=1', '--names=' + file('eq-names.json', '["a","b","c"]')]);
+  assert.equal(eq.status, 0, eq.stderr);
+  assert.match(eq.stdout, /\n +0 +a /);
+  const bad = run(['inspect', '--nope', p]);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(46)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
+  assert.match(run(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
+});
+
+test('18.18: an option that does nothing for the command is refused, with why', async () => {
+  const p = file('idle.ckpt', await model());
+  const names = file('idle-names.json', '["a","b","c"]');
+  for (const [args, message] of [
+    [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
+    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
+    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
+    [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
+  ]) {
+    const r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`, args.join(' '));
+  }
+});
+
+test('18.21: arguments in the wrong order, a misspelt command: "did you mean ..."', async () => {
+  const opt = file('order-opt.ckpt', await model());
+  const state = file('order-state.ckpt', await writeBase('state'));
+  const layout = file('order-layout.json', '{"shapes": [[2, 3], [2, 3], [3]], "requiresGrad": [true, true, true]}');
+  for (const [args, meant] of [
+    [['health', state, opt], `health ${opt} --state ${state}`],
+    [['health', opt, state, '--lr', '1e-3'], `health ${opt} --state ${state} --lr 1e-3`],
+    [['check', state, opt], `check ${opt} --state ${state}`],
+    [['check', opt, layout], `check ${opt} --expect ${layout}`],
+    [['export', 'out.npz', opt], `export ${opt} out.npz`],
+    [['write', 'out.ckpt', 'desc.json'], 'write desc.json out.ckpt'],
+    [[opt, 'inspect'], `inspect ${opt}`],
+    [['inspcet', opt], `inspect ${opt}`],
+    [['serve', opt], `view ${opt}`],
+  ]) {
+    const r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    const first = r.stderr.split('\n')[0];
+    assert.ok(first.endsWith(`: did you mean \`ckptscope ${meant}\`?`), `${args.join(' ')}: ${first}`);
+    const usages = r.stderr.split('\n').filter((l) => l.startsWith('  ckptscope '));
+    const one = usages[0]?.split(' ')[3];
+    assert.ok(usages.length && usages.every((l) => l.split(' ')[3] === one), `one command's usage, not all of it: ${r.stderr}`);
+  }
+});
+
+test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
+  // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
+  const opt = file('ratio-opt.ckpt', await model());
+  const state = file('ratio-state.ckpt', await writeBase('state'));
+  const loose = run(['health', opt, '--state', state, '--lr', '1000']);
+  const flags = JSON.parse(run(['health', opt, '--state', state, '--lr', '1000', '--json']).stdout).flags;
+  assert.ok(flags.length && flags.every((f) => f.flag === 'ratioHigh' || f.flag === 'ratioLow'), JSON.stringify(flags));
+  assert.equal(loose.status, 0, loose.stdout);
+  assert.match(loose.stdout, /\nwarning: parameter \d+: update-to-weight ratio .* is above 1e-2 at lr 1000\n/);
+  assert.match(loose.stdout, /\nverdict: healthy \(\d+ ratio warnings?: --strict makes them failures\)\n$/);
+  const strict = run(['health', opt, '--state', state, '--lr', '1000', '--strict']);
+  assert.equal(strict.status, 1);
+  assert.match(strict.stdout, /\nflag: parameter \d+: update-to-weight ratio/);
+  assert.match(strict.stdout, /\nverdict: \d+ slots? flagged\n$/);
+  // NaN and infinities stay failures without --strict
+  const sick = run(['health', file('ratio-sick.ckpt', await writeBase('unhealthy'))]);
+  assert.equal(sick.status, 1);
+});
+
+test('18.13: write refuses an unknown key in the description, exit 2, nothing written', async () => {
+  const d = modelDescription();
+  const desc = { ...d, config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weight_decay: 0.1 }, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
+  const out = path.join(tmp, 'unknown-key.ckpt');
+  const r = run(['write', file('unknown-key.json', JSON.stringify(desc)), out]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: unknown key description.config.weight_decay: did you mean weightDecay?\n');
+  assert.equal(fs.existsSync(out), false);
+});
+
+test('18.20: --names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
+  const opt = file('named-opt.ckpt', await model());
+  const names = file('named.json', '["embed", "block", "bias"]');
+  const layout = file('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
+  const d = run(['diff', opt, layout, '--names', names]);
+  assert.equal(d.status, 1);
+  assert.match(d.stdout, /\n  \[bias\] parameter 2: shape #\[3\] vs #\[4\]\n/);
+  const c = run(['check', opt, '--expect', layout, '--names', names]);
+  assert.equal(c.status, 1);
+  assert.match(c.stdout, /\nat byte 151, slot 2 \(bias\)\n/);
+  const p = run(['check', opt, '--state', file('named-short.tlsf', await writeBase('state-short')), '--names', names]);
+  assert.equal(p.status, 1);
+  assert.match(p.stdout, /\n  \[block\] parameter 1: state shape \[3, 2\] differs/);
+  const h = run(['health', file('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
+  assert.equal(h.status, 1);
+  assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
+});
+
+test('18.19: the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
+  // a GPT-2-like shape: wide sizes and steps, no names
+  const n = 6;
+  const size = 768 * 4;
+  const desc = {
+    shapes: Array.from({ length: n }, () => [768, 4]), requiresGrad: Array.from({ length: n }, () => true),
+    config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.1 },
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 123_456, m: new Float32Array(size).fill(-1.234567e-5 * (id + 1)), v: new Float32Array(size).fill(1.5e-9 * (id + 1)) })),
+  };
+  const opt = file('wide80.ckpt', await writeCheckpoint(desc));
+  const state = file('wide80.tlsf', await writeState({ shapes: desc.shapes, values: desc.shapes.map(() => new Float32Array(size).fill(-0.0123456)) }));
+  for (const args of [['inspect', opt], ['inspect', opt, '--stats'], ['inspect', state, '--stats'], ['health', opt, '--state', state, '--lr', '1e-3']]) {
+    const r = run(args);
+    assert.ok(r.status === 0 || r.status === 1, r.stderr);
+    // every line but the first (it holds the file's path) and the flag lines (the core's texts)
+    for (const line of r.stdout.split('\n').slice(1).filter((l) => !/^(flag|warning): /.test(l))) {
+      assert.ok(line.length <= 80, `${args[0]} ${args.slice(2).join(' ')}: ${line.length} columns: ${line}`);
+    }
+  }
 });

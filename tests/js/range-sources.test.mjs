@@ -61,7 +61,7 @@ async function withFake(bytes, options, body) {
 const sample = await writeCheckpoint({
   shapes: [[64, 64], [64]],
   requiresGrad: [true, true],
-  config: { kind: 'adamw', lr: 1e-3, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
+  config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 },
   entries: [0, 1].map((id) => {
     const n = id === 0 ? 4096 : 64;
     return { id, step: 3, m: new Float32Array(n).fill(0.5), v: new Float32Array(n).fill(0.25) };

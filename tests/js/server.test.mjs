@@ -4,6 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -261,4 +262,62 @@ test('the viewer URL names the files: #open=<encodeURIComponent(path)> joined by
   const expected = `${origin}/#${server.files.map((f) => `open=${encodeURIComponent(f.url)}`).join('&')}`;
   assert.equal(server.viewerUrl, expected);
   assert.match(server.viewerUrl, /#open=%2Ffiles%2F[0-9a-f]{32}%2Fmodel%2520one\.ckpt&open=/);
+});
+
+// ---- issue 18.9: each file opened once and served; a file cut while served ------------------
+
+test('18.9: the file opened at start is served: a re-pointed symlink or a rename over the path changes nothing', async () => {
+  const secret = path.join(tmp, 'passwd');
+  fs.writeFileSync(secret, 'root:x:0:0:secret');
+  const real = path.join(tmp, 'real.ckpt');
+  fs.writeFileSync(real, bytes);
+  const link = path.join(tmp, 'link.ckpt');
+  fs.symlinkSync(real, link);
+  const renamed = path.join(tmp, 'renamed.ckpt');
+  fs.writeFileSync(renamed, bytes);
+  const s = await serve({ port: 0, quiet: true, files: [link, renamed] });
+  try {
+    const base = `http://127.0.0.1:${s.address().port}`;
+    fs.unlinkSync(link);
+    fs.symlinkSync(secret, link);                                  // the link now points elsewhere
+    fs.writeFileSync(`${renamed}.new`, 'replaced');
+    fs.renameSync(`${renamed}.new`, renamed);                      // an atomic save over the path
+    for (const f of s.files) {
+      const r = await fetch(base + f.url);
+      assert.equal(r.status, 200);
+      assert.deepEqual(new Uint8Array(await r.arrayBuffer()), bytes, f.path);
+    }
+  } finally {
+    await new Promise((resolve) => s.close(resolve));
+  }
+});
+
+test('18.9: a file truncated while it is served: the answer is cut at once, no stall', async () => {
+  const shrinking = path.join(tmp, 'shrinking.ckpt');
+  const SIZE = 64 * 2 ** 20;   // sparse
+  fs.writeFileSync(shrinking, 'head');
+  fs.truncateSync(shrinking, SIZE);
+  const s = await serve({ port: 0, quiet: true, files: [shrinking] });
+  try {
+    const url = `http://127.0.0.1:${s.address().port}${s.files[0].url}`;
+    const t0 = Date.now();
+    const outcome = await new Promise((resolve) => {
+      http.get(url, (res) => {
+        let got = 0;
+        res.once('data', () => {
+          fs.truncateSync(shrinking, 1024);   // the file shrinks under the server
+        });
+        res.on('data', (b) => (got += b.length));
+        res.on('end', () => resolve({ got, ended: true }));
+        res.on('error', () => resolve({ got, ended: false }));
+        res.on('aborted', () => resolve({ got, ended: false }));
+      }).on('error', () => resolve({ got: -1, ended: false }));
+    });
+    assert.equal(outcome.ended, false, 'the answer is cut, not passed off as whole');
+    assert.ok(outcome.got < SIZE);
+    assert.ok(Date.now() - t0 < 3000, `cut within 3 s, took ${Date.now() - t0} ms`);
+  } finally {
+    s.closeAllConnections();
+    await new Promise((resolve) => s.close(resolve));
+  }
 });

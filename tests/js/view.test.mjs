@@ -121,16 +121,31 @@ test('view: with no port given, the first free one from 8080 upward', async () =
   }
 });
 
-test('view: a busy --port is advice, exit 2', async () => {
-  const blocker = net.createServer();
-  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+/** Listen on 127.0.0.1:port (0: any); resolves with the server, or null when it is taken. */
+const occupy = (port) => new Promise((resolve) => {
+  const s = net.createServer();
+  s.once('error', () => resolve(null));
+  s.listen(port, '127.0.0.1', () => resolve(s));
+});
+
+test('view: a busy --port is advice naming a port that is free, exit 2', async () => {
+  const blocker = await occupy(0);
   const { port } = blocker.address();
+  const next = await occupy(port + 1);   // port + 1 busy too (by us, or already by someone)
   try {
     const child = view([file('busy.ckpt', await model()), '--no-open', '--port', String(port)]);
     assert.equal((await child.exited).code, 2);
-    assert.equal(child.err, `ckptscope: port ${port} is in use: try --port ${port + 1}\n`);
+    const m = /^ckptscope: port (\d+) is in use: try --port (\d+)\n$/.exec(child.err);
+    assert.ok(m, child.err);
+    assert.equal(Number(m[1]), port);
+    const advised = Number(m[2]);
+    assert.ok(advised > port + 1, `advised ${advised}, busy ${port} and ${port + 1}`);
+    const probe = await occupy(advised);
+    assert.ok(probe, `the advised port ${advised} is free`);
+    probe.close();
   } finally {
     blocker.close();
+    next?.close();
   }
 });
 
@@ -152,11 +167,11 @@ test('view: FILE must be an existing regular file; clear messages, exit 2', asyn
   assert.match(r.stderr, /^ckptscope: view needs files: - \(standard input\) cannot be served by byte ranges\n/);
   r = run();
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\]\n/);
-  r = run(p, p, p);
+  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\] \[NAMES\.json\]\n/);
+  r = run(p, p, p, p);
   assert.equal(r.status, 2);
   r = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
-  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[--port N\] \[--no-open\]/);
+  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[NAMES\.json\] \[--port N\] \[--no-open\]/);
 });
 
 test('view opens the default browser when there is one (a stand-in xdg-open records its argument)', async () => {
@@ -169,10 +184,21 @@ test('view opens the default browser when there is one (a stand-in xdg-open reco
   const url = await child.url;
   const recorded = () => (fs.existsSync(record) ? fs.readFileSync(record, 'utf8') : '');
   for (let k = 0; k < 100 && !recorded().endsWith('\n'); k++) await new Promise((r) => setTimeout(r, 50));
-  assert.equal(fs.readFileSync(record, 'utf8'), `${url}\n`);
+  // The secret tokens never reach the opener's argv (any local user reads it from `ps`): it
+  // opens a 0600 redirect page in a 0700 folder, which leads to the tokened URL.
+  const opened = fs.readFileSync(record, 'utf8').trimEnd();
+  const { files } = parseViewerUrl(url);
+  for (const f of files) assert.ok(!opened.includes(f.split('/')[2]), `token in argv: ${opened}`);
+  assert.match(opened, /^file:\/\/\/.*\/open\.html$/);
+  const page = fileURLToPath(opened);
+  assert.equal(fs.statSync(page).mode & 0o777, 0o600);
+  assert.equal(fs.statSync(path.dirname(page)).mode & 0o777, 0o700);
+  const html = fs.readFileSync(page, 'utf8');
+  assert.ok(html.includes(`content="0;url=${url.replace(/&/g, '&#38;')}"`), html);
   assert.match(child.err, /opening it in your browser/);
   child.kill('SIGINT');
   assert.equal((await child.exited).code, 0);
+  assert.equal(fs.existsSync(page), false, 'the redirect page is removed at exit');
   // No graphical session: no browser to try, just the advice.
   const headless = view([file('open2.ckpt', await model()), '--port', '0'], { PATH: `${bin}:${process.env.PATH}`, DISPLAY: '', WAYLAND_DISPLAY: '' });
   await headless.url;
@@ -199,4 +225,20 @@ test('serve: Ctrl-C right after the URL ends it with 0', async () => {
   child.stdout.once('data', () => child.kill('SIGINT'));
   assert.deepEqual(await exited, { code: 0, signal: null });
   clearTimeout(timer);
+});
+
+test('18.20: view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
+  const child = view([file('vn-opt.ckpt', await model()), file('vn-names.json', '["a", "b", "c"]'), '--no-open', '--port', '0']);
+  const url = await child.url;
+  const { origin, files } = parseViewerUrl(url);
+  assert.equal(files.length, 2);
+  assert.match(files[1], /\/vn-names\.json$/);
+  const r = await fetch(origin + files[1]);
+  assert.deepEqual(await r.json(), ['a', 'b', 'c']);
+  child.kill('SIGINT');
+  assert.equal((await child.exited).code, 0);
+  const three = view([file('vn1.ckpt', await model()), file('vn2.ckpt', await model()), file('vn3.json', '["a"]'), '--no-open', '--port', '0']);
+  assert.equal(parseViewerUrl(await three.url).files.length, 3);
+  three.kill('SIGINT');
+  await three.exited;
 });

@@ -54,6 +54,20 @@ async function main(): Promise<void> {
       console.log(step, cols.entryFields.indexOf('count'));
     });
   }
+  // issue 18.24: open() is a union on kind: after narrowing, stats is a slot's moments or a tensor's values
+  const ck = await open(bytes);
+  if (ck.kind === 'optimizer') {
+    const rms = (await ck.stats(1)).m.rms;
+    console.log(rms);
+  } else if (ck.kind === 'state') {
+    console.log((await ck.stats(0)).values.rms);
+  }
+  ck.close();
+  try {
+    await pair(bytes, state);
+  } catch (err) {
+    if (err instanceof CheckpointError) console.log(err.fileError?.message, err.result?.pairs);
+  }
   const schema = await Schema.create(layout);
   const tags = schema.tags();
   const owner = schema.representative(1);

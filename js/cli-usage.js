@@ -1,0 +1,140 @@
+// The CLI's usage texts and what it suggests when a command line is wrong: one spec per command
+// (its usage lines, flags, options with their help), the parser that reads argv by it, and the
+// "did you mean" for misspelt commands and options and for arguments in the wrong order.
+
+import { nearest } from './keys.js';
+
+export { nearest };
+
+export const USAGE = `usage:
+  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
+                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
+  ckptscope check FILE --expect LAYOUT [--reader NAME|all] [--names NAMES.json]
+                                              would the trainer load it? LAYOUT: a layout .json or another file;
+                                              NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
+  ckptscope check OPT --state STATE [--names NAMES.json]
+                                              does this optimizer checkpoint belong to this model-state file?
+  ckptscope diff A B [--names NAMES.json]     every difference between two layouts/checkpoints
+  ckptscope health OPT [--state STATE] [--lr X] [--strict] [--json] [--names NAMES.json] [--workers N]
+                                              the next Adam step per slot: update/weight ratios, consistency
+  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
+  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
+  ckptscope convert IN OUT --to 2|3|4|5|oldest | --for READER [--random-counter N] [--drop-random-counter]
+                       [--untie] [--round-to-float32]
+                                              the same optimizer state as another version, for an older TorchLean
+  ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--json]
+  ckptscope run DIR [--lr X] [--json]         checkpoints of one run: is each the continuation of the one
+                                              before? the gradient and learning rate of one-step pairs
+  ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
+                                              the gradient of B's step as {name}.grad tensors
+  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
+  ckptscope view FILE [FILE2] [NAMES.json] [--port N] [--no-open]
+                                              the viewer on those files, in your browser
+  ckptscope --version`;
+
+const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
+const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: the cores, at most 8)';
+const PORT_HELP = 'the port (0 to 65535); else PORT, else';
+
+/** Per command: flags (no value), options (a value) and a line of help for each. */
+export const SPECS = {
+  inspect: {
+    flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
+    options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}` },
+  },
+  check: {
+    flags: {},
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
+  },
+  diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
+  health: {
+    flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
+    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
+  },
+  export: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}; else slot0, slot1, ...` } },
+  write: { flags: {}, options: {} },
+  convert: {
+    flags: { '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
+    options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)' },
+  },
+  // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
+  run: {
+    flags: { '--json': 'the run JSON (docs/runs.md) instead of the table' },
+    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  with --grad: ${NAMES_HELP}` },
+  },
+  serve: { flags: {}, options: { '--port': `N  ${PORT_HELP} 8080` } },
+  view: { flags: { '--no-open': 'print the URL, do not open a browser' }, options: { '--port': `N  ${PORT_HELP} the first free one from 8080 up` } },
+};
+
+export const COMMANDS = Object.keys(SPECS);
+
+/** The usage lines of one command (its lines of USAGE, with their continuation lines). */
+export function usageOf(command) {
+  const lines = USAGE.split('\n').slice(1);
+  const out = [];
+  for (let k = 0; k < lines.length; k++) {
+    if (!lines[k].startsWith(`  ckptscope ${command} `)) continue;
+    out.push(lines[k]);
+    if (lines[k + 1]?.startsWith('     ')) out.push(lines[++k]);
+  }
+  return `usage:\n${out.join('\n')}`;
+}
+
+/** `ckptscope CMD --help`: the command's usage, then each option with its help. */
+export function helpOf(command) {
+  const { flags, options } = SPECS[command];
+  const rows = [...Object.entries(flags), ...Object.entries(options).map(([k, v]) => {
+    const [arg, ...rest] = v.split('  ');
+    return [`${k} ${arg}`, rest.join('  ')];
+  })];
+  const width = Math.max(0, ...rows.map(([k]) => k.length));
+  const body = rows.length ? `\n\noptions:\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n')}` : '';
+  return `${usageOf(command)}${body}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
+}
+
+export class UsageError extends Error {
+  /** `command`: whose usage to show (null: all of it). */
+  constructor(message, command = null) {
+    super(message);
+    this.command = command;
+  }
+}
+
+/**
+ * argv by a command's spec: flags, options (`--opt value` or `--opt=value`), positionals. An
+ * unknown option is refused with the nearest known one; `seen.help` for -h / --help.
+ */
+export function parseArgs(command, argv) {
+  const { flags, options } = SPECS[command];
+  const positional = [];
+  const seen = {};
+  for (let k = 0; k < argv.length; k++) {
+    const a = argv[k];
+    if (a === '-h' || a === '--help') {
+      seen.help = true;
+      continue;
+    }
+    const eq = a.startsWith('--') ? a.indexOf('=') : -1;
+    const [name, value] = eq > 0 ? [a.slice(0, eq), a.slice(eq + 1)] : [a, undefined];
+    if (Object.hasOwn(flags, name)) {
+      if (value !== undefined) throw new UsageError(`${name} takes no value`, command);
+      seen[name] = true;
+    } else if (Object.hasOwn(options, name)) {
+      if (value !== undefined) seen[name] = value;
+      else if (k + 1 >= argv.length) throw new UsageError(`${name} needs a value`, command);
+      else seen[name] = argv[++k];
+    } else if (a.startsWith('--')) {
+      const known = [...Object.keys(flags), ...Object.keys(options)];
+      const near = nearest(name, known);
+      const elsewhere = near ? null : COMMANDS.filter((c) => c !== command && (Object.hasOwn(SPECS[c].flags, name) || Object.hasOwn(SPECS[c].options, name)));
+      throw new UsageError(`unknown option ${name}${near ? `: did you mean ${near}?` : elsewhere?.length ? ` for ${command} (it belongs to ${elsewhere.join(', ')})` : ''}`, command);
+    } else positional.push(a);
+  }
+  return { positional, seen };
+}
+
+/** An option given where it does nothing: refused, with why. */
+export function refuseIdle(command, seen, option, unless, why) {
+  if (seen[option] !== undefined && !unless) throw new UsageError(`${option} does nothing here: ${why}`, command);
+}
