@@ -67,25 +67,66 @@ static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t 
     *out = buf;
 }
 
+typedef struct named {
+    const char *name;           /* "" for a missing one (reported as empty) */
+    size_t slot;
+} named;
+
+static int by_name(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* One name per slot, none empty or reserved, no two alike; the first failing slot in slot order
+ * is reported, with the first earlier slot of the same name. Sorted, not compared pairwise: a
+ * million names check in a second, not hours. */
 static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
 {
     if (!o->names) return 0;
     if (o->name_count != n)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%zu names for %zu slots: give one name per slot", o->name_count, n);
-    for (size_t i = 0; i < n; i++) {
+    named *order = malloc((n ? n : 1) * sizeof *order);
+    size_t *first = malloc((n ? n : 1) * sizeof *first);
+    if (!order || !first) {
+        free(order);
+        free(first);
+        return ckpt_fail_oom(err);
+    }
+    for (size_t i = 0; i < n; i++) order[i] = (named){o->names[i] ? o->names[i] : "", i};
+    qsort(order, n, sizeof *order, by_name);
+    /* first[i]: the smallest slot with slot i's name (i itself when it is the first) */
+    for (size_t k = 0; k < n; k++)
+        first[order[k].slot] = k && !strcmp(order[k].name, order[k - 1].name) ? first[order[k - 1].slot] : order[k].slot;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
         const char *s = o->names[i];
         if (!s || !*s || !strcmp(s, "__metadata__"))
-            return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
-                                !s || !*s ? "empty" : "__metadata__ (reserved)");
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(o->names[j], s))
-                return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", j, i);
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
+                              !s || !*s ? "empty" : "__metadata__ (reserved)");
+        else if (first[i] != i)
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", first[i], i);
     }
+    free(order);
+    free(first);
+    return rc;
+}
+
+/* The slots to export, as one flag per slot (NULL: all of them). Slots past n are not there. */
+static int wanted_slots(const ckpt_export_options *o, size_t n, bool **out, ckpt_error *err)
+{
+    *out = NULL;
+    if (!o->slots) return 0;
+    if (!(*out = calloc(n ? n : 1, sizeof **out))) return ckpt_fail_oom(err);
+    for (size_t q = 0; q < o->slot_count; q++)
+        if (o->slots[q] < n) (*out)[o->slots[q]] = true;
     return 0;
 }
 
-static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan *p, ckpt_error *err)
+static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, ckpt_error *err)
 {
+    const ckpt_report *rep = ckpt_file_report(f);
     memset(p, 0, sizeof *p);
     p->rep = rep;
     if (!rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
@@ -95,7 +136,12 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     TRY(check_names(o, n, err));
     bool optimizer = rep->family->optimizer;
     size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
-    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) return ckpt_fail_oom(err);
+    bool *wanted;
+    TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));
+    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) {
+        free(wanted);
+        return ckpt_fail_oom(err);
+    }
     strbuf meta = {0}, steps = {0};
     sb_puts(&meta, "{\"family\":");
     j_string(&meta, rep->family->magic);
@@ -111,17 +157,15 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
         sb_puts(&steps, "{");
         for (size_t i = 0, k = 0; i < n; i++) {
             if (ckpt_schema_representative(s, i) != i) continue;
-            const ckpt_entry_info *e = NULL;
-            for (size_t j = 0; j < rep->entries_len; j++)
-                if (rep->entries[j].id == i) e = &rep->entries[j];
-            if (!e) continue;
+            if (wanted && !wanted[i]) continue;
+            const ckpt_entry_info *e;
+            ckpt_error none = {0};
+            ckpt_error_clear(&none);
+            int missing = ckpt_file_entry(f, i, &e, NULL, &none);   /* file.c's slot -> entry map */
+            ckpt_error_clear(&none);
+            if (missing) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
-            if (o->slots) {
-                bool wanted = false;
-                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
-                if (!wanted) continue;
-            }
             unsigned w = ckpt_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
             *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
@@ -149,11 +193,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
         sb_free(&r);
     } else {
         for (size_t i = 0; i < rep->tensors_len; i++) {
-            if (o->slots) {
-                bool wanted = false;
-                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
-                if (!wanted) continue;
-            }
+            if (wanted && !wanted[i]) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
@@ -176,10 +216,13 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     sb_free(&names);
     sb_puts(&meta, "}");
     sb_free(&steps);
+    free(wanted);
+    wanted = NULL;
     if (meta.failed) goto oom;
     p->metadata = sb_take(&meta);
     return 0;
 oom:
+    free(wanted);
     sb_free(&meta);
     sb_free(&steps);
     return ckpt_fail_oom(err);
@@ -541,7 +584,7 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     crc_init();
     plan p;
-    int rc = make_plan(ckpt_file_report(f), o, &p, err);
+    int rc = make_plan(f, o, &p, err);
     if (rc) {
         plan_free(&p);
         return rc;
