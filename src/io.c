@@ -10,9 +10,9 @@
 #define STREAM_CHUNK (1024 * 1024)
 #define FIRST_READAHEAD 4096    /* the preamble and the start of the schema */
 /* After a payload is skipped by position the next record is a header alone in a sea of skipped
- * bytes: read about its size (an entry's 24 bytes, a rank-2 tensor's 32), not into the payload
- * behind it. A longer header costs one more, doubled, read. */
-#define COLD_READAHEAD 64
+ * bytes: read its size (an entry's 24 bytes, a rank-2 tensor's 32), not into the payload behind
+ * it. A longer header costs one more read, of twice that. */
+#define COLD_READAHEAD 32
 
 void ckpt_put_u64le(uint8_t *p, uint64_t v)
 {
