@@ -240,6 +240,14 @@ typedef struct copier {
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
+    /* Small payloads that lie together in the source (a million slots of 4 elements: m, v, the
+     * next entry's 24-byte header, its m...) are read together: one read for a run of them, not
+     * one per payload. `items` is the plan (NULL for one payload), `at` the item being copied;
+     * buf holds [win_pos, win_pos + win_len) of the source while win_len is nonzero. */
+    const item *items;
+    size_t len, at;
+    uint64_t win_pos;
+    size_t win_len;
 } copier;
 
 static uint32_t crc_table[8][256];
@@ -280,8 +288,50 @@ static int emit(copier *c, const void *p, size_t n)
     return ckpt_sink_bytes(c->out, p, n, c->err);
 }
 
+#define RUN_GAP 64   /* at most this between two payloads read together (an entry's header) */
+
+/* Where a run of the plan's payloads from item `at` on ends: the next ones start at most RUN_GAP
+ * bytes after the previous end, and all fit in one chunk. */
+static uint64_t run_end(const copier *c, uint64_t offset, uint64_t bytes)
+{
+    uint64_t end = offset + bytes;
+    if (!c->items) return end;
+    for (size_t j = c->at + 1; j < c->len; j++) {
+        const item *it = &c->items[j];
+        uint64_t next = it->offset + it->count * it->width;
+        if (it->offset < end || it->offset - end > RUN_GAP || next - offset > COPY_CHUNK) break;
+        end = next;
+    }
+    return end;
+}
+
+static int read_fully(copier *c, uint64_t offset, size_t n)
+{
+    size_t got = c->src->read(c->src->ctx, offset, c->buf, n);
+    if (got == CKPT_READ_ERROR || got != n)
+        return ckpt_fail(c->err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+    return 0;
+}
+
 static int copy_payload(copier *c, uint64_t offset, uint64_t bytes)
 {
+    bool held = c->win_len && offset >= c->win_pos && bytes <= c->win_len && offset - c->win_pos <= c->win_len - bytes;
+    if (!held && bytes < COPY_CHUNK) {
+        uint64_t end = run_end(c, offset, bytes);
+        c->win_len = 0;
+        TRY(read_fully(c, offset, (size_t)(end - offset)));
+        c->win_pos = offset;
+        c->win_len = (size_t)(end - offset);
+        held = true;
+    }
+    if (held) {
+        TRY(emit(c, c->buf + (offset - c->win_pos), (size_t)bytes));
+        c->done += bytes;
+        if (c->progress && c->progress(c->progress_ctx, c->done, c->total))
+            return ckpt_fail(c->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "export cancelled");
+        return 0;
+    }
+    c->win_len = 0;   /* buf is the chunk now */
     for (uint64_t done = 0; done < bytes;) {
         size_t n = bytes - done < COPY_CHUNK ? (size_t)(bytes - done) : COPY_CHUNK;
         size_t got = c->src->read(c->src->ctx, offset + done, c->buf, n);
@@ -331,7 +381,10 @@ static int write_safetensors(const plan *p, copier *c)
     int rc = emit(c, len, 8);
     if (!rc) rc = emit(c, h.data, h.len);
     sb_free(&h);
-    for (size_t k = 0; k < p->len && !rc; k++) rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+    for (size_t k = 0; k < p->len && !rc; k++) {
+        c->at = k;
+        rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+    }
     return rc;
 }
 
@@ -556,6 +609,7 @@ static int write_npz(const plan *p, copier *c)
         strbuf head = {0}, name = {0};
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
+        c->at = k;
         if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed) rc = ckpt_fail_oom(c->err);
         else rc = zip_member(&z, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
@@ -589,7 +643,7 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
         plan_free(&p);
         return rc;
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, p.items, p.len, 0, 0, 0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);
@@ -620,7 +674,7 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         sb_free(&head);
         return ckpt_fail_oom(err);
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err};
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
     int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
     if (!rc) rc = copy_payload(&c, offset, count * width);
     free(c.buf);
