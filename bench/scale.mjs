@@ -6,7 +6,7 @@
 // bench/run.mjs runs these after its own; alone:
 //   node bench/scale.mjs [--root DIR] [--light] [--timeout S]
 // --root: measure another checkout's package and CLI (before/after figures); --light: leave out
-// the passes that read the 7B-like payloads (81 GB of zeros); --timeout: a CLI call that runs
+// the passes that read the 7B-like payloads (the pair verdict, health, export); --timeout: a CLI call that runs
 // longer is reported as "> S s" (the quadratic exports of 1M slots took minutes).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -21,7 +21,8 @@ function log(s) {
   process.stderr.write(`${s}\n`);
 }
 
-/** Wall seconds and peak RSS of one command (null seconds when it ran past the timeout). */
+/** Wall seconds, CPU seconds (user + system: what a shared machine does not blur) and peak RSS
+ *  of one command (null seconds when it ran past the timeout). */
 function timedOnce(cmd, args, { env = {}, timeout = 600, discard = true } = {}) {
   const t0 = performance.now();
   const out = discard ? fs.openSync('/dev/null', 'w') : 'pipe';
@@ -31,7 +32,8 @@ function timedOnce(cmd, args, { env = {}, timeout = 600, discard = true } = {}) 
   if (p.error?.code === 'ETIMEDOUT' || p.signal) return { seconds: null, peakRssMiB: null, timedOut: timeout };
   if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
   const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr);
-  return { seconds, peakRssMiB: m ? Number(m[1]) / 1024 : null, out: p.stdout };
+  const cpu = ['User', 'System'].reduce((t, k) => t + Number(new RegExp(`${k} time \\(seconds\\): ([0-9.]+)`).exec(p.stderr)?.[1] ?? 0), 0);
+  return { seconds, cpuSeconds: cpu, peakRssMiB: m ? Number(m[1]) / 1024 : null, out: p.stdout };
 }
 
 /** A TLADAMF v3 file of n slots of shape [4], every odd slot tied to the even one before it
@@ -86,7 +88,7 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
   const exportScript = path.join(here, 'bench/export_bench.mjs');
   const libEnv = { CKPTSCOPE_LIB: pathToFileURL(path.join(root, 'js/index.js')).href };
   const rows = [], figures = {};
-  const row = (name, r, extra = '') => rows.push({ name, seconds: r.seconds, peakRssMiB: r.peakRssMiB ?? null, note: r.timedOut ? `> ${r.timedOut} s` : extra });
+  const row = (name, r, extra = '') => rows.push({ name, seconds: r.seconds, cpuSeconds: r.cpuSeconds ?? null, peakRssMiB: r.peakRssMiB ?? null, note: r.timedOut ? `> ${r.timedOut} s` : extra });
 
   log('the Llama-7B-like files (sparse)…');
   const llama = {
@@ -115,8 +117,8 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
   log('the CLI on them…');
   row('7B-like: inspect (text), CLI', timedOnce(node, [cli, 'inspect', llama.optimizer.path], { timeout }));
   row('7B-like: inspect --json, CLI', timedOnce(node, [cli, 'inspect', llama.optimizer.path, '--json'], { timeout }));
-  row('7B-like tied: check --state (pair verdict), CLI', timedOnce(node, [cli, 'check', llama.tied.path, '--state', llama.state.path], { timeout }));
-  {
+  if (!light) {
+    row('7B-like tied: check --state (pair verdict), CLI', timedOnce(node, [cli, 'check', llama.tied.path, '--state', llama.state.path], { timeout }));
     const opt = new CountingFile(llama.tied.path), state = new CountingFile(llama.state.path);
     const t0 = performance.now();
     await lib.pair(opt, state);
@@ -151,8 +153,8 @@ export function printScale({ rows, figures }) {
   }
   const p = figures['pair verdict, tied 7B-like'];
   if (p) console.log(`  pair verdict (tied pair, API): ${num(p.seconds)} s, ${p.optimizerBytes} B of the optimizer file, ${p.stateBytes} B of the ${p.stateSize} B state file`);
-  console.log(`\n${pad('scale measurement', 52)} ${pad('seconds', 9)} ${pad('peak RSS MiB', 13)}`);
-  for (const r of rows) console.log(`${pad(r.name, 52)} ${pad(r.seconds === null ? r.note : num(r.seconds), 9)} ${pad(num(r.peakRssMiB, 1), 13)}${r.seconds !== null && r.note ? r.note : ''}`);
+  console.log(`\n${pad('scale measurement', 52)} ${pad('seconds', 9)} ${pad('CPU s', 9)} ${pad('peak RSS MiB', 13)}`);
+  for (const r of rows) console.log(`${pad(r.name, 52)} ${pad(r.seconds === null ? r.note : num(r.seconds), 9)} ${pad(num(r.cpuSeconds, 2), 9)} ${pad(num(r.peakRssMiB, 1), 13)}${r.seconds !== null && r.note ? r.note : ''}`);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {

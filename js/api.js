@@ -19,7 +19,7 @@ const FAMILY = { any: 0, TLADAMF: 1, TLSF32B: 2, TLPF32B: 3 };
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
-  const n = await workerCount(workers);
+  const n = await workerCount(workers, source);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
   // Statistics by n workers, each reading its share of the entries: the same report.
   return withOpen(source, async (ck) => {
@@ -172,7 +172,7 @@ function learningRate(lr) {
  */
 export async function health(opt, state = null, { lr, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
-  const n = await workerCount(workers);
+  const n = await workerCount(workers, opt, state);
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     const weights = await withOpen(opt, (o) => {
       const c = o.columns();

@@ -74,7 +74,7 @@ function readJSON(path, what) {
   }
 }
 
-/** --workers N: how many workers read the statistics (default: this machine's cores, up to 8). */
+/** --workers N: how many workers read the statistics (default 'auto': what pays for the files' size). */
 function workersArg(seen) {
   const given = seen['--workers'];
   if (given === undefined) return 'auto';
@@ -134,10 +134,10 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const parallel = stats && file !== STDIN && (await workerCount(workers)) > 1;
+  const parallel = stats && file !== STDIN && (await workerCount(workers, file)) > 1;
   const ck = await openFile(file, 'checkpoint', { stats: stats && !parallel });
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers));
+    if (parallel && ck.ok) await statsInParallel(ck, file, await workerCount(workers, file));
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
