@@ -4,7 +4,7 @@
 // tests/js/counting.mjs), the CLI on it (inspect, check --state, health, export streamed), and
 // inspect --json and export at 20k, 80k, 320k and 1M slots (every pass over N slots is O(N)).
 // bench/run.mjs runs these after its own; alone:
-//   node bench/scale.mjs [--root DIR] [--light] [--timeout S]
+//   node bench/scale.mjs [--root DIR] [--light] [--timeout S] [--max-slots N]
 // --root: measure another checkout's package and CLI (before/after figures); --light: leave out
 // the passes that read the 7B-like payloads (the pair verdict, health, export); --timeout: a CLI call that runs
 // longer is reported as "> S s" (the quadratic exports of 1M slots took minutes).
@@ -81,7 +81,7 @@ function slotFiles(dir, n) {
   return { opt, state, names };
 }
 
-export async function scaleBench({ root = here, data = path.join(here, 'build/bench/data'), light = false, timeout = 600 } = {}) {
+export async function scaleBench({ root = here, data = path.join(here, 'build/bench/data'), light = false, timeout = 600, maxSlots = Infinity } = {}) {
   fs.mkdirSync(data, { recursive: true });
   const lib = await import(pathToFileURL(path.join(root, 'js/index.js')).href);
   const cli = path.join(root, 'js/cli.js');
@@ -143,7 +143,7 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
     row('7B-like: export the 27 GB state file, streamed', ex, ex.seconds ? `${(llama.state.layout.size / ex.seconds / 1e9).toFixed(2)} GB/s` : '');
   }
 
-  for (const n of [20_000, 80_000, 320_000, 1_000_000]) {
+  for (const n of [20_000, 80_000, 320_000, 1_000_000].filter((x) => x <= maxSlots)) {
     log(`${n} slots…`);
     const f = slotFiles(data, n);
     row(`inspect --json, ${n} slots, CLI`, timedOnce(node, [cli, 'inspect', f.opt, '--json'], { timeout }));
@@ -171,7 +171,7 @@ export function printScale({ rows, figures }) {
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
   const at = (flag) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
-  const result = await scaleBench({ root: at('--root') ? path.resolve(at('--root')) : here, light: args.includes('--light'), timeout: Number(at('--timeout') ?? 600) });
+  const result = await scaleBench({ root: at('--root') ? path.resolve(at('--root')) : here, light: args.includes('--light'), timeout: Number(at('--timeout') ?? 600), maxSlots: Number(at('--max-slots') ?? Infinity) });
   printScale(result);
   fs.writeFileSync(path.join(here, 'bench/scale-results.json'), JSON.stringify(result, null, 2) + '\n');
 }
