@@ -27,10 +27,11 @@ function log(s) {
 function timedOnce(cmd, args, { env = {}, timeout = 600, discard = true } = {}) {
   const t0 = performance.now();
   const out = discard ? fs.openSync('/dev/null', 'w') : 'pipe';
-  const p = spawnSync('/usr/bin/time', ['-v', cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', out, 'pipe'], timeout: timeout * 1000, killSignal: 'SIGKILL', maxBuffer: 1 << 30 });
+  // timeout(1) kills the command itself (killing /usr/bin/time would leave it running)
+  const p = spawnSync('/usr/bin/time', ['-v', 'timeout', '-s', 'KILL', String(timeout), cmd, ...args], { encoding: 'utf8', env: { ...process.env, ...env }, stdio: ['ignore', out, 'pipe'], maxBuffer: 1 << 30 });
   if (discard) fs.closeSync(out);
   const seconds = (performance.now() - t0) / 1000;
-  if (p.error?.code === 'ETIMEDOUT' || p.signal) return { seconds: null, peakRssMiB: null, timedOut: timeout };
+  if (p.status === 137 || p.status === 124) return { seconds: null, peakRssMiB: null, timedOut: timeout };
   if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
   const m = /Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr);
   const cpu = ['User', 'System'].reduce((t, k) => t + Number(new RegExp(`${k} time \\(seconds\\): ([0-9.]+)`).exec(p.stderr)?.[1] ?? 0), 0);
@@ -168,7 +169,7 @@ export function printScale({ rows, figures }) {
   for (const r of rows) console.log(`${pad(r.name, 52)} ${pad(r.seconds === null ? r.note : num(r.seconds), 9)} ${pad(num(r.cpuSeconds, 2), 9)} ${pad(num(r.peakRssMiB, 1), 13)}${r.seconds !== null && r.note ? r.note : ''}`);
 }
 
-if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const args = process.argv.slice(2);
   const at = (flag) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
   const result = await scaleBench({ root: at('--root') ? path.resolve(at('--root')) : here, light: args.includes('--light'), timeout: Number(at('--timeout') ?? 600), maxSlots: Number(at('--max-slots') ?? Infinity) });
