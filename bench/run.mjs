@@ -5,7 +5,10 @@
 //   3. indexing a 20 GB sparse file against a 20 MB one (same 1,000 entries);
 //   4. peak memory of each (getrusage / /usr/bin/time -v);
 //   5. the limit: a C loop (-O3 -march=native) that only read()s the statistics file in 1 MiB
-//      chunks and sums its floats, and each statistics path as a fraction of it.
+//      chunks and sums its floats, and each statistics path as a fraction of it;
+//   6. scale (bench/scale.mjs): the Llama-7B-like pair opened from a file, a Blob and over HTTP
+//      (bytes and reads counted), the CLI on it, inspect --json and export from 20k to 1M slots
+//      (BENCH_SCALE=light leaves out the passes that read its 81 GB of zeros, =off all of it).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -14,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import { writeSparse } from '../tests/js/sparse.mjs';
 import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
+import { scaleBench, printScale } from './scale.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -334,9 +338,16 @@ for (const [k, v] of Object.entries(ratios)) {
 }
 console.log(`  ${pad('inspect 1,000,000 slots in wasm (goal < 0.5 s)', 42)} ${layoutWasm.toFixed(3)} s: ${layoutWasm < 0.5 ? 'met' : 'MISSED'}`);
 
+let scale = null;
+if (process.env.BENCH_SCALE !== 'off') {
+  log('scale: the Llama-7B-like pair, 20k to 1M slots…');
+  scale = await scaleBench({ data, light: process.env.BENCH_SCALE === 'light' });
+  printScale(scale);
+}
+
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
-  ratios, layoutWasmSeconds: layoutWasm,
+  ratios, layoutWasmSeconds: layoutWasm, scale,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

@@ -17,7 +17,7 @@ import { schemaArrays, destinationOf } from './layout.js';
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
-  const n = await workerCount(workers);
+  const n = await workerCount(workers, source);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
   // Statistics by n workers, each reading its share of the entries: the same report, of the
   // one open file.
@@ -168,7 +168,7 @@ function learningRate(lr) {
  */
 export async function health(opt, state = null, { lr, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
-  const n = await workerCount(workers);
+  const n = await workerCount(workers, opt, state);
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files
     return withPinned(opt, (o) => withPinned(state ?? null, async (s) => {

@@ -52,7 +52,7 @@ function readJSON(path, what) {
   }
 }
 
-/** --workers N: how many workers read the statistics (default: this machine's cores, up to 8). */
+/** --workers N: how many workers read the statistics (default 'auto': what pays for the files' size). */
 function workersArg(seen) {
   const given = seen['--workers'];
   if (given === undefined) return 'auto';
@@ -100,13 +100,13 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const parallel = stats && !isStream(file) && (await workerCount(workers)) > 1;
+  const parallel = stats && !isStream(file) && (await workerCount(workers, file)) > 1;
   checkInput(file, 'checkpoint');
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
   const ck = await reading(file, 'checkpoint', () => open(source, { stats: stats && !parallel }));
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, source, await workerCount(workers));
+    if (parallel && ck.ok) await statsInParallel(ck, source, await workerCount(workers, file));
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {

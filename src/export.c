@@ -69,30 +69,71 @@ static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t 
 
 enum { NPZ_NAME_MAX = 65535 - 15 };   /* 15: strlen(".exp_avg_sq.npy") */
 
+typedef struct named {
+    const char *name;           /* "" for a missing one (reported as empty) */
+    size_t slot;
+} named;
+
+static int by_name(const void *a, const void *b)
+{
+    const named *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->slot > y->slot) - (x->slot < y->slot);
+}
+
+/* One name per slot, none empty or reserved, no two alike; the first failing slot in slot order
+ * is reported, with the first earlier slot of the same name. Sorted, not compared pairwise: a
+ * million names check in a second, not hours. */
 static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
 {
     if (!o->names) return 0;
     if (o->name_count != n)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%zu names for %zu slots: give one name per slot", o->name_count, n);
-    for (size_t i = 0; i < n; i++) {
+    named *order = malloc((n ? n : 1) * sizeof *order);
+    size_t *first = malloc((n ? n : 1) * sizeof *first);
+    if (!order || !first) {
+        free(order);
+        free(first);
+        return ckpt_fail_oom(err);
+    }
+    for (size_t i = 0; i < n; i++) order[i] = (named){o->names[i] ? o->names[i] : "", i};
+    qsort(order, n, sizeof *order, by_name);
+    /* first[i]: the smallest slot with slot i's name (i itself when it is the first) */
+    for (size_t k = 0; k < n; k++)
+        first[order[k].slot] = k && !strcmp(order[k].name, order[k - 1].name) ? first[order[k - 1].slot] : order[k].slot;
+    int rc = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
         const char *s = o->names[i];
         if (!s || !*s || !strcmp(s, "__metadata__"))
-            return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
-                                !s || !*s ? "empty" : "__metadata__ (reserved)");
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
+                              !s || !*s ? "empty" : "__metadata__ (reserved)");
         /* a zip member name's length is 16 bits: the name, then .exp_avg_sq.npy at most */
-        if (o->format == CKPT_EXPORT_NPZ && strlen(s) > NPZ_NAME_MAX)
-            return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
-                                "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
-                                strlen(s), NPZ_NAME_MAX);
-        for (size_t j = 0; j < i; j++)
-            if (!strcmp(o->names[j], s))
-                return ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", j, i);
+        else if (o->format == CKPT_EXPORT_NPZ && strlen(s) > NPZ_NAME_MAX)
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
+                              "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
+                              strlen(s), NPZ_NAME_MAX);
+        else if (first[i] != i)
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", first[i], i);
     }
+    free(order);
+    free(first);
+    return rc;
+}
+
+/* The slots to export, as one flag per slot (NULL: all of them). Slots past n are not there. */
+static int wanted_slots(const ckpt_export_options *o, size_t n, bool **out, ckpt_error *err)
+{
+    *out = NULL;
+    if (!o->slots) return 0;
+    if (!(*out = calloc(n ? n : 1, sizeof **out))) return ckpt_fail_oom(err);
+    for (size_t q = 0; q < o->slot_count; q++)
+        if (o->slots[q] < n) (*out)[o->slots[q]] = true;
     return 0;
 }
 
-static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan *p, ckpt_error *err)
+static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, ckpt_error *err)
 {
+    const ckpt_report *rep = ckpt_file_report(f);
     memset(p, 0, sizeof *p);
     p->rep = rep;
     if (!rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
@@ -102,7 +143,12 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     TRY(check_names(o, n, err));
     bool optimizer = rep->family->optimizer;
     size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
-    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) return ckpt_fail_oom(err);
+    bool *wanted;
+    TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));
+    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) {
+        free(wanted);
+        return ckpt_fail_oom(err);
+    }
     strbuf meta = {0}, steps = {0};
     sb_puts(&meta, "{\"family\":");
     j_string(&meta, rep->family->magic);
@@ -118,18 +164,16 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
         sb_puts(&steps, "{");
         for (size_t i = 0, k = 0; i < n; i++) {
             if (ckpt_schema_representative(s, i) != i) continue;
-            const ckpt_entry_info *e = NULL;
-            for (size_t j = 0; j < rep->entries_len; j++)
-                if (rep->entries[j].id == i) e = &rep->entries[j];
-            if (!e) continue;
+            if (wanted && !wanted[i]) continue;
+            const ckpt_entry_info *e;
+            ckpt_error none = {0};
+            ckpt_error_clear(&none);
+            int missing = ckpt_file_entry(f, i, &e, NULL, &none);   /* file.c's slot -> entry map */
+            ckpt_error_clear(&none);
+            if (missing) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
-            if (o->slots) {
-                bool wanted = false;
-                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
-                if (!wanted) continue;
-            }
-            unsigned w = ckpt_dtype_width(rep->dtype);
+            unsigned w = ckpt_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
             *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
             *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i};
@@ -156,11 +200,7 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
         sb_free(&r);
     } else {
         for (size_t i = 0; i < rep->tensors_len; i++) {
-            if (o->slots) {
-                bool wanted = false;
-                for (size_t q = 0; q < o->slot_count; q++) wanted |= o->slots[q] == i;
-                if (!wanted) continue;
-            }
+            if (wanted && !wanted[i]) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
@@ -183,10 +223,13 @@ static int make_plan(const ckpt_report *rep, const ckpt_export_options *o, plan 
     sb_free(&names);
     sb_puts(&meta, "}");
     sb_free(&steps);
+    free(wanted);
+    wanted = NULL;
     if (meta.failed) goto oom;
     p->metadata = sb_take(&meta);
     return 0;
 oom:
+    free(wanted);
     sb_free(&meta);
     sb_free(&steps);
     return ckpt_fail_oom(err);
@@ -204,6 +247,14 @@ typedef struct copier {
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
+    /* Small payloads that lie together in the source (a million slots of 4 elements: m, v, the
+     * next entry's 24-byte header, its m...) are read together: one read for a run of them, not
+     * one per payload. `items` is the plan (NULL for one payload), `at` the item being copied;
+     * buf holds [win_pos, win_pos + win_len) of the source while win_len is nonzero. */
+    const item *items;
+    size_t len, at;
+    uint64_t win_pos;
+    size_t win_len;
 } copier;
 
 static uint32_t crc_table[8][256];
@@ -244,8 +295,50 @@ static int emit(copier *c, const void *p, size_t n)
     return ckpt_sink_bytes(c->out, p, n, c->err);
 }
 
+#define RUN_GAP 64   /* at most this between two payloads read together (an entry's header) */
+
+/* Where a run of the plan's payloads from item `at` on ends: the next ones start at most RUN_GAP
+ * bytes after the previous end, and all fit in one chunk. */
+static uint64_t run_end(const copier *c, uint64_t offset, uint64_t bytes)
+{
+    uint64_t end = offset + bytes;
+    if (!c->items) return end;
+    for (size_t j = c->at + 1; j < c->len; j++) {
+        const item *it = &c->items[j];
+        uint64_t next = it->offset + it->count * it->width;
+        if (it->offset < end || it->offset - end > RUN_GAP || next - offset > COPY_CHUNK) break;
+        end = next;
+    }
+    return end;
+}
+
+static int read_fully(copier *c, uint64_t offset, size_t n)
+{
+    size_t got = c->src->read(c->src->ctx, offset, c->buf, n);
+    if (got == CKPT_READ_ERROR || got != n)
+        return ckpt_fail(c->err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+    return 0;
+}
+
 static int copy_payload(copier *c, uint64_t offset, uint64_t bytes)
 {
+    bool held = c->win_len && offset >= c->win_pos && bytes <= c->win_len && offset - c->win_pos <= c->win_len - bytes;
+    if (!held && bytes < COPY_CHUNK) {
+        uint64_t end = run_end(c, offset, bytes);
+        c->win_len = 0;
+        TRY(read_fully(c, offset, (size_t)(end - offset)));
+        c->win_pos = offset;
+        c->win_len = (size_t)(end - offset);
+        held = true;
+    }
+    if (held) {
+        TRY(emit(c, c->buf + (offset - c->win_pos), (size_t)bytes));
+        c->done += bytes;
+        if (c->progress && c->progress(c->progress_ctx, c->done, c->total))
+            return ckpt_fail(c->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "export cancelled");
+        return 0;
+    }
+    c->win_len = 0;   /* buf is the chunk now */
     for (uint64_t done = 0; done < bytes;) {
         size_t n = bytes - done < COPY_CHUNK ? (size_t)(bytes - done) : COPY_CHUNK;
         size_t got = c->src->read(c->src->ctx, offset + done, c->buf, n);
@@ -295,7 +388,10 @@ static int write_safetensors(const plan *p, copier *c)
     int rc = emit(c, len, 8);
     if (!rc) rc = emit(c, h.data, h.len);
     sb_free(&h);
-    for (size_t k = 0; k < p->len && !rc; k++) rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+    for (size_t k = 0; k < p->len && !rc; k++) {
+        c->at = k;
+        rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+    }
     return rc;
 }
 
@@ -520,6 +616,7 @@ static int write_npz(const plan *p, copier *c)
         strbuf head = {0}, name = {0};
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
+        c->at = k;
         if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed) rc = ckpt_fail_oom(c->err);
         else rc = zip_member(&z, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
@@ -548,12 +645,12 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     crc_init();
     plan p;
-    int rc = make_plan(ckpt_file_report(f), o, &p, err);
+    int rc = make_plan(f, o, &p, err);
     if (rc) {
         plan_free(&p);
         return rc;
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, p.items, p.len, 0, 0, 0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);
@@ -584,7 +681,7 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         sb_free(&head);
         return ckpt_fail_oom(err);
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err};
+    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
     int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
     if (!rc) rc = copy_payload(&c, offset, count * width);
     free(c.buf);
@@ -604,7 +701,7 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "computed tensors go beside an optimizer checkpoint's moments");
     crc_init();
     plan p;
-    int rc = make_plan(rep, o, &p, err);
+    int rc = make_plan(f, o, &p, err);
     if (rc) {
         plan_free(&p);
         return rc;
@@ -631,7 +728,7 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         plan_free(&p);
         return ckpt_fail_oom(err);
     }
-    copier c = {values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err};
+    copier c = {values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, NULL, 0, 0, 0, 0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);

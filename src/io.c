@@ -9,7 +9,11 @@
 
 #define HEADER_BUFFER (1024 * 1024)   /* sequential reads grow to this; each source read is a call into JS in wasm */
 #define STREAM_CHUNK (1024 * 1024)
-#define COLD_READAHEAD 512      /* after a skip the next record is small; don't read a chunk */
+#define FIRST_READAHEAD 4096    /* the preamble and the start of the schema */
+/* After a payload is skipped by position the next record is a header alone in a sea of skipped
+ * bytes: read its size (an entry's 24 bytes, a rank-2 tensor's 32), not into the payload behind
+ * it. A longer header costs one more read, of twice that. */
+#define COLD_READAHEAD 32
 
 void ckpt_put_u64le(uint8_t *p, uint64_t v)
 {
@@ -106,7 +110,7 @@ ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix)
     r->src = src;
     r->prefix = prefix;
     r->buf_cap = HEADER_BUFFER;
-    r->readahead = 4096;
+    r->readahead = FIRST_READAHEAD;
     return r;
 }
 
@@ -176,12 +180,15 @@ static size_t refill(ckpt_reader *r, size_t need)
         uint64_t left = r->pos < r->src->size ? r->src->size - r->pos : 0;
         if (want > left) want = left > need ? (size_t)left : need;
     }
+    /* The read-ahead grows only while the reads follow each other (a schema, a run of records
+     * with small payloads): reads that follow a skip stay the size of a header. */
+    bool sequential = r->buf_len && r->pos == r->buf_pos + r->buf_len;
     r->buf_pos = r->pos;
     r->buf_len = 0;
     size_t got = want ? r->src->read(r->src->ctx, r->pos, r->buf, want) : 0;
     if (got == CKPT_READ_ERROR || got > want) return CKPT_READ_ERROR;
     r->buf_len = got;
-    if (r->readahead < r->buf_cap) r->readahead *= 2;
+    if (sequential && r->readahead < r->buf_cap) r->readahead *= 2;
     return got;
 }
 
@@ -225,9 +232,10 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
             return truncated_payload(r, err, start, count, width, left);
         }
         r->pos += bytes;
-        /* Jumping over a payload larger than the buffer: the next record is alone in a sea of
-         * skipped bytes, so read it small. Small payloads keep the sequential read-ahead. */
-        if (!buffered(r) && bytes > r->buf_cap) r->readahead = COLD_READAHEAD;
+        /* Skipped by position, never read. A payload that ends past the buffered bytes puts the
+         * next header alone: read it small. One that ends inside them was read already (the
+         * read-ahead of a run of small records), and the run may go on. */
+        if (r->pos > r->buf_pos + r->buf_len) r->readahead = COLD_READAHEAD;
         return 0;
     }
     /* Unknown size: the bytes must be read to be skipped. */

@@ -7,7 +7,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { inspect, health, writeCheckpoint, writeState } from '../../js/index.js';
-import { split } from '../../js/parallel.js';
+import { split, workerCount } from '../../js/parallel.js';
 
 let tmp, opt, state;
 before(async () => {
@@ -63,4 +63,21 @@ test('cancelling a parallel scan stops it with an AbortError', async () => {
   const run = inspect(opt, { stats: true, workers: 2, signal: controller.signal, onProgress: () => controller.abort() });
   await assert.rejects(run, { name: 'AbortError' });
   await assert.rejects(inspect(opt, { stats: true, workers: 0 }), RangeError);
+});
+
+test("'auto' starts what pays: one worker per 512 MiB of the files read, at most the cores", async () => {
+  const cores = Math.min(8, os.availableParallelism());
+  assert.equal(await workerCount('auto', opt), 1, 'a small file: the calling thread alone');
+  assert.equal(await workerCount('auto', opt, state), 1);
+  const big = path.join(tmp, 'big.ckpt');   // sparse: only its size matters here
+  fs.writeFileSync(big, '');
+  fs.truncateSync(big, 3 * 2 ** 30);
+  assert.equal(await workerCount('auto', big), Math.min(cores, 6));
+  assert.equal(await workerCount('auto', big, state), Math.min(cores, 6));
+  fs.truncateSync(big, 2 ** 30 - 1);
+  assert.equal(await workerCount('auto', big), 1);
+  assert.equal(await workerCount('auto', big, big), Math.min(cores, 3));
+  assert.equal(await workerCount('auto', new Uint8Array(10)), cores, 'a source of unknown cost (not split anyway)');
+  assert.equal(await workerCount(3, big), 3);
+  assert.equal(await workerCount(undefined, big), 1);
 });
