@@ -83,6 +83,11 @@ typedef struct run {
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
+    /* the element loops by moment width (float, double), called through pointers: Binaryen
+     * inlines a function with one call site into its caller, and V8 optimizes a WebAssembly
+     * function only on a later call, so a loop inlined into the one call of the pass would run
+     * in the baseline tier to its end (see health.c) */
+    void (*steps_chunk[2])(struct slot_acc *, const run_file *, const run_file *, size_t, uint64_t);
 } run;
 
 static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, ckpt_error *err)
@@ -152,25 +157,27 @@ static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide
 /* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. `base` is the
  * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged.
  *
- * Speed: most elements are well inside the bound and not a new worst; they are recognised
- * without a square root, by adm^2 <= w^2 c_k^2 X (w = min(worst, 1), X = max(dv, 0) + tv).
- * That test errs by a few units of 2^-53 relative, while tm, the margin between c_k sqrt(X)
- * and the bound, is at least 4(k+1) u (adm + c_k sqrt(v_B)): an element it passes is one the
- * full test passes, and not a new worst (but for an element within ~2^-50 of the worst ratio
- * with v_B below the smallest normal); the rest take the full test as written. The gradient's sums are of dm (g = dm / (1 - b1),
- * divided once at the end). The loop is inlined once per moment width, as health's is. */
+ * Speed: the bound is c_k sqrt(X) + tm (X = max(dv, 0) + tv), and tm = tm0 + km c_k sqrt(v_B)
+ * with tm0 = km (|m_B| + b1^k |m_A|). Without a square root, e = |dm| - tm0 decides most
+ * elements: e <= 0 or e^2 <= c_k^2 X is within the bound; e^2 > c_k^2 (1 + km)(X + km v_B) is
+ * beyond it (Cauchy-Schwarz: sqrt(X) + km sqrt(v_B) <= sqrt((1 + km)(X + km v_B))); likewise
+ * for a new worst ratio. Only the elements in between take the roots, as written. The squared
+ * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
+ * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
+ * once at the end). The loop is inlined once per moment width, as health's is. */
 static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base, bool wide)
 {
     const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
-    const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu;
+    const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu, g_limit = s->g_limit;
+    const bool gradient = s->gradient, lr = s->lr;
     const uint8_t *pma = a->raw_m, *pva = a->raw_v, *pmb = b->raw_m, *pvb = b->raw_v;
-    double g_sum_sq = 0, g_max = s->g_max;
-    uint64_t g_finite = 0, g_zero = 0;
+    double g_sum_sq = 0, g_max = s->g_max, worst = s->worst;
+    uint64_t g_finite = 0, g_zero = 0, g_nonfinite = 0, broken = s->broken, first = s->first;
     for (size_t j = 0; j < n; j++) {
         double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide), vb = element(pvb, j, wide);
         double dm = mb - b1k * ma, adm = fabs(dm);
-        if (s->gradient) {
-            if (!(adm <= s->g_limit)) s->g_nonfinite++;
+        if (gradient) {
+            if (!(adm <= g_limit)) g_nonfinite++;
             else {
                 g_finite++;
                 g_zero += dm == 0;
@@ -181,20 +188,22 @@ static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, cons
         if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
         double dv = vb - b2k * va;
         double tv = kv * (vb + b2k * va) + nu;
-        double x = (dv > 0 ? dv : 0) + tv;
-        double w = s->worst < 1 ? s->worst : 1;
-        bool inside = adm * adm <= w * w * (ck2 * x);
-        if (!inside) {
+        double x = (dv > 0 ? dv : 0) + tv, cx = ck2 * x;
+        double tm0 = km * (fabs(mb) + b1k * fabs(ma));
+        double e = adm - tm0, ew = adm - worst * tm0;
+        bool out = e > 0 && e * e > cx;                              /* perhaps beyond the bound */
+        bool candidate = ew > 0 && ew * ew > worst * worst * cx;     /* perhaps a new worst */
+        if ((out && e * e <= ck2 * (1 + km) * (x + km * vb)) || candidate) {
             double tm = km * (ck * sqrt(vb) + fabs(mb) + b1k * fabs(ma));
             double bound = ck * sqrt(x) + tm;
-            if (adm > s->worst * bound && isfinite(bound) && bound > 0) s->worst = adm / bound;   /* one division per new maximum */
-            inside = !(adm > bound);
+            if (adm > worst * bound && isfinite(bound) && bound > 0) worst = adm / bound;   /* one division per new maximum */
+            out = adm > bound;
         }
-        if (dv < -tv || !inside) {
-            if (!s->broken) s->first = base + j;
-            s->broken++;
+        if (dv < -tv || out) {
+            if (!broken) first = base + j;
+            broken++;
         }
-        if (s->lr) {
+        if (lr) {
             double d = mb * s->inv1 / (sqrt(vb * s->inv2) + s->eps);
             if (s->wd != 0) d += s->wd * a->theta[j];
             double t = b->theta[j] - a->theta[j];
@@ -209,6 +218,10 @@ static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, cons
     s->g_max = g_max;
     s->g_finite += g_finite;
     s->g_zero += g_zero;
+    s->g_nonfinite += g_nonfinite;
+    s->worst = worst;
+    s->broken = broken;
+    s->first = first;
 }
 
 static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
@@ -351,8 +364,7 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
                     if (!a->broken) a->first = base + j;
                     a->broken++;
                 }
-            } else if (fa->width == 8) steps_chunk64(a, fa, fb, n, base);
-            else steps_chunk32(a, fa, fb, n, base);
+            } else r->steps_chunk[fa->width == 8](a, fa, fb, n, base);
         }
         if (r->progress && r->progress(r->progress_ctx, r->done, r->total))
             return ckpt_fail(r->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "run pass cancelled");
@@ -528,6 +540,8 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
 static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *state)
 {
     r->chunk = r->n <= FEW_FILES ? CHUNK_FEW : CHUNK;
+    r->steps_chunk[0] = steps_chunk32;
+    r->steps_chunk[1] = steps_chunk64;
     for (size_t f = 0; f < r->n; f++) {
         run_file *rf = &r->files[f];
         const ckpt_report *rep = ckpt_file_report(opt[f]);
