@@ -153,7 +153,7 @@ async function withError(b, fn) {
   }
 }
 
-function learningRate(lr) {
+export function learningRate(lr) {
   if (lr === undefined || lr === null) return NaN;
   if (typeof lr !== 'number' || !Number.isFinite(lr) || lr <= 0) throw new RangeError(`lr must be a positive finite number, got ${String(lr)}`);
   return lr;

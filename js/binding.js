@@ -432,17 +432,16 @@ export class Binding {
 
   // ---- runs ---------------------------------------------------------------------------------
 
-  /** char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, flags u64*, n,
-   *  progress, err): opts and states open files (a state 0 for none), flags one per file;
-   *  the JSON, or null with err set. */
-  run(opts, states, flags, pid, err) {
+  /** char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, n, double lr,
+   *  progress, err): opts and states open files (a state 0 for none), lr NaN for none; the
+   *  JSON, or null with err set. */
+  run(opts, states, lr, pid, err) {
     const core = this.#core;
     const ptrs = [];
     try {
       const o = this.pointerTable(opts); ptrs.push(o);
       const s = this.pointerTable(states); ptrs.push(s);
-      const f = core.u64Array(flags); ptrs.push(f);
-      return this.#json(this.#ex.w_run(o, s, f, opts.length, pid, err));
+      return this.#json(this.#ex.w_run(o, s, opts.length, lr, pid, err));
     } finally {
       ptrs.forEach((p) => core.free(p));
     }

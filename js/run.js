@@ -1,11 +1,12 @@
 // Checkpoints of one run (docs/runs.md): every consecutive pair's continuity per
 // slot, the gradient of a one-step pair and the learning rate it used, and per file its health
 // summary. Every rule is the core's (src/run.c, src/health.c); this module opens the files,
-// runs health on each, hands the core the open files in run order and adds the names.
+// hands the core the open files in run order (one pass reads every payload once, for the
+// pairs and for each file's health) and adds the names.
 
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
-import { health } from './api.js';
+import { learningRate } from './api.js';
 import { CheckpointError, LayoutError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { namesOf } from './layout.js';
@@ -17,29 +18,6 @@ function nameOf(source) {
   if (source instanceof URL) return source.href;
   if (source instanceof Checkpoint) return null;
   return typeof source?.name === 'string' && source.name ? source.name : null;
-}
-
-/** The median of the slots' update-to-weight ratios, null when no slot has one. */
-function medianRatio(result) {
-  const ratios = result.slots.map((s) => s.ratio).filter((r) => typeof r === 'number').sort((a, b) => a - b);
-  if (!ratios.length) return null;
-  const mid = ratios.length >> 1;
-  return ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
-}
-
-/** Health of one file with its state file when that pairs; {summary, pairs} or null when the
- *  optimizer file cannot be read (the run report says why). */
-async function fileHealth(opt, state, lr) {
-  try {
-    const result = await health(opt, state ?? null, { lr });
-    return { flags: result.flags.length, ratio: medianRatio(result), pairs: state != null && result.pairs };
-  } catch (err) {
-    if (!(err instanceof CheckpointError)) throw err;
-    if (state == null) return null;
-    // a state file that cannot be read: the optimizer's own health, without parameters
-    const alone = await fileHealth(opt, null, lr);
-    return alone && { ...alone, stateError: err.message };
-  }
 }
 
 /** fn(pointers) with every checkpoint's file pointer (0 for none) held open. */
@@ -69,13 +47,9 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
     if (states.length !== files.length) throw new RangeError(`states must have one entry per file (${files.length}), got ${states.length}`);
   }
   const stateOf = (i) => (states ? states[i] ?? null : null);
-  const healths = [];
-  for (let i = 0; i < files.length; i++) {
-    signal?.throwIfAborted();
-    healths.push(await fileHealth(files[i], stateOf(i), lr));
-  }
+  const rate = learningRate(lr);   // health's rule for lr: NaN when none
   const b = await loadBinding();
-  const opened = [], owned = [];
+  const opened = [], owned = [], stateErrors = [];
   const take = async (source) => {
     if (source instanceof Checkpoint) return source;   // the caller's: not closed here
     const ck = await open(source, { signal });
@@ -86,29 +60,40 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
   try {
     for (let i = 0; i < files.length; i++) {
       opened.push(await take(files[i]));
-      // the state only when it pairs (health said so): the core reads it beside the moments
-      opened.push(healths[i]?.pairs ? await take(stateOf(i)) : null);
+      // a state file that cannot be opened: this file's health without parameters
+      let st = null;
+      if (stateOf(i) !== null) {
+        try {
+          st = await take(stateOf(i));
+        } catch (e) {
+          if (!(e instanceof CheckpointError)) throw e;
+          stateErrors[i] = e.message;
+        }
+      }
+      opened.push(st);
     }
     const opts = opened.filter((_, k) => k % 2 === 0), sts = opened.filter((_, k) => k % 2 === 1);
     const n = files.length;
-    const flags = healths.map((h) => BigInt(h ? h.flags : 0));
     err = b.errorNew();
     const json = withFiles([...opts, ...sts], (ptrs) => {
-      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), flags, pid, err));
+      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), rate, pid, err));
       if (!result) throw coreError(b, err, {}, signal);
       return result;
     });
     return {
       ok: json.ok,
-      files: json.files.map((f, i) => ({
-        path: nameOf(files[i]),
-        step: f.step,
-        state: healths[i]?.pairs ? nameOf(stateOf(i)) : null,
-        health: healths[i] ? { flags: healths[i].flags, ratio: healths[i].ratio } : null,
-        ok: f.ok,
-        error: f.error,
-        ...(healths[i]?.stateError ? { stateError: healths[i].stateError } : {}),
-      })),
+      files: json.files.map((f, i) => {
+        const stateError = stateErrors[i] ?? f.stateError;
+        return {
+          path: nameOf(files[i]),
+          step: f.step,
+          state: f.stateUsed ? nameOf(stateOf(i)) : null,
+          health: f.health,
+          ok: f.ok,
+          error: f.error,
+          ...(stateError ? { stateError } : {}),
+        };
+      }),
       pairs: json.pairs,
       first: json.first,
     };

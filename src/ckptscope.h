@@ -664,21 +664,23 @@ int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json,
 typedef struct ckpt_run_options {
     ckpt_progress_fn progress;     /* bytes of the pass; may be NULL */
     void *progress_ctx;
+    double lr;                     /* the learning rate of the health ratios; 0 or NAN: none */
 } ckpt_run_options;
 
 /* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
- * state (state itself may be NULL: none), and per file the number of health flags raised on it
- * (flags may be NULL: none). A state file is used for the learning rate only when it has one
- * tensor of each slot's size: the caller gives states that pair (ckpt_pair). Every consecutive
- * pair's continuity per owner slot, the k = 1 gradient and learning rate, in one pass that reads
- * each payload once (the pairs stream side by side, a few chunks per file in memory), as JSON
- * {"files":[{"index","ok","step","stateUsed","flags","error"}], "pairs":[{"a","b","continuous",
- * "verdict","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k","broken",
- * "firstBroken","worst","message","gradient","lr","lrResidual"}]}], "ok", "first"}. A file that
- * is not a valid optimizer checkpoint makes its pairs not continuous. NULL with err set on an
- * I/O error, cancellation or no memory; o may be NULL. */
-char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
-                    const ckpt_run_options *o, ckpt_error *err);
+ * state (state itself may be NULL: none). A state file is used (for the health of its file's
+ * parameters and for the learning rates) when it pairs with its checkpoint (ckpt_pair); one of
+ * another family or invalid is that file's "stateError". Every consecutive pair's continuity
+ * per owner slot, the k = 1 gradient and learning rate, and each file's health summary
+ * (ckpt_health_json's flags, the median ratio), in one pass that reads each payload once (the
+ * files stream side by side, a few chunks per file in memory), as JSON {"files":[{"index","ok",
+ * "step","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
+ * "continuous","verdict","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k",
+ * "broken","firstBroken","worst","message","gradient","lr","lrResidual"}]}], "ok", "first"}. A
+ * file that is not a valid optimizer checkpoint makes its pairs not continuous. NULL with err set
+ * on an I/O error, cancellation or no memory; o may be NULL. */
+char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, size_t n, const ckpt_run_options *o,
+                    ckpt_error *err);
 
 /* The gradient of a one-step pair (B one Adam step after A, per slot) as {name}.grad tensors,
  * g = (m_B - beta1 m_A) / (1 - beta1) per element in the moments' dtype, one per owner slot

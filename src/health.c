@@ -10,7 +10,8 @@
  * taken as at least the dtype's smallest normal: tiny gradients underflow in v (g^2) before
  * they do in m (g), and the bound still holds with v at that floor.
  * One streamed pass over m, v and theta together (three cursors over two files), in chunks:
- * bounded memory, progress, cancel. */
+ * bounded memory, progress, cancel. The per-chunk accumulation and the flags are also run.c's
+ * (internal.h): a run feeds them the chunks of its continuity pass. */
 #include "internal.h"
 
 #include <float.h>
@@ -19,36 +20,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 16384                 /* elements per cursor per step */
+#define CHUNK CKPT_HEALTH_CHUNK      /* elements per cursor per step */
 #define MARGIN 1e-3                 /* relative slack of the consistency bound */
 #define RATIO_HIGH 1e-2             /* the flag range of the update-to-weight ratio */
 #define RATIO_LOW 1e-5
 
-typedef struct slot_health {
-    uint64_t count;
-    /* moments (the owner's entry) */
-    bool has_update;
-    double u_sum_sq, u_max;
-    uint64_t u_finite, moment_nan, moment_inf, v_negative, never_updated, inconsistent;
-    /* parameters (the slot's tensor) */
-    bool has_param;
-    double p_sum_sq, p_max;
-    uint64_t p_finite, p_nan, p_inf;
-} slot_health;
-
 typedef struct pass {
     const ckpt_source *opt_src, *state_src;
-    unsigned width, state_width;   /* bytes per element of the moments, of the parameters */
-    double beta1, beta2, eps, c;    /* c: 0 when there is no bound (beta1^2 >= beta2) */
-    double v_floor;                 /* the smallest normal of the moments' dtype */
+    ckpt_health_kernel k;
     ckpt_progress_fn progress;
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
     uint8_t *m, *v;                 /* CHUNK * width each */
     uint8_t *theta;                 /* CHUNK * state_width */
-    void (*moments_chunk)(const struct pass *, size_t, double, double, struct slot_health *);
-    void (*params_chunk)(const struct pass *, size_t, struct slot_health *);
 } pass;
 
 /* The moments' part of one chunk: n elements of m and v as stored (float or double). The loop is
@@ -58,25 +43,26 @@ typedef struct pass {
  * slot's loop) because V8 moves a WebAssembly function to its optimizing tier only on a later
  * call: a loop over a whole 32 MiB slot would run in the baseline tier to its end (the health
  * pass in the CLI: 1.8 s, 1.15 s once warm). They are called through pointers
- * (pass.moments_chunk, pass.params_chunk): Binaryen inlines a function with one call site
+ * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
  * whatever the C says, and cannot inline an indirect call. */
 static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
 {
     return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
 }
 
-static inline ALWAYS_INLINE void moments_span(const pass *ps, size_t n, double inv1, double inv2, slot_health *h, bool wide)
+static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv, size_t n,
+                                              ckpt_health_moments *h, bool wide)
 {
-    const double c = ps->c, floor = ps->v_floor, eps = ps->eps;
+    const double c = k->c, floor = k->v_floor, eps = k->eps, inv1 = h->inv1, inv2 = h->inv2;
     double sum_sq = 0, max = h->u_max;
     uint64_t finite = 0, never = 0, inconsistent = 0;
     for (size_t j = 0; j < n; j++) {
-        double m = element(ps->m, j, wide), v = element(ps->v, j, wide);
+        double m = element(pm, j, wide), v = element(pv, j, wide);
         if (!isfinite(m) || !isfinite(v) || v < 0) {
-            if (isnan(m)) h->moment_nan++;
-            else if (isinf(m)) h->moment_inf++;
-            if (isnan(v)) h->moment_nan++;
-            else if (isinf(v)) h->moment_inf++;
+            if (isnan(m)) h->nan++;
+            else if (isinf(m)) h->inf++;
+            if (isnan(v)) h->nan++;
+            else if (isinf(v)) h->inf++;
             else if (v < 0) h->v_negative++;
             continue;
         }
@@ -96,26 +82,28 @@ static inline ALWAYS_INLINE void moments_span(const pass *ps, size_t n, double i
     h->inconsistent += inconsistent;
 }
 
-static NOINLINE void moments_chunk32(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)
+static NOINLINE void moments_chunk32(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
+                                     ckpt_health_moments *h)
 {
-    moments_span(ps, n, inv1, inv2, h, false);
+    moments_span(k, m, v, n, h, false);
 }
 
-static NOINLINE void moments_chunk64(const pass *ps, size_t n, double inv1, double inv2, slot_health *h)
+static NOINLINE void moments_chunk64(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
+                                     ckpt_health_moments *h)
 {
-    moments_span(ps, n, inv1, inv2, h, true);
+    moments_span(k, m, v, n, h, true);
 }
 
 /* The parameters' part of one chunk (a call of its own for the same reason). */
-static inline ALWAYS_INLINE void params_span(const pass *ps, size_t n, slot_health *h, bool wide)
+static inline ALWAYS_INLINE void params_span(const uint8_t *theta, size_t n, ckpt_health_param *h, bool wide)
 {
-    double sum_sq = 0, max = h->p_max;
+    double sum_sq = 0, max = h->max;
     uint64_t finite = 0;
     for (size_t j = 0; j < n; j++) {
-        double x = element(ps->theta, j, wide);
+        double x = element(theta, j, wide);
         if (!isfinite(x)) {
-            if (isnan(x)) h->p_nan++;
-            else h->p_inf++;
+            if (isnan(x)) h->nan++;
+            else h->inf++;
             continue;
         }
         double a = fabs(x);
@@ -123,45 +111,74 @@ static inline ALWAYS_INLINE void params_span(const pass *ps, size_t n, slot_heal
         if (a > max) max = a;
         finite++;
     }
-    h->p_sum_sq += sum_sq;
-    h->p_max = max;
-    h->p_finite += finite;
+    h->sum_sq += sum_sq;
+    h->max = max;
+    h->finite += finite;
 }
 
-static NOINLINE void params_chunk32(const pass *ps, size_t n, slot_health *h) { params_span(ps, n, h, false); }
+static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h) { params_span(theta, n, h, false); }
 
-static NOINLINE void params_chunk64(const pass *ps, size_t n, slot_health *h) { params_span(ps, n, h, true); }
+static NOINLINE void params_chunk64(const uint8_t *theta, size_t n, ckpt_health_param *h) { params_span(theta, n, h, true); }
+
+void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n, ckpt_health_moments *h)
+{
+    for (size_t at = 0; at < n; at += CHUNK)
+        k->moments_chunk(k, m + at * k->width, v + at * k->width, n - at < CHUNK ? n - at : CHUNK, h);
+}
+
+void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, size_t n, ckpt_health_param *h)
+{
+    for (size_t at = 0; at < n; at += CHUNK) k->params_chunk(theta + at * k->state_width, n - at < CHUNK ? n - at : CHUNK, h);
+}
+
+void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const ckpt_report *rs)
+{
+    memset(k, 0, sizeof *k);
+    k->width = ckpt_dtype_width(ro->dtype);
+    k->state_width = rs ? ckpt_dtype_width(rs->dtype) : 0;
+    k->moments_chunk = k->width == 8 ? moments_chunk64 : moments_chunk32;
+    k->params_chunk = k->state_width == 8 ? params_chunk64 : params_chunk32;
+    k->beta1 = ckpt_double_from_bits(ro->config.beta1);
+    k->beta2 = ckpt_double_from_bits(ro->config.beta2);
+    k->eps = ckpt_double_from_bits(ro->config.epsilon);
+    if (ro->dtype == CKPT_FLOAT32) k->eps = (float)k->eps;   /* the moments' dtype holds epsilon at run time */
+    k->v_floor = ro->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
+    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2)) : 0;
+}
+
+void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h)
+{
+    memset(h, 0, sizeof *h);
+    h->present = e != NULL;
+    if (!e) return;
+    /* the bias corrections of step t + 1, applied as products */
+    double t1 = (double)e->step + 1.0;
+    h->inv1 = 1.0 / (1.0 - pow(k->beta1, t1));
+    h->inv2 = 1.0 / (1.0 - pow(k->beta2, t1));
+}
 
 /* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
  * file), streamed together. */
-static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info *t, uint64_t count, slot_health *h)
+static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info *t, uint64_t count, ckpt_health_slot *h)
 {
     memset(h, 0, sizeof *h);
     h->count = count;
-    h->has_update = e != NULL;
-    h->has_param = t != NULL;
+    ckpt_health_moments_begin(&ps->k, e, &h->mo);
+    h->pa.present = t != NULL;
     if (!e && !t) return 0;
-    /* the bias corrections of step t + 1, applied as products */
-    double inv1 = 0, inv2 = 0;
-    if (e) {
-        double t1 = (double)e->step + 1.0;
-        inv1 = 1.0 / (1.0 - pow(ps->beta1, t1));
-        inv2 = 1.0 / (1.0 - pow(ps->beta2, t1));
-    }
-    const unsigned w = ps->width;
+    const unsigned w = ps->k.width, tw = ps->k.state_width;
     for (uint64_t k = 0; k < count; k += CHUNK) {
         size_t n = count - k < CHUNK ? (size_t)(count - k) : CHUNK;
         if (e) {
             TRY(ckpt_read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, "the source", ps->err));
             TRY(ckpt_read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, "the source", ps->err));
-            ps->moments_chunk(ps, n, inv1, inv2, h);
+            ckpt_health_feed_moments(&ps->k, ps->m, ps->v, n, &h->mo);
         }
         if (t) {
-            const unsigned tw = ps->state_width;
             TRY(ckpt_read_at(ps->state_src, t->data_offset + tw * k, ps->theta, tw * n, "the source", ps->err));
-            ps->params_chunk(ps, n, h);
+            ckpt_health_feed_params(&ps->k, ps->theta, n, &h->pa);
         }
-        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? ps->state_width : 0));
+        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? tw : 0));
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))
             return ckpt_fail(ps->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "health pass cancelled");
     }
@@ -174,60 +191,88 @@ static void j_num_or_null(strbuf *sb, bool present, double x)
     else sb_puts(sb, "null");
 }
 
+/* Where a slot's flags go: counted always; with `global`, its items ,{"slot","flag","message"}
+ * and the slot's own list of names in `slot_names`. */
 typedef struct flags_out {
-    strbuf *global;                 /* ,{"slot","flag","message"} items */
+    strbuf *global, *slot_names;
     size_t count;
 } flags_out;
 
-static void flag(flags_out *f, strbuf *slot_flags, uint64_t slot, const char *name, const char *fmt, ...)
+static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 5, 6)))
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 
-static void flag(flags_out *f, strbuf *slot_flags, uint64_t slot, const char *name, const char *fmt, ...)
+static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt, ...)
 {
+    f->count++;
+    if (!f->global) return;
     char text[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(text, sizeof text, fmt, ap);
     va_end(ap);
-    sb_printf(slot_flags, "%s\"%s\"", slot_flags->len ? "," : "", name);
-    sb_printf(f->global, "%s{\"slot\":", f->count++ ? "," : "");
+    sb_printf(f->slot_names, "%s\"%s\"", f->slot_names->len ? "," : "", name);
+    sb_printf(f->global, "%s{\"slot\":", f->global->len ? "," : "");
     j_u64(f->global, slot);
     sb_printf(f->global, ",\"flag\":\"%s\",\"message\":", name);
     j_string(f->global, text);
     sb_puts(f->global, "}");
 }
 
-/* The slot's JSON and its flags. */
-static void slot_json(strbuf *sb, flags_out *fo, uint64_t slot, uint64_t owner, bool trainable, const ckpt_entry_info *e,
-                      const slot_health *h, double lr, double weight_decay, bool adamw)
+static double update_rms(const ckpt_health_slot *h) { return h->mo.u_finite ? sqrt(h->mo.u_sum_sq / (double)h->mo.u_finite) : 0; }
+static double param_rms(const ckpt_health_slot *h) { return h->pa.finite ? sqrt(h->pa.sum_sq / (double)h->pa.finite) : 0; }
+
+/* The slot's update-to-weight ratio lr * rms(u) / rms(theta); NAN when it has none. */
+static double slot_ratio(const ckpt_health_slot *h, double lr)
+{
+    double p_rms = param_rms(h);
+    return !isnan(lr) && h->mo.present && h->pa.present && p_rms > 0 ? lr * update_rms(h) / p_rms : NAN;
+}
+
+/* The rules of the flags, in their order (docs/health.md). */
+static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio)
 {
     unsigned long long us = slot;
-    strbuf sf = {0};
-    double u_rms = h->u_finite ? sqrt(h->u_sum_sq / (double)h->u_finite) : 0;
-    double p_rms = h->p_finite ? sqrt(h->p_sum_sq / (double)h->p_finite) : 0;
-    bool has_lr = !isnan(lr);
-    bool has_ratio = has_lr && h->has_update && h->has_param && p_rms > 0;
-    double ratio = has_ratio ? lr * u_rms / p_rms : 0;
-    if (h->has_param && (h->p_nan || h->p_inf))
-        flag(fo, &sf, slot, "parameterNonFinite", "parameter %llu: its values hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)h->p_nan, (unsigned long long)h->p_inf);
-    if (h->has_update && owner == slot && (h->moment_nan || h->moment_inf))
-        flag(fo, &sf, slot, "momentsNonFinite", "parameter %llu: its moments hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)h->moment_nan, (unsigned long long)h->moment_inf);
-    if (h->has_update && owner == slot && h->v_negative)
-        flag(fo, &sf, slot, "negativeV", "parameter %llu: its second moment holds %llu negative value%s", us,
-             (unsigned long long)h->v_negative, h->v_negative == 1 ? "" : "s");
-    if (h->has_update && owner == slot && h->inconsistent)
-        flag(fo, &sf, slot, "inconsistent",
+    const ckpt_health_moments *mo = &h->mo;
+    bool owns = mo->present && owner == slot;
+    if (h->pa.present && (h->pa.nan || h->pa.inf))
+        flag(fo, slot, "parameterNonFinite", "parameter %llu: its values hold %llu NaN and %llu infinite values", us,
+             (unsigned long long)h->pa.nan, (unsigned long long)h->pa.inf);
+    if (owns && (mo->nan || mo->inf))
+        flag(fo, slot, "momentsNonFinite", "parameter %llu: its moments hold %llu NaN and %llu infinite values", us,
+             (unsigned long long)mo->nan, (unsigned long long)mo->inf);
+    if (owns && mo->v_negative)
+        flag(fo, slot, "negativeV", "parameter %llu: its second moment holds %llu negative value%s", us,
+             (unsigned long long)mo->v_negative, mo->v_negative == 1 ? "" : "s");
+    if (owns && mo->inconsistent)
+        flag(fo, slot, "inconsistent",
              "parameter %llu: %llu element%s with |m| beyond what any gradient history gives for these betas: corrupted moments, or betas that are not the ones they were built with",
-             us, (unsigned long long)h->inconsistent, h->inconsistent == 1 ? "" : "s");
-    if (has_ratio && ratio > RATIO_HIGH)
-        flag(fo, &sf, slot, "ratioHigh", "parameter %llu: update-to-weight ratio %.3g is above 1e-2 at lr %g", us, ratio, lr);
-    if (has_ratio && ratio < RATIO_LOW)
-        flag(fo, &sf, slot, "ratioLow", "parameter %llu: update-to-weight ratio %.3g is below 1e-5 at lr %g", us, ratio, lr);
+             us, (unsigned long long)mo->inconsistent, mo->inconsistent == 1 ? "" : "s");
+    if (!isnan(ratio) && ratio > RATIO_HIGH)
+        flag(fo, slot, "ratioHigh", "parameter %llu: update-to-weight ratio %.3g is above 1e-2 at lr %g", us, ratio, lr);
+    if (!isnan(ratio) && ratio < RATIO_LOW)
+        flag(fo, slot, "ratioLow", "parameter %llu: update-to-weight ratio %.3g is below 1e-5 at lr %g", us, ratio, lr);
+}
+
+size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio)
+{
+    flags_out fo = {NULL, NULL, 0};
+    *ratio = slot_ratio(h, lr);
+    slot_flags(&fo, h, slot, owner, lr, *ratio);
+    return fo.count;
+}
+
+/* The slot's JSON and its flags. */
+static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, bool trainable, const ckpt_entry_info *e,
+                      const ckpt_health_slot *h, double lr, double weight_decay, bool adamw)
+{
+    strbuf sf = {0};
+    flags_out fo = {flags, &sf, 0};
+    double u_rms = update_rms(h), p_rms = param_rms(h), ratio = slot_ratio(h, lr);
+    bool has_lr = !isnan(lr);
+    slot_flags(&fo, h, slot, owner, lr, ratio);
 
     sb_puts(sb, "{\"slot\":");
     j_u64(sb, slot);
@@ -239,35 +284,35 @@ static void slot_json(strbuf *sb, flags_out *fo, uint64_t slot, uint64_t owner, 
     if (e) j_u64(sb, e->step);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"param\":");
-    if (h->has_param) {
+    if (h->pa.present) {
         sb_puts(sb, "{\"rms\":");
-        j_num_or_null(sb, h->p_finite > 0, p_rms);
+        j_num_or_null(sb, h->pa.finite > 0, p_rms);
         sb_puts(sb, ",\"maxAbs\":");
-        j_num_or_null(sb, h->p_finite > 0, h->p_max);
+        j_num_or_null(sb, h->pa.finite > 0, h->pa.max);
         sb_puts(sb, ",\"nan\":");
-        j_u64(sb, h->p_nan);
+        j_u64(sb, h->pa.nan);
         sb_puts(sb, ",\"inf\":");
-        j_u64(sb, h->p_inf);
+        j_u64(sb, h->pa.inf);
         sb_puts(sb, "}");
     } else sb_puts(sb, "null");
     sb_puts(sb, ",\"update\":");
-    if (h->has_update) {
+    if (h->mo.present) {
         sb_puts(sb, "{\"rms\":");
-        j_num_or_null(sb, h->u_finite > 0, u_rms);
+        j_num_or_null(sb, h->mo.u_finite > 0, u_rms);
         sb_puts(sb, ",\"maxAbs\":");
-        j_num_or_null(sb, h->u_finite > 0, h->u_max);
+        j_num_or_null(sb, h->mo.u_finite > 0, h->mo.u_max);
         sb_puts(sb, "}");
     } else sb_puts(sb, "null");
     sb_puts(sb, ",\"ratio\":");
-    j_num_or_null(sb, has_ratio, ratio);
+    j_num_or_null(sb, !isnan(ratio), ratio);
     sb_puts(sb, ",\"decay\":");
-    j_num_or_null(sb, has_lr && h->has_update, adamw ? lr * weight_decay : 0);
+    j_num_or_null(sb, has_lr && h->mo.present, adamw ? lr * weight_decay : 0);
     sb_puts(sb, ",\"neverUpdated\":");
-    j_u64(sb, h->has_update ? h->never_updated : 0);
+    j_u64(sb, h->mo.present ? h->mo.never_updated : 0);
     sb_puts(sb, ",\"inconsistent\":");
-    j_u64(sb, h->has_update ? h->inconsistent : 0);
+    j_u64(sb, h->mo.present ? h->mo.inconsistent : 0);
     sb_puts(sb, ",\"nonFinite\":");
-    j_u64(sb, h->has_update ? h->moment_nan + h->moment_inf : 0);
+    j_u64(sb, h->mo.present ? h->mo.nan + h->mo.inf : 0);
     sb_printf(sb, ",\"flags\":[%s]}", sf.data ? sf.data : "");
     sb_free(&sf);
 }
@@ -287,22 +332,47 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
     uint64_t total = 0;
     for (uint64_t i = first; i < last; i++) {
         uint64_t count = ckpt_schema_size(s, (size_t)i, NULL);
-        if (ckpt_schema_representative(s, i) != CKPT_NONE) total += 2 * count * ps->width;
-        if (ps->state_src) total += count * ps->state_width;
+        if (ckpt_schema_representative(s, i) != CKPT_NONE) total += 2 * count * ps->k.width;
+        if (ps->state_src) total += count * ps->k.state_width;
     }
     return total;
+}
+
+/* Can health read these files whole? Their roles, then their validity. */
+static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *err)
+{
+    if (ckpt_require_role(ro, true, err) || (rs && ckpt_require_role(rs, false, err))) return -1;
+    if (ro->error.code || (rs && rs->error.code))
+        /* every entry and tensor must be there: health reads them all */
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
+                         ro->error.code ? "optimizer checkpoint" : "state file");
+    return 0;
+}
+
+int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progress_fn progress, void *progress_ctx,
+                      bool *pairs, ckpt_error *why, ckpt_error *err)
+{
+    *pairs = false;
+    if (readable(ckpt_file_report(opt), ckpt_file_report(state), err)) return -1;
+    /* the pairing verdict, pairing's own (format.md 6): a state file of another model has
+     * parameters that are not this checkpoint's */
+    ckpt_pair_result *pr = ckpt_pair(opt, state, progress, progress_ctx);
+    if (!pr) return ckpt_fail_oom(err);
+    if (pr->error.code) {
+        ckpt_error_move(err, &pr->error);   /* cancelled, the file changed, out of memory */
+        ckpt_pair_result_free(pr);
+        return -1;
+    }
+    *pairs = pr->pairs;
+    if (!*pairs) ckpt_error_move(why, &pr->failures[0]);
+    ckpt_pair_result_free(pr);
+    return 0;
 }
 
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = state ? ckpt_file_report(state) : NULL;
-    if (ckpt_require_role(ro, true, err) || (rs && ckpt_require_role(rs, false, err))) return NULL;
-    if (ro->error.code || (rs && rs->error.code)) {
-        /* every entry and tensor must be there: health reads them all */
-        ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
-                  ro->error.code ? "optimizer checkpoint" : "state file");
-        return NULL;
-    }
+    if (readable(ro, rs, err)) return NULL;
     const ckpt_schema *s = ro->schema;
     size_t n = ckpt_schema_count(s);
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
@@ -312,17 +382,7 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     pass ps = {0};
     ps.opt_src = ckpt_file_source(opt);
     ps.state_src = rs ? ckpt_file_source(state) : NULL;
-    ps.width = ckpt_dtype_width(ro->dtype);
-    ps.state_width = rs ? ckpt_dtype_width(rs->dtype) : 0;
-    ps.moments_chunk = ps.width == 8 ? moments_chunk64 : moments_chunk32;
-    ps.params_chunk = ps.state_width == 8 ? params_chunk64 : params_chunk32;
-    ps.beta1 = ckpt_double_from_bits(ro->config.beta1);
-    ps.beta2 = ckpt_double_from_bits(ro->config.beta2);
-    ps.eps = ckpt_double_from_bits(ro->config.epsilon);
-    if (ro->dtype == CKPT_FLOAT32) ps.eps = (float)ps.eps;   /* the moments' dtype holds epsilon at run time */
-    ps.v_floor = ro->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    ps.c = ps.beta1 * ps.beta1 < ps.beta2
-               ? (1 - ps.beta1) / sqrt((1 - ps.beta2) * (1 - ps.beta1 * ps.beta1 / ps.beta2)) : 0;
+    ckpt_health_kernel_init(&ps.k, ro, rs);
     ps.progress = o ? o->progress : NULL;
     ps.progress_ctx = o ? o->progress_ctx : NULL;
     ps.err = err;
@@ -330,27 +390,12 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     double weight_decay = ckpt_double_from_bits(ro->config.weight_decay);
     bool adamw = ro->config.kind == CKPT_ADAMW;
 
-    /* the pairing verdict, pairing's own (format.md 6): a state file of another model has
-     * parameters that are not this checkpoint's (ok false, the first pairing failure as the
-     * error); the moments' health is still computed */
+    /* a state file that does not pair: ok false, the first pairing failure as the error; the
+     * moments' health is still computed */
     ckpt_error pair_err = {0};
     ckpt_error_clear(&pair_err);
     bool pairs = true;
-    if (rs) {
-        ckpt_pair_result *pr = ckpt_pair(opt, state, pairing_progress, &ps);
-        if (!pr) {
-            ckpt_fail_oom(err);
-            return NULL;
-        }
-        if (pr->error.code) {
-            ckpt_error_move(err, &pr->error);   /* cancelled, the file changed, out of memory */
-            ckpt_pair_result_free(pr);
-            return NULL;
-        }
-        pairs = pr->pairs;
-        if (!pairs) ckpt_error_move(&pair_err, &pr->failures[0]);
-        ckpt_pair_result_free(pr);
-    }
+    if (rs && ckpt_health_state(opt, state, pairing_progress, &ps, &pairs, &pair_err, err)) return NULL;
     if (!pairs) {
         ps.state_src = NULL;
         ps.total = pass_total(&ps, s, first, last);
@@ -363,16 +408,15 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         ckpt_fail_oom(err);
         return NULL;
     }
-    ps.m = malloc(CHUNK * ps.width);
-    ps.v = malloc(CHUNK * ps.width);
-    ps.theta = malloc(CHUNK * (ps.state_width ? ps.state_width : 1));
+    ps.m = malloc(CHUNK * ps.k.width);
+    ps.v = malloc(CHUNK * ps.k.width);
+    ps.theta = malloc(CHUNK * (ps.k.state_width ? ps.k.state_width : 1));
     strbuf sb = {0}, fl = {0};
-    flags_out fo = {&fl, 0};
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
     sb_puts(&sb, ",\"c\":");
-    j_num_or_null(&sb, ps.c > 0, ps.c);
+    j_num_or_null(&sb, ps.k.c > 0, ps.k.c);
     sb_puts(&sb, ",\"first\":");
     j_u64(&sb, first);
     sb_puts(&sb, ",\"slots\":[");
@@ -380,10 +424,10 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         uint64_t r = ckpt_schema_representative(s, i);
         const ckpt_entry_info *e = r != CKPT_NONE ? &ro->entries[entry_of[r]] : NULL;
         const ckpt_tensor_info *t = ps.state_src ? &rs->tensors[i] : NULL;
-        slot_health h;
+        ckpt_health_slot h;
         if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");
-        slot_json(&sb, &fo, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, lr, weight_decay, adamw);
+        slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, lr, weight_decay, adamw);
     }
     sb_puts(&sb, "],\"flags\":[");
     if (fl.data) sb_puts(&sb, fl.data);

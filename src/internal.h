@@ -394,4 +394,60 @@ void j_config(strbuf *sb, const ckpt_config *c);
 void j_error(strbuf *sb, const ckpt_error *err);
 void j_shape(strbuf *sb, const ckpt_schema *s, size_t i);
 
+
+/* ---- health.c: the next Adam step of one slot, fed chunk by chunk (docs/health.md) ----
+ * ckpt_health_json streams a slot's chunks through these; a run (run.c) feeds them the chunks
+ * its continuity pass reads anyway, so every payload is read once. The rules (the bound, the
+ * flags, the ratio) stay in health.c. */
+typedef struct ckpt_health_moments {
+    bool present;                   /* the slot has an owner entry (not frozen) */
+    double inv1, inv2;              /* the bias corrections of step t + 1, as products */
+    double u_sum_sq, u_max;
+    uint64_t u_finite, nan, inf, v_negative, never_updated, inconsistent;
+} ckpt_health_moments;
+
+typedef struct ckpt_health_param {
+    bool present;                   /* the slot's tensor of a state file that pairs */
+    double sum_sq, max;
+    uint64_t finite, nan, inf;
+} ckpt_health_param;
+
+/* One slot: its owner's moments (a tied slot's are its owner's) and its own parameters. */
+typedef struct ckpt_health_slot {
+    uint64_t count;
+    ckpt_health_moments mo;
+    ckpt_health_param pa;
+} ckpt_health_slot;
+
+/* The constants of one optimizer checkpoint's pass and its chunk loops (one per width). */
+typedef struct ckpt_health_kernel {
+    unsigned width, state_width;    /* bytes per element of the moments, of the parameters */
+    double beta1, beta2, eps, c;    /* c: 0 when there is no bound (beta1^2 >= beta2) */
+    double v_floor;                 /* the smallest normal of the moments' dtype */
+    void (*moments_chunk)(const struct ckpt_health_kernel *, const uint8_t *m, const uint8_t *v, size_t n,
+                          ckpt_health_moments *h);
+    void (*params_chunk)(const uint8_t *theta, size_t n, ckpt_health_param *h);
+} ckpt_health_kernel;
+
+/* opt: a valid optimizer checkpoint's report; state: its model-state file's, NULL for none. */
+void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *opt, const ckpt_report *state);
+/* Start the moments of the owner entry e (NULL: a frozen slot, nothing to feed). */
+void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h);
+/* n elements of m and v (k->width bytes each, as stored); of theta (k->state_width bytes). Fed
+ * in pieces of CKPT_HEALTH_CHUNK elements from the slot's start, the sums are added in the same
+ * order as ckpt_health_json adds them: the same bits. */
+#define CKPT_HEALTH_CHUNK 16384
+void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n, ckpt_health_moments *h);
+void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, size_t n, ckpt_health_param *h);
+/* The flags health raises on slot `slot` whose owner is `owner` (CKPT_NONE when frozen), as
+ * ckpt_health_json words them; its update-to-weight ratio at lr (NAN: none) in *ratio, NAN when
+ * it has none. */
+size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio);
+/* Whether the model-state file `state` gives health (and a run) the parameters of `opt`, a
+ * valid optimizer checkpoint: 0 with *pairs (when not, its first pairing failure in *why);
+ * -1 with err set when it cannot be used at all (another family, invalid) or pairing could not
+ * run (cancelled, I/O, no memory). */
+int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progress_fn progress, void *progress_ctx,
+                      bool *pairs, ckpt_error *why, ckpt_error *err);
+
 #endif

@@ -8,8 +8,10 @@
  * docs/runs.md). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
  * (+ wd theta_A for AdamW), bias corrections at tB.
  *
- * One pass over every file at once: for each owner slot, chunk by chunk, each file's payload
- * chunk is read once and serves both pairs it belongs to. Memory: a few chunks per file. */
+ * One pass over every file at once: for each slot, chunk by chunk, each file's payload chunk is
+ * read once and serves both pairs it belongs to and the file's own health (health.c's
+ * accumulation, fed the same chunks). Memory: a few chunks per file, and per file one health
+ * accumulator per slot. */
 #include "internal.h"
 
 #include <float.h>
@@ -17,8 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK 8192                  /* elements per file per step, many files */
-#define CHUNK_FEW 65536             /* the same for a few files (fewer, larger reads) */
+/* Multiples of health's chunk, so that each file's health sums add in health's own order. */
+#define CHUNK CKPT_HEALTH_CHUNK     /* elements per file per step, many files */
+#define CHUNK_FEW (4 * CKPT_HEALTH_CHUNK) /* the same for a few files (fewer, larger reads) */
 #define FEW_FILES 16
 
 /* One file of the run and its buffers for the current chunk. */
@@ -28,13 +31,17 @@ typedef struct run_file {
     const ckpt_source *src;
     const ckpt_report *state;       /* its model-state file, NULL when not given or not usable */
     const ckpt_source *state_src;
+    ckpt_error state_error;         /* why a state file given cannot be used at all */
     bool readable;                  /* valid through its last entry */
-    unsigned width;
+    unsigned width, state_width;
     uint8_t *raw_m, *raw_v;         /* chunk * width, as stored */
-    uint8_t *raw_theta;             /* chunk * 4 */
-    double *m, *v, *theta;          /* the same chunk in binary64 */
+    uint8_t *raw_theta;             /* chunk * state_width */
+    double *theta;                  /* the parameters' chunk in binary64 */
     const ckpt_entry_info *e;       /* the current slot's entry, NULL when not read this slot */
-    bool read_theta;
+    bool read_theta;                /* its parameters are read this slot (health) */
+    bool widen_theta;               /* ... and go into a learning rate */
+    ckpt_health_kernel hk;
+    ckpt_health_slot *health;       /* one per slot: its owner's moments, its own parameters */
 } run_file;
 
 /* One slot of one pair: its constants and what the pass gathers. */
@@ -48,7 +55,8 @@ typedef struct slot_acc {
     uint64_t broken, first, count;
     double worst;
     uint64_t g_finite, g_nonfinite, g_zero;
-    double g_sum_sq, g_max;
+    double g_sum_sq, g_max;         /* of dm over the elements whose g is finite */
+    double g_limit;                 /* the largest |dm| whose g = dm / (1 - b1) is finite */
     double dd, td, tt;              /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
 } slot_acc;
 
@@ -70,11 +78,16 @@ typedef struct run {
     run_file *files;
     run_pair *pairs;
     size_t n;
-    size_t chunk;                   /* elements per file per step: memory is n * chunk * 44 bytes */
+    size_t chunk;                   /* elements per file per step: memory is n * chunk * 32 bytes */
     ckpt_progress_fn progress;
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
+    /* the element loops by moment width (float, double), called through pointers: Binaryen
+     * inlines a function with one call site into its caller, and V8 optimizes a WebAssembly
+     * function only on a later call, so a loop inlined into the one call of the pass would run
+     * in the baseline tier to its end (see health.c) */
+    void (*steps_chunk[2])(struct slot_acc *, const run_file *, const run_file *, size_t, uint64_t);
 } run;
 
 static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, ckpt_error *err)
@@ -131,40 +144,66 @@ static double c_k(const run_pair *p, uint64_t k)
 
 /* ---- the element loops ---- */
 
+/* The moments are compared from their stored width (element()); parameters, rarer, widened. */
+
 /* k = 1: Δm = (1 - b1) g, so the step's gradient is Δm / (1 - b1). */
 static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
 
-/* k >= 1: the continuity bound, and for k = 1 the gradient and the lr's sums. `base` is the
- * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged. */
-static NOINLINE void steps_chunk(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
+static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
+{
+    return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
+}
+
+/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. `base` is the
+ * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged.
+ *
+ * Speed: the bound is c_k sqrt(X) + tm (X = max(dv, 0) + tv), and tm = tm0 + km c_k sqrt(v_B)
+ * with tm0 = km (|m_B| + b1^k |m_A|). Without a square root, e = |dm| - tm0 decides most
+ * elements: e <= 0 or e^2 <= c_k^2 X is within the bound; e^2 > c_k^2 (1 + km)(X + km v_B) is
+ * beyond it (Cauchy-Schwarz: sqrt(X) + km sqrt(v_B) <= sqrt((1 + km)(X + km v_B))); likewise
+ * for a new worst ratio. Only the elements in between take the roots, as written. The squared
+ * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
+ * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
+ * once at the end). The loop is inlined once per moment width, as health's is. */
+static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base, bool wide)
 {
     const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
+    const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu, g_limit = s->g_limit;
+    const bool gradient = s->gradient, lr = s->lr;
+    const uint8_t *pma = a->raw_m, *pva = a->raw_v, *pmb = b->raw_m, *pvb = b->raw_v;
+    double g_sum_sq = 0, g_max = s->g_max, worst = s->worst;
+    uint64_t g_finite = 0, g_zero = 0, g_nonfinite = 0, broken = s->broken, first = s->first;
     for (size_t j = 0; j < n; j++) {
-        double ma = a->m[j], va = a->v[j], mb = b->m[j], vb = b->v[j];
-        double dm = mb - s->b1k * ma;
-        if (s->gradient) {
-            double g = gradient_of(dm, s->omb1);
-            if (!isfinite(g)) s->g_nonfinite++;
+        double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide), vb = element(pvb, j, wide);
+        double dm = mb - b1k * ma, adm = fabs(dm);
+        if (gradient) {
+            if (!(adm <= g_limit)) g_nonfinite++;
             else {
-                double ag = fabs(g);
-                s->g_finite++;
-                s->g_zero += g == 0;
-                s->g_sum_sq += g * g;
-                if (ag > s->g_max) s->g_max = ag;
+                g_finite++;
+                g_zero += dm == 0;
+                g_sum_sq += dm * dm;
+                if (adm > g_max) g_max = adm;
             }
         }
         if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
-        double dv = vb - s->b2k * va;
-        double tv = kv * (vb + s->b2k * va) + s->nu;
-        double tm = km * (s->ck * sqrt(vb) + fabs(mb) + s->b1k * fabs(ma));
-        double bound = s->ck * sqrt((dv > 0 ? dv : 0) + tv) + tm;
-        double adm = fabs(dm);
-        if (adm > s->worst * bound && isfinite(bound) && bound > 0) s->worst = adm / bound;   /* one division per new maximum */
-        if (dv < -tv || adm > bound) {
-            if (!s->broken) s->first = base + j;
-            s->broken++;
+        double dv = vb - b2k * va;
+        double tv = kv * (vb + b2k * va) + nu;
+        double x = (dv > 0 ? dv : 0) + tv, cx = ck2 * x;
+        double tm0 = km * (fabs(mb) + b1k * fabs(ma));
+        double e = adm - tm0, ew = adm - worst * tm0;
+        bool out = e > 0 && e * e > cx;                              /* perhaps beyond the bound */
+        bool candidate = ew > 0 && ew * ew > worst * worst * cx;     /* perhaps a new worst */
+        if ((out && e * e <= ck2 * (1 + km) * (x + km * vb)) || candidate) {
+            double tm = km * (ck * sqrt(vb) + fabs(mb) + b1k * fabs(ma));
+            double bound = ck * sqrt(x) + tm;
+            if (adm > worst * bound && isfinite(bound) && bound > 0) worst = adm / bound;   /* one division per new maximum */
+            out = adm > bound;
         }
-        if (s->lr) {
+        if (dv < -tv || out) {
+            if (!broken) first = base + j;
+            broken++;
+        }
+        if (lr) {
             double d = mb * s->inv1 / (sqrt(vb * s->inv2) + s->eps);
             if (s->wd != 0) d += s->wd * a->theta[j];
             double t = b->theta[j] - a->theta[j];
@@ -175,6 +214,24 @@ static NOINLINE void steps_chunk(slot_acc *s, const run_file *a, const run_file 
             }
         }
     }
+    s->g_sum_sq += g_sum_sq;
+    s->g_max = g_max;
+    s->g_finite += g_finite;
+    s->g_zero += g_zero;
+    s->g_nonfinite += g_nonfinite;
+    s->worst = worst;
+    s->broken = broken;
+    s->first = first;
+}
+
+static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
+{
+    steps_span(s, a, b, n, base, false);
+}
+
+static NOINLINE void steps_chunk64(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
+{
+    steps_span(s, a, b, n, base, true);
 }
 
 /* ---- the pass ---- */
@@ -184,32 +241,43 @@ static bool is_owner(const ckpt_report *r, uint64_t s)
     return s < ckpt_schema_count(r->schema) && ckpt_schema_representative(r->schema, s) == s;
 }
 
-/* Set up slot s of every comparable pair (its k, its constants, what its files read) and
- * return the bytes its pass reads. */
+/* The slot's size in a readable file, 0 when the file has no slot s. */
+static uint64_t slot_size(const run_file *rf, uint64_t s)
+{
+    const ckpt_schema *sc = rf->rep->schema;
+    return s < ckpt_schema_count(sc) ? ckpt_schema_size(sc, (size_t)s, NULL) : 0;
+}
+
+/* Set up slot s: what each file reads (its owner entry's moments, its parameters: health's),
+ * and every comparable pair's k, its constants and what it compares; return the bytes the
+ * slot's pass reads. */
 static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
 {
-    for (size_t f = 0; f < r->n; f++) r->files[f].e = NULL, r->files[f].read_theta = false;
+    for (size_t f = 0; f < r->n; f++) {
+        run_file *rf = &r->files[f];
+        rf->e = NULL, rf->read_theta = rf->widen_theta = false;
+        if (!rf->readable || s >= ckpt_schema_count(rf->rep->schema)) continue;
+        ckpt_error ignored = {0};
+        ckpt_error_clear(&ignored);
+        /* the file is valid through its entries: an owner's entry is there */
+        if (is_owner(rf->rep, s) && ckpt_file_entry(rf->file, s, &rf->e, NULL, &ignored)) rf->e = NULL;
+        ckpt_error_clear(&ignored);
+        rf->read_theta = rf->state != NULL;
+    }
     for (size_t p = 0; p + 1 < r->n; p++) {
         slot_acc *a = &acc[p];
         memset(a, 0, sizeof *a);
         a->first = CKPT_NONE;
         const run_pair *pp = &r->pairs[p];
         run_file *fa = &r->files[p], *fb = &r->files[p + 1];
-        if (!pp->comparable || !is_owner(fa->rep, s)) continue;
-        const ckpt_entry_info *ea, *eb;
-        ckpt_error ignored = {0};
-        ckpt_error_clear(&ignored);
-        /* both files are valid through their entries and share the layout: both succeed */
-        if (ckpt_file_entry(fa->file, s, &ea, NULL, &ignored) || ckpt_file_entry(fb->file, s, &eb, NULL, &ignored)) {
-            ckpt_error_clear(&ignored);
-            continue;
-        }
+        /* one layout: both files own slot s or neither does */
+        if (!pp->comparable || !fa->e || !fb->e) continue;
+        const ckpt_entry_info *ea = fa->e, *eb = fb->e;
         a->count = ea->count;
         a->backwards = eb->step < ea->step;
         a->k = a->backwards ? ea->step - eb->step : eb->step - ea->step;
         if (a->backwards) continue;
         a->active = true;
-        fa->e = ea, fb->e = eb;
         if (a->k == 0) continue;
         double k = (double)a->k;
         a->b1k = pow(pp->b1, k);
@@ -219,6 +287,7 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
         a->u = pp->u;
         a->nu = pp->nu;
         a->gradient = a->k == 1;
+        a->g_limit = DBL_MAX * pp->omb1;
         a->lr = a->k == 1 && pp->lr;
         if (a->lr) {
             double tb = (double)eb->step;
@@ -226,41 +295,60 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
             a->inv2 = 1.0 / (1.0 - pow(pp->b2, tb));
             a->eps = pp->eps;
             a->wd = pp->adamw ? pp->wd : 0;
-            fa->read_theta = fb->read_theta = true;
+            fa->widen_theta = fb->widen_theta = true;
         }
     }
     uint64_t bytes = 0;
     for (size_t f = 0; f < r->n; f++) {
         const run_file *rf = &r->files[f];
         if (rf->e) bytes += 2 * rf->e->count * rf->width;
-        if (rf->read_theta) bytes += 4 * rf->e->count;
+        if (rf->read_theta) bytes += slot_size(rf, s) * rf->state_width;
     }
     return bytes;
 }
 
-/* The slot's chunks, every file read once. */
+/* Start slot s of each file's health: its owner's moments when it owns them (a tied slot's are
+ * its owner's, joined at the end), its parameters when a state file is used. */
+static void begin_health(run *r, uint64_t s)
+{
+    for (size_t f = 0; f < r->n; f++) {
+        run_file *rf = &r->files[f];
+        if (!rf->readable || s >= ckpt_schema_count(rf->rep->schema)) continue;
+        ckpt_health_slot *h = &rf->health[s];
+        memset(h, 0, sizeof *h);
+        h->count = slot_size(rf, s);
+        ckpt_health_moments_begin(&rf->hk, rf->e, &h->mo);
+        h->pa.present = rf->read_theta;
+    }
+}
+
+/* The slot's chunks, every file read once: each chunk feeds the file's health and the pairs. */
 static int pass_slot(run *r, uint64_t s, slot_acc *acc)
 {
     uint64_t count = 0;
     for (size_t f = 0; f < r->n; f++)
-        if (r->files[f].e && r->files[f].e->count > count) count = r->files[f].e->count;
+        if ((r->files[f].e || r->files[f].read_theta) && slot_size(&r->files[f], s) > count) count = slot_size(&r->files[f], s);
     const size_t chunk = r->chunk;
     for (uint64_t base = 0; base < count; base += chunk) {
         for (size_t f = 0; f < r->n; f++) {
             run_file *rf = &r->files[f];
-            if (!rf->e || base >= rf->e->count) continue;
-            uint64_t left = rf->e->count - base;
-            size_t n = left < chunk ? (size_t)left : chunk;
-            unsigned w = rf->width;
-            TRY(read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, r->err));
-            TRY(read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, r->err));
-            widen(rf->raw_m, w, rf->m, n);
-            widen(rf->raw_v, w, rf->v, n);
-            if (rf->read_theta) {
-                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + 4 * base, rf->raw_theta, 4 * n, r->err));
-                widen(rf->raw_theta, 4, rf->theta, n);
+            if (!rf->e && !rf->read_theta) continue;
+            uint64_t len = slot_size(rf, s);
+            if (base >= len) continue;
+            size_t n = len - base < chunk ? (size_t)(len - base) : chunk;
+            ckpt_health_slot *h = &rf->health[s];
+            unsigned w = rf->width, tw = rf->state_width;
+            if (rf->e) {
+                TRY(read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, r->err));
+                TRY(read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, r->err));
+                ckpt_health_feed_moments(&rf->hk, rf->raw_m, rf->raw_v, n, &h->mo);
             }
-            r->done += (uint64_t)n * (2 * w + (rf->read_theta ? 4 : 0));
+            if (rf->read_theta) {
+                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n, r->err));
+                ckpt_health_feed_params(&rf->hk, rf->raw_theta, n, &h->pa);
+                if (rf->widen_theta) widen(rf->raw_theta, tw, rf->theta, n);
+            }
+            r->done += (uint64_t)n * ((rf->e ? 2 * w : 0) + (rf->read_theta ? tw : 0));
         }
         for (size_t p = 0; p + 1 < r->n; p++) {
             slot_acc *a = &acc[p];
@@ -276,7 +364,7 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
                     if (!a->broken) a->first = base + j;
                     a->broken++;
                 }
-            } else steps_chunk(a, fa, fb, n, base);
+            } else r->steps_chunk[fa->width == 8](a, fa, fb, n, base);
         }
         if (r->progress && r->progress(r->progress_ctx, r->done, r->total))
             return ckpt_fail(r->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "run pass cancelled");
@@ -328,9 +416,9 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     sb_puts(sb, ",\"gradient\":");
     if (a->gradient) {
         sb_puts(sb, "{\"rms\":");
-        j_num_or_null(sb, a->g_finite > 0, a->g_finite ? sqrt(a->g_sum_sq / (double)a->g_finite) : 0);
+        j_num_or_null(sb, a->g_finite > 0, a->g_finite ? sqrt(a->g_sum_sq / (double)a->g_finite) / a->omb1 : 0);
         sb_puts(sb, ",\"maxAbs\":");
-        j_num_or_null(sb, a->g_finite > 0, a->g_max);
+        j_num_or_null(sb, a->g_finite > 0, a->g_max / a->omb1);
         sb_puts(sb, ",\"nonFinite\":");
         j_u64(sb, a->g_nonfinite);
         sb_puts(sb, ",\"zero\":");
@@ -395,20 +483,6 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     return 0;
 }
 
-/* A model-state file the pass can read beside `opt`: valid, one tensor per slot of the slot's
- * size (pairing proper is ckpt_pair's: the caller gives only states that pair). */
-static const ckpt_report *usable_state(const ckpt_report *opt, const ckpt_file *state)
-{
-    if (!state) return NULL;
-    const ckpt_report *rs = ckpt_file_report(state);
-    if (!rs->family || rs->family->optimizer || rs->error.code) return NULL;
-    size_t n = ckpt_schema_count(opt->schema);
-    if (rs->tensors_len != n) return NULL;
-    for (size_t i = 0; i < n; i++)
-        if (rs->tensors[i].count != ckpt_schema_size(opt->schema, i, NULL)) return NULL;
-    return rs;
-}
-
 static void free_run(run *r)
 {
     for (size_t f = 0; f < r->n; f++) {
@@ -416,9 +490,9 @@ static void free_run(run *r)
         free(rf->raw_m);
         free(rf->raw_v);
         free(rf->raw_theta);
-        free(rf->m);
-        free(rf->v);
         free(rf->theta);
+        free(rf->health);
+        ckpt_error_clear(&rf->state_error);
     }
     for (size_t p = 0; p + 1 < r->n; p++) {
         free(r->pairs[p].config_diff);
@@ -430,28 +504,64 @@ static void free_run(run *r)
     free(r->pairs);
 }
 
+/* Progress while the state files pair: nothing of the pass is done yet (its size is not known
+ * before), but a cancel is honoured. */
+static int pairing_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    const run *r = ctx;
+    (void)done, (void)total;
+    return r->progress && r->progress(r->progress_ctx, 0, 0);
+}
+
+/* File f's model-state file, used when health would use it (it pairs); another family or an
+ * invalid file is the file's stateError, a failure to read one the run's. */
+static int use_state(run *r, run_file *rf, const ckpt_file *state)
+{
+    bool pairs;
+    ckpt_error why = {0};
+    ckpt_error_clear(&why);
+    ckpt_error_clear(&rf->state_error);
+    int rc = ckpt_health_state(rf->file, state, pairing_progress, r, &pairs, &why, &rf->state_error);
+    ckpt_error_clear(&why);
+    if (rc) {
+        int code = rf->state_error.code;
+        if (code == CKPT_E_WRONG_FAMILY || code == CKPT_E_NOT_READABLE) return 0;
+        ckpt_error_move(r->err, &rf->state_error);
+        return -1;
+    }
+    if (pairs) {
+        rf->state = ckpt_file_report(state);
+        rf->state_src = ckpt_file_source(state);
+        rf->state_width = ckpt_width(rf->state->dtype);
+    }
+    return 0;
+}
+
 static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *state)
 {
     r->chunk = r->n <= FEW_FILES ? CHUNK_FEW : CHUNK;
+    r->steps_chunk[0] = steps_chunk32;
+    r->steps_chunk[1] = steps_chunk64;
     for (size_t f = 0; f < r->n; f++) {
         run_file *rf = &r->files[f];
         const ckpt_report *rep = ckpt_file_report(opt[f]);
         rf->file = opt[f];
         rf->src = ckpt_file_source(opt[f]);
+        ckpt_error_clear(&rf->state_error);
         if (!rep->family || !rep->family->optimizer) continue;
         rf->rep = rep;
         rf->readable = rep->error.code == 0;
         if (!rf->readable) continue;
         rf->width = ckpt_width(rep->dtype);
-        if ((rf->state = usable_state(rep, state ? state[f] : NULL))) rf->state_src = ckpt_file_source(state[f]);
-        size_t c = r->chunk;
+        if (state && state[f]) TRY(use_state(r, rf, state[f]));
+        ckpt_health_kernel_init(&rf->hk, rep, rf->state);
+        size_t c = r->chunk, slots = ckpt_schema_count(rep->schema);
         rf->raw_m = malloc(c * 8);
         rf->raw_v = malloc(c * 8);
-        rf->raw_theta = malloc(c * 4);
-        rf->m = malloc(c * sizeof(double));
-        rf->v = malloc(c * sizeof(double));
+        rf->raw_theta = malloc(c * 8);
         rf->theta = malloc(c * sizeof(double));
-        if (!rf->raw_m || !rf->raw_v || !rf->raw_theta || !rf->m || !rf->v || !rf->theta) return ckpt_fail_oom(r->err);
+        rf->health = calloc(slots ? slots : 1, sizeof *rf->health);
+        if (!rf->raw_m || !rf->raw_v || !rf->raw_theta || !rf->theta || !rf->health) return ckpt_fail_oom(r->err);
     }
     for (size_t p = 0; p + 1 < r->n; p++) {
         r->pairs[p].continuous = true;
@@ -468,21 +578,64 @@ static uint64_t max_step(const ckpt_report *rep)
     return m;
 }
 
-static char *run_json(run *r, const uint64_t *flags)
+static int cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* A readable file's health summary: the flags health raises on its slots, and the median of
+ * their update-to-weight ratios (NAN when no slot has one). */
+static int file_health(const run_file *rf, double lr, uint64_t *flags, double *median, ckpt_error *err)
+{
+    const ckpt_schema *sc = rf->rep->schema;
+    size_t n = ckpt_schema_count(sc), k = 0;
+    double *ratios = malloc((n ? n : 1) * sizeof *ratios);
+    if (!ratios) return ckpt_fail_oom(err);
+    *flags = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t owner = ckpt_schema_representative(sc, i);
+        ckpt_health_slot h = rf->health[i];
+        if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo;   /* a tied slot's moments are its owner's */
+        double ratio;
+        *flags += ckpt_health_slot_flags(&h, i, owner, lr, &ratio);
+        if (isfinite(ratio)) ratios[k++] = ratio;
+    }
+    qsort(ratios, k, sizeof *ratios, cmp_double);
+    *median = !k ? NAN : k % 2 ? ratios[k / 2] : (ratios[k / 2 - 1] + ratios[k / 2]) / 2;
+    free(ratios);
+    return 0;
+}
+
+static char *run_json(run *r, double lr, ckpt_error *err)
 {
     strbuf sb = {0};
     uint64_t first = CKPT_NONE;
     sb_puts(&sb, "{\"files\":[");
     for (size_t f = 0; f < r->n; f++) {
         const run_file *rf = &r->files[f];
-        bool flagged = flags && flags[f];
-        if ((!rf->readable || flagged) && first == CKPT_NONE) first = f;
+        uint64_t flags = 0;
+        double median = NAN;
+        if (rf->readable && file_health(rf, lr, &flags, &median, err)) {
+            sb_free(&sb);
+            return NULL;
+        }
+        if ((!rf->readable || flags) && first == CKPT_NONE) first = f;
         if (f) sb_putc(&sb, ',');
         sb_printf(&sb, "{\"index\":%zu,\"ok\":%s,\"step\":", f, rf->readable ? "true" : "false");
         if (rf->readable) j_u64(&sb, max_step(rf->rep));
         else sb_lit(&sb, "null");
-        sb_printf(&sb, ",\"stateUsed\":%s,\"flags\":", rf->state ? "true" : "false");
-        j_u64(&sb, flags ? flags[f] : 0);
+        sb_printf(&sb, ",\"stateUsed\":%s,\"stateError\":", rf->state ? "true" : "false");
+        if (rf->state_error.code) j_string(&sb, rf->state_error.message ? rf->state_error.message : "");
+        else sb_lit(&sb, "null");
+        sb_puts(&sb, ",\"health\":");
+        if (rf->readable) {
+            sb_puts(&sb, "{\"flags\":");
+            j_u64(&sb, flags);
+            sb_puts(&sb, ",\"ratio\":");
+            j_num_or_null(&sb, !isnan(median), median);
+            sb_putc(&sb, '}');
+        } else sb_lit(&sb, "null");
         sb_puts(&sb, ",\"error\":");
         if (rf->rep) j_error(&sb, &rf->rep->error);
         else sb_lit(&sb, "null");
@@ -508,40 +661,40 @@ static char *run_json(run *r, const uint64_t *flags)
     sb_printf(&sb, "],\"ok\":%s,\"first\":", first == CKPT_NONE ? "true" : "false");
     j_slot(&sb, first);
     sb_putc(&sb, '}');
-    return sb_take(&sb);
+    char *json = sb_take(&sb);
+    if (!json) ckpt_fail_oom(err);
+    return json;
 }
 
-char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, const uint64_t *flags, size_t n,
-                    const ckpt_run_options *o, ckpt_error *err)
+char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, size_t n, const ckpt_run_options *o,
+                    ckpt_error *err)
 {
     run r = {0};
     r.n = n;
     r.err = err;
     r.progress = o ? o->progress : NULL;
     r.progress_ctx = o ? o->progress_ctx : NULL;
+    double lr = o && o->lr > 0 ? o->lr : NAN;
     r.files = calloc(n ? n : 1, sizeof *r.files);
     r.pairs = calloc(n ? n : 1, sizeof *r.pairs);
     slot_acc *acc = calloc(n ? n : 1, sizeof *acc);
     int rc = r.files && r.pairs && acc ? setup(&r, opt, state) : ckpt_fail_oom(err);
-    /* every owner slot of any file in a comparable pair */
+    /* every slot of any readable file */
     uint64_t slots = 0;
-    for (size_t p = 0; p + 1 < n; p++)
-        if (r.pairs[p].comparable && ckpt_schema_count(r.files[p].rep->schema) > slots) slots = ckpt_schema_count(r.files[p].rep->schema);
+    for (size_t f = 0; f < n && !rc; f++)
+        if (r.files[f].readable && ckpt_schema_count(r.files[f].rep->schema) > slots) slots = ckpt_schema_count(r.files[f].rep->schema);
     for (uint64_t s = 0; s < slots && !rc; s++) r.total += plan_slot(&r, s, acc);
     for (uint64_t s = 0; s < slots && !rc; s++) {
         plan_slot(&r, s, acc);
+        begin_health(&r, s);
         if ((rc = pass_slot(&r, s, acc))) break;
         for (size_t p = 0; p + 1 < n; p++) {
             run_pair *pp = &r.pairs[p];
-            if (!pp->comparable || !is_owner(r.files[p].rep, s)) continue;
-            const ckpt_entry_info *ea, *eb;
-            ckpt_file_entry(r.files[p].file, s, &ea, NULL, err);
-            ckpt_file_entry(r.files[p + 1].file, s, &eb, NULL, err);
-            slot_json(pp, s, ea, eb, &acc[p]);
+            const run_file *fa = &r.files[p], *fb = &r.files[p + 1];
+            if (pp->comparable && fa->e && fb->e) slot_json(pp, s, fa->e, fb->e, &acc[p]);
         }
     }
-    char *json = NULL;
-    if (!rc && !(json = run_json(&r, flags))) ckpt_fail_oom(err);
+    char *json = rc ? NULL : run_json(&r, lr, err);
     free(acc);
     if (r.files && r.pairs) free_run(&r);
     else {

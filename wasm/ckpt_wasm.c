@@ -298,12 +298,12 @@ int w_state_write(int family, const ckpt_schema *shapes, const void *const *valu
 /* ---- runs ---- */
 
 /* n open optimizer files and their state files (entries 0 for none) as arrays of pointers in
- * wasm memory; flags: n u64 health flag counts, or NULL. JSON, or NULL with err set. */
-char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, const uint64_t *flags, size_t n, int progress_token,
+ * wasm memory; lr: the health ratios' learning rate, NaN for none. JSON, or NULL with err set. */
+char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, size_t n, double lr, int progress_token,
             ckpt_error *err)
 {
-    ckpt_run_options o = {PROGRESS(progress_token)};
-    return ckpt_run_json(opts, states, flags, n, &o, err);
+    ckpt_run_options o = {PROGRESS(progress_token), lr};
+    return ckpt_run_json(opts, states, n, &o, err);
 }
 
 /* The k = 1 gradient of the pair a → b into a JS sink (names and slots as for w_export). */

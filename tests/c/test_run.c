@@ -93,7 +93,7 @@ static jvalue *run_of(ckpt_buffer *const *bufs, size_t n)
     }
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    char *json = ckpt_run_json(o.files, NULL, NULL, n, NULL, &err);
+    char *json = ckpt_run_json(o.files, NULL, n, NULL, &err);
     CHECK(json != NULL);
     jvalue *v = json ? json_parse(json) : NULL;
     CHECK(v != NULL);
@@ -304,6 +304,107 @@ static void gradient_export(void)
     free_saves(s, n);
 }
 
+/* A source that counts the bytes read through it. */
+typedef struct counting {
+    ckpt_source inner;
+    uint64_t bytes;
+} counting;
+
+static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    counting *c = ctx;
+    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
+    if (got != CKPT_READ_ERROR) c->bytes += got;
+    return got;
+}
+
+/* The flags of a health JSON and the median of its slots' ratios (NAN when none). */
+static void health_summary(const ckpt_file *opt, const ckpt_file *state, double lr, size_t *flags, double *median)
+{
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_health_options o = {lr, 0, CKPT_NONE, NULL, NULL};
+    char *json = ckpt_health_json(opt, state, &o, &err);
+    CHECK(json != NULL);
+    jvalue *h = json ? json_parse(json) : NULL;
+    free(json);
+    *flags = h ? json_get(h, "flags")->len : 0;
+    /* one slot: its ratio is the median */
+    const jvalue *ratio = h ? json_get(json_get(h, "slots")->items[0], "ratio") : NULL;
+    *median = ratio && !json_is_null(ratio) ? json_double(ratio) : NAN;
+    json_free(h);
+}
+
+/* ckpt_run_json reads each payload once: every moment and every parameter byte of every file,
+ * once, for the pairs and the files' health together; and the health summary is health's. */
+static void each_payload_read_once(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 4, 9, 0}, s, NULL);
+    CHECK(n == 3);
+    static float theta[N_EL];
+    ckpt_buffer state_buf[3];
+    ckpt_schema *shape = schema_of(1, (uint64_t[]){1, N_EL}, NULL, NULL);
+    for (size_t f = 0; f < n; f++) {
+        for (size_t j = 0; j < N_EL; j++) theta[j] = 0.05f * (float)((j % 13) + 1) + 0.001f * (float)f;
+        const void *values[1] = {theta};
+        uint64_t lens[1] = {sizeof theta};
+        ckpt_sink sink;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        ckpt_sink_buffer(&sink, &state_buf[f]);
+        CHECK(ckpt_state_write(CKPT_FAMILY_TLSF32B, shape, values, lens, &sink, &err) == 0);
+    }
+    ckpt_schema_free(shape);
+    ckpt_memory mem[6];
+    counting count[6];
+    const ckpt_file *opts[3], *states[3];
+    for (size_t k = 0; k < 6; k++) {
+        ckpt_buffer *b = k < 3 ? &s[k].buf : &state_buf[k - 3];
+        ckpt_source_memory(&count[k].inner, &mem[k], b->data, b->len);
+        count[k].bytes = 0;
+        ckpt_source src = {&count[k], counting_read, b->len};
+        const ckpt_file *file = ckpt_open(&src, NULL);
+        CHECK(file != NULL);
+        if (k < 3) opts[k] = file;
+        else states[k - 3] = file;
+    }
+    /* at 1e-3 the ratio is in the band; at 1e-12 below it: one flag per file */
+    for (int t = 0; t < 2; t++) {
+        double lr = t ? 1e-12 : 1e-3;
+        for (size_t k = 0; k < 6; k++) count[k].bytes = 0;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        ckpt_run_options o = {NULL, NULL, lr};
+        char *json = ckpt_run_json(opts, states, n, &o, &err);
+        CHECK(json != NULL);
+        for (size_t f = 0; f < n; f++) {
+            CHECK(count[f].bytes == 2 * 4 * (uint64_t)N_EL);   /* m and v, once */
+            CHECK(count[3 + f].bytes == 4 * (uint64_t)N_EL);   /* theta, once */
+        }
+        jvalue *r = json ? json_parse(json) : NULL;
+        free(json);
+        CHECK(r != NULL);
+        for (size_t f = 0; r && f < n; f++) {
+            const jvalue *file = json_get(r, "files")->items[f];
+            CHECK(json_get(file, "stateUsed")->b);
+            CHECK(json_is_null(json_get(file, "stateError")));
+            const jvalue *h = json_get(file, "health");
+            size_t flags;
+            double median;
+            health_summary(opts[f], states[f], lr, &flags, &median);
+            CHECK(json_u64(json_get(h, "flags")) == flags);
+            CHECK(!isnan(median) && json_double(json_get(h, "ratio")) == median);   /* the same bits */
+            if (lr < 1e-6) CHECK(flags == 1);   /* ratioLow */
+        }
+        if (lr < 1e-6) CHECK(r && json_u64(json_get(r, "first")) == 0);
+        json_free(r);
+    }
+    for (size_t k = 0; k < 6; k++) ckpt_close((ckpt_file *)(k < 3 ? opts[k] : states[k - 3]));
+    for (size_t f = 0; f < n; f++) ckpt_buffer_free(&state_buf[f]);
+    free_saves(s, n);
+}
+
 int main(void)
 {
     static const test_case cases[] = {
@@ -315,6 +416,7 @@ int main(void)
         {"another configuration", another_configuration},
         {"an invalid file", an_invalid_file},
         {"gradient export", gradient_export},
+        {"each payload read once", each_payload_read_once},
     };
     return RUN_ALL(cases);
 }

@@ -133,6 +133,21 @@ test('with lr: each file\'s health ratio is the median of its slots\' ratios; a 
   assert.equal(low.pairs[0].continuous, true);
 });
 
+test('a state file that cannot be used: its text as stateError (health\'s), the file\'s health without parameters', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'badstate');
+  // an optimizer checkpoint given as the state file: health refuses it with this text
+  const refused = await health(opts[0], opts[1]).then(() => null, (e) => e.message);
+  assert.ok(refused);
+  const result = await run(opts, { states: [opts[1], states[1]], lr: 1e-3 });
+  assert.equal(result.files[0].state, null);
+  assert.equal(result.files[0].stateError, refused);
+  const alone = await health(opts[0], null, { lr: 1e-3 });
+  assert.deepEqual(result.files[0].health, { flags: alone.flags.length, ratio: null });
+  assert.equal(result.files[1].state, states[1]);
+  assert.equal('stateError' in result.files[1], false);
+});
+
 test('cancelled: rejects with the signal\'s reason', async () => {
   const gen = generate(['--saves', '3,4']);
   const { opts } = await save(gen, 'cancel');
