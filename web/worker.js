@@ -290,7 +290,7 @@ Object.assign(handlers, {
     const h = handle(role);
     const layout = await layoutOf(expected);
     const rows = [];
-    for (const reader of await readerNames()) rows.push({ reader, ...await verdictOf(check(h.ck, layout, { reader })) });
+    for (const reader of await readerNames()) rows.push({ reader, ...await verdictOf(check(h.src, layout, { reader })) });
     return rows;
   },
 
