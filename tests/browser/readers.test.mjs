@@ -5,8 +5,11 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { writeCheckpoint, inspect } from '../../js/index.js';
 import { startViewer, dropBytes, shotAt } from './browser.mjs';
+import { writeSparse } from '../js/sparse.mjs';
 
 const F = 'CUDA Adam checkpoint: ';
 const READERS = ['v2', 'v2-lists', 'v2-v3', 'v2-v4', 'v2-v4-f32', 'v2-v5'];
@@ -137,5 +140,31 @@ test('Convert…: lossless targets offered, lossy ones behind a ticked option; t
     assert.deepEqual((await rows(page)).filter((r) => r[1] === 'reads it').map((r) => r[0]), ['v2-v4', 'v2-v4-f32', 'v2-v5']);
     assert.deepEqual(page.consoleErrors, []);
     await page.context().close();
+  }
+});
+
+test('Convert… of a file past what the page holds: planned, and the CLI named for the bytes', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-readers-'));
+  try {
+    const file = path.join(tmp, 'big.ckpt');
+    const size = writeSparse(file, { slots: 2, elements: 2 ** 27 });   // 2 GiB of payload, sparse
+    const page = await viewer.page({ width: 1440 });
+    await page.setInputFiles('[data-testid=file-input]', file);
+    await page.waitForFunction(() => document.querySelectorAll('[data-testid=reader-row]').length === 6);
+    await page.click('[data-testid=readers-convert]');
+    await page.waitForSelector('[data-testid=convert-target][data-lossless=true]');
+    const version = Number(await page.textContent('[data-testid=field-version]'));
+    assert.equal(await page.getAttribute(`[data-testid=convert-target][data-to="${version}"]`, 'data-lossless'), 'true');
+    await page.check(`[data-testid=convert-target][data-to="${version}"] input`);
+    const note = await page.textContent('[data-testid=convert-too-big]');
+    assert.match(note, /^This file is 2,147,\d{3},\d{3} bytes \(2\.0 GiB\): the viewer converts files up to 400 MiB in memory\./);
+    assert.ok(note.endsWith(`\`ckptscope convert big.ckpt OUT --to ${version}\` streams any size to disk.`), note);
+    assert.equal(await page.isDisabled('[data-testid=convert-go]'), true);
+    assert.ok(size > 2 * 2 ** 30);
+    await shotAt(page, 'convert-too-big');
+    assert.deepEqual(page.consoleErrors, []);
+    await page.context().close();
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
   }
 });

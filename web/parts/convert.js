@@ -6,7 +6,7 @@
 import { el, button, testid, download } from '../dom.js';
 import { bytes as byteText, sci } from '../format.js';
 
-/** The viewer holds the converted file in memory; past this the CLI streams it. */
+/** The viewer holds the converted file in memory (400 MiB); past this the CLI streams it. */
 const IN_MEMORY_LIMIT = 400 * 1024 * 1024;
 
 /** What each option loses or invents, as the panel says it. */
@@ -91,7 +91,7 @@ class ConvertPanel {
     const size = Number(file.summary.size);
     const tooBig = size > IN_MEMORY_LIMIT;
     if (tooBig) {
-      d.append(testid(el('p', 'meta warn-line', `This file is ${byteText(size)}: the viewer converts files up to ${byteText(IN_MEMORY_LIMIT)} in memory. `
+      d.append(testid(el('p', 'meta warn-line', `This file is ${byteText(size)}: the viewer converts files up to 400 MiB in memory. `
         + `\`ckptscope convert ${file.name} OUT --to ${this.to ?? 'V'}\` streams any size to disk.`), 'convert-too-big'));
     }
     const out = testid(el('p', 'meta'), 'convert-result');
