@@ -19,15 +19,20 @@ const OPTIONS = {
 
 const stem = (name) => name.replace(/\.(ckpt|bin|tladamf)$/i, '');
 
-/** Open the panel for `file` (an optimizer checkpoint that reads). */
+let openDialog = null;   // the panel's dialog while it is shown (one at a time)
+
+/** Open the panel for `file` (an optimizer checkpoint that reads), a modal dialog of its own. */
 export function openConvert(ctx, file) {
-  document.getElementById('convert-dialog')?.remove();
+  openDialog?.close();
   const dialog = testid(el('dialog', 'card convert-dialog'), 'convert-dialog');
-  dialog.id = 'convert-dialog';
   document.body.append(dialog);
+  openDialog = dialog;
   new ConvertPanel(ctx, file, dialog).plan();
   dialog.showModal();
-  dialog.addEventListener('close', () => dialog.remove());
+  dialog.addEventListener('close', () => {
+    dialog.remove();
+    if (openDialog === dialog) openDialog = null;
+  });
 }
 
 class ConvertPanel {
