@@ -168,3 +168,46 @@ test('Convert… of a file past what the page holds: planned, and the CLI named 
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('Convert… to version 2 from float64 moments, ties and a counter: every option it needs, ticked, then the rounding reported', async () => {
+  const page = await viewer.page({ width: 1440, acceptDownloads: true });
+  const tied = { shapes: [[4, 3], [3], [4, 3]], requiresGrad: [true, true, true], representatives: [0, 1, 0] };
+  const bytes = await writeCheckpoint({
+    ...tied, config, dtype: 'float64', randomCounter: 9,
+    entries: [0, 1].map((id) => {
+      const n = tied.shapes[id].reduce((a, b) => a * b, 1);
+      return { id, step: 5, m: new Float64Array(n).fill(0.1), v: new Float64Array(n).fill(0.01) };
+    }),
+  });
+  await openFile(page, bytes, 'f64.ckpt', 5);
+  await page.click('[data-testid=readers-convert]');
+  await page.waitForSelector('[data-testid=convert-target][data-to="2"]');
+  // Only version 5 loses nothing; version 2's refusal is the core's first one.
+  assert.deepEqual(await page.$$eval('[data-testid=convert-target]', (ls) => ls.map((l) => [l.dataset.to, l.dataset.lossless])),
+    [['2', 'false'], ['3', 'false'], ['4', 'false'], ['5', 'true']]);
+  assert.equal(await page.textContent('[data-to="2"] [data-testid=convert-refusal]'),
+    'version 2 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)');
+  // Offered: what some version needs (the file has a counter: none is supplied).
+  assert.deepEqual(await page.$$eval('[data-testid=convert-option]', (ls) => ls.map((l) => l.dataset.option)), ['dropRandomCounter', 'untie', 'roundToFloat32']);
+  await page.check('[data-option=roundToFloat32] input');
+  await page.waitForSelector('[data-testid=convert-target][data-to="4"][data-allowed=true]');
+  assert.equal(await page.textContent('[data-to="2"] [data-testid=convert-refusal]'),
+    'version 2 cannot hold the random counter: --drop-random-counter drops it (stochastic training then cannot resume exactly)');
+  await page.check('[data-option=dropRandomCounter] input');
+  await page.waitForSelector('[data-testid=convert-target][data-to="3"][data-allowed=true]');
+  assert.equal(await page.textContent('[data-to="2"] [data-testid=convert-refusal]'),
+    'version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner\'s moments and step (loadable only where the model\'s weights are untied too)');
+  await page.check('[data-option=untie] input');
+  await page.waitForSelector('[data-testid=convert-target][data-to="2"][data-allowed=true]');
+  await page.check('[data-testid=convert-target][data-to="2"] input');
+  const wait = page.waitForEvent('download');
+  await page.click('[data-testid=convert-go]');
+  const download = await wait;
+  assert.equal(download.suggestedFilename(), 'f64.v2.ckpt');
+  const out = await inspect(fs.readFileSync(await download.path()));
+  assert.deepEqual([out.version, out.dtype, out.randomCounter, out.schema.representatives], [2, 'float32', null, null]);
+  await page.waitForFunction(() => /^Saved f64\.v2\.ckpt: version 2, float32 moments, .*; moments rounded to float32, largest relative error \d/.test(document.querySelector('[data-testid=convert-result]').textContent));
+  await shotAt(page, 'convert-lossy');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
