@@ -55,8 +55,16 @@ class ConvertPanel {
     return out;
   }
 
+  /** The file the panel was opened for is no longer open (another was dropped): it closes. */
+  gone() {
+    if (this.ctx.store.optimizer === this.file) return false;
+    this.dialog.close();
+    return true;
+  }
+
   async plan() {
     const { rpc, store } = this.ctx;
+    if (this.gone()) return;
     this.planning = true;
     this.error = null;
     this.draw();
@@ -66,6 +74,7 @@ class ConvertPanel {
       this.planned = null;
       this.error = err.message;
     }
+    if (this.gone()) return;
     this.planning = false;
     for (const t of this.planned?.targets ?? []) for (const k of t.needs ?? []) this.shown.add(k);
     const allowed = (to) => this.planned?.targets.some((t) => t.to === to && !t.refusal);
@@ -100,6 +109,7 @@ class ConvertPanel {
         + `\`ckptscope convert ${file.name} OUT --to ${this.to ?? 'V'}\` streams any size to disk.`), 'convert-too-big'));
     }
     const out = testid(el('p', 'meta'), 'convert-result');
+    this.out = out;
     if (this.result) out.textContent = this.result;
     const tools = el('div', 'tools');
     tools.append(
@@ -177,11 +187,16 @@ class ConvertPanel {
   async convert() {
     const { rpc, store, status } = this.ctx;
     const { file, to } = this;
+    if (this.gone()) return;
     this.busy = true;
     this.result = null;
     this.draw();
+    const onProgress = ({ done }) => {
+      this.out.textContent = `Converting… ${byteText(Number(done))} of moments copied`;
+    };
     try {
-      const { blob, result } = await rpc.request('convert', { role: store.roleOf(file), to, chosen: this.options() });
+      const { blob, result } = await rpc.request('convert', { role: store.roleOf(file), to, chosen: this.options() }, { onProgress });
+      if (this.gone()) return;
       const name = `${stem(file.name)}.v${result.version}.ckpt`;
       download(blob, name);
       const rounded = result.rounded ? `; moments rounded to float32, largest relative error ${sci(result.maxRelativeError)}` : '';
