@@ -11,6 +11,7 @@ import { NoticesView } from './views/notices.js';
 import { NamesView } from './views/names.js';
 import { WarningsView } from './views/warnings.js';
 import { CompareView } from './views/compare.js';
+import { ReadersView } from './views/readers.js';
 import { PairView } from './views/pair.js';
 import { HealthView } from './views/health.js';
 import { MapView } from './views/sharing-map.js';
@@ -26,6 +27,7 @@ export const VIEWS = [
   { name: 'names', View: NamesView },
   { name: 'warnings', View: WarningsView },
   { name: 'compare', View: CompareView },
+  { name: 'readers', View: ReadersView },
   { name: 'state-header', View: StateHeaderView },
   { name: 'pair', View: PairView },
   { name: 'health', View: HealthView },

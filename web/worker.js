@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
+import { open, check, pair, diff, health, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
@@ -171,26 +171,8 @@ const handlers = {
    *  one side cannot be read as a layout). */
   async check({ expected, role = 'a' }) {
     const h = handle(role);
-    // a File, or a path of this server (`ckptscope view A B`): JSON (a layout, a report) or a checkpoint
-    let layout = typeof expected === 'string' ? new UrlBytes(expected) : expected;
-    if (layout instanceof Blob || layout instanceof UrlBytes) {
-      const json = await readJsonSource(layout);
-      if (json !== undefined) {
-        const kind = jsonKind(json);
-        if (kind === 'names') throw Object.assign(new TypeError(`${layout.name} is a list of slot names, not a layout`), { subject: 'expected' });
-        layout = json;
-      }
-    }
-    let verdict;
-    try {
-      const r = await check(h.src, layout);
-      verdict = { ok: true, warnings: r.warnings };
-    } catch (err) {
-      if (err.name !== 'CheckpointError' && err.name !== 'LayoutError') throw err;
-      const { message, code = null, offset = null, length = 0, slot = null, hint = null, configDiff = null } = err;
-      const subject = err.name === 'LayoutError' ? 'expected' : err.subject;
-      verdict = { ok: false, error: { name: err.name, message, code, offset, length, slot, subject, hint, configDiff }, warnings: err.report?.warnings ?? [] };
-    }
+    const layout = await layoutOf(expected);
+    const verdict = await verdictOf(check(h.src, layout));
     let differences = null;
     try {
       differences = await diff(h.ck, layout);
@@ -237,5 +219,118 @@ const handlers = {
     return transfer(list, list.flatMap((e) => e.files.map((f) => f.bytes.buffer)));
   },
 };
+
+/** What to check against: a File, or a path of this server (`ckptscope view A B`): JSON (a
+ *  layout, a report) or a checkpoint; a layout object as it is. */
+async function layoutOf(expected) {
+  let layout = typeof expected === 'string' ? new UrlBytes(expected) : expected;
+  if (layout instanceof Blob || layout instanceof UrlBytes) {
+    const json = await readJsonSource(layout);
+    if (json !== undefined) {
+      const kind = jsonKind(json);
+      if (kind === 'names') throw Object.assign(new TypeError(`${layout.name} is a list of slot names, not a layout`), { subject: 'expected' });
+      layout = json;
+    }
+  }
+  return layout;
+}
+
+/** A check's verdict as plain data: {ok: true, warnings} or {ok: false, error, warnings}. */
+async function verdictOf(checking) {
+  try {
+    const r = await checking;
+    return { ok: true, warnings: r.warnings };
+  } catch (err) {
+    if (err.name !== 'CheckpointError' && err.name !== 'LayoutError') throw err;
+    const { message, code = null, offset = null, length = 0, slot = null, hint = null, configDiff = null } = err;
+    const subject = err.name === 'LayoutError' ? 'expected' : err.subject;
+    return { ok: false, error: { name: err.name, message, code, offset, length, slot, subject, hint, configDiff }, warnings: err.report?.warnings ?? [] };
+  }
+}
+
+// ---- TorchLean's readers and convert (docs/format.md 8; views/readers.js, parts/convert.js) ----
+
+/** The options convert may be given to lose or supply something, in the order the panel lists
+ *  them; `randomCounter` only for a file without a counter (the core refuses it otherwise). */
+const LOSSY = ['dropRandomCounter', 'untie', 'roundToFloat32', 'randomCounter'];
+
+/** Stopped at the first byte: the core had planned the conversion (it writes nothing before). */
+class Planned extends Error {}
+
+/** Would the core convert the open file with these options? null when it would, else its
+ *  refusal (code, text). The conversion stops at its first byte. */
+async function refusal(ck, options) {
+  try {
+    await convertTo(ck, () => {
+      throw new Planned();
+    }, options);
+  } catch (err) {
+    if (err instanceof Planned) return null;
+    if (err.name !== 'CheckpointError') throw err;
+    return { code: err.code, message: err.message };
+  }
+  return null;   // (not reached: every version starts with a header)
+}
+
+function lossyOptions(ck, chosen) {
+  const out = {};
+  for (const k of LOSSY) {
+    if (chosen[k] === undefined || chosen[k] === null || chosen[k] === false) continue;
+    if (k === 'randomCounter') {
+      if (!ck.summary.hasRandomCounter) out.randomCounter = chosen.randomCounter;
+    } else out[k] = true;
+  }
+  return out;
+}
+
+Object.assign(handlers, {
+  /** Every TorchLean reader's verdict for the open file against `expected` (check per reader):
+   *  [{reader, ok, warnings, error?}], in the core's order. */
+  async readers({ expected, role = 'a' }) {
+    const h = handle(role);
+    const layout = await layoutOf(expected);
+    const rows = [];
+    for (const reader of await readerNames()) rows.push({ reader, ...await verdictOf(check(h.src, layout, { reader })) });
+    return rows;
+  },
+
+  /** Per target version 2 to 5: does the core convert the open file losing nothing
+   *  (`lossless`), and with the chosen options (`refusal`: null, else the core's code and text)?
+   *  `needs`: the lossy options without which the all-options attempt is refused (null when even
+   *  that is). `offered`: the lossy options this file can be given. */
+  async convertPlan({ role = 'a', chosen = {} }) {
+    const { ck } = handle(role);
+    const offered = LOSSY.filter((k) => k !== 'randomCounter' || !ck.summary.hasRandomCounter);
+    const every = lossyOptions(ck, { dropRandomCounter: true, untie: true, roundToFloat32: true, randomCounter: chosen.randomCounter || '0' });
+    const targets = [];
+    for (const to of [2, 3, 4, 5]) {
+      const bare = await refusal(ck, { to });
+      if (!bare) {
+        targets.push({ to, lossless: true, refusal: null, needs: [] });
+        continue;
+      }
+      let needs = null;
+      if (!await refusal(ck, { to, ...every })) {
+        needs = [];
+        for (const k of offered) {
+          const without = { ...every };
+          delete without[k];
+          if (await refusal(ck, { to, ...without })) needs.push(k);
+        }
+      }
+      targets.push({ to, lossless: false, refusal: await refusal(ck, { to, ...lossyOptions(ck, chosen) }), needs });
+    }
+    return { offered, targets };
+  },
+
+  /** The open file converted (to: 2 to 5, the chosen lossy options), as a Blob: the viewer
+   *  converts files it can hold (the CLI streams any size). {blob, result}. */
+  async convert({ role = 'a', to, chosen = {} }, progress) {
+    const { ck } = handle(role);
+    const chunks = [];
+    const result = await convertTo(ck, (bytes) => chunks.push(bytes.slice()), { to, ...lossyOptions(ck, chosen), onProgress: throttled(progress) });
+    return { blob: new Blob(chunks, { type: 'application/octet-stream' }), result };
+  },
+});
 
 serve(handlers);

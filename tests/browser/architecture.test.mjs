@@ -200,6 +200,6 @@ test('every viewer hook of DESIGN.md is there once its state is shown', async ()
   await page.waitForSelector('[data-testid=warning]');
   await openExample(page, 'compare');
   await page.waitForSelector('[data-testid=verdict] [data-testid=error]');
-  await present(['verdict', 'error', 'error-offset']);
+  await present(['verdict', 'error', 'error-offset', 'reader-row']);
   await page.context().close();
 });

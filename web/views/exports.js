@@ -2,6 +2,7 @@
 // for NumPy and PyTorch (parts/exports.js makes and saves the files).
 import { el, button } from '../dom.js';
 import { saveFile, saveReport } from '../parts/exports.js';
+import { openConvert } from '../parts/convert.js';
 
 export class ExportsView {
   constructor(ctx) {
@@ -37,6 +38,7 @@ export class ExportsView {
     if (opt?.summary.ok) {
       add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors'));
       add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz'));
+      add('Convert… (another version, for another TorchLean)', 'export-convert', () => openConvert(this.ctx, opt));
     }
     if (st?.summary.ok) {
       add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => saveFile(this.ctx, st, 'safetensors'));
