@@ -29,15 +29,16 @@ function medianRatio(result) {
 
 /** Health of one file with its state file when that pairs; {summary, pairs} or null when the
  *  optimizer file cannot be read (the run report says why). */
-async function fileHealth(opt, state, lr) {
+async function fileHealth(opt, state, lr, onHealth) {
   try {
     const result = await health(opt, state ?? null, { lr });
+    onHealth?.(result);
     return { flags: result.flags.length, ratio: medianRatio(result), pairs: state != null && result.pairs };
   } catch (err) {
     if (!(err instanceof CheckpointError)) throw err;
     if (state == null) return null;
     // a state file that cannot be read: the optimizer's own health, without parameters
-    const alone = await fileHealth(opt, null, lr);
+    const alone = await fileHealth(opt, null, lr, onHealth);
     return alone && { ...alone, stateError: err.message };
   }
 }
@@ -58,10 +59,11 @@ function sources(list, what) {
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
- * learning rate of the health ratios. Resolves with {ok, files, pairs, first} (docs/runs.md);
+ * learning rate of the health ratios; `onHealth(i, result)` hears each file's health pass (the
+ * viewer's per-slot timeline: no second pass). Resolves with {ok, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, onProgress, signal } = {}) {
+export async function run(files, { states = null, lr, onProgress, onHealth, signal } = {}) {
   sources(files, 'files');
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
   if (states !== null && states !== undefined) {
@@ -72,7 +74,7 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
   const healths = [];
   for (let i = 0; i < files.length; i++) {
     signal?.throwIfAborted();
-    healths.push(await fileHealth(files[i], stateOf(i), lr));
+    healths.push(await fileHealth(files[i], stateOf(i), lr, onHealth && ((result) => onHealth(i, result))));
   }
   const b = await loadBinding();
   const opened = [], owned = [];

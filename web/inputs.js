@@ -32,6 +32,8 @@ export function wireInputs({ handleFiles, readNames }) {
   $('file-input').addEventListener('change', picked('open'));
   $('state-input').addEventListener('change', picked('state'));
   $('expect-input').addEventListener('change', picked('expect'));
+  $('run-input').addEventListener('change', picked('run'));
+  $('run-folder-input').addEventListener('change', picked('run'));
   $('labels-input').addEventListener('change', (e) => {
     const [file] = e.target.files;
     e.target.value = '';
