@@ -171,6 +171,11 @@ async function handleFiles(fileList, target = 'open') {
 
 wireInputs({ handleFiles, readNames });
 loadExamples(rpc, { status, open: (files, options) => {
+  if (options.run) {   // an example run: its names come with its files
+    store.setLabels(options.labels, { source: null });
+    store.openRun(files);
+    return;
+  }
   store.labelsPinned = false;
   openFiles(files, options).then(() => store.setNotices([]));
 } });

@@ -90,7 +90,7 @@ export function loadExamples(rpc, { open, status }) {
       $('examples-menu').open = false;
       const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
       const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
-      open(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
+      open(files, { labels: ex.labels, expected, lr: ex.lr ?? null, run: !!ex.run });
     };
     for (const ex of examples) {
       const b = button(ex.title, { onClick: () => choose(ex) });

@@ -255,10 +255,12 @@ export class RunView {
     this.draw();
   }
 
-  /** The broken elements of a pair: the sum over its slots (null: not compared). */
+  /** The broken elements of a pair: the sum over its slots; null when no element was compared
+   *  (another configuration or layout, an invalid file, a step back: the verdict says which). */
   broken(pair) {
-    if (!pair.slots.length) return pair.continuous ? 0 : null;
-    return pair.slots.reduce((n, s) => n + Number(s.broken ?? 0), 0);
+    const judged = pair.slots.filter((s) => s.broken !== null);
+    if (!judged.length) return pair.continuous ? 0 : null;
+    return judged.reduce((n, s) => n + Number(s.broken), 0);
   }
 
   pairRow(pair) {
