@@ -7,13 +7,13 @@
 import { el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural, decade } from '../format.js';
 
-const PAD = { left: 64, right: 16, top: 10, bottom: 24 };
+const PAD = { left: 64, right: 44, top: 12, bottom: 24 };
 const PANELS = [
   { key: 'health', title: (mode) => (mode === 'ratio' ? 'update / weight' : 'rms(u)'), weight: 2 },
   { key: 'gradient', title: () => 'rms(g), k = 1', weight: 1.5 },
   { key: 'broken', title: () => 'broken', weight: 1 },
 ];
-const GAP = 14;
+const GAP = 26;
 
 function css(name, fallback) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
@@ -83,7 +83,7 @@ export class RunView {
     card.hidden = false;
     card.replaceChildren();
     const head = el('div', 'card-head');
-    head.append(el('h2', '', `Checkpoints of one run (${plural(this.files.length, 'file')})`));
+    head.append(el('h2', '', 'Checkpoints of one run'));
     const tools = el('div', 'tools');
     const lab = el('label', 'meta', 'learning rate ');
     this.lrInput = testid(el('input'), 'run-lr');
@@ -186,7 +186,8 @@ export class RunView {
     const body = this.body;
     body.replaceChildren();
     this.mode = series.some((x) => x && x.ratio.some((r) => !Number.isNaN(r))) ? 'ratio' : 'rms';
-    this.showState(`${plural(result.files.length, 'checkpoint')}, ${plural(result.pairs.length, 'consecutive pair')} in ${this.ms} ms.`);
+    const states = result.files.filter((f) => f.state !== null).length;
+    this.showState(`${plural(result.files.length, 'checkpoint')} in run order (${states ? `${count(states)} with the model-state file of the same stem` : 'no model-state files'}), ${plural(result.pairs.length, 'consecutive pair')}, in ${this.ms} ms.`);
 
     // The verdict: the first file where something breaks, and why (the core's texts).
     const first = testid(el('div', `verdict ${result.first === null ? 'loads' : 'fails'}`), 'run-first');
@@ -428,7 +429,8 @@ export class RunView {
     g.fillStyle = muted;
     g.textAlign = 'center';
     const labelW = 60, every = Math.max(1, Math.ceil((labelW * n) / Math.max(1, c.width - PAD.left - PAD.right)));
-    for (let i = 0; i < n; i += every) g.fillText(`step ${this.answer.result.files[i].step ?? '?'}`, xOf(i), c.height - 8);
+    // file i and its largest step (a restarted optimizer's steps go back: the name's number does not)
+    for (let i = 0; i < n; i += every) g.fillText(`${i}: step ${this.answer.result.files[i].step ?? '?'}`, xOf(i), c.height - 8);
     g.textAlign = 'left';
   }
 
