@@ -133,6 +133,15 @@ test('with lr: each file\'s health ratio is the median of its slots\' ratios; a 
   assert.equal(low.pairs[0].continuous, true);
 });
 
+test('onHealth hears each file\'s health pass, in run order, as health() gives it', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'onhealth');
+  const heard = [];
+  await run(opts, { states, lr: 1e-3, onHealth: (i, h) => heard.push([i, h]) });
+  assert.deepEqual(heard.map(([i]) => i), [0, 1]);
+  for (const [i, h] of heard) assert.deepEqual(h, await health(opts[i], states[i], { lr: 1e-3 }));
+});
+
 test('cancelled: rejects with the signal\'s reason', async () => {
   const gen = generate(['--saves', '3,4']);
   const { opts } = await save(gen, 'cancel');
