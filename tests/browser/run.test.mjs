@@ -5,6 +5,9 @@
 // saved at k = 1 and k = 4); every figure the page shows is compared with the package's run()
 // on the same bytes, here in Node.
 import { test, before, after } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import { run } from '../../js/index.js';
 import { startViewer, dropFiles, openExample, shotAt } from './browser.mjs';
@@ -104,5 +107,29 @@ test('a checkpoint of a run with another β2: the configuration difference is th
   assert.equal(want.pairs[1].verdict, 'beta2: 0.999 vs 0.99 (bits 0x3feff7ced916872b vs 0x3fefae147ae147ae)');
   assert.equal(await text(page, '[data-testid=run-first]'), `Something breaks at file 2 (step-8.ckpt): ${want.pairs[1].verdict} Open it`);
   assert.equal(await page.getAttribute('[data-testid=run-chart]', 'data-broken'), '0,');
+  await page.context().close();
+});
+
+test('Cancel stops a run that reads large files; the card says so', async () => {
+  const page = await viewer.page({ width: 1440 });
+  const { writeCheckpoint } = await import('../../js/index.js');
+  const n = 4 * 1024 * 1024;   // 32 MiB of moments per file: the passes take a while
+  const m = new Float32Array(n).fill(1e-3), v = new Float32Array(n).fill(1e-4);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-run-view-'));
+  const files = [];
+  for (const step of [1, 2, 3]) {
+    const bytes = await writeCheckpoint({ shapes: [[n]], requiresGrad: [true], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, entries: [{ id: 0, step, m, v }] });
+    files.push(path.join(dir, `big-${step}.ckpt`));
+    fs.writeFileSync(files.at(-1), bytes);
+  }
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));   // the page reads them from disk
+  await page.setInputFiles('[data-testid=run-input]', files);
+  await page.click('[data-testid=run-cancel]');
+  await page.waitForFunction(() => document.querySelector('[data-testid=run-state]').textContent === 'Run cancelled.');
+  assert.equal(await page.locator('[data-testid=run-pair]').count(), 0);
+  assert.equal(await page.locator('[data-testid=run-cancel]').isHidden(), true);
+  // the worker was replaced: another run works
+  await openExample(page, 'run');
+  await page.waitForSelector('[data-testid=run-first][data-first=""]');
   await page.context().close();
 });
