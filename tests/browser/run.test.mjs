@@ -133,3 +133,20 @@ test('Cancel stops a run that reads large files; the card says so', async () => 
   await page.waitForSelector('[data-testid=run-first][data-first=""]');
   await page.context().close();
 });
+
+test('a folder (A folder…): its checkpoints in run order, each with the state file of its stem; other files named as not used', async () => {
+  const page = await viewer.page({ width: 800 });
+  const files = await series(page, { saves: [3, 4, 12] });
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckpt-run-folder-'));
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  for (const f of files) fs.writeFileSync(path.join(dir, f.name), f.bytes);
+  fs.writeFileSync(path.join(dir, 'extra.tlsf'), byName(files, 'step-4.tlsf'));
+  await page.setInputFiles('[data-testid=run-folder-input]', dir);
+  await page.waitForSelector('[data-testid=run-first][data-first=""]');
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['step-3.ckpt', 'step-4.ckpt', 'step-12.ckpt']);
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(5)').allTextContents(), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf']);
+  await page.waitForSelector('[data-testid=notice][data-file="extra.tlsf"]');
+  assert.equal(await text(page, '[data-testid=notice]'), 'extra.tlsf: a model-state file, but no optimizer checkpoint is named extra: not used');
+  await shotAt(page, 'run-folder');
+  await page.context().close();
+});
