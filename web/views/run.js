@@ -350,7 +350,7 @@ export class RunView {
 
   describe(h) {
     const name = this.name(h.file);
-    if (h.slot === undefined) return `file ${h.file} ${name}`;
+    if (h.slot === undefined) return `file ${h.file} (${name}): click to open it${this.selected >= 0 ? ` at ${this.slotName(this.selected)}` : ''}`;
     return `${this.slotName(h.slot)} at file ${h.file} (${name}): ${h.what} ${sci(10 ** h.v)}`;
   }
 
