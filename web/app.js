@@ -158,6 +158,7 @@ async function handleFiles(fileList, target = 'open') {
     else store.setExpected(other);
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
+    if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
   } else if (target === 'state' && checkpoints.length) {
     await addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
