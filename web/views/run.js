@@ -148,7 +148,8 @@ export class RunView {
       this.answer = answer;
       this.ms = Math.round(performance.now() - started);
       const notices = answer.unused.map((u) => ({ name: files[u.index].name, text: u.text }));
-      if (notices.length) this.store.setNotices(notices);
+      // beside the drop's own (set when the drop was sorted, before the run came back)
+      if (notices.length) this.store.setNotices([...this.store.notices, ...notices]);
       this.onFiles();
       this.render();
     } catch (err) {
