@@ -6,7 +6,7 @@
 
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
-import { learningRate } from './api.js';
+import { learningRate, health } from './api.js';
 import { CheckpointError, LayoutError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { namesOf } from './layout.js';
@@ -36,10 +36,12 @@ function sources(list, what) {
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
- * learning rate of the health ratios. Resolves with {ok, files, pairs, first} (docs/runs.md);
+ * learning rate of the health ratios. `onHealth(i, result)`, when given, hears each file's full
+ * per-slot health() (the viewer's timeline): that is a second pass over each file, paid only by a
+ * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, onProgress, signal } = {}) {
+export async function run(files, { states = null, lr, onProgress, onHealth, signal } = {}) {
   sources(files, 'files');
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
   if (states !== null && states !== undefined) {
@@ -80,6 +82,18 @@ export async function run(files, { states = null, lr, onProgress, signal } = {})
       if (!result) throw coreError(b, err, {}, signal);
       return result;
     });
+    if (onHealth) {
+      for (let i = 0; i < n; i++) {
+        signal?.throwIfAborted();
+        let result = null;
+        try {
+          result = await health(opts[i], json.files[i].stateUsed ? sts[i] : null, { lr });
+        } catch (e) {
+          if (!(e instanceof CheckpointError)) throw e;   // an invalid file: the run report says why
+        }
+        onHealth(i, result);
+      }
+    }
     return {
       ok: json.ok,
       files: json.files.map((f, i) => {

@@ -33,7 +33,8 @@ const readBytes = (file) => (offset, length) => rpc.request('bytes', { role: sto
 
 // ---- the views: mounted in order, each event of the store delivered to every view's handler ----
 
-const ctx = { store, rpc, stats, status, readBytes };
+// openFiles: a view that opens a file itself (the run view's click-through to a checkpoint)
+const ctx = { store, rpc, stats, status, readBytes, openFiles: (list, options) => openFiles(list, options) };
 const views = VIEWS.map(({ View, place }) => {
   const view = new View(ctx);
   view.mount(place === 'bar' ? $('bar-views') : $('cards'));
@@ -46,6 +47,7 @@ for (const type of Object.keys(EVENTS)) {
   });
 }
 store.on('files', () => ($('welcome').hidden = true));
+store.on('run', () => ($('welcome').hidden = true));
 
 // ---- files ------------------------------------------------------------------------------------
 
@@ -154,10 +156,12 @@ async function handleFiles(fileList, target = 'open') {
     const other = expected ?? checkpoints[0];
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
+  } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
+    store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
+    if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
   } else if (target === 'state' && checkpoints.length) {
     await addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
-    for (const c of checkpoints.slice(2)) notices.push({ name: c.name, text: 'not opened: the viewer opens two files at once (an optimizer checkpoint and its model-state file, or a checkpoint and the one to compare it with).' });
     await openFiles(checkpoints.slice(0, 2), { expected });
   } else if (expected) {
     if (!store.files.a) notices.push({ name: expected.name, text: 'a layout: open a checkpoint first, then drop the layout to see whether it would load.' });
@@ -168,6 +172,11 @@ async function handleFiles(fileList, target = 'open') {
 
 wireInputs({ handleFiles, readNames });
 loadExamples(rpc, { status, open: (files, options) => {
+  if (options.run) {   // an example run: its names come with its files
+    store.setLabels(options.labels, { source: null });
+    store.openRun(files);
+    return;
+  }
   store.labelsPinned = false;
   openFiles(files, options).then(() => store.setNotices([]));
 } });

@@ -159,6 +159,54 @@ export function adamRun({ steps = 120, lr = 1e-3 } = {}) {
   };
 }
 
+/**
+ * Checkpoints of one AdamW run (docs/runs.md), saved at the steps `saves` with their model-state
+ * files: float32 moments and weights, β and 1 − β rounded once to float32 (as TorchLean's kernel
+ * holds them), a warmup schedule (lr 0.0006 at step 3, 0.0008 at step 4, 0.001 from step 5). Slot
+ * 2 is frozen. `reset` restarts the optimizer (moments and steps from zero) after that step, as a
+ * crashed job resumed without its optimizer state; `beta2` is the run's (a file of a run with
+ * another β2 swapped in is another run). Resolves [{name, bytes}]: step-{t}.ckpt, step-{t}.tlsf.
+ */
+export async function adamSeries({ saves = [3, 4, 8], reset = null, beta2 = 0.999 } = {}) {
+  const shapes = [[6, 4], [4], [5], [3, 4]];
+  const trainable = [true, true, false, true];
+  const beta1 = 0.9, eps = 1e-8, wd = 0.01;
+  const f = Math.fround;
+  const b1 = f(beta1), b2 = f(beta2), c1 = f(1 - beta1), c2 = f(1 - beta2);
+  const lrAt = (t) => (t <= 3 ? 0.0006 : t === 4 ? 0.0008 : 0.001);
+  const normal = rng(11);
+  const theta = shapes.map((s) => Float32Array.from({ length: size(s) }, () => 0.3 * normal()));
+  const fresh = () => shapes.map((s) => ({ m: new Float32Array(size(s)), v: new Float32Array(size(s)) }));
+  let moments = fresh(), t0 = 0;
+  const files = [];
+  const last = Math.max(...saves);
+  for (let t = 1; t <= last; t++) {
+    const step = t - t0, lr = lrAt(t);
+    shapes.forEach((_, i) => {
+      if (!trainable[i]) return;
+      const { m, v } = moments[i], th = theta[i];
+      const bc1 = 1 - beta1 ** step, bc2 = 1 - beta2 ** step;
+      for (let k = 0; k < th.length; k++) {
+        const g = 0.05 * normal() + 0.01 * th[k];
+        m[k] = f(b1 * m[k] + c1 * g);
+        v[k] = f(b2 * v[k] + c2 * g * g);
+        th[k] = f(th[k] - lr * ((m[k] / bc1) / (Math.sqrt(v[k] / bc2) + eps) + wd * th[k]));
+      }
+    });
+    if (saves.includes(t)) {
+      const entries = moments.map((mv, i) => ({ id: i, step: t - t0, m: mv.m.slice(), v: mv.v.slice() })).filter((e) => trainable[e.id]);
+      const optimizer = { shapes, requiresGrad: trainable, config: { kind: 'adamw', beta1, beta2, epsilon: eps, weightDecay: wd }, randomCounter: 7, entries };
+      files.push({ name: `step-${t}.ckpt`, bytes: await writeCheckpoint(optimizer) });
+      files.push({ name: `step-${t}.tlsf`, bytes: await writeState({ family: 'TLSF32B', shapes, values: theta.map((x) => x.slice()) }) });
+    }
+    if (t === reset) {
+      moments = fresh();
+      t0 = t;
+    }
+  }
+  return files;
+}
+
 /** Slot `slot`'s sharing tag set to `tag` (a tag is the representative + 1, 0 for none): the
  *  tags region (the report's offsets.tags up to offsets.entries) read as one word per slot. */
 async function retag(bytes, slot, tag) {
@@ -196,6 +244,7 @@ export async function makeExamples() {
     { name: 'pair', title: 'Optimizer + model state that pair', files: [file('tied-embedding-v4.ckpt', tiedBytes), file('tied-embedding.tlsf', stateBytes)], labels: tied.labels },
     { name: 'mismatched', title: 'Optimizer + model state that do not pair', files: [file('tied-embedding-v4.ckpt', tiedBytes), file('drifted.tlsf', driftedBytes)], labels: tied.labels },
     { name: 'training', title: 'Training run health (Adam pair, one corrupted slot)', files: [file('run-step120.ckpt', await writeCheckpoint(run.optimizer)), file('run-step120.tlsf', await writeState(run.state))], labels: run.labels, lr: run.lr },
+    { name: 'run', title: 'A run: three checkpoints of one AdamW run', files: await adamSeries(), labels: ['fc.weight', 'fc.bias', 'embed.frozen', 'out.weight'], run: true },
     { name: 'compare', title: 'Will it load? (tied example vs. an untied layout)', files: [file('tied-embedding-v4.ckpt', tiedBytes)], labels: tied.labels, expected: untiedLayout() },
   ];
 }

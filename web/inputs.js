@@ -32,6 +32,8 @@ export function wireInputs({ handleFiles, readNames }) {
   $('file-input').addEventListener('change', picked('open'));
   $('state-input').addEventListener('change', picked('state'));
   $('expect-input').addEventListener('change', picked('expect'));
+  $('run-input').addEventListener('change', picked('run'));
+  $('run-folder-input').addEventListener('change', picked('run'));
   $('labels-input').addEventListener('change', (e) => {
     const [file] = e.target.files;
     e.target.value = '';
@@ -88,7 +90,7 @@ export function loadExamples(rpc, { open, status }) {
       $('examples-menu').open = false;
       const files = ex.files.map((f) => ({ source: new File([f.bytes], f.name), name: f.name }));
       const expected = ex.expected ? { source: ex.expected, name: 'an untied layout' } : null;
-      open(files, { labels: ex.labels, expected, lr: ex.lr ?? null });
+      open(files, { labels: ex.labels, expected, lr: ex.lr ?? null, run: !!ex.run });
     };
     for (const ex of examples) {
       const b = button(ex.title, { onClick: () => choose(ex) });

@@ -11,6 +11,7 @@ export const EVENTS = Object.freeze({
   expected: 'the layout or checkpoint to compare with changed: {expected} (null: compare mode left)',
   pair: 'the pair verdict of the open optimizer checkpoint and model-state file arrived: {pair}',
   notices: 'files of the last drop, pick or address that were not used, and why: [{name, text}]',
+  run: 'files opened as checkpoints of one run (run-input, or a drop of more than two): {files: [{name, source}]}',
 });
 
 export class Store extends EventTarget {
@@ -98,6 +99,11 @@ export class Store extends EventTarget {
   setPair(pair) {
     this.pair = pair;
     this.emit('pair', { pair });
+  }
+
+  /** Files to read as one run (the run view computes it; the open files stay). */
+  openRun(files) {
+    this.emit('run', { files });
   }
 
   setNotices(notices) {

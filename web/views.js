@@ -18,9 +18,11 @@ import { MapView } from './views/sharing-map.js';
 import { ParamsView } from './views/params-table.js';
 import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
+import { RunView } from './views/run.js';
 
 export const VIEWS = [
   { name: 'exports', View: ExportsView, place: 'bar' },
+  { name: 'run', View: RunView },
   { name: 'header', View: HeaderView },
   { name: 'problem', View: ProblemView },
   { name: 'notices', View: NoticesView },

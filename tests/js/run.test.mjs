@@ -148,6 +148,15 @@ test('a state file that cannot be used: its text as stateError (health\'s), the 
   assert.equal('stateError' in result.files[1], false);
 });
 
+test('onHealth hears each file\'s health pass, in run order, as health() gives it', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'onhealth');
+  const heard = [];
+  await run(opts, { states, lr: 1e-3, onHealth: (i, h) => heard.push([i, h]) });
+  assert.deepEqual(heard.map(([i]) => i), [0, 1]);
+  for (const [i, h] of heard) assert.deepEqual(h, await health(opts[i], states[i], { lr: 1e-3 }));
+});
+
 test('cancelled: rejects with the signal\'s reason', async () => {
   const gen = generate(['--saves', '3,4']);
   const { opts } = await save(gen, 'cancel');
