@@ -46,7 +46,7 @@ int main(int argc, char **argv)
         close(fd);
         double sec = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
         if (sec < best) best = sec;
-        total += s;   /* printed, so the sums are not optimised away */
+        total += s; /* printed, so the sums are not optimised away */
     }
     printf("{\"seconds\":%.6f,\"bytes\":%lld,\"sum\":\"%g\"}\n", best, bytes, total);
     free(buf);

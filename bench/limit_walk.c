@@ -19,7 +19,7 @@ typedef struct stream {
     int fd;
     uint8_t *buf;
     size_t len, at;
-    uint64_t pos;   /* file offset of buf[at] */
+    uint64_t pos; /* file offset of buf[at] */
 } stream;
 
 /* The next u64 at the stream's position (0 at the end: this is a limit, not a reader). */
@@ -47,7 +47,7 @@ static void skip(stream *s, uint64_t bytes)
         s->at += (size_t)bytes;
         return;
     }
-    lseek(s->fd, (off_t)s->pos, SEEK_SET);   /* past the buffer: read on from there */
+    lseek(s->fd, (off_t)s->pos, SEEK_SET); /* past the buffer: read on from there */
     s->len = s->at = 0;
 }
 

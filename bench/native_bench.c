@@ -70,8 +70,8 @@ static int two_files(const char *opt_path, const char *state_path, bool health, 
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"seconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best, (long long)(so.st_size + ss.st_size),
-           ru.ru_maxrss, ok ? "true" : "false");
+    printf("{\"seconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best,
+           (long long)(so.st_size + ss.st_size), ru.ru_maxrss, ok ? "true" : "false");
     return ok ? 0 : 1;
 }
 
@@ -109,8 +109,8 @@ int main(int argc, char **argv)
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"seconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best, (long long)st.st_size, ru.ru_maxrss,
-           ok ? "true" : "false");
+    printf("{\"seconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best, (long long)st.st_size,
+           ru.ru_maxrss, ok ? "true" : "false");
     close(fd);
     return ok ? 0 : 1;
 }

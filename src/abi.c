@@ -12,7 +12,10 @@
 
 /* ---- the description ---- */
 
-#define CODE(name) {CKPT_E_##name, #name}
+#define CODE(name)                                                                                                     \
+    {                                                                                                                  \
+        CKPT_E_##name, #name                                                                                           \
+    }
 static const struct {
     int code;
     const char *name;
@@ -72,14 +75,18 @@ static const struct {
 #undef CODE
 
 /* The flag and enum constants a caller passes or meets. */
-#define CONST(name) {#name, CKPT_##name}
+#define CONST(name)                                                                                                    \
+    {                                                                                                                  \
+#name, CKPT_##name                                                                                             \
+    }
 static const struct {
     const char *name;
     long long value;
 } constants[] = {
-    CONST(INSPECT_STATS), CONST(JSON_NO_BULK),    CONST(EXPORT_SAFETENSORS), CONST(EXPORT_NPZ),
-    CONST(NPY_M),         CONST(NPY_V),           CONST(NPY_VALUES),         CONST(SUBJECT_FILE),
-    CONST(SUBJECT_EXPECTED), CONST(FAMILY_ANY),   CONST(DTYPE_ANY),          CONST(ADAM),
+    CONST(INSPECT_STATS), CONST(JSON_NO_BULK), CONST(EXPORT_SAFETENSORS),
+    CONST(EXPORT_NPZ),    CONST(NPY_M),        CONST(NPY_V),
+    CONST(NPY_VALUES),    CONST(SUBJECT_FILE), CONST(SUBJECT_EXPECTED),
+    CONST(FAMILY_ANY),    CONST(DTYPE_ANY),    CONST(ADAM),
     CONST(ADAMW),
 };
 #undef CONST
@@ -90,7 +97,10 @@ typedef struct field_desc {
     size_t offset, size;
 } field_desc;
 
-#define FIELD(type, member, js) {js, offsetof(type, member), sizeof(((type *)0)->member)}
+#define FIELD(type, member, js)                                                                                        \
+    {                                                                                                                  \
+        js, offsetof(type, member), sizeof(((type *)0)->member)                                                        \
+    }
 static const field_desc columns_fields[] = {
     FIELD(ckpt_columns, n, "n"),
     FIELD(ckpt_columns, flag_count, "flagCount"),
@@ -123,22 +133,17 @@ static const field_desc tensor_row_fields[] = {
     FIELD(ckpt_tensor_row, data_offset, "dataOffset"),
 };
 static const field_desc entry_ref_fields[] = {
-    FIELD(ckpt_entry_ref, owner, "owner"),
-    FIELD(ckpt_entry_ref, id, "id"),
-    FIELD(ckpt_entry_ref, step, "step"),
-    FIELD(ckpt_entry_ref, count, "count"),
-    FIELD(ckpt_entry_ref, offset, "offset"),
-    FIELD(ckpt_entry_ref, m_bytes, "mBytes"),
+    FIELD(ckpt_entry_ref, owner, "owner"),   FIELD(ckpt_entry_ref, id, "id"),
+    FIELD(ckpt_entry_ref, step, "step"),     FIELD(ckpt_entry_ref, count, "count"),
+    FIELD(ckpt_entry_ref, offset, "offset"), FIELD(ckpt_entry_ref, m_bytes, "mBytes"),
 };
 static const field_desc tensor_ref_fields[] = {
     FIELD(ckpt_tensor_ref, count, "count"),
     FIELD(ckpt_tensor_ref, data_offset, "dataOffset"),
 };
 static const field_desc entry_meta_fields[] = {
-    FIELD(ckpt_entry_meta, id, "id"),
-    FIELD(ckpt_entry_meta, step, "step"),
-    FIELD(ckpt_entry_meta, count, "count"),
-    FIELD(ckpt_entry_meta, m_bytes, "mBytes"),
+    FIELD(ckpt_entry_meta, id, "id"),          FIELD(ckpt_entry_meta, step, "step"),
+    FIELD(ckpt_entry_meta, count, "count"),    FIELD(ckpt_entry_meta, m_bytes, "mBytes"),
     FIELD(ckpt_entry_meta, v_bytes, "vBytes"),
 };
 static const field_desc packed_fields[] = {
@@ -154,21 +159,20 @@ static const field_desc config_fields[] = {
 };
 #undef FIELD
 
-#define STRUCT(js, type, fields) {js, sizeof(type), fields, sizeof fields / sizeof fields[0]}
+#define STRUCT(js, type, fields)                                                                                       \
+    {                                                                                                                  \
+        js, sizeof(type), fields, sizeof fields / sizeof fields[0]                                                     \
+    }
 static const struct {
     const char *name;
     size_t size;
     const field_desc *fields;
     size_t count;
 } structs[] = {
-    STRUCT("columns", ckpt_columns, columns_fields),
-    STRUCT("entryRow", ckpt_entry_row, entry_row_fields),
-    STRUCT("tensorRow", ckpt_tensor_row, tensor_row_fields),
-    STRUCT("entryRef", ckpt_entry_ref, entry_ref_fields),
-    STRUCT("tensorRef", ckpt_tensor_ref, tensor_ref_fields),
-    STRUCT("entryMeta", ckpt_entry_meta, entry_meta_fields),
-    STRUCT("packedStats", ckpt_packed_stats, packed_fields),
-    STRUCT("config", ckpt_config, config_fields),
+    STRUCT("columns", ckpt_columns, columns_fields),         STRUCT("entryRow", ckpt_entry_row, entry_row_fields),
+    STRUCT("tensorRow", ckpt_tensor_row, tensor_row_fields), STRUCT("entryRef", ckpt_entry_ref, entry_ref_fields),
+    STRUCT("tensorRef", ckpt_tensor_ref, tensor_ref_fields), STRUCT("entryMeta", ckpt_entry_meta, entry_meta_fields),
+    STRUCT("packedStats", ckpt_packed_stats, packed_fields), STRUCT("config", ckpt_config, config_fields),
 };
 #undef STRUCT
 

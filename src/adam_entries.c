@@ -20,25 +20,30 @@ static int payload(ckpt_parse *p, uint64_t count, unsigned width, ckpt_stats **o
 
 /* The entry checks, in the reference order, for the reader (format.md 4 step 10, 8) and the
  * writer (format.md 4 save checks) alike: duplicate, id in range, owner, step, size. */
-int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e, ckpt_error *err)
+int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e,
+                          ckpt_error *err)
 {
     const char *F = CKPT_ADAM_PREFIX;
     unsigned long long uid = e->id;
     uint64_t len = e->on_read ? 8 : 0, slot = e->id < ckpt_schema_count(layout) ? e->id : CKPT_NONE;
-    if (e->duplicate) return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, e->id_at, len, e->id, "duplicate parameter id %llu", uid);
+    if (e->duplicate)
+        return ckpt_fail_at(err, F, CKPT_E_DUPLICATE_ID, e->id_at, len, e->id, "duplicate parameter id %llu", uid);
     if (slot == CKPT_NONE) return ckpt_fail(err, F, CKPT_E_INVALID_ID, e->id_at, len, "invalid parameter id %llu", uid);
     if (!ckpt_reader_owns(rule, layout, e->id)) return ckpt_reader_fail_not_owner(err, rule, e->id_at, len, e->id);
-    if (e->step == 0) return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, e->step_at, len, e->id, "zero step counter for parameter %llu", uid);
+    if (e->step == 0)
+        return ckpt_fail_at(err, F, CKPT_E_ZERO_STEP, e->step_at, len, e->id, "zero step counter for parameter %llu",
+                            uid);
     bool too_big;
     uint64_t size = ckpt_schema_size(layout, (size_t)e->id, &too_big);
     if (!too_big && e->count == size) return 0;
-    if (!e->on_read)   /* the writer's text has no sizes (format.md 4) */
-        return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, e->count_at, len, e->id, "moment-size mismatch for parameter %llu", uid);
+    if (!e->on_read) /* the writer's text has no sizes (format.md 4) */
+        return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, e->count_at, len, e->id,
+                            "moment-size mismatch for parameter %llu", uid);
     char expected_size[64];
     ckpt_schema_size_decimal(layout, (size_t)e->id, expected_size, sizeof expected_size);
     return ckpt_fail_at(err, F, CKPT_E_MOMENT_SIZE_MISMATCH, e->count_at, len, e->id,
-                        "moment-size mismatch for parameter %llu (file=%llu, expected=%s)", uid, (unsigned long long)e->count,
-                        expected_size);
+                        "moment-size mismatch for parameter %llu (file=%llu, expected=%s)", uid,
+                        (unsigned long long)e->count, expected_size);
 }
 
 int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
@@ -61,8 +66,9 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
 
     /* 10. entries, in any order; ids are checked before the payloads are touched */
     unsigned width = ckpt_width(dtype);
-    uint64_t left = ckpt_reader_bytes_left(r);   /* room for what the bytes left can hold */
-    if (left != CKPT_NONE && !ckpt_report_reserve_entries(rep, (size_t)(entry_count < left / 24 ? entry_count : left / 24)))
+    uint64_t left = ckpt_reader_bytes_left(r); /* room for what the bytes left can hold */
+    if (left != CKPT_NONE &&
+        !ckpt_report_reserve_entries(rep, (size_t)(entry_count < left / 24 ? entry_count : left / 24)))
         return ckpt_fail_oom(err);
     p->scan.start = r->pos;
     p->scan.total = r->src->size == CKPT_NONE ? CKPT_NONE : r->src->size - r->pos;
@@ -83,17 +89,18 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
         }
         uint64_t count_at = r->pos;
         if ((rc = ckpt_read_u64(r, &info.count, err))) {
-            err->slot = slot;   /* a field the file cut short belongs to the entry being read */
+            err->slot = slot; /* a field the file cut short belongs to the entry being read */
             break;
         }
-        ckpt_entry_check check = {id, info.step, info.count, id < n && (seen[id / 8] >> (id % 8)) & 1,
-                                  info.offset, step_at, count_at, true};
+        ckpt_entry_check check = {id,          info.step, info.count, id < n && (seen[id / 8] >> (id % 8)) & 1,
+                                  info.offset, step_at,   count_at,   true};
         rc = ckpt_adam_check_entry(layout, p->rule, &check, err);
         if (rc) break;
         seen[id / 8] |= (uint8_t)(1u << (id % 8));
         if (!p->exp && ascending && e > 0 && id < previous) {
             ascending = false;
-            ckpt_report_warn(rep, "%s: moment entries are not in ascending id order (the reference writer sorts them)", F);
+            ckpt_report_warn(rep, "%s: moment entries are not in ascending id order (the reference writer sorts them)",
+                             F);
         }
         previous = id;
         info.m_offset = r->pos;
@@ -136,7 +143,8 @@ int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const
     uint64_t bytes;
     if (ckpt_mul_overflows(e->count, ckpt_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
         return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, e->offset, 24, e->id,
-                            "parameter %llu's moments are too large to copy into memory at once", (unsigned long long)e->id);
+                            "parameter %llu's moments are too large to copy into memory at once",
+                            (unsigned long long)e->id);
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
     r->pos = e->m_offset;
@@ -147,8 +155,9 @@ int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const
     return rc;
 }
 
-int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, ckpt_progress_fn progress,
-                           void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err)
+int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e,
+                           ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **m, ckpt_stats **v,
+                           ckpt_error *err)
 {
     *m = *v = NULL;
     unsigned width = ckpt_width(rep->dtype);

@@ -6,7 +6,8 @@
  * are added. Either way the report keeps everything read before an error. */
 #include "internal.h"
 
-static const char legacy_warning[] = "legacy checkpoint has no random counter; stochastic training cannot be resumed exactly";
+static const char legacy_warning[] =
+    "legacy checkpoint has no random counter; stochastic training cannot be resumed exactly";
 
 /* 7. the destination's own configuration, bit for bit */
 static int compare_config(ckpt_parse *p, const ckpt_config *c, int dtype, uint64_t kind_at)
@@ -15,7 +16,8 @@ static int compare_config(ckpt_parse *p, const ckpt_config *c, int dtype, uint64
     if (!exp || !exp->config) return 0;
     int exp_dtype = exp->dtype == CKPT_DTYPE_ANY ? dtype : exp->dtype;
     if (ckpt_config_same(exp->config, exp_dtype, c, dtype)) return 0;
-    ckpt_fail(p->err, p->family->prefix, CKPT_E_CONFIG_DIFFERS, kind_at, 40, "checkpoint belongs to a different optimizer configuration");
+    ckpt_fail(p->err, p->family->prefix, CKPT_E_CONFIG_DIFFERS, kind_at, 40,
+              "checkpoint belongs to a different optimizer configuration");
     p->err->config_diff = (ckpt_config_diff){true, dtype, exp_dtype, *c, *exp->config};
     return p->err->code;
 }
@@ -40,7 +42,8 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
     rep->has_version = true;
     rep->version = version;
     if (expected && rule->ties && version == 2 && ckpt_schema_has_aliases(expected))
-        return ckpt_fail(err, F, CKPT_E_VERSION2_CANNOT_SHARE, version_at, 8, "version 2 cannot restore shared parameter histories");
+        return ckpt_fail(err, F, CKPT_E_VERSION2_CANNOT_SHARE, version_at, 8,
+                         "version 2 cannot restore shared parameter histories");
     if (version < 2 || version > rule->version_max) return ckpt_reader_fail_version(err, rule, version_at, version);
 
     /* 4. moment dtype: stored in v5, float32 before; the destination's is checked for every
@@ -63,7 +66,8 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
     ckpt_config c;
     TRY(ckpt_read_u64(r, &c.kind, err));
     if (c.kind > 1)
-        return ckpt_fail(err, F, CKPT_E_INVALID_OPTIMIZER_TAG, kind_at, 8, "invalid optimizer tag %llu", (unsigned long long)c.kind);
+        return ckpt_fail(err, F, CKPT_E_INVALID_OPTIMIZER_TAG, kind_at, 8, "invalid optimizer tag %llu",
+                         (unsigned long long)c.kind);
     TRY(ckpt_read_u64(r, &c.beta1, err));
     TRY(ckpt_read_u64(r, &c.beta2, err));
     TRY(ckpt_read_u64(r, &c.epsilon, err));
@@ -101,7 +105,7 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
         rep->schema_complete = true;
         if (!exp) TRY(ckpt_schema_check_sharing(rep->schema, F, rep->tags_offset, err));
     } else {
-        rep->schema_complete = true;   /* v2: the implied map, always well formed */
+        rep->schema_complete = true; /* v2: the implied map, always well formed */
     }
 
     /* 9.-11. entries and the end of the file */
@@ -109,9 +113,11 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
 
     /* 12. the random counter against the destination, for the readers that know one */
     if (exp && rule->counter && has_counter && exp->keeps_random_counter == 0)
-        return ckpt_fail(err, F, CKPT_E_NO_COUNTER_REFERENCE, counter_at, 8, "destination has no random-counter reference");
+        return ckpt_fail(err, F, CKPT_E_NO_COUNTER_REFERENCE, counter_at, 8,
+                         "destination has no random-counter reference");
     if (rule->config_after_file) TRY(compare_config(p, &c, dtype, kind_at));
-    if (exp && rule->counter && !has_counter && exp->keeps_random_counter == 1) ckpt_report_warn(rep, "%s: %s", F, legacy_warning);
+    if (exp && rule->counter && !has_counter && exp->keeps_random_counter == 1)
+        ckpt_report_warn(rep, "%s: %s", F, legacy_warning);
     return 0;
 }
 

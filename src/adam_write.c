@@ -20,13 +20,14 @@ static int cmp_entry(const void *a, const void *b)
 }
 
 #define F CKPT_ADAM_PREFIX
-#define NO CKPT_NONE, 0   /* in-memory input: no offset, no field length */
+#define NO CKPT_NONE, 0 /* in-memory input: no offset, no field length */
 
 static int check_version(const ckpt_write_desc *d, uint64_t version, ckpt_error *err)
 {
     const int e = CKPT_E_VERSION_CANNOT_REPRESENT;
     unsigned long long v = version;
-    if (version < 2 || version > 5) return ckpt_fail(err, F, e, NO, "cannot write format version %llu; expected 2 through 5", v);
+    if (version < 2 || version > 5)
+        return ckpt_fail(err, F, e, NO, "cannot write format version %llu; expected 2 through 5", v);
     if (d->dtype == CKPT_FLOAT64 && version != 5)
         return ckpt_fail(err, F, e, NO, "format version %llu cannot hold float64 moments (only version 5 can)", v);
     if (d->has_random_counter && version < 4)
@@ -34,7 +35,8 @@ static int check_version(const ckpt_write_desc *d, uint64_t version, ckpt_error 
     if (!d->has_random_counter && version == 4)
         return ckpt_fail(err, F, e, NO, "format version 4 always holds a random counter, and none was given");
     if (version == 2 && ckpt_schema_has_aliases(d->schema))
-        return ckpt_fail(err, F, e, NO, "format version 2 cannot hold shared parameter histories (versions 3 to 5 can)");
+        return ckpt_fail(err, F, e, NO,
+                         "format version 2 cannot hold shared parameter histories (versions 3 to 5 can)");
     return 0;
 }
 
@@ -49,12 +51,14 @@ static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted,
     for (size_t k = 0; k < d->entry_count; k++) {
         const ckpt_entry_in *e = sorted[k];
         unsigned long long id = e->id;
-        ckpt_entry_check check = {e->id, e->step, e->count, k > 0 && sorted[k - 1]->id == e->id, CKPT_NONE, CKPT_NONE, CKPT_NONE, false};
+        ckpt_entry_check check = {e->id,     e->step,   e->count,  k > 0 && sorted[k - 1]->id == e->id,
+                                  CKPT_NONE, CKPT_NONE, CKPT_NONE, false};
         TRY(ckpt_adam_check_entry(s, ckpt_reader_rule_get(CKPT_READER_DEFAULT), &check, err));
         uint64_t bytes;
         if (ckpt_mul_overflows(e->count, width, &bytes) || e->m_bytes != bytes || e->v_bytes != bytes ||
             (bytes && (!e->m || !e->v)) || bytes > SIZE_MAX)
-            return ckpt_fail_at(err, F, CKPT_E_INVALID_PAYLOAD, NO, e->id, "invalid moment payload for parameter %llu", id);
+            return ckpt_fail_at(err, F, CKPT_E_INVALID_PAYLOAD, NO, e->id, "invalid moment payload for parameter %llu",
+                                id);
     }
     return 0;
 }
@@ -81,8 +85,8 @@ int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bo
     return ckpt_sink_bytes(out, head, n, err);
 }
 
-static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted,
-                     const ckpt_sink *out, ckpt_error *err)
+static int write_all(const ckpt_write_desc *d, uint64_t version, const ckpt_entry_in **sorted, const ckpt_sink *out,
+                     ckpt_error *err)
 {
     int rc = ckpt_adam_write_header(version, d->dtype, &d->config, d->has_random_counter, d->random_counter, out, err);
     if (!rc) rc = ckpt_schema_write(d->schema, out, err);
@@ -123,7 +127,7 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err)
     for (size_t k = 0; k < d->entry_count; k++) sorted[k] = &d->entries[k];
     qsort(sorted, d->entry_count, sizeof *sorted, cmp_entry);
     int rc = check_all(d, version, sorted, err);
-    if (rc && err) err->subject = CKPT_SUBJECT_EXPECTED;   /* the description is at fault, not a file */
+    if (rc && err) err->subject = CKPT_SUBJECT_EXPECTED; /* the description is at fault, not a file */
     if (!rc) rc = write_all(d, version, sorted, out, err);
     free(sorted);
     return rc;

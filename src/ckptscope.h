@@ -30,11 +30,11 @@ extern "C" {
  * (docs/format.md lists them); the prefix of the text says which family's reader spoke. */
 typedef enum ckpt_code {
     CKPT_OK = 0,
-    CKPT_E_TRUNCATED = 1,                   /* P: truncated checkpoint (wanted n bytes, got k) */
-    CKPT_E_TRAILING_BYTES = 2,              /* P: trailing bytes after final state entry / tensor / parameter */
-    CKPT_E_VALUE_TOO_LARGE = 3,             /* metadata value does not fit in 64 bits: n */
-    CKPT_E_MALFORMED_IN_MEMORY_SCHEMA = 4,  /* the destination (or what is written) is not well formed */
-    CKPT_E_MALFORMED_EXPECTED_SCHEMA = 5,   /* readAndCheck's own first check */
+    CKPT_E_TRUNCATED = 1,                  /* P: truncated checkpoint (wanted n bytes, got k) */
+    CKPT_E_TRAILING_BYTES = 2,             /* P: trailing bytes after final state entry / tensor / parameter */
+    CKPT_E_VALUE_TOO_LARGE = 3,            /* metadata value does not fit in 64 bits: n */
+    CKPT_E_MALFORMED_IN_MEMORY_SCHEMA = 4, /* the destination (or what is written) is not well formed */
+    CKPT_E_MALFORMED_EXPECTED_SCHEMA = 5,  /* readAndCheck's own first check */
     CKPT_E_PARAMETER_COUNT_MISMATCH = 6,
     CKPT_E_RANK_MISMATCH = 7,
     CKPT_E_SHAPE_MISMATCH = 8,
@@ -54,7 +54,7 @@ typedef enum ckpt_code {
     CKPT_E_ADAM_WEIGHT_DECAY = 22,
     CKPT_E_ADAMW_WEIGHT_DECAY = 23,
     CKPT_E_INVALID_COUNTER_FLAG = 24,
-    CKPT_E_CONFIG_DIFFERS = 25,             /* error.config_diff says which fields */
+    CKPT_E_CONFIG_DIFFERS = 25, /* error.config_diff says which fields */
     CKPT_E_ENTRY_COUNT_MISMATCH = 26,
     CKPT_E_DUPLICATE_ID = 27,
     CKPT_E_INVALID_ID = 28,
@@ -63,23 +63,23 @@ typedef enum ckpt_code {
     CKPT_E_MOMENT_SIZE_MISMATCH = 31,
     CKPT_E_INVALID_PAYLOAD = 32,
     CKPT_E_NO_COUNTER_REFERENCE = 33,
-    CKPT_E_MALFORMED_SHARING_MAP = 34,      /* ckptscope's own rule, format.md 5 */
-    CKPT_E_IO = 35,                         /* the source or sink reported a failure */
+    CKPT_E_MALFORMED_SHARING_MAP = 34, /* ckptscope's own rule, format.md 5 */
+    CKPT_E_IO = 35,                    /* the source or sink reported a failure */
     CKPT_E_NO_MEMORY = 36,
-    CKPT_E_CANCELLED = 37,                  /* a progress callback asked to stop */
-    CKPT_E_VERSION_CANNOT_REPRESENT = 38,   /* a forced writer version cannot hold the content */
-    CKPT_E_INVALID_ARGUMENT = 39,           /* a caller's argument is out of range or NULL */
-    CKPT_E_FROZEN_SLOT = 40,                /* parameter i is frozen: it has no optimizer state */
-    CKPT_E_NO_SUCH_SLOT = 41,               /* no parameter i: the file has n slots */
-    CKPT_E_TENSOR_COUNT_MISMATCH = 42,      /* StateIO/ParamIO count mismatch (format.md 6) */
-    CKPT_E_STATE_SHAPE_MISMATCH = 43,       /* P: checkpoint shape mismatch (file=[..], expected=[..]) */
+    CKPT_E_CANCELLED = 37,                /* a progress callback asked to stop */
+    CKPT_E_VERSION_CANNOT_REPRESENT = 38, /* a forced writer version cannot hold the content */
+    CKPT_E_INVALID_ARGUMENT = 39,         /* a caller's argument is out of range or NULL */
+    CKPT_E_FROZEN_SLOT = 40,              /* parameter i is frozen: it has no optimizer state */
+    CKPT_E_NO_SUCH_SLOT = 41,             /* no parameter i: the file has n slots */
+    CKPT_E_TENSOR_COUNT_MISMATCH = 42,    /* StateIO/ParamIO count mismatch (format.md 6) */
+    CKPT_E_STATE_SHAPE_MISMATCH = 43,     /* P: checkpoint shape mismatch (file=[..], expected=[..]) */
     CKPT_E_STATE_ELEMENT_COUNT_MISMATCH = 44,
-    CKPT_E_PAIR_COUNT = 45,                 /* pairing (format.md 6): tensor count vs slot count */
+    CKPT_E_PAIR_COUNT = 45, /* pairing (format.md 6): tensor count vs slot count */
     CKPT_E_PAIR_SHAPE = 46,
     CKPT_E_PAIR_TIED_VALUES = 47,
-    CKPT_E_NOT_READABLE = 48,               /* the file is invalid before the part asked for */
-    CKPT_E_WRONG_FAMILY = 49,               /* an optimizer-only request on a state file, or back */
-    CKPT_E_CONVERSION_LOSES = 50            /* convert: the target loses or invents something; the text names the option */
+    CKPT_E_NOT_READABLE = 48,    /* the file is invalid before the part asked for */
+    CKPT_E_WRONG_FAMILY = 49,    /* an optimizer-only request on a state file, or back */
+    CKPT_E_CONVERSION_LOSES = 50 /* convert: the target loses or invents something; the text names the option */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -106,10 +106,10 @@ typedef struct ckpt_config_diff {
  * Zero-initialise, then ckpt_error_clear before first use (it sets offset and slot to none). */
 typedef struct ckpt_error {
     int code;
-    uint64_t offset;           /* CKPT_NONE for errors about in-memory input */
-    uint64_t length;           /* 0 when not known */
-    uint64_t slot;             /* CKPT_NONE when the error is about no slot */
-    int subject;               /* CKPT_SUBJECT_* */
+    uint64_t offset; /* CKPT_NONE for errors about in-memory input */
+    uint64_t length; /* 0 when not known */
+    uint64_t slot;   /* CKPT_NONE when the error is about no slot */
+    int subject;     /* CKPT_SUBJECT_* */
     char *message;
     char *hint;
     ckpt_config_diff config_diff;
@@ -158,7 +158,7 @@ void ckpt_buffer_free(ckpt_buffer *buf);
 typedef struct ckpt_reader ckpt_reader;
 ckpt_reader *ckpt_reader_new(const ckpt_source *src);
 void ckpt_reader_free(ckpt_reader *r);
-uint64_t ckpt_reader_offset(const ckpt_reader *r);   /* position of the next byte */
+uint64_t ckpt_reader_offset(const ckpt_reader *r); /* position of the next byte */
 
 /* Progress of a scan: bytes of this scan done so far, and in all (CKPT_NONE when unknown).
  * Return nonzero to stop (the result is then CKPT_E_CANCELLED). */
@@ -167,31 +167,31 @@ typedef int (*ckpt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 /* ---- File families (docs/format.md 4 and 6) --------------------------------------------- */
 
 typedef enum ckpt_family_id {
-    CKPT_FAMILY_ANY = 0,       /* for a destination: whatever the file's magic says */
-    CKPT_FAMILY_TLADAMF = 1,   /* optimizer state: Adam/AdamW moments and the ParameterSchema */
-    CKPT_FAMILY_TLSF32B = 2,   /* model state: parameters and persistent buffers, float32 */
-    CKPT_FAMILY_TLPF32B = 3    /* older model state: parameters, float32 */
+    CKPT_FAMILY_ANY = 0,     /* for a destination: whatever the file's magic says */
+    CKPT_FAMILY_TLADAMF = 1, /* optimizer state: Adam/AdamW moments and the ParameterSchema */
+    CKPT_FAMILY_TLSF32B = 2, /* model state: parameters and persistent buffers, float32 */
+    CKPT_FAMILY_TLPF32B = 3  /* older model state: parameters, float32 */
 } ckpt_family_id;
 
 /* What identifies a family and how its diagnostics read. The public fields describe it; how it
  * is read (its reader, what its items are, its own texts) is the private `impl` (src/internal.h). */
 typedef struct ckpt_family {
-    int id;                    /* ckpt_family_id (or a build's extra family: docs/architecture.md) */
-    const char *magic;         /* the 7 magic bytes, also its short name: "TLADAMF" */
-    const char *name;          /* "CUDA Adam checkpoint": the header's texts (magic, version) */
-    const char *prefix;        /* the texts after the header: "CUDA Adam checkpoint", "StateIO" */
+    int id;             /* ckpt_family_id (or a build's extra family: docs/architecture.md) */
+    const char *magic;  /* the 7 magic bytes, also its short name: "TLADAMF" */
+    const char *name;   /* "CUDA Adam checkpoint": the header's texts (magic, version) */
+    const char *prefix; /* the texts after the header: "CUDA Adam checkpoint", "StateIO" */
     uint64_t version_min, version_max;
-    bool optimizer;            /* descriptive: holds optimizer state (else model tensors) */
-    int element_dtype;         /* ckpt_dtype of the stored values; CKPT_DTYPE_ANY: each file's header
-                                * says (TLADAMF: float32, or v5's dtype field) */
-    const struct ckpt_family_impl *impl;   /* private */
+    bool optimizer;                      /* descriptive: holds optimizer state (else model tensors) */
+    int element_dtype;                   /* ckpt_dtype of the stored values; CKPT_DTYPE_ANY: each file's header
+                                          * says (TLADAMF: float32, or v5's dtype field) */
+    const struct ckpt_family_impl *impl; /* private */
 } ckpt_family;
 
-const ckpt_family *ckpt_family_get(int id);                     /* NULL for an unknown id */
+const ckpt_family *ckpt_family_get(int id);                      /* NULL for an unknown id */
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7]); /* NULL when none matches */
 /* Every family this build reads, in table order: ckpt_family_at(k) for k < ckpt_family_count(). */
 size_t ckpt_family_count(void);
-const ckpt_family *ckpt_family_at(size_t k);                    /* NULL past the end */
+const ckpt_family *ckpt_family_at(size_t k); /* NULL past the end */
 
 /* ---- ParameterSchema (format.md 3, the seed) -------------------------------------------- */
 
@@ -203,26 +203,25 @@ typedef struct ckpt_schema ckpt_schema;
  * The counts may differ: isWellFormed then says false, as the seed does. A schema with no
  * flags and no map is a list of shapes (what a model-state file holds). Returns NULL only when
  * out of memory or when the ranks' sum overflows. */
-ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const uint64_t *dims,
-                             size_t flag_count, const uint8_t *requires_grad,
-                             const uint64_t *representatives, size_t map_count);
+ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const uint64_t *dims, size_t flag_count,
+                             const uint8_t *requires_grad, const uint64_t *representatives, size_t map_count);
 void ckpt_schema_free(ckpt_schema *s);
 
-size_t ckpt_schema_count(const ckpt_schema *s);            /* number of shapes, n */
+size_t ckpt_schema_count(const ckpt_schema *s); /* number of shapes, n */
 uint64_t ckpt_schema_rank(const ckpt_schema *s, size_t i);
-const uint64_t *ckpt_schema_dims(const ckpt_schema *s, size_t i);   /* rank entries */
+const uint64_t *ckpt_schema_dims(const ckpt_schema *s, size_t i); /* rank entries */
 /* The element count of slot i; *too_big (may be NULL) is set when the product is >= 2^64, and
  * then the value returned is meaningless: such a size never matches a stored u64. */
 uint64_t ckpt_schema_size(const ckpt_schema *s, size_t i, bool *too_big);
 /* The element count in full decimal, into buf (cap bytes, NUL-terminated, truncated to fit). */
 void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t cap);
-bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i);   /* false past the flags */
-size_t ckpt_schema_flag_count(const ckpt_schema *s);                /* flags held (may differ from n) */
+bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i); /* false past the flags */
+size_t ckpt_schema_flag_count(const ckpt_schema *s);            /* flags held (may differ from n) */
 bool ckpt_schema_has_map(const ckpt_schema *s);
 bool ckpt_schema_same_shape(const ckpt_schema *a, size_t i, const ckpt_schema *b, size_t j);
 
 /* The seed's queries. An index past the slots is "none" / false. */
-uint64_t ckpt_schema_representative(const ckpt_schema *s, uint64_t i);  /* CKPT_NONE for none */
+uint64_t ckpt_schema_representative(const ckpt_schema *s, uint64_t i); /* CKPT_NONE for none */
 bool ckpt_schema_is_well_formed(const ckpt_schema *s);
 bool ckpt_schema_is_representative(const ckpt_schema *s, uint64_t i);
 uint64_t ckpt_schema_optimizer_state_count(const ckpt_schema *s);
@@ -258,8 +257,7 @@ char *ckpt_schema_explain(const ckpt_schema *s, uint64_t *slot);
 int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err);
 int ckpt_schema_write_representatives(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *err);
 int ckpt_schema_read_and_check(ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err);
-int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema *expected,
-                                               ckpt_error *err);
+int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema *expected, ckpt_error *err);
 
 /* ---- The optimizer configuration (format.md 4) ----------------------------------------- */
 
@@ -279,8 +277,12 @@ bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b,
 /* Which of dtype, kind, beta1, beta2, epsilon, weightDecay differ bit for bit: a mask of
  * CKPT_CONFIG_* bits (0: the same). */
 enum {
-    CKPT_CONFIG_DTYPE = 1, CKPT_CONFIG_KIND = 2, CKPT_CONFIG_BETA1 = 4, CKPT_CONFIG_BETA2 = 8,
-    CKPT_CONFIG_EPSILON = 16, CKPT_CONFIG_WEIGHT_DECAY = 32
+    CKPT_CONFIG_DTYPE = 1,
+    CKPT_CONFIG_KIND = 2,
+    CKPT_CONFIG_BETA1 = 4,
+    CKPT_CONFIG_BETA2 = 8,
+    CKPT_CONFIG_EPSILON = 16,
+    CKPT_CONFIG_WEIGHT_DECAY = 32
 };
 unsigned ckpt_config_differences(const ckpt_config *a, int da, const ckpt_config *b, int db);
 
@@ -308,7 +310,7 @@ uint64_t ckpt_entry_unhealthy(const ckpt_stats *m, const ckpt_stats *v);
  * negative values in v (a second moment is never negative). */
 typedef struct ckpt_entry_info {
     uint64_t id, step, count, offset;
-    uint64_t m_offset, v_offset;   /* where the payloads start */
+    uint64_t m_offset, v_offset; /* where the payloads start */
     ckpt_stats *m, *v;
     uint64_t unhealthy;
 } ckpt_entry_info;
@@ -318,34 +320,34 @@ typedef struct ckpt_entry_info {
 typedef struct ckpt_tensor_info {
     uint64_t count, offset, data_offset;
     ckpt_stats *values;
-    uint64_t unhealthy;            /* NaN and infinities, with statistics */
+    uint64_t unhealthy; /* NaN and infinities, with statistics */
 } ckpt_tensor_info;
 
 /* Everything read from one file. Fields not reached before an error keep their "absent"
  * values: family NULL, has_version false, dtype -1, has_config false, schema NULL or partial
  * (schema_complete false), entries and tensors only those read, offsets CKPT_NONE. */
 typedef struct ckpt_report {
-    const ckpt_family *family;     /* NULL when the magic was not read or matches none */
-    uint64_t size;                 /* bytes in the source, CKPT_NONE when unknown */
+    const ckpt_family *family; /* NULL when the magic was not read or matches none */
+    uint64_t size;             /* bytes in the source, CKPT_NONE when unknown */
     bool has_version;
-    uint64_t version;              /* as read, even when unsupported */
-    bool statistics;               /* payloads were scanned (entries' and tensors' stats set) */
-    int dtype;                     /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
+    uint64_t version; /* as read, even when unsupported */
+    bool statistics;  /* payloads were scanned (entries' and tensors' stats set) */
+    int dtype;        /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
     /* the optimizer family */
     bool has_config;
     ckpt_config config;
-    int counter_state;             /* -1 not read yet, 0 absent, 1 present */
+    int counter_state; /* -1 not read yet, 0 absent, 1 present */
     uint64_t random_counter;
     /* the layout: a TLADAMF file's ParameterSchema, or a state file's tensor shapes (no flags,
      * no map); NULL before its count is read */
     ckpt_schema *schema;
     uint64_t schema_declared_count;
-    bool schema_complete;          /* every slot and (v >= 3) every tag read */
-    uint64_t schema_offset;        /* where the slot count (tensor count) starts */
-    uint64_t tags_offset;          /* where the representative tags start (v >= 3) */
-    uint64_t entries_offset;       /* where the entry count starts */
+    bool schema_complete;    /* every slot and (v >= 3) every tag read */
+    uint64_t schema_offset;  /* where the slot count (tensor count) starts */
+    uint64_t tags_offset;    /* where the representative tags start (v >= 3) */
+    uint64_t entries_offset; /* where the entry count starts */
     bool has_entry_count;
-    uint64_t entry_count;          /* as declared */
+    uint64_t entry_count; /* as declared */
     ckpt_entry_info *entries;
     size_t entries_len, entries_cap;
     /* the model-state families */
@@ -353,7 +355,7 @@ typedef struct ckpt_report {
     size_t tensors_len, tensors_cap;
     char **warnings;
     size_t warnings_len;
-    ckpt_error error;              /* code 0 when the file is valid / would load */
+    ckpt_error error; /* code 0 when the file is valid / would load */
     /* inspection of a TLADAMF file: per TorchLean reader (index ckpt_reader_id - 1), whether it
      * can read the file at all and, if not, its first diagnostic; NULL otherwise */
     struct ckpt_reader_verdict *readers;
@@ -364,8 +366,8 @@ void ckpt_report_free(ckpt_report *rep);
 enum { CKPT_INSPECT_STATS = 1 };
 
 typedef struct ckpt_inspect_options {
-    unsigned flags;                /* CKPT_INSPECT_*; 0 skips payloads */
-    ckpt_progress_fn progress;     /* may be NULL */
+    unsigned flags;            /* CKPT_INSPECT_*; 0 skips payloads */
+    ckpt_progress_fn progress; /* may be NULL */
     void *progress_ctx;
 } ckpt_inspect_options;
 
@@ -377,12 +379,12 @@ ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *op
 /* A destination to load into (format.md 4, "Load against an expected layout", and 6), and
  * also what `diff` compares: a layout. */
 typedef struct ckpt_expected {
-    const ckpt_schema *schema;     /* required; for a state file only its shapes matter */
-    int dtype;                     /* destination moment dtype, CKPT_DTYPE_ANY: not checked */
-    const ckpt_config *config;     /* NULL: the destination has no configuration yet */
-    int keeps_random_counter;      /* 1 yes, 0 no, -1 unknown: step 12 not checked */
-    int family;                    /* ckpt_family_id the destination reads; ANY: the file's */
-    int reader;                    /* ckpt_reader_id: which TorchLean reader loads it; 0: v2-v5 */
+    const ckpt_schema *schema; /* required; for a state file only its shapes matter */
+    int dtype;                 /* destination moment dtype, CKPT_DTYPE_ANY: not checked */
+    const ckpt_config *config; /* NULL: the destination has no configuration yet */
+    int keeps_random_counter;  /* 1 yes, 0 no, -1 unknown: step 12 not checked */
+    int family;                /* ckpt_family_id the destination reads; ANY: the file's */
+    int reader;                /* ckpt_reader_id: which TorchLean reader loads it; 0: v2-v5 */
 } ckpt_expected;
 
 /* Would the trainer load this file into `exp`? The report's error is the trainer's first
@@ -394,14 +396,14 @@ ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp);
 /* Lean projects pin a TorchLean commit, so trainers run different readers of one format. Each is
  * a row of data (ckpt_reader_rule): which versions it reads and how its checks differ. */
 typedef enum ckpt_reader_id {
-    CKPT_READER_DEFAULT = 0,       /* v2-v5, the newest (format.md 4) */
+    CKPT_READER_DEFAULT = 0, /* v2-v5, the newest (format.md 4) */
     CKPT_READER_V2 = 1,
     CKPT_READER_V2_LISTS = 2,
     CKPT_READER_V2_V3 = 3,
     CKPT_READER_V2_V4 = 4,
     CKPT_READER_V2_V4_F32 = 5,
     CKPT_READER_V2_V5 = 6,
-    CKPT_READER_COUNT = 6          /* the named readers: ids 1..CKPT_READER_COUNT */
+    CKPT_READER_COUNT = 6 /* the named readers: ids 1..CKPT_READER_COUNT */
 } ckpt_reader_id;
 
 /* How a reader validates epsilon: E64 the binary64 value itself, E32 rounded to binary32, ED
@@ -409,20 +411,20 @@ typedef enum ckpt_reader_id {
 typedef enum ckpt_epsilon_rule { CKPT_EPSILON_E64 = 0, CKPT_EPSILON_E32 = 1, CKPT_EPSILON_ED = 2 } ckpt_epsilon_rule;
 
 typedef struct ckpt_reader_rule {
-    int id;                        /* ckpt_reader_id (never 0) */
-    const char *name;              /* "v2-v4" */
-    uint64_t version_max;          /* reads versions 2..version_max */
-    const char *versions;          /* as its version text says them: "2, 3, or 4" */
-    int epsilon;                   /* ckpt_epsilon_rule */
-    bool config_after_file;        /* the destination's config compared after the whole file (else before the schema) */
-    bool trainable_count;          /* entries counted by trainableCount, a frozen slot's entry is
-                                    * "state exists for frozen parameter {id}" (else optimizerStateCount,
-                                    * "parameter {id} does not own optimizer state") */
-    bool counter;                  /* applies the random-counter destination rule and legacy warning */
-    bool list_shapes;              /* a shape mismatch prints Lean lists [2, 3], not #[2, 3] */
-    bool ties;                     /* knows storage sharing (else a tied destination is seen untied) */
-    bool float64;                  /* reads the v5 dtype field: float64 moments and destinations */
-    const char *source;            /* the public TorchLean source it follows */
+    int id;                 /* ckpt_reader_id (never 0) */
+    const char *name;       /* "v2-v4" */
+    uint64_t version_max;   /* reads versions 2..version_max */
+    const char *versions;   /* as its version text says them: "2, 3, or 4" */
+    int epsilon;            /* ckpt_epsilon_rule */
+    bool config_after_file; /* the destination's config compared after the whole file (else before the schema) */
+    bool trainable_count;   /* entries counted by trainableCount, a frozen slot's entry is
+                             * "state exists for frozen parameter {id}" (else optimizerStateCount,
+                             * "parameter {id} does not own optimizer state") */
+    bool counter;           /* applies the random-counter destination rule and legacy warning */
+    bool list_shapes;       /* a shape mismatch prints Lean lists [2, 3], not #[2, 3] */
+    bool ties;              /* knows storage sharing (else a tied destination is seen untied) */
+    bool float64;           /* reads the v5 dtype field: float64 moments and destinations */
+    const char *source;     /* the public TorchLean source it follows */
 } ckpt_reader_rule;
 
 /* The row of reader `id` (0 gives v2-v5), NULL for an unknown id. */
@@ -435,7 +437,7 @@ char *ckpt_reader_names_json(void);
 /* One reader's verdict on a file without a destination (format.md 8 "Without a destination"). */
 typedef struct ckpt_reader_verdict {
     bool reads;
-    ckpt_error error;              /* code 0 when it reads the file */
+    ckpt_error error; /* code 0 when it reads the file */
 } ckpt_reader_verdict;
 
 /* The readers' verdicts as JSON {"v2": {"reads": bool, "error": null | {...}}, ...}, or "null"
@@ -457,14 +459,13 @@ const ckpt_source *ckpt_file_source(const ckpt_file *f);
 /* The moment entry that holds slot `slot`'s optimizer history: its own, or its
  * representative's for a tied slot (*owner says which). Errors: CKPT_E_NO_SUCH_SLOT,
  * CKPT_E_FROZEN_SLOT, CKPT_E_WRONG_FAMILY, CKPT_E_NOT_READABLE (the file broke before). */
-int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **entry,
-                    uint64_t *owner, ckpt_error *err);
+int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **entry, uint64_t *owner, ckpt_error *err);
 /* Copy that entry's m and v, count * width bytes each as stored, into m and v. */
 int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err);
 /* Statistics of that entry's m and v (streamed, bounded memory); the caller frees *m and *v
  * with ckpt_stats_free. Progress is relative to these two payloads. */
-int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress,
-                           void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
+int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress, void *progress_ctx,
+                           ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
 /* A state file's tensor i: its info, its values copied as stored (count * ckpt_dtype_width of
  * the report's dtype bytes), its statistics. */
 int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **tensor, ckpt_error *err);
@@ -498,13 +499,13 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
 /* ---- Pairing an optimizer checkpoint with its model-state file (format.md 6) ------------ */
 
 typedef struct ckpt_pair_result {
-    bool pairs;                    /* no failure */
-    ckpt_error *failures;          /* in check order, the first is the verdict; offsets are in the
-                                    * state file, slot is CKPT_NONE for the count */
+    bool pairs;           /* no failure */
+    ckpt_error *failures; /* in check order, the first is the verdict; offsets are in the
+                           * state file, slot is CKPT_NONE for the count */
     size_t failures_len;
     char **warnings;
     size_t warnings_len;
-    ckpt_error error;              /* a reason pairing could not be done at all (I/O, cancel) */
+    ckpt_error error; /* a reason pairing could not be done at all (I/O, cancel) */
 } ckpt_pair_result;
 
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be readable through their
@@ -518,10 +519,10 @@ char *ckpt_pair_json(const ckpt_pair_result *r);
 /* ---- Training health (docs/health.md) ------------------------------------------------------ */
 
 typedef struct ckpt_health_options {
-    double lr;                     /* the learning rate, NAN when not given (no ratios) */
-    uint64_t first_slot;           /* slots [first_slot, first_slot + slot_count): a range, for */
-    uint64_t slot_count;           /* splitting the pass across workers; CKPT_NONE: to the end */
-    ckpt_progress_fn progress;     /* bytes of this pass; may be NULL */
+    double lr;                 /* the learning rate, NAN when not given (no ratios) */
+    uint64_t first_slot;       /* slots [first_slot, first_slot + slot_count): a range, for */
+    uint64_t slot_count;       /* splitting the pass across workers; CKPT_NONE: to the end */
+    ckpt_progress_fn progress; /* bytes of this pass; may be NULL */
     void *progress_ctx;
 } ckpt_health_options;
 
@@ -537,12 +538,12 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
 enum { CKPT_EXPORT_SAFETENSORS = 1, CKPT_EXPORT_NPZ = 2 };
 
 typedef struct ckpt_export_options {
-    int format;                    /* CKPT_EXPORT_* */
-    const char *const *names;      /* one per slot (tensor), unique, or NULL for slot{i} */
+    int format;               /* CKPT_EXPORT_* */
+    const char *const *names; /* one per slot (tensor), unique, or NULL for slot{i} */
     size_t name_count;
-    const uint64_t *slots;         /* export only these slots (their owners' moments), or NULL */
+    const uint64_t *slots; /* export only these slots (their owners' moments), or NULL */
     size_t slot_count;
-    ckpt_progress_fn progress;     /* payload bytes copied; may be NULL */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
 } ckpt_export_options;
 
@@ -568,13 +569,13 @@ typedef struct ckpt_entry_in {
 
 typedef struct ckpt_write_desc {
     const ckpt_schema *schema;
-    int dtype;                      /* CKPT_FLOAT32 or CKPT_FLOAT64 */
+    int dtype; /* CKPT_FLOAT32 or CKPT_FLOAT64 */
     ckpt_config config;
     bool has_random_counter;
     uint64_t random_counter;
     const ckpt_entry_in *entries;
     size_t entry_count;
-    uint64_t version;               /* 0: the reference writer's choice; 2..5: forced */
+    uint64_t version; /* 0: the reference writer's choice; 2..5: forced */
 } ckpt_write_desc;
 
 /* The version the reference writer picks for this description (format.md 4). */
@@ -587,8 +588,8 @@ int ckpt_write(const ckpt_write_desc *d, const ckpt_sink *out, ckpt_error *err);
  * flags and map are ignored), and per tensor count * width bytes of the family's element dtype
  * (little-endian float32) in values[i] (value_bytes[i] bytes). Checks every length before the
  * first byte. */
-int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values,
-                     const uint64_t *value_bytes, const ckpt_sink *out, ckpt_error *err);
+int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *values, const uint64_t *value_bytes,
+                     const ckpt_sink *out, ckpt_error *err);
 
 /* ---- Conversion (format.md 8 "Conversion") ------------------------------------------------ */
 
@@ -597,23 +598,23 @@ int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *v
  * with a text naming the option that allows it. Zero-initialise; exactly one of version, oldest,
  * reader says the target. */
 typedef struct ckpt_convert_options {
-    uint64_t version;              /* 2..5 */
-    bool oldest;                   /* the lowest version that loses nothing */
-    int reader;                    /* ckpt_reader_id: the newest version that reader reads, losing nothing */
-    bool supply_random_counter;    /* --random-counter N: a counter for a file without one */
+    uint64_t version;           /* 2..5 */
+    bool oldest;                /* the lowest version that loses nothing */
+    int reader;                 /* ckpt_reader_id: the newest version that reader reads, losing nothing */
+    bool supply_random_counter; /* --random-counter N: a counter for a file without one */
     uint64_t random_counter;
-    bool drop_random_counter;      /* --drop-random-counter */
-    bool untie;                    /* --untie: every alias its own copy of its owner's moments and step */
-    bool round_to_float32;         /* --round-to-float32: float64 moments rounded to float32 */
-    ckpt_progress_fn progress;     /* payload bytes copied; may be NULL */
+    bool drop_random_counter;  /* --drop-random-counter */
+    bool untie;                /* --untie: every alias its own copy of its owner's moments and step */
+    bool round_to_float32;     /* --round-to-float32: float64 moments rounded to float32 */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
 } ckpt_convert_options;
 
 typedef struct ckpt_convert_result {
-    uint64_t version;              /* the version written (or that would be) */
-    int dtype;                     /* its moment dtype */
-    bool rounded;                  /* float64 moments were rounded to float32 */
-    double max_relative_error;     /* the largest |float32(x) - x| / |x| over nonzero x, when rounded */
+    uint64_t version;          /* the version written (or that would be) */
+    int dtype;                 /* its moment dtype */
+    bool rounded;              /* float64 moments were rounded to float32 */
+    double max_relative_error; /* the largest |float32(x) - x| / |x| over nonzero x, when rounded */
 } ckpt_convert_result;
 
 /* Which version the options give for the open file `in` (no byte written); 0 or the error. */
@@ -662,9 +663,9 @@ int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json,
 /* ---- Checkpoints of one run (docs/runs.md) --------------------------------------------- */
 
 typedef struct ckpt_run_options {
-    ckpt_progress_fn progress;     /* bytes of the pass; may be NULL */
+    ckpt_progress_fn progress; /* bytes of the pass; may be NULL */
     void *progress_ctx;
-    double lr;                     /* the learning rate of the health ratios; 0 or NAN: none */
+    double lr; /* the learning rate of the health ratios; 0 or NAN: none */
 } ckpt_run_options;
 
 /* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
@@ -691,8 +692,8 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
                              ckpt_error *err);
 /* Export: for each exported owner entry of f, one tensor {name}{suffix} whose bytes are read from
  * `values` at the entry's m offset (count * width bytes). For values derived from the moments. */
-int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
-                         const ckpt_sink *out, ckpt_error *err);
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix,
+                         const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err);
 
 /* ---- The core describing itself (abi.c) --------------------------------------------------
  * The family table, the dtypes, the codes, the flag constants and the layouts of the structs a
@@ -713,15 +714,15 @@ typedef struct ckpt_tensor_row {
  * is owned by the columns (ckpt_columns_free). reps and broken are NULL unless complete. */
 typedef struct ckpt_columns {
     uint32_t n, flag_count, dims_len, entries_len, tensors_len, has_map, complete;
-    const uint64_t *dim_start;     /* n + 1 */
-    const uint64_t *dims;          /* dims_len */
-    const uint64_t *sizes;         /* n */
-    const uint8_t *too_big;        /* n: the size is >= 2^64 */
-    const uint8_t *flags;          /* flag_count */
-    uint64_t *reps;                /* n: representative?(i), CKPT_NONE for none */
-    uint8_t *broken;               /* n: the sharing rule rejects the slot */
-    ckpt_entry_row *entries;       /* entries_len */
-    ckpt_tensor_row *tensors;      /* tensors_len */
+    const uint64_t *dim_start; /* n + 1 */
+    const uint64_t *dims;      /* dims_len */
+    const uint64_t *sizes;     /* n */
+    const uint8_t *too_big;    /* n: the size is >= 2^64 */
+    const uint8_t *flags;      /* flag_count */
+    uint64_t *reps;            /* n: representative?(i), CKPT_NONE for none */
+    uint8_t *broken;           /* n: the sharing rule rejects the slot */
+    ckpt_entry_row *entries;   /* entries_len */
+    ckpt_tensor_row *tensors;  /* tensors_len */
 } ckpt_columns;
 
 /* NULL when out of memory (or when a count does not fit 32 bits). */

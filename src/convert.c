@@ -16,29 +16,45 @@ static int allowed(const ckpt_report *rep, uint64_t v, const ckpt_convert_option
 {
     unsigned long long uv = v;
     bool counter = rep->counter_state == 1 || o->supply_random_counter;
-    if (v < 2 || v > 5) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "cannot convert to version %llu; expected 2 through 5", uv);
+    if (v < 2 || v > 5)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "cannot convert to version %llu; expected 2 through 5", uv);
     if (rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 && v != 5)
-        return ckpt_fail(err, NULL, LOSES, "version %llu cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)", uv);
+        return ckpt_fail(err, NULL, LOSES,
+                         "version %llu cannot hold float64 moments: --round-to-float32 rounds them (the largest "
+                         "relative error is reported)",
+                         uv);
     if (counter && v < 4 && !o->drop_random_counter)
-        return ckpt_fail(err, NULL, LOSES, "version %llu cannot hold the random counter: --drop-random-counter drops it (stochastic training then cannot resume exactly)", uv);
+        return ckpt_fail(err, NULL, LOSES,
+                         "version %llu cannot hold the random counter: --drop-random-counter drops it (stochastic "
+                         "training then cannot resume exactly)",
+                         uv);
     if (!counter && v == 4)
-        return ckpt_fail(err, NULL, LOSES, "version 4 always holds a random counter and the file has none: --random-counter N supplies one");
+        return ckpt_fail(
+            err, NULL, LOSES,
+            "version 4 always holds a random counter and the file has none: --random-counter N supplies one");
     if (v == 2 && !o->untie && ckpt_schema_has_aliases(rep->schema))
-        return ckpt_fail(err, NULL, LOSES, "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's moments and step (loadable only where the model's weights are untied too)");
+        return ckpt_fail(err, NULL, LOSES,
+                         "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's "
+                         "moments and step (loadable only where the model's weights are untied too)");
     return 0;
 }
 
 int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_convert_result *res, ckpt_error *err)
 {
     const ckpt_report *rep = in ? ckpt_file_report(in) : NULL;
-    if (!rep || !o || !res) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    if (!rep || !o || !res)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
     if (rep->family && rep->family->id != CKPT_FAMILY_TLADAMF)
-        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is a %s (%s): only optimizer checkpoints are converted",
-                         rep->family->name, rep->family->magic);
-    if (rep->error.code || !rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot convert: the file is invalid");
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                         "this is a %s (%s): only optimizer checkpoints are converted", rep->family->name,
+                         rep->family->magic);
+    if (rep->error.code || !rep->family)
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot convert: the file is invalid");
     if (o->supply_random_counter && rep->counter_state == 1)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                         "--random-counter supplies a counter to a file without one: this file has %llu", (unsigned long long)rep->random_counter);
+                         "--random-counter supplies a counter to a file without one: this file has %llu",
+                         (unsigned long long)rep->random_counter);
     *res = (ckpt_convert_result){0, rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 ? CKPT_FLOAT64 : CKPT_FLOAT32,
                                  rep->dtype == CKPT_FLOAT64 && o->round_to_float32, 0.0};
     if (o->version) {
@@ -52,7 +68,9 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
         return allowed(rep, 5, o, err);
     }
     const ckpt_reader_rule *rule = o->reader ? ckpt_reader_rule_get(o->reader) : NULL;
-    if (!rule) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "convert needs a version, oldest, or a reader");
+    if (!rule)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "convert needs a version, oldest, or a reader");
     for (uint64_t v = rule->version_max; v >= 2; v--)
         if (!allowed(rep, v, o, NULL)) return res->version = v, 0;
     return allowed(rep, rule->version_max, o, err);
@@ -63,10 +81,10 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
 typedef struct copy {
     const ckpt_sink *out;
     ckpt_error *err;
-    bool narrow;               /* float64 in, float32 out */
+    bool narrow; /* float64 in, float32 out */
     ckpt_convert_result *res;
-    uint64_t id, at;           /* the entry's id, the element index of the chunk */
-    const char *which;         /* "m" or "v" */
+    uint64_t id, at;   /* the entry's id, the element index of the chunk */
+    const char *which; /* "m" or "v" */
 } copy;
 
 static int copy_chunk(void *ctx, const void *data, size_t elements)
@@ -79,7 +97,7 @@ static int copy_chunk(void *ctx, const void *data, size_t elements)
         size_t n = elements - k < 1024 ? elements - k : 1024;
         for (size_t j = 0; j < n; j++) {
             double x;
-            memcpy(&x, p + 8 * (k + j), 8);   /* the chunk need not be aligned */
+            memcpy(&x, p + 8 * (k + j), 8); /* the chunk need not be aligned */
             float f = (float)x;
             if (isinf(f) && isfinite(x)) {
                 char value[96];
@@ -139,7 +157,7 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
     for (size_t i = 0; i < n && !rc; i++) {
         if (!ckpt_schema_is_representative(layout, i)) continue;
         const ckpt_entry_info *e;
-        uint64_t owner;   /* an untied alias takes its owner's moments and step */
+        uint64_t owner; /* an untied alias takes its owner's moments and step */
         if ((rc = ckpt_file_entry(in, i, &e, &owner, err))) break;
         uint8_t rec[24];
         ckpt_put_u64le(rec, i);
@@ -163,8 +181,8 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
 char *ckpt_convert_result_json(const ckpt_convert_result *res)
 {
     strbuf sb = {0};
-    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":", (unsigned long long)res->version,
-              ckpt_dtype_name(res->dtype), res->rounded ? "true" : "false");
+    sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":",
+              (unsigned long long)res->version, ckpt_dtype_name(res->dtype), res->rounded ? "true" : "false");
     j_double(&sb, res->max_relative_error);
     sb_putc(&sb, '}');
     return sb_take(&sb);

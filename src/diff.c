@@ -8,7 +8,7 @@
 typedef struct differ {
     strbuf *sb;
     size_t count;
-    char *first;               /* the first difference's message (ckpt_diff_first_message) */
+    char *first; /* the first difference's message (ckpt_diff_first_message) */
 } differ;
 
 /* Opens {"field","slot","a": ... the caller writes a, then b via mid(), then ends with text. */
@@ -36,7 +36,10 @@ static void close_diff(differ *d, uint64_t slot, strbuf *text)
     if (text->data) text->data[0] = '\0';
 }
 
-static bool has_flags(const ckpt_schema *s) { return ckpt_schema_flag_count(s) == ckpt_schema_count(s) && ckpt_schema_count(s) > 0; }
+static bool has_flags(const ckpt_schema *s)
+{
+    return ckpt_schema_flag_count(s) == ckpt_schema_count(s) && ckpt_schema_count(s) > 0;
+}
 
 static void size_value(strbuf *sb, const ckpt_schema *s, size_t i)
 {
@@ -159,14 +162,14 @@ static void config(differ *d, const ckpt_config *a, const ckpt_config *b, strbuf
         strbuf va = {0}, vb = {0};
         j_double(&va, ckpt_double_from_bits(wa[k]));
         j_double(&vb, ckpt_double_from_bits(wb[k]));
-        sb_printf(d->sb, "%s{\"field\":\"config.%s\",\"slot\":null,\"a\":%s,\"b\":%s,\"aBits\":", d->count++ ? "," : "", names[k],
-                  va.failed ? "null" : va.data, vb.failed ? "null" : vb.data);
+        sb_printf(d->sb, "%s{\"field\":\"config.%s\",\"slot\":null,\"a\":%s,\"b\":%s,\"aBits\":", d->count++ ? "," : "",
+                  names[k], va.failed ? "null" : va.data, vb.failed ? "null" : vb.data);
         j_bits(d->sb, wa[k]);
         sb_puts(d->sb, ",\"bBits\":");
         j_bits(d->sb, wb[k]);
         /* decoded values first; the bit patterns tell apart what prints alike (-0 and 0) */
-        sb_printf(t, "%s: %s vs %s (bits 0x%016llx vs 0x%016llx)", names[k], va.failed ? "?" : va.data, vb.failed ? "?" : vb.data,
-                  (unsigned long long)wa[k], (unsigned long long)wb[k]);
+        sb_printf(t, "%s: %s vs %s (bits 0x%016llx vs 0x%016llx)", names[k], va.failed ? "?" : va.data,
+                  vb.failed ? "?" : vb.data, (unsigned long long)wa[k], (unsigned long long)wb[k]);
         sb_free(&va);
         sb_free(&vb);
         close_diff(d, CKPT_NONE, t);

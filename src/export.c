@@ -22,19 +22,19 @@
 /* ---- what is exported ---- */
 
 typedef struct item {
-    char *name;                 /* the member or tensor name */
-    uint64_t offset;            /* in the source */
-    uint64_t count;             /* elements */
-    unsigned width;             /* bytes per element: ckpt_dtype_width of the file's dtype */
-    size_t slot;                /* its shape is this slot's */
+    char *name;      /* the member or tensor name */
+    uint64_t offset; /* in the source */
+    uint64_t count;  /* elements */
+    unsigned width;  /* bytes per element: ckpt_dtype_width of the file's dtype */
+    size_t slot;     /* its shape is this slot's */
 } item;
 
 typedef struct plan {
     const ckpt_report *rep;
     item *items;
     size_t len;
-    char *metadata;             /* JSON text */
-    uint64_t data_bytes;        /* all payloads */
+    char *metadata;      /* JSON text */
+    uint64_t data_bytes; /* all payloads */
 } plan;
 
 static void plan_free(plan *p)
@@ -67,10 +67,10 @@ static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t 
     *out = buf;
 }
 
-enum { NPZ_NAME_MAX = 65535 - 15 };   /* 15: strlen(".exp_avg_sq.npy") */
+enum { NPZ_NAME_MAX = 65535 - 15 }; /* 15: strlen(".exp_avg_sq.npy") */
 
 typedef struct named {
-    const char *name;           /* "" for a missing one (reported as empty) */
+    const char *name; /* "" for a missing one (reported as empty) */
     size_t slot;
 } named;
 
@@ -88,7 +88,8 @@ static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
 {
     if (!o->names) return 0;
     if (o->name_count != n)
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%zu names for %zu slots: give one name per slot", o->name_count, n);
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "%zu names for %zu slots: give one name per slot", o->name_count, n);
     named *order = malloc((n ? n : 1) * sizeof *order);
     size_t *first = malloc((n ? n : 1) * sizeof *first);
     if (!order || !first) {
@@ -100,20 +101,24 @@ static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
     qsort(order, n, sizeof *order, by_name);
     /* first[i]: the smallest slot with slot i's name (i itself when it is the first) */
     for (size_t k = 0; k < n; k++)
-        first[order[k].slot] = k && !strcmp(order[k].name, order[k - 1].name) ? first[order[k - 1].slot] : order[k].slot;
+        first[order[k].slot] =
+            k && !strcmp(order[k].name, order[k - 1].name) ? first[order[k - 1].slot] : order[k].slot;
     int rc = 0;
     for (size_t i = 0; i < n && !rc; i++) {
         const char *s = o->names[i];
         if (!s || !*s || !strcmp(s, "__metadata__"))
-            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "name %zu is %s: every slot needs a name of its own", i,
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
+                              "name %zu is %s: every slot needs a name of its own", i,
                               !s || !*s ? "empty" : "__metadata__ (reserved)");
         /* a zip member name's length is 16 bits: the name, then .exp_avg_sq.npy at most */
         else if (o->format == CKPT_EXPORT_NPZ && strlen(s) > NPZ_NAME_MAX)
-            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
-                              "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
-                              strlen(s), NPZ_NAME_MAX);
+            rc = ckpt_fail_at(
+                err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
+                "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
+                strlen(s), NPZ_NAME_MAX);
         else if (first[i] != i)
-            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i, "slots %zu and %zu have the same name", first[i], i);
+            rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
+                              "slots %zu and %zu have the same name", first[i], i);
     }
     free(order);
     free(first);
@@ -136,8 +141,10 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     const ckpt_report *rep = ckpt_file_report(f);
     memset(p, 0, sizeof *p);
     p->rep = rep;
-    if (!rep->family) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
-    if (rep->error.code) return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
+    if (!rep->family)
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
+    if (rep->error.code)
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
@@ -168,7 +175,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             const ckpt_entry_info *e;
             ckpt_error none = {0};
             ckpt_error_clear(&none);
-            int missing = ckpt_file_entry(f, i, &e, NULL, &none);   /* file.c's slot -> entry map */
+            int missing = ckpt_file_entry(f, i, &e, NULL, &none); /* file.c's slot -> entry map */
             ckpt_error_clear(&none);
             if (missing) continue;
             const char *name;
@@ -204,7 +211,8 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
-            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count, ckpt_dtype_width(rep->dtype), i};
+            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count,
+                        ckpt_dtype_width(rep->dtype), i};
             if (!t->name) goto oom;
             p->data_bytes += t->width * t->count;
         }
@@ -241,7 +249,7 @@ typedef struct copier {
     const ckpt_source *src;
     const ckpt_sink *out;
     uint8_t *buf;
-    uint32_t crc;               /* of what went through, when wanted */
+    uint32_t crc; /* of what went through, when wanted */
     bool want_crc;
     ckpt_progress_fn progress;
     void *progress_ctx;
@@ -268,7 +276,8 @@ static void crc_init(void)
         crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++) crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+        for (int t = 1; t < 8; t++)
+            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 }
 
 /* CRC-32 (zip's), slicing by 8. */
@@ -280,8 +289,9 @@ static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
         memcpy(&a, p, 4);
         memcpy(&b, p + 4, 4);
         a ^= crc;
-        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff] ^ crc_table[4][a >> 24] ^
-              crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff] ^ crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
+        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff] ^
+              crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff] ^
+              crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
         p += 8;
         n -= 8;
     }
@@ -295,7 +305,7 @@ static int emit(copier *c, const void *p, size_t n)
     return ckpt_sink_bytes(c->out, p, n, c->err);
 }
 
-#define RUN_GAP 64   /* at most this between two payloads read together (an entry's header) */
+#define RUN_GAP 64 /* at most this between two payloads read together (an entry's header) */
 
 /* Where a run of the plan's payloads from item `at` on ends: the next ones start at most RUN_GAP
  * bytes after the previous end, and all fit in one chunk. */
@@ -316,7 +326,8 @@ static int read_fully(copier *c, uint64_t offset, size_t n)
 {
     size_t got = c->src->read(c->src->ctx, offset, c->buf, n);
     if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(c->err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+        return ckpt_fail(c->err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu",
+                         (unsigned long long)offset);
     return 0;
 }
 
@@ -338,12 +349,13 @@ static int copy_payload(copier *c, uint64_t offset, uint64_t bytes)
             return ckpt_fail(c->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "export cancelled");
         return 0;
     }
-    c->win_len = 0;   /* buf is the chunk now */
+    c->win_len = 0; /* buf is the chunk now */
     for (uint64_t done = 0; done < bytes;) {
         size_t n = bytes - done < COPY_CHUNK ? (size_t)(bytes - done) : COPY_CHUNK;
         size_t got = c->src->read(c->src->ctx, offset + done, c->buf, n);
         if (got == CKPT_READ_ERROR || got != n)
-            return ckpt_fail(c->err, NULL, CKPT_E_IO, offset + done, 0, "could not read the source at byte %llu", (unsigned long long)(offset + done));
+            return ckpt_fail(c->err, NULL, CKPT_E_IO, offset + done, 0, "could not read the source at byte %llu",
+                             (unsigned long long)(offset + done));
         TRY(emit(c, c->buf, n));
         done += n;
         c->done += n;
@@ -378,7 +390,7 @@ static int write_safetensors(const plan *p, copier *c)
         sb_puts(&h, "]}");
     }
     sb_puts(&h, "}");
-    while (!h.failed && (8 + h.len) % 8) sb_puts(&h, " ");   /* the data starts 8-aligned */
+    while (!h.failed && (8 + h.len) % 8) sb_puts(&h, " "); /* the data starts 8-aligned */
     if (h.failed) {
         sb_free(&h);
         return ckpt_fail_oom(c->err);
@@ -406,7 +418,7 @@ static bool npy_header(strbuf *sb, const char *descr, const ckpt_schema *s, size
         uint64_t rank = ckpt_schema_rank(s, slot);
         const uint64_t *dims = ckpt_schema_dims(s, slot);
         for (uint64_t k = 0; k < rank; k++) sb_printf(&d, k ? " %llu," : "%llu,", (unsigned long long)dims[k]);
-        if (rank > 1) d.len--, d.data[d.len] = '\0';   /* (2, 3) has no trailing comma; (2,) does */
+        if (rank > 1) d.len--, d.data[d.len] = '\0'; /* (2, 3) has no trailing comma; (2,) does */
     }
     sb_puts(&d, "), }");
     while (!d.failed && (10 + d.len + 1) % 64) sb_puts(&d, " ");
@@ -463,7 +475,7 @@ static uint32_t *utf32(const char *s, size_t *count)
 typedef struct member {
     char *name;
     uint32_t crc;
-    uint64_t size;              /* stored: compressed = uncompressed */
+    uint64_t size; /* stored: compressed = uncompressed */
     uint64_t local_offset;
 } member;
 
@@ -475,7 +487,7 @@ static void put32(uint8_t *p, uint32_t v)
 
 typedef struct zipper {
     copier *c;
-    uint64_t at;                /* bytes written */
+    uint64_t at; /* bytes written */
     member *members;
     size_t len;
 } zipper;
@@ -488,7 +500,8 @@ static int zip_out(zipper *z, const void *p, size_t n)
 }
 
 /* A member: local header, head bytes (the .npy header) and a payload (or none), descriptor. */
-static int zip_member(zipper *z, const char *name, const strbuf *head, uint64_t offset, uint64_t bytes, const void *inline_data)
+static int zip_member(zipper *z, const char *name, const strbuf *head, uint64_t offset, uint64_t bytes,
+                      const void *inline_data)
 {
     member *m = &z->members[z->len++];
     size_t nlen = strlen(name);
@@ -544,7 +557,7 @@ static int zip_finish(zipper *z)
         bool big = m->size >= U32_MAX || m->local_offset >= U32_MAX;
         uint8_t ch[46], extra[28];
         size_t elen = 0;
-        if (big) {   /* ZIP64 extended information: uncompressed, compressed, local offset */
+        if (big) { /* ZIP64 extended information: uncompressed, compressed, local offset */
             put16(extra, 0x0001);
             put16(extra + 2, 24);
             ckpt_put_u64le(extra + 4, m->size);
@@ -617,19 +630,22 @@ static int write_npz(const plan *p, copier *c)
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
         c->at = k;
-        if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed) rc = ckpt_fail_oom(c->err);
+        if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed)
+            rc = ckpt_fail_oom(c->err);
         else rc = zip_member(&z, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
         sb_free(&name);
     }
-    if (!rc) {   /* the metadata: a 0-d array of one string */
+    if (!rc) { /* the metadata: a 0-d array of one string */
         size_t n = 0;
         uint32_t *u = utf32(p->metadata, &n);
         strbuf head = {0};
         char descr[32];
         snprintf(descr, sizeof descr, "<U%zu", n ? n : 1);
         if (!u || !npy_header(&head, descr, NULL, 0, true)) rc = ckpt_fail_oom(c->err);
-        else rc = zip_member(&z, "__metadata__.npy", &head, 0, 4 * (n ? n : 1), n ? (const void *)u : (const void *)"\0\0\0");
+        else
+            rc = zip_member(&z, "__metadata__.npy", &head, 0, 4 * (n ? n : 1),
+                            n ? (const void *)u : (const void *)"\0\0\0");
         sb_free(&head);
         free(u);
     }
@@ -650,7 +666,21 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
         plan_free(&p);
         return rc;
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, p.items, p.len, 0, 0, 0};
+    copier c = {ckpt_file_source(f),
+                out,
+                malloc(COPY_CHUNK),
+                0,
+                false,
+                o->progress,
+                o->progress_ctx,
+                0,
+                p.data_bytes,
+                err,
+                p.items,
+                p.len,
+                0,
+                0,
+                0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);
@@ -681,7 +711,8 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         sb_free(&head);
         return ckpt_fail_oom(err);
     }
-    copier c = {ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
+    copier c = {
+        ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
     int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
     if (!rc) rc = copy_payload(&c, offset, count * width);
     free(c.buf);
@@ -691,14 +722,16 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
 
 /* ---- computed tensors beside a checkpoint (src/run.c's gradients) ---- */
 
-int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix, const ckpt_export_options *o,
-                         const ckpt_sink *out, ckpt_error *err)
+int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix,
+                         const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err)
 {
-    if (!f || !values || !suffix || !o || !out || (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
+    if (!f || !values || !suffix || !o || !out ||
+        (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     const ckpt_report *rep = ckpt_file_report(f);
     if (rep->family && !rep->family->optimizer)
-        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "computed tensors go beside an optimizer checkpoint's moments");
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                         "computed tensors go beside an optimizer checkpoint's moments");
     crc_init();
     plan p;
     int rc = make_plan(f, o, &p, err);
@@ -728,7 +761,9 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         plan_free(&p);
         return ckpt_fail_oom(err);
     }
-    copier c = {values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, NULL, 0, 0, 0, 0};
+    copier c = {
+        values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, NULL, 0, 0,
+        0,      0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);

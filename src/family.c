@@ -63,12 +63,15 @@ static const struct ckpt_family_impl tlpf32b_impl = {
     .pretty = ckpt_shape_print_nested,
 };
 
-static const ckpt_family tladamf = {CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true,
-                                    CKPT_DTYPE_ANY, &adam_impl};
-static const ckpt_family tlsf32b = {CKPT_FAMILY_TLSF32B, "TLSF32B", "TorchLean float32 state checkpoint", "StateIO", 1, 1, false,
-                                    CKPT_FLOAT32, &tlsf32b_impl};
-static const ckpt_family tlpf32b = {CKPT_FAMILY_TLPF32B, "TLPF32B", "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false,
-                                    CKPT_FLOAT32, &tlpf32b_impl};
+static const ckpt_family tladamf = {
+    CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true,
+    CKPT_DTYPE_ANY,      &adam_impl};
+static const ckpt_family tlsf32b = {
+    CKPT_FAMILY_TLSF32B, "TLSF32B",    "TorchLean float32 state checkpoint", "StateIO", 1, 1, false,
+    CKPT_FLOAT32,        &tlsf32b_impl};
+static const ckpt_family tlpf32b = {
+    CKPT_FAMILY_TLPF32B, "TLPF32B",    "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false,
+    CKPT_FLOAT32,        &tlpf32b_impl};
 
 /* Extra families: a build adds a family without editing this file. Each is a descriptor with
  * its impl, defined in a module of its own (a test's, or a new reader's), named by the build:
@@ -124,8 +127,12 @@ int ckpt_require_role(const ckpt_report *rep, bool want_optimizer, ckpt_error *e
     strbuf sb = {0};
     role_magics(&sb, want_optimizer);
     if (sb.failed) ckpt_fail_oom(err);
-    else if (want_optimizer) ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (%s)", sb.data);
-    else ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the second file is not a model-state file (%s)", sb.data);
+    else if (want_optimizer)
+        ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (%s)",
+                  sb.data);
+    else
+        ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the second file is not a model-state file (%s)",
+                  sb.data);
     sb_free(&sb);
     return err->code;
 }
@@ -157,10 +164,11 @@ static void read_magic(ckpt_parse *p, int wanted)
     uint8_t magic[CKPT_MAGIC_LEN];
     if (ckpt_read_exact(r, magic, sizeof magic, err)) {
         if (err->code != CKPT_E_TRUNCATED) return;
-        uint64_t got = err->length;   /* read_exact copied those bytes into magic */
+        uint64_t got = err->length; /* read_exact copied those bytes into magic */
         const ckpt_family *f = presumed_family(magic, (size_t)got, wanted);
         if (f->name != r->prefix) {
-            ckpt_fail(err, f->name, CKPT_E_TRUNCATED, 0, got, "truncated checkpoint (wanted 7 bytes, got %llu)", (unsigned long long)got);
+            ckpt_fail(err, f->name, CKPT_E_TRUNCATED, 0, got, "truncated checkpoint (wanted 7 bytes, got %llu)",
+                      (unsigned long long)got);
         }
         ckpt_hint_foreign(r, err);
         return;
@@ -174,7 +182,7 @@ static void read_magic(ckpt_parse *p, int wanted)
         return;
     }
     p->family = p->rep->family = f;
-    p->rep->dtype = f->element_dtype;   /* CKPT_DTYPE_ANY (-1, not read) until a header says */
+    p->rep->dtype = f->element_dtype; /* CKPT_DTYPE_ANY (-1, not read) until a header says */
     r->prefix = f->name;
     f->impl->parse(p);
 }
@@ -184,7 +192,8 @@ ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ck
     return ckpt_run_reader(src, exp, opt, exp ? exp->reader : CKPT_READER_DEFAULT);
 }
 
-ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt, int reader)
+ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                             int reader)
 {
     ckpt_report *rep = calloc(1, sizeof *rep);
     if (!rep) return NULL;
@@ -223,7 +232,7 @@ ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, c
     }
     read_magic(&p, wanted);
     if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
-    if (!exp && reader == CKPT_READER_DEFAULT) ckpt_readers_judge(src, rep);   /* format.md 8 */
+    if (!exp && reader == CKPT_READER_DEFAULT) ckpt_readers_judge(src, rep); /* format.md 8 */
     ckpt_reader_free(p.r);
     return rep;
 }

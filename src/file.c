@@ -7,8 +7,8 @@
 struct ckpt_file {
     ckpt_source src;
     ckpt_report *rep;
-    size_t *item_of_slot;      /* the item whose slot is i, SIZE_MAX when not read (ckpt_item_of_slot) */
-    size_t attached;           /* items given statistics by ckpt_file_attach_stats */
+    size_t *item_of_slot; /* the item whose slot is i, SIZE_MAX when not read (ckpt_item_of_slot) */
+    size_t attached;      /* items given statistics by ckpt_file_attach_stats */
 };
 
 ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
@@ -33,7 +33,7 @@ size_t *ckpt_item_of_slot(const ckpt_report *rep)
     size_t *map = malloc((n ? n : 1) * sizeof *map);
     if (!map) return NULL;
     for (size_t i = 0; i < n; i++) map[i] = SIZE_MAX;
-    for (size_t k = 0; k < items; k++) map[ckpt_report_item(rep, k).slot] = k;   /* slots < n: checked by the readers */
+    for (size_t k = 0; k < items; k++) map[ckpt_report_item(rep, k).slot] = k; /* slots < n: checked by the readers */
     return map;
 }
 
@@ -41,7 +41,8 @@ int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, c
 {
     size_t got = src->read(src->ctx, offset, buf, n);
     if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read %s at byte %llu", what, (unsigned long long)offset);
+        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read %s at byte %llu", what,
+                         (unsigned long long)offset);
     return 0;
 }
 
@@ -62,8 +63,8 @@ static int wrong_family(const ckpt_report *rep, ckpt_error *err, const char *wan
 {
     if (!rep->family)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
-    return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is a %s (%s): it holds %s, not %s", rep->family->name,
-                     rep->family->magic, rep->family->impl->holds, wanted);
+    return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is a %s (%s): it holds %s, not %s",
+                     rep->family->name, rep->family->magic, rep->family->impl->holds, wanted);
 }
 
 int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **entry, uint64_t *owner, ckpt_error *err)
@@ -79,10 +80,12 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     if (slot >= n)
-        return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no parameter %llu: the file has %zu slot%s", us, n, n == 1 ? "" : "s");
+        return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no parameter %llu: the file has %zu slot%s", us,
+                         n, n == 1 ? "" : "s");
     uint64_t r = ckpt_schema_representative(s, slot);
     if (r == CKPT_NONE)
-        return ckpt_fail_at(err, NULL, CKPT_E_FROZEN_SLOT, CKPT_NONE, 0, slot, "parameter %llu is frozen: it has no optimizer state", us);
+        return ckpt_fail_at(err, NULL, CKPT_E_FROZEN_SLOT, CKPT_NONE, 0, slot,
+                            "parameter %llu is frozen: it has no optimizer state", us);
     if (r >= n || f->item_of_slot[r] == SIZE_MAX)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
                             "parameter %llu's optimizer entry was not read: the file is invalid before it", us);
@@ -98,8 +101,8 @@ int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, 
     return ckpt_adam_read_moments(&f->src, f->rep, e, m, v, err);
 }
 
-int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **m,
-                           ckpt_stats **v, ckpt_error *err)
+int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress, void *progress_ctx,
+                           ckpt_stats **m, ckpt_stats **v, ckpt_error *err)
 {
     const ckpt_entry_info *e;
     *m = *v = NULL;
@@ -114,10 +117,11 @@ int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **te
     if (!rep->family || rep->family->optimizer) return wrong_family(rep, err, "model tensors");
     unsigned long long ui = i;
     if (rep->schema_complete && i >= rep->tensors_len)
-        return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no tensor %llu: the file has %zu tensor%s", ui, rep->tensors_len,
-                         rep->tensors_len == 1 ? "" : "s");
+        return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no tensor %llu: the file has %zu tensor%s", ui,
+                         rep->tensors_len, rep->tensors_len == 1 ? "" : "s");
     if (i >= rep->tensors_len)
-        return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, i, "tensor %llu was not read: the file is invalid before it", ui);
+        return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, i,
+                            "tensor %llu was not read: the file is invalid before it", ui);
     *tensor = &rep->tensors[i];
     return 0;
 }
@@ -129,8 +133,8 @@ int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, void *out, ckpt_error 
     return ckpt_state_read_tensor(&f->src, f->rep, t, out, err);
 }
 
-int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values,
-                           ckpt_error *err)
+int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn progress, void *progress_ctx,
+                           ckpt_stats **values, ckpt_error *err)
 {
     const ckpt_tensor_info *t;
     *values = NULL;
@@ -142,25 +146,31 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
 {
     const ckpt_report *rep = f->rep;
     if (!rep->family || !rep->schema_complete)
-        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is invalid before its layout is complete");
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
+                         "the file is invalid before its layout is complete");
     /* the moments' dtype, the configuration and the counter are an optimizer header's: a layout
      * without one states none of them */
     bool opt = rep->has_config;
-    *layout = (ckpt_expected){rep->schema, opt ? rep->dtype : CKPT_DTYPE_ANY, opt ? &rep->config : NULL,
-                              opt ? rep->counter_state : -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
+    *layout = (ckpt_expected){rep->schema,
+                              opt ? rep->dtype : CKPT_DTYPE_ANY,
+                              opt ? &rep->config : NULL,
+                              opt ? rep->counter_state : -1,
+                              CKPT_FAMILY_ANY,
+                              CKPT_READER_DEFAULT};
     return 0;
 }
 
 /* ---- statistics gathered apart ---- */
 
-int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a, ckpt_stats **b,
-                         ckpt_error *err)
+int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a,
+                         ckpt_stats **b, ckpt_error *err)
 {
     const ckpt_report *rep = f->rep;
     *a = *b = NULL;
     if (!rep->family) return wrong_family(rep, err, "optimizer state");
     size_t items = ckpt_report_item_count(rep);
-    if (k >= items) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, items);
+    if (k >= items)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, items);
     ckpt_item it = ckpt_report_item(rep, k);
     const unsigned payloads = rep->family->impl->payloads, width = ckpt_dtype_width(rep->dtype);
     ckpt_stats **out[2] = {a, b};
@@ -190,7 +200,8 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
     if (k >= items || !a || (payloads == 2) != (b != NULL)) {
         ckpt_stats_free(a);
         ckpt_stats_free(b);
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to ckpt_file_attach_stats");
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "invalid arguments to ckpt_file_attach_stats");
     }
     ckpt_item it = ckpt_report_item(rep, k);
     ckpt_stats *given[2] = {a, b};

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CHUNK CKPT_HEALTH_CHUNK      /* elements per cursor per step */
-#define MARGIN 1e-3                 /* relative slack of the consistency bound */
-#define RATIO_HIGH 1e-2             /* the flag range of the update-to-weight ratio */
+#define CHUNK CKPT_HEALTH_CHUNK /* elements per cursor per step */
+#define MARGIN 1e-3             /* relative slack of the consistency bound */
+#define RATIO_HIGH 1e-2         /* the flag range of the update-to-weight ratio */
 #define RATIO_LOW 1e-5
 
 typedef struct pass {
@@ -32,8 +32,8 @@ typedef struct pass {
     void *progress_ctx;
     uint64_t done, total;
     ckpt_error *err;
-    uint8_t *m, *v;                 /* CHUNK * width each */
-    uint8_t *theta;                 /* CHUNK * state_width */
+    uint8_t *m, *v; /* CHUNK * width each */
+    uint8_t *theta; /* CHUNK * state_width */
 } pass;
 
 /* The moments' part of one chunk: n elements of m and v as stored (float or double). The loop is
@@ -50,8 +50,8 @@ static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide
     return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
 }
 
-static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv, size_t n,
-                                              ckpt_health_moments *h, bool wide)
+static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
+                                              size_t n, ckpt_health_moments *h, bool wide)
 {
     const double c = k->c, floor = k->v_floor, eps = k->eps, inv1 = h->inv1, inv2 = h->inv2;
     double sum_sq = 0, max = h->u_max;
@@ -116,11 +116,18 @@ static inline ALWAYS_INLINE void params_span(const uint8_t *theta, size_t n, ckp
     h->finite += finite;
 }
 
-static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h) { params_span(theta, n, h, false); }
+static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h)
+{
+    params_span(theta, n, h, false);
+}
 
-static NOINLINE void params_chunk64(const uint8_t *theta, size_t n, ckpt_health_param *h) { params_span(theta, n, h, true); }
+static NOINLINE void params_chunk64(const uint8_t *theta, size_t n, ckpt_health_param *h)
+{
+    params_span(theta, n, h, true);
+}
 
-void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n, ckpt_health_moments *h)
+void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
+                              ckpt_health_moments *h)
 {
     for (size_t at = 0; at < n; at += CHUNK)
         k->moments_chunk(k, m + at * k->width, v + at * k->width, n - at < CHUNK ? n - at : CHUNK, h);
@@ -128,7 +135,8 @@ void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, con
 
 void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, size_t n, ckpt_health_param *h)
 {
-    for (size_t at = 0; at < n; at += CHUNK) k->params_chunk(theta + at * k->state_width, n - at < CHUNK ? n - at : CHUNK, h);
+    for (size_t at = 0; at < n; at += CHUNK)
+        k->params_chunk(theta + at * k->state_width, n - at < CHUNK ? n - at : CHUNK, h);
 }
 
 void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const ckpt_report *rs)
@@ -141,9 +149,10 @@ void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const
     k->beta1 = ckpt_double_from_bits(ro->config.beta1);
     k->beta2 = ckpt_double_from_bits(ro->config.beta2);
     k->eps = ckpt_double_from_bits(ro->config.epsilon);
-    if (ro->dtype == CKPT_FLOAT32) k->eps = (float)k->eps;   /* the moments' dtype holds epsilon at run time */
+    if (ro->dtype == CKPT_FLOAT32) k->eps = (float)k->eps; /* the moments' dtype holds epsilon at run time */
     k->v_floor = ro->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2)) : 0;
+    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2))
+                                          : 0;
 }
 
 void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h)
@@ -221,8 +230,14 @@ static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt,
     sb_puts(f->global, "}");
 }
 
-static double update_rms(const ckpt_health_slot *h) { return h->mo.u_finite ? sqrt(h->mo.u_sum_sq / (double)h->mo.u_finite) : 0; }
-static double param_rms(const ckpt_health_slot *h) { return h->pa.finite ? sqrt(h->pa.sum_sq / (double)h->pa.finite) : 0; }
+static double update_rms(const ckpt_health_slot *h)
+{
+    return h->mo.u_finite ? sqrt(h->mo.u_sum_sq / (double)h->mo.u_finite) : 0;
+}
+static double param_rms(const ckpt_health_slot *h)
+{
+    return h->pa.finite ? sqrt(h->pa.sum_sq / (double)h->pa.finite) : 0;
+}
 
 /* The slot's update-to-weight ratio lr * rms(u) / rms(theta); NAN when it has none. */
 static double slot_ratio(const ckpt_health_slot *h, double lr)
@@ -248,10 +263,12 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
              (unsigned long long)mo->v_negative, mo->v_negative == 1 ? "" : "s");
     if (owns && mo->inconsistent)
         flag(fo, slot, "inconsistent",
-             "parameter %llu: %llu element%s with |m| beyond what any gradient history gives for these betas: corrupted moments, or betas that are not the ones they were built with",
+             "parameter %llu: %llu element%s with |m| beyond what any gradient history gives for these betas: "
+             "corrupted moments, or betas that are not the ones they were built with",
              us, (unsigned long long)mo->inconsistent, mo->inconsistent == 1 ? "" : "s");
     if (!isnan(ratio) && ratio > RATIO_HIGH)
-        flag(fo, slot, "ratioHigh", "parameter %llu: update-to-weight ratio %.3g is above 1e-2 at lr %g", us, ratio, lr);
+        flag(fo, slot, "ratioHigh", "parameter %llu: update-to-weight ratio %.3g is above 1e-2 at lr %g", us, ratio,
+             lr);
     if (!isnan(ratio) && ratio < RATIO_LOW)
         flag(fo, slot, "ratioLow", "parameter %llu: update-to-weight ratio %.3g is below 1e-5 at lr %g", us, ratio, lr);
 }
@@ -265,8 +282,8 @@ size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t
 }
 
 /* The slot's JSON and its flags. */
-static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, bool trainable, const ckpt_entry_info *e,
-                      const ckpt_health_slot *h, double lr, double weight_decay, bool adamw)
+static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, bool trainable,
+                      const ckpt_entry_info *e, const ckpt_health_slot *h, double lr, double weight_decay, bool adamw)
 {
     strbuf sf = {0};
     flags_out fo = {flags, &sf, 0};
@@ -342,8 +359,7 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
 static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *err)
 {
     if (ckpt_require_role(ro, true, err) || (rs && ckpt_require_role(rs, false, err))) return -1;
-    if (ro->error.code || (rs && rs->error.code))
-        /* every entry and tensor must be there: health reads them all */
+    if (ro->error.code || (rs && rs->error.code)) /* every entry and tensor must be there: health reads them all */
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
                          ro->error.code ? "optimizer checkpoint" : "state file");
     return 0;
@@ -359,7 +375,7 @@ int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progres
     ckpt_pair_result *pr = ckpt_pair(opt, state, progress, progress_ctx);
     if (!pr) return ckpt_fail_oom(err);
     if (pr->error.code) {
-        ckpt_error_move(err, &pr->error);   /* cancelled, the file changed, out of memory */
+        ckpt_error_move(err, &pr->error); /* cancelled, the file changed, out of memory */
         ckpt_pair_result_free(pr);
         return -1;
     }

@@ -30,14 +30,20 @@ static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
     else if (starts_with(head, n, "GGUF")) hint = "this is a GGUF model file (llama.cpp), not a checkpoint";
     else if (starts_with(head, n, "PK\x03\x04")) {
         if (first_member_ends(head, n, ".npy"))
-            hint = "this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load";
-        else if (first_member_ends(head, n, "data.pkl") || first_member_ends(head, n, ".data/version") || first_member_ends(head, n, "/version"))
-            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: read it with torch.load";
+            hint = "this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with "
+                   "numpy.load";
+        else if (first_member_ends(head, n, "data.pkl") || first_member_ends(head, n, ".data/version") ||
+                 first_member_ends(head, n, "/version"))
+            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: read it with "
+                   "torch.load";
         else hint = "this is a zip archive, not a checkpoint";
-    } else if (n >= 10 && head[8] == '{' && head[9] == '"' && ckpt_get_u64le(head) > 1 && ckpt_get_u64le(head) < (1ull << 32))
-        hint = "this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors' load_file";
+    } else if (n >= 10 && head[8] == '{' && head[9] == '"' && ckpt_get_u64le(head) > 1 &&
+               ckpt_get_u64le(head) < (1ull << 32))
+        hint = "this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with "
+               "safetensors' load_file";
     else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
-        hint = "this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load";
+        hint = "this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with "
+               "torch.load";
     if (hint) ckpt_set_hint(err, hint);
     return hint != NULL;
 }
@@ -58,10 +64,12 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
             char text[256], detail[96] = "";
             const uint64_t count_at = f->impl->count_at;
             if (count_at && n >= count_at + 8)
-                snprintf(detail, sizeof detail, ", version %llu, %llu tensors", (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN),
+                snprintf(detail, sizeof detail, ", version %llu, %llu tensors",
+                         (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN),
                          (unsigned long long)ckpt_get_u64le(head + count_at));
             else if (!count_at && n >= CKPT_MAGIC_LEN + 16)
-                snprintf(detail, sizeof detail, ", version %llu", (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN));
+                snprintf(detail, sizeof detail, ", version %llu",
+                         (unsigned long long)ckpt_get_u64le(head + CKPT_MAGIC_LEN));
             snprintf(text, sizeof text, "this is a %s (%s%s), not %s", f->name, f->magic, detail, f->impl->hint_not);
             ckpt_set_hint(err, text);
             return;
@@ -69,7 +77,8 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
     }
     if (foreign_format(head, n, err)) return;
     if (starts_with(head, n, "version https://git-lfs")) {
-        ckpt_set_hint(err, "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)");
+        ckpt_set_hint(err,
+                      "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)");
         return;
     }
     size_t k = 0;

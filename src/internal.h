@@ -25,38 +25,37 @@
 #define ALWAYS_INLINE
 #endif
 
-#define TRY(expr)                                                                                  \
-    do {                                                                                           \
-        int rc_ = (expr);                                                                          \
-        if (rc_) return rc_;                                                                       \
+#define TRY(expr)                                                                                                      \
+    do {                                                                                                               \
+        int rc_ = (expr);                                                                                              \
+        if (rc_) return rc_;                                                                                           \
     } while (0)
 
 /* ---- error.c ---- */
 /* Set err: code, where (offset and length of the offending field, the slot it is about), and
  * the text "prefix: " + printf(fmt) (no prefix when prefix is NULL: the library's own texts).
  * Returns code. */
-int ckpt_fail_at(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length,
-                 uint64_t slot, const char *fmt, ...)
+int ckpt_fail_at(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, uint64_t slot,
+                 const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 7, 8)))
 #endif
     ;
 /* The common case: a field of `length` bytes, no slot. */
-int ckpt_fail(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length,
-              const char *fmt, ...)
+int ckpt_fail(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 6, 7)))
 #endif
     ;
 int ckpt_fail_oom(ckpt_error *err);
 void ckpt_set_hint(ckpt_error *err, const char *hint);
-void ckpt_error_move(ckpt_error *dst, ckpt_error *src);   /* dst takes src's strings; src is cleared */
+void ckpt_error_move(ckpt_error *dst, ckpt_error *src); /* dst takes src's strings; src is cleared */
 
 /* ---- strbuf.c: growable NUL-terminated text ---- */
 typedef struct strbuf {
     char *data;
     size_t len, cap;
-    bool failed;               /* an allocation failed; the content is incomplete */
+    bool failed; /* an allocation failed; the content is incomplete */
 } strbuf;
 void sb_put_slow(strbuf *sb, const char *s, size_t n);
 void sb_puts(strbuf *sb, const char *s);
@@ -66,8 +65,8 @@ void sb_printf(strbuf *sb, const char *fmt, ...)
 #endif
     ;
 void sb_free(strbuf *sb);
-char *sb_take(strbuf *sb);     /* the text (caller frees), or NULL when an allocation failed */
-bool sb_reserve(strbuf *sb, size_t extra);   /* room for extra more bytes (and the NUL) */
+char *sb_take(strbuf *sb);                 /* the text (caller frees), or NULL when an allocation failed */
+bool sb_reserve(strbuf *sb, size_t extra); /* room for extra more bytes (and the NUL) */
 /* A string literal: its length is known at compile time (the JSON writer's hot loops). */
 #define sb_lit(sb, s) sb_put((sb), (s), sizeof(s) - 1)
 /* One byte; the hot loops of the report write millions. */
@@ -119,12 +118,12 @@ bool ckpt_shape_equal(const uint64_t *a, uint64_t ra, const uint64_t *b, uint64_
 /* ---- io.c: the buffered reader and u64 framing (format.md 1) ---- */
 struct ckpt_reader {
     const ckpt_source *src;
-    const char *prefix;        /* the family's text prefix for truncation diagnostics */
-    uint64_t pos;              /* absolute offset of the next byte */
-    uint8_t *buf;              /* holds [buf_pos, buf_pos + buf_len) of the source */
+    const char *prefix; /* the family's text prefix for truncation diagnostics */
+    uint64_t pos;       /* absolute offset of the next byte */
+    uint8_t *buf;       /* holds [buf_pos, buf_pos + buf_len) of the source */
     size_t buf_len, buf_cap;
     uint64_t buf_pos;
-    size_t readahead;          /* next refill size: small after a skip, doubling when sequential */
+    size_t readahead; /* next refill size: small after a skip, doubling when sequential */
 };
 ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix);
 int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err);
@@ -146,8 +145,7 @@ static inline int ckpt_read_u64(ckpt_reader *r, uint64_t *out, ckpt_error *err)
 int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error *err);
 /* Stream a payload of count * width bytes through fn in whole elements. */
 typedef int (*ckpt_chunk_fn)(void *ctx, const void *data, size_t elements);
-int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chunk_fn fn,
-                        void *ctx, ckpt_error *err);
+int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chunk_fn fn, void *ctx, ckpt_error *err);
 /* Bytes from the reader's position to the end of the source, CKPT_NONE when the size is unknown. */
 uint64_t ckpt_reader_bytes_left(const ckpt_reader *r);
 /* After the last record: is there at least one more byte? (-1 on I/O error) */
@@ -161,17 +159,17 @@ void ckpt_put_u64le(uint8_t *p, uint64_t v);
 
 /* ---- schema.c (format.md 3) ---- */
 struct ckpt_schema {
-    size_t n;                  /* shapes */
+    size_t n; /* shapes */
     size_t flag_count;
     size_t map_count;
     bool has_map;
-    uint64_t *dim_start;       /* n + 1 offsets into dims */
+    uint64_t *dim_start; /* n + 1 offsets into dims */
     uint64_t *dims;
     uint64_t *sizes;
-    uint8_t *size_too_big;     /* 1 where the product is >= 2^64 */
+    uint8_t *size_too_big; /* 1 where the product is >= 2^64 */
     uint8_t *requires_grad;
-    uint64_t *map;             /* has_map: map_count representatives */
-    size_t cap, dims_cap;      /* capacities while a reader appends */
+    uint64_t *map;        /* has_map: map_count representatives */
+    size_t cap, dims_cap; /* capacities while a reader appends */
     /* derived, computed once (derive) */
     bool derived;
     bool well_formed, has_aliases;
@@ -188,11 +186,10 @@ bool ckpt_schema_push_flag(ckpt_schema *s, bool trainable);
 bool ckpt_schema_set_map(ckpt_schema *s, const uint64_t *map, size_t count);
 /* Read the schema into `file` (a fresh empty schema), comparing with `expected` when it is
  * not NULL (readAndCheck), else checking sizes against products (format.md 5). */
-int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
-                     uint64_t *declared_count, ckpt_error *err);
+int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t *declared_count,
+                     ckpt_error *err);
 /* Read the n tags; compare with expected's tags when given; set file's map from them. */
-int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
-                          ckpt_error *err);
+int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, ckpt_error *err);
 /* The format.md 5 sharing-map diagnostic for the first broken slot; 0 when well formed.
  * tag_offset: where the tags start (each slot's offset is tag_offset + 8 i), or CKPT_NONE. */
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err);
@@ -207,12 +204,14 @@ int ckpt_fail_malformed_destination(ckpt_error *err, const ckpt_schema *s);
 int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kind_offset, ckpt_error *err);
 
 /* Validation with a reader's epsilon rule (format.md 8: E64, E32, ED). */
-int ckpt_config_validate_rule(const ckpt_config *c, ckpt_dtype dtype, int epsilon_rule, uint64_t kind_offset, ckpt_error *err);
+int ckpt_config_validate_rule(const ckpt_config *c, ckpt_dtype dtype, int epsilon_rule, uint64_t kind_offset,
+                              ckpt_error *err);
 
 /* ---- readers.c: TorchLean's readers (format.md 8) ---- */
 /* The texts that differ by reader, each written once. */
 int ckpt_reader_fail_version(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t version);
-int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t length, uint64_t id);
+int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t length,
+                               uint64_t id);
 /* Does the entry's slot own optimizer state, as this reader decides it? */
 bool ckpt_reader_owns(const ckpt_reader_rule *rule, const ckpt_schema *layout, uint64_t id);
 uint64_t ckpt_reader_entry_count(const ckpt_reader_rule *rule, const ckpt_schema *layout);
@@ -230,32 +229,33 @@ void j_readers(strbuf *sb, const ckpt_report *rep);
 /* ---- adam_entries.c: the entry checks of reading and writing, in one place ---- */
 typedef struct ckpt_entry_check {
     uint64_t id, step, count;
-    bool duplicate;                /* the id was seen before */
-    uint64_t id_at, step_at, count_at;   /* field offsets, CKPT_NONE for in-memory input */
-    bool on_read;                  /* the reader's texts: the size mismatch says both sizes */
+    bool duplicate;                    /* the id was seen before */
+    uint64_t id_at, step_at, count_at; /* field offsets, CKPT_NONE for in-memory input */
+    bool on_read;                      /* the reader's texts: the size mismatch says both sizes */
 } ckpt_entry_check;
 /* adam_write.c: the header fields 1-6 of format.md 4, for the writer and convert. */
 int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bool has_counter, uint64_t counter,
                            const ckpt_sink *out, ckpt_error *err);
-int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e, ckpt_error *err);
+int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e,
+                          ckpt_error *err);
 
 /* ---- stats.c ---- */
 typedef struct ckpt_stats_acc {
     uint64_t count, nan, inf, zero, negative;
     double min, max, sum, sum_squares;
-    uint64_t hist[2100];       /* by floor(log2|x|) + 1074, covers float64 subnormals */
+    uint64_t hist[2100]; /* by floor(log2|x|) + 1074, covers float64 subnormals */
 } ckpt_stats_acc;
 void ckpt_stats_begin(ckpt_stats_acc *a);
 void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n);
 void ckpt_stats_f64(ckpt_stats_acc *a, const double *x, size_t n);
-ckpt_stats *ckpt_stats_finish(const ckpt_stats_acc *a);    /* NULL when out of memory */
+ckpt_stats *ckpt_stats_finish(const ckpt_stats_acc *a); /* NULL when out of memory */
 
 /* ---- scan.c: payloads read for statistics, with progress relative to the scan ---- */
 typedef struct ckpt_scan {
-    ckpt_progress_fn progress;     /* may be NULL */
+    ckpt_progress_fn progress; /* may be NULL */
     void *progress_ctx;
-    uint64_t start, total;         /* file offset where the scan began; its bytes in all */
-    uint64_t done;                 /* bytes scanned before the current payload */
+    uint64_t start, total; /* file offset where the scan began; its bytes in all */
+    uint64_t done;         /* bytes scanned before the current payload */
 } ckpt_scan;
 /* Statistics of a payload of count elements of width 4 or 8 at the reader's position (the
  * reader moves past it). *out is NULL on error. */
@@ -267,29 +267,29 @@ int ckpt_scan_payload(ckpt_reader *r, ckpt_scan *scan, uint64_t count, unsigned 
 typedef struct ckpt_parse {
     ckpt_reader *r;
     const ckpt_family *family;
-    const ckpt_expected *exp;      /* NULL when inspecting */
-    unsigned flags;                /* CKPT_INSPECT_* */
+    const ckpt_expected *exp; /* NULL when inspecting */
+    unsigned flags;           /* CKPT_INSPECT_* */
     ckpt_scan scan;
     ckpt_report *rep;
     ckpt_error *err;
-    const ckpt_reader_rule *rule;  /* the TorchLean reader whose checks apply (never NULL for TLADAMF) */
+    const ckpt_reader_rule *rule; /* the TorchLean reader whose checks apply (never NULL for TLADAMF) */
 } ckpt_parse;
 /* An item: one unit of a file's payloads (TLADAMF: a moment entry, its m and v; the state
  * families: a tensor, its values), as file.c, pair.c and report.c see it whatever the family. */
 typedef struct ckpt_item {
-    uint64_t slot;                 /* the slot whose shape its payloads have */
-    uint64_t count;                /* elements per payload */
-    uint64_t offset[2];            /* where each payload starts */
-    ckpt_stats **stats[2];         /* where each payload's statistics are kept (NULL until computed) */
-    uint64_t *unhealthy;           /* the record's count of unhealthy elements */
+    uint64_t slot;         /* the slot whose shape its payloads have */
+    uint64_t count;        /* elements per payload */
+    uint64_t offset[2];    /* where each payload starts */
+    ckpt_stats **stats[2]; /* where each payload's statistics are kept (NULL until computed) */
+    uint64_t *unhealthy;   /* the record's count of unhealthy elements */
 } ckpt_item;
 
-typedef struct ckpt_jw ckpt_jw;    /* report.c's JSON writer */
+typedef struct ckpt_jw ckpt_jw; /* report.c's JSON writer */
 
 /* Everything that makes a family read the way it does, beside its public descriptor. A family
  * is a descriptor with one of these (family.c, or a module of a build's extra families). */
 struct ckpt_family_impl {
-    int (*parse)(ckpt_parse *p);   /* called once the magic has matched (the reader is past it) */
+    int (*parse)(ckpt_parse *p); /* called once the magic has matched (the reader is past it) */
     /* the items */
     unsigned payloads;             /* per item: 2 (m, v) or 1 (values) */
     const char *payload_suffix[2]; /* an exported payload's name after the slot's: ".exp_avg", "" */
@@ -299,11 +299,11 @@ struct ckpt_family_impl {
     /* the report JSON's family-specific members (report.c) */
     void (*json_body)(ckpt_jw *w, const ckpt_report *rep, bool bulk);
     /* texts */
-    const char *holds;             /* "optimizer state", "model tensors" */
-    const char *hint_not;          /* a hint's "this is a ..., not {hint_not}" */
-    const char *count_mismatch;    /* a state family's tensor-count text: ... (file={c}, expected={n}) */
-    const char *trailing;          /* a state family's trailing-bytes text */
-    void (*pretty)(strbuf *sb, const uint64_t *dims, uint64_t rank);   /* the element-count text's shape */
+    const char *holds;          /* "optimizer state", "model tensors" */
+    const char *hint_not;       /* a hint's "this is a ..., not {hint_not}" */
+    const char *count_mismatch; /* a state family's tensor-count text: ... (file={c}, expected={n}) */
+    const char *trailing;       /* a state family's trailing-bytes text */
+    void (*pretty)(strbuf *sb, const uint64_t *dims, uint64_t rank); /* the element-count text's shape */
     /* the header: where its item count field is, when at a fixed offset (else 0; hints.c) */
     uint64_t count_at;
 };
@@ -314,9 +314,9 @@ ckpt_item ckpt_state_item(ckpt_report *rep, size_t k);
 uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b);
 /* An impl's members for a family of the state layout (magic, version, tensor count, tensors of
  * the descriptor's element dtype); the family adds its texts (count_mismatch, trailing, pretty). */
-#define CKPT_STATE_IMPL                                                                                              \
-    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count,      \
-    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,                 \
+#define CKPT_STATE_IMPL                                                                                                \
+    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count,         \
+    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,                   \
     .holds = "model tensors", .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
 /* The report JSON's family-specific members (report.c) */
 void ckpt_report_json_adam(ckpt_jw *w, const ckpt_report *rep, bool bulk);
@@ -343,14 +343,15 @@ int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, c
 size_t *ckpt_item_of_slot(const ckpt_report *rep);
 
 /* The readers, called after the magic matched (the reader is past it). */
-int ckpt_adam_parse(ckpt_parse *p);    /* adam_header.c */
-int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype);   /* adam_entries.c */
-int ckpt_state_parse(ckpt_parse *p);   /* state.c */
+int ckpt_adam_parse(ckpt_parse *p);                                               /* adam_header.c */
+int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype); /* adam_entries.c */
+int ckpt_state_parse(ckpt_parse *p);                                              /* state.c */
 /* One entry's or tensor's payloads, read again through the source of a parsed report. */
 int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,
                            ckpt_error *err);
-int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, ckpt_progress_fn progress,
-                           void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
+int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e,
+                           ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **m, ckpt_stats **v,
+                           ckpt_error *err);
 int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, void *out,
                            ckpt_error *err);
 int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
@@ -359,7 +360,8 @@ int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, cons
 ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
 /* The same with a TorchLean reader's checks (format.md 8); an inspection by the default reader
  * also gives every reader's verdict. */
-ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt, int reader);
+ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                             int reader);
 
 /* ---- hints.c: what a file that is not the expected family looks like ---- */
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);
@@ -384,8 +386,8 @@ void ckpt_report_warn_payloads(ckpt_report *rep);
 static inline unsigned ckpt_width(int dtype) { return ckpt_dtype_width(dtype); }
 
 /* ---- json.c: the JSON writer shared by report, pair, diff ---- */
-void j_u64(strbuf *sb, uint64_t v);     /* a number up to 2^53 - 1, a decimal string beyond */
-void j_double(strbuf *sb, double x);    /* shortest exact form; "NaN", "Infinity" as strings */
+void j_u64(strbuf *sb, uint64_t v);  /* a number up to 2^53 - 1, a decimal string beyond */
+void j_double(strbuf *sb, double x); /* shortest exact form; "NaN", "Infinity" as strings */
 void j_string(strbuf *sb, const char *s);
 void j_bits(strbuf *sb, uint64_t b);    /* "0x3feccccccccccccd" */
 void j_slot(strbuf *sb, uint64_t slot); /* a u64, or null for CKPT_NONE */
@@ -394,20 +396,19 @@ void j_config(strbuf *sb, const ckpt_config *c);
 void j_error(strbuf *sb, const ckpt_error *err);
 void j_shape(strbuf *sb, const ckpt_schema *s, size_t i);
 
-
 /* ---- health.c: the next Adam step of one slot, fed chunk by chunk (docs/health.md) ----
  * ckpt_health_json streams a slot's chunks through these; a run (run.c) feeds them the chunks
  * its continuity pass reads anyway, so every payload is read once. The rules (the bound, the
  * flags, the ratio) stay in health.c. */
 typedef struct ckpt_health_moments {
-    bool present;                   /* the slot has an owner entry (not frozen) */
-    double inv1, inv2;              /* the bias corrections of step t + 1, as products */
+    bool present;      /* the slot has an owner entry (not frozen) */
+    double inv1, inv2; /* the bias corrections of step t + 1, as products */
     double u_sum_sq, u_max;
     uint64_t u_finite, nan, inf, v_negative, never_updated, inconsistent;
 } ckpt_health_moments;
 
 typedef struct ckpt_health_param {
-    bool present;                   /* the slot's tensor of a state file that pairs */
+    bool present; /* the slot's tensor of a state file that pairs */
     double sum_sq, max;
     uint64_t finite, nan, inf;
 } ckpt_health_param;
@@ -421,9 +422,9 @@ typedef struct ckpt_health_slot {
 
 /* The constants of one optimizer checkpoint's pass and its chunk loops (one per width). */
 typedef struct ckpt_health_kernel {
-    unsigned width, state_width;    /* bytes per element of the moments, of the parameters */
-    double beta1, beta2, eps, c;    /* c: 0 when there is no bound (beta1^2 >= beta2) */
-    double v_floor;                 /* the smallest normal of the moments' dtype */
+    unsigned width, state_width; /* bytes per element of the moments, of the parameters */
+    double beta1, beta2, eps, c; /* c: 0 when there is no bound (beta1^2 >= beta2) */
+    double v_floor;              /* the smallest normal of the moments' dtype */
     void (*moments_chunk)(const struct ckpt_health_kernel *, const uint8_t *m, const uint8_t *v, size_t n,
                           ckpt_health_moments *h);
     void (*params_chunk)(const uint8_t *theta, size_t n, ckpt_health_param *h);
@@ -437,7 +438,8 @@ void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_inf
  * in pieces of CKPT_HEALTH_CHUNK elements from the slot's start, the sums are added in the same
  * order as ckpt_health_json adds them: the same bits. */
 #define CKPT_HEALTH_CHUNK 16384
-void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n, ckpt_health_moments *h);
+void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
+                              ckpt_health_moments *h);
 void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, size_t n, ckpt_health_param *h);
 /* The flags health raises on slot `slot` whose owner is `owner` (CKPT_NONE when frozen), as
  * ckpt_health_json words them; its update-to-weight ratio at lr (NAN: none) in *ratio, NAN when

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define HEADER_BUFFER (1024 * 1024)   /* sequential reads grow to this; each source read is a call into JS in wasm */
+#define HEADER_BUFFER (1024 * 1024) /* sequential reads grow to this; each source read is a call into JS in wasm */
 #define STREAM_CHUNK (1024 * 1024)
-#define FIRST_READAHEAD 4096    /* the preamble and the start of the schema */
+#define FIRST_READAHEAD 4096 /* the preamble and the start of the schema */
 /* After a payload is skipped by position the next record is a header alone in a sea of skipped
  * bytes: read its size (an entry's 24 bytes, a rank-2 tensor's 32), not into the payload behind
  * it. A longer header costs one more read, of twice that. */
@@ -23,7 +23,7 @@ void ckpt_put_u64le(uint8_t *p, uint64_t v)
 uint64_t ckpt_get_u64le(const uint8_t *p)
 {
     uint64_t v;
-    memcpy(&v, p, 8);   /* little-endian hosts only (internal.h checks) */
+    memcpy(&v, p, 8); /* little-endian hosts only (internal.h checks) */
     return v;
 }
 
@@ -83,7 +83,8 @@ void ckpt_buffer_free(ckpt_buffer *buf)
 
 int ckpt_sink_bytes(const ckpt_sink *out, const void *p, size_t n, ckpt_error *err)
 {
-    if (out->write(out->ctx, p, n) != 0) return ckpt_fail(err, NULL, CKPT_E_IO, CKPT_NONE, 0, "could not write the output");
+    if (out->write(out->ctx, p, n) != 0)
+        return ckpt_fail(err, NULL, CKPT_E_IO, CKPT_NONE, 0, "could not write the output");
     return 0;
 }
 
@@ -132,7 +133,8 @@ static size_t buffered(const ckpt_reader *r)
 /* The library's own text: no family prefix. */
 static int io_error(ckpt_error *err, uint64_t offset)
 {
-    return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+    return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu",
+                     (unsigned long long)offset);
 }
 
 /* The field is the `got` bytes that are there: a hex view marks them up to the end. */
@@ -162,8 +164,8 @@ static int truncated_payload(const ckpt_reader *r, ckpt_error *err, uint64_t off
     ckpt_u64_product_print(&sb, count, width);
     if (sb.failed) ckpt_fail_oom(err);
     else {
-        ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %s bytes, got %llu)", sb.data,
-                  (unsigned long long)got);
+        ckpt_fail(err, r->prefix, CKPT_E_TRUNCATED, offset, got, "truncated checkpoint (wanted %s bytes, got %llu)",
+                  sb.data, (unsigned long long)got);
         if (count <= UINT64_MAX / width && count * width > got) truncation_hint(err, count * width - got);
     }
     sb_free(&sb);
@@ -201,7 +203,7 @@ int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err)
         size_t avail = buffered(r);
         if (avail == 0) {
             size_t need = n - done;
-            if (need >= r->buf_cap) {  /* a big read goes straight to the caller */
+            if (need >= r->buf_cap) { /* a big read goes straight to the caller */
                 size_t got = r->src->read(r->src->ctx, r->pos, out + done, need);
                 if (got == CKPT_READ_ERROR || got > need) return io_error(err, r->pos);
                 done += got;
@@ -255,14 +257,13 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
     return 0;
 }
 
-int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chunk_fn fn,
-                        void *ctx, ckpt_error *err)
+int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chunk_fn fn, void *ctx, ckpt_error *err)
 {
     uint64_t start = r->pos, bytes;
     if (ckpt_mul_overflows(count, width, &bytes) ||
         (r->src->size != CKPT_NONE && (r->pos > r->src->size || bytes > r->src->size - r->pos)))
-        return ckpt_skip_payload(r, count, width, err);   /* reports the truncation */
-    if (buffered(r) >= bytes) {  /* small payloads: straight from the header buffer */
+        return ckpt_skip_payload(r, count, width, err); /* reports the truncation */
+    if (buffered(r) >= bytes) {                         /* small payloads: straight from the header buffer */
         int rc = fn(ctx, r->buf + (r->pos - r->buf_pos), (size_t)count);
         r->pos += bytes;
         return rc;
@@ -290,7 +291,7 @@ int ckpt_stream_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_chu
         size_t whole = have / width;
         if (whole && (rc = fn(ctx, chunk, whole)) != 0) break;
         done += (uint64_t)whole * width;
-        if (have < want) {  /* the data ended inside the payload */
+        if (have < want) { /* the data ended inside the payload */
             rc = truncated(r, err, start, bytes, done + have % width);
             break;
         }

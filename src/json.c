@@ -8,18 +8,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SAFE_INTEGER 9007199254740991ull   /* 2^53 - 1 */
+#define SAFE_INTEGER 9007199254740991ull /* 2^53 - 1 */
 
 /* Decimal digits without printf: reports of a million slots print millions of integers. */
 /* Two digits per division: reports are mostly numbers (a million slots: ~10 million of them). */
-static const char DIGIT_PAIRS[201] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
+static const char DIGIT_PAIRS[201] = "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+                                     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+                                     "8081828384858687888990919293949596979899";
 
 void j_u64(strbuf *sb, uint64_t v)
 {
-    if (v < 10) {   /* most counts, ranks, flags and small dims */
+    if (v < 10) { /* most counts, ranks, flags and small dims */
         sb_putc(sb, (char)('0' + v));
         return;
     }
@@ -33,7 +32,7 @@ void j_u64(strbuf *sb, uint64_t v)
         p -= 2;
         memcpy(p, DIGIT_PAIRS + 2 * r, 2);
     }
-    uint32_t u = (uint32_t)v;   /* 32-bit division from here: the common case entirely */
+    uint32_t u = (uint32_t)v; /* 32-bit division from here: the common case entirely */
     while (u >= 100) {
         unsigned r = u % 100;
         u /= 100;
@@ -67,7 +66,7 @@ void j_double(strbuf *sb, double x)
         return;
     }
     char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {   /* the shortest text that reads back exactly */
+    for (int prec = 1; prec <= 17; prec++) { /* the shortest text that reads back exactly */
         snprintf(buf, sizeof buf, "%.*g", prec, x);
         if (strtod(buf, NULL) == x) break;
     }
@@ -98,7 +97,8 @@ void j_stats(strbuf *sb, const ckpt_stats *s)
     j_u64(sb, s->count);
     uint64_t finite = s->finite;
     const char *names[4] = {"min", "max", "mean", "rms"};
-    double values[4] = {s->min, s->max, finite ? s->sum / (double)finite : 0, finite ? sqrt(s->sum_squares / (double)finite) : 0};
+    double values[4] = {s->min, s->max, finite ? s->sum / (double)finite : 0,
+                        finite ? sqrt(s->sum_squares / (double)finite) : 0};
     for (int k = 0; k < 4; k++) {
         sb_printf(sb, ",\"%s\":", names[k]);
         if (finite) j_double(sb, values[k]);
@@ -126,8 +126,14 @@ static uint64_t config_word(const ckpt_config *c, int k)
     return w[k];
 }
 
-static const char *kind_name(uint64_t kind) { return kind == CKPT_ADAMW ? "adamw" : kind == CKPT_ADAM ? "adam" : "invalid"; }
-static const char *dtype_name(int dtype) { return dtype == CKPT_FLOAT64 ? "float64" : dtype == CKPT_FLOAT32 ? "float32" : "any"; }
+static const char *kind_name(uint64_t kind)
+{
+    return kind == CKPT_ADAMW ? "adamw" : kind == CKPT_ADAM ? "adam" : "invalid";
+}
+static const char *dtype_name(int dtype)
+{
+    return dtype == CKPT_FLOAT64 ? "float64" : dtype == CKPT_FLOAT32 ? "float32" : "any";
+}
 
 void j_config(strbuf *sb, const ckpt_config *c)
 {
@@ -151,12 +157,13 @@ static void j_config_diff(strbuf *sb, const ckpt_config_diff *d)
     bool first = true;
     sb_puts(sb, "[");
     if (mask & CKPT_CONFIG_DTYPE) {
-        sb_printf(sb, "{\"field\":\"dtype\",\"file\":\"%s\",\"expected\":\"%s\"}", dtype_name(d->file_dtype), dtype_name(d->expected_dtype));
+        sb_printf(sb, "{\"field\":\"dtype\",\"file\":\"%s\",\"expected\":\"%s\"}", dtype_name(d->file_dtype),
+                  dtype_name(d->expected_dtype));
         first = false;
     }
     if (mask & CKPT_CONFIG_KIND) {
-        sb_printf(sb, "%s{\"field\":\"kind\",\"file\":\"%s\",\"expected\":\"%s\"}", first ? "" : ",", kind_name(d->file.kind),
-                  kind_name(d->expected.kind));
+        sb_printf(sb, "%s{\"field\":\"kind\",\"file\":\"%s\",\"expected\":\"%s\"}", first ? "" : ",",
+                  kind_name(d->file.kind), kind_name(d->expected.kind));
         first = false;
     }
     for (int k = 0; k < 4; k++) {

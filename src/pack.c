@@ -13,9 +13,18 @@ size_t ckpt_stats_pack_len(const ckpt_stats *s) { return HEAD + s->hist_len; }
 
 void ckpt_stats_pack(const ckpt_stats *s, uint64_t *out)
 {
-    const uint64_t head[HEAD] = {s->count, s->finite, s->nan, s->inf, s->zero, s->negative,
-                                 ckpt_bits_from_double(s->min), ckpt_bits_from_double(s->max), ckpt_bits_from_double(s->sum),
-                                 ckpt_bits_from_double(s->sum_squares), (uint64_t)(int64_t)s->hist_log2_min, s->hist_len};
+    const uint64_t head[HEAD] = {s->count,
+                                 s->finite,
+                                 s->nan,
+                                 s->inf,
+                                 s->zero,
+                                 s->negative,
+                                 ckpt_bits_from_double(s->min),
+                                 ckpt_bits_from_double(s->max),
+                                 ckpt_bits_from_double(s->sum),
+                                 ckpt_bits_from_double(s->sum_squares),
+                                 (uint64_t)(int64_t)s->hist_log2_min,
+                                 s->hist_len};
     memcpy(out, head, sizeof head);
     if (s->hist_len) memcpy(out + HEAD, s->hist, s->hist_len * sizeof *out);
 }

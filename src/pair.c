@@ -44,7 +44,8 @@ typedef struct progress {
 static int advance(progress *p, uint64_t bytes, ckpt_error *err)
 {
     p->done += bytes;
-    if (p->fn && p->fn(p->ctx, p->done, p->total)) return ckpt_fail(err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "pairing cancelled");
+    if (p->fn && p->fn(p->ctx, p->done, p->total))
+        return ckpt_fail(err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "pairing cancelled");
     return 0;
 }
 
@@ -73,8 +74,9 @@ static void count_nonfinite(const uint8_t *p, size_t n, unsigned width, uint64_t
 
 /* The first element where tensors a and b differ bit for bit, or CKPT_NONE; when they do not,
  * *seen holds the NaN and infinities of their (equal) values. */
-static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, const ckpt_tensor_info *b, unsigned width,
-                            uint8_t *buf, progress *pr, uint64_t *where, nonfinite *seen, ckpt_error *err)
+static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, const ckpt_tensor_info *b,
+                            unsigned width, uint8_t *buf, progress *pr, uint64_t *where, nonfinite *seen,
+                            ckpt_error *err)
 {
     *where = CKPT_NONE;
     *seen = (nonfinite){false, 0, 0};
@@ -106,7 +108,8 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
                          "cannot pair: the optimizer checkpoint is invalid before its parameter schema ends");
     if (!rs->schema_complete)
-        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot pair: the state file is invalid before its last tensor");
+        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
+                         "cannot pair: the state file is invalid before its last tensor");
     const ckpt_schema *so = ro->schema, *ss = rs->schema;
     size_t n = ckpt_schema_count(so), c = ckpt_schema_count(ss), both = n < c ? n : c;
     const unsigned width = ckpt_dtype_width(rs->dtype);
@@ -133,13 +136,15 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         ckpt_shape_print_list(&sb, ckpt_schema_dims(ss, i), ckpt_schema_rank(ss, i));
         sb_puts(&sb, " differs from the optimizer's ");
         ckpt_schema_print_shape(&sb, so, i);
-        if (!add_failure(res, CKPT_E_PAIR_SHAPE, i, rs->tensors[i].offset, 8 * (ckpt_schema_rank(ss, i) + 1), &sb)) rc = ckpt_fail_oom(err);
+        if (!add_failure(res, CKPT_E_PAIR_SHAPE, i, rs->tensors[i].offset, 8 * (ckpt_schema_rank(ss, i) + 1), &sb))
+            rc = ckpt_fail_oom(err);
     }
     /* what the tie pass will read, for progress */
     pr->total = 0;
     for (size_t i = 0; i < both; i++) {
         uint64_t r = ckpt_schema_representative(so, i);
-        if (r != CKPT_NONE && r != i && r < both && shape_ok[i] && shape_ok[r]) pr->total += 2 * width * rs->tensors[i].count;
+        if (r != CKPT_NONE && r != i && r < both && shape_ok[i] && shape_ok[r])
+            pr->total += 2 * width * rs->tensors[i].count;
     }
     /* 3. tied slots hold one storage: their saved values must be bit-identical */
     uint8_t *buf = rc ? NULL : malloc(2 * (size_t)CHUNK_ELEMENTS * width);
@@ -148,12 +153,15 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         uint64_t r = ckpt_schema_representative(so, i), k;
         if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r]) continue;
         nonfinite tie;
-        if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie, err))) break;
+        if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie,
+                                   err)))
+            break;
         if (tie.known) seen[i] = seen[r] = tie;
         if (k == CKPT_NONE) continue;
-        sb_printf(&sb, "parameter %zu is tied to parameter %llu but their saved values differ (first at element %llu)", i,
-                  (unsigned long long)r, (unsigned long long)k);
-        if (!add_failure(res, CKPT_E_PAIR_TIED_VALUES, i, rs->tensors[i].data_offset + width * k, width, &sb)) rc = ckpt_fail_oom(err);
+        sb_printf(&sb, "parameter %zu is tied to parameter %llu but their saved values differ (first at element %llu)",
+                  i, (unsigned long long)r, (unsigned long long)k);
+        if (!add_failure(res, CKPT_E_PAIR_TIED_VALUES, i, rs->tensors[i].data_offset + width * k, width, &sb))
+            rc = ckpt_fail_oom(err);
     }
     free(buf);
     free(shape_ok);
@@ -164,8 +172,9 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         nonfinite v = st ? (nonfinite){true, st->nan, st->inf} : seen[i];
         if (!v.known || !(v.nan || v.inf)) continue;
         bool frozen = ckpt_schema_representative(so, i) == CKPT_NONE;
-        sb_printf(&sb, "parameter %zu%s: its saved values hold %llu NaN and %llu infinite values%s", i, frozen ? " (frozen)" : "",
-                  (unsigned long long)v.nan, (unsigned long long)v.inf, frozen ? "" : "; the next optimizer step carries them into its moments");
+        sb_printf(&sb, "parameter %zu%s: its saved values hold %llu NaN and %llu infinite values%s", i,
+                  frozen ? " (frozen)" : "", (unsigned long long)v.nan, (unsigned long long)v.inf,
+                  frozen ? "" : "; the next optimizer step carries them into its moments");
         if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
     }
     free(seen);
@@ -175,8 +184,8 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     const char *what[2] = {"the optimizer checkpoint", "the state file"};
     for (int f = 0; f < 2 && !rc; f++) {
         if (!broken[f]->error.code) continue;
-        sb_printf(&sb, "%s is invalid past its layout and would not load: %s (byte %llu)", what[f], broken[f]->error.message,
-                  (unsigned long long)broken[f]->error.offset);
+        sb_printf(&sb, "%s is invalid past its layout and would not load: %s (byte %llu)", what[f],
+                  broken[f]->error.message, (unsigned long long)broken[f]->error.offset);
         if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
     }
     sb_free(&sb);

@@ -11,10 +11,12 @@
 static const ckpt_reader_rule rules[CKPT_READER_COUNT] = {
     /* id, name, version_max, versions, epsilon, config_after_file, trainable_count, counter,
      * list_shapes, ties, float64, source */
-    {CKPT_READER_V2, "v2", 2, "2", CKPT_EPSILON_E64, true, true, false, false, false, false, "lean-dojo/TorchLean 4ec1f62"},
+    {CKPT_READER_V2, "v2", 2, "2", CKPT_EPSILON_E64, true, true, false, false, false, false,
+     "lean-dojo/TorchLean 4ec1f62"},
     {CKPT_READER_V2_LISTS, "v2-lists", 2, "2", CKPT_EPSILON_E64, true, true, false, true, false, false,
      "NicolasRouquette/TorchLean b2a2184"},
-    {CKPT_READER_V2_V3, "v2-v3", 3, "2 or 3", CKPT_EPSILON_E64, false, false, false, false, true, false, "srirampc/TorchLean a351909"},
+    {CKPT_READER_V2_V3, "v2-v3", 3, "2 or 3", CKPT_EPSILON_E64, false, false, false, false, true, false,
+     "srirampc/TorchLean a351909"},
     {CKPT_READER_V2_V4, "v2-v4", 4, "2, 3, or 4", CKPT_EPSILON_E64, false, false, true, false, true, false,
      "srirampc/TorchLean 3826ddc"},
     {CKPT_READER_V2_V4_F32, "v2-v4-f32", 4, "2, 3, or 4", CKPT_EPSILON_E32, false, false, true, false, true, false,
@@ -49,33 +51,39 @@ char *ckpt_reader_names_json(void)
 
 int ckpt_reader_fail_version(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t version)
 {
-    ckpt_fail(err, CKPT_ADAM_PREFIX, CKPT_E_UNSUPPORTED_VERSION, offset, 8, "unsupported format version %llu; expected %s",
-              (unsigned long long)version, rule->versions);
+    ckpt_fail(err, CKPT_ADAM_PREFIX, CKPT_E_UNSUPPORTED_VERSION, offset, 8,
+              "unsupported format version %llu; expected %s", (unsigned long long)version, rule->versions);
     if (version >= 2 && version <= 5) {
         char hint[160];
-        snprintf(hint, sizeof hint, "TorchLean reader %s reads versions %s: `ckptscope convert --for %s` rewrites the file for it "
-                 "when nothing is lost", rule->name, rule->versions, rule->name);
+        snprintf(hint, sizeof hint,
+                 "TorchLean reader %s reads versions %s: `ckptscope convert --for %s` rewrites the file for it "
+                 "when nothing is lost",
+                 rule->name, rule->versions, rule->name);
         ckpt_set_hint(err, hint);
-    }
-    else if (version > 5 && version < 1000)
+    } else if (version > 5 && version < 1000)
         ckpt_set_hint(err, "this file may come from a newer TorchLean; ckptscope reads versions 2 through 5");
     else
-        ckpt_set_hint(err, "the version field holds an implausible value: the file is corrupted or not a TLADAMF checkpoint");
+        ckpt_set_hint(
+            err, "the version field holds an implausible value: the file is corrupted or not a TLADAMF checkpoint");
     return err->code;
 }
 
-int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t length, uint64_t id)
+int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t length,
+                               uint64_t id)
 {
     unsigned long long uid = id;
     if (rule->trainable_count)
-        return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id, "state exists for frozen parameter %llu", uid);
-    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id, "parameter %llu does not own optimizer state", uid);
+        return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
+                            "state exists for frozen parameter %llu", uid);
+    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
+                        "parameter %llu does not own optimizer state", uid);
 }
 
 bool ckpt_reader_owns(const ckpt_reader_rule *rule, const ckpt_schema *layout, uint64_t id)
 {
     /* the oldest readers ask requiresGrad[id]; the others whether id is a representative */
-    return rule->trainable_count ? ckpt_schema_requires_grad(layout, (size_t)id) : ckpt_schema_is_representative(layout, id);
+    return rule->trainable_count ? ckpt_schema_requires_grad(layout, (size_t)id)
+                                 : ckpt_schema_is_representative(layout, id);
 }
 
 uint64_t ckpt_reader_entry_count(const ckpt_reader_rule *rule, const ckpt_schema *layout)
@@ -102,7 +110,7 @@ void ckpt_reader_list_shapes(ckpt_error *err, const ckpt_schema *file, const ckp
     ckpt_shape_print_list(&a, ckpt_schema_dims(file, i), ckpt_schema_rank(file, i));
     ckpt_shape_print_list(&b, ckpt_schema_dims(expected, i), ckpt_schema_rank(expected, i));
     if (!a.failed && !b.failed) {
-        ckpt_error e = *err;   /* keep offset, length, slot */
+        ckpt_error e = *err; /* keep offset, length, slot */
         ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_SHAPE_MISMATCH, e.offset, e.length, e.slot,
                      "shape mismatch for parameter %zu (file=%s, expected=%s)", i, a.data, b.data);
     }
@@ -134,7 +142,7 @@ void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
     ckpt_report *lenient = NULL;
     const ckpt_error *rest = &rep->error;
     if (rep->error.code == CKPT_E_INVALID_EPSILON && rep->version <= 4) {
-        lenient = ckpt_run_reader(src, NULL, NULL, CKPT_READER_V2_V4);   /* E64, versions 2 to 4 */
+        lenient = ckpt_run_reader(src, NULL, NULL, CKPT_READER_V2_V4); /* E64, versions 2 to 4 */
         if (lenient) rest = &lenient->error;
     }
     uint64_t kind_at = rep->version == 5 ? 23 : 15;
@@ -143,12 +151,13 @@ void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
         ckpt_reader_verdict *v = &rep->readers[id - 1];
         ckpt_error_clear(&v->error);
         if (!rep->has_version) copy_error(&v->error, &rep->error);
-        else if (rep->version < 2 || rep->version > rule->version_max) ckpt_reader_fail_version(&v->error, rule, 7, rep->version);
-        else if (rep->has_config && ckpt_config_validate_rule(&rep->config, rep->dtype, rule->epsilon, kind_at, &v->error)) {
+        else if (rep->version < 2 || rep->version > rule->version_max)
+            ckpt_reader_fail_version(&v->error, rule, 7, rep->version);
+        else if (rep->has_config &&
+                 ckpt_config_validate_rule(&rep->config, rep->dtype, rule->epsilon, kind_at, &v->error)) {
         } else if (rest->code == CKPT_E_NOT_OWNER)
             ckpt_reader_fail_not_owner(&v->error, rule, rest->offset, rest->length, rest->slot);
-        else
-            copy_error(&v->error, rest);
+        else copy_error(&v->error, rest);
         v->reads = v->error.code == 0;
     }
     ckpt_report_free(lenient);

@@ -93,20 +93,21 @@ void ckpt_report_warn_payloads(ckpt_report *rep)
         unsigned long long id = e->id;
         if (!m || !v) continue;
         if (m->nan || m->inf)
-            ckpt_report_warn(rep, "%s: parameter %llu: m holds %llu NaN and %llu infinite values", P, id, (unsigned long long)m->nan,
-                             (unsigned long long)m->inf);
+            ckpt_report_warn(rep, "%s: parameter %llu: m holds %llu NaN and %llu infinite values", P, id,
+                             (unsigned long long)m->nan, (unsigned long long)m->inf);
         if (v->nan || v->inf)
-            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu NaN and %llu infinite values", P, id, (unsigned long long)v->nan,
-                             (unsigned long long)v->inf);
+            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu NaN and %llu infinite values", P, id,
+                             (unsigned long long)v->nan, (unsigned long long)v->inf);
         if (v->negative)
-            ckpt_report_warn(rep, "%s: parameter %llu: v holds %llu negative value%s (a second moment is never negative)", P, id,
-                             (unsigned long long)v->negative, v->negative == 1 ? "" : "s");
+            ckpt_report_warn(rep,
+                             "%s: parameter %llu: v holds %llu negative value%s (a second moment is never negative)", P,
+                             id, (unsigned long long)v->negative, v->negative == 1 ? "" : "s");
     }
     for (size_t k = 0; k < rep->tensors_len; k++) {
         const ckpt_stats *t = rep->tensors[k].values;
         if (t && (t->nan || t->inf))
-            ckpt_report_warn(rep, "%s: tensor %zu holds %llu NaN and %llu infinite values", P, k, (unsigned long long)t->nan,
-                             (unsigned long long)t->inf);
+            ckpt_report_warn(rep, "%s: tensor %zu holds %llu NaN and %llu infinite values", P, k,
+                             (unsigned long long)t->nan, (unsigned long long)t->inf);
     }
 }
 
@@ -131,7 +132,7 @@ typedef struct ckpt_jw {
     int rc;
 } jw;
 
-#define JW_CHUNK (1024 * 1024)   /* a sink call per megabyte: each is a call into JS in wasm */
+#define JW_CHUNK (1024 * 1024) /* a sink call per megabyte: each is a call into JS in wasm */
 
 static void jw_flush(jw *w, bool always)
 {
@@ -272,7 +273,9 @@ void ckpt_report_json_adam(jw *w, const ckpt_report *rep, bool bulk)
     else {
         sb_puts(sb, "{");
         if (bulk) j_schema_arrays(w, s, rep->schema_complete);
-        else sb_puts(sb, "\"shapes\":[],\"sizes\":[],\"requiresGrad\":[],\"representatives\":null,\"effectiveRepresentatives\":null");
+        else
+            sb_puts(sb, "\"shapes\":[],\"sizes\":[],\"requiresGrad\":[],\"representatives\":null,"
+                        "\"effectiveRepresentatives\":null");
         sb_puts(sb, ",\"brokenSlots\":");
         if (rep->schema_complete) j_broken_slots(sb, s);
         else sb_puts(sb, "null");
@@ -368,7 +371,7 @@ static void j_report(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, "],\"error\":");
     j_error(sb, &rep->error);
     sb_puts(sb, ",\"readers\":");
-    j_readers(sb, rep);   /* format.md 8: readers.c */
+    j_readers(sb, rep); /* format.md 8: readers.c */
     sb_puts(sb, "}");
 }
 

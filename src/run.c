@@ -20,56 +20,56 @@
 #include <string.h>
 
 /* Multiples of health's chunk, so that each file's health sums add in health's own order. */
-#define CHUNK CKPT_HEALTH_CHUNK     /* elements per file per step, many files */
+#define CHUNK CKPT_HEALTH_CHUNK           /* elements per file per step, many files */
 #define CHUNK_FEW (4 * CKPT_HEALTH_CHUNK) /* the same for a few files (fewer, larger reads) */
 #define FEW_FILES 16
 
 /* One file of the run and its buffers for the current chunk. */
 typedef struct run_file {
     const ckpt_file *file;
-    const ckpt_report *rep;         /* NULL when not an optimizer checkpoint */
+    const ckpt_report *rep; /* NULL when not an optimizer checkpoint */
     const ckpt_source *src;
-    const ckpt_report *state;       /* its model-state file, NULL when not given or not usable */
+    const ckpt_report *state; /* its model-state file, NULL when not given or not usable */
     const ckpt_source *state_src;
-    ckpt_error state_error;         /* why a state file given cannot be used at all */
-    bool readable;                  /* valid through its last entry */
+    ckpt_error state_error; /* why a state file given cannot be used at all */
+    bool readable;          /* valid through its last entry */
     unsigned width, state_width;
-    uint8_t *raw_m, *raw_v;         /* chunk * width, as stored */
-    uint8_t *raw_theta;             /* chunk * state_width */
-    double *theta;                  /* the parameters' chunk in binary64 */
-    const ckpt_entry_info *e;       /* the current slot's entry, NULL when not read this slot */
-    bool read_theta;                /* its parameters are read this slot (health) */
-    bool widen_theta;               /* ... and go into a learning rate */
+    uint8_t *raw_m, *raw_v;   /* chunk * width, as stored */
+    uint8_t *raw_theta;       /* chunk * state_width */
+    double *theta;            /* the parameters' chunk in binary64 */
+    const ckpt_entry_info *e; /* the current slot's entry, NULL when not read this slot */
+    bool read_theta;          /* its parameters are read this slot (health) */
+    bool widen_theta;         /* ... and go into a learning rate */
     ckpt_health_kernel hk;
-    ckpt_health_slot *health;       /* one per slot: its owner's moments, its own parameters */
+    ckpt_health_slot *health; /* one per slot: its owner's moments, its own parameters */
 } run_file;
 
 /* One slot of one pair: its constants and what the pass gathers. */
 typedef struct slot_acc {
-    bool active;                    /* compared element by element (k >= 0) */
-    bool backwards;                 /* tB < tA */
-    uint64_t k;                     /* |tB - tA| */
+    bool active;    /* compared element by element (k >= 0) */
+    bool backwards; /* tB < tA */
+    uint64_t k;     /* |tB - tA| */
     double b1k, b2k, omb1, ck, u, nu;
-    double inv1, inv2, eps, wd;     /* the lr's direction at tB */
+    double inv1, inv2, eps, wd; /* the lr's direction at tB */
     bool gradient, lr;
     uint64_t broken, first, count;
     double worst;
     uint64_t g_finite, g_nonfinite, g_zero;
-    double g_sum_sq, g_max;         /* of dm over the elements whose g is finite */
-    double g_limit;                 /* the largest |dm| whose g = dm / (1 - b1) is finite */
-    double dd, td, tt;              /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
+    double g_sum_sq, g_max; /* of dm over the elements whose g is finite */
+    double g_limit;         /* the largest |dm| whose g = dm / (1 - b1) is finite */
+    double dd, td, tt;      /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
 } slot_acc;
 
 /* One consecutive pair. */
 typedef struct run_pair {
-    bool comparable;                /* both readable, one configuration, one layout */
-    bool lr;                        /* both state files usable */
-    char *config_diff, *layout_diff;/* JSON arrays, NULL when equal (or not compared) */
-    strbuf verdict;                 /* the first reason the pair is not continuous */
-    strbuf slots;                   /* the slots' JSON items */
+    bool comparable;                 /* both readable, one configuration, one layout */
+    bool lr;                         /* both state files usable */
+    char *config_diff, *layout_diff; /* JSON arrays, NULL when equal (or not compared) */
+    strbuf verdict;                  /* the first reason the pair is not continuous */
+    strbuf slots;                    /* the slots' JSON items */
     size_t slot_items;
     bool continuous;
-    double b1, b2, omb1, omb2, u, nu;   /* the configuration in the moments' dtype */
+    double b1, b2, omb1, omb2, u, nu; /* the configuration in the moments' dtype */
     bool adamw;
     double eps, wd;
 } run_pair;
@@ -78,7 +78,7 @@ typedef struct run {
     run_file *files;
     run_pair *pairs;
     size_t n;
-    size_t chunk;                   /* elements per file per step: memory is n * chunk * 32 bytes */
+    size_t chunk; /* elements per file per step: memory is n * chunk * 32 bytes */
     ckpt_progress_fn progress;
     void *progress_ctx;
     uint64_t done, total;
@@ -94,7 +94,8 @@ static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n,
 {
     size_t got = src->read(src->ctx, offset, buf, n);
     if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu", (unsigned long long)offset);
+        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu",
+                         (unsigned long long)offset);
     return 0;
 }
 
@@ -165,7 +166,8 @@ static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide
  * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
  * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
  * once at the end). The loop is inlined once per moment width, as health's is. */
-static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base, bool wide)
+static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
+                                            bool wide)
 {
     const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
     const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu, g_limit = s->g_limit;
@@ -174,7 +176,8 @@ static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, cons
     double g_sum_sq = 0, g_max = s->g_max, worst = s->worst;
     uint64_t g_finite = 0, g_zero = 0, g_nonfinite = 0, broken = s->broken, first = s->first;
     for (size_t j = 0; j < n; j++) {
-        double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide), vb = element(pvb, j, wide);
+        double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide),
+               vb = element(pvb, j, wide);
         double dm = mb - b1k * ma, adm = fabs(dm);
         if (gradient) {
             if (!(adm <= g_limit)) g_nonfinite++;
@@ -191,12 +194,13 @@ static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, cons
         double x = (dv > 0 ? dv : 0) + tv, cx = ck2 * x;
         double tm0 = km * (fabs(mb) + b1k * fabs(ma));
         double e = adm - tm0, ew = adm - worst * tm0;
-        bool out = e > 0 && e * e > cx;                              /* perhaps beyond the bound */
-        bool candidate = ew > 0 && ew * ew > worst * worst * cx;     /* perhaps a new worst */
+        bool out = e > 0 && e * e > cx;                          /* perhaps beyond the bound */
+        bool candidate = ew > 0 && ew * ew > worst * worst * cx; /* perhaps a new worst */
         if ((out && e * e <= ck2 * (1 + km) * (x + km * vb)) || candidate) {
             double tm = km * (ck * sqrt(vb) + fabs(mb) + b1k * fabs(ma));
             double bound = ck * sqrt(x) + tm;
-            if (adm > worst * bound && isfinite(bound) && bound > 0) worst = adm / bound;   /* one division per new maximum */
+            if (adm > worst * bound && isfinite(bound) && bound > 0)
+                worst = adm / bound; /* one division per new maximum */
             out = adm > bound;
         }
         if (dv < -tv || out) {
@@ -327,7 +331,8 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
 {
     uint64_t count = 0;
     for (size_t f = 0; f < r->n; f++)
-        if ((r->files[f].e || r->files[f].read_theta) && slot_size(&r->files[f], s) > count) count = slot_size(&r->files[f], s);
+        if ((r->files[f].e || r->files[f].read_theta) && slot_size(&r->files[f], s) > count)
+            count = slot_size(&r->files[f], s);
     const size_t chunk = r->chunk;
     for (uint64_t base = 0; base < count; base += chunk) {
         for (size_t f = 0; f < r->n; f++) {
@@ -344,7 +349,8 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
                 ckpt_health_feed_moments(&rf->hk, rf->raw_m, rf->raw_v, n, &h->mo);
             }
             if (rf->read_theta) {
-                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n, r->err));
+                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n,
+                            r->err));
                 ckpt_health_feed_params(&rf->hk, rf->raw_theta, n, &h->pa);
                 if (rf->widen_theta) widen(rf->raw_theta, tw, rf->theta, n);
             }
@@ -360,7 +366,9 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
                 size_t w = fa->width;
                 if (!memcmp(fa->raw_m, fb->raw_m, n * w) && !memcmp(fa->raw_v, fb->raw_v, n * w)) continue;
                 for (size_t j = 0; j < n; j++) {
-                    if (!memcmp(fa->raw_m + j * w, fb->raw_m + j * w, w) && !memcmp(fa->raw_v + j * w, fb->raw_v + j * w, w)) continue;
+                    if (!memcmp(fa->raw_m + j * w, fb->raw_m + j * w, w) &&
+                        !memcmp(fa->raw_v + j * w, fb->raw_v + j * w, w))
+                        continue;
                     if (!a->broken) a->first = base + j;
                     a->broken++;
                 }
@@ -388,10 +396,11 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     strbuf msg = {0};
     if (a->backwards) sb_printf(&msg, "slot %llu: step %llu in B is before step %llu in A", us, tb, ta);
     else if (a->k == 0 && a->broken)
-        sb_printf(&msg, "slot %llu: both at step %llu, but the moments differ (first at element %llu)", us, ta, (unsigned long long)a->first);
+        sb_printf(&msg, "slot %llu: both at step %llu, but the moments differ (first at element %llu)", us, ta,
+                  (unsigned long long)a->first);
     else if (a->broken)
-        sb_printf(&msg, "slot %llu: %llu elements cannot come from Adam steps %llu\u2192%llu (first at element %llu)", us,
-                  (unsigned long long)a->broken, ta, tb, (unsigned long long)a->first);
+        sb_printf(&msg, "slot %llu: %llu elements cannot come from Adam steps %llu\u2192%llu (first at element %llu)",
+                  us, (unsigned long long)a->broken, ta, tb, (unsigned long long)a->first);
     bool broken = msg.len > 0;
     sb_puts(sb, pp->slot_items++ ? ",{\"slot\":" : "{\"slot\":");
     j_u64(sb, s);
@@ -451,20 +460,24 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
         if (f->readable) continue;
         pp->continuous = false;
         if (!f->rep) sb_printf(&pp->verdict, "file %zu is not an optimizer checkpoint", p + side);
-        else sb_printf(&pp->verdict, "file %zu is invalid: %s", p + side, f->rep->error.message ? f->rep->error.message : "");
+        else
+            sb_printf(&pp->verdict, "file %zu is invalid: %s", p + side,
+                      f->rep->error.message ? f->rep->error.message : "");
         return 0;
     }
     ckpt_expected la, lb;
     TRY(ckpt_file_layout(fa->file, &la, err));
     TRY(ckpt_file_layout(fb->file, &lb, err));
     /* the configuration first: another configuration is another run */
-    ckpt_expected ca = {NULL, la.dtype, la.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT}, cb = {NULL, lb.dtype, lb.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
+    ckpt_expected ca = {NULL, la.dtype, la.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT},
+                  cb = {NULL, lb.dtype, lb.config, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
     char *first;
     if (ckpt_diff_first(&ca, &cb, &pp->config_diff, &first)) return ckpt_fail_oom(err);
     if (!first) {
         free(pp->config_diff);
         pp->config_diff = NULL;
-        ckpt_expected sa = {la.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT}, sb = {lb.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
+        ckpt_expected sa = {la.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT},
+                      sb = {lb.schema, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_ANY, CKPT_READER_DEFAULT};
         if (ckpt_diff_first(&sa, &sb, &pp->layout_diff, &first)) return ckpt_fail_oom(err);
         if (!first) {
             free(pp->layout_diff);
@@ -596,7 +609,7 @@ static int file_health(const run_file *rf, double lr, uint64_t *flags, double *m
     for (size_t i = 0; i < n; i++) {
         uint64_t owner = ckpt_schema_representative(sc, i);
         ckpt_health_slot h = rf->health[i];
-        if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo;   /* a tied slot's moments are its owner's */
+        if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo; /* a tied slot's moments are its owner's */
         double ratio;
         *flags += ckpt_health_slot_flags(&h, i, owner, lr, &ratio);
         if (isfinite(ratio)) ratios[k++] = ratio;
@@ -646,7 +659,8 @@ static char *run_json(run *r, double lr, ckpt_error *err)
         const run_pair *pp = &r->pairs[p];
         if (!pp->continuous && (first == CKPT_NONE || p + 1 < first)) first = p + 1;
         if (p) sb_putc(&sb, ',');
-        sb_printf(&sb, "{\"a\":%zu,\"b\":%zu,\"continuous\":%s,\"verdict\":", p, p + 1, pp->continuous ? "true" : "false");
+        sb_printf(&sb, "{\"a\":%zu,\"b\":%zu,\"continuous\":%s,\"verdict\":", p, p + 1,
+                  pp->continuous ? "true" : "false");
         if (pp->continuous) sb_lit(&sb, "null");
         else j_string(&sb, pp->verdict.failed || !pp->verdict.data ? "" : pp->verdict.data);
         sb_puts(&sb, ",\"configDiff\":");
@@ -682,7 +696,8 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
     /* every slot of any readable file */
     uint64_t slots = 0;
     for (size_t f = 0; f < n && !rc; f++)
-        if (r.files[f].readable && ckpt_schema_count(r.files[f].rep->schema) > slots) slots = ckpt_schema_count(r.files[f].rep->schema);
+        if (r.files[f].readable && ckpt_schema_count(r.files[f].rep->schema) > slots)
+            slots = ckpt_schema_count(r.files[f].rep->schema);
     for (uint64_t s = 0; s < slots && !rc; s++) r.total += plan_slot(&r, s, acc);
     for (uint64_t s = 0; s < slots && !rc; s++) {
         plan_slot(&r, s, acc);
@@ -713,7 +728,7 @@ typedef struct grad_source {
     const ckpt_report *rb;
     double b1, omb1;
     unsigned width;
-    uint8_t *raw_a, *raw_b;          /* CHUNK_FEW * width */
+    uint8_t *raw_a, *raw_b; /* CHUNK_FEW * width */
     double *ma, *mb;
 } grad_source;
 
@@ -731,8 +746,8 @@ static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
     const ckpt_entry_info *eb = hi ? &g->rb->entries[lo] : NULL, *ea;
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    if (!eb || offset < eb->m_offset || (offset - eb->m_offset) % w || n % w || (offset - eb->m_offset) / w + n / w > eb->count ||
-        ckpt_file_entry(g->a, eb->id, &ea, NULL, &err)) {
+    if (!eb || offset < eb->m_offset || (offset - eb->m_offset) % w || n % w ||
+        (offset - eb->m_offset) / w + n / w > eb->count || ckpt_file_entry(g->a, eb->id, &ea, NULL, &err)) {
         ckpt_error_clear(&err);
         return CKPT_READ_ERROR;
     }
@@ -765,7 +780,8 @@ static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
 int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
                              ckpt_error *err)
 {
-    if (!a || !b || !o || !out) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
+    if (!a || !b || !o || !out)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     const ckpt_file *files[2] = {a, b};
     run r = {0};
     r.n = 2;
@@ -801,7 +817,8 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
         ckpt_source src = {&g, grad_read, CKPT_NONE};
         ckpt_export_options with = *o;
         with.slots = slots, with.slot_count = count;
-        rc = g.raw_a && g.raw_b && g.ma && g.mb ? ckpt_export_computed(b, &src, ".grad", &with, out, err) : ckpt_fail_oom(err);
+        rc = g.raw_a && g.raw_b && g.ma && g.mb ? ckpt_export_computed(b, &src, ".grad", &with, out, err)
+                                                : ckpt_fail_oom(err);
         free(g.raw_a), free(g.raw_b), free(g.ma), free(g.mb);
     }
     free(slots);

@@ -9,7 +9,7 @@ typedef struct chunk_ctx {
     ckpt_scan *scan;
     ckpt_stats_acc acc;
     unsigned width;
-    uint64_t at;               /* file offset reached */
+    uint64_t at; /* file offset reached */
     ckpt_error *err;
 } chunk_ctx;
 
@@ -29,7 +29,7 @@ int ckpt_scan_payload(ckpt_reader *r, ckpt_scan *scan, uint64_t count, unsigned 
                       ckpt_error *err)
 {
     *out = NULL;
-    chunk_ctx *c = malloc(sizeof *c);   /* the histogram makes it 17 KB: not on a wasm stack */
+    chunk_ctx *c = malloc(sizeof *c); /* the histogram makes it 17 KB: not on a wasm stack */
     if (!c) return ckpt_fail_oom(err);
     c->scan = scan;
     c->width = width;

@@ -126,9 +126,8 @@ bool ckpt_schema_set_map(ckpt_schema *s, const uint64_t *map, size_t count)
     return true;
 }
 
-ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const uint64_t *dims,
-                             size_t flag_count, const uint8_t *requires_grad,
-                             const uint64_t *representatives, size_t map_count)
+ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const uint64_t *dims, size_t flag_count,
+                             const uint8_t *requires_grad, const uint64_t *representatives, size_t map_count)
 {
     ckpt_schema *s = ckpt_schema_empty();
     if (!s) return NULL;
@@ -176,14 +175,12 @@ void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t 
 
 size_t ckpt_schema_flag_count(const ckpt_schema *s) { return s->flag_count; }
 
-bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i)
-{
-    return i < s->flag_count && s->requires_grad[i];
-}
+bool ckpt_schema_requires_grad(const ckpt_schema *s, size_t i) { return i < s->flag_count && s->requires_grad[i]; }
 
 bool ckpt_schema_same_shape(const ckpt_schema *a, size_t i, const ckpt_schema *b, size_t j)
 {
-    return ckpt_shape_equal(ckpt_schema_dims(a, i), ckpt_schema_rank(a, i), ckpt_schema_dims(b, j), ckpt_schema_rank(b, j));
+    return ckpt_shape_equal(ckpt_schema_dims(a, i), ckpt_schema_rank(a, i), ckpt_schema_dims(b, j),
+                            ckpt_schema_rank(b, j));
 }
 
 uint64_t ckpt_schema_representative(const ckpt_schema *s, uint64_t i)
@@ -197,7 +194,7 @@ static ckpt_sharing_fault sharing_fault(const ckpt_schema *s, size_t i)
 {
     uint64_t r = ckpt_schema_representative(s, i);
     bool trainable = ckpt_schema_requires_grad(s, i);
-    if (r == i && trainable) return CKPT_SHARING_OK;   /* an owner: most slots; nothing to compare */
+    if (r == i && trainable) return CKPT_SHARING_OK; /* an owner: most slots; nothing to compare */
     if (r == CKPT_NONE) return trainable ? CKPT_SHARING_TRAINABLE_HAS_NONE : CKPT_SHARING_OK;
     if (!trainable) return CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE;
     if (r >= s->n) return CKPT_SHARING_OUT_OF_RANGE;
@@ -223,7 +220,7 @@ uint64_t ckpt_schema_find_sharing_fault(const ckpt_schema *s, ckpt_sharing_fault
 
 uint64_t ckpt_schema_mark_sharing_faults(const ckpt_schema *s, uint8_t *out)
 {
-    if (ckpt_schema_is_well_formed(s)) {   /* computed once: no slot to mark */
+    if (ckpt_schema_is_well_formed(s)) { /* computed once: no slot to mark */
         memset(out, 0, s->n);
         return 0;
     }
@@ -237,19 +234,21 @@ static void sharing_reason(strbuf *sb, const ckpt_schema *s, size_t i, ckpt_shar
 {
     unsigned long long r = ckpt_schema_representative(s, i);
     switch (f) {
-    case CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE: sb_printf(sb, "frozen parameter has representative %llu", r); break;
-    case CKPT_SHARING_TRAINABLE_HAS_NONE: sb_puts(sb, "trainable parameter has no representative"); break;
-    case CKPT_SHARING_OUT_OF_RANGE: sb_printf(sb, "representative %llu is out of range", r); break;
-    case CKPT_SHARING_FOLLOWS: sb_printf(sb, "representative %llu follows it", r); break;
-    case CKPT_SHARING_FROZEN_REPRESENTATIVE: sb_printf(sb, "representative %llu is frozen", r); break;
-    case CKPT_SHARING_DIFFERENT_SHAPE: sb_printf(sb, "representative %llu has a different shape", r); break;
-    case CKPT_SHARING_ALIAS_OF_ALIAS: {
-        uint64_t s2 = ckpt_schema_representative(s, r);
-        if (s2 == CKPT_NONE) sb_printf(sb, "representative %llu is an alias of none", r);
-        else sb_printf(sb, "representative %llu is an alias of %llu", r, (unsigned long long)s2);
-        break;
-    }
-    case CKPT_SHARING_OK: break;
+        case CKPT_SHARING_FROZEN_HAS_REPRESENTATIVE:
+            sb_printf(sb, "frozen parameter has representative %llu", r);
+            break;
+        case CKPT_SHARING_TRAINABLE_HAS_NONE: sb_puts(sb, "trainable parameter has no representative"); break;
+        case CKPT_SHARING_OUT_OF_RANGE: sb_printf(sb, "representative %llu is out of range", r); break;
+        case CKPT_SHARING_FOLLOWS: sb_printf(sb, "representative %llu follows it", r); break;
+        case CKPT_SHARING_FROZEN_REPRESENTATIVE: sb_printf(sb, "representative %llu is frozen", r); break;
+        case CKPT_SHARING_DIFFERENT_SHAPE: sb_printf(sb, "representative %llu has a different shape", r); break;
+        case CKPT_SHARING_ALIAS_OF_ALIAS: {
+            uint64_t s2 = ckpt_schema_representative(s, r);
+            if (s2 == CKPT_NONE) sb_printf(sb, "representative %llu is an alias of none", r);
+            else sb_printf(sb, "representative %llu is an alias of %llu", r, (unsigned long long)s2);
+            break;
+        }
+        case CKPT_SHARING_OK: break;
     }
 }
 
@@ -259,8 +258,10 @@ char *ckpt_schema_explain(const ckpt_schema *s, uint64_t *slot)
     if (ckpt_schema_is_well_formed(s)) return NULL;
     strbuf sb = {0};
     if (s->flag_count == 0 && s->n > 0)
-        sb_printf(&sb, "%zu shape%s and no requiresGrad flags: a list of shapes (what a model-state file holds) is not an "
-                       "optimizer layout", s->n, s->n == 1 ? "" : "s");
+        sb_printf(&sb,
+                  "%zu shape%s and no requiresGrad flags: a list of shapes (what a model-state file holds) is not an "
+                  "optimizer layout",
+                  s->n, s->n == 1 ? "" : "s");
     else if (s->flag_count != s->n)
         sb_printf(&sb, "%zu shape%s but %zu requiresGrad flag%s", s->n, s->n == 1 ? "" : "s", s->flag_count,
                   s->flag_count == 1 ? "" : "s");
@@ -281,7 +282,8 @@ int ckpt_fail_malformed_destination(ckpt_error *err, const ckpt_schema *s)
 {
     uint64_t slot;
     char *why = ckpt_schema_explain(s, &slot);
-    ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, 0, slot, "malformed in-memory parameter schema");
+    ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_MALFORMED_IN_MEMORY_SCHEMA, CKPT_NONE, 0, slot,
+                 "malformed in-memory parameter schema");
     err->subject = CKPT_SUBJECT_EXPECTED;
     if (why) ckpt_set_hint(err, why);
     free(why);
@@ -295,7 +297,7 @@ void ckpt_schema_print_shape(strbuf *sb, const ckpt_schema *s, size_t i)
 
 static void derive(const ckpt_schema *cs)
 {
-    ckpt_schema *s = (ckpt_schema *)cs;  /* a cache of pure functions of the fields */
+    ckpt_schema *s = (ckpt_schema *)cs; /* a cache of pure functions of the fields */
     if (s->derived) return;
     s->well_formed = s->n == s->flag_count && (!s->has_map || s->map_count == s->n) &&
                      ckpt_schema_find_sharing_fault(s, NULL) == CKPT_NONE;
@@ -347,7 +349,8 @@ static int block_flush(block *b, ckpt_error *err) { return b->len ? ckpt_sink_by
 
 int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decimal)
 {
-    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, 0, slot, "metadata value does not fit in 64 bits: %s", decimal);
+    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_VALUE_TOO_LARGE, CKPT_NONE, 0, slot,
+                        "metadata value does not fit in 64 bits: %s", decimal);
 }
 
 /* format.md 1: a size of 2^64 or more cannot be written as a u64 field. */
@@ -410,8 +413,9 @@ static int shape_mismatch(const ckpt_reader *r, ckpt_error *err, uint64_t offset
     ckpt_schema_print_shape(&a, file, i);
     ckpt_schema_print_shape(&b, expected, i);
     if (a.failed || b.failed) ckpt_fail_oom(err);
-    else ckpt_fail_at(err, r->prefix, CKPT_E_SHAPE_MISMATCH, offset, 8 * ckpt_schema_rank(file, i), i,
-                      "shape mismatch for parameter %zu (file=%s, expected=%s)", i, a.data, b.data);
+    else
+        ckpt_fail_at(err, r->prefix, CKPT_E_SHAPE_MISMATCH, offset, 8 * ckpt_schema_rank(file, i), i,
+                     "shape mismatch for parameter %zu (file=%s, expected=%s)", i, a.data, b.data);
     sb_free(&a);
     sb_free(&b);
     return err->code;
@@ -423,8 +427,10 @@ static int count_mismatch(const ckpt_reader *r, ckpt_error *err, uint64_t offset
     strbuf sb = {0};
     ckpt_shape_size_print(&sb, ckpt_schema_dims(dims_of, i), ckpt_schema_rank(dims_of, i));
     if (sb.failed) ckpt_fail_oom(err);
-    else ckpt_fail_at(err, r->prefix, CKPT_E_ELEMENT_COUNT_MISMATCH, offset, 8, i,
-                      "element count mismatch for parameter %zu (file=%llu, expected=%s)", i, (unsigned long long)stored, sb.data);
+    else
+        ckpt_fail_at(err, r->prefix, CKPT_E_ELEMENT_COUNT_MISMATCH, offset, 8, i,
+                     "element count mismatch for parameter %zu (file=%llu, expected=%s)", i, (unsigned long long)stored,
+                     sb.data);
     sb_free(&sb);
     return err->code;
 }
@@ -432,34 +438,36 @@ static int count_mismatch(const ckpt_reader *r, ckpt_error *err, uint64_t offset
 /* Out of memory while a file's own counts grow an array: say where. */
 static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
 {
-    return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, offset, 8, i, "out of memory at parameter %llu of the %llu the file declares",
-                        (unsigned long long)i, (unsigned long long)count);
+    return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, offset, 8, i,
+                        "out of memory at parameter %llu of the %llu the file declares", (unsigned long long)i,
+                        (unsigned long long)count);
 }
 
 static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t i, uint64_t count,
                      ckpt_error *err);
 
-int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file,
-                     uint64_t *declared_count, ckpt_error *err)
+int ckpt_schema_read(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, uint64_t *declared_count,
+                     ckpt_error *err)
 {
     uint64_t at = r->pos, count;
     TRY(ckpt_read_u64(r, &count, err));
     *declared_count = count;
     if (expected && count != expected->n)
-        return ckpt_fail(err, r->prefix, CKPT_E_PARAMETER_COUNT_MISMATCH, at, 8, "parameter count mismatch (file=%llu, expected=%zu)",
-                         (unsigned long long)count, expected->n);
+        return ckpt_fail(err, r->prefix, CKPT_E_PARAMETER_COUNT_MISMATCH, at, 8,
+                         "parameter count mismatch (file=%llu, expected=%zu)", (unsigned long long)count, expected->n);
     /* Room for the slots the remaining bytes can hold (24 bytes each at least; one dim of 8 more
      * for most), so a million slots grow no array a million times. Never more than the data. */
     uint64_t left = ckpt_reader_bytes_left(r);
     if (left != CKPT_NONE) {
         uint64_t slots = count < left / 24 ? count : left / 24, dims = count < left / 32 ? count : left / 32;
-        if (slots < SIZE_MAX / 16 && !ckpt_schema_reserve(file, (size_t)slots, (size_t)dims)) return oom_at(err, at, 0, count);
+        if (slots < SIZE_MAX / 16 && !ckpt_schema_reserve(file, (size_t)slots, (size_t)dims))
+            return oom_at(err, at, 0, count);
     }
     /* The loop is bounded by the data: a slot is at least 24 bytes, and a short read ends it. */
     for (uint64_t i = 0; i < count; i++) {
         int rc = read_slot(r, expected, file, i, count, err);
         if (rc) {
-            if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i;   /* the slot the file cut short */
+            if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i; /* the slot the file cut short */
             return rc;
         }
     }
@@ -483,13 +491,13 @@ static bool read_slot_fast(ckpt_reader *r, const ckpt_schema *expected, ckpt_sch
     for (uint64_t k = 0; k < rank; k++) {
         uint64_t d = ckpt_get_u64le(p + 8 + 8 * k);
         file->dims[len + k] = d;
-        if (ckpt_mul_overflows(size, d, &product)) return false;   /* past 2^64: the careful way */
+        if (ckpt_mul_overflows(size, d, &product)) return false; /* past 2^64: the careful way */
         size = product;
     }
     uint64_t stored = ckpt_get_u64le(p + 8 + 8 * rank), flag = ckpt_get_u64le(p + 16 + 8 * rank);
     if (stored != size || flag > 1) return false;
-    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) || expected->size_too_big[i] || expected->sizes[i] != size ||
-                     (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
+    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) || expected->size_too_big[i] ||
+                     expected->sizes[i] != size || (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
                      !ckpt_shape_equal(file->dims + len, rank, ckpt_schema_dims(expected, (size_t)i), rank)))
         return false;
     file->dim_start[file->n + 1] = len + rank;
@@ -510,9 +518,9 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     uint64_t rank, v, at = r->pos;
     TRY(ckpt_read_u64(r, &rank, err));
     if (expected && rank != ckpt_schema_rank(expected, (size_t)i))
-        return ckpt_fail_at(err, r->prefix, CKPT_E_RANK_MISMATCH, at, 8, i, "rank mismatch for parameter %llu (file=%llu, expected=%llu)",
-                            (unsigned long long)i, (unsigned long long)rank,
-                            (unsigned long long)ckpt_schema_rank(expected, (size_t)i));
+        return ckpt_fail_at(err, r->prefix, CKPT_E_RANK_MISMATCH, at, 8, i,
+                            "rank mismatch for parameter %llu (file=%llu, expected=%llu)", (unsigned long long)i,
+                            (unsigned long long)rank, (unsigned long long)ckpt_schema_rank(expected, (size_t)i));
     if (!ckpt_schema_push_slot(file)) return oom_at(err, at, i, count);
     uint64_t dims_at = r->pos;
     /* More dims than the bytes left can hold: the file ends inside them. They are read (the
@@ -536,12 +544,12 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     at = r->pos;
     TRY(ckpt_read_u64(r, &v, err));
     if (v > 1)
-        return ckpt_fail_at(err, r->prefix, CKPT_E_INVALID_REQUIRES_GRAD_FLAG, at, 8, i, "invalid `requiresGrad` flag %llu",
-                            (unsigned long long)v);
+        return ckpt_fail_at(err, r->prefix, CKPT_E_INVALID_REQUIRES_GRAD_FLAG, at, 8, i,
+                            "invalid `requiresGrad` flag %llu", (unsigned long long)v);
     if (!ckpt_schema_push_flag(file, v == 1)) return oom_at(err, at, i, count);
     if (expected && (v == 1) != ckpt_schema_requires_grad(expected, (size_t)i))
-        return ckpt_fail_at(err, r->prefix, CKPT_E_REQUIRES_GRAD_MISMATCH, at, 8, i, "`requiresGrad` mismatch for parameter %llu",
-                            (unsigned long long)i);
+        return ckpt_fail_at(err, r->prefix, CKPT_E_REQUIRES_GRAD_MISMATCH, at, 8, i,
+                            "`requiresGrad` mismatch for parameter %llu", (unsigned long long)i);
     return 0;
 }
 
@@ -558,7 +566,8 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
             break;
         }
         if (expected && tag != ckpt_schema_tag(expected, i)) {
-            rc = ckpt_fail_at(err, r->prefix, CKPT_E_STORAGE_ALIAS_MISMATCH, at, 8, i, "storage alias mismatch for parameter %zu", i);
+            rc = ckpt_fail_at(err, r->prefix, CKPT_E_STORAGE_ALIAS_MISMATCH, at, 8, i,
+                              "storage alias mismatch for parameter %zu", i);
             break;
         }
         map[i] = tag == 0 ? CKPT_NONE : tag - 1;
@@ -570,15 +579,17 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
 
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err)
 {
-    if (ckpt_schema_is_well_formed(s)) return 0;   /* the one scan, cached; a fault is rare */
+    if (ckpt_schema_is_well_formed(s)) return 0; /* the one scan, cached; a fault is rare */
     ckpt_sharing_fault f;
     uint64_t i = ckpt_schema_find_sharing_fault(s, &f);
     if (i == CKPT_NONE) return 0;
     strbuf why = {0};
     sharing_reason(&why, s, (size_t)i, f);
     if (why.failed) ckpt_fail_oom(err);
-    else ckpt_fail_at(err, prefix, CKPT_E_MALFORMED_SHARING_MAP, tag_offset == CKPT_NONE ? CKPT_NONE : tag_offset + 8 * i, 8, i,
-                      "malformed storage sharing map at parameter %llu: %s", (unsigned long long)i, why.data);
+    else
+        ckpt_fail_at(err, prefix, CKPT_E_MALFORMED_SHARING_MAP,
+                     tag_offset == CKPT_NONE ? CKPT_NONE : tag_offset + 8 * i, 8, i,
+                     "malformed storage sharing map at parameter %llu: %s", (unsigned long long)i, why.data);
     sb_free(&why);
     return err->code;
 }
@@ -589,7 +600,8 @@ static int malformed_expected(const ckpt_reader *r, const ckpt_schema *expected,
 {
     uint64_t slot;
     char *why = ckpt_schema_explain(expected, &slot);
-    ckpt_fail_at(err, r->prefix, CKPT_E_MALFORMED_EXPECTED_SCHEMA, CKPT_NONE, 0, slot, "malformed expected parameter schema");
+    ckpt_fail_at(err, r->prefix, CKPT_E_MALFORMED_EXPECTED_SCHEMA, CKPT_NONE, 0, slot,
+                 "malformed expected parameter schema");
     err->subject = CKPT_SUBJECT_EXPECTED;
     if (why) ckpt_set_hint(err, why);
     free(why);

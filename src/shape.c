@@ -13,7 +13,7 @@ bool ckpt_shape_size(const uint64_t *dims, uint64_t rank, uint64_t *out)
     for (uint64_t k = 0; k < rank; k++) {
         if (dims[k] == 0) {
             *out = 0;
-            return true;  /* any zero dim gives 0, whatever came before */
+            return true; /* any zero dim gives 0, whatever came before */
         }
         if (!too_big && ckpt_mul_overflows(p, dims[k], &p)) too_big = true;
     }
@@ -24,7 +24,7 @@ bool ckpt_shape_size(const uint64_t *dims, uint64_t rank, uint64_t *out)
 bool ckpt_shape_equal(const uint64_t *a, uint64_t ra, const uint64_t *b, uint64_t rb)
 {
     if (ra != rb) return false;
-    for (uint64_t k = 0; k < ra; k++)   /* ranks are small: a loop beats a memcmp call */
+    for (uint64_t k = 0; k < ra; k++) /* ranks are small: a loop beats a memcmp call */
         if (a[k] != b[k]) return false;
     return true;
 }
@@ -36,7 +36,8 @@ bool ckpt_shape_equal(const uint64_t *a, uint64_t ra, const uint64_t *b, uint64_
 void ckpt_shape_print_list(strbuf *sb, const uint64_t *dims, uint64_t rank)
 {
     sb_puts(sb, "[");
-    for (uint64_t k = 0; k < rank && k < MAX_PRINTED_DIMS; k++) sb_printf(sb, k ? ", %llu" : "%llu", (unsigned long long)dims[k]);
+    for (uint64_t k = 0; k < rank && k < MAX_PRINTED_DIMS; k++)
+        sb_printf(sb, k ? ", %llu" : "%llu", (unsigned long long)dims[k]);
     if (rank > MAX_PRINTED_DIMS) sb_printf(sb, ", ... (%llu dims in all)", (unsigned long long)rank);
     sb_puts(sb, "]");
 }
@@ -68,7 +69,7 @@ typedef struct bignum {
  * quadratic time, so past this many limbs (~10^4 digits) we stop and say so. */
 #define MAX_LIMBS 1200
 
-static void big_mul_small(bignum *b, uint64_t k)   /* k <= 2^32 */
+static void big_mul_small(bignum *b, uint64_t k) /* k <= 2^32 */
 {
     uint64_t carry = 0;
     for (size_t i = 0; i < b->len; i++) {

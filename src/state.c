@@ -26,8 +26,9 @@ uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
 
 static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
 {
-    return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, offset, 8, i, "out of memory at tensor %llu of the %llu the file declares",
-                        (unsigned long long)i, (unsigned long long)count);
+    return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, offset, 8, i,
+                        "out of memory at tensor %llu of the %llu the file declares", (unsigned long long)i,
+                        (unsigned long long)count);
 }
 
 /* Step 4 for one tensor: rank, dims and count are read first; then the shape and the count are
@@ -62,8 +63,9 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
         ckpt_shape_print_list(&a, ckpt_schema_dims(file, (size_t)i), rank);
         ckpt_shape_print_list(&b, ckpt_schema_dims(expected, (size_t)i), ckpt_schema_rank(expected, (size_t)i));
         if (a.failed || b.failed) ckpt_fail_oom(err);
-        else ckpt_fail_at(err, P, CKPT_E_STATE_SHAPE_MISMATCH, info.offset, 8 * (rank + 1), i,
-                          "checkpoint shape mismatch (file=%s, expected=%s)", a.data, b.data);
+        else
+            ckpt_fail_at(err, P, CKPT_E_STATE_SHAPE_MISMATCH, info.offset, 8 * (rank + 1), i,
+                         "checkpoint shape mismatch (file=%s, expected=%s)", a.data, b.data);
         sb_free(&a);
         sb_free(&b);
         return err->code;
@@ -75,9 +77,10 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
         p->family->impl->pretty(&pretty, ckpt_schema_dims(ref, (size_t)i), ckpt_schema_rank(ref, (size_t)i));
         ckpt_shape_size_print(&want, ckpt_schema_dims(ref, (size_t)i), ckpt_schema_rank(ref, (size_t)i));
         if (pretty.failed || want.failed) ckpt_fail_oom(err);
-        else ckpt_fail_at(err, P, CKPT_E_STATE_ELEMENT_COUNT_MISMATCH, count_at, 8, i,
-                          "checkpoint element count mismatch for %s (file=%llu, expected=%s)", pretty.data,
-                          (unsigned long long)info.count, want.data);
+        else
+            ckpt_fail_at(err, P, CKPT_E_STATE_ELEMENT_COUNT_MISMATCH, count_at, 8, i,
+                         "checkpoint element count mismatch for %s (file=%llu, expected=%s)", pretty.data,
+                         (unsigned long long)info.count, want.data);
         sb_free(&pretty);
         sb_free(&want);
         return err->code;
@@ -112,8 +115,9 @@ int ckpt_state_parse(ckpt_parse *p)
     rep->has_version = true;
     rep->version = version;
     if (version < f->version_min || version > f->version_max)
-        return ckpt_fail(err, f->name, CKPT_E_UNSUPPORTED_VERSION, at, 8, "unsupported format version %llu; expected %llu",
-                         (unsigned long long)version, (unsigned long long)f->version_min);
+        return ckpt_fail(err, f->name, CKPT_E_UNSUPPORTED_VERSION, at, 8,
+                         "unsupported format version %llu; expected %llu", (unsigned long long)version,
+                         (unsigned long long)f->version_min);
 
     /* 3. tensor count; the prefix from here on */
     r->prefix = f->prefix;
@@ -123,8 +127,8 @@ int ckpt_state_parse(ckpt_parse *p)
     TRY(ckpt_read_u64(r, &count, err));
     rep->schema_declared_count = count;
     if (expected && count != ckpt_schema_count(expected))
-        return ckpt_fail(err, f->prefix, CKPT_E_TENSOR_COUNT_MISMATCH, at, 8, "%s (file=%llu, expected=%zu)", t->count_mismatch,
-                         (unsigned long long)count, ckpt_schema_count(expected));
+        return ckpt_fail(err, f->prefix, CKPT_E_TENSOR_COUNT_MISMATCH, at, 8, "%s (file=%llu, expected=%zu)",
+                         t->count_mismatch, (unsigned long long)count, ckpt_schema_count(expected));
 
     /* 4. the tensors; a short read ends the loop, whatever the count claims */
     p->scan.start = r->pos;
@@ -156,7 +160,8 @@ int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const
 {
     uint64_t bytes;
     if (ckpt_mul_overflows(t->count, ckpt_dtype_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
-        return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0, "the tensor is too large to copy into memory at once");
+        return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0,
+                         "the tensor is too large to copy into memory at once");
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
     r->pos = t->data_offset;
@@ -196,9 +201,10 @@ int ckpt_state_write(int family, const ckpt_schema *shapes, const void *const *v
             strbuf sb = {0};
             ckpt_shape_size_print(&sb, ckpt_schema_dims(shapes, i), ckpt_schema_rank(shapes, i));
             if (sb.failed) ckpt_fail_oom(err);
-            else ckpt_fail_at(err, f->prefix, CKPT_E_INVALID_PAYLOAD, CKPT_NONE, 0, i,
-                              "invalid values for tensor %zu (%llu bytes for a shape of %s elements)", i,
-                              (unsigned long long)value_bytes[i], sb.data);
+            else
+                ckpt_fail_at(err, f->prefix, CKPT_E_INVALID_PAYLOAD, CKPT_NONE, 0, i,
+                             "invalid values for tensor %zu (%llu bytes for a shape of %s elements)", i,
+                             (unsigned long long)value_bytes[i], sb.data);
             sb_free(&sb);
             err->subject = CKPT_SUBJECT_EXPECTED;
             return err->code;

@@ -47,13 +47,13 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
-#define HIST_BIAS 1074                      /* floor(log2|x|) of the smallest float64 subnormal */
-#define BLOCK_BYTES ((size_t)256 * 1024)    /* stays in cache for a fix-up sweep */
-#define LANES32 8                           /* float32: lane l takes elements 8 g + l */
-#define LANES64 4                           /* float64: lane l takes elements 4 g + l */
-#define RUN32 32                            /* float32 values per lane summed in float */
-#define TABLES 8                            /* histogram tables, used in turn */
-#define SMALL 256                           /* calls shorter than this go element by element */
+#define HIST_BIAS 1074                   /* floor(log2|x|) of the smallest float64 subnormal */
+#define BLOCK_BYTES ((size_t)256 * 1024) /* stays in cache for a fix-up sweep */
+#define LANES32 8                        /* float32: lane l takes elements 8 g + l */
+#define LANES64 4                        /* float64: lane l takes elements 4 g + l */
+#define RUN32 32                         /* float32 values per lane summed in float */
+#define TABLES 8                         /* histogram tables, used in turn */
+#define SMALL 256                        /* calls shorter than this go element by element */
 /* Biased float32 exponents whose squares, RUN32 at a time, stay normal: |x| in [2^-63, 2^60). */
 #define SAFE32_LO (127 - 63)
 #define SAFE32_HI (127 + 59)
@@ -204,7 +204,7 @@ static void one_value(ckpt_stats_acc *a, double x)
         a->zero++;
         return;
     }
-    uint64_t b;   /* floor(log2|x|) from the bits: ilogb is a call per value */
+    uint64_t b; /* floor(log2|x|) from the bits: ilogb is a call per value */
     memcpy(&b, &x, 8);
     int e = (int)((b >> 52) & 0x7ff);
     a->hist[(e ? e - 1023 : bit_length(b & 0xfffffffffffffull) - 1 - 1074) + HIST_BIAS]++;
@@ -231,8 +231,7 @@ static void values64(ckpt_stats_acc *a, const uint8_t *p, size_t from, size_t n)
 
 /* ---- float32 ---- */
 
-static void store_lanes32(lanes *L, const v2d s[4], const v2d q[4], v4f mn0, v4f mn1, v4f mx0,
-                          v4f mx1)
+static void store_lanes32(lanes *L, const v2d s[4], const v2d q[4], v4f mn0, v4f mn1, v4f mx0, v4f mx1)
 {
     for (int l = 0; l < LANES32; l++) {
         L->sum[l] = s[l / 2][l % 2];
@@ -291,7 +290,7 @@ static void sweep32_double(const uint8_t *p, size_t groups, lanes *L)
             v4i b;
             memcpy(&b, e + 16 * k, 16);
             v4i finite = ((b >> 23) & 0xff) != 0xff;
-            v4f x = (v4f)(b & finite);   /* non-finite lanes add 0 */
+            v4f x = (v4f)(b & finite); /* non-finite lanes add 0 */
             v2d lo = lo2d(x), hi = hi2d(x);
             s[2 * k] += lo;
             s[2 * k + 1] += hi;
@@ -321,8 +320,8 @@ static void fixup32(ckpt_stats_acc *a, const uint8_t *p, size_t groups)
         memcpy(&b0, p + 32 * g, 16);
         memcpy(&b1, p + 32 * g + 16, 16);
         v4i e0 = (b0 >> 23) & 0xff, e1 = (b1 >> 23) & 0xff;
-        v4i hit = (e0 == 0xff) | (e1 == 0xff) | ((e0 == 0) & (((v4u)b0 << 1) != 0)) |
-                  ((e1 == 0) & (((v4u)b1 << 1) != 0));
+        v4i hit =
+            (e0 == 0xff) | (e1 == 0xff) | ((e0 == 0) & (((v4u)b0 << 1) != 0)) | ((e1 == 0) & (((v4u)b1 << 1) != 0));
         if (!any4(hit)) continue;
         for (int k = 0; k < LANES32; k++) {
             uint32_t b = load32(p + 32 * g + 4 * k), e = (b >> 23) & 0xff, mant = b & 0x7fffff;
@@ -361,11 +360,11 @@ static void block_f32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
     lanes L;
     bool ran_float = last_float;
     (ran_float ? sweep32_float : sweep32_double)(p, groups, &L);
-    uint32_t bins[512];   /* a block has fewer than 2^32 values */
+    uint32_t bins[512]; /* a block has fewer than 2^32 values */
     take_bins32(bins);
     uint64_t special = bins[255] + bins[511], exp0 = bins[0] + bins[256];
     uint64_t zeros = exp0 ? zeros32(p, m) : 0;
-    uint64_t unsafe = special + (exp0 - zeros), negative = 0;   /* non-finite, subnormal */
+    uint64_t unsafe = special + (exp0 - zeros), negative = 0; /* non-finite, subnormal */
     for (int e = 1; e < 255; e++) {
         uint64_t c = (uint64_t)bins[e] + bins[256 + e];
         a->hist[e - 127 + HIST_BIAS] += c;
@@ -374,9 +373,9 @@ static void block_f32(ckpt_stats_acc *a, const uint8_t *p, size_t n)
     }
     a->negative += negative;
     last_float = !unsafe;
-    if (last_float != ran_float) {   /* the other loop gives this block's sums */
+    if (last_float != ran_float) { /* the other loop gives this block's sums */
         (last_float ? sweep32_float : sweep32_double)(p, groups, &L);
-        take_bins32(bins);           /* the same counts again */
+        take_bins32(bins); /* the same counts again */
     }
     merge_lanes(a, &L, LANES32);
     if (special || exp0 > zeros) fixup32(a, p, groups);
@@ -398,8 +397,7 @@ void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n)
 
 /* ---- float64 ---- */
 
-static void store_lanes64(lanes *L, v2d s0, v2d s1, v2d q0, v2d q1, v2d mn0, v2d mn1, v2d mx0,
-                          v2d mx1)
+static void store_lanes64(lanes *L, v2d s0, v2d s1, v2d q0, v2d q1, v2d mn0, v2d mn1, v2d mx0, v2d mx1)
 {
     for (int l = 0; l < 2; l++) {
         L->sum[l] = s0[l], L->sum[l + 2] = s1[l];
@@ -470,8 +468,8 @@ static void fixup64(ckpt_stats_acc *a, const uint8_t *p, size_t groups)
         memcpy(&b0, p + 32 * g, 16);
         memcpy(&b1, p + 32 * g + 16, 16);
         v2i e0 = (b0 >> 52) & 0x7ff, e1 = (b1 >> 52) & 0x7ff;
-        v2i hit = (e0 == 0x7ff) | (e1 == 0x7ff) | ((e0 == 0) & (((v2u)b0 << 1) != 0)) |
-                  ((e1 == 0) & (((v2u)b1 << 1) != 0));
+        v2i hit =
+            (e0 == 0x7ff) | (e1 == 0x7ff) | ((e0 == 0) & (((v2u)b0 << 1) != 0)) | ((e1 == 0) & (((v2u)b1 << 1) != 0));
         if (!any4((v4i)hit)) continue;
         for (int k = 0; k < LANES64; k++) {
             uint64_t b = load64(p + 32 * g + 8 * k), e = (b >> 52) & 0x7ff;
@@ -502,7 +500,7 @@ static uint64_t bin64(int e)
 static void block_f64(ckpt_stats_acc *a, const uint8_t *p, size_t n)
 {
     size_t groups = n / LANES64, m = groups * LANES64;
-    uint64_t special = bin64(2047), exp0 = bin64(0);   /* the counts before this block */
+    uint64_t special = bin64(2047), exp0 = bin64(0); /* the counts before this block */
     lanes L;
     sweep64(p, groups, &L);
     special = bin64(2047) - special;
@@ -527,8 +525,7 @@ void ckpt_stats_f64(ckpt_stats_acc *a, const double *x, size_t n)
     for (size_t s = 0; s < n; s += SEGMENT64) {
         size_t len = n - s < SEGMENT64 ? n - s : SEGMENT64;
         memset(hist64, 0, sizeof hist64);
-        for (size_t k = 0; k < len; k += block)
-            block_f64(a, p + 8 * (s + k), len - k < block ? len - k : block);
+        for (size_t k = 0; k < len; k += block) block_f64(a, p + 8 * (s + k), len - k < block ? len - k : block);
         for (int e = 1; e < 2047; e++) {
             a->hist[e - 1023 + HIST_BIAS] += bin64(e);
             for (int t = 0; t < TABLES64; t++) a->negative += hist64[t][2048 + e];

@@ -69,7 +69,7 @@ void sb_free(strbuf *sb)
 
 char *sb_take(strbuf *sb)
 {
-    if (!sb->failed && !sb->data) sb_put(sb, "", 0);   /* an empty text is still a text */
+    if (!sb->failed && !sb->data) sb_put(sb, "", 0); /* an empty text is still a text */
     if (sb->failed || !sb->data) {
         sb_free(sb);
         return NULL;

@@ -23,14 +23,14 @@ static size_t source_read(void *ctx, uint64_t offset, void *buf, size_t n)
     return ckpt_js_read((int)(intptr_t)ctx, offset, buf, n);
 }
 
-static ckpt_source make_source(int id, uint64_t size)
-{
-    return (ckpt_source){(void *)(intptr_t)id, source_read, size};
-}
+static ckpt_source make_source(int id, uint64_t size) { return (ckpt_source){(void *)(intptr_t)id, source_read, size}; }
 
 static int sink_write(void *ctx, const void *buf, size_t n) { return ckpt_js_write((int)(intptr_t)ctx, buf, n); }
 
-static int progress(void *ctx, uint64_t done, uint64_t total) { return ckpt_js_progress((int)(intptr_t)ctx, done, total); }
+static int progress(void *ctx, uint64_t done, uint64_t total)
+{
+    return ckpt_js_progress((int)(intptr_t)ctx, done, total);
+}
 
 #define PROGRESS(token) ((token) ? progress : NULL), (void *)(intptr_t)(token)
 
@@ -71,8 +71,8 @@ void w_error_free(ckpt_error *err)
 /* ---- schemas ---- */
 
 /* map: NULL for no map; entries CKPT_NONE for none. */
-ckpt_schema *w_schema_new(size_t n, const uint64_t *ranks, const uint64_t *dims, size_t flag_count, const uint8_t *flags,
-                          const uint64_t *map, size_t map_count)
+ckpt_schema *w_schema_new(size_t n, const uint64_t *ranks, const uint64_t *dims, size_t flag_count,
+                          const uint8_t *flags, const uint64_t *map, size_t map_count)
 {
     return ckpt_schema_new(n, ranks, dims, flag_count, flags, map, map_count);
 }
@@ -93,13 +93,15 @@ typedef struct w_layout {
     ckpt_config config;
 } w_layout;
 
-w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const ckpt_config *config, int keeps_random_counter, int family)
+w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const ckpt_config *config, int keeps_random_counter,
+                       int family)
 {
     if (!schema) return NULL;
     w_layout *l = calloc(1, sizeof *l);
     if (!l) return NULL;
     if (config) l->config = *config;
-    l->exp = (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family, CKPT_READER_DEFAULT};
+    l->exp =
+        (ckpt_expected){schema, dtype, config ? &l->config : NULL, keeps_random_counter, family, CKPT_READER_DEFAULT};
     return l;
 }
 
@@ -177,7 +179,10 @@ ckpt_columns *w_columns_new(const ckpt_file *f) { return ckpt_columns_new(f); }
 void w_columns_free(ckpt_columns *c) { ckpt_columns_free(c); }
 
 /* The entry holding slot's moments, into out (a ckpt_entry_ref). */
-int w_file_entry(const ckpt_file *f, uint64_t slot, ckpt_entry_ref *out, ckpt_error *err) { return ckpt_file_entry_ref(f, slot, out, err); }
+int w_file_entry(const ckpt_file *f, uint64_t slot, ckpt_entry_ref *out, ckpt_error *err)
+{
+    return ckpt_file_entry_ref(f, slot, out, err);
+}
 
 int w_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err)
 {
@@ -200,9 +205,15 @@ char *w_file_moment_stats(const ckpt_file *f, uint64_t slot, int progress_token,
 }
 
 /* The tensor's count and where its values start, into out (a ckpt_tensor_ref). */
-int w_file_tensor(const ckpt_file *f, uint64_t i, ckpt_tensor_ref *out, ckpt_error *err) { return ckpt_file_tensor_ref(f, i, out, err); }
+int w_file_tensor(const ckpt_file *f, uint64_t i, ckpt_tensor_ref *out, ckpt_error *err)
+{
+    return ckpt_file_tensor_ref(f, i, out, err);
+}
 
-int w_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err) { return ckpt_file_read_tensor(f, i, out, err); }
+int w_file_read_tensor(const ckpt_file *f, uint64_t i, float *out, ckpt_error *err)
+{
+    return ckpt_file_read_tensor(f, i, out, err);
+}
 
 char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ckpt_error *err)
 {
@@ -245,8 +256,8 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 
 /* The health pass over slots [first, first + count) (count CKPT_NONE: to the end); lr NaN for
  * none; state NULL without a model-state file. JSON, or NULL with err set. */
-char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, uint64_t first, uint64_t count, int progress_token,
-               ckpt_error *err)
+char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, uint64_t first, uint64_t count,
+               int progress_token, ckpt_error *err)
 {
     ckpt_health_options o = {lr, first, count, PROGRESS(progress_token)};
     return ckpt_health_json(opt, state, &o, err);
@@ -272,14 +283,16 @@ int w_export_npy(const ckpt_file *f, uint64_t slot, int what, int sink, ckpt_err
 
 /* meta: a ckpt_entry_meta per entry; payloads: per entry {m, v} pointers in wasm memory.
  * config: a ckpt_config; counter: NULL for none; version 0 for the reference writer's choice. */
-int w_write(const ckpt_schema *s, int dtype, const ckpt_config *config, const uint64_t *counter, const ckpt_entry_meta *meta,
-            void *const *payloads, size_t entry_count, uint64_t version, int sink, ckpt_error *err)
+int w_write(const ckpt_schema *s, int dtype, const ckpt_config *config, const uint64_t *counter,
+            const ckpt_entry_meta *meta, void *const *payloads, size_t entry_count, uint64_t version, int sink,
+            ckpt_error *err)
 {
     ckpt_entry_in *entries = alloc_array(entry_count, sizeof *entries);
     if (!entries) return ckpt_error_set_oom(err);
     for (size_t k = 0; k < entry_count; k++) {
         const ckpt_entry_meta *e = &meta[k];
-        entries[k] = (ckpt_entry_in){e->id, e->step, e->count, payloads[2 * k], payloads[2 * k + 1], e->m_bytes, e->v_bytes};
+        entries[k] =
+            (ckpt_entry_in){e->id, e->step, e->count, payloads[2 * k], payloads[2 * k + 1], e->m_bytes, e->v_bytes};
     }
     ckpt_write_desc d = {s, dtype, *config, counter != NULL, counter ? *counter : 0, entries, entry_count, version};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
@@ -288,8 +301,8 @@ int w_write(const ckpt_schema *s, int dtype, const ckpt_config *config, const ui
     return rc;
 }
 
-int w_state_write(int family, const ckpt_schema *shapes, const void *const *values, const uint64_t *value_bytes, int sink,
-                  ckpt_error *err)
+int w_state_write(int family, const ckpt_schema *shapes, const void *const *values, const uint64_t *value_bytes,
+                  int sink, ckpt_error *err)
 {
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_state_write(family, shapes, values, value_bytes, &out, err);
@@ -307,8 +320,9 @@ char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, size_t
 }
 
 /* The k = 1 gradient of the pair a → b into a JS sink (names and slots as for w_export). */
-int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, const char *const *names, size_t name_count,
-                          const uint64_t *slots, size_t slot_count, int sink, int progress_token, ckpt_error *err)
+int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, const char *const *names,
+                          size_t name_count, const uint64_t *slots, size_t slot_count, int sink, int progress_token,
+                          ckpt_error *err)
 {
     ckpt_export_options o = {format, names, name_count, slots, slot_count, PROGRESS(progress_token)};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
@@ -321,8 +335,15 @@ int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, co
 char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
                 int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err)
 {
-    ckpt_convert_options o = {version, oldest != 0, reader, supply_counter != 0, counter, drop_counter != 0, untie != 0,
-                              round_to_float32 != 0, PROGRESS(progress_token)};
+    ckpt_convert_options o = {version,
+                              oldest != 0,
+                              reader,
+                              supply_counter != 0,
+                              counter,
+                              drop_counter != 0,
+                              untie != 0,
+                              round_to_float32 != 0,
+                              PROGRESS(progress_token)};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     ckpt_convert_result res;
     if (ckpt_convert(f, &o, &out, &res, err)) return NULL;

@@ -11,5 +11,5 @@ static const struct ckpt_family_impl tlsf64b_impl = {
     .pretty = ckpt_shape_print_list,
 };
 
-const ckpt_family ckpt_family_tlsf64b = {100, "TLSF64B", "TorchLean float64 state checkpoint", "StateIO", 1, 1, false,
-                                         CKPT_FLOAT64, &tlsf64b_impl};
+const ckpt_family ckpt_family_tlsf64b = {
+    100, "TLSF64B", "TorchLean float64 state checkpoint", "StateIO", 1, 1, false, CKPT_FLOAT64, &tlsf64b_impl};

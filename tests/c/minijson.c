@@ -26,7 +26,7 @@ static jvalue *value(parser *ps);
 
 static char *string(parser *ps)
 {
-    ps->p++;   /* the opening quote */
+    ps->p++; /* the opening quote */
     size_t cap = 16, len = 0;
     char *out = xalloc(cap);
     while (*ps->p && *ps->p != '"') {
@@ -34,7 +34,7 @@ static char *string(parser *ps)
         if (c == '\\') {
             char e = *ps->p++;
             c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'b' ? '\b' : e == 'f' ? '\f' : e;
-            if (e == 'u') {   /* the table only escapes ASCII */
+            if (e == 'u') { /* the table only escapes ASCII */
                 char hex[5] = {0};
                 memcpy(hex, ps->p, 4);
                 ps->p += 4;

@@ -9,18 +9,22 @@
 
 static ckpt_config adam(void)
 {
-    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
+    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
+                         ckpt_bits_from_double(1e-8), 0};
 }
 
 /* [frozen p, p, q, p] tied as [none, 1, 2, 1]: entries 1 and 2. */
 static ckpt_buffer tied_file(int dtype)
 {
-    ckpt_schema *s = schema_of(4, (uint64_t[]){1, 2, 1, 2, 1, 3, 1, 2}, (uint8_t[]){0, 1, 1, 1}, (uint64_t[]){CKPT_NONE, 1, 2, 1});
+    ckpt_schema *s =
+        schema_of(4, (uint64_t[]){1, 2, 1, 2, 1, 3, 1, 2}, (uint8_t[]){0, 1, 1, 1}, (uint64_t[]){CKPT_NONE, 1, 2, 1});
     double m1[2] = {1.5, -2.5}, v1[2] = {0.25, 4.0}, m2[3] = {0.5, 0.0, -0.0}, v2[3] = {1.0, 3.0, 2.0};
     unsigned w = ckpt_dtype_width(dtype);
     float f1[2] = {1.5f, -2.5f}, g1[2] = {0.25f, 4.0f}, f2[3] = {0.5f, 0, 0}, g2[3] = {1, 3, 2};
-    ckpt_entry_in e[2] = {{2, 7, 3, dtype == CKPT_FLOAT64 ? (void *)m2 : (void *)f2, dtype == CKPT_FLOAT64 ? (void *)v2 : (void *)g2, 3 * w, 3 * w},
-                          {1, 9, 2, dtype == CKPT_FLOAT64 ? (void *)m1 : (void *)f1, dtype == CKPT_FLOAT64 ? (void *)v1 : (void *)g1, 2 * w, 2 * w}};
+    ckpt_entry_in e[2] = {{2, 7, 3, dtype == CKPT_FLOAT64 ? (void *)m2 : (void *)f2,
+                           dtype == CKPT_FLOAT64 ? (void *)v2 : (void *)g2, 3 * w, 3 * w},
+                          {1, 9, 2, dtype == CKPT_FLOAT64 ? (void *)m1 : (void *)f1,
+                           dtype == CKPT_FLOAT64 ? (void *)v1 : (void *)g1, 2 * w, 2 * w}};
     ckpt_write_desc d = {s, dtype, adam(), false, 0, e, 2, 0};
     ckpt_buffer buf;
     ckpt_sink sink;
@@ -57,9 +61,11 @@ static void description_is_valid_json(void)
     const jvalue *structs = json_get(j, "structs");
     const jvalue *row = json_get(structs, "entryRow");
     CHECK(json_u64(json_get(row, "size")) == sizeof(ckpt_entry_row));
-    CHECK(json_u64(json_get(json_get(json_get(row, "fields"), "vOffset"), "offset")) == offsetof(ckpt_entry_row, v_offset));
+    CHECK(json_u64(json_get(json_get(json_get(row, "fields"), "vOffset"), "offset")) ==
+          offsetof(ckpt_entry_row, v_offset));
     const jvalue *cols = json_get(structs, "columns");
-    CHECK(json_u64(json_get(json_get(json_get(cols, "fields"), "tensors"), "offset")) == offsetof(ckpt_columns, tensors));
+    CHECK(json_u64(json_get(json_get(json_get(cols, "fields"), "tensors"), "offset")) ==
+          offsetof(ckpt_columns, tensors));
     CHECK(json_u64(json_get(json_get(json_get(cols, "fields"), "tensors"), "size")) == sizeof(void *));
     CHECK_STR(json_get(json_get(j, "constants"), "NONE")->text, "18446744073709551615");
     json_free(j);

@@ -21,7 +21,8 @@ static ckpt_config config_of(const jvalue *c)
     out.beta1 = ckpt_bits_from_double(json_double(json_get(c, "beta1")));
     out.beta2 = ckpt_bits_from_double(json_double(json_get(c, "beta2")));
     out.epsilon = ckpt_bits_from_double(json_double(json_get(c, "epsilon")));
-    out.weight_decay = json_is_null(json_get(c, "weightDecay")) ? 0 : ckpt_bits_from_double(json_double(json_get(c, "weightDecay")));
+    out.weight_decay =
+        json_is_null(json_get(c, "weightDecay")) ? 0 : ckpt_bits_from_double(json_double(json_get(c, "weightDecay")));
     return out;
 }
 
@@ -81,11 +82,13 @@ static ckpt_buffer write_optimizer(const jvalue *d)
             }
             payloads[2 * k + j] = p;
         }
-        in[k] = (ckpt_entry_in){id, json_u64(json_get(e, "step")), count, payloads[2 * k], payloads[2 * k + 1], count * width, count * width};
+        in[k] = (ckpt_entry_in){
+            id,           json_u64(json_get(e, "step")), count, payloads[2 * k], payloads[2 * k + 1], count * width,
+            count * width};
     }
     const jvalue *counter = json_get(d, "randomCounter");
-    ckpt_write_desc desc = {s, dtype, config_of(json_get(d, "config")), !json_is_null(counter), json_u64(counter), in, ne,
-                            json_u64(json_get(d, "version"))};
+    ckpt_write_desc desc = {s,  dtype, config_of(json_get(d, "config")), !json_is_null(counter), json_u64(counter),
+                            in, ne,    json_u64(json_get(d, "version"))};
     ckpt_buffer buf;
     ckpt_sink sink;
     ckpt_sink_buffer(&sink, &buf);
@@ -176,7 +179,8 @@ static bytes *make_file(const jvalue *recipe)
         for (int j = 0; j < 8; j++) b->data[at + j] = (uint8_t)(v >> (8 * j));
     }
     const jvalue *raw = json_get(recipe, "bytes");
-    for (size_t k = 0; raw && k < raw->len; k++) unhex(raw->items[k]->items[1]->text, b->data + json_u64(raw->items[k]->items[0]));
+    for (size_t k = 0; raw && k < raw->len; k++)
+        unhex(raw->items[k]->items[1]->text, b->data + json_u64(raw->items[k]->items[0]));
     const jvalue *truncate = json_get(recipe, "truncate");
     if (truncate) b->len = (size_t)json_u64(truncate);
     const jvalue *append = json_get(recipe, "append");
@@ -205,15 +209,23 @@ static void make_layout(const jvalue *spec, layout *l)
 {
     const jvalue *like = json_get(spec, "like") ? json_get(bases, json_get(spec, "like")->text) : NULL;
     bool state = like && !strcmp(json_get(like, "kind")->text, "state");
-    l->schema = schema_from(spec_field(spec, like, "shapes"), state && !json_get(spec, "requiresGrad") ? NULL : spec_field(spec, like, "requiresGrad"),
+    l->schema = schema_from(spec_field(spec, like, "shapes"),
+                            state && !json_get(spec, "requiresGrad") ? NULL : spec_field(spec, like, "requiresGrad"),
                             state ? json_get(spec, "representatives") : spec_field(spec, like, "representatives"));
-    const jvalue *dtype = json_get(spec, "dtype"), *config = json_get(spec, "config"), *keeps = json_get(spec, "keepsRandomCounter");
+    const jvalue *dtype = json_get(spec, "dtype"), *config = json_get(spec, "config"),
+                 *keeps = json_get(spec, "keepsRandomCounter");
     const jvalue *family = json_get(spec, "family");
     if (config) l->config = config_of(config);
-    l->exp = (ckpt_expected){l->schema, json_is_null(dtype) ? CKPT_DTYPE_ANY : !strcmp(dtype->text, "float64") ? CKPT_FLOAT64 : CKPT_FLOAT32,
-                             config ? &l->config : NULL, json_is_null(keeps) ? -1 : keeps->b,
-                             !family ? CKPT_FAMILY_ANY : !strcmp(family->text, "TLADAMF") ? CKPT_FAMILY_TLADAMF
-                                 : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B : CKPT_FAMILY_TLPF32B,
+    l->exp = (ckpt_expected){l->schema,
+                             json_is_null(dtype)               ? CKPT_DTYPE_ANY
+                             : !strcmp(dtype->text, "float64") ? CKPT_FLOAT64
+                                                               : CKPT_FLOAT32,
+                             config ? &l->config : NULL,
+                             json_is_null(keeps) ? -1 : keeps->b,
+                             !family                            ? CKPT_FAMILY_ANY
+                             : !strcmp(family->text, "TLADAMF") ? CKPT_FAMILY_TLADAMF
+                             : !strcmp(family->text, "TLSF32B") ? CKPT_FAMILY_TLSF32B
+                                                                : CKPT_FAMILY_TLPF32B,
                              CKPT_READER_DEFAULT};
 }
 
@@ -371,7 +383,8 @@ static void run_case(void)
         const jvalue *failures = json_get(want, "failures");
         if (failures) {
             CHECK(r->failures_len == failures->len);
-            for (size_t k = 0; k < r->failures_len && k < failures->len; k++) check_outcome(&r->failures[k], failures->items[k]);
+            for (size_t k = 0; k < r->failures_len && k < failures->len; k++)
+                check_outcome(&r->failures[k], failures->items[k]);
         }
         check_warnings(r->warnings, r->warnings_len, json_get(want, "warnings"));
         check_health_agrees(opt, state, r);

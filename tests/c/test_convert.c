@@ -34,7 +34,8 @@ static void make(file *x, bool tied, int dtype, bool counter, uint64_t version, 
     double m64[3] = {0.1, -2.5, big}, v64[3] = {0.01, 3.0, 1e-7};
     float m32[3], v32[3];
     for (int k = 0; k < 3; k++) m32[k] = (float)m64[k], v32[k] = (float)v64[k];
-    const void *m = dtype == CKPT_FLOAT64 ? (const void *)m64 : m32, *v = dtype == CKPT_FLOAT64 ? (const void *)v64 : v32;
+    const void *m = dtype == CKPT_FLOAT64 ? (const void *)m64 : m32,
+               *v = dtype == CKPT_FLOAT64 ? (const void *)v64 : v32;
     unsigned w = dtype == CKPT_FLOAT64 ? 8 : 4;
     ckpt_entry_in e[3] = {{1, 7, 2, m, v, 2 * w, 2 * w}, {2, 9, 3, m, v, 3 * w, 3 * w}, {3, 4, 2, v, m, 2 * w, 2 * w}};
     ckpt_config c = {CKPT_ADAMW, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.95), ckpt_bits_from_double(1e-8),
@@ -82,7 +83,8 @@ static void same_state(const file *a, const file *b, bool untied, int counter)
     for (size_t i = 0; i < n; i++) {
         CHECK(ckpt_schema_same_shape(ra->schema, i, rb->schema, i));
         CHECK(ckpt_schema_requires_grad(ra->schema, i) == ckpt_schema_requires_grad(rb->schema, i));
-        uint64_t want = untied && ckpt_schema_requires_grad(ra->schema, i) ? i : ckpt_schema_representative(ra->schema, i);
+        uint64_t want =
+            untied && ckpt_schema_requires_grad(ra->schema, i) ? i : ckpt_schema_representative(ra->schema, i);
         CHECK(ckpt_schema_representative(rb->schema, i) == want);
         if (!ckpt_schema_requires_grad(ra->schema, i)) continue;
         const ckpt_entry_info *ea = NULL, *eb = NULL;
@@ -102,10 +104,11 @@ static void same_state(const file *a, const file *b, bool untied, int counter)
         for (uint64_t k = 0; k < ea->count; k++) {
             if (wa == wb) {
                 CHECK(memcmp(ma + k * wa, mb + k * wb, wa) == 0 && memcmp(va + k * wa, vb + k * wb, wa) == 0);
-            } else {   /* rounded */
+            } else { /* rounded */
                 double x, y;
                 float fx, fy;
-                memcpy(&x, ma + 8 * k, 8), memcpy(&y, va + 8 * k, 8), memcpy(&fx, mb + 4 * k, 4), memcpy(&fy, vb + 4 * k, 4);
+                memcpy(&x, ma + 8 * k, 8), memcpy(&y, va + 8 * k, 8), memcpy(&fx, mb + 4 * k, 4),
+                    memcpy(&fy, vb + 4 * k, 4);
                 CHECK(fx == (float)x && fy == (float)y);
             }
         }
@@ -113,8 +116,8 @@ static void same_state(const file *a, const file *b, bool untied, int counter)
     }
 }
 
-static void path(bool tied, int dtype, bool counter, uint64_t from, ckpt_convert_options o, uint64_t want_version, bool untied,
-                 int want_counter)
+static void path(bool tied, int dtype, bool counter, uint64_t from, ckpt_convert_options o, uint64_t want_version,
+                 bool untied, int want_counter)
 {
     file in, out;
     make(&in, tied, dtype, counter, from, 1.5);
@@ -136,15 +139,15 @@ static ckpt_convert_options to(uint64_t v) { return (ckpt_convert_options){.vers
 
 static void test_lossless(void)
 {
-    path(false, CKPT_FLOAT32, false, 2, to(3), 3, false, -1);   /* identity tags */
-    path(false, CKPT_FLOAT32, false, 2, to(5), 5, false, -1);   /* flag 0 */
+    path(false, CKPT_FLOAT32, false, 2, to(3), 3, false, -1); /* identity tags */
+    path(false, CKPT_FLOAT32, false, 2, to(5), 5, false, -1); /* flag 0 */
     path(true, CKPT_FLOAT32, false, 3, to(5), 5, false, -1);
-    path(true, CKPT_FLOAT32, true, 4, to(5), 5, false, 41);     /* flag 1, same counter */
+    path(true, CKPT_FLOAT32, true, 4, to(5), 5, false, 41); /* flag 1, same counter */
     path(true, CKPT_FLOAT32, true, 5, to(4), 4, false, 41);
     path(true, CKPT_FLOAT32, false, 5, to(3), 3, false, -1);
     path(false, CKPT_FLOAT32, false, 5, to(2), 2, false, -1);
     path(false, CKPT_FLOAT32, false, 3, to(2), 2, false, -1);
-    path(true, CKPT_FLOAT32, false, 3, to(3), 3, false, -1);   /* the same version: a rewrite */
+    path(true, CKPT_FLOAT32, false, 3, to(3), 3, false, -1); /* the same version: a rewrite */
 }
 
 static void test_oldest_and_for(void)
@@ -174,17 +177,22 @@ static void refused(bool tied, int dtype, bool counter, uint64_t from, ckpt_conv
 
 static void test_refusals_and_options(void)
 {
-    refused(false, CKPT_FLOAT32, false, 2, to(4), "version 4 always holds a random counter and the file has none: --random-counter N supplies one");
+    refused(false, CKPT_FLOAT32, false, 2, to(4),
+            "version 4 always holds a random counter and the file has none: --random-counter N supplies one");
     refused(true, CKPT_FLOAT32, true, 4, to(3),
-            "version 3 cannot hold the random counter: --drop-random-counter drops it (stochastic training then cannot resume exactly)");
+            "version 3 cannot hold the random counter: --drop-random-counter drops it (stochastic training then cannot "
+            "resume exactly)");
     refused(true, CKPT_FLOAT32, false, 3, to(2),
-            "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's moments and step (loadable only where the model's weights are untied too)");
+            "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's moments and "
+            "step (loadable only where the model's weights are untied too)");
     refused(true, CKPT_FLOAT64, false, 5, to(4),
-            "version 4 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)");
+            "version 4 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is "
+            "reported)");
     refused(true, CKPT_FLOAT64, false, 5, (ckpt_convert_options){.reader = CKPT_READER_V2_V4},
-            "version 4 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)");
-    path(false, CKPT_FLOAT32, false, 2, (ckpt_convert_options){.version = 4, .supply_random_counter = true, .random_counter = 7}, 4,
-         false, 7);
+            "version 4 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is "
+            "reported)");
+    path(false, CKPT_FLOAT32, false, 2,
+         (ckpt_convert_options){.version = 4, .supply_random_counter = true, .random_counter = 7}, 4, false, 7);
     path(true, CKPT_FLOAT32, true, 4, (ckpt_convert_options){.version = 3, .drop_random_counter = true}, 3, false, -1);
     path(true, CKPT_FLOAT32, false, 3, (ckpt_convert_options){.version = 2, .untie = true}, 2, true, -1);
     path(true, CKPT_FLOAT64, false, 5, (ckpt_convert_options){.version = 3, .round_to_float32 = true}, 3, false, -1);
@@ -206,8 +214,10 @@ static void test_rounding(void)
     file_close(&in);
     file_close(&out);
     make(&in, true, CKPT_FLOAT64, false, 5, 1e300);
-    CHECK(convert(&in, &(ckpt_convert_options){.version = 3, .round_to_float32 = true}, &out, &res, &err) == CKPT_E_CONVERSION_LOSES);
-    CHECK_STR(err.message ? err.message : "", "parameter 2: m element 2 becomes infinite in float32: it cannot be rounded");
+    CHECK(convert(&in, &(ckpt_convert_options){.version = 3, .round_to_float32 = true}, &out, &res, &err) ==
+          CKPT_E_CONVERSION_LOSES);
+    CHECK_STR(err.message ? err.message : "",
+              "parameter 2: m element 2 becomes infinite in float32: it cannot be rounded");
     ckpt_error_clear(&err);
     file_close(&in);
     file_close(&out);
@@ -217,13 +227,13 @@ static void test_invalid_input(void)
 {
     file in, out;
     make(&in, true, CKPT_FLOAT32, false, 3, 1.5);
-    in.buf.len -= 1;   /* truncated: the file is invalid */
+    in.buf.len -= 1; /* truncated: the file is invalid */
     ckpt_close(in.f);
     file_open(&in);
     ckpt_convert_result res;
     ckpt_error err = {0};
     CHECK(convert(&in, &(ckpt_convert_options){.version = 5}, &out, &res, &err) == CKPT_E_NOT_READABLE);
-    CHECK(out.buf.len == 0);   /* nothing written */
+    CHECK(out.buf.len == 0); /* nothing written */
     ckpt_error_clear(&err);
     file_close(&in);
     file_close(&out);

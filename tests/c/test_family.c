@@ -36,7 +36,8 @@ static ckpt_buffer optimizer(void)
     ckpt_schema *s = schema_of(2, (uint64_t[]){1, 2, 1, 3}, (uint8_t[]){1, 1}, (uint64_t[]){0, 1});
     float m0[2] = {0.5f, 0.5f}, v0[2] = {0.25f, 0.25f}, m1[3] = {0.5f, 0.5f, 0.5f}, v1[3] = {0.25f, 0.25f, 0.25f};
     ckpt_entry_in e[2] = {{0, 3, 2, m0, v0, 8, 8}, {1, 3, 3, m1, v1, 12, 12}};
-    ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
+    ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8),
+                     0};
     ckpt_write_desc d = {s, CKPT_FLOAT32, c, false, 0, e, 2, 0};
     ckpt_buffer buf;
     ckpt_sink sink;
@@ -70,13 +71,16 @@ static void it_is_read_and_reported(void)
     ckpt_inspect_options opt = {CKPT_INSPECT_STATS, NULL, NULL};
     ckpt_file *f = ckpt_open(&src, &opt);
     const ckpt_report *rep = ckpt_file_report(f);
-    CHECK(rep->error.code == 0 && rep->family->id == FAMILY_TLSF64B && rep->dtype == CKPT_FLOAT64 && rep->tensors_len == 2);
+    CHECK(rep->error.code == 0 && rep->family->id == FAMILY_TLSF64B && rep->dtype == CKPT_FLOAT64 &&
+          rep->tensors_len == 2);
     CHECK(rep->tensors_len == 2 && rep->tensors[0].values->min == -2.0 && rep->tensors[0].values->max == 0.1);
     CHECK(rep->tensors_len == 2 && rep->tensors[1].values->max == 1e300 && rep->tensors[1].values->nan == 1);
     char *json = ckpt_report_json(rep);
-    CHECK(json && strstr(json, "{\"ok\":true,\"family\":\"TLSF64B\",\"name\":\"TorchLean float64 state checkpoint\",\"kind\":\"state\",\"version\":1,"));
-    CHECK(json && strstr(json, "\"statistics\":true,\"dtype\":\"float64\",\"tensorCount\":2,\"offsets\":{\"tensors\":15},"
-                               "\"tensors\":[{\"shape\":[2],\"count\":2,\"offset\":23,\"dataOffset\":47,"));
+    CHECK(json && strstr(json, "{\"ok\":true,\"family\":\"TLSF64B\",\"name\":\"TorchLean float64 state "
+                               "checkpoint\",\"kind\":\"state\",\"version\":1,"));
+    CHECK(json &&
+          strstr(json, "\"statistics\":true,\"dtype\":\"float64\",\"tensorCount\":2,\"offsets\":{\"tensors\":15},"
+                       "\"tensors\":[{\"shape\":[2],\"count\":2,\"offset\":23,\"dataOffset\":47,"));
     CHECK(json && strstr(json, "\"warnings\":[\"StateIO: tensor 1 holds 1 NaN and 0 infinite values\"]"));
     free(json);
     double out[3];
@@ -112,13 +116,15 @@ static void it_pairs_and_gives_health(void)
     ckpt_pair_result *r = ckpt_pair(o, state, NULL, NULL);
     CHECK(r->pairs && r->warnings_len == 1);
     if (r->warnings_len == 1)
-        CHECK_STR(r->warnings[0], "parameter 1: its saved values hold 0 NaN and 1 infinite values; the next optimizer step carries them into its moments");
+        CHECK_STR(r->warnings[0], "parameter 1: its saved values hold 0 NaN and 1 infinite values; the next optimizer "
+                                  "step carries them into its moments");
     ckpt_pair_result_free(r);
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     char *health = ckpt_health_json(o, state, NULL, &err);
     /* slot 0's parameters read as float64: rms of 0.5 and 0.25 */
-    CHECK(health && strstr(health, "\"pairs\":true") && strstr(health, "\"param\":{\"rms\":0.39528470752104744,\"maxAbs\":0.5,\"nan\":0,\"inf\":0}"));
+    CHECK(health && strstr(health, "\"pairs\":true") &&
+          strstr(health, "\"param\":{\"rms\":0.39528470752104744,\"maxAbs\":0.5,\"nan\":0,\"inf\":0}"));
     free(health);
     /* the texts that list the families of a role list it */
     r = ckpt_pair(o, o, NULL, NULL);
@@ -138,7 +144,8 @@ static void a_foreign_file_names_it(void)
     ckpt_expected exp = {s, CKPT_DTYPE_ANY, NULL, -1, CKPT_FAMILY_TLADAMF, CKPT_READER_DEFAULT};
     ckpt_report *rep = load_bytes(buf.data, buf.len, &exp);
     CHECK(rep->error.code == CKPT_E_UNSUPPORTED_FAMILY);
-    CHECK_STR(rep->error.hint, "this is a TorchLean float64 state checkpoint (TLSF64B, version 1, 2 tensors), not optimizer state");
+    CHECK_STR(rep->error.hint,
+              "this is a TorchLean float64 state checkpoint (TLSF64B, version 1, 2 tensors), not optimizer state");
     ckpt_report_free(rep);
     ckpt_schema_free(s);
     ckpt_buffer_free(&buf);

@@ -9,13 +9,15 @@
 
 static ckpt_config adam(void)
 {
-    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
+    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
+                         ckpt_bits_from_double(1e-8), 0};
 }
 
 /* [frozen p, p, q, p]: representatives [none, 1, 2, 1]; entries 1 and 2. */
 static ckpt_buffer tied_file(void)
 {
-    ckpt_schema *s = schema_of(4, (uint64_t[]){1, 2, 1, 2, 1, 3, 1, 2}, (uint8_t[]){0, 1, 1, 1}, (uint64_t[]){N, 1, 2, 1});
+    ckpt_schema *s =
+        schema_of(4, (uint64_t[]){1, 2, 1, 2, 1, 3, 1, 2}, (uint8_t[]){0, 1, 1, 1}, (uint64_t[]){N, 1, 2, 1});
     float m1[2] = {1.5f, -2.5f}, v1[2] = {0.25f, 4.0f}, m2[3] = {NAN, 0.0f, -0.0f}, v2[3] = {1e-45f, 3.0f, -1.0f};
     ckpt_entry_in e[2] = {{2, 7, 3, m2, v2, 12, 12}, {1, 9, 2, m1, v1, 8, 8}};
     ckpt_write_desc d = {s, CKPT_FLOAT32, adam(), false, 0, e, 2, 0};
@@ -31,7 +33,7 @@ static ckpt_buffer tied_file(void)
 
 typedef struct progress_log {
     uint64_t last_done, total, calls;
-    uint64_t stop_after;   /* cancel on this call (0: never) */
+    uint64_t stop_after; /* cancel on this call (0: never) */
 } progress_log;
 
 static int on_progress(void *ctx, uint64_t done, uint64_t total)
@@ -94,18 +96,18 @@ static void entries_read_before_an_error(void)
     ckpt_buffer buf = tied_file();
     ckpt_memory mem;
     ckpt_source src;
-    ckpt_source_memory(&src, &mem, buf.data, buf.len - 3);   /* the last entry's v is cut */
+    ckpt_source_memory(&src, &mem, buf.data, buf.len - 3); /* the last entry's v is cut */
     ckpt_file *f = ckpt_open(&src, NULL);
     const ckpt_report *rep = ckpt_file_report(f);
     CHECK(rep->error.code == CKPT_E_TRUNCATED && rep->error.slot == 2 && rep->entries_len == 1);
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     const ckpt_entry_info *e;
-    CHECK(ckpt_file_entry(f, 1, &e, NULL, &err) == 0);   /* read before the error: available */
+    CHECK(ckpt_file_entry(f, 1, &e, NULL, &err) == 0); /* read before the error: available */
     CHECK(ckpt_file_entry(f, 2, &e, NULL, &err) == CKPT_E_NOT_READABLE);
     CHECK_STR(err.message, "parameter 2's optimizer entry was not read: the file is invalid before it");
     ckpt_expected layout;
-    CHECK(ckpt_file_layout(f, &layout, &err) == 0);   /* the schema was complete */
+    CHECK(ckpt_file_layout(f, &layout, &err) == 0); /* the schema was complete */
     ckpt_source_memory(&src, &mem, buf.data, 100);
     ckpt_file *g = ckpt_open(&src, NULL);
     CHECK(ckpt_file_entry(g, 1, &e, NULL, &err) == CKPT_E_NOT_READABLE);
@@ -134,7 +136,8 @@ static void state_tensors(void)
     ckpt_sink bad_sink;
     ckpt_sink_buffer(&bad_sink, &bad);
     lens[1] = 20;
-    CHECK(ckpt_state_write(CKPT_FAMILY_TLSF32B, s, values, lens, &bad_sink, &err) == CKPT_E_INVALID_PAYLOAD && bad.len == 0);
+    CHECK(ckpt_state_write(CKPT_FAMILY_TLSF32B, s, values, lens, &bad_sink, &err) == CKPT_E_INVALID_PAYLOAD &&
+          bad.len == 0);
     CHECK_STR(err.message, "StateIO: invalid values for tensor 1 (20 bytes for a shape of 6 elements)");
     CHECK(ckpt_state_write(CKPT_FAMILY_TLADAMF, s, values, lens, &bad_sink, &err) == CKPT_E_INVALID_ARGUMENT);
     ckpt_memory mem;
@@ -153,8 +156,10 @@ static void state_tensors(void)
     const ckpt_entry_info *e;
     CHECK(ckpt_file_entry(f, 0, &e, NULL, &err) == CKPT_E_WRONG_FAMILY);
     char *json = ckpt_report_json(rep);
-    CHECK(json && strstr(json, "{\"ok\":true,\"family\":\"TLPF32B\",\"name\":\"TorchLean float32 parameter checkpoint\",\"kind\":\"state\",\"version\":2,"));
-    CHECK(json && strstr(json, "\"tensorCount\":2,\"offsets\":{\"tensors\":15},\"tensors\":[{\"shape\":[],\"count\":1,\"offset\":23,\"dataOffset\":39},"
+    CHECK(json && strstr(json, "{\"ok\":true,\"family\":\"TLPF32B\",\"name\":\"TorchLean float32 parameter "
+                               "checkpoint\",\"kind\":\"state\",\"version\":2,"));
+    CHECK(json && strstr(json, "\"tensorCount\":2,\"offsets\":{\"tensors\":15},\"tensors\":[{\"shape\":[],\"count\":1,"
+                               "\"offset\":23,\"dataOffset\":39},"
                                "{\"shape\":[2,3],\"count\":6,\"offset\":43,\"dataOffset\":75}]"));
     free(json);
     ckpt_error_clear(&err);
@@ -174,14 +179,18 @@ static void diff_layouts(void)
     ckpt_expected la = {a, CKPT_FLOAT32, &ca, 1, 0, 0}, lb = {b, CKPT_FLOAT64, &cb, 0, 0, 0};
     char *json = ckpt_diff_json(&la, &lb);
     const char *fragments[] = {
-        "{\"field\":\"count\",\"slot\":null,\"a\":3,\"b\":2,\"text\":\"parameter count: 3 vs 2\",\"message\":\"parameter count: 3 vs 2\"}",
-        "{\"field\":\"rank\",\"slot\":1,\"a\":1,\"b\":2,\"text\":\"rank 1 vs 2\",\"message\":\"parameter 1: rank 1 vs 2\"}",
-        "{\"field\":\"shape\",\"slot\":1,\"a\":[2],\"b\":[2,1],\"text\":\"shape #[2] vs #[2, 1]\",\"message\":\"parameter 1: shape #[2] vs #[2, 1]\"}",
+        "{\"field\":\"count\",\"slot\":null,\"a\":3,\"b\":2,\"text\":\"parameter count: 3 vs "
+        "2\",\"message\":\"parameter count: 3 vs 2\"}",
+        "{\"field\":\"rank\",\"slot\":1,\"a\":1,\"b\":2,\"text\":\"rank 1 vs 2\",\"message\":\"parameter 1: rank 1 vs "
+        "2\"}",
+        "{\"field\":\"shape\",\"slot\":1,\"a\":[2],\"b\":[2,1],\"text\":\"shape #[2] vs #[2, "
+        "1]\",\"message\":\"parameter 1: shape #[2] vs #[2, 1]\"}",
         "\"field\":\"requiresGrad\",\"slot\":1,\"a\":true,\"b\":false,\"text\":\"trainable vs frozen\"",
         "\"field\":\"representative\",\"slot\":1,\"a\":0,\"b\":null,\"text\":\"representative 0 vs none\"",
         "\"field\":\"slot\",\"slot\":2,\"a\":[3],\"b\":null,\"text\":\"#[3] only in the first\"",
         "\"field\":\"dtype\",\"slot\":null,\"a\":\"float32\",\"b\":\"float64\"",
-        ("\"field\":\"config.beta2\",\"slot\":null,\"a\":0.999,\"b\":0.95,\"aBits\":\"0x3feff7ced916872b\",\"bBits\":\"0x3fee666666666666\","
+        ("\"field\":\"config.beta2\",\"slot\":null,\"a\":0.999,\"b\":0.95,\"aBits\":\"0x3feff7ced916872b\",\"bBits\":"
+         "\"0x3fee666666666666\","
          "\"text\":\"beta2: 0.999 vs 0.95 (bits 0x3feff7ced916872b vs 0x3fee666666666666)\""),
         "\"text\":\"weightDecay: 0 vs -0 (bits 0x0000000000000000 vs 0x8000000000000000)\"",
         "\"field\":\"randomCounter\",\"slot\":null,\"a\":true,\"b\":false,\"text\":\"random counter: kept vs none\"",

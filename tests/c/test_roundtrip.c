@@ -22,7 +22,8 @@ static ckpt_buffer write_ok(const ckpt_write_desc *d)
 
 static ckpt_config adam(void)
 {
-    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
+    return (ckpt_config){CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
+                         ckpt_bits_from_double(1e-8), 0};
 }
 
 /* A layout with a scalar, a zero-size slot, a frozen slot and a tied pair:
@@ -30,7 +31,8 @@ static ckpt_config adam(void)
 static ckpt_schema *layout(bool tied)
 {
     uint64_t map[] = {0, 1, N, 3, tied ? 3 : 4};
-    return schema_of(5, (uint64_t[]){0, 2, 0, 4, 1, 3, 2, 2, 2, 2, 2, 2}, (uint8_t[]){1, 1, 0, 1, 1}, tied ? map : NULL);
+    return schema_of(5, (uint64_t[]){0, 2, 0, 4, 1, 3, 2, 2, 2, 2, 2, 2}, (uint8_t[]){1, 1, 0, 1, 1},
+                     tied ? map : NULL);
 }
 
 typedef struct moments {
@@ -53,15 +55,20 @@ static size_t fill_entries(const ckpt_schema *s, int dtype, ckpt_entry_in *out, 
             x->m32[j] = (float)x->m64[j];
             x->v32[j] = (float)x->v64[j];
         }
-        if (i == 0) {  /* keep special values in the scalar */
+        if (i == 0) { /* keep special values in the scalar */
             x->m64[0] = -0.0;
             x->m32[0] = -0.0f;
-            x->v64[0] = 4.9406564584124654e-324;   /* the smallest subnormal */
+            x->v64[0] = 4.9406564584124654e-324; /* the smallest subnormal */
             x->v32[0] = 1.4e-45f;
         }
         unsigned w = dtype == CKPT_FLOAT64 ? 8 : 4;
-        out[k++] = (ckpt_entry_in){i, step + i, count, dtype == CKPT_FLOAT64 ? (void *)x->m64 : (void *)x->m32,
-                                   dtype == CKPT_FLOAT64 ? (void *)x->v64 : (void *)x->v32, count * w, count * w};
+        out[k++] = (ckpt_entry_in){i,
+                                   step + i,
+                                   count,
+                                   dtype == CKPT_FLOAT64 ? (void *)x->m64 : (void *)x->m32,
+                                   dtype == CKPT_FLOAT64 ? (void *)x->v64 : (void *)x->v32,
+                                   count * w,
+                                   count * w};
     }
     return k;
 }
@@ -73,7 +80,7 @@ static void every_version_and_dtype(void)
         bool counter, tied;
         uint64_t forced, want_version;
     } cases[] = {
-        {CKPT_FLOAT32, false, false, 0, 2}, {CKPT_FLOAT32, false, true, 0, 3}, {CKPT_FLOAT32, true, false, 0, 4},
+        {CKPT_FLOAT32, false, false, 0, 2}, {CKPT_FLOAT32, false, true, 0, 3},  {CKPT_FLOAT32, true, false, 0, 4},
         {CKPT_FLOAT32, true, true, 0, 4},   {CKPT_FLOAT64, false, false, 0, 5}, {CKPT_FLOAT64, true, true, 0, 5},
         {CKPT_FLOAT32, false, false, 3, 3}, {CKPT_FLOAT32, false, false, 5, 5}, {CKPT_FLOAT32, true, true, 5, 5},
     };
@@ -148,7 +155,7 @@ static void writer_save_checks(void)
     CHECK(ckpt_write(&d, &sink, &err) == CKPT_E_ENTRY_COUNT_MISMATCH);
     CHECK_STR(err.message, F "expected 3 moment entries, got 2");
     d.entry_count = ne;
-    ckpt_entry_in saved = entries[0];   /* id 3 (descending order) */
+    ckpt_entry_in saved = entries[0]; /* id 3 (descending order) */
     entries[0].id = 9;
     CHECK(ckpt_write(&d, &sink, &err) == CKPT_E_INVALID_ID);
     CHECK_STR(err.message, F "invalid parameter id 9");
@@ -193,7 +200,7 @@ static void writer_save_checks(void)
     d.version = 3;
     CHECK(ckpt_write(&d, &sink, &err) == CKPT_E_VERSION_CANNOT_REPRESENT);
     CHECK_STR(err.message, F "format version 3 cannot hold float64 moments (only version 5 can)");
-    CHECK(buf.len == 0);   /* nothing was written by any failed save */
+    CHECK(buf.len == 0); /* nothing was written by any failed save */
     /* A malformed schema comes first of all. */
     ckpt_schema *bad = schema_of(2, (uint64_t[]){0, 0}, (uint8_t[]){1, 1}, (uint64_t[]){1, 1});
     ckpt_write_desc db = {bad, CKPT_FLOAT32, adam(), false, 0, NULL, 0, 0};
@@ -205,7 +212,8 @@ static void writer_save_checks(void)
     CHECK_STR(err.hint, "parameter 0: representative 1 follows it");
     ckpt_schema_free(bad);
     /* format.md 1: a size of 2^64 cannot be written as a u64 field */
-    ckpt_schema *huge = ckpt_schema_new(1, (uint64_t[]){2}, (uint64_t[]){1ull << 32, 1ull << 32}, 1, (uint8_t[]){0}, NULL, 0);
+    ckpt_schema *huge =
+        ckpt_schema_new(1, (uint64_t[]){2}, (uint64_t[]){1ull << 32, 1ull << 32}, 1, (uint8_t[]){0}, NULL, 0);
     ckpt_write_desc dh = {huge, CKPT_FLOAT32, adam(), false, 0, NULL, 0, 0};
     CHECK(ckpt_write(&dh, &sink, &err) == CKPT_E_VALUE_TOO_LARGE);
     CHECK_STR(err.message, F "metadata value does not fit in 64 bits: 18446744073709551616");
@@ -231,10 +239,12 @@ static void extreme_u64_values(void)
         CHECK(rep->random_counter == values[k] && rep->entries_len == 1 && rep->entries[0].step == values[k]);
         char *json = ckpt_report_json(rep);
         char want[64];
-        snprintf(want, sizeof want, values[k] > (1ull << 53) - 1 ? "\"randomCounter\":\"%llu\"" : "\"randomCounter\":%llu",
+        snprintf(want, sizeof want,
+                 values[k] > (1ull << 53) - 1 ? "\"randomCounter\":\"%llu\"" : "\"randomCounter\":%llu",
                  (unsigned long long)values[k]);
         CHECK(json && strstr(json, want));
-        snprintf(want, sizeof want, values[k] > (1ull << 53) - 1 ? "\"step\":\"%llu\"" : "\"step\":%llu", (unsigned long long)values[k]);
+        snprintf(want, sizeof want, values[k] > (1ull << 53) - 1 ? "\"step\":\"%llu\"" : "\"step\":%llu",
+                 (unsigned long long)values[k]);
         CHECK(json && strstr(json, want));
         free(json);
         ckpt_report_free(rep);
@@ -254,21 +264,27 @@ static void json_report(void)
     ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
     char *json = ckpt_report_json(rep);
     const char *fragments[] = {
-        "{\"ok\":true,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"kind\":\"optimizer\",\"version\":4,\"size\":407,\"statistics\":true,",
-        "\"dtype\":\"float32\",\"config\":{\"kind\":\"adam\",\"beta1\":0.9,\"beta2\":0.999,\"epsilon\":1e-08,\"weightDecay\":0,"
-        "\"bits\":{\"beta1\":\"0x3feccccccccccccd\",\"beta2\":\"0x3feff7ced916872b\",\"epsilon\":\"0x3e45798ee2308c3a\",\"weightDecay\":\"0x0000000000000000\"}}",
+        "{\"ok\":true,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam "
+        "checkpoint\",\"kind\":\"optimizer\",\"version\":4,\"size\":407,\"statistics\":true,",
+        "\"dtype\":\"float32\",\"config\":{\"kind\":\"adam\",\"beta1\":0.9,\"beta2\":0.999,\"epsilon\":1e-08,"
+        "\"weightDecay\":0,"
+        "\"bits\":{\"beta1\":\"0x3feccccccccccccd\",\"beta2\":\"0x3feff7ced916872b\",\"epsilon\":"
+        "\"0x3e45798ee2308c3a\",\"weightDecay\":\"0x0000000000000000\"}}",
         "\"randomCounter\":17,\"hasRandomCounter\":true",
-        "\"schema\":{\"shapes\":[[],[0,4],[3],[2,2],[2,2]],\"sizes\":[1,0,3,4,4],\"requiresGrad\":[true,true,false,true,true],"
+        "\"schema\":{\"shapes\":[[],[0,4],[3],[2,2],[2,2]],\"sizes\":[1,0,3,4,4],\"requiresGrad\":[true,true,false,"
+        "true,true],"
         "\"representatives\":[0,1,null,3,3],\"effectiveRepresentatives\":[0,1,null,3,3],\"brokenSlots\":[]}",
         "\"wellFormed\":true,\"optimizerStateCount\":3,\"trainableCount\":4,\"hasAliases\":true,"
         "\"offsets\":{\"schema\":63,\"tags\":247,\"entries\":287},\"entryCount\":3",
         "\"unhealthy\":0}",
         "{\"id\":0,\"step\":1,\"count\":1,\"offset\":",
-        "\"m\":{\"count\":1,\"min\":-0,\"max\":-0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
+        "\"m\":{\"count\":1,\"min\":-0,\"max\":-0,\"mean\":0,\"rms\":0,\"nan\":0,\"inf\":0,\"zero\":1,\"negative\":0,"
+        "\"histogram\":{\"log2Min\":0,\"counts\":[]}}",
         "\"v\":{\"count\":1,\"min\":1.401298464324817e-45,",
         "\"histogram\":{\"log2Min\":-149,\"counts\":[1]}",
         "\"warnings\":[],\"error\":null,\"readers\":{\"v2\":{\"reads\":false,",
-        "\"v2-v4\":{\"reads\":true,\"error\":null},\"v2-v4-f32\":{\"reads\":true,\"error\":null},\"v2-v5\":{\"reads\":true,\"error\":null}}}",
+        "\"v2-v4\":{\"reads\":true,\"error\":null},\"v2-v4-f32\":{\"reads\":true,\"error\":null},\"v2-v5\":{\"reads\":"
+        "true,\"error\":null}}}",
     };
     for (size_t k = 0; k < sizeof fragments / sizeof fragments[0]; k++) {
         bool found = json && strstr(json, fragments[k]);
@@ -281,9 +297,12 @@ static void json_report(void)
     buf.data[7] = 9;
     rep = inspect_bytes(buf.data, buf.len, 0);
     json = ckpt_report_json(rep);
-    CHECK(json && strstr(json, "{\"ok\":false,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam checkpoint\",\"kind\":\"optimizer\",\"version\":9,"));
+    CHECK(json && strstr(json, "{\"ok\":false,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam "
+                               "checkpoint\",\"kind\":\"optimizer\",\"version\":9,"));
     CHECK(json && strstr(json, "\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,"));
-    CHECK(json && strstr(json, "\"error\":{\"code\":15,\"message\":\"CUDA Adam checkpoint: unsupported format version 9; expected 2 through 5\",\"offset\":7,\"length\":8,\"slot\":null,\"subject\":\"file\","));
+    CHECK(json &&
+          strstr(json, "\"error\":{\"code\":15,\"message\":\"CUDA Adam checkpoint: unsupported format version 9; "
+                       "expected 2 through 5\",\"offset\":7,\"length\":8,\"slot\":null,\"subject\":\"file\","));
     free(json);
     ckpt_report_free(rep);
     ckpt_buffer_free(&buf);
@@ -327,18 +346,24 @@ static void stats_against_reference(void)
         /* float64: wide magnitudes, but squares that stay finite */
         m64[k] = ((double)seed / 4294967296.0 - 0.5) * pow(10.0, (double)(k % 300) - 150.0);
         v32[k] = (float)(k % 7) - 3.0f;
-        v64[k] = (double)(k % 5) * 1e-310;   /* subnormals and zeros */
+        v64[k] = (double)(k % 5) * 1e-310; /* subnormals and zeros */
     }
     float specials32[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-45f, -1e-40f};
     memcpy(m32 + 11, specials32, sizeof specials32);
-    v32[5] = -1e-40f;   /* a negative subnormal on the lean (all finite) path */
+    v32[5] = -1e-40f; /* a negative subnormal on the lean (all finite) path */
     v32[6] = -0.0f;
     double specials64[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, 5e-324, -1e-310};
     memcpy(m64 + 3001, specials64, sizeof specials64);
     for (int dtype = 0; dtype < 2; dtype++) {
         ckpt_schema *s = schema_of(1, (uint64_t[]){1, COUNT}, (uint8_t[]){1}, NULL);
         unsigned w = dtype ? 8 : 4;
-        ckpt_entry_in e = {0, 1, COUNT, dtype ? (void *)m64 : (void *)m32, dtype ? (void *)v64 : (void *)v32, (uint64_t)COUNT * w, (uint64_t)COUNT * w};
+        ckpt_entry_in e = {0,
+                           1,
+                           COUNT,
+                           dtype ? (void *)m64 : (void *)m32,
+                           dtype ? (void *)v64 : (void *)v32,
+                           (uint64_t)COUNT * w,
+                           (uint64_t)COUNT * w};
         ckpt_write_desc d = {s, dtype, adam(), false, 0, &e, 1, 0};
         ckpt_buffer buf = write_ok(&d);
         ckpt_report *rep = inspect_bytes(buf.data, buf.len, CKPT_INSPECT_STATS);
@@ -349,13 +374,23 @@ static void stats_against_reference(void)
             double mn = INFINITY, mx = -INFINITY, sum = 0, sq = 0;
             for (int k = 0; k < COUNT; k++) {
                 double x = dtype ? (which ? v64[k] : m64[k]) : (which ? v32[k] : m32[k]);
-                if (isnan(x)) { nan++; continue; }
-                if (isinf(x)) { inf++; neg += x < 0; continue; }
+                if (isnan(x)) {
+                    nan++;
+                    continue;
+                }
+                if (isinf(x)) {
+                    inf++;
+                    neg += x < 0;
+                    continue;
+                }
                 if (x < mn) mn = x;
                 if (x > mx) mx = x;
                 sum += x;
                 sq += x * x;
-                if (x == 0) { zero++; continue; }
+                if (x == 0) {
+                    zero++;
+                    continue;
+                }
                 neg += x < 0;
                 int e;
                 frexp(x, &e);
@@ -365,7 +400,8 @@ static void stats_against_reference(void)
             CHECK(st->min == mn && st->max == mx);
             CHECK(fabs(st->sum - sum) <= 1e-5 * (fabs(sum) + sqrt(sq)));
             CHECK(fabs(st->sum_squares - sq) <= 1e-5 * sq);
-            for (uint32_t b = 0; b < st->hist_len; b++) CHECK(st->hist[b] == hist[st->hist_log2_min + 1074 + (int32_t)b]);
+            for (uint32_t b = 0; b < st->hist_len; b++)
+                CHECK(st->hist[b] == hist[st->hist_log2_min + 1074 + (int32_t)b]);
             uint64_t counted = 0, want = 0;
             for (uint32_t b = 0; b < st->hist_len; b++) counted += st->hist[b];
             for (int b = 0; b < 2100; b++) want += hist[b];

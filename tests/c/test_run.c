@@ -8,7 +8,7 @@
 
 #include <math.h>
 
-#define N_EL 70001          /* past one chunk of the pass (65536 elements) */
+#define N_EL 70001 /* past one chunk of the pass (65536 elements) */
 #define MAX_SAVES 8
 
 static double beta1 = 0.9, beta2 = 0.999;
@@ -45,7 +45,7 @@ static size_t train(int dtype, uint64_t seed, const uint64_t *saves, saved *out,
     for (uint64_t t = 1; t <= last; t++) {
         for (size_t j = 0; j < N_EL; j++) {
             double g = gaussian() * (j % 7 == 0 ? 1e-3 : 0.1);
-            if (j == 5) g = 0;   /* an element that never gets a gradient */
+            if (j == 5) g = 0; /* an element that never gets a gradient */
             if (last_g) last_g[j] = dtype == CKPT_FLOAT32 ? (double)(float)g : g;
             if (dtype == CKPT_FLOAT32) {
                 float gf = (float)g;
@@ -64,7 +64,8 @@ static size_t train(int dtype, uint64_t seed, const uint64_t *saves, saved *out,
         const void *m = dtype == CKPT_FLOAT32 ? (const void *)m32 : (const void *)m64;
         const void *v = dtype == CKPT_FLOAT32 ? (const void *)v32 : (const void *)v64;
         ckpt_entry_in e = {0, t, N_EL, m, v, N_EL * w, N_EL * w};
-        ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(beta1), ckpt_bits_from_double(beta2), ckpt_bits_from_double(1e-8), 0};
+        ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(beta1), ckpt_bits_from_double(beta2),
+                         ckpt_bits_from_double(1e-8), 0};
         ckpt_write_desc d = {s, dtype, c, false, 0, &e, 1, 0};
         ckpt_sink sink;
         ckpt_error err = {0};
@@ -194,7 +195,7 @@ static void the_bound_is_tight(void)
     double dm = x - beta1 * xa;
     double pushed = x + copysign(1e-4 * fabs(dm), dm);
     memcpy(mB + 8 * 40, &pushed, 8);
-    memcpy(mB + 8 * 69000, &pushed, 8);   /* and one in the second chunk: 2 elements */
+    memcpy(mB + 8 * 69000, &pushed, 8); /* and one in the second chunk: 2 elements */
     jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
     CHECK_STR(verdict(r, 0), "slot 0: 2 elements cannot come from Adam steps 3\u21924 (first at element 40)");
     json_free(r);
@@ -246,7 +247,8 @@ static void an_invalid_file(void)
     size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){3, 4, 0}, a, NULL);
     a[1].buf.len -= 1;
     jvalue *r = run_of((ckpt_buffer *[]){&a[0].buf, &a[1].buf}, 2);
-    CHECK_STR(verdict(r, 0), "file 1 is invalid: CUDA Adam checkpoint: truncated checkpoint (wanted 280004 bytes, got 280003)");
+    CHECK_STR(verdict(r, 0),
+              "file 1 is invalid: CUDA Adam checkpoint: truncated checkpoint (wanted 280004 bytes, got 280003)");
     CHECK(json_u64(json_get(r, "first")) == 1);
     json_free(r);
     a[1].buf.len += 1;
@@ -282,7 +284,8 @@ static void gradient_export(void)
     CHECK(t != NULL);
     CHECK_STR(json_get(t, "dtype")->text, "F32");
     CHECK(json_is_null(json_get(h, "slot0.exp_avg")));
-    const float *data = (const float *)(const void *)(out.data + 8 + hlen + json_u64(json_get(t, "data_offsets")->items[0]));
+    const float *data =
+        (const float *)(const void *)(out.data + 8 + hlen + json_u64(json_get(t, "data_offsets")->items[0]));
     /* float32 rounding of m_A and m_B: an error of a few ulps of m, against g's own scale */
     double worst = 0, sum = 0;
     for (size_t j = 0; j < N_EL; j++) sum += g[j] * g[j];
@@ -379,8 +382,8 @@ static void each_payload_read_once(void)
         char *json = ckpt_run_json(opts, states, n, &o, &err);
         CHECK(json != NULL);
         for (size_t f = 0; f < n; f++) {
-            CHECK(count[f].bytes == 2 * 4 * (uint64_t)N_EL);   /* m and v, once */
-            CHECK(count[3 + f].bytes == 4 * (uint64_t)N_EL);   /* theta, once */
+            CHECK(count[f].bytes == 2 * 4 * (uint64_t)N_EL); /* m and v, once */
+            CHECK(count[3 + f].bytes == 4 * (uint64_t)N_EL); /* theta, once */
         }
         jvalue *r = json ? json_parse(json) : NULL;
         free(json);
@@ -394,8 +397,8 @@ static void each_payload_read_once(void)
             double median;
             health_summary(opts[f], states[f], lr, &flags, &median);
             CHECK(json_u64(json_get(h, "flags")) == flags);
-            CHECK(!isnan(median) && json_double(json_get(h, "ratio")) == median);   /* the same bits */
-            if (lr < 1e-6) CHECK(flags == 1);   /* ratioLow */
+            CHECK(!isnan(median) && json_double(json_get(h, "ratio")) == median); /* the same bits */
+            if (lr < 1e-6) CHECK(flags == 1);                                     /* ratioLow */
         }
         if (lr < 1e-6) CHECK(r && json_u64(json_get(r, "first")) == 0);
         json_free(r);

@@ -11,21 +11,21 @@
 
 typedef struct segment {
     uint64_t start, len;
-    bool payload;               /* zeros; else header bytes at heads + head_at */
+    bool payload; /* zeros; else header bytes at heads + head_at */
     size_t head_at;
 } segment;
 
 typedef struct vfile {
     segment seg[MAX_SEGMENTS];
     size_t nseg;
-    uint8_t *heads;             /* every header's bytes, back to back */
+    uint8_t *heads; /* every header's bytes, back to back */
     size_t heads_len, heads_cap, heads_done;
     uint64_t size;
     size_t slots, records;
-    uint64_t first_payload;     /* where the first payload starts */
-    uint64_t bytes, reads, payload_bytes;   /* what was read */
-    uint64_t late_big_reads;    /* reads past the first payload longer than a record header */
-    uint8_t *times;             /* reads of each byte, when counted byte by byte (small files) */
+    uint64_t first_payload;               /* where the first payload starts */
+    uint64_t bytes, reads, payload_bytes; /* what was read */
+    uint64_t late_big_reads;              /* reads past the first payload longer than a record header */
+    uint8_t *times;                       /* reads of each byte, when counted byte by byte (small files) */
 } vfile;
 
 static void put(vfile *f, uint64_t v)
@@ -69,7 +69,7 @@ static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
     f->bytes += n;
     if (offset > f->first_payload && n > 32) f->late_big_reads++;
     uint8_t *out = buf;
-    size_t lo = 0, hi = f->nseg;   /* the segment holding offset */
+    size_t lo = 0, hi = f->nseg; /* the segment holding offset */
     while (hi - lo > 1) {
         size_t mid = (lo + hi) / 2;
         if (f->seg[mid].start <= offset) lo = mid;
@@ -139,11 +139,11 @@ static vfile *llama(bool state, bool tied, uint64_t scale)
     }
     put_magic(f, "TLADAMF");
     put(f, tied ? 3 : 2);
-    put(f, 1);                       /* AdamW */
-    put(f, 0x3FECCCCCCCCCCCCDull);   /* 0.9 */
-    put(f, 0x3FEE666666666666ull);   /* 0.95 */
-    put(f, 0x3E45798EE2308C3Aull);   /* 1e-8 */
-    put(f, 0x3FB999999999999Aull);   /* 0.1 */
+    put(f, 1);                     /* AdamW */
+    put(f, 0x3FECCCCCCCCCCCCDull); /* 0.9 */
+    put(f, 0x3FEE666666666666ull); /* 0.95 */
+    put(f, 0x3E45798EE2308C3Aull); /* 1e-8 */
+    put(f, 0x3FB999999999999Aull); /* 0.1 */
     put(f, n);
     for (size_t i = 0; i < n; i++) {
         put(f, s[i].rank);
@@ -189,8 +189,11 @@ static void check_open(bool state, bool tied)
     CHECK(f->late_big_reads == 0);
     CHECK(f->payload_bytes <= 16384 + 8 * f->records);
     printf("  %s: %llu bytes in %llu reads (%llu of them payload bytes), bound %llu\n",
-           state ? "state" : tied ? "optimizer, tied" : "optimizer", (unsigned long long)f->bytes, (unsigned long long)f->reads,
-           (unsigned long long)f->payload_bytes, (unsigned long long)bound(f));
+           state  ? "state"
+           : tied ? "optimizer, tied"
+                  : "optimizer",
+           (unsigned long long)f->bytes, (unsigned long long)f->reads, (unsigned long long)f->payload_bytes,
+           (unsigned long long)bound(f));
     ckpt_report_free(rep);
     vfile_free(f);
 }

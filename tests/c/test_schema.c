@@ -5,7 +5,7 @@
 #define N CKPT_NONE
 
 /* [p, p, q] with p = 2x3, q = 3, and the other worked examples. */
-static const uint64_t P = 2, Q = 1;   /* ranks used below */
+static const uint64_t P = 2, Q = 1; /* ranks used below */
 
 static void worked_ppq(void)
 {
@@ -14,10 +14,12 @@ static void worked_ppq(void)
     uint64_t map[] = {0, 0, 2};
     ckpt_schema *s = schema_of(3, shapes, flags, map);
     CHECK(ckpt_schema_is_well_formed(s));
-    CHECK(ckpt_schema_representative(s, 0) == 0 && ckpt_schema_representative(s, 1) == 0 && ckpt_schema_representative(s, 2) == 2);
+    CHECK(ckpt_schema_representative(s, 0) == 0 && ckpt_schema_representative(s, 1) == 0 &&
+          ckpt_schema_representative(s, 2) == 2);
     CHECK(ckpt_schema_tag(s, 0) == 1 && ckpt_schema_tag(s, 1) == 1 && ckpt_schema_tag(s, 2) == 3);
     CHECK(ckpt_schema_optimizer_state_count(s) == 2);
-    CHECK(ckpt_schema_is_representative(s, 0) && !ckpt_schema_is_representative(s, 1) && ckpt_schema_is_representative(s, 2));
+    CHECK(ckpt_schema_is_representative(s, 0) && !ckpt_schema_is_representative(s, 1) &&
+          ckpt_schema_is_representative(s, 2));
     CHECK(ckpt_schema_has_aliases(s));
     CHECK(ckpt_schema_trainable_count(s) == 3);
     ckpt_schema_free(s);
@@ -35,7 +37,7 @@ static void worked_pqp_vs_pqq(void)
     CHECK(ckpt_schema_optimizer_state_count(a) == 2 && ckpt_schema_optimizer_state_count(b) == 2);
     CHECK(ckpt_schema_is_representative(a, 0) && ckpt_schema_is_representative(a, 1));
     CHECK(ckpt_schema_is_representative(b, 0) && ckpt_schema_is_representative(b, 1));
-    CHECK(ckpt_schema_tag(a, 2) == 1 && ckpt_schema_tag(b, 2) == 2);  /* only the tags differ */
+    CHECK(ckpt_schema_tag(a, 2) == 1 && ckpt_schema_tag(b, 2) == 2); /* only the tags differ */
     /* Written with a's tags, read against b: the alias mismatch at slot 2. */
     ckpt_buffer buf;
     ckpt_sink sink;
@@ -78,11 +80,12 @@ static void implied_map(void)
     ckpt_schema *s = schema_of(3, shapes, flags, NULL);
     CHECK(ckpt_schema_is_well_formed(s));
     CHECK(!ckpt_schema_has_map(s));
-    CHECK(ckpt_schema_representative(s, 0) == 0 && ckpt_schema_representative(s, 1) == N && ckpt_schema_representative(s, 2) == 2);
-    CHECK(ckpt_schema_representative(s, 3) == N);   /* out of range */
+    CHECK(ckpt_schema_representative(s, 0) == 0 && ckpt_schema_representative(s, 1) == N &&
+          ckpt_schema_representative(s, 2) == 2);
+    CHECK(ckpt_schema_representative(s, 3) == N); /* out of range */
     CHECK(ckpt_schema_optimizer_state_count(s) == 2 && !ckpt_schema_has_aliases(s));
     bool big;
-    CHECK(ckpt_schema_size(s, 0, &big) == 1 && !big);   /* a scalar has one element */
+    CHECK(ckpt_schema_size(s, 0, &big) == 1 && !big); /* a scalar has one element */
     CHECK(ckpt_schema_size(s, 2, &big) == 1 && !big);
     ckpt_schema_free(s);
 }
@@ -94,7 +97,7 @@ static void map_out_of_range_index(void)
     uint64_t map[] = {0};
     ckpt_schema *s = ckpt_schema_new(2, (uint64_t[]){0, 0}, NULL, 2, flags, map, 1);
     CHECK(ckpt_schema_representative(s, 1) == N);
-    CHECK(!ckpt_schema_is_well_formed(s));    /* the map's length differs */
+    CHECK(!ckpt_schema_is_well_formed(s)); /* the map's length differs */
     ckpt_schema_free(s);
     (void)shapes;
 }
@@ -186,7 +189,7 @@ static void read_and_check_direct(void)
     bytes *b = b_new();
     b_u64(b, 1);
     b_slot(b, 1, (uint64_t[]){3}, 3, 1);
-    b_u64(b, 1);  /* tag */
+    b_u64(b, 1); /* tag */
     ckpt_memory mem;
     ckpt_source src;
     ckpt_source_memory(&src, &mem, b->data, b->len);
@@ -196,7 +199,7 @@ static void read_and_check_direct(void)
     CHECK_STR(err.message, F "malformed expected parameter schema");
     CHECK(ckpt_schema_read_and_check_representatives(r, bad, &err) == CKPT_E_MALFORMED_EXPECTED_SCHEMA);
     CHECK_STR(err.message, F "malformed expected parameter schema");
-    CHECK(ckpt_reader_offset(r) == 0);   /* nothing read */
+    CHECK(ckpt_reader_offset(r) == 0); /* nothing read */
     CHECK(ckpt_schema_read_and_check(r, good, &err) == 0);
     CHECK(ckpt_schema_read_and_check_representatives(r, good, &err) == 0);
     CHECK(ckpt_reader_offset(r) == b->len);
@@ -210,8 +213,8 @@ static void read_and_check_direct(void)
 static void sizes_checked(void)
 {
     uint64_t big = UINT64_MAX;
-    ckpt_schema *s = ckpt_schema_new(3, (uint64_t[]){2, 2, 3}, (uint64_t[]){big, 2, 1u << 31, 1u << 31, big, 0, 5},
-                                     3, (uint8_t[]){0, 0, 0}, NULL, 0);
+    ckpt_schema *s = ckpt_schema_new(3, (uint64_t[]){2, 2, 3}, (uint64_t[]){big, 2, 1u << 31, 1u << 31, big, 0, 5}, 3,
+                                     (uint8_t[]){0, 0, 0}, NULL, 0);
     bool too_big;
     char text[128];
     ckpt_schema_size(s, 0, &too_big);
@@ -219,7 +222,7 @@ static void sizes_checked(void)
     ckpt_schema_size_decimal(s, 0, text, sizeof text);
     CHECK_STR(text, "36893488147419103230");
     CHECK(ckpt_schema_size(s, 1, &too_big) == (1ull << 62) && !too_big);
-    CHECK(ckpt_schema_size(s, 2, &too_big) == 0 && !too_big);   /* a zero dim wins */
+    CHECK(ckpt_schema_size(s, 2, &too_big) == 0 && !too_big); /* a zero dim wins */
     /* The writer refuses a size of 2^64 or more. */
     ckpt_buffer buf;
     ckpt_sink sink;

@@ -59,7 +59,7 @@ static void compare(const ckpt_stats_acc *a, const ref *r, const char *what, siz
     CHECK(s->count == r->count && s->nan == r->nan && s->inf == r->inf && s->zero == r->zero);
     CHECK(s->negative == r->neg && s->finite == r->count - r->nan - r->inf);
     CHECK(s->min == r->mn && s->max == r->mx);
-    if (isfinite(r->abs_sum)) CHECK(fabs(s->sum - r->sum) <= BOUND * r->abs_sum);   /* else it overflows */
+    if (isfinite(r->abs_sum)) CHECK(fabs(s->sum - r->sum) <= BOUND * r->abs_sum); /* else it overflows */
     if (isinf(r->sq)) CHECK(s->sum_squares == r->sq);
     else CHECK(fabs(s->sum_squares - r->sq) <= BOUND * r->sq);
     uint64_t total = 0;
@@ -72,8 +72,8 @@ static void compare(const ckpt_stats_acc *a, const ref *r, const char *what, siz
     for (int b = 0; b < 2100; b++) want += r->hist[b];
     CHECK(total == want);
     if (t_failures != before)
-        fprintf(stderr, "  [%s, n = %zu] sum %.17g vs %.17g, squares %.17g vs %.17g\n", what, n, s->sum,
-                r->sum, s->sum_squares, r->sq);
+        fprintf(stderr, "  [%s, n = %zu] sum %.17g vs %.17g, squares %.17g vs %.17g\n", what, n, s->sum, r->sum,
+                s->sum_squares, r->sq);
     ckpt_stats_free(s);
 }
 
@@ -81,7 +81,7 @@ static void compare(const ckpt_stats_acc *a, const ref *r, const char *what, siz
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
-static uint64_t next(void)   /* xorshift64* */
+static uint64_t next(void) /* xorshift64* */
 {
     rng ^= rng >> 12;
     rng ^= rng << 25;
@@ -106,47 +106,48 @@ static double bits64(uint64_t b)
 }
 
 enum { RANDOM_BITS, ADAM_LIKE, SQUARES, TINY, HUGE_VALUES, ZEROS, CONSTANT, EDGES, KINDS };
-static const char *kind_names[KINDS] = {"random bits", "adam-like", "squares", "tiny", "huge",
-                                        "zeros and subnormals", "constant", "range edges"};
+static const char *kind_names[KINDS] = {"random bits",          "adam-like", "squares",    "tiny", "huge",
+                                        "zeros and subnormals", "constant",  "range edges"};
 
 static float value32(int kind, size_t k)
 {
     switch (kind) {
-    case RANDOM_BITS: return bits32((uint32_t)next());
-    case ADAM_LIKE: return (float)((uniform() - 0.5) * pow(10.0, (double)(k % 12) - 8));
-    case SQUARES: {
-        double u = uniform();
-        return (float)(u * u * 1e-6);
-    }
-    case TINY: return (float)((uniform() - 0.5) * 1e-25);   /* squares below the float range */
-    case HUGE_VALUES: return (float)((uniform() - 0.5) * 1e30);   /* squares above it */
-    case ZEROS: return next() % 5 ? (next() & 1 ? 0.0f : -0.0f) : bits32((uint32_t)next() & 0x807fffffu);
-    case CONSTANT: return 1.5f;
-    default: {   /* the float path's range is |x| in [2^-63, 2^60) */
-        static const float edges[] = {0x1.fffffep59f, -0x1.fffffep59f, 0x1p60f, -0x1p60f, 0x1p-63f,
-                                      -0x1p-63f, 0x1.fffffep-64f, 1.0f, -1.0f, 0x1p-126f, 0x1p-149f};
-        return edges[next() % (sizeof edges / sizeof edges[0])];
-    }
+        case RANDOM_BITS: return bits32((uint32_t)next());
+        case ADAM_LIKE: return (float)((uniform() - 0.5) * pow(10.0, (double)(k % 12) - 8));
+        case SQUARES: {
+            double u = uniform();
+            return (float)(u * u * 1e-6);
+        }
+        case TINY: return (float)((uniform() - 0.5) * 1e-25);       /* squares below the float range */
+        case HUGE_VALUES: return (float)((uniform() - 0.5) * 1e30); /* squares above it */
+        case ZEROS: return next() % 5 ? (next() & 1 ? 0.0f : -0.0f) : bits32((uint32_t)next() & 0x807fffffu);
+        case CONSTANT: return 1.5f;
+        default: { /* the float path's range is |x| in [2^-63, 2^60) */
+            static const float edges[] = {0x1.fffffep59f, -0x1.fffffep59f, 0x1p60f,         -0x1p60f,
+                                          0x1p-63f,       -0x1p-63f,       0x1.fffffep-64f, 1.0f,
+                                          -1.0f,          0x1p-126f,       0x1p-149f};
+            return edges[next() % (sizeof edges / sizeof edges[0])];
+        }
     }
 }
 
 static double value64(int kind, size_t k)
 {
     switch (kind) {
-    case RANDOM_BITS: return bits64(next());
-    case ADAM_LIKE: return (uniform() - 0.5) * pow(10.0, (double)(k % 40) - 30);
-    case SQUARES: {
-        double u = uniform();
-        return u * u * 1e-6;
-    }
-    case TINY: return (uniform() - 0.5) * 1e-300;
-    case HUGE_VALUES: return (uniform() - 0.5) * 1e300;   /* squares overflow double: inf */
-    case ZEROS: return next() % 5 ? (next() & 1 ? 0.0 : -0.0) : bits64(next() & 0x800fffffffffffffull);
-    case CONSTANT: return 1.5;
-    default: {
-        static const double edges[] = {0x1p60, -0x1p1023, 0x1p-1074, -0x1p-1022, 1.0, -1.0, 0.0};
-        return edges[next() % (sizeof edges / sizeof edges[0])];
-    }
+        case RANDOM_BITS: return bits64(next());
+        case ADAM_LIKE: return (uniform() - 0.5) * pow(10.0, (double)(k % 40) - 30);
+        case SQUARES: {
+            double u = uniform();
+            return u * u * 1e-6;
+        }
+        case TINY: return (uniform() - 0.5) * 1e-300;
+        case HUGE_VALUES: return (uniform() - 0.5) * 1e300; /* squares overflow double: inf */
+        case ZEROS: return next() % 5 ? (next() & 1 ? 0.0 : -0.0) : bits64(next() & 0x800fffffffffffffull);
+        case CONSTANT: return 1.5;
+        default: {
+            static const double edges[] = {0x1p60, -0x1p1023, 0x1p-1074, -0x1p-1022, 1.0, -1.0, 0.0};
+            return edges[next() % (sizeof edges / sizeof edges[0])];
+        }
     }
 }
 
@@ -160,16 +161,21 @@ static void sprinkle32(float *x, size_t n)
 
 static void sprinkle64(double *x, size_t n)
 {
-    static const uint64_t specials[] = {0x7ff8000000000000ull, 0xfff0000000000001ull,
-                                        0x7ff0000000000000ull, 0xfff0000000000000ull, 0,
-                                        0x8000000000000000ull, 1, 0x800fffffffffffffull};
+    static const uint64_t specials[] = {0x7ff8000000000000ull,
+                                        0xfff0000000000001ull,
+                                        0x7ff0000000000000ull,
+                                        0xfff0000000000000ull,
+                                        0,
+                                        0x8000000000000000ull,
+                                        1,
+                                        0x800fffffffffffffull};
     for (size_t k = 0; k < 8 && n; k++) x[next() % n] = bits64(specials[next() % 8]);
 }
 
 /* Lengths around the vector widths (8 and 4), the short-call cut (256), the float runs (8 x 32)
  * and the blocks (65536 and 32768 values). */
-static const size_t lengths[] = {0, 1, 5, 8, 9, 63, 64, 65, 255, 257, 1000, 32767, 32769, 65535,
-                                 65536, 65537, 131072 + 13, 200003};
+static const size_t lengths[] = {0,   1,    5,     8,     9,     63,    64,    65,          255,
+                                 257, 1000, 32767, 32769, 65535, 65536, 65537, 131072 + 13, 200003};
 
 static void against_reference(void)
 {

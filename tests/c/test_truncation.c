@@ -88,7 +88,8 @@ static void v3_prefixes(void)
     ckpt_report *rep = inspect_bytes(b->data, b->len, 0);
     CHECK_ERROR(rep, NULL, N);
     ckpt_report_free(rep);
-    ckpt_schema *s = schema_of(4, (uint64_t[]){2, 2, 3, 0, 2, 2, 3, 1, 0}, (uint8_t[]){1, 0, 1, 1}, (uint64_t[]){0, N, 0, 3});
+    ckpt_schema *s =
+        schema_of(4, (uint64_t[]){2, 2, 3, 0, 2, 2, 3, 1, 0}, (uint8_t[]){1, 0, 1, 1}, (uint64_t[]){0, N, 0, 3});
     sweep(b, s);
     ckpt_schema_free(s);
     b_free(b);

@@ -127,7 +127,10 @@ ckpt_report *inspect_bytes(const void *data, size_t len, unsigned flags)
     return on_copy(data, len, &opt, NULL);
 }
 
-ckpt_report *load_bytes(const void *data, size_t len, const ckpt_expected *exp) { return on_copy(data, len, NULL, exp); }
+ckpt_report *load_bytes(const void *data, size_t len, const ckpt_expected *exp)
+{
+    return on_copy(data, len, NULL, exp);
+}
 
 ckpt_schema *schema_of(size_t n, const uint64_t *words, const uint8_t *flags, const uint64_t *map)
 {

@@ -13,24 +13,24 @@
 extern int t_failures, t_checks;
 extern const char *t_current;
 
-#define CHECK(cond)                                                                                \
-    do {                                                                                           \
-        t_checks++;                                                                                \
-        if (!(cond)) {                                                                             \
-            t_failures++;                                                                          \
-            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__, t_current, #cond); \
-        }                                                                                          \
+#define CHECK(cond)                                                                                                    \
+    do {                                                                                                               \
+        t_checks++;                                                                                                    \
+        if (!(cond)) {                                                                                                 \
+            t_failures++;                                                                                              \
+            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__, t_current, #cond);                   \
+        }                                                                                                              \
     } while (0)
 
-#define CHECK_STR(a, b)                                                                            \
-    do {                                                                                           \
-        const char *a_ = (a), *b_ = (b);                                                           \
-        t_checks++;                                                                                \
-        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                   \
-            t_failures++;                                                                          \
-            fprintf(stderr, "%s:%d: [%s] got  \"%s\"\n%*s want \"%s\"\n", __FILE__, __LINE__, t_current, \
-                    a_ ? a_ : "(null)", (int)strlen(__FILE__) + 8, "", b_ ? b_ : "(null)");        \
-        }                                                                                          \
+#define CHECK_STR(a, b)                                                                                                \
+    do {                                                                                                               \
+        const char *a_ = (a), *b_ = (b);                                                                               \
+        t_checks++;                                                                                                    \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0) {                                                                       \
+            t_failures++;                                                                                              \
+            fprintf(stderr, "%s:%d: [%s] got  \"%s\"\n%*s want \"%s\"\n", __FILE__, __LINE__, t_current,               \
+                    a_ ? a_ : "(null)", (int)strlen(__FILE__) + 8, "", b_ ? b_ : "(null)");                            \
+        }                                                                                                              \
     } while (0)
 
 typedef struct test_case {
@@ -58,9 +58,9 @@ typedef struct bytes {
 
 bytes *b_new(void);
 void b_free(bytes *b);
-void b_raw(bytes *b, const void *p, size_t n);   /* one field */
+void b_raw(bytes *b, const void *p, size_t n); /* one field */
 void b_u64(bytes *b, uint64_t v);
-void b_f64(bytes *b, double x);                   /* its bit pattern as a u64 field */
+void b_f64(bytes *b, double x); /* its bit pattern as a u64 field */
 /* A payload of count elements of the width, each `value`, as one field. */
 void b_payload(bytes *b, uint64_t count, unsigned width, double value);
 
@@ -83,14 +83,14 @@ ckpt_schema *schema_of(size_t n, const uint64_t *shape_words, const uint8_t *fla
 
 /* Check the report's error: its exact text and its offset (CKPT_NONE: none). */
 void check_error(const ckpt_report *rep, const char *message, uint64_t offset);
-#define CHECK_ERROR(rep, msg, off)                                                                 \
-    do {                                                                                           \
-        const char *saved_ = t_current;                                                            \
-        char where_[256];                                                                          \
-        snprintf(where_, sizeof where_, "%s @%s:%d", saved_, __FILE__, __LINE__);                  \
-        t_current = where_;                                                                        \
-        check_error((rep), (msg), (off));                                                          \
-        t_current = saved_;                                                                        \
+#define CHECK_ERROR(rep, msg, off)                                                                                     \
+    do {                                                                                                               \
+        const char *saved_ = t_current;                                                                                \
+        char where_[256];                                                                                              \
+        snprintf(where_, sizeof where_, "%s @%s:%d", saved_, __FILE__, __LINE__);                                      \
+        t_current = where_;                                                                                            \
+        check_error((rep), (msg), (off));                                                                              \
+        t_current = saved_;                                                                                            \
     } while (0)
 
 #define F "CUDA Adam checkpoint: "

@@ -58,7 +58,7 @@ static void use(const ckpt_file *f)
     ckpt_sink sink = {NULL, discard};
     for (int format = CKPT_EXPORT_SAFETENSORS; format <= CKPT_EXPORT_NPZ; format++) {
         ckpt_export_options o = {format, NULL, 0, NULL, 0, NULL, NULL};
-        if (ckpt_export(f, &o, &sink, &err)) abort();   /* a valid file always exports */
+        if (ckpt_export(f, &o, &sink, &err)) abort(); /* a valid file always exports */
     }
     if (rep->family->optimizer) {
         ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL};

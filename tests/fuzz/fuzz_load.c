@@ -35,9 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t choice = data[at++];
     ckpt_schema *s = ckpt_schema_new(n, ranks, dims, n, flags, has_map ? map : NULL, n);
     if (!s) abort();
-    ckpt_config c = {(choice >> 2) & 1, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
-    int reader = (choice >> 5) % 7;   /* 0 (v2-v5) or one of the six readers (format.md 8) */
-    ckpt_expected exp = {s, (int)(choice % 3) - 1, (choice >> 3) & 1 ? &c : NULL, (int)((choice >> 4) % 3) - 1, CKPT_FAMILY_ANY, reader};
+    ckpt_config c = {(choice >> 2) & 1, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
+                     ckpt_bits_from_double(1e-8), 0};
+    int reader = (choice >> 5) % 7; /* 0 (v2-v5) or one of the six readers (format.md 8) */
+    ckpt_expected exp = {
+        s, (int)(choice % 3) - 1, (choice >> 3) & 1 ? &c : NULL, (int)((choice >> 4) % 3) - 1, CKPT_FAMILY_ANY, reader};
     ckpt_memory mem;
     ckpt_source src;
     ckpt_source_memory(&src, &mem, data + at, size - at);

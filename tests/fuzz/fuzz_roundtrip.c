@@ -48,8 +48,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (uint64_t k = 0; k < 2 * count * width; k++) payload[p++] = NEXT();
         entries[ne++] = (ckpt_entry_in){i, 1 + NEXT(), count, m, m + count * width, count * width, count * width};
     }
-    ckpt_config c = {(choice >> 2) & 1, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0};
-    ckpt_write_desc desc = {s, dtype, c, counter, (uint64_t)choice * 0x0101010101010101ull, entries, ne, (choice >> 4) % 6};
+    ckpt_config c = {(choice >> 2) & 1, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
+                     ckpt_bits_from_double(1e-8), 0};
+    ckpt_write_desc desc = {
+        s, dtype, c, counter, (uint64_t)choice * 0x0101010101010101ull, entries, ne, (choice >> 4) % 6};
     ckpt_buffer buf;
     ckpt_sink sink;
     ckpt_sink_buffer(&sink, &buf);

@@ -20,10 +20,18 @@ static void make_optimizer(void)
     uint64_t ranks[] = {2, 2, 1}, dims[] = {2, 3, 2, 3, 3}, map[] = {0, 0, 2};
     uint8_t flags[] = {1, 1, 1};
     opt_schema = ckpt_schema_new(3, ranks, dims, 3, flags, map, 3);
-    float m0[6] = {0.1f, -0.2f, 0.3f, 0, 1e-3f, 2}, v0[6] = {0.01f, 0.04f, 0.09f, 0, 1e-6f, 4}, m2[3] = {1, 2, 3}, v2[3] = {1, 4, 9};
+    float m0[6] = {0.1f, -0.2f, 0.3f, 0, 1e-3f, 2}, v0[6] = {0.01f, 0.04f, 0.09f, 0, 1e-6f, 4}, m2[3] = {1, 2, 3},
+          v2[3] = {1, 4, 9};
     ckpt_entry_in e[2] = {{0, 10, 6, m0, v0, 24, 24}, {2, 10, 3, m2, v2, 12, 12}};
-    ckpt_write_desc d = {opt_schema, CKPT_FLOAT32, {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999),
-                                                    ckpt_bits_from_double(1e-8), 0}, false, 0, e, 2, 0};
+    ckpt_write_desc d = {
+        opt_schema,
+        CKPT_FLOAT32,
+        {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0},
+        false,
+        0,
+        e,
+        2,
+        0};
     ckpt_sink sink;
     ckpt_sink_buffer(&sink, &opt_bytes);
     ckpt_error err = {0};
@@ -34,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     make_optimizer();
     if (size < 1) return 0;
-    int family = CKPT_FAMILY_ANY + data[0] % 4;   /* ANY, TLADAMF, TLSF32B, TLPF32B */
+    int family = CKPT_FAMILY_ANY + data[0] % 4; /* ANY, TLADAMF, TLSF32B, TLPF32B */
     ckpt_memory mem, omem;
     ckpt_source src, osrc;
     ckpt_source_memory(&src, &mem, data + 1, size - 1);
@@ -61,7 +69,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * loads against them (one broken past its layout pairs, with a warning, and does not load) */
     const ckpt_report *srep = ckpt_file_report(state);
     const ckpt_family *own = srep->family;
-    if (r->pairs && !srep->error.code && (family == CKPT_FAMILY_ANY || (own && family == own->id)) && loaded->error.code) abort();
+    if (r->pairs && !srep->error.code && (family == CKPT_FAMILY_ANY || (own && family == own->id)) &&
+        loaded->error.code)
+        abort();
     if (r->pairs && srep->error.code && !r->warnings_len) abort();
     json = ckpt_pair_json(r);
     if (!json) abort();

@@ -33,9 +33,12 @@ int main(int argc, char **argv)
         bool counter;
         uint64_t version;
     } files[] = {
-        {"v2.ckpt", untied, CKPT_FLOAT32, false, 0}, {"v3.ckpt", tied, CKPT_FLOAT32, false, 0},
-        {"v4.ckpt", tied, CKPT_FLOAT32, true, 0},    {"v5-f64.ckpt", tied, CKPT_FLOAT64, true, 0},
-        {"v5-f64-nocounter.ckpt", untied, CKPT_FLOAT64, false, 0}, {"v5-f32.ckpt", tied, CKPT_FLOAT32, false, 5},
+        {"v2.ckpt", untied, CKPT_FLOAT32, false, 0},
+        {"v3.ckpt", tied, CKPT_FLOAT32, false, 0},
+        {"v4.ckpt", tied, CKPT_FLOAT32, true, 0},
+        {"v5-f64.ckpt", tied, CKPT_FLOAT64, true, 0},
+        {"v5-f64-nocounter.ckpt", untied, CKPT_FLOAT64, false, 0},
+        {"v5-f32.ckpt", tied, CKPT_FLOAT32, false, 5},
     };
     int failed = 0;
     for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
@@ -64,16 +67,16 @@ int main(int argc, char **argv)
         uint8_t prefix[16];
         size_t p = 0;
         prefix[p++] = 4;
-        prefix[p++] = 2 | 4 | 8;          /* rank 2, trainable, map */
+        prefix[p++] = 2 | 4 | 8; /* rank 2, trainable, map */
         prefix[p++] = 2;
         prefix[p++] = 2;
-        prefix[p++] = 1;                  /* rank 1, frozen */
+        prefix[p++] = 1; /* rank 1, frozen */
         prefix[p++] = 3;
-        prefix[p++] = files[k].map == tied ? (2 | 4 | 8) : (2 | 4);   /* tied to slot 0 */
+        prefix[p++] = files[k].map == tied ? (2 | 4 | 8) : (2 | 4); /* tied to slot 0 */
         prefix[p++] = 2;
         prefix[p++] = 2;
-        prefix[p++] = 4;                  /* scalar, trainable */
-        prefix[p++] = 0;                  /* destination: any dtype, no config, counter unknown */
+        prefix[p++] = 4; /* scalar, trainable */
+        prefix[p++] = 0; /* destination: any dtype, no config, counter unknown */
         failed |= save(argv[1], "load", files[k].name, prefix, p, buf.data, buf.len);
         uint8_t rt[64] = {4, 2 | 4, 2, 2, 1, 3, 2 | 4 | 8, 2, 2, 4, (uint8_t)(k * 0x13)};
         for (size_t j = 11; j < sizeof rt; j++) rt[j] = (uint8_t)(j * 37 + k);
@@ -99,7 +102,8 @@ int main(int argc, char **argv)
                 return 1;
             }
             char name[64];
-            snprintf(name, sizeof name, "%s%s.state", family == CKPT_FAMILY_TLSF32B ? "tlsf32b" : "tlpf32b", shapes ? "-mismatched" : "");
+            snprintf(name, sizeof name, "%s%s.state", family == CKPT_FAMILY_TLSF32B ? "tlsf32b" : "tlpf32b",
+                     shapes ? "-mismatched" : "");
             failed |= save(argv[1], "inspect", name, "", 0, buf.data, buf.len);
             for (uint8_t dest = 0; dest < 4; dest++) {
                 char n2[80];

@@ -27,7 +27,8 @@ static const struct {
     {"{[]}", "\\[([0-9]+(, [0-9]+)*(, \\.\\.\\. \\([0-9]+ dims in all\\))?)?\\]"},
     {"{dim}", "(dim [0-9]+ \\()*(scalar|\\.\\.\\. \\([0-9]+ dims in all\\))\\)*"},
     {"{NAME}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter checkpoint)"},
-    {"{P}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter checkpoint|StateIO|ParamIO)"},
+    {"{P}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter "
+            "checkpoint|StateIO|ParamIO)"},
     {"{MAGIC}", "(TLADAMF|TLSF32B|TLPF32B)"},
     {"{s}", "s?"},
 };
@@ -86,7 +87,9 @@ void oracle_check(const ckpt_error *err)
     if (!err || !err->code) return;
     if (count < 0) load();
     for (int k = 0; k < count; k++)
-        if (templates[k].code == err->code && err->message && regexec(&templates[k].re, err->message, 0, NULL, 0) == 0) return;
-    fprintf(stderr, "oracle: code %d with a text that is none of its templates: %s\n", err->code, err->message ? err->message : "(null)");
+        if (templates[k].code == err->code && err->message && regexec(&templates[k].re, err->message, 0, NULL, 0) == 0)
+            return;
+    fprintf(stderr, "oracle: code %d with a text that is none of its templates: %s\n", err->code,
+            err->message ? err->message : "(null)");
     abort();
 }
