@@ -14,6 +14,7 @@ have make || need+=(make)
 have emcc || need+=(emscripten)
 if [[ $mode == test ]]; then
   have clang || need+=(clang)
+  have clang-format || need+=(clang-format)
   compgen -G "/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a" >/dev/null || need+=(libclang-rt-14-dev)
   have chromium || need+=(chromium)
   # NumPy reads the exports back (tests/js/export.test.mjs); the docs' examples load them into

@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh test
 bash scripts/build.sh
+echo "== the C sources against .clang-format"
+clang-format --dry-run --Werror src/*.c src/*.h wasm/*.c tests/c/*.c tests/c/*.h tests/fuzz/*.c bench/*.c
 echo "== native tests (ctest, ASan + UBSan)"
 (cd build/native && ctest --output-on-failure)
 echo "== fuzzing (libFuzzer, ASan + UBSan; 20 s per target)"
