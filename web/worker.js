@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
+import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
@@ -219,6 +219,46 @@ const handlers = {
     const h = handle(role);
     const bytes = await exportTensors(h.ck, { format, names: names ?? undefined, onProgress: throttled(progress) });
     return transfer({ bytes }, [bytes.buffer]);
+  },
+
+  /** The export of exportFile, streamed: chunks of CHUNK bytes posted on `port` ({chunk}, then
+   *  {done}), each made only when `credits` (an Int32 in a SharedArrayBuffer the page adds to as
+   *  chunks reach the disk) is positive: memory stays a few chunks for any size. A negative
+   *  credit is a cancel. Resolves {bytes}. */
+  async exportStream({ role = 'a', format, names = null, port, credits }, progress) {
+    const h = handle(role);
+    const count = new Int32Array(credits);
+    const CHUNK = 4 << 20;
+    let buf = new Uint8Array(CHUNK);
+    let fill = 0;
+    let bytes = 0;
+    const flush = () => {
+      while (Atomics.load(count, 0) === 0) Atomics.wait(count, 0, 0);
+      if (Atomics.load(count, 0) < 0) throw new DOMException('cancelled', 'AbortError');
+      Atomics.sub(count, 0, 1);
+      const chunk = buf.subarray(0, fill);
+      port.postMessage({ chunk }, [chunk.buffer]);
+      buf = new Uint8Array(CHUNK);
+      fill = 0;
+    };
+    const write = (data) => {
+      bytes += data.length;
+      for (let at = 0; at < data.length;) {
+        const n = Math.min(CHUNK - fill, data.length - at);
+        buf.set(data.subarray(at, at + n), fill);
+        fill += n;
+        at += n;
+        if (fill === CHUNK) flush();
+      }
+    };
+    try {
+      await exportTo(h.ck, write, { format, names: names ?? undefined, onProgress: throttled(progress) });
+      if (fill) flush();
+      port.postMessage({ done: true });
+    } finally {
+      port.close();
+    }
+    return { bytes };
   },
 
   /** One slot's m or v (an optimizer file) or values (a state file) as .npy. */
