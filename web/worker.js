@@ -10,6 +10,10 @@ import { makeExamples } from './examples.js';
 /** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read
  *  (the viewer shows it: payloads are skipped until statistics are asked for). */
 class FileBytes extends BlobSource {
+  get name() {
+    return this.blob.name;   // *.json is JSON
+  }
+
   io() {
     return { via: 'file', bytesRead: this.bytesRead };
   }
@@ -38,6 +42,24 @@ function sourceOf(source) {
   if (typeof source === 'string') return new UrlBytes(source);
   if (source instanceof Blob) return new FileBytes(source);
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
+}
+
+// The sources classify read, kept for the open that follows (by the id classify answered): the
+// bytes of the sniff are then the opened file's own, in its count, and not read twice.
+const sniffed = new Map();
+let nextSniff = 1;
+
+function keepSniffed(src) {
+  const id = nextSniff++;
+  sniffed.set(id, src);
+  if (sniffed.size > 8) sniffed.delete(sniffed.keys().next().value);   // files classified, never opened
+  return id;
+}
+
+function takeSniffed(id) {
+  const src = sniffed.get(id);
+  sniffed.delete(id);
+  return src;
 }
 
 // role -> {ck, src, stats: Map(slot -> statistics)}
@@ -85,12 +107,12 @@ async function statsOf(h, slot, onProgress) {
 const handlers = {
   /** Open a File or a served path as role 'a' (the main file: closes both) or 'b' (its model
    *  state). Resolves {summary, columns, io}, the columns' buffers transferred. */
-  async open({ role = 'a', source }) {
+  async open({ role = 'a', source, sniffed: id = null }) {
     if (role === 'a') {
       close('a');
       close('b');
     } else close(role);
-    const src = sourceOf(source);
+    const src = takeSniffed(id) ?? sourceOf(source);
     const ck = await open(src);
     handles[role] = { ck, src, stats: new Map() };
     const columns = ck.columns();
@@ -102,11 +124,13 @@ const handlers = {
     return null;
   },
 
-  /** What a file is: {json: null} for a checkpoint, else {json: 'names' | 'layout' | 'report' |
+  /** What a file is: {json: null, sniffed} for a checkpoint (sniffed: an id for open, which
+   *  then reads through the same source), else {json: 'names' | 'layout' | 'report' |
    *  'description' | 'unknown', names?}. */
   async classify({ source }) {
-    const json = await readJsonSource(typeof source === 'string' ? new UrlBytes(source) : source);
-    if (json === undefined) return { json: null };
+    const src = sourceOf(source);
+    const json = await readJsonSource(src);
+    if (json === undefined) return { json: null, sniffed: keepSniffed(src) };
     const kind = jsonKind(json);
     return kind === 'names' ? { json: kind, names: namesOf(json, source.name ?? 'names') } : { json: kind };
   },
