@@ -79,7 +79,6 @@ test('a > 2 GB export streams from the viewer: the CLI\'s bytes, memory bounded,
   const download = await wait;
   assert.equal(download.suggestedFilename(), 'big.ckpt.safetensors');
   await page.waitForSelector('[data-testid=export-progress]', { state: 'visible' });
-  await shotAt(page, 'export-streaming', { idle: false });
   const got = await sha256(await download.createReadStream());
   clearInterval(sampler);
   assert.equal(got, cliHash, 'the download is the CLI\'s export, byte for byte');
@@ -88,5 +87,40 @@ test('a > 2 GB export streams from the viewer: the CLI\'s bytes, memory bounded,
   const grew = peak - before;
   console.log(`# ${size} bytes exported; the browser's memory grew by ${(grew / 2 ** 20).toFixed(0)} MiB at most`);
   assert.ok(grew < 400 * 2 ** 20, `memory bounded by a few chunks, not the file: grew ${grew} bytes`);
+  await page.context().close();
+});
+
+test('a streamed export stops on Cancel, and when the download is cancelled; the file stays open', async () => {
+  const page = await viewer.page({ acceptDownloads: true, width: 1440 });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('#export-menu:not([hidden])');
+  const exportOnce = async () => {
+    const wait = page.waitForEvent('download', { timeout: 60000 });
+    await page.click('#export-menu summary');
+    await page.click('[data-testid=export-safetensors]');
+    const download = await wait;
+    await page.waitForSelector('[data-testid=export-cancel]', { state: 'visible' });
+    return download;
+  };
+  const cancelled = 'Export of big.ckpt cancelled.';
+  // the viewer's Cancel: the worker stops at its next chunk, the download fails
+  let download = await exportOnce();
+  await shotAt(page, 'export-progress', { idle: false });
+  await page.click('[data-testid=export-cancel]');
+  await page.waitForFunction((t) => document.getElementById('status').textContent === t, cancelled);
+  assert.ok(await download.failure(), 'the download did not complete');
+  assert.equal(await page.locator('[data-testid=export-progress]').isVisible(), false);
+  // the browser's cancel of the download stops the export too
+  await page.evaluate(() => (document.getElementById('status').textContent = ''));
+  await page.setViewportSize({ width: 800, height: 900 });
+  download = await exportOnce();
+  await shotAt(page, 'export-progress', { idle: false });
+  await download.cancel();
+  await page.waitForFunction((t) => document.getElementById('status').textContent === t, cancelled);
+  // the worker was not replaced: the open file answers at once
+  await page.click('[data-testid=param-row][data-index="0"]');
+  await page.waitForSelector('#entry-detail');
+  await shotAt(page, 'export-cancelled');
+  assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
