@@ -39,6 +39,9 @@ const SECURITY_HEADERS = {
   'cache-control': /no-(cache|store)/,
   'cross-origin-resource-policy': /^same-origin$/,
   'x-frame-options': /^DENY$/,
+  // cross-origin isolation: a streamed export's pacing counter is a SharedArrayBuffer
+  'cross-origin-opener-policy': /^same-origin$/,
+  'cross-origin-embedder-policy': /^require-corp$/,
 };
 
 function assertSecurityHeaders(headers, what) {
@@ -261,4 +264,11 @@ test('the viewer URL names the files: #open=<encodeURIComponent(path)> joined by
   const expected = `${origin}/#${server.files.map((f) => `open=${encodeURIComponent(f.url)}`).join('&')}`;
   assert.equal(server.viewerUrl, expected);
   assert.match(server.viewerUrl, /#open=%2Ffiles%2F[0-9a-f]{32}%2Fmodel%2520one\.ckpt&open=/);
+});
+
+test('the service worker of streamed exports is served from the root as JavaScript (scope: the whole viewer)', async () => {
+  const response = await get(childPort, '/sw.js');
+  assert.equal(statusOf(response), 200);
+  assert.match(headersOf(response)['content-type'], /^text\/javascript/);
+  assertSecurityHeaders(headersOf(response), 'sw.js');
 });
