@@ -67,3 +67,14 @@ for (const [which, files] of [['an optimizer file', [0]], ['a model-state file',
     await page.context().close();
   });
 }
+
+test('an optimizer file and its state file opened together: each header\'s count is what the server sent for that file', async () => {
+  sent.clear();
+  const page = await viewer.page({ url: viewer.server.viewerUrl });
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  await idle(page);
+  const [a, b] = viewer.server.files.map((f) => f.url);
+  assert.deepEqual(await shown(page, 'io'), sent.get(a));
+  assert.deepEqual(await shown(page, 'io-b'), sent.get(b));
+  await page.context().close();
+});
