@@ -164,6 +164,10 @@ const handlers = {
       // The state file read again with statistics: the core attaches them to it, so the pair
       // verdict then gives its warnings about values read (FORMAT.md 6); each value is read once.
       const fresh = await open(h.src, { stats: true, onProgress: tick });
+      if (handles[role] !== h) {   // another file opened meanwhile
+        fresh.close();
+        throw new DOMException('cancelled', 'AbortError');
+      }
       h.ck.close();
       h.ck = fresh;
       JSON.parse(fresh.reportText()).tensors.forEach((t, k) => h.stats.set(k, { tensor: k, count: t.count, values: t.values }));
