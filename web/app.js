@@ -64,7 +64,7 @@ async function openFiles(list, { labels = null, expected = null, lr = null } = {
   try {
     for (const [k, role] of [[0, 'a'], [1, 'b']]) {
       if (!list[k]) continue;
-      const answer = await rpc.request('open', { role, source: list[k].source });
+      const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed });
       opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
     }
   } catch (err) {
@@ -101,7 +101,7 @@ async function addState(item, notices) {
   }
   if (stats.scanning || rpc.busy) await rpc.cancel();
   try {
-    const answer = await rpc.request('open', { role: 'b', source: item.source });
+    const answer = await rpc.request('open', { role: 'b', source: item.source, sniffed: item.sniffed });
     if (answer.summary.kind === 'optimizer') {   // the core's family, not the file's name
       await rpc.request('close', { role: 'b' });
       notices.push({ name: item.name, text: 'an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).' });

@@ -77,7 +77,7 @@ export async function sortFiles(files, classify) {
     else if (kind.json === 'layout' || kind.json === 'report') expected = { source, name: file.name };
     else if (kind.json) {
       notices.push({ name: file.name, text: `JSON, but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.` });
-    } else checkpoints.push({ source, name: file.name });
+    } else checkpoints.push({ source, name: file.name, sniffed: kind.sniffed ?? null });
   }
   return { checkpoints, expected, names, notices };
 }

@@ -86,12 +86,13 @@ export class RpcClient {
     return false;
   }
 
-  request(type, args = {}, { onProgress } = {}) {
+  /** `transfer`: objects of args that move to the worker (a MessagePort). */
+  request(type, args = {}, { onProgress, transfer = [] } = {}) {
     const id = this.next++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject, onProgress });
       this.mark();
-      this.worker.postMessage({ id, type, args });
+      this.worker.postMessage({ id, type, args }, transfer);
     });
   }
 

@@ -1,6 +1,7 @@
 // A small static server for the viewer: web/ at the root and the package's js/ at /js/. It
 // serves files only (no uploads, no directory listings) and sends a Content-Security-Policy
-// that keeps every byte of a checkpoint on the machine.
+// that keeps every byte of a checkpoint on the machine. web/sw.js (the service worker that
+// answers streamed exports' downloads) is served from the root, so its scope is the whole viewer.
 //
 // It answers only to its own Host (127.0.0.1:PORT or localhost:PORT), so a page elsewhere
 // cannot reach it by DNS rebinding; no request target can stop it (every request is handled
@@ -47,6 +48,10 @@ const SECURITY_HEADERS = {
   'Cross-Origin-Resource-Policy': 'same-origin',
   'X-Frame-Options': 'DENY',
   'Cache-Control': 'no-cache',
+  // Cross-origin isolation: the page and its worker share a counter (a SharedArrayBuffer) that
+  // paces a streamed export to the speed of the disk (web/parts/save-stream.js).
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
 };
 
 const TYPES = {

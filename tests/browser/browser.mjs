@@ -23,6 +23,9 @@ export async function startViewer({ files = [] } = {}) {
     /** A fresh page at `url` (the viewer's root by default) once the examples are there. */
     async page({ colorScheme = 'light', width = 1280, height = 900, url = `${origin}/`, acceptDownloads = false } = {}) {
       const context = await browser.newContext({ viewport: { width, height }, colorScheme, acceptDownloads });
+      // A save dialog has no automation: exports go the other way the viewer has, a download
+      // streamed by its service worker (web/parts/save-stream.js), which tests can read.
+      await context.addInitScript(() => delete window.showSaveFilePicker);
       const page = await context.newPage();
       page.requests = [];
       page.consoleErrors = [];

@@ -40,6 +40,9 @@ const SECURITY_HEADERS = {
   'cache-control': /no-(cache|store)/,
   'cross-origin-resource-policy': /^same-origin$/,
   'x-frame-options': /^DENY$/,
+  // cross-origin isolation: a streamed export's pacing counter is a SharedArrayBuffer
+  'cross-origin-opener-policy': /^same-origin$/,
+  'cross-origin-embedder-policy': /^require-corp$/,
 };
 
 function assertSecurityHeaders(headers, what) {
@@ -320,4 +323,11 @@ test('18.9: a file truncated while it is served: the answer is cut at once, no s
     s.closeAllConnections();
     await new Promise((resolve) => s.close(resolve));
   }
+});
+
+test('the service worker of streamed exports is served from the root as JavaScript (scope: the whole viewer)', async () => {
+  const response = await get(childPort, '/sw.js');
+  assert.equal(statusOf(response), 200);
+  assert.match(headersOf(response)['content-type'], /^text\/javascript/);
+  assertSecurityHeaders(headersOf(response), 'sw.js');
 });

@@ -1,8 +1,10 @@
 // Exports of the open files: the core's JSON report, an optimizer file's moments or a state
 // file's tensors as safetensors or .npz (slots named when the names fit), and one entry's m or v
-// as .npy. The bytes are made by the package in the worker and saved as downloads.
+// as .npy. The bytes are made by the package in the worker and saved as downloads; whole files
+// stream to disk (parts/save-stream.js).
 import { el, button, download } from '../dom.js';
 import { plural } from '../format.js';
+import { canStream, streamTo } from './save-stream.js';
 
 /** Buttons of the statistics panel: this entry's m and v as .npy. */
 export function entryActions(ctx, slot) {
@@ -24,17 +26,33 @@ async function saveNpy({ store, rpc, status }, file, slot, what) {
   }
 }
 
-/** The open file's moments (or tensors) as safetensors or .npz, slots named when names fit. */
-export async function saveFile({ store, rpc, status }, file, format) {
+/** The open file's moments (or tensors) as safetensors or .npz, slots named when names fit.
+ *  Streamed (parts/save-stream.js) where the page can: no size limit but the disk, a few chunks
+ *  in memory, progress and Cancel through `line` ({start(cancel), progress(fraction), end()});
+ *  else made in memory (a page served without cross-origin isolation). */
+export async function saveFile({ store, rpc, status }, file, format, line) {
   const n = file.cols.kind === 'state' ? file.cols.tensorTotal : file.cols.n;
   const names = store.labels?.length === n ? store.labels : null;
+  const name = `${file.name}.${format === 'npz' ? 'npz' : 'safetensors'}`;
+  const named = names ? ', tensors named by slot name' : '';
+  const role = store.roleOf(file);
   status(`Exporting ${file.name} as ${format}…`);
   try {
-    const { bytes } = await rpc.request('exportFile', { role: store.roleOf(file), format, names });
-    download(bytes, `${file.name}.${format === 'npz' ? 'npz' : 'safetensors'}`);
-    status(`Exported ${file.name} as ${format} (${plural(bytes.length, 'byte')}${names ? ', tensors named by slot name' : ''}).`);
+    if (!canStream()) {
+      const { bytes } = await rpc.request('exportFile', { role, format, names });
+      download(bytes, name);
+      status(`Exported ${file.name} as ${format} (${plural(bytes.length, 'byte')}${named}).`);
+      return;
+    }
+    const onProgress = ({ done, total }) => line?.progress(total ? done / total : null);
+    const saved = await streamTo(name, (port, credits) =>
+      rpc.request('exportStream', { role, format, names, port, credits }, { onProgress, transfer: [port] }), { onStart: (cancel) => line?.start(cancel) });
+    if (!saved) status('Export not saved: no file was picked.');
+    else status(`Exported ${file.name} as ${format} (${plural(saved.bytes, 'byte')}${named}, streamed to ${saved.via === 'file' ? 'the file picked' : 'a download'}).`);
   } catch (err) {
-    status(`Export failed: ${err.message}`);
+    status(err.name === 'AbortError' ? `Export of ${file.name} cancelled.` : `Export failed: ${err.message}`);
+  } finally {
+    line?.end();
   }
 }
 

@@ -18,7 +18,30 @@ export class ExportsView {
     summary.title = 'The JSON report, and the moments or tensors for NumPy and PyTorch (safetensors, .npz)';
     this.items = el('div', 'menu-body');
     this.menu.append(summary, this.items);
-    root.append(this.menu);
+    // a streamed export's progress and Cancel, beside the menu while it runs
+    this.progress = el('progress');
+    this.progress.max = 1;
+    this.progress.setAttribute('data-testid', 'export-progress');
+    this.cancel = button('Cancel export', { testid: 'export-cancel', onClick: () => this.stop?.() });
+    this.running = el('span', 'export-line');
+    this.running.hidden = true;
+    this.running.append(el('span', 'meta', 'Exporting'), this.progress, this.cancel);
+    root.append(this.menu, this.running);
+    this.line = {
+      start: (cancel) => {
+        this.stop = cancel;
+        this.progress.removeAttribute('value');
+        this.running.hidden = false;
+      },
+      progress: (fraction) => {
+        if (fraction === null) this.progress.removeAttribute('value');
+        else this.progress.value = fraction;
+      },
+      end: () => {
+        this.stop = null;
+        this.running.hidden = true;
+      },
+    };
   }
 
   /** The menu for what is open. */
@@ -36,13 +59,13 @@ export class ExportsView {
     add('Report (JSON, as ckptscope inspect --json)', 'export-report', () => saveReport(this.ctx, main));
     if (opt && st) add('Model-state report (JSON)', 'export-state-report', () => saveReport(this.ctx, st));
     if (opt?.summary.ok) {
-      add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors'));
-      add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz'));
+      add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors', this.line));
+      add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz', this.line));
       add('Convert… (another version, for another TorchLean)', 'export-convert', () => openConvert(this.ctx, opt));
     }
     if (st?.summary.ok) {
-      add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => saveFile(this.ctx, st, 'safetensors'));
-      add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => saveFile(this.ctx, st, 'npz'));
+      add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => saveFile(this.ctx, st, 'safetensors', this.line));
+      add(`${opt ? 'Model state' : 'Tensors'} as .npz`, opt ? 'export-state-npz' : 'export-npz', () => saveFile(this.ctx, st, 'npz', this.line));
     }
   }
 

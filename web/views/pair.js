@@ -80,14 +80,21 @@ export class PairView {
   }
 
   async onFiles() {
-    const { store, rpc, readBytes } = this.ctx;
+    const { store, readBytes } = this.ctx;
     const opt = store.optimizer, st = store.stateFile;
     this.card.hidden = !(opt && st);
     this.shown = null;
+    this.pairedWithStats = null;
     if (this.card.hidden) return;
     const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
       stateBytes: readBytes(st), stateSize: Number(st.summary.size) };
     renderPair(this.card, null, options);
+    await this.verdict(opt, st, options);
+  }
+
+  /** Ask the worker for the pair verdict and show it (unless other files opened meanwhile). */
+  async verdict(opt, st, options) {
+    const { store, rpc } = this.ctx;
     let result;
     try {
       result = await rpc.request('pair');
@@ -102,6 +109,16 @@ export class PairView {
   }
 
   onSelect() {}
+
+  /** The state file's statistics arrived (a scan of its tensors attached them to it in the
+   *  worker): the verdict again, now with its warnings about the values read (FORMAT.md 6). */
+  onStats({ kind }) {
+    const { store, stats } = this.ctx;
+    const scan = stats.scans.state;
+    if (kind !== 'state' || !scan || !this.shown || this.pairedWithStats === scan) return;
+    this.pairedWithStats = scan;
+    this.verdict(store.optimizer, store.stateFile, this.shown.options);
+  }
 
   /** The ties and failures name slots: again with the new names. */
   onLabels() {

@@ -1,0 +1,80 @@
+// Issue 17 goals 3 and 4 (viewer side): the bytes the viewer says it transferred are the bytes the
+// server sent. A counting server (the viewer's own, its answers to /files/ tallied)
+// serves large sparse files, counting the body bytes it writes; the header's "N bytes transferred over HTTP in K range requests" is
+// compared with the tally exactly, the JSON sniff (what a file is, before it opens) included.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startViewer } from './browser.mjs';
+import { writeSparse, writeSparseState } from '../js/sparse.mjs';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-bytes-'));
+const opt = path.join(tmp, 'big.ckpt');
+const state = path.join(tmp, 'big.tlsf');
+let viewer;
+const sent = new Map();   // URL path -> {bytes, requests}
+
+before(async () => {
+  writeSparse(opt, { slots: 7, elements: 2 ** 28 });        // 15 GB of holes
+  writeSparseState(state, { tensors: 7, elements: 2 ** 28 });   // 7.5 GB
+  viewer = await startViewer({ files: [opt, state] });
+  viewer.server.prependListener('request', (req, res) => {
+    if (req.method !== 'GET' || !req.url.startsWith('/files/')) return;
+    let body = 0;   // the body's bytes as written to the socket
+    const { write, end } = res;
+    res.write = function (chunk, ...rest) {
+      body += chunk.length;
+      return write.call(this, chunk, ...rest);
+    };
+    res.end = function (chunk, ...rest) {
+      if (chunk && typeof chunk !== 'function') body += chunk.length;
+      return end.call(this, chunk, ...rest);
+    };
+    res.on('finish', () => {
+      const tally = sent.get(req.url) ?? { bytes: 0, requests: 0 };
+      tally.bytes += body;
+      tally.requests++;
+      sent.set(req.url, tally);
+    });
+  });
+});
+
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const shown = async (page, testid) => {
+  const m = /([\d,]+) bytes transferred over HTTP in (\d+) range requests?$/.exec(await page.textContent(`[data-testid=${testid}]`));
+  assert.ok(m, `the header says what it transferred: ${await page.textContent(`[data-testid=${testid}]`)}`);
+  return { bytes: Number(m[1].replaceAll(',', '')), requests: Number(m[2]) };
+};
+
+const idle = (page) => page.waitForFunction(() => document.documentElement.dataset.pending === '0');
+
+for (const [which, files] of [['an optimizer file', [0]], ['a model-state file', [1]]]) {
+  test(`${which} opened from the address: the bytes and requests shown are the server's`, async () => {
+    sent.clear();
+    const { url } = viewer.server.files[files[0]];
+    const page = await viewer.page({ url: `${viewer.server.origin}/#open=${encodeURIComponent(url)}` });
+    await page.waitForSelector('[data-testid=io]');
+    await idle(page);
+    const got = await shown(page, 'io');
+    assert.deepEqual(got, sent.get(url), 'what the header says is what the server sent');
+    assert.ok(got.bytes < 64 * 1024 + 64 * 7 * 2, `headers only: ${got.bytes} bytes`);
+    await page.context().close();
+  });
+}
+
+test('an optimizer file and its state file opened together: each header\'s count is what the server sent for that file', async () => {
+  sent.clear();
+  const page = await viewer.page({ url: viewer.server.viewerUrl });
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  await idle(page);
+  const [a, b] = viewer.server.files.map((f) => f.url);
+  assert.deepEqual(await shown(page, 'io'), sent.get(a));
+  assert.deepEqual(await shown(page, 'io-b'), sent.get(b));
+  await page.context().close();
+});

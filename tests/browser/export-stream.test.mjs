@@ -1,0 +1,128 @@
+// Issue 17 goal 5: an export streams from the viewer as from the CLI. A > 2 GB sparse file is
+// opened in the viewer's page and exported (its service worker answers the download from a
+// stream the parsing worker feeds, a few chunks at a time); the download is the CLI's `export` output
+// byte for byte (hashed as both stream), and the browser's memory stays bounded meanwhile.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { startViewer, shotAt } from './browser.mjs';
+import { writeSparse } from '../js/sparse.mjs';
+
+const ELEMENTS = 270_000_000;   // 2 x 4 x 270M: 2.16 GB of moments
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-export-'));
+const file = path.join(tmp, 'big.ckpt');
+const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
+let viewer;
+
+before(async () => {
+  writeSparse(file, { slots: 1, elements: ELEMENTS });
+  viewer = await startViewer();
+});
+
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const sha256 = async (stream) => {
+  const h = crypto.createHash('sha256');
+  for await (const chunk of stream) h.update(chunk);
+  return h.digest('hex');
+};
+
+/** Resident memory of this process's descendants (the browser's processes), in bytes. */
+function browserRss() {
+  const parent = new Map();
+  const rss = new Map();
+  for (const pid of fs.readdirSync('/proc').filter((x) => /^\d+$/.test(x))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parent.set(Number(pid), Number(fields[1]));
+      rss.set(Number(pid), Number(fields[21]) * 4096);
+    } catch { /* gone */ }
+  }
+  let total = 0;
+  for (const [pid, bytes] of rss) {
+    for (let p = parent.get(pid); p; p = parent.get(p)) {
+      if (p === process.pid) {
+        total += bytes;
+        break;
+      }
+    }
+  }
+  return total;
+}
+
+test('a > 2 GB export streams from the viewer: the CLI\'s bytes, memory bounded, progress shown', async () => {
+  const cliOut = path.join(tmp, 'cli.safetensors');
+  execFileSync(process.execPath, [CLI, 'export', file, cliOut]);
+  const size = fs.statSync(cliOut).size;
+  assert.ok(size > 2 ** 31, `the export is past 2 GiB (${size} bytes)`);
+  const cliHash = await sha256(fs.createReadStream(cliOut));
+  fs.rmSync(cliOut);
+
+  const page = await viewer.page({ acceptDownloads: true });
+  await page.setInputFiles('[data-testid=file-input]', file);   // the file itself, by path: nothing copied
+  assert.equal(await page.evaluate(() => crossOriginIsolated), true, 'the page is cross-origin isolated (COOP + COEP)');
+  await page.waitForSelector('#export-menu:not([hidden])');
+  const before = browserRss();
+  let peak = before;
+  const sampler = setInterval(() => (peak = Math.max(peak, browserRss())), 250);
+  const wait = page.waitForEvent('download', { timeout: 60000 });
+  const started = Date.now();
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-safetensors]');
+  const download = await wait;
+  assert.equal(download.suggestedFilename(), 'big.ckpt.safetensors');
+  await page.waitForSelector('[data-testid=export-progress]', { state: 'visible' });
+  const got = await sha256(await download.createReadStream());
+  const seconds = (Date.now() - started) / 1000;
+  clearInterval(sampler);
+  assert.equal(got, cliHash, 'the download is the CLI\'s export, byte for byte');
+  await page.waitForFunction((n) => document.getElementById('status').textContent.includes(n), `${size.toLocaleString('en-US')} bytes`, { timeout: 20000 });
+  assert.match(await page.textContent('#status'), /streamed to a download/);
+  const grew = peak - before;
+  console.log(`# ${size} bytes exported in ${seconds.toFixed(1)} s (downloaded and hashed); the browser's memory grew by ${(grew / 2 ** 20).toFixed(0)} MiB at most`);
+  assert.ok(grew < 400 * 2 ** 20, `memory bounded by a few chunks, not the file: grew ${grew} bytes`);
+  await page.context().close();
+});
+
+test('a streamed export stops on Cancel, and when the download is cancelled; the file stays open', async () => {
+  const page = await viewer.page({ acceptDownloads: true, width: 1440 });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('#export-menu:not([hidden])');
+  const exportOnce = async () => {
+    const wait = page.waitForEvent('download', { timeout: 60000 });
+    await page.click('#export-menu summary');
+    await page.click('[data-testid=export-safetensors]');
+    const download = await wait;
+    await page.waitForSelector('[data-testid=export-cancel]', { state: 'visible' });
+    return download;
+  };
+  const cancelled = 'Export of big.ckpt cancelled.';
+  // the viewer's Cancel: the worker stops at its next chunk, the download fails
+  let download = await exportOnce();
+  await shotAt(page, 'export-progress', { idle: false });
+  await page.click('[data-testid=export-cancel]');
+  await page.waitForFunction((t) => document.getElementById('status').textContent === t, cancelled);
+  assert.ok(await download.failure(), 'the download did not complete');
+  assert.equal(await page.locator('[data-testid=export-progress]').isVisible(), false);
+  // the browser's cancel of the download stops the export too
+  await page.evaluate(() => (document.getElementById('status').textContent = ''));
+  await page.setViewportSize({ width: 800, height: 900 });
+  download = await exportOnce();
+  await shotAt(page, 'export-progress', { idle: false });
+  await download.cancel();
+  await page.waitForFunction((t) => document.getElementById('status').textContent === t, cancelled);
+  // the worker was not replaced: the open file answers at once
+  await page.click('[data-testid=param-row][data-index="0"]');
+  await page.waitForSelector('#entry-detail');
+  await shotAt(page, 'export-cancelled');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

@@ -1,0 +1,119 @@
+// Where a streamed export goes, chunk by chunk: a file the user picks (the File System Access
+// API, where the browser has it) or a download answered by the service worker (web/sw.js) from a
+// stream. Either way the bytes pass through here once and are never held whole: the parsing
+// worker makes a chunk only when one it made before has been taken (credits in a shared counter).
+
+const CREDITS = 4;   // chunks in flight at most, between the worker and the disk
+
+/** Whether exports can stream: a shared counter needs a cross-origin isolated page (the viewer's
+ *  server sends COOP and COEP), a download stream a service worker. */
+export function canStream() {
+  return globalThis.crossOriginIsolated === true && typeof SharedArrayBuffer === 'function' &&
+    (typeof globalThis.showSaveFilePicker === 'function' || 'serviceWorker' in navigator);
+}
+
+/** A file the user picks: {write(chunk), close(), abort()}; null if the user declined. Must be
+ *  called from the click (it needs the user's gesture). */
+async function pickedFile(name) {
+  let handle;
+  try {
+    handle = await globalThis.showSaveFilePicker({ suggestedName: name });
+  } catch (err) {
+    if (err.name === 'AbortError') return null;
+    throw err;
+  }
+  const out = await handle.createWritable();
+  return { write: (chunk) => out.write(chunk), close: () => out.close(), abort: () => out.abort().catch(() => {}), via: 'file' };
+}
+
+let registration = null;
+
+/** A download answered by the service worker: {write(chunk), close(), abort(), onCancel}. */
+async function serviceWorkerDownload(name) {
+  registration ??= navigator.serviceWorker.register(new URL('../sw.js', import.meta.url), { scope: new URL('../', import.meta.url).pathname })
+    .then(() => navigator.serviceWorker.ready);
+  const { active } = await registration;
+  const { port1, port2 } = new MessageChannel();
+  const id = crypto.randomUUID();
+  active.postMessage({ type: 'download', id, name }, [port2]);
+  const acks = [];   // resolvers of the chunks sent, in order
+  const target = {
+    via: 'download',
+    onCancel: null,
+    write(chunk) {
+      port1.postMessage({ chunk }, [chunk.buffer]);
+      return new Promise((resolve) => acks.push(resolve));
+    },
+    close() {
+      port1.postMessage({ done: true });
+    },
+    abort(text = 'cancelled') {
+      port1.postMessage({ error: text });
+    },
+  };
+  port1.onmessage = ({ data }) => {
+    if (data.ack !== undefined) acks.shift()?.();
+    else if (data.cancel) target.onCancel?.();
+  };
+  const frame = document.createElement('iframe');
+  frame.hidden = true;
+  frame.src = new URL(`../download/${id}/${encodeURIComponent(name)}`, import.meta.url).href;
+  document.body.append(frame);
+  setTimeout(() => frame.remove(), 60000);   // the download goes on without the frame once it started
+  return target;
+}
+
+/**
+ * Stream one export into a file the user picks or a download named `name`. `run(port, credits)`
+ * starts the export in the worker (which posts {chunk} | {done} | {error} on `port` and waits on
+ * `credits`) and resolves with its result. Resolves {result, bytes, via}; null if the user
+ * declined the file picker. cancel() (returned through onStart) stops it and the download.
+ */
+export async function streamTo(name, run, { onStart } = {}) {
+  const target = typeof globalThis.showSaveFilePicker === 'function' ? await pickedFile(name) : await serviceWorkerDownload(name);
+  if (!target) return null;
+  const credits = new Int32Array(new SharedArrayBuffer(4));
+  credits[0] = CREDITS;
+  const give = () => {
+    if (Atomics.load(credits, 0) < 0) return;
+    Atomics.add(credits, 0, 1);
+    Atomics.notify(credits, 0);
+  };
+  const stop = () => {   // the worker's next chunk throws; it is waiting or will be
+    Atomics.store(credits, 0, -1);
+    Atomics.notify(credits, 0);
+  };
+  let cancelled = false;
+  const cancel = () => {
+    cancelled = true;
+    stop();
+  };
+  target.onCancel = cancel;
+  onStart?.(cancel);
+  const { port1, port2 } = new MessageChannel();
+  let bytes = 0;
+  let failure = null;
+  const finished = new Promise((resolve) => {
+    port1.onmessage = ({ data }) => {
+      if (data.chunk) {
+        bytes += data.chunk.length;
+        target.write(data.chunk).then(give, (err) => {
+          failure ??= err;   // the disk refused: stop the worker
+          stop();
+        });
+      } else resolve(data);
+    };
+  });
+  let result;
+  try {
+    result = await run(port2, credits.buffer);
+  } catch (err) {
+    target.abort(cancelled ? 'cancelled' : err.message);
+    port1.close();
+    throw cancelled ? new DOMException('cancelled', 'AbortError') : (failure ?? err);
+  }
+  await finished;   // the last chunk was posted before {done}: every write is queued
+  await target.close();
+  port1.close();
+  return { result, bytes, via: target.via };
+}
