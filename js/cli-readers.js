@@ -55,7 +55,9 @@ export async function convertFile(input, output, options) {
   try {
     result = await reading(input, 'checkpoint', () => writing(output, () => convert(sourceOf(input), output, options)));
   } catch (err) {
-    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) err.context = `cannot convert ${input}: it is not a valid checkpoint`;
+    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) {
+      throw new CheckpointError(err, { context: `cannot convert ${input}: it is not a valid checkpoint` });
+    }
     throw err;
   }
   const lines = [`${displayName(output)}: version ${result.version} (${result.dtype})`];

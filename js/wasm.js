@@ -13,8 +13,10 @@ const isNode = typeof process !== 'undefined' && !!process.versions?.node;
 const cores = new Map();
 const modules = new Map();   // variant -> compiled WebAssembly.Module (a worker can be given one)
 
-/** Load (once) the core. `variant` 'simd' (default) or 'nosimd'; in Node the environment
- *  variable CKPTSCOPE_WASM=nosimd changes the default (the benchmark uses it). */
+/** Load (once) the core. `variant` 'simd' (default), 'nosimd', or the name of another build of
+ *  the core beside these (js/ckptscope-{variant}.wasm: a build with extra families,
+ *  docs/architecture.md); in Node the environment variable CKPTSCOPE_WASM changes the default
+ *  (the benchmark uses CKPTSCOPE_WASM=nosimd). */
 export function loadCore(variant = (isNode && process.env.CKPTSCOPE_WASM) || 'simd') {
   if (!cores.has(variant)) cores.set(variant, instantiate(variant));
   return cores.get(variant);
@@ -58,10 +60,17 @@ async function instantiate(variant) {
   return core;
 }
 
+/** The file of a variant: ckptscope.wasm for 'simd', ckptscope-{variant}.wasm otherwise. */
+function moduleName(variant) {
+  if (variant === 'simd') return 'ckptscope';
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(variant)) throw new RangeError(`not a build of the core: ${JSON.stringify(variant)} (simd, nosimd, or the NAME of js/ckptscope-NAME.wasm)`);
+  return `ckptscope-${variant}`;
+}
+
 async function compile(variant) {
   let module;
   try {
-    module = await fetchModule(variant === 'nosimd' ? 'ckptscope-nosimd' : 'ckptscope');
+    module = await fetchModule(moduleName(variant));
   } catch (err) {
     // An engine without WebAssembly SIMD cannot compile the default build: use the other.
     if (variant === 'simd' && err instanceof WebAssembly.CompileError) module = await fetchModule('ckptscope-nosimd');

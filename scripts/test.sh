@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh test
 bash scripts/build.sh
+bash scripts/build.sh family
 echo "== the C sources against .clang-format"
 clang-format --dry-run --Werror src/*.c src/*.h wasm/*.c tests/c/*.c tests/c/*.h tests/fuzz/*.c bench/*.c
 echo "== native tests (ctest, ASan + UBSan)"
