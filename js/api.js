@@ -4,7 +4,7 @@
 // turns the core's errors into CheckpointError.
 
 import { loadBinding } from './binding.js';
-import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, sourceSize } from './checkpoint.js';
+import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, withSource, sourceSize } from './checkpoint.js';
 import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
@@ -91,18 +91,24 @@ export async function check(source, layout, options = {}) {
     return { ok: true, warnings: result.warnings, pair: result };
   }
   const b = await loadBinding();
-  const { core } = b;
   const reader = readerId(b, options.reader);
+  const load = (srcId, size) => withLayout(layout, 'expected', (l) => {
+    b.layoutSetReader(l, reader);
+    return b.check(srcId, size, l);
+  });
+  const verdict = (report) => {
+    if (!report.ok) throw new CheckpointError(report.error, { report });
+    return { ok: true, warnings: report.warnings, report };
+  };
+  // an open Checkpoint: the trainer's load reads its own source again (the handle stays open)
+  if (source instanceof Checkpoint) return verdict(await withSource(source, (_, srcId, size) => load(srcId, size)));
+  const { core } = b;
   const src = await openSource(source);
   const srcId = core.register(src);
   try {
-    const report = await withLayout(layout, 'expected', (l) => {
-      b.layoutSetReader(l, reader);
-      return b.check(srcId, sourceSize(b, src), l);
-    });
+    const report = await load(srcId, sourceSize(b, src));
     if (src.error) throw src.error;
-    if (!report.ok) throw new CheckpointError(report.error, { report });
-    return { ok: true, warnings: report.warnings, report };
+    return verdict(report);
   } finally {
     core.unregister(srcId);
     src.close();

@@ -159,6 +159,12 @@ export function withFile(ck, fn) {
   return internals.use(ck, fn);
 }
 
+/** Run fn(binding, sourceId, size) with the handle's own source (read again by a call that
+ *  parses from a source, as check does) while the handle stays live. */
+export function withSource(ck, fn) {
+  return internals.withSource(ck, fn);
+}
+
 /** Run fn(layoutPtr) with the file as a layout (a destination or a side of a diff); `subject`
  *  names it in the error when the file broke before its layout was complete. */
 export function withFileLayout(ck, fn, subject) {
@@ -196,6 +202,7 @@ export class Checkpoint {
   static {
     internals = {
       use: (ck, fn) => ck.#use(fn),
+      withSource: (ck, fn) => ck.#use((b) => fn(b, ck.#srcId, sourceSize(b, ck.#src))),
       withLayout: (ck, fn, subject) => ck.#withLayout(fn, subject),
       itemStatsPacked: (ck, k, options) => ck.#itemStatsPacked(k, options),
       attachPacked: (ck, from, list) => ck.#attachPacked(from, list),

@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, check, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { open, inspect, health, check, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
 import { model } from './table.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
@@ -179,6 +179,25 @@ test('18.12: a custom {size, read} source as check\'s layout is read as a checkp
   other[100] ^= 0xff;   // some other file: still a checkpoint source, the verdict by reading it
   const r = await check(bytes, { ...custom, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, other.length - offset)); dest.set(other.subarray(offset, offset + n)); return n; } }).catch((err) => err);
   assert.ok(!(r instanceof LayoutError), `${r?.name}: ${r?.message}`);
+});
+
+test('18.12: check takes an open Checkpoint as its file, as its types say: the verdict, the handle left open', async () => {
+  const bytes = await model();
+  const report = await inspect(bytes);
+  const layout = { shapes: report.schema.shapes, requiresGrad: report.schema.requiresGrad, representatives: report.schema.representatives };
+  const ck = await open(bytes);
+  try {
+    assert.equal((await check(ck, layout)).ok, true);
+    assert.equal(ck.closed, false);
+    const wrong = { ...layout, shapes: layout.shapes.map((s, i) => (i === 2 ? [7, 7] : s)) };   // slot 2: [3], its own owner
+    const err = await check(ck, wrong).catch((e) => e);
+    assert.ok(err instanceof CheckpointError, String(err));
+    assert.equal(err.message, 'CUDA Adam checkpoint: rank mismatch for parameter 2 (file=1, expected=2)');
+    assert.equal(err.slot, 2);
+  } finally {
+    ck.close();
+  }
+  await assert.rejects(check(ck, layout), /this Checkpoint is closed/);
 });
 
 test('18.8: a sparse file declaring rank 2^28: memory bounded by the bytes left, the truncation diagnostic as before', async () => {
