@@ -76,7 +76,7 @@ export function usageOf(command) {
   for (let k = 0; k < lines.length; k++) {
     if (!lines[k].startsWith(`  ckptscope ${command} `)) continue;
     out.push(lines[k]);
-    if (lines[k + 1]?.startsWith('     ')) out.push(lines[++k]);
+    while (lines[k + 1]?.startsWith('     ')) out.push(lines[++k]);
   }
   return `usage:\n${out.join('\n')}`;
 }
