@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// ckptscope command line (DESIGN.md "CLI"). Exit status: 0 valid / would load / no
+// ckptscope command line (docs/cli.md). Exit status: 0 valid / would load / no
 // differences; 1 invalid checkpoint, would not load, or differences; 2 usage or I/O error;
 // 141 when stdout's reader went away. A bad file never produces a stack trace: the reference
 // diagnostic, its offset, a hint. Every line for a person goes out through terminal.js.

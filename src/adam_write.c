@@ -40,7 +40,7 @@ static int check_version(const ckpt_write_desc *d, uint64_t version, ckpt_error 
     return 0;
 }
 
-/* The save checks of FORMAT.md 4, in order, over entries sorted by id. */
+/* The save checks of docs/format.md 4, in order, over entries sorted by id. */
 static int check_entries(const ckpt_write_desc *d, const ckpt_entry_in **sorted, ckpt_error *err)
 {
     const ckpt_schema *s = d->schema;

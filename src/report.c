@@ -82,7 +82,7 @@ bool ckpt_report_push_tensor(ckpt_report *rep, const ckpt_tensor_info *t)
 
 /* Inspection's payload warnings (format.md 5), after the file's other warnings, in file order:
  * counted by the statistics, never guessed. One place for a scan in one pass and for statistics
- * gathered by workers (ckpt_file_finish_stats). */
+ * gathered by workers (ckpt_file_attach_stats, once every item has them). */
 void ckpt_report_warn_payloads(ckpt_report *rep)
 {
     if (!rep->family) return;

@@ -172,7 +172,7 @@ const handlers = {
     const tick = throttled(progress);
     if (state) {
       // The state file read again with statistics: the core attaches them to it, so the pair
-      // verdict then gives its warnings about values read (FORMAT.md 6); each value is read once.
+      // verdict then gives its warnings about values read (docs/format.md 6); each value is read once.
       const fresh = await open(h.src, { stats: true, onProgress: tick });
       if (handles[role] !== h) {   // another file opened meanwhile
         fresh.close();

@@ -111,7 +111,7 @@ export class PairView {
   onSelect() {}
 
   /** The state file's statistics arrived (a scan of its tensors attached them to it in the
-   *  worker): the verdict again, now with its warnings about the values read (FORMAT.md 6). */
+   *  worker): the verdict again, now with its warnings about the values read (docs/format.md 6). */
   onStats({ kind }) {
     const { store, stats } = this.ctx;
     const scan = stats.scans.state;
