@@ -445,6 +445,8 @@ export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array
 export function saveGradient(path: string | URL, a: Source, b: Source, options?: ExportOptions): Promise<void>;
 /** The number in a file name: its last run of digits, or null. */
 export function numberInName(name: string): bigint | null;
+/** The stem of a file name (its base name without the last extension): a state file pairs with the checkpoint of the same stem. */
+export function stemOf(name: string): string;
 /** A folder's run order: by the number in the name, then by the largest step. */
 export function runOrder<T extends { name: string; step?: number | bigint | string | null }>(items: T[]): T[];
 

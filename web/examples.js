@@ -155,7 +155,7 @@ export function adamRun({ steps = 120, lr = 1e-3 } = {}) {
       randomCounter: 4096,
       entries: moments.map((mv, i) => ({ id: i, step: steps, ...mv })).filter((e) => e.id !== 1),
     },
-    state: { family: 'TLSF32B', shapes, values: params },
+    state: { shapes, values: params },
   };
 }
 
@@ -197,7 +197,7 @@ export async function adamSeries({ saves = [3, 4, 8], reset = null, beta2 = 0.99
       const entries = moments.map((mv, i) => ({ id: i, step: t - t0, m: mv.m.slice(), v: mv.v.slice() })).filter((e) => trainable[e.id]);
       const optimizer = { shapes, requiresGrad: trainable, config: { kind: 'adamw', beta1, beta2, epsilon: eps, weightDecay: wd }, randomCounter: 7, entries };
       files.push({ name: `step-${t}.ckpt`, bytes: await writeCheckpoint(optimizer) });
-      files.push({ name: `step-${t}.tlsf`, bytes: await writeState({ family: 'TLSF32B', shapes, values: theta.map((x) => x.slice()) }) });
+      files.push({ name: `step-${t}.tlsf`, bytes: await writeState({ shapes, values: theta.map((x) => x.slice()) }) });
     }
     if (t === reset) {
       moments = fresh();
@@ -226,13 +226,13 @@ export async function makeExamples() {
   const tiedBytes = await writeCheckpoint(tied.description);
   const { shapes, representatives } = tied.description;
   const values = tiedValues(shapes, representatives);
-  const stateBytes = await writeState({ family: 'TLSF32B', shapes, values });
+  const stateBytes = await writeState({ shapes, values });
   // The mismatched state file: the head no longer equals the embedding it is tied to, and the
   // frozen positional table holds a NaN.
   const drifted = values.map((v) => v.slice());
   drifted[10][5] += 0.25;
   drifted[1][3] = NaN;
-  const driftedBytes = await writeState({ family: 'TLSF32B', shapes, values: drifted });
+  const driftedBytes = await writeState({ shapes, values: drifted });
   const run = adamRun();
   const file = (name, bytes) => ({ name, bytes });
   return [

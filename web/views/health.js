@@ -185,11 +185,16 @@ export class HealthView {
 
   lrChanged() {
     const text = this.lrInput.value.trim();
+    this.lrError = null;
     if (!text) this.lr = null;
     else {
       const v = Number(text);
       if (!Number.isFinite(v) || v <= 0) {
-        this.showState(`The learning rate must be a positive number, not ${JSON.stringify(text)}.`, true);
+        // stays said until the input changes: a pass still running (for the last valid rate)
+        // draws its chart but does not overwrite it, and none is started for this input
+        this.lrError = `The learning rate must be a positive number, not ${JSON.stringify(text)}.`;
+        this.again = false;
+        this.showState(this.lrError, true);
         return;
       }
       this.lr = v;
@@ -216,7 +221,7 @@ export class HealthView {
     const started = performance.now();
     try {
       const r = await this.rpc.request('health', { lr: this.lr, withState: !!st }, {
-        onProgress: ({ done, total }) => this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
+        onProgress: ({ done, total }) => this.lrError || this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
       });
       if (this.opt !== opt) return;
       r.withState = !!st;
@@ -252,7 +257,8 @@ export class HealthView {
     const what = this.mode === 'ratio'
       ? `update-to-weight ratio at lr ${r.lr} (log scale; flags fire outside 1e-5…1e-2, the shaded band)`
       : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
-    this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
+    if (this.lrError) this.showState(this.lrError, true);
+    else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
     this.chartBox.dataset.mode = this.mode;
     this.chartBox.dataset.slotCount = String(r.slots.length);
     this.chartBox.dataset.flagged = [...flagged].join(',');
