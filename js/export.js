@@ -17,29 +17,39 @@ const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
  * `slots`: only these slots.
  */
 export async function exportTo(source, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
+  const args = await exportArguments({ format, names, slots });
+  return withOpen(source, (ck) => withSink(write, (b, sinkId, err, ptrs) => withFile(ck, (_, file) => {
+    const { strings, slotPtr, slotCount } = exportPointers(b, args, ptrs);
+    return withProgress(b, { onProgress, signal }, (pid) => b.exportTo(file, format, strings, slotPtr, slotCount, sinkId, pid, err, ptrs));
+  }), signal));
+}
+
+/** An export's arguments checked before the core is called (this export and the gradient's,
+ *  js/run.js): the format, the names (none holding a NUL, which would cut a C string short) and
+ *  the slots as exact u64s. */
+export async function exportArguments({ format, names, slots }) {
   if (!has((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
   const list = names === undefined || names === null ? null : namesOf(names, 'names');
-  // the core takes C strings: a NUL would cut the name short, silently
   const cut = list?.findIndex((n) => n.includes('\0')) ?? -1;
   if (cut >= 0) throw new LayoutError(`names[${cut}] holds a NUL character: a name cannot`);
   const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
-  return withOpen(source, (ck) => withSink(write, (b, sinkId, err, ptrs) => withFile(ck, (_, file) => {
-    const { core } = b;
-    let strings = null, slotPtr = 0;
-    if (list) {
-      strings = list.map((n) => {
-        const p = core.stringIn(n);
-        ptrs.push(p);
-        return p;
-      });
-    }
-    if (picked) {
-      slotPtr = core.u64Array(picked);
-      ptrs.push(slotPtr);
-    }
-    return withProgress(b, { onProgress, signal }, (pid) =>
-      b.exportTo(file, format, strings, slotPtr, picked ? picked.length : 0, sinkId, pid, err, ptrs));
-  }), signal));
+  return { list, picked };
+}
+
+/** The names and slots in wasm memory (each pointer pushed on ptrs, freed by withSink). */
+export function exportPointers(b, { list, picked }, ptrs) {
+  const { core } = b;
+  const strings = list && list.map((n) => {
+    const p = core.stringIn(n);
+    ptrs.push(p);
+    return p;
+  });
+  let slotPtr = 0;
+  if (picked) {
+    slotPtr = core.u64Array(picked);
+    ptrs.push(slotPtr);
+  }
+  return { strings, slotPtr, slotCount: picked ? picked.length : 0 };
 }
 
 /** The export's bytes in memory (see exportTo). */

@@ -7,10 +7,9 @@
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
 import { learningRate, health } from './api.js';
-import { CheckpointError, LayoutError, coreError } from './errors.js';
+import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
-import { namesOf } from './layout.js';
-import { toU64 } from './values.js';
+import { exportArguments, exportPointers } from './export.js';
 
 /** What a file is called in the report: its path, URL or name; null when it has none. */
 function nameOf(source) {
@@ -126,29 +125,15 @@ export async function run(files, { states = null, lr, onProgress, onHealth, sign
  * CheckpointError when B does not continue A or no slot is one step apart.
  */
 export async function exportGradientTo(a, b, write, { format = 'safetensors', names, slots, onProgress, signal } = {}) {
-  if (!Object.prototype.hasOwnProperty.call((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
-  const list = names === undefined || names === null ? null : namesOf(names, 'names');
-  const picked = slots === undefined || slots === null ? null : Array.from(slots, (s, k) => toU64(s, `slots[${k}]`));
+  const args = await exportArguments({ format, names, slots });
   const ca = a instanceof Checkpoint ? a : await open(a, { signal });
   try {
     const cb = b instanceof Checkpoint ? b : await open(b, { signal });
     try {
       return await withSink(write, (bd, sinkId, err, ptrs) => withFile(ca, (_, fa) => withFile(cb, (__, fb) => {
-        const { core } = bd;
-        let strings = null, slotPtr = 0;
-        if (list) {
-          strings = list.map((n) => {
-            const p = core.stringIn(n);
-            ptrs.push(p);
-            return p;
-          });
-        }
-        if (picked) {
-          slotPtr = core.u64Array(picked);
-          ptrs.push(slotPtr);
-        }
+        const { strings, slotPtr, slotCount } = exportPointers(bd, args, ptrs);
         return withProgress(bd, { onProgress, signal }, (pid) =>
-          bd.exportGradient(fa, fb, format, strings, slotPtr, picked ? picked.length : 0, sinkId, pid, err, ptrs));
+          bd.exportGradient(fa, fb, format, strings, slotPtr, slotCount, sinkId, pid, err, ptrs));
       })), signal);
     } finally {
       if (cb !== b) cb.close();
