@@ -2,9 +2,10 @@
  * owner and (when a model-state file is given) the slot's own parameters, at step t + 1:
  *   m^ = m / (1 - beta1^(t+1)),  v^ = v / (1 - beta2^(t+1)),  u = m^ / (sqrt(v^) + eps)
  * in binary64: u is the step per unit learning rate. Per slot: rms and max of |u| over finite
- * u, the parameter's rms/max/NaN/inf, the update-to-weight ratio lr * rms(u) / rms(theta) (flagged
- * outside a band, as warnings: a heuristic; the other flags are failures), the elements that never received a gradient (v = 0), and the elements whose moments no gradient
- * history can produce: with beta1^2 < beta2, |m| <= c * sqrt(v) for
+ * u, the parameter's rms/max/NaN/inf, the update-to-weight ratio lr * rms(u) / rms(theta)
+ * (flagged outside a band, as warnings: a heuristic; the other flags are failures), the elements
+ * that never received a gradient (v = 0), and the elements whose moments no gradient history
+ * can produce: with beta1^2 < beta2, |m| <= c * sqrt(v) for
  *   c = (1 - beta1) / sqrt((1 - beta2)(1 - beta1^2 / beta2))
  * (Cauchy-Schwarz over the two recurrences), checked with a 1e-3 margin for rounding, and with v
  * taken as at least the dtype's smallest normal: tiny gradients underflow in v (g^2) before
@@ -297,11 +298,13 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
     const ckpt_health_moments *mo = &h->mo;
     bool owns = mo->present && owner == slot;
     if (h->pa.present && (h->pa.nan || h->pa.inf))
-        flag(fo, slot, "parameterNonFinite", FAILURE, "parameter %llu: its values hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)h->pa.nan, (unsigned long long)h->pa.inf);
+        flag(fo, slot, "parameterNonFinite", FAILURE,
+             "parameter %llu: its values hold %llu NaN and %llu infinite values", us, (unsigned long long)h->pa.nan,
+             (unsigned long long)h->pa.inf);
     if (owns && (mo->nan || mo->inf))
-        flag(fo, slot, "momentsNonFinite", FAILURE, "parameter %llu: its moments hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)mo->nan, (unsigned long long)mo->inf);
+        flag(fo, slot, "momentsNonFinite", FAILURE,
+             "parameter %llu: its moments hold %llu NaN and %llu infinite values", us, (unsigned long long)mo->nan,
+             (unsigned long long)mo->inf);
     if (owns && mo->v_negative)
         flag(fo, slot, "negativeV", FAILURE, "parameter %llu: its second moment holds %llu negative value%s", us,
              (unsigned long long)mo->v_negative, mo->v_negative == 1 ? "" : "s");
