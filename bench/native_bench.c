@@ -53,7 +53,7 @@ static int two_files(const char *opt_path, const char *state_path, bool health, 
         ckpt_file *opt = ckpt_open(&a, NULL), *state = ckpt_open(&b, NULL);
         if (health) {
             ckpt_error err = {0};
-            ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL};
+            ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
             char *json = ckpt_health_json(opt, state, &o, &err);
             ok = json != NULL;
             free(json);

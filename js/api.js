@@ -166,14 +166,39 @@ export function learningRate(lr) {
 }
 
 /**
+ * The flag band of the update-to-weight ratio: [low, high], or null for the core's default.
+ * Its rules are the core's (finite, 0 <= low < high): a band that is not one is a RangeError
+ * in the core's words.
+ */
+export async function ratioBand(band) {
+  if (band === undefined || band === null) return null;
+  if (!Array.isArray(band) || band.length !== 2 || !band.every((x) => typeof x === 'number')) {
+    throw new TypeError(`ratioBand must be [low, high], two numbers, got ${describe(band)}`);
+  }
+  const refused = (await loadBinding()).ratioBandError(band[0], band[1]);
+  if (refused) throw new RangeError(refused.message);
+  return [band[0], band[1]];
+}
+
+function describe(x) {
+  try {
+    return JSON.stringify(x) ?? String(x);
+  } catch {
+    return String(x);
+  }
+}
+
+/**
  * Training health (docs/health.md): Adam's next step per slot from `opt`'s moments and, with a
  * model-state file `state` (or null), the slot's parameters: rms and max of the step per unit
  * learning rate, the update-to-weight ratio at `lr`, elements never updated, moments no
- * gradient history can produce, NaN and infinities, and the flags they raise. `slots`:
- * {first, count} for a range. Resolves with the health JSON; rejects when a file is invalid.
+ * gradient history can produce, NaN and infinities, and the flags they raise, each with its
+ * severity (a ratio outside `ratioBand`, [low, high], is a warning). `slots`: {first, count}
+ * for a range. Resolves with the health JSON; rejects when a file is invalid.
  */
-export async function health(opt, state = null, { lr, onProgress, signal, slots = {}, workers } = {}) {
+export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
+  const band = await ratioBand(bandArg);
   const n = await workerCount(workers, opt, state);
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files
@@ -183,15 +208,15 @@ export async function health(opt, state = null, { lr, onProgress, signal, slots 
         return Array.from(c.sizes, (x) => Number(x) + 1);
       });
       const lrArg = Number.isNaN(rate) ? undefined : rate;
-      const share = (first, count, progress) => health(o, s, { lr: lrArg, signal, onProgress: progress, slots: { first, count } });
-      return healthInParallel(o, s, weights, n, share, { lr: lrArg, onProgress, signal });
+      const share = (first, count, progress) => health(o, s, { lr: lrArg, ratioBand: band, signal, onProgress: progress, slots: { first, count } });
+      return healthInParallel(o, s, weights, n, share, { lr: lrArg, ratioBand: band, onProgress, signal });
     }));
   }
   const first = toU64(slots.first ?? 0, 'slots.first');
   const b = await loadBinding();
   const count = slots.count === undefined || slots.count === null ? b.NONE : toU64(slots.count, 'slots.count');
   const run = (o, s) => withError(b, (err) => withFile(o, (_, fo) => {
-    const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, first, count, pid, err));
+    const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, band, first, count, pid, err));
     const json = s ? withFile(s, (__, fs) => go(fs)) : go(0);
     if (!json) throw coreError(b, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
     return json;

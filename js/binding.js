@@ -401,8 +401,21 @@ export class Binding {
   /** char *w_pair(opt, state, progress): the pairing JSON. */
   pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
 
-  /** char *w_health(opt, state, lr, first, count, progress, err): JSON, or null with err set. */
-  health(opt, state, lr, first, count, pid, err) { return this.#json(this.#ex.w_health(opt, state, lr, first, count, pid, err)); }
+  /** char *w_health(opt, state, lr, band?, low, high, first, count, progress, err): JSON, or null
+   *  with err set. `band`: [low, high], or null for the core's default band. */
+  health(opt, state, lr, band, first, count, pid, err) {
+    return this.#json(this.#ex.w_health(opt, state, lr, band ? 1 : 0, band ? band[0] : 0, band ? band[1] : 0, first, count, pid, err));
+  }
+
+  /** The core's refusal of a ratio band [low, high] as its error JSON, or null when it is one. */
+  ratioBandError(low, high) {
+    const err = this.errorNew();
+    try {
+      return this.#ex.w_health_ratio_band(low, high, err) ? this.errorTake(err) : null;
+    } finally {
+      this.errorFree(err);
+    }
+  }
 
   // ---- export -------------------------------------------------------------------------------
 

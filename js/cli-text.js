@@ -163,9 +163,8 @@ export function pairLines(result, optName, stateName, names = null) {
   return out;
 }
 
-/** The flags of the ratio band (a heuristic): warnings unless --strict. */
-const RATIO_FLAGS = new Set(['ratioHigh', 'ratioLow']);
-export const isRatioFlag = (f) => RATIO_FLAGS.has(f.flag);
+/** A flag the core calls a warning (the ratio band, a heuristic): a warning unless --strict. */
+export const isWarningFlag = (f) => f.severity === 'warning';
 
 /** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
  *  flags are warnings unless `strict`. */
@@ -194,7 +193,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   out.push('');
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
   out.push('');
-  const warning = (f) => !strict && isRatioFlag(f);
+  const warning = (f) => !strict && isWarningFlag(f);
   for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${namedSlot(names, f.slot)}${f.message}`);
   const flagged = new Set(result.flags.filter((f) => !warning(f)).map((f) => f.slot)).size;
   const warned = result.flags.filter(warning).length;

@@ -15,7 +15,8 @@ export const USAGE = `usage:
   ckptscope check OPT --state STATE [--names NAMES.json]
                                               does this optimizer checkpoint belong to this model-state file?
   ckptscope diff A B [--names NAMES.json]     every difference between two layouts/checkpoints
-  ckptscope health OPT [--state STATE] [--lr X] [--strict] [--json] [--names NAMES.json] [--workers N]
+  ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI] [--strict] [--json]
+                       [--names NAMES.json] [--workers N]
                                               the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
                                               moments (or state tensors) for NumPy/PyTorch, bit for bit
@@ -50,7 +51,7 @@ export const SPECS = {
   diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
   health: {
     flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
-    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
+    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
   },
   export: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}; else slot0, slot1, ...` } },
   write: { flags: {}, options: {} },

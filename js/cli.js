@@ -10,11 +10,12 @@ import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport,
 import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { statsInParallel, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
-import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag, namedSlot } from './cli-text.js';
+import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 import { cmdRun } from './run-cli.js';
+import { ratioBand } from './api.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle } from './cli-usage.js';
 
@@ -261,11 +262,13 @@ async function cmdHealth(argv) {
     lr = Number(seen['--lr']);
     if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
+  refuseIdle('health', seen, '--ratio-band', seen['--lr'] !== undefined && state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+  const band = await ratioBandArg(seen['--ratio-band']);
   checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
   try {
-    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr, workers: workersArg(seen) }));
+    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr, ratioBand: band, workers: workersArg(seen) }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: err.message });
@@ -278,8 +281,8 @@ async function cmdHealth(argv) {
     say(process.stderr, errorLines(result.error));
     return 1;
   }
-  // The ratio band is a heuristic: its flags are warnings unless --strict makes them failures.
-  return result.flags.some((f) => strict || !isRatioFlag(f)) ? 1 : 0;
+  // The core says which flags are warnings (the ratio band, a heuristic): --strict makes them failures.
+  return result.flags.some((f) => strict || !isWarningFlag(f)) ? 1 : 0;
 }
 
 /** export FILE OUT.safetensors|OUT.npz [--names NAMES.json]: streamed, atomically written. */
@@ -494,6 +497,22 @@ async function checkOrder(positional, seen) {
 }
 
 /** health A B: the optimizer checkpoint first, the model-state file after --state. */
+/** --ratio-band LO,HI: two numbers, then the core's rules for a band (its words, exit 2). */
+async function ratioBandArg(given) {
+  if (given === undefined) return null;
+  const parts = given.split(',').map((x) => x.trim());
+  const numbers = parts.map(Number);
+  if (parts.length !== 2 || !parts.every((x) => /^[0-9.eE+-]+$/.test(x)) || numbers.some(Number.isNaN)) {
+    throw new UsageError(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${given}`, 'health');
+  }
+  try {
+    return await ratioBand(numbers);
+  } catch (err) {
+    if (err instanceof RangeError) throw new UsageError(`--ratio-band ${given}: ${err.message}`, 'health');
+    throw err;
+  }
+}
+
 async function healthOrder(positional, seen) {
   if (positional.length !== 2 || seen['--state'] !== undefined) return '';
   const [a, b] = positional;

@@ -376,14 +376,17 @@ export interface HealthResult {
   ok: boolean;
   pairs: boolean;
   lr: number | null;
+  /** The ratio band of the pass: [low, high] (the default [1e-5, 1e-2], or the one given). */
+  ratioBand: [number, number];
   c: number | null;
   first: number;
   slots: SlotHealth[];
-  flags: { slot: number; flag: string; message: string }[];
+  /** `severity`: the core's grade; 'warning' for the ratio band's flags (a heuristic). */
+  flags: { slot: number; flag: string; severity: 'failure' | 'warning'; message: string }[];
   error: ReportError | null;
 }
 
-export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
+export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
 /** One slot of a consecutive pair of a run (docs/runs.md). */
 export interface RunSlot {

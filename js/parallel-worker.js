@@ -27,7 +27,7 @@ listen(async (job) => {
         ck.close();
       }
     } else if (job.type === 'health') {
-      const result = await health(job.opt, job.state, { lr: job.lr ?? undefined, slots: { first: job.first, count: job.count },
+      const result = await health(job.opt, job.state, { lr: job.lr ?? undefined, ratioBand: job.ratioBand, slots: { first: job.first, count: job.count },
         onProgress: ({ done, total }) => post({ progress: { done, total } }) });
       post({ result });
     } else {

@@ -193,7 +193,7 @@ async function alongside(jobs, share) {
 
 /** The health pass split by slot ranges n ways: `share(first, count, onProgress)` runs this
  *  thread's range (the first), n - 1 workers the others; the JSON is the one-thread JSON. */
-export async function healthInParallel(opt, state, slots, n, share, { lr, onProgress, signal } = {}) {
+export async function healthInParallel(opt, state, slots, n, share, { lr, ratioBand, onProgress, signal } = {}) {
   const ranges = split(slots, n);
   // no slots (or a file broken before its first): this thread's empty share answers, with the
   // file's own diagnostic
@@ -206,7 +206,7 @@ export async function healthInParallel(opt, state, slots, n, share, { lr, onProg
     onProgress({ done: sum(done), total: sum(totals) });
   });
   const kit = await workerKit();
-  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'health', opt, state, lr, first: from, count: to - from }, kit, report(k + 1), signal));
+  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'health', opt, state, lr, ratioBand, first: from, count: to - from }, kit, report(k + 1), signal));
   const mine = await alongside(jobs, () => share(ranges[0][0], ranges[0][1] - ranges[0][0], report(0)));
   const parts = [mine, ...(await Promise.all(jobs.map((job) => job.result)))];
   return { ...mine, first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };

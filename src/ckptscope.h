@@ -524,13 +524,25 @@ typedef struct ckpt_health_options {
     uint64_t slot_count;       /* splitting the pass across workers; CKPT_NONE: to the end */
     ckpt_progress_fn progress; /* bytes of this pass; may be NULL */
     void *progress_ctx;
+    bool ratio_band;              /* the flag band of the update-to-weight ratio is given; false: */
+    double ratio_low, ratio_high; /* CKPT_RATIO_LOW..CKPT_RATIO_HIGH. Ratios outside it are flagged */
 } ckpt_health_options;
 
-/* The next Adam step per slot, as JSON {"ok","pairs","lr","c","first","slots":[...],"flags":
- * [...],"error"} (docs/health.md). `state` may be NULL (then no parameters, no ratios); a state
- * file that does not pair (count, shapes) is not used and its first failure is the error. Both
- * files must be valid (CKPT_E_NOT_READABLE otherwise). NULL with err set on failure; o may be
- * NULL (every slot, no lr). */
+/* The default band of the update-to-weight ratio (healthy training sits near 1e-3). */
+#define CKPT_RATIO_LOW 1e-5
+#define CKPT_RATIO_HIGH 1e-2
+
+/* Is [low, high] a ratio band: finite, 0 <= low < high? 0, or CKPT_E_INVALID_ARGUMENT with the
+ * reason in err (ckpt_health_json checks the same). */
+int ckpt_health_ratio_band(double low, double high, ckpt_error *err);
+
+/* The next Adam step per slot, as JSON {"ok","pairs","lr","ratioBand":[low,high],"c","first",
+ * "slots":[...],"flags":[{"slot","flag","severity","message"}],"error"} (docs/health.md); a
+ * flag's severity is "failure" (NaN/inf, negative v, inconsistent moments) or "warning" (the
+ * ratio band, a heuristic). `state` may be NULL (then no parameters, no ratios); a state file
+ * that does not pair (count, shapes) is not used and its first failure is the error. Both files
+ * must be valid (CKPT_E_NOT_READABLE otherwise); a band given must be one
+ * (ckpt_health_ratio_band). NULL with err set on failure; o may be NULL (every slot, no lr). */
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err);
 
 /* ---- Export (docs/export.md) --------------------------------------------------------------- */

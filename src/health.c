@@ -2,9 +2,10 @@
  * owner and (when a model-state file is given) the slot's own parameters, at step t + 1:
  *   m^ = m / (1 - beta1^(t+1)),  v^ = v / (1 - beta2^(t+1)),  u = m^ / (sqrt(v^) + eps)
  * in binary64: u is the step per unit learning rate. Per slot: rms and max of |u| over finite
- * u, the parameter's rms/max/NaN/inf, the update-to-weight ratio lr * rms(u) / rms(theta), the
- * elements that never received a gradient (v = 0), and the elements whose moments no gradient
- * history can produce: with beta1^2 < beta2, |m| <= c * sqrt(v) for
+ * u, the parameter's rms/max/NaN/inf, the update-to-weight ratio lr * rms(u) / rms(theta)
+ * (flagged outside a band, as warnings: a heuristic; the other flags are failures), the elements
+ * that never received a gradient (v = 0), and the elements whose moments no gradient history
+ * can produce: with beta1^2 < beta2, |m| <= c * sqrt(v) for
  *   c = (1 - beta1) / sqrt((1 - beta2)(1 - beta1^2 / beta2))
  * (Cauchy-Schwarz over the two recurrences), checked with a 1e-3 margin for rounding, and with v
  * taken as at least the dtype's smallest normal: tiny gradients underflow in v (g^2) before
@@ -22,8 +23,11 @@
 
 #define CHUNK CKPT_HEALTH_CHUNK /* elements per cursor per step */
 #define MARGIN 1e-3             /* relative slack of the consistency bound */
-#define RATIO_HIGH 1e-2         /* the flag range of the update-to-weight ratio */
-#define RATIO_LOW 1e-5
+
+/* The flag band of the update-to-weight ratio: a heuristic, so its flags are warnings. */
+typedef struct band {
+    double low, high;
+} band;
 
 typedef struct pass {
     const ckpt_source *opt_src, *state_src;
@@ -200,20 +204,23 @@ static void j_num_or_null(strbuf *sb, bool present, double x)
     else sb_puts(sb, "null");
 }
 
-/* Where a slot's flags go: counted always; with `global`, its items ,{"slot","flag","message"}
- * and the slot's own list of names in `slot_names`. */
+/* Where a slot's flags go: counted always; with `global`, its items
+ * ,{"slot","flag","severity","message"} and the slot's own list of names in `slot_names`. */
 typedef struct flags_out {
     strbuf *global, *slot_names;
     size_t count;
 } flags_out;
 
-static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt, ...)
+/* A flag's severity: a failure says the state is broken; a warning, that a heuristic fired. */
+enum { FAILURE, WARNING };
+
+static void flag(flags_out *f, uint64_t slot, const char *name, int severity, const char *fmt, ...)
 #if defined(__GNUC__)
-    __attribute__((format(printf, 4, 5)))
+    __attribute__((format(printf, 5, 6)))
 #endif
     ;
 
-static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt, ...)
+static void flag(flags_out *f, uint64_t slot, const char *name, int severity, const char *fmt, ...)
 {
     f->count++;
     if (!f->global) return;
@@ -225,7 +232,8 @@ static void flag(flags_out *f, uint64_t slot, const char *name, const char *fmt,
     sb_printf(f->slot_names, "%s\"%s\"", f->slot_names->len ? "," : "", name);
     sb_printf(f->global, "%s{\"slot\":", f->global->len ? "," : "");
     j_u64(f->global, slot);
-    sb_printf(f->global, ",\"flag\":\"%s\",\"message\":", name);
+    sb_printf(f->global, ",\"flag\":\"%s\",\"severity\":\"%s\",\"message\":", name,
+              severity == WARNING ? "warning" : "failure");
     j_string(f->global, text);
     sb_puts(f->global, "}");
 }
@@ -246,50 +254,98 @@ static double slot_ratio(const ckpt_health_slot *h, double lr)
     return !isnan(lr) && h->mo.present && h->pa.present && p_rms > 0 ? lr * update_rms(h) / p_rms : NAN;
 }
 
+/* A bound of the band as its texts write it: the shortest decimal that reads back as x, in
+ * the form 1e-2, 2.5e-4 (the same in every libc: no %g choice between 0.01 and 1e-02). */
+static void band_text(char out[48], double x)
+{
+    if (x == 0 || !isfinite(x)) {
+        snprintf(out, 48, "%s", x == 0 ? "0" : isnan(x) ? "NaN" : x > 0 ? "inf" : "-inf");
+        return;
+    }
+    char digits[32];
+    for (int p = 0; p <= 17; p++) {
+        snprintf(digits, sizeof digits, "%.*e", p, x);
+        if (strtod(digits, NULL) == x) break;
+    }
+    char *e = strchr(digits, 'e');
+    int exponent = atoi(e + 1);
+    *e = '\0';
+    snprintf(out, 48, "%se%d", digits, exponent);
+}
+
+int ckpt_health_ratio_band(double low, double high, ckpt_error *err)
+{
+    char lo[48], hi[48];
+    band_text(lo, low);
+    band_text(hi, high);
+    if (!isfinite(low) || !isfinite(high))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the ratio band LO,HI takes finite numbers, got %s,%s", lo, hi);
+    if (low < 0 || high < 0)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the ratio band LO,HI takes numbers >= 0 (a ratio is never negative), got %s,%s", lo, hi);
+    if (low >= high)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the ratio band LO,HI needs LO below HI, got %s,%s", lo, hi);
+    return 0;
+}
+
 /* The rules of the flags, in their order (docs/health.md). */
-static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio)
+static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio,
+                       band b)
 {
     unsigned long long us = slot;
     const ckpt_health_moments *mo = &h->mo;
     bool owns = mo->present && owner == slot;
     if (h->pa.present && (h->pa.nan || h->pa.inf))
-        flag(fo, slot, "parameterNonFinite", "parameter %llu: its values hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)h->pa.nan, (unsigned long long)h->pa.inf);
+        flag(fo, slot, "parameterNonFinite", FAILURE,
+             "parameter %llu: its values hold %llu NaN and %llu infinite values", us, (unsigned long long)h->pa.nan,
+             (unsigned long long)h->pa.inf);
     if (owns && (mo->nan || mo->inf))
-        flag(fo, slot, "momentsNonFinite", "parameter %llu: its moments hold %llu NaN and %llu infinite values", us,
-             (unsigned long long)mo->nan, (unsigned long long)mo->inf);
+        flag(fo, slot, "momentsNonFinite", FAILURE,
+             "parameter %llu: its moments hold %llu NaN and %llu infinite values", us, (unsigned long long)mo->nan,
+             (unsigned long long)mo->inf);
     if (owns && mo->v_negative)
-        flag(fo, slot, "negativeV", "parameter %llu: its second moment holds %llu negative value%s", us,
+        flag(fo, slot, "negativeV", FAILURE, "parameter %llu: its second moment holds %llu negative value%s", us,
              (unsigned long long)mo->v_negative, mo->v_negative == 1 ? "" : "s");
     if (owns && mo->inconsistent)
-        flag(fo, slot, "inconsistent",
+        flag(fo, slot, "inconsistent", FAILURE,
              "parameter %llu: %llu element%s with |m| beyond what any gradient history gives for these betas: "
              "corrupted moments, or betas that are not the ones they were built with",
              us, (unsigned long long)mo->inconsistent, mo->inconsistent == 1 ? "" : "s");
-    if (!isnan(ratio) && ratio > RATIO_HIGH)
-        flag(fo, slot, "ratioHigh", "parameter %llu: update-to-weight ratio %.3g is above 1e-2 at lr %g", us, ratio,
-             lr);
-    if (!isnan(ratio) && ratio < RATIO_LOW)
-        flag(fo, slot, "ratioLow", "parameter %llu: update-to-weight ratio %.3g is below 1e-5 at lr %g", us, ratio, lr);
+    char bound[48];
+    if (!isnan(ratio) && ratio > b.high) {
+        band_text(bound, b.high);
+        flag(fo, slot, "ratioHigh", WARNING, "parameter %llu: update-to-weight ratio %.3g is above %s at lr %g", us,
+             ratio, bound, lr);
+    }
+    if (!isnan(ratio) && ratio < b.low) {
+        band_text(bound, b.low);
+        flag(fo, slot, "ratioLow", WARNING, "parameter %llu: update-to-weight ratio %.3g is below %s at lr %g", us,
+             ratio, bound, lr);
+    }
 }
+
+static const band default_band = {CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
 
 size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio)
 {
     flags_out fo = {NULL, NULL, 0};
     *ratio = slot_ratio(h, lr);
-    slot_flags(&fo, h, slot, owner, lr, *ratio);
+    slot_flags(&fo, h, slot, owner, lr, *ratio, default_band);
     return fo.count;
 }
 
 /* The slot's JSON and its flags. */
 static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, bool trainable,
-                      const ckpt_entry_info *e, const ckpt_health_slot *h, double lr, double weight_decay, bool adamw)
+                      const ckpt_entry_info *e, const ckpt_health_slot *h, double lr, band b, double weight_decay,
+                      bool adamw)
 {
     strbuf sf = {0};
     flags_out fo = {flags, &sf, 0};
     double u_rms = update_rms(h), p_rms = param_rms(h), ratio = slot_ratio(h, lr);
     bool has_lr = !isnan(lr);
-    slot_flags(&fo, h, slot, owner, lr, ratio);
+    slot_flags(&fo, h, slot, owner, lr, ratio, b);
 
     sb_puts(sb, "{\"slot\":");
     j_u64(sb, slot);
@@ -388,7 +444,8 @@ int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progres
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = state ? ckpt_file_report(state) : NULL;
-    if (readable(ro, rs, err)) return NULL;
+    band b = o && o->ratio_band ? (band){o->ratio_low, o->ratio_high} : default_band;
+    if (ckpt_health_ratio_band(b.low, b.high, err) || readable(ro, rs, err)) return NULL;
     const ckpt_schema *s = ro->schema;
     size_t n = ckpt_schema_count(s);
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
@@ -431,7 +488,11 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
-    sb_puts(&sb, ",\"c\":");
+    sb_puts(&sb, ",\"ratioBand\":[");
+    j_double(&sb, b.low);
+    sb_puts(&sb, ",");
+    j_double(&sb, b.high);
+    sb_puts(&sb, "],\"c\":");
     j_num_or_null(&sb, ps.k.c > 0, ps.k.c);
     sb_puts(&sb, ",\"first\":");
     j_u64(&sb, first);
@@ -443,7 +504,7 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         ckpt_health_slot h;
         if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");
-        slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, lr, weight_decay, adamw);
+        slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, lr, b, weight_decay, adamw);
     }
     sb_puts(&sb, "],\"flags\":[");
     if (fl.data) sb_puts(&sb, fl.data);

@@ -95,7 +95,7 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
     }
     if (!ckpt_report_push_tensor(p->rep, &info)) {
         ckpt_stats_free(info.values);
-        return ckpt_fail_oom(err);
+        return oom_at(err, info.offset, i, declared);
     }
     return 0;
 }
@@ -136,7 +136,8 @@ int ckpt_state_parse(ckpt_parse *p)
     for (uint64_t i = 0; i < count; i++) {
         int rc = read_tensor(p, i, count);
         if (rc) {
-            if (err->slot == CKPT_NONE && rc == CKPT_E_TRUNCATED) err->slot = i;
+            /* a field cut short, or memory that ran out, belongs to the tensor being read */
+            if (err->slot == CKPT_NONE && (rc == CKPT_E_TRUNCATED || rc == CKPT_E_NO_MEMORY)) err->slot = i;
             ckpt_drop_layout_if_oom(rep);
             return rc;
         }

@@ -255,13 +255,17 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 }
 
 /* The health pass over slots [first, first + count) (count CKPT_NONE: to the end); lr NaN for
- * none; state NULL without a model-state file. JSON, or NULL with err set. */
-char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, uint64_t first, uint64_t count,
-               int progress_token, ckpt_error *err)
+ * none; state NULL without a model-state file; band 0: the default ratio band, else [low, high].
+ * JSON, or NULL with err set. */
+char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, int band, double low, double high,
+               uint64_t first, uint64_t count, int progress_token, ckpt_error *err)
 {
-    ckpt_health_options o = {lr, first, count, PROGRESS(progress_token)};
+    ckpt_health_options o = {lr, first, count, PROGRESS(progress_token), band != 0, low, high};
     return ckpt_health_json(opt, state, &o, err);
 }
+
+/* Is [low, high] a ratio band? 0, or CKPT_E_INVALID_ARGUMENT with the reason in err. */
+int w_health_ratio_band(double low, double high, ckpt_error *err) { return ckpt_health_ratio_band(low, high, err); }
 
 /* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm
  * memory; slots: NULL or slot_count u64. */

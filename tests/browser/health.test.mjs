@@ -31,8 +31,19 @@ test('the training example: ratio per slot with the flag band, flagged slots fir
   assert.match(await text(page, '[data-testid=health-row][data-index="29"]'), /ratio below 1e-5/);
   const flags = await page.locator('[data-testid=health-flag]').allTextContents();
   assert.equal(flags.length, 3);
-  assert.match(flags[0], /^slot 16 block1\.mlp\.up\.weight: parameter 16: \d+ elements with \|m\| beyond what any gradient history gives/);
+  assert.match(flags[0], /^flag: slot 16 block1\.mlp\.up\.weight: parameter 16: \d+ elements with \|m\| beyond what any gradient history gives/);
+  // the core grades each flag (issue 18.14): the ratio band's are warnings, said as such, and
+  // the band the pass used is stated
+  const severities = await page.locator('[data-testid=health-flag]').evaluateAll((l) => l.map((x) => x.dataset.severity));
+  assert.deepEqual(severities, ['failure', 'warning', 'warning']);
+  assert.match(flags[1], /^warning: slot 16 [^:]+: parameter 16: update-to-weight ratio \S+ is above 1e-2 at lr 0\.001$/);
+  assert.match(flags[2], /^warning: slot 29 [^:]+: parameter 29: update-to-weight ratio \S+ is below 1e-5 at lr 0\.001$/);
+  assert.equal(await attr(page, '[data-testid=health-chart]', 'data-ratio-band'), '0.00001,0.01');
+  assert.match(await text(page, '[data-testid=health-state]'), /ratio warnings fire outside 1e-5…1e-2, the shaded band/);
   await shotAt(page, 'health');
+  await page.setViewportSize({ width: 800, height: 900 });   // and narrow: the warnings and the band fit
+  await shotAt(page, 'health');
+  await page.setViewportSize({ width: 1440, height: 900 });
   // Another learning rate: the ratios move with it.
   await page.fill('[data-testid=lr-input]', '3e-5');
   await page.press('[data-testid=lr-input]', 'Enter');

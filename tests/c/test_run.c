@@ -326,7 +326,7 @@ static void health_summary(const ckpt_file *opt, const ckpt_file *state, double 
 {
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    ckpt_health_options o = {lr, 0, CKPT_NONE, NULL, NULL};
+    ckpt_health_options o = {lr, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
     char *json = ckpt_health_json(opt, state, &o, &err);
     CHECK(json != NULL);
     jvalue *h = json ? json_parse(json) : NULL;

@@ -61,7 +61,7 @@ static void use(const ckpt_file *f)
         if (ckpt_export(f, &o, &sink, &err)) abort(); /* a valid file always exports */
     }
     if (rep->family->optimizer) {
-        ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL};
+        ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
         char *json = ckpt_health_json(f, NULL, &o, &err);
         if (!json) abort();
         free(json);

@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    ckpt_health_options ho = {1e-3, 0, CKPT_NONE, NULL, NULL};
+    ckpt_health_options ho = {1e-3, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
     json = ckpt_health_json(optimizer, state, &ho, &err);
     oracle_check(&err);
     free(json);

@@ -15,8 +15,11 @@ import { health, writeCheckpoint, writeState, CheckpointError } from '../../js/i
 
 const size = (shape) => shape.reduce((a, b) => a * b, 1);
 
+/** A bound of the ratio band as the flags' texts write it: the shortest exponent form. */
+const boundText = (x) => (x === 0 ? '0' : x.toExponential().replace('e+', 'e'));
+
 /** The health JSON of docs/health.md, computed element by element. */
-function reference(desc, stateValues, lr) {
+function reference(desc, stateValues, lr, band = [1e-5, 1e-2]) {
   const { beta1, beta2, epsilon, weightDecay, kind } = desc.config;
   const f32 = (desc.dtype ?? 'float32') === 'float32';
   const store = (x) => (f32 ? Math.fround(x) : x);
@@ -32,7 +35,11 @@ function reference(desc, stateValues, lr) {
     const n = size(shape);
     const s = { slot: i, owner, trainable: desc.requiresGrad[i], count: n, step: e ? e.step : null, param: null, update: null,
       ratio: null, decay: null, neverUpdated: 0, inconsistent: 0, nonFinite: 0, flags: [] };
-    const add = (flag, message) => { s.flags.push(flag); flags.push({ slot: i, flag, message }); };
+    // a ratio outside the band is a heuristic's warning; everything else says the state is broken
+    const add = (flag, message) => {
+      s.flags.push(flag);
+      flags.push({ slot: i, flag, severity: flag.startsWith('ratio') ? 'warning' : 'failure', message });
+    };
     let uSq = 0, uMax = 0, uN = 0, negative = 0, nan = 0, inf = 0;
     if (e) {
       const bc1 = 1 - beta1 ** (e.step + 1), bc2 = 1 - beta2 ** (e.step + 1);
@@ -74,13 +81,13 @@ function reference(desc, stateValues, lr) {
     }
     if (lr !== undefined && e && stateValues && pRms > 0) {
       s.ratio = lr * (uN ? Math.sqrt(uSq / uN) : 0) / pRms;
-      if (s.ratio > 1e-2) add('ratioHigh', `parameter ${i}: update-to-weight ratio ${Number(s.ratio.toPrecision(3))} is above 1e-2 at lr ${lr}`);
-      if (s.ratio < 1e-5) add('ratioLow', `parameter ${i}: update-to-weight ratio ${s.ratio.toPrecision(3).replace(/\.?0+e/, 'e').replace('e-', 'e-')} is below 1e-5 at lr ${lr}`);
+      if (s.ratio > band[1]) add('ratioHigh', `parameter ${i}: update-to-weight ratio ${Number(s.ratio.toPrecision(3))} is above ${boundText(band[1])} at lr ${lr}`);
+      if (s.ratio < band[0]) add('ratioLow', `parameter ${i}: update-to-weight ratio ${s.ratio.toPrecision(3).replace(/\.?0+e/, 'e').replace('e-', 'e-')} is below ${boundText(band[0])} at lr ${lr}`);
     }
     if (!s.neverUpdated && !e) s.neverUpdated = 0;
     slots.push(s);
   });
-  return { ok: true, pairs: true, lr: lr ?? null, c, first: 0, slots, flags, error: null };
+  return { ok: true, pairs: true, lr: lr ?? null, ratioBand: band, c, first: 0, slots, flags, error: null };
 }
 
 /** Deep comparison: numbers to 1e-12 relative (libm pow may differ in the last bit), the rest exactly. */
@@ -149,6 +156,13 @@ for (const dtype of ['float32', 'float64']) {
     const part = await health(opt, state, { lr: 3e-4, slots: { first: 2, count: 3 } });
     assert.deepEqual(part.slots, result.slots.slice(2, 5));
     assert.equal(part.first, 2);
+    // a band given (issue 18.14): its bounds in the JSON and in the texts, with and without workers
+    for (const ratioBand of [[0, 2.5e-4], [1e-3, 0.5], [3e-7, 4e-3]]) {
+      const want = reference(desc, values, 3e-4, ratioBand);
+      assertClose(await health(opt, state, { lr: 3e-4, ratioBand }), want, `band ${ratioBand}`);
+      assertClose(await health(opt, state, { lr: 3e-4, ratioBand, workers: 2 }), want, `band ${ratioBand}, 2 workers`);
+    }
+    assert.ok(reference(desc, values, 3e-4, [0, 2.5e-4]).flags.some((f) => f.severity === 'warning'), 'the bands above flag something');
   });
 }
 
@@ -165,6 +179,24 @@ test('health: a state file of another model is not used; invalid files are refus
   await assert.rejects(health(other, opt), { code: 49 });
   await assert.rejects(health(opt, null, { lr: -1 }), RangeError);
   await assert.rejects(health(opt, null, { lr: 'fast' }), RangeError);
+});
+
+test('health: a ratio band that is not one is refused in the core\'s words, before any pass', async () => {
+  const opt = await writeCheckpoint(description('float32'));
+  for (const [ratioBand, message] of [
+    [[1e-2, 1e-5], 'the ratio band LO,HI needs LO below HI, got 1e-2,1e-5'],
+    [[-1e-5, 1e-2], 'the ratio band LO,HI takes numbers >= 0 (a ratio is never negative), got -1e-5,1e-2'],
+    [[NaN, 1e-2], 'the ratio band LO,HI takes finite numbers, got NaN,1e-2'],
+    [[0, Infinity], 'the ratio band LO,HI takes finite numbers, got 0,inf'],
+  ]) {
+    await assert.rejects(health(opt, null, { lr: 1e-3, ratioBand }), { name: 'RangeError', message });
+    await assert.rejects(health(opt, null, { lr: 1e-3, ratioBand, workers: 2 }), { name: 'RangeError', message });
+  }
+  for (const ratioBand of [[1e-5], [1e-5, 1e-2, 1], '1e-5,1e-2', [1e-5, '1e-2'], { low: 0, high: 1 }]) {
+    await assert.rejects(health(opt, null, { ratioBand }), { name: 'TypeError', message: /^ratioBand must be \[low, high\], two numbers, got / });
+  }
+  // the default band, stated
+  assert.deepEqual((await health(opt, null)).ratioBand, [1e-5, 1e-2]);
 });
 
 test('property: moments made by the Adam recurrence from random gradients are never inconsistent', async () => {
@@ -226,6 +258,63 @@ test('cli health: a table per slot, flags marked, exit 1 when a slot is flagged,
     assert.match(r.stdout, /verdict: healthy\n$/);
     assert.equal(run('health', opt, '--lr', '-3').status, 2);
     assert.equal(run('health').status, 2);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
+
+test('cli health --ratio-band LO,HI (issue 18.14): the band flags as warnings, --strict fails them, bad bands exit 2', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-band-'));
+  const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+  const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+  try {
+    // one slot whose ratio at lr 3e-4 is ~5e-5: inside the default band, below 1e-4
+    const opt = path.join(tmp, 'opt.ckpt');
+    const st = path.join(tmp, 'state.tlsf');
+    fs.writeFileSync(opt, await writeCheckpoint({ shapes: [[2]], requiresGrad: [true], config: description('float32').config,
+      entries: [{ id: 0, step: 5, m: [1e-3, -1e-3], v: [1e-6, 1e-6] }] }));
+    fs.writeFileSync(st, await writeState({ shapes: [[2]], values: [[1, 1]] }));
+    const base = ['health', opt, '--state', st, '--lr', '3e-4'];
+    let r = run(...base);
+    assert.equal(r.status, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, /\nverdict: healthy\n$/);
+    const api = await health(opt, st, { lr: 3e-4, ratioBand: [1e-4, 1e-2] });
+    assert.deepEqual(api.flags.map((f) => [f.flag, f.severity]), [['ratioLow', 'warning']]);
+    assert.match(api.flags[0].message, /^parameter 0: update-to-weight ratio 4\.\d\de-05 is below 1e-4 at lr 0\.0003$/);
+    for (const band of [['--ratio-band', '1e-4,1e-2'], ['--ratio-band=1e-4,1e-2']]) {
+      r = run(...base, ...band);
+      assert.equal(r.status, 0, r.stdout + r.stderr);
+      assert.ok(r.stdout.endsWith(`\nwarning: ${api.flags[0].message}\nverdict: healthy (1 ratio warning: --strict makes them failures)\n`), r.stdout);
+      r = run(...base, ...band, '--json');
+      assert.deepEqual(JSON.parse(r.stdout), api);
+      assert.deepEqual(JSON.parse(r.stdout).ratioBand, [1e-4, 1e-2]);
+      r = run(...base, ...band, '--strict');
+      assert.equal(r.status, 1);
+      assert.ok(r.stdout.endsWith(`\nflag: ${api.flags[0].message}\nverdict: 1 slot flagged\n`), r.stdout);
+    }
+    // the JSON states the default band when none is given
+    assert.deepEqual(JSON.parse(run(...base, '--json').stdout).ratioBand, [1e-5, 1e-2]);
+    for (const [band, message] of [
+      ['--ratio-band=1e-2', '--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got 1e-2'],
+      ['--ratio-band=abc,1', '--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got abc,1'],
+      ['--ratio-band=nan,1e-2', '--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got nan,1e-2'],
+      ['--ratio-band=1e-5,1e-2,1', '--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got 1e-5,1e-2,1'],
+      ['--ratio-band=1e-2,1e-5', '--ratio-band 1e-2,1e-5: the ratio band LO,HI needs LO below HI, got 1e-2,1e-5'],
+      ['--ratio-band=-1e-5,1e-2', '--ratio-band -1e-5,1e-2: the ratio band LO,HI takes numbers >= 0 (a ratio is never negative), got -1e-5,1e-2'],
+      ['--ratio-band=1e-5,1e999', '--ratio-band 1e-5,1e999: the ratio band LO,HI takes finite numbers, got 1e-5,inf'],
+    ]) {
+      r = run(...base, band);
+      assert.equal(r.status, 2, band);
+      assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`);
+      assert.match(r.stderr, /\n  ckptscope health OPT /, 'the command\'s usage follows');
+      assert.equal(r.stdout, '');
+    }
+    r = run('health', opt, '--state', st, '--ratio-band', '1e-4,1e-2');
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr.split('\n')[0], 'ckptscope: --ratio-band does nothing here: the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+    r = run('health', '--help');
+    assert.equal(r.status, 0);
+    assert.match(r.stdout, /\n  --ratio-band +LO,HI  with --lr and --state: the update\/weight ratios outside it are flagged \(default 1e-5,1e-2\)\n/);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

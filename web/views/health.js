@@ -1,8 +1,9 @@
 // Training health: the package's health pass (Adam's next step per slot per unit learning rate
 // u = m̂/(√v̂+ε), the parameter's own figures from the state file, the update-to-weight ratio at
 // the learning rate given, elements never updated, moments no gradient history can produce).
-// A chart of log10 ratio per slot in module order, the healthy band shaded (flags fire outside
-// [1e-5, 1e-2]), marks coloured by flag; without a state file (or a learning rate) the chart
+// A chart of log10 ratio per slot in module order, the band of the pass shaded (the core's
+// ratioBand: ratio flags, warnings, fire outside it), marks coloured by the flags' severity (the
+// core's: a failure, or a warning); without a state file (or a learning rate) the chart
 // shows rms(u), which needs no parameters. Rows list the figures, flagged slots first. Hover a
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
@@ -10,27 +11,31 @@ import { $, el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural, decade } from '../format.js';
 import { VirtualTable } from '../parts/vtable.js';
 
-const BAND = [1e-5, 1e-2];   // the ratio flags' range
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
 const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many moment elements (a pass of ~0.1 s that
                                           // must not hold up the first click on an entry)
 const AUTO_SLOTS = 100000;                 // and this many slots (the result is one object per slot)
 
-const SEVERITY = { inconsistent: 3, momentsNonFinite: 3, negativeV: 3, parameterNonFinite: 3, ratioHigh: 2, ratioLow: 2 };
 const FLAG_TEXT = {
-  inconsistent: 'moments inconsistent',
-  momentsNonFinite: 'NaN/inf in moments',
-  negativeV: 'negative v',
-  parameterNonFinite: 'NaN/inf in parameter',
-  ratioHigh: 'ratio above 1e-2',
-  ratioLow: 'ratio below 1e-5',
+  inconsistent: () => 'moments inconsistent',
+  momentsNonFinite: () => 'NaN/inf in moments',
+  negativeV: () => 'negative v',
+  parameterNonFinite: () => 'NaN/inf in parameter',
+  ratioHigh: (band) => `ratio above ${bound(band[1])}`,
+  ratioLow: (band) => `ratio below ${bound(band[0])}`,
 };
+
+/** A bound of the ratio band as the core's flag texts write it (1e-2, 2.5e-4). */
+const bound = (x) => (x === 0 ? '0' : x.toExponential().replace('e+', 'e'));
+const flagText = (f, band) => FLAG_TEXT[f]?.(band) ?? f;
 
 function css(name, fallback) {
   return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
 }
 
-const severity = (s) => s.flags.reduce((a, f) => Math.max(a, SEVERITY[f] ?? 1), 0);
+// A slot's worst flag, as the core grades them (run() sets it): 3 a failure, 2 a warning, 0 none.
+const severity = (s) => s.worst ?? 0;
+const SEVERITY = { failure: 3, warning: 2 };
 
 export class HealthView {
   constructor({ store, rpc }) {
@@ -162,8 +167,9 @@ export class HealthView {
       { label: 'name', width: 'minmax(230px, 2fr)', min: 230, fit: 'name', cell: (i) => ({ text: label(i) }) },
       { label: 'flags', width: 'minmax(150px, 1.4fr)', min: 150, cell: (i) => {
         const x = s(i);
-        const text = x.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ');
-        if (x.flags.length) return { text: x.trainable ? text : `frozen; ${text}`, cls: 'unhealthy', title: text };   // a frozen slot's parameters can still be flagged
+        const text = x.flags.map((f) => flagText(f, this.result.ratioBand)).join(', ');
+        // a frozen slot's parameters can still be flagged; warnings only: the warning colour
+        if (x.flags.length) return { text: x.trainable ? text : `frozen; ${text}`, cls: severity(x) >= SEVERITY.failure ? 'unhealthy' : 'warn-line', title: text };
         return x.trainable ? { text: 'ok' } : { text: 'frozen', cls: 'frozen' };
       } },
       { label: 'ratio', width: '84px', min: 80, num: true, title: 'lr · rms(u) / rms(θ)', cell: (i) => ({ text: sci(s(i).ratio) }) },
@@ -227,6 +233,10 @@ export class HealthView {
       r.withState = !!st;
       r.bySlot = new Array(opt.cols.n);
       for (const s of r.slots) r.bySlot[s.slot] = s;
+      for (const f of r.flags) {
+        const s = r.bySlot[f.slot];
+        if (s) s.worst = Math.max(s.worst ?? 0, SEVERITY[f.severity] ?? 3);
+      }
       this.result = r;
       this.runButton.textContent = 'Run again';
       this.ms = Math.round(performance.now() - started);
@@ -255,13 +265,14 @@ export class HealthView {
     this.mode = r.withState && r.lr !== null && r.lr !== undefined ? 'ratio' : 'rms';
     const flagged = new Set(r.flags.map((f) => f.slot));
     const what = this.mode === 'ratio'
-      ? `update-to-weight ratio at lr ${r.lr} (log scale; flags fire outside 1e-5…1e-2, the shaded band)`
+      ? `update-to-weight ratio at lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
       : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
     if (this.lrError) this.showState(this.lrError, true);
     else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
     this.chartBox.dataset.mode = this.mode;
     this.chartBox.dataset.slotCount = String(r.slots.length);
     this.chartBox.dataset.flagged = [...flagged].join(',');
+    this.chartBox.dataset.ratioBand = r.ratioBand.join(',');
     this.caption.textContent = 'Hover a slot for its figures; click to select it.';
     // Flag messages (the core's), slots named.
     this.flagsBox.replaceChildren();
@@ -269,9 +280,11 @@ export class HealthView {
       this.flagsBox.append(el('p', 'meta', `${plural(r.flags.length, 'flag')} on ${plural(flagged.size, 'slot')}:`));
       const ul = el('ul', 'flag-list');
       for (const f of r.flags.slice(0, 200)) {
-        const li = testid(el('li', 'unhealthy-line'), 'health-flag');
+        const warning = f.severity === 'warning';
+        const li = testid(el('li', warning ? 'warn-line' : 'unhealthy-line'), 'health-flag');
+        li.dataset.severity = f.severity;
         const name = this.store.label(f.slot);
-        li.append(button(`slot ${f.slot}${name ? ` ${name}` : ''}`, { cls: 'link', onClick: () => this.pick(f.slot) }), `: ${f.message}`);
+        li.append(`${warning ? 'warning' : 'flag'}: `, button(`slot ${f.slot}${name ? ` ${name}` : ''}`, { cls: 'link', onClick: () => this.pick(f.slot) }), `: ${f.message}`);
         ul.append(li);
       }
       if (r.flags.length > 200) ul.append(el('li', 'meta', `… and ${r.flags.length - 200} more`));
@@ -345,7 +358,7 @@ export class HealthView {
       if (s.param) parts.push(`rms(θ) ${sci(s.param.rms)}`);
       if (Number(s.neverUpdated)) parts.push(`${count(s.neverUpdated)} never updated`);
       if (Number(s.inconsistent)) parts.push(`${count(s.inconsistent)} inconsistent`);
-      parts.push(s.flags.length ? s.flags.map((f) => FLAG_TEXT[f] ?? f).join(', ') : 'no flag');
+      parts.push(s.flags.length ? s.flags.map((f) => flagText(f, this.result.ratioBand)).join(', ') : 'no flag');
     }
     this.caption.textContent = parts.join(' · ');
   }
@@ -369,9 +382,12 @@ export class HealthView {
       lo = Math.min(lo, v);
       hi = Math.max(hi, v);
     }
+    // the band of the pass; a lower bound of 0 (no ratioLow) shades to the bottom
+    const bandLo = r.ratioBand[0] > 0 ? Math.log10(r.ratioBand[0]) : null, bandHi = Math.log10(r.ratioBand[1]);
     if (this.mode === 'ratio') {
-      lo = Math.min(lo, Math.log10(BAND[0]) - 0.5);
-      hi = Math.max(hi, Math.log10(BAND[1]) + 0.5);
+      if (bandLo !== null) lo = Math.min(lo, bandLo - 0.5);
+      hi = Math.max(hi, bandHi + 0.5);
+      lo = Math.min(lo, hi - 1);
     }
     if (!Number.isFinite(lo)) {
       lo = -3;
@@ -384,7 +400,7 @@ export class HealthView {
     // Band and grid.
     if (this.mode === 'ratio') {
       g.fillStyle = band;
-      g.fillRect(PAD.left, y(Math.log10(BAND[1])), this.width - PAD.left - PAD.right, y(Math.log10(BAND[0])) - y(Math.log10(BAND[1])));
+      g.fillRect(PAD.left, y(bandHi), this.width - PAD.left - PAD.right, y(bandLo ?? lo) - y(bandHi));
       g.strokeStyle = good;
       g.setLineDash([4, 3]);
       g.beginPath();

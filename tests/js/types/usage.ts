@@ -43,8 +43,11 @@ async function main(): Promise<void> {
   const big: bigint = toBigInt(e.step);
   const state = await writeState({ family: 'TLSF32B', shapes: [[2, 3], [2, 3]], values: [new Float32Array(6), new Float32Array(6)] });
   const paired = await pair(bytes, state);
-  const h = await health(bytes, state, { lr: 1e-3 });
+  const h = await health(bytes, state, { lr: 1e-3, ratioBand: [1e-4, 1e-2] });
   const ratio = h.slots[0]?.ratio;
+  const failed: boolean = h.flags.some((f) => f.severity === 'failure');
+  const [low, high]: [number, number] = h.ratioBand;
+  console.log(failed, low, high);
   const st: Uint8Array = await exportTensors(bytes, { format: 'npz', names: ['a', 'b'] });
   {
     await using_(await open(bytes), async (ck) => {
