@@ -191,6 +191,10 @@ if (spawnSync(py, ['-c', 'import numpy'], { stdio: 'ignore' }).status === 0) {
   log('NumPy is not installed for /usr/bin/python3 (apt-get install python3-numpy): skipped');
 }
 
+// The kernel alone, no I/O, native and wasm in turn in CPU time (bench/kernel.mjs).
+log('statistics kernel alone…');
+const kernel = JSON.parse(timed(node, [path.join(root, 'bench/kernel.mjs'), '--rounds', '3', '--json'], { repeat: 1 }).out);
+
 log('1,000,000 slots…');
 const layoutNative = timed(native, [layoutFile, '--repeat', '3'], { repeat: 1, parse: (o) => JSON.parse(o).seconds });
 let layoutWasm = Infinity;
@@ -322,6 +326,10 @@ const ratios = {
   'run 4 × 1 GiB, CPU seconds': runCli.cpuSeconds,
   '4 × inspect --stats, CPU seconds': inspect4Cpu,
   'run 4 × 1 GiB / 4 × inspect --stats (CPU)': runCli.cpuSeconds / inspect4Cpu,
+  // issue 17 goal 9, against peers measured in the same run
+  'stats time: wasm SIMD in process / native': wasmSimd / nat.seconds,
+  'stats time: kernel alone, wasm SIMD / native': kernel.ratio['wasm SIMD / native'],
+  'stats speed: CLI end to end / NumPy': numpy ? numpy.seconds / cliSimd.seconds : null,
 };
 const goals = {
   'native / limit': ['>=', 0.5],
@@ -336,6 +344,8 @@ const goals = {
   'inspect --json 1M slots, CLI / walk limit': ['<=', 15],
   'inspect --json 1M slots, CLI peak RSS MiB': ['<', 200],
   'export 20 GB / 20 MB (peak RSS)': ['<=', 1.5],
+  'stats time: wasm SIMD in process / native': ['<=', 1.3],
+  'stats speed: CLI end to end / NumPy': ['>=', 4],
 };
 console.log('\nratios');
 for (const [k, v] of Object.entries(ratios)) {
@@ -355,6 +365,6 @@ if (process.env.BENCH_SCALE !== 'off') {
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
-  ratios, layoutWasmSeconds: layoutWasm, scale,
+  ratios, layoutWasmSeconds: layoutWasm, scale, kernel,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

@@ -241,10 +241,20 @@ static void store_lanes32(lanes *L, const v2d s[4], const v2d q[4], v4f mn0, v4f
     }
 }
 
-/* Histogram tables of sign and exponent, zero between blocks. Static, so that wasm addresses
- * them by constants (a pointer costs an add per increment there); thread-local for native
- * callers' threads. */
-static _Thread_local uint32_t hist32[TABLES][512];
+/* Histogram tables of sign and exponent, zero between blocks. 16-bit counters: a table takes
+ * every TABLES-th value of a block, so a bin counts at most BLOCK_BYTES / 4 / TABLES = 8192 before
+ * take_bins32 folds it into 64-bit totals (and half the size stays in L1 better). In wasm they
+ * sit at a fixed address below the static data, which the build reserves (CKPT_WASM_TABLES,
+ * wasm/CMakeLists.txt): the compiler then folds table and address into each load's and store's
+ * offset immediate and V8 emits no add per increment (a table the linker places costs one:
+ * neither clang 14 nor binaryen folds an address >= 1024 into the offset). Elsewhere static,
+ * thread-local for native callers' threads. */
+#if defined(__wasm__) && defined(CKPT_WASM_TABLES)
+#define hist32 ((uint16_t(*)[512])(uintptr_t)(CKPT_WASM_TABLES))
+#else
+static _Thread_local uint16_t hist32[TABLES][512];
+#endif
+_Static_assert(BLOCK_BYTES / 4 / TABLES <= UINT16_MAX, "a block's counts must fit the 16-bit tables");
 
 /* The fused loop: histogram of sign and exponent, float sums carried into double every RUN32
  * groups, extremes. Valid for blocks the float path may take (the caller checks the histogram). */
