@@ -15,7 +15,7 @@ const MIN_READ = 4096;
 const MAX_READ = 16 << 20;
 const NEAR = 64;   // a record header (24 bytes for an entry, 32 for a rank-2 tensor) between reads
 const KEEP = 16;
-const KEEP_BYTES = 64 << 20;   // a few streams' ranges at MAX_READ
+const KEEP_BYTES = 4 * MAX_READ;   // health's three streams at MAX_READ, and a page or so
 
 export class Ranges {
   /** fetch(start, length) returns the bytes from start (at most length; fewer at the end). */
@@ -33,8 +33,9 @@ export class Ranges {
       const want = dest.length - done;
       let range = this.take((r) => r.start <= at && at < r.start + r.bytes.length);
       if (!range) {
+        // the range this read follows is read through: the new one takes its place (one range
+        // per stream kept, so three streams at MAX_READ fit in KEEP_BYTES)
         const before = this.take((r) => at >= r.start + r.bytes.length && at - (r.start + r.bytes.length) <= NEAR);
-        if (before) this.keep(before.start, before.bytes);
         // the start of the data a page at least: a JSON sniff's 256 bytes and the core's first
         // read (4096, src/io.c) then cost one call, the sniff's bytes the open's own
         const length = before ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;

@@ -65,3 +65,13 @@ test('the start of the data is read a page at least: a sniff of 256 bytes, then 
   read(0, 4096);
   assert.deepEqual(fetches, [[0, 4096]]);
 });
+
+test('three streams at the largest reads stay kept: none is fetched again', () => {
+  const { fetches, read } = counted();
+  const chunk = 1 << 20;
+  const starts = [0, 20 << 20, 40 << 20];
+  for (let k = 0; k < 20; k++) for (const s of starts) read(s + k * chunk, chunk);
+  const total = fetches.reduce((a, [, n]) => a + n, 0);
+  assert.ok(total <= 3 * (32 << 20), `each byte fetched once (and a range past the end): ${total >> 20} MiB`);
+  for (const s of starts) assert.deepEqual(fetches.filter(([a]) => a >= s && a < s + (20 << 20)).map(([, n]) => n >> 20), [1, 2, 4, 8, 16]);
+});
