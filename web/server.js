@@ -216,8 +216,9 @@ function sendFile(req, res, route) {
     return;
   }
   // Streamed from the file opened at start (positional reads: answers may overlap), only the
-  // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile.
-  pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false, fs: KEEP_OPEN }), exactly(length), res, () => {});
+  // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile. In 1 MiB
+  // reads: Chromium took a 16 MiB range at 5-8 MiB/s in 64 KiB pieces, 15-19 in 1 MiB ones.
+  pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false, fs: KEEP_OPEN, highWaterMark: 1 << 20 }), exactly(length), res, () => {});
 }
 
 function sendStatic(req, res, urlPath) {
