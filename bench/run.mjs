@@ -8,7 +8,8 @@
 //      chunks and sums its floats, and each statistics path as a fraction of it;
 //   6. scale (bench/scale.mjs): the Llama-7B-like pair opened from a file, a Blob and over HTTP
 //      (bytes and reads counted), the CLI on it, inspect --json and export from 20k to 1M slots
-//      (BENCH_SCALE=light leaves out the passes that read its 81 GB of zeros, =off all of it).
+//      (BENCH_SCALE=light leaves out the passes that read its 81 GB of zeros, =off all of it);
+//   7. the viewer's Scan and health pass against the CLI's on the same pair (bench/viewer.mjs).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,7 @@ import os from 'node:os';
 import { writeSparse } from '../tests/js/sparse.mjs';
 import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
 import { scaleBench, printScale } from './scale.mjs';
+import { viewerBench, viewerRows, viewerRatios } from './viewer.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -347,6 +349,16 @@ const goals = {
   'stats time: wasm SIMD in process / native': ['<=', 1.3],
   'stats speed: CLI end to end / NumPy': ['>=', 4],
 };
+// 7. the viewer against the CLI (bench/viewer.mjs): Scan and the health pass in Chromium from a
+// dropped File and over HTTP (`ckptscope view`), each as a fraction of the CLI's rate
+// (BENCH_VIEWER=off leaves it out).
+if (process.env.BENCH_VIEWER !== 'off') {
+  log('viewer: Scan and health in Chromium (File, HTTP) against the CLI…');
+  const viewer = await viewerBench({ opt: statsFile, state: stateFile, repeat: REPEAT, log });
+  rows.push(...viewerRows(viewer).map(([name, seconds]) => [name, seconds, null, null]));
+  Object.assign(ratios, viewerRatios(viewer));
+  for (const k of Object.keys(viewerRatios(viewer))) goals[k] = ['>=', 0.5];
+}
 console.log('\nratios');
 for (const [k, v] of Object.entries(ratios)) {
   const goal = goals[k];

@@ -3,50 +3,74 @@
 // header alone after a payload it skips (64 bytes), and grows its reads only while they follow
 // each other (src/io.c). So a read that jumps is fetched at exactly its size: paging it up would
 // fetch payload bytes to skip them (4 KiB per entry: 1.2 MiB over HTTP for a Llama-7B-like
-// file, where its headers are 30 KB). A read that follows the previous one (within a record
-// header's length) is a pass going through the data, slot after slot: it is fetched a page at
-// least, and the last ranges read are kept, so small slots cost one call per few slots (the
-// viewer's health pass over 10,000 slots: 15 s with plain reads, 0.7 s with pages).
+// file, where its headers are 30 KB). A read that follows a range read before (within a record
+// header's length of its end) is a pass going through the data: it is fetched a page at least
+// and twice the range it follows, up to MAX_READ, and the last ranges read are kept. So small
+// slots cost one call per few slots (the viewer's health pass over 10,000 slots: 15 s with plain
+// reads, 0.7 s with pages), and a pass over large payloads costs one call per MAX_READ bytes of
+// each stream it reads: statistics read one, health three (m, v and the parameters) side by
+// side. Chromium reads a File at ~10 ms a call plus its bytes: the health pass's 64 KiB reads
+// fetched one by one took 275 s for 1.5 GiB, where 16 MiB calls take a few.
 const MIN_READ = 4096;
+const MAX_READ = 16 << 20;
 const NEAR = 64;   // a record header (24 bytes for an entry, 32 for a rank-2 tensor) between reads
 const KEEP = 16;
+const KEEP_BYTES = 4 * MAX_READ;   // health's three streams at MAX_READ, and a page or so
 
 export class Ranges {
   /** fetch(start, length) returns the bytes from start (at most length; fewer at the end). */
   constructor(fetch) {
     this.fetch = fetch;
     this.kept = [];   // {start, bytes}, most recently used last
-    this.next = -1;   // where the last read ended
+    this.keptBytes = 0;
   }
 
   /** Copy up to dest.length bytes from offset (the caller has clipped to the size). */
   read(offset, dest) {
-    const want = dest.length;
-    const at = this.kept.findIndex((r) => r.start <= offset && offset + want <= r.start + r.bytes.length);
-    let range;
-    if (at >= 0) {
-      [range] = this.kept.splice(at, 1);
-    } else {
-      const follows = this.next >= 0 && offset >= this.next && offset - this.next <= NEAR;
-      range = { start: offset, bytes: this.fetch(offset, follows ? Math.max(want, MIN_READ) : want) };
+    let done = 0;
+    while (done < dest.length) {
+      const at = offset + done;
+      const want = dest.length - done;
+      let range = this.take((r) => r.start <= at && at < r.start + r.bytes.length);
+      if (!range) {
+        // the range this read follows is read through: the new one takes its place (one range
+        // per stream kept, so three streams at MAX_READ fit in KEEP_BYTES)
+        const before = this.take((r) => at >= r.start + r.bytes.length && at - (r.start + r.bytes.length) <= NEAR);
+        // the start of the data a page at least: a JSON sniff's 256 bytes and the core's first
+        // read (4096, src/io.c) then cost one call, the sniff's bytes the open's own
+        const length = before ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
+        range = { start: at, bytes: this.fetch(at, Math.max(want, length)) };
+      }
+      this.keep(range.start, range.bytes);
+      const from = at - range.start;
+      const n = Math.max(0, Math.min(want, range.bytes.length - from));
+      if (n === 0) break;   // the end of the data
+      dest.set(range.bytes.subarray(from, from + n), done);
+      done += n;
     }
-    this.keep(range.start, range.bytes);
-    const from = offset - range.start;
-    const n = Math.max(0, Math.min(want, range.bytes.length - from));
-    dest.set(range.bytes.subarray(from, from + n));
-    this.next = offset + n;
-    return n;
+    return done;
   }
 
-  /** Keep bytes read from start (most recently used). */
+  /** Remove and return the first kept range matching `test` (null when none does). */
+  take(test) {
+    const at = this.kept.findIndex(test);
+    if (at < 0) return null;
+    const [range] = this.kept.splice(at, 1);
+    this.keptBytes -= range.bytes.length;
+    return range;
+  }
+
+  /** Keep bytes read from start (most recently used): at most KEEP ranges and KEEP_BYTES bytes,
+   *  the newest always. */
   keep(start, bytes) {
     this.kept.push({ start, bytes });
-    if (this.kept.length > KEEP) this.kept.shift();
+    this.keptBytes += bytes.length;
+    while (this.kept.length > 1 && (this.kept.length > KEEP || this.keptBytes > KEEP_BYTES)) this.keptBytes -= this.kept.shift().bytes.length;
   }
 
   /** Forget the kept ranges (later reads fetch again). */
   clear() {
     this.kept.length = 0;
-    this.next = -1;
+    this.keptBytes = 0;
   }
 }

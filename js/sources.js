@@ -104,7 +104,9 @@ async function head(source, n) {
     if (src.error) throw src.error;
     return buf.subarray(0, got);
   } finally {
-    src.close();
+    // A caller's own source stays open, its pages kept: the open that follows a sniff (the
+    // viewer's) reads through it, and the sniff's bytes are then counted once, not read twice.
+    if (!isCustom(source)) src.close();
   }
 }
 

@@ -139,6 +139,11 @@ function fileRoutes(files) {
   return routes;
 }
 
+// A read stream that is destroyed (a client that goes away mid-answer: the viewer's Cancel)
+// closes its fd even with autoClose false; the file's one descriptor serves every request and
+// closes with the server, so a stream's close leaves it open.
+const KEEP_OPEN = { open: fs.open, read: fs.read, close: (fd, done) => done(null) };
+
 function closeRoutes(routes) {
   for (const route of routes.values()) {
     if (route.fd === null) continue;
@@ -211,8 +216,9 @@ function sendFile(req, res, route) {
     return;
   }
   // Streamed from the file opened at start (positional reads: answers may overlap), only the
-  // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile.
-  pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false }), exactly(length), res, () => {});
+  // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile. In 1 MiB
+  // reads: Chromium took a 16 MiB range at 5-8 MiB/s in 64 KiB pieces, 15-19 in 1 MiB ones.
+  pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false, fs: KEEP_OPEN, highWaterMark: 1 << 20 }), exactly(length), res, () => {});
 }
 
 function sendStatic(req, res, urlPath) {

@@ -78,3 +78,39 @@ test('an optimizer file and its state file opened together: each header\'s count
   assert.deepEqual(await shown(page, 'io-b'), sent.get(b));
   await page.context().close();
 });
+
+/** Count what the viewer's worker reads from Files: FileReaderSync's answers, summed in the worker. */
+async function countFileReads(page) {
+  const worker = page.workers().find((w) => w.url().endsWith('/worker.js'));
+  assert.ok(worker, 'the viewer\'s worker runs');
+  await worker.evaluate(() => {
+    const read = FileReaderSync.prototype.readAsArrayBuffer;
+    self.bytesCounted = 0;
+    self.callsCounted = 0;
+    FileReaderSync.prototype.readAsArrayBuffer = function (blob) {
+      const out = read.call(this, blob);
+      self.bytesCounted += out.byteLength;
+      self.callsCounted++;
+      return out;
+    };
+  });
+  return () => worker.evaluate(() => ({ bytes: self.bytesCounted, calls: self.callsCounted }));
+}
+
+for (const [which, k] of [['an optimizer file', 0], ['a model-state file', 1]]) {
+  test(`${which} dropped: the bytes shown are the bytes read, the JSON sniff's page read once`, async () => {
+    const page = await viewer.page();
+    const counted = await countFileReads(page);
+    await page.setInputFiles('[data-testid=file-input]', [opt, state][k]);   // the file by path: read from disk
+    await page.waitForSelector('[data-testid=io]');
+    await idle(page);
+    const shownBytes = Number(await page.getAttribute('#summary', 'data-bytes-read'));
+    const { bytes, calls } = await counted();
+    assert.equal(shownBytes, bytes, 'what the header says is what FileReaderSync returned');
+    // The sniff (what the file is) reads the first page, which holds the preamble and the
+    // schema of these 7 slots; the open reads through the same source: that page once, then
+    // each record's header alone.
+    assert.ok(bytes < 4096 + 64 * 7 * 2, `headers only, the first page once: ${bytes} bytes in ${calls} reads`);
+    await page.context().close();
+  });
+}

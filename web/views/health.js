@@ -125,7 +125,10 @@ export class HealthView {
     this.lrInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.lrChanged());
     lab.append(this.lrInput);
     this.runButton = button('Run the health pass', { testid: 'health-run', onClick: () => this.run() });
-    controls.append(lab, this.runButton);
+    // a pass over a large file takes a while: Cancel replaces the worker, the files stay open
+    this.cancelButton = button('Cancel', { testid: 'health-cancel', onClick: () => this.rpc.cancel() });
+    this.cancelButton.hidden = !this.running;
+    controls.append(lab, this.runButton, this.cancelButton);
     head.append(controls);
     card.append(head);
     this.stateLine = testid(el('p', 'meta'), 'health-state');
@@ -223,6 +226,7 @@ export class HealthView {
     const st = this.store.stateFile?.summary.ok ? this.store.stateFile : null;
     this.running = true;
     this.runButton.disabled = true;
+    this.cancelButton.hidden = false;
     this.showState('Running the health pass…');
     const started = performance.now();
     try {
@@ -246,6 +250,7 @@ export class HealthView {
     } finally {
       this.running = false;
       if (this.runButton) this.runButton.disabled = false;
+      if (this.cancelButton) this.cancelButton.hidden = true;
       if (this.again) {
         this.again = false;
         this.run();

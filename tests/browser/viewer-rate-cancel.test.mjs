@@ -1,0 +1,71 @@
+// Issue 17 goal 6: the viewer's long passes (Scan: statistics of every entry; the health pass)
+// stop on Cancel within about a second, and the files stay open: the next pass runs on them.
+// A pair of large sparse files (8 GiB of moments, 4 GiB of parameters: holes, read as zeros)
+// served by the viewer's server, as `ckptscope view OPT STATE` does.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startViewer } from './browser.mjs';
+import { writeSparse, writeSparseState } from '../js/sparse.mjs';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cancel-'));
+const opt = path.join(tmp, 'big.ckpt');
+const state = path.join(tmp, 'big.tlsf');
+let viewer;
+
+before(async () => {
+  writeSparse(opt, { slots: 8, elements: 2 ** 27 });
+  writeSparseState(state, { tensors: 8, elements: 2 ** 27 });
+  viewer = await startViewer({ files: [opt, state] });
+});
+
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+const idle = (page) => page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 30000 });
+
+/** Milliseconds from clicking `selector` until the text of `said` is `text` (the pass stopped);
+ *  then the worker is idle again (the files opened in the new one). */
+async function cancelMs(page, selector, said, text) {
+  const ms = await page.evaluate(({ selector, said, text }) => new Promise((resolve) => {
+    const t0 = performance.now();
+    document.querySelector(selector).click();
+    const poll = () => (document.querySelector(said).textContent === text ? resolve(performance.now() - t0) : setTimeout(poll, 5));
+    poll();
+  }), { selector, said, text });
+  await idle(page);
+  return ms;
+}
+
+for (const how of ['served', 'dropped']) {
+  test(`${how} files: Cancel stops the health pass and Scan within a second; the files stay open`, async () => {
+    const page = await viewer.page(how === 'served' ? { url: viewer.server.viewerUrl } : undefined);
+    if (how === 'dropped') await page.setInputFiles('[data-testid=file-input]', [opt, state]);
+    await page.waitForSelector('[data-testid=pair-verdict].loads');
+    await page.waitForSelector('[data-testid=health-run]');
+    await idle(page);
+    assert.ok(await page.isHidden('[data-testid=health-cancel]'), 'no Cancel while nothing runs');
+
+    await page.click('[data-testid=health-run]');
+    await page.waitForSelector('[data-testid=health-cancel]', { state: 'visible' });
+    await page.waitForTimeout(500);
+    assert.match(await page.textContent('[data-testid=health-state]'), /^Running the health pass/);
+    const healthMs = await cancelMs(page, '[data-testid=health-cancel]', '[data-testid=health-state]', 'Health pass cancelled.');
+    assert.ok(healthMs < 1000, `the health pass stopped in ${healthMs} ms`);
+    assert.ok(await page.isHidden('[data-testid=health-cancel]'));
+
+    // the files are open in the new worker: Scan reads them (its progress moves), then stops too
+    await page.click('#scan');
+    await page.waitForFunction(() => Number(document.getElementById('stats-progress').value) > 0, null, { timeout: 30000 });
+    const scanMs = await cancelMs(page, '#cancel-scan', '#status', 'Statistics scan cancelled: statistics are not computed.');
+    assert.ok(scanMs < 1000, `the scan stopped in ${scanMs} ms`);
+    assert.ok(await page.isHidden('#scan-line'));
+    assert.match(await page.textContent('[data-testid=io]'), /bytes/, 'the file\'s header is still shown');
+    assert.deepEqual(page.consoleErrors, []);
+    await page.context().close();
+  });
+}
