@@ -9,7 +9,7 @@ import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
-import { canSplit, workerCount, startCrew, statsInParallel, healthInParallel, withPinned } from './parallel.js';
+import { canSplit, workerCount, startCrew, openWithStats, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 /**
@@ -19,21 +19,13 @@ import { schemaArrays, destinationOf } from './layout.js';
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
   const n = await workerCount(workers, source);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
-  // Statistics by n threads of the one open file: the workers start (and open it) while this
-  // thread parses it; the same report.
+  // Statistics by n threads of the one open file: the same report.
   return withPinned(source, async (file) => {
-    const crew = await startCrew(n - 1, { source: file }, variant);
+    const ck = await openWithStats(file, n, { onProgress, signal, variant });
     try {
-      return await withOpen(file, async (ck) => {
-        if (!ck.ok) {
-          ck.close();
-          return withOpen(file, (one) => one.report, { stats, onProgress, signal, variant });
-        }
-        await statsInParallel(ck, crew, { onProgress, signal });
-        return ck.report;
-      }, { signal, variant });
+      return ck.report;
     } finally {
-      crew.stop();
+      ck.close();
     }
   });
 }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, readerNames, CheckpointError, LayoutError } from './index.js';
 import { readJsonSource, JSON_LIMIT } from './sources.js';
-import { startCrew, statsInParallel, workerCount } from './parallel.js';
+import { openWithStats, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isRatioFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
@@ -105,18 +105,16 @@ async function cmdInspect(argv) {
   checkInput(file, 'checkpoint');
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
-  // the workers start (and open the file) while this thread parses it
-  const crew = parallel ? await startCrew(n - 1, { source }) : null;
   let ck;
   try {
-    ck = await reading(file, 'checkpoint', () => open(source, { stats: stats && !parallel }));
+    // with workers: they start (and open the file) while this thread parses it
+    const openFile = (src, options) => reading(file, 'checkpoint', () => open(src, options));
+    ck = parallel ? await openWithStats(source, n, { openFile }) : await openFile(source, { stats });
   } catch (err) {
-    crew?.stop();
     if (parallel) fs.closeSync(source);
     throw err;
   }
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, crew, {});
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
@@ -134,7 +132,6 @@ async function cmdInspect(argv) {
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
     return summary.ok ? 0 : 1;
   } finally {
-    crew?.stop();
     ck.close();
     if (parallel) fs.closeSync(source);
   }

@@ -4,7 +4,6 @@
 // (posted back packed, by item) or the health of a range of slots (by its first slot).
 import { isNode, adoptModule } from './wasm.js';
 import { open, itemStatsPacked } from './checkpoint.js';
-import { healthOf } from './api.js';
 import { claims } from './parallel.js';
 
 const port = isNode ? (await import('node:worker_threads')).parentPort : self;
@@ -13,10 +12,11 @@ const listen = (fn) => (isNode ? port.on('message', fn) : (port.onmessage = ({ d
 
 const fail = (err) => post({ error: { name: err?.name ?? 'Error', message: err?.message ?? String(err), code: err?.code ?? null, offset: err?.offset ?? null } });
 
-let opened = null, counter = null, thread = -1;
+let opened = null, counter = null, thread = -1, healthOf = null;
 
 async function openAll({ source, opt, state }, variant) {
   if (source !== undefined) return { ck: await open(source, { variant }) };
+  ({ healthOf } = await import('./api.js'));   // only health needs the API (a statistics worker starts sooner)
   const o = await open(opt, { variant });
   try {
     return { o, s: state === null || state === undefined ? null : await open(state, { variant }) };

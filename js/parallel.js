@@ -10,7 +10,7 @@
 // in slot order: either way the result is exactly the one-thread result, whatever n.
 
 import { isNode, compiledModule } from './wasm.js';
-import { itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
+import { open, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
 import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
@@ -237,6 +237,34 @@ async function alongside(crew, claim, work) {
     claim.stopAll();
     crew.stop();
     throw err;
+  }
+}
+
+/**
+ * Open `source` with the statistics of every item computed n ways: n - 1 workers start (and open
+ * the file) while this thread opens it with `openFile` (default open(); the CLI's names the file
+ * in I/O errors). Resolves with the open Checkpoint, its report the one a one-thread scan gives
+ * (the caller closes it). A file with no items, or broken before its end, is scanned here alone:
+ * nothing to split, and the report is then exactly the one-thread one.
+ */
+export async function openWithStats(source, n, { onProgress, signal, variant, openFile = open } = {}) {
+  const crew = await startCrew(n - 1, { source }, variant);
+  try {
+    const ck = await openFile(source, { signal, variant });
+    if (ck.ok && itemCount(ck) > 0) {
+      try {
+        await statsInParallel(ck, crew, { onProgress, signal });
+        return ck;
+      } catch (err) {
+        ck.close();
+        throw err;
+      }
+    }
+    ck.close();
+    crew.stop();
+    return await openFile(source, { stats: true, onProgress, signal, variant });
+  } finally {
+    crew.stop();
   }
 }
 
