@@ -1,7 +1,8 @@
 // One worker of js/parallel.js: its own WebAssembly instance opens the file(s) as soon as it
 // starts ('open', while the calling thread parses them too), then takes chunks of the job
 // ('run') from the counter it shares with the other threads: the statistics of a range of items
-// (posted back packed, by item) or the health of a range of slots (by its first slot).
+// (posted back packed, by item) or the health of a range of slots (by its first slot), with how
+// many chunks it took.
 import { isNode, adoptModule } from './wasm.js';
 import { open, itemStatsPacked } from './checkpoint.js';
 import { claims } from './parallel.js';
@@ -31,8 +32,9 @@ const closeAll = (files) => [files.ck, files.o, files.s].forEach((ck) => ck?.clo
 async function run(job, files) {
   const claim = claims(counter, job.chunks.length, thread);
   const out = [];
+  let taken = 0;
   try {
-    for (let k; (k = claim.next()) >= 0; ) {
+    for (let k; (k = claim.next()) >= 0; taken++) {
       const [from, to] = job.chunks[k];
       if (job.type === 'stats') {
         let base = 0;
@@ -52,7 +54,7 @@ async function run(job, files) {
     claim.stopAll();   // the others stop at their next claim: the pass has failed
     throw err;
   }
-  return out;
+  return { taken, parts: out };
 }
 
 listen(async (msg) => {
@@ -67,8 +69,8 @@ listen(async (msg) => {
     }
     const files = await opened;
     try {
-      const out = await run(msg, files);
-      post({ result: out }, msg.type === 'stats' ? out.map(([, [w]]) => w.buffer) : []);
+      const result = await run(msg, files);
+      post({ result }, msg.type === 'stats' ? result.parts.map(([, [w]]) => w.buffer) : []);
     } finally {
       closeAll(files);
     }

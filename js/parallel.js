@@ -269,8 +269,9 @@ export async function openWithStats(source, n, { onProgress, signal, variant, op
 }
 
 /** Statistics of every item of the open `ck` (opened without statistics), computed by this
- *  thread and the `crew` started on the same file, and attached to ck's report. */
-export async function statsInParallel(ck, crew, { onProgress, signal } = {}) {
+ *  thread and the `crew` started on the same file, and attached to ck's report. `taken[w]`
+ *  says how many chunks thread w (this one is 0) computed. */
+export async function statsInParallel(ck, crew, { onProgress, signal, taken = [] } = {}) {
   const { abi } = await loadBinding();
   const cols = ck.columns();
   const count = itemCount(ck);
@@ -286,8 +287,9 @@ export async function statsInParallel(ck, crew, { onProgress, signal } = {}) {
   const report = chunkProgress(chunks.map(bytes), onProgress, chunks.map(bytes).reduce((a, b) => a + b, 0));
   const results = crew.run({ type: 'stats', chunks }, report && (({ chunk, done }) => report(chunk, { done })), signal);
   const claim = claims(crew.counter, chunks.length, 0);
+  taken[0] = 0;
   await alongside(crew, claim, () => {
-    for (let k; (k = claim.next()) >= 0; ) {
+    for (let k; (k = claim.next()) >= 0; taken[0]++) {
       const [from, to] = chunks[k];
       const mine = [];
       let base = 0;
@@ -299,14 +301,17 @@ export async function statsInParallel(ck, crew, { onProgress, signal } = {}) {
       attachPacked(ck, from, mine);
     }
   });
-  for (const list of await Promise.all(results)) for (const [from, words] of list) attachPacked(ck, from, words);
+  (await Promise.all(results)).forEach(({ taken: t, parts }, w) => {
+    taken[w + 1] = t;
+    for (const [from, words] of parts) attachPacked(ck, from, words);
+  });
 }
 
 /** The health pass over the slots of the open `opt` (and its state file), by this thread and
  *  the `crew` started on the same files: `share(first, count, onProgress)` runs the pass here
  *  over a range of slots, the workers run it with `args` (the pass's options: lr, …); the JSON is
- *  the one-thread JSON. */
-export async function healthInParallel(opt, crew, share, args, { onProgress, signal } = {}) {
+ *  the one-thread JSON. `taken` as for statsInParallel. */
+export async function healthInParallel(opt, crew, share, args, { onProgress, signal, taken = [] } = {}) {
   const cols = opt.columns();
   const weights = Array.from(cols.sizes, (x) => Number(x) + 1);
   // Each chunk's call pairs the files again, and a tie's pairing reads both tensors' values:
@@ -327,6 +332,8 @@ export async function healthInParallel(opt, crew, share, args, { onProgress, sig
     }
     return parts;
   });
-  const parts = [mine, ...(await Promise.all(results))].flat().sort((a, b) => a[0] - b[0]).map(([, part]) => part);
+  const theirs = await Promise.all(results);
+  [mine.length, ...theirs.map((r) => r.taken)].forEach((t, w) => (taken[w] = t));
+  const parts = [mine, ...theirs.map((r) => r.parts)].flat().sort((a, b) => a[0] - b[0]).map(([, part]) => part);
   return { ...parts[0], first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };
 }

@@ -8,8 +8,9 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, health, writeCheckpoint, writeState } from '../../js/index.js';
-import { split, plan, claims, workerCount } from '../../js/parallel.js';
+import { inspect, health, writeCheckpoint, writeState, open } from '../../js/index.js';
+import { healthOf } from '../../js/api.js';
+import { split, plan, claims, workerCount, startCrew, statsInParallel, healthInParallel } from '../../js/parallel.js';
 
 const sizes = [30000, 5, 70000, 1, 20000, 40000, 3, 60000];   // uneven: the split balances bytes
 let tmp, opt, state, empty, tiedOpt, tiedState, broken;
@@ -161,6 +162,46 @@ test('health by 1, 2, 3 and 7 workers: the same JSON, progress to the one-thread
   const one = await health(tiedOpt, tiedState);
   assert.equal(one.pairs, true);
   assert.deepEqual(await health(tiedOpt, tiedState, { workers: 3 }), one);
+});
+
+// On files this small the calling thread would claim every chunk before a worker has started:
+// held back at its first chunk (its progress callback sleeps), the workers take the others.
+const sleep = (ms) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+const holdOnce = () => {
+  let held = false;
+  return () => held || ((held = true), sleep(1500));
+};
+
+test('every thread claims chunks: a held-back calling thread leaves them to the workers, the report unchanged', async () => {
+  const one = await inspect(opt, { stats: true });
+  const crew = await startCrew(2, { source: opt });
+  const ck = await open(opt);
+  try {
+    const taken = [];
+    await statsInParallel(ck, crew, { onProgress: holdOnce(), taken });
+    assert.deepEqual(ck.report, one);
+    assert.equal(taken.length, 3);
+    assert.equal(taken[0], 1, 'held back after its first chunk');
+    // the workers took the rest (one that started sooner may take it all)
+    assert.equal(taken[1] + taken[2], plan(sizes.map((n) => n + 1), 3).chunks.length - 1, `${taken}`);
+  } finally {
+    crew.stop();
+    ck.close();
+  }
+  const healthOne = await health(opt, state, { lr: 1e-3 });
+  const health3 = await startCrew(2, { opt, state });
+  const [o, s] = [await open(opt), await open(state)];
+  try {
+    const taken = [];
+    const share = (first, count, onProgress) => healthOf(o, s, { lr: 1e-3, first, count, onProgress });
+    assert.deepEqual(await healthInParallel(o, health3, share, { lr: 1e-3 }, { onProgress: holdOnce(), taken }), healthOne);
+    assert.equal(taken[0], 1);
+    assert.equal(taken[1] + taken[2], plan(sizes.map((n) => n + 1), 3).chunks.length - 1, `${taken}`);
+  } finally {
+    health3.stop();
+    o.close();
+    s.close();
+  }
 });
 
 test('health of a broken file by 1, 2, 3 and 7 workers: the same rejection', async () => {
