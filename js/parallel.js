@@ -144,10 +144,18 @@ export function claims(counter, count, w) {
  */
 export async function startCrew(count, files, variant) {
   const Worker = isNode ? (await import('node:worker_threads')).Worker : globalThis.Worker;
-  const module = count > 0 ? await compiledModule(variant) : null;
   const counter = shares() ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  // the threads start while the module compiles (here, once, if not yet)
+  const members = Array.from({ length: count }, () => startMember(Worker));
+  let module = null;
+  try {
+    if (count > 0) module = await compiledModule(variant);
+  } catch (err) {
+    members.forEach((m) => m.stop());
+    throw err;
+  }
   // thread w + 1 (the calling thread is 0) takes chunk w + 1 when there is no counter
-  const members = Array.from({ length: count }, (_, w) => startMember(Worker, { type: 'open', module, variant, files, thread: w + 1, counter: counter?.buffer ?? null }));
+  members.forEach((m, w) => m.post({ type: 'open', module, variant, files, thread: w + 1, counter: counter?.buffer ?? null }));
   return {
     counter,
     size: count,
@@ -160,7 +168,7 @@ export async function startCrew(count, files, variant) {
   };
 }
 
-function startMember(Worker, start) {
+function startMember(Worker) {
   const url = new URL('./parallel-worker.js', import.meta.url);
   let worker, on;
   if (isNode) {
@@ -177,7 +185,6 @@ function startMember(Worker, start) {
       worker.onerror = (e) => fn({ error: { name: 'Error', message: e.message } });
     };
   }
-  worker.postMessage(start);
   let settle = null, progress = null, stopped = false;
   const result = new Promise((resolve, reject) => (settle = { resolve, reject }));
   result.catch(() => {});   // handled where it is awaited; a failure while this thread works is not "unhandled"
@@ -197,6 +204,7 @@ function startMember(Worker, start) {
   });
   return {
     result,
+    post: (msg) => worker.postMessage(msg),
     stop: () => stop(),
     run(job, onProgress, signal) {
       progress = onProgress;
