@@ -17,7 +17,7 @@ import { schemaArrays, destinationOf } from './layout.js';
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
-  const n = await workerCount(workers, source);
+  const n = await workerCount(workers, [source]);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
   // Statistics by n threads of the one open file: the same report.
   return withPinned(source, async (file) => {
@@ -173,7 +173,7 @@ export function learningRate(lr) {
  */
 export async function health(opt, state = null, { lr, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
-  const n = await workerCount(workers, opt, state);
+  const n = await workerCount(workers, [opt, state], 'health');
   const args = { lr: Number.isNaN(rate) ? undefined : rate };
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files; the workers open them while this thread does

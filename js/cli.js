@@ -100,7 +100,7 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const n = stats && !isStream(file) ? await workerCount(workers, file) : 1;
+  const n = stats && !isStream(file) ? await workerCount(workers, [file]) : 1;
   const parallel = n > 1;
   checkInput(file, 'checkpoint');
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).

@@ -40,11 +40,19 @@ export async function withPinned(source, fn) {
   }
 }
 
-// What 'auto' starts: a worker costs its start (a thread, a module instance, the file's
-// metadata parsed again) and, on shared cores, time taken from the calling thread, so it pays
-// only on a file whose scan takes well longer than that.
-// One worker per 512 MiB of the files read, at most the cores (and 8).
-const BYTES_PER_WORKER = 512 * 2 ** 20;
+// What 'auto' starts, per pass: one worker per this many bytes of the files read, at most the
+// cores (and 8). A worker costs its start: 40-70 ms of wall time on an idle machine before it
+// takes its first chunk (a thread, Node's bootstrap, the module instance, the file parsed
+// again), 0.11-0.14 s of CPU measured on a loaded one (an empty worker_threads Worker alone:
+// 0.11 s), time the calling thread loses where cores are shared. With the chunks claimed from a
+// shared counter, n threads take about (S + (n - 1) start) / n for a pass of S seconds alone, so
+// a worker pays once S is well past twice its start: ~0.15 s of one thread's work, 512 MiB of
+// statistics (3.5 GB/s a thread) and 256 MiB of health (m, v and θ at 1.2 GB/s: it computes a
+// step per element). Measured (node bench/workers.mjs, 2 cores under a load average of 15-23,
+// so wall times favour 1): 2 workers took 0.21-0.38 s more CPU than 1 for statistics of 256 MiB
+// to 4 GiB, 0.26-0.59 s for health. Re-measure on an idle machine with that command.
+const MiB = 2 ** 20;
+const BYTES_PER_WORKER = { stats: 512 * MiB, health: 256 * MiB };
 
 /** The bytes of the sources the pass reads (files' and Blobs' sizes), or null when one is not
  *  known (a source that is not split anyway). */
@@ -65,13 +73,14 @@ async function bytesOf(sources) {
   return total;
 }
 
-/** How many workers `workers` means: a number, or 'auto': what pays for reading `sources` (one
- *  per 512 MiB, at most the machine's cores and 8; the cores when the sizes are not known). */
-export async function workerCount(workers, ...sources) {
+/** How many workers `workers` means for `pass` ('stats' or 'health'): a number, or 'auto': what
+ *  pays for reading `sources` (one per BYTES_PER_WORKER[pass], at most the machine's cores and
+ *  8; the cores when the sizes are not known). */
+export async function workerCount(workers, sources, pass = 'stats') {
   if (workers === 'auto') {
     const cores = Math.min(8, isNode ? (await import('node:os')).availableParallelism() : globalThis.navigator?.hardwareConcurrency ?? 1);
     const bytes = sources.length ? await bytesOf(sources) : null;
-    return bytes === null ? cores : Math.max(1, Math.min(cores, Math.floor(bytes / BYTES_PER_WORKER)));
+    return bytes === null ? cores : Math.max(1, Math.min(cores, Math.floor(bytes / BYTES_PER_WORKER[pass])));
   }
   if (workers === undefined || workers === null) return 1;
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new RangeError(`workers must be a whole number from 1 to 64, or 'auto', got ${String(workers)}`);
