@@ -6,7 +6,7 @@
 // hits both alike), best of BENCH_REPEAT (3) for wall time and for CPU time (user + system), with
 // the load average before and after: on a shared machine the wall-clock speed-ups are only as
 // good as that load. Under 3 minutes once the files exist (about 1 minute to make them).
-// BENCH_WORKERS_SIZES=64,256 (MiB, multiples of 1) picks other sizes.
+// BENCH_WORKERS_SIZES=64,256 (MiB) picks other sizes; BENCH_CLI another build's js/cli.js.
 // Also imported by bench/run.mjs (workersBench, printWorkers).
 import fs from 'node:fs';
 import os from 'node:os';
@@ -17,6 +17,8 @@ import { writeSparse, writeSparseState } from '../tests/js/sparse.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const MiB = 2 ** 20;
+// BENCH_CLI=path/to/cli.js times another build (a checkout of an earlier commit: before/after)
+const CLI = process.env.BENCH_CLI ?? path.join(root, 'js/cli.js');
 const SLOTS = 32;   // equal entries: the balance is the start's, not the layout's (tests cover uneven)
 export const SIZES = (process.env.BENCH_WORKERS_SIZES ?? '256,1024,4096').split(',').map((m) => Number(m) * MiB);
 
@@ -79,7 +81,7 @@ function warm(list) {
  *  (the caller compares outputs). */
 function once(args) {
   const t0 = performance.now();
-  const p = spawnSync('/usr/bin/time', ['-v', process.execPath, path.join(root, 'js/cli.js'), ...args], { encoding: 'utf8', maxBuffer: 1 << 30 });
+  const p = spawnSync('/usr/bin/time', ['-v', process.execPath, CLI, ...args], { encoding: 'utf8', maxBuffer: 1 << 30 });
   const wall = (performance.now() - t0) / 1000;
   if (p.status !== 0 && p.status !== 1) throw new Error(`ckptscope ${args.join(' ')} failed: ${p.stderr}`);
   const num = (re) => Number(re.exec(p.stderr)?.[1] ?? NaN);
