@@ -48,9 +48,12 @@ export async function withPinned(source, fn) {
 // shared counter, n threads take about (S + (n - 1) start) / n for a pass of S seconds alone, so
 // a worker pays once S is well past twice its start: ~0.15 s of one thread's work, 512 MiB of
 // statistics (3.5 GB/s a thread) and 256 MiB of health (m, v and θ at 1.2 GB/s: it computes a
-// step per element). Measured (node bench/workers.mjs, 2 cores under a load average of 15-23,
-// so wall times favour 1): 2 workers took 0.21-0.38 s more CPU than 1 for statistics of 256 MiB
-// to 4 GiB, 0.26-0.59 s for health. Re-measure on an idle machine with that command.
+// step per element). Measured with `node bench/workers.mjs` on 2 cores under a load average of
+// 10-23 (no core free: wall times favour 1 worker, 0.6-0.9x; they say nothing of an idle
+// machine): 2 workers took 0.24-0.33 s more CPU than 1 for statistics of 256 MiB to 4 GiB and
+// 0.33-0.48 s for health (best of 3 each; the one-worker CPU itself moved by ±0.14 s between
+// runs). In process, 1 GiB with 1 worker: the calling thread took 10-12 of the 16 chunks, the
+// worker 4-6. The thresholds are the model's until that command is run on an idle machine.
 const MiB = 2 ** 20;
 const BYTES_PER_WORKER = { stats: 512 * MiB, health: 256 * MiB };
 
