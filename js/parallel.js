@@ -336,7 +336,8 @@ export async function healthInParallel(opt, crew, share, args, { onProgress, sig
   const weights = Array.from(cols.sizes, (x) => Number(x) + 1);
   // Each chunk's call pairs the files again, and a tie's pairing reads both tensors' values:
   // with ties, one chunk per thread.
-  const tied = cols.reps?.some((r, i) => r !== BigInt(i) && r !== 2n ** 64n - 1n) ?? false;
+  const { NONE } = await loadBinding();
+  const tied = cols.reps?.some((r, i) => r !== BigInt(i) && r !== NONE) ?? false;
   const { chunks } = plan(weights, crew.size + 1, { shared: !!crew.counter, perThread: tied ? 1 : CHUNKS_PER_THREAD });
   // no slots (or a file broken before its first): this thread's empty share answers, with the
   // file's own diagnostic

@@ -208,6 +208,22 @@ test('every thread claims chunks: a held-back calling thread leaves them to the 
   }
 });
 
+test('health with tied slots: one chunk per thread (each chunk pairs the files again, reading the tied tensors)', async () => {
+  const one = await health(tiedOpt, tiedState, { lr: 1e-3 });
+  const crew = await startCrew(2, { opt: tiedOpt, state: tiedState });
+  const [o, s] = [await open(tiedOpt), await open(tiedState)];
+  try {
+    const taken = [];
+    const share = (first, count, onProgress) => healthOf(o, s, { lr: 1e-3, first, count, onProgress });
+    assert.deepEqual(await healthInParallel(o, crew, share, { lr: 1e-3 }, { taken }), one);
+    assert.equal(taken.reduce((a, b) => a + b, 0), 3, `${taken}`);
+  } finally {
+    crew.stop();
+    o.close();
+    s.close();
+  }
+});
+
 test('health of a broken file by 1, 2, 3 and 7 workers: the same rejection', async () => {
   const failure = (p) => p.then(() => assert.fail('resolved'), (err) => ({ name: err.name, code: err.code, message: err.message, fileError: err.fileError }));
   const one = await failure(health(broken, null));
