@@ -5,7 +5,8 @@
 // once under build/bench/data. Runs are interleaved (1, 2, 1, 2, …: a load that comes and goes
 // hits both alike), best of BENCH_REPEAT (3) for wall time and for CPU time (user + system), with
 // the load average before and after: on a shared machine the wall-clock speed-ups are only as
-// good as that load. Under 3 minutes once the files exist (about 1 minute to make them).
+// good as that load. Under 3 minutes once the files exist; making them (7.9 GiB, 6 GiB of it the
+// 4 GiB pair) took about 12 minutes on the loaded 2-core machine, once.
 // BENCH_WORKERS_SIZES=64,256 (MiB) picks other sizes; BENCH_CLI another build's js/cli.js.
 // Also imported by bench/run.mjs (workersBench, printWorkers).
 import fs from 'node:fs';
