@@ -9,7 +9,9 @@
 //   6. scale (bench/scale.mjs): the Llama-7B-like pair opened from a file, a Blob and over HTTP
 //      (bytes and reads counted), the CLI on it, inspect --json and export from 20k to 1M slots
 //      (BENCH_SCALE=light leaves out the passes that read its 81 GB of zeros, =off all of it);
-//   7. the viewer's Scan and health pass against the CLI's on the same pair (bench/viewer.mjs).
+//   7. the viewer's Scan and health pass against the CLI's on the same pair (bench/viewer.mjs);
+//   8. workers (bench/workers.mjs): 1 vs 2 for inspect --stats and health on 4 GiB of random
+//      float32, interleaved, with the load average (BENCH_WORKERS=off leaves it out).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -20,6 +22,7 @@ import { writeSparse } from '../tests/js/sparse.mjs';
 import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
 import { scaleBench, printScale } from './scale.mjs';
 import { viewerBench, viewerRows, viewerRatios } from './viewer.mjs';
+import { workersBench, printWorkers, speedup } from './workers.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -359,6 +362,17 @@ if (process.env.BENCH_VIEWER !== 'off') {
   Object.assign(ratios, viewerRatios(viewer));
   for (const k of Object.keys(viewerRatios(viewer))) goals[k] = ['>=', 0.5];
 }
+// What a second worker pays on 4 GiB of random float32 (bench/workers.mjs: 1 and 2 workers
+// interleaved; BENCH_WORKERS=off leaves it out).
+let workers4g = null;
+if (process.env.BENCH_WORKERS !== 'off') {
+  log('workers: 1 vs 2 on 4 GiB…');
+  workers4g = workersBench({ data, sizes: [4 * GiB] });
+  ratios['statistics speed-up, 2 workers, 4 GiB'] = speedup(workers4g, 'inspect --stats', 4 * GiB, 2);
+  ratios['health speed-up, 2 workers, 4 GiB'] = speedup(workers4g, 'health --state', 4 * GiB, 2);
+  goals['statistics speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
+  goals['health speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
+}
 console.log('\nratios');
 for (const [k, v] of Object.entries(ratios)) {
   const goal = goals[k];
@@ -373,10 +387,12 @@ if (process.env.BENCH_SCALE !== 'off') {
   scale = await scaleBench({ data, light: process.env.BENCH_SCALE === 'light' });
   printScale(scale);
 }
+if (workers4g) printWorkers(workers4g);
 
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
   ratios, layoutWasmSeconds: layoutWasm, scale, kernel,
+  workers: workers4g,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

@@ -9,7 +9,7 @@ import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
-import { canSplit, workerCount, statsInParallel, healthInParallel, withPinned } from './parallel.js';
+import { canSplit, workerCount, startCrew, openWithStats, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 /**
@@ -17,18 +17,17 @@ import { schemaArrays, destinationOf } from './layout.js';
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
-  const n = await workerCount(workers, source);
+  const n = await workerCount(workers, [source]);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
-  // Statistics by n workers, each reading its share of the entries: the same report, of the
-  // one open file.
-  return withPinned(source, (file) => withOpen(file, async (ck) => {
-    if (!ck.ok) {
+  // Statistics by n threads of the one open file: the same report.
+  return withPinned(source, async (file) => {
+    const ck = await openWithStats(file, n, { onProgress, signal, variant });
+    try {
+      return ck.report;
+    } finally {
       ck.close();
-      return withOpen(file, (one) => one.report, { stats, onProgress, signal, variant });
     }
-    await statsInParallel(ck, file, n, { onProgress, signal });
-    return ck.report;
-  }, { signal, variant }));
+  });
 }
 
 // ---- layouts: destinations and the sides of a diff ----------------------------------------
@@ -199,29 +198,41 @@ function describe(x) {
 export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
   const band = await ratioBand(bandArg);
-  const n = await workerCount(workers, opt, state);
+  const n = await workerCount(workers, [opt, state], 'health');
+  const args = { lr: Number.isNaN(rate) ? undefined : rate, ratioBand: band };
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
-    // every thread reads the same open files
+    // every thread reads the same open files; the workers open them while this thread does
     return withPinned(opt, (o) => withPinned(state ?? null, async (s) => {
-      const weights = await withOpen(o, (ck) => {
-        const c = ck.columns();
-        return Array.from(c.sizes, (x) => Number(x) + 1);
-      });
-      const lrArg = Number.isNaN(rate) ? undefined : rate;
-      const share = (first, count, progress) => health(o, s, { lr: lrArg, ratioBand: band, signal, onProgress: progress, slots: { first, count } });
-      return healthInParallel(o, s, weights, n, share, { lr: lrArg, ratioBand: band, onProgress, signal });
+      const crew = await startCrew(n - 1, { opt: o, state: s });
+      try {
+        return await withOpen(o, (ok) => withOpenOrNull(s, (sk) => {
+          const share = (first, count, progress) => healthOf(ok, sk, { ...args, first, count, onProgress: progress, signal });
+          return healthInParallel(ok, crew, share, args, { onProgress, signal });
+        }));
+      } finally {
+        crew.stop();
+      }
     }));
   }
-  const first = toU64(slots.first ?? 0, 'slots.first');
+  return withOpen(opt, (o) => withOpenOrNull(state, (s) => healthOf(o, s, { ...args, ...slots, onProgress, signal })));
+}
+
+const withOpenOrNull = (source, fn) => (source === null || source === undefined ? fn(null) : withOpen(source, fn));
+
+/** The health JSON of the open `o` (and state `s`, or null) over slots {first, count} (default:
+ *  all); the options as for health (the workers of js/parallel.js call it too). */
+export async function healthOf(o, s, { lr, ratioBand: bandArg, first, count, onProgress, signal } = {}) {
+  const rate = learningRate(lr);
+  const band = await ratioBand(bandArg);
+  const from = toU64(first ?? 0, 'slots.first');
   const b = await loadBinding();
-  const count = slots.count === undefined || slots.count === null ? b.NONE : toU64(slots.count, 'slots.count');
-  const run = (o, s) => withError(b, (err) => withFile(o, (_, fo) => {
-    const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, band, first, count, pid, err));
+  const many = count === undefined || count === null ? b.NONE : toU64(count, 'slots.count');
+  return withError(b, (err) => withFile(o, (_, fo) => {
+    const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, band, from, many, pid, err));
     const json = s ? withFile(s, (__, fs) => go(fs)) : go(0);
     if (!json) throw coreError(b, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
     return json;
   }));
-  return withOpen(opt, (o) => (state === null || state === undefined ? run(o, null) : withOpen(state, (s) => run(o, s))));
 }
 
 // ---- one slot ---------------------------------------------------------------------------------

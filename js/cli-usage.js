@@ -35,7 +35,7 @@ export const USAGE = `usage:
   ckptscope --version`;
 
 const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
-const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: the cores, at most 8)';
+const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: what pays for the files\' size, docs/cli.md)';
 const PORT_HELP = 'the port (0 to 65535); else PORT, else';
 
 /** Per command: flags (no value), options (a value) and a line of help for each. */

@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import { open, check, pair, diff, health, saveCheckpoint, saveState, saveExport, readerNames, CheckpointError, LayoutError } from './index.js';
 import { readJsonSource, JSON_LIMIT } from './sources.js';
-import { statsInParallel, workerCount } from './parallel.js';
+import { openWithStats, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
@@ -101,13 +101,21 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const parallel = stats && !isStream(file) && (await workerCount(workers, file)) > 1;
+  const n = stats && !isStream(file) ? await workerCount(workers, [file]) : 1;
+  const parallel = n > 1;
   checkInput(file, 'checkpoint');
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
-  const ck = await reading(file, 'checkpoint', () => open(source, { stats: stats && !parallel }));
+  let ck;
   try {
-    if (parallel && ck.ok) await statsInParallel(ck, source, await workerCount(workers, file));
+    // with workers: they start (and open the file) while this thread parses it
+    const openFile = (src, options) => reading(file, 'checkpoint', () => open(src, options));
+    ck = parallel ? await openWithStats(source, n, { openFile }) : await openFile(source, { stats });
+  } catch (err) {
+    if (parallel) fs.closeSync(source);
+    throw err;
+  }
+  try {
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {

@@ -1,13 +1,16 @@
-// Statistics and the health pass split n ways: the calling thread takes the first share and
-// n - 1 workers (Node worker_threads, browser workers) the others, each with its own
-// WebAssembly instance reading the same file. A share is a contiguous range of items (entries or
-// tensors, balanced by bytes) whose statistics come back packed; the core attaches them, so the
-// report is exactly the one-thread report. The health pass splits by slot ranges and its JSON
-// concatenates. The caller works rather than waits: a worker costs its start (a thread, a
-// module instance, the file's metadata parsed again), and on two cores one fewer is felt.
+// Statistics and the health pass split n ways: the calling thread and n - 1 workers (Node
+// worker_threads, browser workers), each with its own WebAssembly instance reading the same
+// file. The workers are started before the calling thread parses the file (their start, 40-70 ms
+// of thread, module and parse, overlaps it); once the file is parsed the items (entries or
+// tensors; slots for health) are cut into contiguous chunks balanced by bytes, and every thread
+// claims the next chunk from a shared counter (SharedArrayBuffer + Atomics) until none is left:
+// the calling thread starts first and simply does more, a slow worker less, with no guess.
+// Chunks are claimed largest first, so the last ones to finish are small. The statistics come
+// back packed per item and the core attaches them; the health JSON of each chunk concatenates
+// in slot order: either way the result is exactly the one-thread result, whatever n.
 
 import { isNode, compiledModule } from './wasm.js';
-import { itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
+import { open, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
 import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
@@ -37,12 +40,22 @@ export async function withPinned(source, fn) {
   }
 }
 
-// What 'auto' starts: a worker costs its start (a thread, a module instance evaluated 43-68 ms
-// after the job is posted, the file's metadata parsed again) and slows the calling thread where
-// cores are shared, so it pays only with a share that takes longer than that: measured, 2
-// workers were slower than 1 on every command on a 320 MB pair and 1.65-1.86x faster on 1.5 GiB.
-// One worker per 512 MiB of the files read, at most the cores (and 8).
-const BYTES_PER_WORKER = 512 * 2 ** 20;
+// What 'auto' starts, per pass: one worker per this many bytes of the files read, at most the
+// cores (and 8). A worker costs its start: 40-70 ms of wall time on an idle machine before it
+// takes its first chunk (a thread, Node's bootstrap, the module instance, the file parsed
+// again), 0.11-0.14 s of CPU measured on a loaded one (an empty worker_threads Worker alone:
+// 0.11 s), time the calling thread loses where cores are shared. With the chunks claimed from a
+// shared counter, n threads take about (S + (n - 1) start) / n for a pass of S seconds alone, so
+// a worker pays once S is well past twice its start: ~0.15 s of one thread's work, 512 MiB of
+// statistics (3.5 GB/s a thread) and 256 MiB of health (m, v and θ at 1.2 GB/s: it computes a
+// step per element). Measured with `node bench/workers.mjs` on 2 cores under a load average of
+// 10-23 (no core free: wall times favour 1 worker, 0.6-0.9x; they say nothing of an idle
+// machine): 2 workers took 0.24-0.33 s more CPU than 1 for statistics of 256 MiB to 4 GiB and
+// 0.33-0.48 s for health (best of 3 each; the one-worker CPU itself moved by ±0.14 s between
+// runs). In process, 1 GiB with 1 worker: the calling thread took 10-12 of the 16 chunks, the
+// worker 4-6. The thresholds are the model's until that command is run on an idle machine.
+const MiB = 2 ** 20;
+const BYTES_PER_WORKER = { stats: 512 * MiB, health: 256 * MiB };
 
 /** The bytes of the sources the pass reads (files' and Blobs' sizes), or null when one is not
  *  known (a source that is not split anyway). */
@@ -54,7 +67,7 @@ async function bytesOf(sources) {
     else if (isNode && canSplit(source)) {
       const fs = await import('node:fs');
       try {
-        total += fs.statSync(source).size;
+        total += typeof source === 'number' ? fs.fstatSync(source).size : fs.statSync(source).size;
       } catch {
         return null;   // the pass itself reports it
       }
@@ -63,13 +76,14 @@ async function bytesOf(sources) {
   return total;
 }
 
-/** How many workers `workers` means: a number, or 'auto': what pays for reading `sources` (one
- *  per 512 MiB, at most the machine's cores and 8; the cores when the sizes are not known). */
-export async function workerCount(workers, ...sources) {
+/** How many workers `workers` means for `pass` ('stats' or 'health'): a number, or 'auto': what
+ *  pays for reading `sources` (one per BYTES_PER_WORKER[pass], at most the machine's cores and
+ *  8; the cores when the sizes are not known). */
+export async function workerCount(workers, sources, pass = 'stats') {
   if (workers === 'auto') {
     const cores = Math.min(8, isNode ? (await import('node:os')).availableParallelism() : globalThis.navigator?.hardwareConcurrency ?? 1);
     const bytes = sources.length ? await bytesOf(sources) : null;
-    return bytes === null ? cores : Math.max(1, Math.min(cores, Math.floor(bytes / BYTES_PER_WORKER)));
+    return bytes === null ? cores : Math.max(1, Math.min(cores, Math.floor(bytes / BYTES_PER_WORKER[pass])));
   }
   if (workers === undefined || workers === null) return 1;
   if (!Number.isInteger(workers) || workers < 1 || workers > 64) throw new RangeError(`workers must be a whole number from 1 to 64, or 'auto', got ${String(workers)}`);
@@ -92,13 +106,83 @@ export function split(weights, n) {
   return ranges.filter(([a, b]) => b > a);
 }
 
-/** Start one job in a fresh worker, posted before this returns (so it runs while the caller
- *  computes its own share); progress messages go to onProgress. `result` rejects with the
- *  worker's error (rebuilt as the same class name and fields), or when `signal` aborts or
- *  `stop()` is called. */
-function startJob(job, { Worker, module }, onProgress, signal) {
+// Chunks per thread: enough that the last chunks even the threads out (the imbalance is at most
+// one chunk), few enough that a chunk's fixed cost (a call into the core; for health, the pairing
+// verdict of the two files) stays small.
+const CHUNKS_PER_THREAD = 8;
+
+/** Where each thread takes its next chunk: a counter shared by all threads when the platform
+ *  shares memory (Node; a cross-origin-isolated page), else none (one fixed chunk per thread). */
+const shares = () => typeof SharedArrayBuffer === 'function' && (isNode || globalThis.crossOriginIsolated !== false);
+
+/**
+ * The work of n threads over items of these weights: `chunks`, contiguous [from, to) ranges in
+ * the order they are claimed (largest first; ties in file order). With a shared counter there
+ * are up to `perThread` chunks per thread; without, exactly one per thread, thread w's is
+ * chunk w (the calling thread's the first).
+ */
+export function plan(weights, n, { perThread = CHUNKS_PER_THREAD, shared = shares() } = {}) {
+  const chunks = split(weights, shared ? n * perThread : n);
+  if (!shared) return { chunks, shared };
+  const weight = ([from, to]) => weights.slice(from, to).reduce((a, b) => a + b, 0);
+  const sized = chunks.map((c, k) => ({ c, w: weight(c), k }));
+  sized.sort((a, b) => b.w - a.w || a.k - b.k);
+  return { chunks: sized.map((x) => x.c), shared };
+}
+
+/** The chunks thread `w` takes: the next unclaimed one of the shared counter, until none is
+ *  left; without a counter, chunk w alone. `stopAll()` makes every thread stop at its next
+ *  claim (after a failure). */
+export function claims(counter, count, w) {
+  let given = false;
+  return {
+    next: () => {
+      if (!counter) return given || w >= count ? -1 : ((given = true), w);
+      const k = Atomics.add(counter, 0, 1);
+      return k < count ? k : -1;
+    },
+    stopAll: () => counter && Atomics.store(counter, 0, count),
+  };
+}
+
+// ---- the workers ------------------------------------------------------------------------------
+
+/**
+ * Start `count` workers now: each instantiates the module this thread compiled (of `variant`,
+ * default the default build) and opens
+ * `files` ({source} for statistics, {opt, state} for health) on its own, then waits for `run`.
+ * Their results and progress come back through the returned crew; `stop()` ends them all (done
+ * whatever happens: a crew whose work never comes must not keep the process alive).
+ */
+export async function startCrew(count, files, variant) {
+  const Worker = isNode ? (await import('node:worker_threads')).Worker : globalThis.Worker;
+  const counter = shares() ? new Int32Array(new SharedArrayBuffer(4)) : null;
+  // the threads start while the module compiles (here, once, if not yet)
+  const members = Array.from({ length: count }, () => startMember(Worker));
+  let module = null;
+  try {
+    if (count > 0) module = await compiledModule(variant);
+  } catch (err) {
+    members.forEach((m) => m.stop());
+    throw err;
+  }
+  // thread w + 1 (the calling thread is 0) takes chunk w + 1 when there is no counter
+  members.forEach((m, w) => m.post({ type: 'open', module, variant, files, thread: w + 1, counter: counter?.buffer ?? null }));
+  return {
+    counter,
+    size: count,
+    /** Hand every worker the job; resolves with their results in worker order. */
+    run(job, onProgress, signal) {
+      members.forEach((m) => m.run(job, onProgress, signal));
+      return members.map((m) => m.result);
+    },
+    stop: () => members.forEach((m) => m.stop()),
+  };
+}
+
+function startMember(Worker) {
   const url = new URL('./parallel-worker.js', import.meta.url);
-  let worker, on, terminate;
+  let worker, on;
   if (isNode) {
     worker = new Worker(url);
     on = (fn) => {
@@ -106,108 +190,171 @@ function startJob(job, { Worker, module }, onProgress, signal) {
       worker.on('error', (err) => fn({ error: { name: err.name, message: err.message } }));
       worker.on('exit', (code) => code && fn({ error: { name: 'Error', message: `a statistics worker stopped (exit status ${code})` } }));
     };
-    terminate = () => worker.terminate();
   } else {
     worker = new Worker(url, { type: 'module' });
     on = (fn) => {
       worker.onmessage = ({ data }) => fn(data);
       worker.onerror = (e) => fn({ error: { name: 'Error', message: e.message } });
     };
-    terminate = () => worker.terminate();
   }
-  let stop;
-  const result = new Promise((resolve, reject) => {
-    const abort = () => {
-      terminate();
-      reject(signal?.reason ?? new DOMException('The operation was cancelled', 'AbortError'));
-    };
-    stop = abort;
-    signal?.addEventListener('abort', abort, { once: true });
-    on((msg) => {
-      if (msg.progress) return onProgress?.(msg.progress);
-      signal?.removeEventListener('abort', abort);
-      terminate();
-      if (msg.error) reject(Object.assign(new Error(msg.error.message), msg.error));
-      else resolve(msg.result);
-    });
-    worker.postMessage({ ...job, module });
-  });
+  let settle = null, progress = null, stopped = false;
+  const result = new Promise((resolve, reject) => (settle = { resolve, reject }));
   result.catch(() => {});   // handled where it is awaited; a failure while this thread works is not "unhandled"
-  return { result, stop };
+  const stop = (reason) => {
+    if (stopped) return;
+    stopped = true;
+    worker.terminate();
+    settle.reject(reason ?? new DOMException('The operation was cancelled', 'AbortError'));
+  };
+  on((msg) => {
+    if (msg.progress) return progress?.(msg.progress);
+    if (msg.error) stop(Object.assign(new Error(msg.error.message), msg.error));
+    else {
+      settle.resolve(msg.result);
+      stop();
+    }
+  });
+  return {
+    result,
+    post: (msg) => worker.postMessage(msg),
+    stop: () => stop(),
+    run(job, onProgress, signal) {
+      progress = onProgress;
+      if (signal?.aborted) return stop(signal.reason);
+      signal?.addEventListener('abort', () => stop(signal.reason), { once: true });
+      worker.postMessage(job);
+    },
+  };
 }
 
-/** What starting workers needs, awaited once: the module compiled by this thread. */
-async function workerKit() {
-  const Worker = isNode ? (await import('node:worker_threads')).Worker : globalThis.Worker;
-  return { Worker, module: await compiledModule() };
+/** Progress of chunks run by several threads, as one {done, total}: each chunk reports its own
+ *  {done, total}; a chunk not started yet counts its weight at the rate of the chunks that have
+ *  reported (the total is exact once every chunk has started: for statistics it is known from
+ *  the start). */
+function chunkProgress(weights, onProgress, knownTotal = null) {
+  if (!onProgress) return null;
+  const done = new Array(weights.length).fill(0), totals = new Array(weights.length).fill(null);
+  return (k, { done: d, total }) => {
+    done[k] = d;
+    if (total !== undefined && total !== null) totals[k] = total;
+    let sum = 0, known = 0, knownWeight = 0, unknownWeight = 0;
+    for (let c = 0; c < weights.length; c++) {
+      sum += done[c];
+      if (totals[c] === null) unknownWeight += weights[c];
+      else (known += totals[c]), (knownWeight += weights[c]);
+    }
+    const all = knownTotal ?? known + (knownWeight ? Math.round((unknownWeight * known) / knownWeight) : 0);
+    onProgress({ done: sum, total: all });
+  };
 }
 
-/** Statistics of every item of the open `ck` (opened from `source` without statistics),
- *  computed n ways (this thread and n - 1 workers) and attached to ck's report. */
-export async function statsInParallel(ck, source, n, { onProgress, signal } = {}) {
+/** This thread's part, claiming chunks alongside the workers; if it fails, the others stop at
+ *  their next claim and the workers end. */
+async function alongside(crew, claim, work) {
+  try {
+    return await work();
+  } catch (err) {
+    claim.stopAll();
+    crew.stop();
+    throw err;
+  }
+}
+
+/**
+ * Open `source` with the statistics of every item computed n ways: n - 1 workers start (and open
+ * the file) while this thread opens it with `openFile` (default open(); the CLI's names the file
+ * in I/O errors). Resolves with the open Checkpoint, its report the one a one-thread scan gives
+ * (the caller closes it). A file with no items, or broken before its end, is scanned here alone:
+ * nothing to split, and the report is then exactly the one-thread one.
+ */
+export async function openWithStats(source, n, { onProgress, signal, variant, openFile = open } = {}) {
+  const crew = await startCrew(n - 1, { source }, variant);
+  try {
+    const ck = await openFile(source, { signal, variant });
+    if (ck.ok && itemCount(ck) > 0) {
+      try {
+        await statsInParallel(ck, crew, { onProgress, signal });
+        return ck;
+      } catch (err) {
+        ck.close();
+        throw err;
+      }
+    }
+    ck.close();
+    crew.stop();
+    return await openFile(source, { stats: true, onProgress, signal, variant });
+  } finally {
+    crew.stop();
+  }
+}
+
+/** Statistics of every item of the open `ck` (opened without statistics), computed by this
+ *  thread and the `crew` started on the same file, and attached to ck's report. `taken[w]`
+ *  says how many chunks thread w (this one is 0) computed. */
+export async function statsInParallel(ck, crew, { onProgress, signal, taken = [] } = {}) {
   const { abi } = await loadBinding();
   const cols = ck.columns();
   const count = itemCount(ck);
   const state = ck.kind === 'state';
   const rows = state ? cols.tensorRows : cols.entryRows;
-  const weights = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')) + 1);
-  const ranges = split(weights, n);
-  if (!ranges.length) return;   // no items: no statistics to compute
-  const done = new Array(ranges.length).fill(0);
-  // the bytes scanned: each item's payloads (m and v per entry, the values per tensor; weights
-  // are counts + 1, for balancing only)
+  const sizes = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')));
+  // an item of 0 elements still costs a call: weigh it 1
+  const { chunks } = plan(sizes.map((s) => s + 1), crew.size + 1, { shared: !!crew.counter });
+  if (!chunks.length) return crew.stop();   // no items: no statistics to compute
+  // the bytes scanned: each item's payloads (m and v per entry, the values per tensor)
   const { width } = abi.dtype(state ? abi.family(ck.summary.family).elementDtype : ck.summary.dtype);
-  const total = (weights.reduce((a, b) => a + b, 0) - count) * width * (state ? 1 : 2);
-  const report = (w) => onProgress && (({ done: d }) => {
-    done[w] = d;
-    onProgress({ done: done.reduce((a, b) => a + b, 0), total });
-  });
-  const kit = await workerKit();
-  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'stats', source, from, to }, kit, report(k + 1), signal));
-  await alongside(jobs, () => {
-    const [from, to] = ranges[0];
-    const progress = report(0);
-    const mine = [];
-    let base = 0;
-    for (let k = from; k < to; k++) {
-      let last = 0;
-      mine.push(itemStatsPacked(ck, k, { signal, onProgress: progress && (({ done: d }) => progress({ done: base + (last = d) })) }));
-      base += last;
+  const bytes = ([from, to]) => sizes.slice(from, to).reduce((a, b) => a + b, 0) * width * (state ? 1 : 2);
+  const report = chunkProgress(chunks.map(bytes), onProgress, chunks.map(bytes).reduce((a, b) => a + b, 0));
+  const results = crew.run({ type: 'stats', chunks }, report && (({ chunk, done }) => report(chunk, { done })), signal);
+  const claim = claims(crew.counter, chunks.length, 0);
+  taken[0] = 0;
+  await alongside(crew, claim, () => {
+    for (let k; (k = claim.next()) >= 0; taken[0]++) {
+      const [from, to] = chunks[k];
+      const mine = [];
+      let base = 0;
+      for (let i = from; i < to; i++) {
+        let last = 0;
+        mine.push(itemStatsPacked(ck, i, { signal, onProgress: report && (({ done: d }) => report(k, { done: base + (last = d) })) }));
+        base += last;
+      }
+      attachPacked(ck, from, mine);
     }
-    attachPacked(ck, from, mine);
   });
-  const results = await Promise.all(jobs.map((job) => job.result));
-  results.forEach((list, w) => attachPacked(ck, ranges[w + 1][0], list));
+  (await Promise.all(results)).forEach(({ taken: t, parts }, w) => {
+    taken[w + 1] = t;
+    for (const [from, words] of parts) attachPacked(ck, from, words);
+  });
 }
 
-/** Run this thread's share while the workers run theirs; if it fails, stop them. */
-async function alongside(jobs, share) {
-  try {
-    return await share();
-  } catch (err) {
-    jobs.forEach((job) => job.stop());
-    await Promise.allSettled(jobs.map((job) => job.result));
-    throw err;
-  }
-}
-
-/** The health pass split by slot ranges n ways: `share(first, count, onProgress)` runs this
- *  thread's range (the first), n - 1 workers the others; the JSON is the one-thread JSON. */
-export async function healthInParallel(opt, state, slots, n, share, { lr, ratioBand, onProgress, signal } = {}) {
-  const ranges = split(slots, n);
+/** The health pass over the slots of the open `opt` (and its state file), by this thread and
+ *  the `crew` started on the same files: `share(first, count, onProgress)` runs the pass here
+ *  over a range of slots, the workers run it with `args` (the pass's options: lr, …); the JSON is
+ *  the one-thread JSON. `taken` as for statsInParallel. */
+export async function healthInParallel(opt, crew, share, args, { onProgress, signal, taken = [] } = {}) {
+  const cols = opt.columns();
+  const weights = Array.from(cols.sizes, (x) => Number(x) + 1);
+  // Each chunk's call pairs the files again, and a tie's pairing reads both tensors' values:
+  // with ties, one chunk per thread.
+  const { NONE } = await loadBinding();
+  const tied = cols.reps?.some((r, i) => r !== BigInt(i) && r !== NONE) ?? false;
+  const { chunks } = plan(weights, crew.size + 1, { shared: !!crew.counter, perThread: tied ? 1 : CHUNKS_PER_THREAD });
   // no slots (or a file broken before its first): this thread's empty share answers, with the
   // file's own diagnostic
-  if (!ranges.length) ranges.push([0, 0]);
-  const done = new Array(ranges.length).fill(0), totals = new Array(ranges.length).fill(0);
-  const sum = (a) => a.reduce((x, y) => x + y, 0);
-  const report = (w) => onProgress && (({ done: d, total }) => {
-    done[w] = d;
-    totals[w] = total ?? 0;
-    onProgress({ done: sum(done), total: sum(totals) });
+  if (!chunks.length) chunks.push([0, 0]);
+  const report = chunkProgress(chunks.map(([from, to]) => weights.slice(from, to).reduce((a, b) => a + b, 0)), onProgress);
+  const results = crew.run({ type: 'health', chunks, args }, report && (({ chunk, ...p }) => report(chunk, p)), signal);
+  const claim = claims(crew.counter, chunks.length, 0);
+  const mine = await alongside(crew, claim, async () => {
+    const parts = [];
+    for (let k; (k = claim.next()) >= 0; ) {
+      const [from, to] = chunks[k];
+      parts.push([from, await share(from, to - from, report && ((p) => report(k, p)))]);
+    }
+    return parts;
   });
-  const kit = await workerKit();
-  const jobs = ranges.slice(1).map(([from, to], k) => startJob({ type: 'health', opt, state, lr, ratioBand, first: from, count: to - from }, kit, report(k + 1), signal));
-  const mine = await alongside(jobs, () => share(ranges[0][0], ranges[0][1] - ranges[0][0], report(0)));
-  const parts = [mine, ...(await Promise.all(jobs.map((job) => job.result)))];
-  return { ...mine, first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };
+  const theirs = await Promise.all(results);
+  [mine.length, ...theirs.map((r) => r.taken)].forEach((t, w) => (taken[w] = t));
+  const parts = [mine, ...theirs.map((r) => r.parts)].flat().sort((a, b) => a[0] - b[0]).map(([, part]) => part);
+  return { ...parts[0], first: 0, slots: parts.flatMap((p) => p.slots), flags: parts.flatMap((p) => p.flags) };
 }
