@@ -132,3 +132,33 @@ test('a streamed export stops on Cancel, and when the download is cancelled; the
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
+
+// A service worker that never answers (stubbed in the page): the export ends in 30 s with a
+// message that says what to do, not a progress bar that waits forever.
+test('a service worker that does not answer: the export fails with a message, no wait without end', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  await page.context().addInitScript(() => {
+    const registration = { active: { postMessage() {} } };   // holds no port, says nothing
+    Object.defineProperty(ServiceWorkerContainer.prototype, 'ready', { get: () => Promise.resolve(registration) });
+    ServiceWorkerContainer.prototype.register = () => Promise.resolve(registration);
+  });
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('#export-menu:not([hidden])');
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  const started = Date.now();
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-safetensors]');
+  const said = 'Export failed: the viewer\'s service worker did not answer: reload the page and export again';
+  await page.waitForFunction((t) => document.getElementById('status').textContent === t, said, { timeout: 60000 });
+  const seconds = (Date.now() - started) / 1000;
+  assert.ok(seconds >= 29 && seconds < 50, `it waited the 30 s it says, not forever: ${seconds} s`);
+  assert.equal(downloads, 0);
+  assert.equal(await page.locator('[data-testid=export-progress]').isVisible(), false);
+  // the file stays open
+  await page.click('[data-testid=param-row][data-index="0"]');
+  await page.waitForSelector('#entry-detail');
+  await page.context().close();
+});
