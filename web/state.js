@@ -12,6 +12,7 @@ export const EVENTS = Object.freeze({
   pair: 'the pair verdict of the open optimizer checkpoint and model-state file arrived: {pair}',
   notices: 'files of the last drop, pick or address that were not used, and why: [{name, text}]',
   run: 'files opened as checkpoints of one run (run-input, or a drop of more than two): {files: [{name, source}]}',
+  io: 'a pass read more of the open files (a health pass, an export): the byte counts shown are asked for again: {}',
 });
 
 export class Store extends EventTarget {

@@ -3,7 +3,8 @@
 // MessagePort, then navigates a hidden frame to /download/{id}/{name}; the answer is a
 // ReadableStream fed chunk by chunk from that port. Each chunk the download takes is acknowledged
 // ({ack}) so the page lets the parsing worker make the next one: memory stays a few chunks.
-// Port messages in: {chunk: Uint8Array} | {done: true} | {error: text}. Out: {ack} | {cancel}.
+// Port messages in: {chunk: Uint8Array} | {done: true} | {error: text}. Out: {ready} (the port is
+// held: the frame may ask), {started} (the download's answer is given), {ack}, {cancel}.
 // It serves nothing else: every other request goes to the network (the viewer's own server).
 
 const pending = new Map();   // id -> {port, name}, until the frame asks for it
@@ -12,7 +13,9 @@ self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
 self.addEventListener('message', ({ data, ports }) => {
-  if (data?.type === 'download' && typeof data.id === 'string' && ports[0]) pending.set(data.id, { port: ports[0], name: String(data.name) });
+  if (data?.type !== 'download' || typeof data.id !== 'string' || !ports[0]) return;
+  pending.set(data.id, { port: ports[0], name: String(data.name) });
+  ports[0].postMessage({ ready: true });
 });
 
 function streamOf(port) {
@@ -55,6 +58,7 @@ self.addEventListener('fetch', (event) => {
     return;
   }
   pending.delete(id);   // one download per id
+  job.port.postMessage({ started: true });
   event.respondWith(new Response(streamOf(job.port), {
     headers: {
       'Content-Type': 'application/octet-stream',

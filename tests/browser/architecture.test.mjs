@@ -85,8 +85,9 @@ test('the store emits exactly the events it documents, in order, and refuses oth
   store.setPair({ pairs: true });
   store.setNotices([{ name: 'n', text: 't' }]);
   store.emit('stats', { kind: 'optimizer' });
+  store.emit('io');
   store.openRun([{ name: 'a.ckpt' }, { name: 'b.ckpt' }]);
-  assert.deepEqual(got.map(([e]) => e), ['files', 'select', 'labels', 'hover', 'expected', 'pair', 'notices', 'stats', 'run']);
+  assert.deepEqual(got.map(([e]) => e), ['files', 'select', 'labels', 'hover', 'expected', 'pair', 'notices', 'stats', 'io', 'run']);
   assert.equal(store.files.a, file, 'a run leaves the open files');
   assert.deepEqual(new Set(got.map(([e]) => e)), new Set(documented), 'every documented event can be emitted');
   assert.equal(store.optimizer, file);

@@ -23,6 +23,8 @@ async function saveNpy({ store, rpc, status }, file, slot, what) {
     status(`Saved ${name}'s ${what} (${plural(bytes.length, 'byte')}).`);
   } catch (err) {
     status(`Export failed: ${err.message}`);
+  } finally {
+    store.emit('io');   // the export read payloads: the byte counts shown grew
   }
 }
 
@@ -53,6 +55,7 @@ export async function saveFile({ store, rpc, status }, file, format, line) {
     status(err.name === 'AbortError' ? `Export of ${file.name} cancelled.` : `Export failed: ${err.message}`);
   } finally {
     line?.end();
+    store.emit('io');
   }
 }
 

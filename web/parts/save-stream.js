@@ -26,16 +26,38 @@ async function pickedFile(name) {
   return { write: (chunk) => out.write(chunk), close: () => out.close(), abort: () => out.abort().catch(() => {}), via: 'file' };
 }
 
+const START_MS = 30000;   // for the service worker to answer, and for the download to begin
+
+/** `promise`, or a rejection with `text` after `ms`: a step that never answers fails, said. */
+function within(promise, ms, text) {
+  let timer;
+  const late = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(text)), ms)));
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 let registration = null;
 
-/** A download answered by the service worker: {write(chunk), close(), abort(), onCancel}. */
-async function serviceWorkerDownload(name) {
+/** The viewer's service worker, active (registered on the first export). */
+async function serviceWorker() {
   registration ??= navigator.serviceWorker.register(new URL('../sw.js', import.meta.url), { scope: new URL('../', import.meta.url).pathname })
-    .then(() => navigator.serviceWorker.ready);
-  const { active } = await registration;
+    .then(() => navigator.serviceWorker.ready)
+    .catch((err) => {
+      registration = null;   // the next export tries again
+      throw err;
+    });
+  const { active } = await within(registration, START_MS, 'the viewer\'s service worker did not start: reload the page and export again');
+  return active;
+}
+
+/** A download answered by the service worker: {write(chunk), close(), abort(), onCancel}.
+ *  Each step waits for the worker's word: the frame asks for the download only once the worker
+ *  said it holds this download's port ({ready}); a message to the worker and the frame's request
+ *  reach it by different routes, in either order, and a request first got "no such download" and
+ *  no download at all. Resolves once the download began ({started}), else fails with why. */
+async function serviceWorkerDownload(name) {
+  const worker = await serviceWorker();
   const { port1, port2 } = new MessageChannel();
   const id = crypto.randomUUID();
-  active.postMessage({ type: 'download', id, name }, [port2]);
   const acks = [];   // resolvers of the chunks sent, in order
   const target = {
     via: 'download',
@@ -51,15 +73,29 @@ async function serviceWorkerDownload(name) {
       port1.postMessage({ error: text });
     },
   };
+  let ready, started;
+  const held = new Promise((resolve) => (ready = resolve));
+  const began = new Promise((resolve) => (started = resolve));
   port1.onmessage = ({ data }) => {
-    if (data.ack !== undefined) acks.shift()?.();
+    if (data.ready) ready();
+    else if (data.started) started();
+    else if (data.ack !== undefined) acks.shift()?.();
     else if (data.cancel) target.onCancel?.();
   };
+  worker.postMessage({ type: 'download', id, name }, [port2]);
   const frame = document.createElement('iframe');
   frame.hidden = true;
-  frame.src = new URL(`../download/${id}/${encodeURIComponent(name)}`, import.meta.url).href;
-  document.body.append(frame);
-  setTimeout(() => frame.remove(), 60000);   // the download goes on without the frame once it started
+  try {
+    await within(held, START_MS, 'the viewer\'s service worker did not answer: reload the page and export again');
+    frame.src = new URL(`../download/${id}/${encodeURIComponent(name)}`, import.meta.url).href;
+    document.body.append(frame);
+    await within(began, START_MS, 'the download did not begin: reload the page and export again');
+  } catch (err) {
+    frame.remove();
+    port1.close();
+    throw err;
+  }
+  setTimeout(() => frame.remove(), 60000);   // the download goes on without the frame once it began
   return target;
 }
 

@@ -1,7 +1,7 @@
 // The header card, for any family, from the report alone: family, name, version and element
 // dtype; then what the report holds: the optimizer and its hyperparameters (value and exact
 // bits), the random counter, slot counts (broken ties among them), the tensor count; how many
-// bytes were read, and the verdict badge. One view shows the main file (#summary), another the
+// bytes were read (asked for again after each pass that reads payloads), and the verdict badge. One view shows the main file (#summary), another the
 // model-state file of a pair (#state-summary, with its own problem when it is broken).
 import { el, testid } from '../dom.js';
 import { count, plain, plural, bytes, ioText } from '../format.js';
@@ -18,21 +18,37 @@ function field(key, value, { id, bits, title, cls } = {}) {
   return f;
 }
 
-function renderHeader(container, file, { role = 'main' } = {}) {
-  const { summary: s, cols, io, name } = file;
-  container.replaceChildren();
-  container.hidden = false;
+/** The card's byte count: what was read (or transferred) of the file so far, on the card's data
+ *  attributes too (tests compare them with a counting source). */
+function showIo(container, { summary: s, io }) {
   if (io?.via === 'http') container.dataset.bytesTransferred = String(io.bytesTransferred);
   else delete container.dataset.bytesTransferred;
   container.dataset.bytesRead = String(io?.bytesRead ?? io?.bytesTransferred ?? 0);
+  const line = container.querySelector('.io-line');
+  if (line) line.textContent = `${bytes(s.size)}; ${ioText(io, s.size)}`;
+}
+
+/** Ask the worker again what `role`'s file has read (statistics, a health pass, an export read
+ *  payloads since it opened), then show it, unless other files were opened meanwhile. */
+async function refreshIo(container, { store, rpc }, file) {
+  const io = await rpc.request('io', { role: store.roleOf(file) }).catch(() => null);   // a worker replaced (Cancel): keep the last
+  if (!io || container.hidden || store.files[store.roleOf(file)] !== file) return;
+  file.io = io;
+  showIo(container, file);
+}
+
+function renderHeader(container, file, { role = 'main' } = {}) {
+  const { summary: s, cols, name } = file;
+  container.replaceChildren();
+  container.hidden = false;
   const title = el('div', 'title-line');
   if (role !== 'main') title.append(el('span', 'role', role));
   title.append(el('span', 'file', name));
   title.append(s.ok ? el('span', 'badge ok', 'valid') : el('span', 'badge bad', 'invalid'));
   if (s.warnings.length) title.append(el('span', 'badge warn', plural(s.warnings.length, 'warning')));
-  const sizeText = `${bytes(s.size)}; ${ioText(io, s.size)}`;
-  title.append(testid(el('span', 'meta', sizeText), role === 'main' ? 'io' : 'io-b'));
+  title.append(testid(el('span', 'meta io-line'), role === 'main' ? 'io' : 'io-b'));
   container.append(title);
+  showIo(container, file);
 
   const grid = el('div', 'summary-grid');
   const fid = (id) => (role === 'main' ? id : undefined);
@@ -95,6 +111,16 @@ export class HeaderView {
     if (main) renderHeader(this.card, main);
   }
 
+  /** Statistics arrived or a scan ended: payload bytes were read. */
+  onStats() {
+    this.onIo();
+  }
+
+  onIo() {
+    const main = this.ctx.store.primary;
+    if (main) refreshIo(this.card, this.ctx, main);
+  }
+
   onSelect() {}
 
   onLabels() {}
@@ -126,6 +152,15 @@ export class StateHeaderView {
       this.card.append(p);
       renderFileProblem(p, second, this.ctx, { title: 'Why the model-state file is broken' });
     }
+  }
+
+  onStats() {
+    this.onIo();
+  }
+
+  onIo() {
+    const { store } = this.ctx;
+    if (store.optimizer && store.stateFile) refreshIo(this.card, this.ctx, store.stateFile);
   }
 
   onSelect() {}

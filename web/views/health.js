@@ -248,6 +248,7 @@ export class HealthView {
     } catch (err) {
       this.showState(err.name === 'AbortError' ? 'Health pass cancelled.' : `The health pass failed: ${err.message}`, err.name !== 'AbortError');
     } finally {
+      this.store.emit('io');   // the pass read payloads: the headers' byte counts grew
       this.running = false;
       if (this.runButton) this.runButton.disabled = false;
       if (this.cancelButton) this.cancelButton.hidden = true;
