@@ -16,6 +16,7 @@ const MAX_READ = 16 << 20;
 const NEAR = 64;   // a record header (24 bytes for an entry, 32 for a rank-2 tensor) between reads
 const KEEP = 16;
 const KEEP_BYTES = 4 * MAX_READ;   // health's three streams at MAX_READ, and a page or so
+const STARTS = 64;   // where the last streams began
 
 export class Ranges {
   /** fetch(start, length) returns the bytes from start (at most length; fewer at the end). */
@@ -23,6 +24,10 @@ export class Ranges {
     this.fetch = fetch;
     this.kept = [];   // {start, bytes}, most recently used last
     this.keptBytes = 0;
+    // Where reads that jump began: the start of a stream (health reads m and v of a slot side
+    // by side, and m's payload ends where v's begins). A pass's growing read stops there, so it
+    // never fetches the bytes another stream has read already: each payload byte once.
+    this.starts = [];
   }
 
   /** Copy up to dest.length bytes from offset (the caller has clipped to the size). */
@@ -38,7 +43,9 @@ export class Ranges {
         const before = this.take((r) => at >= r.start + r.bytes.length && at - (r.start + r.bytes.length) <= NEAR);
         // the start of the data a page at least: a JSON sniff's 256 bytes and the core's first
         // read (4096, src/io.c) then cost one call, the sniff's bytes the open's own
-        const length = before ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
+        let length = before ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
+        if (before) length = Math.min(length, this.nextStart(at) - at);
+        else this.began(at);
         range = { start: at, bytes: this.fetch(at, Math.max(want, length)) };
       }
       this.keep(range.start, range.bytes);
@@ -49,6 +56,20 @@ export class Ranges {
       done += n;
     }
     return done;
+  }
+
+  /** Note that a stream began at `at` (the last STARTS kept). */
+  began(at) {
+    if (this.starts.includes(at)) return;
+    this.starts.push(at);
+    if (this.starts.length > STARTS) this.starts.shift();
+  }
+
+  /** The nearest stream start after `at` (Infinity when none). */
+  nextStart(at) {
+    let next = Infinity;
+    for (const s of this.starts) if (s > at && s < next) next = s;
+    return next;
   }
 
   /** Remove and return the first kept range matching `test` (null when none does). */
@@ -72,5 +93,6 @@ export class Ranges {
   clear() {
     this.kept.length = 0;
     this.keptBytes = 0;
+    this.starts.length = 0;
   }
 }

@@ -73,5 +73,24 @@ test('three streams at the largest reads stay kept: none is fetched again', () =
   for (let k = 0; k < 20; k++) for (const s of starts) read(s + k * chunk, chunk);
   const total = fetches.reduce((a, [, n]) => a + n, 0);
   assert.ok(total <= 3 * (32 << 20), `each byte fetched once (and a range past the end): ${total >> 20} MiB`);
-  for (const s of starts) assert.deepEqual(fetches.filter(([a]) => a >= s && a < s + (20 << 20)).map(([, n]) => n >> 20), [1, 2, 4, 8, 16]);
+  // a stream's growing read stops where the next stream began (its 20 MiB are 1+2+4+8+5); the
+  // last one reads on past its 20 MiB, where no stream began
+  starts.forEach((s, i) => assert.deepEqual(fetches.filter(([a]) => a >= s && a < s + (20 << 20)).map(([, n]) => n >> 20), i < 2 ? [1, 2, 4, 8, 5] : [1, 2, 4, 8, 16]));
+});
+
+test('streams that end where another began (health: m, then v) fetch each byte once', () => {
+  const { fetches, read } = counted();
+  const chunk = 64 << 10, payload = 4 << 20;
+  // two slots, m and v of each side by side, payloads adjacent: slot 0's m at 4096, its v
+  // right after, slot 1's m and v after those
+  for (let slot = 0; slot < 2; slot++) {
+    const m = 4096 + slot * 2 * payload, v = m + payload;
+    for (let k = 0; k < payload / chunk; k++) for (const s of [m, v]) read(s + k * chunk, chunk);
+  }
+  // no byte fetched twice (the last stream's read past the payloads is the data's end, here more
+  // bytes of the pattern)
+  const sorted = fetches.toSorted((a, b) => a[0] - b[0]);
+  for (let k = 1; k < sorted.length; k++) assert.ok(sorted[k - 1][0] + sorted[k - 1][1] <= sorted[k][0], `fetches ${sorted[k - 1]} and ${sorted[k]} overlap`);
+  const inPayloads = fetches.reduce((a, [at, n]) => a + Math.max(0, Math.min(at + n, 4096 + 4 * payload) - at), 0);
+  assert.equal(inPayloads, 4 * payload);
 });
