@@ -100,3 +100,81 @@ export function sameDestination() {
     return false;
   }
 }
+
+// ---- columns (issue 18.19) --------------------------------------------------------------------
+// Every line for a person fits COLUMNS columns of a terminal, but for one exception: a line that
+// is a single unbreakable token (a path or a name wider than the line) on a line of its own,
+// which no wrapping can shorten without changing it. Tables shrink their name or path column
+// and list what they shortened in full below (cli-text.js table); other lines wrap with a
+// hanging indent (wrapLine). JSON (--json) is a machine format and is never wrapped.
+
+/** The width of output that does not go to a terminal (a pipe, a file, a CI log). */
+export const COLUMNS = 80;
+
+// East Asian wide and fullwidth characters (and emoji) take two columns; combining marks,
+// zero-width characters and variation selectors none. The ranges are wcwidth's, condensed.
+const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+const ZERO = /[\p{Mn}\p{Me}\u200b-\u200f\ufe00-\ufe0f]/u;
+
+/** How many terminal columns a line takes (its text as shown: already escaped). */
+export function displayWidth(text) {
+  let w = 0;
+  for (const c of String(text)) w += ZERO.test(c) ? 0 : WIDE.test(c) ? 2 : 1;
+  return w;
+}
+
+/** A line that is one token (no blank inside it), indented or not: it cannot be wrapped. */
+const ONE_TOKEN = /^ *\S+$/;
+
+/** The rule every line obeys: it fits `width` columns, or is one unbreakable token. */
+export function fitsColumns(line, width = COLUMNS) {
+  return displayWidth(line) <= width || ONE_TOKEN.test(line);
+}
+
+/**
+ * The width to fit for a stream: a terminal's own when it is wider than 80 columns (more room
+ * for names and paths); 80 for anything else, a narrower terminal included (a table narrower
+ * than 80 columns would lose more than it shows) and pipes and files (output that does not
+ * depend on where it goes).
+ */
+export function outputColumns(stream = process.stdout) {
+  return stream?.isTTY && Number.isInteger(stream.columns) && stream.columns > COLUMNS ? stream.columns : COLUMNS;
+}
+
+/**
+ * One line as lines of at most `width` columns: broken at blanks, each continuation indented
+ * two more than the line itself (a hanging indent). A token wider than the room left goes on a
+ * line of its own, whole.
+ */
+export function wrapLine(line, width = COLUMNS) {
+  if (displayWidth(line) <= width) return [line];
+  const indent = /^ */.exec(line)[0];
+  const hang = `${indent}  `;
+  const words = line.slice(indent.length).split(/ +/).filter(Boolean);
+  const out = [];
+  let current = indent;
+  let fresh = true;   // nothing on `current` yet but its indent
+  for (const word of words) {
+    if (fresh || displayWidth(current) + 1 + displayWidth(word) <= width) {
+      current += fresh ? word : ` ${word}`;
+    } else {
+      out.push(current);
+      current = hang + word;
+    }
+    fresh = false;
+  }
+  out.push(current);
+  return out;
+}
+
+/** Text shortened to `width` columns by an ellipsis in its middle (both ends tell names apart). */
+export function middleEllipsis(text, width) {
+  if (displayWidth(text) <= width) return text;
+  const chars = [...text];
+  const room = Math.max(1, width - 1);
+  let head = Math.ceil(room / 2), tail = room - head;
+  // wide characters: drop from the longer side until it fits
+  const shown = () => displayWidth(chars.slice(0, head).join('')) + 1 + displayWidth(chars.slice(chars.length - tail).join(''));
+  while (shown() > width && head + tail > 0) if (head >= tail) head--; else tail--;
+  return `${chars.slice(0, head).join('')}…${tail ? chars.slice(chars.length - tail).join('') : ''}`;
+}
