@@ -26,9 +26,12 @@ export function terminalJSON(value, indent) {
   return JSON.stringify(value, null, indent).replace(UNSAFE_IN_JSON, escape);
 }
 
-/** Write lines (each escaped, each ended by a newline) to a stream: the only way out. */
+/** Write lines (each escaped, wrapped to the stream's columns, each ended by a newline) to a
+ *  stream: the only way out. */
 export function say(stream, ...lines) {
-  const text = lines.flat().map((l) => terminalLine(l) + '\n').join('');
+  const width = outputColumns(stream);
+  let text = '';
+  for (const l of lines.flat()) for (const part of wrapLine(terminalLine(l), width)) text += part + '\n';
   if (stream === process.stdout) writeStdout(text);
   else stream.write(text);
 }
@@ -113,11 +116,14 @@ export const COLUMNS = 80;
 
 // East Asian wide and fullwidth characters (and emoji) take two columns; combining marks,
 // zero-width characters and variation selectors none. The ranges are wcwidth's, condensed.
-const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f680}-\u{1f6ff}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 const ZERO = /[\p{Mn}\p{Me}\u200b-\u200f\ufe00-\ufe0f]/u;
 
 /** How many terminal columns a line takes (its text as shown: already escaped). */
 export function displayWidth(text) {
+  text = String(text);
+  if (PRINTABLE_ASCII.test(text)) return text.length;   // the common case, fast: a million-row table
   let w = 0;
   for (const c of String(text)) w += ZERO.test(c) ? 0 : WIDE.test(c) ? 2 : 1;
   return w;
@@ -143,20 +149,21 @@ export function outputColumns(stream = process.stdout) {
 
 /**
  * One line as lines of at most `width` columns: broken at blanks, each continuation indented
- * two more than the line itself (a hanging indent). A token wider than the room left goes on a
- * line of its own, whole.
+ * by `hang` (default: two more than the line itself, a hanging indent). A token wider than the
+ * room left goes on a line of its own, whole.
  */
-export function wrapLine(line, width = COLUMNS) {
+export function wrapLine(line, width = COLUMNS, hang = null) {
   if (displayWidth(line) <= width) return [line];
   const indent = /^ */.exec(line)[0];
-  const hang = `${indent}  `;
-  const words = line.slice(indent.length).split(/ +/).filter(Boolean);
+  hang ??= `${indent}  `;
+  // words with the blanks before them: padding inside a line is kept where it does not break
+  const words = [...line.slice(indent.length).matchAll(/( *)(\S+)/g)].map(([, gap, word]) => [gap, word]);
   const out = [];
   let current = indent;
   let fresh = true;   // nothing on `current` yet but its indent
-  for (const word of words) {
-    if (fresh || displayWidth(current) + 1 + displayWidth(word) <= width) {
-      current += fresh ? word : ` ${word}`;
+  for (const [gap, word] of words) {
+    if (fresh || displayWidth(current) + gap.length + displayWidth(word) <= width) {
+      current += fresh ? word : gap + word;
     } else {
       out.push(current);
       current = hang + word;
