@@ -29,7 +29,7 @@ export function terminalJSON(value, indent) {
 /** Write lines (each escaped, wrapped to the stream's columns, each ended by a newline) to a
  *  stream: the only way out. */
 export function say(stream, ...lines) {
-  const width = outputColumns(stream);
+  const width = wrapColumns(stream);
   let text = '';
   for (const l of lines.flat()) for (const part of wrapLine(terminalLine(l), width)) text += part + '\n';
   if (stream === process.stdout) writeStdout(text);
@@ -138,13 +138,24 @@ export function fitsColumns(line, width = COLUMNS) {
 }
 
 /**
- * The width to fit for a stream: a terminal's own when it is wider than 80 columns (more room
- * for names and paths); 80 for anything else, a narrower terminal included (a table narrower
- * than 80 columns would lose more than it shows) and pipes and files (output that does not
- * depend on where it goes).
+ * The width tables fit for a stream: a terminal's own when it is wider than 80 columns, else
+ * COLUMNS from the environment when it is more than 80 (`COLUMNS=120 ckptscope … | less`),
+ * else 80: a narrower terminal too (a table narrower than 80 columns would lose more than it
+ * shows), and pipes and files (output that does not depend on where it goes).
  */
-export function outputColumns(stream = process.stdout) {
-  return stream?.isTTY && Number.isInteger(stream.columns) && stream.columns > COLUMNS ? stream.columns : COLUMNS;
+export function outputColumns(stream = process.stdout, env = process.env) {
+  if (stream?.isTTY && Number.isInteger(stream.columns)) return Math.max(COLUMNS, stream.columns);
+  const asked = Number(env?.COLUMNS);
+  return Number.isInteger(asked) && asked > COLUMNS ? asked : COLUMNS;
+}
+
+/**
+ * The width other lines (messages, paths, flags) wrap at: outputColumns for a terminal, or
+ * when COLUMNS is set; none for a pipe or a file without it, where every message stays whole
+ * on one line, as scripts and grep expect (tables and usage fit 80 columns there too).
+ */
+export function wrapColumns(stream = process.stdout, env = process.env) {
+  return stream?.isTTY || /^[0-9]+$/.test(env?.COLUMNS ?? '') ? outputColumns(stream, env) : Infinity;
 }
 
 /**

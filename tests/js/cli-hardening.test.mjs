@@ -510,7 +510,7 @@ test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=v
   assert.match(eq.stdout, /\n +0 +a /);
   const bad = run(['inspect', '--nope', p]);
   assert.equal(bad.status, 2);
-  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(46)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(6)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
   assert.match(run(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
 });
 

@@ -1,8 +1,8 @@
 // Issue 18.19: every line the CLI writes for a person fits 80 columns. Every command of
 // js/cli-usage.js's SPECS runs on a GPT-2-like pair (149 slots with biases and norms, a tied
 // lm_head) named by long realistic names and one 120-character name, under a path of more than
-// 100 characters, on broken files and with flagged health; every line of stdout and stderr is
-// checked. The one exception is the rule of js/terminal.js (fitsColumns): a line that is one
+// 100 characters, on broken files and with flagged health, as an 80-column terminal gets it
+// (COLUMNS=80); every line of stdout and stderr is checked. The one exception is the rule of js/terminal.js (fitsColumns): a line that is one
 // unbreakable token (a path or a name longer than the width) on a line of its own. JSON output
 // (--json) is a machine format and is only parsed. Within one table, counts are written one
 // way: with thousands separators in every count column or in none.
@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState } from '../../js/index.js';
 import { SPECS } from '../../js/cli-usage.js';
-import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
+import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-columns-'));
@@ -183,14 +183,16 @@ const everyCommand = () => [
 ];
 
 const KEEPS_RUNNING = new Set(['serve', 'view']);
+// What an 80-column terminal gets (a pipe without COLUMNS keeps each message whole on one line).
+const TERMINAL = { ...process.env, COLUMNS: '80' };
 
 /** A command's output: spawned, and for serve/view stopped once it has said where it is. */
 async function runCli(args) {
   if (!KEEPS_RUNNING.has(args[0]) || args.includes('--help')) {
-    const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
+    const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20, env: TERMINAL });
     return { stdout: r.stdout, stderr: r.stderr, status: r.status };
   }
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: TERMINAL });
   let stdout = '', stderr = '';
   child.stdout.on('data', (d) => (stdout += d));
   child.stderr.on('data', (d) => (stderr += d));
@@ -244,11 +246,16 @@ test('the rule: a line fits in columns, or is one unbreakable token on a line of
   assert.deepEqual(wrapLine('short', 80), ['short']);
   assert.equal(middleEllipsis('transformer.h.11.mlp.c_proj.weight', 30), 'transformer.h.1….c_proj.weight');
   assert.equal(displayWidth(middleEllipsis(LONG_NAME, 25)), 25);
-  // the width: a terminal's own when it is wider, 80 otherwise (pipes, files, logs)
-  assert.equal(outputColumns({ isTTY: true, columns: 120 }), 120);
-  assert.equal(outputColumns({ isTTY: true, columns: 60 }), 80);
-  assert.equal(outputColumns({ isTTY: false, columns: 200 }), 80);
-  assert.equal(outputColumns({}), 80);
+  // the width: a terminal's own when it is wider, else COLUMNS when wider, else 80
+  assert.equal(outputColumns({ isTTY: true, columns: 120 }, {}), 120);
+  assert.equal(outputColumns({ isTTY: true, columns: 60 }, {}), 80);
+  assert.equal(outputColumns({ isTTY: false, columns: 200 }, {}), 80);
+  assert.equal(outputColumns({}, { COLUMNS: '100' }), 100);
+  assert.equal(outputColumns({}, { COLUMNS: '40' }), 80);
+  // messages wrap on a terminal or with COLUMNS; a pipe without it keeps each one whole
+  assert.equal(wrapColumns({ isTTY: true, columns: 100 }, {}), 100);
+  assert.equal(wrapColumns({}, { COLUMNS: '80' }), 80);
+  assert.equal(wrapColumns({}, {}), Infinity);
 });
 
 test('every command has cases here', () => {
@@ -270,7 +277,7 @@ test('18.19: every line of every command fits 80 columns; one number format a ta
 });
 
 test('a shortened name is not lost: it is printed in full once, on a line of its own if need be', async () => {
-  const r = spawnSync(process.execPath, [CLI, 'inspect', files.opt, '--stats', '--names', files.names], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [CLI, 'inspect', files.opt, '--stats', '--names', files.names], { encoding: 'utf8', env: TERMINAL });
   assert.equal(r.status, 0, r.stderr);
   const lines = r.stdout.split('\n');
   for (const name of names) assert.ok(lines.some((l) => l.includes(name)), `${name} in full`);
@@ -278,4 +285,11 @@ test('a shortened name is not lost: it is printed in full once, on a line of its
   assert.equal(lines.filter((l) => l.trim() === LONG_NAME).length, 1, 'once, not once a table');
   const h = spawnSync(process.execPath, [CLI, 'health', files.poisoned, '--names', files.names], { encoding: 'utf8' });
   assert.ok(h.stdout.split('\n').some((l) => l.includes('transformer.h.0.ln_2.weight')), h.stdout);
+  // a pipe without COLUMNS: the message whole on one line, for scripts and grep
+  const target = out('piped-and-whole.ckpt');
+  const { COLUMNS: _, ...piped } = process.env;
+  const w = spawnSync(process.execPath, [CLI, 'write', files.desc, target], { encoding: 'utf8', env: piped });
+  assert.equal(w.stdout, `wrote ${target} (${fs.statSync(target).size} bytes)\n`);
+  const t = spawnSync(process.execPath, [CLI, 'write', files.desc, target], { encoding: 'utf8', env: TERMINAL });
+  assert.equal(t.stdout, `wrote\n  ${target}\n  (${fs.statSync(target).size} bytes)\n`);
 });
