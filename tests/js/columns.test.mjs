@@ -234,8 +234,8 @@ test('the rule: a line fits in columns, or is one unbreakable token on a line of
   assert.equal(displayWidth('e\u0301'), 1, 'a combining mark takes none');
   assert.equal(displayWidth('🚀'), 2);
   assert.ok(fitsColumns('x'.repeat(80), 80));
-  assert.ok(!fitsColumns('x'.repeat(81), 80));
-  assert.ok(!fitsColumns('名'.repeat(41), 80));
+  assert.ok(!fitsColumns('x '.repeat(40) + 'x', 80));
+  assert.ok(!fitsColumns('名'.repeat(40) + ' x', 80), 'a wide character is two columns');
   assert.ok(fitsColumns('/a/path/' + 'x'.repeat(120), 80), 'one token');
   assert.ok(fitsColumns('    ' + 'x'.repeat(120), 80), 'one token, indented');
   assert.ok(!fitsColumns('wrote ' + 'x'.repeat(120), 80), 'a token beside words is not alone');
