@@ -241,7 +241,7 @@ test('the rule: a line fits in columns, or is one unbreakable token on a line of
   assert.ok(!fitsColumns('wrote ' + 'x'.repeat(120), 80), 'a token beside words is not alone');
   // wrapping: a hanging indent; a token too long for the line goes on a line of its own
   assert.deepEqual(wrapLine('flag: ' + 'word '.repeat(20).trim(), 30),
-    ['flag: word word word word', '  word word word word word', '  word word word word word', '  word word word word word', '  word']);
+    ['flag: word word word word word', '  word word word word word', '  word word word word word', '  word word word word word']);
   assert.deepEqual(wrapLine(`wrote ${'p'.repeat(90)} (10 bytes)`, 80), ['wrote', `  ${'p'.repeat(90)}`, '  (10 bytes)']);
   assert.deepEqual(wrapLine('short', 80), ['short']);
   assert.equal(middleEllipsis('transformer.h.11.mlp.c_proj.weight', 30), 'transformer.h.1….c_proj.weight');
