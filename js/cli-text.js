@@ -12,6 +12,13 @@ const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-U
  *  field, never from its text); '' otherwise. */
 export const namedSlot = (names, slot) => (names && slot !== null && slot !== undefined && names[Number(slot)] !== undefined ? `[${names[Number(slot)]}] ` : '');
 
+/** A table's rows, header and right-aligned set without the columns `gone`. */
+function without(rows, header, right, gone) {
+  const keep = (_, j) => !gone.has(j);
+  const moved = (j) => j - [...gone].filter((g) => g < j).length;
+  return { rows: rows.map((r) => r.filter(keep)), header: header.filter(keep), right: new Set([...right].filter((j) => !gone.has(j)).map(moved)) };
+}
+
 /** The narrowest a shortened name or path column gets; with less room it is left out. */
 const MIN_CELL = 10;
 
@@ -20,8 +27,9 @@ const padStart = (c, w) => ' '.repeat(Math.max(0, w - displayWidth(c))) + c;
 
 /**
  * Lines of columns padded to their widest cell; the columns in `right` are right-aligned.
- * `fit` ({width, shrink, key, what, shown, short}): lines wider than `width` first take the
- * short headers `short` ({column: header}), then shorten column `shrink` (names, paths) in the
+ * `fit` ({width, shrink, key, what, shown, short, optional}): lines wider than `width` first
+ * take the short headers `short` ({column: header}) and leave out the `optional` columns that
+ * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink` (names, paths) in the
  * middle to the room left, or leave it out when less than MIN_CELL is left; each cell shortened
  * or left out is then listed in full below the table, by its row's `key` column, once per
  * output (`shown`: the keys already listed in full above).
@@ -37,8 +45,10 @@ export function table(rows, header, right, fit = null) {
   let widths = widthsOf(rows, header);
   const total = (ws) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1);
   const full = [];   // [key, cell] of every cell not shown whole
-  if (fit && total(widths) > fit.width && fit.short) {
-    header = header.map((h, j) => fit.short[j] ?? h);
+  if (fit && total(widths) > fit.width) {
+    header = header.map((h, j) => fit.short?.[j] ?? h);
+    const empty = new Set((fit.optional ?? []).filter((j) => rows.every((r) => r[j] === '')));
+    if (empty.size) ({ rows, header, right } = without(rows, header, right, empty));
     widths = widthsOf(rows, header);
   }
   if (fit && total(widths) > fit.width) {
@@ -47,9 +57,7 @@ export function table(rows, header, right, fit = null) {
     const cut = (c) => displayWidth(c) > room;
     for (const r of rows) if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], r[k]]);
     if (room < MIN_CELL) {
-      rows = rows.map((r) => r.filter((_, j) => j !== k));
-      header = header.filter((_, j) => j !== k);
-      right = new Set([...right].filter((j) => j !== k).map((j) => (j > k ? j - 1 : j)));
+      ({ rows, header, right } = without(rows, header, right, new Set([k])));
     } else {
       rows = rows.map((r) => r.map((c, j) => (j === k ? middleEllipsis(c, room) : c)));
     }
@@ -137,7 +145,8 @@ function optimizerLines(report, names, out, width) {
     if (statRows.length) {
       out.push('');
       const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
-      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]), fit)) out.push(l);
+      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [6 + off] } : null;
+      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]), fit2)) out.push(l);
     }
   }
 }
@@ -245,7 +254,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'bad m'];
   const off = names ? 1 : 0;
   out.push('');
-  const fit = names ? { width, shrink: 2, key: 1, what: 'slot names', shown: new Set() } : null;
+  const fit = names ? { width, shrink: 2, key: 1, what: 'slot names', shown: new Set(), optional: [9 + off, 10 + off] } : null;
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]), fit)) out.push(l);
   out.push('');
   const warning = (f) => !strict && isRatioFlag(f);
