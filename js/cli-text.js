@@ -254,7 +254,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'bad m'];
   const off = names ? 1 : 0;
   out.push('');
-  const fit = names ? { width, shrink: 2, key: 1, what: 'slot names', shown: new Set(), optional: [9 + off, 10 + off] } : null;
+  const fit = names ? { width, shrink: 2, key: 1, what: 'slot names', shown: new Set(), optional: [8 + off, 9 + off] } : null;
   for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]), fit)) out.push(l);
   out.push('');
   const warning = (f) => !strict && isRatioFlag(f);
