@@ -29,10 +29,10 @@ const padStart = (c, w) => ' '.repeat(Math.max(0, w - displayWidth(c))) + c;
  * Lines of columns padded to their widest cell; the columns in `right` are right-aligned.
  * `fit` ({width, shrink, key, what, shown, short, optional}): lines wider than `width` first
  * take the short headers `short` ({column: header}) and leave out the `optional` columns that
- * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink` (names, paths) in the
- * middle to the room left, or leave it out when less than MIN_CELL is left; each cell shortened
- * or left out is then listed in full below the table, by its row's `key` column, once per
- * output (`shown`: the keys already listed in full above).
+ * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink`
+ * (names, paths) in the middle to the room left, or leave it out when less than MIN_CELL is
+ * left; each cell shortened or left out is then listed in full below the table, by its row's
+ * `key` column, once per output (`shown`: the keys already listed in full above).
  */
 export function table(rows, header, right, fit = null) {
   // escaped first (a name may hold control characters), so the widths are what is shown
@@ -69,9 +69,10 @@ export function table(rows, header, right, fit = null) {
   const missing = full.filter(([key]) => !fit.shown?.has(key));
   if (missing.length) {
     out.push('', `${fit.what} in full (shortened above or left out for room):`);
-    const kw = Math.max(...missing.map(([key]) => displayWidth(key)));
+    const kw = missing.reduce((w, [key]) => Math.max(w, displayWidth(key)), 0);   // no spread: a million rows
     for (const [key, cell] of missing) {
-      out.push(`  ${padStart(key, kw)}  ${cell}`);   // say() puts one too long for a line on a line of its own
+      // one too long for the line: the key, then the cell whole on a line of its own
+      for (const l of wrapLine(`  ${padStart(key, kw)}  ${cell}`, fit.width, ' '.repeat(kw + 4))) out.push(l);
       fit.shown?.add(key);
     }
   }
