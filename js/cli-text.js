@@ -1,4 +1,4 @@
-import { terminalLine } from './terminal.js';
+import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from './terminal.js';
 
 // What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
 // a report (either family), an error with everything the core reported beside its reference
@@ -12,14 +12,71 @@ const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-U
  *  field, never from its text); '' otherwise. */
 export const namedSlot = (names, slot) => (names && slot !== null && slot !== undefined && names[Number(slot)] !== undefined ? `[${names[Number(slot)]}] ` : '');
 
-/** Lines of columns padded to their widest cell; the columns in `right` are right-aligned. */
-export function table(rows, header, right) {
+/** A table's rows, header and right-aligned set without the columns `gone`. */
+function without(rows, header, right, gone) {
+  const keep = (_, j) => !gone.has(j);
+  const moved = (j) => j - [...gone].filter((g) => g < j).length;
+  return { rows: rows.map((r) => r.filter(keep)), header: header.filter(keep), right: new Set([...right].filter((j) => !gone.has(j)).map(moved)) };
+}
+
+/** The narrowest a shortened name or path column gets; with less room it is left out. */
+const MIN_CELL = 10;
+
+const padEnd = (c, w) => c + ' '.repeat(Math.max(0, w - displayWidth(c)));
+const padStart = (c, w) => ' '.repeat(Math.max(0, w - displayWidth(c))) + c;
+
+/**
+ * Lines of columns padded to their widest cell; the columns in `right` are right-aligned.
+ * `fit` ({width, shrink, key, what, shown, short, optional}): lines wider than `width` first
+ * take the short headers `short` ({column: header}) and leave out the `optional` columns that
+ * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink`
+ * (names, paths) in the middle to the room left, or leave it out when less than MIN_CELL is
+ * left; each cell shortened or left out is then listed in full below the table, by its row's
+ * `key` column, once per output (`shown`: the keys already listed in full above).
+ */
+export function table(rows, header, right, fit = null) {
   // escaped first (a name may hold control characters), so the widths are what is shown
   rows = rows.map((r) => r.map((c) => terminalLine(c)));
-  const widths = header.map((h) => h.length);
-  for (const r of rows) r.forEach((c, k) => (widths[k] = Math.max(widths[k], String(c).length)));
-  const line = (r) => r.map((c, k) => (right.has(k) ? String(c).padStart(widths[k]) : String(c).padEnd(widths[k]))).join('  ').trimEnd();
-  return [line(header), ...rows.map(line)];
+  const widthsOf = (rs, hs) => {
+    const widths = hs.map((h) => displayWidth(h));
+    for (const r of rs) r.forEach((c, k) => (widths[k] = Math.max(widths[k], displayWidth(c))));
+    return widths;
+  };
+  let widths = widthsOf(rows, header);
+  const total = (ws) => ws.reduce((a, b) => a + b, 0) + 2 * (ws.length - 1);
+  const full = [];   // [key, cell] of every cell not shown whole
+  if (fit && total(widths) > fit.width) {
+    header = header.map((h, j) => fit.short?.[j] ?? h);
+    const empty = new Set((fit.optional ?? []).filter((j) => rows.every((r) => r[j] === '')));
+    if (empty.size) ({ rows, header, right } = without(rows, header, right, empty));
+    widths = widthsOf(rows, header);
+  }
+  if (fit && total(widths) > fit.width) {
+    const k = fit.shrink;
+    const room = fit.width - (total(widths) - widths[k]);
+    const cut = (c) => displayWidth(c) > room;
+    for (const r of rows) if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], r[k]]);
+    if (room < MIN_CELL) {
+      ({ rows, header, right } = without(rows, header, right, new Set([k])));
+    } else {
+      rows = rows.map((r) => r.map((c, j) => (j === k ? middleEllipsis(c, room) : c)));
+    }
+    widths = widthsOf(rows, header);
+  }
+  const line = (r) => r.map((c, k) => (right.has(k) ? padStart(String(c), widths[k]) : padEnd(String(c), widths[k]))).join('  ').trimEnd();
+  const out = [line(header)];
+  for (const r of rows) out.push(line(r));   // a loop: no spreading a million lines
+  const missing = full.filter(([key]) => !fit.shown?.has(key));
+  if (missing.length) {
+    out.push('', `${fit.what} in full (shortened above or left out for room):`);
+    const kw = missing.reduce((w, [key]) => Math.max(w, displayWidth(key)), 0);   // no spread: a million rows
+    for (const [key, cell] of missing) {
+      // one too long for the line: the key, then the cell whole on a line of its own
+      for (const l of wrapLine(`  ${padStart(key, kw)}  ${cell}`, fit.width, ' '.repeat(kw + 4))) out.push(l);
+      fit.shown?.add(key);
+    }
+  }
+  return out;
 }
 
 /** One number column, one format: 4 significant digits, exponent form outside [1e-3, 1e5). */
@@ -37,7 +94,7 @@ function head(report, name) {
   return `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
-function optimizerLines(report, names, out) {
+function optimizerLines(report, names, out, width) {
   if (report.config) {
     const c = report.config;
     out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
@@ -55,7 +112,7 @@ function optimizerLines(report, names, out) {
   const facts = report.wellFormed === null
     ? `${plural(n, 'slot')} read before the error`
     : `${plural(n, 'slot')}, ${report.trainableCount} trainable, ${plural(report.optimizerStateCount, 'optimizer state')}, ${report.hasAliases ? 'with tied (shared) slots' : 'no tied slots'}${broken.size ? `, ${plural(broken.size, 'slot')} breaking the sharing rules` : ''}`;
-  out.push(`parameters      ${facts}`);
+  out.push(...wrapLine(`parameters      ${facts}`, width, ' '.repeat(16)));
   const entries = new Map(report.entries.map((e) => [String(e.id), e]));
   const stats = report.statistics;
   const rows = [];
@@ -73,7 +130,10 @@ function optimizerLines(report, names, out) {
   const header = ['slot', ...(names ? ['name'] : []), 'shape', 'size', 'trainable', 'representative', 'step'];
   const off = names ? 1 : 0;
   out.push('');
-  for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]))) out.push(l);   // a loop: no spreading a million lines
+  // a name too long for the room is shortened, and listed in full once (names: slot → name)
+  const shown = new Set();
+  const fit = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, short: { 4: 'train', 5: 'sharing' } } : null;
+  for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]), fit)) out.push(l);   // a loop: no spreading a million lines
   // The statistics in a table of their own, one column a number: 80 columns, not 150.
   if (stats) {
     const statRows = [];
@@ -86,7 +146,8 @@ function optimizerLines(report, names, out) {
     if (statRows.length) {
       out.push('');
       const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
-      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]))) out.push(l);
+      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [6 + off] } : null;
+      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]), fit2)) out.push(l);
     }
   }
 }
@@ -98,7 +159,7 @@ function statCells(x) {
   return [num(x.min), num(x.max), num(x.rms), bad];
 }
 
-function stateLines(report, names, out) {
+function stateLines(report, names, out, width) {
   const t = report.tensors;
   out.push(`tensors         ${plural(t.length, 'tensor')}${report.tensorCount !== null && report.tensorCount !== t.length ? ` read of ${report.tensorCount} declared` : ''}`);
   if (!t.length) return;
@@ -111,14 +172,15 @@ function stateLines(report, names, out) {
   const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['min', 'max', 'rms', 'NaN/inf'] : [])];
   const off = names ? 1 : 0;
   out.push('');
-  for (const l of table(rows, header, new Set([0, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off]))) out.push(l);
+  const fit = names ? { width, shrink: 1, key: 0, what: 'tensor names', shown: new Set() } : null;
+  for (const l of table(rows, header, new Set([0, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off]), fit)) out.push(l);
 }
 
-/** The summary of a report as lines; `names` (optional) names the slots. */
-export function summaryLines(report, name, names = null) {
+/** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */
+export function summaryLines(report, name, names = null, { width = COLUMNS } = {}) {
   const out = [head(report, name)];
-  if (report.kind === 'state') stateLines(report, names, out);
-  else optimizerLines(report, names, out);
+  if (report.kind === 'state') stateLines(report, names, out, width);
+  else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push('');
   if (report.ok) out.push('verdict: valid');
@@ -140,7 +202,8 @@ export function errorLines(err, { layoutName, names = null } = {}) {
     // decoded values first; the bit patterns tell apart what prints alike (-0 and 0)
     for (const d of err.configDiff) out.push(`  ${d.field}: file ${d.file}, expected ${d.expected}`);
     const bits = err.configDiff.filter((d) => d.fileBits);
-    if (bits.length) out.push(`  bits: ${bits.map((d) => `${d.field} file ${d.fileBits}, expected ${d.expectedBits}`).join('; ')}`);
+    // one field a line: two 18-character patterns a line fit 80 columns
+    for (const d of bits) out.push(`  bits: ${d.field} file ${d.fileBits}, expected ${d.expectedBits}`);
   }
   if (err.subject === 'expected' && layoutName) {
     out.push(`the layout ${layoutName} is at fault, not the checkpoint${err.hint ? `: ${err.hint}` : ''}`);
@@ -168,7 +231,7 @@ export const isWarningFlag = (f) => f.severity === 'warning';
 
 /** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
  *  flags are warnings unless `strict`. */
-export function healthLines(result, optName, stateName, names = null, { strict = false } = {}) {
+export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
@@ -191,7 +254,8 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'bad m'];
   const off = names ? 1 : 0;
   out.push('');
-  for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]))) out.push(l);
+  const fit = names ? { width, shrink: 2, key: 1, what: 'slot names', shown: new Set(), optional: [8 + off, 9 + off] } : null;
+  for (const l of table(rows, header, new Set([1, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off, 8 + off, 9 + off]), fit)) out.push(l);
   out.push('');
   const warning = (f) => !strict && isWarningFlag(f);
   for (const f of result.flags) out.push(`${warning(f) ? 'warning' : 'flag'}: ${namedSlot(names, f.slot)}${f.message}`);

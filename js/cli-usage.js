@@ -3,35 +3,43 @@
 // "did you mean" for misspelt commands and options and for arguments in the wrong order.
 
 import { nearest } from './keys.js';
+import { wrapLine } from './terminal.js';
 
 export { nearest };
 
+// 80 columns (issue 18.19): what each command does on the lines below it, indented 6;
+// usageOf takes a command's lines with every indented line after them.
 export const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
-                                              summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
+      summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
   ckptscope check FILE --expect LAYOUT [--reader NAME|all] [--names NAMES.json]
-                                              would the trainer load it? LAYOUT: a layout .json or another file;
-                                              NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
+      would the trainer load it? LAYOUT: a layout .json or another file;
+      NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE [--names NAMES.json]
-                                              does this optimizer checkpoint belong to this model-state file?
-  ckptscope diff A B [--names NAMES.json]     every difference between two layouts/checkpoints
-  ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI] [--strict] [--json]
-                       [--names NAMES.json] [--workers N]
-                                              the next Adam step per slot: update/weight ratios, consistency
+      does this optimizer checkpoint belong to this model-state file?
+  ckptscope diff A B [--names NAMES.json]
+      every difference between two layouts/checkpoints
+  ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
+                   [--strict] [--json] [--names NAMES.json] [--workers N]
+      the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
-                                              moments (or state tensors) for NumPy/PyTorch, bit for bit
-  ckptscope write DESCRIPTION.json OUT        make a checkpoint or a model-state file (the reference writers' rules)
-  ckptscope convert IN OUT --to 2|3|4|5|oldest | --for READER [--random-counter N] [--drop-random-counter]
-                       [--untie] [--round-to-float32]
-                                              the same optimizer state as another version, for an older TorchLean
+      moments (or state tensors) for NumPy/PyTorch, bit for bit
+  ckptscope write DESCRIPTION.json OUT
+      make a checkpoint or a model-state file (the reference writers' rules)
+  ckptscope convert IN OUT --to 2|3|4|5|oldest | --for READER
+                   [--random-counter N] [--drop-random-counter] [--untie]
+                   [--round-to-float32]
+      the same optimizer state as another version, for an older TorchLean
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--json]
-  ckptscope run DIR [--lr X] [--json]         checkpoints of one run: is each the continuation of the one
-                                              before? the gradient and learning rate of one-step pairs
+  ckptscope run DIR [--lr X] [--json]
+      checkpoints of one run: is each the continuation of the one before?
+      the gradient and learning rate of one-step pairs
   ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
-                                              the gradient of B's step as {name}.grad tensors
-  ckptscope serve [--port N]                  the viewer on http://127.0.0.1:8080
+      the gradient of B's step as {name}.grad tensors
+  ckptscope serve [--port N]
+      the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2] [NAMES.json] [--port N] [--no-open]
-                                              the viewer on those files, in your browser
+      the viewer on those files, in your browser
   ckptscope --version`;
 
 const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
@@ -90,7 +98,9 @@ export function helpOf(command) {
     return [`${k} ${arg}`, rest.join('  ')];
   })];
   const width = Math.max(0, ...rows.map(([k]) => k.length));
-  const body = rows.length ? `\n\noptions:\n${rows.map(([k, v]) => `  ${k.padEnd(width)}  ${v}`).join('\n')}` : '';
+  // a long help wraps under its own column
+  const hang = ' '.repeat(width + 4);
+  const body = rows.length ? `\n\noptions:\n${rows.flatMap(([k, v]) => wrapLine(`  ${k.padEnd(width)}  ${v}`, undefined, hang)).join('\n')}` : '';
   return `${usageOf(command)}${body}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
 }
 

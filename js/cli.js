@@ -11,7 +11,7 @@ import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { openWithStats, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
-import { say, terminalJSON, guardOutput, sameDestination, writeStdout } from './terminal.js';
+import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { openBrowser } from './open-browser.js';
 import { cmdRun } from './run-cli.js';
@@ -22,15 +22,20 @@ import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, neare
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
 
-FILE (and write's DESCRIPTION) may be - for the standard input: ckptscope inspect - < model.ckpt.
-exit status: 0 valid, would load, no differences; 1 invalid, would not load, differences;
-2 usage or I/O error; 141 when the reader of stdout goes away (ckptscope inspect F | head).
-An invalid file: stdout has the summary (or --json report) with the diagnostic; stderr has
-the diagnostic too, unless stderr goes where stdout goes (a terminal, 2>&1), to show it once.
+FILE (and write's DESCRIPTION) may be - for the standard input:
+  ckptscope inspect - < model.ckpt
+exit status: 0 valid, would load, no differences; 1 invalid, would not load,
+differences; 2 usage or I/O error; 141 when the reader of stdout goes away
+(ckptscope inspect F | head).
+An invalid file: stdout has the summary (or --json report) with the diagnostic;
+stderr has the diagnostic too, unless stderr goes where stdout goes (a terminal,
+2>&1), to show it once.
 Control characters from files and arguments are shown as escapes (\\u001b).
-serve and view: 127.0.0.1 only; the port is --port, else PORT, else 8080 (view: the first
-free one from 8080 up); view prints the page URL and opens it unless --no-open. Ctrl-C
-stops them (exit status 0).`;
+Output fits 80 columns (a wider terminal: its width); a path or name longer
+than a line gets a line of its own; --json is never wrapped.
+serve and view: 127.0.0.1 only; the port is --port, else PORT, else 8080 (view:
+the first free one from 8080 up); view prints the page URL and opens it unless
+--no-open. Ctrl-C stops them (exit status 0).`;
 
 /** Anything else the user can act on, said in words; exit status 2. */
 class Failure extends Error {}
@@ -125,7 +130,7 @@ async function cmdInspect(argv) {
       else writeStdout(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots);
-      say(process.stdout, summaryLines(ck.report, displayName(file), names));
+      say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
       if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
     }
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
@@ -284,7 +289,7 @@ async function cmdHealth(argv) {
     throw err;
   }
   if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length), { strict }));
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length), { strict, width: outputColumns(process.stdout) }));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
     return 1;

@@ -10,14 +10,8 @@ import { open } from './checkpoint.js';
 import { run, runOrder, stemOf, saveGradient } from './run.js';
 import { namesOf } from './layout.js';
 import { table, num } from './cli-text.js';
-import { say, terminalJSON } from './terminal.js';
+import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing } from './user-files.js';
-
-export const RUN_USAGE = `  ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--json]
-  ckptscope run DIR [--lr X] [--json]         checkpoints of one run: is each the continuation of the one
-                                              before? the gradient and learning rate of one-step pairs
-  ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
-                                              the gradient of B's step as {name}.grad tensors`;
 
 /** argv → {files, states, json, lr}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
@@ -85,7 +79,7 @@ function maxStep(ck) {
 }
 
 /** The readable form: per file, per pair its verdict and slot table, the first break. */
-export function runLines(result) {
+export function runLines(result, { width = COLUMNS } = {}) {
   const out = [];
   const name = (i) => result.files[i].path ?? `file ${i}`;
   out.push(`${result.files.length} checkpoints of one run:`);
@@ -98,7 +92,9 @@ export function runLines(result) {
     f.state ? 'yes' : '',
     f.ok ? name(i) : `${name(i)} (invalid)`,
   ]);
-  for (const l of table(rows, ['', 'file', 'step', 'flags', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4]))) out.push(l);
+  // a long path is shortened in the middle, and listed in full below the table
+  const fit = { width, shrink: 6, key: 1, what: 'paths', shown: new Set() };
+  for (const l of table(rows, ['', 'file', 'step', 'flags', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4]), fit)) out.push(l);
   for (const p of result.pairs) {
     out.push('');
     out.push(`${p.a} → ${p.b}: ${p.continuous ? 'continuous' : `NOT continuous: ${p.verdict}`}`);
@@ -132,7 +128,7 @@ export async function cmdRun(argv, usage) {
   else for (const f of [...files, ...(states ?? [])]) checkInput(f, 'checkpoint');
   const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr }));
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, runLines(result));
+  else say(process.stdout, runLines(result, { width: outputColumns(process.stdout) }));
   return result.ok ? 0 : 1;
 }
 

@@ -26,9 +26,12 @@ export function terminalJSON(value, indent) {
   return JSON.stringify(value, null, indent).replace(UNSAFE_IN_JSON, escape);
 }
 
-/** Write lines (each escaped, each ended by a newline) to a stream: the only way out. */
+/** Write lines (each escaped, wrapped to the stream's columns, each ended by a newline) to a
+ *  stream: the only way out. */
 export function say(stream, ...lines) {
-  const text = lines.flat().map((l) => terminalLine(l) + '\n').join('');
+  const width = wrapColumns(stream);
+  let text = '';
+  for (const l of lines.flat()) for (const part of wrapLine(terminalLine(l), width)) text += part + '\n';
   if (stream === process.stdout) writeStdout(text);
   else stream.write(text);
 }
@@ -99,4 +102,97 @@ export function sameDestination() {
   } catch {
     return false;
   }
+}
+
+// ---- columns (issue 18.19) --------------------------------------------------------------------
+// Every line for a person fits COLUMNS columns of a terminal, but for one exception: a line that
+// is a single unbreakable token (a path or a name wider than the line) on a line of its own,
+// which no wrapping can shorten without changing it. Tables shrink their name or path column
+// and list what they shortened in full below (cli-text.js table); other lines wrap with a
+// hanging indent (wrapLine). JSON (--json) is a machine format and is never wrapped.
+
+/** The width of output that does not go to a terminal (a pipe, a file, a CI log). */
+export const COLUMNS = 80;
+
+// East Asian wide and fullwidth characters (and emoji) take two columns; combining marks,
+// zero-width characters and variation selectors none. The ranges are wcwidth's, condensed.
+const WIDE = /[\u1100-\u115f\u2e80-\u303e\u3041-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6\u{1f300}-\u{1f64f}\u{1f680}-\u{1f6ff}\u{1f900}-\u{1f9ff}\u{20000}-\u{3fffd}]/u;
+const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
+const ZERO = /[\p{Mn}\p{Me}\u200b-\u200f\ufe00-\ufe0f]/u;
+
+/** How many terminal columns a line takes (its text as shown: already escaped). */
+export function displayWidth(text) {
+  text = String(text);
+  if (PRINTABLE_ASCII.test(text)) return text.length;   // the common case, fast: a million-row table
+  let w = 0;
+  for (const c of String(text)) w += ZERO.test(c) ? 0 : WIDE.test(c) ? 2 : 1;
+  return w;
+}
+
+/** A line that is one token (no blank inside it), indented or not: it cannot be wrapped. */
+const ONE_TOKEN = /^ *\S+$/;
+
+/** The rule every line obeys: it fits `width` columns, or is one unbreakable token. */
+export function fitsColumns(line, width = COLUMNS) {
+  return displayWidth(line) <= width || ONE_TOKEN.test(line);
+}
+
+/**
+ * The width tables fit for a stream: a terminal's own when it is wider than 80 columns, else
+ * COLUMNS from the environment when it is more than 80 (`COLUMNS=120 ckptscope … | less`),
+ * else 80: a narrower terminal too (a table narrower than 80 columns would lose more than it
+ * shows), and pipes and files (output that does not depend on where it goes).
+ */
+export function outputColumns(stream = process.stdout, env = process.env) {
+  if (stream?.isTTY && Number.isInteger(stream.columns)) return Math.max(COLUMNS, stream.columns);
+  const asked = Number(env?.COLUMNS);
+  return Number.isInteger(asked) && asked > COLUMNS ? asked : COLUMNS;
+}
+
+/**
+ * The width other lines (messages, paths, flags) wrap at: outputColumns for a terminal, or
+ * when COLUMNS is set; none for a pipe or a file without it, where every message stays whole
+ * on one line, as scripts and grep expect (tables and usage fit 80 columns there too).
+ */
+export function wrapColumns(stream = process.stdout, env = process.env) {
+  return stream?.isTTY || /^[0-9]+$/.test(env?.COLUMNS ?? '') ? outputColumns(stream, env) : Infinity;
+}
+
+/**
+ * One line as lines of at most `width` columns: broken at blanks, each continuation indented
+ * by `hang` (default: two more than the line itself, a hanging indent). A token wider than the
+ * room left goes on a line of its own, whole.
+ */
+export function wrapLine(line, width = COLUMNS, hang = null) {
+  if (displayWidth(line) <= width) return [line];
+  const indent = /^ */.exec(line)[0];
+  hang ??= `${indent}  `;
+  // words with the blanks before them: padding inside a line is kept where it does not break
+  const words = [...line.slice(indent.length).matchAll(/( *)(\S+)/g)].map(([, gap, word]) => [gap, word]);
+  const out = [];
+  let current = indent;
+  let fresh = true;   // nothing on `current` yet but its indent
+  for (const [gap, word] of words) {
+    if (fresh || displayWidth(current) + gap.length + displayWidth(word) <= width) {
+      current += fresh ? word : gap + word;
+    } else {
+      out.push(current);
+      current = hang + word;
+    }
+    fresh = false;
+  }
+  out.push(current);
+  return out;
+}
+
+/** Text shortened to `width` columns by an ellipsis in its middle (both ends tell names apart). */
+export function middleEllipsis(text, width) {
+  if (displayWidth(text) <= width) return text;
+  const chars = [...text];
+  const room = Math.max(1, width - 1);
+  let head = Math.ceil(room / 2), tail = room - head;
+  // wide characters: drop from the longer side until it fits
+  const shown = () => displayWidth(chars.slice(0, head).join('')) + 1 + displayWidth(chars.slice(chars.length - tail).join(''));
+  while (shown() > width && head + tail > 0) if (head >= tail) head--; else tail--;
+  return `${chars.slice(0, head).join('')}…${tail ? chars.slice(chars.length - tail).join('') : ''}`;
 }
