@@ -425,7 +425,8 @@ export interface RunFile {
   path: string | null;
   step: number | string | null;
   state: string | null;
-  health: { flags: number; ratio: number | null } | null;
+  /** `flags` counts every flag health raises on the file; `warnings` those of them that are warnings (the default ratio band's): they do not break the run. */
+  health: { flags: number; warnings: number; ratio: number | null } | null;
   ok: boolean;
   error: ReportError | null;
   stateError?: string;

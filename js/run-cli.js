@@ -2,7 +2,7 @@
 // its optimizer checkpoints ordered by the number in the name (js/run.js runOrder), each with
 // the model-state file of the same stem when there is one. The verdict per consecutive pair,
 // the per-slot table, per file its health; exit 1 when a pair is not continuous or a file is
-// flagged. Node only.
+// invalid or flagged (a failure: the ratio band's warnings are counted, not failed on). Node only.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -87,14 +87,15 @@ export function runLines(result, { width = COLUMNS } = {}) {
     i === result.first ? '!' : '',
     i,
     f.step ?? '',
-    f.health ? f.health.flags : '',
+    f.health ? f.health.flags - f.health.warnings : '',
+    f.health ? f.health.warnings : '',
     num(f.health?.ratio),
     f.state ? 'yes' : '',
     f.ok ? name(i) : `${name(i)} (invalid)`,
   ]);
   // a long path is shortened in the middle, and listed in full below the table
-  const fit = { width, shrink: 6, key: 1, what: 'paths', shown: new Set() };
-  for (const l of table(rows, ['', 'file', 'step', 'flags', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4]), fit)) out.push(l);
+  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
+  for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
   for (const p of result.pairs) {
     out.push('');
     out.push(`${p.a} → ${p.b}: ${p.continuous ? 'continuous' : `NOT continuous: ${p.verdict}`}`);

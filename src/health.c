@@ -208,7 +208,7 @@ static void j_num_or_null(strbuf *sb, bool present, double x)
  * ,{"slot","flag","severity","message"} and the slot's own list of names in `slot_names`. */
 typedef struct flags_out {
     strbuf *global, *slot_names;
-    size_t count;
+    size_t count, warnings;
 } flags_out;
 
 /* A flag's severity: a failure says the state is broken; a warning, that a heuristic fired. */
@@ -223,6 +223,7 @@ static void flag(flags_out *f, uint64_t slot, const char *name, int severity, co
 static void flag(flags_out *f, uint64_t slot, const char *name, int severity, const char *fmt, ...)
 {
     f->count++;
+    if (severity == WARNING) f->warnings++;
     if (!f->global) return;
     char text[512];
     va_list ap;
@@ -328,11 +329,13 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
 
 static const band default_band = {CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
 
-size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio)
+size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio,
+                              size_t *warnings)
 {
-    flags_out fo = {NULL, NULL, 0};
+    flags_out fo = {NULL, NULL, 0, 0};
     *ratio = slot_ratio(h, lr);
     slot_flags(&fo, h, slot, owner, lr, *ratio, default_band);
+    *warnings = fo.warnings;
     return fo.count;
 }
 
@@ -342,7 +345,7 @@ static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, 
                       bool adamw)
 {
     strbuf sf = {0};
-    flags_out fo = {flags, &sf, 0};
+    flags_out fo = {flags, &sf, 0, 0};
     double u_rms = update_rms(h), p_rms = param_rms(h), ratio = slot_ratio(h, lr);
     bool has_lr = !isnan(lr);
     slot_flags(&fo, h, slot, owner, lr, ratio, b);

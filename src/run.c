@@ -597,21 +597,25 @@ static int cmp_double(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* A readable file's health summary: the flags health raises on its slots, and the median of
- * their update-to-weight ratios (NAN when no slot has one). */
-static int file_health(const run_file *rf, double lr, uint64_t *flags, double *median, ckpt_error *err)
+/* A readable file's health summary: the flags health raises on its slots, how many of them are
+ * warnings (the ratio band's: they do not break the run), and the median of their
+ * update-to-weight ratios (NAN when no slot has one). */
+static int file_health(const run_file *rf, double lr, uint64_t *flags, uint64_t *warnings, double *median,
+                       ckpt_error *err)
 {
     const ckpt_schema *sc = rf->rep->schema;
     size_t n = ckpt_schema_count(sc), k = 0;
     double *ratios = malloc((n ? n : 1) * sizeof *ratios);
     if (!ratios) return ckpt_fail_oom(err);
-    *flags = 0;
+    *flags = *warnings = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t owner = ckpt_schema_representative(sc, i);
         ckpt_health_slot h = rf->health[i];
         if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo; /* a tied slot's moments are its owner's */
         double ratio;
-        *flags += ckpt_health_slot_flags(&h, i, owner, lr, &ratio);
+        size_t slot_warnings;
+        *flags += ckpt_health_slot_flags(&h, i, owner, lr, &ratio, &slot_warnings);
+        *warnings += slot_warnings;
         if (isfinite(ratio)) ratios[k++] = ratio;
     }
     qsort(ratios, k, sizeof *ratios, cmp_double);
@@ -627,13 +631,13 @@ static char *run_json(run *r, double lr, ckpt_error *err)
     sb_puts(&sb, "{\"files\":[");
     for (size_t f = 0; f < r->n; f++) {
         const run_file *rf = &r->files[f];
-        uint64_t flags = 0;
+        uint64_t flags = 0, warnings = 0;
         double median = NAN;
-        if (rf->readable && file_health(rf, lr, &flags, &median, err)) {
+        if (rf->readable && file_health(rf, lr, &flags, &warnings, &median, err)) {
             sb_free(&sb);
             return NULL;
         }
-        if ((!rf->readable || flags) && first == CKPT_NONE) first = f;
+        if ((!rf->readable || flags > warnings) && first == CKPT_NONE) first = f;
         if (f) sb_putc(&sb, ',');
         sb_printf(&sb, "{\"index\":%zu,\"ok\":%s,\"step\":", f, rf->readable ? "true" : "false");
         if (rf->readable) j_u64(&sb, max_step(rf->rep));
@@ -645,6 +649,8 @@ static char *run_json(run *r, double lr, ckpt_error *err)
         if (rf->readable) {
             sb_puts(&sb, "{\"flags\":");
             j_u64(&sb, flags);
+            sb_puts(&sb, ",\"warnings\":");
+            j_u64(&sb, warnings);
             sb_puts(&sb, ",\"ratio\":");
             j_num_or_null(&sb, !isnan(median), median);
             sb_putc(&sb, '}');

@@ -91,7 +91,7 @@ test('an optimizer reset: dropped in any order, the run is ordered by the number
   assert.equal(await page.getAttribute('[data-testid=run-first]', 'data-first'), '2');
   assert.match(await text(page, '[data-testid=run-first]'), /^Something breaks at file 2 \(step-12\.ckpt\): slot 0: step 2 in B is before step 4 in A/);
   assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['step-3.ckpt', 'step-4.ckpt', 'step-12.ckpt']);
-  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(5)').allTextContents(), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf'], 'states paired by stem');
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(6)').allTextContents(), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf'], 'states paired by stem');
   assert.equal(await text(page, '[data-testid=run-pair] >> nth=1 >> [data-testid=run-pair-verdict]'), 'NOT continuous: slot 0: step 2 in B is before step 4 in A');
   await shotAt(page, 'run-reset');
   assert.deepEqual(page.consoleErrors, []);
@@ -144,7 +144,7 @@ test('a folder (A folder…): its checkpoints in run order, each with the state 
   await page.setInputFiles('[data-testid=run-folder-input]', dir);
   await page.waitForSelector('[data-testid=run-first][data-first=""]');
   assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['step-3.ckpt', 'step-4.ckpt', 'step-12.ckpt']);
-  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(5)').allTextContents(), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf']);
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(6)').allTextContents(), ['step-3.tlsf', 'step-4.tlsf', 'step-12.tlsf']);
   await page.waitForSelector('[data-testid=notice][data-file="extra.tlsf"]');
   assert.equal(await text(page, '[data-testid=notice]'), 'extra.tlsf: a model-state file, but no optimizer checkpoint is named extra: not used');
   await shotAt(page, 'run-folder');

@@ -55,7 +55,7 @@ for (const kind of ['adam', 'adamw']) {
       assert.equal(f.path, opts[i]);
       assert.equal(f.state, states[i]);
       assert.equal(f.step, gen.saves[i].step);
-      assert.deepEqual(f.health, { flags: 0, ratio: null });
+      assert.deepEqual(f.health, { flags: 0, warnings: 0, ratio: null });
     });
     const ks = new Set();
     result.pairs.forEach((p, j) => {
@@ -123,13 +123,16 @@ test('with lr: each file\'s health ratio is the median of its slots\' ratios; a 
     const ratios = h.slots.map((x) => x.ratio).filter((x) => x !== null).sort((a, b) => a - b);
     const mid = ratios.length >> 1;
     const median = ratios.length % 2 ? ratios[mid] : (ratios[mid - 1] + ratios[mid]) / 2;
-    assert.deepEqual(result.files[i].health, { flags: h.flags.length, ratio: median });
+    const warnings = h.flags.filter((f) => f.severity === 'warning').length;
+    assert.deepEqual(result.files[i].health, { flags: h.flags.length, warnings, ratio: median });
   }
-  // a tiny lr: every trainable slot's ratio is below the band, so both files are flagged
+  // a tiny lr: every trainable slot's ratio is below the band, so both files get warnings, and a
+  // warning (the band's rule of thumb) does not break the run, as it does not fail health
   const low = await run(opts, { states, lr: 1e-12 });
   assert.ok(low.files[0].health.flags > 0);
-  assert.equal(low.first, 0);
-  assert.equal(low.ok, false);
+  assert.equal(low.files[0].health.warnings, low.files[0].health.flags);
+  assert.equal(low.first, null);
+  assert.equal(low.ok, true);
   assert.equal(low.pairs[0].continuous, true);
 });
 
@@ -143,7 +146,7 @@ test('a state file that cannot be used: its text as stateError (health\'s), the 
   assert.equal(result.files[0].state, null);
   assert.equal(result.files[0].stateError, refused);
   const alone = await health(opts[0], null, { lr: 1e-3 });
-  assert.deepEqual(result.files[0].health, { flags: alone.flags.length, ratio: null });
+  assert.deepEqual(result.files[0].health, { flags: alone.flags.length, warnings: alone.flags.filter((f) => f.severity === 'warning').length, ratio: null });
   assert.equal(result.files[1].state, states[1]);
   assert.equal('stateError' in result.files[1], false);
 });
@@ -336,6 +339,22 @@ test('ckptscope run A B: a broken pair exits 1 and names the first bad file', as
   assert.equal(r.status, 1);
   assert.match(r.stdout, /^0 → 1: NOT continuous: slot 0: step 3 in B is before step 4 in A$/m);
   assert.match(r.stdout, new RegExp(`^verdict: something breaks at file 1 \\(${opts[0].replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\\)$`, 'm'));
+});
+
+test('ckptscope run A B --state … --lr: ratio warnings are counted apart and do not fail the run (exit 0)', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'cliwarn');
+  const r = cli([opts[0], opts[1], '--state', states[0], states[1], '--lr', '1e-12']);
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const rows = r.stdout.split('\n');
+  const head = rows.findIndex((l) => /^\s+file\s+step\s+flags\s+warnings\s+ratio\s+state\s+path$/.test(l));
+  assert.ok(head >= 0, r.stdout);
+  const low = await run(opts, { states, lr: 1e-12 });
+  for (let i = 0; i < 2; i++) {
+    const cells = rows[head + 1 + i].trim().split(/\s+/);
+    assert.deepEqual(cells.slice(0, 4), [String(i), '3,4'.split(',')[i], '0', String(low.files[i].health.warnings)]);
+  }
+  assert.match(r.stdout, /^verdict: one run, every pair continuous$/m);
 });
 
 test('ckptscope run A B --grad OUT.npz: NumPy reads the gradients back', async () => {

@@ -193,13 +193,14 @@ export class RunView {
     // The verdict: the first file where something breaks, and why (the core's texts).
     const first = testid(el('div', `verdict ${result.first === null ? 'loads' : 'fails'}`), 'run-first');
     first.dataset.first = result.first === null ? '' : String(result.first);
+    const failures = (f) => f.health.flags - f.health.warnings;   // warnings (the ratio band's) do not break a run
     if (result.first === null) first.append(el('strong', '', 'One run: every pair continuous, no file flagged.'));
     else {
       const i = result.first, f = result.files[i];
       const pair = result.pairs.find((p) => p.b === i && !p.continuous);
       const why = !f.ok && f.error ? `invalid: ${f.error.message}`
         : pair ? pair.verdict
-        : f.health?.flags ? `${plural(f.health.flags, 'health flag')} (open it for the health card)`
+        : f.health && failures(f) ? `${plural(failures(f), 'health flag')} (open it for the health card)`
         : 'it does not continue the file before';
       first.append(el('strong', '', `Something breaks at file ${i} (${this.name(i)}): `), el('span', 'first-why', why));
       first.append(' ', button('Open it', { cls: 'link', onClick: () => this.openAt(i, pair?.slots.find((s) => s.message)?.slot ?? -1) }));
@@ -209,12 +210,13 @@ export class RunView {
     // The files.
     const files = el('table', 'run-files');
     const fh = el('tr');
-    for (const h of ['file', 'step', 'flags', this.mode === 'ratio' ? 'median ratio' : '', 'state', 'name']) fh.append(el('th', '', h));
+    for (const h of ['file', 'step', 'flags', 'warnings', this.mode === 'ratio' ? 'median ratio' : '', 'state', 'name']) fh.append(el('th', '', h));
     files.append(fh);
     result.files.forEach((f, i) => {
       const tr = testid(el('tr', i === result.first ? 'bad' : ''), 'run-file');
       tr.dataset.index = String(i);
-      tr.append(el('td', 'num', i), el('td', 'num', f.step ?? '—'), el('td', 'num', f.health ? count(f.health.flags) : 'invalid'),
+      tr.append(el('td', 'num', i), el('td', 'num', f.step ?? '—'), el('td', 'num', f.health ? count(failures(f)) : 'invalid'),
+        el('td', 'num', f.health ? count(f.health.warnings) : ''),
         el('td', 'num', f.health?.ratio === null || f.health?.ratio === undefined ? '' : sci(f.health.ratio)), el('td', '', f.state ?? ''));
       const td = el('td');
       td.append(button(this.name(i), { cls: 'link', onClick: () => this.openAt(i, this.selected) }));
