@@ -34,9 +34,8 @@ if (argv[0] === '--wasm') {
     const p = spawnSync(cmd, args, { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
     if (p.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed`);
   };
-  if (!fs.existsSync(path.join(root, 'build/bench/CMakeCache.txt'))) {
-    run('cmake', ['-S', '.', '-B', 'build/bench', '-DCKPT_BENCH=ON', '-DCKPT_TESTS=OFF', '-DCMAKE_BUILD_TYPE=Release']);
-  }
+  // configured every time (quick): a build folder made before a target was added knows no rule for it
+  run('cmake', ['-S', '.', '-B', 'build/bench', '-DCKPT_BENCH=ON', '-DCKPT_TESTS=OFF', '-DCMAKE_BUILD_TYPE=Release']);
   run('cmake', ['--build', 'build/bench', '--target', 'kernel_bench']);
   if (!fs.existsSync(path.join(root, 'build/wasm/CMakeCache.txt'))) run('bash', ['scripts/build.sh', 'wasm']);
   run('cmake', ['--build', 'build/wasm', '--target', 'kernel_bench_simd', 'kernel_bench_nosimd']);
