@@ -51,7 +51,7 @@ export class HttpSource {
     this.requests = 0;
     this.size = -1;
     this.whole = null;   // set when the server answers 200 with the whole file
-    this.ranges.keep(0, this.fetch(0, FIRST_REQUEST));   // learns the size
+    this.ranges.keep({ start: 0, bytes: this.fetch(0, FIRST_REQUEST), asked: FIRST_REQUEST });   // learns the size
   }
 
   /** Fetch [start, start + length) (clipped to the size once known). */

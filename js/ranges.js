@@ -41,14 +41,17 @@ export class Ranges {
         // the range this read follows is read through: the new one takes its place (one range
         // per stream kept, so three streams at MAX_READ fit in KEEP_BYTES)
         const before = this.take((r) => at >= r.start + r.bytes.length && at - (r.start + r.bytes.length) <= NEAR);
-        // the start of the data a page at least: a JSON sniff's 256 bytes and the core's first
-        // read (4096, src/io.c) then cost one call, the sniff's bytes the open's own
-        let length = before ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
-        if (before) length = Math.min(length, this.nextStart(at) - at);
-        else this.began(at);
-        range = { start: at, bytes: this.fetch(at, Math.max(want, length)) };
+        // A reader whose own requests grow (the core's read-ahead doubles through a schema) gets
+        // what it asks: growing on top would read past the headers into a payload. The start of
+        // the data is a page at least: a JSON sniff's 256 bytes and the core's first read (4096,
+        // src/io.c) then cost one call, the sniff's bytes the open's own.
+        const grows = before && dest.length <= before.asked;
+        let length = grows ? Math.min(MAX_READ, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
+        if (grows) length = Math.min(length, this.nextStart(at) - at);
+        if (!before) this.began(at);
+        range = { start: at, bytes: this.fetch(at, Math.max(want, length)), asked: dest.length };
       }
-      this.keep(range.start, range.bytes);
+      this.keep(range);
       const from = at - range.start;
       const n = Math.max(0, Math.min(want, range.bytes.length - from));
       if (n === 0) break;   // the end of the data
@@ -83,9 +86,9 @@ export class Ranges {
 
   /** Keep bytes read from start (most recently used): at most KEEP ranges and KEEP_BYTES bytes,
    *  the newest always. */
-  keep(start, bytes) {
-    this.kept.push({ start, bytes });
-    this.keptBytes += bytes.length;
+  keep(range) {
+    this.kept.push(range);
+    this.keptBytes += range.bytes.length;
     while (this.kept.length > 1 && (this.kept.length > KEEP || this.keptBytes > KEEP_BYTES)) this.keptBytes -= this.kept.shift().bytes.length;
   }
 
