@@ -123,7 +123,9 @@ struct ckpt_reader {
     uint8_t *buf;       /* holds [buf_pos, buf_pos + buf_len) of the source */
     size_t buf_len, buf_cap;
     uint64_t buf_pos;
-    size_t readahead; /* next refill size: small after a skip, doubling when sequential */
+    size_t readahead;  /* next refill size: small after a skip, doubling when sequential */
+    size_t growth_cap; /* the read-ahead's limit: the buffer in the schema, RUN_READAHEAD among payloads */
+    bool run;          /* the last skip was a tiny payload: the reads go on as a run */
 };
 ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix);
 int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err);

@@ -14,6 +14,12 @@
  * bytes: read its size (an entry's 24 bytes, a rank-2 tensor's 32), not into the payload behind
  * it. A longer header costs one more read, of twice that. */
 #define COLD_READAHEAD 32
+/* A payload of at most this many bytes past the buffered ones (a slot of up to 5 float32
+ * elements: m and v) is a record in a run of tiny ones: the reads go on growing through them
+ * (one read per 64 KiB of records, not a read per record: 500,000 of them for a million tiny
+ * slots), each record costing its header and these few payload bytes. */
+#define TINY_PAYLOAD 40
+#define RUN_READAHEAD (64 * 1024)
 
 void ckpt_put_u64le(uint8_t *p, uint64_t v)
 {
@@ -112,6 +118,7 @@ ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix)
     r->prefix = prefix;
     r->buf_cap = HEADER_BUFFER;
     r->readahead = FIRST_READAHEAD;
+    r->growth_cap = HEADER_BUFFER;
     return r;
 }
 
@@ -184,13 +191,14 @@ static size_t refill(ckpt_reader *r, size_t need)
     }
     /* The read-ahead grows only while the reads follow each other (a schema, a run of records
      * with small payloads): reads that follow a skip stay the size of a header. */
-    bool sequential = r->buf_len && r->pos == r->buf_pos + r->buf_len;
+    bool sequential = r->buf_len && (r->pos == r->buf_pos + r->buf_len || r->run);
+    r->run = false;
     r->buf_pos = r->pos;
     r->buf_len = 0;
     size_t got = want ? r->src->read(r->src->ctx, r->pos, r->buf, want) : 0;
     if (got == CKPT_READ_ERROR || got > want) return CKPT_READ_ERROR;
     r->buf_len = got;
-    if (sequential && r->readahead < r->buf_cap) r->readahead *= 2;
+    if (sequential && r->readahead < r->growth_cap) r->readahead *= 2;
     return got;
 }
 
@@ -237,7 +245,13 @@ int ckpt_skip_payload(ckpt_reader *r, uint64_t count, unsigned width, ckpt_error
         /* Skipped by position, never read. A payload that ends past the buffered bytes puts the
          * next header alone: read it small. One that ends inside them was read already (the
          * read-ahead of a run of small records), and the run may go on. */
-        if (r->pos > r->buf_pos + r->buf_len) r->readahead = COLD_READAHEAD;
+        uint64_t end = r->buf_pos + r->buf_len;
+        r->growth_cap = RUN_READAHEAD;
+        if (r->pos > end) {
+            r->run = r->pos - end <= TINY_PAYLOAD;
+            if (!r->run) r->readahead = COLD_READAHEAD;
+            else if (r->readahead > RUN_READAHEAD) r->readahead = RUN_READAHEAD;
+        }
         return 0;
     }
     /* Unknown size: the bytes must be read to be skipped. */
