@@ -41,21 +41,17 @@ export async function withPinned(source, fn) {
 }
 
 // What 'auto' starts, per pass: one worker per this many bytes of the files read, at most the
-// cores (and 8). A worker costs its start: 40-70 ms of wall time on an idle machine before it
-// takes its first chunk (a thread, Node's bootstrap, the module instance, the file parsed
-// again), 0.11-0.14 s of CPU measured on a loaded one (an empty worker_threads Worker alone:
-// 0.11 s), time the calling thread loses where cores are shared. With the chunks claimed from a
-// shared counter, n threads take about (S + (n - 1) start) / n for a pass of S seconds alone, so
-// a worker pays once S is well past twice its start: ~0.15 s of one thread's work, 512 MiB of
-// statistics (3.5 GB/s a thread) and 256 MiB of health (m, v and θ at 1.2 GB/s: it computes a
-// step per element). Measured with `node bench/workers.mjs` on 2 cores under a load average of
-// 10-23 (no core free: wall times favour 1 worker, 0.6-0.9x; they say nothing of an idle
-// machine): 2 workers took 0.24-0.33 s more CPU than 1 for statistics of 256 MiB to 4 GiB and
-// 0.33-0.48 s for health (best of 3 each; the one-worker CPU itself moved by ±0.14 s between
-// runs). In process, 1 GiB with 1 worker: the calling thread took 10-12 of the 16 chunks, the
-// worker 4-6. The thresholds are the model's until that command is run on an idle machine.
+// cores (and 8). A worker costs its start: 40-70 ms of wall time before it takes its first
+// chunk (a thread, Node's bootstrap, the module instance, the file parsed again) and about
+// 0.1-0.3 s of CPU, which the calling thread loses where cores are shared. With the chunks
+// claimed from a shared counter, n threads take about (S + (n - 1) start) / n for a pass of S
+// seconds alone. Measured on this project's idle 2-core machine (`node bench/workers.mjs`, best
+// of 3 interleaved, load average under 3), 2 workers against 1: statistics 0.94x on 256 MiB,
+// 0.94-1.15x on 1 GiB, 1.39-1.44x on 4 GiB; health (and the state file, half the size) 1.05x
+// on 256 MiB, 1.22-1.54x on 1 GiB, 1.61-1.71x on 4 GiB. So statistics take a second worker
+// from 2 GiB, health from 512 MiB of the two files.
 const MiB = 2 ** 20;
-const BYTES_PER_WORKER = { stats: 512 * MiB, health: 256 * MiB };
+const BYTES_PER_WORKER = { stats: 1024 * MiB, health: 256 * MiB };
 
 /** The bytes of the sources the pass reads (files' and Blobs' sizes), or null when one is not
  *  known (a source that is not split anyway). */

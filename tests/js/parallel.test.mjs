@@ -241,14 +241,14 @@ test('cancelling a parallel scan stops it with an AbortError', async () => {
   await assert.rejects(inspect(opt, { stats: true, workers: 0 }), RangeError);
 });
 
-test("'auto' starts what pays, per pass: statistics one worker per 512 MiB of the file, health one per 256 MiB of the two, at most the cores", async () => {
+test("'auto' starts what pays, per pass: statistics one worker per GiB of the file, health one per 256 MiB of the two, at most the cores", async () => {
   const cores = Math.min(8, os.availableParallelism());
   assert.equal(await workerCount('auto', [opt]), 1, 'a small file: the calling thread alone');
   assert.equal(await workerCount('auto', [opt, state], 'health'), 1);
   const big = path.join(tmp, 'big.ckpt');   // sparse: only its size matters here
   fs.writeFileSync(big, '');
   fs.truncateSync(big, 3 * 2 ** 30);
-  assert.equal(await workerCount('auto', [big]), Math.min(cores, 6));
+  assert.equal(await workerCount('auto', [big]), Math.min(cores, 3));
   assert.equal(await workerCount('auto', [big], 'health'), Math.min(cores, 8));
   fs.truncateSync(big, 2 ** 30 - 1);
   assert.equal(await workerCount('auto', [big]), 1);
