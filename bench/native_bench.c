@@ -80,8 +80,8 @@ static int two_files(const char *opt_path, const char *state_path, bool health, 
     }
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
-    printf("{\"seconds\":%.6f,\"cpuSeconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best,
-           best_cpu, (long long)(so.st_size + ss.st_size), ru.ru_maxrss, ok ? "true" : "false");
+    printf("{\"seconds\":%.6f,\"cpuSeconds\":%.6f,\"bytes\":%lld,\"peakRssKiB\":%ld,\"ok\":%s}\n", best, best_cpu,
+           (long long)(so.st_size + ss.st_size), ru.ru_maxrss, ok ? "true" : "false");
     return ok ? 0 : 1;
 }
 
