@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { writeLlama, openBound } from '../tests/js/llama.mjs';
 import { CountingFile, withBlobReader, withServer } from '../tests/js/counting.mjs';
-import { writeSparse } from '../tests/js/sparse.mjs';
+import { writeSparse, magicWords } from '../tests/js/sparse.mjs';
 
 const here = fileURLToPath(new URL('..', import.meta.url));
 
@@ -43,13 +43,7 @@ function timedOnce(cmd, args, { env = {}, timeout = 600, discard = true } = {}) 
 function slotFiles(dir, n) {
   const opt = path.join(dir, `slots-${n}.ckpt`), state = path.join(dir, `slots-${n}.tlsf`), names = path.join(dir, `slots-${n}.names.json`);
   if (!fs.existsSync(opt)) {
-    const words = [];
-    const u64 = (v) => words.push(BigInt(v));
-    const f64 = (x) => {
-      const dv = new DataView(new ArrayBuffer(8));
-      dv.setFloat64(0, x, true);
-      words.push(dv.getBigUint64(0, true));
-    };
+    const { u64, f64, bytes } = magicWords('TLADAMF');
     u64(3); u64(0); f64(0.9); f64(0.999); f64(1e-8); f64(0);
     u64(n);
     for (let i = 0; i < n; i++) u64(1), u64(4), u64(4), u64(1);
@@ -59,11 +53,7 @@ function slotFiles(dir, n) {
       u64(i), u64(1), u64(4);
       for (let k = 0; k < 4; k++) u64(0);   // m and v: 8 floats of zero
     }
-    const bytes = new Uint8Array(7 + 8 * words.length);
-    bytes.set(new TextEncoder().encode('TLADAMF'));
-    const dv = new DataView(bytes.buffer);
-    words.forEach((w, k) => dv.setBigUint64(7 + 8 * k, w, true));
-    fs.writeFileSync(opt, bytes);
+    fs.writeFileSync(opt, bytes());
   }
   if (!fs.existsSync(state)) {
     const bytes = new Uint8Array(23 + n * (24 + 16));

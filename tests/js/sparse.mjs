@@ -2,27 +2,39 @@
 // left as holes (a sparse file: zeros that cost no disk) or filled by `fill(view, offset)`.
 import fs from 'node:fs';
 
+/** A file's header as a magic and little-endian u64 words: u64(v) and f64(x) append a word,
+ *  bytes() gives the magic and the words so far. */
+export function magicWords(magic) {
+  const words = [];
+  return {
+    u64: (v) => words.push(BigInt(v)),
+    f64: (x) => {
+      const dv = new DataView(new ArrayBuffer(8));
+      dv.setFloat64(0, x, true);
+      words.push(dv.getBigUint64(0, true));
+    },
+    bytes() {
+      const out = new Uint8Array(magic.length + 8 * words.length);
+      out.set(new TextEncoder().encode(magic));
+      const dv = new DataView(out.buffer);
+      words.forEach((w, k) => dv.setBigUint64(magic.length + 8 * k, w, true));
+      return out;
+    },
+  };
+}
+
 /** Write a valid v2 float32 checkpoint of `slots` trainable slots of `elements` each; returns
  *  its size. With `fill`, payloads are written chunk by chunk (fill gets a Float32Array to
  *  fill and the element index it starts at). */
 export function writeSparse(path, { slots = 1, elements, fill = null }) {
-  const words = [];
-  const u64 = (v) => words.push(BigInt(v));
-  const f64 = (x) => {
-    const dv = new DataView(new ArrayBuffer(8));
-    dv.setFloat64(0, x, true);
-    words.push(dv.getBigUint64(0, true));
-  };
+  const { u64, f64, bytes } = magicWords('TLADAMF');
   u64(2);            // version
   u64(0);            // Adam
   f64(0.9); f64(0.999); f64(1e-8); f64(0);
   u64(slots);
   for (let i = 0; i < slots; i++) { u64(1); u64(elements); u64(elements); u64(1); }
   u64(slots);
-  const head = new Uint8Array(7 + 8 * words.length);
-  head.set(new TextEncoder().encode('TLADAMF'));
-  const dv = new DataView(head.buffer);
-  words.forEach((w, k) => dv.setBigUint64(7 + 8 * k, w, true));
+  const head = bytes();
   const fd = fs.openSync(path, 'w');
   try {
     fs.writeSync(fd, head, 0, head.length, 0);
