@@ -2,8 +2,9 @@
 // the `loads in:` line of inspect, and `convert`. The verdicts and texts are the core's; this
 // module only lays them out.
 
-import { check, readerNames, CheckpointError, open } from './index.js';
-import { convert } from './convert.js';
+import { check, readerNames } from './api.js';
+import { open } from './checkpoint.js';
+import { CheckpointError } from './errors.js';
 import { loadBinding } from './binding.js';
 import { displayName, sourceOf, reading, writing, checkInput } from './user-files.js';
 
@@ -53,7 +54,7 @@ export async function convertFile(input, output, options) {
   checkInput(input, 'checkpoint');
   let result;
   try {
-    result = await reading(input, 'checkpoint', () => writing(output, () => convert(sourceOf(input), output, options)));
+    result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('./convert.js')).convert(sourceOf(input), output, options)));
   } catch (err) {
     if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) {
       throw new CheckpointError(err, { context: `cannot convert ${input}: it is not a valid checkpoint` });
