@@ -267,3 +267,15 @@ test("'auto' starts what pays, per pass: statistics one worker per GiB of the fi
   assert.equal(await workerCount(3, [big]), 3);
   assert.equal(await workerCount(undefined, [big]), 1);
 });
+
+test('workers from a script given with --eval and --input-type=module (the workers do not inherit --input-type)', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const api = new URL('../../js/index.js', import.meta.url).href;
+  const script = `const { inspect } = await import(${JSON.stringify(api)});
+const r = await inspect(process.argv[1], { stats: true, workers: 2 });
+process.stdout.write(JSON.stringify(r));`;
+  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script, opt], { encoding: 'utf8' });
+  assert.equal(run.stderr, '');
+  assert.equal(run.status, 0);
+  assert.deepEqual(JSON.parse(run.stdout), await inspect(opt, { stats: true, workers: 1 }));
+});
