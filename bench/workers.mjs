@@ -5,7 +5,8 @@
 // once under build/bench/data. Runs are interleaved (1, 2, 1, 2, …: a load that comes and goes
 // hits both alike), best of BENCH_REPEAT (3) for wall time and for CPU time (user + system), with
 // the load average before and after: on a shared machine the wall-clock speed-ups are only as
-// good as that load. Under 3 minutes once the files exist; making them (7.9 GiB, 6 GiB of it the
+// good as that load. Each run is timed twice: the CLI end to end, and the pass alone in a fresh
+// process (from the API call to its result, without Node's start and the imports). Under 3 minutes once the files exist; making them (7.9 GiB, 6 GiB of it the
 // 4 GiB pair) took about 12 minutes on the loaded 2-core machine, once.
 // BENCH_WORKERS_SIZES=64,256 (MiB) picks other sizes; BENCH_CLI another build's js/cli.js.
 // Also imported by bench/run.mjs (workersBench, printWorkers).
@@ -89,8 +90,26 @@ function once(args) {
   return { wall, cpu: num(/User time \(seconds\): ([\d.]+)/) + num(/System time \(seconds\): ([\d.]+)/), rss: num(/Maximum resident set size \(kbytes\): (\d+)/) / 1024, out: p.stdout };
 }
 
+// The same pass in a fresh process, timed from the API call to its result: without Node's own
+// start (about 0.1 s: a wall no split shortens) and the CLI's imports. The split's own scaling.
+const PASS = `
+const [, kind, w, opt, state] = process.argv;
+const { inspect, health } = await import(${JSON.stringify(new URL('../js/api.js', import.meta.url).href)});
+const t0 = performance.now();
+if (kind === 'stats') await inspect(opt, { stats: true, workers: Number(w) });
+else await health(opt, state, { lr: 1e-3, workers: Number(w) });
+process.stdout.write(String((performance.now() - t0) / 1000));
+`;
+
+function passOnce(kind, w, opt, state) {
+  const p = spawnSync(process.execPath, ['--input-type=module', '-e', PASS, kind, String(w), opt, state], { encoding: 'utf8' });
+  if (p.status !== 0) throw new Error(`the ${kind} pass with ${w} workers failed: ${p.stderr}`);
+  return Number(p.stdout);
+}
+
 /**
- * Every command at every size with each number of workers, interleaved, best of `repeat`.
+ * Every command at every size with each number of workers, interleaved, best of `repeat`, end to
+ * end (the CLI) and the pass alone (`pass`: in process, from the call to its result).
  * Resolves with {load: [before, after], rows: [{command, bytes, workers, wall, cpu, rss}]};
  * throws when two numbers of workers print different results.
  */
@@ -105,8 +124,9 @@ export function workersBench({ data = path.join(root, 'build/bench/data'), repea
       'inspect --stats': (w) => ['inspect', opt, '--stats', '--json', '--workers', String(w)],
       'health --state': (w) => ['health', opt, '--state', state, '--lr', '1e-3', '--json', '--workers', String(w)],
     };
+    const kinds = { 'inspect --stats': 'stats', 'health --state': 'health' };
     for (const [command, args] of Object.entries(commands)) {
-      const best = new Map(counts.map((w) => [w, { command, bytes, workers: w, wall: Infinity, cpu: Infinity, rss: 0 }]));
+      const best = new Map(counts.map((w) => [w, { command, bytes, workers: w, wall: Infinity, cpu: Infinity, rss: 0, pass: Infinity }]));
       let first = null;
       for (let r = 0; r < repeat; r++) {
         for (const w of counts) {
@@ -117,6 +137,7 @@ export function workersBench({ data = path.join(root, 'build/bench/data'), repea
           b.wall = Math.min(b.wall, t.wall);
           b.cpu = Math.min(b.cpu, t.cpu);
           b.rss = Math.max(b.rss, t.rss);
+          b.pass = Math.min(b.pass, passOnce(kinds[command], w, opt, state));
         }
       }
       rows.push(...best.values());
@@ -126,19 +147,20 @@ export function workersBench({ data = path.join(root, 'build/bench/data'), repea
   return { load, rows };
 }
 
-/** The speed-up of w workers over 1 (wall time) for a command and size. */
-export function speedup(result, command, bytes, w) {
+/** The speed-up of w workers over 1 for a command and size: end to end (wall time of the CLI), or
+ *  of the pass alone (`of = 'pass'`). */
+export function speedup(result, command, bytes, w, of = 'wall') {
   const at = (n) => result.rows.find((r) => r.command === command && r.bytes === bytes && r.workers === n);
-  return at(1).wall / at(w).wall;
+  return at(1)[of] / at(w)[of];
 }
 
 export function printWorkers(result) {
   const pad = (s, n) => String(s).padEnd(n);
   console.log(`\nworkers (CLI, best of interleaved runs; load average ${result.load.map((x) => x.toFixed(2)).join(' → ')} on ${os.availableParallelism()} cores)`);
-  console.log(`${pad('command', 17)} ${pad('file', 9)} ${pad('workers', 8)} ${pad('wall s', 8)} ${pad('CPU s', 8)} ${pad('speed-up', 9)} peak RSS MiB`);
+  console.log(`${pad('command', 17)} ${pad('file', 9)} ${pad('workers', 8)} ${pad('wall s', 8)} ${pad('CPU s', 8)} ${pad('speed-up', 9)} ${pad('pass s', 8)} ${pad('speed-up', 9)} peak RSS MiB`);
   for (const r of result.rows) {
-    const up = r.workers === 1 ? '' : speedup(result, r.command, r.bytes, r.workers).toFixed(2);
-    console.log(`${pad(r.command, 17)} ${pad(`${r.bytes / MiB} MiB`, 9)} ${pad(r.workers, 8)} ${pad(r.wall.toFixed(3), 8)} ${pad(r.cpu.toFixed(3), 8)} ${pad(up, 9)} ${r.rss.toFixed(1)}`);
+    const up = (of) => (r.workers === 1 ? '' : speedup(result, r.command, r.bytes, r.workers, of).toFixed(2));
+    console.log(`${pad(r.command, 17)} ${pad(`${r.bytes / MiB} MiB`, 9)} ${pad(r.workers, 8)} ${pad(r.wall.toFixed(3), 8)} ${pad(r.cpu.toFixed(3), 8)} ${pad(up('wall'), 9)} ${pad(r.pass.toFixed(3), 8)} ${pad(up('pass'), 9)} ${r.rss.toFixed(1)}`);
   }
 }
 
