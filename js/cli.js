@@ -11,6 +11,7 @@ import net from 'node:net';
 import { open } from './checkpoint.js';
 import { check, pair, diff, health, readerNames, ratioBand } from './api.js';
 import { CheckpointError, LayoutError } from './errors.js';
+import { loadBinding } from './binding.js';
 import { readJsonSource, JSON_LIMIT } from './sources.js';
 import { openWithStats, workerCount } from './parallel.js';
 import { namesOf, jsonKind } from './layout.js';
@@ -320,7 +321,13 @@ async function cmdExport(argv) {
       throw new LayoutError(`${seen['--names']} has ${names.length} name${names.length === 1 ? '' : 's'} for ${slots} slot${slots === 1 ? '' : 's'}: give one name per slot`);
     }
     const { saveExport } = await import('./export.js');
-    await writing(out, () => saveExport(out, ck, { format, names }));
+    const { codes } = await loadBinding();
+    await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
+      // names the core refuses (empty, alike, too long for a zip): the names file is at fault, as
+      // when it has too few; the file itself is fine (exit status 2, not 1)
+      if (names && err instanceof CheckpointError && err.code === codes.INVALID_ARGUMENT) throw new LayoutError(`${seen['--names']}: ${err.message}`);
+      throw err;
+    });
   } finally {
     ck.close();
   }

@@ -166,6 +166,15 @@ test('export: names are checked, invalid files refused, nothing half-written', a
   let r = run('export', file, out, '--names', names(['a', 'b']));
   assert.equal(r.status, 2);
   assert.match(r.stderr, /has 2 names for 4 slots: give one name per slot/);
+  // names the core refuses: the names file is at fault, named, with exit status 2 as above
+  const alike = names(['a', 'b', 'a', 'c']);
+  r = run('export', file, out, '--names', alike);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${alike}: slots 0 and 2 have the same name\n`);
+  const long = names(['x'.repeat(65_521), 'b', 'c', 'd']);
+  r = run('export', file, out, '--names', long);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${long}: name 0 is 65521 bytes long: an .npz name has at most 65520 bytes (a zip member name is at most 65535)\n`);
   await assert.rejects(exportTensors(bytes, { names: ['a', 'b', 'a', 'c'] }), { name: 'CheckpointError', slot: 2, message: 'slots 0 and 2 have the same name' });
   await assert.rejects(exportTensors(bytes, { names: ['a', '', 'b', 'c'] }), { slot: 1 });
   await assert.rejects(exportTensors(bytes, { names: ['a', 'b', 1, 'c'] }), { name: 'LayoutError' });
