@@ -4,6 +4,7 @@
 
 import { nearest } from './keys.js';
 import { wrapLine } from './terminal.js';
+import { ratioBand } from './api.js';
 
 export { nearest };
 
@@ -30,8 +31,9 @@ export const USAGE = `usage:
                    [--random-counter N] [--drop-random-counter] [--untie]
                    [--round-to-float32]
       the same optimizer state as another version, for an older TorchLean
-  ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--json]
-  ckptscope run DIR [--lr X] [--json]
+  ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
+               [--json]
+  ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--json]
       checkpoints of one run: is each the continuation of the one before?
       the gradient and learning rate of one-step pairs
   ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
@@ -70,7 +72,7 @@ export const SPECS = {
   // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
   run: {
     flags: { '--json': 'the run JSON (docs/runs.md) instead of the table' },
-    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  with --grad: ${NAMES_HELP}` },
+    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged, as warnings (default 1e-5,1e-2)', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  with --grad: ${NAMES_HELP}` },
   },
   serve: { flags: {}, options: { '--port': `N  ${PORT_HELP} 8080` } },
   view: { flags: { '--no-open': 'print the URL, do not open a browser' }, options: { '--port': `N  ${PORT_HELP} the first free one from 8080 up` } },
@@ -148,4 +150,21 @@ export function parseArgs(command, argv) {
 /** An option given where it does nothing: refused, with why. */
 export function refuseIdle(command, seen, option, unless, why) {
   if (seen[option] !== undefined && !unless) throw new UsageError(`${option} does nothing here: ${why}`, command);
+}
+
+/** --ratio-band LO,HI (health, run): two numbers, then the core's rules for a band (its words);
+ *  `usage(text)` makes the command's usage error (exit 2). Null when not given. */
+export async function ratioBandArg(given, usage) {
+  if (given === undefined) return null;
+  const parts = given.split(',').map((x) => x.trim());
+  const numbers = parts.map(Number);
+  if (parts.length !== 2 || !parts.every((x) => /^[0-9.eE+-]+$/.test(x)) || numbers.some(Number.isNaN)) {
+    throw usage(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${given}`);
+  }
+  try {
+    return await ratioBand(numbers);
+  } catch (err) {
+    if (err instanceof RangeError) throw usage(`--ratio-band ${given}: ${err.message}`);
+    throw err;
+  }
 }

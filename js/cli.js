@@ -9,7 +9,7 @@ import net from 'node:net';
 // The modules of every command; a command's own (write, export, convert, run, view) load when it runs:
 // every command starts sooner (`inspect --stats` also starts its workers sooner).
 import { open } from './checkpoint.js';
-import { check, pair, diff, health, readerNames, ratioBand } from './api.js';
+import { check, pair, diff, health, readerNames } from './api.js';
 import { CheckpointError, LayoutError } from './errors.js';
 import { loadBinding } from './binding.js';
 import { readJsonSource, JSON_LIMIT } from './sources.js';
@@ -19,7 +19,7 @@ import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedS
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
-import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle } from './cli-usage.js';
+import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle, ratioBandArg } from './cli-usage.js';
 
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
@@ -278,7 +278,7 @@ async function cmdHealth(argv) {
     if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
   refuseIdle('health', seen, '--ratio-band', seen['--lr'] !== undefined && state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
-  const band = await ratioBandArg(seen['--ratio-band']);
+  const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
   checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
@@ -520,22 +520,6 @@ async function checkOrder(positional, seen) {
 }
 
 /** health A B: the optimizer checkpoint first, the model-state file after --state. */
-/** --ratio-band LO,HI: two numbers, then the core's rules for a band (its words, exit 2). */
-async function ratioBandArg(given) {
-  if (given === undefined) return null;
-  const parts = given.split(',').map((x) => x.trim());
-  const numbers = parts.map(Number);
-  if (parts.length !== 2 || !parts.every((x) => /^[0-9.eE+-]+$/.test(x)) || numbers.some(Number.isNaN)) {
-    throw new UsageError(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${given}`, 'health');
-  }
-  try {
-    return await ratioBand(numbers);
-  } catch (err) {
-    if (err instanceof RangeError) throw new UsageError(`--ratio-band ${given}: ${err.message}`, 'health');
-    throw err;
-  }
-}
-
 async function healthOrder(positional, seen) {
   if (positional.length !== 2 || seen['--state'] !== undefined) return '';
   const [a, b] = positional;

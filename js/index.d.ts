@@ -434,6 +434,8 @@ export interface RunFile {
 
 export interface RunResult {
   ok: boolean;
+  /** The flag band of the update-to-weight ratios: the default [1e-5, 1e-2] or the one given. */
+  ratioBand: [number, number];
   files: RunFile[];
   pairs: RunPair[];
   /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
@@ -441,7 +443,7 @@ export interface RunResult {
 }
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null. */
-export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
+export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
 /** The gradient of the one-step pair a → b as {name}.grad tensors (safetensors or npz). */
 export function exportGradient(a: Source, b: Source, options?: ExportOptions): Promise<Uint8Array>;
 export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;

@@ -12,20 +12,22 @@ import { namesOf } from './layout.js';
 import { table, num } from './cli-text.js';
 import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing } from './user-files.js';
+import { ratioBandArg } from './cli-usage.js';
 
-/** argv → {files, states, json, lr}; `usage(text)` makes the CLI's usage error. */
+/** argv → {files, states, json, lr, band}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
   const files = [], states = [];
-  let into = files, json = false, lr, grad, names;
+  let into = files, json = false, lr, grad, names, band;
   for (let k = 0; k < argv.length; k++) {
     const a = argv[k];
     if (a === '--json') json = true;
     else if (a === '--state') into = states;
-    else if (a === '--grad' || a === '--names') {
+    else if (a === '--grad' || a === '--names' || a === '--ratio-band') {
       if (k + 1 >= argv.length) throw usage(`${a} needs a value`);
       if (a === '--grad') grad = argv[++k];
-      else names = argv[++k];
-    }
+      else if (a === '--names') names = argv[++k];
+      else band = argv[++k];
+    } else if (a.startsWith('--ratio-band=')) band = a.slice('--ratio-band='.length);
     else if (a === '--lr') {
       if (k + 1 >= argv.length) throw usage('--lr needs a value');
       const text = argv[++k];
@@ -39,7 +41,7 @@ function parse(argv, usage) {
     throw usage(`--state takes one model-state file per checkpoint: ${files.length} checkpoint${files.length === 1 ? '' : 's'}, ${states.length} state file${states.length === 1 ? '' : 's'}`);
   }
   if (names !== undefined && grad === undefined) throw usage('--names goes with --grad');
-  return { files, states: states.length ? states : null, json, lr, grad, names };
+  return { files, states: states.length ? states : null, json, lr, grad, names, band };
 }
 
 const isDirectory = (p) => {
@@ -120,14 +122,17 @@ export function runLines(result, { width = COLUMNS } = {}) {
 
 /** The command; `usage(text)` returns the CLI's usage error to throw. Exit status. */
 export async function cmdRun(argv, usage) {
-  let { files, states, json, lr, grad, names } = parse(argv, usage);
+  let { files, states, json, lr, grad, names, band } = parse(argv, usage);
   if (grad !== undefined) return cmdGradient(files, grad, names, usage);
   if (files.length === 1 && !states && isDirectory(files[0])) {
     ({ files, states } = await folder(files[0]));
     if (files.length < 2) throw new FileError(`${argv.find((a) => !a.startsWith('--'))} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
   } else if (files.length < 2) throw usage('run takes at least two checkpoints, or a folder');
   else for (const f of [...files, ...(states ?? [])]) checkInput(f, 'checkpoint');
-  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr }));
+  // the ratios need both (a folder's state files are found by their stems)
+  if (band !== undefined && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
+  const ratioBand = await ratioBandArg(band, usage);
+  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand }));
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout) }));
   return result.ok ? 0 : 1;

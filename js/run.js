@@ -6,7 +6,7 @@
 
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
-import { learningRate, health } from './api.js';
+import { learningRate, ratioBand, health } from './api.js';
 import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { exportArguments, exportPointers } from './export.js';
@@ -35,12 +35,12 @@ function sources(list, what) {
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
- * learning rate of the health ratios. `onHealth(i, result)`, when given, hears each file's full
+ * learning rate of the health ratios, `ratioBand` ([low, high], as for health) their flag band. `onHealth(i, result)`, when given, hears each file's full
  * per-slot health() (the viewer's timeline): that is a second pass over each file, paid only by a
  * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, onProgress, onHealth, signal } = {}) {
+export async function run(files, { states = null, lr, ratioBand: bandArg, onProgress, onHealth, signal } = {}) {
   sources(files, 'files');
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
   if (states !== null && states !== undefined) {
@@ -49,6 +49,7 @@ export async function run(files, { states = null, lr, onProgress, onHealth, sign
   }
   const stateOf = (i) => (states ? states[i] ?? null : null);
   const rate = learningRate(lr);   // health's rule for lr: NaN when none
+  const band = await ratioBand(bandArg);   // and for the band: null, the default
   const b = await loadBinding();
   const opened = [], owned = [], stateErrors = [];
   const take = async (source) => {
@@ -77,7 +78,7 @@ export async function run(files, { states = null, lr, onProgress, onHealth, sign
     const n = files.length;
     err = b.errorNew();
     const json = withFiles([...opts, ...sts], (ptrs) => {
-      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), rate, pid, err));
+      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), rate, band, pid, err));
       if (!result) throw coreError(b, err, {}, signal);
       return result;
     });
@@ -86,7 +87,7 @@ export async function run(files, { states = null, lr, onProgress, onHealth, sign
         signal?.throwIfAborted();
         let result = null;
         try {
-          result = await health(opts[i], json.files[i].stateUsed ? sts[i] : null, { lr });
+          result = await health(opts[i], json.files[i].stateUsed ? sts[i] : null, { lr, ratioBand: band });
         } catch (e) {
           if (!(e instanceof CheckpointError)) throw e;   // an invalid file: the run report says why
         }
@@ -95,6 +96,7 @@ export async function run(files, { states = null, lr, onProgress, onHealth, sign
     }
     return {
       ok: json.ok,
+      ratioBand: json.ratioBand,
       files: json.files.map((f, i) => {
         const stateError = stateErrors[i] ?? f.stateError;
         return {

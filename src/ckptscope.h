@@ -677,7 +677,9 @@ int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json,
 typedef struct ckpt_run_options {
     ckpt_progress_fn progress; /* bytes of the pass; may be NULL */
     void *progress_ctx;
-    double lr; /* the learning rate of the health ratios; 0 or NAN: none */
+    double lr;                    /* the learning rate of the health ratios; 0 or NAN: none */
+    bool ratio_band;              /* the flag band of the ratios is given (as for health); false: */
+    double ratio_low, ratio_high; /* CKPT_RATIO_LOW..CKPT_RATIO_HIGH */
 } ckpt_run_options;
 
 /* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in

@@ -329,12 +329,12 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
 
 static const band default_band = {CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
 
-size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio,
-                              size_t *warnings)
+size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio_low,
+                              double ratio_high, double *ratio, size_t *warnings)
 {
     flags_out fo = {NULL, NULL, 0, 0};
     *ratio = slot_ratio(h, lr);
-    slot_flags(&fo, h, slot, owner, lr, *ratio, default_band);
+    slot_flags(&fo, h, slot, owner, lr, *ratio, (band){ratio_low, ratio_high});
     *warnings = fo.warnings;
     return fo.count;
 }

@@ -444,10 +444,11 @@ void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, con
                               ckpt_health_moments *h);
 void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, size_t n, ckpt_health_param *h);
 /* The flags health raises on slot `slot` whose owner is `owner` (CKPT_NONE when frozen), as
- * ckpt_health_json words them (with the default ratio band); its update-to-weight ratio at lr
- * (NAN: none) in *ratio, NAN when it has none; how many of the flags are warnings in *warnings. */
-size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double *ratio,
-                              size_t *warnings);
+ * ckpt_health_json words them, with the ratio band [ratio_low, ratio_high] (checked by the
+ * caller: ckpt_health_ratio_band); its update-to-weight ratio at lr (NAN: none) in *ratio, NAN
+ * when it has none; how many of the flags are warnings in *warnings. */
+size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio_low,
+                              double ratio_high, double *ratio, size_t *warnings);
 /* Whether the model-state file `state` gives health (and a run) the parameters of `opt`, a
  * valid optimizer checkpoint: 0 with *pairs (when not, its first pairing failure in *why);
  * -1 with err set when it cannot be used at all (another family, invalid) or pairing could not

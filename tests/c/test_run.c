@@ -324,12 +324,12 @@ static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
 
 /* The flags of a health JSON, how many of them are warnings, and the median of its slots' ratios
  * (NAN when none). */
-static void health_summary(const ckpt_file *opt, const ckpt_file *state, double lr, size_t *flags, size_t *warnings,
-                           double *median)
+static void health_summary(const ckpt_file *opt, const ckpt_file *state, double lr, const double *band, size_t *flags,
+                           size_t *warnings, double *median)
 {
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    ckpt_health_options o = {lr, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
+    ckpt_health_options o = {lr, 0, CKPT_NONE, NULL, NULL, band != NULL, band ? band[0] : 0, band ? band[1] : 0};
     char *json = ckpt_health_json(opt, state, &o, &err);
     CHECK(json != NULL);
     jvalue *h = json ? json_parse(json) : NULL;
@@ -378,13 +378,16 @@ static void each_payload_read_once(void)
         if (k < 3) opts[k] = file;
         else states[k - 3] = file;
     }
-    /* at 1e-3 the ratio is in the band; at 1e-12 below it: one flag per file */
-    for (int t = 0; t < 2; t++) {
-        double lr = t ? 1e-12 : 1e-3;
+    /* at 1e-3 the ratio is in the default band; at 1e-12 below it: one flag per file; at 1e-3
+     * with a band above the ratio, below that band: one flag per file too (health's, to the word) */
+    const double high_band[2] = {0.5, 1};
+    for (int t = 0; t < 3; t++) {
+        double lr = t == 1 ? 1e-12 : 1e-3;
+        const double *band = t == 2 ? high_band : NULL;
         for (size_t k = 0; k < 6; k++) count[k].bytes = 0;
         ckpt_error err = {0};
         ckpt_error_clear(&err);
-        ckpt_run_options o = {NULL, NULL, lr};
+        ckpt_run_options o = {NULL, NULL, lr, band != NULL, band ? band[0] : 0, band ? band[1] : 0};
         char *json = ckpt_run_json(opts, states, n, &o, &err);
         CHECK(json != NULL);
         for (size_t f = 0; f < n; f++) {
@@ -401,16 +404,30 @@ static void each_payload_read_once(void)
             const jvalue *h = json_get(file, "health");
             size_t flags, warnings;
             double median;
-            health_summary(opts[f], states[f], lr, &flags, &warnings, &median);
+            health_summary(opts[f], states[f], lr, band, &flags, &warnings, &median);
             CHECK(json_u64(json_get(h, "flags")) == flags);
             CHECK(json_u64(json_get(h, "warnings")) == warnings);
             CHECK(!isnan(median) && json_double(json_get(h, "ratio")) == median); /* the same bits */
-            if (lr < 1e-6) CHECK(flags == 1 && warnings == 1);                    /* ratioLow: a warning */
+            if (t) CHECK(flags == 1 && warnings == 1);                            /* ratioLow: a warning */
+            else CHECK(flags == 0);
         }
-        /* a ratio warning does not break the run */
-        if (lr < 1e-6) CHECK(r && json_is_null(json_get(r, "first")) && json_get(r, "ok")->b);
+        /* the band used, stated; a ratio warning does not break the run */
+        const jvalue *b = r ? json_get(r, "ratioBand") : NULL;
+        CHECK(b && b->len == 2 && json_double(b->items[0]) == (band ? band[0] : CKPT_RATIO_LOW) &&
+              json_double(b->items[1]) == (band ? band[1] : CKPT_RATIO_HIGH));
+        if (t) CHECK(r && json_is_null(json_get(r, "first")) && json_get(r, "ok")->b);
         json_free(r);
     }
+    /* a band that is none: health's refusal, word for word, before any byte is read */
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    for (size_t k = 0; k < 6; k++) count[k].bytes = 0;
+    ckpt_run_options upside_down = {NULL, NULL, 1e-3, true, 1e-2, 1e-5};
+    CHECK(ckpt_run_json(opts, states, n, &upside_down, &err) == NULL);
+    CHECK(err.code == CKPT_E_INVALID_ARGUMENT && err.message &&
+          strcmp(err.message, "the ratio band LO,HI needs LO below HI, got 1e-2,1e-5") == 0);
+    for (size_t k = 0; k < 6; k++) CHECK(count[k].bytes == 0);
+    ckpt_error_clear(&err);
     for (size_t k = 0; k < 6; k++) ckpt_close((ckpt_file *)(k < 3 ? opts[k] : states[k - 3]));
     for (size_t f = 0; f < n; f++) ckpt_buffer_free(&state_buf[f]);
     free_saves(s, n);

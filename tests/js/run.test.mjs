@@ -357,6 +357,34 @@ test('ckptscope run A B --state … --lr: ratio warnings are counted apart and d
   assert.match(r.stdout, /^verdict: one run, every pair continuous$/m);
 });
 
+test('run --ratio-band LO,HI: the band the ratio warnings use, stated in the JSON; health\'s flags to the word', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts, states } = await save(gen, 'cliband');
+  const usual = await run(opts, { states, lr: 1e-3 });
+  assert.deepEqual(usual.ratioBand, [1e-5, 1e-2]);
+  // a band above every ratio of these files: each slot with a ratio is flagged, as health flags it
+  const band = [0.5, 1];
+  const high = await run(opts, { states, lr: 1e-3, ratioBand: band });
+  assert.deepEqual(high.ratioBand, band);
+  for (let i = 0; i < 2; i++) {
+    const h = await health(opts[i], states[i], { lr: 1e-3, ratioBand: band });
+    const warned = h.flags.filter((f) => f.severity === 'warning').length;
+    assert.ok(warned > 0);
+    assert.equal(high.files[i].health.warnings, warned);
+    assert.equal(high.files[i].health.flags, h.flags.length);
+  }
+  assert.equal(high.ok, usual.ok);   // warnings do not break the run
+  await assert.rejects(run(opts, { states, lr: 1e-3, ratioBand: [1e-2, 1e-5] }), { name: 'RangeError', message: 'the ratio band LO,HI needs LO below HI, got 1e-2,1e-5' });
+  // the CLI: both spellings, exit 0 (warnings only), the band in the JSON
+  for (const spelled of [['--ratio-band', '0.5,1'], ['--ratio-band=0.5,1']]) {
+    const r = cli([...opts, '--state', ...states, '--lr', '1e-3', ...spelled, '--json']);
+    assert.equal(r.status, 0, r.stderr);
+    const json = JSON.parse(r.stdout);
+    assert.deepEqual(json.ratioBand, band);
+    assert.deepEqual(json.files.map((f) => f.health.warnings), high.files.map((f) => f.health.warnings));
+  }
+});
+
 test('ckptscope run A B --grad OUT.npz: NumPy reads the gradients back', async () => {
   const gen = generate(['--saves', '3,4']);
   const { opts } = await save(gen, 'cligrad');
@@ -386,6 +414,10 @@ test('ckptscope run: usage errors exit 2 without a stack trace', async () => {
     [[...opts, '--state', states[0]], 'ckptscope: --state takes one model-state file per checkpoint: 2 checkpoints, 1 state file'],
     [[opts[0], path.join(tmp, 'missing.ckpt')], `ckptscope: no such file: ${path.join(tmp, 'missing.ckpt')}`],
     [[...opts, '--bogus'], 'ckptscope: unknown option --bogus'],
+    [[...opts, '--lr', '1e-3', '--ratio-band', '1e-2,1e-5'], 'ckptscope: --ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))'],
+    [[...opts, '--state', ...states, '--ratio-band', '1e-5,1e-2'], 'ckptscope: --ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))'],
+    [[...opts, '--state', ...states, '--lr', '1e-3', '--ratio-band', '1e-2,1e-5'], 'ckptscope: --ratio-band 1e-2,1e-5: the ratio band LO,HI needs LO below HI, got 1e-2,1e-5'],
+    [[...opts, '--state', ...states, '--lr', '1e-3', '--ratio-band=1e-5'], 'ckptscope: --ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got 1e-5'],
   ]) {
     const r = cli(args);
     assert.equal(r.status, 2, r.stderr);
