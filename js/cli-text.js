@@ -80,12 +80,30 @@ export function table(rows, header, right, fit = null) {
 }
 
 /** One number column, one format: 4 significant digits, exponent form outside [1e-3, 1e5). */
-export function num(x) {
+export function num(x, notation = readsFixed(x) ? 'fixed' : 'exponent') {
   if (x === null || x === undefined) return '';
   if (typeof x !== 'number') return String(x);   // "NaN", "Infinity", a decimal string
   if (x === 0) return Object.is(x, -0) ? '-0' : '0';
+  return notation === 'fixed' ? String(Number(x.toPrecision(4))) : x.toExponential(3).replace(/\.?0+e/, 'e');
+}
+
+/** Does x read well without an exponent (|x| in [1e-3, 1e5), or one that has no digits to place)? */
+function readsFixed(x) {
+  if (typeof x !== 'number' || x === 0 || !Number.isFinite(x)) return true;
   const a = Math.abs(x);
-  return a >= 1e-3 && a < 1e5 ? String(Number(x.toPrecision(4))) : x.toExponential(3).replace(/\.?0+e/, 'e');
+  return a >= 1e-3 && a < 1e5;
+}
+
+/** The cells of columns `cols` of `rows` (numbers, null, or text) as num() writes them, one
+ *  notation per column: fixed when every number of the column reads well fixed, else every one
+ *  with its exponent, so that a column of ratios near 1e-3 reads 1.176e-3 above 8.407e-4, not
+ *  0.001176 (NumPy prints an array the same way). In place; returns rows. */
+export function numColumns(rows, cols) {
+  for (const k of cols) {
+    const notation = rows.every((r) => readsFixed(r[k])) ? 'fixed' : 'exponent';
+    for (const r of rows) r[k] = num(r[k], notation);
+  }
+  return rows;
 }
 
 function head(report, name) {
@@ -141,9 +159,10 @@ function optimizerLines(report, names, out, width) {
       const e = entries.get(String(i));
       if (!e?.m) continue;
       const bad = Number(e.m.nan) + Number(e.v.nan) || Number(e.m.inf) + Number(e.v.inf) ? `${Number(e.m.nan) + Number(e.v.nan)}/${Number(e.m.inf) + Number(e.v.inf)}` : '';
-      statRows.push([i, ...(names ? [names[i] ?? ''] : []), num(e.m.min), num(e.m.max), num(e.m.rms), num(e.v.max), num(e.v.rms), bad]);
+      statRows.push([i, ...(names ? [names[i] ?? ''] : []), e.m.min, e.m.max, e.m.rms, e.v.max, e.v.rms, bad]);
     }
     if (statRows.length) {
+      numColumns(statRows, [1, 2, 3, 4, 5].map((j) => j + off));
       out.push('');
       const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
       const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [6 + off] } : null;
@@ -152,11 +171,11 @@ function optimizerLines(report, names, out, width) {
   }
 }
 
-/** min, max, rms and NaN/inf of a statistics object, one cell each. */
+/** min, max, rms (numbers: numColumns writes them) and NaN/inf of a statistics object, one cell each. */
 function statCells(x) {
-  if (!x) return ['', '', '', ''];
+  if (!x) return [null, null, null, ''];
   const bad = x.nan || x.inf ? `${x.nan}/${x.inf}` : '';
-  return [num(x.min), num(x.max), num(x.rms), bad];
+  return [x.min, x.max, x.rms, bad];
 }
 
 function stateLines(report, names, out, width) {
@@ -171,6 +190,7 @@ function stateLines(report, names, out, width) {
   });
   const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['min', 'max', 'rms', 'NaN/inf'] : [])];
   const off = names ? 1 : 0;
+  if (stats) numColumns(rows, [4, 5, 6].map((j) => j + off));
   out.push('');
   const fit = names ? { width, shrink: 1, key: 0, what: 'tensor names', shown: new Set() } : null;
   for (const l of table(rows, header, new Set([0, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off]), fit)) out.push(l);
@@ -242,13 +262,14 @@ export function healthLines(result, optName, stateName, names = null, { strict =
     ...(names ? [names[s.slot] ?? ''] : []),
     s.owner === null ? 'frozen' : s.owner === s.slot ? 'owner' : `shares ${s.owner}`,
     s.step ?? '',
-    num(s.update?.rms),
-    num(s.update?.maxAbs),
-    num(s.param?.rms),
-    num(s.ratio),
+    s.update?.rms,
+    s.update?.maxAbs,
+    s.param?.rms,
+    s.ratio,
     s.neverUpdated || '',
     s.inconsistent || '',
   ]);
+  numColumns(rows, [4, 5, 6, 7].map((j) => j + (names ? 1 : 0)));
   // 80 columns: the flags are the lines below the table (! marks their slots); bad m is the
   // count of inconsistent elements
   const header = ['', 'slot', ...(names ? ['name'] : []), 'moments', 'step', 'rms(u)', 'max|u|', 'rms(θ)', 'ratio', 'v=0', 'bad m'];

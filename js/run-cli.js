@@ -9,7 +9,7 @@ import path from 'node:path';
 import { open } from './checkpoint.js';
 import { run, runOrder, stemOf, saveGradient } from './run.js';
 import { namesOf } from './layout.js';
-import { table, num } from './cli-text.js';
+import { table, numColumns } from './cli-text.js';
 import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing } from './user-files.js';
 import { ratioBandArg } from './cli-usage.js';
@@ -91,10 +91,11 @@ export function runLines(result, { width = COLUMNS } = {}) {
     f.step ?? '',
     f.health ? f.health.flags - f.health.warnings : '',
     f.health ? f.health.warnings : '',
-    num(f.health?.ratio),
+    f.health?.ratio,
     f.state ? 'yes' : '',
     f.ok ? name(i) : `${name(i)} (invalid)`,
   ]);
+  numColumns(rows, [5]);
   // a long path is shortened in the middle, and listed in full below the table
   const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
   for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
@@ -108,11 +109,12 @@ export function runLines(result, { width = COLUMNS } = {}) {
       `${s.stepA}→${s.stepB}`,
       s.k,
       s.broken ?? '',
-      num(s.worst),
-      num(s.gradient?.rms),
-      num(s.lr),
-      num(s.lrResidual),
+      s.worst,
+      s.gradient?.rms,
+      s.lr,
+      s.lrResidual,
     ]);
+    numColumns(slotRows, [5, 6, 7, 8]);
     for (const l of table(slotRows, ['', 'slot', 'steps', 'k', 'broken', 'worst', 'rms(g)', 'lr', 'residual'], new Set([1, 3, 4, 5, 6, 7, 8]))) out.push(`  ${l}`);
   }
   out.push('');

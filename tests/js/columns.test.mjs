@@ -15,6 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState } from '../../js/index.js';
 import { SPECS } from '../../js/cli-usage.js';
+import { num, numColumns, healthLines } from '../../js/cli-text.js';
 import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -292,4 +293,17 @@ test('a shortened name is not lost: it is printed in full once, on a line of its
   assert.equal(w.stdout, `wrote ${target} (${fs.statSync(target).size} bytes)\n`);
   const t = spawnSync(process.execPath, [CLI, 'write', files.desc, target], { encoding: 'utf8', env: TERMINAL });
   assert.equal(t.stdout, `wrote\n  ${target}\n  (${fs.statSync(target).size} bytes)\n`);
+});
+
+test('one notation per column: a column of numbers reads all fixed or all with exponents', () => {
+  assert.deepEqual(numColumns([[1, 1.176e-3], [2, 8.407e-4], [3, null]], [1]).map((r) => r[1]), ['1.176e-3', '8.407e-4', '']);
+  assert.deepEqual(numColumns([[0.0196], [0.05657], [0]], [0]).map((r) => r[0]), ['0.0196', '0.05657', '0']);
+  assert.deepEqual(numColumns([[123456], [1.5], ['NaN']], [0]).map((r) => r[0]), ['1.235e+5', '1.5e+0', 'NaN']);
+  assert.equal(num(1.176e-3), '0.001176', 'a number alone: fixed when it reads well fixed');
+  assert.equal(num(8.407e-4), '8.407e-4');
+  // ratios on both sides of 1e-3 (an lr near the middle of the usual band): one notation
+  const slot = (i, ratio) => ({ slot: i, owner: i, step: 5, flags: [], update: { rms: 0.05, maxAbs: 0.1 }, param: { rms: 0.03 }, ratio, neverUpdated: 0, inconsistent: 0 });
+  const lines = healthLines({ ok: true, pairs: true, lr: 5e-4, c: 7.27, slots: [slot(0, 1.176e-3), slot(1, 8.407e-4)], flags: [], error: null }, 'a.ckpt', 'a.tlsf');
+  const rows = lines.filter((l) => /^\s+[01]\s+owner/.test(l)).map((l) => l.trim().split(/\s+/).at(-1));
+  assert.deepEqual(rows, ['1.176e-3', '8.407e-4']);
 });
