@@ -163,3 +163,33 @@ test('a service worker that does not answer: the export fails with a message, no
   await page.waitForSelector('#entry-detail');
   await page.context().close();
 });
+
+// Cancel works from the click on: while the service worker has not answered yet (stubbed silent
+// here), Cancel ends the export as cancelled at once, not 30 s later as failed.
+test('Cancel while the service worker has not answered: cancelled, no download, the file stays open', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  await page.context().addInitScript(() => {
+    const registration = { active: { postMessage() {} } };   // holds no port, says nothing
+    Object.defineProperty(ServiceWorkerContainer.prototype, 'ready', { get: () => Promise.resolve(registration) });
+    ServiceWorkerContainer.prototype.register = () => Promise.resolve(registration);
+  });
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('#export-menu:not([hidden])');
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-safetensors]');
+  await page.waitForSelector('[data-testid=export-cancel]', { state: 'visible' });
+  await page.click('[data-testid=export-cancel]');
+  // the old code could not be cancelled here: it said "Export failed: …did not answer…" after 30 s
+  await page.waitForFunction(() => /cancelled|failed/.test(document.getElementById('status').textContent), null, { timeout: 60000 });
+  assert.equal(await page.textContent('#status'), 'Export of big.ckpt cancelled.');
+  assert.equal(downloads, 0);
+  assert.equal(await page.locator('[data-testid=export-progress]').isVisible(), false);
+  await page.click('[data-testid=param-row][data-index="0"]');
+  await page.waitForSelector('#entry-detail');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

@@ -103,10 +103,28 @@ async function serviceWorkerDownload(name) {
  * Stream one export into a file the user picks or a download named `name`. `run(port, credits)`
  * starts the export in the worker (which posts {chunk} | {done} | {error} on `port` and waits on
  * `credits`) and resolves with its result. Resolves {result, bytes, via}; null if the user
- * declined the file picker. cancel() (returned through onStart) stops it and the download.
+ * declined the file picker. cancel() (given through onStart at once: the service worker's
+ * answer and the download's start can take up to START_MS) stops it and the download.
  */
 export async function streamTo(name, run, { onStart } = {}) {
-  const target = typeof globalThis.showSaveFilePicker === 'function' ? await pickedFile(name) : await serviceWorkerDownload(name);
+  let cancelled = false, stopWorker = null, cancelStart;
+  const startCancelled = new Promise((_, reject) => (cancelStart = reject));
+  startCancelled.catch(() => {});
+  const cancel = () => {
+    cancelled = true;
+    cancelStart(new DOMException('cancelled', 'AbortError'));
+    stopWorker?.();
+  };
+  onStart?.(cancel);
+  const pending = typeof globalThis.showSaveFilePicker === 'function' ? pickedFile(name) : serviceWorkerDownload(name);
+  let target;
+  try {
+    target = await Promise.race([pending, startCancelled]);
+  } catch (err) {
+    // cancelled while waiting: a download that begins after all is ended at once
+    if (cancelled) pending.then((t) => t?.abort('cancelled'), () => {});
+    throw err;
+  }
   if (!target) return null;
   const credits = new Int32Array(new SharedArrayBuffer(4));
   credits[0] = CREDITS;
@@ -119,13 +137,8 @@ export async function streamTo(name, run, { onStart } = {}) {
     Atomics.store(credits, 0, -1);
     Atomics.notify(credits, 0);
   };
-  let cancelled = false;
-  const cancel = () => {
-    cancelled = true;
-    stop();
-  };
+  stopWorker = stop;
   target.onCancel = cancel;
-  onStart?.(cancel);
   const { port1, port2 } = new MessageChannel();
   let bytes = 0;
   let failure = null;
