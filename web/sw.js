@@ -6,13 +6,23 @@
 // Port messages in: {chunk: Uint8Array} | {done: true} | {error: text}. Out: {ready} (the port is
 // held: the frame may ask), {started} (the download's answer is given), {ack}, {cancel}.
 // It serves nothing else: every other request goes to the network (the viewer's own server).
+// While a download runs, the page sends {type: 'keep-alive'} every few seconds: a browser stops
+// a service worker that has had no event for a while (Firefox after 30 s), and the messages of a
+// port are no events of the worker's; a message to the worker itself is. `self.keepAlives`
+// counts them (the browser tests read it).
 
 const pending = new Map();   // id -> {port, name}, until the frame asks for it
 
 self.addEventListener('install', () => self.skipWaiting());
 self.addEventListener('activate', (event) => event.waitUntil(self.clients.claim()));
 
+self.keepAlives = 0;
+
 self.addEventListener('message', ({ data, ports }) => {
+  if (data?.type === 'keep-alive') {
+    self.keepAlives++;   // the event itself is what keeps the worker alive
+    return;
+  }
   if (data?.type !== 'download' || typeof data.id !== 'string' || !ports[0]) return;
   pending.set(data.id, { port: ports[0], name: String(data.name) });
   ports[0].postMessage({ ready: true });

@@ -193,3 +193,32 @@ test('Cancel while the service worker has not answered: cancelled, no download, 
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
+
+// A browser stops a service worker that has had no event for a while (Firefox after 30 s), and
+// the download's port messages are not its events: while a download runs, the page messages the
+// worker every 10 s (web/parts/save-stream.js), and stops when it ends. The page's clock is
+// Playwright's, run forward; the worker counts the messages (self.keepAlives, web/sw.js).
+test('a streamed export keeps the service worker alive while it runs, and stops doing so when it ends', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  await page.clock.install();
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=file-input]', file);
+  await page.waitForSelector('#export-menu:not([hidden])');
+  const wait = page.waitForEvent('download', { timeout: 60000 });
+  await page.click('#export-menu summary');
+  await page.click('[data-testid=export-safetensors]');
+  const download = await wait;
+  const worker = page.context().serviceWorkers().find((w) => w.url().endsWith('/sw.js'));
+  assert.ok(worker, 'the viewer\'s service worker runs');
+  const before = await worker.evaluate(() => self.keepAlives);
+  await page.clock.runFor(25_000);   // two periods of the page's clock: two messages
+  const during = await worker.evaluate(() => self.keepAlives);
+  assert.equal(during - before, 2);
+  await download.cancel();
+  await page.waitForFunction(() => document.getElementById('status').textContent === 'Export of big.ckpt cancelled.');
+  await page.clock.runFor(25_000);
+  assert.equal(await worker.evaluate(() => self.keepAlives), during, 'no message once the download ended');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

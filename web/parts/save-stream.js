@@ -27,6 +27,10 @@ async function pickedFile(name) {
 }
 
 const START_MS = 30000;   // for the service worker to answer, and for the download to begin
+// A browser stops a service worker with no event for a while (Firefox after 30 s; the messages of
+// the download's port are not the worker's events): while a download runs, the page messages the
+// worker itself this often (web/sw.js).
+const KEEP_ALIVE_MS = 10000;
 
 /** `promise`, or a rejection with `text` after `ms`: a step that never answers fails, said. */
 function within(promise, ms, text) {
@@ -67,12 +71,16 @@ async function serviceWorkerDownload(name) {
       return new Promise((resolve) => acks.push(resolve));
     },
     close() {
+      quiet();
       port1.postMessage({ done: true });
     },
     abort(text = 'cancelled') {
+      quiet();
       port1.postMessage({ error: text });
     },
   };
+  let alive = null;
+  const quiet = () => clearInterval(alive);
   let ready, started;
   const held = new Promise((resolve) => (ready = resolve));
   const began = new Promise((resolve) => (started = resolve));
@@ -90,6 +98,7 @@ async function serviceWorkerDownload(name) {
     frame.src = new URL(`../download/${id}/${encodeURIComponent(name)}`, import.meta.url).href;
     document.body.append(frame);
     await within(began, START_MS, 'the download did not begin: reload the page and export again');
+    alive = setInterval(() => worker.postMessage({ type: 'keep-alive' }), KEEP_ALIVE_MS);
   } catch (err) {
     frame.remove();
     port1.close();
