@@ -307,6 +307,9 @@ export class Binding {
   fileErrorCode(file) { return this.#ex.w_file_error_code(file); }
   /** size_t w_file_item_count(file): entries (optimizer) or tensors (state). */
   itemCount(file) { return this.#ex.w_file_item_count(file) >>> 0; }
+  /** uint64_t w_file_item_bytes(file, k): the bytes item k's statistics read, a bigint
+   *  (CKPT_NONE: no item k). */
+  itemBytes(file, k) { return u64(this.#ex.w_file_item_bytes(file, k)); }
 
   /** The columns (ckpt_columns, laid out as the ABI says), copied out of wasm memory. */
   columns(file) {

@@ -176,6 +176,11 @@ export function itemCount(ck) {
   return internals.use(ck, (b, file) => b.itemCount(file));
 }
 
+/** The bytes item k's statistics read (its payloads: the core's count), a number. */
+export function itemBytes(ck, k) {
+  return internals.use(ck, (b, file) => Number(b.itemBytes(file, k)));
+}
+
 /** Item k's statistics as packed words (for another instance's attachPacked). */
 export function itemStatsPacked(ck, k, options) {
   return internals.itemStatsPacked(ck, k, options);

@@ -10,7 +10,7 @@
 // in slot order: either way the result is exactly the one-thread result, whatever n.
 
 import { isNode, compiledModule } from './wasm.js';
-import { open, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
+import { open, itemCount, itemBytes, itemStatsPacked, attachPacked } from './checkpoint.js';
 import { loadBinding } from './binding.js';
 
 const isBlob = (x) => typeof Blob !== 'undefined' && x instanceof Blob;
@@ -291,18 +291,12 @@ export async function openWithStats(source, n, { onProgress, signal, variant, op
  *  thread and the `crew` started on the same file, and attached to ck's report. `taken[w]`
  *  says how many chunks thread w (this one is 0) computed. */
 export async function statsInParallel(ck, crew, { onProgress, signal, taken = [] } = {}) {
-  const { abi } = await loadBinding();
-  const cols = ck.columns();
-  const count = itemCount(ck);
-  const state = ck.kind === 'state';
-  const rows = state ? cols.tensorRows : cols.entryRows;
-  const sizes = Array.from({ length: count }, (_, k) => Number(rows.get(k, 'count')));
-  // an item of 0 elements still costs a call: weigh it 1
+  // the bytes each item's statistics read (its payloads), as the core counts them
+  const sizes = Array.from({ length: itemCount(ck) }, (_, k) => itemBytes(ck, k));
+  // an item of 0 bytes still costs a call: weigh it 1
   const { chunks } = plan(sizes.map((s) => s + 1), crew.size + 1, { shared: !!crew.counter });
   if (!chunks.length) return crew.stop();   // no items: no statistics to compute
-  // the bytes scanned: each item's payloads (m and v per entry, the values per tensor)
-  const { width } = abi.dtype(state ? abi.family(ck.summary.family).elementDtype : ck.summary.dtype);
-  const bytes = ([from, to]) => sizes.slice(from, to).reduce((a, b) => a + b, 0) * width * (state ? 1 : 2);
+  const bytes = ([from, to]) => sizes.slice(from, to).reduce((a, b) => a + b, 0);
   const report = chunkProgress(chunks.map(bytes), onProgress, chunks.map(bytes).reduce((a, b) => a + b, 0));
   const results = crew.run({ type: 'stats', chunks }, report && (({ chunk, done }) => report(chunk, { done })), signal);
   const claim = claims(crew.counter, chunks.length, 0);

@@ -486,6 +486,9 @@ void ckpt_stats_free(ckpt_stats *s);
  * NULL). The caller frees them (or attaches them, below). */
 int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **a,
                          ckpt_stats **b, ckpt_error *err);
+/* The bytes ckpt_file_item_stats reads for item k (its payloads), CKPT_NONE when there is no
+ * item k: what a progress bar over items split among workers counts to. */
+uint64_t ckpt_file_item_bytes(const ckpt_file *f, size_t k);
 /* Statistics as u64 words, to cross to another instance: ckpt_stats_pack_len(s) words. */
 size_t ckpt_stats_pack_len(const ckpt_stats *s);
 void ckpt_stats_pack(const ckpt_stats *s, uint64_t *out);

@@ -192,6 +192,15 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     return rc;
 }
 
+uint64_t ckpt_file_item_bytes(const ckpt_file *f, size_t k)
+{
+    const ckpt_report *rep = f->rep;
+    if (!rep->family || k >= ckpt_report_item_count(rep)) return CKPT_NONE;
+    ckpt_item it = ckpt_report_item(rep, k);
+    /* a read item's payloads are in the file: their size fits 64 bits */
+    return (uint64_t)rep->family->impl->payloads * ckpt_dtype_width(rep->dtype) * it.count;
+}
+
 int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err)
 {
     ckpt_report *rep = f->rep;

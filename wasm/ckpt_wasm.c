@@ -233,6 +233,9 @@ size_t w_file_item_count(const ckpt_file *f)
     return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len;
 }
 
+/* The bytes item k's statistics read (its payloads), CKPT_NONE when there is no item k. */
+uint64_t w_file_item_bytes(const ckpt_file *f, size_t k) { return ckpt_file_item_bytes(f, k); }
+
 /* Item k's statistics as packed words (ckpt_packed_stats, then the words), NULL with err. */
 uint64_t *w_file_item_stats_packed(const ckpt_file *f, size_t k, int progress_token, ckpt_error *err)
 {

@@ -99,6 +99,12 @@ static void views_agree_with_the_report(void)
         CHECK(ckpt_file_tensor_ref(f, 0, &tref, &err) == CKPT_E_WRONG_FAMILY);
         ckpt_error_clear(&err);
 
+        /* the bytes an item's statistics read: both payloads of the entry, as laid out */
+        const ckpt_entry_info *e1 = &rep->entries[1];
+        CHECK(ckpt_file_item_bytes(f, 1) == 2 * e1->count * ckpt_dtype_width(dtype));
+        CHECK(ckpt_file_item_bytes(f, 1) == e1->v_offset + (e1->v_offset - e1->m_offset) - e1->m_offset);
+        CHECK(ckpt_file_item_bytes(f, 2) == CKPT_NONE);
+
         /* packed statistics of item 1 attach to another handle of the same file */
         uint64_t *words = ckpt_file_item_stats_packed(f, 1, NULL, NULL, &err);
         CHECK(words != NULL);
