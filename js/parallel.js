@@ -180,10 +180,10 @@ function startMember(Worker) {
   const url = new URL('./parallel-worker.js', import.meta.url);
   let worker, on;
   if (isNode) {
-    // Node's options are inherited, but not --input-type: it is for a script given with --eval
-    // (`node --input-type=module -e …` using the API), and a worker given a file refuses it
-    const execArgv = process.execArgv.filter((a) => !a.startsWith('--input-type'));
-    worker = new Worker(url, { execArgv });
+    // None of the parent's options: a worker refuses V8's (`node --max-old-space-size=8192
+    // train.mjs` using the API, `--stack-size`) and --input-type (a script given with --eval),
+    // and this one needs none: it loads this package's own modules
+    worker = new Worker(url, { execArgv: [] });
     on = (fn) => {
       worker.on('message', fn);
       worker.on('error', (err) => fn({ error: { name: err.name, message: err.message } }));

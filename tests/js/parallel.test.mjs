@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { inspect, health, writeCheckpoint, writeState, open } from '../../js/index.js';
 import { healthOf } from '../../js/api.js';
 import { split, plan, claims, workerCount, startCrew, statsInParallel, healthInParallel } from '../../js/parallel.js';
@@ -268,14 +269,24 @@ test("'auto' starts what pays, per pass: statistics one worker per GiB of the fi
   assert.equal(await workerCount(undefined, [big]), 1);
 });
 
-test('workers from a script given with --eval and --input-type=module (the workers do not inherit --input-type)', async () => {
+test('workers whatever Node was started with: V8 options, --input-type with --eval (a worker refuses both)', async () => {
   const { spawnSync } = await import('node:child_process');
   const api = new URL('../../js/index.js', import.meta.url).href;
   const script = `const { inspect } = await import(${JSON.stringify(api)});
-const r = await inspect(process.argv[1], { stats: true, workers: 2 });
+const r = await inspect(process.argv.at(-1), { stats: true, workers: 2 });
 process.stdout.write(JSON.stringify(r));`;
-  const run = spawnSync(process.execPath, ['--input-type=module', '-e', script, opt], { encoding: 'utf8' });
-  assert.equal(run.stderr, '');
-  assert.equal(run.status, 0);
-  assert.deepEqual(JSON.parse(run.stdout), await inspect(opt, { stats: true, workers: 1 }));
+  const one = await inspect(opt, { stats: true, workers: 1 });
+  const file = path.join(tmp, 'script.mjs');
+  fs.writeFileSync(file, script);
+  for (const args of [['--input-type=module', '-e', script, opt], ['--max-old-space-size=4096', file, opt], ['--stack-size=2000', file, opt]]) {
+    const run = spawnSync(process.execPath, args, { encoding: 'utf8' });
+    assert.equal(run.stderr, '', args[0]);
+    assert.equal(run.status, 0, args[0]);
+    assert.deepEqual(JSON.parse(run.stdout), one, args[0]);
+  }
+  // the CLI too
+  const cli = spawnSync(process.execPath, ['--max-old-space-size=4096', fileURLToPath(new URL('../../js/cli.js', import.meta.url)), 'inspect', opt, '--stats', '--workers', '2', '--json'], { encoding: 'utf8' });
+  assert.equal(cli.stderr, '');
+  assert.equal(cli.status, 0);
+  assert.deepEqual(JSON.parse(cli.stdout).entries, JSON.parse(JSON.stringify(one.entries)));
 });
