@@ -513,18 +513,30 @@ export class HttpError extends Error {
   readonly url: string;
   readonly status: number | null;
 }
-/** A Blob or File read range by range with FileReaderSync (a worker only); what `open(file)`
- *  uses there. `bytesRead` counts what was read. */
+/** A Blob or File read range by range in a worker: through the read feed when one is given
+ *  (asynchronous reads in a worker of their own, a cross-origin-isolated page only), else with
+ *  FileReaderSync; what `open(file)` uses there. `bytesRead` counts what was read. */
 export class BlobSource implements CustomSource {
-  constructor(blob: Blob);
+  constructor(blob: Blob, options?: { feed?: Feed | null });
   readonly size: number;
   readonly bytesRead: number;
+  /** 'feed' or 'sync' (FileReaderSync). */
+  readonly reads: 'feed' | 'sync';
   read(offset: number, dest: Uint8Array): number;
   close(): void;
 }
-/** An http(s) file read by synchronous range requests; browser workers only. */
+/** The read feed of a browser worker: a worker of its own reads ranges asynchronously (a
+ *  streamed fetch, blob.stream()) into shared memory while the core's thread waits for the bytes
+ *  it needs. start() resolves null where it cannot run (not cross-origin isolated, not a worker). */
+export class Feed {
+  static start(): Promise<Feed | null>;
+}
+/** An http(s) file read by range requests (the first synchronous; the rest streamed through the
+ *  feed when one is given); browser workers only. */
 export class HttpSource implements CustomSource {
-  static open(url: string | URL): HttpSource;
+  static open(url: string | URL, options?: { feed?: Feed | null }): HttpSource;
+  /** 'feed' or 'sync' (XMLHttpRequest). */
+  readonly reads: 'feed' | 'sync';
   readonly url: string;
   readonly size: number;
   /** Bytes received and requests made so far: what opening a 20 GB file over HTTP cost. */
