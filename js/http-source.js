@@ -1,8 +1,10 @@
 // A checkpoint read over HTTP by range requests (`ckptscope view` serves files this way): only
 // the ranges the core asks for cross the network, so a 50 GB file costs what a 5 MB one does.
-// The core reads synchronously, and so must a source: synchronous XMLHttpRequest, which
-// browsers allow in workers (the viewer parses in one). Blocks fetched are kept in a small cache,
-// so a metadata walk that reads a field at a time costs one request per block.
+// The core reads synchronously, and so must a source: in a cross-origin-isolated page the read
+// feed (js/feed.js) makes streamed requests in a worker of its own and this thread waits for the
+// bytes; elsewhere synchronous XMLHttpRequest, which browsers allow in workers (the viewer
+// parses in one). Blocks fetched are kept in a small cache, so a metadata walk that reads a
+// field at a time costs one request per block.
 //
 // Errors name the URL and the HTTP status.
 

@@ -15,7 +15,6 @@ const MIN_READ = 4096;
 const MAX_READ = 16 << 20;   // the default; a source may say more
 const NEAR = 64;   // a record header (24 bytes for an entry, 32 for a rank-2 tensor) between reads
 const KEEP = 16;
-// health's three streams at their largest read, and a page or so: 4 times the largest read
 const STARTS = 64;   // where the last streams began
 
 export class Ranges {
@@ -28,7 +27,7 @@ export class Ranges {
     // A source may read more at a time (js/http-source.js through the feed: a streamed range
     // request of 64 MiB reads ~1.4x the rate of 16 MiB ones in Chromium).
     this.maxRead = maxRead;
-    this.keepBytes = 4 * maxRead;
+    this.keepBytes = 4 * maxRead;   // health's three streams at their largest read, and a page or so
     this.kept = [];   // {start, bytes}, most recently used last
     this.keptBytes = 0;
     // Where reads that jump began: the start of a stream (health reads m and v of a slot side
