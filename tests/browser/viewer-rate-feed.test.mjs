@@ -149,3 +149,36 @@ for (const [how, which] of [['through the feed (a cross-origin-isolated page)', 
     await page.context().close();
   });
 }
+
+test('through the feed, a request that fails is an HttpError naming the URL, as a synchronous one is', async () => {
+  const own = await startViewer({ files: [opt] });
+  try {
+    const page = await own.page({ url: own.server.viewerUrl });
+    await page.waitForSelector('[data-testid=io]');
+    await page.waitForFunction(() => document.documentElement.dataset.pending === '0');
+    const worker = page.workers().find((w) => w.url().endsWith('/worker.js'));
+    const href = new URL(own.server.files[0].url, own.origin).href;
+    // the source opens (its first request), then the server goes away
+    await worker.evaluate(async (href) => {
+      const { HttpSource, Feed } = await import('/js/index.js');
+      self.feedSource = HttpSource.open(href, { feed: await Feed.start() });
+    }, href);
+    own.server.closeAllConnections();
+    await new Promise((resolve) => own.server.close(resolve));
+    const got = await worker.evaluate(() => {
+      try {
+        self.feedSource.read(1 << 20, new Uint8Array(4096));
+        return null;
+      } catch (err) {
+        return { name: err.name, message: err.message, url: err.url, reads: self.feedSource.reads };
+      }
+    });
+    assert.equal(got?.name, 'HttpError');
+    assert.equal(got.url, href);
+    assert.equal(got.reads, 'feed');
+    assert.match(got.message, new RegExp(`^${href.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: the request failed \\(.+\\): is the server still running\\?$`));
+    await page.context().close();
+  } finally {
+    await own.browser.close();
+  }
+});
