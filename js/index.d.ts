@@ -513,21 +513,18 @@ export class HttpError extends Error {
   readonly url: string;
   readonly status: number | null;
 }
-/** A Blob or File read range by range in a worker: through the read feed when one is given
- *  (asynchronous reads in a worker of their own, a cross-origin-isolated page only), else with
- *  FileReaderSync; what `open(file)` uses there. `bytesRead` counts what was read. */
+/** A Blob or File read range by range with FileReaderSync (a worker only); what `open(file)`
+ *  uses there. `bytesRead` counts what was read. */
 export class BlobSource implements CustomSource {
-  constructor(blob: Blob, options?: { feed?: Feed | null });
+  constructor(blob: Blob);
   readonly size: number;
   readonly bytesRead: number;
-  /** 'feed' or 'sync' (FileReaderSync). */
-  readonly reads: 'feed' | 'sync';
   read(offset: number, dest: Uint8Array): number;
   close(): void;
 }
-/** The read feed of a browser worker: a worker of its own reads ranges asynchronously (a
- *  streamed fetch, blob.stream()) into shared memory while the core's thread waits for the bytes
- *  it needs. start() resolves null where it cannot run (not cross-origin isolated, not a worker). */
+/** The read feed of a browser worker: a worker of its own makes range requests (streamed
+ *  fetches) into shared memory while the core's thread waits for the bytes it needs (HttpSource).
+ *  start() resolves null where it cannot run (not cross-origin isolated, not a worker). */
 export class Feed {
   static start(): Promise<Feed | null>;
 }

@@ -9,15 +9,14 @@ import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
 /** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read
- *  (the viewer shows it: payloads are skipped until statistics are asked for). `reads`: 'feed'
- *  (js/feed.js, the page cross-origin isolated) or 'sync'. */
+ *  (the viewer shows it: payloads are skipped until statistics are asked for). */
 class FileBytes extends BlobSource {
   get name() {
     return this.blob.name;   // *.json is JSON
   }
 
   io() {
-    return { via: 'file', bytesRead: this.bytesRead, reads: this.reads };
+    return { via: 'file', bytesRead: this.bytesRead };
   }
 }
 
@@ -40,11 +39,11 @@ class UrlBytes {
   close() {}
 }
 
-/** A File or a served path as a source, read through the feed where the page is
- *  cross-origin isolated (web/server.js's headers), else synchronously. */
+/** A File, or a served path read through the feed where the page is cross-origin isolated
+ *  (web/server.js's headers), else by synchronous requests (js/feed.js). */
 async function sourceOf(source) {
   if (typeof source === 'string') return new UrlBytes(source, await Feed.start());
-  if (source instanceof Blob) return new FileBytes(source, { feed: await Feed.start() });
+  if (source instanceof Blob) return new FileBytes(source);
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
 }
 
