@@ -524,9 +524,18 @@ export class BlobSource implements CustomSource {
   read(offset: number, dest: Uint8Array): number;
   close(): void;
 }
-/** An http(s) file read by synchronous range requests; browser workers only. */
+/** The read feed of a browser worker: a worker of its own makes range requests (streamed
+ *  fetches) into shared memory while the core's thread waits for the bytes it needs (HttpSource).
+ *  start() resolves null where it cannot run (not cross-origin isolated, not a worker). */
+export class Feed {
+  static start(): Promise<Feed | null>;
+}
+/** An http(s) file read by range requests (the first synchronous; the rest streamed through the
+ *  feed when one is given); browser workers only. */
 export class HttpSource implements CustomSource {
-  static open(url: string | URL): HttpSource;
+  static open(url: string | URL, options?: { feed?: Feed | null }): HttpSource;
+  /** 'feed' or 'sync' (XMLHttpRequest). */
+  readonly reads: 'feed' | 'sync';
   readonly url: string;
   readonly size: number;
   /** Bytes received and requests made so far: what opening a 20 GB file over HTTP cost. */

@@ -13,4 +13,5 @@ export { toNumber, toBigInt } from './values.js';
 export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
 export { HttpSource, HttpError } from './http-source.js';
+export { Feed } from './feed.js';
 export { run, runOrder, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient } from './run.js';

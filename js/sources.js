@@ -5,12 +5,14 @@
 //   Blob / File in a worker: FileReaderSync on blob.slice(...), a page at least, pages kept.
 //   Blob on a page's main thread (no FileReaderSync there): read once into memory.
 //   string path, file: URL or file descriptor (Node): positional fs.readSync.
-//   http(s) URL: range requests (js/http-source.js).
+//   http(s) URL: range requests (js/http-source.js), streamed by the read feed (js/feed.js) in a
+//     cross-origin-isolated page.
 //   {size, read(offset, dest)}: a caller's own source (storage ckptscope does not know).
 
 import { isNode } from './wasm.js';
 import { LayoutError } from './errors.js';
 import { Ranges } from './ranges.js';
+import { Feed } from './feed.js';
 
 class BytesSource {
   constructor(u8) {
@@ -86,7 +88,7 @@ export async function openSource(source) {
   }
   if (isHttpUrl(source)) {
     const { HttpSource } = await import('./http-source.js');
-    return HttpSource.open(source);
+    return HttpSource.open(source, { feed: await Feed.start() });
   }
   if (isNode && (typeof source === 'string' || typeof source === 'number' || source instanceof URL)) {
     const { FileSource } = await import('./node-io.js');

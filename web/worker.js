@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
+import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
 import { run, runOrder, stemOf } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
@@ -23,10 +23,10 @@ class FileBytes extends BlobSource {
 /** A URL of this origin (`ckptscope view` serves files at /files/TOKEN/NAME), read by the
  *  package's HTTP source: range requests, counted. */
 class UrlBytes {
-  constructor(path) {
+  constructor(path, feed = null) {
     const url = new URL(path, self.location.href);
     if (url.origin !== self.location.origin) throw new TypeError(`${path}: only files served by this viewer's own server are opened from the address`);
-    this.http = HttpSource.open(url.href);
+    this.http = HttpSource.open(url.href, { feed });
     this.size = this.http.size;
     this.name = decodeURIComponent(url.pathname.split('/').pop() || url.pathname);   // *.json is JSON
   }
@@ -34,13 +34,15 @@ class UrlBytes {
     return this.http.read(offset, dest);
   }
   io() {
-    return { via: 'http', bytesTransferred: this.http.bytesTransferred, requests: this.http.requests };
+    return { via: 'http', bytesTransferred: this.http.bytesTransferred, requests: this.http.requests, reads: this.http.reads };
   }
   close() {}
 }
 
-function sourceOf(source) {
-  if (typeof source === 'string') return new UrlBytes(source);
+/** A File, or a served path read through the feed where the page is cross-origin isolated
+ *  (web/server.js's headers), else by synchronous requests (js/feed.js). */
+async function sourceOf(source) {
+  if (typeof source === 'string') return new UrlBytes(source, await Feed.start());
   if (source instanceof Blob) return new FileBytes(source);
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
 }
@@ -121,7 +123,7 @@ const handlers = {
       close('a');
       close('b');
     } else close(role);
-    const src = takeSniffed(id) ?? sourceOf(source);
+    const src = takeSniffed(id) ?? await sourceOf(source);
     const ck = await open(src);
     handles[role] = { ck, src, stats: new Map() };
     const columns = ck.columns();
@@ -137,7 +139,7 @@ const handlers = {
    *  then reads through the same source), else {json: 'names' | 'layout' | 'report' |
    *  'description' | 'unknown', names?}. */
   async classify({ source }) {
-    const src = sourceOf(source);
+    const src = await sourceOf(source);
     const json = await readJsonSource(src);
     if (json === undefined) return { json: null, sniffed: keepSniffed(src) };
     const kind = jsonKind(json);
@@ -308,7 +310,7 @@ const handlers = {
   async run({ files, lr = null }, progress) {
     const opts = [], states = new Map(), unused = [];
     for (let k = 0; k < files.length; k++) {
-      const ck = await open(sourceOf(files[k].source));   // the headers only: what it is, its steps
+      const ck = await open(await sourceOf(files[k].source));   // the headers only: what it is, its steps
       try {
         const stem = stemOf(files[k].name);
         if (ck.kind === 'optimizer') opts.push({ name: files[k].name, step: maxStep(ck), index: k });
@@ -324,11 +326,11 @@ const handlers = {
     const n = ordered.length;
     if (n < 2) throw new RangeError(`a run needs at least two optimizer checkpoints, got ${n}`);
     // a File is named by itself; a served path by UrlBytes
-    const source = (k) => (typeof files[k].source === 'string' ? new UrlBytes(files[k].source) : files[k].source);
+    const source = (k) => (typeof files[k].source === 'string' ? sourceOf(files[k].source) : files[k].source);
     const series = new Array(n).fill(null);
     const tick = throttled(progress);
-    const result = await run(ordered.map((o) => source(o.index)), {
-      states: stateOf.some((k) => k !== null) ? stateOf.map((k) => (k === null ? null : source(k))) : null,
+    const result = await run(await Promise.all(ordered.map((o) => source(o.index))), {
+      states: stateOf.some((k) => k !== null) ? await Promise.all(stateOf.map((k) => (k === null ? null : source(k)))) : null,
       lr: lr ?? undefined,
       // first each file's health pass (its slots kept for the timeline), then the continuity pass
       onHealth: (i, h) => {
@@ -356,7 +358,7 @@ const handlers = {
 /** What to check against: a File, or a path of this server (`ckptscope view A B`): JSON (a
  *  layout, a report) or a checkpoint; a layout object as it is. */
 async function layoutOf(expected) {
-  let layout = typeof expected === 'string' ? new UrlBytes(expected) : expected;
+  let layout = typeof expected === 'string' ? await sourceOf(expected) : expected;
   if (layout instanceof Blob || layout instanceof UrlBytes) {
     const json = await readJsonSource(layout);
     if (json !== undefined) {
