@@ -236,11 +236,11 @@ const handlers = {
   },
 
   /** The package's health pass over the optimizer file (and, withState, its model state). */
-  async health({ lr = null, withState = false }, progress) {
+  async health({ lr = null, ratioBand = null, withState = false }, progress) {
     const opt = [handles.a, handles.b].find((h) => h?.ck.kind === 'optimizer');
     if (!opt) throw new Error('open an optimizer checkpoint first');
     const state = withState ? [handles.a, handles.b].find((h) => h?.ck.kind === 'state') ?? null : null;
-    return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, onProgress: throttled(progress) });
+    return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, ratioBand: ratioBand ?? undefined, onProgress: throttled(progress) });
   },
 
   /** The open file's moments (or tensors) as safetensors or .npz, named by `names` when given. */

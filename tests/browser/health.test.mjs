@@ -60,6 +60,37 @@ test('the training example: ratio per slot with the flag band, flagged slots fir
   await page.context().close();
 });
 
+test('the ratio band: typed beside the learning rate, the core\'s band for the flags, the chart and the words; a band that is none refused in the core\'s words', async () => {
+  const page = await viewer.page({ width: 1440 });
+  await openExample(page, 'training');
+  await page.waitForSelector('[data-testid=health-chart][data-mode=ratio]');
+  assert.equal(await page.inputValue('[data-testid=ratio-band-input]'), '');
+  // a band above slot 29's tiny ratio and below slot 16's: the same two warnings; a band that
+  // takes in slot 16 leaves it the failure alone
+  await page.fill('[data-testid=ratio-band-input]', '1e-6, 0.5');
+  await page.press('[data-testid=ratio-band-input]', 'Enter');
+  await page.waitForFunction(() => /ratio warnings fire outside 1e-6…5e-1, the shaded band/.test(document.querySelector('[data-testid=health-state]').textContent));
+  assert.equal(await attr(page, '[data-testid=health-chart]', 'data-ratio-band'), '0.000001,0.5');
+  const flags = await page.locator('[data-testid=health-flag]').allTextContents();
+  assert.ok(!flags.some((f) => /above 1e-2/.test(f)), flags.join('\n'));
+  assert.ok(!flags.some((f) => /slot 29 /.test(f)), 'slot 29\'s ratio is inside 1e-6…0.5');
+  // the band's rule is the core's: its words, not the viewer's
+  await page.fill('[data-testid=ratio-band-input]', '1e-2, 1e-5');
+  await page.press('[data-testid=ratio-band-input]', 'Enter');
+  await page.waitForFunction(() => /failed/.test(document.querySelector('[data-testid=health-state]').textContent));
+  assert.equal(await text(page, '[data-testid=health-state]'), 'The health pass failed: the ratio band LO,HI needs LO below HI, got 1e-2,1e-5');
+  await page.fill('[data-testid=ratio-band-input]', 'wide');
+  await page.press('[data-testid=ratio-band-input]', 'Enter');
+  assert.equal(await text(page, '[data-testid=health-state]'), 'The ratio band is two numbers, low and high (e.g. 1e-5, 1e-2), not "wide".');
+  // empty: the default band again
+  await page.fill('[data-testid=ratio-band-input]', '');
+  await page.press('[data-testid=ratio-band-input]', 'Enter');
+  await page.waitForFunction(() => /ratio warnings fire outside 1e-5…1e-2, the shaded band/.test(document.querySelector('[data-testid=health-state]').textContent));
+  assert.equal(await attr(page, '[data-testid=health-chart]', 'data-ratio-band'), '0.00001,0.01');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
 test('a click on the chart selects the slot in the table and the sharing map', async () => {
   const page = await viewer.page({ width: 1440 });
   await openExample(page, 'training');

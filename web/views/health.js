@@ -42,6 +42,7 @@ export class HealthView {
     this.store = store;
     this.rpc = rpc;
     this.lr = null;
+    this.band = null;   // the ratio band typed, [low, high], or null: the core's default
     this.result = null;
     this.running = false;
     this.shown = null;
@@ -124,11 +125,23 @@ export class HealthView {
     this.lrInput.addEventListener('change', () => this.lrChanged());
     this.lrInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.lrChanged());
     lab.append(this.lrInput);
+    // the ratio warnings' band (the CLI's --ratio-band): two numbers; the core says what a band is
+    const bandLab = el('label', 'meta', 'ratio band ');
+    this.bandInput = testid(el('input'), 'ratio-band-input');
+    this.bandInput.type = 'text';
+    this.bandInput.placeholder = '1e-5, 1e-2';
+    this.bandInput.size = 10;
+    this.bandInput.value = this.band === null ? '' : this.band.join(', ');
+    this.bandInput.setAttribute('aria-label', 'ratio band: low, high');
+    this.bandInput.title = 'update-to-weight ratios outside it are flagged, as warnings (default 1e-5, 1e-2)';
+    this.bandInput.addEventListener('change', () => this.bandChanged());
+    this.bandInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.bandChanged());
+    bandLab.append(this.bandInput);
     this.runButton = button('Run the health pass', { testid: 'health-run', onClick: () => this.run() });
     // a pass over a large file takes a while: Cancel replaces the worker, the files stay open
     this.cancelButton = button('Cancel', { testid: 'health-cancel', onClick: () => this.rpc.cancel() });
     this.cancelButton.hidden = !this.running;
-    controls.append(lab, this.runButton, this.cancelButton);
+    controls.append(lab, bandLab, this.runButton, this.cancelButton);
     head.append(controls);
     card.append(head);
     this.stateLine = testid(el('p', 'meta'), 'health-state');
@@ -211,6 +224,26 @@ export class HealthView {
     this.run();
   }
 
+  /** The band typed: empty for the default, else two numbers (the core refuses a band that is
+   *  none, in its words: the pass fails with them). */
+  bandChanged() {
+    const text = this.bandInput.value.trim();
+    this.lrError = null;
+    if (!text) this.band = null;
+    else {
+      const parts = text.split(/[\s,]+/).filter(Boolean);
+      const numbers = parts.map(Number);
+      if (parts.length !== 2 || numbers.some((x) => !Number.isFinite(x))) {
+        this.lrError = `The ratio band is two numbers, low and high (e.g. 1e-5, 1e-2), not ${JSON.stringify(text)}.`;
+        this.again = false;
+        this.showState(this.lrError, true);
+        return;
+      }
+      this.band = numbers;
+    }
+    this.run();
+  }
+
   showState(text, bad = false) {
     this.stateLine.textContent = text;
     this.stateLine.classList.toggle('bad', bad);
@@ -230,7 +263,7 @@ export class HealthView {
     this.showState('Running the health pass…');
     const started = performance.now();
     try {
-      const r = await this.rpc.request('health', { lr: this.lr, withState: !!st }, {
+      const r = await this.rpc.request('health', { lr: this.lr, ratioBand: this.band, withState: !!st }, {
         onProgress: ({ done, total }) => this.lrError || this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
       });
       if (this.opt !== opt) return;
