@@ -102,3 +102,28 @@ export async function shotAt(page, name, options) {
   const { width } = page.viewportSize();
   await shot(page, `${name}-${width}`, options);
 }
+
+/** Count, per URL path, the body bytes `server` writes for /files/ and its requests, into
+ *  `sent` (a Map: path -> {bytes, requests}): the counting server the viewer's byte counts are
+ *  checked against. A response cut short (a cancelled range) counts what was written. */
+export function countServed(server, sent) {
+  server.prependListener('request', (req, res) => {
+    if (req.method !== 'GET' || !req.url.startsWith('/files/')) return;
+    let body = 0;   // the body's bytes as written to the socket
+    const { write, end } = res;
+    res.write = function (chunk, ...rest) {
+      body += chunk.length;
+      return write.call(this, chunk, ...rest);
+    };
+    res.end = function (chunk, ...rest) {
+      if (chunk && typeof chunk !== 'function') body += chunk.length;
+      return end.call(this, chunk, ...rest);
+    };
+    res.on('close', () => {
+      const t = sent.get(req.url) ?? { bytes: 0, requests: 0 };
+      t.bytes += body;
+      t.requests++;
+      sent.set(req.url, t);
+    });
+  });
+}

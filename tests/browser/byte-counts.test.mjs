@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startViewer } from './browser.mjs';
+import { startViewer, countServed } from './browser.mjs';
 import { writeSparse, writeSparseState } from '../js/sparse.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-bytes-'));
@@ -20,31 +20,8 @@ before(async () => {
   writeSparse(opt, { slots: 7, elements: 2 ** 28 });        // 15 GB of holes
   writeSparseState(state, { tensors: 7, elements: 2 ** 28 });   // 7.5 GB
   viewer = await startViewer({ files: [opt, state] });
-  tally(viewer.server);
+  countServed(viewer.server, sent);
 });
-
-/** Count, per URL path, the body bytes `server` writes for /files/ and its requests, into `sent`. */
-function tally(server) {
-  server.prependListener('request', (req, res) => {
-    if (req.method !== 'GET' || !req.url.startsWith('/files/')) return;
-    let body = 0;   // the body's bytes as written to the socket
-    const { write, end } = res;
-    res.write = function (chunk, ...rest) {
-      body += chunk.length;
-      return write.call(this, chunk, ...rest);
-    };
-    res.end = function (chunk, ...rest) {
-      if (chunk && typeof chunk !== 'function') body += chunk.length;
-      return end.call(this, chunk, ...rest);
-    };
-    res.on('finish', () => {
-      const tally = sent.get(req.url) ?? { bytes: 0, requests: 0 };
-      tally.bytes += body;
-      tally.requests++;
-      sent.set(req.url, tally);
-    });
-  });
-}
 
 after(async () => {
   await viewer?.close();
@@ -130,7 +107,7 @@ test('after a health pass, an export and statistics, the header\'s count is stil
   const own = await startViewer({ files: [small] });   // a server of this file alone (viewerUrl opens every file served)
   try {
     sent.clear();
-    tally(own.server);
+    countServed(own.server, sent);
     const { url } = own.server.files[0];
     const page = await own.page({ url: own.server.viewerUrl, acceptDownloads: true });
     await page.waitForSelector('[data-testid=io]');

@@ -134,10 +134,9 @@ test('a streamed export stops on Cancel, and when the download is cancelled; the
   await page.context().close();
 });
 
-// A service worker that never answers (stubbed in the page): the export ends in 30 s with a
-// message that says what to do, not a progress bar that waits forever.
-test('a service worker that does not answer: the export fails with a message, no wait without end', async () => {
-  const page = await viewer.page({ acceptDownloads: true });
+/** The page reloaded with a service worker that never answers (it holds no port and says
+ *  nothing), big.ckpt open. */
+async function withSilentServiceWorker(page) {
   await page.context().addInitScript(() => {
     const registration = { active: { postMessage() {} } };   // holds no port, says nothing
     Object.defineProperty(ServiceWorkerContainer.prototype, 'ready', { get: () => Promise.resolve(registration) });
@@ -147,6 +146,13 @@ test('a service worker that does not answer: the export fails with a message, no
   await page.waitForSelector('#examples button', { state: 'attached' });
   await page.setInputFiles('[data-testid=file-input]', file);
   await page.waitForSelector('#export-menu:not([hidden])');
+}
+
+// A service worker that never answers (stubbed in the page): the export ends in 30 s with a
+// message that says what to do, not a progress bar that waits forever.
+test('a service worker that does not answer: the export fails with a message, no wait without end', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  await withSilentServiceWorker(page);
   let downloads = 0;
   page.on('download', () => downloads++);
   const started = Date.now();
@@ -168,15 +174,7 @@ test('a service worker that does not answer: the export fails with a message, no
 // here), Cancel ends the export as cancelled at once, not 30 s later as failed.
 test('Cancel while the service worker has not answered: cancelled, no download, the file stays open', async () => {
   const page = await viewer.page({ acceptDownloads: true });
-  await page.context().addInitScript(() => {
-    const registration = { active: { postMessage() {} } };   // holds no port, says nothing
-    Object.defineProperty(ServiceWorkerContainer.prototype, 'ready', { get: () => Promise.resolve(registration) });
-    ServiceWorkerContainer.prototype.register = () => Promise.resolve(registration);
-  });
-  await page.reload();
-  await page.waitForSelector('#examples button', { state: 'attached' });
-  await page.setInputFiles('[data-testid=file-input]', file);
-  await page.waitForSelector('#export-menu:not([hidden])');
+  await withSilentServiceWorker(page);
   let downloads = 0;
   page.on('download', () => downloads++);
   await page.click('#export-menu summary');

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { saveCheckpoint, saveState } from '../../js/index.js';
-import { startViewer } from './browser.mjs';
+import { startViewer, countServed } from './browser.mjs';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-feed-'));
@@ -47,7 +47,7 @@ before(async () => {
   await saveState(state, { family: 'TLSF32B', shapes, values: shapes.map((s, i) => values(count(s), 1000 + i, 2)) });
   isolated = await startViewer({ files: [opt, state] });
   plain = await startViewer({ files: [opt, state] });
-  for (const v of [isolated, plain]) tally(v.server);
+  for (const v of [isolated, plain]) countServed(v.server, sent);
   // a viewer hosted without the isolation headers: no shared memory, so no feed
   plain.server.prependListener('request', (req, res) => {
     const { writeHead } = res;
@@ -59,29 +59,6 @@ before(async () => {
     };
   });
 });
-
-/** Count, per URL path, the body bytes the server writes for /files/ and its requests. */
-function tally(server) {
-  server.prependListener('request', (req, res) => {
-    if (req.method !== 'GET' || !req.url.startsWith('/files/')) return;
-    let body = 0;
-    const { write, end } = res;
-    res.write = function (chunk, ...rest) {
-      body += chunk.length;
-      return write.call(this, chunk, ...rest);
-    };
-    res.end = function (chunk, ...rest) {
-      if (chunk && typeof chunk !== 'function') body += chunk.length;
-      return end.call(this, chunk, ...rest);
-    };
-    res.on('close', () => {
-      const t = sent.get(req.url) ?? { bytes: 0, requests: 0 };
-      t.bytes += body;
-      t.requests++;
-      sent.set(req.url, t);
-    });
-  });
-}
 
 after(async () => {
   await isolated?.close();
