@@ -1,6 +1,6 @@
 // Statistics and the health pass split n ways: the calling thread and n - 1 workers (Node
 // worker_threads, browser workers), each with its own WebAssembly instance reading the same
-// file. The workers are started before the calling thread parses the file (their start, 40-70 ms
+// file. The workers are started before the calling thread parses the file (their start, 125-140 ms
 // of thread, module and parse, overlaps it); once the file is parsed the items (entries or
 // tensors; slots for health) are cut into contiguous chunks balanced by bytes, and every thread
 // claims the next chunk from a shared counter (SharedArrayBuffer + Atomics) until none is left:
@@ -41,9 +41,10 @@ export async function withPinned(source, fn) {
 }
 
 // What 'auto' starts, per pass: one worker per this many bytes of the files read, at most the
-// cores (and 8). A worker costs its start: 40-70 ms of wall time before it takes its first
-// chunk (a thread, Node's bootstrap, the module instance, the file parsed again) and about
-// 0.1-0.3 s of CPU, which the calling thread loses where cores are shared. With the chunks
+// cores (and 8). A worker costs its start: 125-140 ms of wall time on the idle machine before it
+// takes its first chunk (a thread, Node's bootstrap, this package's modules, the module instance,
+// the file parsed again; timed inside a 4 GiB pass, 2026-12-01), its first chunks run before V8
+// has optimised the kernel, and it takes about 0.1-0.3 s of CPU, which the calling thread loses where cores are shared. With the chunks
 // claimed from a shared counter, n threads take about (S + (n - 1) start) / n for a pass of S
 // seconds alone. Measured on this project's idle 2-core machine (`node bench/workers.mjs`, best
 // of 3 interleaved, load average under 3), 2 workers against 1: statistics 0.94x on 256 MiB,
@@ -297,7 +298,8 @@ export async function statsInParallel(ck, crew, { onProgress, signal, taken = []
   const { chunks } = plan(sizes.map((s) => s + 1), crew.size + 1, { shared: !!crew.counter });
   if (!chunks.length) return crew.stop();   // no items: no statistics to compute
   const bytes = ([from, to]) => sizes.slice(from, to).reduce((a, b) => a + b, 0);
-  const report = chunkProgress(chunks.map(bytes), onProgress, chunks.map(bytes).reduce((a, b) => a + b, 0));
+  const weights = chunks.map(bytes);
+  const report = chunkProgress(weights, onProgress, weights.reduce((a, b) => a + b, 0));
   const results = crew.run({ type: 'stats', chunks }, report && (({ chunk, done }) => report(chunk, { done })), signal);
   const claim = claims(crew.counter, chunks.length, 0);
   taken[0] = 0;

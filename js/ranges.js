@@ -28,7 +28,7 @@ export class Ranges {
     // request of 64 MiB reads ~1.4x the rate of 16 MiB ones in Chromium).
     this.maxRead = maxRead;
     this.keepBytes = 4 * maxRead;   // health's three streams at their largest read, and a page or so
-    this.kept = [];   // {start, bytes}, most recently used last
+    this.kept = [];   // {start, bytes, asked (the reader's own request), wait?, release?}, most recently used last
     this.keptBytes = 0;
     // Where reads that jump began: the start of a stream (health reads m and v of a slot side
     // by side, and m's payload ends where v's begins). A pass's growing read stops there, so it
