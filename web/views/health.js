@@ -207,16 +207,17 @@ export class HealthView {
 
   lrChanged() {
     const text = this.lrInput.value.trim();
-    this.lrError = null;
+    this.inputError = null;
     if (!text) this.lr = null;
     else {
       const v = Number(text);
       if (!Number.isFinite(v) || v <= 0) {
-        // stays said until the input changes: a pass still running (for the last valid rate)
-        // draws its chart but does not overwrite it, and none is started for this input
-        this.lrError = `The learning rate must be a positive number, not ${JSON.stringify(text)}.`;
+        // stays said until an input (this one or the ratio band) changes: a pass still running
+        // (for the last valid rate) draws its chart but does not overwrite it, and none is
+        // started for this input
+        this.inputError = `The learning rate must be a positive number, not ${JSON.stringify(text)}.`;
         this.again = false;
-        this.showState(this.lrError, true);
+        this.showState(this.inputError, true);
         return;
       }
       this.lr = v;
@@ -228,15 +229,15 @@ export class HealthView {
    *  none, in its words: the pass fails with them). */
   bandChanged() {
     const text = this.bandInput.value.trim();
-    this.lrError = null;
+    this.inputError = null;
     if (!text) this.band = null;
     else {
       const parts = text.split(/[\s,]+/).filter(Boolean);
       const numbers = parts.map(Number);
       if (parts.length !== 2 || numbers.some((x) => !Number.isFinite(x))) {
-        this.lrError = `The ratio band is two numbers, low and high (e.g. 1e-5, 1e-2), not ${JSON.stringify(text)}.`;
+        this.inputError = `The ratio band is two numbers, low and high (e.g. 1e-5, 1e-2), not ${JSON.stringify(text)}.`;
         this.again = false;
-        this.showState(this.lrError, true);
+        this.showState(this.inputError, true);
         return;
       }
       this.band = numbers;
@@ -264,7 +265,7 @@ export class HealthView {
     const started = performance.now();
     try {
       const r = await this.rpc.request('health', { lr: this.lr, ratioBand: this.band, withState: !!st }, {
-        onProgress: ({ done, total }) => this.lrError || this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
+        onProgress: ({ done, total }) => this.inputError || this.showState(`Running the health pass… ${total ? Math.floor((100 * done) / total) : 0}%`),
       });
       if (this.opt !== opt) return;
       r.withState = !!st;
@@ -306,7 +307,7 @@ export class HealthView {
     const what = this.mode === 'ratio'
       ? `update-to-weight ratio at lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
       : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
-    if (this.lrError) this.showState(this.lrError, true);
+    if (this.inputError) this.showState(this.inputError, true);
     else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
     this.chartBox.dataset.mode = this.mode;
     this.chartBox.dataset.slotCount = String(r.slots.length);
