@@ -395,7 +395,7 @@ async function cmdView(argv) {
   positional.forEach(regularFile);
   const asked = askedPort(seen);
   const { serve } = await import('../web/server.js');
-  const start = (port) => serve({ port, quiet: true, files: positional });
+  const start = (port) => serve({ port, quiet: true, files: positional, passes: true });
   const advice = (next) => `try --port ${next}`;
   const server = asked !== null
     ? await listening(() => start(asked), asked, advice)

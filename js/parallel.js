@@ -290,8 +290,13 @@ export async function openWithStats(source, n, { onProgress, signal, variant, op
 
 /** Statistics of every item of the open `ck` (opened without statistics), computed by this
  *  thread and the `crew` started on the same file, and attached to ck's report. `taken[w]`
- *  says how many chunks thread w (this one is 0) computed. */
-export async function statsInParallel(ck, crew, { onProgress, signal, taken = [] } = {}) {
+ *  says how many chunks thread w (this one is 0) computed. `onPacked(from, list)` is told each
+ *  run of items' packed words as they are attached (`ckptscope view` sends them to its page). */
+export async function statsInParallel(ck, crew, { onProgress, signal, taken = [], onPacked } = {}) {
+  const attach = (from, list) => {
+    attachPacked(ck, from, list);
+    onPacked?.(from, list);
+  };
   // the bytes each item's statistics read (its payloads), as the core counts them
   const sizes = Array.from({ length: itemCount(ck) }, (_, k) => itemBytes(ck, k));
   // an item of 0 bytes still costs a call: weigh it 1
@@ -313,12 +318,12 @@ export async function statsInParallel(ck, crew, { onProgress, signal, taken = []
         mine.push(itemStatsPacked(ck, i, { signal, onProgress: report && (({ done: d }) => report(k, { done: base + (last = d) })) }));
         base += last;
       }
-      attachPacked(ck, from, mine);
+      attach(from, mine);
     }
   });
   (await Promise.all(results)).forEach(({ taken: t, parts }, w) => {
     taken[w + 1] = t;
-    for (const [from, words] of parts) attachPacked(ck, from, words);
+    for (const [from, words] of parts) attach(from, words);
   });
 }
 

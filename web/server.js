@@ -15,12 +15,19 @@
 //     http://127.0.0.1:PORT/#open=<encodeURIComponent('/files/TOKEN/NAME')>[&open=...]
 // one `open=` per file, in order, joined by `&` (see viewerUrl below); the viewer reads
 // location.hash and fetches those paths by range requests.
+//
+// With `passes` (`ckptscope view` sets it) the server also runs the long passes over those files
+// on this machine, at the CLI's rate, for the page to show: GET /passes/stats/{token}/{name} and
+// /passes/health/{token}/{name}[?state=/files/{token}/{name}][&lr=X][&band=LO,HI] answer a
+// stream of JSON lines (web/pass-worker.js says which); a page that goes away ends the pass. Only
+// the files handed in, only these two passes, nothing written.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const WEB = path.join(ROOT, 'web');
@@ -239,7 +246,59 @@ function sendStatic(req, res, urlPath) {
   else pipeline(fs.createReadStream(file), res, () => {});
 }
 
-function handler({ allowedHosts, routes, quiet }) {
+/** A number of the query, or null when absent; NaN (refused by the pass, in its words) when not one. */
+const queryNumber = (text) => (text === null ? null : text.trim() === '' ? NaN : Number(text));
+
+/** Run a pass over served files in a worker of its own and stream its messages as JSON lines;
+ *  the pass ends when the page goes away. 404 for anything but a pass over files handed in. */
+function sendPass(req, res, urlPath, routes, running) {
+  const [, , kind, ...rest] = urlPath.split('/');
+  const route = (kind === 'stats' || kind === 'health') && lookupFile(`/files/${rest.join('/')}`, routes);
+  const query = new URL(req.url, 'http://x').searchParams;
+  const state = kind === 'health' && query.has('state') ? lookupFile(targetPath(query.get('state')) ?? '', routes) : null;
+  if (!route || route.fd === null || (query.has('state') && !state)) {
+    sendText(res, 404, 'not found');
+    return;
+  }
+  const band = query.has('band') ? query.get('band').split(',').map((x) => queryNumber(x)) : null;
+  const job = { kind, fd: route.fd, stateFd: state?.fd ?? null, lr: queryNumber(query.get('lr')), ratioBand: band };
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store' });
+  if (req.method === 'HEAD') {
+    res.end();
+    return;
+  }
+  // none of the server's Node options (a worker refuses V8's); the file descriptors are shared
+  const worker = new Worker(new URL('./pass-worker.js', import.meta.url), { workerData: job, execArgv: [] });
+  running.count++;
+  worker.on('exit', () => running.count--);
+  const record = { kind, ended: null };   // 'done', 'error' or 'cancelled' (the page went away)
+  running.log.push(record);
+  if (running.log.length > 16) running.log.shift();
+  const end = (how) => {
+    if (record.ended) return;
+    record.ended = how;
+    worker.terminate();
+    res.end();
+  };
+  const line = (msg) => res.write(`${JSON.stringify(msg, (_, v) => (typeof v === 'bigint' ? String(v) : v))}\n`);
+  worker.on('message', (msg) => {
+    if (record.ended) return;
+    line(msg);
+    if (msg.done || msg.unsplit) end('done');
+    else if (msg.error) end('error');
+  });
+  worker.on('error', (err) => {
+    if (!record.ended) line({ error: { name: err.name, message: err.message } });
+    end('error');
+  });
+  worker.on('exit', () => {
+    if (!record.ended) line({ error: { name: 'Error', message: 'the pass stopped before its result' } });
+    end('error');
+  });
+  res.on('close', () => end('cancelled'));   // the page went away (its Cancel): the pass stops
+}
+
+function handler({ allowedHosts, routes, quiet, passes, running }) {
   const handle = (req, res) => {
     const host = String(req.headers.host ?? '').toLowerCase();
     if (!allowedHosts.has(host)) {
@@ -259,6 +318,11 @@ function handler({ allowedHosts, routes, quiet }) {
     if (urlPath.startsWith('/files/')) {
       const route = lookupFile(urlPath, routes);
       if (route) sendFile(req, res, route);
+      else sendText(res, 404, 'not found');
+      return;
+    }
+    if (urlPath.startsWith('/passes/')) {
+      if (passes) sendPass(req, res, urlPath, routes, running);
       else sendText(res, 404, 'not found');
       return;
     }
@@ -299,14 +363,20 @@ export function viewerUrl(origin, fileUrls) {
  *   server.origin     'http://127.0.0.1:PORT'
  *   server.files      [{path, name, url: '/files/TOKEN/NAME'}], in the order given
  *   server.viewerUrl  the page URL that opens them (the origin's root when there are none)
+ *   server.passesRunning  how many passes run for pages now (`passes`)
+ *   server.passLog    the last 16 passes, [{kind, ended: null | 'done' | 'error' | 'cancelled'}]
+ * `passes`: also run statistics and health over those files here for the page (/passes/).
  */
-export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [] } = {}) {
+export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [], passes = false } = {}) {
   if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
     throw Object.assign(new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)'), { code: 'CKPT_NO_WASM' });
   }
   const routes = fileRoutes(files);
   const allowedHosts = new Set();   // filled once the port is known
-  const server = http.createServer(handler({ allowedHosts, routes, quiet }));
+  const running = { count: 0, log: [] };   // passes whose thread has not exited yet; the last 16 passes
+  const server = http.createServer(handler({ allowedHosts, routes, quiet, passes, running }));
+  Object.defineProperty(server, 'passesRunning', { get: () => running.count });
+  Object.defineProperty(server, 'passLog', { get: () => running.log.map((r) => ({ ...r })) });
   server.on('clientError', onClientError);
   server.on('close', () => closeRoutes(routes));
   return new Promise((resolvePromise, reject) => {
