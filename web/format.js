@@ -53,3 +53,9 @@ export function ioText(io, size) {
   if (io.via === 'http') return `${count(io.bytesTransferred)} bytes transferred over HTTP in ${plural(io.requests, 'range request')}`;
   return `${count(io.bytesRead)} of ${count(size)} bytes read`;
 }
+
+/** Where a pass ran when `ckptscope view` ran it on its own machine ({workers}: the worker's
+ *  answer's `server`), for the status line; '' when the page ran it. */
+export function ranOn(server) {
+  return server ? `, computed by ckptscope view on this machine (${plural(server.workers, 'thread')})` : '';
+}

@@ -2,7 +2,7 @@
 // what single clicks fetched (the core's statistics objects), read by field. A value that was
 // never computed is null, never 0: a filter must not count slots it has no statistics for.
 // Every view asks here (fetch, scan) and hears the store's 'stats' event when something arrived.
-import { plural } from './format.js';
+import { plural, ranOn } from './format.js';
 
 const ENTRY_FIELDS = {
   mMean: (s) => s.m.mean, mRms: (s) => s.m.rms, vMean: (s) => s.v.mean, unhealthy: (s) => s.unhealthy,
@@ -50,7 +50,7 @@ export class StatsStore {
       const result = await this.rpc.request('scan', { role }, { onProgress: ({ done, total }) => this.onScanProgress(total ? done / total : 1, file.name) });
       if (this.store.files[role] !== file) return;
       this.setScan(kind, result);
-      this.status(`Statistics for ${plural(result.ids.length, ...what)} in ${Math.round(performance.now() - started)} ms.`);
+      this.status(`Statistics for ${plural(result.ids.length, ...what)} in ${Math.round(performance.now() - started)} ms${ranOn(result.server)}.`);
     } catch (err) {
       this.status(err.name === 'AbortError' ? 'Statistics scan cancelled: statistics are not computed.' : `Statistics failed: ${err.message}`);
     } finally {

@@ -5,6 +5,7 @@
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
 import { run, runOrder, stemOf } from '/js/index.js';
+import { attachPacked } from '/js/checkpoint.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
@@ -27,6 +28,7 @@ class UrlBytes {
     const url = new URL(path, self.location.href);
     if (url.origin !== self.location.origin) throw new TypeError(`${path}: only files served by this viewer's own server are opened from the address`);
     this.http = HttpSource.open(url.href, { feed });
+    this.path = url.pathname;   // /files/TOKEN/NAME: its passes on the server are /passes/KIND/TOKEN/NAME
     this.size = this.http.size;
     this.name = decodeURIComponent(url.pathname.split('/').pop() || url.pathname);   // *.json is JSON
   }
@@ -45,6 +47,56 @@ async function sourceOf(source) {
   if (typeof source === 'string') return new UrlBytes(source, await Feed.start());
   if (source instanceof Blob) return new FileBytes(source);
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
+}
+
+/**
+ * A pass that `ckptscope view` runs on its machine over files it serves (web/server.js
+ * /passes/, web/pass-worker.js), at the CLI's rate: its JSON lines, progress to `tick`, the
+ * others to `onMessage`. Resolves with the last ({done, result?} or {unsplit}), or null when the
+ * server runs no passes (the viewer of `serve`, or another server): the page then reads the
+ * file itself. Cancel ends the worker, so the request, so the pass on the server.
+ */
+async function serverPass(url, tick, onMessage = () => {}) {
+  const res = await fetch(url, { cache: 'no-store' });
+  if (res.status === 404) return null;
+  if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status}`);
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let text = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += value;
+    for (let nl; (nl = text.indexOf('\n')) >= 0; text = text.slice(nl + 1)) {
+      const msg = JSON.parse(text.slice(0, nl));
+      if (msg.progress) tick(msg.progress);
+      else if (msg.error) throw Object.assign(new Error(msg.error.message), msg.error);
+      else if (msg.done || msg.unsplit) return msg;
+      else onMessage(msg);
+    }
+  }
+  throw new Error(`${url}: the server's pass ended without its result`);
+}
+
+/** The server's path of pass `kind` over the served file of `src`, or null for a dropped File. */
+const passPath = (kind, src) => (src instanceof UrlBytes ? `/passes/${kind}${src.path.slice('/files'.length)}` : null);
+
+/** A packed statistics word array (base64 of its bytes, as web/pass-worker.js sends it). */
+function unpack(base64) {
+  const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+  return new BigUint64Array(bytes.buffer);
+}
+
+/** The statistics of every item of h's file computed by the server and attached to h's open
+ *  handle, h.stats filled as ck.stats() fills it; {workers}, or null when the page computes them. */
+async function serverStats(h, tick) {
+  const url = passPath('stats', h.src);
+  if (!url) return null;
+  const msg = await serverPass(url, tick, ({ packed }) => packed && attachPacked(h.ck, packed.from, packed.words.map(unpack)));
+  if (!msg?.done) return null;
+  const report = JSON.parse(h.ck.reportText());
+  if (h.ck.kind === 'state') report.tensors.forEach((t, k) => h.stats.set(k, { tensor: k, count: t.count, values: t.values }));
+  else for (const e of report.entries) h.stats.set(Number(e.id), { slot: e.id, owner: e.id, ...e });
+  return msg.done;
 }
 
 // The sources classify read, kept for the open that follows (by the id classify answered): the
@@ -171,7 +223,8 @@ const handlers = {
     const fields = state ? ['mean', 'rms', 'min', 'max', 'nan', 'inf'] : ['mMean', 'mRms', 'vMean', 'unhealthy', 'nan', 'inf', 'negative'];
     const rows = new Float64Array(total * fields.length);
     const tick = throttled(progress);
-    if (state) {
+    const served = await serverStats(h, tick);
+    if (state && !served) {
       // The state file read again with statistics: the core attaches them to it, so the pair
       // verdict then gives its warnings about values read (docs/format.md 6); each value is read once.
       const fresh = await open(h.src, { stats: true, onProgress: tick });
@@ -197,7 +250,7 @@ const handlers = {
       tick({ done: before, total: sum });
     }
     tick({ done: sum, total: sum }, true);
-    return transfer({ rows, fields, ids }, [rows.buffer]);
+    return transfer({ rows, fields, ids, server: served }, [rows.buffer]);
   },
 
   /** Bytes [offset, offset + length) of an open file, for the hex view. */
@@ -240,7 +293,17 @@ const handlers = {
     const opt = [handles.a, handles.b].find((h) => h?.ck.kind === 'optimizer');
     if (!opt) throw new Error('open an optimizer checkpoint first');
     const state = withState ? [handles.a, handles.b].find((h) => h?.ck.kind === 'state') ?? null : null;
-    return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, ratioBand: ratioBand ?? undefined, onProgress: throttled(progress) });
+    const tick = throttled(progress);
+    const url = passPath('health', opt.src);
+    if (url && (!state || state.src instanceof UrlBytes)) {
+      const query = new URLSearchParams();
+      if (state) query.set('state', state.src.path);
+      if (lr !== null) query.set('lr', String(lr));
+      if (ratioBand) query.set('band', ratioBand.join(','));
+      const msg = await serverPass(`${url}?${query}`, tick);
+      if (msg?.done) return { ...msg.result, server: msg.done };
+    }
+    return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, ratioBand: ratioBand ?? undefined, onProgress: tick });
   },
 
   /** The open file's moments (or tensors) as safetensors or .npz, named by `names` when given. */

@@ -8,7 +8,7 @@
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
 import { $, el, button, testid, canvasIn } from '../dom.js';
-import { count, sci, plural, decade } from '../format.js';
+import { count, sci, plural, decade, ranOn } from '../format.js';
 import { VirtualTable } from '../parts/vtable.js';
 
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
@@ -308,7 +308,7 @@ export class HealthView {
       ? `update-to-weight ratio at lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
       : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
     if (this.inputError) this.showState(this.inputError, true);
-    else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
+    else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms${ranOn(r.server)}: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
     this.chartBox.dataset.mode = this.mode;
     this.chartBox.dataset.slotCount = String(r.slots.length);
     this.chartBox.dataset.flagged = [...flagged].join(',');
