@@ -356,7 +356,7 @@ const goals = {
 // dropped File and over HTTP (`ckptscope view`), each as a fraction of the CLI's rate
 // (BENCH_VIEWER=off leaves it out).
 if (process.env.BENCH_VIEWER !== 'off') {
-  log('viewer: Scan and health in Chromium (File, HTTP) against the CLI…');
+  log('viewer: Scan and health in Chromium (File, HTTP, ckptscope view) against the CLI…');
   const viewer = await viewerBench({ opt: statsFile, state: stateFile, repeat: REPEAT, log });
   rows.push(...viewerRows(viewer).map(([name, seconds]) => [name, seconds, null, null]));
   Object.assign(ratios, viewerRatios(viewer));

@@ -1,7 +1,9 @@
 // The viewer's statistics and health against the CLI's on the same files (issue 17 goal 6: the
 // viewer at >= 50% of the CLI's rate). Chromium (playwright-core, as the browser tests drive it)
-// opens a checkpoint and its model-state file twice: dropped as Files (picked with the file
-// input, by path: nothing copied) and served by `ckptscope view`'s server (HTTP ranges). Each
+// opens a checkpoint and its model-state file three ways: dropped as Files (picked with the file
+// input, by path: nothing copied), served over HTTP ranges to a page that reads them itself (the
+// viewer's server without passes, as `ckptscope serve` or a viewer hosted elsewhere), and opened
+// by `ckptscope view`, whose server runs the passes on its machine (web/pass-worker.js). Each
 // pass is timed in the page from the click to the worker idle (data-pending back to 0), a fresh
 // page per repetition (the worker keeps statistics it computed). The CLI's `inspect --stats
 // --workers 1` and `health --state --workers 1` run interleaved with them; best of `repeat`.
@@ -47,13 +49,14 @@ function timedClick(page, selector) {
 const idle = (page) => page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 120000 });
 
 /** One viewer repetition: open the pair (`how`: 'file' or 'http'), time Scan, then health. */
-async function viewerOnce(browser, server, how, opt, state) {
+async function viewerOnce(browser, servers, how, opt, state) {
+  const server = servers[how === 'view' ? 'view' : 'http'];
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   const errors = [];
   page.on('pageerror', (e) => errors.push(String(e)));
   try {
-    if (how === 'http') {
+    if (how !== 'file') {
       await page.goto(server.viewerUrl);
     } else {
       await page.goto(`${server.origin}/`);
@@ -77,17 +80,16 @@ async function viewerOnce(browser, server, how, opt, state) {
 }
 
 /**
- * Best-of-`repeat` seconds: {cli: {scan, health}, file: {scan, health}, http: {scan, health}}
- * and the rates {file: {scan, health}, http: {...}} as CLI seconds / viewer seconds.
+ * Best-of-`repeat` seconds: {cli: {scan, health}, file: {scan, health}, http: {…}, view: {…}}
+ * and the rates {file: {scan, health}, http: {…}, view: {…}} as CLI seconds / viewer seconds.
  */
 export async function viewerBench({ opt, state, repeat = 3, log = () => {} }) {
-  const server = await serve({ port: 0, quiet: true, files: [opt, state] });
-  server.origin ??= `http://127.0.0.1:${server.address().port}`;
+  const servers = { http: await serve({ port: 0, quiet: true, files: [opt, state] }), view: await serve({ port: 0, quiet: true, files: [opt, state], passes: true }) };
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
-  const best = { cli: { scan: Infinity, health: Infinity }, file: { scan: Infinity, health: Infinity }, http: { scan: Infinity, health: Infinity } };
+  const best = Object.fromEntries(['cli', 'file', 'http', 'view'].map((k) => [k, { scan: Infinity, health: Infinity }]));
   const keep = (where, got) => {
     for (const k of ['scan', 'health']) best[where][k] = Math.min(best[where][k], got[k]);
   };
@@ -95,8 +97,8 @@ export async function viewerBench({ opt, state, repeat = 3, log = () => {} }) {
     for (let r = 0; r < repeat; r++) {
       // interleaved: the machine is shared, so each side sees the same load over the run
       keep('cli', { scan: cliSeconds(['inspect', opt, '--stats', '--workers', '1']), health: cliSeconds(['health', opt, '--state', state, '--json', '--workers', '1']) });
-      for (const how of ['file', 'http']) {
-        const got = await viewerOnce(browser, server, how, opt, state);
+      for (const how of ['file', 'http', 'view']) {
+        const got = await viewerOnce(browser, servers, how, opt, state);
         log(`viewer ${how}: scan ${got.scan.toFixed(2)} s, health ${got.health.toFixed(2)} s`);
         keep(how, got);
       }
@@ -104,19 +106,21 @@ export async function viewerBench({ opt, state, repeat = 3, log = () => {} }) {
     }
   } finally {
     await browser.close();
-    await new Promise((resolve) => server.close(resolve));
+    for (const server of Object.values(servers)) await new Promise((resolve) => server.close(resolve));
   }
   const rate = (how) => ({ scan: best.cli.scan / best[how].scan, health: best.cli.health / best[how].health });
-  return { seconds: best, rate: { file: rate('file'), http: rate('http') } };
+  return { seconds: best, rate: { file: rate('file'), http: rate('http'), view: rate('view') } };
 }
 
 /** Table rows [name, seconds] of a viewerBench result, for bench/run.mjs. */
 export function viewerRows({ seconds }) {
   return [
     ['viewer Scan, dropped File', seconds.file.scan],
-    ['viewer Scan, ckptscope view (HTTP)', seconds.http.scan],
+    ['viewer Scan, page reading over HTTP', seconds.http.scan],
+    ['viewer Scan, ckptscope view (pass on its machine)', seconds.view.scan],
     ['viewer health, dropped File', seconds.file.health],
-    ['viewer health, ckptscope view (HTTP)', seconds.http.health],
+    ['viewer health, page reading over HTTP', seconds.http.health],
+    ['viewer health, ckptscope view (pass on its machine)', seconds.view.health],
   ];
 }
 
@@ -125,8 +129,10 @@ export function viewerRatios({ rate }) {
   return {
     'viewer Scan / CLI rate, File': rate.file.scan,
     'viewer Scan / CLI rate, HTTP': rate.http.scan,
+    'viewer Scan / CLI rate, ckptscope view': rate.view.scan,
     'viewer health / CLI rate, File': rate.file.health,
     'viewer health / CLI rate, HTTP': rate.http.health,
+    'viewer health / CLI rate, ckptscope view': rate.view.health,
   };
 }
 
@@ -136,8 +142,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   for (const f of [opt, state]) if (!fs.existsSync(f)) throw new Error(`${f} is missing: run npm run bench once (it makes the files), or name two files`);
   const result = await viewerBench({ opt, state, repeat: Number(process.env.BENCH_REPEAT ?? 3), log: (s) => process.stderr.write(`${s}\n`) });
   const s = result.seconds;
-  console.log(`${'pass'.padEnd(10)} ${'CLI s'.padEnd(8)} ${'File s'.padEnd(8)} ${'HTTP s'.padEnd(8)} ${'File rate'.padEnd(10)} HTTP rate (CLI seconds / viewer seconds; goal >= 0.5)`);
+  console.log(`${'pass'.padEnd(10)} ${'CLI s'.padEnd(8)} ${'File s'.padEnd(8)} ${'HTTP s'.padEnd(8)} ${'view s'.padEnd(8)} ${'File rate'.padEnd(10)} ${'HTTP rate'.padEnd(10)} view rate (CLI seconds / viewer seconds; goal >= 0.5)`);
   for (const k of ['scan', 'health']) {
-    console.log(`${k.padEnd(10)} ${s.cli[k].toFixed(2).padEnd(8)} ${s.file[k].toFixed(2).padEnd(8)} ${s.http[k].toFixed(2).padEnd(8)} ${result.rate.file[k].toFixed(2).padEnd(10)} ${result.rate.http[k].toFixed(2)}`);
+    const r = result.rate;
+    console.log(`${k.padEnd(10)} ${[s.cli[k], s.file[k], s.http[k], s.view[k]].map((x) => x.toFixed(2).padEnd(8)).join(' ')} ${r.file[k].toFixed(2).padEnd(10)} ${r.http[k].toFixed(2).padEnd(10)} ${r.view[k].toFixed(2)}`);
   }
 }
