@@ -249,6 +249,10 @@ function sendStatic(req, res, urlPath) {
 /** A number of the query, or null when absent; NaN (refused by the pass, in its words) when not one. */
 const queryNumber = (text) => (text === null ? null : text.trim() === '' ? NaN : Number(text));
 
+// Passes at once, all pages together: each takes a thread (and its workers) and the files' pages
+// in the cache; a page runs one scan and one health pass at most.
+const MAX_PASSES = 4;
+
 /** Run a pass over served files in a worker of its own and stream its messages as JSON lines;
  *  the pass ends when the page goes away. 404 for anything but a pass over files handed in. */
 function sendPass(req, res, urlPath, routes, running) {
@@ -258,6 +262,10 @@ function sendPass(req, res, urlPath, routes, running) {
   const state = kind === 'health' && query.has('state') ? lookupFile(targetPath(query.get('state')) ?? '', routes) : null;
   if (!route || route.fd === null || (query.has('state') && !state)) {
     sendText(res, 404, 'not found');
+    return;
+  }
+  if (running.count >= MAX_PASSES) {
+    sendText(res, 503, `${MAX_PASSES} passes run already: try again when one has ended`, { 'Retry-After': '1' });
     return;
   }
   const band = query.has('band') ? query.get('band').split(',').map((x) => queryNumber(x)) : null;

@@ -130,3 +130,28 @@ test('a page that goes away ends the pass on the server', async () => {
   assert.equal(server.passesRunning, 0);
   assert.deepEqual(server.passLog.at(-1), { kind: 'stats', ended: 'cancelled' });
 });
+
+test('at most 4 passes at once: a fifth is answered 503, and runs once one has ended', async () => {
+  const url = new URL(passUrl(server, 'stats', big));
+  const started = [];
+  for (let k = 0; k < 4; k++) {
+    started.push(await new Promise((resolve, reject) => {
+      const req = http.get(url, (res) => {
+        assert.equal(res.statusCode, 200);
+        res.once('data', () => resolve(req));
+        res.on('error', () => {});
+      });
+      req.on('error', reject);
+    }));
+  }
+  assert.equal(server.passesRunning, 4);
+  const refused = await fetch(url);
+  assert.equal(refused.status, 503);
+  assert.equal(await refused.text(), '4 passes run already: try again when one has ended\n');
+  for (const req of started) req.destroy();
+  for (const end = Date.now() + 20000; server.passesRunning > 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+  assert.equal(server.passesRunning, 0);
+  const r = await fetch(passUrl(server, 'stats', opt));
+  assert.equal(r.status, 200);
+  await r.text();
+});
