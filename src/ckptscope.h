@@ -463,7 +463,8 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
 /* Copy that entry's m and v, count * width bytes each as stored, into m and v. */
 int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err);
 /* Statistics of that entry's m and v (streamed, bounded memory); the caller frees *m and *v
- * with ckpt_stats_free. Progress is relative to these two payloads. */
+ * with ckpt_stats_free. Progress is relative to these two payloads. Statistics the entry already
+ * has (opened with them, or attached) are copied, not read again; so for the three below. */
 int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress, void *progress_ctx,
                            ckpt_stats **m, ckpt_stats **v, ckpt_error *err);
 /* A state file's tensor i: its info, its values copied as stored (count * ckpt_dtype_width of
@@ -494,7 +495,8 @@ size_t ckpt_stats_pack_len(const ckpt_stats *s);
 void ckpt_stats_pack(const ckpt_stats *s, uint64_t *out);
 /* NULL when the words are not statistics (a length that does not add up). */
 ckpt_stats *ckpt_stats_unpack(const uint64_t *in, size_t len);
-/* Give item k its statistics (the file takes them, and frees them on a failure too). Once every
+/* Give item k its statistics (the file takes them, and frees them on a failure too); statistics
+ * of another count of elements than the item's are refused (CKPT_E_INVALID_ARGUMENT). Once every
  * item has them the report is what ckpt_inspect with CKPT_INSPECT_STATS gives: the statistics
  * flag set, the payload warnings in file order. */
 int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err);

@@ -101,12 +101,40 @@ int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, 
     return ckpt_adam_read_moments(&f->src, f->rep, e, m, v, err);
 }
 
+/* Copies of statistics already attached to an item (an open with statistics, a pass run
+ * elsewhere): asked again, they are given without reading the payloads again. 0, or -1 out of
+ * memory. */
+static ckpt_stats *copy_of(const ckpt_stats *s)
+{
+    size_t n = ckpt_stats_pack_len(s);
+    uint64_t *words = malloc(n * sizeof *words);
+    if (!words) return NULL;
+    ckpt_stats_pack(s, words);
+    ckpt_stats *c = ckpt_stats_unpack(words, n);
+    free(words);
+    return c;
+}
+
+static int copies(ckpt_stats *const *have[2], unsigned n, ckpt_stats **out[2], ckpt_error *err)
+{
+    for (unsigned q = 0; q < n; q++) {
+        if ((*out[q] = copy_of(*have[q]))) continue;
+        for (unsigned p = 0; p < q; p++) {
+            ckpt_stats_free(*out[p]);
+            *out[p] = NULL;
+        }
+        return ckpt_fail_oom(err);
+    }
+    return 0;
+}
+
 int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn progress, void *progress_ctx,
                            ckpt_stats **m, ckpt_stats **v, ckpt_error *err)
 {
     const ckpt_entry_info *e;
     *m = *v = NULL;
     TRY(ckpt_file_entry(f, slot, &e, NULL, err));
+    if (e->m && e->v) return copies((ckpt_stats *const *[2]){&e->m, &e->v}, 2, (ckpt_stats * *[2]){m, v}, err);
     return ckpt_adam_moment_stats(&f->src, f->rep, e, progress, progress_ctx, m, v, err);
 }
 
@@ -139,6 +167,7 @@ int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn prog
     const ckpt_tensor_info *t;
     *values = NULL;
     TRY(ckpt_file_tensor(f, i, &t, err));
+    if (t->values) return copies((ckpt_stats *const *[2]){&t->values, NULL}, 1, (ckpt_stats * *[2]){values, NULL}, err);
     return ckpt_state_tensor_stats(&f->src, f->rep, t, progress, progress_ctx, values, err);
 }
 
@@ -174,6 +203,7 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     ckpt_item it = ckpt_report_item(rep, k);
     const unsigned payloads = rep->family->impl->payloads, width = ckpt_dtype_width(rep->dtype);
     ckpt_stats **out[2] = {a, b};
+    if (*it.stats[0]) return copies((ckpt_stats *const *[2]){it.stats[0], it.stats[1]}, payloads, out, err);
     ckpt_reader *r = ckpt_reader_with_prefix(&f->src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
     /* progress over the item's payloads together (they follow each other in the file) */
@@ -206,7 +236,9 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
     ckpt_report *rep = f->rep;
     size_t items = ckpt_report_item_count(rep);
     unsigned payloads = rep->family ? rep->family->impl->payloads : 0;
-    if (k >= items || !a || (payloads == 2) != (b != NULL)) {
+    /* statistics of another item (a file changed under a pass run elsewhere) are refused */
+    if (k >= items || !a || (payloads == 2) != (b != NULL) || a->count != ckpt_report_item(rep, k).count ||
+        (b && b->count != a->count)) {
         ckpt_stats_free(a);
         ckpt_stats_free(b);
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,

@@ -72,6 +72,20 @@ static void description_is_valid_json(void)
     free(text);
 }
 
+/* A source that counts the bytes read through it. */
+typedef struct counting {
+    ckpt_source inner;
+    uint64_t bytes;
+} counting;
+
+static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    counting *c = ctx;
+    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
+    if (got != CKPT_READ_ERROR) c->bytes += got;
+    return got;
+}
+
 static void views_agree_with_the_report(void)
 {
     for (int dtype = CKPT_FLOAT32; dtype <= CKPT_FLOAT64; dtype++) {
@@ -111,11 +125,35 @@ static void views_agree_with_the_report(void)
         ckpt_packed_stats head;
         memcpy(&head, words, sizeof head);
         size_t n = sizeof head / sizeof(uint64_t) + (size_t)head.a_words + (size_t)head.b_words;
-        ckpt_file *g = ckpt_open(&src, NULL);
+        counting through = {src, 0};
+        ckpt_source counted = {&through, counting_read, src.size};
+        ckpt_file *g = ckpt_open(&counted, NULL);
         CHECK(ckpt_file_attach_packed(g, 1, words, n, &err) == 0);
         CHECK(ckpt_file_attach_packed(g, 1, words, 1, &err) == CKPT_E_INVALID_ARGUMENT);
         CHECK_STR(err.message, "invalid packed statistics");
         ckpt_error_clear(&err);
+        /* statistics of another item (of another count: a file changed under a pass run
+         * elsewhere) are refused */
+        CHECK(ckpt_file_attach_packed(g, 0, words, n, &err) == CKPT_E_INVALID_ARGUMENT);
+        ckpt_error_clear(&err);
+        /* asked again, attached statistics are copies: the same, and not one byte read */
+        uint64_t before = through.bytes;
+        uint64_t slot = rep->entries[1].id;
+        ckpt_stats *am, *av, *fm, *fv, *ia, *ib;
+        CHECK(ckpt_file_moment_stats(g, slot, NULL, NULL, &am, &av, &err) == 0);
+        CHECK(ckpt_file_item_stats(g, 1, NULL, NULL, &ia, &ib, &err) == 0);
+        CHECK(through.bytes == before);
+        CHECK(ckpt_file_moment_stats(f, slot, NULL, NULL, &fm, &fv, &err) == 0);
+        CHECK(am->count == fm->count && am->nan == fm->nan && am->negative == fm->negative);
+        CHECK(memcmp(&am->sum, &fm->sum, sizeof am->sum) == 0 && memcmp(&av->max, &fv->max, sizeof av->max) == 0);
+        CHECK(am->hist_len == fm->hist_len && !memcmp(am->hist, fm->hist, am->hist_len * sizeof *am->hist));
+        CHECK(ia->count == am->count && ib->negative == av->negative);
+        for (ckpt_stats **s = (ckpt_stats *[]){am, av, fm, fv, ia, ib, NULL}; *s; s++) ckpt_stats_free(*s);
+        /* item 0 has none attached: it is read */
+        CHECK(ckpt_file_item_stats(g, 0, NULL, NULL, &ia, &ib, &err) == 0);
+        CHECK(through.bytes == before + ckpt_file_item_bytes(g, 0));
+        ckpt_stats_free(ia);
+        ckpt_stats_free(ib);
         free(words);
         ckpt_close(g);
         ckpt_close(f);

@@ -100,3 +100,34 @@ for (const dtype of ['float32', 'float64']) {
     }
   });
 }
+
+test('a file opened with statistics gives stats() without reading again, the same as a fresh read', async () => {
+  const { open, saveState } = await import('../../js/index.js');
+  const { CountingFile } = await import('./counting.mjs');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-stats-again-'));
+  try {
+    const opt = path.join(dir, 'a.ckpt'), state = path.join(dir, 'a.tlsf');
+    const m = Float32Array.from({ length: 12 }, (_, k) => k - 5.5), v = Float32Array.from({ length: 12 }, (_, k) => k * 1e-3);
+    fs.writeFileSync(opt, await writeCheckpoint({ shapes: [[3, 4], [5], [3, 4]], requiresGrad: [true, false, true], representatives: [0, null, 0],
+      config: modelConfig, entries: [{ id: 0, step: 3, m, v }] }));
+    await saveState(state, { family: 'TLSF32B', shapes: [[3, 4], [5], [3, 4]], values: [m, Float32Array.from([1, 2, NaN, 4, 5]), m] });
+    for (const [file, slots] of [[opt, [0, 2]], [state, [0, 1, 2]]]) {
+      const src = new CountingFile(file);
+      const ck = await open(src, { stats: true });
+      const fresh = await open(file);
+      try {
+        const read = src.bytes;
+        for (const slot of slots) {
+          assert.deepEqual(await ck.stats(slot), await fresh.stats(slot));
+          assert.equal(src.bytes, read, `stats(${slot}) read nothing more`);
+        }
+      } finally {
+        ck.close();
+        fresh.close();
+        src.close();
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
