@@ -249,61 +249,80 @@ function sendStatic(req, res, urlPath) {
 /** A number of the query, or null when absent; NaN (refused by the pass, in its words) when not one. */
 const queryNumber = (text) => (text === null ? null : text.trim() === '' ? NaN : Number(text));
 
-// Passes at once, all pages together: each takes a thread (and its workers) and the files' pages
-// in the cache; a page runs one scan and one health pass at most.
+// Passes at once, all pages together (serve's maxPasses): each takes a thread (and its workers)
+// and the files' pages in the cache; a page runs one scan and one health pass at most.
 const MAX_PASSES = 4;
 
-/** Run a pass over served files in a worker of its own and stream its messages as JSON lines;
- *  the pass ends when the page goes away. 404 for anything but a pass over files handed in. */
+/** Run a pass over served files in a worker of its own and stream its frames (web/pass-worker.js
+ *  says what they hold), paced by the page; the pass ends when the page goes away. 404 for
+ *  anything but a pass over files handed in. */
 function sendPass(req, res, urlPath, routes, running) {
   const [, , kind, ...rest] = urlPath.split('/');
   const route = (kind === 'stats' || kind === 'health') && lookupFile(`/files/${rest.join('/')}`, routes);
   const query = new URL(req.url, 'http://x').searchParams;
   const state = kind === 'health' && query.has('state') ? lookupFile(targetPath(query.get('state')) ?? '', routes) : null;
-  if (!route || route.fd === null || (query.has('state') && !state)) {
+  if (!route || route.fd === null || (query.has('state') && (!state || state.fd === null))) {
     sendText(res, 404, 'not found');
     return;
   }
-  if (running.count >= MAX_PASSES) {
-    sendText(res, 503, `${MAX_PASSES} passes run already: try again when one has ended`, { 'Retry-After': '1' });
+  if (running.workers.size >= running.max) {
+    sendText(res, 503, `${running.max} passes run already: try again when one has ended`, { 'Retry-After': '1' });
     return;
   }
   const band = query.has('band') ? query.get('band').split(',').map((x) => queryNumber(x)) : null;
-  const job = { kind, fd: route.fd, stateFd: state?.fd ?? null, lr: queryNumber(query.get('lr')), ratioBand: band };
-  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/x-ndjson; charset=utf-8', 'Cache-Control': 'no-store' });
+  const paused = new SharedArrayBuffer(4);
+  const job = { kind, paused, fd: route.fd, size: queryNumber(query.get('size')), items: queryNumber(query.get('items')),
+    stateFd: state?.fd ?? null, stateSize: queryNumber(query.get('stateSize')), lr: queryNumber(query.get('lr')), ratioBand: band };
+  res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/octet-stream', 'Cache-Control': 'no-store' });
   if (req.method === 'HEAD') {
     res.end();
     return;
   }
   // none of the server's Node options (a worker refuses V8's); the file descriptors are shared
   const worker = new Worker(new URL('./pass-worker.js', import.meta.url), { workerData: job, execArgv: [] });
-  running.count++;
-  worker.on('exit', () => running.count--);
+  running.workers.add(worker);
   const record = { kind, ended: null };   // 'done', 'error' or 'cancelled' (the page went away)
   running.log.push(record);
   if (running.log.length > 16) running.log.shift();
-  const end = (how) => {
+  const flag = new Int32Array(paused);
+  const resume = () => {
+    Atomics.store(flag, 0, 0);
+    Atomics.notify(flag, 0);
+  };
+  const end = (how, error = null) => {
     if (record.ended) return;
     record.ended = how;
-    worker.terminate();
+    if (error) res.write(jsonFrame({ error }));
     res.end();
+    worker.terminate();
   };
-  const line = (msg) => res.write(`${JSON.stringify(msg, (_, v) => (typeof v === 'bigint' ? String(v) : v))}\n`);
-  worker.on('message', (msg) => {
+  worker.on('message', ({ frame, last }) => {
     if (record.ended) return;
-    line(msg);
-    if (msg.done || msg.unsplit) end('done');
-    else if (msg.error) end('error');
+    if (!res.write(frame)) {   // the page is behind: the pass waits until it has read this
+      Atomics.store(flag, 0, 1);
+      res.once('drain', resume);
+    }
+    if (last) end(last);
   });
-  worker.on('error', (err) => {
-    if (!record.ended) line({ error: { name: err.name, message: err.message } });
-    end('error');
+  worker.on('error', (err) => end('error', { name: err.name, message: err.message, code: err.code ?? null }));
+  worker.on('exit', (code) => {
+    running.workers.delete(worker);
+    running.onIdle();
+    end('error', { name: 'Error', message: `the pass stopped before its result (exit status ${code})` });
   });
-  worker.on('exit', () => {
-    if (!record.ended) line({ error: { name: 'Error', message: 'the pass stopped before its result' } });
-    end('error');
+  res.on('close', () => {
+    resume();
+    end('cancelled');   // the page went away (its Cancel): the pass stops
   });
-  res.on('close', () => end('cancelled'));   // the page went away (its Cancel): the pass stops
+}
+
+/** A frame of web/pass-worker.js's stream holding a JSON message (the server's own: an error). */
+function jsonFrame(msg) {
+  const payload = Buffer.from(JSON.stringify(msg));
+  const head = Buffer.alloc(5);
+  head.writeUInt32LE(payload.length, 0);
+  head[4] = 0x6a;
+  return Buffer.concat([head, payload]);
 }
 
 function handler({ allowedHosts, routes, quiet, passes, running }) {
@@ -373,20 +392,28 @@ export function viewerUrl(origin, fileUrls) {
  *   server.viewerUrl  the page URL that opens them (the origin's root when there are none)
  *   server.passesRunning  how many passes run for pages now (`passes`)
  *   server.passLog    the last 16 passes, [{kind, ended: null | 'done' | 'error' | 'cancelled'}]
- * `passes`: also run statistics and health over those files here for the page (/passes/).
+ * `passes`: also run statistics and health over those files here for the page (/passes/), at
+ * most `maxPasses` at once.
  */
-export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [], passes = false } = {}) {
+export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [], passes = false, maxPasses = MAX_PASSES } = {}) {
   if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
     throw Object.assign(new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)'), { code: 'CKPT_NO_WASM' });
   }
   const routes = fileRoutes(files);
   const allowedHosts = new Set();   // filled once the port is known
-  const running = { count: 0, log: [] };   // passes whose thread has not exited yet; the last 16 passes
+  // the passes' threads (until they exit), the last 16 passes
+  const running = { workers: new Set(), log: [], onIdle: () => {}, max: maxPasses };
   const server = http.createServer(handler({ allowedHosts, routes, quiet, passes, running }));
-  Object.defineProperty(server, 'passesRunning', { get: () => running.count });
+  Object.defineProperty(server, 'passesRunning', { get: () => running.workers.size });
   Object.defineProperty(server, 'passLog', { get: () => running.log.map((r) => ({ ...r })) });
   server.on('clientError', onClientError);
-  server.on('close', () => closeRoutes(routes));
+  // The files close once no pass thread can read them any more (a descriptor closed under a
+  // thread could be reused by another file)
+  server.on('close', () => {
+    running.onIdle = () => running.workers.size || closeRoutes(routes);
+    for (const w of running.workers) w.terminate();
+    running.onIdle();
+  });
   return new Promise((resolvePromise, reject) => {
     server.once('error', (err) => {
       closeRoutes(routes);

@@ -5,7 +5,7 @@
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
 import { run, runOrder, stemOf } from '/js/index.js';
-import { attachPacked } from '/js/checkpoint.js';
+import { attachPacked, itemCount, itemStatsPacked } from '/js/checkpoint.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
@@ -49,54 +49,104 @@ async function sourceOf(source) {
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
 }
 
+/** The frames of a pass's answer (web/pass-worker.js: u32 length, u8 kind, payload) as chunks
+ *  of it arrive: push() a chunk, then take() each whole frame. */
+class Frames {
+  #buf = new Uint8Array(1 << 16);
+  #start = 0;
+  #end = 0;
+
+  push(chunk) {
+    if (this.#end + chunk.length > this.#buf.length) {
+      const held = this.#end - this.#start;
+      const next = held + chunk.length > this.#buf.length ? new Uint8Array(Math.max(2 * this.#buf.length, held + chunk.length)) : this.#buf;
+      next.set(this.#buf.subarray(this.#start, this.#end), 0);
+      this.#buf = next;
+      this.#start = 0;
+      this.#end = held;
+    }
+    this.#buf.set(chunk, this.#end);
+    this.#end += chunk.length;
+  }
+
+  /** The next whole frame {kind, payload (a copy)}, or null until more arrives. */
+  take() {
+    if (this.#end - this.#start < 5) return null;
+    const length = new DataView(this.#buf.buffer, this.#start, 4).getUint32(0, true);
+    if (this.#end - this.#start < 5 + length) return null;
+    const kind = String.fromCharCode(this.#buf[this.#start + 4]);
+    const payload = this.#buf.slice(this.#start + 5, this.#start + 5 + length);
+    this.#start += 5 + length;
+    return { kind, payload };
+  }
+}
+
 /**
  * A pass that `ckptscope view` runs on its machine over files it serves (web/server.js
- * /passes/, web/pass-worker.js), at the CLI's rate: its JSON lines, progress to `tick`, the
- * others to `onMessage`. Resolves with the last ({done, result?} or {unsplit}), or null when the
- * server runs no passes (the viewer of `serve`, or another server): the page then reads the
- * file itself. Cancel ends the worker, so the request, so the pass on the server.
+ * /passes/, web/pass-worker.js), at the CLI's rate: progress to `tick`, each packed-statistics
+ * frame to `onPacked(from, list)`. Resolves with the last message ({done, result?} or
+ * {unsplit}), or null when the server runs no passes (the viewer of `serve`, another server) or
+ * runs as many as it will (503): the page then reads the file itself. A failure ends the request,
+ * so the pass on the server; so does Cancel (the worker ends).
  */
-async function serverPass(url, tick, onMessage = () => {}) {
+async function serverPass(url, tick, onPacked = () => {}) {
   const res = await fetch(url, { cache: 'no-store' });
-  if (res.status === 404) return null;
-  if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status}`);
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-    for (let nl; (nl = text.indexOf('\n')) >= 0; text = text.slice(nl + 1)) {
-      const msg = JSON.parse(text.slice(0, nl));
-      if (msg.progress) tick(msg.progress);
-      else if (msg.error) throw Object.assign(new Error(msg.error.message), msg.error);
-      else if (msg.done || msg.unsplit) return msg;
-      else onMessage(msg);
+  if (res.status === 404 || res.status === 503) return null;
+  if (!res.ok || !res.body) throw new Error(`${url}: HTTP ${res.status}: ${(await res.text()).trim()}`);
+  const reader = res.body.getReader();
+  const frames = new Frames();
+  const decoder = new TextDecoder();
+  try {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      frames.push(value);
+      for (let f; (f = frames.take());) {
+        if (f.kind === 'p') {
+          const words = new BigUint64Array(f.payload.buffer);
+          const from = Number(words[0]), n = Number(words[1]);
+          const list = [];
+          for (let j = 0, at = 2 + n; j < n; at += Number(words[2 + j]), j++) list.push(words.subarray(at, at + Number(words[2 + j])));
+          onPacked(from, list);
+          continue;
+        }
+        const msg = JSON.parse(decoder.decode(f.payload));
+        if (msg.progress) tick(msg.progress);
+        else if (msg.error) throw Object.assign(new Error(msg.error.message), msg.error);
+        else if (msg.done || msg.unsplit) return msg;
+      }
     }
+  } finally {
+    reader.cancel().catch(() => {});   // a failure here: the server's pass stops
   }
   throw new Error(`${url}: the server's pass ended without its result`);
 }
 
-/** The server's path of pass `kind` over the served file of `src`, or null for a dropped File. */
-const passPath = (kind, src) => (src instanceof UrlBytes ? `/passes/${kind}${src.path.slice('/files'.length)}` : null);
-
-/** A packed statistics word array (base64 of its bytes, as web/pass-worker.js sends it). */
-function unpack(base64) {
-  const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
-  return new BigUint64Array(bytes.buffer);
+/** The server's address of pass `kind` over the served file of `src` (with what the page knows of
+ *  it, for the server to check it is the same file), or null for a dropped File. */
+function passUrl(kind, src, query) {
+  if (!(src instanceof UrlBytes)) return null;
+  query.set('size', String(src.size));
+  return `/passes/${kind}${src.path.slice('/files'.length)}?${query}`;
 }
 
 /** The statistics of every item of h's file computed by the server and attached to h's open
- *  handle, h.stats filled as ck.stats() fills it; {workers}, or null when the page computes them. */
+ *  handle (the core then gives them to stats() without reading); {workers}, or null when the
+ *  page computes them. If the pass fails, h's file is opened again: nothing half attached stays. */
 async function serverStats(h, tick) {
-  const url = passPath('stats', h.src);
+  const url = passUrl('stats', h.src, new URLSearchParams({ items: String(itemCount(h.ck)) }));
   if (!url) return null;
-  const msg = await serverPass(url, tick, ({ packed }) => packed && attachPacked(h.ck, packed.from, packed.words.map(unpack)));
-  if (!msg?.done) return null;
-  const report = JSON.parse(h.ck.reportText());
-  if (h.ck.kind === 'state') report.tensors.forEach((t, k) => h.stats.set(k, { tensor: k, count: t.count, values: t.values }));
-  else for (const e of report.entries) h.stats.set(Number(e.id), { slot: e.id, owner: e.id, ...e });
-  return msg.done;
+  try {
+    const msg = await serverPass(url, tick, (from, list) => attachPacked(h.ck, from, list));
+    return msg?.done ?? null;
+  } catch (err) {
+    if (Object.values(handles).includes(h)) {
+      const fresh = await open(h.src);
+      h.ck.close();
+      h.ck = fresh;
+    }
+    throw err;
+  }
 }
 
 // The sources classify read, kept for the open that follows (by the id classify answered): the
@@ -223,23 +273,21 @@ const handlers = {
     const fields = state ? ['mean', 'rms', 'min', 'max', 'nan', 'inf'] : ['mMean', 'mRms', 'vMean', 'unhealthy', 'nan', 'inf', 'negative'];
     const rows = new Float64Array(total * fields.length);
     const tick = throttled(progress);
+    // Every item's statistics attached to the open file, computed by `ckptscope view` on its
+    // machine or here: the report is then inspect --stats's (Export: Report), the pair verdict
+    // warns of the values read (docs/format.md 6), and stats() gives them without reading.
     const served = await serverStats(h, tick);
-    if (state && !served) {
-      // The state file read again with statistics: the core attaches them to it, so the pair
-      // verdict then gives its warnings about values read (docs/format.md 6); each value is read once.
-      const fresh = await open(h.src, { stats: true, onProgress: tick });
-      if (handles[role] !== h) {   // another file opened meanwhile
-        fresh.close();
-        throw new DOMException('cancelled', 'AbortError');
+    if (handles[role] !== h) throw new DOMException('cancelled', 'AbortError');   // another file opened meanwhile
+    if (!served) {
+      let before = 0;
+      for (let k = 0; k < total; k++) {
+        const words = itemStatsPacked(h.ck, k, { onProgress: ({ done, total: t }) => tick({ done: before + (t ? (counts[k] * done) / t : 0), total: sum }) });
+        attachPacked(h.ck, k, [words]);
+        before += counts[k];
       }
-      h.ck.close();
-      h.ck = fresh;
-      JSON.parse(fresh.reportText()).tensors.forEach((t, k) => h.stats.set(k, { tensor: k, count: t.count, values: t.values }));
     }
-    let before = 0;
     for (let k = 0; k < total; k++) {
-      const s = await statsOf(h, ids[k], ({ done, total: t }) => tick({ done: before + (t ? (counts[k] * done) / t : 0), total: sum }));
-      before += counts[k];
+      const s = await statsOf(h, ids[k]);
       const at = k * fields.length;
       if (state) {
         const v = s.values;
@@ -247,7 +295,6 @@ const handlers = {
       } else {
         rows.set([s.m.mean, s.m.rms, s.v.mean, s.unhealthy, Number(s.m.nan) + Number(s.v.nan), Number(s.m.inf) + Number(s.v.inf), s.v.negative].map(Number), at);
       }
-      tick({ done: before, total: sum });
     }
     tick({ done: sum, total: sum }, true);
     return transfer({ rows, fields, ids, server: served }, [rows.buffer]);
@@ -294,13 +341,16 @@ const handlers = {
     if (!opt) throw new Error('open an optimizer checkpoint first');
     const state = withState ? [handles.a, handles.b].find((h) => h?.ck.kind === 'state') ?? null : null;
     const tick = throttled(progress);
-    const url = passPath('health', opt.src);
-    if (url && (!state || state.src instanceof UrlBytes)) {
+    if (!state || state.src instanceof UrlBytes) {
       const query = new URLSearchParams();
-      if (state) query.set('state', state.src.path);
+      if (state) {
+        query.set('state', state.src.path);
+        query.set('stateSize', String(state.src.size));
+      }
       if (lr !== null) query.set('lr', String(lr));
       if (ratioBand) query.set('band', ratioBand.join(','));
-      const msg = await serverPass(`${url}?${query}`, tick);
+      const url = passUrl('health', opt.src, query);
+      const msg = url && await serverPass(url, tick);
       if (msg?.done) return { ...msg.result, server: msg.done };
     }
     return health(opt.ck, state?.ck ?? null, { lr: lr ?? undefined, ratioBand: ratioBand ?? undefined, onProgress: tick });

@@ -7,8 +7,8 @@ import { serve } from '../../web/server.js';
 
 export const ARTIFACTS = path.resolve(new URL('../../test-artifacts', import.meta.url).pathname);
 
-export async function startViewer({ files = [], passes = false } = {}) {
-  const server = await serve({ port: 0, quiet: true, files, passes });
+export async function startViewer({ files = [], passes = false, maxPasses } = {}) {
+  const server = await serve({ port: 0, quiet: true, files, passes, maxPasses });
   const origin = `http://127.0.0.1:${server.address().port}`;
   const browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',

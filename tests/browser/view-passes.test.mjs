@@ -19,7 +19,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-passes-'));
 const opt = path.join(tmp, 'run.ckpt');
 const state = path.join(tmp, 'run.tlsf');
 const big = path.join(tmp, 'big.ckpt');
-let viewer, plain;
+let viewer, plain, busy;
 const sent = new Map();   // URL path -> {bytes, requests}
 
 /** Values that are not all alike (a cheap LCG). */
@@ -54,12 +54,14 @@ before(async () => {
   writeSparse(big, { slots: 16, elements: 64 << 20 });   // 8 GiB of holes: a pass of seconds
   viewer = await startViewer({ files: [opt, state, big], passes: true });
   plain = await startViewer({ files: [opt, state] });
-  for (const v of [viewer, plain]) countServed(v.server, sent);
+  busy = await startViewer({ files: [opt, state], passes: true, maxPasses: 0 });   // every pass answered 503
+  for (const v of [viewer, plain, busy]) countServed(v.server, sent);
 });
 
 after(async () => {
   await viewer?.close();
   await plain?.close();
+  await busy?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -155,20 +157,27 @@ test('Cancel ends the pass on the server', async () => {
   await page.context().close();
 });
 
-test('a viewer without passes (`serve`) reads the files itself, with the same results', async () => {
-  const page = await plain.page({ url: plain.server.viewerUrl });
-  await page.waitForSelector('[data-testid=pair-verdict]');
-  await page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 60000 });
-  sent.clear();
-  const got = await passesInPage(page, plain.server.files.map((f) => f.url));
-  assert.deepEqual(got.server, [null, null]);
-  assert.equal(got.health.server, undefined);
-  assert.deepEqual(got.health, cliJson(['health', opt, '--state', state, '--lr', '1e-3', '--ratio-band', '1e-6,1e-3', '--json']));
-  assert.deepEqual(got.pair, await pairAfterScan());
-  const transferred = [...sent.values()].reduce((n, t) => n + t.bytes, 0);
-  assert.ok(transferred > fs.statSync(opt).size, `the page read the payloads itself (${transferred} bytes)`);
-  await page.context().close();
-});
+for (const [what, which] of [['a viewer without passes (`serve`)', () => plain], ['a view whose server runs as many passes as it will (503)', () => busy]]) {
+  test(`${what}: the page reads the files itself, with the same results`, async () => {
+    const plain = which();
+    const page = await plain.page({ url: plain.server.viewerUrl });
+    await page.waitForSelector('[data-testid=pair-verdict]');
+    await page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 60000 });
+    sent.clear();
+    const got = await passesInPage(page, plain.server.files.map((f) => f.url));
+    assert.deepEqual(got.server, [null, null]);
+    assert.equal(got.health.server, undefined);
+    assert.equal(plain.server.passLog.length, 0, 'no pass ran on the server');
+    // the page's own scan attaches what it computed too: the same reports
+    assert.deepEqual(got.reports[0], cliJson(['inspect', opt, '--stats', '--json']));
+    assert.deepEqual(got.reports[1], cliJson(['inspect', state, '--stats', '--json']));
+    assert.deepEqual(got.health, cliJson(['health', opt, '--state', state, '--lr', '1e-3', '--ratio-band', '1e-6,1e-3', '--json']));
+    assert.deepEqual(got.pair, await pairAfterScan());
+    const transferred = [...sent.values()].reduce((n, t) => n + t.bytes, 0);
+    assert.ok(transferred > fs.statSync(opt).size, `the page read the payloads itself (${transferred} bytes)`);
+    await page.context().close();
+  });
+}
 
 async function waitFor(fn, what, ms = 20000) {
   const end = Date.now() + ms;

@@ -1,8 +1,8 @@
 // The passes `ckptscope view`'s server runs for its page (web/server.js /passes/,
-// web/pass-worker.js), as a client meets them: JSON lines of progress, then the statistics as
-// the core's packed words (attached to another open handle they give the CLI's report) or the
-// health JSON (the CLI's); only the files handed in, only with `passes`; a page that goes away
-// ends the pass; bad input answers in the API's own words.
+// web/pass-worker.js), as a client meets them: frames of progress, then the statistics as the
+// core's packed words (attached to another open handle they give the CLI's report) or the health
+// JSON (the CLI's); only the files handed in, only with `passes`; a page that goes away ends the
+// pass; bad input, and a file changed since the page opened it, answer in words that say so.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -12,13 +12,14 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { serve } from '../../web/server.js';
-import { saveCheckpoint, saveState, open } from '../../js/index.js';
+import { saveCheckpoint, saveState, open, health } from '../../js/index.js';
 import { attachPacked } from '../../js/checkpoint.js';
 import { writeSparse } from './sparse.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-passes-'));
 const opt = path.join(tmp, 'opt.ckpt'), state = path.join(tmp, 'opt.tlsf'), broken = path.join(tmp, 'broken.ckpt'), big = path.join(tmp, 'big.ckpt');
+const many = path.join(tmp, 'many.ckpt'), changing = path.join(tmp, 'changing.ckpt');
 let server, plain;
 
 before(async () => {
@@ -34,7 +35,9 @@ before(async () => {
   await saveState(state, { family: 'TLSF32B', shapes, values: theta });
   fs.writeFileSync(broken, fs.readFileSync(opt).subarray(0, 300));
   writeSparse(big, { slots: 16, elements: 64 << 20 });   // 8 GiB of holes: a pass of seconds
-  server = await serve({ port: 0, quiet: true, files: [opt, state, broken, big], passes: true });
+  writeSparse(many, { slots: 4096, elements: 64 << 10 });   // 4,096 items, 2 GiB: two threads
+  fs.copyFileSync(opt, changing);
+  server = await serve({ port: 0, quiet: true, files: [opt, state, broken, big, many, changing], passes: true });
   plain = await serve({ port: 0, quiet: true, files: [opt] });
 });
 
@@ -46,52 +49,102 @@ after(async () => {
 const urlOf = (s, file) => s.files.find((f) => f.path === file).url;
 const passUrl = (s, kind, file, query = '') => `${s.origin}/passes/${kind}${urlOf(s, file).slice('/files'.length)}${query}`;
 
-/** The JSON lines of a pass, in order. */
-async function lines(url) {
+/** The frames of a pass's answer, in order: JSON messages as objects, packed statistics as
+ *  {packed: {from, list: [BigUint64Array per item]}} (web/pass-worker.js's format, read here on
+ *  its own). */
+function framesOf(bytes) {
+  const out = [];
+  for (let at = 0; at < bytes.length;) {
+    assert.ok(at + 5 <= bytes.length, 'a whole frame header');
+    const length = bytes.readUInt32LE(at), kind = String.fromCharCode(bytes[at + 4]);
+    const payload = bytes.subarray(at + 5, at + 5 + length);
+    assert.equal(payload.length, length, 'a whole frame');
+    at += 5 + length;
+    if (kind === 'j') {
+      out.push(JSON.parse(payload.toString('utf8')));
+      continue;
+    }
+    assert.equal(kind, 'p');
+    const words = new BigUint64Array(Uint8Array.from(payload).buffer);
+    const from = Number(words[0]), n = Number(words[1]);
+    const list = [];
+    for (let j = 0, k = 2 + n; j < n; k += Number(words[2 + j]), j++) list.push(words.slice(k, k + Number(words[2 + j])));
+    assert.equal(2 + n + list.reduce((a, w) => a + w.length, 0), words.length, 'the words add up');
+    out.push({ packed: { from, list } });
+  }
+  return out;
+}
+
+async function frames(url) {
   const r = await fetch(url);
   assert.equal(r.status, 200, url);
-  assert.equal(r.headers.get('content-type'), 'application/x-ndjson; charset=utf-8');
+  assert.equal(r.headers.get('content-type'), 'application/octet-stream');
   assert.equal(r.headers.get('content-security-policy')?.startsWith("default-src 'self'"), true);
-  return (await r.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  return framesOf(Buffer.from(await r.arrayBuffer()));
+}
+
+/** Attach every packed frame to a fresh open of `file`: its JSON report, and which items came. */
+async function attached(file, got) {
+  const ck = await open(file);
+  try {
+    const seen = [];
+    for (const { packed } of got.filter((m) => m.packed)) {
+      attachPacked(ck, packed.from, packed.list);
+      packed.list.forEach((_, j) => seen.push(packed.from + j));
+    }
+    return { report: JSON.parse(ck.reportText()), seen: seen.sort((a, b) => a - b) };
+  } finally {
+    ck.close();
+  }
 }
 
 function cliJson(args) {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
   assert.ok(r.status === 0 || r.status === 1, r.stderr);
   return JSON.parse(r.stdout);
 }
 
 test('statistics: packed words that, attached to another open handle, give the CLI\'s report', async () => {
   for (const file of [opt, state]) {
-    const got = await lines(passUrl(server, 'stats', file));
+    const got = await frames(passUrl(server, 'stats', file));
     assert.deepEqual(got.at(-1), { done: { workers: 1 } });
-    const packed = got.filter((m) => m.packed).map((m) => m.packed);
-    assert.ok(packed.length > 0);
-    const ck = await open(file);
-    try {
-      for (const { from, words } of packed) attachPacked(ck, from, words.map((w) => new BigUint64Array(Uint8Array.from(Buffer.from(w, 'base64')).buffer)));
-      assert.deepEqual(JSON.parse(ck.reportText()), cliJson(['inspect', file, '--stats', '--json']));
-    } finally {
-      ck.close();
-    }
+    const { report, seen } = await attached(file, got);
+    assert.deepEqual(report, cliJson(['inspect', file, '--stats', '--json']));
+    assert.deepEqual(seen, report.entries ? report.entries.map((_, k) => k) : report.tensors.map((_, k) => k));
   }
 });
 
+test('with 2 threads and 4,096 items: every item once, in frames of at most 1,024, the CLI\'s report', async () => {
+  const got = await frames(passUrl(server, 'stats', many));
+  const cores = os.availableParallelism();
+  assert.deepEqual(got.at(-1), { done: { workers: Math.min(2, cores) } });
+  const packed = got.filter((m) => m.packed);
+  assert.ok(packed.length >= 4 && packed.every((m) => m.packed.list.length <= 1024), `${packed.length} frames`);
+  const { report, seen } = await attached(many, got);
+  assert.deepEqual(seen, Array.from({ length: 4096 }, (_, k) => k));
+  assert.deepEqual(report, cliJson(['inspect', many, '--stats', '--json']));
+});
+
 test('health: the CLI\'s JSON, with the state file, lr and ratio band given', async () => {
-  const got = await lines(passUrl(server, 'health', opt, `?state=${encodeURIComponent(urlOf(server, state))}&lr=1e-3&band=1e-6,1e-3`));
+  const got = await frames(passUrl(server, 'health', opt, `?state=${encodeURIComponent(urlOf(server, state))}&lr=1e-3&band=1e-6,1e-3`));
   const last = got.at(-1);
   assert.deepEqual(last.done, { workers: 1 });
   assert.deepEqual(last.result, cliJson(['health', opt, '--state', state, '--lr', '1e-3', '--ratio-band', '1e-6,1e-3', '--json']));
-  const alone = (await lines(passUrl(server, 'health', opt))).at(-1);
+  const alone = (await frames(passUrl(server, 'health', opt))).at(-1);
   assert.deepEqual(alone.result, cliJson(['health', opt, '--json']));
 });
 
 test('bad input is answered in the API\'s words; an invalid file is left to the page', async () => {
-  assert.deepEqual((await lines(passUrl(server, 'health', opt, '?lr=abc'))).at(-1),
-    { error: { name: 'RangeError', message: 'lr must be a positive finite number, got NaN', code: null, offset: null } });
-  assert.deepEqual((await lines(passUrl(server, 'health', opt, '?lr=1e-3&band=1e-3'))).at(-1),
-    { error: { name: 'TypeError', message: 'ratioBand must be [low, high], two numbers, got [0.001]', code: null, offset: null } });
-  assert.deepEqual(await lines(passUrl(server, 'stats', broken)), [{ unsplit: true }]);
+  assert.deepEqual((await frames(passUrl(server, 'health', opt, '?lr=abc'))).at(-1),
+    { error: { name: 'RangeError', message: 'lr must be a positive finite number, got NaN' } });
+  assert.deepEqual((await frames(passUrl(server, 'health', opt, '?lr=1e-3&band=1e-3'))).at(-1),
+    { error: { name: 'TypeError', message: 'ratioBand must be [low, high], two numbers, got [0.001]' } });
+  // a CheckpointError crosses with every field
+  const { error } = (await frames(passUrl(server, 'health', opt, `?state=${encodeURIComponent(urlOf(server, broken))}`))).at(-1);
+  const direct = await health(opt, broken).then(() => null, (e) => e);
+  assert.ok(direct && direct.code !== undefined, 'the API refuses the pair');
+  assert.deepEqual(error, JSON.parse(JSON.stringify({ ...direct, name: direct.name, message: direct.message }, (_, v) => (typeof v === 'bigint' ? String(v) : v))));
+  assert.deepEqual(await frames(passUrl(server, 'stats', broken)), [{ unsplit: true }]);
 });
 
 test('only the files handed in, only these passes, only with `passes`', async () => {
@@ -129,6 +182,24 @@ test('a page that goes away ends the pass on the server', async () => {
   for (const end = Date.now() + 20000; server.passesRunning > 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
   assert.equal(server.passesRunning, 0);
   assert.deepEqual(server.passLog.at(-1), { kind: 'stats', ended: 'cancelled' });
+  // the file is still served, and a pass over it runs (the cancelled one closed nothing)
+  const r = await fetch(server.origin + urlOf(server, big), { headers: { Range: 'bytes=0-6' } });
+  assert.equal(r.status, 206);
+  assert.equal(await r.text(), 'TLADAMF');
+  const again = await frames(passUrl(server, 'health', opt));
+  assert.deepEqual(again.at(-1).done, { workers: 1 });
+});
+
+test('a file changed since the page opened it: the pass says so, and attaches nothing of another count', async () => {
+  const size = fs.statSync(changing).size;
+  const ck = await open(changing);
+  const items = ck.report.entries.length;
+  ck.close();
+  fs.appendFileSync(changing, Buffer.alloc(8));
+  const got = await frames(passUrl(server, 'stats', changing, `?size=${size}&items=${items}`));
+  assert.deepEqual(got, [{ error: { name: 'FileChanged', message: `the file changed since the page opened it (${size} bytes then, ${size + 8} now): open it again` } }]);
+  const healthGot = await frames(passUrl(server, 'health', changing, `?size=${size}`));
+  assert.deepEqual(healthGot.at(-1).error.message, `the optimizer checkpoint changed since the page opened it (${size} bytes then, ${size + 8} now): open it again`);
 });
 
 test('at most 4 passes at once: a fifth is answered 503, and runs once one has ended', async () => {
