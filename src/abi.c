@@ -243,10 +243,16 @@ static void *alloc_array(uint64_t count, size_t elem)
     return malloc(bytes ? (size_t)bytes : 1);
 }
 
+/* The columns and whether reps is their own copy (else the schema's stored map, shared). */
+typedef struct columns_owned {
+    ckpt_columns c;
+    bool own_reps;
+} columns_owned;
+
 void ckpt_columns_free(ckpt_columns *c)
 {
     if (!c) return;
-    free(c->reps);
+    if (((columns_owned *)c)->own_reps) free(c->reps);
     free(c->broken);
     free(c->entries);
     free(c->tensors);
@@ -258,8 +264,9 @@ ckpt_columns *ckpt_columns_new(const ckpt_file *f)
     const ckpt_report *rep = ckpt_file_report(f);
     const ckpt_schema *s = rep->schema;
     if ((s && s->n > UINT32_MAX) || rep->entries_len > UINT32_MAX || rep->tensors_len > UINT32_MAX) return NULL;
-    ckpt_columns *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    columns_owned *owned = calloc(1, sizeof *owned);
+    if (!owned) return NULL;
+    ckpt_columns *c = &owned->c;
     if (s) {
         size_t n = s->n;
         c->n = (uint32_t)n;
@@ -273,8 +280,14 @@ ckpt_columns *ckpt_columns_new(const ckpt_file *f)
         c->too_big = s->size_too_big;
         c->flags = s->requires_grad;
         if (rep->schema_complete) {
-            if (!(c->reps = alloc_array(n, sizeof *c->reps)) || !(c->broken = alloc_array(n, 1))) goto fail;
-            for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
+            /* a stored map of every slot is representative?(i) itself: shared, not copied */
+            if (s->has_map && s->map_count == n) c->reps = s->map;
+            else {
+                owned->own_reps = true;
+                if (!(c->reps = alloc_array(n, sizeof *c->reps))) goto fail;
+                for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
+            }
+            if (!(c->broken = alloc_array(n, 1))) goto fail;
             ckpt_schema_mark_sharing_faults(s, c->broken);
         }
     }

@@ -368,6 +368,11 @@ ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, c
 /* ---- hints.c: what a file that is not the expected family looks like ---- */
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);
 
+/* ---- bigmem.c ---- */
+/* Advise the system that the array at p (bytes long, just allocated, not yet written) is large
+ * and filled whole: huge pages where the platform has them. */
+void ckpt_advise_large(void *p, size_t bytes);
+
 /* ---- report.c ---- */
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)
 #if defined(__GNUC__)

@@ -42,6 +42,7 @@ static bool grow(void **p, size_t elem, size_t need, size_t *cap)
     }
     void *q = realloc(*p, c * elem);
     if (!q) return false;
+    ckpt_advise_large(q, c * elem);
     *p = q;
     *cap = c;
     return true;
@@ -59,12 +60,14 @@ static bool grow_slots(ckpt_schema *s, size_t need)
     void *p;
     if (!(p = realloc(s->sizes, c * sizeof *s->sizes))) return false;
     s->sizes = p;
+    ckpt_advise_large(p, c * sizeof *s->sizes);
     if (!(p = realloc(s->size_too_big, c))) return false;
     s->size_too_big = p;
     if (!(p = realloc(s->requires_grad, c))) return false;
     s->requires_grad = p;
     if (!(p = realloc(s->dim_start, (c + 1) * sizeof *s->dim_start))) return false;
     s->dim_start = p;
+    ckpt_advise_large(p, (c + 1) * sizeof *s->dim_start);
     s->cap = c;
     return true;
 }
@@ -556,8 +559,11 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
 int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, ckpt_error *err)
 {
     size_t n = expected ? expected->n : file->n;
-    uint64_t *map = malloc((n ? n : 1) * sizeof *map);
-    if (!map) return ckpt_fail_oom(err);
+    /* Read straight into the map the file's schema keeps (a million slots: no second copy);
+     * a check against the destination alone keeps none. */
+    uint64_t *map = NULL;
+    if (file && !(map = malloc((n ? n : 1) * sizeof *map))) return ckpt_fail_oom(err);
+    ckpt_advise_large(map, n * sizeof *map);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t at = r->pos, tag;
@@ -570,11 +576,18 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
                               "storage alias mismatch for parameter %zu", i);
             break;
         }
-        map[i] = tag == 0 ? CKPT_NONE : tag - 1;
+        if (map) map[i] = tag == 0 ? CKPT_NONE : tag - 1;
     }
-    if (!rc && file && !ckpt_schema_set_map(file, map, n)) rc = ckpt_fail_oom(err);
-    free(map);
-    return rc;
+    if (rc || !file) {
+        free(map);
+        return rc;
+    }
+    free(file->map);
+    file->map = map;
+    file->map_count = n;
+    file->has_map = true;
+    file->derived = false;
+    return 0;
 }
 
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err)
