@@ -247,12 +247,17 @@ static void *alloc_array(uint64_t count, size_t elem)
 typedef struct columns_owned {
     ckpt_columns c;
     bool own_reps;
+    uint64_t *sizes; /* the schema computes sizes when asked: the columns hold them */
+    uint8_t *too_big;
 } columns_owned;
 
 void ckpt_columns_free(ckpt_columns *c)
 {
     if (!c) return;
-    if (((columns_owned *)c)->own_reps) free(c->reps);
+    columns_owned *owned = (columns_owned *)c;
+    if (owned->own_reps) free(c->reps);
+    free(owned->sizes);
+    free(owned->too_big);
     free(c->broken);
     free(c->entries);
     free(c->tensors);
@@ -276,8 +281,14 @@ ckpt_columns *ckpt_columns_new(const ckpt_file *f)
         c->complete = rep->schema_complete;
         c->dim_start = s->dim_start;
         c->dims = s->dims;
-        c->sizes = s->sizes;
-        c->too_big = s->size_too_big;
+        if (!(owned->sizes = alloc_array(n, sizeof *owned->sizes)) || !(owned->too_big = alloc_array(n, 1))) goto fail;
+        for (size_t i = 0; i < n; i++) {
+            bool too_big;
+            owned->sizes[i] = ckpt_schema_size(s, i, &too_big);
+            owned->too_big[i] = too_big;
+        }
+        c->sizes = owned->sizes;
+        c->too_big = owned->too_big;
         c->flags = s->requires_grad;
         if (rep->schema_complete) {
             /* a stored map of every slot is representative?(i) itself: shared, not copied */

@@ -25,8 +25,6 @@ void ckpt_schema_free(ckpt_schema *s)
     if (!s) return;
     free(s->dim_start);
     free(s->dims);
-    free(s->sizes);
-    free(s->size_too_big);
     free(s->requires_grad);
     free(s->map);
     free(s);
@@ -58,11 +56,6 @@ static bool grow_slots(ckpt_schema *s, size_t need)
         c *= 2;
     }
     void *p;
-    if (!(p = realloc(s->sizes, c * sizeof *s->sizes))) return false;
-    s->sizes = p;
-    ckpt_advise_large(p, c * sizeof *s->sizes);
-    if (!(p = realloc(s->size_too_big, c))) return false;
-    s->size_too_big = p;
     if (!(p = realloc(s->requires_grad, c))) return false;
     s->requires_grad = p;
     if (!(p = realloc(s->dim_start, (c + 1) * sizeof *s->dim_start))) return false;
@@ -84,8 +77,6 @@ bool ckpt_schema_push_slot(ckpt_schema *s)
     if (s->n == SIZE_MAX - 1 || !grow_slots(s, s->n + 1)) return false;
     s->derived = false;
     s->dim_start[s->n + 1] = s->dim_start[s->n];
-    s->sizes[s->n] = 1;
-    s->size_too_big[s->n] = 0;
     s->n++;
     return true;
 }
@@ -97,15 +88,6 @@ bool ckpt_schema_push_dim(ckpt_schema *s, uint64_t dim)
     s->dims[len] = dim;
     s->dim_start[s->n] = len + 1;
     return true;
-}
-
-void ckpt_schema_end_slot(ckpt_schema *s)
-{
-    size_t i = s->n - 1;
-    uint64_t size;
-    bool fits = ckpt_shape_size(ckpt_schema_dims(s, i), ckpt_schema_rank(s, i), &size);
-    s->sizes[i] = size;
-    s->size_too_big[i] = !fits;
 }
 
 bool ckpt_schema_push_flag(ckpt_schema *s, bool trainable)
@@ -139,7 +121,6 @@ ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const ui
         if (!ckpt_schema_push_slot(s)) goto fail;
         for (uint64_t k = 0; k < ranks[i]; k++)
             if (!ckpt_schema_push_dim(s, dims[d++])) goto fail;
-        ckpt_schema_end_slot(s);
     }
     for (size_t i = 0; i < flag_count; i++)
         if (!ckpt_schema_push_flag(s, requires_grad[i] != 0)) goto fail;
@@ -157,10 +138,13 @@ uint64_t ckpt_schema_rank(const ckpt_schema *s, size_t i) { return s->dim_start[
 const uint64_t *ckpt_schema_dims(const ckpt_schema *s, size_t i) { return s->dims ? s->dims + s->dim_start[i] : NULL; }
 bool ckpt_schema_has_map(const ckpt_schema *s) { return s->has_map; }
 
+/* Computed, not stored: a million slots' sizes were 9 MB written once and read rarely. */
 uint64_t ckpt_schema_size(const ckpt_schema *s, size_t i, bool *too_big)
 {
-    if (too_big) *too_big = s->size_too_big[i];
-    return s->sizes[i];
+    uint64_t size;
+    bool fits = ckpt_shape_size(ckpt_schema_dims(s, i), ckpt_schema_rank(s, i), &size);
+    if (too_big) *too_big = !fits;
+    return fits ? size : 0;
 }
 
 void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t cap)
@@ -360,7 +344,9 @@ int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decima
 int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err)
 {
     for (size_t i = 0; i < s->n; i++) {
-        if (!s->size_too_big[i]) continue;
+        bool too_big;
+        ckpt_schema_size(s, i, &too_big);
+        if (!too_big) continue;
         strbuf sb = {0};
         ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
         if (sb.failed) ckpt_fail_oom(err);
@@ -385,7 +371,7 @@ int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *er
         const uint64_t *dims = ckpt_schema_dims(s, i);
         rc = block_u64(b, rank, err);
         for (uint64_t k = 0; k < rank && !rc; k++) rc = block_u64(b, dims[k], err);
-        if (!rc) rc = block_u64(b, s->sizes[i], err);
+        if (!rc) rc = block_u64(b, ckpt_schema_size(s, i, NULL), err);
         if (!rc) rc = block_u64(b, s->requires_grad[i] ? 1 : 0, err);
     }
     if (!rc) rc = block_flush(b, err);
@@ -499,13 +485,12 @@ static bool read_slot_fast(ckpt_reader *r, const ckpt_schema *expected, ckpt_sch
     }
     uint64_t stored = ckpt_get_u64le(p + 8 + 8 * rank), flag = ckpt_get_u64le(p + 16 + 8 * rank);
     if (stored != size || flag > 1) return false;
-    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) || expected->size_too_big[i] ||
-                     expected->sizes[i] != size || (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
+    /* the same shape as the destination's (below) has the same size: no need to compare sizes */
+    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) ||
+                     (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
                      !ckpt_shape_equal(file->dims + len, rank, ckpt_schema_dims(expected, (size_t)i), rank)))
         return false;
     file->dim_start[file->n + 1] = len + rank;
-    file->sizes[file->n] = size;
-    file->size_too_big[file->n] = 0;
     file->n++;
     file->requires_grad[file->flag_count++] = (uint8_t)flag;
     file->derived = false;
@@ -535,7 +520,6 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
         TRY(ckpt_read_u64(r, &v, err));
         if (keep && !ckpt_schema_push_dim(file, v)) return oom_at(err, dims_at, i, count);
     }
-    ckpt_schema_end_slot(file);
     if (expected && !ckpt_schema_same_shape(file, (size_t)i, expected, (size_t)i))
         return shape_mismatch(r, err, dims_at, (size_t)i, file, expected);
     at = r->pos;
@@ -543,7 +527,9 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     /* Against a destination the stored size must be the destination's; without one it must
      * be the product of the file's own dims (format.md 5). */
     const ckpt_schema *ref = expected ? expected : file;
-    if (ref->size_too_big[i] || v != ref->sizes[i]) return count_mismatch(r, err, at, (size_t)i, v, ref);
+    bool too_big;
+    uint64_t size = ckpt_schema_size(ref, (size_t)i, &too_big);
+    if (too_big || v != size) return count_mismatch(r, err, at, (size_t)i, v, ref);
     at = r->pos;
     TRY(ckpt_read_u64(r, &v, err));
     if (v > 1)
