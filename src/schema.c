@@ -138,13 +138,14 @@ uint64_t ckpt_schema_rank(const ckpt_schema *s, size_t i) { return s->dim_start[
 const uint64_t *ckpt_schema_dims(const ckpt_schema *s, size_t i) { return s->dims ? s->dims + s->dim_start[i] : NULL; }
 bool ckpt_schema_has_map(const ckpt_schema *s) { return s->has_map; }
 
-/* Computed, not stored: a million slots' sizes were 9 MB written once and read rarely. */
+/* Computed, not stored: a million slots' sizes were 9 MB written once and read rarely. Past
+ * 2^64 the value is the product as it wrapped, as it was when sizes were kept. */
 uint64_t ckpt_schema_size(const ckpt_schema *s, size_t i, bool *too_big)
 {
     uint64_t size;
     bool fits = ckpt_shape_size(ckpt_schema_dims(s, i), ckpt_schema_rank(s, i), &size);
     if (too_big) *too_big = !fits;
-    return fits ? size : 0;
+    return size;
 }
 
 void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t cap)
