@@ -313,22 +313,35 @@ export class Binding {
 
   /** The columns (ckpt_columns, laid out as the ABI says), copied out of wasm memory. */
   columns(file) {
+    return this.#columns(file, true, (c) => c);
+  }
+
+  /** fn(columns) with the columns' arrays as views of wasm memory (no copy): for a reader that
+   *  is done with them when fn returns and calls nothing in the core meanwhile (a call can grow
+   *  the memory, which detaches every view). fn's result is returned. */
+  withColumnView(file, fn) {
+    return this.#columns(file, false, fn);
+  }
+
+  #columns(file, copy, fn) {
     const core = this.#core, ex = this.#ex;
     const { fields } = this.abi.structs.columns;
     const c = ex.w_columns_new(file) >>> 0;
     if (!c) throw new RangeError('out of WebAssembly memory');
     try {
-      const view = new DataView(core.memory.buffer);
+      const { buffer } = core.memory;
+      const view = new DataView(buffer);
       const at = (name) => {
         const f = fields[name];
         if (f.size !== Uint32Array.BYTES_PER_ELEMENT) throw new Error(`ckptscope: columns.${name} is not 32 bits`);
         return view.getUint32(c + f.offset, true);
       };
       const n = at('n'), complete = at('complete') === 1;
-      const u64s = (p, len) => new BigUint64Array(core.memory.buffer.slice(p, p + U64_BYTES * len));
-      const u8s = (p, len) => new Uint8Array(core.memory.buffer.slice(p, p + len));
+      const u64s = copy ? (p, len) => new BigUint64Array(buffer.slice(p, p + U64_BYTES * len))
+        : (p, len) => new BigUint64Array(buffer, p, len);
+      const u8s = copy ? (p, len) => new Uint8Array(buffer.slice(p, p + len)) : (p, len) => new Uint8Array(buffer, p, len);
       const entryFields = this.abi.words.entryRow, tensorFields = this.abi.words.tensorRow;
-      return new Columns({
+      return fn(new Columns({
         n,
         hasMap: at('hasMap') === 1,
         complete,
@@ -343,7 +356,7 @@ export class Binding {
         tensors: u64s(at('tensors'), tensorFields.length * at('tensorsLen')),
         entryFields,
         tensorFields,
-      });
+      }));
     } finally {
       ex.w_columns_free(c);
     }

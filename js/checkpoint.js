@@ -73,24 +73,27 @@ export async function withOpen(source, fn, options) {
   }
 }
 
-/** u64 values as plain numbers (from their 32-bit halves: no BigInt per value), or null when
- *  one is past 2^53 - 1 (the JSON's decimal strings then). */
+/** A u64 column as its 32-bit halves, read in place (no BigInt per value, no copy), or null
+ *  when a value is past 2^53 - 1 (the JSON's decimal strings then): num(w, i) is value i. */
 function numbers(big) {
   const w = new Uint32Array(big.buffer, big.byteOffset, 2 * big.length);
-  const out = new Float64Array(big.length);
-  for (let i = 0; i < big.length; i++) {
-    const hi = w[2 * i + 1];
-    if (hi >= 0x200000) return null;
-    out[i] = hi * 4294967296 + w[2 * i];
-  }
-  return out;
+  for (let i = 1; i < w.length; i += 2) if (w[i] >= 0x200000) return null;
+  return w;
+}
+
+// Value i of a numbers() column; a value under 2^32 is the word itself, which V8 keeps as a
+// small integer: the arrays built of them are packed integers, not boxed doubles.
+function num(w, i) {
+  const hi = w[2 * i + 1], lo = w[2 * i];
+  return hi === 0 ? lo : hi * 4294967296 + lo;
 }
 
 /** The report from its summary (the core's JSON without per-slot arrays) and the core's
- *  columns; null when a value is past 2^53 - 1 or a size past 2^64 (the JSON says those). */
-/* Past this many slots the columns (several typed arrays per slot, in wasm memory and copied
- * out) cost more than streaming the JSON, and past ~30 million the report cannot be one string
- * at all: the JSON path says so plainly (tests/js/boundary.test.mjs). */
+ *  columns; null when a value is past 2^53 - 1 or a size past 2^64 (the JSON says those).
+ *  The columns may be views of wasm memory: everything is read out of them here. */
+/* Past this many slots the columns (several typed arrays per slot, in wasm memory) cost more
+ * than streaming the JSON, and past ~30 million the report cannot be one string at all: the
+ * JSON path says so plainly (tests/js/boundary.test.mjs). */
 const COLUMNS_REPORT_MAX_SLOTS = 1 << 22;
 
 function fromColumns(summary, c) {
@@ -100,21 +103,21 @@ function fromColumns(summary, c) {
   const report = structuredClone(summary);
   // literal arrays for the usual ranks: V8 allocates them packed and at their size
   const shape = (i) => {
-    const k = starts[i], rank = starts[i + 1] - k;
+    const k = num(starts, i), rank = num(starts, i + 1) - k;
     if (rank === 0) return [];
-    if (rank === 1) return [dims[k]];
-    if (rank === 2) return [dims[k], dims[k + 1]];
+    if (rank === 1) return [num(dims, k)];
+    if (rank === 2) return [num(dims, k), num(dims, k + 1)];
     const out = [];
-    for (let j = k; j < k + rank; j++) out.push(dims[j]);
+    for (let j = k; j < k + rank; j++) out.push(num(dims, j));
     return out;
   };
   if (report.kind === 'state') {
     const t = numbers(c.tensors);
     if (!t) return null;
     const rows = c.tensorRows, at = { count: rows.index('count'), offset: rows.index('offset'), dataOffset: rows.index('dataOffset') };
-    report.tensors = [];
+    const tensors = report.tensors = new Array(rows.length);
     for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
-      report.tensors.push({ shape: shape(k), count: t[r + at.count], offset: t[r + at.offset], dataOffset: t[r + at.dataOffset] });
+      tensors[k] = { shape: shape(k), count: num(t, r + at.count), offset: num(t, r + at.offset), dataOffset: num(t, r + at.dataOffset) };
     }
     return report;
   }
@@ -122,30 +125,30 @@ function fromColumns(summary, c) {
   if (!e) return null;
   const s = report.schema;
   if (s) {
-    const shapes = [], sizeList = [], flags = [];
-    for (let i = 0; i < c.n; i++) {
-      shapes.push(shape(i));
-      sizeList.push(sizes[i]);
+    const n = c.n, shapes = new Array(n), sizeList = new Array(n), flags = new Array(c.flags.length);
+    for (let i = 0; i < n; i++) {
+      shapes[i] = shape(i);
+      sizeList[i] = num(sizes, i);
     }
-    for (let i = 0; i < c.flags.length; i++) flags.push(c.flags[i] === 1);
+    for (let i = 0; i < flags.length; i++) flags[i] = c.flags[i] === 1;
     let reps = null;
     if (c.reps) {
       // 2^64 - 1 (none) fails numbers(): its halves are read here, none is null
-      const w = new Uint32Array(c.reps.buffer, c.reps.byteOffset, 2 * c.n);
-      reps = [];
-      for (let i = 0; i < c.n; i++) {
+      const w = new Uint32Array(c.reps.buffer, c.reps.byteOffset, 2 * n);
+      reps = new Array(n);
+      for (let i = 0; i < n; i++) {
         const hi = w[2 * i + 1];
-        if (hi === 0xffffffff && w[2 * i] === 0xffffffff) reps.push(null);
+        if (hi === 0xffffffff && w[2 * i] === 0xffffffff) reps[i] = null;
         else if (hi >= 0x200000) return null;
-        else reps.push(hi * 4294967296 + w[2 * i]);
+        else reps[i] = num(w, i);
       }
     }
     Object.assign(s, { shapes, sizes: sizeList, requiresGrad: flags, representatives: c.hasMap ? reps : null, effectiveRepresentatives: reps });
   }
   const rows = c.entryRows, at = { id: rows.index('id'), step: rows.index('step'), count: rows.index('count'), offset: rows.index('offset') };
-  report.entries = [];
+  const entries = report.entries = new Array(rows.length);
   for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
-    report.entries.push({ id: e[r + at.id], step: e[r + at.step], count: e[r + at.count], offset: e[r + at.offset] });
+    entries[k] = { id: num(e, r + at.id), step: num(e, r + at.step), count: num(e, r + at.count), offset: num(e, r + at.offset) };
   }
   return report;
 }
@@ -286,7 +289,8 @@ export class Checkpoint {
   get report() {
     const slots = this.#meta.slotCount ?? this.#meta.tensorCount ?? 0;
     const viaColumns = !this.#meta.statistics && slots <= COLUMNS_REPORT_MAX_SLOTS;
-    this.#report ??= (viaColumns ? fromColumns(this.#meta, this.columns()) : null) ?? JSON.parse(this.reportText());
+    this.#report ??= (viaColumns ? this.#use((b, file) => b.withColumnView(file, (c) => fromColumns(this.#meta, c))) : null) ??
+      JSON.parse(this.reportText());
     return this.#report;
   }
 

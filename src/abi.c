@@ -243,10 +243,21 @@ static void *alloc_array(uint64_t count, size_t elem)
     return malloc(bytes ? (size_t)bytes : 1);
 }
 
+/* The columns and whether reps is their own copy (else the schema's stored map, shared). */
+typedef struct columns_owned {
+    ckpt_columns c;
+    bool own_reps;
+    uint64_t *sizes; /* the schema computes sizes when asked: the columns hold them */
+    uint8_t *too_big;
+} columns_owned;
+
 void ckpt_columns_free(ckpt_columns *c)
 {
     if (!c) return;
-    free(c->reps);
+    columns_owned *owned = (columns_owned *)c;
+    if (owned->own_reps) free(c->reps);
+    free(owned->sizes);
+    free(owned->too_big);
     free(c->broken);
     free(c->entries);
     free(c->tensors);
@@ -258,8 +269,9 @@ ckpt_columns *ckpt_columns_new(const ckpt_file *f)
     const ckpt_report *rep = ckpt_file_report(f);
     const ckpt_schema *s = rep->schema;
     if ((s && s->n > UINT32_MAX) || rep->entries_len > UINT32_MAX || rep->tensors_len > UINT32_MAX) return NULL;
-    ckpt_columns *c = calloc(1, sizeof *c);
-    if (!c) return NULL;
+    columns_owned *owned = calloc(1, sizeof *owned);
+    if (!owned) return NULL;
+    ckpt_columns *c = &owned->c;
     if (s) {
         size_t n = s->n;
         c->n = (uint32_t)n;
@@ -269,12 +281,24 @@ ckpt_columns *ckpt_columns_new(const ckpt_file *f)
         c->complete = rep->schema_complete;
         c->dim_start = s->dim_start;
         c->dims = s->dims;
-        c->sizes = s->sizes;
-        c->too_big = s->size_too_big;
+        if (!(owned->sizes = alloc_array(n, sizeof *owned->sizes)) || !(owned->too_big = alloc_array(n, 1))) goto fail;
+        for (size_t i = 0; i < n; i++) {
+            bool too_big;
+            owned->sizes[i] = ckpt_schema_size(s, i, &too_big);
+            owned->too_big[i] = too_big;
+        }
+        c->sizes = owned->sizes;
+        c->too_big = owned->too_big;
         c->flags = s->requires_grad;
         if (rep->schema_complete) {
-            if (!(c->reps = alloc_array(n, sizeof *c->reps)) || !(c->broken = alloc_array(n, 1))) goto fail;
-            for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
+            /* a stored map of every slot is representative?(i) itself: shared, not copied */
+            if (s->has_map && s->map_count == n) c->reps = s->map;
+            else {
+                owned->own_reps = true;
+                if (!(c->reps = alloc_array(n, sizeof *c->reps))) goto fail;
+                for (size_t i = 0; i < n; i++) c->reps[i] = ckpt_schema_representative(s, i);
+            }
+            if (!(c->broken = alloc_array(n, 1))) goto fail;
             ckpt_schema_mark_sharing_faults(s, c->broken);
         }
     }

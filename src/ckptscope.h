@@ -729,8 +729,9 @@ typedef struct ckpt_tensor_row {
 } ckpt_tensor_row;
 
 /* A file's per-slot arrays as columns, for a caller that would rather not parse a million slots
- * of JSON. The schema's arrays point into the file's report (valid until ckpt_close); the rest
- * is owned by the columns (ckpt_columns_free). reps and broken are NULL unless complete. */
+ * of JSON. Read-only. dim_start, dims and flags (and reps when the file stores a map of every
+ * slot) point into the file's report (valid until ckpt_close); the rest is owned by the columns
+ * (ckpt_columns_free). reps and broken are NULL unless complete. */
 typedef struct ckpt_columns {
     uint32_t n, flag_count, dims_len, entries_len, tensors_len, has_map, complete;
     const uint64_t *dim_start; /* n + 1 */

@@ -5,6 +5,7 @@
 #include "ckptscope.h"
 
 #include <stdarg.h>
+#include <string.h>
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "ckptscope reads payloads in place and needs a little-endian host"
@@ -129,7 +130,13 @@ struct ckpt_reader {
 };
 ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix);
 int ckpt_read_exact(ckpt_reader *r, void *dst, size_t n, ckpt_error *err);
-uint64_t ckpt_get_u64le(const uint8_t *p);
+/* Inline: every field of every record goes through it (a call per field was 5% of a parse). */
+static inline uint64_t ckpt_get_u64le(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8); /* little-endian hosts only (checked above) */
+    return v;
+}
 /* A u64 field: inline when the buffer holds it (a million-slot schema reads millions). */
 static inline int ckpt_read_u64(ckpt_reader *r, uint64_t *out, ckpt_error *err)
 {
@@ -166,9 +173,7 @@ struct ckpt_schema {
     size_t map_count;
     bool has_map;
     uint64_t *dim_start; /* n + 1 offsets into dims */
-    uint64_t *dims;
-    uint64_t *sizes;
-    uint8_t *size_too_big; /* 1 where the product is >= 2^64 */
+    uint64_t *dims; /* a slot's size is their product, computed when asked (no array of them) */
     uint8_t *requires_grad;
     uint64_t *map;        /* has_map: map_count representatives */
     size_t cap, dims_cap; /* capacities while a reader appends */
@@ -180,10 +185,9 @@ struct ckpt_schema {
 ckpt_schema *ckpt_schema_empty(void);
 /* Capacity for this many slots and dims (callers bound them by the bytes left). */
 bool ckpt_schema_reserve(ckpt_schema *s, size_t slots, size_t dims);
-/* Append a slot with its dims; the size is computed. Returns false when out of memory. */
+/* Append a slot, then its dims. Returns false when out of memory. */
 bool ckpt_schema_push_slot(ckpt_schema *s);
 bool ckpt_schema_push_dim(ckpt_schema *s, uint64_t dim);
-void ckpt_schema_end_slot(ckpt_schema *s);
 bool ckpt_schema_push_flag(ckpt_schema *s, bool trainable);
 bool ckpt_schema_set_map(ckpt_schema *s, const uint64_t *map, size_t count);
 /* Read the schema into `file` (a fresh empty schema), comparing with `expected` when it is
@@ -367,6 +371,11 @@ ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, c
 
 /* ---- hints.c: what a file that is not the expected family looks like ---- */
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);
+
+/* ---- bigmem.c ---- */
+/* Advise the system that the array at p (bytes long, just allocated, not yet written) is large
+ * and filled whole: huge pages where the platform has them. */
+void ckpt_advise_large(void *p, size_t bytes);
 
 /* ---- report.c ---- */
 bool ckpt_report_warn(ckpt_report *rep, const char *fmt, ...)

@@ -26,13 +26,6 @@ void ckpt_put_u64le(uint8_t *p, uint64_t v)
     for (int k = 0; k < 8; k++) p[k] = (uint8_t)(v >> (8 * k));
 }
 
-uint64_t ckpt_get_u64le(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8); /* little-endian hosts only (internal.h checks) */
-    return v;
-}
-
 /* ---- sources ---- */
 
 static size_t memory_read(void *ctx, uint64_t offset, void *buf, size_t n)

@@ -50,6 +50,7 @@ static bool grow(void **p, size_t *cap, size_t len, size_t elem)
     if (c > SIZE_MAX / 2 / elem) return false;
     void *q = realloc(*p, 2 * c * elem);
     if (!q) return false;
+    ckpt_advise_large(q, 2 * c * elem);
     *p = q;
     *cap = 2 * c;
     return true;
@@ -68,6 +69,7 @@ bool ckpt_report_reserve_entries(ckpt_report *rep, size_t count)
     if (count > SIZE_MAX / sizeof *rep->entries) return false;
     ckpt_entry_info *q = realloc(rep->entries, count * sizeof *q);
     if (!q) return false;
+    ckpt_advise_large(q, count * sizeof *q);
     rep->entries = q;
     rep->entries_cap = count;
     return true;

@@ -25,8 +25,6 @@ void ckpt_schema_free(ckpt_schema *s)
     if (!s) return;
     free(s->dim_start);
     free(s->dims);
-    free(s->sizes);
-    free(s->size_too_big);
     free(s->requires_grad);
     free(s->map);
     free(s);
@@ -42,6 +40,7 @@ static bool grow(void **p, size_t elem, size_t need, size_t *cap)
     }
     void *q = realloc(*p, c * elem);
     if (!q) return false;
+    ckpt_advise_large(q, c * elem);
     *p = q;
     *cap = c;
     return true;
@@ -57,14 +56,11 @@ static bool grow_slots(ckpt_schema *s, size_t need)
         c *= 2;
     }
     void *p;
-    if (!(p = realloc(s->sizes, c * sizeof *s->sizes))) return false;
-    s->sizes = p;
-    if (!(p = realloc(s->size_too_big, c))) return false;
-    s->size_too_big = p;
     if (!(p = realloc(s->requires_grad, c))) return false;
     s->requires_grad = p;
     if (!(p = realloc(s->dim_start, (c + 1) * sizeof *s->dim_start))) return false;
     s->dim_start = p;
+    ckpt_advise_large(p, (c + 1) * sizeof *s->dim_start);
     s->cap = c;
     return true;
 }
@@ -81,8 +77,6 @@ bool ckpt_schema_push_slot(ckpt_schema *s)
     if (s->n == SIZE_MAX - 1 || !grow_slots(s, s->n + 1)) return false;
     s->derived = false;
     s->dim_start[s->n + 1] = s->dim_start[s->n];
-    s->sizes[s->n] = 1;
-    s->size_too_big[s->n] = 0;
     s->n++;
     return true;
 }
@@ -94,15 +88,6 @@ bool ckpt_schema_push_dim(ckpt_schema *s, uint64_t dim)
     s->dims[len] = dim;
     s->dim_start[s->n] = len + 1;
     return true;
-}
-
-void ckpt_schema_end_slot(ckpt_schema *s)
-{
-    size_t i = s->n - 1;
-    uint64_t size;
-    bool fits = ckpt_shape_size(ckpt_schema_dims(s, i), ckpt_schema_rank(s, i), &size);
-    s->sizes[i] = size;
-    s->size_too_big[i] = !fits;
 }
 
 bool ckpt_schema_push_flag(ckpt_schema *s, bool trainable)
@@ -136,7 +121,6 @@ ckpt_schema *ckpt_schema_new(size_t shape_count, const uint64_t *ranks, const ui
         if (!ckpt_schema_push_slot(s)) goto fail;
         for (uint64_t k = 0; k < ranks[i]; k++)
             if (!ckpt_schema_push_dim(s, dims[d++])) goto fail;
-        ckpt_schema_end_slot(s);
     }
     for (size_t i = 0; i < flag_count; i++)
         if (!ckpt_schema_push_flag(s, requires_grad[i] != 0)) goto fail;
@@ -154,10 +138,14 @@ uint64_t ckpt_schema_rank(const ckpt_schema *s, size_t i) { return s->dim_start[
 const uint64_t *ckpt_schema_dims(const ckpt_schema *s, size_t i) { return s->dims ? s->dims + s->dim_start[i] : NULL; }
 bool ckpt_schema_has_map(const ckpt_schema *s) { return s->has_map; }
 
+/* Computed, not stored: a million slots' sizes were 9 MB written once and read rarely. Past
+ * 2^64 the value is the product as it wrapped, as it was when sizes were kept. */
 uint64_t ckpt_schema_size(const ckpt_schema *s, size_t i, bool *too_big)
 {
-    if (too_big) *too_big = s->size_too_big[i];
-    return s->sizes[i];
+    uint64_t size;
+    bool fits = ckpt_shape_size(ckpt_schema_dims(s, i), ckpt_schema_rank(s, i), &size);
+    if (too_big) *too_big = !fits;
+    return size;
 }
 
 void ckpt_schema_size_decimal(const ckpt_schema *s, size_t i, char *buf, size_t cap)
@@ -357,7 +345,9 @@ int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decima
 int ckpt_schema_check_sizes_fit(const ckpt_schema *s, ckpt_error *err)
 {
     for (size_t i = 0; i < s->n; i++) {
-        if (!s->size_too_big[i]) continue;
+        bool too_big;
+        ckpt_schema_size(s, i, &too_big);
+        if (!too_big) continue;
         strbuf sb = {0};
         ckpt_shape_size_print(&sb, ckpt_schema_dims(s, i), ckpt_schema_rank(s, i));
         if (sb.failed) ckpt_fail_oom(err);
@@ -382,7 +372,7 @@ int ckpt_schema_write(const ckpt_schema *s, const ckpt_sink *out, ckpt_error *er
         const uint64_t *dims = ckpt_schema_dims(s, i);
         rc = block_u64(b, rank, err);
         for (uint64_t k = 0; k < rank && !rc; k++) rc = block_u64(b, dims[k], err);
-        if (!rc) rc = block_u64(b, s->sizes[i], err);
+        if (!rc) rc = block_u64(b, ckpt_schema_size(s, i, NULL), err);
         if (!rc) rc = block_u64(b, s->requires_grad[i] ? 1 : 0, err);
     }
     if (!rc) rc = block_flush(b, err);
@@ -496,13 +486,12 @@ static bool read_slot_fast(ckpt_reader *r, const ckpt_schema *expected, ckpt_sch
     }
     uint64_t stored = ckpt_get_u64le(p + 8 + 8 * rank), flag = ckpt_get_u64le(p + 16 + 8 * rank);
     if (stored != size || flag > 1) return false;
-    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) || expected->size_too_big[i] ||
-                     expected->sizes[i] != size || (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
+    /* the same shape as the destination's (below) has the same size: no need to compare sizes */
+    if (expected && (rank != ckpt_schema_rank(expected, (size_t)i) ||
+                     (flag == 1) != ckpt_schema_requires_grad(expected, (size_t)i) ||
                      !ckpt_shape_equal(file->dims + len, rank, ckpt_schema_dims(expected, (size_t)i), rank)))
         return false;
     file->dim_start[file->n + 1] = len + rank;
-    file->sizes[file->n] = size;
-    file->size_too_big[file->n] = 0;
     file->n++;
     file->requires_grad[file->flag_count++] = (uint8_t)flag;
     file->derived = false;
@@ -532,7 +521,6 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
         TRY(ckpt_read_u64(r, &v, err));
         if (keep && !ckpt_schema_push_dim(file, v)) return oom_at(err, dims_at, i, count);
     }
-    ckpt_schema_end_slot(file);
     if (expected && !ckpt_schema_same_shape(file, (size_t)i, expected, (size_t)i))
         return shape_mismatch(r, err, dims_at, (size_t)i, file, expected);
     at = r->pos;
@@ -540,7 +528,9 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     /* Against a destination the stored size must be the destination's; without one it must
      * be the product of the file's own dims (format.md 5). */
     const ckpt_schema *ref = expected ? expected : file;
-    if (ref->size_too_big[i] || v != ref->sizes[i]) return count_mismatch(r, err, at, (size_t)i, v, ref);
+    bool too_big;
+    uint64_t size = ckpt_schema_size(ref, (size_t)i, &too_big);
+    if (too_big || v != size) return count_mismatch(r, err, at, (size_t)i, v, ref);
     at = r->pos;
     TRY(ckpt_read_u64(r, &v, err));
     if (v > 1)
@@ -556,8 +546,11 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
 int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, ckpt_error *err)
 {
     size_t n = expected ? expected->n : file->n;
-    uint64_t *map = malloc((n ? n : 1) * sizeof *map);
-    if (!map) return ckpt_fail_oom(err);
+    /* Read straight into the map the file's schema keeps (a million slots: no second copy);
+     * a check against the destination alone keeps none. */
+    uint64_t *map = NULL;
+    if (file && !(map = malloc((n ? n : 1) * sizeof *map))) return ckpt_fail_oom(err);
+    ckpt_advise_large(map, n * sizeof *map);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t at = r->pos, tag;
@@ -570,11 +563,18 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
                               "storage alias mismatch for parameter %zu", i);
             break;
         }
-        map[i] = tag == 0 ? CKPT_NONE : tag - 1;
+        if (map) map[i] = tag == 0 ? CKPT_NONE : tag - 1;
     }
-    if (!rc && file && !ckpt_schema_set_map(file, map, n)) rc = ckpt_fail_oom(err);
-    free(map);
-    return rc;
+    if (rc || !file) {
+        free(map);
+        return rc;
+    }
+    free(file->map);
+    file->map = map;
+    file->map_count = n;
+    file->has_map = true;
+    file->derived = false;
+    return 0;
 }
 
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err)

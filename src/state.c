@@ -53,7 +53,6 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
         TRY(ckpt_read_u64(r, &v, err));
         if (keep && !ckpt_schema_push_dim(file, v)) return oom_at(err, info.offset, i, declared);
     }
-    ckpt_schema_end_slot(file);
     uint64_t count_at = r->pos;
     TRY(ckpt_read_u64(r, &info.count, err));
 
