@@ -14,6 +14,7 @@
  * bounded memory, progress, cancel. The per-chunk accumulation and the flags are also run.c's
  * (internal.h): a run feeds them the chunks of its continuity pass. */
 #include "internal.h"
+#include "lanes.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,6 +24,10 @@
 
 #define CHUNK CKPT_HEALTH_CHUNK /* elements per cursor per step */
 #define MARGIN 1e-3             /* relative slack of the consistency bound */
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
+#endif
 
 /* The flag band of the update-to-weight ratio: a heuristic, so its flags are warnings. */
 typedef struct band {
@@ -40,50 +45,150 @@ typedef struct pass {
     uint8_t *theta; /* CHUNK * state_width */
 } pass;
 
-/* The moments' part of one chunk: n elements of m and v as stored (float or double). The loop is
- * written once and inlined into one function per width (`wide` a constant there), so the compiler
- * sees plain arrays; the rare non-finite or negative elements leave the arithmetic through a
- * branch that is almost never taken. A chunk is a function call of its own (not inlined into the
- * slot's loop) because V8 moves a WebAssembly function to its optimizing tier only on a later
- * call: a loop over a whole 32 MiB slot would run in the baseline tier to its end (the health
- * pass in the CLI: 1.8 s, 1.15 s once warm). They are called through pointers
+/* The element loops. Elements go in blocks of LANES (lanes.h): every block, whatever its contents,
+ * is computed lane-wise and branch-free, with its non-finite elements (and, for the moments, a
+ * negative v) masked out of the sums, maxima and counts; only a block holding one is then read
+ * again, element by element, to count what it holds. The sums add element j of a chunk into lane
+ * j % LANES and the lanes in one fixed tree at the chunk's end (chunks start every
+ * CKPT_HEALTH_CHUNK elements from the slot's start), so health, a run and any number of workers
+ * give the same bits in every build; counts and maxima are exact whatever the order.
+ *
+ * The moments' consistency bound |m| > c sqrt(max(v, floor)) (1 + MARGIN) needs a second square
+ * root per element. The step's own root d = sqrt(v inv2) gives it to within a few units of 2^-53
+ * (sqrt(v) = d / sqrt(inv2)), so a block is decided from d when every element is either below
+ * the estimate less 2^-40 of it or above it plus 2^-40; a block with an element in between (or
+ * out of the range where that error bound holds) takes the bound's own root, as written. v at or
+ * below the floor has the exact bound c sqrt(floor) (1 + MARGIN), a constant.
+ *
+ * The loops are written once and inlined into one function per width (`wide` a constant there).
+ * A chunk is a function call of its own (not inlined into the slot's loop) because V8 moves a
+ * WebAssembly function to its optimizing tier only on a later call: a loop over a whole 32 MiB
+ * slot would run in the baseline tier to its end. They are called through pointers
  * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
  * whatever the C says, and cannot inline an indirect call. */
-static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
+#define SCREEN 0x1p-40     /* the relative band around the estimated bound taken as undecided */
+#define SCREEN_MAX 0x1p1000 /* an estimate beyond this (or infinite) is undecided */
+#define SCREEN_K 0x1p200    /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
+
+#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
+
+/* What a chunk gathers: sums per lane (element j in lane j % LANES); counts and maxima in any
+ * lane (a count is minus the sum of its masks). */
+typedef struct moments_acc {
+    v2d sq[2], max;
+    v2i finite, never, inconsistent;
+} moments_acc;
+
+/* A chunk's constants. */
+typedef struct moments_consts {
+    double inv1, inv2, eps, floor, c, margin;
+    bool check;  /* c > 0: the bound exists */
+    bool screen; /* ... and its estimate from d holds to a few units of 2^-53 */
+    double c1;   /* c (1 + MARGIN) / sqrt(inv2): the bound is about c1 d */
+    double b0;   /* the bound where v <= floor, exactly as written */
+} moments_consts;
+
+static inline double element(const uint8_t *p, size_t j, bool wide)
 {
     return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
+}
+
+/* The non-finite values and negative v of a block's bad lanes, counted as the rules say. */
+static NOINLINE void count_bad_moments(const v2d m[2], const v2d v[2], const v2i bad[2], ckpt_health_moments *h)
+{
+    for (int l = 0; l < LANES; l++) {
+        if (!bad[l >> 1][l & 1]) continue;
+        double x = m[l >> 1][l & 1], y = v[l >> 1][l & 1];
+        if (isnan(x)) h->nan++;
+        else if (isinf(x)) h->inf++;
+        if (isnan(y)) h->nan++;
+        else if (isinf(y)) h->inf++;
+        else if (y < 0) h->v_negative++;
+    }
+}
+
+/* One block of LANES elements; `valid`: the lanes that hold elements (all but in a tail). */
+static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
+                                               const v2i valid[2], moments_acc *a, ckpt_health_moments *h)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i good[2], bad[2];
+    for (int q = 0; q < 2; q++) {
+        v2i ok = lt2(abs2(mr[q]), inf) & le2(splat2(0), vr[q]) & lt2(vr[q], inf);
+        good[q] = ok & valid[q];
+        bad[q] = valid[q] & ~ok;
+    }
+    if (any2(bad[0] | bad[1])) count_bad_moments(mr, vr, bad, h);
+    v2d m[2], v[2], d[2], u[2];
+    for (int q = 0; q < 2; q++) {
+        m[q] = keep2(good[q], mr[q]); /* a bad lane computes with m = v = 0, and adds nothing */
+        v[q] = keep2(good[q], vr[q]);
+        d[q] = sqrt2(v[q] * K->inv2);
+        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
+    }
+    v2i finite[2];
+    for (int q = 0; q < 2; q++) {
+        finite[q] = lt2(u[q], inf) & good[q];
+        u[q] = keep2(finite[q], u[q]);
+        a->sq[q] += u[q] * u[q];
+    }
+    a->max = max2(max2(u[0], u[1]), a->max);
+    a->finite += finite[0] + finite[1];
+    a->never += (eq2(v[0], splat2(0)) & good[0]) + (eq2(v[1], splat2(0)) & good[1]);
+    if (!K->check) return;
+    v2i beyond[2], undecided = {0, 0};
+    if (K->screen)
+        for (int q = 0; q < 2; q++) {
+            v2d am = abs2(m[q]), est = d[q] * K->c1;
+            v2i small = le2(v[q], splat2(K->floor));
+            v2d lo = SELECT2(small, splat2(K->b0), est * (1 - SCREEN));
+            v2d hi = SELECT2(small, splat2(K->b0), est * (1 + SCREEN));
+            beyond[q] = lt2(hi, am);
+            undecided |= ~((beyond[q] | le2(am, lo)) & le2(est, splat2(SCREEN_MAX))) & good[q];
+        }
+    if (!K->screen || any2(undecided))
+        for (int q = 0; q < 2; q++) {
+            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
+        }
+    a->inconsistent += (beyond[0] & good[0]) + (beyond[1] & good[1]);
 }
 
 static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
                                               size_t n, ckpt_health_moments *h, bool wide)
 {
-    const double c = k->c, floor = k->v_floor, eps = k->eps, inv1 = h->inv1, inv2 = h->inv2;
-    double sum_sq = 0, max = h->u_max;
-    uint64_t finite = 0, never = 0, inconsistent = 0;
-    for (size_t j = 0; j < n; j++) {
-        double m = element(pm, j, wide), v = element(pv, j, wide);
-        if (!isfinite(m) || !isfinite(v) || v < 0) {
-            if (isnan(m)) h->nan++;
-            else if (isinf(m)) h->inf++;
-            if (isnan(v)) h->nan++;
-            else if (isinf(v)) h->inf++;
-            else if (v < 0) h->v_negative++;
-            continue;
-        }
-        never += v == 0;
-        inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);
-        double u = (m * inv1) / (sqrt(v * inv2) + eps);
-        if (!isfinite(u)) continue;
-        double a = fabs(u);
-        sum_sq += a * a;
-        if (a > max) max = a;
-        finite++;
+    moments_consts K = {h->inv1, h->inv2, k->eps, k->v_floor, k->c, 1 + MARGIN, k->c > 0, false, 0, 0};
+    K.b0 = K.c * sqrt(K.floor) * K.margin;
+    K.c1 = K.c * K.margin / sqrt(K.inv2);
+    /* v > floor >= the smallest normal and inv2 >= 1: d >= 2^-511 and c1 d >= 2^-711, a normal */
+    K.screen = K.check && K.inv2 >= 1 && K.inv2 <= SCREEN_K && K.c1 >= 1 / SCREEN_K && K.c1 <= SCREEN_K;
+    moments_acc a;
+    memset(&a, 0, sizeof a);
+    a.max = splat2(h->u_max);
+    const v2i all[2] = {ALL2, ALL2};
+    size_t full = n - n % LANES;
+    for (size_t j = 0; j < full; j += LANES) {
+        v2d m[2], v[2];
+        load4(pm, j, wide, m);
+        load4(pv, j, wide, v);
+        moments_block(&K, m, v, all, &a, h);
     }
-    h->u_sum_sq += sum_sq;
-    h->u_max = max;
-    h->u_finite += finite;
-    h->never_updated += never;
-    h->inconsistent += inconsistent;
+    if (full < n) { /* the tail, as a block with its missing lanes masked */
+        v2d m[2] = {{0}}, v[2] = {{0}};
+        v2i valid[2] = {{0}};
+        for (size_t j = full; j < n; j++) {
+            size_t l = j - full;
+            m[l >> 1][l & 1] = element(pm, j, wide);
+            v[l >> 1][l & 1] = element(pv, j, wide);
+            valid[l >> 1][l & 1] = -1;
+        }
+        moments_block(&K, m, v, valid, &a, h);
+    }
+    h->u_sum_sq += sum4(a.sq);
+    h->u_max = max_of2(a.max);
+    h->u_finite += count2(a.finite);
+    h->never_updated += count2(a.never);
+    h->inconsistent += count2(a.inconsistent);
 }
 
 static NOINLINE void moments_chunk32(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
@@ -99,25 +204,57 @@ static NOINLINE void moments_chunk64(const ckpt_health_kernel *k, const uint8_t 
 }
 
 /* The parameters' part of one chunk (a call of its own for the same reason). */
+static NOINLINE void count_bad_params(const v2d x[2], const v2i bad[2], ckpt_health_param *h)
+{
+    for (int l = 0; l < LANES; l++)
+        if (bad[l >> 1][l & 1]) {
+            if (isnan(x[l >> 1][l & 1])) h->nan++;
+            else h->inf++;
+        }
+}
+
+static inline ALWAYS_INLINE void params_block(const v2d xr[2], const v2i valid[2], v2d sq[2], v2d *max, v2i *finite,
+                                              ckpt_health_param *h)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i good[2], bad[2];
+    v2d x[2];
+    for (int q = 0; q < 2; q++) {
+        v2i ok = lt2(abs2(xr[q]), inf);
+        good[q] = ok & valid[q];
+        bad[q] = valid[q] & ~ok;
+        x[q] = keep2(good[q], abs2(xr[q]));
+        sq[q] += x[q] * x[q];
+    }
+    if (any2(bad[0] | bad[1])) count_bad_params(xr, bad, h);
+    *max = max2(max2(x[0], x[1]), *max);
+    *finite += good[0] + good[1];
+}
+
 static inline ALWAYS_INLINE void params_span(const uint8_t *theta, size_t n, ckpt_health_param *h, bool wide)
 {
-    double sum_sq = 0, max = h->max;
-    uint64_t finite = 0;
-    for (size_t j = 0; j < n; j++) {
-        double x = element(theta, j, wide);
-        if (!isfinite(x)) {
-            if (isnan(x)) h->nan++;
-            else h->inf++;
-            continue;
-        }
-        double a = fabs(x);
-        sum_sq += a * a;
-        if (a > max) max = a;
-        finite++;
+    v2d sq[2] = {{0}}, max = splat2(h->max);
+    v2i finite = {0, 0};
+    const v2i all[2] = {ALL2, ALL2};
+    size_t full = n - n % LANES;
+    for (size_t j = 0; j < full; j += LANES) {
+        v2d x[2];
+        load4(theta, j, wide, x);
+        params_block(x, all, sq, &max, &finite, h);
     }
-    h->sum_sq += sum_sq;
-    h->max = max;
-    h->finite += finite;
+    if (full < n) {
+        v2d x[2] = {{0}};
+        v2i valid[2] = {{0}};
+        for (size_t j = full; j < n; j++) {
+            size_t l = j - full;
+            x[l >> 1][l & 1] = element(theta, j, wide);
+            valid[l >> 1][l & 1] = -1;
+        }
+        params_block(x, valid, sq, &max, &finite, h);
+    }
+    h->sum_sq += sum4(sq);
+    h->max = max_of2(max);
+    h->finite += count2(finite);
 }
 
 static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h)

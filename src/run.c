@@ -13,6 +13,7 @@
  * accumulation, fed the same chunks). Memory: a few chunks per file, and per file one health
  * accumulator per slot. */
 #include "internal.h"
+#include "lanes.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,6 +24,10 @@
 #define CHUNK CKPT_HEALTH_CHUNK           /* elements per file per step, many files */
 #define CHUNK_FEW (4 * CKPT_HEALTH_CHUNK) /* the same for a few files (fewer, larger reads) */
 #define FEW_FILES 16
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
+#endif
 
 /* One file of the run and its buffers for the current chunk. */
 typedef struct run_file {
@@ -150,13 +155,8 @@ static double c_k(const run_pair *p, uint64_t k)
 /* k = 1: Δm = (1 - b1) g, so the step's gradient is Δm / (1 - b1). */
 static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
 
-static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
-{
-    return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
-}
-
-/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. `base` is the
- * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged.
+/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. Elements
+ * holding NaN or infinity are health's to flag, not judged (the gradient still counts them).
  *
  * Speed: the bound is c_k sqrt(X) + tm (X = max(dv, 0) + tv), and tm = tm0 + km c_k sqrt(v_B)
  * with tm0 = km (|m_B| + b1^k |m_A|). Without a square root, e = |dm| - tm0 decides most
@@ -165,67 +165,172 @@ static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide
  * for a new worst ratio. Only the elements in between take the roots, as written. The squared
  * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
  * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
- * once at the end). The loop is inlined once per moment width, as health's is. */
+ * once at the end).
+ *
+ * The elements go in blocks of LANES (lanes.h), computed lane-wise and branch-free with the
+ * elements each part does not take masked out; a block leaves the vectors only for an element
+ * that needs the roots (then that element, as written) or that breaks the bound (counted in
+ * order, for the first). Sums add element j into lane j % LANES and the lanes in one fixed tree
+ * every CKPT_HEALTH_CHUNK elements from the slot's start, whatever the run's chunk; the worst
+ * ratio is kept per lane, its largest taken at the end. The loop is inlined once per moment
+ * width, as health's is. */
+#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
+
+/* A pair's constants in one chunk, and what its blocks gather (sums per lane; counts as minus
+ * the sum of their masks, in any lane). */
+typedef struct steps_lanes {
+    double kv, km, b1k, b2k, ck, ck2, ck2_1km, nu, g_limit, inv1, inv2, eps, wd;
+    bool gradient, lr;
+    v2d g_sq[2], dd[2], td[2], tt[2], g_max, worst[2];
+    v2i g_finite, g_zero, g_nonfinite;
+    uint64_t broken, first;
+} steps_lanes;
+
+/* The lanes of a block that need the roots: the bound and the worst ratio as written. */
+static NOINLINE void steps_roots(steps_lanes *L, const v2d ma[2], const v2d mb[2], const v2d vb[2], const v2d adm[2],
+                                 const v2d x[2], const v2i need[2], v2i out[2])
+{
+    for (int l = 0; l < LANES; l++) {
+        int q = l >> 1, i = l & 1;
+        if (!need[q][i]) continue;
+        double a = adm[q][i], w = L->worst[q][i];
+        double tm = L->km * (L->ck * sqrt(vb[q][i]) + fabs(mb[q][i]) + L->b1k * fabs(ma[q][i]));
+        double bound = L->ck * sqrt(x[q][i]) + tm;
+        if (a > w * bound && isfinite(bound) && bound > 0) L->worst[q][i] = a / bound; /* one division per new maximum */
+        out[q][i] = a > bound ? -1 : 0;
+    }
+}
+
+/* The broken elements of a block, in order: the first of the slot is the first met. */
+static NOINLINE void steps_broken(steps_lanes *L, const v2i broken[2], uint64_t at)
+{
+    for (int l = 0; l < LANES; l++)
+        if (broken[l >> 1][l & 1]) {
+            if (!L->broken) L->first = at + (uint64_t)l;
+            L->broken++;
+        }
+}
+
+/* One block of LANES elements from element j of the buffers; `valid`: the lanes that hold
+ * elements (all but in a tail); `at`: the slot's index of element j. */
+static inline ALWAYS_INLINE void steps_block(steps_lanes *L, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
+                                             const uint8_t *pvb, const double *tha, const double *thb, size_t j,
+                                             const v2i valid[2], uint64_t at, bool wide)
+{
+    const v2d inf = splat2(INFINITY), zero = splat2(0);
+    v2d ma[2], va[2], mb[2], vb[2], dm[2], adm[2];
+    v2i ok[2];
+    load4(pma, j, wide, ma);
+    load4(pva, j, wide, va);
+    load4(pmb, j, wide, mb);
+    load4(pvb, j, wide, vb);
+    for (int q = 0; q < 2; q++) {
+        dm[q] = mb[q] - L->b1k * ma[q];
+        adm[q] = abs2(dm[q]);
+        ok[q] = lt2(abs2(ma[q]), inf) & lt2(abs2(va[q]), inf) & lt2(abs2(mb[q]), inf) & lt2(abs2(vb[q]), inf) &
+                valid[q];
+    }
+    if (L->gradient) {
+        v2i g[2];
+        for (int q = 0; q < 2; q++) {
+            g[q] = le2(adm[q], splat2(L->g_limit)) & valid[q]; /* false for NaN */
+            v2d x = keep2(g[q], dm[q]);
+            L->g_sq[q] += x * x;
+        }
+        L->g_max = max2(max2(keep2(g[0], adm[0]), keep2(g[1], adm[1])), L->g_max);
+        L->g_finite += g[0] + g[1];
+        L->g_nonfinite += (valid[0] & ~g[0]) + (valid[1] & ~g[1]);
+        L->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
+    }
+    v2d dv[2], tv[2], x[2];
+    v2i out[2], need[2];
+    for (int q = 0; q < 2; q++) { /* a lane not ok computes with zeros, and counts nothing */
+        ma[q] = keep2(ok[q], ma[q]), va[q] = keep2(ok[q], va[q]), mb[q] = keep2(ok[q], mb[q]);
+        vb[q] = keep2(ok[q], vb[q]), adm[q] = keep2(ok[q], adm[q]);
+        dv[q] = vb[q] - L->b2k * va[q];
+        tv[q] = L->kv * (vb[q] + L->b2k * va[q]) + L->nu;
+        x[q] = keep2(lt2(zero, dv[q]), dv[q]) + tv[q];
+        v2d cx = L->ck2 * x[q];
+        v2d tm0 = L->km * (abs2(mb[q]) + L->b1k * abs2(ma[q]));
+        v2d e = adm[q] - tm0, ew = adm[q] - L->worst[q] * tm0;
+        out[q] = lt2(zero, e) & lt2(cx, e * e);                                        /* perhaps beyond the bound */
+        v2i candidate = lt2(zero, ew) & lt2(L->worst[q] * L->worst[q] * cx, ew * ew); /* perhaps a new worst */
+        need[q] = ((out[q] & le2(e * e, L->ck2_1km * (x[q] + L->km * vb[q]))) | candidate) & ok[q];
+    }
+    if (any2(need[0] | need[1])) steps_roots(L, ma, mb, vb, adm, x, need, out);
+    v2i broken[2];
+    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
+    if (any2(broken[0] | broken[1])) steps_broken(L, broken, at);
+    if (!L->lr) return;
+    for (int q = 0; q < 2; q++) {
+        v2d ta, tb;
+        memcpy(&ta, tha + j + 2 * q, 16);
+        memcpy(&tb, thb + j + 2 * q, 16);
+        v2d d = mb[q] * L->inv1 / (sqrt2(vb[q] * L->inv2) + L->eps);
+        if (L->wd != 0) d += L->wd * ta;
+        v2d t = tb - ta;
+        v2i fin = lt2(abs2(d), inf) & lt2(abs2(t), inf) & ok[q];
+        d = keep2(fin, d), t = keep2(fin, t);
+        L->dd[q] += d * d;
+        L->td[q] += t * d;
+        L->tt[q] += t * t;
+    }
+}
+
+/* Elements [from, to) of the chunk (from a multiple of LANES); `base` is the chunk's first. */
+static inline ALWAYS_INLINE void steps_run(steps_lanes *L, const run_file *a, const run_file *b, size_t from, size_t to,
+                                           uint64_t base, bool wide)
+{
+    const v2i all[2] = {ALL2, ALL2};
+    size_t full = from + (to - from) / LANES * LANES;
+    for (size_t j = from; j < full; j += LANES)
+        steps_block(L, a->raw_m, a->raw_v, b->raw_m, b->raw_v, a->theta, b->theta, j, all, base + j, wide);
+    if (full == to) return;
+    /* the tail, as a block with its missing lanes masked */
+    const unsigned w = wide ? 8 : 4;
+    uint8_t raw[4][LANES * 8] = {{0}};
+    double th[2][LANES] = {{0}};
+    v2i valid[2] = {{0}};
+    for (size_t k = full; k < to; k++) {
+        size_t l = k - full;
+        memcpy(raw[0] + l * w, a->raw_m + k * w, w);
+        memcpy(raw[1] + l * w, a->raw_v + k * w, w);
+        memcpy(raw[2] + l * w, b->raw_m + k * w, w);
+        memcpy(raw[3] + l * w, b->raw_v + k * w, w);
+        if (L->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
+        valid[l >> 1][l & 1] = -1;
+    }
+    steps_block(L, raw[0], raw[1], raw[2], raw[3], th[0], th[1], 0, valid, base + full, wide);
+}
+
 static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
                                             bool wide)
 {
-    const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
-    const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu, g_limit = s->g_limit;
-    const bool gradient = s->gradient, lr = s->lr;
-    const uint8_t *pma = a->raw_m, *pva = a->raw_v, *pmb = b->raw_m, *pvb = b->raw_v;
-    double g_sum_sq = 0, g_max = s->g_max, worst = s->worst;
-    uint64_t g_finite = 0, g_zero = 0, g_nonfinite = 0, broken = s->broken, first = s->first;
-    for (size_t j = 0; j < n; j++) {
-        double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide),
-               vb = element(pvb, j, wide);
-        double dm = mb - b1k * ma, adm = fabs(dm);
-        if (gradient) {
-            if (!(adm <= g_limit)) g_nonfinite++;
-            else {
-                g_finite++;
-                g_zero += dm == 0;
-                g_sum_sq += dm * dm;
-                if (adm > g_max) g_max = adm;
-            }
-        }
-        if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
-        double dv = vb - b2k * va;
-        double tv = kv * (vb + b2k * va) + nu;
-        double x = (dv > 0 ? dv : 0) + tv, cx = ck2 * x;
-        double tm0 = km * (fabs(mb) + b1k * fabs(ma));
-        double e = adm - tm0, ew = adm - worst * tm0;
-        bool out = e > 0 && e * e > cx;                          /* perhaps beyond the bound */
-        bool candidate = ew > 0 && ew * ew > worst * worst * cx; /* perhaps a new worst */
-        if ((out && e * e <= ck2 * (1 + km) * (x + km * vb)) || candidate) {
-            double tm = km * (ck * sqrt(vb) + fabs(mb) + b1k * fabs(ma));
-            double bound = ck * sqrt(x) + tm;
-            if (adm > worst * bound && isfinite(bound) && bound > 0)
-                worst = adm / bound; /* one division per new maximum */
-            out = adm > bound;
-        }
-        if (dv < -tv || out) {
-            if (!broken) first = base + j;
-            broken++;
-        }
-        if (lr) {
-            double d = mb * s->inv1 / (sqrt(vb * s->inv2) + s->eps);
-            if (s->wd != 0) d += s->wd * a->theta[j];
-            double t = b->theta[j] - a->theta[j];
-            if (isfinite(d) && isfinite(t)) {
-                s->dd += d * d;
-                s->td += t * d;
-                s->tt += t * t;
-            }
-        }
+    steps_lanes L;
+    memset(&L, 0, sizeof L);
+    L.kv = 2.0 * ((double)s->k + 1.0) * s->u, L.km = 4.0 * ((double)s->k + 1.0) * s->u;
+    L.b1k = s->b1k, L.b2k = s->b2k, L.ck = s->ck, L.ck2 = s->ck * s->ck, L.ck2_1km = L.ck2 * (1 + L.km);
+    L.nu = s->nu, L.g_limit = s->g_limit, L.inv1 = s->inv1, L.inv2 = s->inv2, L.eps = s->eps, L.wd = s->wd;
+    L.gradient = s->gradient, L.lr = s->lr;
+    L.g_max = splat2(s->g_max);
+    L.worst[0] = L.worst[1] = splat2(s->worst);
+    L.broken = s->broken, L.first = s->first;
+    for (size_t from = 0; from < n; from += CKPT_HEALTH_CHUNK) {
+        size_t to = n - from < CKPT_HEALTH_CHUNK ? n : from + CKPT_HEALTH_CHUNK;
+        for (int q = 0; q < 2; q++) L.g_sq[q] = L.dd[q] = L.td[q] = L.tt[q] = splat2(0);
+        steps_run(&L, a, b, from, to, base, wide);
+        s->g_sum_sq += sum4(L.g_sq);
+        s->dd += sum4(L.dd);
+        s->td += sum4(L.td);
+        s->tt += sum4(L.tt);
     }
-    s->g_sum_sq += g_sum_sq;
-    s->g_max = g_max;
-    s->g_finite += g_finite;
-    s->g_zero += g_zero;
-    s->g_nonfinite += g_nonfinite;
-    s->worst = worst;
-    s->broken = broken;
-    s->first = first;
+    s->g_max = max_of2(L.g_max);
+    s->worst = max_of2(max2(L.worst[0], L.worst[1]));
+    s->g_finite += count2(L.g_finite);
+    s->g_zero += count2(L.g_zero);
+    s->g_nonfinite += count2(L.g_nonfinite);
+    s->broken = L.broken;
+    s->first = L.first;
 }
 
 static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
