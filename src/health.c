@@ -57,8 +57,7 @@ typedef struct pass {
  * root per element. The step's own root d = sqrt(v inv2) gives it to within a few units of 2^-53
  * (sqrt(v) = d / sqrt(inv2)), so a block is decided from d when every element is either below
  * the estimate less 2^-40 of it or above it plus 2^-40; a block with an element in between (or
- * out of the range where that error bound holds) takes the bound's own root, as written. v at or
- * below the floor has the exact bound c sqrt(floor) (1 + MARGIN), a constant.
+ * out of the range where that error bound holds) takes the bound's own root, as written.
  *
  * The loops are written once and inlined into one function per width (`wide` a constant there).
  * A chunk is a function call of its own (not inlined into the slot's loop) because V8 moves a
@@ -66,9 +65,8 @@ typedef struct pass {
  * slot would run in the baseline tier to its end. They are called through pointers
  * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
  * whatever the C says, and cannot inline an indirect call. */
-#define SCREEN 0x1p-40     /* the relative band around the estimated bound taken as undecided */
-#define SCREEN_MAX 0x1p1000 /* an estimate beyond this (or infinite) is undecided */
-#define SCREEN_K 0x1p200    /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
+#define SCREEN 0x1p-40  /* the relative band around the estimated bound taken as undecided */
+#define SCREEN_K 0x1p200 /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
 
 #define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
 
@@ -85,7 +83,6 @@ typedef struct moments_consts {
     bool check;  /* c > 0: the bound exists */
     bool screen; /* ... and its estimate from d holds to a few units of 2^-53 */
     double c1;   /* c (1 + MARGIN) / sqrt(inv2): the bound is about c1 d */
-    double b0;   /* the bound where v <= floor, exactly as written */
 } moments_consts;
 
 static inline double element(const uint8_t *p, size_t j, bool wide)
@@ -93,9 +90,12 @@ static inline double element(const uint8_t *p, size_t j, bool wide)
     return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
 }
 
-/* The non-finite values and negative v of a block's bad lanes, counted as the rules say. */
-static NOINLINE void count_bad_moments(const v2d m[2], const v2d v[2], const v2i bad[2], ckpt_health_moments *h)
+/* The non-finite values and negative v of a block's bad lanes, counted as the rules say. The
+ * vectors come by value: a local whose address a call takes lives in memory in the hot loop. */
+static NOINLINE void count_bad_moments(v2d m0, v2d m1, v2d v0, v2d v1, v2i bad0, v2i bad1, ckpt_health_moments *h)
 {
+    const v2d m[2] = {m0, m1}, v[2] = {v0, v1};
+    const v2i bad[2] = {bad0, bad1};
     for (int l = 0; l < LANES; l++) {
         if (!bad[l >> 1][l & 1]) continue;
         double x = m[l >> 1][l & 1], y = v[l >> 1][l & 1];
@@ -107,21 +107,22 @@ static NOINLINE void count_bad_moments(const v2d m[2], const v2d v[2], const v2i
     }
 }
 
-/* One block of LANES elements; `valid`: the lanes that hold elements (all but in a tail). */
-static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
-                                               const v2i valid[2], moments_acc *a, ckpt_health_moments *h)
+/* The lanes whose elements the rules compute with: m finite, v finite and not negative. */
+static inline v2i usable(v2d m, v2d v)
 {
     const v2d inf = splat2(INFINITY);
-    v2i good[2], bad[2];
-    for (int q = 0; q < 2; q++) {
-        v2i ok = lt2(abs2(mr[q]), inf) & le2(splat2(0), vr[q]) & lt2(vr[q], inf);
-        good[q] = ok & valid[q];
-        bad[q] = valid[q] & ~ok;
-    }
-    if (any2(bad[0] | bad[1])) count_bad_moments(mr, vr, bad, h);
+    return lt2(abs2(m), inf) & le2(splat2(0), v) & lt2(v, inf);
+}
+
+/* One block of LANES elements; `good`: the lanes to compute with (all of them in the usual
+ * block: the masks then fold away). */
+static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
+                                               const v2i good[2], moments_acc *a, bool wide)
+{
+    const v2d inf = splat2(INFINITY);
     v2d m[2], v[2], d[2], u[2];
     for (int q = 0; q < 2; q++) {
-        m[q] = keep2(good[q], mr[q]); /* a bad lane computes with m = v = 0, and adds nothing */
+        m[q] = keep2(good[q], mr[q]); /* a lane left out computes with m = v = 0, and adds nothing */
         v[q] = keep2(good[q], vr[q]);
         d[q] = sqrt2(v[q] * K->inv2);
         u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
@@ -136,15 +137,18 @@ static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2
     a->finite += finite[0] + finite[1];
     a->never += (eq2(v[0], splat2(0)) & good[0]) + (eq2(v[1], splat2(0)) & good[1]);
     if (!K->check) return;
+    /* Decided from the estimate c1 d (within a few units of 2^-53 of the bound where v > floor,
+     * and at most the bound c sqrt(floor) (1 + MARGIN) where v <= floor): |m| at or below it less
+     * 2^-40 of it is within; above it plus 2^-40 (v > floor) beyond; else undecided. An infinite
+     * estimate (float64 moments: v inv2 overflows) decides nothing. */
     v2i beyond[2], undecided = {0, 0};
     if (K->screen)
         for (int q = 0; q < 2; q++) {
             v2d am = abs2(m[q]), est = d[q] * K->c1;
-            v2i small = le2(v[q], splat2(K->floor));
-            v2d lo = SELECT2(small, splat2(K->b0), est * (1 - SCREEN));
-            v2d hi = SELECT2(small, splat2(K->b0), est * (1 + SCREEN));
-            beyond[q] = lt2(hi, am);
-            undecided |= ~((beyond[q] | le2(am, lo)) & le2(est, splat2(SCREEN_MAX))) & good[q];
+            v2i within = le2(am, est * (1 - SCREEN));
+            if (wide) within &= lt2(est, inf);
+            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
+            undecided |= ~(within | beyond[q]) & good[q];
         }
     if (!K->screen || any2(undecided))
         for (int q = 0; q < 2; q++) {
@@ -157,10 +161,10 @@ static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2
 static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
                                               size_t n, ckpt_health_moments *h, bool wide)
 {
-    moments_consts K = {h->inv1, h->inv2, k->eps, k->v_floor, k->c, 1 + MARGIN, k->c > 0, false, 0, 0};
-    K.b0 = K.c * sqrt(K.floor) * K.margin;
+    moments_consts K = {h->inv1, h->inv2, k->eps, k->v_floor, k->c, 1 + MARGIN, k->c > 0, false, 0};
     K.c1 = K.c * K.margin / sqrt(K.inv2);
-    /* v > floor >= the smallest normal and inv2 >= 1: d >= 2^-511 and c1 d >= 2^-711, a normal */
+    /* v >= the smallest normal and inv2 >= 1 keep v inv2 normal; c1 within 2^-200..2^200 keeps
+     * c1 d normal (d >= 2^-511), and finite for float32 moments */
     K.screen = K.check && K.inv2 >= 1 && K.inv2 <= SCREEN_K && K.c1 >= 1 / SCREEN_K && K.c1 <= SCREEN_K;
     moments_acc a;
     memset(&a, 0, sizeof a);
@@ -171,9 +175,15 @@ static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const
         v2d m[2], v[2];
         load4(pm, j, wide, m);
         load4(pv, j, wide, v);
-        moments_block(&K, m, v, all, &a, h);
+        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
+        if (!any2(~(ok[0] & ok[1]))) {
+            moments_block(&K, m, v, all, &a, wide);
+            continue;
+        }
+        count_bad_moments(m[0], m[1], v[0], v[1], ~ok[0], ~ok[1], h);
+        moments_block(&K, m, v, ok, &a, wide);
     }
-    if (full < n) { /* the tail, as a block with its missing lanes masked */
+    if (full < n) { /* the tail, as a block with its missing lanes left out */
         v2d m[2] = {{0}}, v[2] = {{0}};
         v2i valid[2] = {{0}};
         for (size_t j = full; j < n; j++) {
@@ -182,7 +192,10 @@ static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const
             v[l >> 1][l & 1] = element(pv, j, wide);
             valid[l >> 1][l & 1] = -1;
         }
-        moments_block(&K, m, v, valid, &a, h);
+        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
+        const v2i good[2] = {ok[0] & valid[0], ok[1] & valid[1]};
+        count_bad_moments(m[0], m[1], v[0], v[1], valid[0] & ~ok[0], valid[1] & ~ok[1], h);
+        moments_block(&K, m, v, good, &a, wide);
     }
     h->u_sum_sq += sum4(a.sq);
     h->u_max = max_of2(a.max);
@@ -204,8 +217,10 @@ static NOINLINE void moments_chunk64(const ckpt_health_kernel *k, const uint8_t 
 }
 
 /* The parameters' part of one chunk (a call of its own for the same reason). */
-static NOINLINE void count_bad_params(const v2d x[2], const v2i bad[2], ckpt_health_param *h)
+static NOINLINE void count_bad_params(v2d x0, v2d x1, v2i bad0, v2i bad1, ckpt_health_param *h)
 {
+    const v2d x[2] = {x0, x1};
+    const v2i bad[2] = {bad0, bad1};
     for (int l = 0; l < LANES; l++)
         if (bad[l >> 1][l & 1]) {
             if (isnan(x[l >> 1][l & 1])) h->nan++;
@@ -226,7 +241,7 @@ static inline ALWAYS_INLINE void params_block(const v2d xr[2], const v2i valid[2
         x[q] = keep2(good[q], abs2(xr[q]));
         sq[q] += x[q] * x[q];
     }
-    if (any2(bad[0] | bad[1])) count_bad_params(xr, bad, h);
+    if (any2(bad[0] | bad[1])) count_bad_params(xr[0], xr[1], bad[0], bad[1], h);
     *max = max2(max2(x[0], x[1]), *max);
     *finite += good[0] + good[1];
 }

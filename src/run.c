@@ -176,46 +176,60 @@ static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
  * width, as health's is. */
 #define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
 
-/* A pair's constants in one chunk, and what its blocks gather (sums per lane; counts as minus
- * the sum of their masks, in any lane). */
-typedef struct steps_lanes {
+/* A pair's constants in one chunk. */
+typedef struct steps_consts {
     double kv, km, b1k, b2k, ck, ck2, ck2_1km, nu, g_limit, inv1, inv2, eps, wd;
     bool gradient, lr;
+} steps_consts;
+
+/* What the blocks gather: sums per lane; counts as minus the sum of their masks, in any lane. */
+typedef struct steps_sums {
     v2d g_sq[2], dd[2], td[2], tt[2], g_max, worst[2];
     v2i g_finite, g_zero, g_nonfinite;
-    uint64_t broken, first;
-} steps_lanes;
+} steps_sums;
 
-/* The lanes of a block that need the roots: the bound and the worst ratio as written. */
-static NOINLINE void steps_roots(steps_lanes *L, const v2d ma[2], const v2d mb[2], const v2d vb[2], const v2d adm[2],
-                                 const v2d x[2], const v2i need[2], v2i out[2])
+/* A block's lanes that need the roots, and what the roots decide for them. */
+typedef struct roots {
+    v2d worst[2];
+    v2i out[2];
+} roots;
+
+/* The bound and the worst ratio as written, for the lanes in `need`. Everything comes by value: a
+ * local whose address a call takes lives in memory in the hot loop. */
+static NOINLINE roots steps_roots(const steps_consts *K, roots r, v2d ma0, v2d ma1, v2d mb0, v2d mb1, v2d vb0, v2d vb1,
+                                  v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0, v2i need1)
 {
+    const v2d ma[2] = {ma0, ma1}, mb[2] = {mb0, mb1}, vb[2] = {vb0, vb1}, adm[2] = {adm0, adm1}, x[2] = {x0, x1};
+    const v2i need[2] = {need0, need1};
     for (int l = 0; l < LANES; l++) {
         int q = l >> 1, i = l & 1;
         if (!need[q][i]) continue;
-        double a = adm[q][i], w = L->worst[q][i];
-        double tm = L->km * (L->ck * sqrt(vb[q][i]) + fabs(mb[q][i]) + L->b1k * fabs(ma[q][i]));
-        double bound = L->ck * sqrt(x[q][i]) + tm;
-        if (a > w * bound && isfinite(bound) && bound > 0) L->worst[q][i] = a / bound; /* one division per new maximum */
-        out[q][i] = a > bound ? -1 : 0;
+        double a = adm[q][i], w = r.worst[q][i];
+        double tm = K->km * (K->ck * sqrt(vb[q][i]) + fabs(mb[q][i]) + K->b1k * fabs(ma[q][i]));
+        double bound = K->ck * sqrt(x[q][i]) + tm;
+        if (a > w * bound && isfinite(bound) && bound > 0) r.worst[q][i] = a / bound; /* one division per new maximum */
+        r.out[q][i] = a > bound ? -1 : 0;
     }
+    return r;
 }
 
 /* The broken elements of a block, in order: the first of the slot is the first met. */
-static NOINLINE void steps_broken(steps_lanes *L, const v2i broken[2], uint64_t at)
+static NOINLINE void steps_broken(slot_acc *s, v2i broken0, v2i broken1, uint64_t at)
 {
+    const v2i broken[2] = {broken0, broken1};
     for (int l = 0; l < LANES; l++)
         if (broken[l >> 1][l & 1]) {
-            if (!L->broken) L->first = at + (uint64_t)l;
-            L->broken++;
+            if (!s->broken) s->first = at + (uint64_t)l;
+            s->broken++;
         }
 }
 
 /* One block of LANES elements from element j of the buffers; `valid`: the lanes that hold
  * elements (all but in a tail); `at`: the slot's index of element j. */
-static inline ALWAYS_INLINE void steps_block(steps_lanes *L, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
-                                             const uint8_t *pvb, const double *tha, const double *thb, size_t j,
-                                             const v2i valid[2], uint64_t at, bool wide)
+static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *S, slot_acc *s, const uint8_t *pma,
+                                             const uint8_t *pva, const uint8_t *pmb, const uint8_t *pvb,
+                                             const double *tha, const double *thb, size_t j, const v2i valid[2],
+                                             uint64_t at, bool wide)
 {
     const v2d inf = splat2(INFINITY), zero = splat2(0);
     v2d ma[2], va[2], mb[2], vb[2], dm[2], adm[2];
@@ -225,66 +239,71 @@ static inline ALWAYS_INLINE void steps_block(steps_lanes *L, const uint8_t *pma,
     load4(pmb, j, wide, mb);
     load4(pvb, j, wide, vb);
     for (int q = 0; q < 2; q++) {
-        dm[q] = mb[q] - L->b1k * ma[q];
+        dm[q] = mb[q] - K->b1k * ma[q];
         adm[q] = abs2(dm[q]);
         ok[q] = lt2(abs2(ma[q]), inf) & lt2(abs2(va[q]), inf) & lt2(abs2(mb[q]), inf) & lt2(abs2(vb[q]), inf) &
                 valid[q];
     }
-    if (L->gradient) {
+    if (K->gradient) {
         v2i g[2];
         for (int q = 0; q < 2; q++) {
-            g[q] = le2(adm[q], splat2(L->g_limit)) & valid[q]; /* false for NaN */
+            g[q] = le2(adm[q], splat2(K->g_limit)) & valid[q]; /* false for NaN */
             v2d x = keep2(g[q], dm[q]);
-            L->g_sq[q] += x * x;
+            S->g_sq[q] += x * x;
         }
-        L->g_max = max2(max2(keep2(g[0], adm[0]), keep2(g[1], adm[1])), L->g_max);
-        L->g_finite += g[0] + g[1];
-        L->g_nonfinite += (valid[0] & ~g[0]) + (valid[1] & ~g[1]);
-        L->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
+        S->g_max = max2(max2(keep2(g[0], adm[0]), keep2(g[1], adm[1])), S->g_max);
+        S->g_finite += g[0] + g[1];
+        S->g_nonfinite += (valid[0] & ~g[0]) + (valid[1] & ~g[1]);
+        S->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
     }
     v2d dv[2], tv[2], x[2];
-    v2i out[2], need[2];
+    roots r;
+    v2i need[2];
     for (int q = 0; q < 2; q++) { /* a lane not ok computes with zeros, and counts nothing */
         ma[q] = keep2(ok[q], ma[q]), va[q] = keep2(ok[q], va[q]), mb[q] = keep2(ok[q], mb[q]);
         vb[q] = keep2(ok[q], vb[q]), adm[q] = keep2(ok[q], adm[q]);
-        dv[q] = vb[q] - L->b2k * va[q];
-        tv[q] = L->kv * (vb[q] + L->b2k * va[q]) + L->nu;
+        dv[q] = vb[q] - K->b2k * va[q];
+        tv[q] = K->kv * (vb[q] + K->b2k * va[q]) + K->nu;
         x[q] = keep2(lt2(zero, dv[q]), dv[q]) + tv[q];
-        v2d cx = L->ck2 * x[q];
-        v2d tm0 = L->km * (abs2(mb[q]) + L->b1k * abs2(ma[q]));
-        v2d e = adm[q] - tm0, ew = adm[q] - L->worst[q] * tm0;
-        out[q] = lt2(zero, e) & lt2(cx, e * e);                                        /* perhaps beyond the bound */
-        v2i candidate = lt2(zero, ew) & lt2(L->worst[q] * L->worst[q] * cx, ew * ew); /* perhaps a new worst */
-        need[q] = ((out[q] & le2(e * e, L->ck2_1km * (x[q] + L->km * vb[q]))) | candidate) & ok[q];
+        v2d cx = K->ck2 * x[q], w = S->worst[q];
+        v2d tm0 = K->km * (abs2(mb[q]) + K->b1k * abs2(ma[q]));
+        v2d e = adm[q] - tm0, ew = adm[q] - w * tm0;
+        r.out[q] = lt2(zero, e) & lt2(cx, e * e);                    /* perhaps beyond the bound */
+        v2i candidate = lt2(zero, ew) & lt2(w * w * cx, ew * ew); /* perhaps a new worst */
+        need[q] = ((r.out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
     }
-    if (any2(need[0] | need[1])) steps_roots(L, ma, mb, vb, adm, x, need, out);
+    if (any2(need[0] | need[1])) {
+        r.worst[0] = S->worst[0], r.worst[1] = S->worst[1];
+        r = steps_roots(K, r, ma[0], ma[1], mb[0], mb[1], vb[0], vb[1], adm[0], adm[1], x[0], x[1], need[0], need[1]);
+        S->worst[0] = r.worst[0], S->worst[1] = r.worst[1];
+    }
     v2i broken[2];
-    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
-    if (any2(broken[0] | broken[1])) steps_broken(L, broken, at);
-    if (!L->lr) return;
+    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | r.out[q]) & ok[q];
+    if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
+    if (!K->lr) return;
     for (int q = 0; q < 2; q++) {
         v2d ta, tb;
         memcpy(&ta, tha + j + 2 * q, 16);
         memcpy(&tb, thb + j + 2 * q, 16);
-        v2d d = mb[q] * L->inv1 / (sqrt2(vb[q] * L->inv2) + L->eps);
-        if (L->wd != 0) d += L->wd * ta;
+        v2d d = mb[q] * K->inv1 / (sqrt2(vb[q] * K->inv2) + K->eps);
+        if (K->wd != 0) d += K->wd * ta;
         v2d t = tb - ta;
         v2i fin = lt2(abs2(d), inf) & lt2(abs2(t), inf) & ok[q];
         d = keep2(fin, d), t = keep2(fin, t);
-        L->dd[q] += d * d;
-        L->td[q] += t * d;
-        L->tt[q] += t * t;
+        S->dd[q] += d * d;
+        S->td[q] += t * d;
+        S->tt[q] += t * t;
     }
 }
 
 /* Elements [from, to) of the chunk (from a multiple of LANES); `base` is the chunk's first. */
-static inline ALWAYS_INLINE void steps_run(steps_lanes *L, const run_file *a, const run_file *b, size_t from, size_t to,
-                                           uint64_t base, bool wide)
+static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S, slot_acc *s, const run_file *a,
+                                           const run_file *b, size_t from, size_t to, uint64_t base, bool wide)
 {
     const v2i all[2] = {ALL2, ALL2};
     size_t full = from + (to - from) / LANES * LANES;
     for (size_t j = from; j < full; j += LANES)
-        steps_block(L, a->raw_m, a->raw_v, b->raw_m, b->raw_v, a->theta, b->theta, j, all, base + j, wide);
+        steps_block(K, S, s, a->raw_m, a->raw_v, b->raw_m, b->raw_v, a->theta, b->theta, j, all, base + j, wide);
     if (full == to) return;
     /* the tail, as a block with its missing lanes masked */
     const unsigned w = wide ? 8 : 4;
@@ -297,40 +316,38 @@ static inline ALWAYS_INLINE void steps_run(steps_lanes *L, const run_file *a, co
         memcpy(raw[1] + l * w, a->raw_v + k * w, w);
         memcpy(raw[2] + l * w, b->raw_m + k * w, w);
         memcpy(raw[3] + l * w, b->raw_v + k * w, w);
-        if (L->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
+        if (K->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
         valid[l >> 1][l & 1] = -1;
     }
-    steps_block(L, raw[0], raw[1], raw[2], raw[3], th[0], th[1], 0, valid, base + full, wide);
+    steps_block(K, S, s, raw[0], raw[1], raw[2], raw[3], th[0], th[1], 0, valid, base + full, wide);
 }
 
 static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
                                             bool wide)
 {
-    steps_lanes L;
-    memset(&L, 0, sizeof L);
-    L.kv = 2.0 * ((double)s->k + 1.0) * s->u, L.km = 4.0 * ((double)s->k + 1.0) * s->u;
-    L.b1k = s->b1k, L.b2k = s->b2k, L.ck = s->ck, L.ck2 = s->ck * s->ck, L.ck2_1km = L.ck2 * (1 + L.km);
-    L.nu = s->nu, L.g_limit = s->g_limit, L.inv1 = s->inv1, L.inv2 = s->inv2, L.eps = s->eps, L.wd = s->wd;
-    L.gradient = s->gradient, L.lr = s->lr;
-    L.g_max = splat2(s->g_max);
-    L.worst[0] = L.worst[1] = splat2(s->worst);
-    L.broken = s->broken, L.first = s->first;
+    steps_consts K = {0};
+    K.kv = 2.0 * ((double)s->k + 1.0) * s->u, K.km = 4.0 * ((double)s->k + 1.0) * s->u;
+    K.b1k = s->b1k, K.b2k = s->b2k, K.ck = s->ck, K.ck2 = s->ck * s->ck, K.ck2_1km = K.ck2 * (1 + K.km);
+    K.nu = s->nu, K.g_limit = s->g_limit, K.inv1 = s->inv1, K.inv2 = s->inv2, K.eps = s->eps, K.wd = s->wd;
+    K.gradient = s->gradient, K.lr = s->lr;
+    steps_sums S;
+    memset(&S, 0, sizeof S);
+    S.g_max = splat2(s->g_max);
+    S.worst[0] = S.worst[1] = splat2(s->worst);
     for (size_t from = 0; from < n; from += CKPT_HEALTH_CHUNK) {
         size_t to = n - from < CKPT_HEALTH_CHUNK ? n : from + CKPT_HEALTH_CHUNK;
-        for (int q = 0; q < 2; q++) L.g_sq[q] = L.dd[q] = L.td[q] = L.tt[q] = splat2(0);
-        steps_run(&L, a, b, from, to, base, wide);
-        s->g_sum_sq += sum4(L.g_sq);
-        s->dd += sum4(L.dd);
-        s->td += sum4(L.td);
-        s->tt += sum4(L.tt);
+        for (int q = 0; q < 2; q++) S.g_sq[q] = S.dd[q] = S.td[q] = S.tt[q] = splat2(0);
+        steps_run(&K, &S, s, a, b, from, to, base, wide);
+        s->g_sum_sq += sum4(S.g_sq);
+        s->dd += sum4(S.dd);
+        s->td += sum4(S.td);
+        s->tt += sum4(S.tt);
     }
-    s->g_max = max_of2(L.g_max);
-    s->worst = max_of2(max2(L.worst[0], L.worst[1]));
-    s->g_finite += count2(L.g_finite);
-    s->g_zero += count2(L.g_zero);
-    s->g_nonfinite += count2(L.g_nonfinite);
-    s->broken = L.broken;
-    s->first = L.first;
+    s->g_max = max_of2(S.g_max);
+    s->worst = max_of2(max2(S.worst[0], S.worst[1]));
+    s->g_finite += count2(S.g_finite);
+    s->g_zero += count2(S.g_zero);
+    s->g_nonfinite += count2(S.g_nonfinite);
 }
 
 static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
