@@ -224,25 +224,39 @@ static NOINLINE void steps_broken(slot_acc *s, v2i broken0, v2i broken1, uint64_
         }
 }
 
-/* One block of LANES elements from element j of the buffers; `valid`: the lanes that hold
- * elements (all but in a tail); `at`: the slot's index of element j. */
-static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *S, slot_acc *s, const uint8_t *pma,
-                                             const uint8_t *pva, const uint8_t *pmb, const uint8_t *pvb,
+/* The elements j .. j + 3 of the four moment buffers, and the lanes whose four values are all
+ * finite (the bound's: it leaves NaN and infinities to health). */
+typedef struct block_in {
+    v2d ma[2], va[2], mb[2], vb[2];
+    v2i finite[2];
+} block_in;
+
+static inline ALWAYS_INLINE void block_load(block_in *in, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
+                                            const uint8_t *pvb, size_t j, bool wide)
+{
+    const v2d inf = splat2(INFINITY);
+    load4(pma, j, wide, in->ma);
+    load4(pva, j, wide, in->va);
+    load4(pmb, j, wide, in->mb);
+    load4(pvb, j, wide, in->vb);
+    for (int q = 0; q < 2; q++)
+        in->finite[q] = lt2(abs2(in->ma[q]), inf) & lt2(abs2(in->va[q]), inf) & lt2(abs2(in->mb[q]), inf) &
+                        lt2(abs2(in->vb[q]), inf);
+}
+
+/* One block of LANES elements, element j of the buffers; `valid`: the lanes that hold elements,
+ * `ok`: those the bound takes (all of them in the usual block: the masks then fold away); `at`:
+ * the slot's index of element j. */
+static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *S, slot_acc *s, const block_in *in,
                                              const double *tha, const double *thb, size_t j, const v2i valid[2],
-                                             uint64_t at, bool wide)
+                                             const v2i ok[2], uint64_t at)
 {
     const v2d inf = splat2(INFINITY), zero = splat2(0);
     v2d ma[2], va[2], mb[2], vb[2], dm[2], adm[2];
-    v2i ok[2];
-    load4(pma, j, wide, ma);
-    load4(pva, j, wide, va);
-    load4(pmb, j, wide, mb);
-    load4(pvb, j, wide, vb);
     for (int q = 0; q < 2; q++) {
+        ma[q] = in->ma[q], va[q] = in->va[q], mb[q] = in->mb[q], vb[q] = in->vb[q];
         dm[q] = mb[q] - K->b1k * ma[q];
         adm[q] = abs2(dm[q]);
-        ok[q] = lt2(abs2(ma[q]), inf) & lt2(abs2(va[q]), inf) & lt2(abs2(mb[q]), inf) & lt2(abs2(vb[q]), inf) &
-                valid[q];
     }
     if (K->gradient) {
         v2i g[2];
@@ -302,10 +316,14 @@ static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S,
 {
     const v2i all[2] = {ALL2, ALL2};
     size_t full = from + (to - from) / LANES * LANES;
-    for (size_t j = from; j < full; j += LANES)
-        steps_block(K, S, s, a->raw_m, a->raw_v, b->raw_m, b->raw_v, a->theta, b->theta, j, all, base + j, wide);
+    for (size_t j = from; j < full; j += LANES) {
+        block_in in;
+        block_load(&in, a->raw_m, a->raw_v, b->raw_m, b->raw_v, j, wide);
+        if (!any2(~(in.finite[0] & in.finite[1]))) steps_block(K, S, s, &in, a->theta, b->theta, j, all, all, base + j);
+        else steps_block(K, S, s, &in, a->theta, b->theta, j, all, in.finite, base + j);
+    }
     if (full == to) return;
-    /* the tail, as a block with its missing lanes masked */
+    /* the tail, as a block with its missing lanes left out */
     const unsigned w = wide ? 8 : 4;
     uint8_t raw[4][LANES * 8] = {{0}};
     double th[2][LANES] = {{0}};
@@ -319,7 +337,10 @@ static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S,
         if (K->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
         valid[l >> 1][l & 1] = -1;
     }
-    steps_block(K, S, s, raw[0], raw[1], raw[2], raw[3], th[0], th[1], 0, valid, base + full, wide);
+    block_in in;
+    block_load(&in, raw[0], raw[1], raw[2], raw[3], 0, wide);
+    const v2i ok[2] = {in.finite[0] & valid[0], in.finite[1] & valid[1]};
+    steps_block(K, S, s, &in, th[0], th[1], 0, valid, ok, base + full);
 }
 
 static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
