@@ -29,10 +29,7 @@
 #pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
 #endif
 
-/* The flag band of the update-to-weight ratio: a heuristic, so its flags are warnings. */
-typedef struct band {
-    double low, high;
-} band;
+typedef ckpt_ratio_band band;
 
 typedef struct pass {
     const ckpt_source *opt_src, *state_src;
@@ -479,7 +476,20 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
     }
 }
 
-static const band default_band = {CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
+int ckpt_health_band(bool given, double low, double high, ckpt_ratio_band *b, ckpt_error *err)
+{
+    *b = given ? (band){low, high} : (band){CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
+    return ckpt_health_ratio_band(b->low, b->high, err);
+}
+
+void ckpt_health_band_json(strbuf *sb, ckpt_ratio_band b)
+{
+    sb_puts(sb, "\"ratioBand\":[");
+    j_double(sb, b.low);
+    sb_putc(sb, ',');
+    j_double(sb, b.high);
+    sb_putc(sb, ']');
+}
 
 size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio_low,
                               double ratio_high, double *ratio, size_t *warnings)
@@ -599,8 +609,10 @@ int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progres
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = state ? ckpt_file_report(state) : NULL;
-    band b = o && o->ratio_band ? (band){o->ratio_low, o->ratio_high} : default_band;
-    if (ckpt_health_ratio_band(b.low, b.high, err) || readable(ro, rs, err)) return NULL;
+    band b;
+    if (ckpt_health_band(o && o->ratio_band, o ? o->ratio_low : 0, o ? o->ratio_high : 0, &b, err) ||
+        readable(ro, rs, err))
+        return NULL;
     const ckpt_schema *s = ro->schema;
     size_t n = ckpt_schema_count(s);
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
@@ -643,11 +655,9 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
-    sb_puts(&sb, ",\"ratioBand\":[");
-    j_double(&sb, b.low);
-    sb_puts(&sb, ",");
-    j_double(&sb, b.high);
-    sb_puts(&sb, "],\"c\":");
+    sb_putc(&sb, ',');
+    ckpt_health_band_json(&sb, b);
+    sb_puts(&sb, ",\"c\":");
     j_num_or_null(&sb, ps.k.c > 0, ps.k.c);
     sb_puts(&sb, ",\"first\":");
     j_u64(&sb, first);

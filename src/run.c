@@ -743,7 +743,7 @@ static int cmp_double(const void *x, const void *y)
 /* A readable file's health summary: the flags health raises on its slots, how many of them are
  * warnings (the ratio band's: they do not break the run), and the median of their
  * update-to-weight ratios (NAN when no slot has one). */
-static int file_health(const run_file *rf, double lr, const double band[2], uint64_t *flags, uint64_t *warnings,
+static int file_health(const run_file *rf, double lr, ckpt_ratio_band band, uint64_t *flags, uint64_t *warnings,
                        double *median, ckpt_error *err)
 {
     const ckpt_schema *sc = rf->rep->schema;
@@ -757,7 +757,7 @@ static int file_health(const run_file *rf, double lr, const double band[2], uint
         if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo; /* a tied slot's moments are its owner's */
         double ratio;
         size_t slot_warnings;
-        *flags += ckpt_health_slot_flags(&h, i, owner, lr, band[0], band[1], &ratio, &slot_warnings);
+        *flags += ckpt_health_slot_flags(&h, i, owner, lr, band.low, band.high, &ratio, &slot_warnings);
         *warnings += slot_warnings;
         if (isfinite(ratio)) ratios[k++] = ratio;
     }
@@ -767,15 +767,13 @@ static int file_health(const run_file *rf, double lr, const double band[2], uint
     return 0;
 }
 
-static char *run_json(run *r, double lr, const double band[2], ckpt_error *err)
+static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
 {
     strbuf sb = {0};
     uint64_t first = CKPT_NONE;
-    sb_puts(&sb, "{\"ratioBand\":[");
-    j_double(&sb, band[0]);
-    sb_putc(&sb, ',');
-    j_double(&sb, band[1]);
-    sb_puts(&sb, "],\"files\":[");
+    sb_putc(&sb, '{');
+    ckpt_health_band_json(&sb, band);
+    sb_puts(&sb, ",\"files\":[");
     for (size_t f = 0; f < r->n; f++) {
         const run_file *rf = &r->files[f];
         uint64_t flags = 0, warnings = 0;
@@ -842,9 +840,8 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
     r.progress = o ? o->progress : NULL;
     r.progress_ctx = o ? o->progress_ctx : NULL;
     double lr = o && o->lr > 0 ? o->lr : NAN;
-    const double band[2] = {o && o->ratio_band ? o->ratio_low : CKPT_RATIO_LOW,
-                            o && o->ratio_band ? o->ratio_high : CKPT_RATIO_HIGH};
-    if (ckpt_health_ratio_band(band[0], band[1], err)) return NULL;
+    ckpt_ratio_band band;
+    if (ckpt_health_band(o && o->ratio_band, o ? o->ratio_low : 0, o ? o->ratio_high : 0, &band, err)) return NULL;
     r.files = calloc(n ? n : 1, sizeof *r.files);
     r.pairs = calloc(n ? n : 1, sizeof *r.pairs);
     slot_acc *acc = calloc(n ? n : 1, sizeof *acc);
