@@ -111,8 +111,8 @@ static inline v2i usable(v2d m, v2d v)
     return lt2(abs2(m), inf) & le2(splat2(0), v) & lt2(v, inf);
 }
 
-/* One block of LANES elements; `good`: the lanes to compute with (all of them in the usual
- * block: the masks then fold away). */
+/* One block of LANES elements, `good` the lanes to compute with: a block that moments_fast
+ * leaves (a NaN, an infinity or a negative v among its elements), and the tail. */
 static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
                                                const v2i good[2], moments_acc *a, bool wide)
 {
@@ -155,6 +155,43 @@ static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2
     a->inconsistent += (beyond[0] & good[0]) + (beyond[1] & good[1]);
 }
 
+/* The usual block, all of whose elements the rules compute with: false, with nothing gathered,
+ * when one is not (its step or v inv2 is not finite: a NaN, an infinity or a negative v among
+ * them, or a finite one whose arithmetic overflows); the masked block then takes it. */
+static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d m[2], const v2d v[2],
+                                              moments_acc *a, bool wide)
+{
+    const v2d inf = splat2(INFINITY);
+    v2d d[2], u[2], vi[2];
+    for (int q = 0; q < 2; q++) {
+        vi[q] = v[q] * K->inv2;
+        d[q] = sqrt2(vi[q]); /* NaN for a negative v */
+        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
+    }
+    if (!all2(lt2(u[0], inf) & lt2(u[1], inf) & lt2(abs2(vi[0]), inf) & lt2(abs2(vi[1]), inf))) return false;
+    for (int q = 0; q < 2; q++) a->sq[q] += u[q] * u[q];
+    a->max = max2(max2(u[0], u[1]), a->max);
+    a->finite += ALL2 + ALL2;
+    a->never += eq2(v[0], splat2(0)) + eq2(v[1], splat2(0));
+    if (!K->check) return true;
+    v2i beyond[2], undecided = {0, 0};
+    if (K->screen)
+        for (int q = 0; q < 2; q++) {
+            v2d am = abs2(m[q]), est = d[q] * K->c1;
+            v2i within = le2(am, est * (1 - SCREEN));
+            if (wide) within &= lt2(est, inf);
+            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
+            undecided |= ~(within | beyond[q]);
+        }
+    if (!K->screen || any2(undecided))
+        for (int q = 0; q < 2; q++) {
+            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
+        }
+    a->inconsistent += beyond[0] + beyond[1];
+    return true;
+}
+
 static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
                                               size_t n, ckpt_health_moments *h, bool wide)
 {
@@ -166,17 +203,13 @@ static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const
     moments_acc a;
     memset(&a, 0, sizeof a);
     a.max = splat2(h->u_max);
-    const v2i all[2] = {ALL2, ALL2};
     size_t full = n - n % LANES;
     for (size_t j = 0; j < full; j += LANES) {
         v2d m[2], v[2];
         load4(pm, j, wide, m);
         load4(pv, j, wide, v);
+        if (moments_fast(&K, m, v, &a, wide)) continue;
         const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
-        if (!any2(~(ok[0] & ok[1]))) {
-            moments_block(&K, m, v, all, &a, wide);
-            continue;
-        }
         count_bad_moments(m[0], m[1], v[0], v[1], ~ok[0], ~ok[1], h);
         moments_block(&K, m, v, ok, &a, wide);
     }

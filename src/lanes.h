@@ -48,6 +48,18 @@ static inline bool any2(v2i m)
 #endif
 }
 
+/* Are all lanes of the mask set? */
+static inline bool all2(v2i m)
+{
+#if defined(__SSE2__)
+    return _mm_movemask_pd((__m128d)m) == 3;
+#elif defined(__wasm_simd128__)
+    return wasm_i64x2_all_true((v128_t)m);
+#else
+    return (m[0] & m[1]) != 0;
+#endif
+}
+
 /* Lane-wise x > acc ? x : acc, for lanes without NaN (the loops mask them to 0 first). */
 static inline v2d max2(v2d x, v2d acc)
 {

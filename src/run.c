@@ -224,24 +224,41 @@ static NOINLINE void steps_broken(slot_acc *s, v2i broken0, v2i broken1, uint64_
         }
 }
 
-/* The elements j .. j + 3 of the four moment buffers, and the lanes whose four values are all
- * finite (the bound's: it leaves NaN and infinities to health). */
+/* The elements j .. j + 3 of the four moment buffers. */
 typedef struct block_in {
     v2d ma[2], va[2], mb[2], vb[2];
-    v2i finite[2];
 } block_in;
 
 static inline ALWAYS_INLINE void block_load(block_in *in, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
                                             const uint8_t *pvb, size_t j, bool wide)
 {
-    const v2d inf = splat2(INFINITY);
     load4(pma, j, wide, in->ma);
     load4(pva, j, wide, in->va);
     load4(pmb, j, wide, in->mb);
     load4(pvb, j, wide, in->vb);
+}
+
+/* Are all four values of every lane finite (the bound leaves NaN and infinities to health)? When
+ * dm = m_B - b1^k m_A and tv's kv (v_B + b2^k v_A) + nu are finite, m_A, m_B, v_A and v_B are
+ * (an infinite or NaN value makes them infinite or NaN; kv > 0); the block's own arithmetic
+ * answers for the usual block, and a finite one that overflows goes the masked way, as exact. */
+static inline ALWAYS_INLINE bool block_all_finite(const steps_consts *K, const block_in *in)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i fine = ALL2;
     for (int q = 0; q < 2; q++)
-        in->finite[q] = lt2(abs2(in->ma[q]), inf) & lt2(abs2(in->va[q]), inf) & lt2(abs2(in->mb[q]), inf) &
-                        lt2(abs2(in->vb[q]), inf);
+        fine &= lt2(abs2(in->mb[q] - K->b1k * in->ma[q]), inf) &
+                lt2(abs2(K->kv * (in->vb[q] + K->b2k * in->va[q]) + K->nu), inf);
+    return all2(fine);
+}
+
+/* The lanes whose four values are all finite. */
+static inline void block_finite(const block_in *in, v2i finite[2])
+{
+    const v2d inf = splat2(INFINITY);
+    for (int q = 0; q < 2; q++)
+        finite[q] = lt2(abs2(in->ma[q]), inf) & lt2(abs2(in->va[q]), inf) & lt2(abs2(in->mb[q]), inf) &
+                    lt2(abs2(in->vb[q]), inf);
 }
 
 /* One block of LANES elements, element j of the buffers; `valid`: the lanes that hold elements,
@@ -319,8 +336,13 @@ static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S,
     for (size_t j = from; j < full; j += LANES) {
         block_in in;
         block_load(&in, a->raw_m, a->raw_v, b->raw_m, b->raw_v, j, wide);
-        if (!any2(~(in.finite[0] & in.finite[1]))) steps_block(K, S, s, &in, a->theta, b->theta, j, all, all, base + j);
-        else steps_block(K, S, s, &in, a->theta, b->theta, j, all, in.finite, base + j);
+        if (block_all_finite(K, &in)) {
+            steps_block(K, S, s, &in, a->theta, b->theta, j, all, all, base + j);
+            continue;
+        }
+        v2i finite[2];
+        block_finite(&in, finite);
+        steps_block(K, S, s, &in, a->theta, b->theta, j, all, finite, base + j);
     }
     if (full == to) return;
     /* the tail, as a block with its missing lanes left out */
@@ -339,7 +361,9 @@ static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S,
     }
     block_in in;
     block_load(&in, raw[0], raw[1], raw[2], raw[3], 0, wide);
-    const v2i ok[2] = {in.finite[0] & valid[0], in.finite[1] & valid[1]};
+    v2i ok[2];
+    block_finite(&in, ok);
+    ok[0] &= valid[0], ok[1] &= valid[1];
     steps_block(K, S, s, &in, th[0], th[1], 0, valid, ok, base + full);
 }
 
