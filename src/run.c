@@ -196,9 +196,11 @@ typedef struct roots {
 
 /* The bound and the worst ratio as written, for the lanes in `need`. Everything comes by value: a
  * local whose address a call takes lives in memory in the hot loop. */
-static NOINLINE roots steps_roots(const steps_consts *K, roots r, v2d ma0, v2d ma1, v2d mb0, v2d mb1, v2d vb0, v2d vb1,
-                                  v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0, v2i need1)
+static NOINLINE roots steps_roots(const steps_consts *K, v2d w0, v2d w1, v2i out0, v2i out1, v2d ma0, v2d ma1,
+                                  v2d mb0, v2d mb1, v2d vb0, v2d vb1, v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0,
+                                  v2i need1)
 {
+    roots r = {{w0, w1}, {out0, out1}};
     const v2d ma[2] = {ma0, ma1}, mb[2] = {mb0, mb1}, vb[2] = {vb0, vb1}, adm[2] = {adm0, adm1}, x[2] = {x0, x1};
     const v2i need[2] = {need0, need1};
     for (int l = 0; l < LANES; l++) {
@@ -288,8 +290,7 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
         S->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
     }
     v2d dv[2], tv[2], x[2];
-    roots r;
-    v2i need[2];
+    v2i out[2], need[2];
     for (int q = 0; q < 2; q++) { /* a lane not ok computes with zeros, and counts nothing */
         ma[q] = keep2(ok[q], ma[q]), va[q] = keep2(ok[q], va[q]), mb[q] = keep2(ok[q], mb[q]);
         vb[q] = keep2(ok[q], vb[q]), adm[q] = keep2(ok[q], adm[q]);
@@ -299,17 +300,18 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
         v2d cx = K->ck2 * x[q], w = S->worst[q];
         v2d tm0 = K->km * (abs2(mb[q]) + K->b1k * abs2(ma[q]));
         v2d e = adm[q] - tm0, ew = adm[q] - w * tm0;
-        r.out[q] = lt2(zero, e) & lt2(cx, e * e);                    /* perhaps beyond the bound */
+        out[q] = lt2(zero, e) & lt2(cx, e * e);                      /* perhaps beyond the bound */
         v2i candidate = lt2(zero, ew) & lt2(w * w * cx, ew * ew); /* perhaps a new worst */
-        need[q] = ((r.out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
+        need[q] = ((out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
     }
     if (any2(need[0] | need[1])) {
-        r.worst[0] = S->worst[0], r.worst[1] = S->worst[1];
-        r = steps_roots(K, r, ma[0], ma[1], mb[0], mb[1], vb[0], vb[1], adm[0], adm[1], x[0], x[1], need[0], need[1]);
+        roots r = steps_roots(K, S->worst[0], S->worst[1], out[0], out[1], ma[0], ma[1], mb[0], mb[1], vb[0], vb[1],
+                              adm[0], adm[1], x[0], x[1], need[0], need[1]);
         S->worst[0] = r.worst[0], S->worst[1] = r.worst[1];
+        out[0] = r.out[0], out[1] = r.out[1];
     }
     v2i broken[2];
-    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | r.out[q]) & ok[q];
+    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
     if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
     if (!K->lr) return;
     for (int q = 0; q < 2; q++) {
