@@ -62,7 +62,7 @@ typedef struct pass {
  * slot would run in the baseline tier to its end. They are called through pointers
  * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
  * whatever the C says, and cannot inline an indirect call. */
-#define SCREEN 0x1p-40  /* the relative band around the estimated bound taken as undecided */
+#define SCREEN 0x1p-40   /* the relative band around the estimated bound taken as undecided */
 #define SCREEN_K 0x1p200 /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
 
 #define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
@@ -158,8 +158,8 @@ static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2
 /* The usual block, all of whose elements the rules compute with: false, with nothing gathered,
  * when one is not (its step or v inv2 is not finite: a NaN, an infinity or a negative v among
  * them, or a finite one whose arithmetic overflows); the masked block then takes it. */
-static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d m[2], const v2d v[2],
-                                              moments_acc *a, bool wide)
+static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d m[2], const v2d v[2], moments_acc *a,
+                                              bool wide)
 {
     const v2d inf = splat2(INFINITY);
     v2d d[2], u[2], vi[2];

@@ -132,7 +132,7 @@ static inline __attribute__((always_inline)) void load4(const uint8_t *p, size_t
 static inline double sum4(const v2d s[2]) { return (s[0][0] + s[0][1]) + (s[1][0] + s[1][1]); }
 
 /* A count kept as minus the sum of masks, in two lanes. */
-static inline uint64_t count2(v2i c) { return (uint64_t)-(c[0] + c[1]); }
+static inline uint64_t count2(v2i c) { return 0 - (uint64_t)(c[0] + c[1]); }
 
 static inline double max_of2(v2d x) { return x[1] > x[0] ? x[1] : x[0]; }
 

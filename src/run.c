@@ -196,9 +196,8 @@ typedef struct roots {
 
 /* The bound and the worst ratio as written, for the lanes in `need`. Everything comes by value: a
  * local whose address a call takes lives in memory in the hot loop. */
-static NOINLINE roots steps_roots(const steps_consts *K, v2d w0, v2d w1, v2i out0, v2i out1, v2d ma0, v2d ma1,
-                                  v2d mb0, v2d mb1, v2d vb0, v2d vb1, v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0,
-                                  v2i need1)
+static NOINLINE roots steps_roots(const steps_consts *K, v2d w0, v2d w1, v2i out0, v2i out1, v2d ma0, v2d ma1, v2d mb0,
+                                  v2d mb1, v2d vb0, v2d vb1, v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0, v2i need1)
 {
     roots r = {{w0, w1}, {out0, out1}};
     const v2d ma[2] = {ma0, ma1}, mb[2] = {mb0, mb1}, vb[2] = {vb0, vb1}, adm[2] = {adm0, adm1}, x[2] = {x0, x1};
@@ -300,7 +299,7 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
         v2d cx = K->ck2 * x[q], w = S->worst[q];
         v2d tm0 = K->km * (abs2(mb[q]) + K->b1k * abs2(ma[q]));
         v2d e = adm[q] - tm0, ew = adm[q] - w * tm0;
-        out[q] = lt2(zero, e) & lt2(cx, e * e);                      /* perhaps beyond the bound */
+        out[q] = lt2(zero, e) & lt2(cx, e * e);                   /* perhaps beyond the bound */
         v2i candidate = lt2(zero, ew) & lt2(w * w * cx, ew * ew); /* perhaps a new worst */
         need[q] = ((out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
     }

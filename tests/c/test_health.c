@@ -245,11 +245,11 @@ static void fill_slots(void)
         lv[j] = (float)((double)lm[j] * lm[j] * (0.05 + 3 * r) + 1e-9);
         lt[j] = (float)((0.5 - r) * 0.1);
     }
-    lm[5] = 0, lv[5] = 0;           /* never updated */
-    lm[6] = 1e-30f, lv[6] = 0;      /* never updated, within the bound at the floor */
-    lm[7] = 1e-10f, lv[7] = 0;      /* never updated, beyond the bound at the floor */
+    lm[5] = 0, lv[5] = 0;                   /* never updated */
+    lm[6] = 1e-30f, lv[6] = 0;              /* never updated, within the bound at the floor */
+    lm[7] = 1e-10f, lv[7] = 0;              /* never updated, beyond the bound at the floor */
     lm[30001] = 1e-25f, lv[30001] = 1e-40f; /* a subnormal v: the floor's bound */
-    lm[100] = 0.5f, lv[100] = 1e-4f; /* beyond */
+    lm[100] = 0.5f, lv[100] = 1e-4f;        /* beyond */
     /* |m| within 2^-42 of the bound (a v whose bound is that close to a float): the estimated
      * bound leaves it undecided, the bound as written decides; and the next float above it */
     float v = 1e-4f, m = 0;
@@ -267,7 +267,8 @@ static void fill_slots(void)
     lm[18003] = -INFINITY, lv[18003] = NAN;
     lt[10] = INFINITY, lt[LONG - 2] = NAN;
     lm[LONG - 1] = 0.5f, lv[LONG - 1] = 1e-4f; /* beyond, in the tail */
-    const float m1[SHORT] = {1e-3f, NAN, 2e-3f}, v1[SHORT] = {1e-6f, 1e-6f, 4e-6f}, t1[SHORT] = {0.5f, -INFINITY, 0.25f};
+    const float m1[SHORT] = {1e-3f, NAN, 2e-3f}, v1[SHORT] = {1e-6f, 1e-6f, 4e-6f},
+                t1[SHORT] = {0.5f, -INFINITY, 0.25f};
     memcpy(sm, m1, sizeof sm), memcpy(sv, v1, sizeof sv), memcpy(st, t1, sizeof st);
 }
 
