@@ -14,6 +14,7 @@
  * bounded memory, progress, cancel. The per-chunk accumulation and the flags are also run.c's
  * (internal.h): a run feeds them the chunks of its continuity pass. */
 #include "internal.h"
+#include "lanes.h"
 
 #include <float.h>
 #include <math.h>
@@ -24,10 +25,11 @@
 #define CHUNK CKPT_HEALTH_CHUNK /* elements per cursor per step */
 #define MARGIN 1e-3             /* relative slack of the consistency bound */
 
-/* The flag band of the update-to-weight ratio: a heuristic, so its flags are warnings. */
-typedef struct band {
-    double low, high;
-} band;
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
+#endif
+
+typedef ckpt_ratio_band band;
 
 typedef struct pass {
     const ckpt_source *opt_src, *state_src;
@@ -40,50 +42,196 @@ typedef struct pass {
     uint8_t *theta; /* CHUNK * state_width */
 } pass;
 
-/* The moments' part of one chunk: n elements of m and v as stored (float or double). The loop is
- * written once and inlined into one function per width (`wide` a constant there), so the compiler
- * sees plain arrays; the rare non-finite or negative elements leave the arithmetic through a
- * branch that is almost never taken. A chunk is a function call of its own (not inlined into the
- * slot's loop) because V8 moves a WebAssembly function to its optimizing tier only on a later
- * call: a loop over a whole 32 MiB slot would run in the baseline tier to its end (the health
- * pass in the CLI: 1.8 s, 1.15 s once warm). They are called through pointers
+/* The element loops. Elements go in blocks of LANES (lanes.h): every block, whatever its contents,
+ * is computed lane-wise and branch-free, with its non-finite elements (and, for the moments, a
+ * negative v) masked out of the sums, maxima and counts; only a block holding one is then read
+ * again, element by element, to count what it holds. The sums add element j of a chunk into lane
+ * j % LANES and the lanes in one fixed tree at the chunk's end (chunks start every
+ * CKPT_HEALTH_CHUNK elements from the slot's start), so health, a run and any number of workers
+ * give the same bits in every build; counts and maxima are exact whatever the order.
+ *
+ * The moments' consistency bound |m| > c sqrt(max(v, floor)) (1 + MARGIN) needs a second square
+ * root per element. The step's own root d = sqrt(v inv2) gives it to within a few units of 2^-53
+ * (sqrt(v) = d / sqrt(inv2)), so a block is decided from d when every element is either below
+ * the estimate less 2^-40 of it or above it plus 2^-40; a block with an element in between (or
+ * out of the range where that error bound holds) takes the bound's own root, as written.
+ *
+ * The loops are written once and inlined into one function per width (`wide` a constant there).
+ * A chunk is a function call of its own (not inlined into the slot's loop) because V8 moves a
+ * WebAssembly function to its optimizing tier only on a later call: a loop over a whole 32 MiB
+ * slot would run in the baseline tier to its end. They are called through pointers
  * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
  * whatever the C says, and cannot inline an indirect call. */
-static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
+#define SCREEN 0x1p-40   /* the relative band around the estimated bound taken as undecided */
+#define SCREEN_K 0x1p200 /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
+
+#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
+
+/* What a chunk gathers: sums per lane (element j in lane j % LANES); counts and maxima in any
+ * lane (a count is minus the sum of its masks). */
+typedef struct moments_acc {
+    v2d sq[2], max;
+    v2i finite, never, inconsistent;
+} moments_acc;
+
+/* A chunk's constants. */
+typedef struct moments_consts {
+    double inv1, inv2, eps, floor, c, margin;
+    bool check;  /* c > 0: the bound exists */
+    bool screen; /* ... and its estimate from d holds to a few units of 2^-53 */
+    double c1;   /* c (1 + MARGIN) / sqrt(inv2): the bound is about c1 d */
+} moments_consts;
+
+static inline double element(const uint8_t *p, size_t j, bool wide)
 {
     return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
+}
+
+/* The non-finite values and negative v of a block's bad lanes, counted as the rules say. The
+ * vectors come by value: a local whose address a call takes lives in memory in the hot loop. */
+static NOINLINE void count_bad_moments(v2d m0, v2d m1, v2d v0, v2d v1, v2i bad0, v2i bad1, ckpt_health_moments *h)
+{
+    const v2d m[2] = {m0, m1}, v[2] = {v0, v1};
+    const v2i bad[2] = {bad0, bad1};
+    for (int l = 0; l < LANES; l++) {
+        if (!bad[l >> 1][l & 1]) continue;
+        double x = m[l >> 1][l & 1], y = v[l >> 1][l & 1];
+        if (isnan(x)) h->nan++;
+        else if (isinf(x)) h->inf++;
+        if (isnan(y)) h->nan++;
+        else if (isinf(y)) h->inf++;
+        else if (y < 0) h->v_negative++;
+    }
+}
+
+/* The lanes whose elements the rules compute with: m finite, v finite and not negative. */
+static inline v2i usable(v2d m, v2d v)
+{
+    const v2d inf = splat2(INFINITY);
+    return lt2(abs2(m), inf) & le2(splat2(0), v) & lt2(v, inf);
+}
+
+/* One block of LANES elements, `good` the lanes to compute with: a block that moments_fast
+ * leaves (a NaN, an infinity or a negative v among its elements), and the tail. */
+static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
+                                               const v2i good[2], moments_acc *a, bool wide)
+{
+    const v2d inf = splat2(INFINITY);
+    v2d m[2], v[2], d[2], u[2];
+    for (int q = 0; q < 2; q++) {
+        m[q] = keep2(good[q], mr[q]); /* a lane left out computes with m = v = 0, and adds nothing */
+        v[q] = keep2(good[q], vr[q]);
+        d[q] = sqrt2(v[q] * K->inv2);
+        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
+    }
+    v2i finite[2];
+    for (int q = 0; q < 2; q++) {
+        finite[q] = lt2(u[q], inf) & good[q];
+        u[q] = keep2(finite[q], u[q]);
+        a->sq[q] += u[q] * u[q];
+    }
+    a->max = max2(max2(u[0], u[1]), a->max);
+    a->finite += finite[0] + finite[1];
+    a->never += (eq2(v[0], splat2(0)) & good[0]) + (eq2(v[1], splat2(0)) & good[1]);
+    if (!K->check) return;
+    /* Decided from the estimate c1 d (within a few units of 2^-53 of the bound where v > floor,
+     * and at most the bound c sqrt(floor) (1 + MARGIN) where v <= floor): |m| at or below it less
+     * 2^-40 of it is within; above it plus 2^-40 (v > floor) beyond; else undecided. An infinite
+     * estimate (float64 moments: v inv2 overflows) decides nothing. */
+    v2i beyond[2], undecided = {0, 0};
+    if (K->screen)
+        for (int q = 0; q < 2; q++) {
+            v2d am = abs2(m[q]), est = d[q] * K->c1;
+            v2i within = le2(am, est * (1 - SCREEN));
+            if (wide) within &= lt2(est, inf);
+            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
+            undecided |= ~(within | beyond[q]) & good[q];
+        }
+    if (!K->screen || any2(undecided))
+        for (int q = 0; q < 2; q++) {
+            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
+        }
+    a->inconsistent += (beyond[0] & good[0]) + (beyond[1] & good[1]);
+}
+
+/* The usual block, all of whose elements the rules compute with: false, with nothing gathered,
+ * when one is not (its step or v inv2 is not finite: a NaN, an infinity or a negative v among
+ * them, or a finite one whose arithmetic overflows); the masked block then takes it. */
+static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d m[2], const v2d v[2], moments_acc *a,
+                                              bool wide)
+{
+    const v2d inf = splat2(INFINITY);
+    v2d d[2], u[2], vi[2];
+    for (int q = 0; q < 2; q++) {
+        vi[q] = v[q] * K->inv2;
+        d[q] = sqrt2(vi[q]); /* NaN for a negative v */
+        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
+    }
+    if (!all2(lt2(u[0], inf) & lt2(u[1], inf) & lt2(abs2(vi[0]), inf) & lt2(abs2(vi[1]), inf))) return false;
+    for (int q = 0; q < 2; q++) a->sq[q] += u[q] * u[q];
+    a->max = max2(max2(u[0], u[1]), a->max);
+    a->finite += ALL2 + ALL2;
+    a->never += eq2(v[0], splat2(0)) + eq2(v[1], splat2(0));
+    if (!K->check) return true;
+    v2i beyond[2], undecided = {0, 0};
+    if (K->screen)
+        for (int q = 0; q < 2; q++) {
+            v2d am = abs2(m[q]), est = d[q] * K->c1;
+            v2i within = le2(am, est * (1 - SCREEN));
+            if (wide) within &= lt2(est, inf);
+            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
+            undecided |= ~(within | beyond[q]);
+        }
+    if (!K->screen || any2(undecided))
+        for (int q = 0; q < 2; q++) {
+            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
+        }
+    a->inconsistent += beyond[0] + beyond[1];
+    return true;
 }
 
 static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
                                               size_t n, ckpt_health_moments *h, bool wide)
 {
-    const double c = k->c, floor = k->v_floor, eps = k->eps, inv1 = h->inv1, inv2 = h->inv2;
-    double sum_sq = 0, max = h->u_max;
-    uint64_t finite = 0, never = 0, inconsistent = 0;
-    for (size_t j = 0; j < n; j++) {
-        double m = element(pm, j, wide), v = element(pv, j, wide);
-        if (!isfinite(m) || !isfinite(v) || v < 0) {
-            if (isnan(m)) h->nan++;
-            else if (isinf(m)) h->inf++;
-            if (isnan(v)) h->nan++;
-            else if (isinf(v)) h->inf++;
-            else if (v < 0) h->v_negative++;
-            continue;
-        }
-        never += v == 0;
-        inconsistent += c > 0 && fabs(m) > c * sqrt(v > floor ? v : floor) * (1 + MARGIN);
-        double u = (m * inv1) / (sqrt(v * inv2) + eps);
-        if (!isfinite(u)) continue;
-        double a = fabs(u);
-        sum_sq += a * a;
-        if (a > max) max = a;
-        finite++;
+    moments_consts K = {h->inv1, h->inv2, k->eps, k->v_floor, k->c, 1 + MARGIN, k->c > 0, false, 0};
+    K.c1 = K.c * K.margin / sqrt(K.inv2);
+    /* v >= the smallest normal and inv2 >= 1 keep v inv2 normal; c1 within 2^-200..2^200 keeps
+     * c1 d normal (d >= 2^-511), and finite for float32 moments */
+    K.screen = K.check && K.inv2 >= 1 && K.inv2 <= SCREEN_K && K.c1 >= 1 / SCREEN_K && K.c1 <= SCREEN_K;
+    moments_acc a;
+    memset(&a, 0, sizeof a);
+    a.max = splat2(h->u_max);
+    size_t full = n - n % LANES;
+    for (size_t j = 0; j < full; j += LANES) {
+        v2d m[2], v[2];
+        load4(pm, j, wide, m);
+        load4(pv, j, wide, v);
+        if (moments_fast(&K, m, v, &a, wide)) continue;
+        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
+        count_bad_moments(m[0], m[1], v[0], v[1], ~ok[0], ~ok[1], h);
+        moments_block(&K, m, v, ok, &a, wide);
     }
-    h->u_sum_sq += sum_sq;
-    h->u_max = max;
-    h->u_finite += finite;
-    h->never_updated += never;
-    h->inconsistent += inconsistent;
+    if (full < n) { /* the tail, as a block with its missing lanes left out */
+        v2d m[2] = {{0}}, v[2] = {{0}};
+        v2i valid[2] = {{0}};
+        for (size_t j = full; j < n; j++) {
+            size_t l = j - full;
+            m[l >> 1][l & 1] = element(pm, j, wide);
+            v[l >> 1][l & 1] = element(pv, j, wide);
+            valid[l >> 1][l & 1] = -1;
+        }
+        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
+        const v2i good[2] = {ok[0] & valid[0], ok[1] & valid[1]};
+        count_bad_moments(m[0], m[1], v[0], v[1], valid[0] & ~ok[0], valid[1] & ~ok[1], h);
+        moments_block(&K, m, v, good, &a, wide);
+    }
+    h->u_sum_sq += sum4(a.sq);
+    h->u_max = max_of2(a.max);
+    h->u_finite += count2(a.finite);
+    h->never_updated += count2(a.never);
+    h->inconsistent += count2(a.inconsistent);
 }
 
 static NOINLINE void moments_chunk32(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
@@ -99,25 +247,59 @@ static NOINLINE void moments_chunk64(const ckpt_health_kernel *k, const uint8_t 
 }
 
 /* The parameters' part of one chunk (a call of its own for the same reason). */
+static NOINLINE void count_bad_params(v2d x0, v2d x1, v2i bad0, v2i bad1, ckpt_health_param *h)
+{
+    const v2d x[2] = {x0, x1};
+    const v2i bad[2] = {bad0, bad1};
+    for (int l = 0; l < LANES; l++)
+        if (bad[l >> 1][l & 1]) {
+            if (isnan(x[l >> 1][l & 1])) h->nan++;
+            else h->inf++;
+        }
+}
+
+static inline ALWAYS_INLINE void params_block(const v2d xr[2], const v2i valid[2], v2d sq[2], v2d *max, v2i *finite,
+                                              ckpt_health_param *h)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i good[2], bad[2];
+    v2d x[2];
+    for (int q = 0; q < 2; q++) {
+        v2i ok = lt2(abs2(xr[q]), inf);
+        good[q] = ok & valid[q];
+        bad[q] = valid[q] & ~ok;
+        x[q] = keep2(good[q], abs2(xr[q]));
+        sq[q] += x[q] * x[q];
+    }
+    if (any2(bad[0] | bad[1])) count_bad_params(xr[0], xr[1], bad[0], bad[1], h);
+    *max = max2(max2(x[0], x[1]), *max);
+    *finite += good[0] + good[1];
+}
+
 static inline ALWAYS_INLINE void params_span(const uint8_t *theta, size_t n, ckpt_health_param *h, bool wide)
 {
-    double sum_sq = 0, max = h->max;
-    uint64_t finite = 0;
-    for (size_t j = 0; j < n; j++) {
-        double x = element(theta, j, wide);
-        if (!isfinite(x)) {
-            if (isnan(x)) h->nan++;
-            else h->inf++;
-            continue;
-        }
-        double a = fabs(x);
-        sum_sq += a * a;
-        if (a > max) max = a;
-        finite++;
+    v2d sq[2] = {{0}}, max = splat2(h->max);
+    v2i finite = {0, 0};
+    const v2i all[2] = {ALL2, ALL2};
+    size_t full = n - n % LANES;
+    for (size_t j = 0; j < full; j += LANES) {
+        v2d x[2];
+        load4(theta, j, wide, x);
+        params_block(x, all, sq, &max, &finite, h);
     }
-    h->sum_sq += sum_sq;
-    h->max = max;
-    h->finite += finite;
+    if (full < n) {
+        v2d x[2] = {{0}};
+        v2i valid[2] = {{0}};
+        for (size_t j = full; j < n; j++) {
+            size_t l = j - full;
+            x[l >> 1][l & 1] = element(theta, j, wide);
+            valid[l >> 1][l & 1] = -1;
+        }
+        params_block(x, valid, sq, &max, &finite, h);
+    }
+    h->sum_sq += sum4(sq);
+    h->max = max_of2(max);
+    h->finite += count2(finite);
 }
 
 static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h)
@@ -327,7 +509,20 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
     }
 }
 
-static const band default_band = {CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
+int ckpt_health_band(bool given, double low, double high, ckpt_ratio_band *b, ckpt_error *err)
+{
+    *b = given ? (band){low, high} : (band){CKPT_RATIO_LOW, CKPT_RATIO_HIGH};
+    return ckpt_health_ratio_band(b->low, b->high, err);
+}
+
+void ckpt_health_band_json(strbuf *sb, ckpt_ratio_band b)
+{
+    sb_puts(sb, "\"ratioBand\":[");
+    j_double(sb, b.low);
+    sb_putc(sb, ',');
+    j_double(sb, b.high);
+    sb_putc(sb, ']');
+}
 
 size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio_low,
                               double ratio_high, double *ratio, size_t *warnings)
@@ -447,8 +642,10 @@ int ckpt_health_state(const ckpt_file *opt, const ckpt_file *state, ckpt_progres
 char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_health_options *o, ckpt_error *err)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = state ? ckpt_file_report(state) : NULL;
-    band b = o && o->ratio_band ? (band){o->ratio_low, o->ratio_high} : default_band;
-    if (ckpt_health_ratio_band(b.low, b.high, err) || readable(ro, rs, err)) return NULL;
+    band b;
+    if (ckpt_health_band(o && o->ratio_band, o ? o->ratio_low : 0, o ? o->ratio_high : 0, &b, err) ||
+        readable(ro, rs, err))
+        return NULL;
     const ckpt_schema *s = ro->schema;
     size_t n = ckpt_schema_count(s);
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
@@ -491,11 +688,9 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
-    sb_puts(&sb, ",\"ratioBand\":[");
-    j_double(&sb, b.low);
-    sb_puts(&sb, ",");
-    j_double(&sb, b.high);
-    sb_puts(&sb, "],\"c\":");
+    sb_putc(&sb, ',');
+    ckpt_health_band_json(&sb, b);
+    sb_puts(&sb, ",\"c\":");
     j_num_or_null(&sb, ps.k.c > 0, ps.k.c);
     sb_puts(&sb, ",\"first\":");
     j_u64(&sb, first);

@@ -458,6 +458,15 @@ void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, 
  * when it has none; how many of the flags are warnings in *warnings. */
 size_t ckpt_health_slot_flags(const ckpt_health_slot *h, uint64_t slot, uint64_t owner, double lr, double ratio_low,
                               double ratio_high, double *ratio, size_t *warnings);
+/* The flag band of the update-to-weight ratio (a heuristic, so its flags are warnings): the one
+ * given (given true: [low, high], checked by ckpt_health_ratio_band) or the default
+ * [CKPT_RATIO_LOW, CKPT_RATIO_HIGH]; 0, or -1 with err set for a band that is none. The JSON
+ * of health and of a run states it as "ratioBand":[lo,hi] (ckpt_health_band_json). */
+typedef struct ckpt_ratio_band {
+    double low, high;
+} ckpt_ratio_band;
+int ckpt_health_band(bool given, double low, double high, ckpt_ratio_band *b, ckpt_error *err);
+void ckpt_health_band_json(strbuf *sb, ckpt_ratio_band b);
 /* Whether the model-state file `state` gives health (and a run) the parameters of `opt`, a
  * valid optimizer checkpoint: 0 with *pairs (when not, its first pairing failure in *why);
  * -1 with err set when it cannot be used at all (another family, invalid) or pairing could not

@@ -13,6 +13,7 @@
  * accumulation, fed the same chunks). Memory: a few chunks per file, and per file one health
  * accumulator per slot. */
 #include "internal.h"
+#include "lanes.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,6 +24,10 @@
 #define CHUNK CKPT_HEALTH_CHUNK           /* elements per file per step, many files */
 #define CHUNK_FEW (4 * CKPT_HEALTH_CHUNK) /* the same for a few files (fewer, larger reads) */
 #define FEW_FILES 16
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
+#endif
 
 /* One file of the run and its buffers for the current chunk. */
 typedef struct run_file {
@@ -150,13 +155,8 @@ static double c_k(const run_pair *p, uint64_t k)
 /* k = 1: Δm = (1 - b1) g, so the step's gradient is Δm / (1 - b1). */
 static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
 
-static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide)
-{
-    return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
-}
-
-/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. `base` is the
- * chunk's first element. Elements holding NaN or infinity are health's to flag, not judged.
+/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. Elements
+ * holding NaN or infinity are health's to flag, not judged (the gradient still counts them).
  *
  * Speed: the bound is c_k sqrt(X) + tm (X = max(dv, 0) + tv), and tm = tm0 + km c_k sqrt(v_B)
  * with tm0 = km (|m_B| + b1^k |m_A|). Without a square root, e = |dm| - tm0 decides most
@@ -165,67 +165,235 @@ static inline ALWAYS_INLINE double element(const uint8_t *p, size_t j, bool wide
  * for a new worst ratio. Only the elements in between take the roots, as written. The squared
  * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
  * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
- * once at the end). The loop is inlined once per moment width, as health's is. */
+ * once at the end).
+ *
+ * The elements go in blocks of LANES (lanes.h), computed lane-wise and branch-free with the
+ * elements each part does not take masked out; a block leaves the vectors only for an element
+ * that needs the roots (then that element, as written) or that breaks the bound (counted in
+ * order, for the first). Sums add element j into lane j % LANES and the lanes in one fixed tree
+ * every CKPT_HEALTH_CHUNK elements from the slot's start, whatever the run's chunk; the worst
+ * ratio is kept per lane, its largest taken at the end. The loop is inlined once per moment
+ * width, as health's is. */
+#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
+
+/* A pair's constants in one chunk. */
+typedef struct steps_consts {
+    double kv, km, b1k, b2k, ck, ck2, ck2_1km, nu, g_limit, inv1, inv2, eps, wd;
+    bool gradient, lr;
+} steps_consts;
+
+/* What the blocks gather: sums per lane; counts as minus the sum of their masks, in any lane. */
+typedef struct steps_sums {
+    v2d g_sq[2], dd[2], td[2], tt[2], g_max, worst[2];
+    v2i g_finite, g_zero, g_nonfinite;
+} steps_sums;
+
+/* A block's lanes that need the roots, and what the roots decide for them. */
+typedef struct roots {
+    v2d worst[2];
+    v2i out[2];
+} roots;
+
+/* The bound and the worst ratio as written, for the lanes in `need`. Everything comes by value: a
+ * local whose address a call takes lives in memory in the hot loop. */
+static NOINLINE roots steps_roots(const steps_consts *K, v2d w0, v2d w1, v2i out0, v2i out1, v2d ma0, v2d ma1, v2d mb0,
+                                  v2d mb1, v2d vb0, v2d vb1, v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0, v2i need1)
+{
+    roots r = {{w0, w1}, {out0, out1}};
+    const v2d ma[2] = {ma0, ma1}, mb[2] = {mb0, mb1}, vb[2] = {vb0, vb1}, adm[2] = {adm0, adm1}, x[2] = {x0, x1};
+    const v2i need[2] = {need0, need1};
+    for (int l = 0; l < LANES; l++) {
+        int q = l >> 1, i = l & 1;
+        if (!need[q][i]) continue;
+        double a = adm[q][i], w = r.worst[q][i];
+        double tm = K->km * (K->ck * sqrt(vb[q][i]) + fabs(mb[q][i]) + K->b1k * fabs(ma[q][i]));
+        double bound = K->ck * sqrt(x[q][i]) + tm;
+        if (a > w * bound && isfinite(bound) && bound > 0) r.worst[q][i] = a / bound; /* one division per new maximum */
+        r.out[q][i] = a > bound ? -1 : 0;
+    }
+    return r;
+}
+
+/* The broken elements of a block, in order: the first of the slot is the first met. */
+static NOINLINE void steps_broken(slot_acc *s, v2i broken0, v2i broken1, uint64_t at)
+{
+    const v2i broken[2] = {broken0, broken1};
+    for (int l = 0; l < LANES; l++)
+        if (broken[l >> 1][l & 1]) {
+            if (!s->broken) s->first = at + (uint64_t)l;
+            s->broken++;
+        }
+}
+
+/* The elements j .. j + 3 of the four moment buffers. */
+typedef struct block_in {
+    v2d ma[2], va[2], mb[2], vb[2];
+} block_in;
+
+static inline ALWAYS_INLINE void block_load(block_in *in, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
+                                            const uint8_t *pvb, size_t j, bool wide)
+{
+    load4(pma, j, wide, in->ma);
+    load4(pva, j, wide, in->va);
+    load4(pmb, j, wide, in->mb);
+    load4(pvb, j, wide, in->vb);
+}
+
+/* Are all four values of every lane finite (the bound leaves NaN and infinities to health)? When
+ * dm = m_B - b1^k m_A and tv's kv (v_B + b2^k v_A) + nu are finite, m_A, m_B, v_A and v_B are
+ * (an infinite or NaN value makes them infinite or NaN; kv > 0); the block's own arithmetic
+ * answers for the usual block, and a finite one that overflows goes the masked way, as exact. */
+static inline ALWAYS_INLINE bool block_all_finite(const steps_consts *K, const block_in *in)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i fine = ALL2;
+    for (int q = 0; q < 2; q++)
+        fine &= lt2(abs2(in->mb[q] - K->b1k * in->ma[q]), inf) &
+                lt2(abs2(K->kv * (in->vb[q] + K->b2k * in->va[q]) + K->nu), inf);
+    return all2(fine);
+}
+
+/* The lanes whose four values are all finite. */
+static inline void block_finite(const block_in *in, v2i finite[2])
+{
+    const v2d inf = splat2(INFINITY);
+    for (int q = 0; q < 2; q++)
+        finite[q] = lt2(abs2(in->ma[q]), inf) & lt2(abs2(in->va[q]), inf) & lt2(abs2(in->mb[q]), inf) &
+                    lt2(abs2(in->vb[q]), inf);
+}
+
+/* One block of LANES elements, element j of the buffers; `valid`: the lanes that hold elements,
+ * `ok`: those the bound takes (all of them in the usual block: the masks then fold away); `at`:
+ * the slot's index of element j. */
+static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *S, slot_acc *s, const block_in *in,
+                                             const double *tha, const double *thb, size_t j, const v2i valid[2],
+                                             const v2i ok[2], uint64_t at)
+{
+    const v2d inf = splat2(INFINITY), zero = splat2(0);
+    v2d ma[2], va[2], mb[2], vb[2], dm[2], adm[2];
+    for (int q = 0; q < 2; q++) {
+        ma[q] = in->ma[q], va[q] = in->va[q], mb[q] = in->mb[q], vb[q] = in->vb[q];
+        dm[q] = mb[q] - K->b1k * ma[q];
+        adm[q] = abs2(dm[q]);
+    }
+    if (K->gradient) {
+        v2i g[2];
+        for (int q = 0; q < 2; q++) {
+            g[q] = le2(adm[q], splat2(K->g_limit)) & valid[q]; /* false for NaN */
+            v2d x = keep2(g[q], dm[q]);
+            S->g_sq[q] += x * x;
+        }
+        S->g_max = max2(max2(keep2(g[0], adm[0]), keep2(g[1], adm[1])), S->g_max);
+        S->g_finite += g[0] + g[1];
+        S->g_nonfinite += (valid[0] & ~g[0]) + (valid[1] & ~g[1]);
+        S->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
+    }
+    v2d dv[2], tv[2], x[2];
+    v2i out[2], need[2];
+    for (int q = 0; q < 2; q++) { /* a lane not ok computes with zeros, and counts nothing */
+        ma[q] = keep2(ok[q], ma[q]), va[q] = keep2(ok[q], va[q]), mb[q] = keep2(ok[q], mb[q]);
+        vb[q] = keep2(ok[q], vb[q]), adm[q] = keep2(ok[q], adm[q]);
+        dv[q] = vb[q] - K->b2k * va[q];
+        tv[q] = K->kv * (vb[q] + K->b2k * va[q]) + K->nu;
+        x[q] = keep2(lt2(zero, dv[q]), dv[q]) + tv[q];
+        v2d cx = K->ck2 * x[q], w = S->worst[q];
+        v2d tm0 = K->km * (abs2(mb[q]) + K->b1k * abs2(ma[q]));
+        v2d e = adm[q] - tm0, ew = adm[q] - w * tm0;
+        out[q] = lt2(zero, e) & lt2(cx, e * e);                   /* perhaps beyond the bound */
+        v2i candidate = lt2(zero, ew) & lt2(w * w * cx, ew * ew); /* perhaps a new worst */
+        need[q] = ((out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
+    }
+    if (any2(need[0] | need[1])) {
+        roots r = steps_roots(K, S->worst[0], S->worst[1], out[0], out[1], ma[0], ma[1], mb[0], mb[1], vb[0], vb[1],
+                              adm[0], adm[1], x[0], x[1], need[0], need[1]);
+        S->worst[0] = r.worst[0], S->worst[1] = r.worst[1];
+        out[0] = r.out[0], out[1] = r.out[1];
+    }
+    v2i broken[2];
+    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
+    if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
+    if (!K->lr) return;
+    for (int q = 0; q < 2; q++) {
+        v2d ta, tb;
+        memcpy(&ta, tha + j + 2 * q, 16);
+        memcpy(&tb, thb + j + 2 * q, 16);
+        v2d d = mb[q] * K->inv1 / (sqrt2(vb[q] * K->inv2) + K->eps);
+        if (K->wd != 0) d += K->wd * ta;
+        v2d t = tb - ta;
+        v2i fin = lt2(abs2(d), inf) & lt2(abs2(t), inf) & ok[q];
+        d = keep2(fin, d), t = keep2(fin, t);
+        S->dd[q] += d * d;
+        S->td[q] += t * d;
+        S->tt[q] += t * t;
+    }
+}
+
+/* Elements [from, to) of the chunk (from a multiple of LANES); `base` is the chunk's first. */
+static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S, slot_acc *s, const run_file *a,
+                                           const run_file *b, size_t from, size_t to, uint64_t base, bool wide)
+{
+    const v2i all[2] = {ALL2, ALL2};
+    size_t full = from + (to - from) / LANES * LANES;
+    for (size_t j = from; j < full; j += LANES) {
+        block_in in;
+        block_load(&in, a->raw_m, a->raw_v, b->raw_m, b->raw_v, j, wide);
+        if (block_all_finite(K, &in)) {
+            steps_block(K, S, s, &in, a->theta, b->theta, j, all, all, base + j);
+            continue;
+        }
+        v2i finite[2];
+        block_finite(&in, finite);
+        steps_block(K, S, s, &in, a->theta, b->theta, j, all, finite, base + j);
+    }
+    if (full == to) return;
+    /* the tail, as a block with its missing lanes left out */
+    const unsigned w = wide ? 8 : 4;
+    uint8_t raw[4][LANES * 8] = {{0}};
+    double th[2][LANES] = {{0}};
+    v2i valid[2] = {{0}};
+    for (size_t k = full; k < to; k++) {
+        size_t l = k - full;
+        memcpy(raw[0] + l * w, a->raw_m + k * w, w);
+        memcpy(raw[1] + l * w, a->raw_v + k * w, w);
+        memcpy(raw[2] + l * w, b->raw_m + k * w, w);
+        memcpy(raw[3] + l * w, b->raw_v + k * w, w);
+        if (K->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
+        valid[l >> 1][l & 1] = -1;
+    }
+    block_in in;
+    block_load(&in, raw[0], raw[1], raw[2], raw[3], 0, wide);
+    v2i ok[2];
+    block_finite(&in, ok);
+    ok[0] &= valid[0], ok[1] &= valid[1];
+    steps_block(K, S, s, &in, th[0], th[1], 0, valid, ok, base + full);
+}
+
 static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
                                             bool wide)
 {
-    const double kv = 2.0 * ((double)s->k + 1.0) * s->u, km = 4.0 * ((double)s->k + 1.0) * s->u;
-    const double b1k = s->b1k, b2k = s->b2k, ck = s->ck, ck2 = ck * ck, nu = s->nu, g_limit = s->g_limit;
-    const bool gradient = s->gradient, lr = s->lr;
-    const uint8_t *pma = a->raw_m, *pva = a->raw_v, *pmb = b->raw_m, *pvb = b->raw_v;
-    double g_sum_sq = 0, g_max = s->g_max, worst = s->worst;
-    uint64_t g_finite = 0, g_zero = 0, g_nonfinite = 0, broken = s->broken, first = s->first;
-    for (size_t j = 0; j < n; j++) {
-        double ma = element(pma, j, wide), va = element(pva, j, wide), mb = element(pmb, j, wide),
-               vb = element(pvb, j, wide);
-        double dm = mb - b1k * ma, adm = fabs(dm);
-        if (gradient) {
-            if (!(adm <= g_limit)) g_nonfinite++;
-            else {
-                g_finite++;
-                g_zero += dm == 0;
-                g_sum_sq += dm * dm;
-                if (adm > g_max) g_max = adm;
-            }
-        }
-        if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
-        double dv = vb - b2k * va;
-        double tv = kv * (vb + b2k * va) + nu;
-        double x = (dv > 0 ? dv : 0) + tv, cx = ck2 * x;
-        double tm0 = km * (fabs(mb) + b1k * fabs(ma));
-        double e = adm - tm0, ew = adm - worst * tm0;
-        bool out = e > 0 && e * e > cx;                          /* perhaps beyond the bound */
-        bool candidate = ew > 0 && ew * ew > worst * worst * cx; /* perhaps a new worst */
-        if ((out && e * e <= ck2 * (1 + km) * (x + km * vb)) || candidate) {
-            double tm = km * (ck * sqrt(vb) + fabs(mb) + b1k * fabs(ma));
-            double bound = ck * sqrt(x) + tm;
-            if (adm > worst * bound && isfinite(bound) && bound > 0)
-                worst = adm / bound; /* one division per new maximum */
-            out = adm > bound;
-        }
-        if (dv < -tv || out) {
-            if (!broken) first = base + j;
-            broken++;
-        }
-        if (lr) {
-            double d = mb * s->inv1 / (sqrt(vb * s->inv2) + s->eps);
-            if (s->wd != 0) d += s->wd * a->theta[j];
-            double t = b->theta[j] - a->theta[j];
-            if (isfinite(d) && isfinite(t)) {
-                s->dd += d * d;
-                s->td += t * d;
-                s->tt += t * t;
-            }
-        }
+    steps_consts K = {0};
+    K.kv = 2.0 * ((double)s->k + 1.0) * s->u, K.km = 4.0 * ((double)s->k + 1.0) * s->u;
+    K.b1k = s->b1k, K.b2k = s->b2k, K.ck = s->ck, K.ck2 = s->ck * s->ck, K.ck2_1km = K.ck2 * (1 + K.km);
+    K.nu = s->nu, K.g_limit = s->g_limit, K.inv1 = s->inv1, K.inv2 = s->inv2, K.eps = s->eps, K.wd = s->wd;
+    K.gradient = s->gradient, K.lr = s->lr;
+    steps_sums S;
+    memset(&S, 0, sizeof S);
+    S.g_max = splat2(s->g_max);
+    S.worst[0] = S.worst[1] = splat2(s->worst);
+    for (size_t from = 0; from < n; from += CKPT_HEALTH_CHUNK) {
+        size_t to = n - from < CKPT_HEALTH_CHUNK ? n : from + CKPT_HEALTH_CHUNK;
+        for (int q = 0; q < 2; q++) S.g_sq[q] = S.dd[q] = S.td[q] = S.tt[q] = splat2(0);
+        steps_run(&K, &S, s, a, b, from, to, base, wide);
+        s->g_sum_sq += sum4(S.g_sq);
+        s->dd += sum4(S.dd);
+        s->td += sum4(S.td);
+        s->tt += sum4(S.tt);
     }
-    s->g_sum_sq += g_sum_sq;
-    s->g_max = g_max;
-    s->g_finite += g_finite;
-    s->g_zero += g_zero;
-    s->g_nonfinite += g_nonfinite;
-    s->worst = worst;
-    s->broken = broken;
-    s->first = first;
+    s->g_max = max_of2(S.g_max);
+    s->worst = max_of2(max2(S.worst[0], S.worst[1]));
+    s->g_finite += count2(S.g_finite);
+    s->g_zero += count2(S.g_zero);
+    s->g_nonfinite += count2(S.g_nonfinite);
 }
 
 static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
@@ -600,7 +768,7 @@ static int cmp_double(const void *x, const void *y)
 /* A readable file's health summary: the flags health raises on its slots, how many of them are
  * warnings (the ratio band's: they do not break the run), and the median of their
  * update-to-weight ratios (NAN when no slot has one). */
-static int file_health(const run_file *rf, double lr, const double band[2], uint64_t *flags, uint64_t *warnings,
+static int file_health(const run_file *rf, double lr, ckpt_ratio_band band, uint64_t *flags, uint64_t *warnings,
                        double *median, ckpt_error *err)
 {
     const ckpt_schema *sc = rf->rep->schema;
@@ -614,7 +782,7 @@ static int file_health(const run_file *rf, double lr, const double band[2], uint
         if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo; /* a tied slot's moments are its owner's */
         double ratio;
         size_t slot_warnings;
-        *flags += ckpt_health_slot_flags(&h, i, owner, lr, band[0], band[1], &ratio, &slot_warnings);
+        *flags += ckpt_health_slot_flags(&h, i, owner, lr, band.low, band.high, &ratio, &slot_warnings);
         *warnings += slot_warnings;
         if (isfinite(ratio)) ratios[k++] = ratio;
     }
@@ -624,15 +792,13 @@ static int file_health(const run_file *rf, double lr, const double band[2], uint
     return 0;
 }
 
-static char *run_json(run *r, double lr, const double band[2], ckpt_error *err)
+static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
 {
     strbuf sb = {0};
     uint64_t first = CKPT_NONE;
-    sb_puts(&sb, "{\"ratioBand\":[");
-    j_double(&sb, band[0]);
-    sb_putc(&sb, ',');
-    j_double(&sb, band[1]);
-    sb_puts(&sb, "],\"files\":[");
+    sb_putc(&sb, '{');
+    ckpt_health_band_json(&sb, band);
+    sb_puts(&sb, ",\"files\":[");
     for (size_t f = 0; f < r->n; f++) {
         const run_file *rf = &r->files[f];
         uint64_t flags = 0, warnings = 0;
@@ -699,9 +865,8 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
     r.progress = o ? o->progress : NULL;
     r.progress_ctx = o ? o->progress_ctx : NULL;
     double lr = o && o->lr > 0 ? o->lr : NAN;
-    const double band[2] = {o && o->ratio_band ? o->ratio_low : CKPT_RATIO_LOW,
-                            o && o->ratio_band ? o->ratio_high : CKPT_RATIO_HIGH};
-    if (ckpt_health_ratio_band(band[0], band[1], err)) return NULL;
+    ckpt_ratio_band band;
+    if (ckpt_health_band(o && o->ratio_band, o ? o->ratio_low : 0, o ? o->ratio_high : 0, &band, err)) return NULL;
     r.files = calloc(n ? n : 1, sizeof *r.files);
     r.pairs = calloc(n ? n : 1, sizeof *r.pairs);
     slot_acc *acc = calloc(n ? n : 1, sizeof *acc);

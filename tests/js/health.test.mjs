@@ -320,3 +320,36 @@ test('cli health --ratio-band LO,HI (issue 18.14): the band flags as warnings, -
     fs.rmSync(tmp, { recursive: true, force: true });
   }
 });
+
+test('health: the same bits with the SIMD build of the core and without (blocks of lanes, their tails, the rare elements)', async () => {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-health-lanes-'));
+  const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+  const json = (variant, ...args) => {
+    const r = spawnSync(process.execPath, [CLI, 'health', ...args, '--lr', '3e-4', '--json', '--workers', '1'],
+      { encoding: 'utf8', env: { ...process.env, CKPTSCOPE_WASM: variant } });
+    assert.ok(r.status === 0 || r.status === 1, r.stderr);
+    return r.stdout;
+  };
+  try {
+    const rand = mulberry(11);
+    const n = 2 * 16384 + 4099; // three chunks and a tail that is not a whole block
+    const m = Array.from({ length: n }, () => (rand() - 0.5) * 2e-2);
+    const v = m.map((x) => x * x * (0.05 + 3 * rand()) + 1e-9);
+    Object.assign(m, { 100: 0.5, 7: 1e-10, 18000: NaN, 18003: -Infinity, [n - 1]: 0.5 });
+    Object.assign(v, { 100: 1e-4, 7: 0, 18001: Infinity, 18002: -1e-6, 18003: NaN, [n - 1]: 1e-4 });
+    const shapes = [[n], [3]];
+    for (const dtype of ['float32', 'float64']) {
+      const desc = { shapes, requiresGrad: [true, true], dtype, config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 },
+        entries: [{ id: 0, step: 1000, m, v }, { id: 1, step: 5, m: [1e-3, NaN, 2e-3], v: [1e-6, 1e-6, 4e-6] }] };
+      const opt = path.join(tmp, `opt-${dtype}.ckpt`);
+      const st = path.join(tmp, 'state.tlsf');
+      fs.writeFileSync(opt, await writeCheckpoint(desc));
+      fs.writeFileSync(st, await writeState({ shapes, values: stateValues(shapes) }));
+      const simd = json('simd', opt, '--state', st);
+      assert.match(simd, /"inconsistent": 3/, dtype);
+      assert.equal(json('nosimd', opt, '--state', st), simd, dtype);
+    }
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+});
