@@ -173,7 +173,7 @@ struct ckpt_schema {
     size_t map_count;
     bool has_map;
     uint64_t *dim_start; /* n + 1 offsets into dims */
-    uint64_t *dims; /* a slot's size is their product, computed when asked (no array of them) */
+    uint64_t *dims;      /* a slot's size is their product, computed when asked (no array of them) */
     uint8_t *requires_grad;
     uint64_t *map;        /* has_map: map_count representatives */
     size_t cap, dims_cap; /* capacities while a reader appends */
