@@ -111,6 +111,33 @@ static inline v2i usable(v2d m, v2d v)
     return lt2(abs2(m), inf) & le2(splat2(0), v) & lt2(v, inf);
 }
 
+/* The consistency bound over a block's lanes `use` (masks): their elements with |m| beyond it,
+ * as a count mask. Decided from the estimate c1 d (within a few units of 2^-53 of the bound where
+ * v > floor, and at most the bound c sqrt(floor) (1 + MARGIN) where v <= floor): |m| at or below
+ * it less 2^-40 of it is within; above it plus 2^-40 (v > floor) beyond; else undecided, and
+ * then, for the whole block, its own root decides, as the rule is written. An infinite estimate
+ * (float64 moments: v inv2 overflows) decides nothing. */
+static inline ALWAYS_INLINE v2i beyond_bound(const moments_consts *K, const v2d m[2], const v2d v[2], const v2d d[2],
+                                             const v2i use[2], bool wide)
+{
+    const v2d inf = splat2(INFINITY);
+    v2i beyond[2], undecided = {0, 0};
+    if (K->screen)
+        for (int q = 0; q < 2; q++) {
+            v2d am = abs2(m[q]), est = d[q] * K->c1;
+            v2i within = le2(am, est * (1 - SCREEN));
+            if (wide) within &= lt2(est, inf);
+            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
+            undecided |= ~(within | beyond[q]) & use[q];
+        }
+    if (!K->screen || any2(undecided))
+        for (int q = 0; q < 2; q++) {
+            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
+        }
+    return (beyond[0] & use[0]) + (beyond[1] & use[1]);
+}
+
 /* One block of LANES elements, `good` the lanes to compute with: a block that moments_fast
  * leaves (a NaN, an infinity or a negative v among its elements), and the tail. */
 static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
@@ -133,26 +160,7 @@ static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2
     a->max = max2(max2(u[0], u[1]), a->max);
     a->finite += finite[0] + finite[1];
     a->never += (eq2(v[0], splat2(0)) & good[0]) + (eq2(v[1], splat2(0)) & good[1]);
-    if (!K->check) return;
-    /* Decided from the estimate c1 d (within a few units of 2^-53 of the bound where v > floor,
-     * and at most the bound c sqrt(floor) (1 + MARGIN) where v <= floor): |m| at or below it less
-     * 2^-40 of it is within; above it plus 2^-40 (v > floor) beyond; else undecided. An infinite
-     * estimate (float64 moments: v inv2 overflows) decides nothing. */
-    v2i beyond[2], undecided = {0, 0};
-    if (K->screen)
-        for (int q = 0; q < 2; q++) {
-            v2d am = abs2(m[q]), est = d[q] * K->c1;
-            v2i within = le2(am, est * (1 - SCREEN));
-            if (wide) within &= lt2(est, inf);
-            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
-            undecided |= ~(within | beyond[q]) & good[q];
-        }
-    if (!K->screen || any2(undecided))
-        for (int q = 0; q < 2; q++) {
-            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
-            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
-        }
-    a->inconsistent += (beyond[0] & good[0]) + (beyond[1] & good[1]);
+    if (K->check) a->inconsistent += beyond_bound(K, m, v, d, good, wide);
 }
 
 /* The usual block, all of whose elements the rules compute with: false, with nothing gathered,
@@ -173,22 +181,7 @@ static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d
     a->max = max2(max2(u[0], u[1]), a->max);
     a->finite += ALL2 + ALL2;
     a->never += eq2(v[0], splat2(0)) + eq2(v[1], splat2(0));
-    if (!K->check) return true;
-    v2i beyond[2], undecided = {0, 0};
-    if (K->screen)
-        for (int q = 0; q < 2; q++) {
-            v2d am = abs2(m[q]), est = d[q] * K->c1;
-            v2i within = le2(am, est * (1 - SCREEN));
-            if (wide) within &= lt2(est, inf);
-            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
-            undecided |= ~(within | beyond[q]);
-        }
-    if (!K->screen || any2(undecided))
-        for (int q = 0; q < 2; q++) {
-            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
-            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
-        }
-    a->inconsistent += beyond[0] + beyond[1];
+    if (K->check) a->inconsistent += beyond_bound(K, m, v, d, (const v2i[2]){ALL2, ALL2}, wide);
     return true;
 }
 
