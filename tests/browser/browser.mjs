@@ -127,3 +127,14 @@ export function countServed(server, sent) {
     });
   });
 }
+
+/** n float32 values in [-scale/2, scale/2) that are not all alike, from a seeded LCG. */
+export function lcgValues(n, seed, scale) {
+  const out = new Float32Array(n);
+  let x = seed >>> 0;
+  for (let k = 0; k < n; k++) {
+    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
+    out[k] = ((x / 2 ** 32) - 0.5) * scale;
+  }
+  return out;
+}

@@ -12,7 +12,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { saveCheckpoint, saveState, open, pair } from '../../js/index.js';
 import { writeSparse } from '../js/sparse.mjs';
-import { startViewer, countServed } from './browser.mjs';
+import { startViewer, countServed, lcgValues as values } from './browser.mjs';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-passes-'));
@@ -21,17 +21,6 @@ const state = path.join(tmp, 'run.tlsf');
 const big = path.join(tmp, 'big.ckpt');
 let viewer, plain, busy;
 const sent = new Map();   // URL path -> {bytes, requests}
-
-/** Values that are not all alike (a cheap LCG). */
-function values(n, seed, scale) {
-  const out = new Float32Array(n);
-  let x = seed >>> 0;
-  for (let k = 0; k < n; k++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[k] = ((x / 2 ** 32) - 0.5) * scale;
-  }
-  return out;
-}
 
 before(async () => {
   // a tie (slot 3 shares slot 0's storage), a NaN, a negative second moment

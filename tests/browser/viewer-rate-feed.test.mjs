@@ -11,7 +11,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { saveCheckpoint, saveState } from '../../js/index.js';
-import { startViewer, countServed } from './browser.mjs';
+import { startViewer, countServed, lcgValues as values } from './browser.mjs';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-feed-'));
@@ -19,17 +19,6 @@ const opt = path.join(tmp, 'run.ckpt');
 const state = path.join(tmp, 'run.tlsf');
 let isolated, plain;
 const sent = new Map();   // URL path -> {bytes, requests}
-
-/** Values that are not all alike (a cheap LCG), with a NaN and a negative second moment. */
-function values(n, seed, scale) {
-  const out = new Float32Array(n);
-  let x = seed >>> 0;
-  for (let k = 0; k < n; k++) {
-    x = (Math.imul(x, 1664525) + 1013904223) >>> 0;
-    out[k] = ((x / 2 ** 32) - 0.5) * scale;
-  }
-  return out;
-}
 
 before(async () => {
   // 41 MiB of moments: ranges that grow to several MiB, several in flight for the health pass

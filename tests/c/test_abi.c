@@ -72,20 +72,6 @@ static void description_is_valid_json(void)
     free(text);
 }
 
-/* A source that counts the bytes read through it. */
-typedef struct counting {
-    ckpt_source inner;
-    uint64_t bytes;
-} counting;
-
-static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
-{
-    counting *c = ctx;
-    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
-    if (got != CKPT_READ_ERROR) c->bytes += got;
-    return got;
-}
-
 static void views_agree_with_the_report(void)
 {
     for (int dtype = CKPT_FLOAT32; dtype <= CKPT_FLOAT64; dtype++) {
@@ -125,8 +111,8 @@ static void views_agree_with_the_report(void)
         ckpt_packed_stats head;
         memcpy(&head, words, sizeof head);
         size_t n = sizeof head / sizeof(uint64_t) + (size_t)head.a_words + (size_t)head.b_words;
-        counting through = {src, 0};
-        ckpt_source counted = {&through, counting_read, src.size};
+        byte_counter through = {src, 0};
+        ckpt_source counted = {&through, byte_counter_read, src.size};
         ckpt_file *g = ckpt_open(&counted, NULL);
         CHECK(ckpt_file_attach_packed(g, 1, words, n, &err) == 0);
         CHECK(ckpt_file_attach_packed(g, 1, words, 1, &err) == CKPT_E_INVALID_ARGUMENT);

@@ -308,20 +308,6 @@ static void gradient_export(void)
     free_saves(s, n);
 }
 
-/* A source that counts the bytes read through it. */
-typedef struct counting {
-    ckpt_source inner;
-    uint64_t bytes;
-} counting;
-
-static size_t counting_read(void *ctx, uint64_t offset, void *buf, size_t n)
-{
-    counting *c = ctx;
-    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
-    if (got != CKPT_READ_ERROR) c->bytes += got;
-    return got;
-}
-
 /* The flags of a health JSON, how many of them are warnings, and the median of its slots' ratios
  * (NAN when none). */
 static void health_summary(const ckpt_file *opt, const ckpt_file *state, double lr, const double *band, size_t *flags,
@@ -366,13 +352,13 @@ static void each_payload_read_once(void)
     }
     ckpt_schema_free(shape);
     ckpt_memory mem[6];
-    counting count[6];
+    byte_counter count[6];
     const ckpt_file *opts[3], *states[3];
     for (size_t k = 0; k < 6; k++) {
         ckpt_buffer *b = k < 3 ? &s[k].buf : &state_buf[k - 3];
         ckpt_source_memory(&count[k].inner, &mem[k], b->data, b->len);
         count[k].bytes = 0;
-        ckpt_source src = {&count[k], counting_read, b->len};
+        ckpt_source src = {&count[k], byte_counter_read, b->len};
         const ckpt_file *file = ckpt_open(&src, NULL);
         CHECK(file != NULL);
         if (k < 3) opts[k] = file;

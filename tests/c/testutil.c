@@ -159,3 +159,11 @@ void check_error(const ckpt_report *rep, const char *message, uint64_t offset)
                 (unsigned long long)offset);
     }
 }
+
+size_t byte_counter_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    byte_counter *c = ctx;
+    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
+    if (got != CKPT_READ_ERROR) c->bytes += got;
+    return got;
+}

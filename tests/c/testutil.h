@@ -74,6 +74,13 @@ void b_entry(bytes *b, uint64_t id, uint64_t step, uint64_t count, unsigned widt
 
 /* ---- running the library on bytes ---- */
 
+/* A source that counts the bytes read through it: {inner, 0} with byte_counter_read as its read. */
+typedef struct byte_counter {
+    ckpt_source inner;
+    uint64_t bytes;
+} byte_counter;
+size_t byte_counter_read(void *ctx, uint64_t offset, void *buf, size_t n);
+
 /* Inspect an exact-size heap copy, so ASan sees any read past the data. */
 ckpt_report *inspect_bytes(const void *data, size_t len, unsigned flags);
 ckpt_report *load_bytes(const void *data, size_t len, const ckpt_expected *exp);
