@@ -4,12 +4,12 @@
 // turns the core's errors into CheckpointError.
 
 import { loadBinding } from './binding.js';
-import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, withSource, sourceSize } from './checkpoint.js';
+import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, withSource, sourceSize, itemCount } from './checkpoint.js';
 import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
-import { canSplit, workerCount, startCrew, openWithStats, healthInParallel, withPinned } from './parallel.js';
+import { canSplit, workerCount, startCrew, openWithStats, healthInParallel, withPinned, statsInParallel } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 /**
@@ -26,6 +26,33 @@ export async function inspect(source, { stats = false, onProgress, signal, varia
       return ck.report;
     } finally {
       ck.close();
+    }
+  });
+}
+
+/**
+ * The statistics of every item of `source` (a file, fd or Blob: what the workers can open on
+ * their own) computed by `workers` threads, each run of items handed to `onPacked(from, list)`
+ * as the core's packed words (attachPacked takes them, in another instance or another process:
+ * `ckptscope view` sends them to its page). Resolves {workers, items}, or null when the file has
+ * no items or is invalid before its end (nothing to split: open it for its diagnostic).
+ */
+export async function scanPacked(source, { workers, onPacked, onProgress, signal, variant } = {}) {
+  if (!canSplit(source)) throw new TypeError('scanPacked reads a file path, a file descriptor or a Blob');
+  const n = await workerCount(workers, [source]);
+  return withPinned(source, async (file) => {
+    const crew = await startCrew(n - 1, { source: file }, variant);
+    try {
+      const ck = await open(file, { signal, variant });
+      try {
+        if (!ck.ok || itemCount(ck) === 0) return null;
+        await statsInParallel(ck, crew, { onProgress, signal, onPacked });
+        return { workers: n, items: itemCount(ck) };
+      } finally {
+        ck.close();
+      }
+    } finally {
+      crew.stop();
     }
   });
 }

@@ -388,6 +388,24 @@ export interface HealthResult {
 
 export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
+// ---- statistics gathered apart (docs/api.md#statistics-gathered-apart) ----
+
+/** How many items (entries of an optimizer file, tensors of a state file) the open file has. */
+export function itemCount(ck: Checkpoint): number;
+/** Item k's statistics as the core's packed words (ckpt_packed_stats, then the words). */
+export function itemStatsPacked(ck: Checkpoint, k: number, options?: ScanOptions): BigUint64Array;
+/** Attach packed statistics of items from, from + 1, … to the open file (made elsewhere: another
+ *  instance, another process); once every item has them its report is inspect's with stats. */
+export function attachPacked(ck: Checkpoint, from: number, list: BigUint64Array[]): void;
+/** Statistics of every item of a file by `workers` threads, handed over packed as they are
+ *  attached; null when the file has no items or is invalid before its end. */
+export function scanPacked(source: string | number | URL | Blob, options?: ScanOptions & {
+  workers?: number | 'auto';
+  onPacked?: (from: number, list: BigUint64Array[]) => void;
+}): Promise<{ workers: number; items: number } | null>;
+/** How many threads `workers` means for a pass over `sources` ('stats' or 'health'). */
+export function workerCount(workers: number | 'auto' | undefined, sources: (string | number | URL | Blob | null)[], pass?: 'stats' | 'health'): Promise<number>;
+
 /** One slot of a consecutive pair of a run (docs/runs.md). */
 export interface RunSlot {
   slot: number;

@@ -1,8 +1,9 @@
 // ckptscope: look inside TorchLean checkpoints: optimizer state (TLADAMF) and model state
 // (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
 // node:fs lazily.
-export { open, Checkpoint } from './checkpoint.js';
-export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames } from './api.js';
+export { open, Checkpoint, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
+export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames, scanPacked } from './api.js';
+export { workerCount } from './parallel.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';

@@ -18,9 +18,7 @@
 // waits: the answer is never held in memory whole.
 import { parentPort, workerData } from 'node:worker_threads';
 import fs from 'node:fs';
-import { open, itemCount } from '../js/checkpoint.js';
-import { workerCount, startCrew, statsInParallel } from '../js/parallel.js';
-import { health } from '../js/api.js';
+import { open, itemCount, scanPacked, health, workerCount } from 'ckptscope';   // this package, as its users import it
 
 const J = 0x6a, P = 0x70;
 const ITEMS_PER_FRAME = 1024;   // a frame of a few hundred KiB: progress on the page, no giant frame
@@ -76,23 +74,15 @@ function same(fd, size, what) {
 
 async function stats({ fd, size, items }) {
   same(fd, size, 'the file');
-  const workers = await workerCount('auto', [fd]);
-  const crew = await startCrew(workers - 1, { source: fd });
-  try {
-    const ck = await open(fd);
-    try {
-      if (!ck.ok || itemCount(ck) === 0) return json({ unsplit: true }, 'done');
-      if (items !== null && itemCount(ck) !== items) {
-        throw Object.assign(new Error(`the file changed since the page opened it (${items} items then, ${itemCount(ck)} now): open it again`), { name: 'FileChanged' });
-      }
-      await statsInParallel(ck, crew, { onProgress: throttled(), onPacked: packed });
-      json({ done: { workers } }, 'done');
-    } finally {
-      ck.close();
-    }
-  } finally {
-    crew.stop();
+  const ck = await open(fd);
+  const now = ck.ok ? itemCount(ck) : 0;
+  ck.close();
+  if (now === 0) return json({ unsplit: true }, 'done');
+  if (items !== null && now !== items) {
+    throw Object.assign(new Error(`the file changed since the page opened it (${items} items then, ${now} now): open it again`), { name: 'FileChanged' });
   }
+  const done = await scanPacked(fd, { workers: 'auto', onProgress: throttled(), onPacked: packed });
+  json(done ? { done: { workers: done.workers } } : { unsplit: true }, 'done');
 }
 
 async function healthPass({ fd, size, stateFd, stateSize, lr, ratioBand }) {

@@ -4,8 +4,7 @@
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
-import { run, runOrder, stemOf } from '/js/index.js';
-import { attachPacked, itemCount, itemStatsPacked } from '/js/checkpoint.js';
+import { run, runOrder, stemOf, attachPacked, itemCount, itemStatsPacked } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
 
