@@ -1,9 +1,9 @@
-/* Two binary64 lanes for the element loops of health.c and run.c: GCC/Clang vector extensions
- * that compile to SSE2 natively (the x86-64 baseline, no -march), to WebAssembly SIMD128 with
- * -msimd128 and to scalar code without it. Every build does the same IEEE operations lane by lane
- * (no FMA: the files that include this turn contraction off), so all give the same bits.
- * Element j of a block of LANES goes to lane j % LANES: the order in which sums add is fixed by
- * the element's index, whatever the build. */
+/* Two binary64 lanes for the element loops of health.c and run.c (and stats.c's binary64
+ * lanes): GCC/Clang vector extensions that compile to SSE2 natively (the x86-64 baseline, no
+ * -march), to WebAssembly SIMD128 with -msimd128 and to scalar code without it. Every build does
+ * the same IEEE operations lane by lane (no FMA: the files that include this turn contraction
+ * off), so all give the same bits. Element j of a block of LANES goes to lane j % LANES: the
+ * order in which sums add is fixed by the element's index, whatever the build. */
 #ifndef CKPT_LANES_H
 #define CKPT_LANES_H
 
@@ -60,7 +60,19 @@ static inline bool all2(v2i m)
 #endif
 }
 
-/* Lane-wise x > acc ? x : acc, for lanes without NaN (the loops mask them to 0 first). */
+/* Lane-wise x < acc ? x : acc and x > acc ? x : acc, the same on every target (with a NaN in x,
+ * acc: the callers mask NaN lanes out first, or keep the accumulator where x is not finite). */
+static inline v2d min2(v2d x, v2d acc)
+{
+#if defined(__SSE2__)
+    return (v2d)_mm_min_pd((__m128d)x, (__m128d)acc);
+#elif defined(__wasm_simd128__)
+    return (v2d)wasm_f64x2_pmin((v128_t)acc, (v128_t)x);
+#else
+    return (v2d){x[0] < acc[0] ? x[0] : acc[0], x[1] < acc[1] ? x[1] : acc[1]};
+#endif
+}
+
 static inline v2d max2(v2d x, v2d acc)
 {
 #if defined(__SSE2__)

@@ -32,16 +32,11 @@
  * |sum - exact| <= 2^-18 sum|x| and |sum_squares - exact| <= 2^-18 sum x^2
  * (tests/c/test_stats.c checks both). */
 #include "internal.h"
+#include "lanes.h" /* v2d, v2i, v4f, v2f and their min2, max2: health.c's and run.c's too */
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#elif defined(__wasm_simd128__)
-#include <wasm_simd128.h>
-#endif
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF
@@ -62,12 +57,8 @@
 #define TABLES64 2
 #define SEGMENT64 ((size_t)1 << 30)
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef float v2f __attribute__((vector_size(8)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef uint32_t v4u __attribute__((vector_size(16)));
-typedef double v2d __attribute__((vector_size(16)));
-typedef int64_t v2i __attribute__((vector_size(16)));
 typedef uint64_t v2u __attribute__((vector_size(16)));
 
 void ckpt_stats_begin(ckpt_stats_acc *a)
@@ -116,28 +107,6 @@ static inline v4f max4(v4f x, v4f acc)
     return (v4f)wasm_f32x4_pmax((v128_t)acc, (v128_t)x);
 #else
     return (v4f)SELECT(x > acc, (v4i)x, (v4i)acc);
-#endif
-}
-
-static inline v2d min2(v2d x, v2d acc)
-{
-#if defined(__SSE2__)
-    return (v2d)_mm_min_pd((__m128d)x, (__m128d)acc);
-#elif defined(__wasm_simd128__)
-    return (v2d)wasm_f64x2_pmin((v128_t)acc, (v128_t)x);
-#else
-    return (v2d)SELECT(x < acc, (v2i)x, (v2i)acc);
-#endif
-}
-
-static inline v2d max2(v2d x, v2d acc)
-{
-#if defined(__SSE2__)
-    return (v2d)_mm_max_pd((__m128d)x, (__m128d)acc);
-#elif defined(__wasm_simd128__)
-    return (v2d)wasm_f64x2_pmax((v128_t)acc, (v128_t)x);
-#else
-    return (v2d)SELECT(x > acc, (v2i)x, (v2i)acc);
 #endif
 }
 
