@@ -9,7 +9,7 @@ import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
-import { canSplit, workerCount, startCrew, openWithStats, healthInParallel, withPinned, statsInParallel } from './parallel.js';
+import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf } from './layout.js';
 
 /**
@@ -41,19 +41,11 @@ export async function scanPacked(source, { workers, onPacked, onProgress, signal
   if (!canSplit(source)) throw new TypeError('scanPacked reads a file path, a file descriptor or a Blob');
   const n = await workerCount(workers, [source]);
   return withPinned(source, async (file) => {
-    const crew = await startCrew(n - 1, { source: file }, variant);
-    try {
-      const ck = await open(file, { signal, variant });
-      try {
-        if (!ck.ok || itemCount(ck) === 0) return null;
-        await statsInParallel(ck, crew, { onProgress, signal, onPacked });
-        return { workers: n, items: itemCount(ck) };
-      } finally {
-        ck.close();
-      }
-    } finally {
-      crew.stop();
-    }
+    const ck = await openSplit(file, n, { onProgress, signal, variant, onPacked });
+    if (!ck) return null;
+    const items = itemCount(ck);
+    ck.close();
+    return { workers: n, items };
   });
 }
 

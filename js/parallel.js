@@ -44,8 +44,8 @@ export async function withPinned(source, fn) {
 // cores (and 8). A worker costs its start: 125-140 ms of wall time on the idle machine before it
 // takes its first chunk (a thread, Node's bootstrap, this package's modules, the module instance,
 // the file parsed again; timed inside a 4 GiB pass, 2026-12-01), its first chunks run before V8
-// has optimised the kernel, and it takes about 0.1-0.3 s of CPU, which the calling thread loses where cores are shared. With the chunks
-// claimed from a shared counter, n threads take about (S + (n - 1) start) / n for a pass of S
+// has optimised the kernel, and it takes about 0.1-0.3 s of CPU, which the calling thread loses
+// where cores are shared. With the chunks claimed from a shared counter, n threads take about (S + (n - 1) start) / n for a pass of S
 // seconds alone. Measured on this project's idle 2-core machine (`node bench/workers.mjs`, best
 // of 3 interleaved, load average under 3), 2 workers against 1: statistics 0.94x on 256 MiB,
 // 0.94-1.15x on 1 GiB, 1.39-1.44x on 4 GiB; health (and the state file, half the size) 1.05x
@@ -261,31 +261,41 @@ async function alongside(crew, claim, work) {
 }
 
 /**
- * Open `source` with the statistics of every item computed n ways: n - 1 workers start (and open
+ * Open `source` and compute the statistics of every item n ways: n - 1 workers start (and open
  * the file) while this thread opens it with `openFile` (default open(); the CLI's names the file
- * in I/O errors). Resolves with the open Checkpoint, its report the one a one-thread scan gives
- * (the caller closes it). A file with no items, or broken before its end, is scanned here alone:
- * nothing to split, and the report is then exactly the one-thread one.
+ * in I/O errors). Resolves with the open Checkpoint, the statistics attached (the caller closes
+ * it), or null when there is nothing to split (no items, or broken before its end: closed, the
+ * workers stopped). `onPacked` as for statsInParallel.
  */
-export async function openWithStats(source, n, { onProgress, signal, variant, openFile = open } = {}) {
+export async function openSplit(source, n, { onProgress, signal, variant, openFile = open, onPacked } = {}) {
   const crew = await startCrew(n - 1, { source }, variant);
   try {
     const ck = await openFile(source, { signal, variant });
-    if (ck.ok && itemCount(ck) > 0) {
-      try {
-        await statsInParallel(ck, crew, { onProgress, signal });
-        return ck;
-      } catch (err) {
-        ck.close();
-        throw err;
-      }
+    if (!ck.ok || itemCount(ck) === 0) {
+      ck.close();
+      return null;
     }
-    ck.close();
-    crew.stop();
-    return await openFile(source, { stats: true, onProgress, signal, variant });
+    try {
+      await statsInParallel(ck, crew, { onProgress, signal, onPacked });
+      return ck;
+    } catch (err) {
+      ck.close();
+      throw err;
+    }
   } finally {
     crew.stop();
   }
+}
+
+/**
+ * Open `source` with the statistics of every item computed n ways (openSplit). Resolves with the
+ * open Checkpoint, its report the one a one-thread scan gives (the caller closes it). A file with
+ * no items, or broken before its end, is scanned here alone: nothing to split, and the report is
+ * then exactly the one-thread one.
+ */
+export async function openWithStats(source, n, { onProgress, signal, variant, openFile = open } = {}) {
+  return (await openSplit(source, n, { onProgress, signal, variant, openFile })) ??
+    openFile(source, { stats: true, onProgress, signal, variant });
 }
 
 /** Statistics of every item of the open `ck` (opened without statistics), computed by this
