@@ -5,51 +5,28 @@
 // It has a thread of its own so that the server keeps answering meanwhile (the page's range
 // requests, its Cancel); the server ends it when the page goes away.
 //
-// The answer is a stream of frames, made here and written by the server as they come:
-//   frame   = length (u32, of the payload) | kind (u8) | payload
-//   kind j  = a JSON message: {progress: {done, total}}, then {done: {workers}, result?} or
-//             {error: {name, message, ...every field of the error}} or {unsplit: true} (the
-//             file is not one to hand over: invalid, or no items; the page's own pass says why)
-//   kind p  = the packed statistics of items from … from + n − 1 (the core's ckpt_packed_stats
-//             words, which the page's worker attaches to its own open handle): u64 from, u64 n,
-//             n u64 word counts, then the words
-// all little-endian (the page is on this machine: the server listens on 127.0.0.1 only). While
-// the page reads slower than the pass computes, the server says so (`paused`) and the pass
-// waits: the answer is never held in memory whole.
+// Its answer is a stream of frames (web/pass-frames.js), made here and written by the server as
+// they come. While the page reads slower than the pass computes, the server says so (`paused`)
+// and the pass waits: the answer is never held in memory whole.
 import { parentPort, workerData } from 'node:worker_threads';
 import fs from 'node:fs';
 import { open, itemCount, scanPacked, health, workerCount } from 'ckptscope';   // this package, as its users import it
+import { jsonFrame, packedFrame } from './pass-frames.js';
 
-const J = 0x6a, P = 0x70;
 const ITEMS_PER_FRAME = 1024;   // a frame of a few hundred KiB: progress on the page, no giant frame
 const paused = new Int32Array(workerData.paused);   // 1 while the page is behind
 
-function send(kind, payload, last = null) {
+/** A frame to the server, once the page has caught up; `last`: how the pass ended with it. */
+function send(frame, last = null) {
   while (Atomics.load(paused, 0) === 1) Atomics.wait(paused, 0, 1);
-  const frame = new Uint8Array(5 + payload.byteLength);
-  new DataView(frame.buffer).setUint32(0, payload.byteLength, true);
-  frame[4] = kind;
-  frame.set(new Uint8Array(payload.buffer, payload.byteOffset, payload.byteLength), 5);
   parentPort.postMessage({ frame, last }, [frame.buffer]);
 }
 
-const json = (msg, last = null) => send(J, Buffer.from(JSON.stringify(msg, (_, v) => (typeof v === 'bigint' ? String(v) : v))), last);
+const json = (msg, last = null) => send(jsonFrame(msg), last);
 
 /** Items from, from + 1, … (their packed words) in frames of at most ITEMS_PER_FRAME items. */
 function packed(from, list) {
-  for (let at = 0; at < list.length; at += ITEMS_PER_FRAME) {
-    const part = list.slice(at, at + ITEMS_PER_FRAME);
-    const words = new BigUint64Array(2 + part.length + part.reduce((n, w) => n + w.length, 0));
-    words[0] = BigInt(from + at);
-    words[1] = BigInt(part.length);
-    let k = 2 + part.length;
-    part.forEach((w, j) => {
-      words[2 + j] = BigInt(w.length);
-      words.set(w, k);
-      k += w.length;
-    });
-    send(P, words);
-  }
+  for (let at = 0; at < list.length; at += ITEMS_PER_FRAME) send(packedFrame(from + at, list.slice(at, at + ITEMS_PER_FRAME)));
 }
 
 /** Progress at most every 100 ms (the page shows it; a million items must not flood it). */

@@ -19,8 +19,8 @@
 // With `passes` (`ckptscope view` sets it) the server also runs the long passes over those files
 // on this machine, at the CLI's rate, for the page to show: GET /passes/stats/{token}/{name} and
 // /passes/health/{token}/{name}[?state=/files/{token}/{name}][&lr=X][&band=LO,HI] answer a
-// stream of JSON lines (web/pass-worker.js says which); a page that goes away ends the pass. Only
-// the files handed in, only these two passes, nothing written.
+// stream of frames (web/pass-frames.js), paced by the page; a page that goes away ends the pass.
+// Only the files handed in, only these two passes, nothing written.
 import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,6 +28,7 @@ import crypto from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { jsonFrame } from './pass-frames.js';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const WEB = path.join(ROOT, 'web');
@@ -316,14 +317,6 @@ function sendPass(req, res, urlPath, routes, running) {
   });
 }
 
-/** A frame of web/pass-worker.js's stream holding a JSON message (the server's own: an error). */
-function jsonFrame(msg) {
-  const payload = Buffer.from(JSON.stringify(msg));
-  const head = Buffer.alloc(5);
-  head.writeUInt32LE(payload.length, 0);
-  head[4] = 0x6a;
-  return Buffer.concat([head, payload]);
-}
 
 function handler({ allowedHosts, routes, quiet, passes, running }) {
   const handle = (req, res) => {

@@ -6,6 +6,7 @@
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
 import { run, runOrder, stemOf, attachPacked, itemCount, itemStatsPacked } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
+import { Frames, PACKED_FRAME, unpackFrame } from './pass-frames.js';
 import { makeExamples } from './examples.js';
 
 /** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read
@@ -48,38 +49,6 @@ async function sourceOf(source) {
   throw new TypeError('a file to open must be a File or a path of this viewer\'s server');
 }
 
-/** The frames of a pass's answer (web/pass-worker.js: u32 length, u8 kind, payload) as chunks
- *  of it arrive: push() a chunk, then take() each whole frame. */
-class Frames {
-  #buf = new Uint8Array(1 << 16);
-  #start = 0;
-  #end = 0;
-
-  push(chunk) {
-    if (this.#end + chunk.length > this.#buf.length) {
-      const held = this.#end - this.#start;
-      const next = held + chunk.length > this.#buf.length ? new Uint8Array(Math.max(2 * this.#buf.length, held + chunk.length)) : this.#buf;
-      next.set(this.#buf.subarray(this.#start, this.#end), 0);
-      this.#buf = next;
-      this.#start = 0;
-      this.#end = held;
-    }
-    this.#buf.set(chunk, this.#end);
-    this.#end += chunk.length;
-  }
-
-  /** The next whole frame {kind, payload (a copy)}, or null until more arrives. */
-  take() {
-    if (this.#end - this.#start < 5) return null;
-    const length = new DataView(this.#buf.buffer, this.#start, 4).getUint32(0, true);
-    if (this.#end - this.#start < 5 + length) return null;
-    const kind = String.fromCharCode(this.#buf[this.#start + 4]);
-    const payload = this.#buf.slice(this.#start + 5, this.#start + 5 + length);
-    this.#start += 5 + length;
-    return { kind, payload };
-  }
-}
-
 /**
  * A pass that `ckptscope view` runs on its machine over files it serves (web/server.js
  * /passes/, web/pass-worker.js), at the CLI's rate: progress to `tick`, each packed-statistics
@@ -101,11 +70,8 @@ async function serverPass(url, tick, onPacked = () => {}) {
       if (done) break;
       frames.push(value);
       for (let f; (f = frames.take());) {
-        if (f.kind === 'p') {
-          const words = new BigUint64Array(f.payload.buffer);
-          const from = Number(words[0]), n = Number(words[1]);
-          const list = [];
-          for (let j = 0, at = 2 + n; j < n; at += Number(words[2 + j]), j++) list.push(words.subarray(at, at + Number(words[2 + j])));
+        if (f.kind === PACKED_FRAME) {
+          const { from, list } = unpackFrame(f.payload);
           onPacked(from, list);
           continue;
         }
