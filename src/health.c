@@ -65,8 +65,6 @@ typedef struct pass {
 #define SCREEN 0x1p-40   /* the relative band around the estimated bound taken as undecided */
 #define SCREEN_K 0x1p200 /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
 
-#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
-
 /* What a chunk gathers: sums per lane (element j in lane j % LANES); counts and maxima in any
  * lane (a count is minus the sum of its masks). */
 typedef struct moments_acc {
@@ -132,7 +130,7 @@ static inline ALWAYS_INLINE v2i beyond_bound(const moments_consts *K, const v2d 
         }
     if (!K->screen || any2(undecided))
         for (int q = 0; q < 2; q++) {
-            v2d vf = SELECT2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
+            v2d vf = select2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
             beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
         }
     return (beyond[0] & use[0]) + (beyond[1] & use[1]);

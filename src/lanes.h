@@ -113,6 +113,9 @@ static inline v2d abs2(v2d x) { return (v2d)((v2i)x & (v2i){INT64_MAX, INT64_MAX
 /* x where the mask is set, +0 elsewhere: an excluded lane adds nothing to a sum of values >= 0. */
 static inline v2d keep2(v2i mask, v2d x) { return (v2d)(mask & (v2i)x); }
 
+/* a where the mask is set, b elsewhere. */
+static inline v2d select2(v2i mask, v2d a, v2d b) { return (v2d)((mask & (v2i)a) | (~mask & (v2i)b)); }
+
 static inline v2d splat2(double x) { return (v2d){x, x}; }
 
 /* Elements j .. j + 3 of a payload of float32 (wide false) or float64 values, in binary64; the

@@ -174,7 +174,6 @@ static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
  * every CKPT_HEALTH_CHUNK elements from the slot's start, whatever the run's chunk; the worst
  * ratio is kept per lane, its largest taken at the end. The loop is inlined once per moment
  * width, as health's is. */
-#define SELECT2(mask, a, b) ((v2d)(((mask) & (v2i)(a)) | (~(mask) & (v2i)(b))))
 
 /* A pair's constants in one chunk. */
 typedef struct steps_consts {
