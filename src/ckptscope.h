@@ -77,9 +77,14 @@ typedef enum ckpt_code {
     CKPT_E_PAIR_COUNT = 45, /* pairing (format.md 6): tensor count vs slot count */
     CKPT_E_PAIR_SHAPE = 46,
     CKPT_E_PAIR_TIED_VALUES = 47,
-    CKPT_E_NOT_READABLE = 48,    /* the file is invalid before the part asked for */
-    CKPT_E_WRONG_FAMILY = 49,    /* an optimizer-only request on a state file, or back */
-    CKPT_E_CONVERSION_LOSES = 50 /* convert: the target loses or invents something; the text names the option */
+    CKPT_E_NOT_READABLE = 48,     /* the file is invalid before the part asked for */
+    CKPT_E_WRONG_FAMILY = 49,     /* an optimizer-only request on a state file, or back */
+    CKPT_E_CONVERSION_LOSES = 50, /* convert: the target loses or invents something; the text names the option */
+    CKPT_E_ZIP_NOT_FOUND = 51,    /* zip: no end-of-central-directory record (not a zip) */
+    CKPT_E_ZIP_MALFORMED = 52,    /* zip: malformed archive at byte n: the reason */
+    CKPT_E_ZIP_UNSUPPORTED = 53,  /* zip: a compressed or encrypted member, a multi-disk archive */
+    CKPT_E_PICKLE_MALFORMED = 54, /* P: malformed pickle at byte o of member: the reason */
+    CKPT_E_PICKLE_OPCODE = 55     /* P: unsupported pickle opcode 0xhh at byte o of member */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the

@@ -8,10 +8,10 @@
  *
  * safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
  * then the data, offsets relative to its start, contiguous.
- * .npy 1.0: "\x93NUMPY" 1 0, u16 header length, the header dict padded to 64 bytes, the data.
- * zip: each member stored (method 0) with a data descriptor (its CRC-32 is known only after the
- * data streamed by), ZIP64 records where sizes or offsets pass 4 GiB. */
+ * .npz: a zip (src/zip.c's writer) of .npy files (src/npy.c's headers). */
 #include "internal.h"
+#include "npy.h"
+#include "zip.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -249,8 +249,7 @@ typedef struct copier {
     const ckpt_source *src;
     const ckpt_sink *out;
     uint8_t *buf;
-    uint32_t crc; /* of what went through, when wanted */
-    bool want_crc;
+    ckpt_zip_writer *zip; /* the member being written (.npz), or NULL: straight to out */
     ckpt_progress_fn progress;
     void *progress_ctx;
     uint64_t done, total;
@@ -265,43 +264,9 @@ typedef struct copier {
     size_t win_len;
 } copier;
 
-static uint32_t crc_table[8][256];
-
-static void crc_init(void)
-{
-    if (crc_table[0][1]) return;
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
-}
-
-/* CRC-32 (zip's), slicing by 8. */
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
-{
-    crc = ~crc;
-    while (n >= 8) {
-        uint32_t a, b;
-        memcpy(&a, p, 4);
-        memcpy(&b, p + 4, 4);
-        a ^= crc;
-        crc = crc_table[7][a & 0xff] ^ crc_table[6][(a >> 8) & 0xff] ^ crc_table[5][(a >> 16) & 0xff] ^
-              crc_table[4][a >> 24] ^ crc_table[3][b & 0xff] ^ crc_table[2][(b >> 8) & 0xff] ^
-              crc_table[1][(b >> 16) & 0xff] ^ crc_table[0][b >> 24];
-        p += 8;
-        n -= 8;
-    }
-    while (n--) crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-    return ~crc;
-}
-
 static int emit(copier *c, const void *p, size_t n)
 {
-    if (c->want_crc) c->crc = crc32_update(c->crc, p, n);
+    if (c->zip) return ckpt_zip_write(c->zip, p, n);
     return ckpt_sink_bytes(c->out, p, n, c->err);
 }
 
@@ -407,222 +372,22 @@ static int write_safetensors(const plan *p, copier *c)
     return rc;
 }
 
-/* ---- .npy ---- */
-
-/* The .npy 1.0 header for a float array of the slot's shape (or a 0-d string of n code points). */
-static bool npy_header(strbuf *sb, const char *descr, const ckpt_schema *s, size_t slot, bool scalar)
+/* A member: the head bytes (the .npy header) and a payload from the source or inline. */
+static int npz_member(ckpt_zip_writer *z, copier *c, const char *name, const strbuf *head, uint64_t offset,
+                      uint64_t bytes, const void *inline_data)
 {
-    strbuf d = {0};
-    sb_printf(&d, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    if (!scalar) {
-        uint64_t rank = ckpt_schema_rank(s, slot);
-        const uint64_t *dims = ckpt_schema_dims(s, slot);
-        for (uint64_t k = 0; k < rank; k++) sb_printf(&d, k ? " %llu," : "%llu,", (unsigned long long)dims[k]);
-        if (rank > 1) d.len--, d.data[d.len] = '\0'; /* (2, 3) has no trailing comma; (2,) does */
-    }
-    sb_puts(&d, "), }");
-    while (!d.failed && (10 + d.len + 1) % 64) sb_puts(&d, " ");
-    sb_puts(&d, "\n");
-    bool ok = !d.failed && d.len <= 65535;
-    if (ok) {
-        sb_put(sb, "\x93NUMPY\x01\x00", 8);
-        uint8_t len[2] = {(uint8_t)(d.len & 0xff), (uint8_t)(d.len >> 8)};
-        sb_put(sb, (const char *)len, 2);
-        sb_put(sb, d.data, d.len);
-    }
-    sb_free(&d);
-    return ok && !sb->failed;
-}
-
-/* UTF-8 to UTF-32LE code units (NumPy's '<U' strings); invalid bytes become U+FFFD. */
-static uint32_t *utf32(const char *s, size_t *count)
-{
-    size_t n = strlen(s);
-    uint32_t *out = malloc((n ? n : 1) * sizeof *out);
-    if (!out) return NULL;
-    size_t k = 0;
-    const uint8_t *p = (const uint8_t *)s, *end = p + n;
-    while (p < end) {
-        uint32_t c = *p;
-        int more = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 : (c & 0xf8) == 0xf0 ? 3 : -1;
-        if (more < 0 || (more > 0 && p + more >= end)) {
-            out[k++] = 0xfffd;
-            p++;
-            continue;
-        }
-        c = more ? c & (0x3f >> more) : c;
-        bool bad = false;
-        for (int j = 1; j <= more; j++) {
-            if ((p[j] & 0xc0) != 0x80) bad = true;
-            c = (c << 6) | (p[j] & 0x3f);
-        }
-        if (bad) {
-            out[k++] = 0xfffd;
-            p++;
-            continue;
-        }
-        out[k++] = c;
-        p += more + 1;
-    }
-    *count = k;
-    return out;
-}
-
-/* ---- zip (stored members, data descriptors, ZIP64 past 4 GiB) ---- */
-
-#define U32_MAX 0xffffffffu
-
-typedef struct member {
-    char *name;
-    uint32_t crc;
-    uint64_t size; /* stored: compressed = uncompressed */
-    uint64_t local_offset;
-} member;
-
-static void put16(uint8_t *p, unsigned v) { p[0] = (uint8_t)v, p[1] = (uint8_t)(v >> 8); }
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int k = 0; k < 4; k++) p[k] = (uint8_t)(v >> (8 * k));
-}
-
-typedef struct zipper {
-    copier *c;
-    uint64_t at; /* bytes written */
-    member *members;
-    size_t len;
-} zipper;
-
-static int zip_out(zipper *z, const void *p, size_t n)
-{
-    TRY(ckpt_sink_bytes(z->c->out, p, n, z->c->err));
-    z->at += n;
-    return 0;
-}
-
-/* A member: local header, head bytes (the .npy header) and a payload (or none), descriptor. */
-static int zip_member(zipper *z, const char *name, const strbuf *head, uint64_t offset, uint64_t bytes,
-                      const void *inline_data)
-{
-    member *m = &z->members[z->len++];
-    size_t nlen = strlen(name);
-    if (!(m->name = malloc(nlen + 1))) return ckpt_fail_oom(z->c->err);
-    memcpy(m->name, name, nlen + 1);
-    m->local_offset = z->at;
-    m->size = head->len + bytes;
-    uint8_t lh[30];
-    put32(lh, 0x04034b50);
-    put16(lh + 4, 45);          /* version needed: 4.5 (ZIP64) */
-    put16(lh + 6, 0x0808);      /* bit 3: sizes and CRC in the data descriptor; bit 11: UTF-8 names */
-    put16(lh + 8, 0);           /* stored */
-    put32(lh + 10, 0x00210000); /* 1980-01-01 00:00 */
-    put32(lh + 14, 0);
-    put32(lh + 18, 0);
-    put32(lh + 22, 0);
-    put16(lh + 26, (unsigned)nlen);
-    put16(lh + 28, 0);
-    TRY(zip_out(z, lh, sizeof lh));
-    TRY(zip_out(z, name, nlen));
-    copier *c = z->c;
-    c->want_crc = true;
-    c->crc = 0;
-    TRY(emit(c, head->data, head->len));
-    if (inline_data) TRY(emit(c, inline_data, (size_t)bytes));
-    else TRY(copy_payload(c, offset, bytes));
-    c->want_crc = false;
-    z->at += m->size;
-    m->crc = c->crc;
-    /* the descriptor: 8-byte sizes (ZIP64 form) when the member passes 4 GiB */
-    uint8_t dd[24];
-    put32(dd, 0x08074b50);
-    put32(dd + 4, m->crc);
-    size_t ddlen;
-    if (m->size >= U32_MAX) {
-        ckpt_put_u64le(dd + 8, m->size);
-        ckpt_put_u64le(dd + 16, m->size);
-        ddlen = 24;
-    } else {
-        put32(dd + 8, (uint32_t)m->size);
-        put32(dd + 12, (uint32_t)m->size);
-        ddlen = 16;
-    }
-    return zip_out(z, dd, ddlen);
-}
-
-static int zip_finish(zipper *z)
-{
-    uint64_t cd_start = z->at;
-    for (size_t k = 0; k < z->len; k++) {
-        const member *m = &z->members[k];
-        size_t nlen = strlen(m->name);
-        bool big = m->size >= U32_MAX || m->local_offset >= U32_MAX;
-        uint8_t ch[46], extra[28];
-        size_t elen = 0;
-        if (big) { /* ZIP64 extended information: uncompressed, compressed, local offset */
-            put16(extra, 0x0001);
-            put16(extra + 2, 24);
-            ckpt_put_u64le(extra + 4, m->size);
-            ckpt_put_u64le(extra + 12, m->size);
-            ckpt_put_u64le(extra + 20, m->local_offset);
-            elen = 28;
-        }
-        put32(ch, 0x02014b50);
-        put16(ch + 4, 45);
-        put16(ch + 6, 45);
-        put16(ch + 8, 0x0808);
-        put16(ch + 10, 0);
-        put32(ch + 12, 0x00210000);
-        put32(ch + 16, m->crc);
-        put32(ch + 20, big ? U32_MAX : (uint32_t)m->size);
-        put32(ch + 24, big ? U32_MAX : (uint32_t)m->size);
-        put16(ch + 28, (unsigned)nlen);
-        put16(ch + 30, (unsigned)elen);
-        put16(ch + 32, 0);
-        put16(ch + 34, 0);
-        put16(ch + 36, 0);
-        put32(ch + 38, 0);
-        put32(ch + 42, big ? U32_MAX : (uint32_t)m->local_offset);
-        TRY(zip_out(z, ch, sizeof ch));
-        TRY(zip_out(z, m->name, nlen));
-        if (elen) TRY(zip_out(z, extra, elen));
-    }
-    uint64_t cd_size = z->at - cd_start;
-    bool zip64 = z->len >= 0xffff || cd_start >= U32_MAX || cd_size >= U32_MAX;
-    if (zip64) {
-        uint8_t r[56], loc[20];
-        uint64_t record_at = z->at;
-        put32(r, 0x06064b50);
-        ckpt_put_u64le(r + 4, 44);
-        put16(r + 12, 45);
-        put16(r + 14, 45);
-        put32(r + 16, 0);
-        put32(r + 20, 0);
-        ckpt_put_u64le(r + 24, z->len);
-        ckpt_put_u64le(r + 32, z->len);
-        ckpt_put_u64le(r + 40, cd_size);
-        ckpt_put_u64le(r + 48, cd_start);
-        TRY(zip_out(z, r, sizeof r));
-        put32(loc, 0x07064b50);
-        put32(loc + 4, 0);
-        ckpt_put_u64le(loc + 8, record_at);
-        put32(loc + 16, 1);
-        TRY(zip_out(z, loc, sizeof loc));
-    }
-    uint8_t e[22];
-    put32(e, 0x06054b50);
-    put16(e + 4, 0);
-    put16(e + 6, 0);
-    put16(e + 8, zip64 ? 0xffff : (unsigned)z->len);
-    put16(e + 10, zip64 ? 0xffff : (unsigned)z->len);
-    put32(e + 12, zip64 ? U32_MAX : (uint32_t)cd_size);
-    put32(e + 16, zip64 ? U32_MAX : (uint32_t)cd_start);
-    put16(e + 20, 0);
-    return zip_out(z, e, sizeof e);
+    TRY(ckpt_zip_begin(z, name));
+    c->zip = z;
+    int rc = emit(c, head->data, head->len);
+    if (!rc) rc = inline_data ? emit(c, inline_data, (size_t)bytes) : copy_payload(c, offset, bytes);
+    c->zip = NULL;
+    return rc ? rc : ckpt_zip_end(z);
 }
 
 static int write_npz(const plan *p, copier *c)
 {
-    zipper z = {c, 0, calloc(p->len + 1, sizeof(member)), 0};
-    if (!z.members) return ckpt_fail_oom(c->err);
+    ckpt_zip_writer z;
+    ckpt_zip_writer_init(&z, c->out, c->err);
     int rc = 0;
     for (size_t k = 0; k < p->len && !rc; k++) {
         const item *it = &p->items[k];
@@ -630,28 +395,27 @@ static int write_npz(const plan *p, copier *c)
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
         c->at = k;
-        if (!npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed)
+        if (!ckpt_npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed)
             rc = ckpt_fail_oom(c->err);
-        else rc = zip_member(&z, name.data, &head, it->offset, it->count * it->width, NULL);
+        else rc = npz_member(&z, c, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
         sb_free(&name);
     }
     if (!rc) { /* the metadata: a 0-d array of one string */
         size_t n = 0;
-        uint32_t *u = utf32(p->metadata, &n);
+        uint32_t *u = ckpt_utf32(p->metadata, &n);
         strbuf head = {0};
         char descr[32];
         snprintf(descr, sizeof descr, "<U%zu", n ? n : 1);
-        if (!u || !npy_header(&head, descr, NULL, 0, true)) rc = ckpt_fail_oom(c->err);
+        if (!u || !ckpt_npy_header(&head, descr, NULL, 0, true)) rc = ckpt_fail_oom(c->err);
         else
-            rc = zip_member(&z, "__metadata__.npy", &head, 0, 4 * (n ? n : 1),
+            rc = npz_member(&z, c, "__metadata__.npy", &head, 0, 4 * (n ? n : 1),
                             n ? (const void *)u : (const void *)"\0\0\0");
         sb_free(&head);
         free(u);
     }
-    if (!rc) rc = zip_finish(&z);
-    for (size_t k = 0; k < z.len; k++) free(z.members[k].name);
-    free(z.members);
+    if (!rc) rc = ckpt_zip_finish(&z);
+    ckpt_zip_writer_free(&z);
     return rc;
 }
 
@@ -659,7 +423,6 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
 {
     if (!f || !o || !out || (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
-    crc_init();
     plan p;
     int rc = make_plan(f, o, &p, err);
     if (rc) {
@@ -669,8 +432,7 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
     copier c = {ckpt_file_source(f),
                 out,
                 malloc(COPY_CHUNK),
-                0,
-                false,
+                NULL,
                 o->progress,
                 o->progress_ctx,
                 0,
@@ -707,12 +469,12 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     }
     strbuf head = {0};
-    if (!npy_header(&head, width == 8 ? "<f8" : "<f4", rep->schema, shape_slot, false)) {
+    if (!ckpt_npy_header(&head, width == 8 ? "<f8" : "<f4", rep->schema, shape_slot, false)) {
         sb_free(&head);
         return ckpt_fail_oom(err);
     }
     copier c = {
-        ckpt_file_source(f), out, malloc(COPY_CHUNK), 0, false, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
+        ckpt_file_source(f), out, malloc(COPY_CHUNK), NULL, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
     int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
     if (!rc) rc = copy_payload(&c, offset, count * width);
     free(c.buf);
@@ -732,7 +494,6 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
     if (rep->family && !rep->family->optimizer)
         return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                          "computed tensors go beside an optimizer checkpoint's moments");
-    crc_init();
     plan p;
     int rc = make_plan(f, o, &p, err);
     if (rc) {
@@ -761,9 +522,8 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         plan_free(&p);
         return ckpt_fail_oom(err);
     }
-    copier c = {
-        values, out, malloc(COPY_CHUNK), 0, false, o->progress, o->progress_ctx, 0, p.data_bytes, err, NULL, 0, 0,
-        0,      0};
+    copier c = {values, out, malloc(COPY_CHUNK), NULL, o->progress, o->progress_ctx, 0, p.data_bytes, err, NULL, 0, 0,
+                0,      0};
     if (!c.buf) rc = ckpt_fail_oom(err);
     else rc = o->format == CKPT_EXPORT_SAFETENSORS ? write_safetensors(&p, &c) : write_npz(&p, &c);
     free(c.buf);
