@@ -31,6 +31,8 @@ static const struct {
             "checkpoint|StateIO|ParamIO)"},
     {"{MAGIC}", "(TLADAMF|TLSF32B|TLPF32B)"},
     {"{s}", "s?"},
+    {"{str}", "\"([^\"\\\\]|\\\\.)*\""},
+    {"{x}", "[0-9a-f][0-9a-f]"},
 };
 
 static void compile(int code, const char *t)

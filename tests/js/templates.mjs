@@ -14,12 +14,14 @@ const PLACEHOLDERS = {
   '{P}': `(?:${NAME}|StateIO|ParamIO)`,
   '{MAGIC}': '(?:TLADAMF|TLSF32B|TLPF32B)',
   '{s}': 's?',
+  '{str}': '"(?:[^"\\\\]|\\\\.)*"',
+  '{x}': '[0-9a-f]{2}',
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 
