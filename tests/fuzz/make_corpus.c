@@ -1,6 +1,7 @@
 /* Writes the seed corpus: valid files of every version and dtype, each a different layout,
  * plus inputs for the load and round-trip targets. Usage: make_corpus DIR */
 #include "ckptscope.h"
+#include "zip.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -113,6 +114,56 @@ int main(int argc, char **argv)
             ckpt_buffer_free(&buf);
             ckpt_schema_free(s);
         }
+    }
+    /* the container layers: a zip as the writer makes it, holding a pickle as torch.save writes
+     * one (an OrderedDict of one tensor, rebuilt from storage 0), and pickles of every protocol */
+    static const char torch_pickle[] =
+        "\x80\x02\x63\x63ollections\nOrderedDict\nq\x00)Rq\x01X\x01\x00\x00\x00wq\x02\x63torch._utils\n"
+        "_rebuild_tensor_v2\nq\x03((X\x07\x00\x00\x00storageq\x04\x63torch\nFloatStorage\nq\x05X\x01\x00\x00\x00"
+        "0q\x06X\x03\x00\x00\x00"
+        "cpuq\x07K\x04tq\x08QK\x00K\x02K\x02\x86q\tK\x02K\x01\x86q\n\x89h\x00)Rq\x0btq\x0cRq\rs.";
+    static const char proto0[] = "(lp0\nI1\naF2.5\naS'x'\naVy\nacos\nsystem\np1\na(dp2\nI3\nI4\nsa.";
+    static const char proto4[] = "\x80\x04\x95\x24\x00\x00\x00\x00\x00\x00\x00]\x94(\x8c\x01"
+                                 "a\x94\x8c\x02os\x8c\x06system\x93\x8f(K\x01\x90\x8e\x01\x00\x00\x00\x00\x00\x00\x00"
+                                 "ze.";
+    static const char row[] = "\x80\x02\x8a\x0al\xfc\x9c"
+                              "F\xf9 j\xa8P\x19.\x80\x02M\xe9\x03.\x80\x02}q\x00.\x80\x02]q\x00.";
+    const struct {
+        const char *name, *data;
+        size_t len;
+    } pickles[] = {
+        {"torch.pkl", torch_pickle, sizeof torch_pickle - 1},
+        {"proto0.pkl", proto0, sizeof proto0 - 1},
+        {"proto4.pkl", proto4, sizeof proto4 - 1},
+        {"legacy-row.pkl", row, sizeof row - 1},
+    };
+    for (size_t k = 0; k < sizeof pickles / sizeof pickles[0]; k++)
+        failed |= save(argv[1], "pickle", pickles[k].name, "", 0, pickles[k].data, pickles[k].len);
+    {
+        ckpt_buffer buf;
+        ckpt_sink sink;
+        ckpt_sink_buffer(&sink, &buf);
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        ckpt_zip_writer w;
+        ckpt_zip_writer_init(&w, &sink, &err);
+        const char *members[][2] = {{"archive/data.pkl", torch_pickle},
+                                    {"archive/data/0", "0123456789abcdef"},
+                                    {"archive/version", "3\n"},
+                                    {"archive/byteorder", "little"}};
+        size_t lens[] = {sizeof torch_pickle - 1, 16, 2, 6};
+        int rc = 0;
+        for (size_t k = 0; k < 4 && !rc; k++) {
+            rc = ckpt_zip_begin(&w, members[k][0]);
+            if (!rc) rc = ckpt_zip_write(&w, members[k][1], lens[k]);
+            if (!rc) rc = ckpt_zip_end(&w);
+        }
+        if (!rc) rc = ckpt_zip_finish(&w);
+        ckpt_zip_writer_free(&w);
+        if (rc) return fprintf(stderr, "zip: %s\n", err.message), 1;
+        failed |= save(argv[1], "zip", "writer.zip", "", 0, buf.data, buf.len);
+        failed |= save(argv[1], "zip", "prefixed.zip", "#!prefix\n", 9, buf.data, buf.len);
+        ckpt_buffer_free(&buf);
     }
     return failed;
 }

@@ -1,0 +1,38 @@
+/* libFuzzer target: the pickle layer (src/pickle.c). The input is read as pickles in a row (a
+ * legacy torch.save file holds five): each from where the last ended, until the bytes end or one
+ * fails. A tree that reads is rendered whole (each node once), its globals listed and judged as
+ * torch.load(weights_only=True) would; its nodes must be no more than its bytes. Every diagnostic
+ * must be one of its code's templates. */
+#include "oracle.h"
+#include "pickle.h"
+
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    size_t at = 0;
+    for (int n = 0; n < 8 && at < size; n++) {
+        ckpt_pickle *p = NULL;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        int rc = ckpt_pickle_read(data + at, size - at, "archive/data.pkl", at, at, &p, &err);
+        oracle_check(&err);
+        ckpt_error_clear(&err);
+        if (rc) {
+            if (p) abort();
+            return 0;
+        }
+        if (p->end == 0 || p->end > size - at || p->nodes_len > p->end || p->cells_len > p->end) abort();
+        strbuf sb = {0};
+        ckpt_pickle_json(&sb, p, p->root);
+        ckpt_pickle_globals_json(&sb, p, false);
+        ckpt_pickle_globals_json(&sb, p, true);
+        ckpt_pickle_weights_only_warning(&sb, p);
+        bool ok = ckpt_pickle_weights_only(p);
+        if (ok && !p->weights_only_opcodes) abort();
+        sb_free(&sb);
+        at += p->end;
+        ckpt_pickle_free(p);
+    }
+    return 0;
+}
