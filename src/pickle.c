@@ -179,7 +179,7 @@ static int push(rd *r, size_t node)
 
 static int push_new(rd *r, int kind, size_t *out)
 {
-    size_t k;
+    size_t k = 0;
     TRY(new_node(r, kind, &k));
     if (out) *out = k;
     return push(r, k);
@@ -342,7 +342,7 @@ static int memo_get(rd *r, uint64_t index)
 static int span_node(rd *r, int kind, uint64_t n, unsigned flags)
 {
     TRY(length_ok(r, n));
-    size_t k;
+    size_t k = 0;
     TRY(push_new(r, kind, &k));
     r->p->nodes[k].at = r->pos;
     r->p->nodes[k].len = n;
@@ -353,7 +353,7 @@ static int span_node(rd *r, int kind, uint64_t n, unsigned flags)
 
 static int int_node(rd *r, int64_t v)
 {
-    size_t k;
+    size_t k = 0;
     TRY(push_new(r, CKPT_PK_INT, &k));
     r->p->nodes[k].i = v;
     return 0;
@@ -377,12 +377,12 @@ static int long_node(rd *r, uint64_t n)
 /* INT and LONG of protocol 0: a decimal text ("01"/"00": True/False for INT). */
 static int text_int(rd *r, bool is_long)
 {
-    size_t at, n;
+    size_t at = 0, n = 0;
     TRY(line(r, &at, &n));
     const uint8_t *s = r->d + at;
     if (is_long && n && s[n - 1] == 'L') n--;
     if (!is_long && n == 2 && s[0] == '0' && (s[1] == '0' || s[1] == '1')) {
-        size_t k;
+        size_t k = 0;
         TRY(push_new(r, CKPT_PK_BOOL, &k));
         r->p->nodes[k].truth = s[1] == '1';
         return 0;
@@ -390,7 +390,7 @@ static int text_int(rd *r, bool is_long)
     int64_t v;
     if (decimal(s, n, &v)) return int_node(r, v);
     if (!all_digits(s, n)) return fail_malformed(r, "an INT, LONG or FLOAT whose text is not a number");
-    size_t k;
+    size_t k = 0;
     TRY(push_new(r, CKPT_PK_BIGINT, &k));
     r->p->nodes[k].at = at;
     r->p->nodes[k].len = n;
@@ -400,7 +400,7 @@ static int text_int(rd *r, bool is_long)
 
 static int text_float(rd *r)
 {
-    size_t at, n;
+    size_t at = 0, n = 0;
     TRY(line(r, &at, &n));
     char buf[64];
     if (n == 0 || n >= sizeof buf) return fail_malformed(r, "an INT, LONG or FLOAT whose text is not a number");
@@ -409,7 +409,7 @@ static int text_float(rd *r)
     char *end;
     double x = strtod(buf, &end);
     if (end != buf + n) return fail_malformed(r, "an INT, LONG or FLOAT whose text is not a number");
-    size_t k;
+    size_t k = 0;
     TRY(push_new(r, CKPT_PK_FLOAT, &k));
     r->p->nodes[k].f = x;
     return 0;
@@ -418,7 +418,7 @@ static int text_float(rd *r)
 /* REDUCE, BUILD, NEWOBJ: the node replaces its operands. */
 static int replace_top(rd *r, int kind, size_t a, size_t b, size_t c)
 {
-    size_t k;
+    size_t k = 0;
     TRY(new_node(r, kind, &k));
     ckpt_pnode *n = &r->p->nodes[k];
     TRY(set_ref(r, k, &n->a, a));
@@ -439,7 +439,7 @@ static int container(rd *r, size_t k, int want)
 static int step(rd *r, unsigned op)
 {
     uint64_t v;
-    size_t a, b, c, k;
+    size_t a = 0, b = 0, c = 0, k = 0;
     switch (op) {
         case OP_PROTO:
             TRY(arg_le(r, 1, &v));
@@ -484,7 +484,7 @@ static int step(rd *r, unsigned op)
             return 0;
         }
         case OP_STRING: {
-            size_t at, n;
+            size_t at = 0, n = 0;
             TRY(line(r, &at, &n));
             const uint8_t *s = r->d + at;
             if (n < 2 || (s[0] != '\'' && s[0] != '"') || s[n - 1] != s[0])
@@ -505,7 +505,7 @@ static int step(rd *r, unsigned op)
         case OP_BINBYTES8: TRY(arg_le(r, 8, &v)); return span_node(r, CKPT_PK_BYTES, v, 0);
         case OP_BYTEARRAY8: TRY(arg_le(r, 8, &v)); return span_node(r, CKPT_PK_BYTES, v, CKPT_PF_BYTEARRAY);
         case OP_UNICODE: {
-            size_t at, n;
+            size_t at = 0, n = 0;
             TRY(line(r, &at, &n));
             TRY(push_new(r, CKPT_PK_STR, &k));
             r->p->nodes[k].at = at;
@@ -572,7 +572,7 @@ static int step(rd *r, unsigned op)
             return pop_mark_into(r, a, true);
         }
         case OP_GLOBAL: {
-            size_t ma, mn, na, nn;
+            size_t ma = 0, mn = 0, na = 0, nn = 0;
             TRY(line(r, &ma, &mn));
             TRY(line(r, &na, &nn));
             TRY(push_new(r, CKPT_PK_GLOBAL, &k));
@@ -610,7 +610,7 @@ static int step(rd *r, unsigned op)
             TRY(pop(r, &a));
             return replace_top(r, CKPT_PK_NEWOBJ, a, b, c);
         case OP_PERSID: {
-            size_t at, n;
+            size_t at = 0, n = 0;
             TRY(line(r, &at, &n));
             TRY(push_new(r, CKPT_PK_PERSID, &k));
             r->p->nodes[k].at = at;
@@ -625,7 +625,7 @@ static int step(rd *r, unsigned op)
             return push(r, k);
         case OP_GET:
         case OP_PUT: {
-            size_t at, n;
+            size_t at = 0, n = 0;
             TRY(line(r, &at, &n));
             int64_t i;
             if (!decimal(r->d + at, n, &i) || i < 0)
@@ -668,7 +668,7 @@ int ckpt_pickle_read(const uint8_t *data, size_t len, const char *member, uint64
         }
         unsigned op = data[r.pos++];
         if (op == OP_STOP) {
-            size_t root;
+            size_t root = 0;
             if ((rc = pop(&r, &root))) break;
             p->root = root;
             p->end = r.pos;

@@ -431,7 +431,7 @@ int ckpt_zip_open(const ckpt_source *src, ckpt_zip **out, ckpt_error *err)
     ckpt_zip *z = calloc(1, sizeof *z);
     if (!z) return ckpt_fail_oom(err);
     z->src = src;
-    end_record e;
+    end_record e = {0};
     int rc = find_end(src, &e, err);
     if (!rc) rc = read_directory(z, &e, err);
     if (rc) {
