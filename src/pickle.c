@@ -218,19 +218,19 @@ static int add_item(rd *r, size_t parent, size_t child)
     TRY(lift(r, parent, child));
     if (!grow((void **)&p->cells, &p->cells_cap, p->cells_len + 1, sizeof *p->cells)) return ckpt_fail_oom(r->err);
     size_t c = p->cells_len++;
-    p->cells[c] = (ckpt_pcell){child, CKPT_PNIL};
+    p->cells[c] = (ckpt_pcell){(uint32_t)child, CKPT_PNIL};
     ckpt_pnode *n = &p->nodes[parent];
-    if (n->last == CKPT_PNIL) n->first = c;
-    else p->cells[n->last].next = c;
-    n->last = c;
+    if (n->last == CKPT_PNIL) n->first = (uint32_t)c;
+    else p->cells[n->last].next = (uint32_t)c;
+    n->last = (uint32_t)c;
     n->count++;
     return 0;
 }
 
-static int set_ref(rd *r, size_t parent, size_t *field, size_t child)
+static int set_ref(rd *r, size_t parent, uint32_t *field, size_t child)
 {
     TRY(lift(r, parent, child));
-    *field = child;
+    *field = (uint32_t)child;
     return 0;
 }
 
@@ -660,6 +660,11 @@ int ckpt_pickle_read(const uint8_t *data, size_t len, const char *member, uint64
     p->refused_opcode_at = CKPT_NONE;
     rd r = {.p = p, .d = data, .len = len, .origin = origin, .file_at = file_at, .member = member, .err = err};
     int rc = 0;
+    if (len > CKPT_PICKLE_MAX_LEN) { /* 32-bit indices and spans */
+        rc = fail_malformed(&r, "a pickle of %zu bytes, more than the %u read", len, (unsigned)CKPT_PICKLE_MAX_LEN);
+        ckpt_pickle_free(p);
+        return rc;
+    }
     for (;;) {
         r.op_at = r.pos;
         if (r.pos == len) {

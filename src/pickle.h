@@ -8,7 +8,7 @@
  * ckpt_pickle_walk, which expands each node once.
  *
  * Memory: each opcode makes at most one node and each pushed value lands in at most one item
- * cell, so the tree is bounded by the pickle's byte length; the arrays grow as opcodes are read,
+ * cell, so the tree is bounded by the pickle's byte length (see ckpt_pnode); the arrays grow as opcodes are read,
  * never by a length or count the pickle claims (those are checked against the bytes left). */
 #ifndef CKPT_PICKLE_H
 #define CKPT_PICKLE_H
@@ -16,7 +16,8 @@
 #include "internal.h"
 
 #define CKPT_PICKLE_MAX_DEPTH 1000
-#define CKPT_PNIL SIZE_MAX /* no node, no cell */
+#define CKPT_PNIL UINT32_MAX /* no node, no cell */
+#define CKPT_PICKLE_MAX_LEN (UINT32_MAX - 1)
 
 typedef enum ckpt_pkind {
     CKPT_PK_NONE = 0,
@@ -41,22 +42,26 @@ typedef enum ckpt_pkind {
 
 enum { CKPT_PF_TEXT = 1, CKPT_PF_BYTEARRAY = 2, CKPT_PF_FROZEN = 4 };
 
+/* 64 bytes: a hostile pickle of n bytes makes at most n/2 nodes with items (one opcode each, and
+ * one to add it), so the tree takes at most about 36 times the pickle's bytes. Indices and spans
+ * are 32-bit: a pickle is at most CKPT_PICKLE_MAX_LEN bytes. */
 typedef struct ckpt_pnode {
+    uint64_t offset; /* the opcode's byte offset in the pickle (plus the origin given) */
+    union {
+        int64_t i; /* INT */
+        double f;  /* FLOAT */
+    };
+    uint32_t at, len; /* spans into the pickle's bytes (relative to its first byte) */
+    uint32_t at2, len2;
+    uint32_t a, b, c;            /* nodes (CKPT_PNIL when none) */
+    uint32_t first, last, count; /* item cells, and how many */
+    uint16_t height;             /* 1 + its deepest item's, as far as the reader saw (at most 1000) */
     uint8_t kind, flags;
-    bool truth;       /* BOOL */
-    uint16_t height;  /* 1 + its deepest item's, as far as the reader saw (at most 1000) */
-    uint64_t offset;  /* the opcode's byte offset in the pickle (plus the origin given) */
-    int64_t i;        /* INT */
-    double f;         /* FLOAT */
-    uint64_t at, len; /* spans into the pickle's bytes (relative to its first byte) */
-    uint64_t at2, len2;
-    size_t a, b, c;     /* nodes (CKPT_PNIL when none) */
-    size_t first, last; /* item cells */
-    size_t count;       /* items */
+    bool truth; /* BOOL */
 } ckpt_pnode;
 
 typedef struct ckpt_pcell {
-    size_t node, next;
+    uint32_t node, next;
 } ckpt_pcell;
 
 typedef struct ckpt_pickle {
