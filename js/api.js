@@ -134,10 +134,12 @@ export async function check(source, layout, options = {}) {
 }
 
 /**
- * Does the optimizer checkpoint `opt` belong to the model-state file `state` (docs/format.md 6)?
- * Resolves with {ok, pairs, failures, warnings, error}: every failure in check order, the first
- * being the verdict; rejects only when a file cannot be read that far, for I/O errors and
- * cancellation.
+ * Is the optimizer checkpoint `opt` structurally the pair of the model-state file `state`
+ * (docs/format.md 6): same slots, same shapes, same ties? Resolves with {ok, pairs, invalid,
+ * note, failures, warnings, error}: every failure in check order, the first being the verdict;
+ * `note` says what the check does not compare (the values). Rejects when a file is invalid (an
+ * invalid file never pairs: its own diagnostic, `subject` 'optimizer' or 'state'), when the
+ * files are in the wrong roles, for I/O errors and cancellation.
  */
 export async function pair(opt, state, { onProgress, signal } = {}) {
   const b = await loadBinding();
@@ -146,9 +148,10 @@ export async function pair(opt, state, { onProgress, signal } = {}) {
       withProgress(b, { onProgress, signal }, (pid) => b.pair(fo, fs, pid))));
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length) {
-      // Not a verdict: one of the files cannot be paired at all. Its own error says why.
-      const broken = [o, s].find((ck) => !ck.ok);
-      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: broken === s ? 'state' : 'optimizer' });
+      // Not a verdict: an invalid file (the core says which; it never pairs, its own
+      // diagnostic is the error), or files that cannot be paired at all (the wrong roles, I/O).
+      const broken = result.invalid === 'state' ? s : result.invalid === 'optimizer' ? o : null;
+      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: result.invalid ?? 'file' });
     }
     return result;
   }));

@@ -196,10 +196,17 @@ async function checkPair(opt, state, namesPath) {
     result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
-    // Not a verdict: the files cannot be paired at all. A broken file: its own diagnostic.
-    const why = `cannot pair ${displayName(opt)} with ${state}: ${err.message}`;
-    if (!err.fileError) throw new Failure(why);
-    throw new CheckpointError(err.fileError, { context: why });
+    const invalid = err.result.invalid;
+    if (invalid) {
+      // An invalid file never pairs: its own diagnostic first, then the verdict.
+      const name = invalid === 'state' ? state : displayName(opt);
+      const why = [`${name}: ${err.message}`, ...errorLines(err).slice(1)];
+      say(process.stdout, why, `${displayName(opt)} does not pair with ${state}: ${name} is invalid, and an invalid file never pairs`);
+      if (!sameDestination()) say(process.stderr, why);
+      return 1;
+    }
+    // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?).
+    throw new Failure(`cannot pair ${displayName(opt)} with ${state}: ${err.message}${await pairOrder(opt, state)}`);
   }
   const lines = pairLines(result, displayName(opt), state, readNames(namesPath, null));
   say(process.stdout, lines);
@@ -277,6 +284,8 @@ async function cmdHealth(argv) {
     lr = Number(seen['--lr']);
     if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
+  // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
+  refuseIdle('health', seen, '--lr', state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   refuseIdle('health', seen, '--ratio-band', seen['--lr'] !== undefined && state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
   checkInput(opt, 'checkpoint');
@@ -517,6 +526,13 @@ async function checkOrder(positional, seen) {
   if (ka === 'state' && kb === 'optimizer') return `: did you mean \`ckptscope check ${b} --state ${a}\`?`;
   if (ka === 'optimizer' && kb === 'state') return `: did you mean \`ckptscope check ${a} --state ${b}\`?`;
   return `: did you mean \`ckptscope check ${a} --expect ${b}\`?`;
+}
+
+/** check STATE --state OPT: the two given the other way round. */
+async function pairOrder(opt, state) {
+  if (isStream(opt)) return '';
+  const [ko, ks] = [await kindOf(opt), await kindOf(state)];
+  return ko === 'state' && ks === 'optimizer' ? `: did you mean \`ckptscope check ${state} --state ${opt}\`?` : '';
 }
 
 /** health A B: the optimizer checkpoint first, the model-state file after --state. */
