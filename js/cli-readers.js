@@ -56,8 +56,9 @@ export async function convertFile(input, output, options) {
   try {
     result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('./convert.js')).convert(sourceOf(input), output, options)));
   } catch (err) {
-    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) {
-      throw new CheckpointError(err, { context: `cannot convert ${input}: it is not a valid checkpoint` });
+    if (err instanceof CheckpointError && (err.fileError || err.code === (await loadBinding()).codes.NOT_READABLE)) {
+      // the file's own diagnostic, not "the file is invalid"
+      throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
     }
     throw err;
   }

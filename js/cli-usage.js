@@ -17,7 +17,7 @@ export const USAGE = `usage:
       would the trainer load it? LAYOUT: a layout .json or another file;
       NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE [--names NAMES.json]
-      does this optimizer checkpoint belong to this model-state file?
+      same slots, shapes and ties as this model-state file? (structural)
   ckptscope diff A B [--names NAMES.json]
       every difference between two layouts/checkpoints
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
@@ -56,7 +56,7 @@ export const SPECS = {
   },
   check: {
     flags: {},
-    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
   },
   diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
   health: {

@@ -12,12 +12,12 @@ import { open } from './checkpoint.js';
 import { check, pair, diff, health, readerNames } from './api.js';
 import { CheckpointError, LayoutError } from './errors.js';
 import { loadBinding } from './binding.js';
-import { readJsonSource, JSON_LIMIT } from './sources.js';
+import { readJsonSource } from './sources.js';
 import { openWithStats, workerCount } from './parallel.js';
-import { namesOf, jsonKind } from './layout.js';
+import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle, ratioBandArg } from './cli-usage.js';
 
@@ -44,22 +44,6 @@ class Failure extends Error {}
 
 // ---- commands -------------------------------------------------------------------------------
 
-/** A names or description JSON, read whole but never past the size a layout may have
- *  (checked up front for a file, while reading for a stream: /dev/zero ends too). */
-function readJSON(path, what) {
-  checkInput(path, what);
-  const limit = JSON_LIMIT.toLocaleString('en-US');
-  const text = reading(path, what, () => readCapped(sourceOf(path), JSON_LIMIT, (size) => {
-    const is = size === null ? `more than ${limit} bytes` : `${size.toLocaleString('en-US')} bytes`;
-    throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
-  }));
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new LayoutError(`${what} ${displayName(path)} is not valid JSON: ${err.message}`);
-  }
-}
-
 /** --workers N: how many workers read the statistics (default 'auto': what pays for the files' size). */
 function workersArg(seen) {
   const given = seen['--workers'];
@@ -83,14 +67,10 @@ async function layoutArg(path) {
   return layout;
 }
 
-/** Slot names from --names: a JSON array of strings, as many as the file has slots. */
+/** Slot names from --names (null without): as many as the file has slots, else a warning. */
 function readNames(path, count) {
   if (path === undefined) return null;
-  const names = namesOf(readJSON(path, 'names'), path);
-  if (count !== null && names.length !== count) {
-    say(process.stderr, `warning: ${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
-  }
-  return names;
+  return readNamesFile(path, { slots: count, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
 }
 
 /** Open a file the user named, with its name in any I/O error. */
@@ -155,6 +135,8 @@ async function cmdCheck(argv) {
   const [file] = positional;
   const expect = seen['--expect'];
   if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
+  // every reader reads FILE again: a stream is read once
+  if (reader === 'all' && isStream(file)) throw new UsageError(`check --reader all needs a file: ${streamName(file)} cannot be read once per reader; give one --reader, or a file`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
   let result;
@@ -325,10 +307,8 @@ async function cmdExport(argv) {
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
-    const names = seen['--names'] !== undefined ? readNames(seen['--names'], null) : undefined;
-    if (names && names.length !== slots) {
-      throw new LayoutError(`${seen['--names']} has ${names.length} name${names.length === 1 ? '' : 's'} for ${slots} slot${slots === 1 ? '' : 's'}: give one name per slot`);
-    }
+    // one name per slot, else refused (exit 2): the names become the tensors' names
+    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots }) : undefined;
     const { saveExport } = await import('./export.js');
     const { codes } = await loadBinding();
     await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
@@ -353,7 +333,7 @@ async function cmdWrite(argv) {
   if (positional[1] === STDIN) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
   }
-  const description = readJSON(positional[0], 'description');
+  const description = readJsonFile(positional[0], 'description');
   // A model-state description has one array of values per tensor; an optimizer one, entries.
   const state = description !== null && typeof description === 'object' && Array.isArray(description.values);
   const { saveState, saveCheckpoint } = await import('./write.js');
@@ -473,6 +453,8 @@ async function cmdConvert(argv) {
     throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER', 'convert');
   }
   const [input, output] = positional;
+  // the converter reads the entries again after the parse: a stream is drained by then
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
   const to = seen['--to'];
   if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`, 'convert');

@@ -8,6 +8,7 @@
 
 import { CheckpointError, LayoutError } from './errors.js';
 import { abi, bound } from './binding.js';
+import { refuseUnknownKeys, LAYOUT_KEYS, CONFIG_KEYS, BITS_KEYS } from './keys.js';
 
 const U64_LIMIT = 1n << 64n;
 
@@ -75,6 +76,8 @@ function layoutOfReport(report) {
  *  requiresGrad is a list of shapes (enough for a model-state file). */
 export function schemaArrays(input, where = 'layout') {
   if (!isObject(input)) throw new LayoutError(`${where} must be a JSON object, got ${describe(input)}`);
+  // a layout's keys are its own (a report's are the report's): any other is refused, never ignored
+  if (!isReport(input)) refuseUnknownKeys(input, LAYOUT_KEYS, where);
   const layout = isReport(input) ? layoutOfReport(input) : input;
   const shapes = array(layout.shapes, `${where}.shapes`);
   const ranks = [];
@@ -136,6 +139,8 @@ function floatValue(v, where) {
  *  over the decimal values: bit-exact. */
 export function configWords(config, where = 'config') {
   if (!isObject(config)) throw new LayoutError(`${where} must be an object, got ${describe(config)}`);
+  refuseUnknownKeys(config, CONFIG_KEYS, where);
+  refuseUnknownKeys(config.bits, BITS_KEYS, `${where}.bits`);
   const { constants, words: structs } = abi();
   const kinds = { adam: constants.ADAM, adamw: constants.ADAMW };
   let kind;
