@@ -287,6 +287,8 @@ export async function readerNames() {
 /** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
 export function readerId(binding, name) {
   if (name === undefined || name === null) return 0;
+  // the name exactly: not an array that prints as one, nor one cut at a NUL on its way to the core
+  if (typeof name !== 'string' || name.includes('\0')) throw new RangeError(`unknown TorchLean reader ${typeof name === 'string' ? JSON.stringify(name) : `(${Array.isArray(name) ? 'an array' : typeof name})`}: one of ${binding.readerNames().join(', ')}`);
   const id = binding.readerByName(name);
   if (id > 0) return id;
   throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${binding.readerNames().join(', ')}`);

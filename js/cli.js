@@ -79,6 +79,9 @@ function openFile(file, what, options) {
   return reading(file, what, () => open(sourceOf(file), options));
 }
 
+/** The longest report inspect --json indents (its indented form is several times longer). */
+const REPORT_INDENT_LIMIT = 4 << 20;
+
 async function cmdInspect(argv) {
   const { positional, seen } = parseArgs('inspect', argv);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
@@ -106,10 +109,12 @@ async function cmdInspect(argv) {
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
-      // Indented for people; past 10,000 slots streamed from the core as one line: a million
-      // slots never become one string.
-      if ((slots ?? 0) > 10_000) ck.writeReport(writeStdout);
-      else writeStdout(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
+      // Indented for people; past 10,000 slots, or a report of more than REPORT_INDENT_LIMIT
+      // characters (a slot of rank 2^26), streamed from the core as one line: a million slots
+      // never become one string, nor does an indented copy pass the longest string there is.
+      const text = (slots ?? 0) > 10_000 ? null : ck.reportText();
+      if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
+      else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots);
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
@@ -459,7 +464,7 @@ async function cmdConvert(argv) {
   const to = seen['--to'];
   if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`, 'convert');
   const counter = seen['--random-counter'];
-  if (counter !== undefined && !/^[0-9]+$/.test(counter)) throw new UsageError(`--random-counter takes a nonnegative integer, not ${counter}`, 'convert');
+  if (counter !== undefined && (!/^[0-9]{1,20}$/.test(counter) || BigInt(counter) >= 1n << 64n)) throw new UsageError(`--random-counter takes a nonnegative integer below 2^64, not ${counter}`, 'convert');
   const options = {
     ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
     randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],

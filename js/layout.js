@@ -15,7 +15,13 @@ const U64_LIMIT = 1n << 64n;
 const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 
+/** What JSON.parse makes an infinity of (1e400: past binary64's range; JSON has no infinity),
+ *  when the reader asks (readJsonFile): refused wherever a number is read, never +inf. */
+export const OUT_OF_RANGE = Object.freeze({ outOfRange: true });
+const OUT_OF_RANGE_TEXT = 'a number beyond binary64\'s range (largest 1.7976931348623157e+308)';
+
 function describe(value) {
+  if (value === OUT_OF_RANGE) return OUT_OF_RANGE_TEXT;
   if (Array.isArray(value)) return 'an array';
   if (value === undefined) return 'nothing (the field is missing)';
   if (value === null) return 'null';
@@ -128,6 +134,7 @@ function bitsOf(x) {
 
 function floatValue(v, where) {
   if (typeof v === 'number') return v;
+  if (v === OUT_OF_RANGE) throw new LayoutError(`${where} is ${OUT_OF_RANGE_TEXT}: write "Infinity" or "-Infinity" for an infinity`);
   if (v === 'NaN') return NaN;
   if (v === 'Infinity') return Infinity;
   if (v === '-Infinity') return -Infinity;

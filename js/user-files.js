@@ -6,7 +6,7 @@ import path from 'node:path';
 import tty from 'node:tty';
 import { LayoutError } from './errors.js';
 import { JSON_LIMIT } from './sources.js';
-import { namesOf } from './layout.js';
+import { namesOf, OUT_OF_RANGE } from './layout.js';
 
 /** An I/O problem with one of the user's files, its message ready to show. Exit status 2. */
 export class FileError extends Error {}
@@ -195,7 +195,8 @@ export function readJsonFile(path, what) {
     throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
   }));
   try {
-    return JSON.parse(text);
+    // 1e400 parses as an infinity: marked, to be refused where it is read (JSON has no infinity)
+    return JSON.parse(text, (key, value) => (typeof value === 'number' && !Number.isFinite(value) ? OUT_OF_RANGE : value));
   } catch (err) {
     throw new LayoutError(`${what} ${displayName(path)} is not valid JSON: ${err.message}`);
   }

@@ -62,6 +62,20 @@ test('a broken state file: the reference text, the field highlighted in the hex 
   await page.context().close();
 });
 
+test('two model-state files dropped on "Add model state…" at once: the one used is named', async () => {
+  const v = await viewer();
+  const page = await v.page({ width: 1440 });
+  await dropBytes(page, await writeBase('model'), 'opt.ckpt');
+  await waitText(page, '[data-testid=param-count]', '3 slots');
+  const state = await writeBase('state');
+  await dropFiles(page, [{ bytes: state, name: 'first.tlsf' }, { bytes: state, name: 'second.tlsf' }], '#state-label');
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  await page.waitForSelector('[data-testid=notice][data-file="second.tlsf"]');
+  assert.equal(await text(page, '[data-testid=notice][data-file="second.tlsf"]'), 'second.tlsf: not used: one model-state file goes with the optimizer checkpoint, and first.tlsf (the first picked) is the one used.');
+  assert.match(await text(page, '[data-testid=state-summary]'), /first\.tlsf/);
+  await page.context().close();
+});
+
 test('optimizer and a truncated state file: never pairs; the state file\'s own diagnostic', async () => {
   const v = await viewer();
   const page = await v.page({ width: 1440 });
