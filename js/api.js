@@ -99,8 +99,8 @@ async function withLayoutPtr(b, ptr, fn) {
  * when it would; rejects with the trainer's CheckpointError (reference text, code, offset,
  * slot; `subject: 'expected'` when the layout itself is at fault) when it would not.
  * `layout`: a layout object, a JSON report, a Schema, a layout JSON file, or another
- * checkpoint. With `{state}` instead: does this optimizer checkpoint belong to that model-state
- * file (see pair)?
+ * checkpoint. With `{state}` instead: is this optimizer checkpoint structurally the pair of
+ * that model-state file (see pair)?
  */
 export async function check(source, layout, options = {}) {
   if (isPlainObject(layout) && 'state' in layout && !('shapes' in layout)) {
