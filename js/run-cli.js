@@ -145,8 +145,15 @@ async function cmdGradient(files, out, namesPath, usage) {
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) throw usage(`--grad writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
   for (const f of files) checkInput(f, 'checkpoint');
-  // the names file read as every --names is: capped, refused with exit status 2
-  const names = namesPath === undefined ? undefined : readNamesFile(namesPath);
+  // the names file read as every --names is (capped), one name per slot of A as for export:
+  // else refused with exit status 2
+  let names;
+  if (namesPath !== undefined) {
+    const a = await reading(files[0], 'checkpoint', () => open(files[0]));
+    const slots = a.ok ? a.summary.slotCount : null;   // an invalid A: its own diagnostic below
+    a.close();
+    names = readNamesFile(namesPath, { slots });
+  }
   await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);
   return 0;

@@ -94,6 +94,19 @@ test('names files: one capped reader, refused fast from /dev/zero everywhere, on
   r = run('run', 'opt.ckpt', 'opt.ckpt', '--grad', 'g.safetensors', '--names', 'notnames.json');
   assert.equal(r.status, 2);
   assert.equal(r.stderr, 'ckptscope: notnames.json must be an array, got an object\n');
+  // run --grad: one name per slot of A, as export (a one-step float64 pair)
+  const { writeCheckpoint } = await import('../../js/index.js');
+  const config = { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 };
+  const side = (step, m, v) => writeCheckpoint({ shapes: [[2]], requiresGrad: [true], dtype: 'float64', version: 5, randomCounter: 1, config, entries: [{ id: 0, step, m, v }] });
+  fs.writeFileSync(path.join(tmp, 'A.ckpt'), await side(1, [0.1, 0.2], [0.001, 0.004]));
+  fs.writeFileSync(path.join(tmp, 'B.ckpt'), await side(2, [0.19, 0.38], [0.001999, 0.007996]));
+  put('two.json', ['a', 'b']);
+  r = run('run', 'A.ckpt', 'B.ckpt', '--grad', 'g.safetensors', '--names', 'two.json');
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: two.json has 2 names for 1 slot: give one name per slot\n');
+  put('w.json', ['w']);
+  r = run('run', 'A.ckpt', 'B.ckpt', '--grad', 'g.safetensors', '--names', 'w.json');
+  assert.equal(r.status, 0, r.stderr);
   // the function itself, for every --names
   assert.deepEqual(readNamesFile(path.join(tmp, 'one.json')), ['a']);
   assert.throws(() => readNamesFile(path.join(tmp, 'one.json'), { slots: 3 }), { message: `${path.join(tmp, 'one.json')} has 1 name for 3 slots: give one name per slot` });
