@@ -99,8 +99,8 @@ async function withLayoutPtr(b, ptr, fn) {
  * when it would; rejects with the trainer's CheckpointError (reference text, code, offset,
  * slot; `subject: 'expected'` when the layout itself is at fault) when it would not.
  * `layout`: a layout object, a JSON report, a Schema, a layout JSON file, or another
- * checkpoint. With `{state}` instead: does this optimizer checkpoint belong to that model-state
- * file (see pair)?
+ * checkpoint. With `{state}` instead: is this optimizer checkpoint structurally the pair of
+ * that model-state file (see pair)?
  */
 export async function check(source, layout, options = {}) {
   if (isPlainObject(layout) && 'state' in layout && !('shapes' in layout)) {
@@ -134,10 +134,12 @@ export async function check(source, layout, options = {}) {
 }
 
 /**
- * Does the optimizer checkpoint `opt` belong to the model-state file `state` (docs/format.md 6)?
- * Resolves with {ok, pairs, failures, warnings, error}: every failure in check order, the first
- * being the verdict; rejects only when a file cannot be read that far, for I/O errors and
- * cancellation.
+ * Is the optimizer checkpoint `opt` structurally the pair of the model-state file `state`
+ * (docs/format.md 6): same slots, same shapes, same ties? Resolves with {ok, pairs, invalid,
+ * note, failures, warnings, error}: every failure in check order, the first being the verdict;
+ * `note` says what the check does not compare (the values). Rejects when a file is invalid (an
+ * invalid file never pairs: its own diagnostic, `subject` 'optimizer' or 'state'), when the
+ * files are in the wrong roles, for I/O errors and cancellation.
  */
 export async function pair(opt, state, { onProgress, signal } = {}) {
   const b = await loadBinding();
@@ -146,9 +148,10 @@ export async function pair(opt, state, { onProgress, signal } = {}) {
       withProgress(b, { onProgress, signal }, (pid) => b.pair(fo, fs, pid))));
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length) {
-      // Not a verdict: one of the files cannot be paired at all. Its own error says why.
-      const broken = [o, s].find((ck) => !ck.ok);
-      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: broken === s ? 'state' : 'optimizer' });
+      // Not a verdict: an invalid file (the core says which; it never pairs, its own
+      // diagnostic is the error), or files that cannot be paired at all (the wrong roles, I/O).
+      const broken = result.invalid === 'state' ? s : result.invalid === 'optimizer' ? o : null;
+      throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: result.invalid ?? 'file' });
     }
     return result;
   }));
@@ -284,6 +287,8 @@ export async function readerNames() {
 /** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
 export function readerId(binding, name) {
   if (name === undefined || name === null) return 0;
+  // the name exactly: not an array that prints as one, nor one cut at a NUL on its way to the core
+  if (typeof name !== 'string' || name.includes('\0')) throw new RangeError(`unknown TorchLean reader ${typeof name === 'string' ? JSON.stringify(name) : `(${Array.isArray(name) ? 'an array' : typeof name})`}: one of ${binding.readerNames().join(', ')}`);
   const id = binding.readerByName(name);
   if (id > 0) return id;
   throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${binding.readerNames().join(', ')}`);

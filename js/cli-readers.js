@@ -52,16 +52,27 @@ export async function checkEveryReader(file, layout, name) {
  */
 export async function convertFile(input, output, options) {
   checkInput(input, 'checkpoint');
+  // the version IN has (a regular file: convert refuses a stream), to say when nothing changes
+  const before = await reading(input, 'checkpoint', () => open(sourceOf(input))).then((ck) => {
+    const version = ck.summary.version;
+    ck.close();
+    return version;
+  });
   let result;
   try {
     result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('./convert.js')).convert(sourceOf(input), output, options)));
   } catch (err) {
-    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.NOT_READABLE) {
-      throw new CheckpointError(err, { context: `cannot convert ${input}: it is not a valid checkpoint` });
+    if (err instanceof CheckpointError && (err.fileError || err.code === (await loadBinding()).codes.NOT_READABLE)) {
+      // the file's own diagnostic, not "the file is invalid"
+      throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
     }
     throw err;
   }
   const lines = [`${displayName(output)}: version ${result.version} (${result.dtype})`];
+  if (before !== null && before !== undefined && BigInt(before) === BigInt(result.version)) {
+    const oldest = options.to === 'oldest' ? ', the oldest that loses nothing' : '';
+    lines.push(`${displayName(input)} is already version ${result.version}${oldest}: ${displayName(output)} holds the same state`);
+  }
   if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
   const ck = await open(output);
   try {

@@ -17,7 +17,7 @@ export const USAGE = `usage:
       would the trainer load it? LAYOUT: a layout .json or another file;
       NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE [--names NAMES.json]
-      does this optimizer checkpoint belong to this model-state file?
+      same slots, shapes and ties as this model-state file? (structural)
   ckptscope diff A B [--names NAMES.json]
       every difference between two layouts/checkpoints
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
@@ -56,7 +56,7 @@ export const SPECS = {
   },
   check: {
     flags: {},
-    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: does OPT belong to it?', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
   },
   diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
   health: {
@@ -64,7 +64,7 @@ export const SPECS = {
     options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
   },
   export: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}; else slot0, slot1, ...` } },
-  write: { flags: {}, options: {} },
+  write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
   convert: {
     flags: { '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
     options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)' },
@@ -94,7 +94,7 @@ export function usageOf(command) {
 
 /** `ckptscope CMD --help`: the command's usage, then each option with its help. */
 export function helpOf(command) {
-  const { flags, options } = SPECS[command];
+  const { flags, options, more } = SPECS[command];
   const rows = [...Object.entries(flags), ...Object.entries(options).map(([k, v]) => {
     const [arg, ...rest] = v.split('  ');
     return [`${k} ${arg}`, rest.join('  ')];
@@ -103,7 +103,7 @@ export function helpOf(command) {
   // a long help wraps under its own column
   const hang = ' '.repeat(width + 4);
   const body = rows.length ? `\n\noptions:\n${rows.flatMap(([k, v]) => wrapLine(`  ${k.padEnd(width)}  ${v}`, undefined, hang)).join('\n')}` : '';
-  return `${usageOf(command)}${body}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
+  return `${usageOf(command)}${body}${more ? `\n\n${more}` : ''}\n\nmore: docs/cli.md, or ckptscope --help for every command`;
 }
 
 export class UsageError extends Error {

@@ -12,12 +12,12 @@ import { open } from './checkpoint.js';
 import { check, pair, diff, health, readerNames } from './api.js';
 import { CheckpointError, LayoutError } from './errors.js';
 import { loadBinding } from './binding.js';
-import { readJsonSource, JSON_LIMIT } from './sources.js';
+import { readJsonSource } from './sources.js';
 import { openWithStats, workerCount } from './parallel.js';
-import { namesOf, jsonKind } from './layout.js';
+import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readCapped } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle, ratioBandArg } from './cli-usage.js';
 
@@ -44,22 +44,6 @@ class Failure extends Error {}
 
 // ---- commands -------------------------------------------------------------------------------
 
-/** A names or description JSON, read whole but never past the size a layout may have
- *  (checked up front for a file, while reading for a stream: /dev/zero ends too). */
-function readJSON(path, what) {
-  checkInput(path, what);
-  const limit = JSON_LIMIT.toLocaleString('en-US');
-  const text = reading(path, what, () => readCapped(sourceOf(path), JSON_LIMIT, (size) => {
-    const is = size === null ? `more than ${limit} bytes` : `${size.toLocaleString('en-US')} bytes`;
-    throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
-  }));
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new LayoutError(`${what} ${displayName(path)} is not valid JSON: ${err.message}`);
-  }
-}
-
 /** --workers N: how many workers read the statistics (default 'auto': what pays for the files' size). */
 function workersArg(seen) {
   const given = seen['--workers'];
@@ -83,14 +67,10 @@ async function layoutArg(path) {
   return layout;
 }
 
-/** Slot names from --names: a JSON array of strings, as many as the file has slots. */
+/** Slot names from --names (null without): as many as the file has slots, else a warning. */
 function readNames(path, count) {
   if (path === undefined) return null;
-  const names = namesOf(readJSON(path, 'names'), path);
-  if (count !== null && names.length !== count) {
-    say(process.stderr, `warning: ${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${count} slot${count === 1 ? '' : 's'}`);
-  }
-  return names;
+  return readNamesFile(path, { slots: count, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
 }
 
 /** Open a file the user named, with its name in any I/O error. */
@@ -98,6 +78,9 @@ function openFile(file, what, options) {
   checkInput(file, what);
   return reading(file, what, () => open(sourceOf(file), options));
 }
+
+/** The longest report inspect --json indents (its indented form is several times longer). */
+const REPORT_INDENT_LIMIT = 4 << 20;
 
 async function cmdInspect(argv) {
   const { positional, seen } = parseArgs('inspect', argv);
@@ -126,10 +109,12 @@ async function cmdInspect(argv) {
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json']) {
-      // Indented for people; past 10,000 slots streamed from the core as one line: a million
-      // slots never become one string.
-      if ((slots ?? 0) > 10_000) ck.writeReport(writeStdout);
-      else writeStdout(terminalJSON(JSON.parse(ck.reportText()), 2) + '\n');
+      // Indented for people; past 10,000 slots, or a report of more than REPORT_INDENT_LIMIT
+      // characters (a slot of rank 2^26), streamed from the core as one line: a million slots
+      // never become one string, nor does an indented copy pass the longest string there is.
+      const text = (slots ?? 0) > 10_000 ? null : ck.reportText();
+      if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
+      else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots);
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
@@ -155,6 +140,8 @@ async function cmdCheck(argv) {
   const [file] = positional;
   const expect = seen['--expect'];
   if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
+  // every reader reads FILE again: a stream is read once
+  if (reader === 'all' && isStream(file)) throw new UsageError(`check --reader all needs a file: ${streamName(file)} cannot be read once per reader; give one --reader, or a file`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
   let result;
@@ -196,10 +183,17 @@ async function checkPair(opt, state, namesPath) {
     result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
-    // Not a verdict: the files cannot be paired at all. A broken file: its own diagnostic.
-    const why = `cannot pair ${displayName(opt)} with ${state}: ${err.message}`;
-    if (!err.fileError) throw new Failure(why);
-    throw new CheckpointError(err.fileError, { context: why });
+    const invalid = err.result.invalid;
+    if (invalid) {
+      // An invalid file never pairs: its own diagnostic first, then the verdict.
+      const name = invalid === 'state' ? state : displayName(opt);
+      const why = [`${name}: ${err.message}`, ...errorLines(err).slice(1)];
+      say(process.stdout, why, `${displayName(opt)} does not pair with ${state}: ${name} is invalid, and an invalid file never pairs`);
+      if (!sameDestination()) say(process.stderr, why);
+      return 1;
+    }
+    // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?).
+    throw new Failure(`cannot pair ${displayName(opt)} with ${state}: ${err.message}${await pairOrder(opt, state)}`);
   }
   const lines = pairLines(result, displayName(opt), state, readNames(namesPath, null));
   say(process.stdout, lines);
@@ -277,6 +271,8 @@ async function cmdHealth(argv) {
     lr = Number(seen['--lr']);
     if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
+  // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
+  refuseIdle('health', seen, '--lr', state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   refuseIdle('health', seen, '--ratio-band', seen['--lr'] !== undefined && state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
   checkInput(opt, 'checkpoint');
@@ -316,10 +312,8 @@ async function cmdExport(argv) {
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
-    const names = seen['--names'] !== undefined ? readNames(seen['--names'], null) : undefined;
-    if (names && names.length !== slots) {
-      throw new LayoutError(`${seen['--names']} has ${names.length} name${names.length === 1 ? '' : 's'} for ${slots} slot${slots === 1 ? '' : 's'}: give one name per slot`);
-    }
+    // one name per slot, else refused (exit 2): the names become the tensors' names
+    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots }) : undefined;
     const { saveExport } = await import('./export.js');
     const { codes } = await loadBinding();
     await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
@@ -344,7 +338,7 @@ async function cmdWrite(argv) {
   if (positional[1] === STDIN) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
   }
-  const description = readJSON(positional[0], 'description');
+  const description = readJsonFile(positional[0], 'description');
   // A model-state description has one array of values per tensor; an optimizer one, entries.
   const state = description !== null && typeof description === 'object' && Array.isArray(description.values);
   const { saveState, saveCheckpoint } = await import('./write.js');
@@ -464,11 +458,13 @@ async function cmdConvert(argv) {
     throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER', 'convert');
   }
   const [input, output] = positional;
+  // the converter reads the entries again after the parse: a stream is drained by then
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
   const to = seen['--to'];
   if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`, 'convert');
   const counter = seen['--random-counter'];
-  if (counter !== undefined && !/^[0-9]+$/.test(counter)) throw new UsageError(`--random-counter takes a nonnegative integer, not ${counter}`, 'convert');
+  if (counter !== undefined && (!/^[0-9]{1,20}$/.test(counter) || BigInt(counter) >= 1n << 64n)) throw new UsageError(`--random-counter takes a nonnegative integer below 2^64, not ${counter}`, 'convert');
   const options = {
     ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
     randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],
@@ -517,6 +513,13 @@ async function checkOrder(positional, seen) {
   if (ka === 'state' && kb === 'optimizer') return `: did you mean \`ckptscope check ${b} --state ${a}\`?`;
   if (ka === 'optimizer' && kb === 'state') return `: did you mean \`ckptscope check ${a} --state ${b}\`?`;
   return `: did you mean \`ckptscope check ${a} --expect ${b}\`?`;
+}
+
+/** check STATE --state OPT: the two given the other way round. */
+async function pairOrder(opt, state) {
+  if (isStream(opt)) return '';
+  const [ko, ks] = [await kindOf(opt), await kindOf(state)];
+  return ko === 'state' && ks === 'optimizer' ? `: did you mean \`ckptscope check ${state} --state ${opt}\`?` : '';
 }
 
 /** health A B: the optimizer checkpoint first, the model-state file after --state. */

@@ -7,13 +7,15 @@ import { withSink, saveAtomically } from './sink.js';
 import { readerId } from './api.js';
 import { toU64 } from './values.js';
 import { loadBinding } from './binding.js';
+import { CheckpointError } from './errors.js';
 
 /**
  * Stream `source` converted through write(bytes). Options: `to`: 2, 3, 4, 5 or 'oldest', or
  * `for`: a reader name ('v2-v3': the newest version it reads, losing nothing); what may be lost
  * or supplied: `randomCounter` (a counter for a file without one), `dropRandomCounter`, `untie`,
  * `roundToFloat32`. Resolves with {version, dtype, rounded, maxRelativeError}; rejects with the
- * core's CheckpointError when the conversion would lose something not allowed.
+ * core's CheckpointError when the conversion would lose something not allowed, and with the
+ * file's own diagnostic (also as `fileError`) when it is invalid.
  */
 export async function convertTo(source, write, options = {}) {
   const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal } = options;
@@ -27,11 +29,15 @@ export async function convertTo(source, write, options = {}) {
   const id = reader === undefined ? 0 : readerId(await loadBinding(), reader);
   const target = { version: BigInt(typeof to === 'number' ? to : 0), oldest: to === 'oldest', reader: id, counter,
     dropCounter: !!dropRandomCounter, untie: !!untie, round: !!roundToFloat32 };
-  await withOpen(source, (ck) => withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+  await withOpen(source, (ck) => {
+    // an invalid file is not converted: its own diagnostic (the core's verdict on it)
+    if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+    return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
     withProgress(b, { onProgress, signal }, (pid) => {
       result = b.convert(file, target, sinkId, pid, err);
       return result ? 0 : 1;
-    })), signal));
+    })), signal);
+  });
   return result;
 }
 

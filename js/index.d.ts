@@ -334,6 +334,10 @@ export function check(opt: Source, against: { state: Source }, options?: ScanOpt
 export interface PairResult {
   ok: boolean;
   pairs: boolean;
+  /** The invalid file (it never pairs: pair() then rejects with its own diagnostic), else null. */
+  invalid: 'optimizer' | 'state' | null;
+  /** What the verdict does not say: the check is structural, the values are not compared. */
+  note: string;
   failures: ReportError[];
   warnings: string[];
   error: ReportError | null;

@@ -1,4 +1,4 @@
-// Unknown keys in a description are refused, never ignored: `"weight_decay": 0.1` that is
+// Unknown keys in any JSON input (a description, a layout, its config) are refused, never ignored: `"weight_decay": 0.1` that is
 // silently dropped writes weight decay 0. The message names the nearest known key, and the
 // keys people bring from PyTorch (betas, eps, lr) get their own help.
 
@@ -55,3 +55,8 @@ export const DESCRIPTION_KEYS = ['shapes', 'requiresGrad', 'representatives', 'd
 export const CONFIG_KEYS = ['kind', 'beta1', 'beta2', 'epsilon', 'weightDecay', 'bits'];
 export const ENTRY_KEYS = ['id', 'step', 'count', 'm', 'v'];
 export const STATE_KEYS = ['family', 'shapes', 'values'];
+// a layout's own fields, and a description's (a description is a layout with its contents)
+export const LAYOUT_KEYS = ['shapes', 'requiresGrad', 'representatives', 'dtype', 'config', 'keepsRandomCounter', 'family',
+  ...DESCRIPTION_KEYS.filter((k) => !['shapes', 'requiresGrad', 'representatives', 'dtype', 'config', 'keepsRandomCounter', 'family'].includes(k)),
+  'values'];
+export const BITS_KEYS = ['beta1', 'beta2', 'epsilon', 'weightDecay'];

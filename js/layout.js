@@ -8,13 +8,20 @@
 
 import { CheckpointError, LayoutError } from './errors.js';
 import { abi, bound } from './binding.js';
+import { refuseUnknownKeys, LAYOUT_KEYS, CONFIG_KEYS, BITS_KEYS } from './keys.js';
 
 const U64_LIMIT = 1n << 64n;
 
 const has = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
 const isObject = (x) => x !== null && typeof x === 'object' && !Array.isArray(x);
 
+/** What JSON.parse makes an infinity of (1e400: past binary64's range; JSON has no infinity),
+ *  when the reader asks (readJsonFile): refused wherever a number is read, never +inf. */
+export const OUT_OF_RANGE = Object.freeze({ outOfRange: true });
+const OUT_OF_RANGE_TEXT = 'a number beyond binary64\'s range (largest 1.7976931348623157e+308)';
+
 function describe(value) {
+  if (value === OUT_OF_RANGE) return OUT_OF_RANGE_TEXT;
   if (Array.isArray(value)) return 'an array';
   if (value === undefined) return 'nothing (the field is missing)';
   if (value === null) return 'null';
@@ -75,6 +82,8 @@ function layoutOfReport(report) {
  *  requiresGrad is a list of shapes (enough for a model-state file). */
 export function schemaArrays(input, where = 'layout') {
   if (!isObject(input)) throw new LayoutError(`${where} must be a JSON object, got ${describe(input)}`);
+  // a layout's keys are its own (a report's are the report's): any other is refused, never ignored
+  if (!isReport(input)) refuseUnknownKeys(input, LAYOUT_KEYS, where);
   const layout = isReport(input) ? layoutOfReport(input) : input;
   const shapes = array(layout.shapes, `${where}.shapes`);
   const ranks = [];
@@ -125,6 +134,7 @@ function bitsOf(x) {
 
 function floatValue(v, where) {
   if (typeof v === 'number') return v;
+  if (v === OUT_OF_RANGE) throw new LayoutError(`${where} is ${OUT_OF_RANGE_TEXT}: write "Infinity" or "-Infinity" for an infinity`);
   if (v === 'NaN') return NaN;
   if (v === 'Infinity') return Infinity;
   if (v === '-Infinity') return -Infinity;
@@ -136,6 +146,8 @@ function floatValue(v, where) {
  *  over the decimal values: bit-exact. */
 export function configWords(config, where = 'config') {
   if (!isObject(config)) throw new LayoutError(`${where} must be an object, got ${describe(config)}`);
+  refuseUnknownKeys(config, CONFIG_KEYS, where);
+  refuseUnknownKeys(config.bits, BITS_KEYS, `${where}.bits`);
   const { constants, words: structs } = abi();
   const kinds = { adam: constants.ADAM, adamw: constants.ADAMW };
   let kind;

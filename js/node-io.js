@@ -4,6 +4,7 @@
 
 import fs from 'node:fs';
 import nodePath from 'node:path';
+import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export class FileSource {
@@ -52,12 +53,63 @@ function writeTarget(path) {
   throw Object.assign(new Error(`ELOOP: too many symbolic links, open '${path}'`), { code: 'ELOOP', syscall: 'open', path });
 }
 
+/** What a destination that is not a regular file is, in words (null: a regular file). */
+function nonRegular(st) {
+  if (st.isFile()) return null;
+  if (st.isDirectory()) return 'a directory';
+  if (st.isCharacterDevice()) return 'a character device';
+  if (st.isBlockDevice()) return 'a block device';
+  if (st.isFIFO()) return 'a FIFO (named pipe)';
+  if (st.isSocket()) return 'a socket';
+  return 'not a regular file';
+}
+
+/** An error for a destination that exists and is not a regular file (code ENOTREG, `kind` in
+ *  words): renaming over it would replace a device, a FIFO or a socket with a file. */
+export function notRegularError(path, kind) {
+  return Object.assign(new Error(`ENOTREG: ${path} is ${kind}, not a regular file, open '${path}'`), { code: 'ENOTREG', syscall: 'open', path, kind });
+}
+
+/**
+ * A watcher that removes the temporary when this process ends before renaming it: killed by a
+ * signal (Ctrl-C, SIGTERM, SIGHUP, even SIGKILL), where no JS runs (the core writes
+ * synchronously). A shell in a session of its own waits for the end of a pipe only this
+ * process holds, then removes the temporary if it is still there (after the rename it is not:
+ * nothing to do). Null where there is no /bin/sh.
+ */
+function removeOnDeath(tmp) {
+  if (process.platform === 'win32') return null;
+  try {
+    const child = spawn('/bin/sh', ['-c', 'cat >/dev/null; rm -f -- "$1"', 'ckptscope-cleanup', tmp],
+      { detached: true, stdio: ['pipe', 'ignore', 'ignore'] });
+    child.on('error', () => {});
+    child.stdin.on('error', () => {});
+    child.unref();
+    child.stdin.unref?.();
+    return child;
+  } catch {
+    return null;
+  }
+}
+
 /** Write through `await fill(write)` into path atomically, as the reference writer does: a
  *  sibling `{path}.tmp-{nanos}`, closed, then renamed over the destination. On any failure
- *  the temporary is removed and the destination is untouched. A destination that exists
- *  keeps its permission bits (a 0600 checkpoint stays 0600), never setuid, setgid or sticky;
- *  a new one gets 0666 less the umask. A symlink is written through: its target is replaced. */
+ *  the temporary is removed and the destination is untouched; killed by a signal, a watcher
+ *  removes it. A destination that exists keeps its permission bits (a 0600 checkpoint stays
+ *  0600), never setuid, setgid or sticky; a new one gets 0666 less the umask. A symlink is
+ *  written through: its target is replaced. A destination that exists and is not a regular
+ *  file (a device such as /dev/null or /dev/full, a FIFO, a socket, a directory, /dev/stdout) is
+ *  refused (ENOTREG), never renamed over. */
 export async function atomicWrite(path, fill) {
+  let existing = null;
+  try {
+    existing = fs.statSync(path);   // through symlinks, /dev/stdout's to its pipe or terminal too
+  } catch {
+    // nothing there yet, or a dangling link: written as a new file
+  }
+  const kind = existing && nonRegular(existing);
+  if (kind === 'a directory') throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR', syscall: 'open', path: String(path) });
+  if (kind) throw notRegularError(String(path), kind);
   path = writeTarget(path);
   let mode = null;
   try {
@@ -66,8 +118,16 @@ export async function atomicWrite(path, fill) {
     // no destination yet
   }
   const tmp = `${path}.tmp-${process.hrtime.bigint()}`;
-  // Created with the final mode (never readable by others, even briefly, if the old one was not).
-  let fd = fs.openSync(tmp, 'wx', mode ?? 0o666);
+  // the watcher first: whenever the temporary exists, something removes it on a kill
+  const watcher = removeOnDeath(tmp);
+  let fd;
+  try {
+    // Created with the final mode (never readable by others, even briefly, if the old one was not).
+    fd = fs.openSync(tmp, 'wx', mode ?? 0o666);
+  } catch (err) {
+    watcher?.stdin.end();
+    throw err;
+  }
   try {
     if (mode !== null) fs.fchmodSync(fd, mode);   // open's mode is masked by the umask
     await fill((bytes) => {
@@ -82,5 +142,7 @@ export async function atomicWrite(path, fill) {
     if (fd !== null) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
     throw err;
+  } finally {
+    watcher?.stdin.end();   // done: the temporary is renamed or removed
   }
 }

@@ -8,10 +8,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { open } from './checkpoint.js';
 import { run, runOrder, stemOf, saveGradient } from './run.js';
-import { namesOf } from './layout.js';
 import { table, numColumns } from './cli-text.js';
 import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
 import { ratioBandArg } from './cli-usage.js';
 
 /** argv → {files, states, json, lr, band}; `usage(text)` makes the CLI's usage error. */
@@ -146,15 +145,14 @@ async function cmdGradient(files, out, namesPath, usage) {
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) throw usage(`--grad writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
   for (const f of files) checkInput(f, 'checkpoint');
+  // the names file read as every --names is (capped), one name per slot of A as for export:
+  // else refused with exit status 2
   let names;
   if (namesPath !== undefined) {
-    checkInput(namesPath, 'names');
-    const text = reading(namesPath, 'names', () => fs.readFileSync(namesPath, 'utf8'));
-    try {
-      names = namesOf(JSON.parse(text), namesPath);
-    } catch (err) {
-      throw new FileError(`${namesPath}: ${err.message}`);
-    }
+    const a = await reading(files[0], 'checkpoint', () => open(files[0]));
+    const slots = a.ok ? a.summary.slotCount : null;   // an invalid A: its own diagnostic below
+    a.close();
+    names = readNamesFile(namesPath, { slots });
   }
   await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);

@@ -4,6 +4,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import tty from 'node:tty';
+import { LayoutError } from './errors.js';
+import { JSON_LIMIT } from './sources.js';
+import { namesOf, OUT_OF_RANGE } from './layout.js';
 
 /** An I/O problem with one of the user's files, its message ready to show. Exit status 2. */
 export class FileError extends Error {}
@@ -73,6 +76,7 @@ export function writeMessage(err, file) {
     case 'EPERM': return `permission denied: cannot write ${file} (its folder must be writable: the checkpoint is written to a temporary file beside it, then renamed)`;
     case 'ENOSPC': return `cannot write ${file}: no space left on device`;
     case 'EROFS': return `cannot write ${file}: the file system is read-only`;
+    case 'ENOTREG': return `cannot write ${file}: it is ${err.kind}, not a regular file: the output is a new file renamed over it, which would replace it; give a file name`;
     default: return `cannot write ${file}: ${plain(err)}`;
   }
 }
@@ -175,4 +179,42 @@ export function readCapped(source, limit, tooLarge) {
   } finally {
     if (typeof source !== 'number') fs.closeSync(fd);
   }
+}
+
+/**
+ * A JSON file the user named (a description, names, a config: `what` says which), read whole
+ * but never past the size a layout may have (checked up front for a file, while reading for a
+ * stream: /dev/zero ends too), and parsed. Its problems are LayoutErrors naming it (exit
+ * status 2), its I/O errors FileErrors.
+ */
+export function readJsonFile(path, what) {
+  checkInput(path, what);
+  const limit = JSON_LIMIT.toLocaleString('en-US');
+  const text = reading(path, what, () => readCapped(sourceOf(path), JSON_LIMIT, (size) => {
+    const is = size === null ? `more than ${limit} bytes` : `${size.toLocaleString('en-US')} bytes`;
+    throw new LayoutError(`${displayName(path)} is ${is}: a ${what} JSON has at most ${limit}`);
+  }));
+  try {
+    // 1e400 parses as an infinity: marked, to be refused where it is read (JSON has no infinity)
+    return JSON.parse(text, (key, value) => (typeof value === 'number' && !Number.isFinite(value) ? OUT_OF_RANGE : value));
+  } catch (err) {
+    throw new LayoutError(`${what} ${displayName(path)} is not valid JSON: ${err.message}`);
+  }
+}
+
+/**
+ * A names file (--names): a JSON array of strings, read by readJsonFile (capped). With `slots`
+ * (a count), a file with another number of names is refused with a LayoutError (exit status
+ * 2), or, given `onMismatch(text)`, told to it and kept (a view that names what it can).
+ */
+export function readNamesFile(path, { slots = null, onMismatch = null } = {}) {
+  // every message names the file: readJsonFile's, and namesOf's `${where}[i] must be …`
+  const names = namesOf(readJsonFile(path, 'names'), displayName(path));
+  if (slots !== null && slots !== undefined && names.length !== Number(slots)) {
+    const n = Number(slots);
+    const text = `${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${n} slot${n === 1 ? '' : 's'}`;
+    if (!onMismatch) throw new LayoutError(`${text}: give one name per slot`);
+    onMismatch(text);
+  }
+  return names;
 }

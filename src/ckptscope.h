@@ -515,11 +515,21 @@ typedef struct ckpt_pair_result {
     size_t failures_len;
     char **warnings;
     size_t warnings_len;
-    ckpt_error error; /* a reason pairing could not be done at all (I/O, cancel) */
+    ckpt_error error; /* a reason pairing could not be done at all (I/O, cancel, files in the
+                       * wrong roles), or an invalid file's own diagnostic (see invalid) */
+    int invalid;      /* CKPT_PAIR_INVALID_*: the invalid file (it never pairs), else 0 */
 } ckpt_pair_result;
 
-/* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be readable through their
- * layout (else CKPT_E_NOT_READABLE in result->error). Reads tied tensors and every tensor's
+enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
+
+/* What a pair verdict does not say, in the product's words (the JSON's "note"): pairing is
+ * structural, one state file holds one step. */
+#define CKPT_PAIR_NOTE                                                                                                 \
+    "same slots, same shapes, same ties; the values are not compared: `run` with both steps' state files compares "    \
+    "them"
+
+/* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be valid (else result->error
+ * is the invalid file's own diagnostic, result->invalid says which). Reads tied tensors and every tensor's
  * values in streamed chunks. Returns NULL only when out of memory. */
 ckpt_pair_result *ckpt_pair(const ckpt_file *opt, const ckpt_file *state, ckpt_progress_fn progress,
                             void *progress_ctx);

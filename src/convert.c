@@ -11,6 +11,20 @@
 
 #define LOSES CKPT_E_CONVERSION_LOSES, CKPT_NONE, 0
 
+/* One loss version v would make, and the option that allows it: the first is the error, every
+ * one is named in its hint (all at once, not one run at a time). */
+typedef struct losses {
+    ckpt_error *err;
+    unsigned n;
+    strbuf options;
+} losses;
+
+static void lose(losses *l, const char *option, const char *fmt, unsigned long long v)
+{
+    if (l->n++ == 0) ckpt_fail(l->err, NULL, LOSES, fmt, v);
+    sb_printf(&l->options, "%s%s", l->n > 1 ? " " : "", option);
+}
+
 /* May the file's state be written as version v with these options? */
 static int allowed(const ckpt_report *rep, uint64_t v, const ckpt_convert_options *o, ckpt_error *err)
 {
@@ -19,25 +33,33 @@ static int allowed(const ckpt_report *rep, uint64_t v, const ckpt_convert_option
     if (v < 2 || v > 5)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "cannot convert to version %llu; expected 2 through 5", uv);
+    losses l = {err, 0, {0}};
     if (rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 && v != 5)
-        return ckpt_fail(err, NULL, LOSES,
-                         "version %llu cannot hold float64 moments: --round-to-float32 rounds them (the largest "
-                         "relative error is reported)",
-                         uv);
+        lose(&l, "--round-to-float32",
+             "version %llu cannot hold float64 moments: --round-to-float32 rounds them (the largest relative "
+             "error is reported)",
+             uv);
     if (counter && v < 4 && !o->drop_random_counter)
-        return ckpt_fail(err, NULL, LOSES,
-                         "version %llu cannot hold the random counter: --drop-random-counter drops it (stochastic "
-                         "training then cannot resume exactly)",
-                         uv);
+        lose(&l, "--drop-random-counter",
+             "version %llu cannot hold the random counter: --drop-random-counter drops it (stochastic training "
+             "then cannot resume exactly)",
+             uv);
     if (!counter && v == 4)
-        return ckpt_fail(
-            err, NULL, LOSES,
-            "version 4 always holds a random counter and the file has none: --random-counter N supplies one");
+        lose(&l, "--random-counter N",
+             "version %llu always holds a random counter and the file has none: --random-counter N supplies one", uv);
     if (v == 2 && !o->untie && ckpt_schema_has_aliases(rep->schema))
-        return ckpt_fail(err, NULL, LOSES,
-                         "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's "
-                         "moments and step (loadable only where the model's weights are untied too)");
-    return 0;
+        lose(&l, "--untie",
+             "version %llu cannot hold tied parameters: --untie gives every alias its own copy of its owner's "
+             "moments and step (loadable only where the model's weights are untied too)",
+             uv);
+    if (l.n > 1 && err && !l.options.failed) {
+        strbuf hint = {0};
+        sb_printf(&hint, "version %llu needs all of: %s", uv, l.options.data);
+        if (!hint.failed) ckpt_set_hint(err, hint.data);
+        sb_free(&hint);
+    }
+    sb_free(&l.options);
+    return l.n ? CKPT_E_CONVERSION_LOSES : 0;
 }
 
 int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_convert_result *res, ckpt_error *err)

@@ -603,7 +603,9 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
 /* Can health read these files whole? Their roles, then their validity. */
 static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *err)
 {
-    if (ckpt_require_role(ro, true, err) || (rs && ckpt_require_role(rs, false, err))) return -1;
+    /* a file cut before its magic has no family: it is invalid, not of the wrong role (as pairing) */
+    if ((ro->family && ckpt_require_role(ro, true, err)) || (rs && rs->family && ckpt_require_role(rs, false, err)))
+        return -1;
     if (ro->error.code || (rs && rs->error.code)) /* every entry and tensor must be there: health reads them all */
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
                          ro->error.code ? "optimizer checkpoint" : "state file");

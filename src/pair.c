@@ -2,7 +2,9 @@
  * ParameterSchema from the same ordered parameter list it saves as state, so slot i of one is
  * tensor i of the other. Every failure is listed in check order (the first is the verdict); tied
  * slots' saved values are compared bit for bit in streamed chunks, never whole. The one pairing
- * rule: `check --state` and the viewer (ckpt_pair) and health (ckpt_health_json) all ask it. */
+ * rule: `check --state` and the viewer (ckpt_pair) and health (ckpt_health_json) all ask it.
+ * The check is structural: one state file holds one step, so the values of the optimizer's
+ * moments and of the parameters are never compared (CKPT_PAIR_NOTE says so where it prints). */
 #include "internal.h"
 
 #include <math.h>
@@ -98,18 +100,33 @@ static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, c
     return 0;
 }
 
+/* A copy of a file's own diagnostic, as the pair's error. */
+static int copy_error(ckpt_error *dst, const ckpt_error *src)
+{
+    ckpt_fail_at(dst, NULL, src->code, src->offset, src->length, src->slot, "%s", src->message);
+    if (src->hint) {
+        ckpt_set_hint(dst, src->hint);
+        if (!dst->hint) return ckpt_fail_oom(dst);
+    }
+    dst->subject = src->subject;
+    dst->config_diff = src->config_diff;
+    return dst->code;
+}
+
 static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_file *state, progress *pr)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
     ckpt_error *err = &res->error;
+    /* files of known families in the wrong roles (swapped) first; then an invalid file (a
+     * truncated one included): it never pairs, its own diagnostic is the answer */
+    if (ro->family) TRY(ckpt_require_role(ro, true, err));
+    if (rs->family) TRY(ckpt_require_role(rs, false, err));
+    if (ro->error.code || rs->error.code) {
+        res->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+        return copy_error(err, ro->error.code ? &ro->error : &rs->error);
+    }
     TRY(ckpt_require_role(ro, true, err));
     TRY(ckpt_require_role(rs, false, err));
-    if (!ro->schema_complete)
-        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
-                         "cannot pair: the optimizer checkpoint is invalid before its parameter schema ends");
-    if (!rs->schema_complete)
-        return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
-                         "cannot pair: the state file is invalid before its last tensor");
     const ckpt_schema *so = ro->schema, *ss = rs->schema;
     size_t n = ckpt_schema_count(so), c = ckpt_schema_count(ss), both = n < c ? n : c;
     const unsigned width = ckpt_dtype_width(rs->dtype);
@@ -178,16 +195,6 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
         if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
     }
     free(seen);
-    /* 5. a file broken past its layout still says whether the two belong together, but it would
-     * not load: said beside the verdict, with its own diagnostic */
-    const ckpt_report *broken[2] = {ro, rs};
-    const char *what[2] = {"the optimizer checkpoint", "the state file"};
-    for (int f = 0; f < 2 && !rc; f++) {
-        if (!broken[f]->error.code) continue;
-        sb_printf(&sb, "%s is invalid past its layout and would not load: %s (byte %llu)", what[f],
-                  broken[f]->error.message, (unsigned long long)broken[f]->error.offset);
-        if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
-    }
     sb_free(&sb);
     return rc;
 }
@@ -217,7 +224,11 @@ void ckpt_pair_result_free(ckpt_pair_result *r)
 char *ckpt_pair_json(const ckpt_pair_result *r)
 {
     strbuf sb = {0};
-    sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"failures\":[", r->pairs ? "true" : "false", r->pairs ? "true" : "false");
+    static const char *const invalid[] = {"null", "\"optimizer\"", "\"state\""};
+    sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"invalid\":%s,\"note\":", r->pairs ? "true" : "false",
+              r->pairs ? "true" : "false", invalid[r->invalid]);
+    j_string(&sb, CKPT_PAIR_NOTE);
+    sb_puts(&sb, ",\"failures\":[");
     for (size_t k = 0; k < r->failures_len; k++) {
         if (k) sb_puts(&sb, ",");
         j_error(&sb, &r->failures[k]);

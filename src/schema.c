@@ -3,6 +3,7 @@
  * and readAndCheckRepresentatives; and the sharing-map diagnosis of format.md 5. */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -543,6 +544,17 @@ static int read_slot(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *f
     return 0;
 }
 
+/* Which way the tie differs, as `diff` says it (a tag is the representative + 1, 0 frozen). */
+static void alias_hint(ckpt_error *err, uint64_t file_tag, uint64_t expected_tag)
+{
+    char a[24] = "none", b[24] = "none", text[160];
+    if (file_tag) snprintf(a, sizeof a, "%llu", (unsigned long long)(file_tag - 1));
+    if (expected_tag) snprintf(b, sizeof b, "%llu", (unsigned long long)(expected_tag - 1));
+    snprintf(text, sizeof text,
+             "representative %s in the file, %s in the layout; `ckptscope diff` lists every difference", a, b);
+    ckpt_set_hint(err, text);
+}
+
 int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_schema *file, ckpt_error *err)
 {
     size_t n = expected ? expected->n : file->n;
@@ -561,6 +573,7 @@ int ckpt_schema_read_tags(ckpt_reader *r, const ckpt_schema *expected, ckpt_sche
         if (expected && tag != ckpt_schema_tag(expected, i)) {
             rc = ckpt_fail_at(err, r->prefix, CKPT_E_STORAGE_ALIAS_MISMATCH, at, 8, i,
                               "storage alias mismatch for parameter %zu", i);
+            alias_hint(err, tag, ckpt_schema_tag(expected, i));
             break;
         }
         if (map) map[i] = tag == 0 ? CKPT_NONE : tag - 1;

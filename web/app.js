@@ -160,6 +160,8 @@ async function handleFiles(fileList, target = 'open') {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
   } else if (target === 'state' && checkpoints.length) {
+    // one model-state file pairs with the optimizer checkpoint: the first picked, said so
+    for (const extra of checkpoints.slice(1)) notices.push({ name: extra.name, text: `not used: one model-state file goes with the optimizer checkpoint, and ${checkpoints[0].name} (the first picked) is the one used.` });
     await addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
     await openFiles(checkpoints.slice(0, 2), { expected });

@@ -62,12 +62,37 @@ test('a broken state file: the reference text, the field highlighted in the hex 
   await page.context().close();
 });
 
+test('two model-state files dropped on "Add model state…" at once: the one used is named', async () => {
+  const v = await viewer();
+  const page = await v.page({ width: 1440 });
+  await dropBytes(page, await writeBase('model'), 'opt.ckpt');
+  await waitText(page, '[data-testid=param-count]', '3 slots');
+  const state = await writeBase('state');
+  await dropFiles(page, [{ bytes: state, name: 'first.tlsf' }, { bytes: state, name: 'second.tlsf' }], '#state-label');
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  await page.waitForSelector('[data-testid=notice][data-file="second.tlsf"]');
+  assert.equal(await text(page, '[data-testid=notice][data-file="second.tlsf"]'), 'second.tlsf: not used: one model-state file goes with the optimizer checkpoint, and first.tlsf (the first picked) is the one used.');
+  assert.match(await text(page, '[data-testid=state-summary]'), /first\.tlsf/);
+  await page.context().close();
+});
+
+test('optimizer and a truncated state file: never pairs; the state file\'s own diagnostic', async () => {
+  const v = await viewer();
+  const page = await v.page({ width: 1440 });
+  const state = await writeBase('state');
+  await dropFiles(page, [{ bytes: await writeBase('model'), name: 'opt.ckpt' }, { bytes: state.slice(0, state.length - 3), name: 'cut.tlsf' }]);
+  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  assert.equal(await text(page, '[data-testid=pair-verdict] h2'), 'Does not pair: cut.tlsf is invalid');
+  assert.equal(await text(page, '[data-testid=pair-verdict] [data-testid=error]'), 'StateIO: truncated checkpoint (wanted 12 bytes, got 9)');
+  await page.context().close();
+});
+
 test('optimizer and state dropped together: the pair verdict; the parameter beside its moments', async () => {
   const v = await viewer();
   const page = await v.page({ width: 1440 });
   await dropFiles(page, [{ bytes: await writeBase('state'), name: 'model.tlsf' }, { bytes: await writeBase('model'), name: 'opt.ckpt' }]);
   await page.waitForSelector('[data-testid=pair-verdict].loads');
-  assert.equal(await text(page, '[data-testid=pair-verdict]'), 'Pairs: this optimizer checkpoint belongs to this model state.');
+  assert.equal(await text(page, '[data-testid=pair-verdict]'), "Pairs, in structure: same slots, same shapes, same ties; the values are not compared: `run` with both steps' state files compares them");
   // The optimizer is the main file whatever the order; the state file has its own header.
   assert.match(await text(page, '[data-testid=summary] .file'), /^opt\.ckpt$/);
   assert.match(await text(page, '[data-testid=state-summary]'), /model\.tlsf/);

@@ -284,6 +284,9 @@ static void check_health_agrees(const ckpt_file *opt, const ckpt_file *state, co
             CHECK(strstr(health, r->pairs ? "\"pairs\":true" : "\"pairs\":false") != NULL);
             CHECK_STR(error_member(health), error_member(pair));
         }
+    } else if (r->invalid) {
+        /* an invalid file: it never pairs, and health reads nothing of it */
+        CHECK(health == NULL && err.code == CKPT_E_NOT_READABLE);
     } else {
         /* no verdict: health refuses too, for the same reason (a wrong family in the same words) */
         CHECK(health == NULL && err.code == r->error.code);

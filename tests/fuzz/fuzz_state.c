@@ -66,13 +66,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     oracle_check(&r->error);
     for (size_t k = 0; k < r->failures_len; k++) oracle_check(&r->failures[k]);
     /* a valid state file that pairs has the optimizer's shapes: read as its own family, it
-     * loads against them (one broken past its layout pairs, with a warning, and does not load) */
+     * loads against them (an invalid file never pairs) */
     const ckpt_report *srep = ckpt_file_report(state);
     const ckpt_family *own = srep->family;
     if (r->pairs && !srep->error.code && (family == CKPT_FAMILY_ANY || (own && family == own->id)) &&
         loaded->error.code)
         abort();
-    if (r->pairs && srep->error.code && !r->warnings_len) abort();
+    if (r->pairs && (srep->error.code || ckpt_file_report(optimizer)->error.code)) abort();
+    if (r->invalid == CKPT_PAIR_INVALID_STATE && !srep->error.code) abort();
     json = ckpt_pair_json(r);
     if (!json) abort();
     free(json);

@@ -20,11 +20,15 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   }
   if (result.error && !result.failures) {
     verdict.classList.add('fails');
-    renderProblem(verdict, result.error, { title: 'Cannot pair these files', label, onSlot });
+    // an invalid file never pairs: its own diagnostic (the package says which file it is)
+    const which = { state: `Does not pair: ${stateName} is invalid`, optimizer: `Does not pair: ${optName} is invalid` }[result.error.subject];
+    renderProblem(verdict, result.error, { title: which ?? 'Cannot pair these files', label, onSlot });
     return;
   }
   verdict.classList.add(result.pairs ? 'loads' : 'fails');
-  verdict.append(el('strong', '', result.pairs ? 'Pairs: this optimizer checkpoint belongs to this model state.' : `Does not pair: ${plural(result.failures.length, 'failure')}.`));
+  // structural only: the package's note says what was not compared
+  verdict.append(el('strong', '', result.pairs ? 'Pairs, in structure:' : `Does not pair: ${plural(result.failures.length, 'failure')}.`));
+  if (result.pairs) verdict.append(' ', testid(el('span', 'pair-note', result.note), 'pair-note'));
   if (result.failures.length) {
     const list = el('ol', 'failures');
     for (const f of result.failures) {

@@ -1,0 +1,163 @@
+// Where the atomic writer (convert, write, export, run --grad) may write: a destination that
+// exists and is not a regular file (a device, a FIFO, a socket, a directory, /dev/stdout on a
+// pipe) is refused with exit status 2, never renamed over; a symlink to a regular file is written
+// through. A writer killed by SIGINT, SIGTERM or SIGHUP mid-write leaves no temporary behind and
+// the destination as it was. (Device nodes need root, as the tests run.)
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import net from 'node:net';
+import { spawn, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { writeBase } from './table.mjs';
+import { saveCheckpoint } from '../../js/index.js';
+
+const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const NODE_IO = new URL('../../js/node-io.js', import.meta.url).href;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-dest-'));
+process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
+
+function run(args, options = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: tmp, ...options });
+  assert.doesNotMatch(r.stderr ?? '', /\n\s+at .*:\d+:\d+/, 'no stack trace');
+  return r;
+}
+
+const DESCRIPTION = { shapes: [[2]], requiresGrad: [true], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 }, entries: [{ id: 0, step: 1, m: [1, 2], v: [1, 2] }] };
+const temporaries = () => fs.readdirSync(tmp).filter((n) => n.includes('.tmp-'));
+const refusal = (name, kind) => `ckptscope: cannot write ${name}: it is ${kind}, not a regular file: the output is a new file renamed over it, which would replace it; give a file name\n`;
+
+async function inputs() {
+  fs.writeFileSync(path.join(tmp, 'v3.ckpt'), await writeBase('model'));
+  fs.writeFileSync(path.join(tmp, 'd.json'), JSON.stringify(DESCRIPTION));
+}
+
+test('a character device, a FIFO, a socket at OUT: refused (exit 2), never replaced', async () => {
+  await inputs();
+  const dev = path.join(tmp, 'null-dev');
+  fs.rmSync(dev, { force: true });
+  assert.equal(spawnSync('mknod', [dev, 'c', '1', '3']).status, 0, 'mknod (root)');
+  const fifo = path.join(tmp, 'fifo');
+  fs.rmSync(fifo, { force: true });
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  const sock = path.join(tmp, 'sock');
+  fs.rmSync(sock, { force: true });
+  const server = net.createServer().listen(sock);
+  await new Promise((resolve) => server.once('listening', resolve));
+  try {
+    for (const [out, kind] of [['null-dev', 'a character device'], ['fifo', 'a FIFO (named pipe)'], ['sock', 'a socket']]) {
+      for (const args of [['convert', 'v3.ckpt', out, '--to', '5'], ['write', 'd.json', out]]) {
+        const r = run(args);
+        assert.equal(r.status, 2, `${args.join(' ')}: ${r.stderr}`);
+        assert.equal(r.stderr, refusal(out, kind));
+        assert.equal(r.stdout, '');
+      }
+      const st = fs.lstatSync(path.join(tmp, out));
+      assert.ok(!st.isFile(), `${out} is still not a regular file`);
+    }
+    assert.ok(fs.lstatSync(dev).isCharacterDevice());
+    assert.deepEqual(temporaries(), []);
+  } finally {
+    server.close();
+  }
+});
+
+test('export and run --grad: a device named .safetensors is refused too', async () => {
+  await inputs();
+  const dev = path.join(tmp, 'dev.safetensors');
+  fs.rmSync(dev, { force: true });
+  assert.equal(spawnSync('mknod', [dev, 'c', '1', '3']).status, 0);
+  const r = run(['export', 'v3.ckpt', 'dev.safetensors']);
+  assert.equal(r.status, 2, r.stderr);
+  assert.equal(r.stderr, refusal('dev.safetensors', 'a character device'));
+  assert.ok(fs.lstatSync(dev).isCharacterDevice());
+});
+
+test('write … /dev/full: refused, no "wrote"; OUT = /dev/stdout on a pipe: refused, not an unexpected error', async () => {
+  await inputs();
+  let r = run(['write', 'd.json', '/dev/full']);
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, refusal('/dev/full', 'a character device'));
+  // stdout a pipe, as in `ckptscope write d.json /dev/stdout | cat`
+  r = spawnSync('sh', ['-c', `"${process.execPath}" "${CLI}" write d.json /dev/stdout | cat; exit "\${PIPESTATUS:-0}"`], { encoding: 'utf8', cwd: tmp });
+  assert.equal(r.stderr, refusal('/dev/stdout', 'a FIFO (named pipe)'));
+  assert.equal(r.stdout, '');
+  r = run(['write', 'd.json', '/dev/stdout']);   // spawnSync's stdout: a socket
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, refusal('/dev/stdout', 'a socket'));
+  // the API refuses the same, with the code ENOTREG
+  await assert.rejects(saveCheckpoint('/dev/full', DESCRIPTION), (err) => err.code === 'ENOTREG' && err.kind === 'a character device');
+});
+
+test('a symlink to a regular file is written through (the link stays a link)', async () => {
+  await inputs();
+  fs.writeFileSync(path.join(tmp, 'target.ckpt'), 'old');
+  fs.rmSync(path.join(tmp, 'link.ckpt'), { force: true });
+  fs.symlinkSync('target.ckpt', path.join(tmp, 'link.ckpt'));
+  const r = run(['write', 'd.json', 'link.ckpt']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(fs.lstatSync(path.join(tmp, 'link.ckpt')).isSymbolicLink());
+  assert.notEqual(fs.readFileSync(path.join(tmp, 'target.ckpt'), 'utf8'), 'old');
+});
+
+/** Poll (no timing asserted) until `ok()` holds. */
+async function until(ok, what) {
+  for (let k = 0; k < 20000; k++) {
+    if (ok()) return;
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  assert.fail(`never: ${what}`);
+}
+
+// The core writes synchronously: no JS runs in the writing process between its chunks. The
+// child here blocks the same way (Atomics.wait) after its first bytes.
+const BLOCKED_WRITER = `
+import { atomicWrite } from ${JSON.stringify(NODE_IO)};
+await atomicWrite(process.argv[1], (write) => {
+  write(new Uint8Array(1 << 20));
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 600000);
+});
+`;
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  test(`${signal} mid-write: the temporary is removed, the destination untouched`, async () => {
+    const dir = fs.mkdtempSync(path.join(tmp, `${signal}-`));
+    const dest = path.join(dir, 'out.ckpt');
+    fs.writeFileSync(dest, 'the old checkpoint');
+    const child = spawn(process.execPath, ['--input-type=module', '-e', BLOCKED_WRITER, dest], { stdio: 'ignore' });
+    const exited = new Promise((resolve) => child.once('exit', (code, sig) => resolve(sig)));
+    const tmps = () => fs.readdirSync(dir).filter((n) => n.startsWith('out.ckpt.tmp-'));
+    await until(() => tmps().length === 1 && fs.statSync(path.join(dir, tmps()[0])).size > 0, 'the temporary is written');
+    child.kill(signal);
+    assert.equal(await exited, signal);
+    await until(() => tmps().length === 0, 'the temporary is removed');
+    assert.equal(fs.readFileSync(dest, 'utf8'), 'the old checkpoint');
+  });
+}
+
+test('Ctrl-C during a real convert: no temporary left, the destination untouched', async (t) => {
+  // a v4 file of 2 x 8M float32 elements: a write that lasts long enough to be interrupted
+  const n = 8 << 20;
+  const big = path.join(tmp, 'big.ckpt');
+  const { saveCheckpoint: save } = await import('../../js/index.js');
+  await save(big, { shapes: [[n]], requiresGrad: [true], dtype: 'float32', version: 4, randomCounter: 7, config: DESCRIPTION.config,
+    entries: [{ id: 0, step: 1, m: new Float32Array(n).fill(0.5), v: new Float32Array(n).fill(0.25) }] });
+  const dir = fs.mkdtempSync(path.join(tmp, 'convert-'));
+  const dest = path.join(dir, 'out.ckpt');
+  fs.writeFileSync(dest, 'the old checkpoint');
+  const child = spawn(process.execPath, [CLI, 'convert', big, dest, '--to', '5'], { stdio: 'ignore' });
+  const exited = new Promise((resolve) => child.once('exit', (code, sig) => resolve({ code, sig })));
+  let done = null;
+  exited.then((x) => { done = x; });
+  const tmps = () => fs.readdirSync(dir).filter((n) => n.startsWith('out.ckpt.tmp-'));
+  await until(() => tmps().length === 1 || done, 'the temporary exists');
+  if (done) return t.skip('the convert ended before it could be interrupted');
+  child.kill('SIGINT');
+  const end = await exited;
+  if (end.sig !== 'SIGINT') return t.skip('the convert ended before the signal');
+  await until(() => tmps().length === 0, 'the temporary is removed');
+  assert.equal(fs.readFileSync(dest, 'utf8'), 'the old checkpoint');
+});
