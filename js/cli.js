@@ -528,7 +528,7 @@ async function healthOrder(positional, seen) {
 }
 
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView, convert: cmdConvert,
-  run: async (argv) => (await import('./run-cli.js')).cmdRun(argv, (text) => new UsageError(text, 'run')) };
+  run: async (argv) => (await import('./run-cli.js')).cmdRun(argv, (text) => new UsageError(text, 'run'), readNames) };
 
 export async function main(argv) {
   const [command, ...rest] = argv;
