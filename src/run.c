@@ -319,13 +319,21 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
     }
     /* A weighs: b2^k v_A > (v_B + tv) / 10, or b1^k |m_A| > (c_k sqrt(v_B + tv) + tm) / 10 (a
      * lane not ok holds zeros: b2^k 0 > nu / 10 is false, and so is 0 > c_k sqrt(nu) / 10) */
+    const v2d ten = splat2(10);
+    v2d vt[2];
+    v2i weighs[2];
     for (int q = 0; q < 2; q++) {
-        const v2d ten = splat2(10);
-        v2d vt = vb[q] + tv[q], bma = K->b1k * abs2(ma[q]);
-        v2d tm = K->km * (K->ck * sqrt2(vb[q]) + abs2(mb[q]) + bma);
-        v2i weighs = lt2(vt / ten, K->b2k * va[q]) | lt2((K->ck * sqrt2(vt) + tm) / ten, bma);
-        S->weigh += weighs & ok[q];
+        vt[q] = vb[q] + tv[q];
+        weighs[q] = lt2(vt[q] / ten, K->b2k * va[q]);
     }
+    /* the moments' test (two roots) only for a block where v alone does not settle every lane */
+    if (!all2((weighs[0] | ~ok[0]) & (weighs[1] | ~ok[1])))
+        for (int q = 0; q < 2; q++) {
+            v2d bma = K->b1k * abs2(ma[q]);
+            v2d tm = K->km * (K->ck * sqrt2(vb[q]) + abs2(mb[q]) + bma);
+            weighs[q] |= lt2((K->ck * sqrt2(vt[q]) + tm) / ten, bma);
+        }
+    S->weigh += (weighs[0] & ok[0]) + (weighs[1] & ok[1]);
     v2i broken[2];
     for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
     if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
