@@ -572,6 +572,17 @@ test('the wrong weights at k = 1 (the state file of another step) break the pair
   }
 });
 
+test('a residual that rounding θ to float32 alone can cause does not break a pair (a learning rate of 1e-7)', async () => {
+  // Δθ is a few ulps of θ: the fit is poor (residual above 0.1) but within 10·u·‖θ_B‖/‖Δθ‖
+  const gen = generate(['--saves', '3,4', '--lr', '1e-7']);
+  const { opts, states } = await save(gen, 'rounding');
+  const result = await run(opts, { states });
+  const p = result.pairs[0];
+  assert.ok(p.slots.some((s) => s.lrResidual > 0.1), JSON.stringify(p.slots.map((s) => s.lrResidual)));
+  assert.equal(p.continuous, true);
+  for (const s of p.slots) assert.equal(s.message, null);
+});
+
 test('ckptscope run --names: the slots named in the pair lines and the --slots table', async () => {
   const gen = generate(['--saves', '3,4']);
   const { opts } = await save(gen, 'names');
