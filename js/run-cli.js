@@ -69,6 +69,17 @@ async function folder(dir) {
   return { files: order.map((k) => files[k]), states: states.some((s) => s !== null) ? states.map((k) => (k === null ? null : files[k])) : null };
 }
 
+/** The slot count of a run's first file (the names' count is checked against it), null when it
+ *  is not a readable optimizer checkpoint. */
+async function slotCount(file) {
+  const ck = await reading(file, 'checkpoint', () => open(file));
+  try {
+    return ck.kind === 'optimizer' && typeof ck.summary.slotCount === 'number' ? ck.summary.slotCount : null;
+  } finally {
+    ck.close();
+  }
+}
+
 const plural = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
 
 /** What a pair comes to: 'continuous', 'cannot tell' or 'NOT continuous'. */
@@ -187,7 +198,7 @@ export async function cmdRun(argv, usage, readNames) {
   // the ratios need both (a folder's state files are found by their stems)
   if (band !== undefined && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
-  const slotNames = names === undefined ? null : readNames(names, null);
+  const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
   const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit }));
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));
