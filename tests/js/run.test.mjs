@@ -598,4 +598,10 @@ test('ckptscope run --names: the slots named in the pair lines and the --slots t
   const head = ok.stdout.split('\n').findIndex((l) => /^\s+slot\s+name\s+steps\s+k\s+broken/.test(l));
   assert.ok(head > 0, ok.stdout);
   assert.deepEqual(ok.stdout.split('\n').slice(head + 1, head + 4).map((l) => l.trim().split(/\s+/).slice(0, 2)), [['0', 'w'], ['1', 'b'], ['4', 'late']]);
+  // too few names: said, as the other commands say it
+  const short = path.join(tmp, 'run-names-short.json');
+  fs.writeFileSync(short, JSON.stringify(['w', 'b']));
+  const warned = cli([...opts, '--names', short]);
+  assert.equal(warned.status, 0);
+  assert.equal(warned.stderr, `warning: ${short} has 2 names for 5 slots\n`);
 });
