@@ -462,16 +462,16 @@ export class Binding {
   // ---- runs ---------------------------------------------------------------------------------
 
   /** char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, n, double lr,
-   *  int band, double low, double high, progress, err): opts and states open files (a state 0
-   *  for none), lr NaN for none, band [low, high] or null (the default); the JSON, or null with
-   *  err set. */
-  run(opts, states, lr, band, pid, err) {
+   *  int band, double low, double high, double residual_limit, progress, err): opts and states
+   *  open files (a state 0 for none), lr NaN for none, band [low, high] or null (the default),
+   *  residualLimit NaN for the default; the JSON, or null with err set. */
+  run(opts, states, lr, band, residualLimit, pid, err) {
     const core = this.#core;
     const ptrs = [];
     try {
       const o = this.pointerTable(opts); ptrs.push(o);
       const s = this.pointerTable(states); ptrs.push(s);
-      return this.#json(this.#ex.w_run(o, s, opts.length, lr, band ? 1 : 0, band ? band[0] : 0, band ? band[1] : 0, pid, err));
+      return this.#json(this.#ex.w_run(o, s, opts.length, lr, band ? 1 : 0, band ? band[0] : 0, band ? band[1] : 0, residualLimit, pid, err));
     } finally {
       ptrs.forEach((p) => core.free(p));
     }

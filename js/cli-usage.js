@@ -32,8 +32,9 @@ export const USAGE = `usage:
                    [--round-to-float32]
       the same optimizer state as another version, for an older TorchLean
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
-               [--json]
-  ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--json]
+               [--residual-limit X] [--names NAMES.json] [--slots] [--json]
+  ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
+               [--names NAMES.json] [--slots] [--json]
       checkpoints of one run: is each the continuation of the one before?
       the gradient and learning rate of one-step pairs
   ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
@@ -71,8 +72,8 @@ export const SPECS = {
   },
   // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
   run: {
-    flags: { '--json': 'the run JSON (docs/runs.md) instead of the table' },
-    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged, as warnings (default 1e-5,1e-2)', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  with --grad: ${NAMES_HELP}` },
+    flags: { '--json': 'the run JSON (docs/runs.md) instead of the lines', '--slots': 'each pair\'s per-slot table under its line' },
+    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged, as warnings (default 1e-5,1e-2)', '--residual-limit': 'X  with state files at k = 1: a learning-rate residual above it (and above θ\'s rounding) breaks the pair (default 0.1)', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  ${NAMES_HELP} (and with --grad, the tensors' names)` },
   },
   serve: { flags: {}, options: { '--port': `N  ${PORT_HELP} 8080` } },
   view: { flags: { '--no-open': 'print the URL, do not open a browser' }, options: { '--port': `N  ${PORT_HELP} the first free one from 8080 up` } },

@@ -27,8 +27,8 @@ const HELP = `${USAGE}
 FILE (and write's DESCRIPTION) may be - for the standard input:
   ckptscope inspect - < model.ckpt
 exit status: 0 valid, would load, no differences; 1 invalid, would not load,
-differences; 2 usage or I/O error; 141 when the reader of stdout goes away
-(ckptscope inspect F | head).
+differences; 2 usage or I/O error; 3 (run) nothing breaks, but a pair cannot
+tell; 141 when the reader of stdout goes away (ckptscope inspect F | head).
 An invalid file: stdout has the summary (or --json report) with the diagnostic;
 stderr has the diagnostic too, unless stderr goes where stdout goes (a terminal,
 2>&1), to show it once.
@@ -531,7 +531,7 @@ async function healthOrder(positional, seen) {
 }
 
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView, convert: cmdConvert,
-  run: async (argv) => (await import('./run-cli.js')).cmdRun(argv, (text) => new UsageError(text, 'run')) };
+  run: async (argv) => (await import('./run-cli.js')).cmdRun(argv, (text) => new UsageError(text, 'run'), readNames) };
 
 export async function main(argv) {
   const [command, ...rest] = argv;

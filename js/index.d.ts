@@ -422,8 +422,12 @@ export interface RunSlot {
   firstBroken: number | string | null;
   /** The largest |dm| / bound over the elements (k >= 1); at most 1 on a continuous pair. */
   worst: number | null;
+  /** The share of elements where A weighs (k >= 1; 1 at k = 0), null when k < 0 or the slot is empty. */
+  power: number | null;
   /** The slot's verdict text (docs/runs.md), null when continuous. */
   message: string | null;
+  /** `slot {i}: steps {tA}→{tB} are too far apart to tell (…)` when the power is below 1%, else null. */
+  cannotTell: string | null;
   /** k = 1: the gradient of step tB, per element dm / (1 - beta1). */
   gradient: { rms: number | null; maxAbs: number | null; nonFinite: number; zero: number } | null;
   /** k = 1 with both state files: the learning rate of step tB, and its relative residual. */
@@ -434,10 +438,13 @@ export interface RunSlot {
 export interface RunPair {
   a: number;
   b: number;
-  continuous: boolean;
+  /** null: cannot tell (none of its slots has power 1% or more): neither continuous nor broken. */
+  continuous: boolean | null;
   /** The first reason the pair is not continuous: a configuration or layout difference, a
-   *  slot's text, or a file that is not valid. */
+   *  slot's text, or a file that is not valid; when it cannot tell, its first slot's text. */
   verdict: string | null;
+  /** The share of its slots' elements where A weighs; null when no slot was compared. */
+  power: number | null;
   configDiff: Difference[] | null;
   layoutDiff: Difference[] | null;
   slots: RunSlot[];
@@ -455,7 +462,12 @@ export interface RunFile {
 }
 
 export interface RunResult {
+  /** true only when every pair is continuous and no file is invalid or flagged. */
   ok: boolean;
+  /** How many pairs cannot tell (continuous: null): not an all-clear. */
+  cannotTell: number;
+  /** The k = 1 learning-rate residual that breaks a pair: 0.1 or the one given. */
+  residualLimit: number;
   /** The flag band of the update-to-weight ratios: the default [1e-5, 1e-2] or the one given. */
   ratioBand: [number, number];
   files: RunFile[];
@@ -465,7 +477,9 @@ export interface RunResult {
 }
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null. */
-export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
+export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; residualLimit?: number; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
+/** The default residualLimit of run(): 0.1. */
+export const DEFAULT_RESIDUAL_LIMIT: number;
 /** The gradient of the one-step pair a → b as {name}.grad tensors (safetensors or npz). */
 export function exportGradient(a: Source, b: Source, options?: ExportOptions): Promise<Uint8Array>;
 export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
@@ -477,6 +491,10 @@ export function numberInName(name: string): bigint | null;
 export function stemOf(name: string): string;
 /** A folder's run order: by the number in the name, then by the largest step. */
 export function runOrder<T extends { name: string; step?: number | bigint | string | null }>(items: T[]): T[];
+/** The largest step of an optimizer checkpoint's entries, null when it has none. */
+export function largestStep(ck: Checkpoint): number | string | null;
+/** Files grouped into a run: the checkpoints in run order, each one's state file of the same stem, the files left out and why. */
+export function runFiles(names: string[], openAt: (index: number) => Promise<Checkpoint>): Promise<{ order: number[]; states: (number | null)[]; unused: { index: number; text: string }[] }>;
 
 /** The moments of one slot: see Checkpoint.entry. */
 export function readEntry(source: Source, slot: U64Input): Promise<Moments>;

@@ -15,4 +15,4 @@ export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
 export { HttpSource, HttpError } from './http-source.js';
 export { Feed } from './feed.js';
-export { run, runOrder, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient } from './run.js';
+export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';

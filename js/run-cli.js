@@ -1,37 +1,46 @@
 // `ckptscope run`: checkpoints of one run (docs/runs.md). Given files in run order, or a folder:
-// its optimizer checkpoints ordered by the number in the name (js/run.js runOrder), each with
-// the model-state file of the same stem when there is one. The verdict per consecutive pair,
-// the per-slot table, per file its health; exit 1 when a pair is not continuous or a file is
-// invalid or flagged (a failure: the ratio band's warnings are counted, not failed on). Node only.
+// its optimizer checkpoints in run order, each with the model-state file of the same stem (the
+// package's runFiles). One line per consecutive pair (continuous, cannot tell or broken), the
+// per-slot table with --slots, per file its health; exit 1 when a pair is not continuous or a
+// file is invalid or flagged (a failure: the ratio band's warnings are counted, not failed on),
+// 3 when nothing breaks but a pair cannot tell (not an all-clear). Node only.
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { open } from './checkpoint.js';
-import { run, runOrder, stemOf, saveGradient } from './run.js';
-import { table, numColumns } from './cli-text.js';
+import { run, runFiles, saveGradient } from './run.js';
+import { table, numColumns, namedSlot } from './cli-text.js';
 import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
 import { ratioBandArg } from './cli-usage.js';
 
-/** argv → {files, states, json, lr, band}; `usage(text)` makes the CLI's usage error. */
+/** The exit status of a run where nothing breaks but a pair cannot tell. */
+export const CANNOT_TELL_STATUS = 3;
+
+const VALUED = ['--grad', '--names', '--ratio-band', '--lr', '--residual-limit'];
+
+/** A positive number given as text (as --lr takes it), else the usage error. */
+function positive(option, text, usage) {
+  const x = Number(text);
+  if (!/^[0-9.eE+-]+$/.test(text) || !Number.isFinite(x) || x <= 0) throw usage(`${option} must be a positive number, got ${text}`);
+  return x;
+}
+
+/** argv → {files, states, json, slots, lr, residualLimit, grad, names, band}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
-  const files = [], states = [];
-  let into = files, json = false, lr, grad, names, band;
+  const files = [], states = [], value = {};
+  let into = files, json = false, slots = false;
   for (let k = 0; k < argv.length; k++) {
     const a = argv[k];
+    const eq = a.indexOf('=');
+    const option = a.startsWith('--') && eq > 0 ? a.slice(0, eq) : a;
     if (a === '--json') json = true;
+    else if (a === '--slots') slots = true;
     else if (a === '--state') into = states;
-    else if (a === '--grad' || a === '--names' || a === '--ratio-band') {
-      if (k + 1 >= argv.length) throw usage(`${a} needs a value`);
-      if (a === '--grad') grad = argv[++k];
-      else if (a === '--names') names = argv[++k];
-      else band = argv[++k];
-    } else if (a.startsWith('--ratio-band=')) band = a.slice('--ratio-band='.length);
-    else if (a === '--lr') {
-      if (k + 1 >= argv.length) throw usage('--lr needs a value');
-      const text = argv[++k];
-      lr = Number(text);
-      if (!/^[0-9.eE+-]+$/.test(text) || !Number.isFinite(lr) || lr <= 0) throw usage(`--lr must be a positive number, got ${text}`);
+    else if (VALUED.includes(option)) {
+      if (option !== a) value[option] = a.slice(eq + 1);
+      else if (k + 1 >= argv.length) throw usage(`${a} needs a value`);
+      else value[a] = argv[++k];
     } else if (a.startsWith('--')) throw usage(`unknown option ${a}`);
     else into.push(a);
   }
@@ -39,8 +48,9 @@ function parse(argv, usage) {
   if (states.length && states.length !== files.length) {
     throw usage(`--state takes one model-state file per checkpoint: ${files.length} checkpoint${files.length === 1 ? '' : 's'}, ${states.length} state file${states.length === 1 ? '' : 's'}`);
   }
-  if (names !== undefined && grad === undefined) throw usage('--names goes with --grad');
-  return { files, states: states.length ? states : null, json, lr, grad, names, band };
+  const lr = value['--lr'] === undefined ? undefined : positive('--lr', value['--lr'], usage);
+  const residualLimit = value['--residual-limit'] === undefined ? undefined : positive('--residual-limit', value['--residual-limit'], usage);
+  return { files, states: states.length ? states : null, json, slots, lr, residualLimit, grad: value['--grad'], names: value['--names'], band: value['--ratio-band'] };
 }
 
 const isDirectory = (p) => {
@@ -53,42 +63,100 @@ const isDirectory = (p) => {
 
 /** A folder's optimizer checkpoints in run order, with the state file of the same stem. */
 async function folder(dir) {
-  const names = reading(dir, 'folder', () => fs.readdirSync(dir)).sort();
-  const opts = [], states = new Map();
-  for (const name of names) {
-    const file = path.join(dir, name);
-    if (!fs.statSync(file).isFile()) continue;
-    const ck = await open(file);
-    try {
-      if (ck.kind === 'optimizer') opts.push({ name, file, step: maxStep(ck) });
-      else if (ck.kind === 'state' && !states.has(stemOf(name))) states.set(stemOf(name), file);
-    } finally {
-      ck.close();
-    }
+  const names = reading(dir, 'folder', () => fs.readdirSync(dir)).sort().filter((name) => fs.statSync(path.join(dir, name)).isFile());
+  const files = names.map((name) => path.join(dir, name));
+  const { order, states } = await runFiles(names, (k) => open(files[k]));
+  return { files: order.map((k) => files[k]), states: states.some((s) => s !== null) ? states.map((k) => (k === null ? null : files[k])) : null };
+}
+
+/** The slot count of a run's first file (the names' count is checked against it), null when it
+ *  is not a readable optimizer checkpoint. */
+async function slotCount(file) {
+  const ck = await reading(file, 'checkpoint', () => open(file));
+  try {
+    return ck.kind === 'optimizer' && typeof ck.summary.slotCount === 'number' ? ck.summary.slotCount : null;
+  } finally {
+    ck.close();
   }
-  const ordered = runOrder(opts);
-  const paired = ordered.map((o) => states.get(stemOf(o.name)) ?? null);
-  return { files: ordered.map((o) => o.file), states: paired.some((s) => s !== null) ? paired : null };
 }
 
-/** The largest step of an optimizer file's entries (null when it has none or is invalid). */
-function maxStep(ck) {
-  const entries = ck.report.entries ?? [];
-  let best = null;
-  for (const e of entries) if (best === null || BigInt(e.step) > BigInt(best)) best = e.step;
-  return best;
+const plural = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** What a pair comes to: 'continuous', 'cannot tell' or 'NOT continuous'. */
+const pairState = (p) => (p.continuous === null ? 'cannot tell' : p.continuous ? 'continuous' : 'NOT continuous');
+
+/** A slot as the lines name it: `slot 4` or `slot 4 (name)`. */
+const slotName = (names, slot) => `slot ${slot}${names && names[slot] !== undefined ? ` (${names[slot]})` : ''}`;
+
+/** The one line of a pair: its state; the verdict's text (its slot's name first), or its worst
+ *  slot, its power and the slots whose learning rate came back. */
+function pairLine(p, names) {
+  const head = `${p.a} → ${p.b}: ${pairState(p)}`;
+  if (p.continuous !== true) {
+    // the verdict is the first slot's text of that kind (broken, or cannot tell)
+    const slot = p.slots.find((s) => (p.continuous === null ? s.cannotTell : s.message) !== null);
+    return `${head}: ${slot ? namedSlot(names, slot.slot) : ''}${p.verdict}`;
+  }
+  const parts = [];
+  let worst = null;
+  for (const s of p.slots) if (s.worst !== null && (worst === null || s.worst > worst.worst)) worst = s;
+  if (worst) parts.push(`worst ${numColumnsOne(worst.worst)} at ${slotName(names, worst.slot)}`);
+  if (p.power !== null) parts.push(`power ${numColumnsOne(p.power)}`);
+  const lrs = p.slots.filter((s) => s.lr !== null).length;
+  if (lrs) parts.push(`lr on ${plural(lrs, 'slot')}`);
+  return parts.length ? `${head} (${parts.join(', ')})` : head;
 }
 
-/** The readable form: per file, per pair its verdict and slot table, the first break. */
-export function runLines(result, { width = COLUMNS } = {}) {
+/** A figure as the tables print it. */
+function numColumnsOne(x) {
+  const rows = [[x]];
+  numColumns(rows, [0]);
+  return rows[0][0];
+}
+
+/** A pair's per-slot table (--slots). */
+function slotLines(p, names, width) {
+  const rows = p.slots.map((s) => [
+    s.message ? '!' : s.cannotTell ? '?' : '',
+    s.slot,
+    ...(names ? [names[s.slot] ?? ''] : []),
+    `${s.stepA}→${s.stepB}`,
+    s.k,
+    s.broken ?? '',
+    s.worst,
+    s.power,
+    s.gradient?.rms,
+    s.lr,
+    s.lrResidual,
+  ]);
+  const off = names ? 1 : 0;
+  numColumns(rows, [5, 6, 7, 8, 9].map((j) => j + off));
+  const header = ['', 'slot', ...(names ? ['name'] : []), 'steps', 'k', 'broken', 'worst', 'power', 'rms(g)', 'lr', 'residual'];
+  const right = new Set([1, ...[3, 4, 5, 6, 7, 8, 9].map((j) => j + off)]);
+  const fit = names ? { width: width - 2, shrink: 2, key: 1, what: 'slot names', shown: new Set() } : null;
+  return table(rows, header, right, fit).map((l) => `  ${l}`);
+}
+
+/** The run's verdict line. */
+function verdictLine(result, name) {
+  const weak = result.cannotTell ?? 0;
+  const apart = weak ? `${plural(weak, 'pair')} of ${result.pairs.length} cannot tell` : '';
+  if (result.first !== null) return `verdict: something breaks at file ${result.first} (${name(result.first)})${weak ? `; ${apart}` : ''}`;
+  if (weak) return `verdict: nothing breaks, but ${apart} (too far apart): not shown to be one run`;
+  return 'verdict: one run, every pair continuous';
+}
+
+/** The readable form: per file, one line per pair (with `slots`, its slot table), the verdict. */
+export function runLines(result, { width = COLUMNS, names = null, slots = false } = {}) {
   const out = [];
   const name = (i) => result.files[i].path ?? `file ${i}`;
   out.push(`${result.files.length} checkpoints of one run:`);
+  // the file's health as the JSON gives it: every flag, and how many of them are warnings
   const rows = result.files.map((f, i) => [
     i === result.first ? '!' : '',
     i,
     f.step ?? '',
-    f.health ? f.health.flags - f.health.warnings : '',
+    f.health ? f.health.flags : '',
     f.health ? f.health.warnings : '',
     f.health?.ratio,
     f.state ? 'yes' : '',
@@ -98,32 +166,29 @@ export function runLines(result, { width = COLUMNS } = {}) {
   // a long path is shortened in the middle, and listed in full below the table
   const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
   for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
-  for (const p of result.pairs) {
-    out.push('');
-    out.push(`${p.a} → ${p.b}: ${p.continuous ? 'continuous' : `NOT continuous: ${p.verdict}`}`);
-    if (!p.slots.length) continue;
-    const slotRows = p.slots.map((s) => [
-      s.message ? '!' : '',
-      s.slot,
-      `${s.stepA}→${s.stepB}`,
-      s.k,
-      s.broken ?? '',
-      s.worst,
-      s.gradient?.rms,
-      s.lr,
-      s.lrResidual,
-    ]);
-    numColumns(slotRows, [5, 6, 7, 8]);
-    for (const l of table(slotRows, ['', 'slot', 'steps', 'k', 'broken', 'worst', 'rms(g)', 'lr', 'residual'], new Set([1, 3, 4, 5, 6, 7, 8]))) out.push(`  ${l}`);
-  }
   out.push('');
-  out.push(result.first === null ? 'verdict: one run, every pair continuous' : `verdict: something breaks at file ${result.first} (${name(result.first)})`);
+  for (const p of result.pairs) {
+    out.push(pairLine(p, names));
+    if (slots && p.slots.length) {
+      out.push(...slotLines(p, names, width));
+      out.push('');
+    }
+  }
+  if (!slots) out.push('');
+  out.push(verdictLine(result, name));
   return out;
 }
 
-/** The command; `usage(text)` returns the CLI's usage error to throw. Exit status. */
-export async function cmdRun(argv, usage) {
-  let { files, states, json, lr, grad, names, band } = parse(argv, usage);
+/** The exit status of a run's result: 0 all clear, 1 something breaks, 3 a pair cannot tell. */
+export function runStatus(result) {
+  if (result.ok) return 0;
+  return result.first !== null ? 1 : CANNOT_TELL_STATUS;
+}
+
+/** The command; `usage(text)` returns the CLI's usage error to throw; `readNames(path, count)`
+ *  is the CLI's names reader (capped, as every command reads a names file). Exit status. */
+export async function cmdRun(argv, usage, readNames) {
+  let { files, states, json, slots, lr, residualLimit, grad, names, band } = parse(argv, usage);
   if (grad !== undefined) return cmdGradient(files, grad, names, usage);
   if (files.length === 1 && !states && isDirectory(files[0])) {
     ({ files, states } = await folder(files[0]));
@@ -133,10 +198,11 @@ export async function cmdRun(argv, usage) {
   // the ratios need both (a folder's state files are found by their stems)
   if (band !== undefined && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
-  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand }));
+  const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
+  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit }));
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, runLines(result, { width: outputColumns(process.stdout) }));
-  return result.ok ? 0 : 1;
+  else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));
+  return runStatus(result);
 }
 
 /** run A B --grad OUT [--names NAMES.json]: the one-step gradient, written atomically. */

@@ -11,6 +11,16 @@ import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { exportArguments, exportPointers } from './export.js';
 
+/** The k = 1 learning-rate residual past which a pair breaks, unless given (src/run.c's). */
+export const DEFAULT_RESIDUAL_LIMIT = 0.1;
+
+/** residualLimit: a positive finite number, or undefined/null for the default (NaN to the core). */
+function residualLimitOf(x) {
+  if (x === undefined || x === null) return NaN;
+  if (typeof x !== 'number' || !Number.isFinite(x) || x <= 0) throw new RangeError(`residualLimit must be a positive number, got ${String(x)}`);
+  return x;
+}
+
 /** What a file is called in the report: its path, URL or name; null when it has none. */
 function nameOf(source) {
   if (typeof source === 'string') return source;
@@ -35,13 +45,15 @@ function sources(list, what) {
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
- * learning rate of the health ratios, `ratioBand` ([low, high], as for health) their flag band. `onHealth(i, result)`, when given, hears each file's full
+ * learning rate of the health ratios, `ratioBand` ([low, high], as for health) their flag band,
+ * `residualLimit` (default 0.1) the k = 1 learning-rate residual that breaks a pair. `onHealth(i, result)`, when given, hears each file's full
  * per-slot health() (the viewer's timeline): that is a second pass over each file, paid only by a
- * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, files, pairs, first} (docs/runs.md);
+ * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, cannotTell, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, ratioBand: bandArg, onProgress, onHealth, signal } = {}) {
+export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, onProgress, onHealth, signal } = {}) {
   sources(files, 'files');
+  const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
   if (states !== null && states !== undefined) {
     sources(states, 'states');
@@ -78,7 +90,7 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, onProg
     const n = files.length;
     err = b.errorNew();
     const json = withFiles([...opts, ...sts], (ptrs) => {
-      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), rate, band, pid, err));
+      const result = withProgress(b, { onProgress, signal }, (pid) => b.run(ptrs.slice(0, n), ptrs.slice(n), rate, band, limit, pid, err));
       if (!result) throw coreError(b, err, {}, signal);
       return result;
     });
@@ -96,7 +108,9 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, onProg
     }
     return {
       ok: json.ok,
+      cannotTell: json.cannotTell,
       ratioBand: json.ratioBand,
+      residualLimit: Number.isNaN(limit) ? DEFAULT_RESIDUAL_LIMIT : limit,
       files: json.files.map((f, i) => {
         const stateError = stateErrors[i] ?? f.stateError;
         return {
@@ -187,4 +201,38 @@ export function runOrder(items) {
     const sx = x.step == null ? -1n : BigInt(x.step), sy = y.step == null ? -1n : BigInt(y.step);
     return cmp(sx, sy) || cmp(x.name, y.name);
   });
+}
+
+/** The largest step of an optimizer checkpoint's entries (null when it has none or is invalid):
+ *  the run order of files without a number in their name. */
+export function largestStep(ck) {
+  let best = null;
+  for (const e of ck.report.entries ?? []) if (best === null || BigInt(e.step) > BigInt(best)) best = e.step;
+  return best;
+}
+
+/**
+ * Group files into a run (docs/runs.md "Files and order"): `names` the files' names, in the
+ * caller's order; `openAt(k)` opens file k (a Checkpoint: its headers are enough; closed here).
+ * The optimizer checkpoints go in run order (runOrder), each with the first model-state file of
+ * its stem. Resolves {order: indices of the checkpoints in run order, states: per checkpoint the
+ * index of its state file or null, unused: [{index, text}] the files left out and why}.
+ */
+export async function runFiles(names, openAt) {
+  const opts = [], states = new Map(), unused = [];
+  for (let k = 0; k < names.length; k++) {
+    const ck = await openAt(k);
+    try {
+      const stem = stemOf(names[k]);
+      if (ck.kind === 'optimizer') opts.push({ name: names[k], step: largestStep(ck), index: k });
+      else if (ck.kind === 'state' && !states.has(stem)) states.set(stem, k);
+      else unused.push({ index: k, text: ck.kind === 'state' ? `another model-state file of the stem ${stem}: not used` : 'neither an optimizer checkpoint nor a model-state file: not used' });
+    } finally {
+      ck.close();
+    }
+  }
+  const ordered = runOrder(opts);
+  const paired = ordered.map((o) => states.get(stemOf(o.name)) ?? null);
+  for (const [stem, k] of states) if (!paired.includes(k)) unused.push({ index: k, text: `a model-state file, but no optimizer checkpoint is named ${stem}: not used` });
+  return { order: ordered.map((o) => o.index), states: paired, unused };
 }

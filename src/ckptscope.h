@@ -700,7 +700,11 @@ typedef struct ckpt_run_options {
     double lr;                    /* the learning rate of the health ratios; 0 or NAN: none */
     bool ratio_band;              /* the flag band of the ratios is given (as for health); false: */
     double ratio_low, ratio_high; /* CKPT_RATIO_LOW..CKPT_RATIO_HIGH */
+    double residual_limit;        /* the k = 1 learning-rate residual that breaks a pair (when also
+                                     above theta's rounding); 0 or NAN: CKPT_RESIDUAL_LIMIT */
 } ckpt_run_options;
+
+#define CKPT_RESIDUAL_LIMIT 0.1
 
 /* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
  * state (state itself may be NULL: none). A state file is used (for the health of its file's
@@ -710,9 +714,12 @@ typedef struct ckpt_run_options {
  * (ckpt_health_json's flags, the median ratio), in one pass that reads each payload once (the
  * files stream side by side, a few chunks per file in memory), as JSON {"files":[{"index","ok",
  * "step","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
- * "continuous","verdict","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k",
- * "broken","firstBroken","worst","message","gradient","lr","lrResidual"}]}], "ok", "first"}. A
- * file that is not a valid optimizer checkpoint makes its pairs not continuous. NULL with err set
+ * "continuous","verdict","power","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k",
+ * "broken","firstBroken","worst","power","message","cannotTell","gradient","lr","lrResidual"}]}],
+ * "ok", "cannotTell", "first"}. A pair none of whose slots has power 1% or more is neither
+ * continuous nor broken ("continuous": null, counted in "cannotTell"; "ok" is false). A k = 1
+ * learning-rate residual above o->residual_limit breaks its pair. A file that is not a valid
+ * optimizer checkpoint makes its pairs not continuous. NULL with err set
  * on an I/O error, cancellation or no memory; o may be NULL. */
 char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, size_t n, const ckpt_run_options *o,
                     ckpt_error *err);

@@ -58,11 +58,14 @@ typedef struct slot_acc {
     double inv1, inv2, eps, wd; /* the lr's direction at tB */
     bool gradient, lr;
     uint64_t broken, first, count;
+    uint64_t weigh; /* elements where A weighs (the power's count) */
     double worst;
     uint64_t g_finite, g_nonfinite, g_zero;
     double g_sum_sq, g_max; /* of dm over the elements whose g is finite */
     double g_limit;         /* the largest |dm| whose g = dm / (1 - b1) is finite */
     double dd, td, tt;      /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
+    double bb;              /* <theta_B,theta_B> */
+    double theta_u;         /* the unit roundoff of theta's dtype */
 } slot_acc;
 
 /* One consecutive pair. */
@@ -71,10 +74,15 @@ typedef struct run_pair {
     bool lr;                         /* both state files usable */
     char *config_diff, *layout_diff; /* JSON arrays, NULL when equal (or not compared) */
     strbuf verdict;                  /* the first reason the pair is not continuous */
+    strbuf weak;                     /* the first slot that cannot tell, while none can */
     strbuf slots;                    /* the slots' JSON items */
     size_t slot_items;
     bool continuous;
+    bool tells;                       /* a slot of the pair can tell (its power is 1% or more) */
+    bool weighed;                     /* a slot of the pair has a power */
+    uint64_t weigh, elements;         /* the pair's power: weigh / elements */
     double b1, b2, omb1, omb2, u, nu; /* the configuration in the moments' dtype */
+    double theta_u;                   /* the unit roundoff of B's parameters' dtype */
     bool adamw;
     double eps, wd;
 } run_pair;
@@ -86,6 +94,7 @@ typedef struct run {
     size_t chunk; /* elements per file per step: memory is n * chunk * 32 bytes */
     ckpt_progress_fn progress;
     void *progress_ctx;
+    double residual_limit; /* the learning-rate residual that breaks a pair */
     uint64_t done, total;
     ckpt_error *err;
     /* the element loops by moment width (float, double), called through pointers: Binaryen
@@ -183,8 +192,8 @@ typedef struct steps_consts {
 
 /* What the blocks gather: sums per lane; counts as minus the sum of their masks, in any lane. */
 typedef struct steps_sums {
-    v2d g_sq[2], dd[2], td[2], tt[2], g_max, worst[2];
-    v2i g_finite, g_zero, g_nonfinite;
+    v2d g_sq[2], dd[2], td[2], tt[2], bb[2], g_max, worst[2];
+    v2i g_finite, g_zero, g_nonfinite, weigh;
 } steps_sums;
 
 /* A block's lanes that need the roots, and what the roots decide for them. */
@@ -308,6 +317,23 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
         S->worst[0] = r.worst[0], S->worst[1] = r.worst[1];
         out[0] = r.out[0], out[1] = r.out[1];
     }
+    /* A weighs: b2^k v_A > (v_B + tv) / 10, or b1^k |m_A| > (c_k sqrt(v_B + tv) + tm) / 10 (a
+     * lane not ok holds zeros: b2^k 0 > nu / 10 is false, and so is 0 > c_k sqrt(nu) / 10) */
+    const v2d ten = splat2(10);
+    v2d vt[2];
+    v2i weighs[2];
+    for (int q = 0; q < 2; q++) {
+        vt[q] = vb[q] + tv[q];
+        weighs[q] = lt2(vt[q] / ten, K->b2k * va[q]);
+    }
+    /* the moments' test (two roots) only for a block where v alone does not settle every lane */
+    if (!all2((weighs[0] | ~ok[0]) & (weighs[1] | ~ok[1])))
+        for (int q = 0; q < 2; q++) {
+            v2d bma = K->b1k * abs2(ma[q]);
+            v2d tm = K->km * (K->ck * sqrt2(vb[q]) + abs2(mb[q]) + bma);
+            weighs[q] |= lt2((K->ck * sqrt2(vt[q]) + tm) / ten, bma);
+        }
+    S->weigh += (weighs[0] & ok[0]) + (weighs[1] & ok[1]);
     v2i broken[2];
     for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
     if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
@@ -324,6 +350,8 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
         S->dd[q] += d * d;
         S->td[q] += t * d;
         S->tt[q] += t * t;
+        v2d bth = keep2(fin, tb);
+        S->bb[q] += bth * bth;
     }
 }
 
@@ -381,18 +409,20 @@ static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, cons
     S.worst[0] = S.worst[1] = splat2(s->worst);
     for (size_t from = 0; from < n; from += CKPT_HEALTH_CHUNK) {
         size_t to = n - from < CKPT_HEALTH_CHUNK ? n : from + CKPT_HEALTH_CHUNK;
-        for (int q = 0; q < 2; q++) S.g_sq[q] = S.dd[q] = S.td[q] = S.tt[q] = splat2(0);
+        for (int q = 0; q < 2; q++) S.g_sq[q] = S.dd[q] = S.td[q] = S.tt[q] = S.bb[q] = splat2(0);
         steps_run(&K, &S, s, a, b, from, to, base, wide);
         s->g_sum_sq += sum4(S.g_sq);
         s->dd += sum4(S.dd);
         s->td += sum4(S.td);
         s->tt += sum4(S.tt);
+        s->bb += sum4(S.bb);
     }
     s->g_max = max_of2(S.g_max);
     s->worst = max_of2(max2(S.worst[0], S.worst[1]));
     s->g_finite += count2(S.g_finite);
     s->g_zero += count2(S.g_zero);
     s->g_nonfinite += count2(S.g_nonfinite);
+    s->weigh += count2(S.weigh);
 }
 
 static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
@@ -466,6 +496,7 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
             a->inv2 = 1.0 / (1.0 - pow(pp->b2, tb));
             a->eps = pp->eps;
             a->wd = pp->adamw ? pp->wd : 0;
+            a->theta_u = pp->theta_u;
             fa->widen_theta = fb->widen_theta = true;
         }
     }
@@ -555,12 +586,25 @@ static void j_num_or_null(strbuf *sb, bool present, double x)
     else sb_lit(sb, "null");
 }
 
-/* The slot's JSON item, and the pair's verdict when this is its first broken slot. */
-static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const ckpt_entry_info *eb, const slot_acc *a)
+/* The slot's JSON item, and the pair's verdict when this is its first broken slot; its power
+ * joins the pair's. */
+static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const ckpt_entry_info *eb, const slot_acc *a,
+                      double residual_limit)
 {
     strbuf *sb = &pp->slots;
     unsigned long long us = s, ta = ea->step, tb = eb->step;
-    strbuf msg = {0};
+    /* lr = -<dtheta,d>/<d,d>; residual |dtheta + lr d| / |dtheta| = sqrt(tt - td^2/dd) / sqrt(tt) */
+    bool has_lr = a->lr && a->dd > 0, has_residual = has_lr && a->tt > 0;
+    double lr = has_lr && a->td != 0 ? -a->td / a->dd : 0;
+    double res2 = has_lr ? a->tt - a->td * a->td / a->dd : 0;
+    double residual = has_residual ? sqrt(res2 > 0 ? res2 : 0) / sqrt(a->tt) : 0;
+    /* what rounding theta to its dtype alone can leave: 10 u |theta_B| / |dtheta| */
+    double rounding = has_residual ? 10 * a->theta_u * sqrt(a->bb) / sqrt(a->tt) : 0;
+    /* the power: the share of elements where A weighs (k = 0: the bits themselves, all of it) */
+    bool has_power = a->active && a->count > 0;
+    uint64_t weigh = a->k == 0 ? a->count : a->weigh;
+    double power = has_power ? (double)weigh / (double)a->count : 0;
+    strbuf msg = {0}, weak = {0};
     if (a->backwards) sb_printf(&msg, "slot %llu: step %llu in B is before step %llu in A", us, tb, ta);
     else if (a->k == 0 && a->broken)
         sb_printf(&msg, "slot %llu: both at step %llu, but the moments differ (first at element %llu)", us, ta,
@@ -568,7 +612,16 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     else if (a->broken)
         sb_printf(&msg, "slot %llu: %llu elements cannot come from Adam steps %llu\u2192%llu (first at element %llu)",
                   us, (unsigned long long)a->broken, ta, tb, (unsigned long long)a->first);
+    else if (has_residual && residual > residual_limit && residual > rounding)
+        sb_printf(&msg, "slot %llu: the weights did not move as one Adam step at one learning rate (residual %.3g)", us,
+                  residual);
     bool broken = msg.len > 0;
+    if (has_power && power < 0.01)
+        sb_printf(&weak,
+                  "slot %llu: steps %llu\u2192%llu are too far apart to tell (\u03b2"
+                  "1^k = %.3g, \u03b2"
+                  "2^k = %.3g)",
+                  us, ta, tb, a->b1k, a->b2k);
     sb_puts(sb, pp->slot_items++ ? ",{\"slot\":" : "{\"slot\":");
     j_u64(sb, s);
     sb_puts(sb, ",\"stepA\":");
@@ -586,8 +639,13 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     j_slot(sb, a->broken ? a->first : CKPT_NONE);
     sb_puts(sb, ",\"worst\":");
     j_num_or_null(sb, a->active && a->k >= 1, a->worst);
+    sb_puts(sb, ",\"power\":");
+    j_num_or_null(sb, has_power, power);
     sb_puts(sb, ",\"message\":");
     if (broken) j_string(sb, msg.failed ? "" : msg.data);
+    else sb_lit(sb, "null");
+    sb_puts(sb, ",\"cannotTell\":");
+    if (weak.len) j_string(sb, weak.failed ? "" : weak.data);
     else sb_lit(sb, "null");
     sb_puts(sb, ",\"gradient\":");
     if (a->gradient) {
@@ -601,20 +659,23 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
         j_u64(sb, a->g_zero);
         sb_puts(sb, "}");
     } else sb_lit(sb, "null");
-    /* lr = -<dtheta,d>/<d,d>; residual |dtheta + lr d| / |dtheta| = sqrt(tt - td^2/dd) / sqrt(tt) */
-    bool has_lr = a->lr && a->dd > 0;
-    double lr = has_lr && a->td != 0 ? -a->td / a->dd : 0;
-    double res2 = has_lr ? a->tt - a->td * a->td / a->dd : 0;
     sb_puts(sb, ",\"lr\":");
     j_num_or_null(sb, has_lr, lr);
     sb_puts(sb, ",\"lrResidual\":");
-    j_num_or_null(sb, has_lr && a->tt > 0, a->tt > 0 ? sqrt(res2 > 0 ? res2 : 0) / sqrt(a->tt) : 0);
+    j_num_or_null(sb, has_residual, residual);
     sb_puts(sb, "}");
     if (broken && pp->continuous) {
         pp->continuous = false;
         sb_puts(&pp->verdict, msg.data);
     }
+    if (has_power) {
+        pp->weighed = true;
+        pp->weigh += weigh, pp->elements += a->count;
+        if (!weak.len) pp->tells = true;
+        else if (!pp->weak.len) sb_puts(&pp->weak, weak.failed ? "" : weak.data);
+    }
     sb_free(&msg);
+    sb_free(&weak);
 }
 
 /* Can B be compared with A element by element? Sets the verdict when not. */
@@ -660,6 +721,7 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     pp->comparable = true;
     pp->lr = fa->state && fb->state;
     pair_config(pp, fa->rep);
+    if (pp->lr) pp->theta_u = fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     return 0;
 }
 
@@ -678,6 +740,7 @@ static void free_run(run *r)
         free(r->pairs[p].config_diff);
         free(r->pairs[p].layout_diff);
         sb_free(&r->pairs[p].verdict);
+        sb_free(&r->pairs[p].weak);
         sb_free(&r->pairs[p].slots);
     }
     free(r->files);
@@ -830,14 +893,23 @@ static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
         sb_putc(&sb, '}');
     }
     sb_puts(&sb, "],\"pairs\":[");
+    size_t cannot_tell = 0;
     for (size_t p = 0; p + 1 < r->n; p++) {
         const run_pair *pp = &r->pairs[p];
         if (!pp->continuous && (first == CKPT_NONE || p + 1 < first)) first = p + 1;
+        /* none of its slots can tell: neither continuous nor broken */
+        bool weak = pp->continuous && pp->weighed && !pp->tells;
+        cannot_tell += weak;
         if (p) sb_putc(&sb, ',');
         sb_printf(&sb, "{\"a\":%zu,\"b\":%zu,\"continuous\":%s,\"verdict\":", p, p + 1,
-                  pp->continuous ? "true" : "false");
-        if (pp->continuous) sb_lit(&sb, "null");
+                  weak             ? "null"
+                  : pp->continuous ? "true"
+                                   : "false");
+        if (weak) j_string(&sb, pp->weak.failed || !pp->weak.data ? "" : pp->weak.data);
+        else if (pp->continuous) sb_lit(&sb, "null");
         else j_string(&sb, pp->verdict.failed || !pp->verdict.data ? "" : pp->verdict.data);
+        sb_puts(&sb, ",\"power\":");
+        j_num_or_null(&sb, pp->elements > 0, pp->elements ? (double)pp->weigh / (double)pp->elements : 0);
         sb_puts(&sb, ",\"configDiff\":");
         sb_puts(&sb, pp->config_diff ? pp->config_diff : "null");
         sb_puts(&sb, ",\"layoutDiff\":");
@@ -847,7 +919,8 @@ static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
         if (pp->slots.failed) sb.failed = true;
         sb_puts(&sb, "]}");
     }
-    sb_printf(&sb, "],\"ok\":%s,\"first\":", first == CKPT_NONE ? "true" : "false");
+    sb_printf(&sb, "],\"ok\":%s,\"cannotTell\":%zu,\"first\":", first == CKPT_NONE && !cannot_tell ? "true" : "false",
+              cannot_tell);
     j_slot(&sb, first);
     sb_putc(&sb, '}');
     char *json = sb_take(&sb);
@@ -863,6 +936,7 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
     r.err = err;
     r.progress = o ? o->progress : NULL;
     r.progress_ctx = o ? o->progress_ctx : NULL;
+    r.residual_limit = o && o->residual_limit > 0 ? o->residual_limit : CKPT_RESIDUAL_LIMIT;
     double lr = o && o->lr > 0 ? o->lr : NAN;
     ckpt_ratio_band band;
     if (ckpt_health_band(o && o->ratio_band, o ? o->ratio_low : 0, o ? o->ratio_high : 0, &band, err)) return NULL;
@@ -883,7 +957,7 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
         for (size_t p = 0; p + 1 < n; p++) {
             run_pair *pp = &r.pairs[p];
             const run_file *fa = &r.files[p], *fb = &r.files[p + 1];
-            if (pp->comparable && fa->e && fb->e) slot_json(pp, s, fa->e, fb->e, &acc[p]);
+            if (pp->comparable && fa->e && fb->e) slot_json(pp, s, fa->e, fb->e, &acc[p], r.residual_limit);
         }
     }
     char *json = rc ? NULL : run_json(&r, lr, band, err);

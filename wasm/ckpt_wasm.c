@@ -318,11 +318,12 @@ int w_state_write(int family, const ckpt_schema *shapes, const void *const *valu
 /* ---- runs ---- */
 
 /* n open optimizer files and their state files (entries 0 for none) as arrays of pointers in
- * wasm memory; lr: the health ratios' learning rate, NaN for none. JSON, or NULL with err set. */
+ * wasm memory; lr: the health ratios' learning rate, NaN for none; residual_limit: NaN for the
+ * default. JSON, or NULL with err set. */
 char *w_run(const ckpt_file *const *opts, const ckpt_file *const *states, size_t n, double lr, int band, double low,
-            double high, int progress_token, ckpt_error *err)
+            double high, double residual_limit, int progress_token, ckpt_error *err)
 {
-    ckpt_run_options o = {PROGRESS(progress_token), lr, band != 0, low, high};
+    ckpt_run_options o = {PROGRESS(progress_token), lr, band != 0, low, high, residual_limit};
     return ckpt_run_json(opts, states, n, &o, err);
 }
 

@@ -4,7 +4,7 @@
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
-import { run, runOrder, stemOf, attachPacked, itemCount, itemStatsPacked } from '/js/index.js';
+import { run, runFiles, attachPacked, itemCount, itemStatsPacked } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { Frames, PACKED_FRAME, unpackFrame } from './pass-frames.js';
 import { makeExamples } from './examples.js';
@@ -172,14 +172,6 @@ function pairHandles() {
 async function statsOf(h, slot, onProgress) {
   if (!h.stats.has(slot)) h.stats.set(slot, await h.ck.stats(slot, { onProgress }));
   return h.stats.get(slot);
-}
-
-/** The largest step of an optimizer file's entries (null when it has none): the run order of
- *  files without a number in their name. */
-function maxStep(ck) {
-  let best = null;
-  for (const e of ck.report.entries ?? []) if (best === null || BigInt(e.step) > BigInt(best)) best = e.step;
-  return best;
 }
 
 const handlers = {
@@ -380,34 +372,21 @@ const handlers = {
   },
 
   /** Checkpoints of one run (docs/runs.md) from a drop, a pick or a folder: `files` [{name,
-   *  source}] in any order. The optimizer checkpoints go in run order (js/run.js runOrder: the
-   *  number in the name), each with the model-state file of its stem; the package's run() does
+   *  source}] in any order. The optimizer checkpoints go in run order, each with the model-state
+   *  file of its stem (the package's runFiles: the number in the name); the package's run() does
    *  the rest, one health pass per file (its slots kept for the timeline). Resolves {order
    *  (indices into files), states (an index or null per checkpoint), unused [{index, text}],
    *  result, series: per file {ratio, rms} Float64Arrays per slot (NaN: none)}. */
   async run({ files, lr = null }, progress) {
-    const opts = [], states = new Map(), unused = [];
-    for (let k = 0; k < files.length; k++) {
-      const ck = await open(await sourceOf(files[k].source));   // the headers only: what it is, its steps
-      try {
-        const stem = stemOf(files[k].name);
-        if (ck.kind === 'optimizer') opts.push({ name: files[k].name, step: maxStep(ck), index: k });
-        else if (ck.kind === 'state' && !states.has(stem)) states.set(stem, k);
-        else unused.push({ index: k, text: ck.kind === 'state' ? `another model-state file of the stem ${stem}: not used` : 'neither an optimizer checkpoint nor a model-state file: not used' });
-      } finally {
-        ck.close();
-      }
-    }
-    const ordered = runOrder(opts);
-    const stateOf = ordered.map((o) => states.get(stemOf(o.name)) ?? null);
-    for (const [stem, k] of states) if (!stateOf.includes(k)) unused.push({ index: k, text: `a model-state file, but no optimizer checkpoint is named ${stem}: not used` });
-    const n = ordered.length;
+    // the headers only: what each file is, its steps
+    const { order, states: stateOf, unused } = await runFiles(files.map((f) => f.name), async (k) => open(await sourceOf(files[k].source)));
+    const n = order.length;
     if (n < 2) throw new RangeError(`a run needs at least two optimizer checkpoints, got ${n}`);
     // a File is named by itself; a served path by UrlBytes
     const source = (k) => (typeof files[k].source === 'string' ? sourceOf(files[k].source) : files[k].source);
     const series = new Array(n).fill(null);
     const tick = throttled(progress);
-    const result = await run(await Promise.all(ordered.map((o) => source(o.index))), {
+    const result = await run(await Promise.all(order.map((k) => source(k))), {
       states: stateOf.some((k) => k !== null) ? await Promise.all(stateOf.map((k) => (k === null ? null : source(k)))) : null,
       lr: lr ?? undefined,
       // first each file's health pass (its slots kept for the timeline), then the continuity pass
@@ -423,7 +402,7 @@ const handlers = {
       },
       onProgress: ({ done, total }) => tick({ phase: 'continuity', done, total }),
     });
-    return transfer({ order: ordered.map((o) => o.index), states: stateOf, unused, result, series },
+    return transfer({ order, states: stateOf, unused, result, series },
       series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
   },
 

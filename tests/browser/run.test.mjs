@@ -1,6 +1,7 @@
 // The run view (docs/viewer.md, docs/runs.md): checkpoints of one run dropped or picked together
 // are ordered and paired by the package's rules and shown as a timeline, one row per consecutive
-// pair, the first bad file named with the core's text. The files are made in the page by the
+// pair (a compact list: a pair opens to its slot table on a click; a pair too far apart to tell
+// is marked apart), the first bad file named with the core's text. The files are made in the page by the
 // examples' AdamW run (web/examples.js adamSeries: float32, a frozen slot, a warmup schedule,
 // saved at k = 1 and k = 4); every figure the page shows is compared with the package's run()
 // on the same bytes, here in Node.
@@ -44,19 +45,30 @@ test('a continuous run (the Examples menu): 0 broken, the gradient rms of the on
   const pairs = page.locator('[data-testid=run-pair]');
   assert.equal(await pairs.count(), 2);
   assert.deepEqual(await pairs.evaluateAll((l) => l.map((x) => x.dataset.continuous)), ['true', 'true']);
-  assert.match(await text(page, '[data-testid=run-pair] >> nth=0 >> summary'), /^0 → 1 step-3\.ckpt → step-4\.ckpt: continuous$/);
+  assert.deepEqual(await pairs.evaluateAll((l) => l.map((x) => x.open)), [false, false], 'a compact list: the pairs closed');
+  assert.equal(await page.locator('[data-testid=run-slot]').count(), 0, 'no slot table before a pair is opened');
+  const line = await text(page, '[data-testid=run-pair] >> nth=0 >> summary');
+  const m = line.match(/^0 → 1 step-3\.ckpt → step-4\.ckpt: continuous \(worst (\S+) at slot (\d+)[^,]*, power (\S+), lr on 3 slots\)$/);
+  assert.ok(m, line);
+  assert.equal(m[3], sci(want.pairs[0].power, 3));
+  await page.click('[data-testid=run-pair] >> nth=0 >> summary');
+  await page.click('[data-testid=run-pair] >> nth=1 >> summary');
+  await page.waitForSelector('[data-testid=run-pair] >> nth=1 >> [data-testid=run-slot]');
+  await page.waitForSelector('[data-testid=run-pair] >> nth=0 >> [data-testid=run-slot]');
   const rows = await page.locator('[data-testid=run-pair] >> nth=0 >> [data-testid=run-slot]').evaluateAll((l) => l.map((tr) => [...tr.cells].map((td) => td.textContent)));
   assert.deepEqual(rows.map((r) => r[0]), ['0', '1', '3'], 'the slots that own optimizer state (2 is frozen)');
   want.pairs[0].slots.forEach((s, k) => {
     assert.deepEqual(rows[k].slice(2, 5), [`${s.stepA}→${s.stepB}`, '1', '0']);
-    assert.equal(rows[k][7], sci(s.gradient.rms), 'rms(g) of the one-step pair');
-    assert.equal(rows[k][9], sci(s.lr, 4), 'the learning rate the step used');
+    assert.equal(rows[k][7], sci(s.power, 3), 'the slot\'s power');
+    assert.equal(rows[k][8], sci(s.gradient.rms), 'rms(g) of the one-step pair');
+    assert.equal(rows[k][10], sci(s.lr, 4), 'the learning rate the step used');
   });
-  assert.equal(rows[0][9], '8.000e-4');
+  assert.equal(rows[0][10], '8.000e-4');
   const later = await page.locator('[data-testid=run-pair] >> nth=1 >> [data-testid=run-slot]').evaluateAll((l) => l.map((tr) => [...tr.cells].map((td) => td.textContent)));
-  assert.deepEqual(later.map((r) => [r[3], r[4], r[7]]), [['4', '0', ''], ['4', '0', ''], ['4', '0', '']], 'k = 4: no gradient');
+  assert.deepEqual(later.map((r) => [r[3], r[4], r[8]]), [['4', '0', ''], ['4', '0', ''], ['4', '0', '']], 'k = 4: no gradient');
   const chart = page.locator('[data-testid=run-chart]');
   assert.equal(await chart.getAttribute('data-broken'), '0,0');
+  assert.equal(await chart.getAttribute('data-pairs'), 'continuous,continuous');
   assert.equal(await chart.getAttribute('data-mode'), 'rms', 'no learning rate yet: rms(u)');
   await shotAt(page, 'run');
   // the recovered learning rate, used for the ratios (health's, with the parameters)
@@ -71,6 +83,7 @@ test('a slot in a pair opens that checkpoint at that slot; the run stays', async
   const page = await viewer.page({ width: 800 });
   await openExample(page, 'run');
   await page.waitForSelector('[data-testid=run-first][data-first=""]');
+  await page.click('[data-testid=run-pair] >> nth=0 >> summary');
   await page.click('[data-testid=run-pair] >> nth=0 >> [data-testid=run-slot][data-slot="3"]');
   await page.waitForSelector('[data-testid=param-row].selected[data-index="3"]');
   assert.equal(await text(page, '[data-testid=summary] .file'), 'step-4.ckpt');
@@ -95,6 +108,50 @@ test('an optimizer reset: dropped in any order, the run is ordered by the number
   assert.equal(await text(page, '[data-testid=run-pair] >> nth=1 >> [data-testid=run-pair-verdict]'), 'NOT continuous: slot 0: step 2 in B is before step 4 in A');
   await shotAt(page, 'run-reset');
   assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a pair too far apart to tell (β2 = 0.95, k = 100): its own line, mark and verdict, not an all-clear', async () => {
+  const page = await viewer.page({ width: 1440 });
+  const files = await series(page, { saves: [3, 4, 104], beta2: 0.95 });
+  await dropFiles(page, files);
+  await page.waitForSelector('[data-testid=run-first][data-cannot-tell="1"]');
+  const want = await run(['step-3', 'step-4', 'step-104'].map((s) => byName(files, `${s}.ckpt`)));
+  assert.deepEqual(want.pairs.map((p) => p.continuous), [true, null]);
+  assert.equal(want.first, null);
+  assert.equal(await page.getAttribute('[data-testid=run-first]', 'data-first'), '');
+  assert.equal(await text(page, '[data-testid=run-first]'), 'Nothing breaks, but 1 pair of 2 cannot tell (too far apart): not shown to be one run.');
+  assert.equal(await page.getAttribute('[data-testid=run-first]', 'class'), 'verdict unknown');
+  const pairs = page.locator('[data-testid=run-pair]');
+  assert.deepEqual(await pairs.evaluateAll((l) => l.map((x) => [x.dataset.continuous, x.dataset.state, x.className])),
+    [['true', 'continuous', 'run-pair good'], ['null', 'cannot-tell', 'run-pair unknown']]);
+  assert.equal(await text(page, '[data-testid=run-pair] >> nth=1 >> [data-testid=run-pair-verdict]'), `cannot tell: ${want.pairs[1].verdict}`);
+  assert.equal(want.pairs[1].verdict, 'slot 0: steps 4\u2192104 are too far apart to tell (\u03b21^k = 2.66e-05, \u03b22^k = 0.00592)');
+  assert.equal(await page.getAttribute('[data-testid=run-chart]', 'data-pairs'), 'continuous,cannot-tell');
+  // opened: each slot that cannot tell, with its text
+  await page.click('[data-testid=run-pair] >> nth=1 >> summary');
+  await page.waitForSelector('[data-testid=run-pair] >> nth=1 >> [data-testid=run-slot]');
+  const slots = page.locator('[data-testid=run-pair] >> nth=1 >> [data-testid=run-slot]');
+  assert.deepEqual(await slots.evaluateAll((l) => l.map((tr) => tr.className)), want.pairs[1].slots.map(() => 'unknown'));
+  assert.deepEqual(await page.locator('[data-testid=run-pair] >> nth=1 >> tr.message').allTextContents(), want.pairs[1].slots.map((s) => s.cannotTell));
+  await shotAt(page, 'run-cannot-tell');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('many pairs stay a compact list: a page of lines, not of tables', async () => {
+  const page = await viewer.page({ width: 1440 });
+  const files = await series(page, { saves: [3, 4, 5, 6, 7, 8, 9, 10] });
+  await dropFiles(page, files);
+  await page.waitForSelector('[data-testid=run-first][data-first=""]');
+  assert.equal(await page.locator('[data-testid=run-pair]').count(), 7);
+  const closed = await page.locator('[data-testid=run-pairs]').evaluate((x) => x.getBoundingClientRect().height);
+  await page.click('[data-testid=run-pair] >> nth=3 >> summary');
+  await page.waitForSelector('[data-testid=run-pair] >> nth=3 >> [data-testid=run-slot]');
+  const opened = await page.locator('[data-testid=run-pairs]').evaluate((x) => x.getBoundingClientRect().height);
+  assert.equal(await page.locator('[data-testid=run-slot]').count(), 3, 'only the opened pair\'s slots');
+  assert.ok(opened > closed, `${opened} px opened, ${closed} px closed`);
+  assert.ok(closed < 7 * 40, `seven lines take ${closed} px`);
   await page.context().close();
 });
 

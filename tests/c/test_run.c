@@ -6,6 +6,7 @@
 #include "minijson.h"
 #include "testutil.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -137,7 +138,14 @@ static void true_runs_are_continuous(int dtype)
         CHECK(json_u64(json_get(slot, "broken")) == 0);
         CHECK(json_double(json_get(slot, "worst")) <= 1);
         CHECK(verdict(r, p) == NULL);
+        /* beta2 = 0.999 at k <= 5: A weighs in nearly every element; the pair's power is its slot's */
+        CHECK(json_double(json_get(slot, "power")) > 0.9);
+        CHECK(json_is_null(json_get(slot, "cannotTell")));
+        const jvalue *pair = json_get(r, "pairs")->items[p];
+        CHECK(json_get(pair, "continuous")->type == JBOOL && json_get(pair, "continuous")->b);
+        CHECK(json_double(json_get(pair, "power")) == json_double(json_get(slot, "power")));
     }
+    CHECK(json_u64(json_get(r, "cannotTell")) == 0);
     /* the last pair's gradient is the last step's */
     double sum = 0, max = 0;
     uint64_t zero = 0;
@@ -225,6 +233,78 @@ static void another_run(void)
     json_free(r);
     free_saves(a, na);
     free_saves(b, nb);
+}
+
+/* beta2 = 0.95 at k = 100 (beta2^k ~ 0.006): B's own moments satisfy the bound whatever A held, so
+ * a checkpoint of another seed passes it; the pair cannot tell, and says so: neither continuous
+ * nor broken, and the run is not all clear. */
+static void too_far_apart_to_tell(void)
+{
+    saved a[MAX_SAVES], b[MAX_SAVES];
+    beta2 = 0.95;
+    size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){100, 0}, a, NULL);
+    size_t nb = train(CKPT_FLOAT32, 8, (uint64_t[]){200, 0}, b, NULL);
+    beta2 = 0.999;
+    jvalue *r = run_of((ckpt_buffer *[]){&a[0].buf, &b[0].buf}, 2);
+    const jvalue *pair = json_get(r, "pairs")->items[0], *slot = pair_slot(r, 0);
+    CHECK(json_u64(json_get(slot, "broken")) == 0);
+    CHECK(json_double(json_get(slot, "power")) < 0.01);
+    const char *text = "slot 0: steps 100\u2192200 are too far apart to tell (\u03b2"
+                       "1^k = 2.66e-05, \u03b2"
+                       "2^k = 0.00592)";
+    CHECK_STR(json_get(slot, "cannotTell")->text, text);
+    CHECK(json_is_null(json_get(slot, "message")));
+    CHECK(json_is_null(json_get(pair, "continuous")));
+    CHECK_STR(verdict(r, 0), text);
+    CHECK(json_double(json_get(pair, "power")) == json_double(json_get(slot, "power")));
+    CHECK(!json_get(r, "ok")->b);
+    CHECK(json_is_null(json_get(r, "first"))); /* nothing breaks */
+    CHECK(json_u64(json_get(r, "cannotTell")) == 1);
+    json_free(r);
+    free_saves(a, na);
+    free_saves(b, nb);
+}
+
+/* The power's count, element by element as FORMAT's rule is written (binary64, beta and 1 - beta
+ * rounded once to float32), against the kernel's blocks of lanes: usual blocks, blocks holding a
+ * NaN or an infinity (the masked way: those elements are not judged, and count as not weighing),
+ * and the tail of 70001 = 4 * 17500 + 1. At beta2 = 0.95 and k = 50 A weighs in some elements
+ * and not in others. */
+static void power_counts_element_by_element(void)
+{
+    saved s[MAX_SAVES];
+    beta2 = 0.95;
+    size_t n = train(CKPT_FLOAT32, 9, (uint64_t[]){50, 100, 0}, s, NULL);
+    beta2 = 0.999;
+    static float mA[N_EL], vA[N_EL], mB[N_EL], vB[N_EL];
+    uint8_t *pa = s[0].buf.data + s[0].buf.len - 8 * N_EL, *pb = s[1].buf.data + s[1].buf.len - 8 * N_EL;
+    memcpy(mA, pa, sizeof mA), memcpy(vA, pa + sizeof mA, sizeof vA);
+    memcpy(mB, pb, sizeof mB), memcpy(vB, pb + sizeof mB, sizeof vB);
+    mA[1001] = NAN, vB[40002] = INFINITY, mB[N_EL - 1] = -INFINITY, vA[3] = NAN;
+    memcpy(pa, mA, sizeof mA), memcpy(pa + sizeof mA, vA, sizeof vA);
+    memcpy(pb, mB, sizeof mB), memcpy(pb + sizeof mB, vB, sizeof vB);
+    const double b1 = (float)0.9, b2 = (float)0.95, omb1 = (float)(1 - 0.9), omb2 = (float)(1 - 0.95);
+    const double k = 50, b1k = pow(b1, k), b2k = pow(b2, k), rho = b1 * b1 / b2;
+    const double ck = omb1 / sqrt(omb2) * sqrt((1 - pow(rho, k)) / (1 - rho)), u = 0x1p-24;
+    const double kv = 2.0 * (k + 1.0) * u, km = 4.0 * (k + 1.0) * u;
+    uint64_t weigh = 0;
+    for (size_t j = 0; j < N_EL; j++) {
+        double ma = mA[j], va = vA[j], mb = mB[j], vb = vB[j];
+        if (!isfinite(ma) || !isfinite(va) || !isfinite(mb) || !isfinite(vb)) continue;
+        double tv = kv * (vb + b2k * va) + FLT_MIN, vt = vb + tv, bma = b1k * fabs(ma);
+        double tm = km * (ck * sqrt(vb) + fabs(mb) + bma);
+        weigh += vt / 10 < b2k * va || (ck * sqrt(vt) + tm) / 10 < bma;
+    }
+    CHECK(weigh > N_EL / 20 && weigh < N_EL - N_EL / 20); /* some, not all */
+    jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    const jvalue *slot = pair_slot(r, 0);
+    CHECK(json_u64(json_get(slot, "k")) == 50);
+    CHECK(json_u64(json_get(slot, "broken")) == 0);
+    double power = json_double(json_get(slot, "power"));
+    CHECK(power == (double)weigh / N_EL);
+    CHECK(json_get(json_get(r, "pairs")->items[0], "continuous")->b);
+    json_free(r);
+    free_saves(s, n);
 }
 
 static void another_configuration(void)
@@ -373,7 +453,8 @@ static void each_payload_read_once(void)
         for (size_t k = 0; k < 6; k++) count[k].bytes = 0;
         ckpt_error err = {0};
         ckpt_error_clear(&err);
-        ckpt_run_options o = {NULL, NULL, lr, band != NULL, band ? band[0] : 0, band ? band[1] : 0};
+        /* these parameters are not trained by the moments: no residual limit (tested apart) */
+        ckpt_run_options o = {NULL, NULL, lr, band != NULL, band ? band[0] : 0, band ? band[1] : 0, INFINITY};
         char *json = ckpt_run_json(opts, states, n, &o, &err);
         CHECK(json != NULL);
         for (size_t f = 0; f < n; f++) {
@@ -408,7 +489,7 @@ static void each_payload_read_once(void)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     for (size_t k = 0; k < 6; k++) count[k].bytes = 0;
-    ckpt_run_options upside_down = {NULL, NULL, 1e-3, true, 1e-2, 1e-5};
+    ckpt_run_options upside_down = {NULL, NULL, 1e-3, true, 1e-2, 1e-5, 0};
     CHECK(ckpt_run_json(opts, states, n, &upside_down, &err) == NULL);
     CHECK(err.code == CKPT_E_INVALID_ARGUMENT && err.message &&
           strcmp(err.message, "the ratio band LO,HI needs LO below HI, got 1e-2,1e-5") == 0);
@@ -427,6 +508,8 @@ int main(void)
         {"backwards and same step", backwards_and_same_step},
         {"the bound is tight", the_bound_is_tight},
         {"another run", another_run},
+        {"too far apart to tell", too_far_apart_to_tell},
+        {"the power counted element by element", power_counts_element_by_element},
         {"another configuration", another_configuration},
         {"an invalid file", an_invalid_file},
         {"gradient export", gradient_export},

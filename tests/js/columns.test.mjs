@@ -168,6 +168,8 @@ const CASES = {
     ['run', files.opt, files.next],
     ['run', files.opt, files.next, '--state', files.state, files.state, '--lr', '6e-4'],
     ['run', files.runDir],
+    ['run', files.runDir, '--slots', '--names', files.names],
+    ['run', files.opt, files.next, '--slots', '--names', files.names],
     ['run', files.next, files.opt, files.poisoned],
     ['run', files.opt, files.next, '--grad', out('gradient-of-the-one-step.safetensors'), '--names', files.names],
     ['run', files.opt, files.next, '--json'],

@@ -327,7 +327,19 @@ test('ckptscope run DIR: run order by the number in the name, states by stem; ex
   assert.equal(typeof json.pairs[0].slots[0].lr, 'number');
   const text = cli([dir]);
   assert.equal(text.status, 0);
-  assert.match(text.stdout, /^0 → 1: continuous$/m);
+  // one line per pair: its worst slot, its power, the slots whose learning rate came back
+  const lines = text.stdout.split('\n');
+  const line = lines.find((l) => l.startsWith('0 → 1: '));
+  const m = line.match(/^0 → 1: continuous \(worst (\S+) at slot (\d+), power (\S+), lr on (\d+) slots\)$/);
+  assert.ok(m, line);
+  const worst = json.pairs[0].slots.reduce((w, s) => (s.worst > w.worst ? s : w));
+  assert.equal(Number(m[2]), worst.slot);
+  assert.ok(Math.abs(Number(m[1]) - worst.worst) < 1e-3 && Math.abs(Number(m[3]) - json.pairs[0].power) < 1e-3, line);
+  assert.equal(Number(m[4]), json.pairs[0].slots.filter((s) => s.lr !== null).length);
+  assert.equal(lines.filter((l) => /^\s+slot\s+steps/.test(l)).length, 0);   // the slot tables only with --slots
+  const slots = cli([dir, '--slots']);
+  assert.equal(slots.status, 0);
+  assert.equal(slots.stdout.split('\n').filter((l) => /^\s+slot\s+steps\s+k\s+broken\s+worst\s+power\s+rms\(g\)\s+lr\s+residual$/.test(l)).length, 2, slots.stdout);
   assert.match(text.stdout, /^verdict: one run, every pair continuous$/m);
   for (const line of text.stdout.split('\n')) assert.ok(line.length <= 80, `a line of ${line.length} columns: ${line}`);
 });
@@ -352,7 +364,9 @@ test('ckptscope run A B --state … --lr: ratio warnings are counted apart and d
   const low = await run(opts, { states, lr: 1e-12 });
   for (let i = 0; i < 2; i++) {
     const cells = rows[head + 1 + i].trim().split(/\s+/);
-    assert.deepEqual(cells.slice(0, 4), [String(i), '3,4'.split(',')[i], '0', String(low.files[i].health.warnings)]);
+    // the table's flags and warnings are the JSON's: every flag, and those of them that are warnings
+    assert.deepEqual(cells.slice(0, 4), [String(i), '3,4'.split(',')[i], String(low.files[i].health.flags), String(low.files[i].health.warnings)]);
+    assert.ok(low.files[i].health.flags > 0);
   }
   assert.match(r.stdout, /^verdict: one run, every pair continuous$/m);
 });
@@ -424,4 +438,170 @@ test('ckptscope run: usage errors exit 2 without a stack trace', async () => {
     assert.equal(r.stderr.split('\n')[0], text);
     assert.doesNotMatch(r.stderr, /at .*\.js:\d+/);
   }
+});
+
+// ---- what a pair can tell: its power, and the learning-rate residual ------------------------
+
+/** C's %.3g, as the core's texts print a figure. */
+function g3(x) {
+  const [mant, exp] = x.toExponential(2).split('e');
+  const e = Number(exp);
+  const trim = (t) => (t.includes('.') ? t.replace(/0+$/, '').replace(/\.$/, '') : t);
+  if (e < -4 || e >= 3) return `${trim(mant)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
+  return trim(x.toFixed(Math.max(0, 2 - e)));
+}
+
+test('a true run has power: every pair continuous, power near 1, nothing cannot tell', async () => {
+  const gen = generate(['--kind', 'adamw', '--saves', '3,4,7,12']);
+  const { opts, states } = await save(gen, 'power');
+  const result = await run(opts, { states });
+  assert.equal(result.ok, true);
+  assert.equal(result.cannotTell, 0);
+  assert.equal(result.residualLimit, 0.1);
+  for (const p of result.pairs) {
+    assert.equal(p.continuous, true);
+    assert.ok(p.power > 0.9, `power ${p.power}`);
+    for (const s of p.slots) {
+      assert.equal(s.cannotTell, null);
+      if (s.k === 0) assert.equal(s.power, 1);   // bit identity: all of it
+    }
+  }
+});
+
+test('another seed at k = 100 with beta2 = 0.95: cannot tell (continuous null), not an all-clear (exit 3)', async () => {
+  const a = await save(generate(['--saves', '100', '--seed', '1', '--beta2', '0.95']), 'farA');
+  const b = await save(generate(['--saves', '200', '--seed', '2', '--beta2', '0.95']), 'farB');
+  const result = await run([a.opts[0], b.opts[0]]);
+  const p = result.pairs[0];
+  assert.equal(p.continuous, null);
+  assert.equal(result.ok, false);
+  assert.equal(result.first, null);   // nothing breaks
+  assert.equal(result.cannotTell, 1);
+  assert.ok(p.power < 0.01, `power ${p.power}`);
+  for (const s of p.slots) {
+    assert.equal(s.broken, 0);   // B's own moments satisfy the bound whatever A held
+    assert.equal(s.cannotTell, `slot ${s.slot}: steps ${s.stepA}\u2192${s.stepB} are too far apart to tell (\u03b21^k = 2.66e-05, \u03b22^k = 0.00592)`);
+  }
+  assert.equal(p.verdict, p.slots[0].cannotTell);
+  // the command: its own line, its own verdict, exit status 3
+  const r = cli([a.opts[0], b.opts[0]]);
+  assert.equal(r.status, 3, r.stderr);
+  assert.ok(r.stdout.split('\n').includes(`0 → 1: cannot tell: ${p.verdict}`), r.stdout);
+  assert.ok(r.stdout.split('\n').includes('verdict: nothing breaks, but 1 pair of 1 cannot tell (too far apart): not shown to be one run'), r.stdout);
+  assert.doesNotMatch(r.stdout, /every pair continuous/);
+  const json = JSON.parse(cli([a.opts[0], b.opts[0], '--json']).stdout);
+  assert.equal(json.pairs[0].continuous, null);
+  assert.equal(json.cannotTell, 1);
+  // a broken pair beside it: exit 1, both counted
+  const broken = await save(generate(['--saves', '7', '--seed', '3', '--beta2', '0.95']), 'farC');
+  const both = cli([a.opts[0], b.opts[0], broken.opts[0]]);
+  assert.equal(both.status, 1);
+  assert.match(both.stdout, /^verdict: something breaks at file 2 \(.*\); 1 pair of 2 cannot tell$/m);
+});
+
+/** The weigh count of FORMAT's rule, element by element in binary64 (beta and 1 - beta rounded
+ *  once to float32, as the core takes them). */
+function weighCount(ma, va, mb, vb, k, beta1, beta2) {
+  const f = Math.fround, b1 = f(beta1), b2 = f(beta2), omb1 = f(1 - beta1), omb2 = f(1 - beta2), u = 2 ** -24, nu = 2 ** -126;
+  const b1k = b1 ** k, b2k = b2 ** k, rho = (b1 * b1) / b2;
+  const ck = k === 1 ? omb1 / Math.sqrt(omb2) : (omb1 / Math.sqrt(omb2)) * Math.sqrt((1 - rho ** k) / (1 - rho));
+  const kv = 2 * (k + 1) * u, km = 4 * (k + 1) * u;
+  let n = 0;
+  for (let j = 0; j < ma.length; j++) {
+    const tv = kv * (vb[j] + b2k * va[j]) + nu, vt = vb[j] + tv, bma = b1k * Math.abs(ma[j]);
+    const tm = km * (ck * Math.sqrt(vb[j]) + Math.abs(mb[j]) + bma);
+    n += vt / 10 < b2k * va[j] || (ck * Math.sqrt(vt) + tm) / 10 < bma ? 1 : 0;
+  }
+  return n;
+}
+
+test('the power counts as the rule is written, with and without SIMD (both wasm builds)', async () => {
+  const gen = generate(['--saves', '20,30', '--beta2', '0.95', '--skip', '']);
+  const { opts } = await save(gen, 'count');
+  const result = await run(opts);
+  const nosimd = spawnSync(process.execPath, ['--input-type=module', '-e',
+    `import { run } from ${JSON.stringify(path.join(root, 'js/index.js'))}; process.stdout.write(JSON.stringify(await run(${JSON.stringify(opts)})));`],
+  { encoding: 'utf8', env: { ...process.env, CKPTSCOPE_WASM: 'nosimd' } });
+  assert.equal(nosimd.status, 0, nosimd.stderr);
+  assert.deepEqual(JSON.parse(nosimd.stdout).pairs, result.pairs);
+  const [ea, eb] = gen.saves.map((s) => s.opt.entries);
+  let weighs = 0, count = 0;
+  for (const s of result.pairs[0].slots) {
+    const a = ea.find((e) => e.id === s.slot), b = eb.find((e) => e.id === s.slot);
+    const w = weighCount(a.m, a.v, b.m, b.v, s.k, 0.9, 0.95);
+    assert.equal(s.power, w / a.m.length, `slot ${s.slot}`);
+    weighs += w, count += a.m.length;
+  }
+  assert.equal(result.pairs[0].power, weighs / count);
+  assert.ok(weighs > 0 && weighs < count, `${weighs} of ${count}`);   // some elements, not all
+});
+
+test('the wrong weights at k = 1 (the state file of another step) break the pair: its residual', async () => {
+  const gen = generate(['--kind', 'adamw', '--saves', '3,4,8']);
+  const { opts, states } = await save(gen, 'residual');
+  const result = await run([opts[0], opts[1]], { states: [states[0], states[2]] });
+  const p = result.pairs[0];
+  assert.equal(p.continuous, false);
+  assert.equal(result.first, 1);
+  const s = p.slots.find((x) => x.message !== null);
+  assert.ok(s.lrResidual > 0.1, `residual ${s.lrResidual}`);
+  assert.equal(s.broken, 0);   // the moments continue: the weights do not
+  assert.equal(s.message, `slot ${s.slot}: the weights did not move as one Adam step at one learning rate (residual ${g3(s.lrResidual)})`);
+  assert.equal(p.verdict, s.message);
+  // the true weights: residuals near 1e-4, continuous
+  const right = await run([opts[0], opts[1]], { states: [states[0], states[1]] });
+  assert.equal(right.pairs[0].continuous, true);
+  // a limit above the residual: the pair holds (the residual still reported)
+  const loose = await run([opts[0], opts[1]], { states: [states[0], states[2]], residualLimit: 1e9 });
+  assert.equal(loose.pairs[0].continuous, true);
+  assert.equal(loose.residualLimit, 1e9);
+  assert.equal(loose.pairs[0].slots.find((x) => x.slot === s.slot).lrResidual, s.lrResidual);
+  await assert.rejects(run(opts, { residualLimit: 0 }), { name: 'RangeError', message: 'residualLimit must be a positive number, got 0' });
+  await assert.rejects(run(opts, { residualLimit: '0.1' }), { name: 'RangeError', message: 'residualLimit must be a positive number, got 0.1' });
+  // the command: exit 1, the text; --residual-limit (both spellings) and its refusals
+  const r = cli([opts[0], opts[1], '--state', states[0], states[2]]);
+  assert.equal(r.status, 1);
+  assert.ok(r.stdout.split('\n').includes(`0 → 1: NOT continuous: ${s.message}`), r.stdout);
+  for (const spelled of [['--residual-limit', '1e9'], ['--residual-limit=1e9']]) {
+    assert.equal(cli([opts[0], opts[1], '--state', states[0], states[2], ...spelled]).status, 0);
+  }
+  for (const bad of ['0', '-1', 'x', '1e400']) {
+    const u = cli([...opts.slice(0, 2), '--residual-limit', bad]);
+    assert.equal(u.status, 2);
+    assert.equal(u.stderr.split('\n')[0], `ckptscope: --residual-limit must be a positive number, got ${bad}`);
+  }
+});
+
+test('a residual that rounding θ to float32 alone can cause does not break a pair (a learning rate of 1e-7)', async () => {
+  // Δθ is a few ulps of θ: the fit is poor (residual above 0.1) but within 10·u·‖θ_B‖/‖Δθ‖
+  const gen = generate(['--saves', '3,4', '--lr', '1e-7']);
+  const { opts, states } = await save(gen, 'rounding');
+  const result = await run(opts, { states });
+  const p = result.pairs[0];
+  assert.ok(p.slots.some((s) => s.lrResidual > 0.1), JSON.stringify(p.slots.map((s) => s.lrResidual)));
+  assert.equal(p.continuous, true);
+  for (const s of p.slots) assert.equal(s.message, null);
+});
+
+test('ckptscope run --names: the slots named in the pair lines and the --slots table', async () => {
+  const gen = generate(['--saves', '3,4']);
+  const { opts } = await save(gen, 'names');
+  const names = path.join(tmp, 'run-names.json');
+  fs.writeFileSync(names, JSON.stringify(['w', 'b', 'frozen', 'head', 'late']));
+  // a broken pair: the verdict's slot named first, as health names its flags
+  const r = cli([opts[1], opts[0], '--names', names]);
+  assert.equal(r.status, 1);
+  assert.ok(r.stdout.split('\n').includes('0 → 1: NOT continuous: [w] slot 0: step 3 in B is before step 4 in A'), r.stdout);
+  const ok = cli([...opts, '--names', names, '--slots']);
+  assert.equal(ok.status, 0, ok.stderr);
+  assert.match(ok.stdout, /^0 → 1: continuous \(worst \S+ at slot \d \((w|b|late)\), power \S+\)$/m);
+  const head = ok.stdout.split('\n').findIndex((l) => /^\s+slot\s+name\s+steps\s+k\s+broken/.test(l));
+  assert.ok(head > 0, ok.stdout);
+  assert.deepEqual(ok.stdout.split('\n').slice(head + 1, head + 4).map((l) => l.trim().split(/\s+/).slice(0, 2)), [['0', 'w'], ['1', 'b'], ['4', 'late']]);
+  // too few names: said, as the other commands say it
+  const short = path.join(tmp, 'run-names-short.json');
+  fs.writeFileSync(short, JSON.stringify(['w', 'b']));
+  const warned = cli([...opts, '--names', short]);
+  assert.equal(warned.status, 0);
+  assert.equal(warned.stderr, `warning: ${short} has 2 names for 5 slots\n`);
 });

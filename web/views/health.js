@@ -8,8 +8,9 @@
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
 import { $, el, button, testid, canvasIn } from '../dom.js';
-import { count, sci, plural, decade, ranOn } from '../format.js';
+import { count, sci, plural, ranOn } from '../format.js';
 import { VirtualTable } from '../parts/vtable.js';
+import { css, decades, logAxis, axisTitle } from '../parts/log-axis.js';
 
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
 const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many moment elements (a pass of ~0.1 s that
@@ -28,10 +29,6 @@ const FLAG_TEXT = {
 /** A bound of the ratio band as the core's flag texts write it (1e-2, 2.5e-4). */
 const bound = (x) => (x === 0 ? '0' : x.toExponential().replace('e+', 'e'));
 const flagText = (f, band) => FLAG_TEXT[f]?.(band) ?? f;
-
-function css(name, fallback) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
-}
 
 // A slot's worst flag, as the core grades them (run() sets it): 3 a failure, 2 a warning, 0 none.
 const severity = (s) => s.worst ?? 0;
@@ -429,18 +426,13 @@ export class HealthView {
       hi = Math.max(hi, bandHi + 0.5);
       lo = Math.min(lo, hi - 1);
     }
-    if (!Number.isFinite(lo)) {
-      lo = -3;
-      hi = 0;
-    }
-    lo = Math.floor(lo);
-    hi = Math.max(lo + 1, Math.ceil(hi));
+    const range = decades(lo, hi) ?? { lo: -3, hi: 0 };
     const top = PAD.top, bottom = this.height - PAD.bottom;
-    const y = (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top);
+    const y = (v) => bottom - ((v - range.lo) / (range.hi - range.lo)) * (bottom - top);
     // Band and grid.
     if (this.mode === 'ratio') {
       g.fillStyle = band;
-      g.fillRect(PAD.left, y(bandHi), this.width - PAD.left - PAD.right, y(bandLo ?? lo) - y(bandHi));
+      g.fillRect(PAD.left, y(bandHi), this.width - PAD.left - PAD.right, y(bandLo ?? range.lo) - y(bandHi));
       g.strokeStyle = good;
       g.setLineDash([4, 3]);
       g.beginPath();
@@ -450,18 +442,7 @@ export class HealthView {
       g.setLineDash([]);
     }
     g.font = '11px system-ui, sans-serif';
-    g.fillStyle = muted;
-    g.strokeStyle = line;
-    g.textAlign = 'right';
-    const every = Math.max(1, Math.ceil((hi - lo) / Math.max(1, (bottom - top) / 22)));
-    for (let d = lo; d <= hi; d += every) {
-      g.fillText(decade(d), PAD.left - 6, y(d) + 4);
-      g.beginPath();
-      g.moveTo(PAD.left, y(d) + 0.5);
-      g.lineTo(this.width - PAD.right, y(d) + 0.5);
-      g.stroke();
-    }
-    g.textAlign = 'left';
+    logAxis(g, range, { top, bottom, left: PAD.left, right: this.width - PAD.right, spacing: 22, text: muted, line });
     const colorOf = (sev) => (sev >= 3 ? bad : sev >= 2 ? warn : good);
     const slotPx = (this.width - PAD.left - PAD.right) / n;
     if (slotPx >= 3) {
@@ -526,11 +507,6 @@ export class HealthView {
     if (slotPx <= 0) step = Infinity;
     for (let k = 0; k < n; k += step) g.fillText(String(slots[k].slot), this.x(k), this.height - 8);
     g.textAlign = 'left';
-    g.save();
-    g.translate(12, (top + bottom) / 2);
-    g.rotate(-Math.PI / 2);
-    g.textAlign = 'center';
-    g.fillText(this.mode === 'ratio' ? 'update / weight' : 'rms(u)', 0, 0);
-    g.restore();
+    axisTitle(g, this.mode === 'ratio' ? 'update / weight' : 'rms(u)', 12, top, bottom, muted);
   }
 }

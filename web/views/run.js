@@ -1,11 +1,13 @@
 // Checkpoints of one run (docs/runs.md): the package's run() in the worker (the order, the
 // pairing by stem, every verdict and figure are the core's), shown as a timeline over the files —
 // each slot's update-to-weight ratio (or rms(u) without parameters or a learning rate), the
-// one-step pairs' gradient rms per slot, the broken elements of each pair — one row per
-// consecutive pair with its per-slot table, and the first file where something breaks. A click
-// on a slot (chart or table) opens that file at that slot; the run card stays.
+// one-step pairs' gradient rms per slot, the broken elements of each pair (a pair too far apart
+// to tell marked apart) — one line per consecutive pair that opens to its per-slot table, and the
+// first file where something breaks. A click on a slot (chart or table) opens that file at that
+// slot; the run card stays.
 import { el, button, testid, canvasIn } from '../dom.js';
-import { count, sci, plural, decade } from '../format.js';
+import { count, sci, plural } from '../format.js';
+import { css, log, decades, logAxis, axisTitle } from '../parts/log-axis.js';
 
 const PAD = { left: 64, right: 44, top: 12, bottom: 24 };
 const PANELS = [
@@ -15,11 +17,9 @@ const PANELS = [
 ];
 const GAP = 26;
 
-function css(name, fallback) {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || fallback;
-}
-
-const log = (x) => (typeof x === 'number' && x > 0 && Number.isFinite(x) ? Math.log10(x) : null);
+/** A pair's state: 'continuous', 'cannot-tell' (continuous null: too far apart) or 'broken'. */
+const stateOf = (pair) => (pair.continuous === null ? 'cannot-tell' : pair.continuous ? 'continuous' : 'broken');
+const STATE_CLASS = { continuous: 'good', 'cannot-tell': 'unknown', broken: 'bad' };
 
 export class RunView {
   constructor(ctx) {
@@ -194,8 +194,14 @@ export class RunView {
     const first = testid(el('div', `verdict ${result.first === null ? 'loads' : 'fails'}`), 'run-first');
     first.dataset.first = result.first === null ? '' : String(result.first);
     const failures = (f) => f.health.flags - f.health.warnings;   // warnings (the ratio band's) do not break a run
-    if (result.first === null) first.append(el('strong', '', 'One run: every pair continuous, no file flagged.'));
-    else {
+    const weak = result.cannotTell ?? 0;
+    const apart = `${plural(weak, 'pair')} of ${result.pairs.length} cannot tell (too far apart)`;
+    first.dataset.cannotTell = String(weak);
+    if (result.first === null && !weak) first.append(el('strong', '', 'One run: every pair continuous, no file flagged.'));
+    else if (result.first === null) {
+      first.classList.replace('loads', 'unknown');
+      first.append(el('strong', '', `Nothing breaks, but ${apart}: not shown to be one run.`));
+    } else {
       const i = result.first, f = result.files[i];
       const pair = result.pairs.find((p) => p.b === i && !p.continuous);
       const why = !f.ok && f.error ? `invalid: ${f.error.message}`
@@ -204,6 +210,7 @@ export class RunView {
         : 'it does not continue the file before';
       first.append(el('strong', '', `Something breaks at file ${i} (${this.name(i)}): `), el('span', 'first-why', why));
       first.append(' ', button('Open it', { cls: 'link', onClick: () => this.openAt(i, pair?.slots.find((s) => s.message)?.slot ?? -1) }));
+      if (weak) first.append(el('span', 'first-weak', ` Besides, ${apart}.`));
     }
     body.append(first);
 
@@ -215,7 +222,8 @@ export class RunView {
     result.files.forEach((f, i) => {
       const tr = testid(el('tr', i === result.first ? 'bad' : ''), 'run-file');
       tr.dataset.index = String(i);
-      tr.append(el('td', 'num', i), el('td', 'num', f.step ?? '—'), el('td', 'num', f.health ? count(failures(f)) : 'invalid'),
+      // the flags as the run's JSON counts them: every flag, and how many of them are warnings
+      tr.append(el('td', 'num', i), el('td', 'num', f.step ?? '—'), el('td', 'num', f.health ? count(f.health.flags) : 'invalid'),
         el('td', 'num', f.health ? count(f.health.warnings) : ''),
         el('td', 'num', f.health?.ratio === null || f.health?.ratio === undefined ? '' : sci(f.health.ratio)), el('td', '', f.state ?? ''));
       const td = el('td');
@@ -232,9 +240,10 @@ export class RunView {
     this.chartBox.dataset.mode = this.mode;
     this.chartBox.dataset.files = String(result.files.length);
     this.chartBox.dataset.broken = result.pairs.map((p) => this.broken(p)).join(',');
+    this.chartBox.dataset.pairs = result.pairs.map(stateOf).join(',');
     this.canvas = el('canvas');
     this.canvas.setAttribute('role', 'img');
-    this.canvas.setAttribute('aria-label', 'the run over its files: per slot the update size, the gradient rms of one-step pairs, the broken elements per pair');
+    this.canvas.setAttribute('aria-label', 'the run over its files: per slot the update size, the gradient rms of one-step pairs, the broken elements per pair (a pair that cannot tell marked ?)');
     this.chartBox.append(this.canvas);
     body.append(this.caption, this.chartBox);
     this.bindChart();
@@ -254,8 +263,10 @@ export class RunView {
       body.append(p);
     }
 
-    // One row per consecutive pair.
-    for (const pair of result.pairs) body.append(this.pairRow(pair));
+    // One line per consecutive pair, each opening to its slots.
+    const list = testid(el('div', 'run-pairs'), 'run-pairs');
+    for (const pair of result.pairs) list.append(this.pairRow(pair));
+    body.append(list);
     this.draw();
   }
 
@@ -267,45 +278,66 @@ export class RunView {
     return judged.reduce((n, s) => n + Number(s.broken), 0);
   }
 
+  /** A pair's one line: its state and verdict, or its worst slot, its power and the slots whose
+   *  learning rate came back; its slot table is built when it is first opened. */
   pairRow(pair) {
-    const row = testid(el('details', `run-pair ${pair.continuous ? 'good' : 'bad'}`), 'run-pair');
+    const state = stateOf(pair);
+    const row = testid(el('details', `run-pair ${STATE_CLASS[state]}`), 'run-pair');
     row.dataset.continuous = String(pair.continuous);
-    row.open = !pair.continuous || this.answer.result.pairs.length <= 4;
+    row.dataset.state = state;
     const sum = el('summary');
+    const said = state === 'continuous' ? 'continuous' : state === 'cannot-tell' ? `cannot tell: ${pair.verdict}` : `NOT continuous: ${pair.verdict}`;
     sum.append(el('strong', '', `${pair.a} → ${pair.b}`), ` ${this.name(pair.a)} → ${this.name(pair.b)}: `,
-      testid(el('span', pair.continuous ? 'good' : 'bad', pair.continuous ? 'continuous' : `NOT continuous: ${pair.verdict}`), 'run-pair-verdict'));
+      testid(el('span', STATE_CLASS[state], said), 'run-pair-verdict'));
+    if (state === 'continuous') {
+      const parts = [];
+      const worst = pair.slots.reduce((w, s) => (s.worst !== null && (w === null || s.worst > w.worst) ? s : w), null);
+      if (worst) parts.push(`worst ${sci(worst.worst, 4)} at ${this.slotName(worst.slot)}`);
+      if (pair.power !== null) parts.push(`power ${sci(pair.power, 3)}`);
+      const lrs = pair.slots.filter((s) => s.lr !== null).length;
+      if (lrs) parts.push(`lr on ${plural(lrs, 'slot')}`);
+      if (parts.length) sum.append(testid(el('span', 'meta', ` (${parts.join(', ')})`), 'run-pair-figures'));
+    }
     row.append(sum);
     if (!pair.slots.length) return row;
+    // the table of a pair of many slots costs its rows: made when the pair opens
+    row.addEventListener('toggle', () => {
+      if (row.open && !row.querySelector('.run-slots-box')) row.append(this.slotTable(pair));
+    });
+    return row;
+  }
+
+  /** A pair's per-slot table. */
+  slotTable(pair) {
     const table = el('table', 'run-slots');
     const head = el('tr');
-    for (const h of ['slot', 'name', 'steps', 'k', 'broken', 'first broken', 'worst', 'rms(g)', 'max|g|', 'lr', 'residual']) head.append(el('th', '', h));
+    for (const h of ['slot', 'name', 'steps', 'k', 'broken', 'first broken', 'worst', 'power', 'rms(g)', 'max|g|', 'lr', 'residual']) head.append(el('th', '', h));
     table.append(head);
     for (const s of pair.slots) {
-      const tr = testid(el('tr', s.message ? 'bad' : ''), 'run-slot');
+      const tr = testid(el('tr', s.message ? 'bad' : s.cannotTell ? 'unknown' : ''), 'run-slot');
       tr.dataset.slot = String(s.slot);
       tr.classList.toggle('selected', s.slot === this.selected);
       tr.tabIndex = 0;
-      tr.title = s.message ?? `open ${this.name(pair.b)} at slot ${s.slot}`;
+      tr.title = s.message ?? s.cannotTell ?? `open ${this.name(pair.b)} at slot ${s.slot}`;
       const cells = [s.slot, this.store.label(s.slot), `${s.stepA}→${s.stepB}`, s.k, s.broken === null ? '' : count(s.broken),
         s.firstBroken === null ? '' : count(s.firstBroken), s.worst === null ? '' : sci(s.worst, 4),
-        sci(s.gradient?.rms), sci(s.gradient?.maxAbs), s.lr === null ? '' : sci(s.lr, 4), s.lrResidual === null ? '' : sci(s.lrResidual)];
+        s.power === null ? '' : sci(s.power, 3), sci(s.gradient?.rms), sci(s.gradient?.maxAbs), s.lr === null ? '' : sci(s.lr, 4), s.lrResidual === null ? '' : sci(s.lrResidual)];
       cells.forEach((c, k) => tr.append(el('td', k === 1 ? 'name' : 'num', c)));
       const go = () => this.openAt(pair.b, s.slot);
       tr.addEventListener('click', go);
       tr.addEventListener('keydown', (e) => e.key === 'Enter' && go());
       table.append(tr);
-      if (s.message) {
-        const msg = el('tr', 'bad message');
-        const td = el('td', '', s.message);
-        td.colSpan = 11;
+      if (s.message || s.cannotTell) {
+        const msg = el('tr', `${s.message ? 'bad' : 'unknown'} message`);
+        const td = el('td', '', s.message ?? s.cannotTell);
+        td.colSpan = 12;
         msg.append(td);
         table.append(msg);
       }
     }
     const box = el('div', 'run-slots-box');
     box.append(table);
-    row.append(box);
-    return row;
+    return box;
   }
 
   // ---- the chart ----------------------------------------------------------------------------------
@@ -385,7 +417,7 @@ export class RunView {
     const { g } = c;
     this.width = c.width;
     const muted = css('--muted', '#666'), line = css('--line', '#ddd'), good = css('--good', '#1b7a3a'), bad = css('--bad', '#b3261e');
-    const fg = css('--fg', '#222'), accent = css('--accent', '#2456c8');
+    const fg = css('--fg', '#222'), accent = css('--accent', '#2456c8'), warn = css('--warn', '#8a5a00');
     const n = this.answer.result.files.length;
     const xOf = (i) => PAD.left + (n > 1 ? (i / (n - 1)) : 0.5) * (c.width - PAD.left - PAD.right);
     const pts = this.points();
@@ -418,15 +450,9 @@ export class RunView {
       g.globalAlpha = 1;
     }
     for (const p of panels) {
-      if (p.key === 'broken') this.drawBroken(g, p, { xOf, muted, good, bad, line });
+      if (p.key === 'broken') this.drawBroken(g, p, { xOf, muted, good, bad, line, warn });
       else this.drawLines(g, p, { xOf, muted, line, fg, accent });
-      g.save();
-      g.fillStyle = muted;
-      g.translate(12, (p.top + p.bottom) / 2);
-      g.rotate(-Math.PI / 2);
-      g.textAlign = 'center';
-      g.fillText(p.title, 0, 0);
-      g.restore();
+      axisTitle(g, p.title, 12, p.top, p.bottom, muted);
     }
     // x axis: the files' steps
     g.fillStyle = muted;
@@ -450,21 +476,7 @@ export class RunView {
       p.y = () => NaN;
       return;
     }
-    lo = Math.floor(lo);
-    hi = Math.max(lo + 1, Math.ceil(hi));
-    p.y = (v) => p.bottom - ((v - lo) / (hi - lo)) * (p.bottom - p.top);
-    g.fillStyle = muted;
-    g.strokeStyle = line;
-    g.textAlign = 'right';
-    const every = Math.max(1, Math.ceil((hi - lo) / Math.max(1, (p.bottom - p.top) / 18)));
-    for (let d = lo; d <= hi; d += every) {
-      g.fillText(decade(d), PAD.left - 6, p.y(d) + 4);
-      g.beginPath();
-      g.moveTo(PAD.left, p.y(d) + 0.5);
-      g.lineTo(this.width - PAD.right, p.y(d) + 0.5);
-      g.stroke();
-    }
-    g.textAlign = 'left';
+    p.y = logAxis(g, decades(lo, hi), { top: p.top, bottom: p.bottom, left: PAD.left, right: this.width - PAD.right, spacing: 18, text: muted, line });
     const bySlot = new Map();
     for (const q of p.points) {
       if (!bySlot.has(q.slot)) bySlot.set(q.slot, []);
@@ -497,8 +509,9 @@ export class RunView {
     g.lineWidth = 1;
   }
 
-  /** Per pair: its broken elements (log scale), green 0 when continuous, red when not. */
-  drawBroken(g, p, { xOf, muted, good, bad, line }) {
+  /** Per pair: its broken elements (log scale), green 0 when continuous, red when not; a pair
+   *  that cannot tell a dashed amber box with ?, apart from both. */
+  drawBroken(g, p, { xOf, muted, good, bad, line, warn }) {
     const max = p.points.reduce((m, q) => Math.max(m, q.n ?? 0), 0);
     const h = p.bottom - p.top;
     const scale = (n) => (max > 0 ? (Math.log10(1 + n) / Math.log10(1 + max)) * h : 0);
@@ -510,6 +523,16 @@ export class RunView {
     g.textAlign = 'center';
     for (const q of p.points) {
       const x = xOf(q.x);
+      if (q.pair.continuous === null) {
+        g.strokeStyle = warn;
+        g.setLineDash([3, 2]);
+        g.strokeRect(x - 6.5, p.bottom - h * 0.5, 13, h * 0.5);
+        g.setLineDash([]);
+        g.fillStyle = warn;
+        g.fillText('?', x, p.bottom - h * 0.25 + 4);
+        g.fillText('cannot tell', x, p.top + 10);
+        continue;
+      }
       const ok = q.pair.continuous;
       g.fillStyle = ok ? good : bad;
       if (q.n === null) g.fillText('✕', x, p.bottom - 4);   // not compared: the pair's verdict says why
