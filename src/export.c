@@ -148,7 +148,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
-    bool optimizer = rep->family->optimizer;
+    bool optimizer = ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER);
     size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
     bool *wanted;
     TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));
@@ -729,7 +729,7 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     const ckpt_report *rep = ckpt_file_report(f);
-    if (rep->family && !rep->family->optimizer)
+    if (rep->family && !ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER))
         return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                          "computed tensors go beside an optimizer checkpoint's moments");
     crc_init();

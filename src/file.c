@@ -16,7 +16,7 @@ ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
     ckpt_file *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->src = *src;
-    if (!(f->rep = ckpt_run(&f->src, NULL, opt))) {
+    if (!(f->rep = ckpt_parse_file(&f->src, NULL, opt))) {
         free(f);
         return NULL;
     }
@@ -72,7 +72,7 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     const ckpt_report *rep = f->rep;
     *entry = NULL;
     if (owner) *owner = CKPT_NONE;
-    if (!rep->family || !rep->family->optimizer) return wrong_family(rep, err, "optimizer state");
+    if (!ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) return wrong_family(rep, err, "optimizer state");
     unsigned long long us = slot;
     if (!rep->schema_complete)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
@@ -142,7 +142,7 @@ int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **te
 {
     const ckpt_report *rep = f->rep;
     *tensor = NULL;
-    if (!rep->family || rep->family->optimizer) return wrong_family(rep, err, "model tensors");
+    if (!ckpt_family_has_role(rep->family, CKPT_ROLE_MODEL)) return wrong_family(rep, err, "model tensors");
     unsigned long long ui = i;
     if (rep->schema_complete && i >= rep->tensors_len)
         return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no tensor %llu: the file has %zu tensor%s", ui,
@@ -201,17 +201,21 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     if (k >= items)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, items);
     ckpt_item it = ckpt_report_item(rep, k);
-    const unsigned payloads = rep->family->impl->payloads, width = ckpt_dtype_width(rep->dtype);
+    const unsigned payloads = it.payloads < 2 ? (unsigned)it.payloads : 2;
     ckpt_stats **out[2] = {a, b};
-    if (*it.stats[0]) return copies((ckpt_stats *const *[2]){it.stats[0], it.stats[1]}, payloads, out, err);
+    if (*it.payload[0].stats)
+        return copies((ckpt_stats *const *[2]){it.payload[0].stats, it.payload[1].stats}, payloads, out, err);
+    if (!ckpt_dtype_has_stats(it.payload[0].dtype))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s values have no statistics",
+                         ckpt_dtype_name(it.payload[0].dtype));
     ckpt_reader *r = ckpt_reader_with_prefix(&f->src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
     /* progress over the item's payloads together (they follow each other in the file) */
-    ckpt_scan scan = {progress, progress_ctx, it.offset[0], (uint64_t)payloads * width * it.count, 0};
+    ckpt_scan scan = {progress, progress_ctx, it.payload[0].offset, ckpt_file_item_bytes(f, k), 0};
     int rc = 0;
     for (unsigned q = 0; q < payloads && !rc; q++) {
-        r->pos = it.offset[q];
-        rc = ckpt_scan_payload(r, &scan, it.count, width, out[q], err);
+        r->pos = it.payload[q].offset;
+        rc = ckpt_scan_payload_dtype(r, &scan, it.payload[q].count, it.payload[q].dtype, out[q], err);
     }
     ckpt_reader_free(r);
     if (rc) {
@@ -228,7 +232,9 @@ uint64_t ckpt_file_item_bytes(const ckpt_file *f, size_t k)
     if (!rep->family || k >= ckpt_report_item_count(rep)) return CKPT_NONE;
     ckpt_item it = ckpt_report_item(rep, k);
     /* a read item's payloads are in the file: their size fits 64 bits */
-    return (uint64_t)rep->family->impl->payloads * ckpt_dtype_width(rep->dtype) * it.count;
+    uint64_t bytes = 0;
+    for (size_t q = 0; q < it.payloads; q++) bytes += ckpt_dtype_width(it.payload[q].dtype) * it.payload[q].count;
+    return bytes;
 }
 
 int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err)
@@ -246,10 +252,10 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
     }
     ckpt_item it = ckpt_report_item(rep, k);
     ckpt_stats *given[2] = {a, b};
-    if (!*it.stats[0]) f->attached++;
+    if (!*it.payload[0].stats) f->attached++;
     for (unsigned q = 0; q < payloads; q++) {
-        ckpt_stats_free(*it.stats[q]);
-        *it.stats[q] = given[q];
+        ckpt_stats_free(*it.payload[q].stats);
+        *it.payload[q].stats = given[q];
     }
     *it.unhealthy = rep->family->impl->unhealthy(a, b);
     if (f->attached == items && !rep->statistics) {

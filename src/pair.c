@@ -102,8 +102,8 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
     ckpt_error *err = &res->error;
-    TRY(ckpt_require_role(ro, true, err));
-    TRY(ckpt_require_role(rs, false, err));
+    TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
+    TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
     if (!ro->schema_complete)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
                          "cannot pair: the optimizer checkpoint is invalid before its parameter schema ends");
@@ -151,7 +151,9 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     if (!rc && !buf) rc = ckpt_fail_oom(err);
     for (size_t i = 0; i < both && !rc; i++) {
         uint64_t r = ckpt_schema_representative(so, i), k;
-        if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r]) continue;
+        if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r] ||
+            !ckpt_dtype_in_layouts(rs->dtype)) /* the tie check reads float32 or float64 values */
+            continue;
         nonfinite tie;
         if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie,
                                    err)))

@@ -230,7 +230,7 @@ char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ck
 size_t w_file_item_count(const ckpt_file *f)
 {
     const ckpt_report *rep = ckpt_file_report(f);
-    return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len;
+    return ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER) ? rep->entries_len : rep->tensors_len;
 }
 
 /* The bytes item k's statistics read (its payloads), CKPT_NONE when there is no item k. */
