@@ -222,9 +222,8 @@ char *ckpt_abi_json(void)
     sb_lit(&sb, "],\"tensorDtypes\":[");
     for (int d = 0; d < CKPT_DTYPE_COUNT; d++) {
         if (d) sb_putc(&sb, ',');
-        sb_printf(&sb, "{\"id\":%d,\"name\":\"%s\",\"width\":%u,\"float\":%s,\"stats\":%s,", d, ckpt_dtype_name(d),
-                  ckpt_dtype_width(d), ckpt_dtype_is_float(d) ? "true" : "false",
-                  ckpt_dtype_has_stats(d) ? "true" : "false");
+        sb_printf(&sb, "{\"id\":%d,\"name\":\"%s\",\"width\":%u,\"kind\":\"%c\",\"stats\":%s,", d, ckpt_dtype_name(d),
+                  ckpt_dtype_width(d), ckpt_dtype_kind(d), ckpt_dtype_has_stats(d) ? "true" : "false");
         j_key(&sb, "safetensors"), j_string(&sb, ckpt_dtype_safetensors_name(d)), sb_putc(&sb, ',');
         j_key(&sb, "numpy");
         if (ckpt_dtype_numpy_name(d)) j_string(&sb, ckpt_dtype_numpy_name(d));

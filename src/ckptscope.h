@@ -306,6 +306,8 @@ bool ckpt_dtype_in_layouts(int dtype);
  * double exactly (int64 beyond 2^53 rounds to the nearest double). */
 bool ckpt_dtype_has_stats(int dtype);
 bool ckpt_dtype_is_float(int dtype);
+/* Its kind as NumPy's letter: 'f' floating, 'i' signed, 'u' unsigned, 'b' bool; 0 for none. */
+char ckpt_dtype_kind(int dtype);
 /* n elements of dtype at p (little-endian, as stored) widened to double into out. */
 void ckpt_dtype_widen(int dtype, const void *p, size_t n, double *out);
 typedef enum ckpt_kind { CKPT_ADAM = 0, CKPT_ADAMW = 1 } ckpt_kind;

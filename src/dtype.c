@@ -36,6 +36,13 @@ bool ckpt_dtype_in_layouts(int dtype) { return known(dtype) && dtypes[dtype].lay
 bool ckpt_dtype_has_stats(int dtype) { return known(dtype) && dtypes[dtype].stats; }
 bool ckpt_dtype_is_float(int dtype) { return known(dtype) && dtypes[dtype].is_float; }
 
+char ckpt_dtype_kind(int dtype)
+{
+    if (!known(dtype)) return 0;
+    if (dtypes[dtype].is_float) return 'f';
+    return dtype == CKPT_BOOL ? 'b' : dtype == CKPT_UINT8 ? 'u' : 'i';
+}
+
 int ckpt_dtype_of_safetensors_name(const char *name)
 {
     for (int d = 0; name && d < CKPT_DTYPE_COUNT; d++)

@@ -327,15 +327,22 @@ void ckpt_report_json_state(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"offsets\":{");
     j_offset_field(sb, "tensors", rep->schema_offset, true);
     sb_puts(sb, "},\"tensors\":[");
-    for (size_t k = 0; bulk && k < rep->tensors_len; k++) {
+    /* a family that stores a name and a dtype per tensor (safetensors) lists them even without
+     * the bulk arrays: the columns hold neither */
+    const bool names = rep->tensors_len && rep->tensors[0].name;
+    for (size_t k = 0; (bulk || names) && k < rep->tensors_len; k++) {
         const ckpt_tensor_info *t = &rep->tensors[k];
         sb_puts(sb, k ? ",{" : "{");
-        if (t->name) { /* a family that stores names and a dtype per tensor (safetensors) */
+        if (names) {
             sb_puts(sb, "\"name\":");
-            j_string(sb, t->name);
+            j_string(sb, t->name ? t->name : "");
             sb_puts(sb, ",\"dtype\":");
             if (ckpt_dtype_name(t->dtype)) j_string(sb, ckpt_dtype_name(t->dtype));
             else sb_puts(sb, "null");
+            if (!bulk) {
+                sb_putc(sb, '}');
+                continue;
+            }
             sb_putc(sb, ',');
         }
         sb_puts(sb, "\"shape\":");

@@ -384,5 +384,5 @@ static const struct ckpt_family_impl safetensors_impl = {
 };
 
 const ckpt_family ckpt_family_safetensors = {
-    CKPT_FAMILY_SAFETENSORS, "safetensors",  "safetensors",    "safetensors", 0, 0,
+    CKPT_FAMILY_SAFETENSORS, "safetensors",  "safetensors file", "safetensors", 0, 0,
     CKPT_ROLE_MODEL,         CKPT_DTYPE_ANY, &safetensors_impl};

@@ -105,7 +105,7 @@ static void report_json(void)
     size_t hl = strlen(header);
     snprintf(
         want, sizeof want,
-        "{\"ok\":true,\"family\":\"safetensors\",\"name\":\"safetensors\",\"kind\":\"state\",\"version\":null,"
+        "{\"ok\":true,\"family\":\"safetensors\",\"name\":\"safetensors file\",\"kind\":\"state\",\"version\":null,"
         "\"size\":%zu,\"statistics\":false,\"dtype\":null,\"tensorCount\":2,\"offsets\":{\"tensors\":8},"
         "\"tensors\":[{\"name\":\"b\",\"dtype\":\"int32\",\"shape\":[],\"count\":1,\"offset\":%zu,\"dataOffset\":%zu},"
         "{\"name\":\"a.weight\",\"dtype\":\"float32\",\"shape\":[3],\"count\":3,\"offset\":%zu,\"dataOffset\":%zu}],"
