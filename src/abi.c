@@ -210,6 +210,8 @@ char *ckpt_abi_json(void)
         j_key(&sb, "versionMax"), j_u64(&sb, f->version_max), sb_putc(&sb, ',');
         sb_printf(&sb, "\"kind\":\"%s\",", f->role & CKPT_ROLE_OPTIMIZER ? "optimizer" : "state");
         sb_printf(&sb, "\"role\":%u,", f->role);
+        /* a magic of 7 bytes that the front door compares, or a name whose files a probe knows */
+        sb_printf(&sb, "\"fixedMagic\":%s,", f->impl->probe ? "false" : "true");
         j_key(&sb, "elementDtype"), j_dtype(&sb, f->element_dtype), sb_putc(&sb, '}');
     }
     sb_lit(&sb, "],\"dtypes\":[");
