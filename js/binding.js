@@ -426,6 +426,25 @@ export class Binding {
   /** char *w_pair(opt, state, progress): the pairing JSON. */
   pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
 
+  /** char *w_pair_named(opt, state, names char**, name_count, progress): the pairing JSON, the
+   *  state file ordered by names first (null: by shape, for a family that keeps no module order). */
+  pairNamed(opt, state, names, pid) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const strings = (names ?? []).map((n) => {
+        const p = core.stringIn(n);
+        ptrs.push(p);
+        return p;
+      });
+      const table = names ? this.pointerTable(strings) : 0;
+      if (table) ptrs.push(table);
+      return core.takeJSON(this.#ex.w_pair_named(opt, state, table, names ? names.length : 0, pid));
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
+
   /** char *w_health(opt, state, lr, band?, low, high, first, count, progress, err): JSON, or null
    *  with err set. `band`: [low, high], or null for the core's default band. */
   health(opt, state, lr, band, first, count, pid, err) {

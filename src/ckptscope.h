@@ -562,6 +562,17 @@ typedef struct ckpt_pair_result {
     ckpt_error error; /* a reason pairing could not be done at all (I/O, cancel) */
 } ckpt_pair_result;
 
+/* Pairing a model-state file that keeps no module order (safetensors: its writer sorts tensors
+ * by dtype and name) by the model's names (format.md 10.4): its tensors are put in the order of
+ * `names` (the model's state-dict keys in order; names the file lacks, such as dropped tied
+ * copies, are skipped; its tensors not named follow in file order), then paired as
+ * ckpt_pair pairs. Without names (NULL), such a file is ordered by shape alone (slot by slot, the
+ * first tensor of its shape not yet taken) and the result's first warning says so. A state file
+ * of a family that keeps its order (TLSF32B) is paired as it is (names then only label slots).
+ * The state file keeps its own order (it is put back after pairing). NULL only when out of memory. */
+ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                                  ckpt_progress_fn progress, void *progress_ctx);
+
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be readable through their
  * layout (else CKPT_E_NOT_READABLE in result->error). Reads tied tensors and every tensor's
  * values in streamed chunks. Returns NULL only when out of memory. */

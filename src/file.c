@@ -2,6 +2,7 @@
  * what holds its data (a tied slot's optimizer history is its representative's entry). */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct ckpt_file {
@@ -263,4 +264,147 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
         ckpt_report_warn_payloads(rep);
     }
     return 0;
+}
+
+/* ---- a state file that keeps no module order, ordered for pairing (format.md 10.4) ---- */
+
+static int by_name(const void *a, const void *b)
+{
+    const ckpt_tensor_info *x = *(ckpt_tensor_info *const *)a, *y = *(ckpt_tensor_info *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+/* The state file's tensors (and its schema's slots) in the order `order` gives: order[k] is the
+ * tensor that becomes tensor k (each once, all of them). */
+static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
+{
+    ckpt_report *rep = f->rep;
+    size_t n = rep->tensors_len;
+    ckpt_tensor_info *t = malloc((n ? n : 1) * sizeof *t);
+    ckpt_schema *s = ckpt_schema_empty();
+    bool ok = t && s;
+    for (size_t k = 0; ok && k < n; k++) {
+        t[k] = rep->tensors[order[k]];
+        ok = ckpt_schema_push_slot(s);
+        const uint64_t *dims = ckpt_schema_dims(rep->schema, order[k]);
+        for (uint64_t d = 0; ok && d < ckpt_schema_rank(rep->schema, order[k]); d++)
+            ok = ckpt_schema_push_dim(s, dims[d]);
+    }
+    if (!ok) {
+        free(t);
+        ckpt_schema_free(s);
+        return ckpt_fail_oom(err);
+    }
+    free(rep->tensors);
+    rep->tensors = t;
+    rep->tensors_cap = n;
+    ckpt_schema_free(rep->schema);
+    rep->schema = s;
+    size_t *map = ckpt_item_of_slot(rep);
+    if (!map) return ckpt_fail_oom(err);
+    free(f->item_of_slot);
+    f->item_of_slot = map;
+    return 0;
+}
+
+/* order: by names (each found once; the rest after, in file order), or by the optimizer's
+ * shapes (slot by slot, the first tensor of its shape not yet taken; the rest after). */
+static int order_tensors(ckpt_file *state, const ckpt_report *ro, const char *const *names, size_t name_count,
+                         size_t **out, ckpt_error *err)
+{
+    ckpt_report *rs = state->rep;
+    size_t n = rs->tensors_len, k = 0;
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    uint8_t *taken = calloc(n ? n : 1, 1);
+    ckpt_tensor_info **sorted = names ? malloc((n ? n : 1) * sizeof *sorted) : NULL;
+    int rc = 0;
+    if (!order || !taken || (names && !sorted)) rc = ckpt_fail_oom(err);
+    if (!rc && names) {
+        for (size_t j = 0; j < n; j++) sorted[j] = &rs->tensors[j];
+        qsort(sorted, n, sizeof *sorted, by_name);
+        for (size_t j = 0; j < name_count; j++) {
+            ckpt_tensor_info key = {0}, *kp = &key;
+            key.name = (char *)names[j];
+            ckpt_tensor_info **hit = n ? bsearch(&kp, sorted, n, sizeof *sorted, by_name) : NULL;
+            if (!hit) continue; /* a name the file lacks (a dropped tied copy): skipped */
+            size_t at = (size_t)(*hit - rs->tensors);
+            if (taken[at]) continue;
+            taken[at] = 1;
+            order[k++] = at;
+        }
+    } else if (!rc && ro && ro->schema) {
+        for (size_t i = 0; i < ckpt_schema_count(ro->schema); i++)
+            for (size_t j = 0; j < n; j++)
+                if (!taken[j] && ckpt_schema_same_shape(ro->schema, i, rs->schema, j)) {
+                    taken[j] = 1;
+                    order[k++] = j;
+                    break;
+                }
+    }
+    for (size_t j = 0; !rc && j < n; j++)
+        if (!taken[j]) order[k++] = j;
+    if (!rc) rc = reorder(state, order, err);
+    if (rc) free(order);
+    else *out = order;
+    free(taken);
+    free(sorted);
+    return rc;
+}
+
+/* Back to the file's order: order[k] became tensor k. */
+static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
+{
+    size_t n = state->rep->tensors_len;
+    size_t *inverse = malloc((n ? n : 1) * sizeof *inverse);
+    if (!inverse) return ckpt_fail_oom(err);
+    for (size_t k = 0; k < n; k++) inverse[order[k]] = k;
+    int rc = reorder(state, inverse, err);
+    free(inverse);
+    return rc;
+}
+
+ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                                  ckpt_progress_fn progress, void *progress_ctx)
+{
+    const ckpt_report *rs = state ? state->rep : NULL;
+    const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
+    bool named = names && rs && rs->tensors_len && rs->tensors[0].name;
+    bool unordered = impl && impl->unordered && rs->schema_complete && rs->tensors_len == ckpt_schema_count(rs->schema);
+    size_t *order = NULL;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    if (unordered && opt && ckpt_family_has_role(opt->rep->family, CKPT_ROLE_OPTIMIZER) && opt->rep->schema_complete) {
+        if (order_tensors(state, opt->rep, named ? names : NULL, name_count, &order, &err)) {
+            ckpt_pair_result *r = calloc(1, sizeof *r);
+            if (r) ckpt_error_move(&r->error, &err);
+            ckpt_error_clear(&err);
+            return r;
+        }
+    } else {
+        unordered = false;
+    }
+    ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+    if (order) {
+        if (restore(state, order, &err)) {
+            ckpt_error_clear(&err);
+            ckpt_pair_result_free(r);
+            r = NULL;
+        }
+        free(order);
+    }
+    if (!r || !unordered || named) return r;
+    /* ordered by shape alone: the warning first */
+    size_t len = strlen(rs->family->prefix) + 2 + strlen(impl->unordered) + 1;
+    char *w = malloc(len), **list = realloc(r->warnings, (r->warnings_len + 1) * sizeof *list);
+    if (list) r->warnings = list;
+    if (!w || !list) {
+        free(w);
+        ckpt_pair_result_free(r);
+        return NULL;
+    }
+    snprintf(w, len, "%s: %s", rs->family->prefix, impl->unordered);
+    memmove(list + 1, list, r->warnings_len * sizeof *list);
+    list[0] = w;
+    r->warnings_len++;
+    return r;
 }

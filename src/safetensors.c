@@ -379,6 +379,8 @@ static const struct ckpt_family_impl safetensors_impl = {
     .unhealthy = ckpt_state_unhealthy,
     .json_body = st_json,
     .free_data = st_free,
+    .unordered = "model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give "
+                 "--names NAMES.json)",
     .holds = "model tensors",
     .hint_not = "optimizer state",
 };

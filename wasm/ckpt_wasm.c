@@ -257,6 +257,18 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
     return json;
 }
 
+/* The same, the state file ordered by the model's names first (names NULL: by shape, for a
+ * family that keeps no module order; ckpt_pair_named). */
+char *w_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                   int progress_token)
+{
+    ckpt_pair_result *r = ckpt_pair_named(opt, state, names, name_count, PROGRESS(progress_token));
+    if (!r) return NULL;
+    char *json = ckpt_pair_json(r);
+    ckpt_pair_result_free(r);
+    return json;
+}
+
 /* The health pass over slots [first, first + count) (count CKPT_NONE: to the end); lr NaN for
  * none; state NULL without a model-state file; band 0: the default ratio band, else [low, high].
  * JSON, or NULL with err set. */

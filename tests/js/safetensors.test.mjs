@@ -166,3 +166,61 @@ test('a violation is refused with its text, naming the tensor, and its slot', as
     '',
   ].join('\n'));
 });
+
+// ---- pairing with a TLADAMF file (format.md 10.4) -------------------------------------------
+
+const adam = { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 };
+const optimizerOf = (shapes) => writeCheckpoint({
+  shapes, requiresGrad: shapes.map(() => true), representatives: null, config: adam,
+  entries: shapes.map((s, id) => {
+    const n = s.reduce((a, b) => a * b, 1);
+    return { id, step: 3, m: new Float32Array(n).fill(0.5), v: new Float32Array(n).fill(0.25) };
+  }),
+});
+// the model's state-dict order: a.weight [2, 3], a.bias [3], b.bias [3]; the file sorts by name
+const model = safetensors([['a.bias', 'F32', [3], f32([1, 2, 3])], ['a.weight', 'F32', [2, 3], f32([1, 2, 3, 4, 5, 6])], ['b.bias', 'F32', [3], f32([7, 8, 9])]]);
+const WARNING = 'safetensors: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json)';
+
+test('a TLADAMF file pairs with a safetensors file by the names of NAMES.json, in their order', async () => {
+  const opt = await optimizerOf([[2, 3], [3], [3]]);
+  const r = await pair(opt, model.bytes, { names: ['a.weight', 'a.bias', 'b.bias'] });
+  assert.equal(r.pairs, true);
+  assert.deepEqual(r.warnings, []);
+  // names the file lacks (a dropped tied copy) are skipped
+  const skipped = await pair(opt, model.bytes, { names: ['a.weight', 'lm_head.weight', 'a.bias', 'b.bias'] });
+  assert.equal(skipped.pairs, true);
+  // names in another order than the optimizer's slots: the first slot whose shape differs fails
+  const wrong = await pair(opt, model.bytes, { names: ['a.bias', 'a.weight', 'b.bias'] });
+  assert.equal(wrong.pairs, false);
+  assert.equal(wrong.error.message, "parameter 0: state shape [3] differs from the optimizer's #[2, 3]");
+  assert.equal(wrong.error.slot, 0);
+  // the file's own order is kept for everything else: an open handle lists it unchanged
+  const ck = await open(model.bytes);
+  await pair(opt, ck, { names: ['a.weight', 'a.bias', 'b.bias'] });
+  assert.deepEqual(ck.report.tensors.map((t) => t.name), ['a.bias', 'a.weight', 'b.bias']);
+  assert.deepEqual((await ck.tensor(1)).values, new Float32Array([1, 2, 3, 4, 5, 6]));
+  ck.close();
+});
+
+test('without names the pair is checked by shape alone, with the warning that says so', async () => {
+  const opt = await optimizerOf([[2, 3], [3], [3]]);
+  const r = await pair(opt, model.bytes);
+  assert.equal(r.pairs, true);
+  assert.deepEqual(r.warnings, [WARNING]);
+  // as many of each shape as the optimizer holds: one [3] too few fails
+  const more = await pair(await optimizerOf([[2, 3], [3], [3], [3]]), model.bytes);
+  assert.equal(more.pairs, false);
+  assert.equal(more.error.message, 'state file has 3 tensors, the optimizer checkpoint has 4 parameter slots');
+  assert.deepEqual(more.warnings, [WARNING]);
+});
+
+test('check --state model.safetensors --names NAMES.json: the CLI pairs by the names', async () => {
+  const optFile = path.join(dir, 'opt.ckpt'), stFile = path.join(dir, 'pair.safetensors'), namesFile = path.join(dir, 'names.json');
+  fs.writeFileSync(optFile, await optimizerOf([[2, 3], [3], [3]]));
+  fs.writeFileSync(stFile, model.bytes);
+  fs.writeFileSync(namesFile, JSON.stringify(['a.weight', 'a.bias', 'b.bias']));
+  const named = execFileSync(process.execPath, [CLI, 'check', optFile, '--state', stFile, '--names', namesFile], { encoding: 'utf8' });
+  assert.doesNotMatch(named, /keeps no module order/);
+  const plain = execFileSync(process.execPath, [CLI, 'check', optFile, '--state', stFile], { encoding: 'utf8' });
+  assert.match(plain, new RegExp(`warning: ${WARNING.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
+});
