@@ -59,7 +59,10 @@ static void use(const ckpt_file *f)
     ckpt_sink sink = {NULL, discard};
     for (int format = CKPT_EXPORT_SAFETENSORS; format <= CKPT_EXPORT_NPZ; format++) {
         ckpt_export_options o = {format, NULL, 0, NULL, 0, NULL, NULL};
-        if (ckpt_export(f, &o, &sink, &err)) abort(); /* a valid file always exports */
+        /* a valid file always exports (.npz: but for dtypes NumPy lacks, bfloat16 and float8) */
+        if (ckpt_export(f, &o, &sink, &err) && !(format == CKPT_EXPORT_NPZ && err.code == CKPT_E_INVALID_ARGUMENT))
+            abort();
+        ckpt_error_clear(&err);
     }
     if (ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) {
         ckpt_health_options o = {1e-3, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
