@@ -224,3 +224,22 @@ test('check --state model.safetensors --names NAMES.json: the CLI pairs by the n
   const plain = execFileSync(process.execPath, [CLI, 'check', optFile, '--state', stFile], { encoding: 'utf8' });
   assert.match(plain, new RegExp(`warning: ${WARNING.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`));
 });
+
+test('export keeps the dtype: BF16 stays BF16 in safetensors; .npz refuses bfloat16, which NumPy lacks', async () => {
+  const { exportTensors } = await import('../../js/index.js');
+  const file = safetensors([['a.weight', 'BF16', [2, 2], u16([0x3f80, 0xc020, 0x0000, 0x4040])], ['b', 'F16', [1], u16([0x3c00])]]);
+  const out = await exportTensors(file.bytes, { format: 'safetensors' });
+  const n = Number(new DataView(out.buffer, out.byteOffset).getBigUint64(0, true));
+  const header = JSON.parse(new TextDecoder().decode(out.subarray(8, 8 + n)));
+  assert.deepEqual(header.slot0, { dtype: 'BF16', shape: [2, 2], data_offsets: [0, 8] });
+  assert.deepEqual(header.slot1, { dtype: 'F16', shape: [1], data_offsets: [8, 10] });
+  assert.deepEqual([...out.subarray(8 + n)], [...file.bytes.subarray(8 + file.headerLength)]);   // bit for bit
+  // the export reads as the same tensors
+  const back = await inspect(out);
+  assert.deepEqual(back.tensors.map((t) => [t.dtype, t.shape]), [['bfloat16', [2, 2]], ['float16', [1]]]);
+  await assert.rejects(exportTensors(file.bytes, { format: 'npz' }), { message: 'bfloat16 has no NumPy dtype: export the file as safetensors' });
+  // float16 has one: '<f2'
+  const f16 = safetensors([['b', 'F16', [1], u16([0x3c00])]]);
+  const npz = await exportTensors(f16.bytes, { format: 'npz' });
+  assert.ok(new TextDecoder().decode(npz).includes("{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }"));
+});
