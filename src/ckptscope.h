@@ -379,7 +379,9 @@ typedef struct ckpt_report {
     uint64_t version; /* as read, even when unsupported */
     bool statistics;  /* payloads were scanned (entries' and tensors' stats set) */
     int dtype;        /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
-    /* the optimizer family */
+    /* TLADAMF's extension of the report: its config, random counter, tags (tags_offset,
+     * entries) and its readers' verdicts (`readers` below) are filled by its reader only; other
+     * families leave them absent and their JSON omits them (json_body) or says null */
     bool has_config;
     ckpt_config config;
     int counter_state; /* -1 not read yet, 0 absent, 1 present */

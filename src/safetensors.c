@@ -92,6 +92,8 @@ static int read_entry(ckpt_parse *p, const ckpt_jdoc *doc, const ckpt_jv *key, c
     const char *name = ckpt_jv_str(doc, key);
     const uint64_t at = 8 + key->at;
     const int T = CKPT_E_SAFETENSORS_TENSOR;
+    /* a name is a C string from here on (texts, export, the names of --names) */
+    if (strlen(name) != key->len) return fail_named(err, T, at, i, name, "tensor %s has a name holding \\u0000%s", "");
     if (v->kind != CKPT_JV_OBJECT) return fail_named(err, T, 8 + v->at, i, name, "tensor %s is not an object%s", "");
     const ckpt_jv *dt = ckpt_jv_get(doc, v, "dtype"), *shape = ckpt_jv_get(doc, v, "shape"),
                   *offs = ckpt_jv_get(doc, v, "data_offsets");

@@ -151,6 +151,8 @@ static void every_violation_is_refused(void)
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"a\":{\"dtype\":\"F32\",\"shape\":[1],"
          "\"data_offsets\":[4,8]}}",
          8, CKPT_E_SAFETENSORS_TENSOR, "safetensors: tensor \"a\" appears twice in the header", 1},
+        {"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", 4, CKPT_E_SAFETENSORS_TENSOR,
+         "safetensors: tensor \"a\" has a name holding \\u0000", 0},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,20]}}", 20, CKPT_E_SAFETENSORS_SIZE,
          "safetensors: tensor \"a\" holds 20 bytes (data_offsets [0, 20]), but shape [2, 3] of F32 needs 6 elements "
          "of 4 bytes",
