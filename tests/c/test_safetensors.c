@@ -258,6 +258,76 @@ static void opening_reads_the_header_only(void)
     free(header);
 }
 
+/* An optimizer checkpoint of slots [2, 3], [3], [3], each with an entry. */
+static ckpt_buffer optimizer_of_three(void)
+{
+    uint64_t ranks[] = {2, 1, 1}, dims[] = {2, 3, 3, 3};
+    uint8_t flags[] = {1, 1, 1};
+    ckpt_schema *s = ckpt_schema_new(3, ranks, dims, 3, flags, NULL, 0);
+    float z[6] = {0};
+    ckpt_entry_in e[3] = {{0, 1, 6, z, z, 24, 24}, {1, 1, 3, z, z, 12, 12}, {2, 1, 3, z, z, 12, 12}};
+    ckpt_write_desc d = {
+        s,
+        CKPT_FLOAT32,
+        {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.999), ckpt_bits_from_double(1e-8), 0},
+        false,
+        0,
+        e,
+        3,
+        2};
+    ckpt_buffer buf;
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &buf);
+    ckpt_error err = {0};
+    CHECK(ckpt_write(&d, &sink, &err) == 0);
+    ckpt_schema_free(s);
+    return buf;
+}
+
+/* Pairing by the model's names (format.md 10.4), by shape alone with the warning, and the file
+ * put back in its own order. */
+static void pairs_by_names(void)
+{
+    ckpt_buffer ob = optimizer_of_three();
+    uint8_t data[48] = {0};
+    bytes *b = st_file("{\"a.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,12]},\"a.weight\":{\"dtype\":"
+                       "\"F32\",\"shape\":[2,3],\"data_offsets\":[12,36]},\"b.bias\":{\"dtype\":\"F32\",\"shape\":[3],"
+                       "\"data_offsets\":[36,48]}}",
+                       data, sizeof data);
+    ckpt_memory om, sm;
+    ckpt_source os, ss;
+    ckpt_source_memory(&os, &om, ob.data, ob.len);
+    ckpt_source_memory(&ss, &sm, b->data, b->len);
+    ckpt_file *o = ckpt_open(&os, NULL), *s = ckpt_open(&ss, NULL);
+    /* as it is, positionally: slot 0 is a.bias */
+    ckpt_pair_result *r = ckpt_pair(o, s, NULL, NULL);
+    CHECK(!r->pairs && r->failures_len == 2);
+    CHECK_STR(r->failures[0].message, "parameter 0: state shape [3] differs from the optimizer's #[2, 3]");
+    ckpt_pair_result_free(r);
+    /* by names; a name the file lacks is skipped */
+    const char *names[] = {"a.weight", "lm_head.weight", "b.bias", "a.bias"};
+    r = ckpt_pair_named(o, s, names, 4, NULL, NULL);
+    CHECK(r->pairs && r->warnings_len == 0);
+    ckpt_pair_result_free(r);
+    const char *wrong[] = {"a.bias", "a.weight", "b.bias"};
+    r = ckpt_pair_named(o, s, wrong, 3, NULL, NULL);
+    CHECK(!r->pairs && r->failures_len == 2);
+    ckpt_pair_result_free(r);
+    /* by shape alone, with the warning */
+    r = ckpt_pair_named(o, s, NULL, 0, NULL, NULL);
+    CHECK(r->pairs && r->warnings_len == 1);
+    CHECK_STR(r->warnings[0], "safetensors: model.safetensors keeps no module order: same-shaped parameters cannot be "
+                              "told apart (give --names NAMES.json)");
+    ckpt_pair_result_free(r);
+    /* the file keeps its own order */
+    CHECK_STR(ckpt_file_report(s)->tensors[0].name, "a.bias");
+    CHECK(ckpt_schema_rank(ckpt_file_report(s)->schema, 1) == 2);
+    ckpt_close(o);
+    ckpt_close(s);
+    b_free(b);
+    ckpt_buffer_free(&ob);
+}
+
 int main(void)
 {
     static const test_case cases[] = {
@@ -266,6 +336,7 @@ int main(void)
         {"the report and its JSON", report_json},
         {"every violation is refused", every_violation_is_refused},
         {"opening reads the header only", opening_reads_the_header_only},
+        {"it pairs by the model's names, or by shape with a warning", pairs_by_names},
     };
     return RUN_ALL(cases);
 }
