@@ -32,6 +32,7 @@ static const struct ckpt_family_impl adam_impl = {
     .item = adam_item,
     .unhealthy = ckpt_entry_unhealthy,
     .json_body = ckpt_report_json_adam,
+    .judge = ckpt_readers_judge,
     .holds = "optimizer state",
     .hint_not = "a model-state file",
 };
@@ -248,7 +249,9 @@ ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected 
     }
     read_magic(&p, wanted);
     if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
-    if (!exp && reader == CKPT_READER_DEFAULT) ckpt_readers_judge(src, rep); /* format.md 8 */
+    /* format.md 8: TLADAMF's readers, its extension of the report */
+    if (!exp && reader == CKPT_READER_DEFAULT && rep->family && rep->family->impl->judge)
+        rep->family->impl->judge(src, rep);
     ckpt_reader_free(p.r);
     return rep;
 }

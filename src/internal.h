@@ -326,6 +326,9 @@ struct ckpt_family_impl {
     /* the report JSON's family-specific members (report.c) */
     void (*json_body)(ckpt_jw *w, const ckpt_report *rep, bool bulk);
     void (*free_data)(void *family_data); /* frees the report's family_data; NULL: it has none */
+    /* after an inspection by the default reader: the family's own verdicts (TLADAMF: every
+     * TorchLean reader's, format.md 8); NULL: none */
+    void (*judge)(const ckpt_source *src, ckpt_report *rep);
     /* a family whose files keep no module order (pairing then orders them, file.c): the warning
      * of a pair ordered by shape alone, after the prefix; NULL: its files keep the model's order */
     const char *unordered;
