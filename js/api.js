@@ -10,7 +10,7 @@ import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
 import { toU64 } from './values.js';
 import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInParallel, withPinned } from './parallel.js';
-import { schemaArrays, destinationOf } from './layout.js';
+import { schemaArrays, destinationOf, namesOf } from './layout.js';
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
@@ -141,11 +141,13 @@ export async function check(source, layout, options = {}) {
  * invalid file never pairs: its own diagnostic, `subject` 'optimizer' or 'state'), when the
  * files are in the wrong roles, for I/O errors and cancellation.
  */
-export async function pair(opt, state, { onProgress, signal } = {}) {
+export async function pair(opt, state, { onProgress, signal, names } = {}) {
   const b = await loadBinding();
+  if (names !== undefined && names !== null) names = namesOf(names, 'names');
   return withOpen(opt, (o) => withOpen(state, (s) => {
+    // a state file that keeps no module order (safetensors) is ordered by the names, or by shape
     const result = withFile(o, (_, fo) => withFile(s, (__, fs) =>
-      withProgress(b, { onProgress, signal }, (pid) => b.pair(fo, fs, pid))));
+      withProgress(b, { onProgress, signal }, (pid) => b.pairNamed(fo, fs, names ?? null, pid))));
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length) {
       // Not a verdict: an invalid file (the core says which; it never pairs, its own

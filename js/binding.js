@@ -34,6 +34,11 @@ export function bound() {
 
 // The typed array of a float width: JavaScript's own fact, matched to the core's widths.
 const FLOAT_ARRAYS = new Map([Float32Array, Float64Array].map((C) => [C.BYTES_PER_ELEMENT, C]));
+// The typed array a tensor of a dtype of the table comes in, by its kind and width: floats of
+// 2 or 1 bytes (float16, bfloat16, float8), which JS has no array of, come as their raw bits.
+const INT_ARRAYS = new Map([Int8Array, Int16Array, Int32Array, BigInt64Array].map((C) => [C.BYTES_PER_ELEMENT, C]));
+const UINT_ARRAYS = new Map([Uint8Array, Uint16Array, Uint32Array, BigUint64Array].map((C) => [C.BYTES_PER_ELEMENT, C]));
+const arrayOf = (d) => (d.kind === 'f' && FLOAT_ARRAYS.get(d.width)) || (d.kind === 'i' ? INT_ARRAYS : UINT_ARRAYS).get(d.width);
 const U64_BYTES = BigUint64Array.BYTES_PER_ELEMENT;
 
 /** A struct's fields in memory order, checked to be u64 words only (rows and references). */
@@ -53,6 +58,7 @@ function describe(json) {
     if (!FloatArray) throw new Error(`ckptscope: no typed array holds ${d.name}`);
     return Object.freeze({ ...d, FloatArray });
   });
+  const tensorDtypes = (json.tensorDtypes ?? []).map((d) => Object.freeze({ ...d, Array: arrayOf(d), raw: d.kind === 'f' && !FLOAT_ARRAYS.has(d.width) }));
   const words = {};
   for (const name of ['entryRow', 'tensorRow', 'entryRef', 'tensorRef', 'entryMeta', 'packedStats', 'config']) {
     words[name] = wordFields(json.structs[name], name);
@@ -61,6 +67,7 @@ function describe(json) {
   return Object.freeze({
     families: Object.freeze(families),
     dtypes: Object.freeze(dtypes),
+    tensorDtypes: Object.freeze(tensorDtypes),
     codes: Object.freeze({ ...json.codes }),
     constants: Object.freeze(constants),
     NONE: BigInt(NONE),
@@ -72,6 +79,8 @@ function describe(json) {
     /** The dtype of a name ("float32"), or undefined. */
     dtype: (name) => dtypes.find((d) => d.name === name),
     dtypeById: (id) => dtypes.find((d) => d.id === id),
+    /** Any dtype of the table by name ("bfloat16"): {width, kind, safetensors, numpy, Array, raw}. */
+    tensorDtype: (name) => tensorDtypes.find((d) => d.name === name),
   });
 }
 
@@ -416,6 +425,25 @@ export class Binding {
 
   /** char *w_pair(opt, state, progress): the pairing JSON. */
   pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
+
+  /** char *w_pair_named(opt, state, names char**, name_count, progress): the pairing JSON, the
+   *  state file ordered by names first (null: by shape, for a family that keeps no module order). */
+  pairNamed(opt, state, names, pid) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const strings = (names ?? []).map((n) => {
+        const p = core.stringIn(n);
+        ptrs.push(p);
+        return p;
+      });
+      const table = names ? this.pointerTable(strings) : 0;
+      if (table) ptrs.push(table);
+      return core.takeJSON(this.#ex.w_pair_named(opt, state, table, names ? names.length : 0, pid));
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
 
   /** char *w_health(opt, state, lr, band?, low, high, first, count, progress, err): JSON, or null
    *  with err set. `band`: [low, high], or null for the core's default band. */

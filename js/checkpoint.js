@@ -117,7 +117,8 @@ function fromColumns(summary, c) {
     const rows = c.tensorRows, at = { count: rows.index('count'), offset: rows.index('offset'), dataOffset: rows.index('dataOffset') };
     const tensors = report.tensors = new Array(rows.length);
     for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
-      tensors[k] = { shape: shape(k), count: num(t, r + at.count), offset: num(t, r + at.offset), dataOffset: num(t, r + at.dataOffset) };
+      // a family that stores names and dtypes lists them in the summary (the columns hold neither)
+      tensors[k] = { ...summary.tensors?.[k], shape: shape(k), count: num(t, r + at.count), offset: num(t, r + at.offset), dataOffset: num(t, r + at.dataOffset) };
     }
     return report;
   }
@@ -389,7 +390,9 @@ export class Checkpoint {
       try {
         const ref = b.fileTensor(file, id, err);
         if (!ref) throw this.#fail();
-        const { FloatArray } = b.abi.dtype(b.abi.family(this.#meta.family).elementDtype);
+        // the tensor's own dtype (a safetensors file's tensors each have one), else the family's
+        const dtype = this.#meta.tensors?.[Number(id)]?.dtype ?? b.abi.family(this.#meta.family).elementDtype;
+        const { Array: FloatArray } = b.abi.tensorDtype(dtype);
         const count = ref.count;
         if (count > BigInt(Math.floor(0x7ffffff0 / FloatArray.BYTES_PER_ELEMENT))) {
           throw new RangeError(`tensor ${id} has ${count} values: too large to copy into memory at once (use stats(), which streams)`);

@@ -109,7 +109,9 @@ export function numColumns(rows, cols) {
 function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
-  return `${name}: ${report.name} (${report.family}) version ${report.version ?? '?'}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
+  // a container (safetensors) has no version of its own
+  const version = report.container ? '' : ` version ${report.version ?? '?'}`;
+  return `${name}: ${report.name} (${report.family})${version}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
 function optimizerLines(report, names, out, width) {
@@ -183,13 +185,16 @@ function stateLines(report, names, out, width) {
   out.push(`tensors         ${plural(t.length, 'tensor')}${report.tensorCount !== null && report.tensorCount !== t.length ? ` read of ${report.tensorCount} declared` : ''}`);
   if (!t.length) return;
   const stats = report.statistics;
+  // a family that stores a name and a dtype per tensor (safetensors) shows them
+  const own = t[0].name !== undefined;
+  names ??= own ? t.map((x) => x.name) : null;
   const rows = t.map((x, i) => {
-    const row = [i, ...(names ? [names[i] ?? ''] : []), fmtShape(x.shape), x.count, x.offset];
+    const row = [i, ...(names ? [names[i] ?? ''] : []), ...(own ? [x.dtype ?? ''] : []), fmtShape(x.shape), x.count, x.offset];
     if (stats) row.push(...statCells(x.values));
     return row;
   });
-  const header = ['tensor', ...(names ? ['name'] : []), 'shape', 'count', 'offset', ...(stats ? ['min', 'max', 'rms', 'NaN/inf'] : [])];
-  const off = names ? 1 : 0;
+  const header = ['tensor', ...(names ? ['name'] : []), ...(own ? ['dtype'] : []), 'shape', 'count', 'offset', ...(stats ? ['min', 'max', 'rms', 'NaN/inf'] : [])];
+  const off = (names ? 1 : 0) + (own ? 1 : 0);
   if (stats) numColumns(rows, [4, 5, 6].map((j) => j + off));
   out.push('');
   const fit = names ? { width, shrink: 1, key: 0, what: 'tensor names', shown: new Set() } : null;

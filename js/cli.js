@@ -179,8 +179,9 @@ async function checkPair(opt, state, namesPath) {
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
+  const names = readNames(namesPath, null);   // they also order a state file that keeps no module order
   try {
-    result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state));
+    result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state, { names }));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
     const invalid = err.result.invalid;
@@ -195,7 +196,7 @@ async function checkPair(opt, state, namesPath) {
     // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?).
     throw new Failure(`cannot pair ${displayName(opt)} with ${state}: ${err.message}${await pairOrder(opt, state)}`);
   }
-  const lines = pairLines(result, displayName(opt), state, readNames(namesPath, null));
+  const lines = pairLines(result, displayName(opt), state, names);
   say(process.stdout, lines);
   if (!result.pairs && !sameDestination()) say(process.stderr, result.error.message);
   return result.pairs ? 0 : 1;

@@ -96,6 +96,9 @@ export interface Entry {
 }
 
 export interface Tensor {
+  /** A family that stores names and a dtype per tensor (safetensors): its name and dtype. */
+  name?: string;
+  dtype?: 'float64' | 'float32' | 'float16' | 'bfloat16' | 'int64' | 'int32' | 'int16' | 'int8' | 'uint8' | 'bool' | 'float8_e4m3' | 'float8_e5m2' | null;
   shape: U64[];
   count: U64;
   offset: U64;
@@ -187,6 +190,22 @@ export interface StateReport extends ReportCommon {
   error: null;
 }
 
+/** A valid safetensors file's report: a model-state file's, with each tensor's name and dtype. */
+export interface SafetensorsReport extends ReportCommon {
+  ok: true;
+  family: 'safetensors';
+  name: 'safetensors file';
+  kind: 'state';
+  version: null;
+  /** The tensors' dtype when they share one, else null. */
+  dtype: Tensor['dtype'];
+  tensorCount: U64;
+  offsets: { tensors: U64 };
+  tensors: Tensor[];
+  container: { format: 'safetensors'; headerLength: U64; metadata: Record<string, string> | null };
+  error: null;
+}
+
 /** An invalid file's report: what was read before the error, the rest null. */
 export interface InvalidReport extends ReportCommon {
   ok: false;
@@ -212,7 +231,7 @@ export interface InvalidReport extends ReportCommon {
   error: ReportError;
 }
 
-export type Report = OptimizerReport | StateReport | InvalidReport;
+export type Report = OptimizerReport | StateReport | SafetensorsReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */
@@ -343,7 +362,9 @@ export interface PairResult {
   error: ReportError | null;
 }
 
-export function pair(opt: Source, state: Source, options?: ScanOptions): Promise<PairResult>;
+/** names: the model's state-dict keys in order; they order a state file that keeps no module
+ *  order (safetensors), which without them is paired by shape alone, with a warning. */
+export function pair(opt: Source, state: Source, options?: ScanOptions & { names?: string[] }): Promise<PairResult>;
 
 export interface Difference {
   field: string;

@@ -59,7 +59,7 @@ export async function writeStateTo(description, write) {
   await loadBinding();
   if (!isObject(description)) throw new LayoutError('a state description must be a JSON object');
   refuseUnknownKeys(description, STATE_KEYS, 'description');
-  const states = abi().families.filter((f) => f.kind === 'state');
+  const states = abi().families.filter((f) => f.kind === 'state' && f.fixedMagic);   // the families the state writer writes
   const family = familyCode(description.family ?? states[0].magic, 'description.family', states);
   const arrays = schemaArrays({ shapes: description.shapes }, 'description');
   const values = description.values ?? [];

@@ -71,6 +71,15 @@ static const struct {
     CODE(NOT_READABLE),
     CODE(WRONG_FAMILY),
     CODE(CONVERSION_LOSES),
+    CODE(ZIP_NOT_FOUND),
+    CODE(ZIP_MALFORMED),
+    CODE(ZIP_UNSUPPORTED),
+    CODE(PICKLE_MALFORMED),
+    CODE(PICKLE_OPCODE),
+    CODE(SAFETENSORS_HEADER),
+    CODE(SAFETENSORS_TENSOR),
+    CODE(SAFETENSORS_SIZE),
+    CODE(SAFETENSORS_LAYOUT),
 };
 #undef CODE
 
@@ -83,11 +92,11 @@ static const struct {
     const char *name;
     long long value;
 } constants[] = {
-    CONST(INSPECT_STATS), CONST(JSON_NO_BULK), CONST(EXPORT_SAFETENSORS),
-    CONST(EXPORT_NPZ),    CONST(NPY_M),        CONST(NPY_V),
-    CONST(NPY_VALUES),    CONST(SUBJECT_FILE), CONST(SUBJECT_EXPECTED),
-    CONST(FAMILY_ANY),    CONST(DTYPE_ANY),    CONST(ADAM),
-    CONST(ADAMW),
+    CONST(INSPECT_STATS), CONST(JSON_NO_BULK),   CONST(EXPORT_SAFETENSORS),
+    CONST(EXPORT_NPZ),    CONST(NPY_M),          CONST(NPY_V),
+    CONST(NPY_VALUES),    CONST(SUBJECT_FILE),   CONST(SUBJECT_EXPECTED),
+    CONST(FAMILY_ANY),    CONST(DTYPE_ANY),      CONST(ADAM),
+    CONST(ADAMW),         CONST(ROLE_OPTIMIZER), CONST(ROLE_MODEL),
 };
 #undef CONST
 
@@ -204,13 +213,29 @@ char *ckpt_abi_json(void)
         j_key(&sb, "prefix"), j_string(&sb, f->prefix), sb_putc(&sb, ',');
         j_key(&sb, "versionMin"), j_u64(&sb, f->version_min), sb_putc(&sb, ',');
         j_key(&sb, "versionMax"), j_u64(&sb, f->version_max), sb_putc(&sb, ',');
-        sb_printf(&sb, "\"kind\":\"%s\",", f->optimizer ? "optimizer" : "state");
+        sb_printf(&sb, "\"kind\":\"%s\",", f->role & CKPT_ROLE_OPTIMIZER ? "optimizer" : "state");
+        sb_printf(&sb, "\"role\":%u,", f->role);
+        /* a magic of 7 bytes that the front door compares, or a name whose files a probe knows */
+        sb_printf(&sb, "\"fixedMagic\":%s,", f->impl->probe ? "false" : "true");
         j_key(&sb, "elementDtype"), j_dtype(&sb, f->element_dtype), sb_putc(&sb, '}');
     }
     sb_lit(&sb, "],\"dtypes\":[");
-    for (int d = CKPT_FLOAT32; ckpt_dtype_name(d); d++) {
-        if (d != CKPT_FLOAT32) sb_putc(&sb, ',');
+    /* "dtypes": the ones TorchLean's layouts name; "tensorDtypes": the whole table */
+    for (int d = 0, k = 0; d < CKPT_DTYPE_COUNT; d++) {
+        if (!ckpt_dtype_in_layouts(d)) continue;
+        if (k++) sb_putc(&sb, ',');
         sb_printf(&sb, "{\"id\":%d,\"name\":\"%s\",\"width\":%u}", d, ckpt_dtype_name(d), ckpt_dtype_width(d));
+    }
+    sb_lit(&sb, "],\"tensorDtypes\":[");
+    for (int d = 0; d < CKPT_DTYPE_COUNT; d++) {
+        if (d) sb_putc(&sb, ',');
+        sb_printf(&sb, "{\"id\":%d,\"name\":\"%s\",\"width\":%u,\"kind\":\"%c\",\"stats\":%s,", d, ckpt_dtype_name(d),
+                  ckpt_dtype_width(d), ckpt_dtype_kind(d), ckpt_dtype_has_stats(d) ? "true" : "false");
+        j_key(&sb, "safetensors"), j_string(&sb, ckpt_dtype_safetensors_name(d)), sb_putc(&sb, ',');
+        j_key(&sb, "numpy");
+        if (ckpt_dtype_numpy_name(d)) j_string(&sb, ckpt_dtype_numpy_name(d));
+        else sb_lit(&sb, "null");
+        sb_putc(&sb, '}');
     }
     sb_lit(&sb, "],\"codes\":{");
     for (size_t k = 0; k < COUNT(codes); k++) sb_printf(&sb, "%s\"%s\":%d", k ? "," : "", codes[k].name, codes[k].code);

@@ -77,14 +77,18 @@ typedef enum ckpt_code {
     CKPT_E_PAIR_COUNT = 45, /* pairing (format.md 6): tensor count vs slot count */
     CKPT_E_PAIR_SHAPE = 46,
     CKPT_E_PAIR_TIED_VALUES = 47,
-    CKPT_E_NOT_READABLE = 48,     /* the file is invalid before the part asked for */
-    CKPT_E_WRONG_FAMILY = 49,     /* an optimizer-only request on a state file, or back */
-    CKPT_E_CONVERSION_LOSES = 50, /* convert: the target loses or invents something; the text names the option */
-    CKPT_E_ZIP_NOT_FOUND = 51,    /* zip: no end-of-central-directory record (not a zip) */
-    CKPT_E_ZIP_MALFORMED = 52,    /* zip: malformed archive at byte n: the reason */
-    CKPT_E_ZIP_UNSUPPORTED = 53,  /* zip: a compressed or encrypted member, a multi-disk archive */
-    CKPT_E_PICKLE_MALFORMED = 54, /* P: malformed pickle at byte o of member: the reason */
-    CKPT_E_PICKLE_OPCODE = 55     /* P: unsupported pickle opcode 0xhh at byte o of member */
+    CKPT_E_NOT_READABLE = 48,       /* the file is invalid before the part asked for */
+    CKPT_E_WRONG_FAMILY = 49,       /* an optimizer-only request on a state file, or back */
+    CKPT_E_CONVERSION_LOSES = 50,   /* convert: the target loses or invents something; the text names the option */
+    CKPT_E_ZIP_NOT_FOUND = 51,      /* zip: no end-of-central-directory record (not a zip) */
+    CKPT_E_ZIP_MALFORMED = 52,      /* zip: malformed archive at byte n: the reason */
+    CKPT_E_ZIP_UNSUPPORTED = 53,    /* zip: a compressed or encrypted member, a multi-disk archive */
+    CKPT_E_PICKLE_MALFORMED = 54,   /* P: malformed pickle at byte o of member: the reason */
+    CKPT_E_PICKLE_OPCODE = 55,      /* P: unsupported pickle opcode 0xhh at byte o of member */
+    CKPT_E_SAFETENSORS_HEADER = 56, /* safetensors: the header's length, JSON or metadata (format.md 10.1) */
+    CKPT_E_SAFETENSORS_TENSOR = 57, /* safetensors: a tensor's entry (dtype, shape, data_offsets) */
+    CKPT_E_SAFETENSORS_SIZE = 58,   /* safetensors: a tensor's bytes differ from its shape times its dtype's width */
+    CKPT_E_SAFETENSORS_LAYOUT = 59  /* safetensors: the tensors leave a gap, overlap, or miss the data's end */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -172,11 +176,16 @@ typedef int (*ckpt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 /* ---- File families (docs/format.md 4 and 6) --------------------------------------------- */
 
 typedef enum ckpt_family_id {
-    CKPT_FAMILY_ANY = 0,     /* for a destination: whatever the file's magic says */
-    CKPT_FAMILY_TLADAMF = 1, /* optimizer state: Adam/AdamW moments and the ParameterSchema */
-    CKPT_FAMILY_TLSF32B = 2, /* model state: parameters and persistent buffers, float32 */
-    CKPT_FAMILY_TLPF32B = 3  /* older model state: parameters, float32 */
+    CKPT_FAMILY_ANY = 0,        /* for a destination: whatever the file's magic says */
+    CKPT_FAMILY_TLADAMF = 1,    /* optimizer state: Adam/AdamW moments and the ParameterSchema */
+    CKPT_FAMILY_TLSF32B = 2,    /* model state: parameters and persistent buffers, float32 */
+    CKPT_FAMILY_TLPF32B = 3,    /* older model state: parameters, float32 */
+    CKPT_FAMILY_SAFETENSORS = 4 /* model state: a safetensors file (format.md 10.1) */
 } ckpt_family_id;
+
+/* What a family's files hold: optimizer state (moments per parameter), model state (tensors), or
+ * both (a file of a family that saves the two together). A mask of these bits. */
+typedef enum ckpt_role { CKPT_ROLE_OPTIMIZER = 1, CKPT_ROLE_MODEL = 2 } ckpt_role;
 
 /* What identifies a family and how its diagnostics read. The public fields describe it; how it
  * is read (its reader, what its items are, its own texts) is the private `impl` (src/internal.h). */
@@ -186,13 +195,15 @@ typedef struct ckpt_family {
     const char *name;   /* "CUDA Adam checkpoint": the header's texts (magic, version) */
     const char *prefix; /* the texts after the header: "CUDA Adam checkpoint", "StateIO" */
     uint64_t version_min, version_max;
-    bool optimizer;                      /* descriptive: holds optimizer state (else model tensors) */
+    unsigned role;                       /* what it holds: CKPT_ROLE_* bits (optimizer state, model state, both) */
     int element_dtype;                   /* ckpt_dtype of the stored values; CKPT_DTYPE_ANY: each file's header
                                           * says (TLADAMF: float32, or v5's dtype field) */
     const struct ckpt_family_impl *impl; /* private */
 } ckpt_family;
 
-const ckpt_family *ckpt_family_get(int id);                      /* NULL for an unknown id */
+const ckpt_family *ckpt_family_get(int id); /* NULL for an unknown id */
+/* Does family f (NULL: none) hold `role` (a CKPT_ROLE_* bit)? */
+bool ckpt_family_has_role(const ckpt_family *f, unsigned role);
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7]); /* NULL when none matches */
 /* Every family this build reads, in table order: ckpt_family_at(k) for k < ckpt_family_count(). */
 size_t ckpt_family_count(void);
@@ -266,11 +277,44 @@ int ckpt_schema_read_and_check_representatives(ckpt_reader *r, const ckpt_schema
 
 /* ---- The optimizer configuration (format.md 4) ----------------------------------------- */
 
-typedef enum ckpt_dtype { CKPT_FLOAT32 = 0, CKPT_FLOAT64 = 1, CKPT_DTYPE_ANY = -1 } ckpt_dtype;
-/* Bytes per element (4, 8) and the name ("float32", "float64") of a dtype; 0 and NULL for
- * anything else. */
+/* The one dtype table (dtype.c). float32 and float64 are the dtypes of TorchLean's files (moments,
+ * layouts); the others are the element types of other families' tensors (safetensors). */
+typedef enum ckpt_dtype {
+    CKPT_FLOAT32 = 0,
+    CKPT_FLOAT64 = 1,
+    CKPT_FLOAT16 = 2,
+    CKPT_BFLOAT16 = 3,
+    CKPT_INT64 = 4,
+    CKPT_INT32 = 5,
+    CKPT_INT16 = 6,
+    CKPT_INT8 = 7,
+    CKPT_UINT8 = 8,
+    CKPT_BOOL = 9,
+    CKPT_FLOAT8_E4M3 = 10, /* listed, no statistics */
+    CKPT_FLOAT8_E5M2 = 11, /* listed, no statistics */
+    CKPT_DTYPE_COUNT = 12,
+    CKPT_DTYPE_ANY = -1
+} ckpt_dtype;
+/* Bytes per element (4, 8, 2, 1) and the name ("float32", "bfloat16", "int64") of a dtype; 0 and
+ * NULL for anything else. */
 unsigned ckpt_dtype_width(int dtype);
 const char *ckpt_dtype_name(int dtype);
+/* Its name in a safetensors header ("F32", "BF16"), and its NumPy type string ("<f4", "|b1"):
+ * NULL for bfloat16 and the float8 types, which NumPy does not have. */
+const char *ckpt_dtype_safetensors_name(int dtype);
+const char *ckpt_dtype_numpy_name(int dtype);
+/* The dtype of a safetensors name ("BF16"), or -1. */
+int ckpt_dtype_of_safetensors_name(const char *name);
+/* Whether the layouts of TorchLean's families name it (float32, float64). */
+bool ckpt_dtype_in_layouts(int dtype);
+/* Whether statistics are computed for it: every dtype but the float8 types. Its values widen to
+ * double exactly (int64 beyond 2^53 rounds to the nearest double). */
+bool ckpt_dtype_has_stats(int dtype);
+bool ckpt_dtype_is_float(int dtype);
+/* Its kind as NumPy's letter: 'f' floating, 'i' signed, 'u' unsigned, 'b' bool; 0 for none. */
+char ckpt_dtype_kind(int dtype);
+/* n elements of dtype at p (little-endian, as stored) widened to double into out. */
+void ckpt_dtype_widen(int dtype, const void *p, size_t n, double *out);
 typedef enum ckpt_kind { CKPT_ADAM = 0, CKPT_ADAMW = 1 } ckpt_kind;
 
 uint64_t ckpt_bits_from_double(double x);
@@ -326,6 +370,8 @@ typedef struct ckpt_tensor_info {
     uint64_t count, offset, data_offset;
     ckpt_stats *values;
     uint64_t unhealthy; /* NaN and infinities, with statistics */
+    int dtype;          /* its ckpt_dtype (a safetensors file's tensors each have their own) */
+    char *name;         /* its name when the file stores names (safetensors), else NULL */
 } ckpt_tensor_info;
 
 /* Everything read from one file. Fields not reached before an error keep their "absent"
@@ -338,7 +384,9 @@ typedef struct ckpt_report {
     uint64_t version; /* as read, even when unsupported */
     bool statistics;  /* payloads were scanned (entries' and tensors' stats set) */
     int dtype;        /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
-    /* the optimizer family */
+    /* TLADAMF's extension of the report: its config, random counter, tags (tags_offset,
+     * entries) and its readers' verdicts (`readers` below) are filled by its reader only; other
+     * families leave them absent and their JSON omits them (json_body) or says null */
     bool has_config;
     ckpt_config config;
     int counter_state; /* -1 not read yet, 0 absent, 1 present */
@@ -364,6 +412,9 @@ typedef struct ckpt_report {
     /* inspection of a TLADAMF file: per TorchLean reader (index ckpt_reader_id - 1), whether it
      * can read the file at all and, if not, its first diagnostic; NULL otherwise */
     struct ckpt_reader_verdict *readers;
+    /* what only this file's family reads (a safetensors file's header length and metadata),
+     * owned by the family (freed by its impl) */
+    void *family_data;
 } ckpt_report;
 
 void ckpt_report_free(ckpt_report *rep);
@@ -527,6 +578,17 @@ enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
 #define CKPT_PAIR_NOTE                                                                                                 \
     "same slots, same shapes, same ties; the values are not compared: `run` with both steps' state files compares "    \
     "them"
+
+/* Pairing a model-state file that keeps no module order (safetensors: its writer sorts tensors
+ * by dtype and name) by the model's names (format.md 10.4): its tensors are put in the order of
+ * `names` (the model's state-dict keys in order; names the file lacks, such as dropped tied
+ * copies, are skipped; its tensors not named follow in file order), then paired as
+ * ckpt_pair pairs. Without names (NULL), such a file is ordered by shape alone (slot by slot, the
+ * first tensor of its shape not yet taken) and the result's first warning says so. A state file
+ * of a family that keeps its order (TLSF32B) is paired as it is (names then only label slots).
+ * The state file keeps its own order (it is put back after pairing). NULL only when out of memory. */
+ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                                  ckpt_progress_fn progress, void *progress_ctx);
 
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be valid (else result->error
  * is the invalid file's own diagnostic, result->invalid says which). Reads tied tensors and every tensor's

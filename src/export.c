@@ -25,8 +25,9 @@ typedef struct item {
     char *name;      /* the member or tensor name */
     uint64_t offset; /* in the source */
     uint64_t count;  /* elements */
-    unsigned width;  /* bytes per element: ckpt_dtype_width of the file's dtype */
+    unsigned width;  /* bytes per element: ckpt_dtype_width of its dtype */
     size_t slot;     /* its shape is this slot's */
+    int dtype;       /* its ckpt_dtype, kept in the export (BF16 stays BF16) */
 } item;
 
 typedef struct plan {
@@ -53,8 +54,6 @@ static char *name_with(const char *base, const char *suffix)
     memcpy(s + a, suffix, b + 1);
     return s;
 }
-
-static const char *dtype_code(unsigned width) { return width == 8 ? "F64" : "F32"; }
 
 /* The slot's name: the caller's, or slot{i}. */
 static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t cap, const char **out)
@@ -148,7 +147,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
-    bool optimizer = rep->family->optimizer;
+    bool optimizer = ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER);
     size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
     bool *wanted;
     TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));
@@ -182,8 +181,8 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             slot_name(o, i, buf, sizeof buf, &name);
             unsigned w = ckpt_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
-            *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i};
-            *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i};
+            *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i, rep->dtype};
+            *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i, rep->dtype};
             p->len += 2;
             if (!m->name || !v->name) goto oom;
             if (k++) sb_puts(&steps, ",");
@@ -211,8 +210,12 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
-            *t = (item){name_with(name, ""), rep->tensors[i].data_offset, rep->tensors[i].count,
-                        ckpt_dtype_width(rep->dtype), i};
+            *t = (item){name_with(name, ""),
+                        rep->tensors[i].data_offset,
+                        rep->tensors[i].count,
+                        ckpt_dtype_width(rep->tensors[i].dtype),
+                        i,
+                        rep->tensors[i].dtype};
             if (!t->name) goto oom;
             p->data_bytes += t->width * t->count;
         }
@@ -345,7 +348,7 @@ static int write_safetensors(const plan *p, copier *c)
         const item *it = &p->items[k];
         sb_puts(&h, ",");
         j_string(&h, it->name);
-        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":", dtype_code(it->width));
+        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":", ckpt_dtype_safetensors_name(it->dtype));
         j_shape(&h, s, it->slot);
         sb_puts(&h, ",\"data_offsets\":[");
         j_u64(&h, at);
@@ -395,7 +398,7 @@ static int write_npz(const plan *p, copier *c)
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
         c->at = k;
-        if (!ckpt_npy_header(&head, it->width == 8 ? "<f8" : "<f4", p->rep->schema, it->slot, false) || name.failed)
+        if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(it->dtype), p->rep->schema, it->slot, false) || name.failed)
             rc = ckpt_fail_oom(c->err);
         else rc = npz_member(&z, c, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
@@ -425,6 +428,11 @@ int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sin
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     plan p;
     int rc = make_plan(f, o, &p, err);
+    /* .npz holds the dtypes NumPy has: refused before the first byte (bfloat16, float8) */
+    for (size_t k = 0; !rc && o->format == CKPT_EXPORT_NPZ && k < p.len; k++)
+        if (!ckpt_dtype_numpy_name(p.items[k].dtype))
+            rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                           "%s has no NumPy dtype: export the file as safetensors", ckpt_dtype_name(p.items[k].dtype));
     if (rc) {
         plan_free(&p);
         return rc;
@@ -456,10 +464,12 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     uint64_t offset, count;
     unsigned width;
     size_t shape_slot;
+    int dtype = rep->dtype;
     if (what == CKPT_NPY_VALUES) {
         const ckpt_tensor_info *t;
         TRY(ckpt_file_tensor(f, slot, &t, err));
-        offset = t->data_offset, count = t->count, width = ckpt_dtype_width(rep->dtype), shape_slot = (size_t)slot;
+        dtype = t->dtype;
+        offset = t->data_offset, count = t->count, width = ckpt_dtype_width(dtype), shape_slot = (size_t)slot;
     } else if (what == CKPT_NPY_M || what == CKPT_NPY_V) {
         const ckpt_entry_info *e;
         TRY(ckpt_file_entry(f, slot, &e, NULL, err));
@@ -468,8 +478,11 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     } else {
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     }
+    if (!ckpt_dtype_numpy_name(dtype))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "%s has no NumPy dtype: export the file as safetensors", ckpt_dtype_name(dtype));
     strbuf head = {0};
-    if (!ckpt_npy_header(&head, width == 8 ? "<f8" : "<f4", rep->schema, shape_slot, false)) {
+    if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(dtype), rep->schema, shape_slot, false)) {
         sb_free(&head);
         return ckpt_fail_oom(err);
     }
@@ -491,7 +504,7 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         (o->format != CKPT_EXPORT_SAFETENSORS && o->format != CKPT_EXPORT_NPZ))
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     const ckpt_report *rep = ckpt_file_report(f);
-    if (rep->family && !rep->family->optimizer)
+    if (rep->family && !ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER))
         return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                          "computed tensors go beside an optimizer checkpoint's moments");
     plan p;

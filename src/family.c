@@ -8,23 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- the dtypes of stored values ---- */
-
-static const struct {
-    const char *name;
-    unsigned width;
-} dtypes[] = {[CKPT_FLOAT32] = {"float32", 4}, [CKPT_FLOAT64] = {"float64", 8}};
-
-unsigned ckpt_dtype_width(int dtype)
-{
-    return dtype >= 0 && (size_t)dtype < sizeof dtypes / sizeof dtypes[0] ? dtypes[dtype].width : 0;
-}
-
-const char *ckpt_dtype_name(int dtype)
-{
-    return dtype >= 0 && (size_t)dtype < sizeof dtypes / sizeof dtypes[0] ? dtypes[dtype].name : NULL;
-}
-
 /* ---- TLADAMF's items: its moment entries, m and v each ---- */
 
 static size_t adam_item_count(const ckpt_report *rep) { return rep->entries_len; }
@@ -32,7 +15,12 @@ static size_t adam_item_count(const ckpt_report *rep) { return rep->entries_len;
 static ckpt_item adam_item(ckpt_report *rep, size_t k)
 {
     ckpt_entry_info *e = &rep->entries[k];
-    return (ckpt_item){e->id, e->count, {e->m_offset, e->v_offset}, {&e->m, &e->v}, &e->unhealthy};
+    return (ckpt_item){e->id,
+                       e->count,
+                       2,
+                       {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m},
+                        {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v}},
+                       &e->unhealthy};
 }
 
 /* ---- the families ---- */
@@ -40,11 +28,11 @@ static ckpt_item adam_item(ckpt_report *rep, size_t k)
 static const struct ckpt_family_impl adam_impl = {
     .parse = ckpt_adam_parse,
     .payloads = 2,
-    .payload_suffix = {".exp_avg", ".exp_avg_sq"},
     .item_count = adam_item_count,
     .item = adam_item,
     .unhealthy = ckpt_entry_unhealthy,
     .json_body = ckpt_report_json_adam,
+    .judge = ckpt_readers_judge,
     .holds = "optimizer state",
     .hint_not = "a model-state file",
 };
@@ -64,13 +52,13 @@ static const struct ckpt_family_impl tlpf32b_impl = {
 };
 
 static const ckpt_family tladamf = {
-    CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, true,
+    CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, CKPT_ROLE_OPTIMIZER,
     CKPT_DTYPE_ANY,      &adam_impl};
 static const ckpt_family tlsf32b = {
-    CKPT_FAMILY_TLSF32B, "TLSF32B",    "TorchLean float32 state checkpoint", "StateIO", 1, 1, false,
+    CKPT_FAMILY_TLSF32B, "TLSF32B",    "TorchLean float32 state checkpoint", "StateIO", 1, 1, CKPT_ROLE_MODEL,
     CKPT_FLOAT32,        &tlsf32b_impl};
 static const ckpt_family tlpf32b = {
-    CKPT_FAMILY_TLPF32B, "TLPF32B",    "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, false,
+    CKPT_FAMILY_TLPF32B, "TLPF32B",    "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, CKPT_ROLE_MODEL,
     CKPT_FLOAT32,        &tlpf32b_impl};
 
 /* Extra families: a build adds a family without editing this file. Each is a descriptor with
@@ -87,7 +75,8 @@ CKPT_EXTRA_FAMILIES
 #define CKPT_EXTRA_FAMILIES
 #endif
 
-static const ckpt_family *const families[] = {&tladamf, &tlsf32b, &tlpf32b, CKPT_EXTRA_FAMILIES};
+static const ckpt_family *const families[] = {&tladamf, &tlsf32b, &tlpf32b, &ckpt_family_safetensors,
+                                              CKPT_EXTRA_FAMILIES};
 #define FAMILY_COUNT (sizeof families / sizeof families[0])
 
 size_t ckpt_family_count(void) { return FAMILY_COUNT; }
@@ -101,33 +90,56 @@ const ckpt_family *ckpt_family_get(int id)
     return NULL;
 }
 
+bool ckpt_probe_magic(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
+{
+    (void)size;
+    return n >= CKPT_MAGIC_LEN && memcmp(head, f->magic, CKPT_MAGIC_LEN) == 0;
+}
+
+/* A family's probe: its own, or the magic comparison (fixed magics are data). */
+static bool probe(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
+{
+    return (f->impl->probe ? f->impl->probe : ckpt_probe_magic)(f, head, n, size);
+}
+
 const ckpt_family *ckpt_family_of_magic(const uint8_t magic[7])
 {
     for (size_t k = 0; k < FAMILY_COUNT; k++)
-        if (memcmp(magic, families[k]->magic, CKPT_MAGIC_LEN) == 0) return families[k];
+        if (!families[k]->impl->probe && ckpt_probe_magic(families[k], magic, CKPT_MAGIC_LEN, CKPT_NONE))
+            return families[k];
     return NULL;
 }
 
+/* The family whose probe recognises the head, in table order (fixed magics first). */
+static const ckpt_family *family_of_head(const uint8_t *head, size_t n, uint64_t size)
+{
+    for (size_t k = 0; k < FAMILY_COUNT; k++)
+        if (probe(families[k], head, n, size)) return families[k];
+    return NULL;
+}
+
+bool ckpt_family_has_role(const ckpt_family *f, unsigned role) { return f && (f->role & role) != 0; }
+
 /* "TLSF32B or TLPF32B": the magics of the families of one role, from the table. */
-static void role_magics(strbuf *sb, bool optimizer)
+static void role_magics(strbuf *sb, unsigned role)
 {
     size_t n = 0, k = 0;
-    for (size_t j = 0; j < FAMILY_COUNT; j++) n += families[j]->optimizer == optimizer;
+    for (size_t j = 0; j < FAMILY_COUNT; j++) n += ckpt_family_has_role(families[j], role);
     for (size_t j = 0; j < FAMILY_COUNT; j++) {
-        if (families[j]->optimizer != optimizer) continue;
+        if (!ckpt_family_has_role(families[j], role)) continue;
         if (k) sb_puts(sb, k + 1 == n ? " or " : ", ");
         sb_puts(sb, families[j]->magic);
         k++;
     }
 }
 
-int ckpt_require_role(const ckpt_report *rep, bool want_optimizer, ckpt_error *err)
+int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err)
 {
-    if (rep->family && rep->family->optimizer == want_optimizer) return 0;
+    if (ckpt_family_has_role(rep->family, role)) return 0;
     strbuf sb = {0};
-    role_magics(&sb, want_optimizer);
+    role_magics(&sb, role);
     if (sb.failed) ckpt_fail_oom(err);
-    else if (want_optimizer)
+    else if (role == CKPT_ROLE_OPTIMIZER)
         ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "the first file is not an optimizer checkpoint (%s)",
                   sb.data);
     else
@@ -144,7 +156,7 @@ static const ckpt_family *presumed_family(const uint8_t *head, size_t n, int wan
 {
     if (wanted != CKPT_FAMILY_ANY) return ckpt_family_get(wanted);
     for (size_t k = 0; n > 0 && k < FAMILY_COUNT; k++)
-        if (memcmp(head, families[k]->magic, n) == 0) return families[k];
+        if (!families[k]->impl->probe && memcmp(head, families[k]->magic, n) == 0) return families[k];
     return families[0];
 }
 
@@ -173,7 +185,12 @@ static void read_magic(ckpt_parse *p, int wanted)
         ckpt_hint_foreign(r, err);
         return;
     }
-    const ckpt_family *f = ckpt_family_of_magic(magic);
+    /* the reader's first refill holds the head (the magic was read from it) */
+    const uint8_t *head = magic;
+    size_t n = ckpt_reader_head(r, &head);
+    if (n < CKPT_MAGIC_LEN) head = magic, n = CKPT_MAGIC_LEN;
+    if (n > CKPT_PROBE_HEAD) n = CKPT_PROBE_HEAD;
+    const ckpt_family *f = family_of_head(head, n, r->src->size);
     const ckpt_family *expected = wanted == CKPT_FAMILY_ANY ? f : ckpt_family_get(wanted);
     if (!f || f != expected) {
         ckpt_fail(err, (expected ? expected : families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
@@ -187,13 +204,13 @@ static void read_magic(ckpt_parse *p, int wanted)
     f->impl->parse(p);
 }
 
-ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt)
+ckpt_report *ckpt_parse_file(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt)
 {
-    return ckpt_run_reader(src, exp, opt, exp ? exp->reader : CKPT_READER_DEFAULT);
+    return ckpt_parse_file_reader(src, exp, opt, exp ? exp->reader : CKPT_READER_DEFAULT);
 }
 
-ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
-                             int reader)
+ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                                    int reader)
 {
     ckpt_report *rep = calloc(1, sizeof *rep);
     if (!rep) return NULL;
@@ -232,12 +249,17 @@ ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, c
     }
     read_magic(&p, wanted);
     if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
-    if (!exp && reader == CKPT_READER_DEFAULT) ckpt_readers_judge(src, rep); /* format.md 8 */
+    /* format.md 8: TLADAMF's readers, its extension of the report */
+    if (!exp && reader == CKPT_READER_DEFAULT && rep->family && rep->family->impl->judge)
+        rep->family->impl->judge(src, rep);
     ckpt_reader_free(p.r);
     return rep;
 }
 
-ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *opt) { return ckpt_run(src, NULL, opt); }
+ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *opt)
+{
+    return ckpt_parse_file(src, NULL, opt);
+}
 
 ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp)
 {
@@ -248,5 +270,5 @@ ckpt_report *ckpt_load(const ckpt_source *src, const ckpt_expected *exp)
         ckpt_fail(&rep->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a destination needs a parameter schema");
         return rep;
     }
-    return ckpt_run(src, exp, NULL);
+    return ckpt_parse_file(src, exp, NULL);
 }

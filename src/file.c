@@ -2,6 +2,7 @@
  * what holds its data (a tied slot's optimizer history is its representative's entry). */
 #include "internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 struct ckpt_file {
@@ -16,7 +17,7 @@ ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
     ckpt_file *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->src = *src;
-    if (!(f->rep = ckpt_run(&f->src, NULL, opt))) {
+    if (!(f->rep = ckpt_parse_file(&f->src, NULL, opt))) {
         free(f);
         return NULL;
     }
@@ -72,7 +73,7 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     const ckpt_report *rep = f->rep;
     *entry = NULL;
     if (owner) *owner = CKPT_NONE;
-    if (!rep->family || !rep->family->optimizer) return wrong_family(rep, err, "optimizer state");
+    if (!ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) return wrong_family(rep, err, "optimizer state");
     unsigned long long us = slot;
     if (!rep->schema_complete)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
@@ -142,7 +143,7 @@ int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **te
 {
     const ckpt_report *rep = f->rep;
     *tensor = NULL;
-    if (!rep->family || rep->family->optimizer) return wrong_family(rep, err, "model tensors");
+    if (!ckpt_family_has_role(rep->family, CKPT_ROLE_MODEL)) return wrong_family(rep, err, "model tensors");
     unsigned long long ui = i;
     if (rep->schema_complete && i >= rep->tensors_len)
         return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0, "no tensor %llu: the file has %zu tensor%s", ui,
@@ -201,17 +202,21 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     if (k >= items)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no item %zu: the file has %zu", k, items);
     ckpt_item it = ckpt_report_item(rep, k);
-    const unsigned payloads = rep->family->impl->payloads, width = ckpt_dtype_width(rep->dtype);
+    const unsigned payloads = it.payloads < 2 ? (unsigned)it.payloads : 2;
     ckpt_stats **out[2] = {a, b};
-    if (*it.stats[0]) return copies((ckpt_stats *const *[2]){it.stats[0], it.stats[1]}, payloads, out, err);
+    if (*it.payload[0].stats)
+        return copies((ckpt_stats *const *[2]){it.payload[0].stats, it.payload[1].stats}, payloads, out, err);
+    if (!ckpt_dtype_has_stats(it.payload[0].dtype))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s values have no statistics",
+                         ckpt_dtype_name(it.payload[0].dtype));
     ckpt_reader *r = ckpt_reader_with_prefix(&f->src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
     /* progress over the item's payloads together (they follow each other in the file) */
-    ckpt_scan scan = {progress, progress_ctx, it.offset[0], (uint64_t)payloads * width * it.count, 0};
+    ckpt_scan scan = {progress, progress_ctx, it.payload[0].offset, ckpt_file_item_bytes(f, k), 0};
     int rc = 0;
     for (unsigned q = 0; q < payloads && !rc; q++) {
-        r->pos = it.offset[q];
-        rc = ckpt_scan_payload(r, &scan, it.count, width, out[q], err);
+        r->pos = it.payload[q].offset;
+        rc = ckpt_scan_payload_dtype(r, &scan, it.payload[q].count, it.payload[q].dtype, out[q], err);
     }
     ckpt_reader_free(r);
     if (rc) {
@@ -228,7 +233,9 @@ uint64_t ckpt_file_item_bytes(const ckpt_file *f, size_t k)
     if (!rep->family || k >= ckpt_report_item_count(rep)) return CKPT_NONE;
     ckpt_item it = ckpt_report_item(rep, k);
     /* a read item's payloads are in the file: their size fits 64 bits */
-    return (uint64_t)rep->family->impl->payloads * ckpt_dtype_width(rep->dtype) * it.count;
+    uint64_t bytes = 0;
+    for (size_t q = 0; q < it.payloads; q++) bytes += ckpt_dtype_width(it.payload[q].dtype) * it.payload[q].count;
+    return bytes;
 }
 
 int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b, ckpt_error *err)
@@ -246,10 +253,10 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
     }
     ckpt_item it = ckpt_report_item(rep, k);
     ckpt_stats *given[2] = {a, b};
-    if (!*it.stats[0]) f->attached++;
+    if (!*it.payload[0].stats) f->attached++;
     for (unsigned q = 0; q < payloads; q++) {
-        ckpt_stats_free(*it.stats[q]);
-        *it.stats[q] = given[q];
+        ckpt_stats_free(*it.payload[q].stats);
+        *it.payload[q].stats = given[q];
     }
     *it.unhealthy = rep->family->impl->unhealthy(a, b);
     if (f->attached == items && !rep->statistics) {
@@ -257,4 +264,147 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
         ckpt_report_warn_payloads(rep);
     }
     return 0;
+}
+
+/* ---- a state file that keeps no module order, ordered for pairing (format.md 10.4) ---- */
+
+static int by_name(const void *a, const void *b)
+{
+    const ckpt_tensor_info *x = *(ckpt_tensor_info *const *)a, *y = *(ckpt_tensor_info *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+/* The state file's tensors (and its schema's slots) in the order `order` gives: order[k] is the
+ * tensor that becomes tensor k (each once, all of them). */
+static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
+{
+    ckpt_report *rep = f->rep;
+    size_t n = rep->tensors_len;
+    ckpt_tensor_info *t = malloc((n ? n : 1) * sizeof *t);
+    ckpt_schema *s = ckpt_schema_empty();
+    bool ok = t && s;
+    for (size_t k = 0; ok && k < n; k++) {
+        t[k] = rep->tensors[order[k]];
+        ok = ckpt_schema_push_slot(s);
+        const uint64_t *dims = ckpt_schema_dims(rep->schema, order[k]);
+        for (uint64_t d = 0; ok && d < ckpt_schema_rank(rep->schema, order[k]); d++)
+            ok = ckpt_schema_push_dim(s, dims[d]);
+    }
+    if (!ok) {
+        free(t);
+        ckpt_schema_free(s);
+        return ckpt_fail_oom(err);
+    }
+    free(rep->tensors);
+    rep->tensors = t;
+    rep->tensors_cap = n;
+    ckpt_schema_free(rep->schema);
+    rep->schema = s;
+    size_t *map = ckpt_item_of_slot(rep);
+    if (!map) return ckpt_fail_oom(err);
+    free(f->item_of_slot);
+    f->item_of_slot = map;
+    return 0;
+}
+
+/* order: by names (each found once; the rest after, in file order), or by the optimizer's
+ * shapes (slot by slot, the first tensor of its shape not yet taken; the rest after). */
+static int order_tensors(ckpt_file *state, const ckpt_report *ro, const char *const *names, size_t name_count,
+                         size_t **out, ckpt_error *err)
+{
+    ckpt_report *rs = state->rep;
+    size_t n = rs->tensors_len, k = 0;
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    uint8_t *taken = calloc(n ? n : 1, 1);
+    ckpt_tensor_info **sorted = names ? malloc((n ? n : 1) * sizeof *sorted) : NULL;
+    int rc = 0;
+    if (!order || !taken || (names && !sorted)) rc = ckpt_fail_oom(err);
+    if (!rc && names) {
+        for (size_t j = 0; j < n; j++) sorted[j] = &rs->tensors[j];
+        qsort(sorted, n, sizeof *sorted, by_name);
+        for (size_t j = 0; j < name_count; j++) {
+            ckpt_tensor_info key = {0}, *kp = &key;
+            key.name = (char *)names[j];
+            ckpt_tensor_info **hit = n ? bsearch(&kp, sorted, n, sizeof *sorted, by_name) : NULL;
+            if (!hit) continue; /* a name the file lacks (a dropped tied copy): skipped */
+            size_t at = (size_t)(*hit - rs->tensors);
+            if (taken[at]) continue;
+            taken[at] = 1;
+            order[k++] = at;
+        }
+    } else if (!rc && ro && ro->schema) {
+        for (size_t i = 0; i < ckpt_schema_count(ro->schema); i++)
+            for (size_t j = 0; j < n; j++)
+                if (!taken[j] && ckpt_schema_same_shape(ro->schema, i, rs->schema, j)) {
+                    taken[j] = 1;
+                    order[k++] = j;
+                    break;
+                }
+    }
+    for (size_t j = 0; !rc && j < n; j++)
+        if (!taken[j]) order[k++] = j;
+    if (!rc) rc = reorder(state, order, err);
+    if (rc) free(order);
+    else *out = order;
+    free(taken);
+    free(sorted);
+    return rc;
+}
+
+/* Back to the file's order: order[k] became tensor k. */
+static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
+{
+    size_t n = state->rep->tensors_len;
+    size_t *inverse = malloc((n ? n : 1) * sizeof *inverse);
+    if (!inverse) return ckpt_fail_oom(err);
+    for (size_t k = 0; k < n; k++) inverse[order[k]] = k;
+    int rc = reorder(state, inverse, err);
+    free(inverse);
+    return rc;
+}
+
+ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                                  ckpt_progress_fn progress, void *progress_ctx)
+{
+    const ckpt_report *rs = state ? state->rep : NULL;
+    const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
+    bool named = names && rs && rs->tensors_len && rs->tensors[0].name;
+    bool unordered = impl && impl->unordered && rs->schema_complete && rs->tensors_len == ckpt_schema_count(rs->schema);
+    size_t *order = NULL;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    if (unordered && opt && ckpt_family_has_role(opt->rep->family, CKPT_ROLE_OPTIMIZER) && opt->rep->schema_complete) {
+        if (order_tensors(state, opt->rep, named ? names : NULL, name_count, &order, &err)) {
+            ckpt_pair_result *r = calloc(1, sizeof *r);
+            if (r) ckpt_error_move(&r->error, &err);
+            ckpt_error_clear(&err);
+            return r;
+        }
+    } else {
+        unordered = false;
+    }
+    ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+    if (order) {
+        if (restore(state, order, &err)) {
+            ckpt_error_clear(&err);
+            ckpt_pair_result_free(r);
+            r = NULL;
+        }
+        free(order);
+    }
+    if (!r || !unordered || named) return r;
+    /* ordered by shape alone: the warning first */
+    size_t len = strlen(rs->family->prefix) + 2 + strlen(impl->unordered) + 1;
+    char *w = malloc(len), **list = realloc(r->warnings, (r->warnings_len + 1) * sizeof *list);
+    if (list) r->warnings = list;
+    if (!w || !list) {
+        free(w);
+        ckpt_pair_result_free(r);
+        return NULL;
+    }
+    snprintf(w, len, "%s: %s", rs->family->prefix, impl->unordered);
+    memmove(list + 1, list, r->warnings_len * sizeof *list);
+    list[0] = w;
+    r->warnings_len++;
+    return r;
 }

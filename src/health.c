@@ -604,11 +604,17 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
 static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *err)
 {
     /* a file cut before its magic has no family: it is invalid, not of the wrong role (as pairing) */
-    if ((ro->family && ckpt_require_role(ro, true, err)) || (rs && rs->family && ckpt_require_role(rs, false, err)))
+    if ((ro->family && ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err)) ||
+        (rs && rs->family && ckpt_require_role(rs, CKPT_ROLE_MODEL, err)))
         return -1;
     if (ro->error.code || (rs && rs->error.code)) /* every entry and tensor must be there: health reads them all */
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot compute health: the %s is invalid",
                          ro->error.code ? "optimizer checkpoint" : "state file");
+    /* the parameters' kernels read float32 and float64 (another dtype's state is not used) */
+    if (rs && !ckpt_dtype_in_layouts(rs->dtype))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "cannot compute health: the state file's tensors are %s, not float32 or float64",
+                         ckpt_dtype_name(rs->dtype) ? ckpt_dtype_name(rs->dtype) : "of several dtypes");
     return 0;
 }
 

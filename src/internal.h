@@ -12,6 +12,8 @@
 #endif
 
 #define CKPT_MAGIC_LEN 7
+/* The bytes the front door hands each family's probe (at most). */
+#define CKPT_PROBE_HEAD 64
 /* The TLADAMF prefix, for the writer and the schema functions, which only that family has: its
  * descriptor's (family.c). */
 #define CKPT_ADAM_PREFIX (ckpt_family_get(CKPT_FAMILY_TLADAMF)->prefix)
@@ -254,6 +256,8 @@ typedef struct ckpt_stats_acc {
 void ckpt_stats_begin(ckpt_stats_acc *a);
 void ckpt_stats_f32(ckpt_stats_acc *a, const float *x, size_t n);
 void ckpt_stats_f64(ckpt_stats_acc *a, const double *x, size_t n);
+/* n elements of any dtype with statistics (ckpt_dtype_has_stats), as stored. */
+void ckpt_stats_dtype(ckpt_stats_acc *a, int dtype, const void *x, size_t n);
 ckpt_stats *ckpt_stats_finish(const ckpt_stats_acc *a); /* NULL when out of memory */
 
 /* ---- scan.c: payloads read for statistics, with progress relative to the scan ---- */
@@ -267,6 +271,9 @@ typedef struct ckpt_scan {
  * reader moves past it). *out is NULL on error. */
 int ckpt_scan_payload(ckpt_reader *r, ckpt_scan *scan, uint64_t count, unsigned width, ckpt_stats **out,
                       ckpt_error *err);
+/* The same for count elements of any dtype with statistics. */
+int ckpt_scan_payload_dtype(ckpt_reader *r, ckpt_scan *scan, uint64_t count, int dtype, ckpt_stats **out,
+                            ckpt_error *err);
 
 /* ---- family.c: descriptors and the front door ---- */
 /* One parse run, as the family readers see it. */
@@ -280,14 +287,23 @@ typedef struct ckpt_parse {
     ckpt_error *err;
     const ckpt_reader_rule *rule; /* the TorchLean reader whose checks apply (never NULL for TLADAMF) */
 } ckpt_parse;
+/* One typed payload of an item: exp_avg, exp_avg_sq, max_exp_avg_sq, or a tensor's values. */
+#define CKPT_MAX_PAYLOADS 3
+typedef struct ckpt_payload {
+    const char *name;       /* "exp_avg", "exp_avg_sq", "max_exp_avg_sq"; "" for a tensor's values */
+    int dtype;              /* its ckpt_dtype (the dtype table gives its width) */
+    uint64_t offset, count; /* where its elements start, how many */
+    const int64_t *strides; /* per dim of the slot's shape, in elements; NULL: contiguous, outermost first */
+    ckpt_stats **stats;     /* where its statistics are kept (NULL until computed) */
+} ckpt_payload;
 /* An item: one unit of a file's payloads (TLADAMF: a moment entry, its m and v; the state
- * families: a tensor, its values), as file.c, pair.c and report.c see it whatever the family. */
+ * families: a tensor, its values), as file.c sees it whatever the family. */
 typedef struct ckpt_item {
-    uint64_t slot;         /* the slot whose shape its payloads have */
-    uint64_t count;        /* elements per payload */
-    uint64_t offset[2];    /* where each payload starts */
-    ckpt_stats **stats[2]; /* where each payload's statistics are kept (NULL until computed) */
-    uint64_t *unhealthy;   /* the record's count of unhealthy elements */
+    uint64_t slot;   /* the slot whose shape its payloads have */
+    uint64_t count;  /* elements per payload */
+    size_t payloads; /* payload[0 .. payloads) */
+    ckpt_payload payload[CKPT_MAX_PAYLOADS];
+    uint64_t *unhealthy; /* the record's count of unhealthy elements */
 } ckpt_item;
 
 typedef struct ckpt_jw ckpt_jw; /* report.c's JSON writer */
@@ -295,15 +311,27 @@ typedef struct ckpt_jw ckpt_jw; /* report.c's JSON writer */
 /* Everything that makes a family read the way it does, beside its public descriptor. A family
  * is a descriptor with one of these (family.c, or a module of a build's extra families). */
 struct ckpt_family_impl {
-    int (*parse)(ckpt_parse *p); /* called once the magic has matched (the reader is past it) */
-    /* the items */
-    unsigned payloads;             /* per item: 2 (m, v) or 1 (values) */
-    const char *payload_suffix[2]; /* an exported payload's name after the slot's: ".exp_avg", "" */
+    /* Is this a file of family f? head: its first n bytes (n <= CKPT_PROBE_HEAD, fewer when the
+     * file is shorter), size: its size or CKPT_NONE. NULL: the descriptor's fixed 7-byte magic
+     * (ckpt_probe_magic). */
+    bool (*probe)(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size);
+    int (*parse)(ckpt_parse *p); /* called once the probe said yes (the reader is past the first 7 bytes) */
+    /* the items: each a list of typed payloads */
+    unsigned payloads; /* per item, at most: 2 (m, v) or 1 (values) */
     size_t (*item_count)(const ckpt_report *rep);
     ckpt_item (*item)(ckpt_report *rep, size_t k);
+    /* slot i's optimizer configuration (optimizer families; NULL: the report's one config) */
+    const ckpt_config *(*config_of_slot)(const ckpt_report *rep, uint64_t slot);
     uint64_t (*unhealthy)(const ckpt_stats *a, const ckpt_stats *b);
     /* the report JSON's family-specific members (report.c) */
     void (*json_body)(ckpt_jw *w, const ckpt_report *rep, bool bulk);
+    void (*free_data)(void *family_data); /* frees the report's family_data; NULL: it has none */
+    /* after an inspection by the default reader: the family's own verdicts (TLADAMF: every
+     * TorchLean reader's, format.md 8); NULL: none */
+    void (*judge)(const ckpt_source *src, ckpt_report *rep);
+    /* a family whose files keep no module order (pairing then orders them, file.c): the warning
+     * of a pair ordered by shape alone, after the prefix; NULL: its files keep the model's order */
+    const char *unordered;
     /* texts */
     const char *holds;          /* "optimizer state", "model tensors" */
     const char *hint_not;       /* a hint's "this is a ..., not {hint_not}" */
@@ -313,6 +341,8 @@ struct ckpt_family_impl {
     /* the header: where its item count field is, when at a fixed offset (else 0; hints.c) */
     uint64_t count_at;
 };
+/* The default probe: head begins with the descriptor's magic. */
+bool ckpt_probe_magic(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size);
 /* The state families' reader and item accessors (state.c), for the descriptors of family.c and
  * of extra families of the same layout. */
 size_t ckpt_state_item_count(const ckpt_report *rep);
@@ -321,25 +351,34 @@ uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b);
 /* An impl's members for a family of the state layout (magic, version, tensor count, tensors of
  * the descriptor's element dtype); the family adds its texts (count_mismatch, trailing, pretty). */
 #define CKPT_STATE_IMPL                                                                                                \
-    .parse = ckpt_state_parse, .payloads = 1, .payload_suffix = {"", ""}, .item_count = ckpt_state_item_count,         \
-    .item = ckpt_state_item, .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state,                   \
-    .holds = "model tensors", .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
+    .parse = ckpt_state_parse, .payloads = 1, .item_count = ckpt_state_item_count, .item = ckpt_state_item,            \
+    .unhealthy = ckpt_state_unhealthy, .json_body = ckpt_report_json_state, .holds = "model tensors",                  \
+    .hint_not = "optimizer state", .count_at = CKPT_MAGIC_LEN + 8
 /* The report JSON's family-specific members (report.c) */
 void ckpt_report_json_adam(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 void ckpt_report_json_state(ckpt_jw *w, const ckpt_report *rep, bool bulk);
+/* The writer's text, for a family's json_body that adds members of its own. */
+strbuf *ckpt_jw_text(ckpt_jw *w);
 /* A family's item k of a report (k < its item count) */
 static inline ckpt_item ckpt_report_item(const ckpt_report *rep, size_t k)
 {
     return rep->family->impl->item((ckpt_report *)rep, k);
+}
+/* Slot i's optimizer configuration (NULL: a file without one), whatever the family keeps. */
+static inline const ckpt_config *ckpt_config_of_slot(const ckpt_report *rep, uint64_t slot)
+{
+    if (!rep->family || !ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) return NULL;
+    if (rep->family->impl->config_of_slot) return rep->family->impl->config_of_slot(rep, slot);
+    return rep->has_config ? &rep->config : NULL;
 }
 static inline size_t ckpt_report_item_count(const ckpt_report *rep)
 {
     return rep->family ? rep->family->impl->item_count(rep) : 0;
 }
 /* The role checks of pairing and health: the first file holds optimizer state
- * (want_optimizer), the second model tensors; else CKPT_E_WRONG_FAMILY. One place for those
- * texts; the families they name come from the table. */
-int ckpt_require_role(const ckpt_report *rep, bool want_optimizer, ckpt_error *err);
+ * (CKPT_ROLE_OPTIMIZER), the second model tensors (CKPT_ROLE_MODEL); else CKPT_E_WRONG_FAMILY.
+ * One place for those texts; the families they name come from the table. */
+int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err);
 /* n bytes at offset of a source already parsed, all of them: a short read means the file changed
  * (CKPT_E_IO "could not read {what} at byte {n}"). */
 int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);
@@ -352,6 +391,7 @@ size_t *ckpt_item_of_slot(const ckpt_report *rep);
 int ckpt_adam_parse(ckpt_parse *p);                                               /* adam_header.c */
 int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype); /* adam_entries.c */
 int ckpt_state_parse(ckpt_parse *p);                                              /* state.c */
+extern const ckpt_family ckpt_family_safetensors;                                 /* safetensors.c */
 /* One entry's or tensor's payloads, read again through the source of a parsed report. */
 int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,
                            ckpt_error *err);
@@ -363,11 +403,11 @@ int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const
 int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
                             ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err);
 /* The front door of ckpt_inspect/ckpt_load/ckpt_open: a fresh report. */
-ckpt_report *ckpt_run(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
+ckpt_report *ckpt_parse_file(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
 /* The same with a TorchLean reader's checks (format.md 8); an inspection by the default reader
  * also gives every reader's verdict. */
-ckpt_report *ckpt_run_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
-                             int reader);
+ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                                    int reader);
 
 /* ---- hints.c: what a file that is not the expected family looks like ---- */
 void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err);

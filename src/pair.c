@@ -119,14 +119,14 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     ckpt_error *err = &res->error;
     /* files of known families in the wrong roles (swapped) first; then an invalid file (a
      * truncated one included): it never pairs, its own diagnostic is the answer */
-    if (ro->family) TRY(ckpt_require_role(ro, true, err));
-    if (rs->family) TRY(ckpt_require_role(rs, false, err));
+    if (ro->family) TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
+    if (rs->family) TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
     if (ro->error.code || rs->error.code) {
         res->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
         return copy_error(err, ro->error.code ? &ro->error : &rs->error);
     }
-    TRY(ckpt_require_role(ro, true, err));
-    TRY(ckpt_require_role(rs, false, err));
+    TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
+    TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
     const ckpt_schema *so = ro->schema, *ss = rs->schema;
     size_t n = ckpt_schema_count(so), c = ckpt_schema_count(ss), both = n < c ? n : c;
     const unsigned width = ckpt_dtype_width(rs->dtype);
@@ -168,7 +168,9 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     if (!rc && !buf) rc = ckpt_fail_oom(err);
     for (size_t i = 0; i < both && !rc; i++) {
         uint64_t r = ckpt_schema_representative(so, i), k;
-        if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r]) continue;
+        if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r] ||
+            !ckpt_dtype_in_layouts(rs->dtype)) /* the tie check reads float32 or float64 values */
+            continue;
         nonfinite tie;
         if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie,
                                    err)))

@@ -142,7 +142,7 @@ void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
     ckpt_report *lenient = NULL;
     const ckpt_error *rest = &rep->error;
     if (rep->error.code == CKPT_E_INVALID_EPSILON && rep->version <= 4) {
-        lenient = ckpt_run_reader(src, NULL, NULL, CKPT_READER_V2_V4); /* E64, versions 2 to 4 */
+        lenient = ckpt_parse_file_reader(src, NULL, NULL, CKPT_READER_V2_V4); /* E64, versions 2 to 4 */
         if (lenient) rest = &lenient->error;
     }
     uint64_t kind_at = rep->version == 5 ? 23 : 15;

@@ -16,11 +16,15 @@ void ckpt_report_free(ckpt_report *rep)
         ckpt_stats_free(rep->entries[k].v);
     }
     free(rep->entries);
-    for (size_t k = 0; k < rep->tensors_len; k++) ckpt_stats_free(rep->tensors[k].values);
+    for (size_t k = 0; k < rep->tensors_len; k++) {
+        ckpt_stats_free(rep->tensors[k].values);
+        free(rep->tensors[k].name);
+    }
     free(rep->tensors);
     for (size_t k = 0; k < rep->warnings_len; k++) free(rep->warnings[k]);
     free(rep->warnings);
     ckpt_error_clear(&rep->error);
+    if (rep->family_data && rep->family && rep->family->impl->free_data) rep->family->impl->free_data(rep->family_data);
     free(rep);
 }
 
@@ -118,7 +122,10 @@ void ckpt_drop_layout_if_oom(ckpt_report *rep)
     if (rep->error.code != CKPT_E_NO_MEMORY || !rep->schema) return;
     ckpt_schema_free(rep->schema);
     rep->schema = NULL;
-    for (size_t k = 0; k < rep->tensors_len; k++) ckpt_stats_free(rep->tensors[k].values);
+    for (size_t k = 0; k < rep->tensors_len; k++) {
+        ckpt_stats_free(rep->tensors[k].values);
+        free(rep->tensors[k].name);
+    }
     free(rep->tensors);
     rep->tensors = NULL;
     rep->tensors_len = rep->tensors_cap = 0;
@@ -133,6 +140,8 @@ typedef struct ckpt_jw {
     ckpt_error *err;
     int rc;
 } jw;
+
+strbuf *ckpt_jw_text(ckpt_jw *w) { return &w->sb; }
 
 #define JW_CHUNK (1024 * 1024) /* a sink call per megabyte: each is a call into JS in wasm */
 
@@ -318,9 +327,25 @@ void ckpt_report_json_state(jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"offsets\":{");
     j_offset_field(sb, "tensors", rep->schema_offset, true);
     sb_puts(sb, "},\"tensors\":[");
-    for (size_t k = 0; bulk && k < rep->tensors_len; k++) {
+    /* a family that stores a name and a dtype per tensor (safetensors) lists them even without
+     * the bulk arrays: the columns hold neither */
+    const bool names = rep->tensors_len && rep->tensors[0].name;
+    for (size_t k = 0; (bulk || names) && k < rep->tensors_len; k++) {
         const ckpt_tensor_info *t = &rep->tensors[k];
-        sb_puts(sb, k ? ",{\"shape\":" : "{\"shape\":");
+        sb_puts(sb, k ? ",{" : "{");
+        if (names) {
+            sb_puts(sb, "\"name\":");
+            j_string(sb, t->name ? t->name : "");
+            sb_puts(sb, ",\"dtype\":");
+            if (ckpt_dtype_name(t->dtype)) j_string(sb, ckpt_dtype_name(t->dtype));
+            else sb_puts(sb, "null");
+            if (!bulk) {
+                sb_putc(sb, '}');
+                continue;
+            }
+            sb_putc(sb, ',');
+        }
+        sb_puts(sb, "\"shape\":");
         j_shape(sb, rep->schema, k);
         sb_puts(sb, ",\"count\":");
         j_u64(sb, t->count);
@@ -349,7 +374,7 @@ static void j_report(jw *w, const ckpt_report *rep, bool bulk)
         j_string(sb, f->magic);
         sb_puts(sb, ",\"name\":");
         j_string(sb, f->name);
-        sb_printf(sb, ",\"kind\":\"%s\"", f->optimizer ? "optimizer" : "state");
+        sb_printf(sb, ",\"kind\":\"%s\"", f->role & CKPT_ROLE_OPTIMIZER ? "optimizer" : "state");
     } else {
         sb_puts(sb, "null,\"name\":null,\"kind\":null");
     }

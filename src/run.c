@@ -791,7 +791,7 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
         rf->file = opt[f];
         rf->src = ckpt_file_source(opt[f]);
         ckpt_error_clear(&rf->state_error);
-        if (!rep->family || !rep->family->optimizer) continue;
+        if (!ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) continue;
         rf->rep = rep;
         rf->readable = rep->error.code == 0;
         if (!rf->readable) continue;

@@ -15,7 +15,7 @@ size_t ckpt_state_item_count(const ckpt_report *rep) { return rep->tensors_len; 
 ckpt_item ckpt_state_item(ckpt_report *rep, size_t k)
 {
     ckpt_tensor_info *t = &rep->tensors[k];
-    return (ckpt_item){k, t->count, {t->data_offset, CKPT_NONE}, {&t->values, NULL}, &t->unhealthy};
+    return (ckpt_item){k, t->count, 1, {{"", t->dtype, t->data_offset, t->count, NULL, &t->values}}, &t->unhealthy};
 }
 
 uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
@@ -42,6 +42,7 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
     const char *P = p->family->prefix;
     const unsigned width = ckpt_dtype_width(p->family->element_dtype);
     ckpt_tensor_info info = {0};
+    info.dtype = p->family->element_dtype;
     uint64_t rank, v;
     info.offset = r->pos;
     TRY(ckpt_read_u64(r, &rank, err));
@@ -159,7 +160,7 @@ int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const
                            ckpt_error *err)
 {
     uint64_t bytes;
-    if (ckpt_mul_overflows(t->count, ckpt_dtype_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
+    if (ckpt_mul_overflows(t->count, ckpt_dtype_width(t->dtype), &bytes) || bytes > SIZE_MAX / 2)
         return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0,
                          "the tensor is too large to copy into memory at once");
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
@@ -175,10 +176,15 @@ int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, cons
 {
     ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
     if (!r) return ckpt_fail_oom(err);
-    const unsigned width = ckpt_dtype_width(rep->dtype);
+    const unsigned width = ckpt_dtype_width(t->dtype);
+    if (!ckpt_dtype_has_stats(t->dtype)) {
+        ckpt_reader_free(r);
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s values have no statistics",
+                         ckpt_dtype_name(t->dtype));
+    }
     ckpt_scan scan = {progress, progress_ctx, t->data_offset, width * t->count, 0};
     r->pos = t->data_offset;
-    int rc = ckpt_scan_payload(r, &scan, t->count, width, values, err);
+    int rc = ckpt_scan_payload_dtype(r, &scan, t->count, t->dtype, values, err);
     ckpt_reader_free(r);
     return rc;
 }

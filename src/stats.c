@@ -548,3 +548,25 @@ void ckpt_stats_free(ckpt_stats *s)
     free(s->hist);
     free(s);
 }
+
+/* Any other dtype of the table: widened to double exactly (dtype.c), then the float64 kernel. */
+void ckpt_stats_dtype(ckpt_stats_acc *a, int dtype, const void *x, size_t n)
+{
+    if (dtype == CKPT_FLOAT32) {
+        ckpt_stats_f32(a, x, n);
+        return;
+    }
+    if (dtype == CKPT_FLOAT64) {
+        ckpt_stats_f64(a, x, n);
+        return;
+    }
+    double wide[1024];
+    const unsigned width = ckpt_dtype_width(dtype);
+    const uint8_t *p = x;
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < 1024 ? n - done : 1024;
+        ckpt_dtype_widen(dtype, p + done * width, k, wide);
+        ckpt_stats_f64(a, wide, k);
+        done += k;
+    }
+}

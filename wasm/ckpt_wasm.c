@@ -230,7 +230,7 @@ char *w_file_tensor_stats(const ckpt_file *f, uint64_t i, int progress_token, ck
 size_t w_file_item_count(const ckpt_file *f)
 {
     const ckpt_report *rep = ckpt_file_report(f);
-    return rep->family && rep->family->optimizer ? rep->entries_len : rep->tensors_len;
+    return ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER) ? rep->entries_len : rep->tensors_len;
 }
 
 /* The bytes item k's statistics read (its payloads), CKPT_NONE when there is no item k. */
@@ -251,6 +251,18 @@ int w_file_attach_packed(ckpt_file *f, size_t k, const uint64_t *words, size_t n
 char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 {
     ckpt_pair_result *r = ckpt_pair(opt, state, PROGRESS(progress_token));
+    if (!r) return NULL;
+    char *json = ckpt_pair_json(r);
+    ckpt_pair_result_free(r);
+    return json;
+}
+
+/* The same, the state file ordered by the model's names first (names NULL: by shape, for a
+ * family that keeps no module order; ckpt_pair_named). */
+char *w_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                   int progress_token)
+{
+    ckpt_pair_result *r = ckpt_pair_named(opt, state, names, name_count, PROGRESS(progress_token));
     if (!r) return NULL;
     char *json = ckpt_pair_json(r);
     ckpt_pair_result_free(r);

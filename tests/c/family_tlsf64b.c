@@ -2,6 +2,7 @@
  * family"): this module and a line of the build (tests/c/CMakeLists.txt), nothing in src/.
  * TLSF64B is a float64 model state: the state layout (magic, version, tensor count, tensors)
  * with 8-byte elements, so its reader is the state reader driven by this descriptor. */
+#include "family_tlsf64b.h"
 #include "internal.h"
 
 static const struct ckpt_family_impl tlsf64b_impl = {
@@ -12,4 +13,5 @@ static const struct ckpt_family_impl tlsf64b_impl = {
 };
 
 const ckpt_family ckpt_family_tlsf64b = {
-    100, "TLSF64B", "TorchLean float64 state checkpoint", "StateIO", 1, 1, false, CKPT_FLOAT64, &tlsf64b_impl};
+    CKPT_FAMILY_TLSF64B, "TLSF64B",    "TorchLean float64 state checkpoint", "StateIO", 1, 1, CKPT_ROLE_MODEL,
+    CKPT_FLOAT64,        &tlsf64b_impl};

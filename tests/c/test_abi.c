@@ -55,7 +55,13 @@ static void description_is_valid_json(void)
     const jvalue *dtypes = json_get(j, "dtypes");
     CHECK(dtypes && dtypes->len == 2);
     CHECK(json_u64(json_get(dtypes->items[1], "width")) == 8 && ckpt_dtype_width(CKPT_FLOAT32) == 4);
-    CHECK(ckpt_dtype_name(2) == NULL && ckpt_dtype_width(-1) == 0);
+    CHECK(ckpt_dtype_name(CKPT_DTYPE_COUNT) == NULL && ckpt_dtype_width(-1) == 0);
+    /* the whole table: every dtype with its names (bfloat16 has no NumPy name) */
+    const jvalue *all = json_get(j, "tensorDtypes");
+    CHECK(all && all->len == CKPT_DTYPE_COUNT);
+    CHECK_STR(json_get(all->items[CKPT_BFLOAT16], "safetensors")->text, "BF16");
+    CHECK(json_is_null(json_get(all->items[CKPT_BFLOAT16], "numpy")));
+    CHECK_STR(json_get(all->items[CKPT_FLOAT16], "numpy")->text, "<f2");
     const jvalue *codes = json_get(j, "codes");
     CHECK(json_u64(json_get(codes, "WRONG_FAMILY")) == CKPT_E_WRONG_FAMILY && json_u64(json_get(codes, "OK")) == 0);
     const jvalue *structs = json_get(j, "structs");

@@ -1,12 +1,11 @@
-/* The fourth-family proof (issue 21 goal 7): a library built with the test-only family TLSF64B
+/* The fourth-family proof: a library built with the test-only family TLSF64B
  * (family_tlsf64b.c, added by the build alone) lists it, reads it, reports it (the C report and
  * its JSON, dtype float64), reads its tensors at 8 bytes, pairs it with an optimizer checkpoint,
  * computes health with it, exports it, and names it in the texts that list families. */
+#include "family_tlsf64b.h"
 #include "testutil.h"
 
 #include <math.h>
-
-#define FAMILY_TLSF64B 100
 
 static bool contains(const uint8_t *p, size_t n, const char *s)
 {
@@ -26,7 +25,7 @@ static ckpt_buffer state64(const double *a, const double *b)
     ckpt_sink_buffer(&sink, &buf);
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    CHECK(ckpt_state_write(FAMILY_TLSF64B, s, values, lens, &sink, &err) == 0);
+    CHECK(ckpt_state_write(CKPT_FAMILY_TLSF64B, s, values, lens, &sink, &err) == 0);
     ckpt_schema_free(s);
     return buf;
 }
@@ -51,11 +50,11 @@ static ckpt_buffer optimizer(void)
 
 static void the_table_lists_it(void)
 {
-    CHECK(ckpt_family_count() == 4);
-    const ckpt_family *f = ckpt_family_at(3);
-    CHECK(f && f == ckpt_family_get(FAMILY_TLSF64B) && f == ckpt_family_of_magic((const uint8_t *)"TLSF64B"));
-    CHECK(f && f->element_dtype == CKPT_FLOAT64 && !f->optimizer);
-    CHECK(ckpt_family_at(4) == NULL);
+    CHECK(ckpt_family_count() == 5); /* the built-in four, then the build's extra family */
+    const ckpt_family *f = ckpt_family_at(4);
+    CHECK(f && f == ckpt_family_get(CKPT_FAMILY_TLSF64B) && f == ckpt_family_of_magic((const uint8_t *)"TLSF64B"));
+    CHECK(f && f->element_dtype == CKPT_FLOAT64 && f->role == CKPT_ROLE_MODEL);
+    CHECK(ckpt_family_at(5) == NULL);
     CHECK(ckpt_dtype_width(CKPT_FLOAT64) == 8 && !strcmp(ckpt_dtype_name(CKPT_FLOAT64), "float64"));
 }
 
@@ -71,7 +70,7 @@ static void it_is_read_and_reported(void)
     ckpt_inspect_options opt = {CKPT_INSPECT_STATS, NULL, NULL};
     ckpt_file *f = ckpt_open(&src, &opt);
     const ckpt_report *rep = ckpt_file_report(f);
-    CHECK(rep->error.code == 0 && rep->family->id == FAMILY_TLSF64B && rep->dtype == CKPT_FLOAT64 &&
+    CHECK(rep->error.code == 0 && rep->family->id == CKPT_FAMILY_TLSF64B && rep->dtype == CKPT_FLOAT64 &&
           rep->tensors_len == 2);
     CHECK(rep->tensors_len == 2 && rep->tensors[0].values->min == -2.0 && rep->tensors[0].values->max == 0.1);
     CHECK(rep->tensors_len == 2 && rep->tensors[1].values->max == 1e300 && rep->tensors[1].values->nan == 1);
@@ -128,7 +127,7 @@ static void it_pairs_and_gives_health(void)
     free(health);
     /* the texts that list the families of a role list it */
     r = ckpt_pair(o, o, NULL, NULL);
-    CHECK_STR(r->error.message, "the second file is not a model-state file (TLSF32B, TLPF32B or TLSF64B)");
+    CHECK_STR(r->error.message, "the second file is not a model-state file (TLSF32B, TLPF32B, safetensors or TLSF64B)");
     ckpt_pair_result_free(r);
     ckpt_close(state);
     ckpt_close(o);

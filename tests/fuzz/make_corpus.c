@@ -165,5 +165,27 @@ int main(int argc, char **argv)
         failed |= save(argv[1], "zip", "prefixed.zip", "#!prefix\n", 9, buf.data, buf.len);
         ckpt_buffer_free(&buf);
     }
+    /* safetensors files: every dtype, metadata, and names the pair target can find */
+    static const char *headers[] = {
+        "{\"__metadata__\":{\"format\":\"pt\"},\"a.weight\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+        "\"data_offsets\":[0,24]},\"a.bias\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[24,36]}}",
+        "{\"b\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,6]},\"h\":{\"dtype\":\"F16\",\"shape\":[2,3],"
+        "\"data_offsets\":[6,18]},\"i\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":[18,26]},\"u\":{\"dtype\":"
+        "\"U8\",\"shape\":[2],\"data_offsets\":[26,28]},\"e\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":"
+        "[28,30]},\"x\":{\"dtype\":\"F64\",\"shape\":[1],\"data_offsets\":[30,38]}}",
+        "{\"\\u00e9t\\ud83d\\ude00\":{\"dtype\":\"BOOL\",\"shape\":[0],\"data_offsets\":[0,0]}}  ",
+    };
+    static const size_t data_len[] = {36, 38, 0};
+    for (size_t k = 0; k < sizeof headers / sizeof headers[0]; k++) {
+        uint8_t file[1024] = {0};
+        size_t n = strlen(headers[k]);
+        for (int j = 0; j < 8; j++) file[j] = (uint8_t)((uint64_t)n >> (8 * j));
+        memcpy(file + 8, headers[k], n);
+        for (size_t j = 0; j < data_len[k]; j++) file[8 + n + j] = (uint8_t)(j * 37);
+        char name[64];
+        snprintf(name, sizeof name, "seed%zu.safetensors", k);
+        failed |= save(argv[1], "safetensors", name, "", 0, file, 8 + n + data_len[k]);
+        failed |= save(argv[1], "inspect", name, "", 0, file, 8 + n + data_len[k]);
+    }
     return failed;
 }

@@ -26,12 +26,15 @@ static const struct {
     {"{#}", "#\\[([0-9]+(, [0-9]+)*(, \\.\\.\\. \\([0-9]+ dims in all\\))?)?\\]"},
     {"{[]}", "\\[([0-9]+(, [0-9]+)*(, \\.\\.\\. \\([0-9]+ dims in all\\))?)?\\]"},
     {"{dim}", "(dim [0-9]+ \\()*(scalar|\\.\\.\\. \\([0-9]+ dims in all\\))\\)*"},
-    {"{NAME}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter checkpoint)"},
+    {"{NAME}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter "
+               "checkpoint|safetensors file)"},
     {"{P}", "(CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter "
-            "checkpoint|StateIO|ParamIO)"},
-    {"{MAGIC}", "(TLADAMF|TLSF32B|TLPF32B)"},
-    {"{s}", "s?"},
+            "checkpoint|StateIO|ParamIO|safetensors)"},
+    {"{MAGIC}", "(TLADAMF|TLSF32B|TLPF32B|safetensors)"},
     {"{str}", "\"([^\"\\\\]|\\\\.)*\""},
+    {"{dtype}", "(F64|F32|F16|BF16|I64|I32|I16|I8|U8|BOOL|F8_E4M3|F8_E5M2)"},
+    {"{why}", "[^()]+"},
+    {"{s}", "s?"},
     {"{x}", "[0-9a-f][0-9a-f]"},
 };
 

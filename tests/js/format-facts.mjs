@@ -18,7 +18,8 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 export async function facts() {
   const { abi } = await loadBinding();
   return {
-    magics: new Set(abi.families.map((f) => f.magic)),
+    // the 7-byte magics; a family a probe recognises (safetensors) has a name, not a magic
+    magics: new Set(abi.families.filter((f) => f.fixedMagic).map((f) => f.magic)),
     dtypes: new Set(abi.dtypes.map((d) => d.name)),
     widths: new Set(abi.dtypes.map((d) => d.width)),
     strides: new Set([abi.words.entryRow.length, abi.words.tensorRow.length]),

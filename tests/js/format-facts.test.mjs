@@ -33,7 +33,7 @@ test('the ABI describes families, dtypes and the rows the JS reads, as the core 
   const { abi } = await loadBinding();
   assert.ok(abi.families.length >= 3);
   for (const f of abi.families) {
-    assert.equal(f.magic.length, 7, f.magic);
+    if (f.fixedMagic) assert.equal(f.magic.length, 7, f.magic);
     assert.ok(f.kind === 'optimizer' || f.kind === 'state', f.kind);
     assert.ok(f.elementDtype === null || abi.dtype(f.elementDtype), `${f.magic}: ${f.elementDtype}`);
   }

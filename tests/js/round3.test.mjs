@@ -87,7 +87,6 @@ test('18.15: a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: wh
   const cases = [
     [Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(40)]), 'this is a PNG image, not a checkpoint'],
     [npz, 'this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load'],
-    [safetensors, 'this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors\' load_file'],
     [Buffer.concat([zipHead, name, Buffer.alloc(20)]), 'this is a PyTorch file (torch.save\'s zip archive), not a TorchLean checkpoint: read it with torch.load'],
     [Buffer.from([0x80, 0x02, 0x7d, 0x71, 0x00, 0x2e, 0, 0, 0, 0]), 'this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load'],
     [Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(40)]), 'this is a GGUF model file (llama.cpp), not a checkpoint'],
@@ -97,6 +96,10 @@ test('18.15: a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: wh
     assert.equal(report.ok, false);
     assert.equal(report.error.hint, hint);
   }
+  // a safetensors file is read as one (a model-state family); loaded as TLADAMF, its hint says what it is
+  assert.equal((await inspect(safetensors)).family, 'safetensors');
+  const loaded = await check(safetensors, { shapes: [[1]], requiresGrad: [true], representatives: null, family: 'TLADAMF' }).catch((e) => e);
+  assert.equal(loaded.hint, 'this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors\' load_file');
 });
 
 test('18.16: a truncated file is called incomplete, the shortfall from the core', async () => {

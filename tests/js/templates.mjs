@@ -4,24 +4,26 @@ import fs from 'node:fs';
 
 const NUMBER = '(?:[0-9]+|\\(a number of more than 10000 digits\\))';
 const DIMS = '(?:[0-9]+(?:, [0-9]+)*(?:, \\.\\.\\. \\([0-9]+ dims in all\\))?)?';
-const NAME = '(?:CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter checkpoint)';
+const NAME = '(?:CUDA Adam checkpoint|TorchLean float32 state checkpoint|TorchLean float32 parameter checkpoint|safetensors file)';
 const PLACEHOLDERS = {
   '{n}': NUMBER,
   '{#}': `#\\[${DIMS}\\]`,
   '{[]}': `\\[${DIMS}\\]`,
   '{dim}': '(?:dim [0-9]+ \\()*(?:scalar|\\.\\.\\. \\([0-9]+ dims in all\\))\\)*',
   '{NAME}': NAME,
-  '{P}': `(?:${NAME}|StateIO|ParamIO)`,
-  '{MAGIC}': '(?:TLADAMF|TLSF32B|TLPF32B)',
+  '{P}': `(?:${NAME}|StateIO|ParamIO|safetensors)`,
+  '{MAGIC}': '(?:TLADAMF|TLSF32B|TLPF32B|safetensors)',
   '{s}': 's?',
-  '{str}': '"(?:[^"\\\\]|\\\\.)*"',
+  '{str}': '"(?:[^"\\\\]|\\\\.)*"',   // a name as a JSON string
   '{x}': '[0-9a-f]{2}',
+  '{dtype}': '(?:F64|F32|F16|BF16|I64|I32|I16|I8|U8|BOOL|F8_E4M3|F8_E5M2)',
+  '{why}': '[^()]+',
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{dtype\}|\{why\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 

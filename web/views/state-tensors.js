@@ -48,7 +48,8 @@ export class TensorsView {
       hintEl: hint,
       columns: [
         { label: 'tensor', width: '64px', min: 56, num: true, cell: (i) => ({ text: String(i) }) },
-        { label: 'name', width: 'minmax(230px, 2.4fr)', min: 230, fit: 'name', cell: (i) => ({ text: this.store.label(i) }) },
+        // the names given, else the file's own (a family that stores names: the report's tensors)
+        { label: 'name', width: 'minmax(230px, 2.4fr)', min: 230, fit: 'name', cell: (i) => ({ text: this.store.label(i) || (this.store.stateFile.summary.tensors?.[i]?.name ?? '') }) },
         { label: 'shape', width: 'minmax(96px, 1fr)', min: 96, mono: true, cell: (i) => ({ text: cols().shapeText(i) }) },
         { label: 'values', width: '96px', min: 90, num: true, cell: (i) => ({ text: count(cols().tensor(i).count) }) },
         { label: 'offset', width: '110px', min: 100, num: true, cell: (i) => ({ text: count(cols().tensor(i).dataOffset) }) },
