@@ -36,7 +36,7 @@ test('npm pack installs into an empty folder and works from a plain script', () 
     assert.match(listed, /package\/js\/ckptscope\.wasm/);
     assert.match(listed, /package\/js\/index\.d\.ts/);
     // the user's documentation comes with it, and the viewer `ckptscope serve` needs
-    for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'runs', 'export', 'viewer']) {
+    for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'runs', 'export', 'viewer', 'performance']) {
       assert.ok(listed.includes(`package/docs/${page}.md\n`), `docs/${page}.md is in the tarball`);
     }
     assert.match(listed, /package\/web\/index\.html/);
