@@ -8,7 +8,7 @@ import { ratioBand } from './api.js';
 
 export { nearest };
 
-// 80 columns (issue 18.19): what each command does on the lines below it, indented 6;
+// 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.
 export const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]

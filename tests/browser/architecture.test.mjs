@@ -189,7 +189,7 @@ test('opening another file closes the previous handles', async () => {
   await page.context().close();
 });
 
-test('every viewer hook of DESIGN.md is there once its state is shown', async () => {
+test('every viewer hook (data-testid) is there once its state is shown', async () => {
   const page = await viewer.page();
   const present = async (hooks) => {
     for (const hook of hooks) assert.ok(await page.locator(`[data-testid=${hook}]`).count() > 0, `data-testid=${hook}`);

@@ -1,4 +1,4 @@
-// Issue 17 goal 5: an export streams from the viewer as from the CLI. A > 2 GB sparse file is
+// An export streams from the viewer as from the CLI. A > 2 GB sparse file is
 // opened in the viewer's page and exported (its service worker answers the download from a
 // stream the parsing worker feeds, a few chunks at a time); the download is the CLI's `export` output
 // byte for byte (hashed as both stream), and the browser's memory stays bounded meanwhile.

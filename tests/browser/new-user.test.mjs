@@ -1,4 +1,4 @@
-// The issue "What a new user meets", the viewer's items, one test each: statistics that do not
+// What a new user of the viewer meets, one test each: statistics that do not
 // exist are never counted, broken ties look broken, compare mode says which fields differ and
 // which input is at fault and can be left, names stay readable at 800 px and hidden columns are
 // reachable, cards do not stretch, the sharing map colours only tied groups, one number format
@@ -396,7 +396,7 @@ async function axisLabels(page) {
   }) };
 }
 
-test('issue 18.23: the sharing map labels every tied slot, no label overlaps another or leaves the map, at 800 and 1440 px', async () => {
+test('the sharing map labels every tied slot, no label overlaps another or leaves the map, at 800 and 1440 px', async () => {
   const { description, names } = llama();
   // more ties: every fifth layer's o_proj tied to the first layer's, the head to the embedding
   const reps = description.representatives.map((r, i) => (i > 4 && i % 25 === 4 ? 4 : r));
@@ -421,7 +421,7 @@ test('issue 18.23: the sharing map labels every tied slot, no label overlaps ano
   }
 });
 
-test('issue 18.23: files the viewer cannot use get a card that names them, with why', async () => {
+test('files the viewer cannot use get a card that names them, with why', async () => {
   const page = await viewer.page();
   const one = await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] });
   // a layout with nothing open
@@ -450,7 +450,7 @@ test('issue 18.23: files the viewer cannot use get a card that names them, with 
   await page.context().close();
 });
 
-test('issue 18.11: an address whose file name is not valid percent-encoding gets a clear card', async () => {
+test('an address whose file name is not valid percent-encoding gets a clear card', async () => {
   const page = await viewer.page({ url: `${viewer.origin}/#open=/files/0/%25zz` });
   await page.waitForSelector('#problem:not([hidden])');
   assert.equal(await text(page, '#problem h2'), 'Could not read /files/0/%zz');
@@ -459,7 +459,7 @@ test('issue 18.11: an address whose file name is not valid percent-encoding gets
   await page.context().close();
 });
 
-test('issue 21.2: the header is drawn from the report for every family (family, name, version, dtype)', async () => {
+test('the header is drawn from the report for every family (family, name, version, dtype)', async () => {
   const page = await viewer.page();
   const files = [
     ['opt.ckpt', await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] })],

@@ -1,4 +1,4 @@
-// Issue 17 goal 6: the viewer's long passes (Scan: statistics of every entry; the health pass)
+// The viewer's long passes (Scan: statistics of every entry; the health pass)
 // stop on Cancel within about a second, and the files stay open: the next pass runs on them.
 // A pair of large sparse files (8 GiB of moments, 4 GiB of parameters: holes, read as zeros)
 // served by the viewer's server, as `ckptscope view OPT STATE` does.

@@ -1,4 +1,4 @@
-/* The fourth-family proof (issue 21 goal 7): a library built with the test-only family TLSF64B
+/* The fourth-family proof (docs/architecture.md "Adding a family"): a library built with the test-only family TLSF64B
  * (family_tlsf64b.c, added by the build alone) lists it, reads it, reports it (the C report and
  * its JSON, dtype float64), reads its tensors at 8 bytes, pairs it with an optimizer checkpoint,
  * computes health with it, exports it, and names it in the texts that list families. */

@@ -105,7 +105,7 @@ test('a closed stdout ends the command quietly with status 141 (inspect | head)'
   }
 });
 
-test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
+test('a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
   if (!fs.existsSync('/dev/full')) return t.skip('no /dev/full here');
   const big = file('wide2.ckpt', await wide(50_000));
   for (const args of [['inspect'], ['inspect', '--json'], ['inspect', '--stats'], ['health'], ['health', '--json']]) {
@@ -116,7 +116,7 @@ test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2
   }
 });
 
-test('18.5: a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
+test('a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
   const big = file('wide3.ckpt', await wide(50_000));
   const out = path.join(tmp, 'cut.txt');
   for (const args of [['inspect'], ['inspect', '--json'], ['health'], ['health', '--json']]) {
@@ -306,7 +306,7 @@ test('- where a command needs a real file: a clear message, exit 2', async () =>
   // A terminal on stdin: nothing to read, say how to give a file.
   const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect -; echo "status=$?"`, '/dev/null'], { encoding: 'utf8' });
   if (tty.error?.code !== 'ENOENT') {
-    // a terminal: wrapped to its columns (issue 18.19)
+    // a terminal: wrapped to its columns
     assert.match(tty.stdout, /ckptscope: the standard input is a terminal: pipe a checkpoint in, e.g\.\s+ckptscope inspect - < model\.ckpt/);
     assert.match(tty.stdout, /status=2/);
   }
@@ -383,7 +383,7 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
   assert.match(r.stdout, /parameter count: 3 vs 1/);
 });
 
-test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr (18.17)', async () => {
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr', async () => {
   const p = file('verdict.ckpt', await model());
   const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
   const r = run(['check', p, '--expect', layout]);
@@ -396,9 +396,9 @@ test('check: the verdict names both files on stdout, loads or not; the diagnosti
   assert.equal(once.stdout, `${p}: does not load into ${layout}\n${why}`);
 });
 
-// ---- issue 18 (round 3) ---------------------------------------------------------------------
+// ---- inputs that are not plain files, bad arguments, ratio flags, names ---------------------
 
-test('18.3: --stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
+test('--stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
   const badVersion = await model();
   badVersion[7] = 99;
   const files = [
@@ -415,7 +415,7 @@ test('18.3: --stats and health with 2 workers on a file broken before its first 
   }
 });
 
-test('18.10: write and export onto a symlink write through to its target, never setuid/setgid', async () => {
+test('write and export onto a symlink write through to its target, never setuid/setgid', async () => {
   const d = modelDescription();
   const desc = file('link-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
   const source = file('link-source.ckpt', await model());
@@ -438,7 +438,7 @@ test('18.10: write and export onto a symlink write through to its target, never 
   assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(tmp, 'dangling-target.ckpt'))), await model());
 });
 
-test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
+test('a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
   const p = file('stream.ckpt', await model());
   const state = file('stream-state.ckpt', await writeBase('state'));
   const shell = (script) => sh(`${script}; echo "status=$?"`, { F: p });
@@ -472,7 +472,7 @@ test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a strea
   }
 });
 
-test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
+test('--names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
   const p = file('capped.ckpt', await model());
   const huge = path.join(tmp, 'huge.json');
   fs.writeFileSync(huge, '[');
@@ -494,7 +494,7 @@ test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB
   assert.equal(fs.existsSync(path.join(tmp, 'never.ckpt')), false);
 });
 
-test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
+test('CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
   for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
     for (const help of ['--help', '-h']) {
       const r = run([command, help]);
@@ -515,7 +515,7 @@ test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=v
   assert.match(run(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
 });
 
-test('18.18: an option that does nothing for the command is refused, with why', async () => {
+test('an option that does nothing for the command is refused, with why', async () => {
   const p = file('idle.ckpt', await model());
   const names = file('idle-names.json', '["a","b","c"]');
   for (const [args, message] of [
@@ -531,7 +531,7 @@ test('18.18: an option that does nothing for the command is refused, with why', 
   }
 });
 
-test('18.21: arguments in the wrong order, a misspelt command: "did you mean ..."', async () => {
+test('arguments in the wrong order, a misspelt command: "did you mean ..."', async () => {
   const opt = file('order-opt.ckpt', await model());
   const state = file('order-state.ckpt', await writeBase('state'));
   const layout = file('order-layout.json', '{"shapes": [[2, 3], [2, 3], [3]], "requiresGrad": [true, true, true]}');
@@ -556,7 +556,7 @@ test('18.21: arguments in the wrong order, a misspelt command: "did you mean ...
   }
 });
 
-test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
+test('ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
   // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
   const opt = file('ratio-opt.ckpt', await model());
   const state = file('ratio-state.ckpt', await writeBase('state'));
@@ -575,7 +575,7 @@ test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay fai
   assert.equal(sick.status, 1);
 });
 
-test('18.13: write refuses an unknown key in the description, exit 2, nothing written', async () => {
+test('write refuses an unknown key in the description, exit 2, nothing written', async () => {
   const d = modelDescription();
   const desc = { ...d, config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weight_decay: 0.1 }, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
   const out = path.join(tmp, 'unknown-key.ckpt');
@@ -585,7 +585,7 @@ test('18.13: write refuses an unknown key in the description, exit 2, nothing wr
   assert.equal(fs.existsSync(out), false);
 });
 
-test('18.20: --names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
+test('--names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
   const opt = file('named-opt.ckpt', await model());
   const names = file('named.json', '["embed", "block", "bias"]');
   const layout = file('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
@@ -603,7 +603,7 @@ test('18.20: --names names the slot wherever one is named: health flags, diff, c
   assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
 });
 
-test('18.19: the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
+test('the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
   // a GPT-2-like shape: wide sizes and steps, no names
   const n = 6;
   const size = 768 * 4;

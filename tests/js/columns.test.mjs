@@ -1,4 +1,4 @@
-// Issue 18.19: every line the CLI writes for a person fits 80 columns. Every command of
+// Every line the CLI writes for a person fits 80 columns. Every command of
 // js/cli-usage.js's SPECS runs on a GPT-2-like pair (149 slots with biases and norms, a tied
 // lm_head) named by long realistic names and one 120-character name, under a path of more than
 // 100 characters, on broken files and with flagged health, as an 80-column terminal gets it
@@ -23,7 +23,7 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-columns-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
 // A folder deep enough that every file in it has a path of more than 100 characters.
-const dir = path.join(tmp, 'experiments', 'gpt2-small-openwebtext-ablation-lr-sweep', 'run-2026-11-30T18-04-55Z-seed-1234', 'checkpoints');
+const dir = path.join(tmp, 'experiments', 'gpt2-small-openwebtext-ablation-lr-sweep', 'run-20261130T180455Z-seed-1234', 'checkpoints');
 fs.mkdirSync(dir, { recursive: true });
 const at = (name) => path.join(dir, name);
 
@@ -263,7 +263,7 @@ test('every command has cases here', () => {
   for (const c of Object.keys(SPECS)) assert.ok(CASES[c], `no case for ${c}: add its runs to CASES`);
 });
 
-test('18.19: every line of every command fits 80 columns; one number format a table', async () => {
+test('every line of every command fits 80 columns; one number format a table', async () => {
   const failures = [];
   for (const args of everyCommand()) {
     const r = await runCli(args);

@@ -1,4 +1,4 @@
-// The documentation's code runs as written (issue 18.22): the README's JS snippet (through
+// The documentation's code runs as written: the README's JS snippet (through
 // docs/examples/verify.mjs, which runs every console, js, ts and python block of docs/*.md and
 // README.md), and docs/README.md's setup line for a checkout, verbatim.
 import { test } from 'node:test';

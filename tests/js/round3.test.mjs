@@ -1,5 +1,5 @@
-// Issue 18 ("what a new user and an attacker meet: round 3"): the API and server points, one
-// test each (the CLI's are in cli-hardening.test.mjs, view's in view.test.mjs).
+// The API on hostile or unusual inputs: workers on broken and replaced files, files of other
+// formats, truncated files, descriptions, exports and sources (the CLI's are in cli-hardening.test.mjs).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { open, inspect, health, check, writeCheckpoint, writeState, exportTensors, Schema, CheckpointError, LayoutError } from '../../js/index.js';
 import { model } from './table.mjs';
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-round3-'));
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-inputs-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
 function file(name, bytes) {
@@ -27,7 +27,7 @@ async function brokenBeforeSlots() {
   ];
 }
 
-test('18.3: workers: 2 on a file broken before its first slot: the file\'s diagnostic, no crash', async () => {
+test('workers: 2 on a file broken before its first slot: the file\'s diagnostic, no crash', async () => {
   for (const [p, diagnostic] of await brokenBeforeSlots()) {
     const report = await inspect(p, { stats: true, workers: 2 });
     assert.equal(report.ok, false);
@@ -49,7 +49,7 @@ function filled(n, size, value) {
   });
 }
 
-test('18.7: with 2 workers, a file renamed over the path mid-run: every thread reads the one file opened', async () => {
+test('with 2 workers, a file renamed over the path mid-run: every thread reads the one file opened', async () => {
   const p = file('latest.ckpt', await filled(16, 1 << 17, 1));
   const next = await filled(16, 1 << 17, 2);   // a trainer's next save: same layout, other values
   const expected = await inspect(p, { stats: true });
@@ -75,7 +75,7 @@ test('18.7: with 2 workers, a file renamed over the path mid-run: every thread r
   }
 });
 
-test('18.15: a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the file is and what to do', async () => {
+test('a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the file is and what to do', async () => {
   const src = file('hint-src.ckpt', await model());
   const npz = await exportTensors(src, { format: 'npz' });
   const safetensors = await exportTensors(src, { format: 'safetensors' });
@@ -99,7 +99,7 @@ test('18.15: a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: wh
   }
 });
 
-test('18.16: a truncated file is called incomplete, the shortfall from the core', async () => {
+test('a truncated file is called incomplete, the shortfall from the core', async () => {
   const whole = await model();
   const report = await inspect(whole.slice(0, 300));
   assert.equal(report.error.message, 'CUDA Adam checkpoint: truncated checkpoint (wanted 8 bytes, got 5)');
@@ -110,7 +110,7 @@ test('18.16: a truncated file is called incomplete, the shortfall from the core'
   assert.match(payloadCut.error.hint, /^the file ends at least \d+ bytes? early: an incomplete copy or download\?$/);
 });
 
-test('18.6: an .npz name past the zip\'s 16-bit name length is refused, never wrapped into a corrupt archive', async () => {
+test('an .npz name past the zip\'s 16-bit name length is refused, never wrapped into a corrupt archive', async () => {
   const src = file('long-names.ckpt', await model());
   const names = ['a'.repeat(65_521), 'b', 'c'];
   await assert.rejects(exportTensors(src, { format: 'npz', names }), (err) => {
@@ -126,7 +126,7 @@ test('18.6: an .npz name past the zip\'s 16-bit name length is refused, never wr
   await exportTensors(src, { format: 'safetensors', names });
 });
 
-test('18.13: unknown keys in a description are refused with the nearest known one; 1e40 as float32 refused', async () => {
+test('unknown keys in a description are refused with the nearest known one; 1e40 as float32 refused', async () => {
   const base = () => JSON.parse(JSON.stringify({ shapes: [[2]], requiresGrad: [true], config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 }, entries: [{ id: 0, step: 1, m: [0, 0], v: [0, 0] }] }));
   const cases = [
     [(d) => { d.config.weight_decay = 0.1; delete d.config.weightDecay; }, 'unknown key description.config.weight_decay: did you mean weightDecay?'],
@@ -155,7 +155,7 @@ test('18.13: unknown keys in a description are refused with the nearest known on
   await writeCheckpoint(d);
 });
 
-test('18.12: isRepresentative past the last slot is false; extra state values refused; a NUL in an export name refused', async () => {
+test('isRepresentative past the last slot is false; extra state values refused; a NUL in an export name refused', async () => {
   const schema = await Schema.create({ shapes: [[2], [2]], requiresGrad: [true, true], representatives: [0, 0] });
   try {
     assert.equal(schema.isRepresentative(0), true);
@@ -170,7 +170,7 @@ test('18.12: isRepresentative past the last slot is false; extra state values re
   await assert.rejects(exportTensors(src, { format: 'safetensors', names: ['a\0b', 'b', 'c'] }), { name: 'LayoutError', message: 'names[0] holds a NUL character: a name cannot' });
 });
 
-test('18.12: a custom {size, read} source as check\'s layout is read as a checkpoint, not taken for a layout', async () => {
+test('a custom {size, read} source as check\'s layout is read as a checkpoint, not taken for a layout', async () => {
   const bytes = await model();
   const custom = { size: bytes.length, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, bytes.length - offset)); dest.set(bytes.subarray(offset, offset + n)); return n; } };
   const result = await check(bytes, custom);
@@ -181,7 +181,7 @@ test('18.12: a custom {size, read} source as check\'s layout is read as a checkp
   assert.ok(!(r instanceof LayoutError), `${r?.name}: ${r?.message}`);
 });
 
-test('18.12: check takes an open Checkpoint as its file, as its types say: the verdict, the handle left open', async () => {
+test('check takes an open Checkpoint as its file, as its types say: the verdict, the handle left open', async () => {
   const bytes = await model();
   const report = await inspect(bytes);
   const layout = { shapes: report.schema.shapes, requiresGrad: report.schema.requiresGrad, representatives: report.schema.representatives };
@@ -200,7 +200,7 @@ test('18.12: check takes an open Checkpoint as its file, as its types say: the v
   await assert.rejects(check(ck, layout), /this Checkpoint is closed/);
 });
 
-test('18.8: a sparse file declaring rank 2^28: memory bounded by the bytes left, the truncation diagnostic as before', async () => {
+test('a sparse file declaring rank 2^28: memory bounded by the bytes left, the truncation diagnostic as before', async () => {
   const bytes = await model();
   new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(63, 1n << 28n, true);   // slot 0's rank
   const p = file('rank.ckpt', bytes);

@@ -267,9 +267,9 @@ test('the viewer URL names the files: #open=<encodeURIComponent(path)> joined by
   assert.match(server.viewerUrl, /#open=%2Ffiles%2F[0-9a-f]{32}%2Fmodel%2520one\.ckpt&open=/);
 });
 
-// ---- issue 18.9: each file opened once and served; a file cut while served ------------------
+// ---- each file opened once and served; a file cut while served ----------------------------
 
-test('18.9: the file opened at start is served: a re-pointed symlink or a rename over the path changes nothing', async () => {
+test('the file opened at start is served: a re-pointed symlink or a rename over the path changes nothing', async () => {
   const secret = path.join(tmp, 'passwd');
   fs.writeFileSync(secret, 'root:x:0:0:secret');
   const real = path.join(tmp, 'real.ckpt');
@@ -299,7 +299,7 @@ test('18.9: the file opened at start is served: a re-pointed symlink or a rename
 // file ends short. An answer that ends short instead ('finish' on the server's side) leaves a
 // keep-alive client waiting for bytes that never come, until some idle timer closes it: the
 // stall this test refuses by the events, however fast the machine.
-test('18.9: a file truncated while it is served: the answer is cut at once, no stall', { timeout: 30_000 }, async () => {
+test('a file truncated while it is served: the answer is cut at once, no stall', { timeout: 30_000 }, async () => {
   const shrinking = path.join(tmp, 'shrinking.ckpt');
   const SIZE = 64 * 2 ** 20;   // sparse
   fs.writeFileSync(shrinking, 'head');

@@ -227,7 +227,7 @@ test('serve: Ctrl-C right after the URL ends it with 0', async () => {
   clearTimeout(timer);
 });
 
-test('18.20: view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
+test('view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
   const child = view([file('vn-opt.ckpt', await model()), file('vn-names.json', '["a", "b", "c"]'), '--no-open', '--port', '0']);
   const url = await child.url;
   const { origin, files } = parseViewerUrl(url);
