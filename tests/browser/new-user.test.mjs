@@ -319,7 +319,7 @@ test('plurals: one slot, one entry, one warning', async () => {
   await page.context().close();
 });
 
-test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures; click-to-statistics time', async () => {
+test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures; one number format', async () => {
   const page = await viewer.page();
   const file = path.join(tmp, 'big-entry.ckpt');
   writeSparse(file, { slots: 2, elements: 2 ** 28 });
@@ -332,23 +332,15 @@ test('per-entry statistics: the core\'s progress and Cancel; the m̂/v̂ figures
   await page.click('#entry-detail button:has-text("Cancel")');
   await page.waitForFunction(() => /cancelled/.test(document.getElementById('entry-detail').textContent));
   fs.rmSync(file);
-  // A 4-million-element entry: the time from the click to the figures.
+  // A 4-million-element entry: a click gives its figures.
   const n = 4 * 1024 * 1024;
   const m = new Float32Array(n).fill(0.01), v = new Float32Array(n).fill(1e-4);
   const bytes = await writeCheckpoint({ shapes: [[n]], requiresGrad: [true], config, entries: [{ id: 0, step: 100, m, v }] });
   fs.writeFileSync(file, bytes);
   await page.setInputFiles('[data-testid=file-input]', file);
   await waitText(page, '[data-testid=param-count]', '1 slot');
-  const ms = await page.evaluate(async () => {
-    const started = performance.now();
-    document.querySelector('[data-testid=entry-row]').click();
-    await new Promise((resolve) => {
-      const poll = () => (document.querySelector('#entry-detail .moment') ? resolve() : requestAnimationFrame(poll));
-      poll();
-    });
-    return performance.now() - started;
-  });
-  console.log(`# click to statistics of a 4,194,304-element entry (2 x 16 MiB of moments): ${Math.round(ms)} ms`);
+  await page.click('[data-testid=entry-row]');
+  await page.waitForSelector('#entry-detail .moment');
   assert.match(await text(page, '#entry-detail .bias'), /^Next step t = 101: m̂ = m \/ \(1 − β1\^101\)/);
   assert.doesNotMatch(await text(page, '#entry-detail'), /\de0\b/, 'one number format: no e0');
   await page.context().close();

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { inspect, writeCheckpoint } from '../../js/index.js';
-import { table, makeFile, makeLayout, writeBase } from './table.mjs';
+import { inspect, check, pair, writeCheckpoint } from '../../js/index.js';
+import { table, makeFile, makeLayout, writeBase, expectedError, pickError } from './table.mjs';
 
 const F = 'CUDA Adam checkpoint: ';
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -32,45 +32,139 @@ function file(name, bytes) {
   return p;
 }
 
+/** The lines the CLI writes for a diagnostic `d` of the case table (the reference text, where it
+ *  is, the configuration's differences, whose fault, the hint), written out here so that every
+ *  line the CLI prints for a case is compared exactly. */
+function diagnostic(d, { layout = null } = {}) {
+  const lines = [d.message];
+  const where = [];
+  if (d.offset !== null && d.offset !== undefined) where.push(`at byte ${d.offset}`);
+  if (d.slot !== null && d.slot !== undefined) where.push(`slot ${d.slot}`);
+  if (where.length) lines.push(where.join(', '));
+  for (const c of d.configDiff ?? []) lines.push(`  ${c.field}: file ${c.file}, expected ${c.expected}`);
+  for (const c of (d.configDiff ?? []).filter((c) => c.fileBits)) lines.push(`  bits: ${c.field} file ${c.fileBits}, expected ${c.expectedBits}`);
+  if (d.subject === 'expected' && layout) lines.push(`the layout ${layout} is at fault, not the checkpoint${d.hint ? `: ${d.hint}` : ''}`);
+  else if (d.hint) lines.push(`hint: ${d.hint}`);
+  return lines;
+}
+
+const text = (lines) => lines.map((l) => `${l}\n`).join('');
+const warningLines = (ws) => (ws ?? []).map((w) => `warning: ${w}`);
+
+/** The readers' line of `inspect`: a case's reader verdicts ({code}) or a report's ({reads}). */
+function loadsIn(readers) {
+  const reads = (r) => r.reads ?? r.code === 0;
+  const yes = Object.keys(readers).filter((n) => reads(readers[n]));
+  const not = Object.keys(readers).filter((n) => !reads(readers[n]));
+  return yes.length ? `loads in: ${yes.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
+}
+
+// Each case states the outcome's fields that matter to it; the API's answer for the same file
+// holds the rest (a hint, a warning the case leaves to another): the CLI's text is compared,
+// exactly and whole, with the two together, after the API's is checked against what the case
+// states (as tests/js/cases.test.mjs does).
+const stated = (apiError, want) => {
+  assert.deepEqual(pickError(apiError, want), expectedError(want));
+  return { ...apiError, ...want };
+};
+
 for (const c of table.cases) {
   test(`cli case: ${c.name}`, async () => {
     const p = file(`${c.name}.ckpt`, await makeFile(c.file));
     if (c.readers) return readerCase(c, p);
-    const want = c.inspect ?? c.load ?? c.pair;
-    let r;
-    if (c.inspect) r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
-    else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
-    else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
-    if (c.inspect?.readers) {
-      const reads = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code === 0);
-      const not = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code !== 0);
-      const line = reads.length ? `loads in: ${reads.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
-      assert.ok(r.stdout.includes(`\n${line}\n`), r.stdout);
-    }
-    if (want.code === 0) {
-      assert.equal(r.status, 0, r.stderr);
-      // check --state reads no statistics: the warnings of a state file opened with them are the
-      // API's (tests/js/cases.test.mjs)
-      for (const w of c.state?.stats ? [] : want.warnings ?? []) assert.ok(r.stdout.includes(`warning: ${w}\n`) || r.stderr.includes(`warning: ${w}\n`), w);
-      return;
-    }
-    if (c.pair && !want.failures) {
-      // not a verdict: a file in the wrong place is a usage error, a broken file says why
-      assert.equal(r.status, want.code === 49 ? 2 : 1, r.stderr);
-      assert.ok(r.stderr.startsWith(`ckptscope: cannot pair ${p} with `), r.stderr);
-      assert.ok(r.stderr.includes(want.message), r.stderr);
-      return;
-    }
-    assert.equal(r.status, 1, r.stderr);
-    // the reference diagnostic, exactly, as the first line of stderr
-    assert.equal(r.stderr.split('\n')[0], want.message);
-    if (c.inspect) {
-      assert.ok(r.stdout.includes(`verdict: invalid at byte ${want.offset ?? '-'}\n${want.message}\n`), r.stdout);
-      if (want.hint) assert.ok(r.stdout.includes(`hint: ${want.hint}\n`));
-    }
-    if (c.load && want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
-    if (c.pair) for (const f of want.failures) assert.ok(r.stdout.includes(`  ${f.message}`), r.stdout);
+    if (c.inspect) return inspectCase(c, p);
+    if (c.load) return loadCase(c, p);
+    return pairCase(c, p);
   });
+}
+
+/** inspect FILE [--stats]: the summary's warnings and its verdict block (the readers' line with
+ *  it), exactly; on a broken file the reference text alone on stderr. */
+async function inspectCase(c, p) {
+  const want = c.inspect;
+  const report = await inspect(p, { stats: !!c.file.stats });
+  const r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
+  const lines = r.stdout.split('\n');
+  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')), warningLines(want.warnings ?? report.warnings), r.stdout);
+  const verdict = r.stdout.slice(r.stdout.indexOf('\nverdict: ') + 1);
+  const readers = want.readers ?? report.readers;
+  const readersLine = readers ? [loadsIn(readers)] : [];
+  if (want.code === 0) {
+    assert.equal(report.error, null);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.equal(verdict, text(['verdict: valid', ...readersLine]));
+    return;
+  }
+  const d = stated(report.error, want);
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, text([d.message]));
+  assert.equal(verdict, text([`verdict: invalid at byte ${d.offset ?? '-'}`, ...diagnostic(d), ...readersLine]));
+}
+
+/** check FILE --expect LAYOUT: the verdict on stdout, the diagnostic on stderr, exactly. */
+async function loadCase(c, p) {
+  const want = c.load;
+  const description = makeLayout(c.expect);
+  const layout = file(`${c.name}.json`, layoutJSON(description));
+  const r = run('check', p, '--expect', layout);
+  if (want.code === 0) {
+    const result = await check(p, description);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, text([`${p}: loads into ${layout}`]));
+    assert.equal(r.stderr, text(warningLines(want.warnings ?? result.warnings)));
+    return;
+  }
+  const err = await check(p, description).then(() => assert.fail('the API loads it'), (e) => e);
+  const d = stated(err, want);
+  assert.equal(r.status, 1, r.stderr);
+  const why = diagnostic(d, { layout });
+  if (d.subject === 'expected') {   // the layout at fault: no verdict on the file
+    assert.equal(r.stdout, '');
+  } else {
+    assert.equal(r.stdout, text([`${p}: does not load into ${layout}`, ...why]));
+  }
+  assert.equal(r.stderr, text(why));
+}
+
+/** check OPT --state STATE: the pairing verdict with every failure, exactly; files that cannot be
+ *  paired at all: why, and a broken file's own diagnostic (the API's for that file). */
+async function pairCase(c, p) {
+  const want = c.pair;
+  const s = file(`${c.name}.state`, await makeFile(c.state));
+  const r = run('check', p, '--state', s);
+  if (!want.failures && want.code !== 0) {
+    // not a verdict: a file in the wrong place is a usage error, a broken file says why
+    const err = await pair(p, s).then(() => assert.fail('the API pairs them'), (e) => e);
+    const d = stated(err, want);
+    assert.equal(r.status, want.code === 49 ? 2 : 1, r.stderr);
+    assert.equal(r.stdout, '');
+    const own = err.fileError ? diagnostic(err.fileError) : [];
+    assert.equal(r.stderr, text([`ckptscope: cannot pair ${p} with ${s}: ${d.message}`, ...own]));
+    return;
+  }
+  // the CLI pairs the files as given (no statistics computed): the API's verdict on the same
+  const result = await pair(p, s);
+  if (!c.state.stats && want.warnings) assert.deepEqual(result.warnings, want.warnings);
+  const warnings = warningLines(result.warnings);
+  if (want.code === 0) {
+    assert.equal(result.pairs, true);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, text([`${p} pairs with ${s}: same slots, same shapes, tied slots hold identical values`, ...warnings]));
+    assert.equal(r.stderr, '');
+    return;
+  }
+  const d = stated(result.error, want);
+  const failures = result.failures.map((f, k) => stated(f, want.failures[k]));
+  assert.equal(failures.length, want.failures.length);
+  assert.equal(r.status, 1, r.stderr);
+  const n = failures.length;
+  assert.equal(r.stdout, text([
+    `${p} does not pair with ${s}: ${n} failure${n === 1 ? '' : 's'}`,
+    ...failures.map((f) => `  ${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`),
+    ...warnings,
+  ]));
+  assert.equal(r.stderr, text([d.message]));
 }
 
 test('cli inspect --json is the API report, for both families, with and without statistics', async () => {
@@ -233,12 +327,15 @@ async function readerCase(c, p) {
     const r = run('check', p, '--expect', layout, '--reader', reader);
     if (want.code === 0) {
       assert.equal(r.status, 0, `${reader}: ${r.stderr}`);
-      assert.deepEqual(r.stderr.split('\n').filter(Boolean), want.warnings.map((w) => `warning: ${w}`), reader);
+      assert.equal(r.stdout, text([`${p}: loads into ${layout}`]), reader);
+      assert.equal(r.stderr, text(warningLines(want.warnings)), reader);
       lines.push(`  ${reader.padEnd(11)}loads`, ...want.warnings.map((w) => `  ${''.padEnd(11)}warning: ${w}`));
     } else {
+      const err = await check(p, makeLayout(c.expect), { reader }).then(() => assert.fail(`${reader} loads it`), (e) => e);
+      const why = diagnostic(stated(err, want), { layout });
       assert.equal(r.status, 1, `${reader}: ${r.stderr}`);
-      assert.equal(r.stderr.split('\n')[0], want.message, reader);
-      if (want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
+      assert.equal(r.stdout, text([`${p}: does not load into ${layout}`, ...why]), reader);
+      assert.equal(r.stderr, text(why), reader);
       lines.push(`  ${reader.padEnd(11)}does not load: ${want.message}`);
     }
   }
