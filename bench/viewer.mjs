@@ -3,7 +3,7 @@
 // opens a checkpoint and its model-state file three ways: dropped as Files (picked with the file
 // input, by path: nothing copied), served over HTTP ranges to a page that reads them itself (the
 // viewer's server without passes, as `ckptscope serve` or a viewer hosted elsewhere), and opened
-// by `ckptscope view`, whose server runs the passes on its machine (web/pass-worker.js). Each
+// by `ckptscope view`, whose server runs the passes on its machine (js/server/pass-worker.js). Each
 // pass is timed in the page from the click to the worker idle (data-pending back to 0), a fresh
 // page per repetition (the worker keeps statistics it computed). The CLI's `inspect --stats
 // --workers 1` and `health --state --workers 1` run interleaved with them; best of `repeat`.
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { serve } from '../web/server.js';
+import { serve } from '../js/server/server.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = path.join(root, 'js/cli.js');

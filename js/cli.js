@@ -365,7 +365,7 @@ async function cmdServe(argv) {
   const { positional, seen } = parseArgs('serve', argv);
   if (positional.length) throw new UsageError(`serve takes no files${positional.length <= 2 ? `: did you mean \`ckptscope view ${positional.join(' ')}\`?` : ''}`, 'serve');
   const port = askedPort(seen) ?? 8080;
-  const { serve } = await import('../web/server.js');
+  const { serve } = await import('./server/server.js');
   const server = await listening(() => serve({ port, quiet: true }), port, (next) => `try --port ${next} or PORT=${next} npm start`);
   stopOnSignals(server);   // before the URL is out: a Ctrl-C right after it must find the handler
   say(process.stdout, `ckptscope viewer: ${server.origin}/  (Ctrl-C stops it)`);
@@ -394,7 +394,7 @@ async function cmdView(argv) {
   if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
   positional.forEach(regularFile);
   const asked = askedPort(seen);
-  const { serve } = await import('../web/server.js');
+  const { serve } = await import('./server/server.js');
   const start = (port) => serve({ port, quiet: true, files: positional, passes: true });
   const advice = (next) => `try --port ${next}`;
   const server = asked !== null

@@ -548,6 +548,18 @@ export class BlobSource implements CustomSource {
 export class Feed {
   static start(): Promise<Feed | null>;
 }
+/** The answer of a pass `ckptscope view` runs for its page (GET /passes/…): a stream of frames,
+ *  each a JSON message (JSON_FRAME: progress, then done or error) or the packed statistics of
+ *  consecutive items (PACKED_FRAME, for attachPacked). push() each chunk as it arrives, then
+ *  take() every whole frame. */
+export class Frames {
+  push(chunk: Uint8Array): void;
+  take(): { kind: string; payload: Uint8Array } | null;
+}
+export const JSON_FRAME: 'j';
+export const PACKED_FRAME: 'p';
+/** A packed frame's payload: the packed words of items from, from + 1, … */
+export function unpackFrame(payload: Uint8Array): { from: number; list: BigUint64Array[] };
 /** An http(s) file read by range requests (the first synchronous; the rest streamed through the
  *  feed when one is given); browser workers only. */
 export class HttpSource implements CustomSource {

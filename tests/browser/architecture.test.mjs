@@ -12,7 +12,7 @@ import { startViewer, dropBytes, openExample } from './browser.mjs';
 
 const WEB = new URL('../../web/', import.meta.url).pathname;
 const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, dir, f));
-const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js') && f !== 'server.js').map((f) => path.join(WEB, f)),
+const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, f)),
   ...inDir('views'), ...inDir('parts')];
 const read = (file) => fs.readFileSync(file, 'utf8');
 

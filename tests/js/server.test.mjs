@@ -1,4 +1,4 @@
-// The viewer's server (web/server.js) as a browser, a hostile page and a fuzzer meet it: no
+// The viewer's server (js/server/server.js) as a browser, a hostile page and a fuzzer meet it: no
 // request stops it, only its own Host is served, every answer carries the security headers,
 // and the files handed to it are reachable only at their tokened URLs, by ranges, streamed.
 import { test, before, after } from 'node:test';
@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serve } from '../../web/server.js';
+import { serve } from '../../js/server/server.js';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-server-'));
@@ -133,9 +133,9 @@ test('every answer carries the security headers (200, 400, 404, 405, 421; 416 be
   }
 });
 
-test('nothing outside web/ and js/ is reachable, nor server.js', async () => {
+test('nothing outside web/ and js/ is reachable, nor js/server/ (Node\'s, not the page\'s)', async () => {
   for (const target of ['/../package.json', '/js/../package.json', '/%2e%2e/package.json', '/..%2fpackage.json', '/js/..%2f..%2fpackage.json',
-    '/server.js', '/js/%00', '/index.html%00', '/..\\package.json', '/js\\..\\..\\package.json', '/files/', '/files/x/y']) {
+    '/server.js', '/js/server/server.js', '/js/server/pass-worker.js', '/js/server/', '/js/server', '/js/%2e/server/server.js', '/js/%00', '/index.html%00', '/..\\package.json', '/js\\..\\..\\package.json', '/files/', '/files/x/y']) {
     assert.equal(statusOf(await get(childPort, target)), 404, target);
   }
 });
