@@ -577,6 +577,8 @@ export class HttpSource implements CustomSource {
 
 export class Schema {
   static create(layout: Layout): Promise<Schema>;
+  readonly closed: boolean;
+  /** The same as `closed`. */
   readonly disposed: boolean;
   readonly count: number;
   readonly optimizerStateCount: U64;
@@ -587,6 +589,9 @@ export class Schema {
   isWellFormed(): boolean;
   tags(): U64[];
   toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
+  /** Free the core's schema (a call using it finishes first); then every query throws. */
+  close(): void;
+  /** The same as `close()`. */
   dispose(): void;
   [Symbol.dispose](): void;
 }

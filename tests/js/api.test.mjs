@@ -168,12 +168,30 @@ test('Schema answers the seed queries through the core', async () => {
     assert.equal(s.representative(99), null);
     assert.equal(s.isRepresentative(1), true);
   } finally {
-    s.dispose();
+    s.close();
   }
-  assert.throws(() => s.tags(), /disposed/);
+  assert.equal(s.closed, true);
+  assert.throws(() => s.tags(), /closed/);
   const chain = await Schema.create({ shapes: [[1], [1], [1]], requiresGrad: [true, true, true], representatives: [0, 0, 1] });
   assert.equal(chain.isWellFormed(), false);
-  chain.dispose();
+  chain.close();
+});
+
+test('a Schema has one verb for freeing it: close(); dispose(), disposed and Symbol.dispose are the same', async () => {
+  const layout = { shapes: [[2]], requiresGrad: [true] };
+  const a = await Schema.create(layout);
+  a.dispose();
+  assert.equal(a.closed, true);
+  assert.equal(a.disposed, true);
+  assert.throws(() => a.count, /closed/);
+  const b = await Schema.create(layout);
+  b[Symbol.dispose ?? Symbol.for('Symbol.dispose')]();
+  assert.equal(b.closed, true);
+  const c = await Schema.create(layout);
+  assert.equal(c.disposed, false);
+  c.close();
+  c.close();   // again: nothing
+  assert.equal(c.disposed, true);
 });
 
 test('diff lists every difference, not just the first', async () => {

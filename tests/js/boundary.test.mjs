@@ -43,29 +43,29 @@ test('Schema.representative: exact arguments, RangeError for -1, NaN, 2^64', asy
     for (const bad of [-1, NaN, 2 ** 64, 0.5]) assert.throws(() => s.representative(bad), RangeError, String(bad));
     assert.throws(() => s.representative('x'), TypeError);
   } finally {
-    s.dispose();
+    s.close();
   }
 });
 
-test('a disposed Schema cannot make a check pass; one disposed during a check is freed after it', async () => {
+test('a closed Schema cannot make a check pass; one closed during a check is freed after it', async () => {
   const bad = (await model()).slice(0, 200);
   const schema = await Schema.create(modelLayout);
-  schema.dispose();
+  schema.close();
   await assert.rejects(check(bad, schema), TypeError);
-  await assert.rejects(check(await model(), schema), /disposed/);
-  // disposed from inside the check (the source's read callback): the core keeps using a live
+  await assert.rejects(check(await model(), schema), /closed/);
+  // closed from inside the check (the source's read callback): the core keeps using a live
   // schema, the verdict is the trainer's, and the schema is freed when the core is done.
   const live = await Schema.create(modelLayout);
   const bytes = await model();
   let reads = 0;
-  const source = { size: bytes.length, read(offset, dest) { reads++; live.dispose(); const n = Math.min(dest.length, bytes.length - offset); dest.set(bytes.subarray(offset, offset + n)); return n; } };
+  const source = { size: bytes.length, read(offset, dest) { reads++; live.close(); const n = Math.min(dest.length, bytes.length - offset); dest.set(bytes.subarray(offset, offset + n)); return n; } };
   assert.equal((await check(source, live)).ok, true);
   assert.ok(reads > 0);
-  assert.equal(live.disposed, true);
-  assert.throws(() => live.tags(), /disposed/);
+  assert.equal(live.closed, true);
+  assert.throws(() => live.tags(), /closed/);
   const broken = { ...source, size: 200, read(offset, dest) { return source.read(offset, dest.subarray(0, Math.max(0, Math.min(dest.length, 200 - offset)))); } };
   const again = await Schema.create(modelLayout);
-  await assert.rejects(check({ ...broken, read(o, d) { again.dispose(); return broken.read(o, d); } }, again), { name: 'CheckpointError', message: /truncated checkpoint/ });
+  await assert.rejects(check({ ...broken, read(o, d) { again.close(); return broken.read(o, d); } }, again), { name: 'CheckpointError', message: /truncated checkpoint/ });
 });
 
 test('a closed Checkpoint throws; one closed during a scan is released after it', async () => {

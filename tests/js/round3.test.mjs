@@ -163,7 +163,7 @@ test('isRepresentative past the last slot is false; extra state values refused; 
     assert.equal(schema.isRepresentative(2n ** 64n - 1n), false);
     assert.equal(schema.isRepresentative(2), false);
   } finally {
-    schema.dispose();
+    schema.close();
   }
   await assert.rejects(writeState({ shapes: [[1]], values: [[1], [2]] }), { name: 'LayoutError', message: 'description.values has 2 arrays for 1 tensors: one per tensor' });
   const src = file('nul-names.ckpt', await model());

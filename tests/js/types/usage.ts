@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   const schema = await Schema.create(layout);
   const tags = schema.tags();
   const owner = schema.representative(1);
-  schema.dispose();
+  schema.close();
   console.log(big, paired.pairs, ratio, st.length, tags, owner);
 }
 
