@@ -8,8 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { inspect, check, pair, writeCheckpoint } from '../../js/index.js';
-import { table, makeFile, makeLayout, writeBase, expectedError, pickError } from './table.mjs';
+import { inspect, check, pair, writeCheckpoint, health } from '../../js/index.js';
+import { table, makeFile, makeLayout, writeBase, expectedError, pickError, model } from './table.mjs';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-cli-scratch-');
 
 const F = 'CUDA Adam checkpoint: ';
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -348,4 +351,69 @@ test('cli: an unknown reader is a usage error naming the six', () => {
   const r = run('check', 'x.ckpt', '--expect', 'y.json', '--reader', 'v9');
   assert.equal(r.status, 2);
   assert.equal(r.stderr.split('\n')[0], 'ckptscope: --reader takes a TorchLean reader: v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5, or all; not v9');
+});
+
+test('--version and -V print ckptscope X.Y.Z from package.json', () => {
+  const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  for (const flag of ['--version', '-V']) {
+    const r = cli([flag]);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, `ckptscope ${version}\n`);
+    assert.match(version, /^\d+\.\d+\.\d+/);
+  }
+});
+
+test('CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
+  for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
+    for (const help of ['--help', '-h']) {
+      const r = cli([command, help]);
+      assert.equal(r.status, 0, `${command} ${help}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^usage:\\n  ckptscope ${command} `));
+      const usages = r.stdout.split('\n').filter((l) => l.startsWith('  ckptscope '));
+      assert.ok(usages.every((l) => l.startsWith(`  ckptscope ${command} `)), `${command}: only its own usage`);
+    }
+  }
+  assert.match(cli(['health', '--help']).stdout, /\n  --strict +ratio flags/);
+  const p = put('eq.ckpt', await model());
+  const eq = cli(['inspect', p, '--stats', '--workers=1', '--names=' + put('eq-names.json', '["a","b","c"]')]);
+  assert.equal(eq.status, 0, eq.stderr);
+  assert.match(eq.stdout, /\n +0 +a /);
+  const bad = cli(['inspect', '--nope', p]);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(6)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
+  assert.match(cli(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
+});
+
+test('an option that does nothing for the command is refused, with why', async () => {
+  const p = put('idle.ckpt', await model());
+  const names = put('idle-names.json', '["a","b","c"]');
+  for (const [args, message] of [
+    [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
+    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
+    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
+    [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`, args.join(' '));
+  }
+});
+
+test('--names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
+  const opt = put('named-opt.ckpt', await model());
+  const names = put('named.json', '["embed", "block", "bias"]');
+  const layout = put('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
+  const d = cli(['diff', opt, layout, '--names', names]);
+  assert.equal(d.status, 1);
+  assert.match(d.stdout, /\n  \[bias\] parameter 2: shape #\[3\] vs #\[4\]\n/);
+  const c = cli(['check', opt, '--expect', layout, '--names', names]);
+  assert.equal(c.status, 1);
+  assert.match(c.stdout, /\nat byte 151, slot 2 \(bias\)\n/);
+  const p = cli(['check', opt, '--state', put('named-short.tlsf', await writeBase('state-short')), '--names', names]);
+  assert.equal(p.status, 1);
+  assert.match(p.stdout, /\n  \[block\] parameter 1: state shape \[3, 2\] differs/);
+  const h = cli(['health', put('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
+  assert.equal(h.status, 1);
+  assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
 });

@@ -12,6 +12,10 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { health, writeCheckpoint, writeState, CheckpointError } from '../../js/index.js';
+import { model, writeBase } from './table.mjs';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-health-scratch-');
 
 const size = (shape) => shape.reduce((a, b) => a * b, 1);
 
@@ -352,4 +356,23 @@ test('health: the same bits with the SIMD build of the core and without (blocks 
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test('cli health: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
+  // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
+  const opt = put('ratio-opt.ckpt', await model());
+  const state = put('ratio-state.ckpt', await writeBase('state'));
+  const loose = cli(['health', opt, '--state', state, '--lr', '1000']);
+  const flags = JSON.parse(cli(['health', opt, '--state', state, '--lr', '1000', '--json']).stdout).flags;
+  assert.ok(flags.length && flags.every((f) => f.flag === 'ratioHigh' || f.flag === 'ratioLow'), JSON.stringify(flags));
+  assert.equal(loose.status, 0, loose.stdout);
+  assert.match(loose.stdout, /\nwarning: parameter \d+: update-to-weight ratio .* is above 1e-2 at lr 1000\n/);
+  assert.match(loose.stdout, /\nverdict: healthy \(\d+ ratio warnings?: --strict makes them failures\)\n$/);
+  const strict = cli(['health', opt, '--state', state, '--lr', '1000', '--strict']);
+  assert.equal(strict.status, 1);
+  assert.match(strict.stdout, /\nflag: parameter \d+: update-to-weight ratio/);
+  assert.match(strict.stdout, /\nverdict: \d+ slots? flagged\n$/);
+  // NaN and infinities stay failures without --strict
+  const sick = cli(['health', put('ratio-sick.ckpt', await writeBase('unhealthy'))]);
+  assert.equal(sick.status, 1);
 });

@@ -9,7 +9,11 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { nearest, shown, SUGGEST_MAX, ECHO_MAX } from '../../js/suggest.js';
-import { writeCheckpoint, LayoutError } from '../../js/index.js';
+import { writeCheckpoint, LayoutError, inspect, health, check } from '../../js/index.js';
+import { model, modelDescription, writeBase } from './table.mjs';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-suggest-scratch-');
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const INDEX = fileURLToPath(new URL('../../js/index.js', import.meta.url));
@@ -74,4 +78,39 @@ test('the CLI: an option or a command of 100,000 characters is refused with its 
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test('the CLI: arguments in the wrong order and a misspelt command get the command line meant, with one command\'s usage', async () => {
+  const opt = put('order-opt.ckpt', await model());
+  const state = put('order-state.ckpt', await writeBase('state'));
+  const layout = put('order-layout.json', '{"shapes": [[2, 3], [2, 3], [3]], "requiresGrad": [true, true, true]}');
+  for (const [args, meant] of [
+    [['health', state, opt], `health ${opt} --state ${state}`],
+    [['health', opt, state, '--lr', '1e-3'], `health ${opt} --state ${state} --lr 1e-3`],
+    [['check', state, opt], `check ${opt} --state ${state}`],
+    [['check', opt, layout], `check ${opt} --expect ${layout}`],
+    [['export', 'out.npz', opt], `export ${opt} out.npz`],
+    [['write', 'out.ckpt', 'desc.json'], 'write desc.json out.ckpt'],
+    [[opt, 'inspect'], `inspect ${opt}`],
+    [['inspcet', opt], `inspect ${opt}`],
+    [['serve', opt], `view ${opt}`],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.status, 2, args.join(' '));
+    const first = r.stderr.split('\n')[0];
+    assert.ok(first.endsWith(`: did you mean \`ckptscope ${meant}\`?`), `${args.join(' ')}: ${first}`);
+    const usages = r.stderr.split('\n').filter((l) => l.startsWith('  ckptscope '));
+    const one = usages[0]?.split(' ')[3];
+    assert.ok(usages.length && usages.every((l) => l.split(' ')[3] === one), `one command's usage, not all of it: ${r.stderr}`);
+  }
+});
+
+test('the CLI: write refuses a misspelt description key with the nearest known one, exit 2, nothing written', async () => {
+  const d = modelDescription();
+  const desc = { ...d, config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weight_decay: 0.1 }, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
+  const out = path.join(scratchDir, 'unknown-key.ckpt');
+  const r = cli(['write', put('unknown-key.json', JSON.stringify(desc)), out]);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: unknown key description.config.weight_decay: did you mean weightDecay?\n');
+  assert.equal(fs.existsSync(out), false);
 });
