@@ -309,7 +309,7 @@ console.log(`\nckptscope benchmark — ${new Date().toISOString()}, node ${proce
 console.log(`${pad('measurement', 46)} ${pad('seconds', 9)} ${pad('GB/s', 7)} peak RSS MiB`);
 for (const [name, s, g, rss] of rows) console.log(`${pad(name, 46)} ${pad(num(s), 9)} ${pad(num(g, 2), 7)} ${num(rss, 1)}`);
 
-// Fractions of the limit's throughput (limit seconds / seconds): goal >= 0.5 each, i.e. at
+// Fractions of the limit's throughput (limit seconds / seconds): target >= 0.5 each, i.e. at
 // most twice the limit's time.
 const ratios = {
   'native / limit': limit.seconds / nat.seconds,
@@ -331,12 +331,12 @@ const ratios = {
   'run 4 × 1 GiB, CPU seconds': runCli.cpuSeconds,
   '4 × inspect --stats, CPU seconds': inspect4Cpu,
   'run 4 × 1 GiB / 4 × inspect --stats (CPU)': runCli.cpuSeconds / inspect4Cpu,
-  // issue 17 goal 9, against peers measured in the same run
+  // the wasm builds against the native core and NumPy, measured in the same run
   'stats time: wasm SIMD in process / native': wasmSimd / nat.seconds,
   'stats time: kernel alone, wasm SIMD / native': kernel.ratio['wasm SIMD / native'],
   'stats speed: CLI end to end / NumPy': numpy ? numpy.seconds / cliSimd.seconds : null,
 };
-const goals = {
+const targets = {
   'native / limit': ['>=', 0.5],
   'wasm SIMD in process / limit': ['>=', 0.5],
   'CLI statistics scan / limit': ['>=', 0.5],
@@ -360,7 +360,7 @@ if (process.env.BENCH_VIEWER !== 'off') {
   const viewer = await viewerBench({ opt: statsFile, state: stateFile, repeat: REPEAT, log });
   rows.push(...viewerRows(viewer).map(([name, seconds]) => [name, seconds, null, null]));
   Object.assign(ratios, viewerRatios(viewer));
-  for (const k of Object.keys(viewerRatios(viewer))) goals[k] = ['>=', 0.5];
+  for (const k of Object.keys(viewerRatios(viewer))) targets[k] = ['>=', 0.5];
 }
 // What a second worker pays on 4 GiB of random float32 (bench/workers.mjs: 1 and 2 workers
 // interleaved; BENCH_WORKERS=off leaves it out).
@@ -370,16 +370,16 @@ if (process.env.BENCH_WORKERS !== 'off') {
   workers4g = workersBench({ data, sizes: [4 * GiB] });
   ratios['statistics speed-up, 2 workers, 4 GiB'] = speedup(workers4g, 'inspect --stats', 4 * GiB, 2);
   ratios['health speed-up, 2 workers, 4 GiB'] = speedup(workers4g, 'health --state', 4 * GiB, 2);
-  goals['statistics speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
-  goals['health speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
+  targets['statistics speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
+  targets['health speed-up, 2 workers, 4 GiB'] = ['>=', 1.8];
 }
 console.log('\nratios');
 for (const [k, v] of Object.entries(ratios)) {
-  const goal = goals[k];
-  const met = goal && v !== null ? ({ '>=': v >= goal[1], '<=': v <= goal[1], '<': v < goal[1] })[goal[0]] : null;
-  console.log(`  ${pad(k, 42)} ${v === null ? 'n/a' : v.toFixed(2)}${goal ? `   goal ${goal[0]} ${goal[1]}: ${met ? 'met' : 'MISSED'}` : ''}`);
+  const target = targets[k];
+  const met = target && v !== null ? ({ '>=': v >= target[1], '<=': v <= target[1], '<': v < target[1] })[target[0]] : null;
+  console.log(`  ${pad(k, 42)} ${v === null ? 'n/a' : v.toFixed(2)}${target ? `   target ${target[0]} ${target[1]}: ${met ? 'met' : 'MISSED'}` : ''}`);
 }
-console.log(`  ${pad('inspect 1,000,000 slots in wasm (goal < 0.5 s)', 42)} ${layoutWasm.toFixed(3)} s: ${layoutWasm < 0.5 ? 'met' : 'MISSED'}`);
+console.log(`  ${pad('inspect 1,000,000 slots in wasm (target < 0.5 s)', 42)} ${layoutWasm.toFixed(3)} s: ${layoutWasm < 0.5 ? 'met' : 'MISSED'}`);
 
 let scale = null;
 if (process.env.BENCH_SCALE !== 'off') {

@@ -1,4 +1,4 @@
-// The scale rows of the benchmark (DESIGN.md "Scale", issue 17): the Llama-7B-like pair
+// The scale rows of the benchmark (docs/performance.md "Big files"): the Llama-7B-like pair
 // (tests/js/llama.mjs: a 54 GB optimizer file, its tied variant, a 27 GB state file, sparse)
 // opened from a Node file, a Blob and over HTTP (bytes and reads counted by the sources:
 // tests/js/counting.mjs), the CLI on it (inspect, check --state, health, export streamed), and
@@ -7,7 +7,7 @@
 //   node bench/scale.mjs [--root DIR] [--light] [--timeout S] [--max-slots N]
 // --root: measure another checkout's package and CLI (before/after figures); --light: leave out
 // the passes that read the 7B-like payloads (the pair verdict, health, export); --timeout: a CLI call that runs
-// longer is reported as "> S s" (the quadratic exports of 1M slots took minutes).
+// longer is reported as "> S s".
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -106,7 +106,7 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
     figures[`open ${name}`] = { size: f.layout.size, bound: openBound(f.layout), file: { bytes: file.bytes, reads: file.log.length }, blob, http };
   }
 
-  {   // the issue's case: payloads under the reader's old 1 MiB read-ahead
+  {   // many small payloads: each under a 1 MiB read-ahead
     const hundred = path.join(data, 'hundred-512k.ckpt');
     const size = fs.existsSync(hundred) ? fs.statSync(hundred).size : writeSparse(hundred, { slots: 100, elements: 65536 });
     const file = new CountingFile(hundred);

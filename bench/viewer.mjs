@@ -1,9 +1,9 @@
-// The viewer's statistics and health against the CLI's on the same files (issue 17 goal 6: the
-// viewer at >= 50% of the CLI's rate). Chromium (playwright-core, as the browser tests drive it)
+// The viewer's statistics and health against the CLI's on the same files (docs/performance.md
+// "The viewer against the CLI": the rate of each as a fraction of the CLI's). Chromium (playwright-core, as the browser tests drive it)
 // opens a checkpoint and its model-state file three ways: dropped as Files (picked with the file
 // input, by path: nothing copied), served over HTTP ranges to a page that reads them itself (the
 // viewer's server without passes, as `ckptscope serve` or a viewer hosted elsewhere), and opened
-// by `ckptscope view`, whose server runs the passes on its machine (web/pass-worker.js). Each
+// by `ckptscope view`, whose server runs the passes on its machine (js/server/pass-worker.js). Each
 // pass is timed in the page from the click to the worker idle (data-pending back to 0), a fresh
 // page per repetition (the worker keeps statistics it computed). The CLI's `inspect --stats
 // --workers 1` and `health --state --workers 1` run interleaved with them; best of `repeat`.
@@ -13,7 +13,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
-import { serve } from '../web/server.js';
+import { serve } from '../js/server/server.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = path.join(root, 'js/cli.js');
@@ -124,7 +124,7 @@ export function viewerRows({ seconds }) {
   ];
 }
 
-/** Ratios for bench/run.mjs (goal >= 0.5 each). */
+/** Ratios for bench/run.mjs (target >= 0.5 each). */
 export function viewerRatios({ rate }) {
   return {
     'viewer Scan / CLI rate, File': rate.file.scan,
@@ -142,7 +142,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   for (const f of [opt, state]) if (!fs.existsSync(f)) throw new Error(`${f} is missing: run npm run bench once (it makes the files), or name two files`);
   const result = await viewerBench({ opt, state, repeat: Number(process.env.BENCH_REPEAT ?? 3), log: (s) => process.stderr.write(`${s}\n`) });
   const s = result.seconds;
-  console.log(`${'pass'.padEnd(10)} ${'CLI s'.padEnd(8)} ${'File s'.padEnd(8)} ${'HTTP s'.padEnd(8)} ${'view s'.padEnd(8)} ${'File rate'.padEnd(10)} ${'HTTP rate'.padEnd(10)} view rate (CLI seconds / viewer seconds; goal >= 0.5)`);
+  console.log(`${'pass'.padEnd(10)} ${'CLI s'.padEnd(8)} ${'File s'.padEnd(8)} ${'HTTP s'.padEnd(8)} ${'view s'.padEnd(8)} ${'File rate'.padEnd(10)} ${'HTTP rate'.padEnd(10)} view rate (CLI seconds / viewer seconds; target >= 0.5)`);
   for (const k of ['scan', 'health']) {
     const r = result.rate;
     console.log(`${k.padEnd(10)} ${[s.cli[k], s.file[k], s.http[k], s.view[k]].map((x) => x.toFixed(2).padEnd(8)).join(' ')} ${r.file[k].toFixed(2).padEnd(10)} ${r.http[k].toFixed(2).padEnd(10)} ${r.view[k].toFixed(2)}`);

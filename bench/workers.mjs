@@ -6,8 +6,8 @@
 // hits both alike), best of BENCH_REPEAT (3) for wall time and for CPU time (user + system), with
 // the load average before and after: on a shared machine the wall-clock speed-ups are only as
 // good as that load. Each run is timed twice: the CLI end to end, and the pass alone in a fresh
-// process (from the API call to its result, without Node's start and the imports). Under 3 minutes once the files exist; making them (7.9 GiB, 6 GiB of it the
-// 4 GiB pair) took about 12 minutes on the loaded 2-core machine, once.
+// process (from the API call to its result, without Node's start and the imports). Making the files (7.9 GiB, 6 GiB of it the 4 GiB pair) takes
+// longer than the runs themselves, once.
 // BENCH_WORKERS_SIZES=64,256 (MiB) picks other sizes; BENCH_CLI another build's js/cli.js.
 // Also imported by bench/run.mjs (workersBench, printWorkers).
 import fs from 'node:fs';

@@ -11,6 +11,9 @@ import { CheckpointError, LayoutError, abortError, coreError } from './errors.js
 import { toU64 } from './values.js';
 import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf, namesOf } from './layout.js';
+import { learningRate, ratioBand, readerId } from './options.js';
+
+export { learningRate, ratioBand };   // js/run.js checks its options as health does
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
@@ -182,35 +185,6 @@ async function withError(b, fn) {
   }
 }
 
-export function learningRate(lr) {
-  if (lr === undefined || lr === null) return NaN;
-  if (typeof lr !== 'number' || !Number.isFinite(lr) || lr <= 0) throw new RangeError(`lr must be a positive finite number, got ${String(lr)}`);
-  return lr;
-}
-
-/**
- * The flag band of the update-to-weight ratio: [low, high], or null for the core's default.
- * Its rules are the core's (finite, 0 <= low < high): a band that is not one is a RangeError
- * in the core's words.
- */
-export async function ratioBand(band) {
-  if (band === undefined || band === null) return null;
-  if (!Array.isArray(band) || band.length !== 2 || !band.every((x) => typeof x === 'number')) {
-    throw new TypeError(`ratioBand must be [low, high], two numbers, got ${describe(band)}`);
-  }
-  const refused = (await loadBinding()).ratioBandError(band[0], band[1]);
-  if (refused) throw new RangeError(refused.message);
-  return [band[0], band[1]];
-}
-
-function describe(x) {
-  try {
-    return JSON.stringify(x) ?? String(x);
-  } catch {
-    return String(x);
-  }
-}
-
 /**
  * Training health (docs/health.md): Adam's next step per slot from `opt`'s moments and, with a
  * model-state file `state` (or null), the slot's parameters: rms and max of the step per unit
@@ -286,12 +260,3 @@ export async function readerNames() {
   return (await loadBinding()).readerNames();
 }
 
-/** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
-export function readerId(binding, name) {
-  if (name === undefined || name === null) return 0;
-  // the name exactly: not an array that prints as one, nor one cut at a NUL on its way to the core
-  if (typeof name !== 'string' || name.includes('\0')) throw new RangeError(`unknown TorchLean reader ${typeof name === 'string' ? JSON.stringify(name) : `(${Array.isArray(name) ? 'an array' : typeof name})`}: one of ${binding.readerNames().join(', ')}`);
-  const id = binding.readerByName(name);
-  if (id > 0) return id;
-  throw new RangeError(`unknown TorchLean reader ${JSON.stringify(name)}: one of ${binding.readerNames().join(', ')}`);
-}

@@ -1,14 +1,12 @@
 // The CLI's usage texts and what it suggests when a command line is wrong: one spec per command
-// (its usage lines, flags, options with their help), the parser that reads argv by it, and the
-// "did you mean" for misspelt commands and options and for arguments in the wrong order.
+// (its usage lines, flags, options with their help) and the parser that reads argv by it, which
+// refuses a misspelt option with the nearest known one (js/suggest.js).
 
-import { nearest } from './keys.js';
+import { nearest, didYouMean, shown } from './suggest.js';
 import { wrapLine } from './terminal.js';
-import { ratioBand } from './api.js';
+import { ratioBand } from './options.js';
 
-export { nearest };
-
-// 80 columns (issue 18.19): what each command does on the lines below it, indented 6;
+// 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.
 export const USAGE = `usage:
   ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
@@ -142,7 +140,7 @@ export function parseArgs(command, argv) {
       const known = [...Object.keys(flags), ...Object.keys(options)];
       const near = nearest(name, known);
       const elsewhere = near ? null : COMMANDS.filter((c) => c !== command && (Object.hasOwn(SPECS[c].flags, name) || Object.hasOwn(SPECS[c].options, name)));
-      throw new UsageError(`unknown option ${name}${near ? `: did you mean ${near}?` : elsewhere?.length ? ` for ${command} (it belongs to ${elsewhere.join(', ')})` : ''}`, command);
+      throw new UsageError(`unknown option ${shown(name)}${near ? `: ${didYouMean(near)}` : elsewhere?.length ? ` for ${command} (it belongs to ${elsewhere.join(', ')})` : ''}`, command);
     } else positional.push(a);
   }
   return { positional, seen };
@@ -160,12 +158,12 @@ export async function ratioBandArg(given, usage) {
   const parts = given.split(',').map((x) => x.trim());
   const numbers = parts.map(Number);
   if (parts.length !== 2 || !parts.every((x) => /^[0-9.eE+-]+$/.test(x)) || numbers.some(Number.isNaN)) {
-    throw usage(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${given}`);
+    throw usage(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${shown(given)}`);
   }
   try {
     return await ratioBand(numbers);
   } catch (err) {
-    if (err instanceof RangeError) throw usage(`--ratio-band ${given}: ${err.message}`);
+    if (err instanceof RangeError) throw usage(`--ratio-band ${shown(given)}: ${err.message}`);
     throw err;
   }
 }

@@ -19,7 +19,8 @@ import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedS
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
-import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, nearest, refuseIdle, ratioBandArg } from './cli-usage.js';
+import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
+import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
 
 // --help: the usage and how the CLI behaves in a shell.
 const HELP = `${USAGE}
@@ -304,7 +305,7 @@ async function cmdExport(argv) {
   const [file, out] = positional;
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) {
-    const swapped = /\.(safetensors|npz)$/i.test(file) ? `: did you mean \`ckptscope export ${out} ${file}\`?` : '';
+    const swapped = /\.(safetensors|npz)$/i.test(file) ? meant('export', out, file) : '';
     throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither${swapped}`, 'export');
   }
   if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
@@ -334,7 +335,7 @@ async function cmdWrite(argv) {
   const { positional } = parseArgs('write', argv);
   if (positional.length !== 2) throw new UsageError('write takes DESCRIPTION.json OUT', 'write');
   if (/\.json$/i.test(positional[1]) && !/\.json$/i.test(positional[0])) {
-    throw new UsageError(`write takes DESCRIPTION.json first, then OUT: did you mean \`ckptscope write ${positional[1]} ${positional[0]}\`?`, 'write');
+    throw new UsageError(`write takes DESCRIPTION.json first, then OUT${meant('write', positional[1], positional[0])}`, 'write');
   }
   if (positional[1] === STDIN) {
     throw new UsageError('write needs a file name for OUT, not -: the checkpoint is written to a temporary file beside it, then renamed');
@@ -358,9 +359,9 @@ function askedPort(seen) {
 
 async function cmdServe(argv) {
   const { positional, seen } = parseArgs('serve', argv);
-  if (positional.length) throw new UsageError(`serve takes no files${positional.length <= 2 ? `: did you mean \`ckptscope view ${positional.join(' ')}\`?` : ''}`, 'serve');
+  if (positional.length) throw new UsageError(`serve takes no files${positional.length <= 2 ? meant('view', ...positional) : ''}`, 'serve');
   const port = askedPort(seen) ?? 8080;
-  const { serve } = await import('../web/server.js');
+  const { serve } = await import('./server/server.js');
   const server = await listening(() => serve({ port, quiet: true }), port, (next) => `try --port ${next} or PORT=${next} npm start`);
   stopOnSignals(server);   // before the URL is out: a Ctrl-C right after it must find the handler
   say(process.stdout, `ckptscope viewer: ${server.origin}/  (Ctrl-C stops it)`);
@@ -389,7 +390,7 @@ async function cmdView(argv) {
   if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
   positional.forEach(regularFile);
   const asked = askedPort(seen);
-  const { serve } = await import('../web/server.js');
+  const { serve } = await import('./server/server.js');
   const start = (port) => serve({ port, quiet: true, files: positional, passes: true });
   const advice = (next) => `try --port ${next}`;
   const server = asked !== null
@@ -480,14 +481,17 @@ async function knownReader(option, name, more) {
   if (!names.includes(name)) throw new UsageError(`${option} takes a TorchLean reader: ${names.join(', ')}${more}; not ${name}`);
 }
 
-// ---- did you mean ---------------------------------------------------------------------------
+// ---- did you mean (js/suggest.js: the rule and the words) ------------------------------------
+
+/** `: did you mean \`ckptscope ARGS\`?`, each argument echoed within bounds. */
+const meant = (...args) => `: ${didYouMean(`\`ckptscope ${args.map((a) => shown(a, PATH_ECHO_MAX)).join(' ')}\``)}`;
 
 /** An unknown command: a misspelt one, or a file given before its command. */
 function commandSuggestion(command, rest) {
   const near = nearest(command, KNOWN);
-  if (near) return [`: did you mean \`ckptscope ${near}${rest.length ? ' ' + rest.join(' ') : ''}\`?`, near];
+  if (near) return [meant(near, ...rest), near];
   const k = rest.findIndex((a) => KNOWN.includes(a));
-  if (k >= 0) return [`: did you mean \`ckptscope ${rest[k]} ${[command, ...rest.filter((_, j) => j !== k)].join(' ')}\`?`, rest[k]];
+  if (k >= 0) return [meant(rest[k], command, ...rest.filter((_, j) => j !== k)), rest[k]];
   return ['', null];
 }
 
@@ -511,9 +515,9 @@ async function checkOrder(positional, seen) {
   if (positional.length !== 2 || seen['--expect'] !== undefined || seen['--state'] !== undefined) return '';
   const [a, b] = positional;
   const [ka, kb] = [await kindOf(a), await kindOf(b)];
-  if (ka === 'state' && kb === 'optimizer') return `: did you mean \`ckptscope check ${b} --state ${a}\`?`;
-  if (ka === 'optimizer' && kb === 'state') return `: did you mean \`ckptscope check ${a} --state ${b}\`?`;
-  return `: did you mean \`ckptscope check ${a} --expect ${b}\`?`;
+  if (ka === 'state' && kb === 'optimizer') return meant('check', b, '--state', a);
+  if (ka === 'optimizer' && kb === 'state') return meant('check', a, '--state', b);
+  return meant('check', a, '--expect', b);
 }
 
 /** check STATE --state OPT: the two given the other way round. */
@@ -528,7 +532,7 @@ async function healthOrder(positional, seen) {
   if (positional.length !== 2 || seen['--state'] !== undefined) return '';
   const [a, b] = positional;
   const [opt, state] = (await kindOf(a)) === 'state' ? [b, a] : [a, b];
-  return `: did you mean \`ckptscope health ${opt} --state ${state}${seen['--lr'] !== undefined ? ` --lr ${seen['--lr']}` : ''}\`?`;
+  return meant('health', opt, '--state', state, ...(seen['--lr'] !== undefined ? ['--lr', seen['--lr']] : []));
 }
 
 const COMMANDS = { inspect: cmdInspect, check: cmdCheck, diff: cmdDiff, health: cmdHealth, export: cmdExport, write: cmdWrite, serve: cmdServe, view: cmdView, convert: cmdConvert,
@@ -549,8 +553,8 @@ export async function main(argv) {
   const run = COMMANDS[command];
   try {
     if (!run) {
-      const [text, meant] = commandSuggestion(command, rest);
-      throw new UsageError(`unknown command ${command}${text}`, meant);
+      const [text, near] = commandSuggestion(command, rest);
+      throw new UsageError(`unknown command ${shown(command)}${text}`, near);
     }
     if (rest.includes('--help') || rest.includes('-h')) {
       writeStdout(helpOf(command) + '\n');

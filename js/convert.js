@@ -4,7 +4,7 @@
 
 import { withOpen, withProgress, withFile } from './checkpoint.js';
 import { withSink, saveAtomically } from './sink.js';
-import { readerId } from './api.js';
+import { readerId } from './options.js';
 import { toU64 } from './values.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';

@@ -1,7 +1,7 @@
 // The read feed: asynchronous range requests for the core's synchronous pulls, in a browser
 // worker. The core reads synchronously (it asks a source for [offset, length) and blocks), so a
 // URL was read with synchronous XMLHttpRequest: measured in Chromium on a 1 GiB file served by
-// web/server.js, synchronous 16 MiB range requests read ~28 MB/s whatever the server's chunk
+// js/server/server.js, synchronous 16 MiB range requests read ~28 MB/s whatever the server's chunk
 // size (curl takes the same ranges at ~215 MB/s), where a streamed `fetch` of the same ranges
 // reads ~130 MB/s (16 MiB) to ~180 MB/s (64 MiB) (about a third of that under a DevTools
 // client, which copies what crosses the network). The feed makes those requests in a worker of
@@ -12,7 +12,7 @@
 // the feed only serves them, so every byte is read once and counted when it arrives.
 //
 // It needs shared memory (a cross-origin-isolated page: `Cross-Origin-Opener-Policy:
-// same-origin` and `Cross-Origin-Embedder-Policy: require-corp`, which web/server.js sends) and a
+// same-origin` and `Cross-Origin-Embedder-Policy: require-corp`, which js/server/server.js sends) and a
 // worker thread to block; elsewhere Feed.start() resolves null and sources read synchronously.
 // (A File is read with FileReaderSync still: through the feed, blob.slice().stream() and
 // arrayBuffer() alike, the health pass of a 1 GiB pair took 23-33 s against 16-21 s.)

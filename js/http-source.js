@@ -15,7 +15,7 @@ import { FeedReads } from './feed.js';
 
 const FIRST_REQUEST = 4096;   // learns the size from Content-Range
 // The largest request through the feed: a 1 GiB file's statistics took 25.5 s in 16 MiB
-// requests, 15.5 s in 64 MiB ones (Chromium under a DevTools client, load average ~4.5).
+// requests, 15.5 s in 64 MiB ones (Chromium under a DevTools client).
 const FEED_READ = 64 << 20;
 
 export class HttpError extends Error {

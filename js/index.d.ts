@@ -591,6 +591,18 @@ export class BlobSource implements CustomSource {
 export class Feed {
   static start(): Promise<Feed | null>;
 }
+/** The answer of a pass `ckptscope view` runs for its page (GET /passes/…): a stream of frames,
+ *  each a JSON message (JSON_FRAME: progress, then done or error) or the packed statistics of
+ *  consecutive items (PACKED_FRAME, for attachPacked). push() each chunk as it arrives, then
+ *  take() every whole frame. */
+export class Frames {
+  push(chunk: Uint8Array): void;
+  take(): { kind: string; payload: Uint8Array } | null;
+}
+export const JSON_FRAME: 'j';
+export const PACKED_FRAME: 'p';
+/** A packed frame's payload: the packed words of items from, from + 1, … */
+export function unpackFrame(payload: Uint8Array): { from: number; list: BigUint64Array[] };
 /** An http(s) file read by range requests (the first synchronous; the rest streamed through the
  *  feed when one is given); browser workers only. */
 export class HttpSource implements CustomSource {
@@ -608,6 +620,8 @@ export class HttpSource implements CustomSource {
 
 export class Schema {
   static create(layout: Layout): Promise<Schema>;
+  readonly closed: boolean;
+  /** The same as `closed`. */
   readonly disposed: boolean;
   readonly count: number;
   readonly optimizerStateCount: U64;
@@ -618,6 +632,9 @@ export class Schema {
   isWellFormed(): boolean;
   tags(): U64[];
   toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
+  /** Free the core's schema (a call using it finishes first); then every query throws. */
+  close(): void;
+  /** The same as `close()`. */
   dispose(): void;
   [Symbol.dispose](): void;
 }

@@ -3,36 +3,12 @@
 // keys people bring from PyTorch (betas, eps, lr) get their own help.
 
 import { LayoutError } from './errors.js';
-
-/** Edit distance, a swap of two neighbours counting one (stpe -> step), for suggestions. */
-function distance(a, b) {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
-}
-
-const plain = (s) => s.toLowerCase().replace(/[_-]/g, '');
-
-/** The known word nearest `word` when it is near enough to be a slip (case, _ and - aside); else null. */
-export function nearest(word, known) {
-  let best = null, bestD = Infinity;
-  for (const k of known) {
-    const d = plain(word) === plain(k) ? 0 : distance(word.toLowerCase(), k.toLowerCase());
-    if (d < bestD) [best, bestD] = [k, d];
-  }
-  // near enough: one edit per three characters of the key, at least one
-  return best !== null && 3 * bestD <= Math.max(3, best.length) ? best : null;
-}
+import { nearest, didYouMean, shown } from './suggest.js';
 
 // PyTorch's names for the same things, and what is not in a checkpoint at all.
 const PYTORCH = {
   betas: 'ckptscope takes beta1 and beta2 (PyTorch\'s betas=(beta1, beta2))',
-  eps: 'did you mean epsilon?',
+  eps: didYouMean('epsilon'),
   lr: 'a checkpoint does not store the learning rate (give it to health with --lr)',
   amsgrad: 'TorchLean\'s Adam and AdamW have no amsgrad',
 };
@@ -44,8 +20,8 @@ export function refuseUnknownKeys(obj, known, where) {
     if (known.includes(key)) continue;
     const near = nearest(key, known);
     const pytorch = Object.hasOwn(PYTORCH, key) && known.includes('beta1') ? PYTORCH[key] : null;
-    const help = pytorch ?? (near ? `did you mean ${near}?` : `known keys: ${known.join(', ')}`);
-    throw new LayoutError(`unknown key ${where}.${key}: ${help}`);
+    const help = pytorch ?? (near ? didYouMean(near) : `known keys: ${known.join(', ')}`);
+    throw new LayoutError(`unknown key ${where}.${shown(key)}: ${help}`);
   }
 }
 

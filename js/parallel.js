@@ -41,13 +41,13 @@ export async function withPinned(source, fn) {
 }
 
 // What 'auto' starts, per pass: one worker per this many bytes of the files read, at most the cores
-// (and 8). A worker costs its start: 125-140 ms of wall time on the idle machine before it takes
+// (and 8). A worker costs its start: 125-140 ms of wall time on an idle machine before it takes
 // its first chunk (a thread, Node's bootstrap, this package's modules, the module instance, the
-// file parsed again; timed inside a 4 GiB pass, 2026-12-01), its first chunks run before V8 has
+// file parsed again; timed inside a 4 GiB pass), its first chunks run before V8 has
 // optimised the kernel, and it takes about 0.1-0.3 s of CPU, which the calling thread loses where
 // cores are shared. With the chunks claimed from a shared counter, n threads take about
-// (S + (n - 1) start) / n for a pass of S seconds alone. Measured on this project's idle 2-core machine
-// (`node bench/workers.mjs`, best of 3 interleaved, load average under 3), 2 workers against 1:
+// (S + (n - 1) start) / n for a pass of S seconds alone. Measured on an idle 2-core machine
+// (`node bench/workers.mjs`, best of 3 interleaved), 2 workers against 1:
 // statistics 0.94x on 256 MiB, 0.94-1.15x on 1 GiB, 1.39-1.44x on 4 GiB; health (and the state
 // file, half the size) 1.05x on 256 MiB, 1.22-1.54x on 1 GiB, 1.61-1.71x on 4 GiB. So statistics
 // take a second worker from 2 GiB, health from 512 MiB of the two files.

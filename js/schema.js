@@ -1,6 +1,7 @@
 // A ParameterSchema held by the core: every query (representative, isWellFormed, counts, tags)
-// is answered by C. Dispose it; a disposed Schema throws, and one disposed while the core is
-// using it (from a callback) is freed only when the core is done.
+// is answered by C. Close it, as a Checkpoint is closed (close(), or `using`); a closed Schema
+// throws, and one closed while the core is using it (from a callback) is freed only when the core
+// is done. dispose() and disposed are the same as close() and closed (docs/api.md names both).
 
 import { exact } from './wasm.js';
 import { loadBinding } from './binding.js';
@@ -12,7 +13,7 @@ export class Schema {
   #b;
   #ptr;
   #busy = 0;
-  #disposing = false;
+  #closing = false;
 
   /** A Schema from a layout object {shapes, requiresGrad, representatives?}. */
   static async create(layout) {
@@ -27,17 +28,19 @@ export class Schema {
     this.#ptr = ptr;
   }
 
-  get disposed() {
-    return !this.#ptr || this.#disposing;
+  get closed() {
+    return !this.#ptr || this.#closing;
   }
+
+  get disposed() { return this.closed; }
 
   /** For the package: run fn(binding, ptr) with the schema kept alive for the call. */
   use(fn) {
-    if (this.disposed) throw new TypeError('this Schema was disposed');
+    if (this.closed) throw new TypeError('this Schema is closed (disposed)');
     this.#busy++;
     const done = () => {
       this.#busy--;
-      if (this.#disposing && !this.#busy) this.#release();
+      if (this.#closing && !this.#busy) this.#release();
     };
     let result;
     try {
@@ -72,16 +75,18 @@ export class Schema {
   tags() { return this.use((b, p) => Array.from(b.schemaTags(p), exact)); }
   toJSON() { return this.use((b, p) => b.schemaJSON(p)); }
 
-  dispose() {
-    if (!this.#ptr || this.#disposing) return;
-    this.#disposing = true;
+  close() {
+    if (!this.#ptr || this.#closing) return;
+    this.#closing = true;
     if (!this.#busy) this.#release();
   }
+
+  dispose() { this.close(); }
 
   #release() {
     this.#b.schemaFree(this.#ptr);
     this.#ptr = 0;
   }
 
-  [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() { this.dispose(); }
+  [Symbol.dispose ?? Symbol.for('Symbol.dispose')]() { this.close(); }
 }

@@ -104,7 +104,7 @@ export function sameDestination() {
   }
 }
 
-// ---- columns (issue 18.19) --------------------------------------------------------------------
+// ---- columns (docs/cli.md "Columns") ----------------------------------------------------------
 // Every line for a person fits COLUMNS columns of a terminal, but for one exception: a line that
 // is a single unbreakable token (a path or a name wider than the line) on a line of its own,
 // which no wrapping can shorten without changing it. Tables shrink their name or path column

@@ -4,9 +4,8 @@
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
-import { run, runFiles, attachPacked, itemCount, itemStatsPacked } from '/js/index.js';
+import { run, runFiles, attachPacked, itemCount, itemStatsPacked, Frames, PACKED_FRAME, unpackFrame } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
-import { Frames, PACKED_FRAME, unpackFrame } from './pass-frames.js';
 import { makeExamples } from './examples.js';
 
 /** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read
@@ -42,7 +41,7 @@ class UrlBytes {
 }
 
 /** A File, or a served path read through the feed where the page is cross-origin isolated
- *  (web/server.js's headers), else by synchronous requests (js/feed.js). */
+ *  (js/server/server.js's headers), else by synchronous requests (js/feed.js). */
 async function sourceOf(source) {
   if (typeof source === 'string') return new UrlBytes(source, await Feed.start());
   if (source instanceof Blob) return new FileBytes(source);
@@ -50,8 +49,8 @@ async function sourceOf(source) {
 }
 
 /**
- * A pass that `ckptscope view` runs on its machine over files it serves (web/server.js
- * /passes/, web/pass-worker.js), at the CLI's rate: progress to `tick`, each packed-statistics
+ * A pass that `ckptscope view` runs on its machine over files it serves (js/server/server.js
+ * /passes/, js/server/pass-worker.js), at the CLI's rate: progress to `tick`, each packed-statistics
  * frame to `onPacked(from, list)`. Resolves with the last message ({done, result?} or
  * {unsplit}), or null when the server runs no passes (the viewer of `serve`, another server) or
  * runs as many as it will (503): the page then reads the file itself. A failure ends the request,

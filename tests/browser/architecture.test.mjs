@@ -12,7 +12,7 @@ import { startViewer, dropBytes, openExample } from './browser.mjs';
 
 const WEB = new URL('../../web/', import.meta.url).pathname;
 const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, dir, f));
-const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js') && f !== 'server.js').map((f) => path.join(WEB, f)),
+const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, f)),
   ...inDir('views'), ...inDir('parts')];
 const read = (file) => fs.readFileSync(file, 'utf8');
 
@@ -189,7 +189,7 @@ test('opening another file closes the previous handles', async () => {
   await page.context().close();
 });
 
-test('every viewer hook of DESIGN.md is there once its state is shown', async () => {
+test('every viewer hook (data-testid) is there once its state is shown', async () => {
   const page = await viewer.page();
   const present = async (hooks) => {
     for (const hook of hooks) assert.ok(await page.locator(`[data-testid=${hook}]`).count() > 0, `data-testid=${hook}`);

@@ -3,7 +3,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
-import { serve } from '../../web/server.js';
+import { serve } from '../../js/server/server.js';
 
 export const ARTIFACTS = path.resolve(new URL('../../test-artifacts', import.meta.url).pathname);
 

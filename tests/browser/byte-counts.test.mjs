@@ -1,4 +1,4 @@
-// Issue 17 goals 3 and 4 (viewer side): the bytes the viewer says it transferred are the bytes the
+// The viewer's byte counts: the bytes the viewer says it transferred are the bytes the
 // server sent. A counting server (the viewer's own, its answers to /files/ tallied)
 // serves large sparse files, counting the body bytes it writes; the header's "N bytes transferred over HTTP in K range requests" is
 // compared with the tally exactly, the JSON sniff (what a file is, before it opens) included.
@@ -96,7 +96,7 @@ for (const [which, k] of [['an optimizer file', 0], ['a model-state file', 1]]) 
     await page.context().close();
   });
 }
-// Issue 17 goal 4: the count is not the one taken at open. A health pass, an export and statistics
+// The count is not the one taken at open. A health pass, an export and statistics
 // (Compute all statistics) read payloads; after each, the header says what was sent so far.
 test('after a health pass, an export and statistics, the header\'s count is still what the server sent', async () => {
   const small = path.join(tmp, 'small.ckpt');
@@ -132,7 +132,7 @@ test('after a health pass, an export and statistics, the header\'s count is stil
     const health = await after('a health pass');
     // (the open's first page holds the first payload's first bytes: kept, not read again)
     assert.ok(health.bytes >= opened.bytes + payload - 4096, `the health pass read the payloads: ${opened.bytes} -> ${health.bytes} bytes`);
-    // each payload byte once (issue 17 goal 3): m's growing reads stop where v's began
+    // each payload byte once: m's growing reads stop where v's began
     assert.ok(health.bytes - opened.bytes <= payload + 64 * 1024, `the health pass read each payload byte once: ${health.bytes - opened.bytes} bytes for ${payload}`);
     const download = page.waitForEvent('download', { timeout: 60000 });
     await page.click('#export-menu summary');

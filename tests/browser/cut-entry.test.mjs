@@ -1,4 +1,4 @@
-// Issue 18 point 16 (viewer): a file that ends inside an entry (slot 0's header is there, its
+// The viewer on a truncated file: a file that ends inside an entry (slot 0's header is there, its
 // payload cut) is called what it is, an incomplete file, with the core's words; the cut entry is
 // a row marked cut, and a slot tied to it says so. Every fact comes from the core's error (code,
 // slot, offset): the texts below are asserted exactly.

@@ -1,4 +1,4 @@
-// The fourth-family proof in the viewer (issue 21 goal 7, docs/architecture.md): the page
+// The fourth-family proof in the viewer (docs/architecture.md "Adding a family"): the page
 // given the core built with the test-only family TLSF64B (js/ckptscope-tlsf64b.wasm, made by
 // `bash scripts/build.sh family`) in place of the default build shows a TLSF64B file's header,
 // its float64 dtype and its tensors, with no file of web/ or js/ changed.

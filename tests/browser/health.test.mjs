@@ -32,7 +32,7 @@ test('the training example: ratio per slot with the flag band, flagged slots fir
   const flags = await page.locator('[data-testid=health-flag]').allTextContents();
   assert.equal(flags.length, 3);
   assert.match(flags[0], /^flag: slot 16 block1\.mlp\.up\.weight: parameter 16: \d+ elements with \|m\| beyond what any gradient history gives/);
-  // the core grades each flag (issue 18.14): the ratio band's are warnings, said as such, and
+  // the core grades each flag: the ratio band's are warnings, said as such, and
   // the band the pass used is stated
   const severities = await page.locator('[data-testid=health-flag]').evaluateAll((l) => l.map((x) => x.dataset.severity));
   assert.deepEqual(severities, ['failure', 'warning', 'warning']);

@@ -139,7 +139,7 @@ test('"Add model state…" and a pair that does not pair: every failure, the war
   assert.equal(await text(page, '[data-testid=pair-verdict] > strong'), 'Does not pair: 1 failure.');
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error]'), 'parameter 10 is tied to parameter 0 but their saved values differ (first at element 5)');
   assert.equal(await text(page, '[data-testid=pair-failure] [data-testid=error-slot]'), 'slot 10 (head.weight)');
-  // The verdict reads the state file's headers and tied values only (FORMAT.md 6): the frozen
+  // The verdict reads the state file's headers and tied values only (docs/format.md 6): the frozen
   // slot's NaN is warned about once its values are read, by the statistics of every tensor.
   assert.equal(await page.locator('#pair [data-testid=warning]').count(), 0);
   await page.click('#scan-tensors');
@@ -215,12 +215,12 @@ test('a file the server does not have: the problem view says which URL and what 
   const file = path.join(tmp, 'gone.ckpt');
   fs.writeFileSync(file, await writeCheckpoint({ shapes: [[1]], requiresGrad: [true], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, entries: [{ id: 0, step: 1, m: [0], v: [0] }] }));
   const v = await viewer({ files: [file] });
-  // `view` opened the file once and serves that (issue 18.9): removing it changes nothing
+  // `view` opened the file once and serves that: removing it changes nothing
   fs.rmSync(file);
   const served = await v.page({ url: v.server.viewerUrl });
   await served.waitForSelector('[data-testid=field-version]');
   await served.context().close();
-  // an address naming a file the server does not serve (a stale link, another session's token)
+  // an address naming a file the server does not serve (a stale link, another view's token)
   const stale = v.server.viewerUrl.replace(/%2Ffiles%2F[^%]+%2F/, '%2Ffiles%2Fnot-a-token%2F');
   assert.notEqual(stale, v.server.viewerUrl);
   const page = await v.page({ url: stale });

@@ -1,5 +1,5 @@
-// `ckptscope view` runs the viewer's long passes on its own machine (web/server.js /passes/,
-// web/pass-worker.js): the statistics of every entry and tensor and the health pass come from
+// `ckptscope view` runs the viewer's long passes on its own machine (js/server/server.js /passes/,
+// js/server/pass-worker.js): the statistics of every entry and tensor and the health pass come from
 // the package in Node with the workers that pay, not from the page reading every byte through
 // the browser. The results are the CLI's, bit for bit; no payload byte crosses the network;
 // Cancel ends the pass on the server; a viewer without passes (`serve`) reads the files itself.

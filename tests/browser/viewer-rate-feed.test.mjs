@@ -1,4 +1,4 @@
-// Issue 17 goal 6: over HTTP the viewer's worker reads through the read feed (js/feed.js: streamed
+// Over HTTP the viewer's worker reads through the read feed (js/feed.js: streamed
 // range requests in a worker of their own, into shared memory) when the page is cross-origin
 // isolated, and by synchronous requests when it is not (a viewer hosted without the headers).
 // Either way the statistics and the health pass are the CLI's, bit for bit, and the bytes and

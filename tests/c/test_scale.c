@@ -1,4 +1,4 @@
-/* The Llama-7B-like layout (DESIGN.md "Scale", tests/js/llama.mjs) through a counting source:
+/* The Llama-7B-like layout (docs/performance.md "Big files", tests/js/llama.mjs) through a counting source:
  * a virtual file of its headers and, between them, payloads of zeros that are never stored
  * (54 GB costs nothing). Opening reads the headers only (64 KiB + 64 bytes per slot and entry);
  * statistics read every payload byte exactly once (a 1/64 scale file, counted byte by byte). */

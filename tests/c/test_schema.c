@@ -1,4 +1,4 @@
-/* The ParameterSchema of the seed (FORMAT.md 3): queries, the worked examples, write and the
+/* The ParameterSchema of the seed (docs/format.md 3): queries, the worked examples, write and the
  * direct readAndCheck / readAndCheckRepresentatives entry points. */
 #include "testutil.h"
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The reader column of the case table (FORMAT.md 8), derived by hand from the spec's texts and
+"""The reader column of the case table (docs/format.md 8), derived by hand from the spec's texts and
 offsets, written into tests/cases/cases.json (replacing the cases it wrote before; run it again
 after changing it). Each case states the outcome for all six TorchLean readers, so a difference
 between readers is visible in one place.

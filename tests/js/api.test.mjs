@@ -6,8 +6,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { open, inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError } from '../../js/index.js';
+import { open, inspect, check, diff, readEntry, entryStats, writeCheckpoint, saveCheckpoint, Schema, CheckpointError, LayoutError, health, writeState, exportTensors } from '../../js/index.js';
 import { model, modelLayout, modelConfig, modelDescription, untiedDescription, F } from './table.mjs';
+import { scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-api-scratch-');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-api-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -168,12 +171,30 @@ test('Schema answers the seed queries through the core', async () => {
     assert.equal(s.representative(99), null);
     assert.equal(s.isRepresentative(1), true);
   } finally {
-    s.dispose();
+    s.close();
   }
-  assert.throws(() => s.tags(), /disposed/);
+  assert.equal(s.closed, true);
+  assert.throws(() => s.tags(), /closed/);
   const chain = await Schema.create({ shapes: [[1], [1], [1]], requiresGrad: [true, true, true], representatives: [0, 0, 1] });
   assert.equal(chain.isWellFormed(), false);
-  chain.dispose();
+  chain.close();
+});
+
+test('a Schema has one verb for freeing it: close(); dispose(), disposed and Symbol.dispose are the same', async () => {
+  const layout = { shapes: [[2]], requiresGrad: [true] };
+  const a = await Schema.create(layout);
+  a.dispose();
+  assert.equal(a.closed, true);
+  assert.equal(a.disposed, true);
+  assert.throws(() => a.count, /closed/);
+  const b = await Schema.create(layout);
+  b[Symbol.dispose ?? Symbol.for('Symbol.dispose')]();
+  assert.equal(b.closed, true);
+  const c = await Schema.create(layout);
+  assert.equal(c.disposed, false);
+  c.close();
+  c.close();   // again: nothing
+  assert.equal(c.disposed, true);
 });
 
 test('diff lists every difference, not just the first', async () => {
@@ -322,4 +343,101 @@ test('the report built from columns is the core\'s JSON report, on every file of
     }
   }
   assert.ok(compared > 140);
+});
+
+test('a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the file is and what to do', async () => {
+  const src = put('hint-src.ckpt', await model());
+  const npz = await exportTensors(src, { format: 'npz' });
+  const safetensors = await exportTensors(src, { format: 'safetensors' });
+  // a torch.save zip: its first member is archive/data.pkl (stored)
+  const name = Buffer.from('archive/data.pkl');
+  const zipHead = Buffer.alloc(30);
+  zipHead.writeUInt32LE(0x04034b50, 0);
+  zipHead.writeUInt16LE(name.length, 26);
+  const cases = [
+    [Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(40)]), 'this is a PNG image, not a checkpoint'],
+    [npz, 'this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load'],
+    [Buffer.concat([zipHead, name, Buffer.alloc(20)]), 'this is a PyTorch file (torch.save\'s zip archive), not a TorchLean checkpoint: read it with torch.load'],
+    [Buffer.from([0x80, 0x02, 0x7d, 0x71, 0x00, 0x2e, 0, 0, 0, 0]), 'this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load'],
+    [Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(40)]), 'this is a GGUF model file (llama.cpp), not a checkpoint'],
+  ];
+  for (const [bytes, hint] of cases) {
+    const report = await inspect(new Uint8Array(bytes));
+    assert.equal(report.ok, false);
+    assert.equal(report.error.hint, hint);
+  }
+  // a safetensors file is read as one (a model-state family); loaded as TLADAMF, its hint says what it is
+  assert.equal((await inspect(safetensors)).family, 'safetensors');
+  const loaded = await check(safetensors, { shapes: [[1]], requiresGrad: [true], representatives: null, family: 'TLADAMF' }).catch((e) => e);
+  assert.equal(loaded.hint, 'this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors\' load_file');
+});
+
+test('a truncated file is called incomplete, the shortfall from the core', async () => {
+  const whole = await model();
+  const report = await inspect(whole.slice(0, 300));
+  assert.equal(report.error.message, 'CUDA Adam checkpoint: truncated checkpoint (wanted 8 bytes, got 5)');
+  assert.equal(report.error.hint, 'the file ends at least 3 bytes early: an incomplete copy or download?');
+  // a payload cut short: the bytes it misses
+  const payloadCut = await inspect(whole.slice(0, 200), { stats: true });
+  assert.equal(payloadCut.error.code, 1);
+  assert.match(payloadCut.error.hint, /^the file ends at least \d+ bytes? early: an incomplete copy or download\?$/);
+});
+
+test('unknown keys in a description are refused with the nearest known one; 1e40 as float32 refused', async () => {
+  const base = () => JSON.parse(JSON.stringify({ shapes: [[2]], requiresGrad: [true], config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.01 }, entries: [{ id: 0, step: 1, m: [0, 0], v: [0, 0] }] }));
+  const cases = [
+    [(d) => { d.config.weight_decay = 0.1; delete d.config.weightDecay; }, 'unknown key description.config.weight_decay: did you mean weightDecay?'],
+    [(d) => { d.reprsentatives = [0]; }, 'unknown key description.reprsentatives: did you mean representatives?'],
+    [(d) => { d.config.betas = [0.9, 0.999]; }, 'unknown key description.config.betas: ckptscope takes beta1 and beta2 (PyTorch\'s betas=(beta1, beta2))'],
+    [(d) => { d.config.eps = 1e-8; }, 'unknown key description.config.eps: did you mean epsilon?'],
+    [(d) => { d.config.lr = 1e-3; }, 'unknown key description.config.lr: a checkpoint does not store the learning rate (give it to health with --lr)'],
+    [(d) => { d.entries[0].stpe = 2; }, 'unknown key description.entries[0].stpe: did you mean step?'],
+    [(d) => { d.entries[0].m[1] = 1e40; }, 'description.entries[0].m[1] is 1e+40: beyond float32\'s range (largest 3.4028234663852886e+38)'],
+  ];
+  for (const [edit, message] of cases) {
+    const d = base();
+    edit(d);
+    await assert.rejects(writeCheckpoint(d), (err) => {
+      assert.ok(err instanceof LayoutError, `${err.name}: ${err.message}`);
+      assert.equal(err.message, message);
+      return true;
+    });
+  }
+  await assert.rejects(writeState({ shapes: [[1]], vaules: [[1]] }), { message: 'unknown key description.vaules: did you mean values?' });
+  await assert.rejects(writeState({ shapes: [[1]], values: [[-1e39]] }), { message: 'description.values[0][0] is -1e+39: beyond float32\'s range (largest 3.4028234663852886e+38)' });
+  // float64 holds it; the strings NaN and Infinity are what they say
+  const d = base();
+  d.dtype = 'float64';
+  d.entries[0].m = [1e40, 'Infinity'];
+  await writeCheckpoint(d);
+});
+
+test('a custom {size, read} source as check\'s layout is read as a checkpoint, not taken for a layout', async () => {
+  const bytes = await model();
+  const custom = { size: bytes.length, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, bytes.length - offset)); dest.set(bytes.subarray(offset, offset + n)); return n; } };
+  const result = await check(bytes, custom);
+  assert.equal(result.ok, true);
+  const other = await model();
+  other[100] ^= 0xff;   // some other file: still a checkpoint source, the verdict by reading it
+  const r = await check(bytes, { ...custom, read: (offset, dest) => { const n = Math.max(0, Math.min(dest.length, other.length - offset)); dest.set(other.subarray(offset, offset + n)); return n; } }).catch((err) => err);
+  assert.ok(!(r instanceof LayoutError), `${r?.name}: ${r?.message}`);
+});
+
+test('check takes an open Checkpoint as its file, as its types say: the verdict, the handle left open', async () => {
+  const bytes = await model();
+  const report = await inspect(bytes);
+  const layout = { shapes: report.schema.shapes, requiresGrad: report.schema.requiresGrad, representatives: report.schema.representatives };
+  const ck = await open(bytes);
+  try {
+    assert.equal((await check(ck, layout)).ok, true);
+    assert.equal(ck.closed, false);
+    const wrong = { ...layout, shapes: layout.shapes.map((s, i) => (i === 2 ? [7, 7] : s)) };   // slot 2: [3], its own owner
+    const err = await check(ck, wrong).catch((e) => e);
+    assert.ok(err instanceof CheckpointError, String(err));
+    assert.equal(err.message, 'CUDA Adam checkpoint: rank mismatch for parameter 2 (file=1, expected=2)');
+    assert.equal(err.slot, 2);
+  } finally {
+    ck.close();
+  }
+  await assert.rejects(check(ck, layout), /this Checkpoint is closed/);
 });

@@ -7,8 +7,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { open, inspect, check, readEntry, entryStats, writeCheckpoint, Schema, CheckpointError, loadCore } from '../../js/index.js';
+import { open, inspect, check, readEntry, entryStats, writeCheckpoint, Schema, CheckpointError, loadCore, writeState, exportTensors, LayoutError } from '../../js/index.js';
 import { model, modelLayout, modelDescription, F } from './table.mjs';
+import { scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-boundary-scratch-');
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-boundary-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
@@ -43,29 +46,29 @@ test('Schema.representative: exact arguments, RangeError for -1, NaN, 2^64', asy
     for (const bad of [-1, NaN, 2 ** 64, 0.5]) assert.throws(() => s.representative(bad), RangeError, String(bad));
     assert.throws(() => s.representative('x'), TypeError);
   } finally {
-    s.dispose();
+    s.close();
   }
 });
 
-test('a disposed Schema cannot make a check pass; one disposed during a check is freed after it', async () => {
+test('a closed Schema cannot make a check pass; one closed during a check is freed after it', async () => {
   const bad = (await model()).slice(0, 200);
   const schema = await Schema.create(modelLayout);
-  schema.dispose();
+  schema.close();
   await assert.rejects(check(bad, schema), TypeError);
-  await assert.rejects(check(await model(), schema), /disposed/);
-  // disposed from inside the check (the source's read callback): the core keeps using a live
+  await assert.rejects(check(await model(), schema), /closed/);
+  // closed from inside the check (the source's read callback): the core keeps using a live
   // schema, the verdict is the trainer's, and the schema is freed when the core is done.
   const live = await Schema.create(modelLayout);
   const bytes = await model();
   let reads = 0;
-  const source = { size: bytes.length, read(offset, dest) { reads++; live.dispose(); const n = Math.min(dest.length, bytes.length - offset); dest.set(bytes.subarray(offset, offset + n)); return n; } };
+  const source = { size: bytes.length, read(offset, dest) { reads++; live.close(); const n = Math.min(dest.length, bytes.length - offset); dest.set(bytes.subarray(offset, offset + n)); return n; } };
   assert.equal((await check(source, live)).ok, true);
   assert.ok(reads > 0);
-  assert.equal(live.disposed, true);
-  assert.throws(() => live.tags(), /disposed/);
+  assert.equal(live.closed, true);
+  assert.throws(() => live.tags(), /closed/);
   const broken = { ...source, size: 200, read(offset, dest) { return source.read(offset, dest.subarray(0, Math.max(0, Math.min(dest.length, 200 - offset)))); } };
   const again = await Schema.create(modelLayout);
-  await assert.rejects(check({ ...broken, read(o, d) { again.dispose(); return broken.read(o, d); } }, again), { name: 'CheckpointError', message: /truncated checkpoint/ });
+  await assert.rejects(check({ ...broken, read(o, d) { again.close(); return broken.read(o, d); } }, again), { name: 'CheckpointError', message: /truncated checkpoint/ });
 });
 
 test('a closed Checkpoint throws; one closed during a scan is released after it', async () => {
@@ -213,4 +216,38 @@ test('numbers in the JSON report: exact at every digit count, a decimal string p
       assert.deepEqual(report.entries.map((e) => e.step), d.entries.map(() => want), `step ${step}, stats ${stats}`);
     }
   }
+});
+
+test('isRepresentative past the last slot is false; extra state values refused; a NUL in an export name refused', async () => {
+  const schema = await Schema.create({ shapes: [[2], [2]], requiresGrad: [true, true], representatives: [0, 0] });
+  try {
+    assert.equal(schema.isRepresentative(0), true);
+    assert.equal(schema.isRepresentative(1), false);
+    assert.equal(schema.isRepresentative(2n ** 64n - 1n), false);
+    assert.equal(schema.isRepresentative(2), false);
+  } finally {
+    schema.close();
+  }
+  await assert.rejects(writeState({ shapes: [[1]], values: [[1], [2]] }), { name: 'LayoutError', message: 'description.values has 2 arrays for 1 tensors: one per tensor' });
+  const src = put('nul-names.ckpt', await model());
+  await assert.rejects(exportTensors(src, { format: 'safetensors', names: ['a\0b', 'b', 'c'] }), { name: 'LayoutError', message: 'names[0] holds a NUL character: a name cannot' });
+});
+
+test('a sparse file declaring rank 2^28: memory bounded by the bytes left, the truncation diagnostic as before', async () => {
+  const bytes = await model();
+  new DataView(bytes.buffer, bytes.byteOffset).setBigUint64(63, 1n << 28n, true);   // slot 0's rank
+  const p = put('rank.ckpt', bytes);
+  fs.truncateSync(p, 32 * 2 ** 20);   // 32 MiB of (sparse) zeros: 4 Mi dims, not 2^28
+  // a fresh process: the WebAssembly memory it grows to is this file's doing alone
+  const script = `
+    const { inspect, loadCore } = await import(${JSON.stringify(new URL('../../js/index.js', import.meta.url).href)});
+    const core = await loadCore();
+    const before = core.memory.buffer.byteLength;
+    const r = await inspect(${JSON.stringify(p)});
+    console.log(JSON.stringify({ grown: core.memory.buffer.byteLength - before, error: r.error }));`;
+  const { execFileSync } = await import('node:child_process');
+  const out = JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' }));
+  assert.match(out.error.message, /^CUDA Adam checkpoint: truncated checkpoint \(wanted 8 bytes, got \d\)$/);
+  assert.equal(out.error.slot, 0);
+  assert.ok(out.grown < 8 * 2 ** 20, `WebAssembly memory grew by ${out.grown} bytes`);
 });

@@ -8,8 +8,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { inspect, writeCheckpoint } from '../../js/index.js';
-import { table, makeFile, makeLayout, writeBase } from './table.mjs';
+import { inspect, check, pair, writeCheckpoint, health } from '../../js/index.js';
+import { table, makeFile, makeLayout, writeBase, expectedError, pickError, model } from './table.mjs';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-cli-scratch-');
 
 const F = 'CUDA Adam checkpoint: ';
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -32,53 +35,150 @@ function file(name, bytes) {
   return p;
 }
 
+/** The lines the CLI writes for a diagnostic `d` of the case table (the reference text, where it
+ *  is, the configuration's differences, whose fault, the hint), written out here so that every
+ *  line the CLI prints for a case is compared exactly. */
+function diagnostic(d, { layout = null } = {}) {
+  const lines = [d.message];
+  const where = [];
+  if (d.offset !== null && d.offset !== undefined) where.push(`at byte ${d.offset}`);
+  if (d.slot !== null && d.slot !== undefined) where.push(`slot ${d.slot}`);
+  if (where.length) lines.push(where.join(', '));
+  for (const c of d.configDiff ?? []) lines.push(`  ${c.field}: file ${c.file}, expected ${c.expected}`);
+  for (const c of (d.configDiff ?? []).filter((c) => c.fileBits)) lines.push(`  bits: ${c.field} file ${c.fileBits}, expected ${c.expectedBits}`);
+  if (d.subject === 'expected' && layout) lines.push(`the layout ${layout} is at fault, not the checkpoint${d.hint ? `: ${d.hint}` : ''}`);
+  else if (d.hint) lines.push(`hint: ${d.hint}`);
+  return lines;
+}
+
+const text = (lines) => lines.map((l) => `${l}\n`).join('');
+const warningLines = (ws) => (ws ?? []).map((w) => `warning: ${w}`);
+
+/** The readers' line of `inspect`: a case's reader verdicts ({code}) or a report's ({reads}). */
+function loadsIn(readers) {
+  const reads = (r) => r.reads ?? r.code === 0;
+  const yes = Object.keys(readers).filter((n) => reads(readers[n]));
+  const not = Object.keys(readers).filter((n) => !reads(readers[n]));
+  return yes.length ? `loads in: ${yes.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
+}
+
+// Each case states the outcome's fields that matter to it; the API's answer for the same file
+// holds the rest (a hint, a warning the case leaves to another): the CLI's text is compared,
+// exactly and whole, with the two together, after the API's is checked against what the case
+// states (as tests/js/cases.test.mjs does).
+const stated = (apiError, want) => {
+  assert.deepEqual(pickError(apiError, want), expectedError(want));
+  return { ...apiError, ...want };
+};
+
 for (const c of table.cases) {
   test(`cli case: ${c.name}`, async () => {
     const p = file(`${c.name}.ckpt`, await makeFile(c.file));
     if (c.readers) return readerCase(c, p);
-    const want = c.inspect ?? c.load ?? c.pair;
-    let r;
-    if (c.inspect) r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
-    else if (c.load) r = run('check', p, '--expect', file(`${c.name}.json`, layoutJSON(makeLayout(c.expect))));
-    else r = run('check', p, '--state', file(`${c.name}.state`, await makeFile(c.state)));
-    if (c.inspect?.readers) {
-      const reads = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code === 0);
-      const not = Object.keys(c.inspect.readers).filter((n) => c.inspect.readers[n].code !== 0);
-      const line = reads.length ? `loads in: ${reads.join(', ')}${not.length ? ` (not ${not.join(', ')})` : ''}` : 'loads in: none of the TorchLean readers';
-      assert.ok(r.stdout.includes(`\n${line}\n`), r.stdout);
-    }
-    if (want.code === 0) {
-      assert.equal(r.status, 0, r.stderr);
-      // check --state reads no statistics: the warnings of a state file opened with them are the
-      // API's (tests/js/cases.test.mjs)
-      for (const w of c.state?.stats ? [] : want.warnings ?? []) assert.ok(r.stdout.includes(`warning: ${w}\n`) || r.stderr.includes(`warning: ${w}\n`), w);
-      return;
-    }
-    if (c.pair && !want.failures && want.code === 49) {
-      // not a verdict: a file in the wrong place is a usage error
-      assert.equal(r.status, 2, r.stderr);
-      assert.ok(r.stderr.startsWith(`ckptscope: cannot pair ${p} with `), r.stderr);
-      assert.ok(r.stderr.includes(want.message), r.stderr);
-      return;
-    }
-    if (c.pair && !want.failures) {
-      // an invalid file never pairs: its own diagnostic first, naming it
-      assert.equal(r.status, 1, r.stderr);
-      const first = r.stdout.split('\n')[0];
-      assert.ok(first === `${p}: ${want.message}` || (first.endsWith(`.state: ${want.message}`)), r.stdout);
-      assert.equal(r.stderr.split('\n')[0], first);
-      return;
-    }
-    assert.equal(r.status, 1, r.stderr);
-    // the reference diagnostic, exactly, as the first line of stderr
-    assert.equal(r.stderr.split('\n')[0], want.message);
-    if (c.inspect) {
-      assert.ok(r.stdout.includes(`verdict: invalid at byte ${want.offset ?? '-'}\n${want.message}\n`), r.stdout);
-      if (want.hint) assert.ok(r.stdout.includes(`hint: ${want.hint}\n`));
-    }
-    if (c.load && want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
-    if (c.pair) for (const f of want.failures) assert.ok(r.stdout.includes(`  ${f.message}`), r.stdout);
+    if (c.inspect) return inspectCase(c, p);
+    if (c.load) return loadCase(c, p);
+    return pairCase(c, p);
   });
+}
+
+/** inspect FILE [--stats]: the summary's warnings and its verdict block (the readers' line with
+ *  it), exactly; on a broken file the reference text alone on stderr. */
+async function inspectCase(c, p) {
+  const want = c.inspect;
+  const report = await inspect(p, { stats: !!c.file.stats });
+  const r = run('inspect', p, ...(c.file.stats ? ['--stats'] : []));
+  const lines = r.stdout.split('\n');
+  assert.deepEqual(lines.filter((l) => l.startsWith('warning: ')), warningLines(want.warnings ?? report.warnings), r.stdout);
+  const verdict = r.stdout.slice(r.stdout.indexOf('\nverdict: ') + 1);
+  const readers = want.readers ?? report.readers;
+  const readersLine = readers ? [loadsIn(readers)] : [];
+  if (want.code === 0) {
+    assert.equal(report.error, null);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stderr, '');
+    assert.equal(verdict, text(['verdict: valid', ...readersLine]));
+    return;
+  }
+  const d = stated(report.error, want);
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, text([d.message]));
+  assert.equal(verdict, text([`verdict: invalid at byte ${d.offset ?? '-'}`, ...diagnostic(d), ...readersLine]));
+}
+
+/** check FILE --expect LAYOUT: the verdict on stdout, the diagnostic on stderr, exactly. */
+async function loadCase(c, p) {
+  const want = c.load;
+  const description = makeLayout(c.expect);
+  const layout = file(`${c.name}.json`, layoutJSON(description));
+  const r = run('check', p, '--expect', layout);
+  if (want.code === 0) {
+    const result = await check(p, description);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, text([`${p}: loads into ${layout}`]));
+    assert.equal(r.stderr, text(warningLines(want.warnings ?? result.warnings)));
+    return;
+  }
+  const err = await check(p, description).then(() => assert.fail('the API loads it'), (e) => e);
+  const d = stated(err, want);
+  assert.equal(r.status, 1, r.stderr);
+  const why = diagnostic(d, { layout });
+  if (d.subject === 'expected') {   // the layout at fault: no verdict on the file
+    assert.equal(r.stdout, '');
+  } else {
+    assert.equal(r.stdout, text([`${p}: does not load into ${layout}`, ...why]));
+  }
+  assert.equal(r.stderr, text(why));
+}
+
+/** check OPT --state STATE: the pairing verdict with every failure, exactly; files that cannot be
+ *  paired at all: why, and a broken file's own diagnostic (the API's for that file). */
+async function pairCase(c, p) {
+  const want = c.pair;
+  const s = file(`${c.name}.state`, await makeFile(c.state));
+  const r = run('check', p, '--state', s);
+  if (!want.failures && want.code !== 0) {
+    const err = await pair(p, s).then(() => assert.fail('the API pairs them'), (e) => e);
+    const d = stated(err, want);
+    if (err.result?.invalid) {
+      // an invalid file never pairs: its own diagnostic first, naming it, then the verdict
+      const name = err.result.invalid === 'state' ? s : p;
+      const why = diagnostic(d);
+      why[0] = `${name}: ${why[0]}`;
+      assert.equal(r.status, 1, r.stderr);
+      assert.equal(r.stdout, text([...why, `${p} does not pair with ${s}: ${name} is invalid, and an invalid file never pairs`]));
+      assert.equal(r.stderr, text(why));
+      return;
+    }
+    // not a verdict: a file in the wrong place is a usage error; swapped files get the command meant
+    const swapped = (await inspect(s)).family === 'TLADAMF' ? `: did you mean \`ckptscope check ${s} --state ${p}\`?` : '';
+    assert.equal(r.status, 2, r.stderr);
+    assert.equal(r.stdout, '');
+    const own = err.fileError ? diagnostic(err.fileError) : [];
+    assert.equal(r.stderr, text([`ckptscope: cannot pair ${p} with ${s}: ${d.message}${swapped}`, ...own]));
+    return;
+  }
+  // the CLI pairs the files as given (no statistics computed): the API's verdict on the same
+  const result = await pair(p, s);
+  if (!c.state.stats && want.warnings) assert.deepEqual(result.warnings, want.warnings);
+  const warnings = warningLines(result.warnings);
+  if (want.code === 0) {
+    assert.equal(result.pairs, true);
+    assert.equal(r.status, 0, r.stderr);
+    assert.equal(r.stdout, text([`${p} pairs with ${s}: same slots, same shapes, same ties; the values are not compared: \`run\` with both steps' state files compares them`, ...warnings]));
+    assert.equal(r.stderr, '');
+    return;
+  }
+  const d = stated(result.error, want);
+  const failures = result.failures.map((f, k) => stated(f, want.failures[k]));
+  assert.equal(failures.length, want.failures.length);
+  assert.equal(r.status, 1, r.stderr);
+  const n = failures.length;
+  assert.equal(r.stdout, text([
+    `${p} does not pair with ${s}: ${n} failure${n === 1 ? '' : 's'}`,
+    ...failures.map((f) => `  ${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`),
+    ...warnings,
+  ]));
+  assert.equal(r.stderr, text([d.message]));
 }
 
 test('cli inspect --json is the API report, for both families, with and without statistics', async () => {
@@ -235,12 +335,15 @@ async function readerCase(c, p) {
     const r = run('check', p, '--expect', layout, '--reader', reader);
     if (want.code === 0) {
       assert.equal(r.status, 0, `${reader}: ${r.stderr}`);
-      assert.deepEqual(r.stderr.split('\n').filter(Boolean), want.warnings.map((w) => `warning: ${w}`), reader);
+      assert.equal(r.stdout, text([`${p}: loads into ${layout}`]), reader);
+      assert.equal(r.stderr, text(warningLines(want.warnings)), reader);
       lines.push(`  ${reader.padEnd(11)}loads`, ...want.warnings.map((w) => `  ${''.padEnd(11)}warning: ${w}`));
     } else {
+      const err = await check(p, makeLayout(c.expect), { reader }).then(() => assert.fail(`${reader} loads it`), (e) => e);
+      const why = diagnostic(stated(err, want), { layout });
       assert.equal(r.status, 1, `${reader}: ${r.stderr}`);
-      assert.equal(r.stderr.split('\n')[0], want.message, reader);
-      if (want.offset !== null) assert.ok(r.stderr.includes(`\nat byte ${want.offset}`), r.stderr);
+      assert.equal(r.stdout, text([`${p}: does not load into ${layout}`, ...why]), reader);
+      assert.equal(r.stderr, text(why), reader);
       lines.push(`  ${reader.padEnd(11)}does not load: ${want.message}`);
     }
   }
@@ -253,4 +356,69 @@ test('cli: an unknown reader is a usage error naming the six', () => {
   const r = run('check', 'x.ckpt', '--expect', 'y.json', '--reader', 'v9');
   assert.equal(r.status, 2);
   assert.equal(r.stderr.split('\n')[0], 'ckptscope: --reader takes a TorchLean reader: v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5, or all; not v9');
+});
+
+test('--version and -V print ckptscope X.Y.Z from package.json', () => {
+  const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+  for (const flag of ['--version', '-V']) {
+    const r = cli([flag]);
+    assert.equal(r.status, 0);
+    assert.equal(r.stdout, `ckptscope ${version}\n`);
+    assert.match(version, /^\d+\.\d+\.\d+/);
+  }
+});
+
+test('CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
+  for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
+    for (const help of ['--help', '-h']) {
+      const r = cli([command, help]);
+      assert.equal(r.status, 0, `${command} ${help}: ${r.stderr}`);
+      assert.match(r.stdout, new RegExp(`^usage:\\n  ckptscope ${command} `));
+      const usages = r.stdout.split('\n').filter((l) => l.startsWith('  ckptscope '));
+      assert.ok(usages.every((l) => l.startsWith(`  ckptscope ${command} `)), `${command}: only its own usage`);
+    }
+  }
+  assert.match(cli(['health', '--help']).stdout, /\n  --strict +ratio flags/);
+  const p = put('eq.ckpt', await model());
+  const eq = cli(['inspect', p, '--stats', '--workers=1', '--names=' + put('eq-names.json', '["a","b","c"]')]);
+  assert.equal(eq.status, 0, eq.stderr);
+  assert.match(eq.stdout, /\n +0 +a /);
+  const bad = cli(['inspect', '--nope', p]);
+  assert.equal(bad.status, 2);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(6)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
+  assert.match(cli(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
+});
+
+test('an option that does nothing for the command is refused, with why', async () => {
+  const p = put('idle.ckpt', await model());
+  const names = put('idle-names.json', '["a","b","c"]');
+  for (const [args, message] of [
+    [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
+    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
+    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
+    [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
+  ]) {
+    const r = cli(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`, args.join(' '));
+  }
+});
+
+test('--names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
+  const opt = put('named-opt.ckpt', await model());
+  const names = put('named.json', '["embed", "block", "bias"]');
+  const layout = put('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
+  const d = cli(['diff', opt, layout, '--names', names]);
+  assert.equal(d.status, 1);
+  assert.match(d.stdout, /\n  \[bias\] parameter 2: shape #\[3\] vs #\[4\]\n/);
+  const c = cli(['check', opt, '--expect', layout, '--names', names]);
+  assert.equal(c.status, 1);
+  assert.match(c.stdout, /\nat byte 151, slot 2 \(bias\)\n/);
+  const p = cli(['check', opt, '--state', put('named-short.tlsf', await writeBase('state-short')), '--names', names]);
+  assert.equal(p.status, 1);
+  assert.match(p.stdout, /\n  \[block\] parameter 1: state shape \[3, 2\] differs/);
+  const h = cli(['health', put('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
+  assert.equal(h.status, 1);
+  assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
 });

@@ -1,4 +1,4 @@
-// Issue 18.19: every line the CLI writes for a person fits 80 columns. Every command of
+// Every line the CLI writes for a person fits 80 columns. Every command of
 // js/cli-usage.js's SPECS runs on a GPT-2-like pair (149 slots with biases and norms, a tied
 // lm_head) named by long realistic names and one 120-character name, under a path of more than
 // 100 characters, on broken files and with flagged health, as an 80-column terminal gets it
@@ -13,17 +13,20 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { writeCheckpoint, writeState } from '../../js/index.js';
+import { writeCheckpoint, writeState, inspect, health } from '../../js/index.js';
 import { SPECS } from '../../js/cli-usage.js';
 import { num, numColumns, healthLines } from '../../js/cli-text.js';
 import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-columns-scratch-');
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-columns-'));
 process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
 
 // A folder deep enough that every file in it has a path of more than 100 characters.
-const dir = path.join(tmp, 'experiments', 'gpt2-small-openwebtext-ablation-lr-sweep', 'run-2026-11-30T18-04-55Z-seed-1234', 'checkpoints');
+const dir = path.join(tmp, 'experiments', 'gpt2-small-openwebtext-ablation-lr-sweep', 'run-20261130T180455Z-seed-1234', 'checkpoints');
 fs.mkdirSync(dir, { recursive: true });
 const at = (name) => path.join(dir, name);
 
@@ -265,7 +268,7 @@ test('every command has cases here', () => {
   for (const c of Object.keys(SPECS)) assert.ok(CASES[c], `no case for ${c}: add its runs to CASES`);
 });
 
-test('18.19: every line of every command fits 80 columns; one number format a table', async () => {
+test('every line of every command fits 80 columns; one number format a table', async () => {
   const failures = [];
   for (const args of everyCommand()) {
     const r = await runCli(args);
@@ -308,4 +311,25 @@ test('one notation per column: a column of numbers reads all fixed or all with e
   const lines = healthLines({ ok: true, pairs: true, lr: 5e-4, c: 7.27, slots: [slot(0, 1.176e-3), slot(1, 8.407e-4)], flags: [], error: null }, 'a.ckpt', 'a.tlsf');
   const rows = lines.filter((l) => /^\s+[01]\s+owner/.test(l)).map((l) => l.trim().split(/\s+/).at(-1));
   assert.deepEqual(rows, ['1.176e-3', '8.407e-4']);
+});
+
+test('the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
+  // a GPT-2-like shape: wide sizes and steps, no names
+  const n = 6;
+  const size = 768 * 4;
+  const desc = {
+    shapes: Array.from({ length: n }, () => [768, 4]), requiresGrad: Array.from({ length: n }, () => true),
+    config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.1 },
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 123_456, m: new Float32Array(size).fill(-1.234567e-5 * (id + 1)), v: new Float32Array(size).fill(1.5e-9 * (id + 1)) })),
+  };
+  const opt = put('wide80.ckpt', await writeCheckpoint(desc));
+  const state = put('wide80.tlsf', await writeState({ shapes: desc.shapes, values: desc.shapes.map(() => new Float32Array(size).fill(-0.0123456)) }));
+  for (const args of [['inspect', opt], ['inspect', opt, '--stats'], ['inspect', state, '--stats'], ['health', opt, '--state', state, '--lr', '1e-3']]) {
+    const r = cli(args);
+    assert.ok(r.status === 0 || r.status === 1, r.stderr);
+    // every line but the first (it holds the file's path) and the flag lines (the core's texts)
+    for (const line of r.stdout.split('\n').slice(1).filter((l) => !/^(flag|warning): /.test(l))) {
+      assert.ok(line.length <= 80, `${args[0]} ${args.slice(2).join(' ')}: ${line.length} columns: ${line}`);
+    }
+  }
 });

@@ -10,7 +10,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { writeCheckpoint, writeState, readEntry, open, exportTensors, exportNpy } from '../../js/index.js';
+import { writeCheckpoint, writeState, readEntry, open, exportTensors, exportNpy, CheckpointError } from '../../js/index.js';
+import { model } from './table.mjs';
+import { scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-export-scratch-');
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const PYTHON = '/usr/bin/python3';   // Debian's, with python3-numpy (installed by the test command)
@@ -189,4 +193,20 @@ test('export: names are checked, invalid files refused, nothing half-written', a
   r = run('export', (fs.writeFileSync(path.join(tmp, 'cut.ckpt'), bytes.slice(0, 300)), path.join(tmp, 'cut.ckpt')), out);
   assert.equal(r.status, 1);
   assert.match(r.stderr, /cannot export .*cut\.ckpt: it is not a valid checkpoint\n.*truncated/);
+});
+
+test('an .npz name past the zip\'s 16-bit name length is refused, never wrapped into a corrupt archive', async () => {
+  const src = put('long-names.ckpt', await model());
+  const names = ['a'.repeat(65_521), 'b', 'c'];
+  await assert.rejects(exportTensors(src, { format: 'npz', names }), (err) => {
+    assert.ok(err instanceof CheckpointError);
+    assert.equal(err.message, 'name 0 is 65521 bytes long: an .npz name has at most 65520 bytes (a zip member name is at most 65535)');
+    assert.equal(err.slot, 0);
+    return true;
+  });
+  // at the limit: a valid archive whose first member name is the name and its suffix
+  const ok = await exportTensors(src, { format: 'npz', names: ['a'.repeat(65_520), 'b', 'c'] });
+  assert.equal(Buffer.from(ok).readUInt16LE(26), 65_520 + '.exp_avg_sq.npy'.length - '_sq'.length);
+  // safetensors has no such limit
+  await exportTensors(src, { format: 'safetensors', names });
 });

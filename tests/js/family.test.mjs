@@ -1,4 +1,4 @@
-// The fourth-family proof, end to end (issue 21 goal 7, docs/architecture.md "Adding a family"):
+// The fourth-family proof, end to end (docs/architecture.md "Adding a family"):
 // the core built with the test-only family TLSF64B (tests/c/family_tlsf64b.c: a descriptor and
 // its reader in one module, added by the build alone: `bash scripts/build.sh family`) is loaded
 // by the package unchanged (CKPTSCOPE_WASM=tlsf64b), and the JS API, the report and the CLI see

@@ -12,6 +12,10 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { health, writeCheckpoint, writeState, CheckpointError } from '../../js/index.js';
+import { model, writeBase } from './table.mjs';
+import { cli, scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-health-scratch-');
 
 const size = (shape) => shape.reduce((a, b) => a * b, 1);
 
@@ -156,7 +160,7 @@ for (const dtype of ['float32', 'float64']) {
     const part = await health(opt, state, { lr: 3e-4, slots: { first: 2, count: 3 } });
     assert.deepEqual(part.slots, result.slots.slice(2, 5));
     assert.equal(part.first, 2);
-    // a band given (issue 18.14): its bounds in the JSON and in the texts, with and without workers
+    // a band given: its bounds in the JSON and in the texts, with and without workers
     for (const ratioBand of [[0, 2.5e-4], [1e-3, 0.5], [3e-7, 4e-3]]) {
       const want = reference(desc, values, 3e-4, ratioBand);
       assertClose(await health(opt, state, { lr: 3e-4, ratioBand }), want, `band ${ratioBand}`);
@@ -248,7 +252,7 @@ test('cli health: a table per slot, flags marked, exit 1 when a slot is flagged,
     assert.equal(r.status, 1, r.stderr);
     assert.match(r.stdout, /\n!\s+2\s+owner\s+7\s/);
     assert.match(r.stdout, /flag: parameter 2: 1 element with \|m\| beyond/);
-    assert.match(r.stdout, /verdict: \d+ slots? flagged( \(\d+ ratio warnings?: --strict makes them failures\))?\n$/);   // ratio flags: warnings (issue 18.14)
+    assert.match(r.stdout, /verdict: \d+ slots? flagged( \(\d+ ratio warnings?: --strict makes them failures\))?\n$/);   // ratio flags: warnings
     r = run('health', opt, '--state', st, '--lr', '3e-4', '--json');
     assertClose(JSON.parse(r.stdout), await health(opt, st, { lr: 3e-4 }));
     const healthy = path.join(tmp, 'healthy.ckpt');
@@ -263,7 +267,7 @@ test('cli health: a table per slot, flags marked, exit 1 when a slot is flagged,
   }
 });
 
-test('cli health --ratio-band LO,HI (issue 18.14): the band flags as warnings, --strict fails them, bad bands exit 2', async () => {
+test('cli health --ratio-band LO,HI: the band flags as warnings, --strict fails them, bad bands exit 2', async () => {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-band-'));
   const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
   const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
@@ -314,7 +318,7 @@ test('cli health --ratio-band LO,HI (issue 18.14): the band flags as warnings, -
     assert.equal(r.stderr.split('\n')[0], 'ckptscope: --ratio-band does nothing here: the ratios need --lr and --state (lr · rms(u) / rms(θ))');
     r = run('health', '--help');
     assert.equal(r.status, 0);
-    // the help wraps under its column at 80 (issue 18.19): the option's line and its continuation
+    // the help wraps under its column at 80: the option's line and its continuation
     assert.match(r.stdout, /\n  --ratio-band LO,HI  with --lr and --state: the update\/weight ratios outside it\n {22}are flagged \(default 1e-5,1e-2\)\n/);
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
@@ -352,4 +356,23 @@ test('health: the same bits with the SIMD build of the core and without (blocks 
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }
+});
+
+test('cli health: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
+  // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
+  const opt = put('ratio-opt.ckpt', await model());
+  const state = put('ratio-state.ckpt', await writeBase('state'));
+  const loose = cli(['health', opt, '--state', state, '--lr', '1000']);
+  const flags = JSON.parse(cli(['health', opt, '--state', state, '--lr', '1000', '--json']).stdout).flags;
+  assert.ok(flags.length && flags.every((f) => f.flag === 'ratioHigh' || f.flag === 'ratioLow'), JSON.stringify(flags));
+  assert.equal(loose.status, 0, loose.stdout);
+  assert.match(loose.stdout, /\nwarning: parameter \d+: update-to-weight ratio .* is above 1e-2 at lr 1000\n/);
+  assert.match(loose.stdout, /\nverdict: healthy \(\d+ ratio warnings?: --strict makes them failures\)\n$/);
+  const strict = cli(['health', opt, '--state', state, '--lr', '1000', '--strict']);
+  assert.equal(strict.status, 1);
+  assert.match(strict.stdout, /\nflag: parameter \d+: update-to-weight ratio/);
+  assert.match(strict.stdout, /\nverdict: \d+ slots? flagged\n$/);
+  // NaN and infinities stay failures without --strict
+  const sick = cli(['health', put('ratio-sick.ckpt', await writeBase('unhealthy'))]);
+  assert.equal(sick.status, 1);
 });

@@ -1,4 +1,4 @@
-// The workload users have (DESIGN.md "Scale"): a Llama-7B-like layout of 291 slots and 6.7 G
+// The workload users have (docs/performance.md "Big files"): a Llama-7B-like layout of 291 slots and 6.7 G
 // parameters, as sparse files: every header at its offset, every payload a hole (zeros that
 // cost no disk). A ~54 GB TLADAMF optimizer file, its ~27 GB TLSF32B state file, and a tied
 // variant (lm_head shares the embedding's storage: v3 tags, 290 moment entries). `scale`
@@ -145,5 +145,5 @@ export function writeLlama(path, options = {}) {
   return layout;
 }
 
-/** The bound DESIGN.md "Scale" sets on opening a file: 64 KiB plus 64 bytes per slot and entry. */
+/** The bound on what opening a file reads (docs/performance.md "Big files"): 64 KiB plus 64 bytes per slot and entry. */
 export const openBound = (layout) => 65536 + 64 * (layout.slots.length + (layout.entries ?? layout.tensors));

@@ -36,10 +36,13 @@ test('npm pack installs into an empty folder and works from a plain script', () 
     assert.match(listed, /package\/js\/ckptscope\.wasm/);
     assert.match(listed, /package\/js\/index\.d\.ts/);
     // the user's documentation comes with it, and the viewer `ckptscope serve` needs
-    for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'runs', 'export', 'viewer']) {
+    for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'runs', 'export', 'viewer', 'performance']) {
       assert.ok(listed.includes(`package/docs/${page}.md\n`), `docs/${page}.md is in the tarball`);
     }
     assert.match(listed, /package\/web\/index\.html/);
+    // the server behind `ckptscope serve` and `view`, and its pass worker, are the package's
+    for (const f of ['js/server/server.js', 'js/server/pass-worker.js', 'js/pass-frames.js']) assert.ok(listed.includes(`package/${f}\n`), `${f} is in the tarball`);
+    assert.doesNotMatch(listed, /package\/web\/(server|pass-worker|pass-frames)\.js/, 'web/ is the page only');
     // and nothing in it sends a user to files they do not have
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
     const docs = fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => fs.readFileSync(path.join(root, 'docs', f), 'utf8'));

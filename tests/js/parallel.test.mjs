@@ -9,9 +9,22 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { inspect, health, writeCheckpoint, writeState, open } from '../../js/index.js';
+import { inspect, health, writeCheckpoint, writeState, open, CheckpointError } from '../../js/index.js';
 import { healthOf } from '../../js/api.js';
 import { split, plan, claims, workerCount, startCrew, statsInParallel, healthInParallel } from '../../js/parallel.js';
+import { model } from './table.mjs';
+import { cli, scratch, brokenBeforeSlots } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-parallel-scratch-');
+
+/** A checkpoint of `n` slots of `size` float32 elements, moments m = value, v = 1. */
+function filled(n, size, value) {
+  return writeCheckpoint({
+    shapes: Array.from({ length: n }, () => [size]), requiresGrad: Array.from({ length: n }, () => true),
+    config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 1, m: new Float32Array(size).fill(value), v: new Float32Array(size).fill(1) })),
+  });
+}
 
 const sizes = [30000, 5, 70000, 1, 20000, 40000, 3, 60000];   // uneven: the split balances bytes
 let tmp, opt, state, empty, tiedOpt, tiedState, broken;
@@ -289,4 +302,60 @@ process.stdout.write(JSON.stringify(r));`;
   assert.equal(cli.stderr, '');
   assert.equal(cli.status, 0);
   assert.deepEqual(JSON.parse(cli.stdout).entries, JSON.parse(JSON.stringify(one.entries)));
+});
+
+test('2 workers on a file broken before its first slot: the file\'s diagnostic, no crash', async () => {
+  for (const [p, diagnostic] of await brokenBeforeSlots(put)) {
+    const report = await inspect(p, { stats: true, workers: 2 });
+    assert.equal(report.ok, false);
+    assert.match(report.error.message, diagnostic);
+    await assert.rejects(health(p, null, { workers: 2 }), (err) => {
+      assert.ok(err instanceof CheckpointError, `${err.name}: ${err.message}`);
+      assert.match(err.fileError?.message ?? '', diagnostic);
+      return true;
+    });
+  }
+});
+
+test('with 2 workers, a file renamed over the path mid-run: every thread reads the one file opened', async () => {
+  const p = put('latest.ckpt', await filled(16, 1 << 17, 1));
+  const next = await filled(16, 1 << 17, 2);   // a trainer's next save: same layout, other values
+  const expected = await inspect(p, { stats: true });
+  for (const cli of [
+    (onProgress) => inspect(p, { stats: true, workers: 2, onProgress }),
+    (onProgress) => health(p, null, { workers: 2, onProgress }),
+  ]) {
+    fs.writeFileSync(p, await filled(16, 1 << 17, 1));
+    let saved = false;
+    const result = await cli(() => {
+      if (saved) return;
+      saved = true;   // the first progress: this thread has started, the workers are starting
+      fs.writeFileSync(`${p}.tmp`, next);
+      fs.renameSync(`${p}.tmp`, p);
+    });
+    assert.ok(saved);
+    if ('slots' in result) {
+      const rms = new Set(result.slots.map((s) => s.update?.rms));
+      assert.equal(rms.size, 1, `health: one file's moments, got ${[...rms]}`);
+    } else {
+      assert.deepEqual(result.entries.map((e) => e.m), expected.entries.map((e) => e.m), 'inspect: one file\'s statistics');
+    }
+  }
+});
+
+test('the CLI\'s --stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
+  const badVersion = await model();
+  badVersion[7] = 99;
+  const files = [
+    [put('lfs.ckpt', 'version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n'), /unsupported checkpoint family/],
+    [put('bad-version.ckpt', badVersion), /unsupported format version 99/],
+  ];
+  for (const [p, diagnostic] of files) {
+    for (const args of [['inspect', p, '--stats', '--workers', '2'], ['health', p, '--workers', '2']]) {
+      const r = cli(args);
+      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, diagnostic);
+      assert.doesNotMatch(r.stderr, /unexpected error/);
+    }
+  }
 });

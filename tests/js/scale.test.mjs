@@ -2,7 +2,7 @@
 // 27 GB state file, sparse) opened through sources that count what they are asked for: a Node
 // file, a Blob read with FileReaderSync and an HTTP server answering range requests (stand-ins
 // for the two browser APIs, backed by the same sparse file). Opening reads the headers only
-// (DESIGN.md "Scale": at most 64 KiB + 64 bytes per slot and entry), the counts the sources
+// (docs/performance.md "Big files": at most 64 KiB + 64 bytes per slot and entry), the counts the sources
 // keep for a viewer to show are the bytes they gave, and statistics and the health pass read
 // every payload byte exactly once (on a small file of the same structure, byte by byte).
 import test from 'node:test';

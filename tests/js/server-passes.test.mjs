@@ -1,5 +1,5 @@
-// The passes `ckptscope view`'s server runs for its page (web/server.js /passes/,
-// web/pass-worker.js), as a client meets them: frames of progress, then the statistics as the
+// The passes `ckptscope view`'s server runs for its page (js/server/server.js /passes/,
+// js/server/pass-worker.js), as a client meets them: frames of progress, then the statistics as the
 // core's packed words (attached to another open handle they give the CLI's report) or the health
 // JSON (the CLI's); only the files handed in, only with `passes`; a page that goes away ends the
 // pass; bad input, and a file changed since the page opened it, answer in words that say so.
@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { serve } from '../../web/server.js';
+import { serve } from '../../js/server/server.js';
 import { saveCheckpoint, saveState, open, health } from '../../js/index.js';
 import { attachPacked } from '../../js/checkpoint.js';
 import { writeSparse } from './sparse.mjs';
@@ -50,7 +50,7 @@ const urlOf = (s, file) => s.files.find((f) => f.path === file).url;
 const passUrl = (s, kind, file, query = '') => `${s.origin}/passes/${kind}${urlOf(s, file).slice('/files'.length)}${query}`;
 
 /** The frames of a pass's answer, in order: JSON messages as objects, packed statistics as
- *  {packed: {from, list: [BigUint64Array per item]}} (web/pass-worker.js's format, read here on
+ *  {packed: {from, list: [BigUint64Array per item]}} (js/server/pass-worker.js's format, read here on
  *  its own). */
 function framesOf(bytes) {
   const out = [];

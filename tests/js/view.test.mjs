@@ -10,6 +10,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { model } from './table.mjs';
 import { browserCommand } from '../../js/open-browser.js';
+import { scratch } from './scratch.mjs';
+
+const { dir: scratchDir, put } = scratch('ckptscope-view-scratch-');
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-view-'));
@@ -227,7 +230,7 @@ test('serve: Ctrl-C right after the URL ends it with 0', async () => {
   clearTimeout(timer);
 });
 
-test('18.20: view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
+test('view FILE FILE2 NAMES.json: the names file is served and opened with the pair', async () => {
   const child = view([file('vn-opt.ckpt', await model()), file('vn-names.json', '["a", "b", "c"]'), '--no-open', '--port', '0']);
   const url = await child.url;
   const { origin, files } = parseViewerUrl(url);
@@ -241,4 +244,27 @@ test('18.20: view FILE FILE2 NAMES.json: the names file is served and opened wit
   assert.equal(parseViewerUrl(await three.url).files.length, 3);
   three.kill('SIGINT');
   await three.exited;
+});
+
+test('serve on a busy port says which port to try instead, exit 2', async () => {
+  const net = await import('node:net');
+  const blocker = net.createServer();
+  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const { port } = blocker.address();
+  try {
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (b) => (stderr += b));
+    const timer = setTimeout(() => child.kill(), 10_000);   // it must not keep running
+    const status = await new Promise((resolve) => child.on('close', resolve));
+    clearTimeout(timer);
+    assert.equal(status, 2);
+    // the advice names a port that is free now (port + 1, unless it is taken too)
+    const m = /^ckptscope: port (\d+) is in use: try --port (\d+) or PORT=\2 npm start\n$/.exec(stderr);
+    assert.ok(m, stderr);
+    assert.ok(Number(m[2]) > port);
+  } finally {
+    blocker.close();
+  }
 });

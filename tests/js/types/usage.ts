@@ -57,7 +57,7 @@ async function main(): Promise<void> {
       console.log(step, cols.entryFields.indexOf('count'));
     });
   }
-  // issue 18.24: open() is a union on kind: after narrowing, stats is a slot's moments or a tensor's values
+  // open() is a union on kind: after narrowing, stats is a slot's moments or a tensor's values
   const ck = await open(bytes);
   if (ck.kind === 'optimizer') {
     const rms = (await ck.stats(1)).m.rms;
@@ -74,7 +74,7 @@ async function main(): Promise<void> {
   const schema = await Schema.create(layout);
   const tags = schema.tags();
   const owner = schema.representative(1);
-  schema.dispose();
+  schema.close();
   console.log(big, paired.pairs, ratio, st.length, tags, owner);
 }
 

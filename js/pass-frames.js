@@ -1,6 +1,6 @@
-// The answer of a pass that `ckptscope view` runs for its page (web/server.js, /passes/): a stream
-// of frames, made by web/pass-worker.js (and by the server for a pass that died) and read by the
-// page's worker (web/worker.js). One format, written here only:
+// The answer of a pass that `ckptscope view` runs for its page (js/server/server.js, /passes/): a stream
+// of frames, made by js/server/pass-worker.js (and by the server for a pass that died) and read by the
+// page's worker (web/worker.js, through the package's entry). One format, written here only:
 //   frame   = length (u32, of the payload) | kind (u8) | payload
 //   kind j  = a JSON message (UTF-8): {progress: {done, total}}, then {done: {workers}, result?}
 //             or {error: {name, message, ...every field of the error}} or {unsplit: true}

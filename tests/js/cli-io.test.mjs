@@ -10,29 +10,9 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState } from '../../js/index.js';
 import { model, modelDescription, F, writeBase } from './table.mjs';
+import { CLI, STACK, cli as run, sh, scratch } from './scratch.mjs';
 
-const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cli-hard-'));
-process.on('exit', () => fs.rmSync(tmp, { recursive: true, force: true }));
-
-const STACK = /\n\s+at .*:\d+:\d+/;
-
-function run(args, options = {}) {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', maxBuffer: 256 * 2 ** 20, ...options });
-  assert.doesNotMatch(r.stderr ?? '', STACK, 'no stack trace');
-  return r;
-}
-
-/** A shell pipeline, for what only a real shell pipe shows. */
-function sh(script, env = {}) {
-  return spawnSync('bash', ['-c', script], { encoding: 'utf8', env: { ...process.env, NODE: process.execPath, CLI, ...env } });
-}
-
-function file(name, bytes) {
-  const p = path.join(tmp, name);
-  fs.writeFileSync(p, bytes);
-  return p;
-}
+const { dir: tmp, put: file } = scratch('ckptscope-cli-io-');
 
 const wide = (n) => writeCheckpoint({
   shapes: Array.from({ length: n }, () => []), requiresGrad: Array.from({ length: n }, (_, i) => i === 0),
@@ -105,7 +85,7 @@ test('a closed stdout ends the command quietly with status 141 (inspect | head)'
   }
 });
 
-test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
+test('a full disk on stdout (/dev/full) is an I/O error with words, exit 2, for every output', async (t) => {
   if (!fs.existsSync('/dev/full')) return t.skip('no /dev/full here');
   const big = file('wide2.ckpt', await wide(50_000));
   for (const args of [['inspect'], ['inspect', '--json'], ['inspect', '--stats'], ['health'], ['health', '--json']]) {
@@ -116,7 +96,7 @@ test('18.5: a full disk on stdout (/dev/full) is an I/O error with words, exit 2
   }
 });
 
-test('18.5: a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
+test('a disk that takes part of the output (a file size limit) is an error, never a cut report with exit 0', async () => {
   const big = file('wide3.ckpt', await wide(50_000));
   const out = path.join(tmp, 'cut.txt');
   for (const args of [['inspect'], ['inspect', '--json'], ['health'], ['health', '--json']]) {
@@ -306,23 +286,13 @@ test('- where a command needs a real file: a clear message, exit 2', async () =>
   // A terminal on stdin: nothing to read, say how to give a file.
   const tty = spawnSync('script', ['-qec', `"${process.execPath}" "${CLI}" inspect -; echo "status=$?"`, '/dev/null'], { encoding: 'utf8' });
   if (tty.error?.code !== 'ENOENT') {
-    // a terminal: wrapped to its columns (issue 18.19)
+    // a terminal: wrapped to its columns
     assert.match(tty.stdout, /ckptscope: the standard input is a terminal: pipe a checkpoint in, e.g\.\s+ckptscope inspect - < model\.ckpt/);
     assert.match(tty.stdout, /status=2/);
   }
 });
 
 // ---- --version, file modes, busy ports ------------------------------------------------------
-
-test('--version and -V print ckptscope X.Y.Z from package.json', () => {
-  const { version } = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-  for (const flag of ['--version', '-V']) {
-    const r = run([flag]);
-    assert.equal(r.status, 0);
-    assert.equal(r.stdout, `ckptscope ${version}\n`);
-    assert.match(version, /^\d+\.\d+\.\d+/);
-  }
-});
 
 test('write over an existing checkpoint keeps its mode (0600 stays 0600)', async () => {
   const d = modelDescription();
@@ -340,29 +310,6 @@ test('write over an existing checkpoint keeps its mode (0600 stays 0600)', async
   const r = run(['write', desc, fresh]);
   assert.equal(r.status, 0, r.stderr);
   assert.equal(fs.statSync(fresh).mode & 0o777, 0o666 & ~process.umask());
-});
-
-test('serve on a busy port says which port to try instead, exit 2', async () => {
-  const net = await import('node:net');
-  const blocker = net.createServer();
-  await new Promise((resolve) => blocker.listen(0, '127.0.0.1', resolve));
-  const { port } = blocker.address();
-  try {
-    const { spawn } = await import('node:child_process');
-    const child = spawn(process.execPath, [CLI, 'serve', '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (b) => (stderr += b));
-    const timer = setTimeout(() => child.kill(), 10_000);   // it must not keep running
-    const status = await new Promise((resolve) => child.on('close', resolve));
-    clearTimeout(timer);
-    assert.equal(status, 2);
-    // the advice names a port that is free now (port + 1, unless it is taken too)
-    const m = /^ckptscope: port (\d+) is in use: try --port (\d+) or PORT=\2 npm start\n$/.exec(stderr);
-    assert.ok(m, stderr);
-    assert.ok(Number(m[2]) > port);
-  } finally {
-    blocker.close();
-  }
 });
 
 test('a layout JSON must be an object: a bare string or number is never taken for a path or a file descriptor', async () => {
@@ -383,7 +330,7 @@ test('a layout JSON must be an object: a bare string or number is never taken fo
   assert.match(r.stdout, /parameter count: 3 vs 1/);
 });
 
-test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr (18.17)', async () => {
+test('check: the verdict names both files on stdout, loads or not; the diagnostic on stdout and stderr', async () => {
   const p = file('verdict.ckpt', await model());
   const layout = file('verdict.json', JSON.stringify({ shapes: [[2, 3], [2, 3], [4]], requiresGrad: [true, true, true], representatives: [0, 0, 2] }));
   const r = run(['check', p, '--expect', layout]);
@@ -396,26 +343,9 @@ test('check: the verdict names both files on stdout, loads or not; the diagnosti
   assert.equal(once.stdout, `${p}: does not load into ${layout}\n${why}`);
 });
 
-// ---- issue 18 (round 3) ---------------------------------------------------------------------
+// ---- inputs that are not plain files, bad arguments, ratio flags, names ---------------------
 
-test('18.3: --stats and health with 2 workers on a file broken before its first slot: its diagnostic, exit 1', async () => {
-  const badVersion = await model();
-  badVersion[7] = 99;
-  const files = [
-    [file('lfs.ckpt', 'version https://git-lfs.github.com/spec/v1\noid sha256:abc\nsize 123\n'), /unsupported checkpoint family/],
-    [file('bad-version.ckpt', badVersion), /unsupported format version 99/],
-  ];
-  for (const [p, diagnostic] of files) {
-    for (const args of [['inspect', p, '--stats', '--workers', '2'], ['health', p, '--workers', '2']]) {
-      const r = run(args);
-      assert.equal(r.status, 1, `${args.join(' ')}: ${r.stderr}`);
-      assert.match(r.stderr, diagnostic);
-      assert.doesNotMatch(r.stderr, /unexpected error/);
-    }
-  }
-});
-
-test('18.10: write and export onto a symlink write through to its target, never setuid/setgid', async () => {
+test('write and export onto a symlink write through to its target, never setuid/setgid', async () => {
   const d = modelDescription();
   const desc = file('link-desc.json', JSON.stringify({ ...d, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) }));
   const source = file('link-source.ckpt', await model());
@@ -438,7 +368,7 @@ test('18.10: write and export onto a symlink write through to its target, never 
   assert.deepEqual(new Uint8Array(fs.readFileSync(path.join(tmp, 'dangling-target.ckpt'))), await model());
 });
 
-test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
+test('a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a stream, or refused as - is', async () => {
   const p = file('stream.ckpt', await model());
   const state = file('stream-state.ckpt', await writeBase('state'));
   const shell = (script) => sh(`${script}; echo "status=$?"`, { F: p });
@@ -472,7 +402,7 @@ test('18.2: a pipe, <(cmd), /dev/stdin from a pipe, a FIFO: read once as a strea
   }
 });
 
-test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
+test('--names and a write DESCRIPTION are capped, checked up front: a 3 GB sparse file, /dev/zero', async () => {
   const p = file('capped.ckpt', await model());
   const huge = path.join(tmp, 'huge.json');
   fs.writeFileSync(huge, '[');
@@ -492,134 +422,4 @@ test('18.4: --names and a write DESCRIPTION are capped, checked up front: a 3 GB
     }
   }
   assert.equal(fs.existsSync(path.join(tmp, 'never.ckpt')), false);
-});
-
-test('18.18: CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a usage error shows one command\'s usage', async () => {
-  for (const command of ['inspect', 'check', 'diff', 'health', 'export', 'write', 'serve', 'view']) {
-    for (const help of ['--help', '-h']) {
-      const r = run([command, help]);
-      assert.equal(r.status, 0, `${command} ${help}: ${r.stderr}`);
-      assert.match(r.stdout, new RegExp(`^usage:\\n  ckptscope ${command} `));
-      const usages = r.stdout.split('\n').filter((l) => l.startsWith('  ckptscope '));
-      assert.ok(usages.every((l) => l.startsWith(`  ckptscope ${command} `)), `${command}: only its own usage`);
-    }
-  }
-  assert.match(run(['health', '--help']).stdout, /\n  --strict +ratio flags/);
-  const p = file('eq.ckpt', await model());
-  const eq = run(['inspect', p, '--stats', '--workers=1', '--names=' + file('eq-names.json', '["a","b","c"]')]);
-  assert.equal(eq.status, 0, eq.stderr);
-  assert.match(eq.stdout, /\n +0 +a /);
-  const bad = run(['inspect', '--nope', p]);
-  assert.equal(bad.status, 2);
-  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]\n${' '.repeat(6)}summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)\n(ckptscope inspect --help: its options)\n`);
-  assert.match(run(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
-});
-
-test('18.18: an option that does nothing for the command is refused, with why', async () => {
-  const p = file('idle.ckpt', await model());
-  const names = file('idle-names.json', '["a","b","c"]');
-  for (const [args, message] of [
-    [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
-    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
-    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
-    [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
-    [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
-  ]) {
-    const r = run(args);
-    assert.equal(r.status, 2, args.join(' '));
-    assert.equal(r.stderr.split('\n')[0], `ckptscope: ${message}`, args.join(' '));
-  }
-});
-
-test('18.21: arguments in the wrong order, a misspelt command: "did you mean ..."', async () => {
-  const opt = file('order-opt.ckpt', await model());
-  const state = file('order-state.ckpt', await writeBase('state'));
-  const layout = file('order-layout.json', '{"shapes": [[2, 3], [2, 3], [3]], "requiresGrad": [true, true, true]}');
-  for (const [args, meant] of [
-    [['health', state, opt], `health ${opt} --state ${state}`],
-    [['health', opt, state, '--lr', '1e-3'], `health ${opt} --state ${state} --lr 1e-3`],
-    [['check', state, opt], `check ${opt} --state ${state}`],
-    [['check', opt, layout], `check ${opt} --expect ${layout}`],
-    [['export', 'out.npz', opt], `export ${opt} out.npz`],
-    [['write', 'out.ckpt', 'desc.json'], 'write desc.json out.ckpt'],
-    [[opt, 'inspect'], `inspect ${opt}`],
-    [['inspcet', opt], `inspect ${opt}`],
-    [['serve', opt], `view ${opt}`],
-  ]) {
-    const r = run(args);
-    assert.equal(r.status, 2, args.join(' '));
-    const first = r.stderr.split('\n')[0];
-    assert.ok(first.endsWith(`: did you mean \`ckptscope ${meant}\`?`), `${args.join(' ')}: ${first}`);
-    const usages = r.stderr.split('\n').filter((l) => l.startsWith('  ckptscope '));
-    const one = usages[0]?.split(' ')[3];
-    assert.ok(usages.length && usages.every((l) => l.split(' ')[3] === one), `one command's usage, not all of it: ${r.stderr}`);
-  }
-});
-
-test('18.14: ratio flags are warnings (exit 0) unless --strict; NaN/inf stay failures', async () => {
-  // slot 2's parameters are tiny next to its step: ratioHigh at lr 1, and nothing else
-  const opt = file('ratio-opt.ckpt', await model());
-  const state = file('ratio-state.ckpt', await writeBase('state'));
-  const loose = run(['health', opt, '--state', state, '--lr', '1000']);
-  const flags = JSON.parse(run(['health', opt, '--state', state, '--lr', '1000', '--json']).stdout).flags;
-  assert.ok(flags.length && flags.every((f) => f.flag === 'ratioHigh' || f.flag === 'ratioLow'), JSON.stringify(flags));
-  assert.equal(loose.status, 0, loose.stdout);
-  assert.match(loose.stdout, /\nwarning: parameter \d+: update-to-weight ratio .* is above 1e-2 at lr 1000\n/);
-  assert.match(loose.stdout, /\nverdict: healthy \(\d+ ratio warnings?: --strict makes them failures\)\n$/);
-  const strict = run(['health', opt, '--state', state, '--lr', '1000', '--strict']);
-  assert.equal(strict.status, 1);
-  assert.match(strict.stdout, /\nflag: parameter \d+: update-to-weight ratio/);
-  assert.match(strict.stdout, /\nverdict: \d+ slots? flagged\n$/);
-  // NaN and infinities stay failures without --strict
-  const sick = run(['health', file('ratio-sick.ckpt', await writeBase('unhealthy'))]);
-  assert.equal(sick.status, 1);
-});
-
-test('18.13: write refuses an unknown key in the description, exit 2, nothing written', async () => {
-  const d = modelDescription();
-  const desc = { ...d, config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weight_decay: 0.1 }, entries: d.entries.map((e) => ({ ...e, m: Array.from(e.m), v: Array.from(e.v) })) };
-  const out = path.join(tmp, 'unknown-key.ckpt');
-  const r = run(['write', file('unknown-key.json', JSON.stringify(desc)), out]);
-  assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: unknown key description.config.weight_decay: did you mean weightDecay?\n');
-  assert.equal(fs.existsSync(out), false);
-});
-
-test('18.20: --names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {
-  const opt = file('named-opt.ckpt', await model());
-  const names = file('named.json', '["embed", "block", "bias"]');
-  const layout = file('named-layout.json', '{"shapes": [[2, 3], [2, 3], [4]], "requiresGrad": [true, true, true]}');
-  const d = run(['diff', opt, layout, '--names', names]);
-  assert.equal(d.status, 1);
-  assert.match(d.stdout, /\n  \[bias\] parameter 2: shape #\[3\] vs #\[4\]\n/);
-  const c = run(['check', opt, '--expect', layout, '--names', names]);
-  assert.equal(c.status, 1);
-  assert.match(c.stdout, /\nat byte 151, slot 2 \(bias\)\n/);
-  const p = run(['check', opt, '--state', file('named-short.tlsf', await writeBase('state-short')), '--names', names]);
-  assert.equal(p.status, 1);
-  assert.match(p.stdout, /\n  \[block\] parameter 1: state shape \[3, 2\] differs/);
-  const h = run(['health', file('named-unhealthy.ckpt', await writeBase('unhealthy')), '--names', names]);
-  assert.equal(h.status, 1);
-  assert.match(h.stdout, /\nflag: \[embed\] parameter 0: its moments hold/);
-});
-
-test('18.19: the summary, --stats and health tables fit 80 columns (bit patterns two a line, statistics a table of their own)', async () => {
-  // a GPT-2-like shape: wide sizes and steps, no names
-  const n = 6;
-  const size = 768 * 4;
-  const desc = {
-    shapes: Array.from({ length: n }, () => [768, 4]), requiresGrad: Array.from({ length: n }, () => true),
-    config: { kind: 'adamw', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0.1 },
-    entries: Array.from({ length: n }, (_, id) => ({ id, step: 123_456, m: new Float32Array(size).fill(-1.234567e-5 * (id + 1)), v: new Float32Array(size).fill(1.5e-9 * (id + 1)) })),
-  };
-  const opt = file('wide80.ckpt', await writeCheckpoint(desc));
-  const state = file('wide80.tlsf', await writeState({ shapes: desc.shapes, values: desc.shapes.map(() => new Float32Array(size).fill(-0.0123456)) }));
-  for (const args of [['inspect', opt], ['inspect', opt, '--stats'], ['inspect', state, '--stats'], ['health', opt, '--state', state, '--lr', '1e-3']]) {
-    const r = run(args);
-    assert.ok(r.status === 0 || r.status === 1, r.stderr);
-    // every line but the first (it holds the file's path) and the flag lines (the core's texts)
-    for (const line of r.stdout.split('\n').slice(1).filter((l) => !/^(flag|warning): /.test(l))) {
-      assert.ok(line.length <= 80, `${args[0]} ${args.slice(2).join(' ')}: ${line.length} columns: ${line}`);
-    }
-  }
 });

@@ -1,4 +1,5 @@
-// A small static server for the viewer: web/ at the root and the package's js/ at /js/. It
+// A small static server for the viewer: web/ at the root and the package's js/ at /js/ (but
+// js/server/, this server and its pass worker, which run in Node only). It
 // serves files only (no uploads, no directory listings) and sends a Content-Security-Policy
 // that keeps every byte of a checkpoint on the machine. web/sw.js (the service worker that
 // answers streamed exports' downloads) is served from the root, so its scope is the whole viewer.
@@ -19,7 +20,7 @@
 // With `passes` (`ckptscope view` sets it) the server also runs the long passes over those files
 // on this machine, at the CLI's rate, for the page to show: GET /passes/stats/{token}/{name} and
 // /passes/health/{token}/{name}[?state=/files/{token}/{name}][&lr=X][&band=LO,HI] answer a
-// stream of frames (web/pass-frames.js), paced by the page; a page that goes away ends the pass.
+// stream of frames (js/pass-frames.js), paced by the page; a page that goes away ends the pass.
 // Only the files handed in, only these two passes, nothing written.
 import http from 'node:http';
 import fs from 'node:fs';
@@ -28,11 +29,12 @@ import crypto from 'node:crypto';
 import { pipeline, Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { jsonFrame } from './pass-frames.js';
+import { jsonFrame } from '../pass-frames.js';
 
-const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WEB = path.join(ROOT, 'web');
 const JS = path.join(ROOT, 'js');
+const SERVER = path.join(JS, 'server');
 
 export const CSP = [
   "default-src 'self'",
@@ -85,7 +87,7 @@ function resolve(urlPath) {
   const [base, rel] = decoded.startsWith('/js/') ? [JS, decoded.slice(4)] : [WEB, decoded === '/' ? 'index.html' : decoded.slice(1)];
   const file = path.resolve(base, rel);
   if (file !== base && !file.startsWith(base + path.sep)) return null;   // no escaping the folder
-  if (base === WEB && path.basename(file) === 'server.js') return null;
+  if (base === JS && (file === SERVER || file.startsWith(SERVER + path.sep))) return null;   // Node's, not the page's
   return file;
 }
 
@@ -254,7 +256,7 @@ const queryNumber = (text) => (text === null ? null : text.trim() === '' ? NaN :
 // and the files' pages in the cache; a page runs one scan and one health pass at most.
 const MAX_PASSES = 4;
 
-/** Run a pass over served files in a worker of its own and stream its frames (web/pass-worker.js
+/** Run a pass over served files in a worker of its own and stream its frames (js/server/pass-worker.js
  *  says what they hold), paced by the page; the pass ends when the page goes away. 404 for
  *  anything but a pass over files handed in. */
 function sendPass(req, res, urlPath, routes, running) {

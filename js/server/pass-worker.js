@@ -1,17 +1,17 @@
-// A pass that `ckptscope view` runs on this machine for its page (web/server.js, /passes/): the
+// A pass that `ckptscope view` runs on this machine for its page (js/server/server.js, /passes/): the
 // statistics of every item of a served file, or the health pass of a served optimizer file (and
 // its model-state file), by the package's API with the workers that pay: the CLI's rate, where a
 // page reads a file at what the browser allows (a dropped File at most ~190 MB/s in Chromium).
 // It has a thread of its own so that the server keeps answering meanwhile (the page's range
 // requests, its Cancel); the server ends it when the page goes away.
 //
-// Its answer is a stream of frames (web/pass-frames.js), made here and written by the server as
+// Its answer is a stream of frames (js/pass-frames.js), made here and written by the server as
 // they come. While the page reads slower than the pass computes, the server says so (`paused`)
 // and the pass waits: the answer is never held in memory whole.
 import { parentPort, workerData } from 'node:worker_threads';
 import fs from 'node:fs';
-import { open, itemCount, scanPacked, health, workerCount } from 'ckptscope';   // this package, as its users import it
-import { jsonFrame, packedFrame } from './pass-frames.js';
+import { open, itemCount, scanPacked, health, workerCount } from '../index.js';
+import { jsonFrame, packedFrame } from '../pass-frames.js';
 
 const ITEMS_PER_FRAME = 1024;   // a frame of a few hundred KiB: progress on the page, no giant frame
 const paused = new Int32Array(workerData.paused);   // 1 while the page is behind

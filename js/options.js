@@ -1,0 +1,53 @@
+// The checks of the option values a caller hands the package (the CLI's options arrive here
+// too): the learning rate, the ratio band and the TorchLean reader, each beside the value it
+// checks. A band's and a reader's rules are the core's (its table of readers, its band check);
+// what is checked here is only that the value is one the core can be asked about.
+
+import { loadBinding } from './binding.js';
+import { shown } from './suggest.js';
+
+/** A value as a message shows it (JSON where it has one), cut within bounds. */
+function describe(x) {
+  let text;
+  try {
+    text = typeof x === 'number' ? String(x) : JSON.stringify(x) ?? String(x);
+  } catch {
+    text = String(x);
+  }
+  return shown(text);
+}
+
+/** `lr`: a positive finite number, or NaN when not given (no update/weight ratios). */
+export function learningRate(lr) {
+  if (lr === undefined || lr === null) return NaN;
+  if (typeof lr !== 'number' || !Number.isFinite(lr) || lr <= 0) throw new RangeError(`lr must be a positive finite number, got ${describe(lr)}`);
+  return lr;
+}
+
+/**
+ * The flag band of the update-to-weight ratio: [low, high], or null for the core's default.
+ * Its rules are the core's (finite, 0 <= low < high): a band that is not one is a RangeError
+ * in the core's words.
+ */
+export async function ratioBand(band) {
+  if (band === undefined || band === null) return null;
+  if (!Array.isArray(band) || band.length !== 2 || !band.every((x) => typeof x === 'number')) {
+    throw new TypeError(`ratioBand must be [low, high], two numbers, got ${describe(band)}`);
+  }
+  const refused = (await loadBinding()).ratioBandError(band[0], band[1]);
+  if (refused) throw new RangeError(refused.message);
+  return [band[0], band[1]];
+}
+
+/** The core's id of reader `name` (undefined: the default, v2-v5); a RangeError names the readers. */
+export function readerId(binding, name) {
+  if (name === undefined || name === null) return 0;
+  // the name exactly: not an array that prints as one, nor one cut at a NUL on its way to the core
+  if (typeof name !== 'string' || name.includes('\0')) {
+    const what = typeof name === 'string' ? describe(name) : `(${Array.isArray(name) ? 'an array' : typeof name})`;
+    throw new RangeError(`unknown TorchLean reader ${what}: one of ${binding.readerNames().join(', ')}`);
+  }
+  const id = binding.readerByName(name);
+  if (id > 0) return id;
+  throw new RangeError(`unknown TorchLean reader ${describe(name)}: one of ${binding.readerNames().join(', ')}`);
+}
