@@ -84,7 +84,15 @@ typedef enum ckpt_code {
     CKPT_E_ZIP_MALFORMED = 52,    /* zip: malformed archive at byte n: the reason */
     CKPT_E_ZIP_UNSUPPORTED = 53,  /* zip: a compressed or encrypted member, a multi-disk archive */
     CKPT_E_PICKLE_MALFORMED = 54, /* P: malformed pickle at byte o of member: the reason */
-    CKPT_E_PICKLE_OPCODE = 55     /* P: unsupported pickle opcode 0xhh at byte o of member */
+    CKPT_E_PICKLE_OPCODE = 55,    /* P: unsupported pickle opcode 0xhh at byte o of member */
+
+    /* the torch object model (torch_objects.c) */
+    CKPT_E_TORCH_NOT_CHECKPOINT = 56, /* P: no data.pkl, a TorchScript archive, no torch.save magic */
+    CKPT_E_TORCH_UNSUPPORTED = 57,    /* P: big-endian, a compressed member, a storage type not read */
+    CKPT_E_TORCH_STORAGE = 58,        /* P: storage {key} declares n bytes but its record holds m */
+    CKPT_E_TORCH_TENSOR_BOUNDS = 59,  /* P: tensor {path} reaches element e of storage {key}, which holds n */
+    CKPT_E_TORCH_STEP = 60,           /* P: index i: step s is not a step count */
+    CKPT_E_TORCH_MALFORMED = 61       /* P: malformed checkpoint at byte o of member: the reason */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the

@@ -33,6 +33,8 @@ static const struct {
     {"{s}", "s?"},
     {"{str}", "\"([^\"\\\\]|\\\\.)*\""},
     {"{x}", "[0-9a-f][0-9a-f]"},
+    {"{i}", "-?[0-9]+"},
+    {"{f}", "(-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?|nan|-?inf)"},
 };
 
 static void compile(int code, const char *t)

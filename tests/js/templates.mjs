@@ -16,12 +16,14 @@ const PLACEHOLDERS = {
   '{s}': 's?',
   '{str}': '"(?:[^"\\\\]|\\\\.)*"',
   '{x}': '[0-9a-f]{2}',
+  '{i}': '-?[0-9]+',
+  '{f}': '(?:-?[0-9]+(?:\\.[0-9]+)?(?:e[-+][0-9]+)?|nan|-?inf)',
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{i\}|\{f\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 
