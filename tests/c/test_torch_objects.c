@@ -1,0 +1,357 @@
+/* The torch object model (src/torch_objects.c) on real torch.save files made at test time by
+ * tests/c/torch_objects_seeds.py (torch through /usr/bin/python3): what the native reader finds
+ * (optimizers and their groups and entries, model state dicts, ties by storage identity, the
+ * weights-only verdict) equals what torch.load found, written beside each file as FILE.expected;
+ * a pickle naming os.system is read and nothing runs; truncated files, a storage shorter than it
+ * declares and a view past its storage give their exact texts. Usage: test_torch_objects DIR */
+#include "minijson.h"
+#include "testutil.h"
+#include "torch_objects.h"
+
+#include <unistd.h>
+
+static const char *dir;
+
+static uint8_t *slurp(const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *d = malloc((size_t)n + 1);
+    *len = fread(d, 1, (size_t)n, f);
+    d[*len] = 0;
+    fclose(f);
+    return d;
+}
+
+static int open_bytes(const uint8_t *d, size_t len, const char *name, ckpt_torch **t, ckpt_error *err)
+{
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_source_memory(&src, &mem, d, len);
+    ckpt_error_clear(err);
+    return ckpt_torch_open(&src, name, t, err);
+}
+
+static void put_num(strbuf *sb, double x) { j_double(sb, x); }
+
+static void put_shape(strbuf *sb, const ckpt_torch *t, size_t k)
+{
+    const uint64_t *s = ckpt_torch_size(t, k);
+    for (uint32_t d = 0; d < t->tensors[k].rank; d++) sb_printf(sb, d ? ",%llu" : "%llu", (unsigned long long)s[d]);
+}
+
+/* The summary torch_objects_seeds.py writes from torch.load's objects. */
+static void summary(strbuf *sb, const ckpt_torch *t)
+{
+    for (size_t o = 0; o < t->optimizers_len; o++) {
+        const ckpt_torch_optimizer *op = &t->optimizers[o];
+        sb_printf(sb, "optimizer %s\n", op->path);
+        for (size_t g = 0; g < op->groups_len; g++) {
+            const ckpt_torch_group *gr = &t->groups[op->groups + g];
+            sb_printf(sb, "group %zu lr=", g);
+            put_num(sb, gr->lr);
+            sb_puts(sb, " betas=");
+            put_num(sb, gr->beta1);
+            sb_putc(sb, ',');
+            put_num(sb, gr->beta2);
+            sb_puts(sb, " eps=");
+            put_num(sb, gr->eps);
+            sb_puts(sb, " wd=");
+            put_num(sb, gr->weight_decay);
+            sb_printf(sb, " amsgrad=%s maximize=%s params=", gr->amsgrad ? "true" : "false",
+                      gr->maximize ? "true" : "false");
+            for (size_t j = 0; j < gr->params_len; j++)
+                sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[gr->params + j]);
+            sb_putc(sb, '\n');
+        }
+        for (size_t k = 0; k < op->entries_len; k++) {
+            const ckpt_torch_entry *e = &t->entries[op->entries + k];
+            sb_printf(sb, "entry %lld group=", (long long)e->index);
+            if (e->group == CKPT_TORCH_NONE) sb_putc(sb, '-');
+            else sb_printf(sb, "%zu", e->group);
+            sb_puts(sb, " step=");
+            put_num(sb, e->step);
+            sb_puts(sb, " shape=");
+            CHECK(e->exp_avg != CKPT_TORCH_NONE && e->exp_avg_sq != CKPT_TORCH_NONE);
+            if (e->exp_avg == CKPT_TORCH_NONE) continue;
+            put_shape(sb, t, e->exp_avg);
+            sb_printf(sb, " dtype=%s max=%s\n", t->tensors[e->exp_avg].dtype,
+                      e->max_exp_avg_sq != CKPT_TORCH_NONE ? "yes" : "no");
+        }
+    }
+    for (size_t m = 0; m < t->models_len; m++) {
+        const ckpt_torch_model *md = &t->models[m];
+        sb_printf(sb, "model %s\n", md->path);
+        for (size_t j = 0; j < md->count; j++) {
+            const ckpt_torch_named *nm = &t->named[md->first + j];
+            sb_printf(sb, "tensor %s shape=", nm->name);
+            put_shape(sb, t, nm->tensor);
+            sb_printf(sb, " dtype=%s tie=", t->tensors[nm->tensor].dtype);
+            const char *tie = "-";
+            for (size_t i = 0; i < j; i++)
+                if (ckpt_torch_same(t, t->named[md->first + i].tensor, nm->tensor)) {
+                    tie = t->named[md->first + i].name;
+                    break;
+                }
+            sb_printf(sb, "%s\n", tie);
+        }
+    }
+    sb_printf(sb, "weightsOnly %s\n", ckpt_pickle_weights_only(t->pickle) ? "true" : "false");
+}
+
+/* Every element a tensor claims lies in its storage's record, read through the file. */
+static void check_tensors(const ckpt_torch *t, size_t len)
+{
+    for (size_t k = 0; k < t->tensors_len; k++) {
+        const ckpt_torch_tensor *x = &t->tensors[k];
+        const ckpt_torch_storage *s = &t->storages[x->storage];
+        CHECK(s->bytes == s->numel * s->width);
+        CHECK(s->at + s->bytes <= len);
+        CHECK(x->at == s->at + x->offset * x->width);
+        CHECK(!x->count || x->at + x->width <= s->at + s->bytes);
+    }
+}
+
+static ckpt_torch *open_file(const char *name, uint8_t **data, size_t *len)
+{
+    *data = slurp(name, len);
+    CHECK(*data != NULL);
+    if (!*data) return NULL;
+    ckpt_torch *t = NULL;
+    ckpt_error err = {0};
+    int rc = open_bytes(*data, *len, name, &t, &err);
+    CHECK(rc == 0);
+    if (rc) fprintf(stderr, "  %s: %s\n", name, err.message);
+    ckpt_error_clear(&err);
+    return t;
+}
+
+static void compare(const char *name)
+{
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file(name, &d, &len);
+    if (t) {
+        strbuf got = {0};
+        summary(&got, t);
+        char want_name[256];
+        snprintf(want_name, sizeof want_name, "%s.expected", name);
+        size_t wl;
+        char *want = (char *)slurp(want_name, &wl);
+        CHECK(want != NULL);
+        if (want) CHECK_STR(got.data, want);
+        free(want);
+        sb_free(&got);
+        check_tensors(t, len);
+        strbuf js = {0};
+        ckpt_torch_json(&js, t);
+        jvalue *v = json_parse(js.data);
+        CHECK(v != NULL);
+        if (v) {
+            const jvalue *c = json_get(v, "container");
+            CHECK(json_u64(json_get(c, "records")) == t->records);
+            CHECK(t->records == t->storages_len);
+        }
+        json_free(v);
+        sb_free(&js);
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+static void test_adamw(void)
+{
+    compare("adamw.pt");
+    compare("adamw-legacy.pt");
+    /* the zip's details */
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("adamw.pt", &d, &len);
+    if (t) {
+        CHECK(!t->legacy && !strcmp(t->prefix, "adamw"));
+        CHECK(t->optimizers_len == 1 &&
+              t->optimizers[0].kind == CKPT_TORCH_KIND_UNKNOWN); /* 1.13 writes no decoupled_weight_decay */
+        CHECK(t->models_len == 0 && t->model == CKPT_TORCH_NONE);
+        for (size_t k = 0; k < t->tensors_len; k++) CHECK(t->tensors[k].at % 64 == 0); /* torch aligns records */
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+static void test_amsgrad(void) { compare("amsgrad.pt"); }
+
+static void test_model(void)
+{
+    compare("model.pt");
+    compare("model-legacy.bin");
+    compare("both.pt");
+}
+
+static void test_lightning(void)
+{
+    compare("lightning.ckpt");
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("lightning.ckpt", &d, &len);
+    if (t) {
+        strbuf g = {0};
+        ckpt_pickle_globals_json(&g, t->pickle, true);
+        CHECK_STR(g.data, "[\"__main__.HParams\"]"); /* the dataclass: data, not run */
+        sb_free(&g);
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+static void test_evil(void)
+{
+    char ran[4096];
+    snprintf(ran, sizeof ran, "%s/ran", dir);
+    unlink(ran);
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("evil.pt", &d, &len);
+    if (t) {
+        CHECK(!ckpt_pickle_weights_only(t->pickle));
+        strbuf w = {0};
+        ckpt_pickle_weights_only_warning(&w, t->pickle);
+        CHECK_STR(
+            w.data,
+            "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: \"posix.system\"");
+        sb_free(&w);
+        CHECK(t->models_len == 1 && !strcmp(t->models[0].path, "model") && t->models[0].count == 7);
+        strbuf js = {0};
+        ckpt_torch_json(&js, t);
+        CHECK(strstr(js.data, "\"weightsOnly\":false") != NULL);
+        CHECK(strstr(js.data, "\"posix.system\"") != NULL);
+        sb_free(&js);
+        ckpt_torch_free(t);
+    }
+    CHECK(access(ran, F_OK) != 0); /* nothing ran */
+    free(d);
+}
+
+static void expect_fail(const char *name, int code, const char *text)
+{
+    size_t len;
+    uint8_t *d = slurp(name, &len);
+    CHECK(d != NULL);
+    if (!d) return;
+    ckpt_torch *t = NULL;
+    ckpt_error err = {0};
+    CHECK(open_bytes(d, len, name, &t, &err) == code);
+    CHECK(t == NULL);
+    CHECK_STR(err.message, text);
+    ckpt_error_clear(&err);
+    free(d);
+}
+
+static void test_handmade(void)
+{
+    expect_fail("short-storage.pt", CKPT_E_TORCH_STORAGE,
+                "PyTorch: storage \"0\" declares 16 bytes but its record holds 12");
+    expect_fail("view-past.pt", CKPT_E_TORCH_TENSOR_BOUNDS,
+                "PyTorch: tensor \"w\" reaches element 6 of storage \"0\", which holds 4");
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("fine.pt", &d, &len);
+    if (t) {
+        CHECK(t->models_len == 1 && t->models[0].count == 2);
+        CHECK(t->tensors_len == 2 && !t->tensors[0].contiguous && t->tensors[1].contiguous);
+        CHECK(t->tensors[0].count == 2 && t->tensors[1].count == 1 && t->tensors[1].rank == 0);
+        check_tensors(t, len);
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+/* Every prefix of a file fails with its exact text (zip: no end record; legacy: the pickle, or
+ * the first storage record cut short), never crashes. */
+static void truncations(const char *name)
+{
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *full = open_file(name, &d, &len);
+    if (!full) {
+        free(d);
+        return;
+    }
+    uint64_t pickles_end = UINT64_MAX;
+    for (size_t s = 0; s < full->storages_len; s++)
+        if (full->storages[s].at - 8 < pickles_end) pickles_end = full->storages[s].at - 8;
+    for (size_t cut = 0; cut < len; cut++) {
+        ckpt_torch *t = NULL;
+        ckpt_error err = {0};
+        uint8_t *copy = malloc(cut ? cut : 1); /* exactly cut bytes: ASan sees any read past them */
+        memcpy(copy, d, cut);
+        int rc = open_bytes(copy, cut, name, &t, &err);
+        CHECK(rc != 0 && t == NULL && err.message != NULL);
+        char want[256];
+        if (!full->legacy && cut >= 4) {
+            snprintf(want, sizeof want, "zip: no end-of-central-directory record in the last %zu bytes of the file",
+                     cut < 65557 ? cut : (size_t)65557);
+            CHECK_STR(err.message, want);
+        } else if (full->legacy && cut >= pickles_end) {
+            /* the first record (in file order) that the cut reaches into */
+            const ckpt_torch_storage *hit = NULL;
+            for (size_t s = 0; s < full->storages_len; s++) {
+                const ckpt_torch_storage *sg = &full->storages[s];
+                if (sg->at + sg->bytes > cut && (!hit || sg->at < hit->at)) hit = sg;
+            }
+            CHECK(hit != NULL);
+            if (hit) {
+                snprintf(want, sizeof want, "PyTorch: storage \"%s\" declares %llu bytes but its record holds %llu",
+                         hit->key, (unsigned long long)hit->bytes,
+                         (unsigned long long)(cut > hit->at ? cut - hit->at : 0));
+                CHECK_STR(err.message, want);
+                CHECK(rc == CKPT_E_TORCH_STORAGE);
+            }
+        } else if (full->legacy && cut > 0) {
+            CHECK(rc == CKPT_E_PICKLE_MALFORMED);
+            if (rc != CKPT_E_PICKLE_MALFORMED) fprintf(stderr, "  cut %zu: %s\n", cut, err.message);
+        }
+        if (t_failures > 20) cut = len; /* one broken rule, not thousands of lines */
+        ckpt_error_clear(&err);
+        free(copy);
+    }
+    ckpt_torch_free(full);
+    free(d);
+}
+
+static void test_truncated(void)
+{
+    truncations("adamw.pt");
+    truncations("adamw-legacy.pt");
+    truncations("model-legacy.bin");
+}
+
+static void test_not_torch(void)
+{
+    ckpt_torch *t;
+    ckpt_error err = {0};
+    CHECK(open_bytes((const uint8_t *)"TLADAMF", 7, "x", &t, &err) == CKPT_E_TORCH_NOT_CHECKPOINT);
+    CHECK_STR(err.message, "PyTorch: neither a zip nor a pickle: not a torch.save file");
+    ckpt_error_clear(&err);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) return fprintf(stderr, "usage: test_torch_objects DIR\n"), 2;
+    dir = argv[1];
+    static const test_case cases[] = {
+        {"AdamW in two groups, zip and legacy", test_adamw},
+        {"amsgrad: max_exp_avg_sq", test_amsgrad},
+        {"model state dicts: a tie, BatchNorm buffers, both in one dict", test_model},
+        {"a Lightning-like bfloat16 checkpoint", test_lightning},
+        {"a pickle naming os.system: read, not run", test_evil},
+        {"a storage shorter than declared, a view past its storage", test_handmade},
+        {"truncated files", test_truncated},
+        {"not a torch.save file", test_not_torch},
+    };
+    return RUN_ALL(cases);
+}
