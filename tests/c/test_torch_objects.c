@@ -270,6 +270,76 @@ static void test_handmade(void)
     free(d);
 }
 
+static void test_containers(void)
+{
+    expect_fail("script.pt", CKPT_E_TORCH_NOT_CHECKPOINT,
+                "PyTorch: a TorchScript archive (torch.jit.save): it holds a program, not a checkpoint");
+    expect_fail("compressed.pt", CKPT_E_TORCH_UNSUPPORTED,
+                "PyTorch: member \"model/data/0\" is compressed (method 8); torch.save stores members uncompressed");
+    expect_fail("big.pt", CKPT_E_TORCH_UNSUPPORTED,
+                "PyTorch: big-endian checkpoint (byteorder \"big\") is not supported");
+    expect_fail("no-pickle.pt", CKPT_E_TORCH_NOT_CHECKPOINT, "PyTorch: no data.pkl in this zip: not a torch.save file");
+    expect_fail("no-record.pt", CKPT_E_TORCH_STORAGE,
+                "PyTorch: storage \"0\" has no record \"model/data/0\" in this zip");
+    /* "little" is read as torch writes it; Python's zipfile aligns nothing, and needs no alignment */
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("little.pt", &d, &len);
+    if (t) {
+        CHECK(t->models_len == 1 && t->models[0].count == 7 && !strcmp(t->prefix, "model"));
+        check_tensors(t, len);
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+static void test_tensor_kinds(void)
+{
+    compare("params.pt");
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("params.pt", &d, &len);
+    if (t) {
+        const ckpt_torch_tensor *w = &t->tensors[t->named[t->models[0].first].tensor];
+        size_t vk = t->named[t->models[0].first + 1].tensor;
+        const ckpt_torch_tensor *v = &t->tensors[vk];
+        CHECK(w->parameter && w->contiguous && !v->parameter);
+        CHECK(!v->contiguous && v->offset == 1 && ckpt_torch_stride(t, vk)[0] == 4 &&
+              t->storages[v->storage].numel == 12);
+        /* the element at v's offset: 1.0 of arange(12) */
+        float x;
+        memcpy(&x, d + v->at, 4);
+        CHECK(x == 1.0f);
+        ckpt_torch_free(t);
+    }
+    free(d);
+    /* a subclass: _rebuild_from_type_v2 around _rebuild_tensor_v2 */
+    t = open_file("subclass.pt", &d, &len);
+    if (t) {
+        CHECK(t->models_len == 1 && t->models[0].count == 1 && t->tensors_len == 1);
+        CHECK(t->tensors[0].rank == 1 && ckpt_torch_size(t, 0)[0] == 3 && !strcmp(t->tensors[0].dtype, "float32"));
+        CHECK(!ckpt_pickle_weights_only(t->pickle)); /* it names __main__.Sub */
+        ckpt_torch_free(t);
+    }
+    free(d);
+    /* _rebuild_tensor_v3 over an UntypedStorage of 12 bytes: float16 [2, 3] */
+    t = open_file("v3.pt", &d, &len);
+    if (t) {
+        CHECK(t->tensors_len == 1 && !strcmp(t->tensors[0].dtype, "float16") && t->tensors[0].width == 2);
+        CHECK(t->storages_len == 1 && t->storages[0].numel == 12 && t->storages[0].width == 1);
+        CHECK(t->tensors[0].count == 6 && t->tensors[0].contiguous);
+        check_tensors(t, len);
+        ckpt_torch_free(t);
+    }
+    free(d);
+}
+
+static void test_steps(void)
+{
+    expect_fail("bad-step.pt", CKPT_E_TORCH_STEP, "PyTorch: index 1: step 1.5 is not a step count");
+    compare("int-step.pt"); /* a Python int beside step tensors */
+}
+
 /* Every prefix of a file fails with its exact text (zip: no end record; legacy: the pickle, or
  * the first storage record cut short), never crashes. */
 static void truncations(const char *name)
@@ -350,6 +420,9 @@ int main(int argc, char **argv)
         {"a Lightning-like bfloat16 checkpoint", test_lightning},
         {"a pickle naming os.system: read, not run", test_evil},
         {"a storage shorter than declared, a view past its storage", test_handmade},
+        {"containers torch.save does not write", test_containers},
+        {"parameters, a view, a subclass, _rebuild_tensor_v3", test_tensor_kinds},
+        {"steps", test_steps},
         {"truncated files", test_truncated},
         {"not a torch.save file", test_not_torch},
     };
