@@ -482,8 +482,6 @@ static int tuple_ints(tctx *c, size_t k, const ckpt_pnode *at, uint64_t *out, ui
     return 0;
 }
 
-static int tensor_of(tctx *c, size_t k, size_t *out);
-
 static int fail_reach(tctx *c, const ckpt_torch_storage *s, const char *e)
 {
     strbuf ps = {0}, ks = {0};
@@ -526,7 +524,8 @@ static int rebuild(tctx *c, ckpt_pname how, const ckpt_pnode *at, size_t args, s
         if (global_of(c, a[6], &dtype) != CKPT_PN_DTYPE || !(width = dtype_width(dtype)))
             return fail_malformed(c, at, "a tensor whose dtype is not read");
     }
-    if (!grow((void **)&t->dims, &t->caps[CAP_DI], t->dims_len + 2 * (size_t)rank, sizeof *t->dims))
+    /* one more than needed: the pool exists even for 0-d tensors */
+    if (!grow((void **)&t->dims, &t->caps[CAP_DI], t->dims_len + 2 * (size_t)rank + 1, sizeof *t->dims))
         return ckpt_fail_oom(c->err);
     uint64_t *size = t->dims + t->dims_len, *stride = size + rank;
     TRY(tuple_ints(c, a[2], at, size, &rank, &negative));
@@ -590,19 +589,21 @@ static int rebuild(tctx *c, ckpt_pname how, const ckpt_pnode *at, size_t args, s
     return 0;
 }
 
-/* Node k as a tensor: *out its index, CKPT_TORCH_NONE when k is not one. */
-static int tensor_of(tctx *c, size_t k, size_t *out)
+/* Node k as a tensor: *out its index, CKPT_TORCH_NONE when k is not one. A BUILD or a parameter
+ * wraps an earlier node: at most CKPT_PICKLE_MAX_DEPTH of them are unwrapped. */
+static int tensor_at(tctx *c, size_t k, size_t *out, unsigned depth)
 {
     ckpt_torch *t = c->t;
     *out = CKPT_TORCH_NONE;
-    if (k == CKPT_PNIL) return 0;
+    /* the map holds a PERSID node's storage, not a tensor */
+    if (k == CKPT_PNIL || depth > CKPT_PICKLE_MAX_DEPTH || N(c, k)->kind == CKPT_PK_PERSID) return 0;
     if (t->tensor_of_node[k] != CKPT_TORCH_NONE) {
         *out = t->tensor_of_node[k];
         return 0;
     }
     const ckpt_pnode *n = N(c, k);
     if (n->kind == CKPT_PK_BUILD) {
-        TRY(tensor_of(c, n->a, out));
+        TRY(tensor_at(c, n->a, out, depth + 1));
     } else if (n->kind == CKPT_PK_REDUCE) {
         ckpt_pname how = global_of(c, n->a, NULL);
         switch (how) {
@@ -612,9 +613,8 @@ static int tensor_of(tctx *c, size_t k, size_t *out)
             case CKPT_PN_REBUILD_PARAMETER:
             case CKPT_PN_REBUILD_PARAMETER_WITH_STATE: {
                 size_t data = is_seq(c, n->b) ? ckpt_pickle_item(t->pickle, n->b, 0) : CKPT_PNIL;
-                if (data == CKPT_PNIL || N(c, data)->height >= N(c, k)->height)
-                    return fail_malformed(c, n, "a parameter rebuilt from no tensor");
-                TRY(tensor_of(c, data, out));
+                if (data == CKPT_PNIL) return fail_malformed(c, n, "a parameter rebuilt from no tensor");
+                TRY(tensor_at(c, data, out, depth + 1));
                 if (*out == CKPT_TORCH_NONE) return fail_malformed(c, n, "a parameter rebuilt from no tensor");
                 t->tensors[*out].parameter = true;
                 break;
@@ -636,6 +636,8 @@ static int tensor_of(tctx *c, size_t k, size_t *out)
     if (*out != CKPT_TORCH_NONE) t->tensor_of_node[k] = *out;
     return 0;
 }
+
+static int tensor_of(tctx *c, size_t k, size_t *out) { return tensor_at(c, k, out, 0); }
 
 /* ---- the search (FORMAT.md 10.3) ---- */
 
