@@ -138,6 +138,14 @@ static inline const uint64_t *ckpt_torch_stride(const ckpt_torch *t, size_t k)
 /* Storage identity (FORMAT.md 10.4's ties): same storage, offset, sizes and strides. */
 bool ckpt_torch_same(const ckpt_torch *t, size_t a, size_t b);
 
+/* torch.load(weights_only=True)'s verdict over all the file's pickles (a legacy file's five), the
+ * names they use (each once, in file order; only those it refuses when `refused`), and the
+ * warning "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses:
+ * {names}" (nothing when none is refused). */
+bool ckpt_torch_weights_only(const ckpt_torch *t);
+void ckpt_torch_globals_json(strbuf *sb, const ckpt_torch *t, bool refused);
+void ckpt_torch_weights_only_warning(strbuf *sb, const ckpt_torch *t);
+
 /* Everything as JSON: container, optimizer (the first found) and otherOptimizers, models, model,
  * storages, weightsOnly, globals, warnings. */
 void ckpt_torch_json(strbuf *sb, const ckpt_torch *t);

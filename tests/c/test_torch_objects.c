@@ -101,7 +101,7 @@ static void summary(strbuf *sb, const ckpt_torch *t)
             sb_printf(sb, "%s\n", tie);
         }
     }
-    sb_printf(sb, "weightsOnly %s\n", ckpt_pickle_weights_only(t->pickle) ? "true" : "false");
+    sb_printf(sb, "weightsOnly %s\n", ckpt_torch_weights_only(t) ? "true" : "false");
 }
 
 /* Every element a tensor claims lies in its storage's record, read through the file. */
@@ -233,6 +233,24 @@ static void test_evil(void)
         ckpt_torch_free(t);
     }
     CHECK(access(ran, F_OK) != 0); /* nothing ran */
+    free(d);
+    /* in a legacy file, a name in any of the five pickles counts */
+    t = open_file("legacy-sysinfo.pt", &d, &len);
+    if (t) {
+        CHECK(ckpt_pickle_weights_only(t->pickle) && !ckpt_torch_weights_only(t));
+        strbuf w = {0};
+        ckpt_torch_weights_only_warning(&w, t);
+        CHECK_STR(
+            w.data,
+            "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: \"posix.system\"");
+        sb_free(&w);
+        ckpt_torch_globals_json(&w, t, false);
+        CHECK_STR(w.data, "[\"posix.system\",\"torch._utils._rebuild_tensor_v2\",\"torch.FloatStorage\",\"collections."
+                          "OrderedDict\"]");
+        sb_free(&w);
+        CHECK(t->optimizers_len == 1 && t->entries_len == 4);
+        ckpt_torch_free(t);
+    }
     free(d);
 }
 

@@ -276,3 +276,16 @@ with zipfile.ZipFile(os.path.join(out, 'v3.pt'), 'w') as z:
     z.writestr('archive/data.pkl', pkl)
     z.writestr('archive/data/0', bytes(range(12)))
     z.writestr('archive/byteorder', 'little')
+
+# a legacy file whose sys_info (the third pickle) names os.system: the verdict covers all five
+with open(os.path.join(out, 'adamw-legacy.pt'), 'rb') as f:
+    data = f.read()
+f = io.BytesIO(data)
+pickle.load(f)
+pickle.load(f)
+start = f.tell()
+info = pickle.load(f)
+end = f.tell()
+info['x'] = os.system
+with open(os.path.join(out, 'legacy-sysinfo.pt'), 'wb') as f:
+    f.write(data[:start] + pickle.dumps(info, protocol=2) + data[end:])

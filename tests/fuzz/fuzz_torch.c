@@ -2,7 +2,8 @@
  * bytes): a torch.save zip or a legacy file. A file that reads must keep every promise of the
  * reader: each storage's record holds exactly numel x width bytes and lies in the file, each
  * tensor's first element lies in its storage, at most one tensor and one storage per pickle node,
- * and the JSON rendering is built. Every diagnostic must be one of its code's templates. */
+ * and the JSON rendering, the names and the weights-only warning are built. Every diagnostic must be one of its code's
+ * templates. */
 #include "oracle.h"
 #include "torch_objects.h"
 
@@ -38,6 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (t->entries[e].has_step && !(t->entries[e].step >= 0)) abort();
     strbuf sb = {0};
     ckpt_torch_json(&sb, t);
+    ckpt_torch_globals_json(&sb, t, true);
+    ckpt_torch_weights_only_warning(&sb, t);
     sb_free(&sb);
     ckpt_torch_free(t);
     return 0;
