@@ -38,6 +38,12 @@ static int open_bytes(const uint8_t *d, size_t len, const char *name, ckpt_torch
 }
 
 static void put_num(strbuf *sb, double x) { j_double(sb, x); }
+static void put_opt(strbuf *sb, bool has, double x)
+{
+    if (has) j_double(sb, x);
+    else sb_putc(sb, '-');
+}
+static const char *flag(bool has, bool x) { return has ? (x ? "true" : "false") : "-"; }
 
 static void put_shape(strbuf *sb, const ckpt_torch *t, size_t k)
 {
@@ -54,17 +60,19 @@ static void summary(strbuf *sb, const ckpt_torch *t)
         for (size_t g = 0; g < op->groups_len; g++) {
             const ckpt_torch_group *gr = &t->groups[op->groups + g];
             sb_printf(sb, "group %zu lr=", g);
-            put_num(sb, gr->lr);
+            put_opt(sb, gr->has & CKPT_TG_LR, gr->lr);
             sb_puts(sb, " betas=");
-            put_num(sb, gr->beta1);
-            sb_putc(sb, ',');
-            put_num(sb, gr->beta2);
+            if (gr->has & CKPT_TG_BETAS) {
+                put_num(sb, gr->beta1);
+                sb_putc(sb, ',');
+                put_num(sb, gr->beta2);
+            } else sb_putc(sb, '-');
             sb_puts(sb, " eps=");
-            put_num(sb, gr->eps);
+            put_opt(sb, gr->has & CKPT_TG_EPS, gr->eps);
             sb_puts(sb, " wd=");
-            put_num(sb, gr->weight_decay);
-            sb_printf(sb, " amsgrad=%s maximize=%s params=", gr->amsgrad ? "true" : "false",
-                      gr->maximize ? "true" : "false");
+            put_opt(sb, gr->has & CKPT_TG_WEIGHT_DECAY, gr->weight_decay);
+            sb_printf(sb, " amsgrad=%s maximize=%s params=", flag(gr->has & CKPT_TG_AMSGRAD, gr->amsgrad),
+                      flag(gr->has & CKPT_TG_MAXIMIZE, gr->maximize));
             for (size_t j = 0; j < gr->params_len; j++)
                 sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[gr->params + j]);
             sb_putc(sb, '\n');
@@ -75,13 +83,18 @@ static void summary(strbuf *sb, const ckpt_torch *t)
             if (e->group == CKPT_TORCH_NONE) sb_putc(sb, '-');
             else sb_printf(sb, "%zu", e->group);
             sb_puts(sb, " step=");
-            put_num(sb, e->step);
+            put_opt(sb, e->has_step, e->step);
             sb_puts(sb, " shape=");
-            CHECK(e->exp_avg != CKPT_TORCH_NONE && e->exp_avg_sq != CKPT_TORCH_NONE);
-            if (e->exp_avg == CKPT_TORCH_NONE) continue;
-            put_shape(sb, t, e->exp_avg);
-            sb_printf(sb, " dtype=%s max=%s\n", t->tensors[e->exp_avg].dtype,
+            /* the moments' shape, or the first other state tensor's */
+            size_t lead = e->exp_avg;
+            for (size_t j = 0; j < e->other_len && lead == CKPT_TORCH_NONE; j++) lead = t->named[e->other + j].tensor;
+            CHECK(lead != CKPT_TORCH_NONE && (e->exp_avg == CKPT_TORCH_NONE) == (e->exp_avg_sq == CKPT_TORCH_NONE));
+            if (lead == CKPT_TORCH_NONE) continue;
+            put_shape(sb, t, lead);
+            sb_printf(sb, " dtype=%s max=%s other=", t->tensors[lead].dtype,
                       e->max_exp_avg_sq != CKPT_TORCH_NONE ? "yes" : "no");
+            for (size_t j = 0; j < e->other_len; j++) sb_printf(sb, j ? ",%s" : "%s", t->named[e->other + j].name);
+            sb_puts(sb, e->other_len ? "\n" : "-\n");
         }
     }
     for (size_t m = 0; m < t->models_len; m++) {
@@ -184,6 +197,35 @@ static void test_adamw(void)
 }
 
 static void test_amsgrad(void) { compare("amsgrad.pt"); }
+
+static void test_other_optimizers(void)
+{
+    compare("sgd.pt");
+    compare("decoupled.pt");
+    compare("mixed-kind.pt");
+    uint8_t *d;
+    size_t len;
+    ckpt_torch *t = open_file("decoupled.pt", &d, &len);
+    if (t) {
+        CHECK(t->optimizers[0].kind == CKPT_TORCH_KIND_ADAMW);
+        const ckpt_torch_group *g = &t->groups[1];
+        CHECK((g->has & CKPT_TG_PARAM_NAMES) && g->names_len == 2 && !strcmp(t->strings[g->names + 1], "2.bias"));
+        strbuf js = {0};
+        ckpt_torch_json(&js, t);
+        CHECK(strstr(js.data, "\"kind\":\"adamw\"") && strstr(js.data, "\"paramNames\":[\"0.bias\",\"2.bias\"]"));
+        sb_free(&js);
+        ckpt_torch_free(t);
+    }
+    free(d);
+    t = open_file("mixed-kind.pt", &d, &len);
+    if (t) CHECK(t->optimizers[0].kind == CKPT_TORCH_KIND_UNKNOWN);
+    ckpt_torch_free(t);
+    free(d);
+    t = open_file("sgd.pt", &d, &len);
+    if (t) CHECK(t->optimizers[0].kind == CKPT_TORCH_KIND_UNKNOWN && !t->entries[0].has_step);
+    ckpt_torch_free(t);
+    free(d);
+}
 
 static void test_model(void)
 {
@@ -434,6 +476,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         {"AdamW in two groups, zip and legacy", test_adamw},
         {"amsgrad: max_exp_avg_sq", test_amsgrad},
+        {"SGD's state by name; decoupled_weight_decay and param_names", test_other_optimizers},
         {"model state dicts: a tie, BatchNorm buffers, both in one dict", test_model},
         {"a Lightning-like bfloat16 checkpoint", test_lightning},
         {"a pickle naming os.system: read, not run", test_evil},

@@ -37,16 +37,23 @@ def summary(obj, optimizers, models):
         for g, group in enumerate(sd['param_groups']):
             for i in group['params']:
                 group_of.setdefault(i, g)
-            betas = ','.join(fmt(b) for b in group['betas'])
-            lines.append(f"group {g} lr={fmt(group['lr'])} betas={betas} eps={fmt(group['eps'])} "
-                         f"wd={fmt(group['weight_decay'])} amsgrad={str(group['amsgrad']).lower()} "
-                         f"maximize={str(group['maximize']).lower()} params={','.join(map(str, group['params']))}")
+            betas = ','.join(fmt(b) for b in group['betas']) if 'betas' in group else '-'
+            opt = lambda k: fmt(group[k]) if k in group else '-'  # noqa: E731
+            flag = lambda k: str(group[k]).lower() if k in group else '-'  # noqa: E731
+            lines.append(f"group {g} lr={opt('lr')} betas={betas} eps={opt('eps')} "
+                         f"wd={opt('weight_decay')} amsgrad={flag('amsgrad')} "
+                         f"maximize={flag('maximize')} params={','.join(map(str, group['params']))}")
         for i, st in sd['state'].items():
-            m = st['exp_avg']
-            step = st['step'].item() if torch.is_tensor(st['step']) else st['step']
-            lines.append(f"entry {i} group={group_of.get(i, '-')} step={int(step)} "
+            moments = ('exp_avg', 'exp_avg_sq', 'max_exp_avg_sq')
+            other = [k for k, v in st.items() if k != 'step' and k not in moments and
+                     (torch.is_tensor(v) or isinstance(v, (int, float)))]
+            m = st['exp_avg'] if 'exp_avg' in st else next(st[k] for k in other if torch.is_tensor(st[k]))
+            step = '-'
+            if 'step' in st:
+                step = int(st['step'].item() if torch.is_tensor(st['step']) else st['step'])
+            lines.append(f"entry {i} group={group_of.get(i, '-')} step={step} "
                          f"shape={','.join(map(str, m.shape))} dtype={str(m.dtype)[6:]} "
-                         f"max={'yes' if 'max_exp_avg_sq' in st else 'no'}")
+                         f"max={'yes' if 'max_exp_avg_sq' in st else 'no'} other={','.join(other) or '-'}")
     for path, sd in models:
         lines.append(f'model {path}')
         seen = []
@@ -106,6 +113,7 @@ opt = torch.optim.AdamW([{'params': decay, 'weight_decay': 0.01}, {'params': no_
 train(model, opt)
 save('adamw.pt', opt.state_dict(), [''], [])
 save('adamw-legacy.pt', opt.state_dict(), [''], [], legacy=True)
+adamw = opt
 
 # amsgrad: max_exp_avg_sq
 opt = torch.optim.Adam(model.parameters(), lr=1e-3, amsgrad=True)
@@ -289,3 +297,18 @@ end = f.tell()
 info['x'] = os.system
 with open(os.path.join(out, 'legacy-sysinfo.pt'), 'wb') as f:
     f.write(data[:start] + pickle.dumps(info, protocol=2) + data[end:])
+
+# other optimizers' state by name: SGD with momentum (no step, no moments)
+sgd = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+train(model, sgd)
+save('sgd.pt', sgd.state_dict(), [''], [])
+
+# what newer torch writes in a group: decoupled_weight_decay (AdamW's kind) and param_names
+sd = adamw.state_dict()
+for g in sd['param_groups']:
+    g['decoupled_weight_decay'] = True
+sd['param_groups'][0]['param_names'] = ['0.weight', '2.weight']
+sd['param_groups'][1]['param_names'] = ['0.bias', '2.bias']
+save('decoupled.pt', sd, [''], [])
+sd['param_groups'][1]['decoupled_weight_decay'] = False
+save('mixed-kind.pt', sd, [''], [])
