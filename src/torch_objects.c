@@ -17,7 +17,8 @@ typedef struct tctx {
     size_t hash_cap;
     uint8_t *seen; /* containers expanded by the search */
     strbuf path;
-    uint64_t base; /* the object pickle's node offsets + base: bytes of the file */
+    uint64_t base;  /* the object pickle's node offsets + base: bytes of the file */
+    uint64_t spent; /* values copied out of the tree (and string bytes / 8): see charge */
 } tctx;
 
 static bool grow(void **arr, size_t *cap, size_t need, size_t size)
@@ -87,6 +88,17 @@ static int fail_malformed(tctx *c, const ckpt_pnode *n, const char *reason)
                        name.failed ? "\"\"" : name.data, reason);
     sb_free(&name);
     return rc;
+}
+
+/* The memo lets a pickle name one value many times for a few bytes each: a size tuple shared by
+ * many tensors, a state dict by many optimizers, a long key by many dicts. What is copied out of
+ * the tree is charged here, one unit per value and one per 8 bytes of text, and is at most the
+ * pickle's length (a file without such sharing spends at most about half its bytes). */
+static int charge(tctx *c, const ckpt_pnode *at, uint64_t units)
+{
+    c->spent += units;
+    if (c->spent <= (uint64_t)c->t->pickle->len + 64) return 0;
+    return fail_malformed(c, at, "values shared through the memo more often than the pickle's bytes allow");
 }
 
 /* ---- the path of a value, cut at CKPT_TORCH_MAX_PATH bytes ---- */
@@ -524,6 +536,7 @@ static int rebuild(tctx *c, ckpt_pname how, const ckpt_pnode *at, size_t args, s
         if (global_of(c, a[6], &dtype) != CKPT_PN_DTYPE || !(width = dtype_width(dtype)))
             return fail_malformed(c, at, "a tensor whose dtype is not read");
     }
+    TRY(charge(c, at, 1 + 2 * (uint64_t)rank));
     /* one more than needed: the pool exists even for 0-d tensors */
     if (!grow((void **)&t->dims, &t->caps[CAP_DI], t->dims_len + 2 * (size_t)rank + 1, sizeof *t->dims))
         return ckpt_fail_oom(c->err);
@@ -690,6 +703,7 @@ static int is_model(tctx *c, size_t k, bool *yes)
 static int add_named(tctx *c, const char *s, size_t len, size_t tensor, double value)
 {
     ckpt_torch *t = c->t;
+    TRY(charge(c, N(c, c->t->pickle->root), 1 + len / 8));
     if (!PUSH(t, named, named_len, CAP_NA)) return ckpt_fail_oom(c->err);
     ckpt_torch_named *nm = &t->named[t->named_len];
     nm->name = dup_span(s, len);
@@ -704,6 +718,7 @@ static int add_model(tctx *c, size_t k)
 {
     ckpt_torch *t = c->t;
     if (!PUSH(t, models, models_len, CAP_MO)) return ckpt_fail_oom(c->err);
+    TRY(charge(c, N(c, k), 1 + c->path.len / 8));
     ckpt_torch_model *m = &t->models[t->models_len];
     m->path = path_dup(c);
     if (!m->path) return ckpt_fail_oom(c->err);
@@ -776,6 +791,7 @@ static int add_optimizer(tctx *c, size_t k)
     ckpt_torch *t = c->t;
     const ckpt_pickle *p = t->pickle;
     if (!PUSH(t, optimizers, optimizers_len, CAP_OP)) return ckpt_fail_oom(c->err);
+    TRY(charge(c, N(c, k), 1 + c->path.len / 8));
     ckpt_torch_optimizer *o = &t->optimizers[t->optimizers_len];
     o->path = path_dup(c);
     if (!o->path) return ckpt_fail_oom(c->err);
@@ -788,6 +804,7 @@ static int add_optimizer(tctx *c, size_t k)
     size_t groups = dict_get(c, k, "param_groups"), pairs = 0;
     for (uint32_t cell = N(c, groups)->first; cell != CKPT_PNIL; cell = p->cells[cell].next) {
         size_t g = p->cells[cell].node;
+        TRY(charge(c, N(c, g), 1));
         if (!PUSH(t, groups, groups_len, CAP_GR)) return ckpt_fail_oom(c->err);
         ckpt_torch_group *gr = &t->groups[t->groups_len];
         memset(gr, 0, sizeof *gr);
@@ -819,6 +836,7 @@ static int add_optimizer(tctx *c, size_t k)
         for (uint32_t pc = N(c, params)->first; pc != CKPT_PNIL; pc = p->cells[pc].next) {
             if (!grow((void **)&t->ints, &t->caps[CAP_IN], t->ints_len + 1, sizeof *t->ints))
                 return ckpt_fail_oom(c->err);
+            TRY(charge(c, N(c, params), 1));
             t->ints[t->ints_len++] = N(c, p->cells[pc].node)->i;
             gr->params_len++;
         }
@@ -829,6 +847,7 @@ static int add_optimizer(tctx *c, size_t k)
             gr->names = t->strings_len;
             for (uint32_t nc = N(c, names)->first; nc != CKPT_PNIL; nc = p->cells[nc].next) {
                 const ckpt_pnode *s = N(c, p->cells[nc].node);
+                TRY(charge(c, N(c, names), 1 + s->len / 8));
                 if (!grow((void **)&t->strings, &t->caps[CAP_SR], t->strings_len + 1, sizeof *t->strings))
                     return ckpt_fail_oom(c->err);
                 t->strings[t->strings_len] = s->kind == CKPT_PK_STR ? dup_span(span(c, s), s->len) : dup_span("", 0);
@@ -868,6 +887,7 @@ static int add_optimizer(tctx *c, size_t k)
     int rc = 0;
     while (!rc && dict_next(&it, &key, &value)) {
         size_t mark = path_push_key(c, key);
+        if ((rc = charge(c, N(c, value), 1))) break;
         if (!PUSH(t, entries, entries_len, CAP_EN)) {
             rc = ckpt_fail_oom(c->err);
             break;
@@ -1152,7 +1172,7 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
     ckpt_torch *t = calloc(1, sizeof *t);
     if (!t) return ckpt_fail_oom(err);
     t->model = CKPT_TORCH_NONE;
-    tctx c = {t, src, err, name, NULL, NULL, 0, NULL, {0}, 0};
+    tctx c = {t, src, err, name, NULL, NULL, 0, NULL, {0}, 0, 0};
     uint8_t head[4] = {0};
     size_t got = src->read(src->ctx, 0, head, src->size < 4 ? (size_t)src->size : 4);
     int rc;

@@ -394,6 +394,16 @@ static void test_tensor_kinds(void)
     free(d);
 }
 
+/* what the memo shares is copied at most as often as the pickle's bytes allow */
+static void test_shared(void)
+{
+    size_t n;
+    char *want = (char *)slurp("shared-size.pt.error", &n);
+    CHECK(want != NULL);
+    if (want) expect_fail("shared-size.pt", CKPT_E_TORCH_MALFORMED, want);
+    free(want);
+}
+
 static void test_steps(void)
 {
     expect_fail("bad-step.pt", CKPT_E_TORCH_STEP, "PyTorch: index 1: step 1.5 is not a step count");
@@ -484,6 +494,7 @@ int main(int argc, char **argv)
         {"containers torch.save does not write", test_containers},
         {"parameters, a view, a subclass, _rebuild_tensor_v3", test_tensor_kinds},
         {"steps", test_steps},
+        {"values shared through the memo", test_shared},
         {"truncated files", test_truncated},
         {"not a torch.save file", test_not_torch},
     };

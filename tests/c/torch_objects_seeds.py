@@ -312,3 +312,20 @@ sd['param_groups'][1]['param_names'] = ['0.bias', '2.bias']
 save('decoupled.pt', sd, [''], [])
 sd['param_groups'][1]['decoupled_weight_decay'] = False
 save('mixed-kind.pt', sd, [''], [])
+
+# one size tuple of 1000 dims named by 1000 tensors through the memo: 2 million dims from a pickle
+# of some 20 KB; the reader stops at the tensor whose copies pass the pickle's bytes
+import pickletools  # noqa: E402
+
+one = Storage('0', 1)
+dims = tuple([1] * 1000)
+handmade('shared-size.pt', collections.OrderedDict((f't{k}', Tensor(one, dims, dims)) for k in range(1000)),
+         {'0': bytes(4)})
+with zipfile.ZipFile(os.path.join(out, 'shared-size.pt')) as z:
+    pkl = z.read('archive/data.pkl')
+reduces = [pos for op, arg, pos in pickletools.genops(pkl) if op.name == 'REDUCE']
+# REDUCE: the root OrderedDict, then per tensor its hooks' OrderedDict and its rebuild
+j = (len(pkl) + 64) // 2001
+with open(os.path.join(out, 'shared-size.pt.error'), 'w') as f:
+    f.write(f'PyTorch: malformed checkpoint at byte {reduces[2 + 2 * j]} of "archive/data.pkl": '
+            "values shared through the memo more often than the pickle's bytes allow")
