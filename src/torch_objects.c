@@ -663,19 +663,28 @@ static bool is_int_list(const tctx *c, size_t k)
     return true;
 }
 
-static bool is_optimizer(const tctx *c, size_t k)
+/* seen[k]: SEEN once the search expanded node k, VALID once k passed as an optimizer's state dict
+ * or group (a value the memo shares is checked once) */
+enum { SEEN = 1, VALID = 2 };
+
+static bool is_optimizer(tctx *c, size_t k)
 {
     size_t state = dict_get(c, k, "state"), groups = dict_get(c, k, "param_groups");
     if (!is_dict(c, state) || !is_seq(c, groups) || N(c, groups)->kind != CKPT_PK_LIST) return false;
-    dict_it it;
-    size_t key, value;
-    dict_begin(&it, c, state);
-    while (dict_next(&it, &key, &value))
-        if (N(c, key)->kind != CKPT_PK_INT || !is_dict(c, value)) return false;
+    if (!(c->seen[state] & VALID)) {
+        dict_it it;
+        size_t key, value;
+        dict_begin(&it, c, state);
+        while (dict_next(&it, &key, &value))
+            if (N(c, key)->kind != CKPT_PK_INT || !is_dict(c, value)) return false;
+        c->seen[state] |= VALID;
+    }
     const ckpt_pickle *p = c->t->pickle;
     for (uint32_t cell = N(c, groups)->first; cell != CKPT_PNIL; cell = p->cells[cell].next) {
         size_t g = p->cells[cell].node;
+        if (c->seen[g] & VALID) continue;
         if (!is_dict(c, g) || !is_int_list(c, dict_get(c, g, "params"))) return false;
+        c->seen[g] |= VALID;
     }
     return true;
 }
@@ -804,7 +813,7 @@ static int add_optimizer(tctx *c, size_t k)
     size_t groups = dict_get(c, k, "param_groups"), pairs = 0;
     for (uint32_t cell = N(c, groups)->first; cell != CKPT_PNIL; cell = p->cells[cell].next) {
         size_t g = p->cells[cell].node;
-        TRY(charge(c, N(c, g), 1));
+        TRY(charge(c, N(c, g), 1 + (uint64_t)N(c, g)->count)); /* and its keys, looked up below */
         if (!PUSH(t, groups, groups_len, CAP_GR)) return ckpt_fail_oom(c->err);
         ckpt_torch_group *gr = &t->groups[t->groups_len];
         memset(gr, 0, sizeof *gr);
@@ -887,7 +896,7 @@ static int add_optimizer(tctx *c, size_t k)
     int rc = 0;
     while (!rc && dict_next(&it, &key, &value)) {
         size_t mark = path_push_key(c, key);
-        if ((rc = charge(c, N(c, value), 1))) break;
+        if ((rc = charge(c, N(c, value), 1 + (uint64_t)N(c, value)->count))) break; /* and its state */
         if (!PUSH(t, entries, entries_len, CAP_EN)) {
             rc = ckpt_fail_oom(c->err);
             break;
@@ -947,8 +956,8 @@ static int search(tctx *c, size_t k, unsigned depth)
     if (n->kind < CKPT_PK_TUPLE) return 0;
     size_t x;
     TRY(tensor_of(c, k, &x));
-    if (x != CKPT_TORCH_NONE || c->seen[k]) return 0;
-    c->seen[k] = 1;
+    if (x != CKPT_TORCH_NONE || (c->seen[k] & SEEN)) return 0;
+    c->seen[k] |= SEEN;
     const ckpt_pickle *p = c->t->pickle;
     if (is_dict(c, k)) {
         if (is_optimizer(c, k)) return add_optimizer(c, k);
