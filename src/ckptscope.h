@@ -88,7 +88,14 @@ typedef enum ckpt_code {
     CKPT_E_SAFETENSORS_HEADER = 56, /* safetensors: the header's length, JSON or metadata (format.md 10.1) */
     CKPT_E_SAFETENSORS_TENSOR = 57, /* safetensors: a tensor's entry (dtype, shape, data_offsets) */
     CKPT_E_SAFETENSORS_SIZE = 58,   /* safetensors: a tensor's bytes differ from its shape times its dtype's width */
-    CKPT_E_SAFETENSORS_LAYOUT = 59  /* safetensors: the tensors leave a gap, overlap, or miss the data's end */
+    CKPT_E_SAFETENSORS_LAYOUT = 59, /* safetensors: the tensors leave a gap, overlap, or miss the data's end */
+    /* the torch object model (torch_objects.c) */
+    CKPT_E_TORCH_NOT_CHECKPOINT = 60, /* P: no data.pkl, a TorchScript archive, no torch.save magic */
+    CKPT_E_TORCH_UNSUPPORTED = 61,    /* P: big-endian, a compressed member, a storage type not read */
+    CKPT_E_TORCH_STORAGE = 62,        /* P: storage {key} declares n bytes but its record holds m */
+    CKPT_E_TORCH_TENSOR_BOUNDS = 63,  /* P: tensor {path} reaches element e of storage {key}, which holds n */
+    CKPT_E_TORCH_STEP = 64,           /* P: index i: step s is not a step count */
+    CKPT_E_TORCH_MALFORMED = 65       /* P: malformed checkpoint at byte o of member: the reason */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the

@@ -139,6 +139,9 @@ int main(int argc, char **argv)
     };
     for (size_t k = 0; k < sizeof pickles / sizeof pickles[0]; k++)
         failed |= save(argv[1], "pickle", pickles[k].name, "", 0, pickles[k].data, pickles[k].len);
+    /* a legacy torch.save file is pickles in a row, then the storages */
+    for (size_t k = 0; k < sizeof pickles / sizeof pickles[0]; k++)
+        failed |= save(argv[1], "torch", pickles[k].name, "", 0, pickles[k].data, pickles[k].len);
     {
         ckpt_buffer buf;
         ckpt_sink sink;
@@ -163,6 +166,7 @@ int main(int argc, char **argv)
         if (rc) return fprintf(stderr, "zip: %s\n", err.message), 1;
         failed |= save(argv[1], "zip", "writer.zip", "", 0, buf.data, buf.len);
         failed |= save(argv[1], "zip", "prefixed.zip", "#!prefix\n", 9, buf.data, buf.len);
+        failed |= save(argv[1], "torch", "writer.pt", "", 0, buf.data, buf.len);
         ckpt_buffer_free(&buf);
     }
     /* safetensors files: every dtype, metadata, and names the pair target can find */

@@ -36,6 +36,8 @@ static const struct {
     {"{why}", "[^()]+"},
     {"{s}", "s?"},
     {"{x}", "[0-9a-f][0-9a-f]"},
+    {"{i}", "-?[0-9]+"},
+    {"{f}", "(-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?|nan|-?inf)"},
 };
 
 static void compile(int code, const char *t)

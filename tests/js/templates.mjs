@@ -18,12 +18,14 @@ const PLACEHOLDERS = {
   '{x}': '[0-9a-f]{2}',
   '{dtype}': '(?:F64|F32|F16|BF16|I64|I32|I16|I8|U8|BOOL|F8_E4M3|F8_E5M2)',
   '{why}': '[^()]+',
+  '{i}': '-?[0-9]+',
+  '{f}': '(?:-?[0-9]+(?:\\.[0-9]+)?(?:e[-+][0-9]+)?|nan|-?inf)',
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{dtype\}|\{why\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{dtype\}|\{why\}|\{i\}|\{f\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 
