@@ -39,7 +39,7 @@ export const USAGE = `usage:
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]
       the viewer on http://127.0.0.1:8080
-  ckptscope view FILE [FILE2] [NAMES.json] [--port N] [--no-open]
+  ckptscope view FILE [FILE2 ...] [NAMES.json] [--port N] [--no-open]
       the viewer on those files, in your browser
   ckptscope --version`;
 

@@ -388,11 +388,15 @@ function regularFile(file) {
 
 async function cmdView(argv) {
   const { positional, seen } = parseArgs('view', argv);
-  if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
+  if (positional.length < 1) throw new UsageError('view takes FILE [FILE2 ...] [NAMES.json]', 'view');
   positional.forEach(regularFile);
+  // a JSON array is the slots' names, read here (capped, checked) and served as read; a layout
+  // JSON is served as a file
+  const files = positional.map((p) => (/\.json$/i.test(p) && Array.isArray(readJsonFile(p, 'names')) ? { path: p, names: readNamesFile(p) } : p));
+  if (files.filter((f) => typeof f !== 'string').length > 1) throw new UsageError('view takes one NAMES.json: the slots have one name each', 'view');
   const asked = askedPort(seen);
   const { serve } = await import('./server/server.js');
-  const start = (port) => serve({ port, quiet: true, files: positional, passes: true });
+  const start = (port) => serve({ port, quiet: true, files, passes: true });
   const advice = (next) => `try --port ${next}`;
   const server = asked !== null
     ? await listening(() => start(asked), asked, advice)

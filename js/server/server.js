@@ -8,8 +8,9 @@
 // cannot reach it by DNS rebinding; no request target can stop it (every request is handled
 // inside a try); every answer, errors included, carries the same security headers.
 //
-// `ckptscope view FILE [FILE2]` hands it files, each opened once when the server starts (that
-// open file is what is served, whatever later happens to its path); each is served only at
+// `ckptscope view FILE [FILE2 ...] [NAMES.json]` hands it files, each opened once when the server
+// starts (that open file is what is served, whatever later happens to its path), and the slot
+// names it read from NAMES.json (served as that JSON, from memory); each is served only at
 // /files/{token}/{name}, token 128 random bits (hex) per file per run, name the file's
 // basename (encodeURIComponent), by GET or HEAD with single byte ranges, streamed from disk.
 // The page URL that opens them is
@@ -140,9 +141,12 @@ function fileRoutes(files) {
   try {
     for (const file of files) {
       const token = crypto.randomBytes(16).toString('hex');
-      const name = path.basename(file);
-      const fd = fs.openSync(file, 'r');
-      routes.set(token, { path: file, name, url: `/files/${token}/${encodeURIComponent(name)}`, fd });
+      const from = typeof file === 'string' ? file : file.path;
+      const name = path.basename(from);
+      const url = `/files/${token}/${encodeURIComponent(name)}`;
+      // slot names read by the caller: their JSON, from memory (no descriptor: no pass runs on it)
+      if (typeof file !== 'string') routes.set(token, { path: from, name, url, fd: null, body: Buffer.from(JSON.stringify(file.names)) });
+      else routes.set(token, { path: from, name, url, fd: fs.openSync(from, 'r') });
     }
   } catch (err) {
     closeRoutes(routes);
@@ -198,7 +202,7 @@ function lookupFile(urlPath, routes) {
 function sendFile(req, res, route) {
   let st;
   try {
-    st = route.fd === null ? null : fs.fstatSync(route.fd);
+    st = route.body ? { isFile: () => true, size: route.body.length } : route.fd === null ? null : fs.fstatSync(route.fd);
   } catch {
     st = null;
   }
@@ -230,6 +234,10 @@ function sendFile(req, res, route) {
   // Streamed from the file opened at start (positional reads: answers may overlap), only the
   // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile. In 1 MiB
   // reads: Chromium took a 16 MiB range at 5-8 MiB/s in 64 KiB pieces, 15-19 in 1 MiB ones.
+  if (route.body) {
+    res.end(route.body.subarray(start, end + 1));
+    return;
+  }
   pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false, fs: KEEP_OPEN, highWaterMark: 1 << 20 }), exactly(length), res, () => {});
 }
 
@@ -419,8 +427,9 @@ export function viewerUrl(origin, fileUrls) {
 }
 
 /**
- * Serve the viewer on host:port (0: any free port), and `files` (paths) at their tokened
- * URLs. Resolves with the http.Server, which also tells:
+ * Serve the viewer on host:port (0: any free port), and `files` (paths, or {path, names}: slot
+ * names already read from path, served as their JSON) at their tokened URLs. Resolves with the
+ * http.Server, which also tells:
  *   server.origin     'http://127.0.0.1:PORT'
  *   server.files      [{path, name, url: '/files/TOKEN/NAME'}], in the order given
  *   server.viewerUrl  the page URL that opens them (the origin's root when there are none)
