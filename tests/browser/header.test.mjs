@@ -1,10 +1,11 @@
-// The header card's step and parameter count: the entries' step (their range when they
+// One number style per column (an index plain, a count or step grouped, in every table), and
+// the header card's step and parameter count: the entries' step (their range when they
 // differ) and the sum of the slots' sizes (a state file: of its tensors' counts), exact, against
 // the core's report of the same bytes.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeCheckpoint, writeState, open } from '../../js/index.js';
-import { startViewer, dropBytes } from './browser.mjs';
+import { startViewer, dropBytes, dropFiles } from './browser.mjs';
 
 let viewer;
 before(async () => {
@@ -55,5 +56,46 @@ test('a model-state file: the parameters are the sum of its tensors\' counts; no
   assert.equal(got.Parameters, want.toLocaleString('en-US'));
   assert.equal(got.Step, undefined);
   assert.equal(got.Steps, undefined);
+  await page.context().close();
+});
+
+/** Scroll every scrolling box under `sel` to its end (the virtual tables draw the rows in view). */
+const scrollDown = (page, sel) => page.evaluate((sel) => {
+  for (const e of document.querySelectorAll(`${sel}, ${sel} *`)) if (e.scrollHeight > e.clientHeight + 4) e.scrollTop = e.scrollHeight;
+}, sel);
+
+test('slot 1000 in the slot and entry tables: one style, the index plain; steps grouped', async () => {
+  const n = 1001;
+  const bytes = await writeCheckpoint({ shapes: Array(n).fill([1]), requiresGrad: Array(n).fill(true), representatives: Array.from({ length: n }, (_, i) => i), config,
+    entries: Array.from({ length: n }, (_, id) => ({ id, step: 1234, m: new Float32Array(1), v: new Float32Array(1) })) });
+  const page = await viewer.page();
+  await dropBytes(page, bytes, 'wide.ckpt');
+  await page.waitForSelector('[data-testid=entry-row]');
+  await scrollDown(page, '#entries');
+  await scrollDown(page, '#params');
+  const entry = page.locator('[data-testid=entry-row][data-index="1000"]');
+  const param = page.locator('[data-testid=param-row][data-index="1000"]');
+  await entry.waitFor();
+  await param.waitFor();
+  const cells = (row) => row.locator('span').evaluateAll((l) => l.map((s) => s.textContent));
+  const [e, p] = [await cells(entry), await cells(param)];
+  assert.deepEqual([e[0], e[2]], ['1000', '1,234'], 'entries: slot, step');
+  assert.deepEqual([p[0], p[6]], ['1000', '1,234'], 'slots: slot, step');
+  await page.context().close();
+});
+
+test('the run view\'s steps grouped as every step column is: 999, 1,000, 1,001', async () => {
+  const page = await viewer.page();
+  const files = await page.evaluate(async () => {
+    const { adamSeries } = await import('/examples.js');
+    return (await adamSeries({ saves: [999, 1000, 1001] })).filter((f) => f.name.endsWith('.ckpt')).map((f) => ({ name: f.name, data: Array.from(f.bytes) }));
+  });
+  await dropFiles(page, files.map((f) => ({ name: f.name, bytes: new Uint8Array(f.data) })));
+  await page.waitForSelector('[data-testid=run-first]');
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(2)').allTextContents(), ['999', '1,000', '1,001']);
+  await page.click('[data-testid=run-pair] >> nth=0 >> summary');
+  await page.waitForSelector('[data-testid=run-pair] >> nth=0 >> [data-testid=run-slot]');
+  const row = await page.locator('[data-testid=run-pair] >> nth=0 >> [data-testid=run-slot] >> nth=0').evaluate((tr) => [...tr.cells].map((td) => td.textContent));
+  assert.deepEqual(row.slice(2, 4), ['999→1,000', '1']);
   await page.context().close();
 });
