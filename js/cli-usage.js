@@ -4,7 +4,7 @@
 
 import { nearest, didYouMean, shown } from './suggest.js';
 import { wrapLine } from './terminal.js';
-import { ratioBand } from './options.js';
+import { ratioBand, decimalNumber } from './options.js';
 
 // 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.
@@ -39,7 +39,7 @@ export const USAGE = `usage:
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]
       the viewer on http://127.0.0.1:8080
-  ckptscope view FILE [FILE2] [NAMES.json] [--port N] [--no-open]
+  ckptscope view FILE [FILE2 ...] [NAMES.json] [--port N] [--no-open]
       the viewer on those files, in your browser
   ckptscope --version`;
 
@@ -156,8 +156,8 @@ export function refuseIdle(command, seen, option, unless, why) {
 export async function ratioBandArg(given, usage) {
   if (given === undefined) return null;
   const parts = given.split(',').map((x) => x.trim());
-  const numbers = parts.map(Number);
-  if (parts.length !== 2 || !parts.every((x) => /^[0-9.eE+-]+$/.test(x)) || numbers.some(Number.isNaN)) {
+  const numbers = parts.map(decimalNumber);
+  if (parts.length !== 2 || numbers.some(Number.isNaN)) {
     throw usage(`--ratio-band takes two numbers LO,HI (e.g. 1e-5,1e-2), got ${shown(given)}`);
   }
   try {

@@ -20,6 +20,7 @@ import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputCol
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
+import { decimalNumber } from './options.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
 
 // --help: the usage and how the CLI behaves in a shell.
@@ -270,8 +271,8 @@ async function cmdHealth(argv) {
   for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
   let lr;
   if (seen['--lr'] !== undefined) {
-    lr = Number(seen['--lr']);
-    if (!/^[0-9.eE+-]+$/.test(seen['--lr']) || !Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
+    lr = decimalNumber(seen['--lr']);
+    if (!Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
   // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
   refuseIdle('health', seen, '--lr', state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
@@ -387,11 +388,15 @@ function regularFile(file) {
 
 async function cmdView(argv) {
   const { positional, seen } = parseArgs('view', argv);
-  if (positional.length < 1 || positional.length > 3) throw new UsageError('view takes FILE [FILE2] [NAMES.json]', 'view');
+  if (positional.length < 1) throw new UsageError('view takes FILE [FILE2 ...] [NAMES.json]', 'view');
   positional.forEach(regularFile);
+  // a JSON array is the slots' names, read here (capped, checked) and served as read; a layout
+  // JSON is served as a file
+  const files = positional.map((p) => (/\.json$/i.test(p) && Array.isArray(readJsonFile(p, 'names')) ? { path: p, names: readNamesFile(p) } : p));
+  if (files.filter((f) => typeof f !== 'string').length > 1) throw new UsageError('view takes one NAMES.json: the slots have one name each', 'view');
   const asked = askedPort(seen);
   const { serve } = await import('./server/server.js');
-  const start = (port) => serve({ port, quiet: true, files: positional, passes: true });
+  const start = (port) => serve({ port, quiet: true, files, passes: true });
   const advice = (next) => `try --port ${next}`;
   const server = asked !== null
     ? await listening(() => start(asked), asked, advice)

@@ -17,6 +17,12 @@ function describe(x) {
   return shown(text);
 }
 
+/** A number as the CLI's options and the viewer server's queries take it, from its text: decimal
+ *  digits, a point, an exponent, a sign (no `0x10`, no `Infinity`, no blank); NaN when not one. */
+export function decimalNumber(text) {
+  return typeof text === 'string' && /^[0-9.eE+-]+$/.test(text) ? Number(text) : NaN;
+}
+
 /** `lr`: a positive finite number, or NaN when not given (no update/weight ratios). */
 export function learningRate(lr) {
   if (lr === undefined || lr === null) return NaN;

@@ -51,6 +51,8 @@ export const shape = (dims) => `[${dims.join(', ')}]`;
 export function ioText(io, size) {
   if (!io) return '';
   if (io.via === 'http') return `${count(io.bytesTransferred)} bytes transferred over HTTP in ${plural(io.requests, 'range request')}`;
+  // a pass reads what it needs again: past the file's size, the total and the size apart
+  if (io.bytesRead > size) return `${count(io.bytesRead)} bytes read in all, ${(io.bytesRead / size).toFixed(1)} times the file's ${count(size)} (each pass reads what it needs again)`;
   return `${count(io.bytesRead)} of ${count(size)} bytes read`;
 }
 

@@ -109,7 +109,7 @@ export function openFromAddress(open, fail) {
     const paths = new URLSearchParams(location.hash.slice(1)).getAll('open');
     if (!paths.length) return;
     const items = [];
-    for (const p of paths.slice(0, 2)) {
+    for (const p of paths) {   // sorted as a drop is: names, a pair, or a run of three or more
       const last = p.split('/').pop() || p;
       try {
         items.push({ source: p, name: decodeURIComponent(last) });

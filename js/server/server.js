@@ -8,8 +8,9 @@
 // cannot reach it by DNS rebinding; no request target can stop it (every request is handled
 // inside a try); every answer, errors included, carries the same security headers.
 //
-// `ckptscope view FILE [FILE2]` hands it files, each opened once when the server starts (that
-// open file is what is served, whatever later happens to its path); each is served only at
+// `ckptscope view FILE [FILE2 ...] [NAMES.json]` hands it files, each opened once when the server
+// starts (that open file is what is served, whatever later happens to its path), and the slot
+// names it read from NAMES.json (served as that JSON, from memory); each is served only at
 // /files/{token}/{name}, token 128 random bits (hex) per file per run, name the file's
 // basename (encodeURIComponent), by GET or HEAD with single byte ranges, streamed from disk.
 // The page URL that opens them is
@@ -30,6 +31,8 @@ import { pipeline, Transform } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { jsonFrame } from '../pass-frames.js';
+import { decimalNumber } from '../options.js';
+import { shown } from '../suggest.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WEB = path.join(ROOT, 'web');
@@ -138,9 +141,12 @@ function fileRoutes(files) {
   try {
     for (const file of files) {
       const token = crypto.randomBytes(16).toString('hex');
-      const name = path.basename(file);
-      const fd = fs.openSync(file, 'r');
-      routes.set(token, { path: file, name, url: `/files/${token}/${encodeURIComponent(name)}`, fd });
+      const from = typeof file === 'string' ? file : file.path;
+      const name = path.basename(from);
+      const url = `/files/${token}/${encodeURIComponent(name)}`;
+      // slot names read by the caller: their JSON, from memory (no descriptor: no pass runs on it)
+      if (typeof file !== 'string') routes.set(token, { path: from, name, url, fd: null, body: Buffer.from(JSON.stringify(file.names)) });
+      else routes.set(token, { path: from, name, url, fd: fs.openSync(from, 'r') });
     }
   } catch (err) {
     closeRoutes(routes);
@@ -196,7 +202,7 @@ function lookupFile(urlPath, routes) {
 function sendFile(req, res, route) {
   let st;
   try {
-    st = route.fd === null ? null : fs.fstatSync(route.fd);
+    st = route.body ? { isFile: () => true, size: route.body.length } : route.fd === null ? null : fs.fstatSync(route.fd);
   } catch {
     st = null;
   }
@@ -228,6 +234,10 @@ function sendFile(req, res, route) {
   // Streamed from the file opened at start (positional reads: answers may overlap), only the
   // asked bytes, whatever the file's size; cut short if the file shrinks meanwhile. In 1 MiB
   // reads: Chromium took a 16 MiB range at 5-8 MiB/s in 64 KiB pieces, 15-19 in 1 MiB ones.
+  if (route.body) {
+    res.end(route.body.subarray(start, end + 1));
+    return;
+  }
   pipeline(fs.createReadStream(null, { fd: route.fd, start, end, autoClose: false, fs: KEEP_OPEN, highWaterMark: 1 << 20 }), exactly(length), res, () => {});
 }
 
@@ -249,12 +259,34 @@ function sendStatic(req, res, urlPath) {
   else pipeline(fs.createReadStream(file), res, () => {});
 }
 
-/** A number of the query, or null when absent; NaN (refused by the pass, in its words) when not one. */
-const queryNumber = (text) => (text === null ? null : text.trim() === '' ? NaN : Number(text));
+/** The numbers of a pass's query (`band`: two, comma-separated), read by the CLI's rule for its
+ *  options' numbers (js/options.js decimalNumber): {numbers} (null for one absent), or {refused}:
+ *  the text of the first that is not a number. Their ranges are the pass's to check (the API's
+ *  words, as for the CLI). */
+function queryNumbers(query) {
+  const numbers = {};
+  for (const key of ['size', 'items', 'stateSize', 'lr', 'band']) {
+    const text = query.get(key);
+    if (text === null) {
+      numbers[key] = null;
+      continue;
+    }
+    const parts = key === 'band' ? text.split(',') : [text];
+    const values = parts.map(decimalNumber);
+    const bad = parts.findIndex((_, k) => Number.isNaN(values[k]));
+    if (bad >= 0) return { refused: `${key} must be ${key === 'band' ? 'numbers LO,HI' : 'a number'} (decimal digits, a point, an exponent), got ${shown(parts[bad])}` };
+    numbers[key] = key === 'band' ? values : values[0];
+  }
+  return { numbers };
+}
 
 // Passes at once, all pages together (serve's maxPasses): each takes a thread (and its workers)
 // and the files' pages in the cache; a page runs one scan and one health pass at most.
 const MAX_PASSES = 4;
+
+// A pass whose page has not read what was sent for this long (its socket has not drained) is
+// ended and its slot freed (serve's stallSeconds): a client that never reads holds no pass.
+const STALL_SECONDS = 60;
 
 /** Run a pass over served files in a worker of its own and stream its frames (js/server/pass-worker.js
  *  says what they hold), paced by the page; the pass ends when the page goes away. 404 for
@@ -268,14 +300,18 @@ function sendPass(req, res, urlPath, routes, running) {
     sendText(res, 404, 'not found');
     return;
   }
+  const { numbers, refused } = queryNumbers(query);
+  if (refused) {
+    sendText(res, 400, refused);
+    return;
+  }
   if (running.workers.size >= running.max) {
     sendText(res, 503, `${running.max} passes run already: try again when one has ended`, { 'Retry-After': '1' });
     return;
   }
-  const band = query.has('band') ? query.get('band').split(',').map((x) => queryNumber(x)) : null;
   const paused = new SharedArrayBuffer(4);
-  const job = { kind, paused, fd: route.fd, size: queryNumber(query.get('size')), items: queryNumber(query.get('items')),
-    stateFd: state?.fd ?? null, stateSize: queryNumber(query.get('stateSize')), lr: queryNumber(query.get('lr')), ratioBand: band };
+  const job = { kind, paused, fd: route.fd, size: numbers.size, items: numbers.items,
+    stateFd: state?.fd ?? null, stateSize: numbers.stateSize, lr: numbers.lr, ratioBand: numbers.band };
   res.writeHead(200, { ...SECURITY_HEADERS, 'Content-Type': 'application/octet-stream', 'Cache-Control': 'no-store' });
   if (req.method === 'HEAD') {
     res.end();
@@ -284,26 +320,37 @@ function sendPass(req, res, urlPath, routes, running) {
   // none of the server's Node options (a worker refuses V8's); the file descriptors are shared
   const worker = new Worker(new URL('./pass-worker.js', import.meta.url), { workerData: job, execArgv: [] });
   running.workers.add(worker);
-  const record = { kind, ended: null };   // 'done', 'error' or 'cancelled' (the page went away)
+  // ended: 'done', 'error', 'cancelled' (the page went away) or 'stalled' (it read nothing for
+  // stallSeconds)
+  const record = { kind, ended: null };
   running.log.push(record);
   if (running.log.length > 16) running.log.shift();
   const flag = new Int32Array(paused);
+  let stall = null;   // the timer of a page that is behind
   const resume = () => {
+    clearTimeout(stall);
+    stall = null;
     Atomics.store(flag, 0, 0);
     Atomics.notify(flag, 0);
   };
   const end = (how, error = null) => {
     if (record.ended) return;
     record.ended = how;
-    if (error) res.write(jsonFrame({ error }));
-    res.end();
+    clearTimeout(stall);
+    if (how === 'stalled') res.destroy();   // what is queued would never drain
+    else {
+      if (error) res.write(jsonFrame({ error }));
+      res.end();
+    }
     worker.terminate();
+    running.onEnd({ ...record });
   };
+  res.on('drain', resume);   // one listener for the stream, however many writes wait
   worker.on('message', ({ frame, last }) => {
     if (record.ended) return;
-    if (!res.write(frame)) {   // the page is behind: the pass waits until it has read this
+    if (!res.write(frame) && !last && stall === null) {   // the page is behind: the pass waits until it has read this
       Atomics.store(flag, 0, 1);
-      res.once('drain', resume);
+      stall = setTimeout(() => end('stalled'), running.stallMs);
     }
     if (last) end(last);
   });
@@ -380,25 +427,29 @@ export function viewerUrl(origin, fileUrls) {
 }
 
 /**
- * Serve the viewer on host:port (0: any free port), and `files` (paths) at their tokened
- * URLs. Resolves with the http.Server, which also tells:
+ * Serve the viewer on host:port (0: any free port), and `files` (paths, or {path, names}: slot
+ * names already read from path, served as their JSON) at their tokened URLs. Resolves with the
+ * http.Server, which also tells:
  *   server.origin     'http://127.0.0.1:PORT'
  *   server.files      [{path, name, url: '/files/TOKEN/NAME'}], in the order given
  *   server.viewerUrl  the page URL that opens them (the origin's root when there are none)
  *   server.passesRunning  how many passes run for pages now (`passes`)
- *   server.passLog    the last 16 passes, [{kind, ended: null | 'done' | 'error' | 'cancelled'}]
+ *   server.passLog    the last 16 passes, [{kind, ended: null | 'done' | 'error' | 'cancelled' | 'stalled'}]
+ * and emits 'passEnded' ({kind, ended}) as each pass ends.
  * `passes`: also run statistics and health over those files here for the page (/passes/), at
- * most `maxPasses` at once.
+ * most `maxPasses` at once; a pass whose page has read nothing of it for `stallSeconds` (its
+ * socket has not drained) is ended, its answer cut.
  */
-export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [], passes = false, maxPasses = MAX_PASSES } = {}) {
+export function serve({ port = 8080, host = '127.0.0.1', quiet = false, files = [], passes = false, maxPasses = MAX_PASSES, stallSeconds = STALL_SECONDS } = {}) {
   if (!fs.existsSync(path.join(JS, 'ckptscope.wasm'))) {
     throw Object.assign(new Error('js/ckptscope.wasm is missing: run `npm run build` (npm start does it for you)'), { code: 'CKPT_NO_WASM' });
   }
   const routes = fileRoutes(files);
   const allowedHosts = new Set();   // filled once the port is known
   // the passes' threads (until they exit), the last 16 passes
-  const running = { workers: new Set(), log: [], onIdle: () => {}, max: maxPasses };
+  const running = { workers: new Set(), log: [], onIdle: () => {}, max: maxPasses, stallMs: stallSeconds * 1000, onEnd: () => {} };
   const server = http.createServer(handler({ allowedHosts, routes, quiet, passes, running }));
+  running.onEnd = (record) => server.emit('passEnded', record);
   Object.defineProperty(server, 'passesRunning', { get: () => running.workers.size });
   Object.defineProperty(server, 'passLog', { get: () => running.log.map((r) => ({ ...r })) });
   server.on('clientError', onClientError);

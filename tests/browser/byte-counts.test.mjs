@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startViewer, countServed } from './browser.mjs';
 import { writeSparse, writeSparseState } from '../js/sparse.mjs';
+import { bytes as sizeText, count } from '../../web/format.js';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-bytes-'));
 const opt = path.join(tmp, 'big.ckpt');
@@ -151,4 +152,31 @@ test('after a health pass, an export and statistics, the header\'s count is stil
   } finally {
     await own.close();
   }
+});
+
+// Passes over a dropped file read payloads again (the health pass, then statistics): past the
+// file's size the header says the total read, counted apart (FileReaderSync's answers), and the
+// file's size beside it, never "more of than the file holds".
+test('a dropped file read past its size by passes: the total read, exactly, and the file\'s size apart', async () => {
+  const small = path.join(tmp, 'dropped.ckpt');
+  writeSparse(small, { slots: 2, elements: 2 ** 20 + 1024 });
+  const size = fs.statSync(small).size;
+  const page = await viewer.page();
+  const counted = await countFileReads(page);
+  await page.setInputFiles('[data-testid=file-input]', small);
+  await page.waitForSelector('[data-testid=io]');
+  await idle(page);
+  await page.click('[data-testid=health-run]');
+  await page.waitForFunction(() => !/^(Not run yet|Running)/.test(document.querySelector('[data-testid=health-state]').textContent), null, { timeout: 120000 });
+  await idle(page);
+  await page.click('[data-testid=scan]');
+  await page.waitForFunction(() => /^Statistics for 2 entries in \d+ ms\.$/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
+  await idle(page);
+  const { bytes } = await counted();
+  assert.ok(bytes > size, `the passes read more than the file holds: ${bytes} of ${size}`);
+  const times = (bytes / size).toFixed(1);
+  assert.equal(await page.textContent('[data-testid=io]'),
+    `${sizeText(size)}; ${count(bytes)} bytes read in all, ${times} times the file's ${count(size)} (each pass reads what it needs again)`);
+  assert.equal(Number(await page.getAttribute('#summary', 'data-bytes-read')), bytes);
+  await page.context().close();
 });

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { saveCheckpoint, saveState, open, pair } from '../../js/index.js';
 import { writeSparse } from '../js/sparse.mjs';
 import { startViewer, countServed, lcgValues as values } from './browser.mjs';
+import { viewerUrl } from '../../js/server/server.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-passes-'));
@@ -91,8 +92,11 @@ async function passesInPage(page, [optUrl, stateUrl]) {
   }, { optUrl, stateUrl });
 }
 
+/** The page address of the pair alone (the server's address names the big file too: three files are a run). */
+const pairUrl = () => viewerUrl(viewer.server.origin, viewer.server.files.slice(0, 2).map((f) => f.url));
+
 test('in a view page, statistics and health run on the server: the CLI\'s results, no payload byte over the network', async () => {
-  const page = await viewer.page({ url: viewer.server.viewerUrl });
+  const page = await viewer.page({ url: pairUrl() });
   await page.waitForSelector('[data-testid=pair-verdict]');
   await page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 60000 });
   const [optUrl, stateUrl] = viewer.server.files.map((f) => f.url);
@@ -121,7 +125,7 @@ test('in a view page, statistics and health run on the server: the CLI\'s result
 });
 
 test('the Scan button and the health card say where the pass ran', async () => {
-  const page = await viewer.page({ url: viewer.server.viewerUrl });
+  const page = await viewer.page({ url: pairUrl() });
   await page.waitForSelector('[data-testid=pair-verdict]');
   await page.waitForFunction(() => document.documentElement.dataset.pending === '0', null, { timeout: 60000 });
   await page.click('[data-testid=scan]');

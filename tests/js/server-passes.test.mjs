@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -19,7 +20,7 @@ import { writeSparse } from './sparse.mjs';
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-passes-'));
 const opt = path.join(tmp, 'opt.ckpt'), state = path.join(tmp, 'opt.tlsf'), broken = path.join(tmp, 'broken.ckpt'), big = path.join(tmp, 'big.ckpt');
-const many = path.join(tmp, 'many.ckpt'), changing = path.join(tmp, 'changing.ckpt');
+const many = path.join(tmp, 'many.ckpt'), changing = path.join(tmp, 'changing.ckpt'), wide = path.join(tmp, 'wide.ckpt');
 let server, plain;
 
 before(async () => {
@@ -134,9 +135,29 @@ test('health: the CLI\'s JSON, with the state file, lr and ratio band given', as
   assert.deepEqual(alone.result, cliJson(['health', opt, '--json']));
 });
 
+test('the query\'s numbers by the CLI\'s rule: 0x10, Infinity or a blank is not one (400, the pass not run)', async () => {
+  const before = JSON.stringify(server.passLog);
+  for (const [query, text] of [
+    ['?lr=0x10', 'lr must be a number (decimal digits, a point, an exponent), got 0x10'],
+    ['?lr=abc', 'lr must be a number (decimal digits, a point, an exponent), got abc'],
+    ['?lr=Infinity', 'lr must be a number (decimal digits, a point, an exponent), got Infinity'],
+    ['?lr=', 'lr must be a number (decimal digits, a point, an exponent), got '],
+    ['?lr=1e-3&band=1e-6,0x1', 'band must be numbers LO,HI (decimal digits, a point, an exponent), got 0x1'],
+    ['?size=%2010', 'size must be a number (decimal digits, a point, an exponent), got  10'],
+  ]) {
+    const r = await fetch(passUrl(server, 'health', opt, query));
+    assert.equal(r.status, 400, query);
+    assert.equal(await r.text(), `${text}\n`, query);
+  }
+  assert.equal(JSON.stringify(server.passLog), before, 'no pass ran');
+  const cli = spawnSync(process.execPath, [CLI, 'health', opt, '--state', state, '--lr', '0x10'], { encoding: 'utf8' });
+  assert.equal(cli.status, 2);
+  assert.equal(cli.stderr.split('\n')[0], 'ckptscope: --lr must be a positive number, got 0x10');
+});
+
 test('bad input is answered in the API\'s words; an invalid file is left to the page', async () => {
-  assert.deepEqual((await frames(passUrl(server, 'health', opt, '?lr=abc'))).at(-1),
-    { error: { name: 'RangeError', message: 'lr must be a positive finite number, got NaN' } });
+  assert.deepEqual((await frames(passUrl(server, 'health', opt, '?lr=-1'))).at(-1),
+    { error: { name: 'RangeError', message: 'lr must be a positive finite number, got -1' } });
   assert.deepEqual((await frames(passUrl(server, 'health', opt, '?lr=1e-3&band=1e-3'))).at(-1),
     { error: { name: 'TypeError', message: 'ratioBand must be [low, high], two numbers, got [0.001]' } });
   // a CheckpointError crosses with every field
@@ -225,4 +246,48 @@ test('at most 4 passes at once: a fifth is answered 503, and runs once one has e
   const r = await fetch(passUrl(server, 'stats', opt));
   assert.equal(r.status, 200);
   await r.text();
+});
+
+/** A client that asks for `url` and never reads its answer. */
+function neverReads(url) {
+  const socket = net.connect(Number(url.port), url.hostname, () => socket.write(`GET ${url.pathname}${url.search} HTTP/1.1\r\nHost: ${url.host}\r\n\r\n`));
+  socket.pause();
+  socket.on('error', () => {});
+  return socket;
+}
+
+test('a page that reads nothing for stallSeconds loses its pass: 4 such clients leave the slots free', async () => {
+  writeSparse(wide, { slots: 65536, elements: 256 });   // 65,536 items: far more frames than the sockets hold
+  const s = await serve({ port: 0, quiet: true, files: [wide, opt], passes: true, stallSeconds: 0.2 });
+  try {
+    const ends = [];
+    const four = new Promise((resolve) => s.on('passEnded', (r) => ends.push(r) === 4 && resolve()));
+    const clients = [0, 1, 2, 3].map(() => neverReads(new URL(passUrl(s, 'stats', wide))));
+    await four;
+    assert.deepEqual(ends, Array(4).fill({ kind: 'stats', ended: 'stalled' }));
+    for (const end = Date.now() + 20000; s.passesRunning > 0 && Date.now() < end;) await new Promise((r) => setTimeout(r, 20));
+    assert.equal(s.passesRunning, 0);
+    const got = await frames(passUrl(s, 'health', opt));
+    assert.deepEqual(got.at(-1).done, { workers: 1 });
+    assert.deepEqual(s.passLog.at(-1), { kind: 'health', ended: 'done' });
+    clients.forEach((c) => c.destroy());
+    // a client that reads, however slowly, keeps its pass to the end: every item comes
+    const slow = await new Promise((resolve, reject) => {
+      http.get(new URL(passUrl(s, 'stats', wide)), (res) => {
+        const chunks = [];
+        res.on('data', (b) => {
+          chunks.push(b);
+          res.pause();
+          setTimeout(() => res.resume(), 1);
+        });
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+        res.on('error', reject);
+      }).on('error', reject);
+    });
+    const slowFrames = framesOf(slow);
+    assert.deepEqual(Object.keys(slowFrames.at(-1)), ['done']);
+    assert.equal(slowFrames.filter((m) => m.packed).reduce((a, m) => a + m.packed.list.length, 0), 65536);
+  } finally {
+    await new Promise((resolve) => s.close(resolve));
+  }
 });

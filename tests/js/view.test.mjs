@@ -170,11 +170,13 @@ test('view: FILE must be an existing regular file; clear messages, exit 2', asyn
   assert.match(r.stderr, /^ckptscope: view needs files: - \(standard input\) cannot be served by byte ranges\n/);
   r = run();
   assert.equal(r.status, 2);
-  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2\] \[NAMES\.json\]\n/);
-  r = run(p, p, p, p);
+  assert.match(r.stderr, /^ckptscope: view takes FILE \[FILE2 \.\.\.\] \[NAMES\.json\]\n/);
+  const names = file('two-names.json', '["a"]');
+  r = run(p, names, names);
   assert.equal(r.status, 2);
+  assert.match(r.stderr, /^ckptscope: view takes one NAMES\.json: the slots have one name each\n/);
   r = spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' });
-  assert.match(r.stdout, /ckptscope view FILE \[FILE2\] \[NAMES\.json\] \[--port N\] \[--no-open\]/);
+  assert.match(r.stdout, /ckptscope view FILE \[FILE2 \.\.\.\] \[NAMES\.json\] \[--port N\] \[--no-open\]/);
 });
 
 test('view opens the default browser when there is one (a stand-in xdg-open records its argument)', async () => {
@@ -244,6 +246,47 @@ test('view FILE FILE2 NAMES.json: the names file is served and opened with the p
   assert.equal(parseViewerUrl(await three.url).files.length, 3);
   three.kill('SIGINT');
   await three.exited;
+});
+
+test('view NAMES.json: read by the capped names reader (its words, exit 2), served as the names read', async () => {
+  const ck = file('vc.ckpt', await model());
+  const run = (...args) => spawnSync(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { encoding: 'utf8', timeout: 15_000 });
+  let r = run(ck, file('vc-bad.json', '["a", 3]'));
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${path.join(tmp, 'vc-bad.json')}[1] must be a string, got number 3\n`);
+  const huge = path.join(tmp, 'vc-huge.json');
+  fs.writeFileSync(huge, '');
+  fs.truncateSync(huge, 1 << 30);   // a hole: 1 GiB refused before a byte is read
+  r = run(ck, huge);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, `ckptscope: ${huge} is 1,073,741,824 bytes: a names JSON has at most 536,870,912\n`);
+  // the names as read (the file rewritten since is not what is served)
+  const names = file('vc-names.json', ' [ "w" ,\n "b" ] ');
+  const child = view([ck, names, '--no-open', '--port', '0']);
+  const { origin, files } = parseViewerUrl(await child.url);
+  fs.writeFileSync(names, '["changed"]');
+  const got = await fetch(origin + files[1]);
+  assert.equal(got.status, 200);
+  assert.equal(await got.text(), '["w","b"]');
+  const part = await fetch(origin + files[1], { headers: { Range: 'bytes=1-3' } });
+  assert.equal(part.status, 206);
+  assert.equal(part.headers.get('content-range'), 'bytes 1-3/9');
+  assert.equal(await part.text(), '"w"');
+  const pass = await fetch(`${origin}/passes/stats${files[1].slice('/files'.length)}`);
+  assert.equal(pass.status, 404, 'no pass over names');
+  await pass.text();
+  child.kill('SIGINT');
+  assert.equal((await child.exited).code, 0);
+});
+
+test('view of four checkpoints and names: every file in the URL, in order', async () => {
+  const paths = [1, 2, 3, 4].map((k) => file(`vr${k}.ckpt`, new Uint8Array(0)));
+  for (const p of paths) fs.writeFileSync(p, await model());
+  const child = view([...paths, file('vr.json', '["a"]'), '--no-open', '--port', '0']);
+  const { files } = parseViewerUrl(await child.url);
+  assert.deepEqual(files.map((f) => f.split('/').pop()), ['vr1.ckpt', 'vr2.ckpt', 'vr3.ckpt', 'vr4.ckpt', 'vr.json']);
+  child.kill('SIGINT');
+  await child.exited;
 });
 
 test('serve on a busy port says which port to try instead, exit 2', async () => {

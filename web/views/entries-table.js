@@ -66,7 +66,7 @@ export class EntriesView {
       health: () => ({ text: 'cut', cls: 'unhealthy', title: this.cut.hint ?? this.cut.message }),
     };
     const columns = [
-      { label: 'slot', width: '64px', min: 56, num: true, cell: (k) => ({ text: count(cols().entry(k).id) }) },
+      { label: 'slot', width: '64px', min: 56, num: true, cell: (k) => ({ text: String(cols().entry(k).id) }) },   // an index, as in every table
       { label: 'name', width: 'minmax(230px, 2fr)', min: 230, fit: 'name', cell: (k) => ({ text: this.store.label(cols().entryId(k)) }) },
       { label: 'step', width: '72px', min: 64, num: true, cell: (k) => ({ text: count(cols().entry(k).step) }) },
       { label: 'elements', width: '100px', min: 96, num: true, cell: (k) => ({ text: count(cols().entry(k).count) }) },

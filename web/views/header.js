@@ -37,6 +37,25 @@ async function refreshIo(container, { store, rpc }, file) {
   showIo(container, file);
 }
 
+/** The sum of `n` exact counts (numbers, or decimal strings past 2^53), exact: a BigInt. */
+function total(n, at) {
+  let sum = 0n;
+  for (let i = 0; i < n; i++) sum += BigInt(at(i));
+  return sum;
+}
+
+/** The step of the entries: the one step, or the range when they differ; null for none. */
+function stepsOf(cols) {
+  let lo = null, hi = null;
+  for (let k = 0; k < cols.entryTotal; k++) {
+    const step = BigInt(cols.entry(k).step);
+    if (lo === null || step < lo) lo = step;
+    if (hi === null || step > hi) hi = step;
+  }
+  if (hi === null) return null;
+  return lo === hi ? { key: 'Step', text: count(hi) } : { key: 'Steps', text: `${count(lo)}–${count(hi)}` };
+}
+
 function renderHeader(container, file, { role = 'main' } = {}) {
   const { summary: s, cols, name } = file;
   container.replaceChildren();
@@ -56,6 +75,9 @@ function renderHeader(container, file, { role = 'main' } = {}) {
   grid.append(field('Format version', plain(s.version), { id: fid('field-version') }));
   grid.append(field('dtype', plain(s.dtype), { id: fid('field-dtype'), title: 'the element type of the file\'s values' }));
   if ('tensorCount' in s) grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
+  if ('tensorCount' in s && s.tensorCount !== null) {
+    grid.append(field('Parameters', count(total(cols.tensorTotal, (i) => cols.tensor(i).count)), { id: fid('field-params'), title: 'the values of every tensor' }));
+  }
   if (!('config' in s)) {   // a family without an optimizer configuration
     container.append(grid);
     return;
@@ -80,7 +102,10 @@ function renderHeader(container, file, { role = 'main' } = {}) {
     grid.append(field('Slots', s.wellFormed === null || s.trainableCount === null
       ? `${count(cols.n)} read${s.slotCount !== null && Number(s.slotCount) !== cols.n ? ` of ${count(s.slotCount)}` : ''}`
       : `${count(cols.n)} (${count(s.trainableCount)} trainable)`));
+    grid.append(field('Parameters', count(total(cols.n, (i) => cols.size(i))), { id: fid('field-params'), title: 'the elements of every slot read (a tied slot counted as a slot of its own)' }));
     grid.append(field('Optimizer states', count(s.optimizerStateCount)));
+    const steps = stepsOf(cols);
+    if (steps) grid.append(field(steps.key, steps.text, { id: fid('field-step'), title: steps.key === 'Steps' ? 'the entries\' steps differ: the smallest and the largest' : 'the step of every entry' }));
     const sh = cols.sharing;
     let tied = '—';   // the sharing map was not read: nothing is known about ties
     if (sh && cols.repsKnown) {

@@ -223,7 +223,7 @@ export class RunView {
       const tr = testid(el('tr', i === result.first ? 'bad' : ''), 'run-file');
       tr.dataset.index = String(i);
       // the flags as the run's JSON counts them: every flag, and how many of them are warnings
-      tr.append(el('td', 'num', i), el('td', 'num', f.step ?? '—'), el('td', 'num', f.health ? count(f.health.flags) : 'invalid'),
+      tr.append(el('td', 'num', i), el('td', 'num', count(f.step)), el('td', 'num', f.health ? count(f.health.flags) : 'invalid'),
         el('td', 'num', f.health ? count(f.health.warnings) : ''),
         el('td', 'num', f.health?.ratio === null || f.health?.ratio === undefined ? '' : sci(f.health.ratio)), el('td', '', f.state ?? ''));
       const td = el('td');
@@ -319,7 +319,7 @@ export class RunView {
       tr.classList.toggle('selected', s.slot === this.selected);
       tr.tabIndex = 0;
       tr.title = s.message ?? s.cannotTell ?? `open ${this.name(pair.b)} at slot ${s.slot}`;
-      const cells = [s.slot, this.store.label(s.slot), `${s.stepA}→${s.stepB}`, s.k, s.broken === null ? '' : count(s.broken),
+      const cells = [s.slot, this.store.label(s.slot), `${count(s.stepA)}→${count(s.stepB)}`, count(s.k), s.broken === null ? '' : count(s.broken),
         s.firstBroken === null ? '' : count(s.firstBroken), s.worst === null ? '' : sci(s.worst, 4),
         s.power === null ? '' : sci(s.power, 3), sci(s.gradient?.rms), sci(s.gradient?.maxAbs), s.lr === null ? '' : sci(s.lr, 4), s.lrResidual === null ? '' : sci(s.lrResidual)];
       cells.forEach((c, k) => tr.append(el('td', k === 1 ? 'name' : 'num', c)));
