@@ -213,7 +213,7 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,\"slotCount\":null");
     if (!t) {
         sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"model\":null,"
-                    "\"weightsOnly\":null,\"globals\":[],\"entryCount\":null,\"entries\":[]");
+                    "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"entryCount\":null,\"entries\":[]");
         return;
     }
     sb_printf(sb, ",\"container\":{\"format\":\"%s\",\"prefix\":", t->legacy ? "legacy" : "zip");
@@ -289,5 +289,5 @@ static const struct ckpt_family_impl torch_impl = {
     .hint_not = "a model-state file",
 };
 
-const ckpt_family ckpt_family_pytorch = {CKPT_FAMILY_PYTORCH, "PyTorch",      "PyTorch file", "PyTorch", 0, 0,
+const ckpt_family ckpt_family_pytorch = {CKPT_FAMILY_PYTORCH, "PyTorch",      "torch.save file", "PyTorch", 0, 0,
                                          CKPT_ROLE_OPTIMIZER, CKPT_DTYPE_ANY, &torch_impl};
