@@ -206,6 +206,7 @@ static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *c
 
 static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
 {
+    (void)bulk;
     strbuf *sb = ckpt_jw_text(w);
     const tf_data *d = rep->family_data;
     const ckpt_torch *t = d ? d->t : NULL;
@@ -235,7 +236,7 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         sb_puts(sb, m ? ",{\"path\":" : "{\"path\":");
         j_string(sb, md->path);
         sb_puts(sb, ",\"tensors\":[");
-        for (size_t j = 0; bulk && j < md->count; j++) {
+        for (size_t j = 0; j < md->count; j++) {
             const ckpt_torch_named *nm = &t->named[md->first + j];
             sb_puts(sb, j ? ",{\"name\":" : "{\"name\":");
             j_string(sb, nm->name);
@@ -262,7 +263,7 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     if (t->optimizers_len) j_u64(sb, t->optimizers[0].entries_len);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"entries\":[");
-    if (t->optimizers_len && bulk) {
+    if (t->optimizers_len) { /* listed without the bulk arrays too: the columns hold none */
         const ckpt_torch_optimizer *o = &t->optimizers[0];
         for (size_t k = 0; k < o->entries_len; k++) {
             if (k) sb_putc(sb, ',');
