@@ -71,7 +71,7 @@ static int tf_parse(ckpt_parse *p)
     if (!d) return ckpt_fail_oom(p->err);
     rep->family_data = d;
     rep->dtype = CKPT_DTYPE_ANY;
-    TRY(ckpt_torch_open(p->r->src, "data.pkl", &d->t, p->err));
+    TRY(ckpt_torch_open(p->r->src, "file", &d->t, p->err));
     const ckpt_torch *t = d->t;
     strbuf w = {0};
     ckpt_torch_weights_only_warning(&w, t);
