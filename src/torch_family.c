@@ -72,6 +72,9 @@ static int tf_parse(ckpt_parse *p)
     rep->family_data = d;
     rep->dtype = CKPT_DTYPE_ANY;
     TRY(ckpt_torch_open(p->r->src, "file", &d->t, p->err));
+    /* no slots until a model is paired: an empty schema, so what asks for slots finds none */
+    if (!(rep->schema = ckpt_schema_empty())) return ckpt_fail_oom(p->err);
+    rep->schema_complete = true;
     const ckpt_torch *t = d->t;
     strbuf w = {0};
     ckpt_torch_weights_only_warning(&w, t);
