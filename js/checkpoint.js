@@ -146,6 +146,9 @@ function fromColumns(summary, c) {
     }
     Object.assign(s, { shapes, sizes: sizeList, requiresGrad: flags, representatives: c.hasMap ? reps : null, effectiveRepresentatives: reps });
   }
+  // a family that lists its entries in the summary (by the optimizer's index) keeps them: the
+  // columns hold none
+  if (!c.entryRows.length && summary.entries?.length) return report;
   const rows = c.entryRows, at = { id: rows.index('id'), step: rows.index('step'), count: rows.index('count'), offset: rows.index('offset') };
   const entries = report.entries = new Array(rows.length);
   for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {

@@ -109,8 +109,8 @@ export function numColumns(rows, cols) {
 function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
-  // a container (safetensors) has no version of its own
-  const version = report.container ? '' : ` version ${report.version ?? '?'}`;
+  // a container (safetensors, torch.save) has no version of its own
+  const version = 'container' in report ? '' : ` version ${report.version ?? '?'}`;
   return `${name}: ${report.name} (${report.family})${version}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
@@ -201,10 +201,53 @@ function stateLines(report, names, out, width) {
   for (const l of table(rows, header, new Set([0, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off, 7 + off]), fit)) out.push(l);
 }
 
+/** A file read through the torch object model (its report has `weightsOnly`): the container,
+ *  the optimizer's groups, the weights-only verdict, the entries by index. */
+function torchLines(report, out, width) {
+  const c = report.container;
+  if (c) out.push(`container       ${c.format}${c.prefix ? `, prefix ${c.prefix}` : ''}, ${plural(c.records, 'record')}`);
+  const o = report.optimizer;
+  if (o) {
+    out.push(`optimizer       ${o.path === '' ? '(the file itself)' : o.path}: kind ${o.kind ?? 'unknown'}, ${plural(o.groups.length, 'group')}, ${plural(o.entryCount, 'entry', 'entries')}`);
+    const flag = (b) => (b === null ? '?' : yesNo(b));
+    o.groups.forEach((g, k) => {
+      const line = `group ${k}${' '.repeat(Math.max(1, 10 - String(k).length))}lr ${g.lr ?? '?'}  betas ${g.betas ? g.betas.join(', ') : '?'}  eps ${g.eps ?? '?'}  wd ${g.weightDecay ?? '?'}  amsgrad ${flag(g.amsgrad)}  maximize ${flag(g.maximize)}  params ${g.params.join(', ')}`;
+      out.push(...wrapLine(line, width, ' '.repeat(16)));
+    });
+  } else if (c) out.push('optimizer       none');
+  for (const m of report.models) out.push(`model           ${m.path === '' ? '(the file itself)' : m.path}: ${plural(m.tensors.length, 'tensor')}`);
+  for (const x of report.otherOptimizers) out.push(`other optimizer ${x.path}: kind ${x.kind ?? 'unknown'}, ${plural(x.entryCount, 'entry', 'entries')}`);
+  if (report.weightsOnly !== null) {
+    const verdict = report.weightsOnly ? 'yes' : `no, it refuses ${report.refused.join(', ')}`;
+    out.push(...wrapLine(`weights only    ${verdict} (torch.load(weights_only=True))`, width, ' '.repeat(16)));
+    out.push(...wrapLine(`globals         ${report.globals.join(', ') || 'none'}`, width, ' '.repeat(16)));
+  }
+  if (!report.entries.length) return;
+  const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
+  out.push('');
+  for (const l of table(rows, ['index', 'group', 'shape', 'dtype', 'step'], new Set([0, 1, 4]))) out.push(l);
+  if (!report.statistics) return;
+  const vmax = report.entries.some((e) => e.vmax !== undefined);
+  const statRows = [];
+  for (const e of report.entries) {
+    if (!e.m && !e.v) continue;
+    const all = [e.m, e.v, e.vmax].filter(Boolean);
+    const nan = all.reduce((a, x) => a + Number(x.nan), 0), inf = all.reduce((a, x) => a + Number(x.inf), 0);
+    statRows.push([e.index, e.m?.min ?? null, e.m?.max ?? null, e.m?.rms ?? null, e.v?.max ?? null, e.v?.rms ?? null, ...(vmax ? [e.vmax?.max ?? null] : []), nan || inf ? `${nan}/${inf}` : '']);
+  }
+  if (!statRows.length) return;
+  const cols = vmax ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5];
+  numColumns(statRows, cols);
+  out.push('');
+  const header = ['index', 'm min', 'm max', 'm rms', 'v max', 'v rms', ...(vmax ? ['vmax max'] : []), 'NaN/inf'];
+  for (const l of table(statRows, header, new Set([0, ...cols, cols.length + 1]))) out.push(l);
+}
+
 /** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */
 export function summaryLines(report, name, names = null, { width = COLUMNS } = {}) {
   const out = [head(report, name)];
-  if (report.kind === 'state') stateLines(report, names, out, width);
+  if (report.weightsOnly !== undefined) torchLines(report, out, width);
+  else if (report.kind === 'state') stateLines(report, names, out, width);
   else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push('');

@@ -183,11 +183,12 @@ typedef int (*ckpt_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 /* ---- File families (docs/format.md 4 and 6) --------------------------------------------- */
 
 typedef enum ckpt_family_id {
-    CKPT_FAMILY_ANY = 0,        /* for a destination: whatever the file's magic says */
-    CKPT_FAMILY_TLADAMF = 1,    /* optimizer state: Adam/AdamW moments and the ParameterSchema */
-    CKPT_FAMILY_TLSF32B = 2,    /* model state: parameters and persistent buffers, float32 */
-    CKPT_FAMILY_TLPF32B = 3,    /* older model state: parameters, float32 */
-    CKPT_FAMILY_SAFETENSORS = 4 /* model state: a safetensors file (format.md 10.1) */
+    CKPT_FAMILY_ANY = 0,         /* for a destination: whatever the file's magic says */
+    CKPT_FAMILY_TLADAMF = 1,     /* optimizer state: Adam/AdamW moments and the ParameterSchema */
+    CKPT_FAMILY_TLSF32B = 2,     /* model state: parameters and persistent buffers, float32 */
+    CKPT_FAMILY_TLPF32B = 3,     /* older model state: parameters, float32 */
+    CKPT_FAMILY_SAFETENSORS = 4, /* model state: a safetensors file (format.md 10.1) */
+    CKPT_FAMILY_PYTORCH = 5      /* optimizer state: a torch.save file, zip or legacy (format.md 10) */
 } ckpt_family_id;
 
 /* What a family's files hold: optimizer state (moments per parameter), model state (tensors), or

@@ -75,8 +75,8 @@ CKPT_EXTRA_FAMILIES
 #define CKPT_EXTRA_FAMILIES
 #endif
 
-static const ckpt_family *const families[] = {&tladamf, &tlsf32b, &tlpf32b, &ckpt_family_safetensors,
-                                              CKPT_EXTRA_FAMILIES};
+static const ckpt_family *const families[] = {
+    &tladamf, &tlsf32b, &tlpf32b, &ckpt_family_safetensors, &ckpt_family_pytorch, CKPT_EXTRA_FAMILIES};
 #define FAMILY_COUNT (sizeof families / sizeof families[0])
 
 size_t ckpt_family_count(void) { return FAMILY_COUNT; }

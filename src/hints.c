@@ -34,8 +34,8 @@ static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
                    "numpy.load";
         else if (first_member_ends(head, n, "data.pkl") || first_member_ends(head, n, ".data/version") ||
                  first_member_ends(head, n, "/version"))
-            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: read it with "
-                   "torch.load";
+            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: ckptscope inspect "
+                   "reads it";
         else hint = "this is a zip archive, not a checkpoint";
     } else if (n >= 10 && head[8] == '{' && head[9] == '"' && ckpt_get_u64le(head) > 1 &&
                ckpt_get_u64le(head) < (1ull << 32))

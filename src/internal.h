@@ -391,6 +391,7 @@ size_t *ckpt_item_of_slot(const ckpt_report *rep);
 int ckpt_adam_parse(ckpt_parse *p);                                               /* adam_header.c */
 int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype); /* adam_entries.c */
 int ckpt_state_parse(ckpt_parse *p);                                              /* state.c */
+extern const ckpt_family ckpt_family_pytorch;                                     /* torch_family.c */
 extern const ckpt_family ckpt_family_safetensors;                                 /* safetensors.c */
 /* One entry's or tensor's payloads, read again through the source of a parsed report. */
 int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,

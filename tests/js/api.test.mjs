@@ -345,7 +345,7 @@ test('the report built from columns is the core\'s JSON report, on every file of
   assert.ok(compared > 140);
 });
 
-test('a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the file is and what to do', async () => {
+test('a PNG, an .npz, a .safetensors, a pickle, a GGUF: what the file is and what to do; a torch.save zip or legacy file is read', async () => {
   const src = put('hint-src.ckpt', await model());
   const npz = await exportTensors(src, { format: 'npz' });
   const safetensors = await exportTensors(src, { format: 'safetensors' });
@@ -357,7 +357,6 @@ test('a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the 
   const cases = [
     [Buffer.concat([Buffer.from('\x89PNG\r\n\x1a\n', 'latin1'), Buffer.alloc(40)]), 'this is a PNG image, not a checkpoint'],
     [npz, 'this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with numpy.load'],
-    [Buffer.concat([zipHead, name, Buffer.alloc(20)]), 'this is a PyTorch file (torch.save\'s zip archive), not a TorchLean checkpoint: read it with torch.load'],
     [Buffer.from([0x80, 0x02, 0x7d, 0x71, 0x00, 0x2e, 0, 0, 0, 0]), 'this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with torch.load'],
     [Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(40)]), 'this is a GGUF model file (llama.cpp), not a checkpoint'],
   ];
@@ -365,6 +364,12 @@ test('a PNG, an .npz, a .safetensors, a PyTorch zip or pickle, a GGUF: what the 
     const report = await inspect(new Uint8Array(bytes));
     assert.equal(report.ok, false);
     assert.equal(report.error.hint, hint);
+  }
+  // a torch.save zip and a legacy torch.save pickle are read as PyTorch files (here cut short)
+  const legacy = Buffer.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19, 0x00]);
+  for (const [bytes, code] of [[Buffer.concat([zipHead, name, Buffer.alloc(20)]), 51], [legacy, 55]]) {
+    const report = await inspect(new Uint8Array(bytes));
+    assert.deepEqual([report.family, report.error.code, report.error.hint], ['PyTorch', code, null]);
   }
   // a safetensors file is read as one (a model-state family); loaded as TLADAMF, its hint says what it is
   assert.equal((await inspect(safetensors)).family, 'safetensors');

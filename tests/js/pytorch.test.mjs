@@ -1,0 +1,176 @@
+// PyTorch files through the front door: real torch.save files (zip and legacy, made by torch at
+// test time with tests/c/torch_objects_seeds.py), inspected as data, compared with what torch.load
+// itself reads; the CLI's text exactly; a pickle naming os.system never run; a file cut short;
+// the bytes read to open a larger file counted.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { open, inspect } from '../../js/index.js';
+import { CountingFile } from './counting.mjs';
+
+const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
+const SEEDS = new URL('../c/torch_objects_seeds.py', import.meta.url).pathname;
+const PY = '/usr/bin/python3';
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-pytorch-'));
+execFileSync(PY, [SEEDS, dir], { stdio: 'ignore' });
+const at = (f) => path.join(dir, f);
+// the Lightning-like file pickles this class by its name: torch.load needs it defined to load the file
+const PRELUDE = `
+import dataclasses
+@dataclasses.dataclass
+class HParams:
+    width: int = 4
+    name: str = 'tiny'
+`;
+const cli = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+
+/** What torch.load reads in the optimizer state dict at `key` of FILE ('' for the file itself). */
+function torchRead(file, key = '') {
+  const script = `${PRELUDE}
+import json, sys, torch
+obj = torch.load(sys.argv[1])
+for k in [k for k in sys.argv[2].split('/') if k]:
+    obj = obj[int(k)] if isinstance(obj, list) else obj[k]
+groups = [{'lr': g['lr'], 'betas': list(g['betas']), 'eps': g['eps'], 'weightDecay': g['weight_decay'],
+           'amsgrad': g['amsgrad'], 'maximize': g.get('maximize', False), 'params': g['params']} for g in obj['param_groups']]
+entries = []
+for i, s in obj['state'].items():
+    entries.append({'index': i, 'group': next(k for k, g in enumerate(obj['param_groups']) if i in g['params']),
+                    'shape': list(s['exp_avg'].shape), 'dtype': str(s['exp_avg'].dtype).replace('torch.', ''),
+                    'step': float(s['step']), 'vmax': 'max_exp_avg_sq' in s})
+print(json.dumps({'groups': groups, 'entries': entries}))`;
+  return JSON.parse(execFileSync(PY, ['-c', script, file, key], { encoding: 'utf8' }));
+}
+
+function assertAsTorchReads(report, file, key = '') {
+  const want = torchRead(file, key);
+  const got = report.optimizer.groups.map(({ paramNames, ...g }) => g);
+  assert.deepEqual(got, want.groups);
+  assert.deepEqual(report.entries.map((e) => ({ index: e.index, group: e.group, shape: e.shape, dtype: e.dtype, step: e.step, vmax: e.vmax !== undefined })),
+    want.entries);
+  for (const e of report.entries) {
+    assert.equal(e.id, e.index);
+    assert.equal(e.count, e.shape.reduce((a, b) => a * b, 1));
+    assert.equal(e.m.count, e.count);
+    assert.equal(e.v.count, e.count);
+  }
+}
+
+test('an AdamW state dict in two groups, zip and legacy, reads as torch.load reads it', async () => {
+  for (const [file, format, prefix] of [['adamw.pt', 'zip', 'adamw'], ['adamw-legacy.pt', 'legacy', null]]) {
+    const report = JSON.parse(cli('inspect', at(file), '--json', '--stats').stdout);
+    assert.deepEqual([report.ok, report.family, report.kind, report.container], [true, 'PyTorch', 'optimizer', { format, prefix, records: 12 }]);
+    assert.deepEqual([report.weightsOnly, report.warnings, report.models, report.optimizer.path], [true, [], [], '']);
+    // TLADAMF's own members are null here
+    assert.deepEqual([report.config, report.randomCounter, report.schema], [null, null, null]);
+    assertAsTorchReads(report, at(file));
+    // the API's report is the CLI's
+    assert.deepEqual(await inspect(at(file), { stats: true }), report);
+  }
+});
+
+test('amsgrad: max_exp_avg_sq has its statistics as vmax', async () => {
+  const report = await inspect(at('amsgrad.pt'), { stats: true });
+  assert.equal(report.optimizer.groups[0].amsgrad, true);
+  assertAsTorchReads(report, at('amsgrad.pt'));
+  for (const e of report.entries) assert.ok(e.vmax.max >= e.v.max);
+});
+
+test('a bfloat16 model and its optimizer in one Lightning-like dict: both with their paths, bf16 statistics exact', async () => {
+  const report = await inspect(at('lightning.ckpt'), { stats: true });
+  assert.equal(report.optimizer.path, 'optimizer_states[0]');
+  assert.deepEqual(report.models.map((m) => [m.path, m.tensors.map((t) => [t.name, t.dtype, t.shape])]),
+    [['state_dict', [['0.weight', 'bfloat16', [4, 3]], ['0.bias', 'bfloat16', [4]], ['1.weight', 'bfloat16', [1, 4]], ['1.bias', 'bfloat16', [1]]]]]);
+  assertAsTorchReads(report, at('lightning.ckpt'), 'optimizer_states/0');
+  // the statistics of each moment as torch computes them over its bfloat16 values, widened exactly
+  const script = `${PRELUDE}
+import json, sys, torch
+s = torch.load(sys.argv[1])['optimizer_states'][0]['state']
+print(json.dumps([[float(t.double().min()), float(t.double().max())] for i in sorted(s) for t in (s[i]['exp_avg'], s[i]['exp_avg_sq'])]))`;
+  const want = JSON.parse(execFileSync(PY, ['-c', script, at('lightning.ckpt')], { encoding: 'utf8' }));
+  assert.deepEqual(report.entries.flatMap((e) => [[e.m.min, e.m.max], [e.v.min, e.v.max]]), want);
+  assert.equal(report.weightsOnly, false);
+  assert.deepEqual(report.refused, ['__main__.HParams']);
+});
+
+test('the CLI text of an AdamW state dict, exactly', () => {
+  const r = cli('inspect', at('adamw.pt'));
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `${at('adamw.pt')}: torch.save file (PyTorch), ${fs.statSync(at('adamw.pt')).size.toLocaleString('en-US')} bytes
+container       zip, prefix adamw, 12 records
+optimizer       (the file itself): kind unknown, 2 groups, 4 entries
+group 0         lr 0.0003  betas 0.9, 0.95  eps 0.000001  wd 0.01  amsgrad no
+                maximize no  params 0, 1
+group 1         lr 0.0003  betas 0.9, 0.95  eps 0.000001  wd 0  amsgrad no
+                maximize no  params 2, 3
+weights only    yes (torch.load(weights_only=True))
+globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
+                collections.OrderedDict
+
+index  group  shape   dtype    step
+    0      0  [4, 3]  float32     2
+    1      0  [2, 4]  float32     2
+    2      1  [4]     float32     2
+    3      1  [2]     float32     2
+
+verdict: valid
+`);
+  // with --stats, a table of the moments' statistics by index
+  const s = cli('inspect', at('amsgrad.pt'), '--stats').stdout.split('\n');
+  assert.equal(s.find((l) => l.startsWith('index    m min')), 'index    m min   m max   m rms     v max     v rms  vmax max  NaN/inf');
+});
+
+test('a pickle naming os.system is read, never run: weightsOnly false, the name in the warning', () => {
+  const r = cli('inspect', at('evil.pt'), '--json');
+  const report = JSON.parse(r.stdout);
+  assert.equal(fs.existsSync(at('ran')), false);
+  assert.deepEqual([report.ok, report.weightsOnly, report.refused, report.optimizer], [true, false, ['posix.system'], null]);
+  assert.deepEqual(report.warnings, ['PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: "posix.system"']);
+  assert.deepEqual(report.models.map((m) => [m.path, m.tensors.length]), [['model', 7]]);
+  const text = cli('inspect', at('evil.pt')).stdout.split('\n');
+  assert.ok(text.includes('weights only    no, it refuses posix.system (torch.load(weights_only=True))'));
+  assert.ok(fs.existsSync(at('evil.pt')) && !fs.existsSync(at('ran')));
+});
+
+test('a file cut short and a storage shorter than declared: the exact texts', () => {
+  const cut = at('cut.pt');
+  fs.writeFileSync(cut, fs.readFileSync(at('adamw.pt')).subarray(0, 2000));
+  const r = cli('inspect', cut);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `${cut}: torch.save file (PyTorch), 2,000 bytes
+
+verdict: invalid at byte -
+zip: no end-of-central-directory record in the last 2000 bytes of the file
+`);
+  const s = cli('inspect', at('short-storage.pt'));
+  assert.equal(s.status, 1);
+  assert.deepEqual(s.stdout.split('\n').slice(2), ['verdict: invalid at byte 255', 'PyTorch: storage "0" declares 16 bytes but its record holds 12', 'at byte 255', '']);
+});
+
+test('opening a larger file reads its central directory, data.pkl, 64 KiB and 128 bytes a record at most', async () => {
+  const big = at('many.pt');
+  const script = `
+import json, sys, torch, zipfile
+model = torch.nn.Sequential(*[torch.nn.Linear(64, 64) for _ in range(100)])
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+model(torch.randn(2, 64)).sum().backward()
+opt.step()
+torch.save(opt.state_dict(), sys.argv[1])
+z = zipfile.ZipFile(sys.argv[1])
+pkl = next(i.file_size for i in z.infolist() if i.filename.endswith('/data.pkl'))
+records = sum(1 for i in z.infolist() if '/data/' in i.filename)
+size = z.fp.seek(0, 2)
+print(json.dumps({'pkl': pkl, 'records': records, 'centralDirectory': size - z.start_dir}))`;
+  const facts = JSON.parse(execFileSync(PY, ['-c', script, big], { encoding: 'utf8' }));
+  const src = new CountingFile(big);
+  const ck = await open(src);
+  assert.equal(ck.report.entries.length, 200);
+  assert.equal(ck.report.container.records, facts.records);
+  const bound = facts.centralDirectory + facts.pkl + 65536 + 128 * facts.records;
+  assert.ok(src.bytes <= bound, `${src.bytes} bytes read, at most ${bound}`);
+  assert.ok(src.bytes < fs.statSync(big).size / 4);
+  await ck.close();
+});
