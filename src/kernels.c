@@ -454,8 +454,10 @@ static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *
             weighs[q] |= lt2((K->ck * sqrt2(vt[q]) + tm) / ten, bma);
         }
     S->weigh += (weighs[0] & ok[0]) + (weighs[1] & ok[1]);
+    /* a step that overflows from finite values (Δm or Δv infinite) is no step: no finite v bounds it */
     v2i broken[2];
-    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
+    for (int q = 0; q < 2; q++)
+        broken[q] = (lt2(dv[q], -tv[q]) | out[q] | ~(lt2(adm[q], inf) & lt2(abs2(dv[q]), inf))) & ok[q];
     if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
     if (!K->lr) return;
     for (int q = 0; q < 2; q++) {

@@ -5,8 +5,9 @@
  *   dm = m_B - b1^k m_A,  dv = v_B - b2^k v_A,  c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i<k} rho^i),
  * rho = b1^2/b2, b and 1-b each the stored binary64 rounded once to the moments' dtype; an
  * element breaks when dv < -tv or |dm| > c_k sqrt(max(dv,0) + tv) + tm (the tolerances of
- * docs/runs.md). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
- * (+ wd theta_A for AdamW), bias corrections at tB.
+ * docs/runs.md), or when dm or dv overflows from finite values. k = 1: g = dm / (1-b1);
+ * lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps) (+ wd theta_A for AdamW), bias corrections
+ * at tB.
  *
  * One pass over every file at once: for each slot, chunk by chunk, each file's payload chunk is
  * read once and serves both pairs it belongs to and the file's own health (health.c's

@@ -217,6 +217,33 @@ static void the_bound_is_tight(void)
     free_saves(s, n);
 }
 
+/* float64 moments near the largest double: Δm = m_B - b1 m_A overflows for m of opposite signs
+ * (element 40, and 69000 in the second chunk), Δv = v_B - b2 v_A for a negative v_A (element 41):
+ * no finite v bounds an infinite step, so each breaks the pair; a large Δm that stays finite
+ * (element 42, both m near the maximum with one sign) is judged as usual. */
+static void an_overflowing_step_is_broken(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT64, 11, (uint64_t[]){3, 4, 0}, s, NULL);
+    jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK(verdict(r, 0) == NULL);
+    json_free(r);
+    uint8_t *mA = s[0].buf.data + s[0].buf.len - 16 * N_EL, *mB = s[1].buf.data + s[1].buf.len - 16 * N_EL;
+    uint8_t *vA = mA + 8 * N_EL, *vB = mB + 8 * N_EL;
+    const double big = 1.7e308, minus = -1.7e308;
+    memcpy(mA + 8 * 40, &big, 8), memcpy(mB + 8 * 40, &minus, 8);
+    memcpy(mA + 8 * 69000, &minus, 8), memcpy(mB + 8 * 69000, &big, 8);
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: 2 elements cannot come from Adam steps 3\u21924 (first at element 40)");
+    CHECK(json_u64(json_get(pair_slot(r, 0), "broken")) == 2);
+    json_free(r);
+    memcpy(vA + 8 * 41, &minus, 8), memcpy(vB + 8 * 41, &big, 8);
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: 3 elements cannot come from Adam steps 3\u21924 (first at element 40)");
+    json_free(r);
+    free_saves(s, n);
+}
+
 static void another_run(void)
 {
     saved a[MAX_SAVES], b[MAX_SAVES];
@@ -507,6 +534,7 @@ int main(void)
         {"float64 runs", float64_runs},
         {"backwards and same step", backwards_and_same_step},
         {"the bound is tight", the_bound_is_tight},
+        {"an overflowing step is broken", an_overflowing_step_is_broken},
         {"another run", another_run},
         {"too far apart to tell", too_far_apart_to_tell},
         {"the power counted element by element", power_counts_element_by_element},
