@@ -55,6 +55,17 @@ void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, 
         k->params_chunk(theta + at * k->state_width, n - at < CHUNK ? n - at : CHUNK, h);
 }
 
+/* The constants of one configuration: betas, epsilon, the consistency bound's c. */
+static void kernel_config(ckpt_health_kernel *k, int dtype, const ckpt_config *cfg)
+{
+    k->beta1 = ckpt_double_from_bits(cfg->beta1);
+    k->beta2 = ckpt_double_from_bits(cfg->beta2);
+    k->eps = ckpt_double_from_bits(cfg->epsilon);
+    if (dtype == CKPT_FLOAT32) k->eps = (float)k->eps; /* the moments' dtype holds epsilon at run time */
+    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2))
+                                          : 0;
+}
+
 void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const ckpt_report *rs)
 {
     memset(k, 0, sizeof *k);
@@ -62,13 +73,14 @@ void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const
     k->state_width = rs ? ckpt_dtype_width(rs->dtype) : 0;
     k->moments_chunk = k->width == 8 ? ckpt_kernel_moments64 : ckpt_kernel_moments32;
     k->params_chunk = k->state_width == 8 ? ckpt_kernel_params64 : ckpt_kernel_params32;
-    k->beta1 = ckpt_double_from_bits(ro->config.beta1);
-    k->beta2 = ckpt_double_from_bits(ro->config.beta2);
-    k->eps = ckpt_double_from_bits(ro->config.epsilon);
-    if (ro->dtype == CKPT_FLOAT32) k->eps = (float)k->eps; /* the moments' dtype holds epsilon at run time */
     k->v_floor = ro->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2))
-                                          : 0;
+    kernel_config(k, ro->dtype, &ro->config);
+}
+
+void ckpt_health_kernel_slot(ckpt_health_kernel *k, const ckpt_report *ro, uint64_t slot)
+{
+    const ckpt_config *c = ckpt_config_of_slot(ro, slot);
+    if (c) kernel_config(k, ro->dtype, c);
 }
 
 void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h)
@@ -383,8 +395,6 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     ps.progress_ctx = o ? o->progress_ctx : NULL;
     ps.err = err;
     ps.total = pass_total(&ps, s, first, last);
-    double weight_decay = ckpt_double_from_bits(ro->config.weight_decay);
-    bool adamw = ro->config.kind == CKPT_ADAMW;
 
     /* a state file that does not pair: ok false, the first pairing failure as the error; the
      * moments' health is still computed */
@@ -424,6 +434,13 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         uint64_t r = ckpt_schema_representative(s, i);
         const ckpt_entry_info *e = r != CKPT_NONE ? &ro->entries[entry_of[r]] : NULL;
         const ckpt_tensor_info *t = ps.state_src ? &rs->tensors[i] : NULL;
+        /* the configuration of the slot whose moments these are (its owner's) */
+        uint64_t cs = r != CKPT_NONE ? r : i;
+        ckpt_health_kernel_slot(&ps.k, ro, cs);
+        const ckpt_config *cfg = ckpt_config_of_slot(ro, cs);
+        if (!cfg) cfg = &ro->config;
+        double weight_decay = ckpt_double_from_bits(cfg->weight_decay);
+        bool adamw = cfg->kind == CKPT_ADAMW;
         ckpt_health_slot h;
         if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");

@@ -493,6 +493,8 @@ typedef struct ckpt_health_kernel {
 
 /* opt: a valid optimizer checkpoint's report; state: its model-state file's, NULL for none. */
 void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *opt, const ckpt_report *state);
+/* Take slot s's configuration (ckpt_config_of_slot; the report's when the family keeps none). */
+void ckpt_health_kernel_slot(ckpt_health_kernel *k, const ckpt_report *opt, uint64_t s);
 /* Start the moments of the owner entry e (NULL: a frozen slot, nothing to feed). */
 void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h);
 /* n elements of m and v (k->width bytes each, as stored); of theta (k->state_width bytes). Fed

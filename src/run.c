@@ -103,18 +103,19 @@ static void widen(const uint8_t *raw, unsigned width, double *out, size_t n)
 /* The value the moments' dtype holds: a float32 kernel rounds each constant once. */
 static double in_dtype(double x, int dtype) { return dtype == CKPT_FLOAT32 ? (double)(float)x : x; }
 
-static void pair_config(run_pair *p, const ckpt_report *r)
+/* The pair's constants from A's configuration `c` (the report's, or slot s's: plan_slot). */
+static void pair_config(run_pair *p, const ckpt_report *r, const ckpt_config *c)
 {
-    double b1 = ckpt_double_from_bits(r->config.beta1), b2 = ckpt_double_from_bits(r->config.beta2);
+    double b1 = ckpt_double_from_bits(c->beta1), b2 = ckpt_double_from_bits(c->beta2);
     p->b1 = in_dtype(b1, r->dtype);
     p->b2 = in_dtype(b2, r->dtype);
     p->omb1 = in_dtype(1.0 - b1, r->dtype);
     p->omb2 = in_dtype(1.0 - b2, r->dtype);
     p->u = r->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     p->nu = r->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    p->adamw = r->config.kind == CKPT_ADAMW;
-    p->eps = in_dtype(ckpt_double_from_bits(r->config.epsilon), r->dtype);
-    p->wd = ckpt_double_from_bits(r->config.weight_decay);
+    p->adamw = c->kind == CKPT_ADAMW;
+    p->eps = in_dtype(ckpt_double_from_bits(c->epsilon), r->dtype);
+    p->wd = ckpt_double_from_bits(c->weight_decay);
 }
 
 /* c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i=0..k-1} rho^i): infinite when no bound exists (b2 = 0
@@ -166,10 +167,15 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
         slot_acc *a = &acc[p];
         memset(a, 0, sizeof *a);
         a->first = CKPT_NONE;
-        const run_pair *pp = &r->pairs[p];
+        const run_pair *pair = &r->pairs[p];
         run_file *fa = &r->files[p], *fb = &r->files[p + 1];
         /* one layout: both files own slot s or neither does */
-        if (!pp->comparable || !fa->e || !fb->e) continue;
+        if (!pair->comparable || !fa->e || !fb->e) continue;
+        /* the slot's configuration (one for every slot when the family keeps one) */
+        run_pair slot_cfg = *pair;
+        const ckpt_config *cfg = ckpt_config_of_slot(fa->rep, s);
+        if (cfg) pair_config(&slot_cfg, fa->rep, cfg);
+        const run_pair *pp = &slot_cfg;
         const ckpt_entry_info *ea = fa->e, *eb = fb->e;
         a->count = ea->count;
         a->backwards = eb->step < ea->step;
@@ -216,6 +222,7 @@ static void begin_health(run *r, uint64_t s)
         ckpt_health_slot *h = &rf->health[s];
         memset(h, 0, sizeof *h);
         h->count = slot_size(rf, s);
+        ckpt_health_kernel_slot(&rf->hk, rf->rep, s);
         ckpt_health_moments_begin(&rf->hk, rf->e, &h->mo);
         h->pa.present = rf->read_theta;
     }
@@ -414,7 +421,7 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     }
     pp->comparable = true;
     pp->lr = fa->state && fb->state;
-    pair_config(pp, fa->rep);
+    pair_config(pp, fa->rep, &fa->rep->config);
     if (pp->lr) pp->theta_u = fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     return 0;
 }
