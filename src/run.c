@@ -84,7 +84,7 @@ typedef struct run {
     /* the element loops by moment width (float, double), called through pointers: Binaryen
      * inlines a function with one call site into its caller, and V8 optimizes a WebAssembly
      * function only on a later call, so a loop inlined into the one call of the pass would run
-     * in the baseline tier to its end (see health.c) */
+     * in the baseline tier to its end (see kernels.c) */
     void (*steps_chunk[2])(slot_acc *, const ckpt_steps_in *, const ckpt_steps_in *, size_t, uint64_t);
 } run;
 
