@@ -47,6 +47,13 @@ int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, c
     return 0;
 }
 
+int ckpt_progress_held(void *hold, uint64_t done, uint64_t total)
+{
+    const ckpt_progress_hold *h = hold;
+    (void)done, (void)total;
+    return h->fn && h->fn(h->ctx, 0, h->total);
+}
+
 void ckpt_close(ckpt_file *f)
 {
     if (!f) return;

@@ -14,7 +14,7 @@
  * bounded memory, progress, cancel. The per-chunk accumulation and the flags are also run.c's
  * (internal.h): a run feeds them the chunks of its continuity pass. */
 #include "internal.h"
-#include "lanes.h"
+#include "kernels.h"
 
 #include <float.h>
 #include <math.h>
@@ -23,11 +23,11 @@
 #include <string.h>
 
 #define CHUNK CKPT_HEALTH_CHUNK /* elements per cursor per step */
-#define MARGIN 1e-3             /* relative slack of the consistency bound */
 
 #if defined(__clang__)
 #pragma STDC FP_CONTRACT OFF /* no fused multiply-add: every build gives the same bits */
 #endif
+/* The element loops (the per-chunk accumulation) are kernels.c's. */
 
 typedef ckpt_ratio_band band;
 
@@ -42,267 +42,6 @@ typedef struct pass {
     uint8_t *theta; /* CHUNK * state_width */
 } pass;
 
-/* The element loops. Elements go in blocks of LANES (lanes.h): every block, whatever its contents,
- * is computed lane-wise and branch-free, with its non-finite elements (and, for the moments, a
- * negative v) masked out of the sums, maxima and counts; only a block holding one is then read
- * again, element by element, to count what it holds. The sums add element j of a chunk into lane
- * j % LANES and the lanes in one fixed tree at the chunk's end (chunks start every
- * CKPT_HEALTH_CHUNK elements from the slot's start), so health, a run and any number of workers
- * give the same bits in every build; counts and maxima are exact whatever the order.
- *
- * The moments' consistency bound |m| > c sqrt(max(v, floor)) (1 + MARGIN) needs a second square
- * root per element. The step's own root d = sqrt(v inv2) gives it to within a few units of 2^-53
- * (sqrt(v) = d / sqrt(inv2)), so a block is decided from d when every element is either below
- * the estimate less 2^-40 of it or above it plus 2^-40; a block with an element in between (or
- * out of the range where that error bound holds) takes the bound's own root, as written.
- *
- * The loops are written once and inlined into one function per width (`wide` a constant there).
- * A chunk is a function call of its own (not inlined into the slot's loop) because V8 moves a
- * WebAssembly function to its optimizing tier only on a later call: a loop over a whole 32 MiB
- * slot would run in the baseline tier to its end. They are called through pointers
- * (kernel.moments_chunk, kernel.params_chunk): Binaryen inlines a function with one call site
- * whatever the C says, and cannot inline an indirect call. */
-#define SCREEN 0x1p-40   /* the relative band around the estimated bound taken as undecided */
-#define SCREEN_K 0x1p200 /* the estimate is taken when inv2 <= 2^200 and 2^-200 <= c1 <= 2^200 */
-
-/* What a chunk gathers: sums per lane (element j in lane j % LANES); counts and maxima in any
- * lane (a count is minus the sum of its masks). */
-typedef struct moments_acc {
-    v2d sq[2], max;
-    v2i finite, never, inconsistent;
-} moments_acc;
-
-/* A chunk's constants. */
-typedef struct moments_consts {
-    double inv1, inv2, eps, floor, c, margin;
-    bool check;  /* c > 0: the bound exists */
-    bool screen; /* ... and its estimate from d holds to a few units of 2^-53 */
-    double c1;   /* c (1 + MARGIN) / sqrt(inv2): the bound is about c1 d */
-} moments_consts;
-
-static inline double element(const uint8_t *p, size_t j, bool wide)
-{
-    return wide ? ((const double *)(const void *)p)[j] : ((const float *)(const void *)p)[j];
-}
-
-/* The non-finite values and negative v of a block's bad lanes, counted as the rules say. The
- * vectors come by value: a local whose address a call takes lives in memory in the hot loop. */
-static NOINLINE void count_bad_moments(v2d m0, v2d m1, v2d v0, v2d v1, v2i bad0, v2i bad1, ckpt_health_moments *h)
-{
-    const v2d m[2] = {m0, m1}, v[2] = {v0, v1};
-    const v2i bad[2] = {bad0, bad1};
-    for (int l = 0; l < LANES; l++) {
-        if (!bad[l >> 1][l & 1]) continue;
-        double x = m[l >> 1][l & 1], y = v[l >> 1][l & 1];
-        if (isnan(x)) h->nan++;
-        else if (isinf(x)) h->inf++;
-        if (isnan(y)) h->nan++;
-        else if (isinf(y)) h->inf++;
-        else if (y < 0) h->v_negative++;
-    }
-}
-
-/* The lanes whose elements the rules compute with: m finite, v finite and not negative. */
-static inline v2i usable(v2d m, v2d v)
-{
-    const v2d inf = splat2(INFINITY);
-    return lt2(abs2(m), inf) & le2(splat2(0), v) & lt2(v, inf);
-}
-
-/* The consistency bound over a block's lanes `use` (masks): their elements with |m| beyond it,
- * as a count mask. Decided from the estimate c1 d (within a few units of 2^-53 of the bound where
- * v > floor, and at most the bound c sqrt(floor) (1 + MARGIN) where v <= floor): |m| at or below
- * it less 2^-40 of it is within; above it plus 2^-40 (v > floor) beyond; else undecided, and
- * then, for the whole block, its own root decides, as the rule is written. An infinite estimate
- * (float64 moments: v inv2 overflows) decides nothing. */
-static inline ALWAYS_INLINE v2i beyond_bound(const moments_consts *K, const v2d m[2], const v2d v[2], const v2d d[2],
-                                             const v2i use[2], bool wide)
-{
-    const v2d inf = splat2(INFINITY);
-    v2i beyond[2], undecided = {0, 0};
-    if (K->screen)
-        for (int q = 0; q < 2; q++) {
-            v2d am = abs2(m[q]), est = d[q] * K->c1;
-            v2i within = le2(am, est * (1 - SCREEN));
-            if (wide) within &= lt2(est, inf);
-            beyond[q] = lt2(est * (1 + SCREEN), am) & lt2(splat2(K->floor), v[q]);
-            undecided |= ~(within | beyond[q]) & use[q];
-        }
-    if (!K->screen || any2(undecided))
-        for (int q = 0; q < 2; q++) {
-            v2d vf = select2(lt2(splat2(K->floor), v[q]), v[q], splat2(K->floor));
-            beyond[q] = lt2(K->c * sqrt2(vf) * K->margin, abs2(m[q]));
-        }
-    return (beyond[0] & use[0]) + (beyond[1] & use[1]);
-}
-
-/* One block of LANES elements, `good` the lanes to compute with: a block that moments_fast
- * leaves (a NaN, an infinity or a negative v among its elements), and the tail. */
-static inline ALWAYS_INLINE void moments_block(const moments_consts *K, const v2d mr[2], const v2d vr[2],
-                                               const v2i good[2], moments_acc *a, bool wide)
-{
-    const v2d inf = splat2(INFINITY);
-    v2d m[2], v[2], d[2], u[2];
-    for (int q = 0; q < 2; q++) {
-        m[q] = keep2(good[q], mr[q]); /* a lane left out computes with m = v = 0, and adds nothing */
-        v[q] = keep2(good[q], vr[q]);
-        d[q] = sqrt2(v[q] * K->inv2);
-        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
-    }
-    v2i finite[2];
-    for (int q = 0; q < 2; q++) {
-        finite[q] = lt2(u[q], inf) & good[q];
-        u[q] = keep2(finite[q], u[q]);
-        a->sq[q] += u[q] * u[q];
-    }
-    a->max = max2(max2(u[0], u[1]), a->max);
-    a->finite += finite[0] + finite[1];
-    a->never += (eq2(v[0], splat2(0)) & good[0]) + (eq2(v[1], splat2(0)) & good[1]);
-    if (K->check) a->inconsistent += beyond_bound(K, m, v, d, good, wide);
-}
-
-/* The usual block, all of whose elements the rules compute with: false, with nothing gathered,
- * when one is not (its step or v inv2 is not finite: a NaN, an infinity or a negative v among
- * them, or a finite one whose arithmetic overflows); the masked block then takes it. */
-static inline ALWAYS_INLINE bool moments_fast(const moments_consts *K, const v2d m[2], const v2d v[2], moments_acc *a,
-                                              bool wide)
-{
-    const v2d inf = splat2(INFINITY);
-    v2d d[2], u[2], vi[2];
-    for (int q = 0; q < 2; q++) {
-        vi[q] = v[q] * K->inv2;
-        d[q] = sqrt2(vi[q]); /* NaN for a negative v */
-        u[q] = abs2((m[q] * K->inv1) / (d[q] + K->eps));
-    }
-    if (!all2(lt2(u[0], inf) & lt2(u[1], inf) & lt2(abs2(vi[0]), inf) & lt2(abs2(vi[1]), inf))) return false;
-    for (int q = 0; q < 2; q++) a->sq[q] += u[q] * u[q];
-    a->max = max2(max2(u[0], u[1]), a->max);
-    a->finite += ALL2 + ALL2;
-    a->never += eq2(v[0], splat2(0)) + eq2(v[1], splat2(0));
-    if (K->check) a->inconsistent += beyond_bound(K, m, v, d, (const v2i[2]){ALL2, ALL2}, wide);
-    return true;
-}
-
-static inline ALWAYS_INLINE void moments_span(const ckpt_health_kernel *k, const uint8_t *pm, const uint8_t *pv,
-                                              size_t n, ckpt_health_moments *h, bool wide)
-{
-    moments_consts K = {h->inv1, h->inv2, k->eps, k->v_floor, k->c, 1 + MARGIN, k->c > 0, false, 0};
-    K.c1 = K.c * K.margin / sqrt(K.inv2);
-    /* v >= the smallest normal and inv2 >= 1 keep v inv2 normal; c1 within 2^-200..2^200 keeps
-     * c1 d normal (d >= 2^-511), and finite for float32 moments */
-    K.screen = K.check && K.inv2 >= 1 && K.inv2 <= SCREEN_K && K.c1 >= 1 / SCREEN_K && K.c1 <= SCREEN_K;
-    moments_acc a;
-    memset(&a, 0, sizeof a);
-    a.max = splat2(h->u_max);
-    size_t full = n - n % LANES;
-    for (size_t j = 0; j < full; j += LANES) {
-        v2d m[2], v[2];
-        load4(pm, j, wide, m);
-        load4(pv, j, wide, v);
-        if (moments_fast(&K, m, v, &a, wide)) continue;
-        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
-        count_bad_moments(m[0], m[1], v[0], v[1], ~ok[0], ~ok[1], h);
-        moments_block(&K, m, v, ok, &a, wide);
-    }
-    if (full < n) { /* the tail, as a block with its missing lanes left out */
-        v2d m[2] = {{0}}, v[2] = {{0}};
-        v2i valid[2] = {{0}};
-        for (size_t j = full; j < n; j++) {
-            size_t l = j - full;
-            m[l >> 1][l & 1] = element(pm, j, wide);
-            v[l >> 1][l & 1] = element(pv, j, wide);
-            valid[l >> 1][l & 1] = -1;
-        }
-        const v2i ok[2] = {usable(m[0], v[0]), usable(m[1], v[1])};
-        const v2i good[2] = {ok[0] & valid[0], ok[1] & valid[1]};
-        count_bad_moments(m[0], m[1], v[0], v[1], valid[0] & ~ok[0], valid[1] & ~ok[1], h);
-        moments_block(&K, m, v, good, &a, wide);
-    }
-    h->u_sum_sq += sum4(a.sq);
-    h->u_max = max_of2(a.max);
-    h->u_finite += count2(a.finite);
-    h->never_updated += count2(a.never);
-    h->inconsistent += count2(a.inconsistent);
-}
-
-static NOINLINE void moments_chunk32(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
-                                     ckpt_health_moments *h)
-{
-    moments_span(k, m, v, n, h, false);
-}
-
-static NOINLINE void moments_chunk64(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
-                                     ckpt_health_moments *h)
-{
-    moments_span(k, m, v, n, h, true);
-}
-
-/* The parameters' part of one chunk (a call of its own for the same reason). */
-static NOINLINE void count_bad_params(v2d x0, v2d x1, v2i bad0, v2i bad1, ckpt_health_param *h)
-{
-    const v2d x[2] = {x0, x1};
-    const v2i bad[2] = {bad0, bad1};
-    for (int l = 0; l < LANES; l++)
-        if (bad[l >> 1][l & 1]) {
-            if (isnan(x[l >> 1][l & 1])) h->nan++;
-            else h->inf++;
-        }
-}
-
-static inline ALWAYS_INLINE void params_block(const v2d xr[2], const v2i valid[2], v2d sq[2], v2d *max, v2i *finite,
-                                              ckpt_health_param *h)
-{
-    const v2d inf = splat2(INFINITY);
-    v2i good[2], bad[2];
-    v2d x[2];
-    for (int q = 0; q < 2; q++) {
-        v2i ok = lt2(abs2(xr[q]), inf);
-        good[q] = ok & valid[q];
-        bad[q] = valid[q] & ~ok;
-        x[q] = keep2(good[q], abs2(xr[q]));
-        sq[q] += x[q] * x[q];
-    }
-    if (any2(bad[0] | bad[1])) count_bad_params(xr[0], xr[1], bad[0], bad[1], h);
-    *max = max2(max2(x[0], x[1]), *max);
-    *finite += good[0] + good[1];
-}
-
-static inline ALWAYS_INLINE void params_span(const uint8_t *theta, size_t n, ckpt_health_param *h, bool wide)
-{
-    v2d sq[2] = {{0}}, max = splat2(h->max);
-    v2i finite = {0, 0};
-    const v2i all[2] = {ALL2, ALL2};
-    size_t full = n - n % LANES;
-    for (size_t j = 0; j < full; j += LANES) {
-        v2d x[2];
-        load4(theta, j, wide, x);
-        params_block(x, all, sq, &max, &finite, h);
-    }
-    if (full < n) {
-        v2d x[2] = {{0}};
-        v2i valid[2] = {{0}};
-        for (size_t j = full; j < n; j++) {
-            size_t l = j - full;
-            x[l >> 1][l & 1] = element(theta, j, wide);
-            valid[l >> 1][l & 1] = -1;
-        }
-        params_block(x, valid, sq, &max, &finite, h);
-    }
-    h->sum_sq += sum4(sq);
-    h->max = max_of2(max);
-    h->finite += count2(finite);
-}
-
-static NOINLINE void params_chunk32(const uint8_t *theta, size_t n, ckpt_health_param *h)
-{
-    params_span(theta, n, h, false);
-}
-
-static NOINLINE void params_chunk64(const uint8_t *theta, size_t n, ckpt_health_param *h)
-{
-    params_span(theta, n, h, true);
-}
-
 void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
                               ckpt_health_moments *h)
 {
@@ -316,20 +55,32 @@ void ckpt_health_feed_params(const ckpt_health_kernel *k, const uint8_t *theta, 
         k->params_chunk(theta + at * k->state_width, n - at < CHUNK ? n - at : CHUNK, h);
 }
 
+/* The constants of one configuration: betas, epsilon, the consistency bound's c. */
+static void kernel_config(ckpt_health_kernel *k, int dtype, const ckpt_config *cfg)
+{
+    k->beta1 = ckpt_double_from_bits(cfg->beta1);
+    k->beta2 = ckpt_double_from_bits(cfg->beta2);
+    k->eps = ckpt_double_from_bits(cfg->epsilon);
+    if (dtype == CKPT_FLOAT32) k->eps = (float)k->eps; /* the moments' dtype holds epsilon at run time */
+    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2))
+                                          : 0;
+}
+
 void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *ro, const ckpt_report *rs)
 {
     memset(k, 0, sizeof *k);
     k->width = ckpt_dtype_width(ro->dtype);
     k->state_width = rs ? ckpt_dtype_width(rs->dtype) : 0;
-    k->moments_chunk = k->width == 8 ? moments_chunk64 : moments_chunk32;
-    k->params_chunk = k->state_width == 8 ? params_chunk64 : params_chunk32;
-    k->beta1 = ckpt_double_from_bits(ro->config.beta1);
-    k->beta2 = ckpt_double_from_bits(ro->config.beta2);
-    k->eps = ckpt_double_from_bits(ro->config.epsilon);
-    if (ro->dtype == CKPT_FLOAT32) k->eps = (float)k->eps; /* the moments' dtype holds epsilon at run time */
+    k->moments_chunk = k->width == 8 ? ckpt_kernel_moments64 : ckpt_kernel_moments32;
+    k->params_chunk = k->state_width == 8 ? ckpt_kernel_params64 : ckpt_kernel_params32;
     k->v_floor = ro->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    k->c = k->beta1 * k->beta1 < k->beta2 ? (1 - k->beta1) / sqrt((1 - k->beta2) * (1 - k->beta1 * k->beta1 / k->beta2))
-                                          : 0;
+    kernel_config(k, ro->dtype, &ro->config);
+}
+
+void ckpt_health_kernel_slot(ckpt_health_kernel *k, const ckpt_report *ro, uint64_t slot)
+{
+    const ckpt_config *c = ckpt_config_of_slot(ro, slot);
+    if (c) kernel_config(k, ro->dtype, c);
 }
 
 void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h)
@@ -369,12 +120,6 @@ static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info 
             return ckpt_fail(ps->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "health pass cancelled");
     }
     return 0;
-}
-
-static void j_num_or_null(strbuf *sb, bool present, double x)
-{
-    if (present) j_double(sb, x);
-    else sb_puts(sb, "null");
 }
 
 /* Where a slot's flags go: counted always; with `global`, its items
@@ -579,15 +324,6 @@ static void slot_json(strbuf *sb, strbuf *flags, uint64_t slot, uint64_t owner, 
     sb_free(&sf);
 }
 
-/* Progress while pairing runs first: nothing of the health pass is done yet, but a cancel is
- * honoured. */
-static int pairing_progress(void *ctx, uint64_t done, uint64_t total)
-{
-    const pass *ps = ctx;
-    (void)done, (void)total;
-    return ps->progress && ps->progress(ps->progress_ctx, 0, ps->total);
-}
-
 /* The bytes the pass will read for slots [first, last), for progress. */
 static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first, uint64_t last)
 {
@@ -659,15 +395,15 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     ps.progress_ctx = o ? o->progress_ctx : NULL;
     ps.err = err;
     ps.total = pass_total(&ps, s, first, last);
-    double weight_decay = ckpt_double_from_bits(ro->config.weight_decay);
-    bool adamw = ro->config.kind == CKPT_ADAMW;
 
     /* a state file that does not pair: ok false, the first pairing failure as the error; the
      * moments' health is still computed */
     ckpt_error pair_err = {0};
     ckpt_error_clear(&pair_err);
     bool pairs = true;
-    if (rs && ckpt_health_state(opt, state, pairing_progress, &ps, &pairs, &pair_err, err)) return NULL;
+    /* progress while pairing runs first: nothing of the health pass is done yet */
+    ckpt_progress_hold hold = {ps.progress, ps.progress_ctx, ps.total};
+    if (rs && ckpt_health_state(opt, state, ckpt_progress_held, &hold, &pairs, &pair_err, err)) return NULL;
     if (!pairs) {
         ps.state_src = NULL;
         ps.total = pass_total(&ps, s, first, last);
@@ -698,6 +434,13 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         uint64_t r = ckpt_schema_representative(s, i);
         const ckpt_entry_info *e = r != CKPT_NONE ? &ro->entries[entry_of[r]] : NULL;
         const ckpt_tensor_info *t = ps.state_src ? &rs->tensors[i] : NULL;
+        /* the configuration of the slot whose moments these are (its owner's) */
+        uint64_t cs = r != CKPT_NONE ? r : i;
+        ckpt_health_kernel_slot(&ps.k, ro, cs);
+        const ckpt_config *cfg = ckpt_config_of_slot(ro, cs);
+        if (!cfg) cfg = &ro->config;
+        double weight_decay = ckpt_double_from_bits(cfg->weight_decay);
+        bool adamw = cfg->kind == CKPT_ADAMW;
         ckpt_health_slot h;
         if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");

@@ -382,6 +382,15 @@ int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err);
 /* n bytes at offset of a source already parsed, all of them: a short read means the file changed
  * (CKPT_E_IO "could not read {what} at byte {n}"). */
 int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);
+
+/* A progress callback held at nothing done while a first stage (the state files' pairing) runs:
+ * it reports (0, total) to the held callback, so a cancel is honoured. */
+typedef struct ckpt_progress_hold {
+    ckpt_progress_fn fn; /* may be NULL */
+    void *ctx;
+    uint64_t total;
+} ckpt_progress_hold;
+int ckpt_progress_held(void *hold, uint64_t done, uint64_t total);
 /* The slot -> item map of a report whose layout is complete: map[i] is the item whose slot is i
  * (a tied slot's data is its representative's item), SIZE_MAX when none was read. NULL when out
  * of memory. The caller frees it. */
@@ -441,8 +450,9 @@ static inline unsigned ckpt_width(int dtype) { return ckpt_dtype_width(dtype); }
 void j_u64(strbuf *sb, uint64_t v);  /* a number up to 2^53 - 1, a decimal string beyond */
 void j_double(strbuf *sb, double x); /* shortest exact form; "NaN", "Infinity" as strings */
 void j_string(strbuf *sb, const char *s);
-void j_bits(strbuf *sb, uint64_t b);    /* "0x3feccccccccccccd" */
-void j_slot(strbuf *sb, uint64_t slot); /* a u64, or null for CKPT_NONE */
+void j_bits(strbuf *sb, uint64_t b);                    /* "0x3feccccccccccccd" */
+void j_slot(strbuf *sb, uint64_t slot);                 /* a u64, or null for CKPT_NONE */
+void j_num_or_null(strbuf *sb, bool present, double x); /* j_double(x), or null when not present */
 void j_stats(strbuf *sb, const ckpt_stats *s);
 void j_config(strbuf *sb, const ckpt_config *c);
 void j_error(strbuf *sb, const ckpt_error *err);
@@ -484,6 +494,8 @@ typedef struct ckpt_health_kernel {
 
 /* opt: a valid optimizer checkpoint's report; state: its model-state file's, NULL for none. */
 void ckpt_health_kernel_init(ckpt_health_kernel *k, const ckpt_report *opt, const ckpt_report *state);
+/* Take slot s's configuration (ckpt_config_of_slot; the report's when the family keeps none). */
+void ckpt_health_kernel_slot(ckpt_health_kernel *k, const ckpt_report *opt, uint64_t s);
 /* Start the moments of the owner entry e (NULL: a frozen slot, nothing to feed). */
 void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_info *e, ckpt_health_moments *h);
 /* n elements of m and v (k->width bytes each, as stored); of theta (k->state_width bytes). Fed

@@ -55,6 +55,12 @@ void j_slot(strbuf *sb, uint64_t slot)
     else j_u64(sb, slot);
 }
 
+void j_num_or_null(strbuf *sb, bool present, double x)
+{
+    if (present) j_double(sb, x);
+    else sb_lit(sb, "null");
+}
+
 void j_double(strbuf *sb, double x)
 {
     if (isnan(x)) {

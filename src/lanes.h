@@ -1,5 +1,5 @@
-/* Two binary64 lanes for the element loops of health.c and run.c (and stats.c's binary64
- * lanes): GCC/Clang vector extensions that compile to SSE2 natively (the x86-64 baseline, no
+/* Two binary64 lanes for the element loops of kernels.c (health, runs) and stats.c's binary64
+ * lanes: GCC/Clang vector extensions that compile to SSE2 natively (the x86-64 baseline, no
  * -march), to WebAssembly SIMD128 with -msimd128 and to scalar code without it. Every build does
  * the same IEEE operations lane by lane (no FMA: the files that include this turn contraction
  * off), so all give the same bits. Element j of a block of LANES goes to lane j % LANES: the

@@ -5,15 +5,16 @@
  *   dm = m_B - b1^k m_A,  dv = v_B - b2^k v_A,  c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i<k} rho^i),
  * rho = b1^2/b2, b and 1-b each the stored binary64 rounded once to the moments' dtype; an
  * element breaks when dv < -tv or |dm| > c_k sqrt(max(dv,0) + tv) + tm (the tolerances of
- * docs/runs.md). k = 1: g = dm / (1-b1); lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps)
- * (+ wd theta_A for AdamW), bias corrections at tB.
+ * docs/runs.md), or when dm or dv overflows from finite values. k = 1: g = dm / (1-b1);
+ * lr = -<dtheta,d>/<d,d>, d = m^_B/(sqrt(v^_B)+eps) (+ wd theta_A for AdamW), bias corrections
+ * at tB.
  *
  * One pass over every file at once: for each slot, chunk by chunk, each file's payload chunk is
  * read once and serves both pairs it belongs to and the file's own health (health.c's
  * accumulation, fed the same chunks). Memory: a few chunks per file, and per file one health
  * accumulator per slot. */
 #include "internal.h"
-#include "lanes.h"
+#include "kernels.h"
 
 #include <float.h>
 #include <math.h>
@@ -49,24 +50,7 @@ typedef struct run_file {
     ckpt_health_slot *health; /* one per slot: its owner's moments, its own parameters */
 } run_file;
 
-/* One slot of one pair: its constants and what the pass gathers. */
-typedef struct slot_acc {
-    bool active;    /* compared element by element (k >= 0) */
-    bool backwards; /* tB < tA */
-    uint64_t k;     /* |tB - tA| */
-    double b1k, b2k, omb1, ck, u, nu;
-    double inv1, inv2, eps, wd; /* the lr's direction at tB */
-    bool gradient, lr;
-    uint64_t broken, first, count;
-    uint64_t weigh; /* elements where A weighs (the power's count) */
-    double worst;
-    uint64_t g_finite, g_nonfinite, g_zero;
-    double g_sum_sq, g_max; /* of dm over the elements whose g is finite */
-    double g_limit;         /* the largest |dm| whose g = dm / (1 - b1) is finite */
-    double dd, td, tt;      /* <d,d>, <dtheta,d>, <dtheta,dtheta> */
-    double bb;              /* <theta_B,theta_B> */
-    double theta_u;         /* the unit roundoff of theta's dtype */
-} slot_acc;
+typedef ckpt_steps_slot slot_acc; /* one slot of one pair (kernels.h) */
 
 /* One consecutive pair. */
 typedef struct run_pair {
@@ -100,18 +84,9 @@ typedef struct run {
     /* the element loops by moment width (float, double), called through pointers: Binaryen
      * inlines a function with one call site into its caller, and V8 optimizes a WebAssembly
      * function only on a later call, so a loop inlined into the one call of the pass would run
-     * in the baseline tier to its end (see health.c) */
-    void (*steps_chunk[2])(struct slot_acc *, const run_file *, const run_file *, size_t, uint64_t);
+     * in the baseline tier to its end (see kernels.c) */
+    void (*steps_chunk[2])(slot_acc *, const ckpt_steps_in *, const ckpt_steps_in *, size_t, uint64_t);
 } run;
-
-static int read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, ckpt_error *err)
-{
-    size_t got = src->read(src->ctx, offset, buf, n);
-    if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu",
-                         (unsigned long long)offset);
-    return 0;
-}
 
 static void widen(const uint8_t *raw, unsigned width, double *out, size_t n)
 {
@@ -128,18 +103,19 @@ static void widen(const uint8_t *raw, unsigned width, double *out, size_t n)
 /* The value the moments' dtype holds: a float32 kernel rounds each constant once. */
 static double in_dtype(double x, int dtype) { return dtype == CKPT_FLOAT32 ? (double)(float)x : x; }
 
-static void pair_config(run_pair *p, const ckpt_report *r)
+/* The pair's constants from A's configuration `c` (the report's, or slot s's: plan_slot). */
+static void pair_config(run_pair *p, const ckpt_report *r, const ckpt_config *c)
 {
-    double b1 = ckpt_double_from_bits(r->config.beta1), b2 = ckpt_double_from_bits(r->config.beta2);
+    double b1 = ckpt_double_from_bits(c->beta1), b2 = ckpt_double_from_bits(c->beta2);
     p->b1 = in_dtype(b1, r->dtype);
     p->b2 = in_dtype(b2, r->dtype);
     p->omb1 = in_dtype(1.0 - b1, r->dtype);
     p->omb2 = in_dtype(1.0 - b2, r->dtype);
     p->u = r->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     p->nu = r->dtype == CKPT_FLOAT64 ? DBL_MIN : FLT_MIN;
-    p->adamw = r->config.kind == CKPT_ADAMW;
-    p->eps = in_dtype(ckpt_double_from_bits(r->config.epsilon), r->dtype);
-    p->wd = ckpt_double_from_bits(r->config.weight_decay);
+    p->adamw = c->kind == CKPT_ADAMW;
+    p->eps = in_dtype(ckpt_double_from_bits(c->epsilon), r->dtype);
+    p->wd = ckpt_double_from_bits(c->weight_decay);
 }
 
 /* c_k = (1-b1)/sqrt(1-b2) * sqrt(sum_{i=0..k-1} rho^i): infinite when no bound exists (b2 = 0
@@ -155,284 +131,6 @@ static double c_k(const run_pair *p, uint64_t k)
         else sum = (1 - pow(rho, (double)k)) / (1 - rho);
     }
     return p->omb1 / sqrt(p->omb2) * sqrt(sum);
-}
-
-/* ---- the element loops ---- */
-
-/* The moments are compared from their stored width (element()); parameters, rarer, widened. */
-
-/* k = 1: Δm = (1 - b1) g, so the step's gradient is Δm / (1 - b1). */
-static inline double gradient_of(double dm, double omb1) { return dm / omb1; }
-
-/* k >= 1: the continuity bound, and for k = 1 the gradient's sums and the lr's. Elements
- * holding NaN or infinity are health's to flag, not judged (the gradient still counts them).
- *
- * Speed: the bound is c_k sqrt(X) + tm (X = max(dv, 0) + tv), and tm = tm0 + km c_k sqrt(v_B)
- * with tm0 = km (|m_B| + b1^k |m_A|). Without a square root, e = |dm| - tm0 decides most
- * elements: e <= 0 or e^2 <= c_k^2 X is within the bound; e^2 > c_k^2 (1 + km)(X + km v_B) is
- * beyond it (Cauchy-Schwarz: sqrt(X) + km sqrt(v_B) <= sqrt((1 + km)(X + km v_B))); likewise
- * for a new worst ratio. Only the elements in between take the roots, as written. The squared
- * tests err by a few units of 2^-53, so a verdict can differ from the rooted one only for an
- * element that close to the bound. The gradient's sums are of dm (g = dm / (1 - b1), divided
- * once at the end).
- *
- * The elements go in blocks of LANES (lanes.h), computed lane-wise and branch-free with the
- * elements each part does not take masked out; a block leaves the vectors only for an element
- * that needs the roots (then that element, as written) or that breaks the bound (counted in
- * order, for the first). Sums add element j into lane j % LANES and the lanes in one fixed tree
- * every CKPT_HEALTH_CHUNK elements from the slot's start, whatever the run's chunk; the worst
- * ratio is kept per lane, its largest taken at the end. The loop is inlined once per moment
- * width, as health's is. */
-
-/* A pair's constants in one chunk. */
-typedef struct steps_consts {
-    double kv, km, b1k, b2k, ck, ck2, ck2_1km, nu, g_limit, inv1, inv2, eps, wd;
-    bool gradient, lr;
-} steps_consts;
-
-/* What the blocks gather: sums per lane; counts as minus the sum of their masks, in any lane. */
-typedef struct steps_sums {
-    v2d g_sq[2], dd[2], td[2], tt[2], bb[2], g_max, worst[2];
-    v2i g_finite, g_zero, g_nonfinite, weigh;
-} steps_sums;
-
-/* A block's lanes that need the roots, and what the roots decide for them. */
-typedef struct roots {
-    v2d worst[2];
-    v2i out[2];
-} roots;
-
-/* The bound and the worst ratio as written, for the lanes in `need`. Everything comes by value: a
- * local whose address a call takes lives in memory in the hot loop. */
-static NOINLINE roots steps_roots(const steps_consts *K, v2d w0, v2d w1, v2i out0, v2i out1, v2d ma0, v2d ma1, v2d mb0,
-                                  v2d mb1, v2d vb0, v2d vb1, v2d adm0, v2d adm1, v2d x0, v2d x1, v2i need0, v2i need1)
-{
-    roots r = {{w0, w1}, {out0, out1}};
-    const v2d ma[2] = {ma0, ma1}, mb[2] = {mb0, mb1}, vb[2] = {vb0, vb1}, adm[2] = {adm0, adm1}, x[2] = {x0, x1};
-    const v2i need[2] = {need0, need1};
-    for (int l = 0; l < LANES; l++) {
-        int q = l >> 1, i = l & 1;
-        if (!need[q][i]) continue;
-        double a = adm[q][i], w = r.worst[q][i];
-        double tm = K->km * (K->ck * sqrt(vb[q][i]) + fabs(mb[q][i]) + K->b1k * fabs(ma[q][i]));
-        double bound = K->ck * sqrt(x[q][i]) + tm;
-        if (a > w * bound && isfinite(bound) && bound > 0) r.worst[q][i] = a / bound; /* one division per new maximum */
-        r.out[q][i] = a > bound ? -1 : 0;
-    }
-    return r;
-}
-
-/* The broken elements of a block, in order: the first of the slot is the first met. */
-static NOINLINE void steps_broken(slot_acc *s, v2i broken0, v2i broken1, uint64_t at)
-{
-    const v2i broken[2] = {broken0, broken1};
-    for (int l = 0; l < LANES; l++)
-        if (broken[l >> 1][l & 1]) {
-            if (!s->broken) s->first = at + (uint64_t)l;
-            s->broken++;
-        }
-}
-
-/* The elements j .. j + 3 of the four moment buffers. */
-typedef struct block_in {
-    v2d ma[2], va[2], mb[2], vb[2];
-} block_in;
-
-static inline ALWAYS_INLINE void block_load(block_in *in, const uint8_t *pma, const uint8_t *pva, const uint8_t *pmb,
-                                            const uint8_t *pvb, size_t j, bool wide)
-{
-    load4(pma, j, wide, in->ma);
-    load4(pva, j, wide, in->va);
-    load4(pmb, j, wide, in->mb);
-    load4(pvb, j, wide, in->vb);
-}
-
-/* Are all four values of every lane finite (the bound leaves NaN and infinities to health)? When
- * dm = m_B - b1^k m_A and tv's kv (v_B + b2^k v_A) + nu are finite, m_A, m_B, v_A and v_B are
- * (an infinite or NaN value makes them infinite or NaN; kv > 0); the block's own arithmetic
- * answers for the usual block, and a finite one that overflows goes the masked way, as exact. */
-static inline ALWAYS_INLINE bool block_all_finite(const steps_consts *K, const block_in *in)
-{
-    const v2d inf = splat2(INFINITY);
-    v2i fine = ALL2;
-    for (int q = 0; q < 2; q++)
-        fine &= lt2(abs2(in->mb[q] - K->b1k * in->ma[q]), inf) &
-                lt2(abs2(K->kv * (in->vb[q] + K->b2k * in->va[q]) + K->nu), inf);
-    return all2(fine);
-}
-
-/* The lanes whose four values are all finite. */
-static inline void block_finite(const block_in *in, v2i finite[2])
-{
-    const v2d inf = splat2(INFINITY);
-    for (int q = 0; q < 2; q++)
-        finite[q] = lt2(abs2(in->ma[q]), inf) & lt2(abs2(in->va[q]), inf) & lt2(abs2(in->mb[q]), inf) &
-                    lt2(abs2(in->vb[q]), inf);
-}
-
-/* One block of LANES elements, element j of the buffers; `valid`: the lanes that hold elements,
- * `ok`: those the bound takes (all of them in the usual block: the masks then fold away); `at`:
- * the slot's index of element j. */
-static inline ALWAYS_INLINE void steps_block(const steps_consts *K, steps_sums *S, slot_acc *s, const block_in *in,
-                                             const double *tha, const double *thb, size_t j, const v2i valid[2],
-                                             const v2i ok[2], uint64_t at)
-{
-    const v2d inf = splat2(INFINITY), zero = splat2(0);
-    v2d ma[2], va[2], mb[2], vb[2], dm[2], adm[2];
-    for (int q = 0; q < 2; q++) {
-        ma[q] = in->ma[q], va[q] = in->va[q], mb[q] = in->mb[q], vb[q] = in->vb[q];
-        dm[q] = mb[q] - K->b1k * ma[q];
-        adm[q] = abs2(dm[q]);
-    }
-    if (K->gradient) {
-        v2i g[2];
-        for (int q = 0; q < 2; q++) {
-            g[q] = le2(adm[q], splat2(K->g_limit)) & valid[q]; /* false for NaN */
-            v2d x = keep2(g[q], dm[q]);
-            S->g_sq[q] += x * x;
-        }
-        S->g_max = max2(max2(keep2(g[0], adm[0]), keep2(g[1], adm[1])), S->g_max);
-        S->g_finite += g[0] + g[1];
-        S->g_nonfinite += (valid[0] & ~g[0]) + (valid[1] & ~g[1]);
-        S->g_zero += (eq2(dm[0], zero) & g[0]) + (eq2(dm[1], zero) & g[1]);
-    }
-    v2d dv[2], tv[2], x[2];
-    v2i out[2], need[2];
-    for (int q = 0; q < 2; q++) { /* a lane not ok computes with zeros, and counts nothing */
-        ma[q] = keep2(ok[q], ma[q]), va[q] = keep2(ok[q], va[q]), mb[q] = keep2(ok[q], mb[q]);
-        vb[q] = keep2(ok[q], vb[q]), adm[q] = keep2(ok[q], adm[q]);
-        dv[q] = vb[q] - K->b2k * va[q];
-        tv[q] = K->kv * (vb[q] + K->b2k * va[q]) + K->nu;
-        x[q] = keep2(lt2(zero, dv[q]), dv[q]) + tv[q];
-        v2d cx = K->ck2 * x[q], w = S->worst[q];
-        v2d tm0 = K->km * (abs2(mb[q]) + K->b1k * abs2(ma[q]));
-        v2d e = adm[q] - tm0, ew = adm[q] - w * tm0;
-        out[q] = lt2(zero, e) & lt2(cx, e * e);                   /* perhaps beyond the bound */
-        v2i candidate = lt2(zero, ew) & lt2(w * w * cx, ew * ew); /* perhaps a new worst */
-        need[q] = ((out[q] & le2(e * e, K->ck2_1km * (x[q] + K->km * vb[q]))) | candidate) & ok[q];
-    }
-    if (any2(need[0] | need[1])) {
-        roots r = steps_roots(K, S->worst[0], S->worst[1], out[0], out[1], ma[0], ma[1], mb[0], mb[1], vb[0], vb[1],
-                              adm[0], adm[1], x[0], x[1], need[0], need[1]);
-        S->worst[0] = r.worst[0], S->worst[1] = r.worst[1];
-        out[0] = r.out[0], out[1] = r.out[1];
-    }
-    /* A weighs: b2^k v_A > (v_B + tv) / 10, or b1^k |m_A| > (c_k sqrt(v_B + tv) + tm) / 10 (a
-     * lane not ok holds zeros: b2^k 0 > nu / 10 is false, and so is 0 > c_k sqrt(nu) / 10) */
-    const v2d ten = splat2(10);
-    v2d vt[2];
-    v2i weighs[2];
-    for (int q = 0; q < 2; q++) {
-        vt[q] = vb[q] + tv[q];
-        weighs[q] = lt2(vt[q] / ten, K->b2k * va[q]);
-    }
-    /* the moments' test (two roots) only for a block where v alone does not settle every lane */
-    if (!all2((weighs[0] | ~ok[0]) & (weighs[1] | ~ok[1])))
-        for (int q = 0; q < 2; q++) {
-            v2d bma = K->b1k * abs2(ma[q]);
-            v2d tm = K->km * (K->ck * sqrt2(vb[q]) + abs2(mb[q]) + bma);
-            weighs[q] |= lt2((K->ck * sqrt2(vt[q]) + tm) / ten, bma);
-        }
-    S->weigh += (weighs[0] & ok[0]) + (weighs[1] & ok[1]);
-    v2i broken[2];
-    for (int q = 0; q < 2; q++) broken[q] = (lt2(dv[q], -tv[q]) | out[q]) & ok[q];
-    if (any2(broken[0] | broken[1])) steps_broken(s, broken[0], broken[1], at);
-    if (!K->lr) return;
-    for (int q = 0; q < 2; q++) {
-        v2d ta, tb;
-        memcpy(&ta, tha + j + 2 * q, 16);
-        memcpy(&tb, thb + j + 2 * q, 16);
-        v2d d = mb[q] * K->inv1 / (sqrt2(vb[q] * K->inv2) + K->eps);
-        if (K->wd != 0) d += K->wd * ta;
-        v2d t = tb - ta;
-        v2i fin = lt2(abs2(d), inf) & lt2(abs2(t), inf) & ok[q];
-        d = keep2(fin, d), t = keep2(fin, t);
-        S->dd[q] += d * d;
-        S->td[q] += t * d;
-        S->tt[q] += t * t;
-        v2d bth = keep2(fin, tb);
-        S->bb[q] += bth * bth;
-    }
-}
-
-/* Elements [from, to) of the chunk (from a multiple of LANES); `base` is the chunk's first. */
-static inline ALWAYS_INLINE void steps_run(const steps_consts *K, steps_sums *S, slot_acc *s, const run_file *a,
-                                           const run_file *b, size_t from, size_t to, uint64_t base, bool wide)
-{
-    const v2i all[2] = {ALL2, ALL2};
-    size_t full = from + (to - from) / LANES * LANES;
-    for (size_t j = from; j < full; j += LANES) {
-        block_in in;
-        block_load(&in, a->raw_m, a->raw_v, b->raw_m, b->raw_v, j, wide);
-        if (block_all_finite(K, &in)) {
-            steps_block(K, S, s, &in, a->theta, b->theta, j, all, all, base + j);
-            continue;
-        }
-        v2i finite[2];
-        block_finite(&in, finite);
-        steps_block(K, S, s, &in, a->theta, b->theta, j, all, finite, base + j);
-    }
-    if (full == to) return;
-    /* the tail, as a block with its missing lanes left out */
-    const unsigned w = wide ? 8 : 4;
-    uint8_t raw[4][LANES * 8] = {{0}};
-    double th[2][LANES] = {{0}};
-    v2i valid[2] = {{0}};
-    for (size_t k = full; k < to; k++) {
-        size_t l = k - full;
-        memcpy(raw[0] + l * w, a->raw_m + k * w, w);
-        memcpy(raw[1] + l * w, a->raw_v + k * w, w);
-        memcpy(raw[2] + l * w, b->raw_m + k * w, w);
-        memcpy(raw[3] + l * w, b->raw_v + k * w, w);
-        if (K->lr) th[0][l] = a->theta[k], th[1][l] = b->theta[k];
-        valid[l >> 1][l & 1] = -1;
-    }
-    block_in in;
-    block_load(&in, raw[0], raw[1], raw[2], raw[3], 0, wide);
-    v2i ok[2];
-    block_finite(&in, ok);
-    ok[0] &= valid[0], ok[1] &= valid[1];
-    steps_block(K, S, s, &in, th[0], th[1], 0, valid, ok, base + full);
-}
-
-static inline ALWAYS_INLINE void steps_span(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base,
-                                            bool wide)
-{
-    steps_consts K = {0};
-    K.kv = 2.0 * ((double)s->k + 1.0) * s->u, K.km = 4.0 * ((double)s->k + 1.0) * s->u;
-    K.b1k = s->b1k, K.b2k = s->b2k, K.ck = s->ck, K.ck2 = s->ck * s->ck, K.ck2_1km = K.ck2 * (1 + K.km);
-    K.nu = s->nu, K.g_limit = s->g_limit, K.inv1 = s->inv1, K.inv2 = s->inv2, K.eps = s->eps, K.wd = s->wd;
-    K.gradient = s->gradient, K.lr = s->lr;
-    steps_sums S;
-    memset(&S, 0, sizeof S);
-    S.g_max = splat2(s->g_max);
-    S.worst[0] = S.worst[1] = splat2(s->worst);
-    for (size_t from = 0; from < n; from += CKPT_HEALTH_CHUNK) {
-        size_t to = n - from < CKPT_HEALTH_CHUNK ? n : from + CKPT_HEALTH_CHUNK;
-        for (int q = 0; q < 2; q++) S.g_sq[q] = S.dd[q] = S.td[q] = S.tt[q] = S.bb[q] = splat2(0);
-        steps_run(&K, &S, s, a, b, from, to, base, wide);
-        s->g_sum_sq += sum4(S.g_sq);
-        s->dd += sum4(S.dd);
-        s->td += sum4(S.td);
-        s->tt += sum4(S.tt);
-        s->bb += sum4(S.bb);
-    }
-    s->g_max = max_of2(S.g_max);
-    s->worst = max_of2(max2(S.worst[0], S.worst[1]));
-    s->g_finite += count2(S.g_finite);
-    s->g_zero += count2(S.g_zero);
-    s->g_nonfinite += count2(S.g_nonfinite);
-    s->weigh += count2(S.weigh);
-}
-
-static NOINLINE void steps_chunk32(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
-{
-    steps_span(s, a, b, n, base, false);
-}
-
-static NOINLINE void steps_chunk64(slot_acc *s, const run_file *a, const run_file *b, size_t n, uint64_t base)
-{
-    steps_span(s, a, b, n, base, true);
 }
 
 /* ---- the pass ---- */
@@ -469,10 +167,15 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
         slot_acc *a = &acc[p];
         memset(a, 0, sizeof *a);
         a->first = CKPT_NONE;
-        const run_pair *pp = &r->pairs[p];
+        const run_pair *pair = &r->pairs[p];
         run_file *fa = &r->files[p], *fb = &r->files[p + 1];
         /* one layout: both files own slot s or neither does */
-        if (!pp->comparable || !fa->e || !fb->e) continue;
+        if (!pair->comparable || !fa->e || !fb->e) continue;
+        /* the slot's configuration (one for every slot when the family keeps one) */
+        run_pair slot_cfg = *pair;
+        const ckpt_config *cfg = ckpt_config_of_slot(fa->rep, s);
+        if (cfg) pair_config(&slot_cfg, fa->rep, cfg);
+        const run_pair *pp = &slot_cfg;
         const ckpt_entry_info *ea = fa->e, *eb = fb->e;
         a->count = ea->count;
         a->backwards = eb->step < ea->step;
@@ -519,6 +222,7 @@ static void begin_health(run *r, uint64_t s)
         ckpt_health_slot *h = &rf->health[s];
         memset(h, 0, sizeof *h);
         h->count = slot_size(rf, s);
+        ckpt_health_kernel_slot(&rf->hk, rf->rep, s);
         ckpt_health_moments_begin(&rf->hk, rf->e, &h->mo);
         h->pa.present = rf->read_theta;
     }
@@ -542,13 +246,13 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
             ckpt_health_slot *h = &rf->health[s];
             unsigned w = rf->width, tw = rf->state_width;
             if (rf->e) {
-                TRY(read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, r->err));
-                TRY(read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, r->err));
+                TRY(ckpt_read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, "the source", r->err));
+                TRY(ckpt_read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, "the source", r->err));
                 ckpt_health_feed_moments(&rf->hk, rf->raw_m, rf->raw_v, n, &h->mo);
             }
             if (rf->read_theta) {
-                TRY(read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n,
-                            r->err));
+                TRY(ckpt_read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n,
+                                 "the source", r->err));
                 ckpt_health_feed_params(&rf->hk, rf->raw_theta, n, &h->pa);
                 if (rf->widen_theta) widen(rf->raw_theta, tw, rf->theta, n);
             }
@@ -570,7 +274,10 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
                     if (!a->broken) a->first = base + j;
                     a->broken++;
                 }
-            } else r->steps_chunk[fa->width == 8](a, fa, fb, n, base);
+            } else {
+                const ckpt_steps_in ia = {fa->raw_m, fa->raw_v, fa->theta}, ib = {fb->raw_m, fb->raw_v, fb->theta};
+                r->steps_chunk[fa->width == 8](a, &ia, &ib, n, base);
+            }
         }
         if (r->progress && r->progress(r->progress_ctx, r->done, r->total))
             return ckpt_fail(r->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "run pass cancelled");
@@ -579,12 +286,6 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
 }
 
 /* ---- the report ---- */
-
-static void j_num_or_null(strbuf *sb, bool present, double x)
-{
-    if (present) j_double(sb, x);
-    else sb_lit(sb, "null");
-}
 
 /* The slot's JSON item, and the pair's verdict when this is its first broken slot; its power
  * joins the pair's. */
@@ -720,7 +421,7 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     }
     pp->comparable = true;
     pp->lr = fa->state && fb->state;
-    pair_config(pp, fa->rep);
+    pair_config(pp, fa->rep, &fa->rep->config);
     if (pp->lr) pp->theta_u = fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     return 0;
 }
@@ -747,15 +448,6 @@ static void free_run(run *r)
     free(r->pairs);
 }
 
-/* Progress while the state files pair: nothing of the pass is done yet (its size is not known
- * before), but a cancel is honoured. */
-static int pairing_progress(void *ctx, uint64_t done, uint64_t total)
-{
-    const run *r = ctx;
-    (void)done, (void)total;
-    return r->progress && r->progress(r->progress_ctx, 0, 0);
-}
-
 /* File f's model-state file, used when health would use it (it pairs); another family or an
  * invalid file is the file's stateError, a failure to read one the run's. */
 static int use_state(run *r, run_file *rf, const ckpt_file *state)
@@ -764,7 +456,10 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
     ckpt_error why = {0};
     ckpt_error_clear(&why);
     ckpt_error_clear(&rf->state_error);
-    int rc = ckpt_health_state(rf->file, state, pairing_progress, r, &pairs, &why, &rf->state_error);
+    /* progress while the state files pair: nothing of the pass is done yet (its size is not known
+     * before) */
+    ckpt_progress_hold hold = {r->progress, r->progress_ctx, 0};
+    int rc = ckpt_health_state(rf->file, state, ckpt_progress_held, &hold, &pairs, &why, &rf->state_error);
     ckpt_error_clear(&why);
     if (rc) {
         int code = rf->state_error.code;
@@ -783,8 +478,8 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
 static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *state)
 {
     r->chunk = r->n <= FEW_FILES ? CHUNK_FEW : CHUNK;
-    r->steps_chunk[0] = steps_chunk32;
-    r->steps_chunk[1] = steps_chunk64;
+    r->steps_chunk[0] = ckpt_kernel_steps32;
+    r->steps_chunk[1] = ckpt_kernel_steps64;
     for (size_t f = 0; f < r->n; f++) {
         run_file *rf = &r->files[f];
         const ckpt_report *rep = ckpt_file_report(opt[f]);
@@ -1007,8 +702,8 @@ static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
     for (size_t done = 0; done < total;) {
         size_t k = total - done < CHUNK_FEW ? total - done : CHUNK_FEW;
         uint64_t at = (first + done) * w;
-        if (read_at(ckpt_file_source(g->a), ea->m_offset + at, g->raw_a, k * w, &err) ||
-            read_at(ckpt_file_source(g->b), eb->m_offset + at, g->raw_b, k * w, &err)) {
+        if (ckpt_read_at(ckpt_file_source(g->a), ea->m_offset + at, g->raw_a, k * w, "the source", &err) ||
+            ckpt_read_at(ckpt_file_source(g->b), eb->m_offset + at, g->raw_b, k * w, "the source", &err)) {
             ckpt_error_clear(&err);
             return CKPT_READ_ERROR;
         }

@@ -3,6 +3,7 @@
  * must find true pairs continuous (k = 1 and k > 1), give back the gradient of a k = 1 pair, and
  * catch a backwards step, a changed value at one step, a moment pushed just past the bound and
  * a checkpoint of another run, each with its exact text. */
+#include "internal.h" /* a family wrapped with a configuration per slot */
 #include "minijson.h"
 #include "testutil.h"
 
@@ -214,6 +215,102 @@ static void the_bound_is_tight(void)
     r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
     CHECK(verdict(r, 0) == NULL);
     json_free(r);
+    free_saves(s, n);
+}
+
+/* float64 moments near the largest double: Δm = m_B - b1 m_A overflows for m of opposite signs
+ * (element 40, and 69000 in the second chunk), Δv = v_B - b2 v_A for a negative v_A (element 41):
+ * no finite v bounds an infinite step, so each breaks the pair; a large Δm that stays finite
+ * (element 42, both m near the maximum with one sign) is judged as usual. */
+static void an_overflowing_step_is_broken(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT64, 11, (uint64_t[]){3, 4, 0}, s, NULL);
+    jvalue *r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK(verdict(r, 0) == NULL);
+    json_free(r);
+    uint8_t *mA = s[0].buf.data + s[0].buf.len - 16 * N_EL, *mB = s[1].buf.data + s[1].buf.len - 16 * N_EL;
+    uint8_t *vA = mA + 8 * N_EL, *vB = mB + 8 * N_EL;
+    const double big = 1.7e308, minus = -1.7e308;
+    memcpy(mA + 8 * 40, &big, 8), memcpy(mB + 8 * 40, &minus, 8);
+    memcpy(mA + 8 * 69000, &minus, 8), memcpy(mB + 8 * 69000, &big, 8);
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: 2 elements cannot come from Adam steps 3\u21924 (first at element 40)");
+    CHECK(json_u64(json_get(pair_slot(r, 0), "broken")) == 2);
+    json_free(r);
+    memcpy(vA + 8 * 41, &minus, 8), memcpy(vB + 8 * 41, &big, 8);
+    r = run_of((ckpt_buffer *[]){&s[0].buf, &s[1].buf}, 2);
+    CHECK_STR(verdict(r, 0), "slot 0: 3 elements cannot come from Adam steps 3\u21924 (first at element 40)");
+    json_free(r);
+    free_saves(s, n);
+}
+
+/* A family that keeps a configuration per slot (parameter groups): TLADAMF's reports, wrapped,
+ * with slot 0 in a group of beta1 = 0.5 (`per_slot`: else the report's own config). */
+static bool per_slot;
+static ckpt_config group_config;
+static const ckpt_config *group_of_slot(const ckpt_report *rep, uint64_t slot)
+{
+    return per_slot && slot == 0 ? &group_config : &rep->config;
+}
+
+static char *with_groups(const ckpt_file *const *files, size_t n, bool health)
+{
+    static struct ckpt_family_impl impl;
+    static ckpt_family family;
+    const ckpt_family *own = ckpt_file_report(files[0])->family;
+    impl = *own->impl, impl.config_of_slot = group_of_slot;
+    family = *own, family.impl = &impl;
+    for (size_t k = 0; k < n; k++) ((ckpt_report *)ckpt_file_report(files[k]))->family = &family;
+    group_config = ckpt_file_report(files[0])->config;
+    group_config.beta1 = ckpt_bits_from_double(0.5);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *json = health ? ckpt_health_json(files[n - 1], NULL, NULL, &err) : ckpt_run_json(files, NULL, n, NULL, &err);
+    CHECK(json != NULL);
+    for (size_t k = 0; k < n; k++) ((ckpt_report *)ckpt_file_report(files[k]))->family = own;
+    return json;
+}
+
+/* health and a run take each slot's configuration from the family (ckpt_config_of_slot), not
+ * the report's one: the same JSON when the family gives the report's config for every slot,
+ * another when slot 0's group has another beta1 (the pair then breaks). */
+static void a_configuration_per_slot(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT64, 11, (uint64_t[]){3, 4, 0}, s, NULL);
+    opened o;
+    for (size_t k = 0; k < n; k++) {
+        ckpt_source_memory(&o.src[k], &o.mem[k], s[k].buf.data, s[k].buf.len);
+        o.files[k] = ckpt_open(&o.src[k], NULL);
+    }
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *run_plain = ckpt_run_json(o.files, NULL, 2, NULL, &err),
+         *health_plain = ckpt_health_json(o.files[1], NULL, NULL, &err);
+    per_slot = false;
+    char *run_same = with_groups(o.files, 2, false), *health_same = with_groups(o.files, 2, true);
+    per_slot = true;
+    char *run_group = with_groups(o.files, 2, false), *health_group = with_groups(o.files, 2, true);
+    per_slot = false;
+    CHECK_STR(run_same, run_plain);
+    CHECK_STR(health_same, health_plain);
+    CHECK(health_group && health_plain && strcmp(health_group, health_plain) != 0);
+    jvalue *r = run_group ? json_parse(run_group) : NULL;
+    CHECK(r != NULL);
+    if (r) {
+        const jvalue *slot = pair_slot(r, 0);
+        uint64_t broken = json_u64(json_get(slot, "broken"));
+        CHECK(broken > 0); /* none under the report's beta1 = 0.9: run_plain */
+        char want[160];
+        snprintf(want, sizeof want,
+                 "slot 0: %llu elements cannot come from Adam steps 3\u21924 (first at element %llu)",
+                 (unsigned long long)broken, (unsigned long long)json_u64(json_get(slot, "firstBroken")));
+        CHECK_STR(verdict(r, 0), want);
+        json_free(r);
+    }
+    free(run_plain), free(health_plain), free(run_same), free(health_same), free(run_group), free(health_group);
+    for (size_t k = 0; k < n; k++) ckpt_close((ckpt_file *)o.files[k]);
     free_saves(s, n);
 }
 
@@ -507,6 +604,8 @@ int main(void)
         {"float64 runs", float64_runs},
         {"backwards and same step", backwards_and_same_step},
         {"the bound is tight", the_bound_is_tight},
+        {"an overflowing step is broken", an_overflowing_step_is_broken},
+        {"a configuration per slot", a_configuration_per_slot},
         {"another run", another_run},
         {"too far apart to tell", too_far_apart_to_tell},
         {"the power counted element by element", power_counts_element_by_element},

@@ -213,6 +213,39 @@ test('a changed value at the same step is caught', async () => {
   assert.equal(result.first, 1);
 });
 
+test('float64 moments near the largest double: a step that overflows is broken, with and without SIMD', async () => {
+  // one step of float64 Adam on 6 elements; then m of opposite signs near 1.7e308 in element 1
+  // (Δm = m_B − β1·m_A overflows) and a negative v_A with v_B near it in element 4 (Δv overflows)
+  const b1 = 0.9, b2 = 0.999, g = [0.1, -0.2, 0.3, 0.05, -0.01, 0.4];
+  const mA = [0.01, 0.02, -0.03, 0.004, 0.001, -0.02], vA = [1e-4, 2e-4, 3e-4, 1e-5, 1e-6, 4e-4];
+  const mB = mA.map((m, j) => b1 * m + (1 - b1) * g[j]), vB = vA.map((v, j) => b2 * v + (1 - b2) * (g[j] * g[j]));
+  const desc = (step, m, v) => ({ dtype: 'float64', shapes: [[6]], requiresGrad: [true],
+    config: { kind: 'adam', beta1: b1, beta2: b2, epsilon: 1e-8, weightDecay: 0 }, entries: [{ id: 0, step, m, v }] });
+  const files = async (tag, a, b) => {
+    const pa = path.join(tmp, `${tag}-a.ckpt`), pb = path.join(tmp, `${tag}-b.ckpt`);
+    await saveCheckpoint(pa, desc(3, ...a));
+    await saveCheckpoint(pb, desc(4, ...b));
+    return [pa, pb];
+  };
+  const whole = await run(await files('f64-true', [mA, vA], [mB, vB]));
+  assert.equal(whole.pairs[0].verdict, null);
+  assert.equal(whole.pairs[0].slots[0].broken, 0);
+  const oa = [...mA], ob = [...mB], va = [...vA], vb = [...vB];
+  oa[1] = 1.7e308, ob[1] = -1.7e308, va[4] = -1.7e308, vb[4] = 1.7e308;
+  const opts = await files('f64-overflow', [oa, va], [ob, vb]);
+  const result = await run(opts);
+  assert.equal(result.pairs[0].verdict, 'slot 0: 2 elements cannot come from Adam steps 3\u21924 (first at element 1)');
+  assert.equal(result.pairs[0].continuous, false);
+  assert.equal(result.pairs[0].slots[0].broken, 2);
+  assert.equal(result.pairs[0].slots[0].firstBroken, 1);
+  assert.equal(result.ok, false);
+  const nosimd = spawnSync(process.execPath, ['--input-type=module', '-e',
+    `import { run } from ${JSON.stringify(path.join(root, 'js/index.js'))}; process.stdout.write(JSON.stringify(await run(${JSON.stringify(opts)})));`],
+  { encoding: 'utf8', env: { ...process.env, CKPTSCOPE_WASM: 'nosimd' } });
+  assert.equal(nosimd.status, 0, nosimd.stderr);
+  assert.deepEqual(JSON.parse(nosimd.stdout).pairs, result.pairs);
+});
+
 test('a changed beta2 is caught: the configuration diff is the verdict', async () => {
   const a = await save(generate(['--saves', '7']), 'b2a');
   const b = await save(generate(['--saves', '8', '--beta2', '0.99']), 'b2b');
