@@ -142,6 +142,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     p->rep = rep;
     if (!rep->family)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
+    TRY(ckpt_require_schema(rep, err));
     if (rep->error.code)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
     const ckpt_schema *s = rep->schema;

@@ -133,9 +133,18 @@ static void role_magics(strbuf *sb, unsigned role)
     }
 }
 
+int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
+{
+    if (!rep->family || !rep->family->impl->slots_from_model) return 0;
+    return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                     "a %s is read by inspect only: its slots come from the model it belongs to, and pairing it "
+                     "with that model is not supported yet",
+                     rep->family->name);
+}
+
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err)
 {
-    if (ckpt_family_has_role(rep->family, role)) return 0;
+    if (ckpt_family_has_role(rep->family, role)) return ckpt_require_schema(rep, err);
     strbuf sb = {0};
     role_magics(&sb, role);
     if (sb.failed) ckpt_fail_oom(err);

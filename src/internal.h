@@ -332,6 +332,9 @@ struct ckpt_family_impl {
     /* a family whose files keep no module order (pairing then orders them, file.c): the warning
      * of a pair ordered by shape alone, after the prefix; NULL: its files keep the model's order */
     const char *unordered;
+    /* its slots come from the model it belongs to (PyTorch, format.md 10.4): no parameter schema of
+     * its own, so nothing that needs one (layouts, pairing, health, runs, export) reads it yet */
+    bool slots_from_model;
     /* texts */
     const char *holds;          /* "optimizer state", "model tensors" */
     const char *hint_not;       /* a hint's "this is a ..., not {hint_not}" */
@@ -379,6 +382,8 @@ static inline size_t ckpt_report_item_count(const ckpt_report *rep)
  * (CKPT_ROLE_OPTIMIZER), the second model tensors (CKPT_ROLE_MODEL); else CKPT_E_WRONG_FAMILY.
  * One place for those texts; the families they name come from the table. */
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err);
+/* CKPT_E_WRONG_FAMILY when rep's family has no parameter schema of its own (slots_from_model). */
+int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err);
 /* n bytes at offset of a source already parsed, all of them: a short read means the file changed
  * (CKPT_E_IO "could not read {what} at byte {n}"). */
 int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);

@@ -487,6 +487,7 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
         rf->src = ckpt_file_source(opt[f]);
         ckpt_error_clear(&rf->state_error);
         if (!ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) continue;
+        TRY(ckpt_require_schema(rep, r->err));
         rf->rep = rep;
         rf->readable = rep->error.code == 0;
         if (!rf->readable) continue;

@@ -289,6 +289,7 @@ static const struct ckpt_family_impl torch_impl = {
     .item_count = tf_item_count,
     .json_body = tf_json,
     .free_data = tf_free,
+    .slots_from_model = true,
     .holds = "optimizer state",
     .hint_not = "a model-state file",
 };

@@ -174,3 +174,16 @@ print(json.dumps({'pkl': pkl, 'records': records, 'centralDirectory': size - z.s
   assert.ok(src.bytes < fs.statSync(big).size / 4);
   await ck.close();
 });
+
+test('what needs a parameter schema refuses a PyTorch file instead of answering for no slots', async () => {
+  const why = 'a torch.save file is read by inspect only: its slots come from the model it belongs to, and pairing it with that model is not supported yet';
+  const opt = at('adamw.pt');
+  for (const args of [['health', opt], ['export', opt, path.join(dir, 'out.safetensors')], ['diff', opt, at('amsgrad.pt')],
+    ['run', opt, at('amsgrad.pt')], ['check', opt, '--expect', at('amsgrad.pt')]]) {
+    const r = cli(...args);
+    assert.notEqual(r.status, 0, `${args[0]}: ${r.stdout}`);
+    assert.match(r.stderr, new RegExp(why.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), `${args[0]}: ${r.stderr}`);
+    assert.doesNotMatch(r.stdout, /healthy|no differences|continuous|wrote/, args[0]);
+  }
+  assert.equal(fs.existsSync(path.join(dir, 'out.safetensors')), false);
+});
