@@ -69,9 +69,9 @@ async function layoutArg(path) {
 }
 
 /** Slot names from --names (null without): as many as the file has slots, else a warning. */
-function readNames(path, count) {
+function readNames(path, count, ties = null) {
   if (path === undefined) return null;
-  return readNamesFile(path, { slots: count, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
+  return readNamesFile(path, { slots: count, ties, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
 }
 
 /** Open a file the user named, with its name in any I/O error. */
@@ -117,7 +117,7 @@ async function cmdInspect(argv) {
       if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
       else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
     } else {
-      const names = readNames(seen['--names'], slots);
+      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null);
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
       if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
     }
@@ -315,7 +315,8 @@ async function cmdExport(argv) {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
     // one name per slot, else refused (exit 2): the names become the tensors' names
-    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots }) : undefined;
+    const ties = () => ck.report.schema?.effectiveRepresentatives ?? null;   // read only for a count that differs
+    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots, ties }) : undefined;
     const { saveExport } = await import('./export.js');
     const { codes } = await loadBinding();
     await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {

@@ -217,8 +217,11 @@ async function cmdGradient(files, out, namesPath, usage) {
   if (namesPath !== undefined) {
     const a = await reading(files[0], 'checkpoint', () => open(files[0]));
     const slots = a.ok ? a.summary.slotCount : null;   // an invalid A: its own diagnostic below
-    a.close();
-    names = readNamesFile(namesPath, { slots });
+    try {
+      names = readNamesFile(namesPath, { slots, ties: () => a.report.schema?.effectiveRepresentatives ?? null });
+    } finally {
+      a.close();
+    }
   }
   await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);

@@ -64,3 +64,21 @@ test('inspect --stats --names: the prefix said once a table, each cut name in fu
     ...Array.from({ length: 12 }, (_, l) => `${String(2 + 2 * l).padStart(4)}  encoder.layers.${l}.self_attn.out_proj.weight`)]);
   for (const n of names.filter((x) => x.includes('out_proj'))) assert.equal(lines.filter((l) => l.endsWith(`  ${n}`)).length, 1, n);
 });
+
+test('names short by a tied copy: the refusal says which slot has none, and why', async () => {
+  // an embedding, a norm, and a head tied to the embedding (slot 2 shares slot 0)
+  const shapes = [[5, 3], [3], [5, 3]];
+  const entries = [0, 1].map((id) => ({ id, step: 4, m: new Float32Array(shapes[id][0] * (shapes[id][1] ?? 1)).fill(1e-4), v: new Float32Array(shapes[id][0] * (shapes[id][1] ?? 1)).fill(1e-8) }));
+  const opt = put('tied.ckpt', await writeCheckpoint({ shapes, requiresGrad: [true, true, true], representatives: [0, 1, 0], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, randomCounter: 1, entries }));
+  const file = put('dropped.json', JSON.stringify(['0.weight', '1.weight']));   // named_parameters() of torch 1.13
+  const why = `${file} has 2 names for 3 slots: slot 2 (tied to slot 0) has none: a tied parameter? named_parameters() drops tied copies; named_parameters(remove_duplicate=False) (torch 2.0 and later) or list(model.state_dict()) less the buffers keeps them`;
+  const e = cli(['export', opt, put('x.safetensors', new Uint8Array(0)), '--names', file]);
+  assert.equal(e.status, 2);
+  assert.equal(e.stderr, `ckptscope: ${why}\n`);
+  const i = cli(['inspect', opt, '--names', file]);
+  assert.equal(i.status, 0);
+  assert.equal(i.stderr, `warning: ${why}\n`);
+  // short by a name that is not a tie: the plain refusal
+  const other = put('one.json', JSON.stringify(['0.weight']));
+  assert.equal(cli(['export', opt, put('y.safetensors', new Uint8Array(0)), '--names', other]).stderr, `ckptscope: ${other} has 1 name for 3 slots: give one name per slot\n`);
+});
