@@ -243,6 +243,12 @@ async function cmdDiff(argv) {
   try {
     sides.push(await diffSide(a), await diffSide(b));
     differences = await diff(sides[0], sides[1]);
+    // two checkpoints of one layout: what they hold too (steps, counter, moments)
+    const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
+    if (sameSlots && sides.every((s) => typeof s?.entry === 'function') && sides[0].summary.slotCount === sides[1].summary.slotCount) {
+      const { valueDifferences } = await import('./diff-values.js');
+      differences = [...differences, ...(await valueDifferences(sides[0], sides[1]))];
+    }
   } catch (err) {
     if (err instanceof LayoutError && sides.length === 2) await nameMalformedSide([[sides[0], a], [sides[1], b]]);
     throw err;
