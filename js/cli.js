@@ -17,7 +17,7 @@ import { openWithStats, workerCount } from './parallel.js';
 import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
@@ -95,6 +95,7 @@ async function cmdInspect(argv) {
   const n = stats && !isStream(file) ? await workerCount(workers, [file]) : 1;
   const parallel = n > 1;
   checkInput(file, 'checkpoint');
+  const stamp = fileStamp(file);   // a file still being written is named as such
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
   let ck;
@@ -124,11 +125,28 @@ async function cmdInspect(argv) {
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
     // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
+    await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
     return summary.ok ? 0 : 1;
   } finally {
     ck.close();
     if (parallel) fs.closeSync(source);
   }
+}
+
+/** How long a fresh file read as truncated is watched for growth. */
+const GROWTH_WATCH_MS = 250;
+
+/** A warning on stderr when FILE may still be being written: it changed while it was read, or,
+ *  read as truncated and modified moments ago, it grows while watched a moment. */
+async function warnStillWriting(file, stamp, code) {
+  let text = stillWriting(file, stamp);
+  const { codes } = await loadBinding();
+  if (!text && code === codes.TRUNCATED && isFresh(fileStamp(file))) {
+    const watched = fileStamp(file);
+    await new Promise((resolve) => setTimeout(resolve, GROWTH_WATCH_MS));
+    text = stillWriting(file, watched);
+  }
+  if (text) say(process.stderr, `warning: ${text}`);
 }
 
 async function cmdCheck(argv) {
@@ -145,6 +163,7 @@ async function cmdCheck(argv) {
   if (reader === 'all' && isStream(file)) throw new UsageError(`check --reader all needs a file: ${streamName(file)} cannot be read once per reader; give one --reader, or a file`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
+  const stamp = fileStamp(file);
   let result;
   try {
     if (reader === 'all') {
@@ -167,6 +186,7 @@ async function cmdCheck(argv) {
     const why = errorLines(err, { layoutName: expect, names: readNames(seen['--names'], null) });
     say(process.stdout, `${displayName(file)}: does not load into ${expect}`, why);
     if (!sameDestination()) say(process.stderr, why);
+    await warnStillWriting(file, stamp, err.code);
     return 1;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
