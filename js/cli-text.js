@@ -51,20 +51,27 @@ export function table(rows, header, right, fit = null) {
     if (empty.size) ({ rows, header, right } = without(rows, header, right, empty));
     widths = widthsOf(rows, header);
   }
+  let under = '';   // the prefix every name shown shares, said once above the table
   if (fit && total(widths) > fit.width) {
     const k = fit.shrink;
+    const whole = rows.map((r) => r[k]);
+    under = commonPrefix(whole);
+    if (under) {
+      rows = rows.map((r) => r.map((c, j) => (j === k && c !== '' ? c.slice(under.length) : c)));
+      widths = widthsOf(rows, header);
+    }
     const room = fit.width - (total(widths) - widths[k]);
     const cut = (c) => displayWidth(c) > room;
-    for (const r of rows) if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], r[k]]);
+    rows.forEach((r, i) => { if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], whole[i]]); });
     if (room < MIN_CELL) {
       ({ rows, header, right } = without(rows, header, right, new Set([k])));
     } else {
-      rows = rows.map((r) => r.map((c, j) => (j === k ? middleEllipsis(c, room) : c)));
+      rows = rows.map((r) => r.map((c, j) => (j === k ? shortName(c, room) : c)));
     }
     widths = widthsOf(rows, header);
   }
   const line = (r) => r.map((c, k) => (right.has(k) ? padStart(String(c), widths[k]) : padEnd(String(c), widths[k]))).join('  ').trimEnd();
-  const out = [line(header)];
+  const out = under ? [...wrapLine(`${fit.what} under ${under}`, fit.width), line(header)] : [line(header)];
   for (const r of rows) out.push(line(r));   // a loop: no spreading a million lines
   const missing = full.filter(([key]) => !fit.shown?.has(key));
   if (missing.length) {
@@ -77,6 +84,56 @@ export function table(rows, header, right, fit = null) {
     }
   }
   return out;
+}
+
+/** The longest start every non-empty cell shares, ending at a '.' or '/' (a module or a
+ *  folder), and leaving something of each; '' for fewer than two cells. */
+export function commonPrefix(cells) {
+  let prefix = null, count = 0;
+  for (const c of cells) {
+    if (c === '') continue;
+    count++;
+    if (prefix === null) { prefix = c; continue; }
+    let i = 0;
+    while (i < prefix.length && i < c.length && prefix[i] === c[i]) i++;
+    prefix = prefix.slice(0, i);
+    if (!prefix) return '';
+  }
+  if (count < 2 || prefix === null) return '';
+  // whole segments only, and never a whole cell
+  let end = Math.max(prefix.lastIndexOf('.'), prefix.lastIndexOf('/')) + 1;
+  for (const c of cells) if (c !== '' && c.length <= end) return '';
+  return prefix.slice(0, end);
+}
+
+/**
+ * A name shortened to `room` columns from the left, where names repeat one another, keeping
+ * its last block number (a segment of digits: `h.11.attn.c_attn.weight` → `…11.attn.c_attn.weight`,
+ * then `…11.…c_attn.weight`); a name with no number keeps its end (`…c_attn.weight`).
+ */
+export function shortName(text, room) {
+  if (displayWidth(text) <= room) return text;
+  // the longest end of t within w columns, from a segment's start when one fits
+  const tail = (t, w, segments = true) => {
+    const chars = [...t];
+    let i = chars.length;
+    while (i > 0 && displayWidth(chars.slice(i - 1).join('')) <= w) i--;
+    const end = chars.slice(i).join('');
+    const dot = end.indexOf('.');
+    return segments && i > 0 && chars[i - 1] !== '.' && dot >= 0 && dot < end.length - 1 ? end.slice(dot + 1) : end;
+  };
+  if (room < 2) return middleEllipsis(text, room);
+  const segments = text.split('.');
+  let j = -1;
+  for (let s = 0; s < segments.length - 1; s++) if (/^[0-9]+$/.test(segments[s])) j = s;
+  const left = `…${tail(text, room - 1)}`;
+  if (j < 0) return left;
+  const block = segments.slice(j).join('.');   // from the number to the end
+  if (displayWidth(block) + 1 <= room) return left;   // the number is in what is kept
+  const number = `…${segments[j]}.…`;
+  const rest = segments.slice(j + 1).join('.');
+  if (displayWidth(number) + 4 > room) return middleEllipsis(text, room);
+  return `${number}${tail(rest, room - displayWidth(number), false)}`;
 }
 
 /** One number column, one format: 4 significant digits, exponent form outside [1e-3, 1e5). */

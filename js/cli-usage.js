@@ -17,7 +17,7 @@ export const USAGE = `usage:
   ckptscope check OPT --state STATE [--names NAMES.json]
       same slots, shapes and ties as this model-state file? (structural)
   ckptscope diff A B [--names NAMES.json]
-      every difference between two layouts/checkpoints
+      every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
                    [--strict] [--json] [--names NAMES.json] [--workers N]
       the next Adam step per slot: update/weight ratios, consistency

@@ -17,7 +17,7 @@ import { openWithStats, workerCount } from './parallel.js';
 import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile } from './user-files.js';
+import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
@@ -70,9 +70,9 @@ async function layoutArg(path) {
 }
 
 /** Slot names from --names (null without): as many as the file has slots, else a warning. */
-function readNames(path, count) {
+function readNames(path, count, ties = null) {
   if (path === undefined) return null;
-  return readNamesFile(path, { slots: count, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
+  return readNamesFile(path, { slots: count, ties, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
 }
 
 /** Open a file the user named, with its name in any I/O error. */
@@ -96,6 +96,7 @@ async function cmdInspect(argv) {
   const n = stats && !isStream(file) ? await workerCount(workers, [file]) : 1;
   const parallel = n > 1;
   checkInput(file, 'checkpoint');
+  const stamp = fileStamp(file);   // a file still being written is named as such
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
   let ck;
@@ -118,18 +119,35 @@ async function cmdInspect(argv) {
       if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
       else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
     } else {
-      const names = readNames(seen['--names'], slots);
+      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null);
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
       if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
     }
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
     // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
+    await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
     return summary.ok ? 0 : 1;
   } finally {
     ck.close();
     if (parallel) fs.closeSync(source);
   }
+}
+
+/** How long a fresh file read as truncated is watched for growth. */
+const GROWTH_WATCH_MS = 250;
+
+/** A warning on stderr when FILE may still be being written: it changed while it was read, or,
+ *  read as truncated and modified moments ago, it grows while watched a moment. */
+async function warnStillWriting(file, stamp, code) {
+  let text = stillWriting(file, stamp);
+  const { codes } = await loadBinding();
+  if (!text && code === codes.TRUNCATED && isFresh(fileStamp(file))) {
+    const watched = fileStamp(file);
+    await new Promise((resolve) => setTimeout(resolve, GROWTH_WATCH_MS));
+    text = stillWriting(file, watched);
+  }
+  if (text) say(process.stderr, `warning: ${text}`);
 }
 
 async function cmdCheck(argv) {
@@ -146,6 +164,7 @@ async function cmdCheck(argv) {
   if (reader === 'all' && isStream(file)) throw new UsageError(`check --reader all needs a file: ${streamName(file)} cannot be read once per reader; give one --reader, or a file`);
   checkInput(file, 'checkpoint');
   const layout = await layoutArg(expect);
+  const stamp = fileStamp(file);
   let result;
   try {
     if (reader === 'all') {
@@ -168,6 +187,7 @@ async function cmdCheck(argv) {
     const why = errorLines(err, { layoutName: expect, names: readNames(seen['--names'], null) });
     say(process.stdout, `${displayName(file)}: does not load into ${expect}`, why);
     if (!sameDestination()) say(process.stderr, why);
+    await warnStillWriting(file, stamp, err.code);
     return 1;
   }
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
@@ -244,6 +264,12 @@ async function cmdDiff(argv) {
   try {
     sides.push(await diffSide(a), await diffSide(b));
     differences = await diff(sides[0], sides[1]);
+    // two checkpoints of one layout: what they hold too (steps, counter, moments)
+    const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
+    if (sameSlots && sides.every((s) => typeof s?.entry === 'function') && sides[0].summary.slotCount === sides[1].summary.slotCount) {
+      const { valueDifferences } = await import('./diff-values.js');
+      differences = [...differences, ...(await valueDifferences(sides[0], sides[1]))];
+    }
   } catch (err) {
     if (err instanceof LayoutError && sides.length === 2) await nameMalformedSide([[sides[0], a], [sides[1], b]]);
     throw err;
@@ -316,7 +342,8 @@ async function cmdExport(argv) {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
     // one name per slot, else refused (exit 2): the names become the tensors' names
-    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots }) : undefined;
+    const ties = () => ck.report.schema?.effectiveRepresentatives ?? null;   // read only for a count that differs
+    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots, ties }) : undefined;
     const { saveExport } = await import('./export.js');
     const { codes } = await loadBinding();
     await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {

@@ -479,7 +479,10 @@ export interface RunFile {
   health: { flags: number; warnings: number; ratio: number | null } | null;
   ok: boolean;
   error: ReportError | null;
+  /** Why the state file given was not used (not a model-state file, invalid, or it does not pair). */
   stateError?: string;
+  /** The state file given, when it was not used. */
+  stateFile?: string;
 }
 
 export interface RunResult {

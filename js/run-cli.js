@@ -10,7 +10,7 @@ import path from 'node:path';
 import { open } from './checkpoint.js';
 import { run, runFiles, saveGradient } from './run.js';
 import { table, numColumns, namedSlot } from './cli-text.js';
-import { say, terminalJSON, outputColumns, COLUMNS } from './terminal.js';
+import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
 import { ratioBandArg } from './cli-usage.js';
 
@@ -63,10 +63,26 @@ const isDirectory = (p) => {
 
 /** A folder's optimizer checkpoints in run order, with the state file of the same stem. */
 async function folder(dir) {
-  const names = reading(dir, 'folder', () => fs.readdirSync(dir)).sort().filter((name) => fs.statSync(path.join(dir, name)).isFile());
+  const skipped = [];   // {name, why}: what the folder holds that the run does not read
+  const names = reading(dir, 'folder', () => fs.readdirSync(dir)).sort().filter((name) => {
+    try {
+      return fs.statSync(path.join(dir, name)).isFile();
+    } catch (err) {
+      // a dangling or looping link is one entry the run cannot read, not a reason to stop
+      const why = { ENOENT: 'a symbolic link to nothing', ELOOP: 'a symbolic link that loops' }[err.code];
+      if (!why) throw err;
+      skipped.push({ name, why: `${why}: not used` });
+      return false;
+    }
+  });
   const files = names.map((name) => path.join(dir, name));
-  const { order, states } = await runFiles(names, (k) => open(files[k]));
-  return { files: order.map((k) => files[k]), states: states.some((s) => s !== null) ? states.map((k) => (k === null ? null : files[k])) : null };
+  const { order, states, unused } = await runFiles(names, (k) => open(files[k]));
+  for (const u of unused) {
+    const name = names[u.index];
+    skipped.push({ name, why: /\.(pt|pth)$/i.test(name) ? 'a PyTorch file (run reads TorchLean checkpoints and model-state files): not used' : u.text });
+  }
+  skipped.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+  return { files: order.map((k) => files[k]), states: states.some((s) => s !== null) ? states.map((k) => (k === null ? null : files[k])) : null, skipped };
 }
 
 /** The slot count of a run's first file (the names' count is checked against it), null when it
@@ -166,6 +182,9 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   // a long path is shortened in the middle, and listed in full below the table
   const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
   for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
+  // a state file given and not used: which, and why
+  for (const [i, f] of result.files.entries()) if (f.stateError) out.push(...wrapLine(`warning: state file ${f.stateFile ?? '?'} not used for file ${i}: ${f.stateError}`, width));
+  for (const s of result.skipped ?? []) out.push(...wrapLine(`skipped ${s.name}: ${s.why}`, width));
   out.push('');
   for (const p of result.pairs) {
     out.push(pairLine(p, names));
@@ -189,9 +208,10 @@ export function runStatus(result) {
  *  is the CLI's names reader (capped, as every command reads a names file). Exit status. */
 export async function cmdRun(argv, usage, readNames) {
   let { files, states, json, slots, lr, residualLimit, grad, names, band } = parse(argv, usage);
+  let skipped = [];   // a folder's entries the run does not read
   if (grad !== undefined) return cmdGradient(files, grad, names, usage);
   if (files.length === 1 && !states && isDirectory(files[0])) {
-    ({ files, states } = await folder(files[0]));
+    ({ files, states, skipped } = await folder(files[0]));
     if (files.length < 2) throw new FileError(`${argv.find((a) => !a.startsWith('--'))} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
   } else if (files.length < 2) throw usage('run takes at least two checkpoints, or a folder');
   else for (const f of [...files, ...(states ?? [])]) checkInput(f, 'checkpoint');
@@ -200,6 +220,7 @@ export async function cmdRun(argv, usage, readNames) {
   const ratioBand = await ratioBandArg(band, usage);
   const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
   const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit }));
+  if (skipped.length) result.skipped = skipped;
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));
   return runStatus(result);
@@ -217,8 +238,11 @@ async function cmdGradient(files, out, namesPath, usage) {
   if (namesPath !== undefined) {
     const a = await reading(files[0], 'checkpoint', () => open(files[0]));
     const slots = a.ok ? a.summary.slotCount : null;   // an invalid A: its own diagnostic below
-    a.close();
-    names = readNamesFile(namesPath, { slots });
+    try {
+      names = readNamesFile(namesPath, { slots, ties: () => a.report.schema?.effectiveRepresentatives ?? null });
+    } finally {
+      a.close();
+    }
   }
   await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);

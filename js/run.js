@@ -79,6 +79,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
       if (stateOf(i) !== null) {
         try {
           st = await take(stateOf(i));
+          // an invalid state file: its own diagnostic, beside the core's reason
+          if (!st.ok) stateErrors[i] = `${st.kind === null ? 'not a file of a known family' : 'the state file is invalid'}: ${st.summary.error?.message ?? 'no diagnostic'}`;
         } catch (e) {
           if (!(e instanceof CheckpointError)) throw e;
           stateErrors[i] = e.message;
@@ -120,7 +122,7 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
           health: f.health,
           ok: f.ok,
           error: f.error,
-          ...(stateError ? { stateError } : {}),
+          ...(stateError ? { stateError, stateFile: nameOf(stateOf(i)) } : {}),
         };
       }),
       pairs: json.pairs,

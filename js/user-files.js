@@ -207,14 +207,62 @@ export function readJsonFile(path, what) {
  * (a count), a file with another number of names is refused with a LayoutError (exit status
  * 2), or, given `onMismatch(text)`, told to it and kept (a view that names what it can).
  */
-export function readNamesFile(path, { slots = null, onMismatch = null } = {}) {
+export function readNamesFile(path, { slots = null, onMismatch = null, ties = null } = {}) {
   // every message names the file: readJsonFile's, and namesOf's `${where}[i] must be …`
   const names = namesOf(readJsonFile(path, 'names'), displayName(path));
   if (slots !== null && slots !== undefined && names.length !== Number(slots)) {
     const n = Number(slots);
     const text = `${displayName(path)} has ${names.length} name${names.length === 1 ? '' : 's'} for ${n} slot${n === 1 ? '' : 's'}`;
-    if (!onMismatch) throw new LayoutError(`${text}: give one name per slot`);
-    onMismatch(text);
+    const tied = missingTies(names.length, n, ties);
+    if (!onMismatch) throw new LayoutError(`${text}: ${tied ?? 'give one name per slot'}`);
+    onMismatch(tied ? `${text}: ${tied}` : text);
   }
   return names;
 }
+
+/** When a names file is short by exactly the slots tied to another (`ties()`: the core's
+ *  representative of each slot), which they are and why: PyTorch's named_parameters() drops
+ *  tied copies. Null otherwise. */
+function missingTies(count, slots, ties) {
+  if (count >= slots || typeof ties !== 'function') return null;
+  const reps = ties();
+  if (!Array.isArray(reps) || reps.length !== slots) return null;
+  const copies = [];
+  reps.forEach((r, i) => { if (r !== null && r !== undefined && Number(r) !== i) copies.push([i, Number(r)]); });
+  if (copies.length !== slots - count) return null;
+  const shown = copies.slice(0, 3).map(([i, r]) => `${i} (tied to slot ${r})`).join(', ') + (copies.length > 3 ? ` and ${copies.length - 3} more` : '');
+  return `${copies.length === 1 ? 'slot' : 'slots'} ${shown} ${copies.length === 1 ? 'has' : 'have'} none: a tied parameter? named_parameters() drops tied copies; named_parameters(remove_duplicate=False) (torch 2.0 and later) or list(model.state_dict()) less the buffers keeps them`;
+}
+
+/** How recently a file changed for it to be named as maybe still being written. */
+export const FRESH_MS = 2000;
+
+/** A file's size and modification time, to tell later whether it changed (null: a stream, or
+ *  not a regular file). */
+export function fileStamp(file) {
+  if (isStream(file)) return null;
+  try {
+    const s = fs.statSync(file);
+    return s.isFile() ? { size: s.size, mtimeMs: s.mtimeMs } : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The warning for a file that may still be being written, or null: it changed since `before`
+ * (fileStamp's): its size or its modification time.
+ */
+export function stillWriting(file, before) {
+  if (!before) return null;
+  const after = fileStamp(file);
+  if (!after) return null;
+  const tail = 'it may still be being written; read it again once it is complete';
+  if (after.size !== before.size) return `${displayName(file)} changed while it was read (${before.size} bytes, then ${after.size}): ${tail}`;
+  if (after.mtimeMs !== before.mtimeMs) return `${displayName(file)} changed while it was read: ${tail}`;
+  return null;
+}
+
+/** Was the file of `stamp` modified less than FRESH_MS before `now` (or after it: a writer's
+ *  clock ahead of ours)? */
+export const isFresh = (stamp, now = Date.now()) => stamp !== null && now - stamp.mtimeMs < FRESH_MS;

@@ -460,8 +460,8 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
      * before) */
     ckpt_progress_hold hold = {r->progress, r->progress_ctx, 0};
     int rc = ckpt_health_state(rf->file, state, ckpt_progress_held, &hold, &pairs, &why, &rf->state_error);
-    ckpt_error_clear(&why);
     if (rc) {
+        ckpt_error_clear(&why);
         int code = rf->state_error.code;
         if (code == CKPT_E_WRONG_FAMILY || code == CKPT_E_NOT_READABLE) return 0;
         ckpt_error_move(r->err, &rf->state_error);
@@ -471,7 +471,10 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
         rf->state = ckpt_file_report(state);
         rf->state_src = ckpt_file_source(state);
         rf->state_width = ckpt_width(rf->state->dtype);
+    } else if (why.code) {
+        ckpt_error_move(&rf->state_error, &why); /* why it does not pair: the file's stateError */
     }
+    ckpt_error_clear(&why);
     return 0;
 }
 

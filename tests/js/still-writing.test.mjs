@@ -1,0 +1,65 @@
+// A file still being written is named as such: inspect and check warn when the file changed while
+// it was read, or, read as truncated moments after it was modified, it grows while watched.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
+import { writeCheckpoint } from '../../js/index.js';
+import { stillWriting, fileStamp, isFresh } from '../../js/user-files.js';
+import { CLI, cli, scratch } from './scratch.mjs';
+
+const { put } = scratch('ckptscope-still-writing-');
+
+const full = () => writeCheckpoint({
+  shapes: [[3]], requiresGrad: [true], representatives: [0], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, randomCounter: 1,
+  entries: [{ id: 0, step: 1, m: new Float32Array(3), v: new Float32Array(3) }],
+});
+
+/** `ckptscope ARGS` while `file` grows by a byte every 10 ms until it exits. */
+function whileGrowing(file, args) {
+  return new Promise((resolve) => {
+    const timer = setInterval(() => fs.appendFileSync(file, new Uint8Array(1)), 10);
+    const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (status) => {
+      clearInterval(timer);
+      resolve({ status, stderr });
+    });
+  });
+}
+
+test('inspect and check: a truncated file that grows is named as still being written', async () => {
+  const bytes = await full();
+  const layout = put('whole.ckpt', bytes);
+  const file = put('partial.ckpt', bytes.subarray(0, 100));
+  const warned = (stderr) => stderr.split('\n').filter((l) => l.startsWith('warning:'));
+  const tail = ': it may still be being written; read it again once it is complete';
+  for (const args of [['inspect', file], ['check', file, '--expect', layout]]) {
+    const r = await whileGrowing(file, args);
+    assert.equal(r.status, 1, r.stderr);
+    const w = warned(r.stderr);
+    assert.equal(w.length, 1, r.stderr);
+    assert.match(w[0], new RegExp(`^warning: ${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')} changed while it was read( \\([0-9]+ bytes, then [0-9]+\\))?${tail}$`));
+  }
+  // truncated and left alone: a file that ends early, no warning (fresh or not)
+  const still = put('still.ckpt', bytes.subarray(0, 100));
+  assert.equal(cli(['inspect', still]).stderr, 'CUDA Adam checkpoint: truncated checkpoint (wanted 8 bytes, got 5)\n');
+});
+
+test('stillWriting: a file that changed since its stamp, by size or time; isFresh', async () => {
+  const file = put('growing.ckpt', new Uint8Array(10));
+  const before = fileStamp(file);
+  fs.appendFileSync(file, new Uint8Array(5));
+  assert.equal(stillWriting(file, before), `${file} changed while it was read (10 bytes, then 15): it may still be being written; read it again once it is complete`);
+  const same = fileStamp(file);
+  const later = new Date(same.mtimeMs + 5000);
+  fs.utimesSync(file, later, later);
+  assert.equal(stillWriting(file, same), `${file} changed while it was read: it may still be being written; read it again once it is complete`);
+  const stamp = fileStamp(file);
+  assert.equal(stillWriting(file, stamp), null);
+  assert.equal(isFresh(stamp, stamp.mtimeMs + 1999), true);
+  assert.equal(isFresh(stamp, stamp.mtimeMs + 2000), false);
+  assert.equal(isFresh(stamp, stamp.mtimeMs - 60_000), true);   // a writer's clock ahead of ours
+  assert.equal(stillWriting('-', fileStamp('-')), null);
+});
