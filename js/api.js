@@ -13,8 +13,6 @@ import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInPar
 import { schemaArrays, destinationOf, namesOf } from './layout.js';
 import { learningRate, ratioBand, readerId } from './options.js';
 
-export { learningRate, ratioBand };   // js/run.js checks its options as health does
-
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.

@@ -6,7 +6,8 @@
 
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
-import { learningRate, ratioBand, health } from './api.js';
+import { health } from './api.js';
+import { learningRate, ratioBand } from './options.js';
 import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { exportArguments, exportPointers } from './export.js';
