@@ -117,42 +117,6 @@ static void j_num(strbuf *sb, const char *key, bool has, double x)
     else sb_puts(sb, "null");
 }
 
-static void j_flag(strbuf *sb, const char *key, bool has, bool x)
-{
-    sb_printf(sb, ",\"%s\":%s", key, has ? (x ? "true" : "false") : "null");
-}
-
-static void j_group(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *g)
-{
-    sb_puts(sb, "{\"lr\":");
-    if (g->has & CKPT_TG_LR) j_double(sb, g->lr);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"betas\":");
-    if (g->has & CKPT_TG_BETAS) {
-        sb_putc(sb, '[');
-        j_double(sb, g->beta1);
-        sb_putc(sb, ',');
-        j_double(sb, g->beta2);
-        sb_putc(sb, ']');
-    } else sb_puts(sb, "null");
-    j_num(sb, "eps", g->has & CKPT_TG_EPS, g->eps);
-    j_num(sb, "weightDecay", g->has & CKPT_TG_WEIGHT_DECAY, g->weight_decay);
-    j_flag(sb, "amsgrad", g->has & CKPT_TG_AMSGRAD, g->amsgrad);
-    j_flag(sb, "maximize", g->has & CKPT_TG_MAXIMIZE, g->maximize);
-    sb_puts(sb, ",\"params\":[");
-    for (size_t j = 0; j < g->params_len; j++) sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[g->params + j]);
-    sb_puts(sb, "],\"paramNames\":");
-    if (g->has & CKPT_TG_PARAM_NAMES) {
-        sb_putc(sb, '[');
-        for (size_t j = 0; j < g->names_len; j++) {
-            if (j) sb_putc(sb, ',');
-            j_string(sb, t->strings[g->names + j]);
-        }
-        sb_putc(sb, ']');
-    } else sb_puts(sb, "null");
-    sb_putc(sb, '}');
-}
-
 static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, ckpt_stats *const *st)
 {
     const size_t lead = e->exp_avg != CKPT_TORCH_NONE                                  ? e->exp_avg
@@ -201,7 +165,7 @@ static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *c
     sb_printf(sb, ",\"kind\":%s,\"groups\":[", kinds[o->kind]);
     for (size_t g = 0; g < o->groups_len; g++) {
         if (g) sb_putc(sb, ',');
-        j_group(sb, t, &t->groups[o->groups + g]);
+        ckpt_torch_group_json(sb, t, &t->groups[o->groups + g], false);
     }
     sb_printf(sb, "],\"entryCount\":%zu}", o->entries_len);
     (void)stats;

@@ -1376,6 +1376,40 @@ static void j_opt_bool(strbuf *sb, const char *name, bool has, bool x)
     sb_printf(sb, ",\"%s\":%s", name, has ? (x ? "true" : "false") : "null");
 }
 
+/* One parameter group as JSON: {lr, betas, eps, weightDecay, amsgrad, maximize,
+ * [decoupledWeightDecay,] params, paramNames}, null for what the file does not hold. */
+void ckpt_torch_group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *gr, bool decoupled)
+{
+    sb_puts(sb, "{\"lr\":");
+    if (gr->has & CKPT_TG_LR) j_double(sb, gr->lr);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"betas\":");
+    if (gr->has & CKPT_TG_BETAS) {
+        sb_putc(sb, '[');
+        j_double(sb, gr->beta1);
+        sb_putc(sb, ',');
+        j_double(sb, gr->beta2);
+        sb_putc(sb, ']');
+    } else sb_puts(sb, "null");
+    j_opt_number(sb, "eps", gr->has & CKPT_TG_EPS, gr->eps);
+    j_opt_number(sb, "weightDecay", gr->has & CKPT_TG_WEIGHT_DECAY, gr->weight_decay);
+    j_opt_bool(sb, "amsgrad", gr->has & CKPT_TG_AMSGRAD, gr->amsgrad);
+    j_opt_bool(sb, "maximize", gr->has & CKPT_TG_MAXIMIZE, gr->maximize);
+    if (decoupled) j_opt_bool(sb, "decoupledWeightDecay", gr->has & CKPT_TG_DECOUPLED, gr->decoupled);
+    sb_puts(sb, ",\"params\":[");
+    for (size_t j = 0; j < gr->params_len; j++) sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[gr->params + j]);
+    sb_puts(sb, "],\"paramNames\":");
+    if (gr->has & CKPT_TG_PARAM_NAMES) {
+        sb_putc(sb, '[');
+        for (size_t j = 0; j < gr->names_len; j++) {
+            if (j) sb_putc(sb, ',');
+            j_string(sb, t->strings[gr->names + j]);
+        }
+        sb_putc(sb, ']');
+    } else sb_puts(sb, "null");
+    sb_putc(sb, '}');
+}
+
 static void j_optimizer(strbuf *sb, const ckpt_torch *t, const ckpt_torch_optimizer *o)
 {
     static const char *const kinds[] = {"null", "\"adam\"", "\"adamw\""};
@@ -1384,36 +1418,8 @@ static void j_optimizer(strbuf *sb, const ckpt_torch *t, const ckpt_torch_optimi
     sb_printf(sb, ",\"kind\":%s,\"groups\":[", kinds[o->kind]);
     for (size_t g = 0; g < o->groups_len; g++) {
         const ckpt_torch_group *gr = &t->groups[o->groups + g];
-        sb_puts(sb, g ? ",{" : "{");
-        sb_puts(sb, "\"lr\":");
-        if (gr->has & CKPT_TG_LR) j_double(sb, gr->lr);
-        else sb_puts(sb, "null");
-        sb_puts(sb, ",\"betas\":");
-        if (gr->has & CKPT_TG_BETAS) {
-            sb_putc(sb, '[');
-            j_double(sb, gr->beta1);
-            sb_putc(sb, ',');
-            j_double(sb, gr->beta2);
-            sb_putc(sb, ']');
-        } else sb_puts(sb, "null");
-        j_opt_number(sb, "eps", gr->has & CKPT_TG_EPS, gr->eps);
-        j_opt_number(sb, "weightDecay", gr->has & CKPT_TG_WEIGHT_DECAY, gr->weight_decay);
-        j_opt_bool(sb, "amsgrad", gr->has & CKPT_TG_AMSGRAD, gr->amsgrad);
-        j_opt_bool(sb, "maximize", gr->has & CKPT_TG_MAXIMIZE, gr->maximize);
-        j_opt_bool(sb, "decoupledWeightDecay", gr->has & CKPT_TG_DECOUPLED, gr->decoupled);
-        sb_puts(sb, ",\"params\":[");
-        for (size_t j = 0; j < gr->params_len; j++)
-            sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[gr->params + j]);
-        sb_puts(sb, "],\"paramNames\":");
-        if (gr->has & CKPT_TG_PARAM_NAMES) {
-            sb_putc(sb, '[');
-            for (size_t j = 0; j < gr->names_len; j++) {
-                if (j) sb_putc(sb, ',');
-                j_string(sb, t->strings[gr->names + j]);
-            }
-            sb_putc(sb, ']');
-        } else sb_puts(sb, "null");
-        sb_putc(sb, '}');
+        if (g) sb_putc(sb, ',');
+        ckpt_torch_group_json(sb, t, gr, true);
     }
     sb_puts(sb, "],\"entries\":[");
     for (size_t k = 0; k < o->entries_len; k++) {

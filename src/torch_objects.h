@@ -149,5 +149,8 @@ void ckpt_torch_weights_only_warning(strbuf *sb, const ckpt_torch *t);
 /* Everything as JSON: container, optimizer (the first found) and otherOptimizers, models, model,
  * storages, weightsOnly, globals, warnings. */
 void ckpt_torch_json(strbuf *sb, const ckpt_torch *t);
+/* One parameter group as JSON (the report's optimizer.groups[k]); decoupled adds
+ * decoupledWeightDecay before params. */
+void ckpt_torch_group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *gr, bool decoupled);
 
 #endif
