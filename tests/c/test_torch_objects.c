@@ -12,21 +12,7 @@
 
 static const char *dir;
 
-static uint8_t *slurp(const char *name, size_t *len)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    uint8_t *d = malloc((size_t)n + 1);
-    *len = fread(d, 1, (size_t)n, f);
-    d[*len] = 0;
-    fclose(f);
-    return d;
-}
+static uint8_t *slurp(const char *name, size_t *len) { return read_file_in(dir, name, len); }
 
 static int open_bytes(const uint8_t *d, size_t len, const char *name, ckpt_torch **t, ckpt_error *err)
 {

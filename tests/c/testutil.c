@@ -167,3 +167,19 @@ size_t byte_counter_read(void *ctx, uint64_t offset, void *buf, size_t n)
     if (got != CKPT_READ_ERROR) c->bytes += got;
     return got;
 }
+
+uint8_t *read_file_in(const char *dir, const char *name, size_t *len)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *d = malloc((size_t)n + 1);
+    *len = fread(d, 1, (size_t)n, f);
+    d[*len] = 0;
+    fclose(f);
+    return d;
+}

@@ -90,6 +90,9 @@ ckpt_schema *schema_of(size_t n, const uint64_t *shape_words, const uint8_t *fla
 
 /* Check the report's error: its exact text and its offset (CKPT_NONE: none). */
 void check_error(const ckpt_report *rep, const char *message, uint64_t offset);
+/* The bytes of dir/name, NUL-terminated (not counted in *len); NULL when it cannot be opened.
+ * The caller frees them. */
+uint8_t *read_file_in(const char *dir, const char *name, size_t *len);
 #define CHECK_ERROR(rep, msg, off)                                                                                     \
     do {                                                                                                               \
         const char *saved_ = t_current;                                                                                \
