@@ -195,7 +195,21 @@ test('Cancel while the service worker has not answered: cancelled, no download, 
 // A browser stops a service worker that has had no event for a while (Firefox after 30 s), and
 // the download's port messages are not its events: while a download runs, the page messages the
 // worker every 10 s (web/parts/save-stream.js), and stops when it ends. The page's clock is
-// Playwright's, run forward; the worker counts the messages (self.keepAlives, web/sw.js).
+// Playwright's, run forward; the worker counts the messages (self.keepAlives, web/sw.js). A
+// message reaches the worker after the clock has run, so the count is read once the worker has
+// answered a message the test sent after the clock's: one page's messages to one worker are
+// handled in order, so every message before it has been counted.
+async function keepAlivesCounted(page, worker) {
+  await page.evaluate(async () => {
+    const { port1, port2 } = new MessageChannel();
+    const answered = new Promise((resolve) => (port1.onmessage = resolve));
+    (await navigator.serviceWorker.ready).active.postMessage({ type: 'download', id: 'order-probe', name: 'probe' }, [port2]);
+    await answered;
+    port1.close();
+  });
+  return worker.evaluate(() => self.keepAlives);
+}
+
 test('a streamed export keeps the service worker alive while it runs, and stops doing so when it ends', async () => {
   const page = await viewer.page({ acceptDownloads: true });
   await page.clock.install();
@@ -209,14 +223,16 @@ test('a streamed export keeps the service worker alive while it runs, and stops 
   const download = await wait;
   const worker = page.context().serviceWorkers().find((w) => w.url().endsWith('/sw.js'));
   assert.ok(worker, 'the viewer\'s service worker runs');
+  // the page starts its messages once the download began, before the first chunk's progress
+  await page.waitForFunction(() => document.querySelector('[data-testid=export-progress]').hasAttribute('value'));
   const before = await worker.evaluate(() => self.keepAlives);
   await page.clock.runFor(25_000);   // two periods of the page's clock: two messages
-  const during = await worker.evaluate(() => self.keepAlives);
+  const during = await keepAlivesCounted(page, worker);
   assert.equal(during - before, 2);
   await download.cancel();
   await page.waitForFunction(() => document.getElementById('status').textContent === 'Export of big.ckpt cancelled.');
   await page.clock.runFor(25_000);
-  assert.equal(await worker.evaluate(() => self.keepAlives), during, 'no message once the download ended');
+  assert.equal(await keepAlivesCounted(page, worker), during, 'no message once the download ended');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
