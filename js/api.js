@@ -4,7 +4,7 @@
 // turns the core's errors into CheckpointError.
 
 import { loadBinding } from './binding.js';
-import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, withSource, sourceSize, itemCount } from './checkpoint.js';
+import { open, Checkpoint, withOpen, withProgress, withFile, withFileLayout, withSource, sourceSize, itemCount, reread } from './checkpoint.js';
 import { Schema } from './schema.js';
 import { openSource, readJsonSource } from './sources.js';
 import { CheckpointError, LayoutError, abortError, coreError } from './errors.js';
@@ -149,6 +149,10 @@ export async function pair(opt, state, { onProgress, signal, names } = {}) {
     // a state file that keeps no module order (safetensors) is ordered by the names, or by shape
     const result = withFile(o, (_, fo) => withFile(s, (__, fs) =>
       withProgress(b, { onProgress, signal }, (pid) => b.pairNamed(fo, fs, names ?? null, pid))));
+    if (result.pytorch) {
+      reread(o);   // a PyTorch optimizer and its model: both handles now hold the pair's slots
+      reread(s);
+    }
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length) {
       // Not a verdict: an invalid file (the core says which; it never pairs, its own
@@ -194,8 +198,10 @@ async function withError(b, fn) {
 export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers } = {}) {
   const rate = learningRate(lr);
   const band = await ratioBand(bandArg);
-  const n = await workerCount(workers, [opt, state], 'health');
+  let n = await workerCount(workers, [opt, state], 'health');
   const args = { lr: Number.isNaN(rate) ? undefined : rate, ratioBand: band };
+  // a PyTorch pair's slots exist in the handles that paired them, not in a worker's
+  if (n > 1 && await withOpen(opt, (o) => o.summary.needsModel)) n = 1;
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files; the workers open them while this thread does
     return withPinned(opt, (o) => withPinned(state ?? null, async (s) => {
@@ -210,7 +216,31 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
       }
     }));
   }
-  return withOpen(opt, (o) => withOpenOrNull(state, (s) => healthOf(o, s, { ...args, ...slots, onProgress, signal })));
+  return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss) => {
+    const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
+    // a PyTorch pair's slots are named by its model
+    if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
+    return json;
+  })));
+}
+
+/**
+ * A PyTorch optimizer has no slots of its own: they come from its model (docs/pytorch.md). Run
+ * fn(o, s) once the open optimizer `o` is paired with the open model `s` (or, when s is null,
+ * with the model o's own file holds, opened again from `source`); the handles then hold the
+ * pair's slots. Any other file: fn(o, s) as it is. Rejects with the pairing's first failure when
+ * the two do not pair.
+ */
+export async function withModelSlots(o, s, source, fn, { names } = {}) {
+  if (!o.summary.needsModel) return fn(o, s);
+  const bind = async (m) => {
+    const result = await pair(o, m, { names });
+    if (!result.pairs) throw new CheckpointError(result.error, { result });
+    return fn(o, m);
+  };
+  if (s) return bind(s);
+  if (!o.summary.tensorCount || source instanceof Checkpoint) return fn(o, s);   // the core says what is missing
+  return withOpen(source, bind);
 }
 
 const withOpenOrNull = (source, fn) => (source === null || source === undefined ? fn(null) : withOpen(source, fn));

@@ -178,6 +178,11 @@ export function withFileLayout(ck, fn, subject) {
   return internals.withLayout(ck, fn, subject);
 }
 
+/** Read the handle's report again, after the core changed it (a pairing gave it its slots). */
+export function reread(ck) {
+  internals.reread(ck);
+}
+
 /** Entries (optimizer) or tensors (state): what statistics are gathered for. */
 export function itemCount(ck) {
   return internals.use(ck, (b, file) => b.itemCount(file));
@@ -218,6 +223,7 @@ export class Checkpoint {
       withLayout: (ck, fn, subject) => ck.#withLayout(fn, subject),
       itemStatsPacked: (ck, k, options) => ck.#itemStatsPacked(k, options),
       attachPacked: (ck, from, list) => ck.#attachPacked(from, list),
+      reread: (ck) => ck.#reread(),
     };
   }
 
@@ -431,6 +437,13 @@ export class Checkpoint {
       });
     });
     this.#report = undefined;
+    this.#meta = this.#b.reportJSON(this.#file, { bulk: false });
+  }
+
+  /** The core changed the report (a PyTorch file paired with its model): read it again. */
+  #reread() {
+    this.#report = undefined;
+    this.#columns = undefined;
     this.#meta = this.#b.reportJSON(this.#file, { bulk: false });
   }
 

@@ -172,7 +172,7 @@ function head(report, name) {
 }
 
 function optimizerLines(report, names, out, width) {
-  if (report.config) {
+  if (report.config && !report.optimizer) {   // a PyTorch optimizer's groups are its config (torchLines)
     const c = report.config;
     out.push(`optimizer       ${c.kind === 'adamw' ? 'AdamW' : 'Adam'}  beta1 ${c.beta1}  beta2 ${c.beta2}  epsilon ${c.epsilon}  weight decay ${c.weightDecay}`);
     // two fields a line: the summary fits 80 columns
@@ -279,7 +279,7 @@ function torchLines(report, out, width) {
     out.push(...wrapLine(`weights only    ${verdict} (torch.load(weights_only=True))`, width, ' '.repeat(16)));
     out.push(...wrapLine(`globals         ${report.globals.join(', ') || 'none'}`, width, ' '.repeat(16)));
   }
-  if (!report.entries.length) return;
+  if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
   const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
   out.push('');
   for (const l of table(rows, ['index', 'group', 'shape', 'dtype', 'step'], new Set([0, 1, 4]))) out.push(l);
@@ -303,8 +303,11 @@ function torchLines(report, out, width) {
 /** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */
 export function summaryLines(report, name, names = null, { width = COLUMNS } = {}) {
   const out = [head(report, name)];
-  if (report.weightsOnly !== undefined) torchLines(report, out, width);
-  else if (report.kind === 'state') stateLines(report, names, out, width);
+  if (report.weightsOnly !== undefined) {
+    torchLines(report, out, width);
+    if (report.pairing?.paired) optimizerLines(report, names ?? report.pairing.slots, out, width);
+    else if (!report.optimizer && report.tensors.length) stateLines(report, names, out, width);
+  } else if (report.kind === 'state') stateLines(report, names, out, width);
   else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push('');
@@ -349,6 +352,29 @@ export function pairLines(result, optName, stateName, names = null) {
     if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
   }
   for (const w of result.warnings) out.push(`warning: ${w}`);
+  if (result.pytorch) out.push(...positionalLines(result.pytorch, result.pairs ? null : result.error));
+  return out;
+}
+
+/** What PyTorch's load_state_dict would do with a PyTorch pair: it pairs the k-th saved index
+ *  with the k-th parameter in model order, without further verification; the indices it would
+ *  give another parameter than the placement found, and the slots not in the optimizer. */
+export function positionalLines(pairing, failure = null) {
+  const out = [];
+  if (!pairing.positionalKnown) {
+    out.push(`load_state_dict pairs by position within each group as the training code builds them again: with ${pairing.groups} groups, ckptscope cannot tell which parameters those are`);
+    if (pairing.notInOptimizer.length) out.push(`not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`);
+    return out;
+  }
+  const moved = pairing.indices.filter((x) => x.slot !== null && x.slot !== x.positionalSlot);
+  const failed = failure?.index !== undefined && failure?.index !== null ? pairing.indices.find((x) => x.index === failure.index) : null;
+  if (moved.length) {
+    out.push(`load_state_dict pairs by position, without a word: ${plural(moved.length, 'index', 'indices')} to another parameter than found`);
+    for (const x of moved.slice(0, 20)) out.push(`  index ${x.index} (${x.name}) -> ${x.positionalName ?? 'no parameter'}`);
+    if (moved.length > 20) out.push(`  … and ${moved.length - 20} more`);
+  } else if (!failed) out.push('load_state_dict pairs by position: here it gives every index the parameter found for it');
+  if (failed) out.push(`load_state_dict gives index ${failed.index} to ${failed.positionalName ?? 'no parameter'}, without a word`);
+  if (pairing.notInOptimizer.length) out.push(`not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`);
   return out;
 }
 
@@ -359,7 +385,7 @@ export const isWarningFlag = (f) => f.severity === 'warning';
  *  flags are warnings unless `strict`. */
 export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS } = {}) {
   const out = [];
-  out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}` : ' (no --lr: no update/weight ratios)'}`);
+  out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}${result.lrFrom === 'file' ? " (the optimizer's groups')" : ''}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
   if (result.c !== null) out.push(`consistency: |m| <= ${num(result.c)} * sqrt(v) for any gradient history with these betas`);
   const rows = result.slots.map((s) => [

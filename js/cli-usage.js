@@ -9,19 +9,23 @@ import { ratioBand, decimalNumber } from './options.js';
 // 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.
 export const USAGE = `usage:
-  ckptscope inspect FILE [--json] [--stats] [--names NAMES.json] [--workers N]
-      summary, or the JSON report; any family (TLADAMF, TLSF32B, TLPF32B)
+  ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json]
+                    [--workers N]
+      summary, or the JSON report: TorchLean's, PyTorch's and safetensors files
   ckptscope check FILE --expect LAYOUT [--reader NAME|all] [--names NAMES.json]
       would the trainer load it? LAYOUT: a layout .json or another file;
       NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE [--names NAMES.json]
       same slots, shapes and ties as this model-state file? (structural)
+  ckptscope check FILE
+      a PyTorch file holding its optimizer and its model: do they pair?
   ckptscope diff A B [--names NAMES.json]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
                    [--strict] [--json] [--names NAMES.json] [--workers N]
       the next Adam step per slot: update/weight ratios, consistency
-  ckptscope export FILE OUT.safetensors|OUT.npz [--names NAMES.json]
+  ckptscope export FILE OUT.safetensors|OUT.npz [--state MODEL]
+                   [--names NAMES.json]
       moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT
       make a checkpoint or a model-state file (the reference writers' rules)
@@ -51,7 +55,7 @@ const PORT_HELP = 'the port (0 to 65535); else PORT, else';
 export const SPECS = {
   inspect: {
     flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
-    options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}` },
+    options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}` },
   },
   check: {
     flags: {},
@@ -62,7 +66,7 @@ export const SPECS = {
     flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
     options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
   },
-  export: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}; else slot0, slot1, ...` } },
+  export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...` } },
   write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
   convert: {
     flags: { '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },

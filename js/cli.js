@@ -93,7 +93,7 @@ async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  const n = stats && !isStream(file) ? await workerCount(workers, [file]) : 1;
+  const n = stats && !isStream(file) && seen['--state'] === undefined ? await workerCount(workers, [file]) : 1;
   const parallel = n > 1;
   checkInput(file, 'checkpoint');
   const stamp = fileStamp(file);   // a file still being written is named as such
@@ -108,10 +108,21 @@ async function cmdInspect(argv) {
     if (parallel) fs.closeSync(source);
     throw err;
   }
+  let model = null, pairing = null;
   try {
+    // an optimizer with its model (--state MODEL, or the model its own file holds): the pair's
+    // slots, as a PyTorch optimizer has none of its own, and the pair's verdict
+    const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.tensorCount && ck.summary.optimizer ? file : undefined);
+    if (modelPath !== undefined) {
+      if (modelPath !== file) checkInput(modelPath, 'checkpoint');
+      model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath), { stats }));
+      pairing = await pairForInspect(ck, model, file, modelPath, readNames(seen['--names'], null));
+    }
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
-    if (seen['--json']) {
+    if (seen['--json'] && pairing) {
+      writeStdout(terminalJSON({ ...JSON.parse(ck.reportText()), pair: pairing.result }, 2) + '\n');
+    } else if (seen['--json']) {
       // Indented for people; past 10,000 slots, or a report of more than REPORT_INDENT_LIMIT
       // characters (a slot of rank 2^26), streamed from the core as one line: a million slots
       // never become one string, nor does an indented copy pass the longest string there is.
@@ -119,19 +130,35 @@ async function cmdInspect(argv) {
       if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
       else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
     } else {
-      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null);
+      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null) ?? summary.pairing?.slots ?? null;
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
       if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
+      if (pairing) say(process.stdout, pairing.lines);
     }
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
     // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
+    else if (pairing && !pairing.result.pairs && !sameDestination()) say(process.stderr, pairing.result.error.message);
     await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
-    return summary.ok ? 0 : 1;
+    return summary.ok && (!pairing || pairing.result.pairs) ? 0 : 1;
   } finally {
+    model?.close();
     ck.close();
     if (parallel) fs.closeSync(source);
   }
+}
+
+/** inspect OPT --state MODEL: the pair's verdict as check --state gives it, in lines. */
+async function pairForInspect(ck, model, file, modelPath, names) {
+  let result;
+  try {
+    result = await pair(ck, model, { names });
+  } catch (err) {
+    if (!(err instanceof CheckpointError) || !err.result) throw err;
+    result = err.result;   // an invalid file, or files in the wrong roles: said below the summary
+    return { result, lines: [`${displayName(file)} does not pair with ${modelPath}: ${err.message}`] };
+  }
+  return { result, lines: ['', ...pairLines(result, displayName(file), modelPath, names)] };
 }
 
 /** How long a fresh file read as truncated is watched for growth. */
@@ -152,6 +179,8 @@ async function warnStillWriting(file, stamp, code) {
 
 async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
+  // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
+  if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && await holdsBoth(positional[0])) return checkPair(positional[0], positional[0], seen['--names']);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
   const reader = seen['--reader'];
   if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout', 'check');
@@ -194,6 +223,21 @@ async function cmdCheck(argv) {
   say(process.stdout, `${displayName(file)}: loads into ${expect}`);
   return 0;
 }
+
+/** Of FILE: does it hold an optimizer that takes its slots from a model (a PyTorch file's, which
+ *  also stores its groups' learning rates), and that model too? */
+async function modelFacts(file) {
+  if (isStream(file) || !fs.existsSync(file)) return { needsModel: false, holdsBoth: false };
+  const ck = await open(sourceOf(file)).catch(() => null);
+  try {
+    const needsModel = !!(ck?.summary.needsModel && ck.summary.optimizer);
+    return { needsModel, holdsBoth: needsModel && !!ck.summary.tensorCount };
+  } finally {
+    ck?.close();
+  }
+}
+
+const holdsBoth = async (file) => (await modelFacts(file)).holdsBoth;
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
 async function checkPair(opt, state, namesPath) {
@@ -301,8 +345,11 @@ async function cmdHealth(argv) {
     if (!Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
   }
   // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
-  refuseIdle('health', seen, '--lr', state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
-  refuseIdle('health', seen, '--ratio-band', seen['--lr'] !== undefined && state !== undefined, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+  // a PyTorch file holding its model has its parameters (and its groups' lr) with it
+  const facts = await modelFacts(opt);
+  const withParams = state !== undefined || facts.holdsBoth;
+  refuseIdle('health', seen, '--lr', withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+  refuseIdle('health', seen, '--ratio-band', (seen['--lr'] !== undefined || facts.needsModel) && withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
   checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
@@ -316,7 +363,7 @@ async function cmdHealth(argv) {
     throw err;
   }
   if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length), { strict, width: outputColumns(process.stdout) }));
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length) ?? result.names ?? null, { strict, width: outputColumns(process.stdout) }));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
     return 1;
@@ -338,21 +385,32 @@ async function cmdExport(argv) {
   if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
   if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
   const ck = await openFile(file, 'checkpoint');
+  let model = null;
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
+    // a PyTorch optimizer's slots, and their names, come from its model
+    const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.optimizer && ck.summary.tensorCount ? file : undefined);
+    refuseIdle('export', seen, '--state', ck.summary.needsModel, 'a model gives its slots to a PyTorch optimizer only; this file has its own');
+    if (modelPath !== undefined) {
+      if (modelPath !== file) checkInput(modelPath, 'checkpoint');
+      model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath)));
+      const result = await pair(ck, model);
+      if (!result.pairs) throw new CheckpointError(result.error, { context: `cannot export ${file}: it does not pair with ${modelPath}` });
+    }
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
     // one name per slot, else refused (exit 2): the names become the tensors' names
     const ties = () => ck.report.schema?.effectiveRepresentatives ?? null;   // read only for a count that differs
-    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots, ties }) : undefined;
+    const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots, ties }) : ck.summary.pairing?.slots ?? undefined;
     const { saveExport } = await import('./export.js');
     const { codes } = await loadBinding();
     await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
       // names the core refuses (empty, alike, too long for a zip): the names file is at fault, as
       // when it has too few; the file itself is fine (exit status 2, not 1)
-      if (names && err instanceof CheckpointError && err.code === codes.INVALID_ARGUMENT) throw new LayoutError(`${seen['--names']}: ${err.message}`);
+      if (seen['--names'] !== undefined && err instanceof CheckpointError && err.code === codes.INVALID_ARGUMENT) throw new LayoutError(`${seen['--names']}: ${err.message}`);
       throw err;
     });
   } finally {
+    model?.close();
     ck.close();
   }
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes, ${format})`);

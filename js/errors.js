@@ -11,7 +11,7 @@ export class CheckpointError extends Error {
   /** error: the core's error object (ckpt_error_json). about: `subject` when the call knows
    *  better which input is at fault ('expected', 'first', 'second', 'optimizer', 'state'),
    *  `report`, `result`, `fileError`, `context`. */
-  constructor({ message, code = 0, offset = null, length = 0, slot = null, subject = 'file', hint = null, configDiff = null },
+  constructor({ message, code = 0, offset = null, length = 0, slot = null, index = null, subject = 'file', hint = null, configDiff = null },
     { subject: input = null, report = null, result = null, fileError = null, context = null } = {}) {
     super(message);
     this.name = 'CheckpointError';
@@ -19,6 +19,7 @@ export class CheckpointError extends Error {
     this.offset = offset;
     this.length = length;
     this.slot = slot;
+    this.index = index;   // the optimizer's index (a PyTorch file's), else null
     this.subject = input ?? subject;
     this.hint = hint;
     this.configDiff = configDiff;

@@ -95,7 +95,12 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_STORAGE = 62,        /* P: storage {key} declares n bytes but its record holds m */
     CKPT_E_TORCH_TENSOR_BOUNDS = 63,  /* P: tensor {path} reaches element e of storage {key}, which holds n */
     CKPT_E_TORCH_STEP = 64,           /* P: index i: step s is not a step count */
-    CKPT_E_TORCH_MALFORMED = 65       /* P: malformed checkpoint at byte o of member: the reason */
+    CKPT_E_TORCH_MALFORMED = 65,      /* P: malformed checkpoint at byte o of member: the reason */
+    /* a PyTorch optimizer and its model (format.md 10.4) */
+    CKPT_E_TORCH_UNPLACED = 66, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
+    CKPT_E_TORCH_COUNT = 67,    /* P: the optimizer has n parameters with state, the model m parameters */
+    CKPT_E_TORCH_NAMED = 68,    /* P: optimizer index i is {name} in param_names, which the model does not have */
+    CKPT_E_TORCH_NO_PAIR = 69   /* P: the files hold no optimizer, no model, or moments not laid out as one */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -125,6 +130,7 @@ typedef struct ckpt_error {
     uint64_t offset; /* CKPT_NONE for errors about in-memory input */
     uint64_t length; /* 0 when not known */
     uint64_t slot;   /* CKPT_NONE when the error is about no slot */
+    uint64_t index;  /* the optimizer's index it is about (PyTorch, format.md 10.4), CKPT_NONE for none */
     int subject;     /* CKPT_SUBJECT_* */
     char *message;
     char *hint;
@@ -423,6 +429,9 @@ typedef struct ckpt_report {
     /* what only this file's family reads (a safetensors file's header length and metadata),
      * owned by the family (freed by its impl) */
     void *family_data;
+    /* a family whose slots come from its model (PyTorch) has been paired with one (format.md
+     * 10.4): its schema, entries (optimizer) or tensors (model) are the pair's slots */
+    bool slots_bound;
 } ckpt_report;
 
 void ckpt_report_free(ckpt_report *rep);
@@ -577,6 +586,8 @@ typedef struct ckpt_pair_result {
     ckpt_error error; /* a reason pairing could not be done at all (I/O, cancel, files in the
                        * wrong roles), or an invalid file's own diagnostic (see invalid) */
     int invalid;      /* CKPT_PAIR_INVALID_*: the invalid file (it never pairs), else 0 */
+    char *pytorch;    /* a PyTorch optimizer's placement on its model (format.md 10.4) as the JSON
+                       * of the report's "pairing", or NULL */
 } ckpt_pair_result;
 
 enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
@@ -595,7 +606,7 @@ enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
  * first tensor of its shape not yet taken) and the result's first warning says so. A state file
  * of a family that keeps its order (TLSF32B) is paired as it is (names then only label slots).
  * The state file keeps its own order (it is put back after pairing). NULL only when out of memory. */
-ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                                   ckpt_progress_fn progress, void *progress_ctx);
 
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be valid (else result->error

@@ -17,6 +17,7 @@ void ckpt_error_clear(ckpt_error *err)
     memset(err, 0, sizeof *err);
     err->offset = CKPT_NONE;
     err->slot = CKPT_NONE;
+    err->index = CKPT_NONE;
 }
 
 static int fail_v(ckpt_error *err, const char *prefix, int code, uint64_t offset, uint64_t length, uint64_t slot,
@@ -97,4 +98,17 @@ void ckpt_error_move(ckpt_error *dst, ckpt_error *src)
     *dst = *src;
     memset(src, 0, sizeof *src);
     ckpt_error_clear(src);
+}
+
+int ckpt_error_copy(ckpt_error *dst, const ckpt_error *src)
+{
+    ckpt_fail_at(dst, NULL, src->code, src->offset, src->length, src->slot, "%s", src->message);
+    if (src->hint) {
+        ckpt_set_hint(dst, src->hint);
+        if (!dst->hint) return ckpt_fail_oom(dst);
+    }
+    dst->subject = src->subject;
+    dst->index = src->index;
+    dst->config_diff = src->config_diff;
+    return dst->code;
 }

@@ -135,10 +135,10 @@ static void role_magics(strbuf *sb, unsigned role)
 
 int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
 {
-    if (!rep->family || !rep->family->impl->slots_from_model) return 0;
+    if (!rep->family || !rep->family->impl->slots_from_model || rep->slots_bound) return 0;
     return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
-                     "a %s is read by inspect only: its slots come from the model it belongs to, and pairing it "
-                     "with that model is not supported yet",
+                     "a %s has no slots of its own: they come from the model it belongs to; give the model "
+                     "(--state MODEL)",
                      rep->family->name);
 }
 

@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct ckpt_file {
     ckpt_source src;
@@ -284,35 +285,88 @@ static int by_name(const void *a, const void *b)
 
 /* The state file's tensors (and its schema's slots) in the order `order` gives: order[k] is the
  * tensor that becomes tensor k (each once, all of them). */
-static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
+/* The file's tensors become order[0..k) of them (a permutation, or the slots of a pairing: the
+ * others are dropped). */
+static int view_tensors(ckpt_file *f, const size_t *order, size_t k, ckpt_error *err)
 {
     ckpt_report *rep = f->rep;
     size_t n = rep->tensors_len;
-    ckpt_tensor_info *t = malloc((n ? n : 1) * sizeof *t);
+    ckpt_tensor_info *t = malloc((k ? k : 1) * sizeof *t);
+    uint8_t *kept = calloc(n ? n : 1, 1);
     ckpt_schema *s = ckpt_schema_empty();
-    bool ok = t && s;
-    for (size_t k = 0; ok && k < n; k++) {
-        t[k] = rep->tensors[order[k]];
+    bool ok = t && s && kept;
+    for (size_t j = 0; ok && j < k; j++) {
+        t[j] = rep->tensors[order[j]];
+        kept[order[j]] = 1;
         ok = ckpt_schema_push_slot(s);
-        const uint64_t *dims = ckpt_schema_dims(rep->schema, order[k]);
-        for (uint64_t d = 0; ok && d < ckpt_schema_rank(rep->schema, order[k]); d++)
+        const uint64_t *dims = ckpt_schema_dims(rep->schema, order[j]);
+        for (uint64_t d = 0; ok && d < ckpt_schema_rank(rep->schema, order[j]); d++)
             ok = ckpt_schema_push_dim(s, dims[d]);
     }
     if (!ok) {
         free(t);
+        free(kept);
         ckpt_schema_free(s);
         return ckpt_fail_oom(err);
     }
+    for (size_t j = 0; j < n; j++)
+        if (!kept[j]) {
+            ckpt_stats_free(rep->tensors[j].values);
+            free(rep->tensors[j].name);
+        }
+    free(kept);
     free(rep->tensors);
     rep->tensors = t;
-    rep->tensors_cap = n;
+    rep->tensors_len = rep->tensors_cap = k;
     ckpt_schema_free(rep->schema);
     rep->schema = s;
+    rep->schema_declared_count = k;
     size_t *map = ckpt_item_of_slot(rep);
     if (!map) return ckpt_fail_oom(err);
     free(f->item_of_slot);
     f->item_of_slot = map;
     return 0;
+}
+
+static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
+{
+    return view_tensors(f, order, f->rep->tensors_len, err);
+}
+
+/* A PyTorch optimizer paired with its model (format.md 10.4): both reports become the pair's
+ * slots, for good (the handles are the pair's from then on). */
+static ckpt_pair_result *bind_torch(ckpt_file *opt, ckpt_file *model, const char *const *names, size_t name_count)
+{
+    ckpt_pair_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    ckpt_error_clear(&r->error);
+    size_t *view = NULL, len = 0;
+    if (opt->rep->error.code || model->rep->error.code) {
+        bool bad_opt = opt->rep->error.code != 0;
+        ckpt_error_copy(&r->error, bad_opt ? &opt->rep->error : &model->rep->error);
+        r->invalid = bad_opt ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+        return r;
+    }
+    if (ckpt_torch_bind(opt->rep, model->rep, names, name_count, &view, &len, r)) return r;
+    if (view) {
+        size_t *map = ckpt_item_of_slot(opt->rep);
+        if (!map || view_tensors(model, view, len, &r->error)) {
+            free(map);
+            if (!r->error.code) ckpt_fail_oom(&r->error);
+        } else {
+            free(opt->item_of_slot);
+            opt->item_of_slot = map;
+            model->rep->slots_bound = true;
+            /* the slots' one dtype, as a state file's (several: none) */
+            int dtype = len ? model->rep->tensors[0].dtype : CKPT_DTYPE_ANY;
+            for (size_t i = 1; i < len; i++)
+                if (model->rep->tensors[i].dtype != dtype) dtype = CKPT_DTYPE_ANY;
+            model->rep->dtype = dtype;
+        }
+        free(view);
+    }
+    r->pairs = !r->failures_len && !r->error.code;
+    return r;
 }
 
 /* order: by names (each found once; the rest after, in file order), or by the optimizer's
@@ -371,9 +425,34 @@ static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
     return rc;
 }
 
-ckpt_pair_result *ckpt_pair_named(const ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                                   ckpt_progress_fn progress, void *progress_ctx)
 {
+    if (opt && state && opt->rep->family && opt->rep->family->impl->slots_from_model && !opt->rep->slots_bound) {
+        ckpt_pair_result *b = bind_torch(opt, state, names, name_count);
+        if (!b || !b->pairs) return b;
+        /* the pair's slots, checked as a TorchLean pair is: counts, shapes, tied values */
+        ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+        if (r && b->warnings_len) {
+            char **w = realloc(r->warnings, (r->warnings_len + b->warnings_len) * sizeof *w);
+            if (!w) {
+                ckpt_pair_result_free(r);
+                ckpt_pair_result_free(b);
+                return NULL;
+            }
+            memmove(w + b->warnings_len, w, r->warnings_len * sizeof *w);
+            memcpy(w, b->warnings, b->warnings_len * sizeof *w);
+            r->warnings = w;
+            r->warnings_len += b->warnings_len;
+            b->warnings_len = 0;
+        }
+        if (r) {
+            r->pytorch = b->pytorch;
+            b->pytorch = NULL;
+        }
+        ckpt_pair_result_free(b);
+        return r;
+    }
     const ckpt_report *rs = state ? state->rep : NULL;
     const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
     bool named = names && rs && rs->tensors_len && rs->tensors[0].name;

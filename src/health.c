@@ -386,6 +386,21 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     uint64_t first = o && o->first_slot < n ? o->first_slot : o ? n : 0;
     uint64_t last = o && o->slot_count < n - first ? first + o->slot_count : n;
     double lr = o ? o->lr : NAN;
+    /* without one given: the file's own (a PyTorch group's lr is the next step's), when every
+     * slot has the same; else per slot below */
+    bool stored = false;
+    if (isnan(lr)) {
+        double one = NAN;
+        bool same = true;
+        for (size_t i = 0; i < n && same; i++) {
+            if (!ckpt_schema_requires_grad(s, i)) continue;
+            double x = ckpt_lr_of_slot(ro, i);
+            if (isnan(x) || (!isnan(one) && x != one)) same = false;
+            one = x;
+        }
+        stored = !isnan(one);
+        if (same) lr = one;
+    }
 
     pass ps = {0};
     ps.opt_src = ckpt_file_source(opt);
@@ -423,6 +438,7 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     int rc = ps.m && ps.v && ps.theta ? 0 : ckpt_fail_oom(err);
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"lr\":", pairs ? "true" : "false", pairs ? "true" : "false");
     j_num_or_null(&sb, !isnan(lr), lr);
+    if (stored) sb_puts(&sb, ",\"lrFrom\":\"file\"");
     sb_putc(&sb, ',');
     ckpt_health_band_json(&sb, b);
     sb_puts(&sb, ",\"c\":");
@@ -444,7 +460,8 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         ckpt_health_slot h;
         if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");
-        slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, lr, b, weight_decay, adamw);
+        double slot_lr = isnan(lr) && stored ? ckpt_lr_of_slot(ro, cs) : lr;
+        slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, slot_lr, b, weight_decay, adamw);
     }
     sb_puts(&sb, "],\"flags\":[");
     if (fl.data) sb_puts(&sb, fl.data);

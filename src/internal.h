@@ -4,6 +4,7 @@
 
 #include "ckptscope.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -332,6 +333,12 @@ struct ckpt_family_impl {
     /* a family whose files keep no module order (pairing then orders them, file.c): the warning
      * of a pair ordered by shape alone, after the prefix; NULL: its files keep the model's order */
     const char *unordered;
+    /* slot i's learning rate when the file stores one (a PyTorch group's lr: the next step's),
+     * NAN otherwise; NULL: the family stores none (TorchLean's) */
+    double (*lr_of_slot)(const ckpt_report *rep, uint64_t slot);
+    /* what this file holds when its family holds either (CKPT_ROLE_*: a torch.save file may hold
+     * an optimizer, a model, or both); NULL: the descriptor's role */
+    unsigned (*role_of)(const ckpt_report *rep);
     /* its slots come from the model it belongs to (PyTorch, format.md 10.4): no parameter schema of
      * its own, so nothing that needs one (layouts, pairing, health, runs, export) reads it yet */
     bool slots_from_model;
@@ -374,6 +381,11 @@ static inline const ckpt_config *ckpt_config_of_slot(const ckpt_report *rep, uin
     if (rep->family->impl->config_of_slot) return rep->family->impl->config_of_slot(rep, slot);
     return rep->has_config ? &rep->config : NULL;
 }
+/* Slot i's stored learning rate, NAN when the file stores none. */
+static inline double ckpt_lr_of_slot(const ckpt_report *rep, uint64_t slot)
+{
+    return rep->family && rep->family->impl->lr_of_slot ? rep->family->impl->lr_of_slot(rep, slot) : (double)NAN;
+}
 static inline size_t ckpt_report_item_count(const ckpt_report *rep)
 {
     return rep->family ? rep->family->impl->item_count(rep) : 0;
@@ -384,6 +396,15 @@ static inline size_t ckpt_report_item_count(const ckpt_report *rep)
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err);
 /* CKPT_E_WRONG_FAMILY when rep's family has no parameter schema of its own (slots_from_model). */
 int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err);
+/* dst becomes a copy of src (its text, hint, fields); returns dst's code. */
+int ckpt_error_copy(ckpt_error *dst, const ckpt_error *src);
+/* Pair a PyTorch optimizer's report with its model's (format.md 10.4; torch_family.c): on a
+ * placement that fits, ro becomes the pair's optimizer (slots, entries by slot, per-slot
+ * configs) and *view lists the model's tensors that are the slots, in slot order (the caller
+ * makes them the model report's tensors); failures and warnings go to res. 0, or the error in
+ * res->error (no optimizer, no model, moments that are not Adam's). */
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count,
+                    size_t **view, size_t *view_len, ckpt_pair_result *res);
 /* n bytes at offset of a source already parsed, all of them: a short read means the file changed
  * (CKPT_E_IO "could not read {what} at byte {n}"). */
 int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);

@@ -205,6 +205,10 @@ void j_error(strbuf *sb, const ckpt_error *err)
     sb_printf(sb, ",\"subject\":\"%s\",\"hint\":", err->subject == CKPT_SUBJECT_EXPECTED ? "expected" : "file");
     if (err->hint) j_string(sb, err->hint);
     else sb_puts(sb, "null");
+    if (err->index != CKPT_NONE) {
+        sb_puts(sb, ",\"index\":");
+        j_u64(sb, err->index);
+    }
     if (err->config_diff.present) {
         sb_puts(sb, ",\"configDiff\":");
         j_config_diff(sb, &err->config_diff);

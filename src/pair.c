@@ -101,18 +101,6 @@ static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, c
 }
 
 /* A copy of a file's own diagnostic, as the pair's error. */
-static int copy_error(ckpt_error *dst, const ckpt_error *src)
-{
-    ckpt_fail_at(dst, NULL, src->code, src->offset, src->length, src->slot, "%s", src->message);
-    if (src->hint) {
-        ckpt_set_hint(dst, src->hint);
-        if (!dst->hint) return ckpt_fail_oom(dst);
-    }
-    dst->subject = src->subject;
-    dst->config_diff = src->config_diff;
-    return dst->code;
-}
-
 static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_file *state, progress *pr)
 {
     const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
@@ -123,7 +111,7 @@ static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_fi
     if (rs->family) TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
     if (ro->error.code || rs->error.code) {
         res->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
-        return copy_error(err, ro->error.code ? &ro->error : &rs->error);
+        return ckpt_error_copy(err, ro->error.code ? &ro->error : &rs->error);
     }
     TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
     TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
@@ -220,6 +208,7 @@ void ckpt_pair_result_free(ckpt_pair_result *r)
     for (size_t k = 0; k < r->warnings_len; k++) free(r->warnings[k]);
     free(r->warnings);
     ckpt_error_clear(&r->error);
+    free(r->pytorch);
     free(r);
 }
 
@@ -242,6 +231,10 @@ char *ckpt_pair_json(const ckpt_pair_result *r)
     }
     sb_puts(&sb, "],\"error\":");
     j_error(&sb, r->error.code || !r->failures_len ? &r->error : &r->failures[0]);
+    if (r->pytorch) { /* a PyTorch optimizer's placement on its model */
+        sb_puts(&sb, ",\"pytorch\":");
+        sb_puts(&sb, r->pytorch);
+    }
     sb_puts(&sb, "}");
     return sb_take(&sb);
 }

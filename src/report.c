@@ -374,7 +374,8 @@ static void j_report(jw *w, const ckpt_report *rep, bool bulk)
         j_string(sb, f->magic);
         sb_puts(sb, ",\"name\":");
         j_string(sb, f->name);
-        sb_printf(sb, ",\"kind\":\"%s\"", f->role & CKPT_ROLE_OPTIMIZER ? "optimizer" : "state");
+        unsigned role = f->impl->role_of ? f->impl->role_of(rep) : f->role;
+        sb_printf(sb, ",\"kind\":\"%s\"", role & CKPT_ROLE_OPTIMIZER ? "optimizer" : "state");
     } else {
         sb_puts(sb, "null,\"name\":null,\"kind\":null");
     }

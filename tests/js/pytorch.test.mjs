@@ -175,8 +175,8 @@ print(json.dumps({'pkl': pkl, 'records': records, 'centralDirectory': size - z.s
   await ck.close();
 });
 
-test('what needs a parameter schema refuses a PyTorch file instead of answering for no slots', async () => {
-  const why = 'a torch.save file is read by inspect only: its slots come from the model it belongs to, and pairing it with that model is not supported yet';
+test('what needs a parameter schema refuses a PyTorch optimizer without its model instead of answering for no slots', async () => {
+  const why = 'a torch.save file has no slots of its own: they come from the model it belongs to; give the model (--state MODEL)';
   const opt = at('adamw.pt');
   for (const args of [['health', opt], ['export', opt, path.join(dir, 'out.safetensors')], ['diff', opt, at('amsgrad.pt')],
     ['run', opt, at('amsgrad.pt')], ['check', opt, '--expect', at('amsgrad.pt')]]) {
