@@ -86,6 +86,7 @@ static const struct {
     CODE(TORCH_TENSOR_BOUNDS),
     CODE(TORCH_STEP),
     CODE(TORCH_MALFORMED),
+    CODE(TRAINER_FILE),
 };
 #undef CODE
 

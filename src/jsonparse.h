@@ -33,6 +33,10 @@ typedef struct ckpt_jdoc {
  * every case. */
 int ckpt_json_parse(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at,
                     const char **reason);
+/* The same, NaN, Infinity and -Infinity read as numbers: what Python's json.dumps writes for
+ * floats that are not finite (a Trainer's trainer_state.json). */
+int ckpt_json_parse_nonfinite(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at,
+                              const char **reason);
 void ckpt_jdoc_free(ckpt_jdoc *doc);
 const ckpt_jv *ckpt_jv_first(const ckpt_jdoc *doc, const ckpt_jv *v);
 const ckpt_jv *ckpt_jv_next(const ckpt_jdoc *doc, const ckpt_jv *v);
