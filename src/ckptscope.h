@@ -914,8 +914,11 @@ char *ckpt_training_args_json(const ckpt_training_args *a);
 
 /* trainer_state.json: global_step and the learning rates log_history logged, each at its step
  * (the logs without one skipped), ordered by step; exact as written. Python's NaN and Infinity
- * are read as numbers. At most CKPT_TRAINER_STATE_MAX bytes are read. */
+ * are read as numbers. At most CKPT_TRAINER_STATE_MAX bytes and CKPT_TRAINER_JSON_VALUES values
+ * are read (a Trainer's text has about one value per 12 bytes; the bound keeps a hostile text's
+ * parse to some 250 MB). */
 #define CKPT_TRAINER_STATE_MAX ((uint64_t)32 << 20)
+#define CKPT_TRAINER_JSON_VALUES (CKPT_TRAINER_STATE_MAX / 8)
 typedef struct ckpt_trainer_lr {
     uint64_t step;
     double learning_rate;

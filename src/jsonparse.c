@@ -326,6 +326,14 @@ int ckpt_json_parse_nonfinite(const void *text, size_t len, size_t max_depth, ck
     return parse_text(text, len, max_depth, true, doc, err_at, reason);
 }
 
+size_t ckpt_json_nodes_bound(const void *text, size_t len)
+{
+    const uint8_t *s = text;
+    size_t n = 1;
+    for (size_t k = 0; k < len; k++) n += s[k] == ',' || s[k] == ':' || s[k] == '[' || s[k] == '{';
+    return n;
+}
+
 void ckpt_jdoc_free(ckpt_jdoc *doc)
 {
     free(doc->v);

@@ -371,6 +371,12 @@ int ckpt_trainer_state_read(const ckpt_source *src, ckpt_trainer_state *out, ckp
     TRY(read_text(src, STATE_FILE, &text, &len, err));
     ckpt_jdoc doc;
     const char *why = NULL;
+    size_t values = ckpt_json_nodes_bound(text, len);
+    if (values > CKPT_TRAINER_JSON_VALUES) {
+        free(text);
+        return ckpt_fail(err, STATE_FILE, CKPT_E_TRAINER_FILE, CKPT_NONE, 0, "%zu values; at most %llu are read",
+                         values, (unsigned long long)CKPT_TRAINER_JSON_VALUES);
+    }
     int jr = ckpt_json_parse_nonfinite(text, len, STATE_DEPTH, &doc, &at, &why);
     int rc = 0;
     if (jr == -2) rc = ckpt_fail_oom(err);

@@ -70,6 +70,12 @@ char *ckpt_model_index_shards_json(const void *text, size_t len, const char *nam
                   (unsigned long long)CKPT_TRAINER_STATE_MAX);
         return NULL;
     }
+    size_t values = ckpt_json_nodes_bound(text, len);
+    if (values > CKPT_TRAINER_JSON_VALUES) {
+        ckpt_fail(err, name, CKPT_E_TRAINER_FILE, CKPT_NONE, 0, "%zu values; at most %llu are read", values,
+                  (unsigned long long)CKPT_TRAINER_JSON_VALUES);
+        return NULL;
+    }
     ckpt_jdoc doc;
     size_t at = 0;
     const char *why = NULL;

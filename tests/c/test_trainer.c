@@ -330,6 +330,20 @@ static void test_state_refused(void)
                  "trainer_state.json: log_history[0].learning_rate at byte 47 is not a number", 47);
     /* the strict reader's NaN is Python's only: nan is no JSON */
     expect_state("{\"global_step\": nan}", E, "trainer_state.json: not JSON at byte 16: an unexpected character", 16);
+    /* too many values for its bytes: refused before the parse */
+    size_t many = CKPT_TRAINER_JSON_VALUES;
+    char *commas = malloc(many);
+    memset(commas, ',', many);
+    ckpt_trainer_state st;
+    ckpt_error e2 = {0};
+    CHECK(read_state(commas, many, &st, &e2) == E);
+    CHECK_STR(e2.message, "trainer_state.json: 4194305 values; at most 4194304 are read");
+    ckpt_error_clear(&e2);
+    char *js = ckpt_model_index_shards_json(commas, many, "pytorch_model.bin.index.json", &e2);
+    CHECK(js == NULL);
+    CHECK_STR(e2.message, "pytorch_model.bin.index.json: 4194305 values; at most 4194304 are read");
+    ckpt_error_clear(&e2);
+    free(commas);
     /* too large a text, by its size: nothing read */
     ckpt_source big = {NULL, NULL, CKPT_TRAINER_STATE_MAX + 1};
     ckpt_trainer_state s;
