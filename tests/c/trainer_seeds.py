@@ -4,7 +4,7 @@ transformers is not imported: a stand-in package on sys.path defines what its pi
 way transformers does (TrainingArguments a dataclass in transformers.training_args, pickled with
 its __dict__ as BUILD state; OptimizerNames there and SchedulerType in transformers.trainer_utils,
 str-valued Enums pickled as a REDUCE of the class with the value). Each FILE.bin gets FILE.expected
-(what pickle.load reads back: class, optim, kind, the numbers as float.hex) or FILE.error (the
+(what torch.load reads back: class, optim, kind, the numbers as float.hex) or FILE.error (the
 text, then the error's file offset), each trainer_state JSON a .expected of its learning rates by
 step (as float.hex). Usage: python3 trainer_seeds.py DIR"""
 import dataclasses
