@@ -577,4 +577,51 @@ export class Binding {
     const lengths = core.u64Array(values.map((b) => BigInt(b.byteLength))); ptrs.push(lengths);
     return this.#ex.w_state_write(family, schema, table, lengths, sinkId, err);
   }
+
+  // ---- Hugging Face Trainer folders (src/trainer.c, src/trainer_folder.c) ---------------------
+
+  /** fn(table, n) with names as a char ** table of NUL-terminated strings in wasm memory. */
+  #withNames(names, fn) {
+    const core = this.#core;
+    const ptrs = [];
+    try {
+      const strings = names.map((n) => {
+        const p = core.stringIn(String(n));
+        ptrs.push(p);
+        return p;
+      });
+      const table = this.pointerTable(strings);
+      ptrs.push(table);
+      return fn(table, names.length);
+    } finally {
+      ptrs.forEach((p) => core.free(p));
+    }
+  }
+
+  /** char *ckpt_trainer_folder_json(names char**, n): {optimizer, model, modelIndex,
+   *  trainerState, trainingArgs, scheduler}, each a name among names or null. */
+  trainerFolder(names) { return this.#withNames(names, (t, n) => this.#core.takeJSON(this.#ex.ckpt_trainer_folder_json(t, n))); }
+
+  /** char *ckpt_trainer_checkpoints_json(names char**, n): [{name, step}] of the checkpoint-{N}
+   *  names, by N. */
+  trainerCheckpoints(names) { return this.#withNames(names, (t, n) => this.#core.takeJSON(this.#ex.ckpt_trainer_checkpoints_json(t, n))); }
+
+  /** char *ckpt_model_index_shards_json(text, len, name, err): the shards' names (bytes: the
+   *  index's text), or null with err set. */
+  modelIndexShards(bytes, name, err) {
+    const core = this.#core;
+    const text = core.copyIn(bytes);
+    const nm = core.stringIn(String(name));
+    try {
+      return this.#json(this.#ex.ckpt_model_index_shards_json(text, bytes.byteLength, nm, err));
+    } finally {
+      core.free(text);
+      core.free(nm);
+    }
+  }
+
+  /** char *w_training_args(source, size, err) / w_trainer_state: the file read as JSON, or null
+   *  with err set. */
+  trainingArgs(srcId, size, err) { return this.#json(this.#ex.w_training_args(srcId, size, err)); }
+  trainerState(srcId, size, err) { return this.#json(this.#ex.w_trainer_state(srcId, size, err)); }
 }

@@ -693,3 +693,37 @@ export interface ConvertResult {
 export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;
 /** `source` converted, streamed through write(bytes). */
 export function convertTo(source: Source, write: (bytes: Uint8Array) => void, options: ConvertOptions): Promise<ConvertResult>;
+
+/** A checkpoint-N/ folder's files by what they are (Node), each a path or null. `model` is the
+ *  model file (pytorch_model.bin, else model.safetensors) or a sharded model's index, whose
+ *  shards (from its weight_map, sorted) are then `modelShards`. */
+export interface TrainerFolder {
+  optimizer: string | null;
+  model: string | null;
+  modelShards: string[] | null;
+  trainerState: string | null;
+  trainingArgs: string | null;
+  scheduler: string | null;
+}
+export function trainerFolder(dir: string): Promise<TrainerFolder>;
+/** An output folder's checkpoint-{N} folders in the order of N (Node). */
+export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
+
+/** training_args.bin read as data: kind 'adamw' when optim starts with "adamw", else null (unknown). */
+export interface TrainingArgs {
+  class: string | null;
+  optim: string | null;
+  kind: 'adamw' | null;
+  learningRate: Float | null;
+  weightDecay: Float | null;
+  adamBeta1: Float | null;
+  adamBeta2: Float | null;
+  adamEpsilon: Float | null;
+}
+export function readTrainingArgs(source: Source): Promise<TrainingArgs>;
+/** trainer_state.json: global_step, and the learning rates log_history logged, by step. */
+export interface TrainerState {
+  globalStep: U64 | null;
+  learningRates: { step: U64; learningRate: Float }[];
+}
+export function readTrainerState(source: Source): Promise<TrainerState>;

@@ -96,11 +96,12 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_TENSOR_BOUNDS = 63,  /* P: tensor {path} reaches element e of storage {key}, which holds n */
     CKPT_E_TORCH_STEP = 64,           /* P: index i: step s is not a step count */
     CKPT_E_TORCH_MALFORMED = 65,      /* P: malformed checkpoint at byte o of member: the reason */
+    CKPT_E_TRAINER_FILE = 66, /* a Trainer folder's file does not hold what the Trainer writes */
     /* a PyTorch optimizer and its model (format.md 10.4) */
-    CKPT_E_TORCH_UNPLACED = 66, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
-    CKPT_E_TORCH_COUNT = 67,    /* P: the optimizer has n parameters with state, the model m parameters */
-    CKPT_E_TORCH_NAMED = 68,    /* P: optimizer index i is {name} in param_names, which the model does not have */
-    CKPT_E_TORCH_NO_PAIR = 69   /* P: the files hold no optimizer, no model, or moments not laid out as one */
+    CKPT_E_TORCH_UNPLACED = 67, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
+    CKPT_E_TORCH_COUNT = 68,    /* P: the optimizer has n parameters with state, the model m parameters */
+    CKPT_E_TORCH_NAMED = 69,    /* P: optimizer index i is {name} in param_names, which the model does not have */
+    CKPT_E_TORCH_NO_PAIR = 70   /* P: the files hold no optimizer, no model, or moments not laid out as one */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -891,6 +892,74 @@ int ckpt_fail_value_too_large(ckpt_error *err, uint64_t slot, const char *decima
  * {offset, size}}} in this build's sizes (pointers are 4 bytes in wasm32). malloc'ed; NULL when
  * out of memory. */
 char *ckpt_abi_json(void);
+
+/* ---- Hugging Face Trainer folders (format.md 10.3, 10.5) ---------------------------------- */
+
+/* What training_args.bin (a torch.save of a TrainingArguments dataclass, zip or legacy) holds,
+ * read as data: nothing it names runs. `kind` is CKPT_TRAINING_KIND_ADAMW when optim starts with
+ * "adamw" (transformers' OptimizerNames adamw_*), else CKPT_TRAINING_KIND_UNKNOWN. */
+enum { CKPT_TRAINING_KIND_UNKNOWN = 0, CKPT_TRAINING_KIND_ADAMW = 1 };
+enum {
+    CKPT_TA_LEARNING_RATE = 1,
+    CKPT_TA_WEIGHT_DECAY = 2,
+    CKPT_TA_ADAM_BETA1 = 4,
+    CKPT_TA_ADAM_BETA2 = 8,
+    CKPT_TA_ADAM_EPSILON = 16,
+};
+typedef struct ckpt_training_args {
+    char *class_name; /* "module.name" of the pickled class; NULL for a plain dict */
+    char *optim;      /* the optim field's text (an OptimizerNames enum's value); NULL when absent */
+    int kind;         /* CKPT_TRAINING_KIND_* */
+    unsigned has;     /* CKPT_TA_*: which numbers the file holds */
+    double learning_rate, weight_decay, adam_beta1, adam_beta2, adam_epsilon;
+} ckpt_training_args;
+
+/* Read src; `name` names it in texts ("training_args.bin"). 0 with *out filled (free it with
+ * ckpt_training_args_free), or the torch.save reader's code, or CKPT_E_TRAINER_FILE (the object
+ * is no dataclass with its fields as state, or a field has another type), err set. */
+int ckpt_training_args_read(const ckpt_source *src, const char *name, ckpt_training_args *out, ckpt_error *err);
+void ckpt_training_args_free(ckpt_training_args *a);
+/* {"class","optim","kind": "adamw"|null,"learningRate","weightDecay","adamBeta1","adamBeta2",
+ * "adamEpsilon"} (null when absent); malloc'ed, NULL when out of memory. */
+char *ckpt_training_args_json(const ckpt_training_args *a);
+
+/* trainer_state.json: global_step and the learning rates log_history logged, each at its step
+ * (the logs without one skipped), ordered by step; exact as written. Python's NaN and Infinity
+ * are read as numbers. At most CKPT_TRAINER_STATE_MAX bytes and CKPT_TRAINER_JSON_VALUES values
+ * are read (a Trainer's text has about one value per 12 bytes; the bound keeps a hostile text's
+ * parse to some 250 MB). */
+#define CKPT_TRAINER_STATE_MAX ((uint64_t)32 << 20)
+#define CKPT_TRAINER_JSON_VALUES (CKPT_TRAINER_STATE_MAX / 8)
+typedef struct ckpt_trainer_lr {
+    uint64_t step;
+    double learning_rate;
+} ckpt_trainer_lr;
+typedef struct ckpt_trainer_state {
+    bool has_global_step;
+    uint64_t global_step;
+    ckpt_trainer_lr *lrs; /* by step; of equal steps, the one logged last only */
+    size_t lrs_len;
+} ckpt_trainer_state;
+int ckpt_trainer_state_read(const ckpt_source *src, ckpt_trainer_state *out, ckpt_error *err);
+void ckpt_trainer_state_free(ckpt_trainer_state *s);
+/* The learning rate logged at `step`: true with *lr set, false when none was. */
+bool ckpt_trainer_state_lr_at(const ckpt_trainer_state *s, uint64_t step, double *lr);
+/* {"globalStep": n|null, "learningRates": [{"step","learningRate"}...]}; NULL when out of memory. */
+char *ckpt_trainer_state_json(const ckpt_trainer_state *s);
+
+/* What each file of a checkpoint-N/ folder is, by its name (a table): the names given (file
+ * names, no folders) as JSON {"optimizer","model","modelIndex","trainerState","trainingArgs",
+ * "scheduler"}, each a name or null. A model is pytorch_model.bin, else model.safetensors, else
+ * the index of a sharded one (modelIndex: pytorch_model.bin.index.json, else
+ * model.safetensors.index.json). NULL when out of memory. */
+char *ckpt_trainer_folder_json(const char *const *names, size_t n);
+/* The shards a sharded model's index (JSON text: {"weight_map": {tensor: shard}}) names, each
+ * once, sorted, as a JSON array of names; NULL with err set (CKPT_E_TRAINER_FILE: not such an
+ * index, or a shard that is not a plain file name). `name` names the index in texts. */
+char *ckpt_model_index_shards_json(const void *text, size_t len, const char *name, ckpt_error *err);
+/* An output folder's checkpoint-{N} entries among names, by N (numeric; equal N by name), as
+ * JSON [{"name","step"}]; other names are left out. NULL when out of memory. */
+char *ckpt_trainer_checkpoints_json(const char *const *names, size_t n);
 
 #ifdef __cplusplus
 }

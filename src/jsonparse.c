@@ -12,6 +12,7 @@ typedef struct parser {
     const uint8_t *s;
     size_t len, pos;
     size_t max_depth;
+    bool nonfinite; /* NaN, Infinity, -Infinity as numbers (Python's json.dumps writes them) */
     ckpt_jdoc *doc;
     const char *reason;
     bool oom;
@@ -287,15 +288,18 @@ static int parse_value(parser *p, size_t depth, size_t *out)
         case CKPT_JV_NULL: return parse_literal(p, "null");
         case CKPT_JV_BOOL: p->doc->v[node].boolean = c == 't'; return parse_literal(p, c == 't' ? "true" : "false");
         default:
+            if (p->nonfinite && (c == 'N' || c == 'I' || (c == '-' && p->pos + 1 < p->len && p->s[p->pos + 1] == 'I')))
+                return parse_literal(p, c == 'N' ? "NaN" : c == 'I' ? "Infinity" : "-Infinity");
             if (c != '-' && (c < '0' || c > '9')) return fail(p, "an unexpected character");
             return parse_number(p, node);
     }
 }
 
-int ckpt_json_parse(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at, const char **reason)
+static int parse_text(const void *text, size_t len, size_t max_depth, bool nonfinite, ckpt_jdoc *doc, size_t *err_at,
+                      const char **reason)
 {
     memset(doc, 0, sizeof *doc);
-    parser p = {text, len, 0, max_depth, doc, NULL, false};
+    parser p = {text, len, 0, max_depth, nonfinite, doc, NULL, false};
     size_t root;
     int rc = parse_value(&p, 0, &root);
     if (!rc) {
@@ -309,6 +313,25 @@ int ckpt_json_parse(const void *text, size_t len, size_t max_depth, ckpt_jdoc *d
         return -1;
     }
     return 0;
+}
+
+int ckpt_json_parse(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at, const char **reason)
+{
+    return parse_text(text, len, max_depth, false, doc, err_at, reason);
+}
+
+int ckpt_json_parse_nonfinite(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at,
+                              const char **reason)
+{
+    return parse_text(text, len, max_depth, true, doc, err_at, reason);
+}
+
+size_t ckpt_json_nodes_bound(const void *text, size_t len)
+{
+    const uint8_t *s = text;
+    size_t n = 1;
+    for (size_t k = 0; k < len; k++) n += s[k] == ',' || s[k] == ':' || s[k] == '[' || s[k] == '{';
+    return n;
 }
 
 void ckpt_jdoc_free(ckpt_jdoc *doc)

@@ -33,7 +33,14 @@ typedef struct ckpt_jdoc {
  * every case. */
 int ckpt_json_parse(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at,
                     const char **reason);
+/* The same, NaN, Infinity and -Infinity read as numbers: what Python's json.dumps writes for
+ * floats that are not finite (a Trainer's trainer_state.json). */
+int ckpt_json_parse_nonfinite(const void *text, size_t len, size_t max_depth, ckpt_jdoc *doc, size_t *err_at,
+                              const char **reason);
 void ckpt_jdoc_free(ckpt_jdoc *doc);
+/* At least the number of nodes a parse of the text makes (one more than its ',', ':', '[' and
+ * '{', strings' included): a parse's memory, known before it runs. */
+size_t ckpt_json_nodes_bound(const void *text, size_t len);
 const ckpt_jv *ckpt_jv_first(const ckpt_jdoc *doc, const ckpt_jv *v);
 const ckpt_jv *ckpt_jv_next(const ckpt_jdoc *doc, const ckpt_jv *v);
 static inline const char *ckpt_jv_str(const ckpt_jdoc *doc, const ckpt_jv *v) { return doc->pool + v->str; }

@@ -1205,6 +1205,7 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
         if (!rc && c.path.failed) rc = ckpt_fail_oom(err);
     }
     if (!rc && t->models_len) t->model = 0;
+    t->pickle_at = c.base;
     ckpt_zip_free(c.zip);
     free(c.hash);
     free(c.seen);

@@ -95,6 +95,7 @@ typedef struct ckpt_torch {
     char *prefix;        /* the zip's prefix ("" for legacy) */
     uint64_t records;    /* storage records: data/ members, or the legacy list's keys */
     ckpt_pickle *pickle; /* the object's */
+    uint64_t pickle_at;  /* the file's byte of the object pickle's offset 0 (a node's offset + pickle_at) */
     uint8_t *pickle_bytes;
     ckpt_pickle *legacy_pickles[4]; /* the legacy format's others (magic, protocol, sys_info, keys) */
     uint8_t *legacy_bytes;

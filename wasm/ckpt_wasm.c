@@ -371,3 +371,29 @@ char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, in
     if (!json) ckpt_error_set_oom(err);
     return json;
 }
+
+/* ---- Hugging Face Trainer folders ---- */
+
+/* training_args.bin and trainer_state.json read from a JS source, as JSON (ckpt_training_args_json,
+ * ckpt_trainer_state_json), or NULL with err set. */
+char *w_training_args(int source, uint64_t size, ckpt_error *err)
+{
+    ckpt_source src = make_source(source, size);
+    ckpt_training_args a;
+    if (ckpt_training_args_read(&src, "training_args.bin", &a, err)) return NULL;
+    char *json = ckpt_training_args_json(&a);
+    ckpt_training_args_free(&a);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}
+
+char *w_trainer_state(int source, uint64_t size, ckpt_error *err)
+{
+    ckpt_source src = make_source(source, size);
+    ckpt_trainer_state s;
+    if (ckpt_trainer_state_read(&src, &s, err)) return NULL;
+    char *json = ckpt_trainer_state_json(&s);
+    ckpt_trainer_state_free(&s);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}

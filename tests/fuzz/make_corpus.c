@@ -167,7 +167,43 @@ int main(int argc, char **argv)
         failed |= save(argv[1], "zip", "writer.zip", "", 0, buf.data, buf.len);
         failed |= save(argv[1], "zip", "prefixed.zip", "#!prefix\n", 9, buf.data, buf.len);
         failed |= save(argv[1], "torch", "writer.pt", "", 0, buf.data, buf.len);
+        failed |= save(argv[1], "trainer", "torch.pt", "\0", 1, buf.data, buf.len);
         ckpt_buffer_free(&buf);
+    }
+    /* a Trainer's files: a TrainingArguments dataclass (NEWOBJ, BUILD of its fields, an enum
+     * member by value and by name) in a torch.save zip; trainer_state.json; a model's index */
+    {
+        static const char args_pickle[] =
+            "\x80\x02\x63transformers.training_args\nTrainingArguments\nq\x00)\x81q\x01}q\x02(X\x05\x00\x00\x00optimq"
+            "\x03\x63transformers.training_args\nOptimizerNames\nq\x04X\x0b\x00\x00\x00"
+            "adamw_torchq\x05\x85Rq\x06"
+            "X\x0d\x00\x00\x00learning_rateq\x07G?\x33\xa9*0U2aX\x0c\x00\x00\x00weight_decayK\x00X\x11\x00\x00\x00"
+            "lr_scheduler_type\x63__builtin__\ngetattr\nq\x08\x63transformers.training_args\nOptimizerNames\nX\x0b\x00"
+            "\x00\x00PAGED_ADAMW\x86RX\x0a\x00\x00\x00"
+            "adam_beta1Nub.";
+        ckpt_buffer buf;
+        ckpt_sink sink;
+        ckpt_sink_buffer(&sink, &buf);
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        ckpt_zip_writer w;
+        ckpt_zip_writer_init(&w, &sink, &err);
+        int rc = ckpt_zip_begin(&w, "training_args/data.pkl");
+        if (!rc) rc = ckpt_zip_write(&w, args_pickle, sizeof args_pickle - 1);
+        if (!rc) rc = ckpt_zip_end(&w);
+        if (!rc) rc = ckpt_zip_finish(&w);
+        ckpt_zip_writer_free(&w);
+        if (rc) return fprintf(stderr, "zip: %s\n", err.message), 1;
+        failed |= save(argv[1], "trainer", "training_args.bin", "\0", 1, buf.data, buf.len);
+        ckpt_buffer_free(&buf);
+        static const char state[] =
+            "{\"global_step\": 20, \"log_history\": [{\"learning_rate\": 0.00023999999999999998, \"loss\": NaN, "
+            "\"step\": 10}, {\"eval_loss\": Infinity, \"step\": 10}, {\"learning_rate\": -Infinity, \"step\": 20}]}";
+        failed |= save(argv[1], "trainer", "trainer_state.json", "\1", 1, state, sizeof state - 1);
+        failed |= save(argv[1], "trainer", "trainer_state-unsized.json", "\2", 1, state, sizeof state - 1);
+        static const char index[] = "{\"metadata\": {\"total_size\": 8}, \"weight_map\": {\"b\": \"m-2.safetensors\", "
+                                    "\"a\": \"m-1.safetensors\", \"c\": \"m-2.safetensors\"}}";
+        failed |= save(argv[1], "trainer", "index.json", "\3", 1, index, sizeof index - 1);
     }
     /* safetensors files: every dtype, metadata, and names the pair target can find */
     static const char *headers[] = {

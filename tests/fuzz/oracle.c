@@ -11,7 +11,7 @@
 #error "CKPT_TEMPLATES: the path of tests/cases/templates.txt"
 #endif
 
-#define MAX_TEMPLATES 256
+#define MAX_TEMPLATES 512
 
 static struct {
     int code;

@@ -86,3 +86,17 @@ async function using_<T extends { close(): void }>(x: T, fn: (x: T) => Promise<v
   }
 }
 void main();
+
+async function trainer(): Promise<void> {
+  const { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } = await import('ckptscope');
+  for (const { path, step } of await checkpointFolders('out')) {
+    const files = await trainerFolder(path);
+    const shards: string[] = files.modelShards ?? (files.model ? [files.model] : []);
+    const args = files.trainingArgs ? await readTrainingArgs(files.trainingArgs) : null;
+    const adamw: boolean = args?.kind === 'adamw';
+    const state = files.trainerState ? await readTrainerState(files.trainerState) : null;
+    const lr = state?.learningRates.find((l) => toNumber(l.step) === toNumber(step))?.learningRate ?? null;
+    console.log(shards.length, adamw, lr === null ? null : toNumber(lr));
+  }
+}
+void trainer();
