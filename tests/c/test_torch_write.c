@@ -67,9 +67,31 @@ static void make(built *x, const layout *l, int dtype, ckpt_config c, FILE *fact
                 memcpy(m + 4 * k, &a, 4), memcpy(v + 4 * k, &b, 4);
             }
         }
+        if (facts) {
+            fprintf(facts, "shape %zu", ne);
+            for (uint64_t d = 0; d < ckpt_schema_rank(s, i); d++)
+                fprintf(facts, " %llu", (unsigned long long)ckpt_schema_dims(s, i)[d]);
+            fprintf(facts, "\nm %zu ", ne);
+            for (size_t k = 0; k < count * w; k++) fprintf(facts, "%02x", m[k]);
+            fprintf(facts, "\nv %zu ", ne);
+            for (size_t k = 0; k < count * w; k++) fprintf(facts, "%02x", v[k]);
+            fprintf(facts, "\n");
+        }
         e[ne] = (ckpt_entry_in){i, l->steps[i], count, m, v, count * w, count * w};
         payloads[np++] = m, payloads[np++] = v;
         ne++;
+    }
+    if (facts) {
+        fprintf(facts, "layout");
+        for (size_t i = 0; i < l->n; i++) {
+            uint64_t rep = ckpt_schema_representative(s, i);
+            if (!ckpt_schema_requires_grad(s, i)) fprintf(facts, " frozen");
+            else if (rep != i) fprintf(facts, " alias%llu", (unsigned long long)rep);
+            else fprintf(facts, " owner");
+        }
+        fprintf(facts, "\nconfig %s %s %.17g %.17g %.17g %.17g\n", c.kind == CKPT_ADAMW ? "adamw" : "adam",
+                dtype == CKPT_FLOAT64 ? "float64" : "float32", ckpt_double_from_bits(c.beta1),
+                ckpt_double_from_bits(c.beta2), ckpt_double_from_bits(c.epsilon), ckpt_double_from_bits(c.weight_decay));
     }
     ckpt_write_desc d = {s, dtype, c, false, 0, e, ne, 0};
     ckpt_sink sink;
@@ -145,7 +167,7 @@ static void test_tied_adamw_f32(void)
     built in, out;
     FILE *facts = facts_file("tied.facts");
     make(&in, &tied, CKPT_FLOAT32, adamw(), facts);
-    if (facts) fclose(facts);
+    if (facts) fprintf(facts, "lr %.17g\n", lr_1e3.lr), fclose(facts);
     ckpt_error err = {0};
     CHECK(to_torch(&in, NULL, &lr_1e3, &out, &err) == 0);
     if (err.code) fprintf(stderr, "convert: %s\n", err.message);
@@ -196,10 +218,10 @@ static void test_adam_f64(void)
                      0};
     built in, out;
     FILE *facts = facts_file("f64.facts");
-    make(&in, &l, CKPT_FLOAT64, c, facts);
-    if (facts) fclose(facts);
-    ckpt_error err = {0};
     ckpt_torch_options o = {true, 0.05, "f64", NULL, NULL};
+    make(&in, &l, CKPT_FLOAT64, c, facts);
+    if (facts) fprintf(facts, "lr %.17g\n", o.lr), fclose(facts);
+    ckpt_error err = {0};
     CHECK(to_torch(&in, NULL, &o, &out, &err) == 0);
     if (err.code) fprintf(stderr, "convert: %s\n", err.message);
     save(&out, "f64.pt");
