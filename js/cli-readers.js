@@ -100,7 +100,8 @@ export async function convertTorchFile(input, output, { lr, state }) {
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
     }
-    if (err instanceof CheckpointError && state !== undefined && !err.context) {
+    // the pairing's failure (or the state file's own diagnostic) says which file: not --lr's
+    if (err instanceof CheckpointError && state !== undefined && !err.context && err.code !== (await loadBinding()).codes.INVALID_ARGUMENT) {
       throw new CheckpointError(err, { context: `cannot convert ${displayName(input)} with --state ${displayName(state)}` });
     }
     throw err;
