@@ -191,7 +191,8 @@ static int strides_of(const uint64_t *dims, size_t rank, uint64_t *stride, ckpt_
     for (size_t d = rank; d-- > 0;) {
         stride[d] = acc;
         uint64_t dim = dims[d] ? dims[d] : 1;
-        if (acc > UINT64_MAX / dim) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a shape too large for torch");
+        if (acc > UINT64_MAX / dim)
+            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a shape too large for torch");
         acc *= dim;
     }
     return 0;
@@ -337,7 +338,8 @@ static bool plain_name(const char *s)
     if (n == 0 || n > 64) return false;
     for (size_t k = 0; k < n; k++) {
         char ch = s[k];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
             return false;
     }
     return true;

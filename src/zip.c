@@ -608,7 +608,9 @@ int ckpt_zip_begin(ckpt_zip_writer *w, const char *name)
     TRY(out_bytes(w, name, nlen));
     if (elen) {
         uint8_t field[4 + 256];
-        if (pad > 256) return ckpt_fail(w->err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the zip writer");
+        if (pad > 256)
+            return ckpt_fail(w->err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "invalid arguments to the zip writer");
         field[0] = 'F', field[1] = 'B';
         put16(field + 2, (unsigned)pad);
         memset(field + 4, 'Z', pad);

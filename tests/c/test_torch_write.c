@@ -91,7 +91,8 @@ static void make(built *x, const layout *l, int dtype, ckpt_config c, FILE *fact
         }
         fprintf(facts, "\nconfig %s %s %.17g %.17g %.17g %.17g\n", c.kind == CKPT_ADAMW ? "adamw" : "adam",
                 dtype == CKPT_FLOAT64 ? "float64" : "float32", ckpt_double_from_bits(c.beta1),
-                ckpt_double_from_bits(c.beta2), ckpt_double_from_bits(c.epsilon), ckpt_double_from_bits(c.weight_decay));
+                ckpt_double_from_bits(c.beta2), ckpt_double_from_bits(c.epsilon),
+                ckpt_double_from_bits(c.weight_decay));
     }
     ckpt_write_desc d = {s, dtype, c, false, 0, e, ne, 0};
     ckpt_sink sink;
