@@ -542,6 +542,17 @@ export class Binding {
       dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err));
   }
 
+  /** int w_convert_torch(file, state file (0: none), has_lr, lr double, prefix char* (0: none),
+   *  sink, progress, err): 0, or the code with err set. */
+  convertTorch(file, stateFile, lr, prefix, sinkId, pid, err) {
+    const p = prefix === null || prefix === undefined ? 0 : this.#core.stringIn(String(prefix));
+    try {
+      return this.#ex.w_convert_torch(file, stateFile || 0, lr === null || lr === undefined ? 0 : 1, lr ?? 0, p, sinkId, pid, err);
+    } finally {
+      if (p) this.#core.free(p);
+    }
+  }
+
   // ---- writers ------------------------------------------------------------------------------
 
   /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const

@@ -82,3 +82,37 @@ export async function convertFile(input, output, options) {
   }
   return lines;
 }
+
+/**
+ * convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch, written atomically as convert
+ * writes, then what ckptscope's own reader sees in OUT. Returns the lines to print.
+ */
+export async function convertTorchFile(input, output, { lr, state }) {
+  checkInput(input, 'checkpoint');
+  if (state !== undefined) checkInput(state, 'checkpoint');
+  // torch.save names the zip's folder after the file's stem (the core keeps a plain one only)
+  const prefix = displayName(output).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  const { convertToTorch } = await import('./convert.js');
+  const options = { lr, prefix, ...(state === undefined ? {} : { state: sourceOf(state) }) };
+  try {
+    await reading(input, 'checkpoint', () => writing(output, () => convertToTorch(sourceOf(input), output, options)));
+  } catch (err) {
+    if (err instanceof CheckpointError && err.fileError) {
+      throw new CheckpointError(err.fileError, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
+    }
+    // the pairing's failure (or the state file's own diagnostic) says which file: not --lr's
+    if (err instanceof CheckpointError && state !== undefined && !err.context && err.code !== (await loadBinding()).codes.INVALID_ARGUMENT) {
+      throw new CheckpointError(err, { context: `cannot convert ${displayName(input)} with --state ${displayName(state)}` });
+    }
+    throw err;
+  }
+  const ck = await open(output);
+  try {
+    const s = ck.summary, n = s.entryCount;
+    const dtypes = [...new Set(s.entries.map((e) => e.dtype))].join(', ') || 'no moments';
+    return [`${displayName(output)}: torch.save file, ${s.optimizer.kind === 'adamw' ? 'AdamW' : 'Adam'} state_dict, ${n} parameter${n === 1 ? '' : 's'} with state (${dtypes}), lr ${s.optimizer.groups[0].lr}`,
+      `weights only: ${s.weightsOnly ? 'yes' : 'no'} (torch.load(weights_only=True))`];
+  } finally {
+    ck.close();
+  }
+}

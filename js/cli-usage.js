@@ -33,6 +33,8 @@ export const USAGE = `usage:
                    [--random-counter N] [--drop-random-counter] [--untie]
                    [--round-to-float32]
       the same optimizer state as another version, for an older TorchLean
+  ckptscope convert IN OUT.pt|OUT.pth|OUT.bin --lr X [--state STATE]
+      the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
   ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
@@ -70,7 +72,7 @@ export const SPECS = {
   write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
   convert: {
     flags: { '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-    options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)' },
+    options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state)' },
   },
   // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
   run: {

@@ -18,7 +18,7 @@ import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
-import { loadsInLine, checkEveryReader, convertFile } from './cli-readers.js';
+import { loadsInLine, checkEveryReader, convertFile, convertTorchFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
@@ -543,9 +543,14 @@ async function listening(start, port, advice) {
   }
 }
 
-/** convert IN OUT --to V | --for READER [options] (docs/cli.md, cli-readers.js). */
+/** convert IN OUT --to V | --for READER [options], or IN OUT.pt --lr X [--state STATE]
+ *  (docs/cli.md, cli-readers.js). */
 async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
+  if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
+  for (const option of ['--lr', '--state']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch OUT (.pt, .pth or .bin): convert IN OUT.pt --lr X [--state STATE]`, 'convert');
+  }
   if (positional.length !== 2 || (seen['--to'] === undefined) === (seen['--for'] === undefined)) {
     throw new UsageError('convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER', 'convert');
   }
@@ -563,6 +568,26 @@ async function cmdConvert(argv) {
   };
   if (seen['--for'] !== undefined) await knownReader('--for', seen['--for'], '');
   say(process.stdout, await convertFile(input, output, options));
+  return 0;
+}
+
+// OUT's extension says the direction: a torch.save file for PyTorch, else a TLADAMF version
+const TORCH_OUT = /\.(pt|pth|bin)$/i;
+
+/** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch (docs/pytorch.md). */
+async function convertTorch([input, output], seen) {
+  for (const option of ['--to', '--for', '--random-counter', '--drop-random-counter', '--untie', '--round-to-float32']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a TLADAMF OUT: ${shown(output, PATH_ECHO_MAX)} is written as a torch.save file (its extension)`, 'convert');
+  }
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
+  const state = seen['--state'];
+  if (state !== undefined && isStream(state)) throw new UsageError(`convert --state needs a file: ${streamName(state)} works for IN only`, 'convert');
+  let lr;
+  if (seen['--lr'] !== undefined) {
+    lr = decimalNumber(seen['--lr']);
+    if (Number.isNaN(lr)) throw new UsageError(`--lr takes a number, not ${shown(seen['--lr'], PATH_ECHO_MAX)}`, 'convert');
+  }
+  say(process.stdout, await convertTorchFile(input, output, { lr, state }));
   return 0;
 }
 

@@ -49,3 +49,30 @@ export function convert(source, path, options) {
     result = await convertTo(source, write, options);
   }).then(() => result);
 }
+
+/**
+ * TorchLean to PyTorch: stream `source` (a TLADAMF file) as a torch.save file of an Adam/AdamW
+ * optimizer's state_dict through write(bytes), for `optimizer.load_state_dict(torch.load(OUT))`.
+ * Options: `lr` (required: TorchLean does not store the learning rate; without it the core's
+ * refusal names --lr), `state` (a model-state file: the pair is checked first and a pair that
+ * fails is refused with its first failure), `prefix` (the zip's folder, torch.save's file stem;
+ * default "archive"). Rejects with the file's own diagnostic (also as `fileError`) when it is
+ * invalid.
+ */
+export async function convertToTorchTo(source, write, options = {}) {
+  const { lr, state, prefix, onProgress, signal } = options;
+  if (lr !== undefined && lr !== null && typeof lr !== 'number') throw new TypeError(`lr must be a number, got ${typeof lr}`);
+  const body = (ck, fs) => {
+    if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+    return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+      withProgress(b, { onProgress, signal }, (pid) => b.convertTorch(file, fs, lr ?? null, prefix ?? null, sinkId, pid, err))), signal);
+  };
+  await withOpen(source, (ck) => (state === undefined || state === null
+    ? body(ck, 0)
+    : withOpen(state, (st) => withFile(st, (_, fs) => body(ck, fs)))));
+}
+
+/** Node: `source` as a torch.save file written to `path` atomically (as convert writes). */
+export function convertToTorch(source, path, options) {
+  return saveAtomically(path, (write) => convertToTorchTo(source, write, options));
+}

@@ -727,3 +727,16 @@ export interface TrainerState {
   learningRates: { step: U64; learningRate: Float }[];
 }
 export function readTrainerState(source: Source): Promise<TrainerState>;
+/** convertToTorch(): TorchLean to PyTorch (docs/pytorch.md "TorchLean to PyTorch"). */
+export interface TorchConvertOptions extends ScanOptions {
+  /** The learning rate the group holds (required: TorchLean does not store it). */
+  lr: number;
+  /** A model-state file: the pair is checked first. */
+  state?: Source;
+  /** The zip's folder (torch.save uses the file's stem); default "archive". */
+  prefix?: string;
+}
+/** Node: a TLADAMF file as a torch.save file of its Adam/AdamW state_dict, written to `path` atomically. */
+export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<void>;
+/** The torch.save file streamed through write(bytes). */
+export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;

@@ -742,6 +742,28 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
  * memory. */
 char *ckpt_convert_result_json(const ckpt_convert_result *res);
 
+/* TorchLean to PyTorch (src/torch_write.c): the state of a valid TLADAMF file as the torch.save
+ * zip of an Adam/AdamW optimizer's state_dict (format.md 10.1, 10.2), which
+ * `optimizer.load_state_dict(torch.load(OUT))` resumes: index i is the i-th owner slot in slot
+ * order, `step` a 0-d float32 tensor (float64 from 2^24 on), the moments bit for bit in the
+ * file's dtype and shaped as their slots, one parameter group of the file's config with `lr`
+ * from the options (TorchLean does not store it). Payloads are copied in chunks. */
+typedef struct ckpt_torch_options {
+    bool has_lr; /* without it the conversion is refused, naming --lr */
+    double lr;
+    const char *prefix;        /* the zip's folder (torch.save uses the file's stem); NULL or not a
+                                * plain name ([A-Za-z0-9_-], 1 to 64 bytes): "archive" */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_torch_options;
+
+/* Stream the torch.save file into out. With `state` (a model-state file; may be NULL) the pair
+ * is checked first, as ckpt_pair_named does without names, and a pair that fails is refused
+ * with its first failure. Returns 0 or the error code; on a failure part of the file may have
+ * been written: write to a temporary. */
+int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
+                          ckpt_error *err);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of

@@ -595,10 +595,27 @@ int ckpt_zip_begin(ckpt_zip_writer *w, const char *name)
     put32(lh + 14, 0);
     put32(lh + 18, 0);
     put32(lh + 22, 0);
+    /* the padding field's length: the data starts past the header, the name and the field */
+    size_t pad = 0, elen = 0;
+    if (w->align) {
+        uint64_t start = w->at + LOCAL_LEN + nlen + 4;
+        pad = (size_t)((w->align - start % w->align) % w->align);
+        elen = 4 + pad;
+    }
     put16(lh + 26, (unsigned)nlen);
-    put16(lh + 28, 0);
+    put16(lh + 28, (unsigned)elen);
     TRY(out_bytes(w, lh, sizeof lh));
     TRY(out_bytes(w, name, nlen));
+    if (elen) {
+        uint8_t field[4 + 256];
+        if (pad > 256)
+            return ckpt_fail(w->err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "invalid arguments to the zip writer");
+        field[0] = 'F', field[1] = 'B';
+        put16(field + 2, (unsigned)pad);
+        memset(field + 4, 'Z', pad);
+        TRY(out_bytes(w, field, elen));
+    }
     w->open = true;
     w->crc = 0;
     w->size = 0;

@@ -82,6 +82,8 @@ typedef struct ckpt_zip_writer {
     bool open;     /* a member's data is being written */
     uint32_t crc;  /* of the open member's data so far */
     uint64_t size; /* of the open member's data so far */
+    unsigned align; /* nonzero: each member's data starts at a multiple of it (torch.save pads the
+                     * local header with an extra field "FB" of 'Z' bytes to 64) */
 } ckpt_zip_writer;
 
 void ckpt_zip_writer_init(ckpt_zip_writer *w, const ckpt_sink *out, ckpt_error *err);

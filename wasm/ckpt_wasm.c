@@ -282,6 +282,16 @@ char *w_health(const ckpt_file *opt, const ckpt_file *state, double lr, int band
 /* Is [low, high] a ratio band? 0, or CKPT_E_INVALID_ARGUMENT with the reason in err. */
 int w_health_ratio_band(double low, double high, ckpt_error *err) { return ckpt_health_ratio_band(low, high, err); }
 
+/* TorchLean to PyTorch into a JS sink (ckpt_convert_to_torch): state NULL for none; lr read when
+ * has_lr; prefix NULL or UTF-8 in wasm memory. 0, or the code with err set. */
+int w_convert_torch(const ckpt_file *f, ckpt_file *state, int has_lr, double lr, const char *prefix, int sink,
+                    int progress_token, ckpt_error *err)
+{
+    ckpt_torch_options o = {has_lr != 0, lr, prefix, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_convert_to_torch(f, state, &o, &out, err);
+}
+
 /* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm
  * memory; slots: NULL or slot_count u64. */
 int w_export(const ckpt_file *f, int format, const char *const *names, size_t name_count, const uint64_t *slots,
