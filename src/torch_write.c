@@ -388,7 +388,8 @@ static int write_zip(const plan *p, const ckpt_file *in, const ckpt_torch_option
 
 static int check_pair(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, ckpt_error *err)
 {
-    ckpt_pair_result *r = ckpt_pair_named(in, state, NULL, 0, o->progress, o->progress_ctx);
+    /* in is a TLADAMF file (checked first): pairing reads it and changes nothing of it */
+    ckpt_pair_result *r = ckpt_pair_named((ckpt_file *)in, state, NULL, 0, o->progress, o->progress_ctx);
     if (!r) return ckpt_fail_oom(err);
     int rc = 0;
     if (r->failures_len) {

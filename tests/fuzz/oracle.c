@@ -38,6 +38,7 @@ static const struct {
     {"{x}", "[0-9a-f][0-9a-f]"},
     {"{i}", "-?[0-9]+"},
     {"{f}", "(-?[0-9]+(\\.[0-9]+)?(e[-+][0-9]+)?|nan|-?inf)"},
+    {"{name}", ".+"},
 };
 
 static void compile(int code, const char *t)

@@ -20,12 +20,13 @@ const PLACEHOLDERS = {
   '{why}': '[^()]+',
   '{i}': '-?[0-9]+',
   '{f}': '(?:-?[0-9]+(?:\\.[0-9]+)?(?:e[-+][0-9]+)?|nan|-?inf)',
+  '{name}': '.+?',   // a name as it is (a model's parameter, a param_names entry)
 };
 
 const escape = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 function compile(template) {
-  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{dtype\}|\{why\}|\{i\}|\{f\})/);
+  const parts = template.split(/(\{n\}|\{#\}|\{\[\]\}|\{dim\}|\{NAME\}|\{MAGIC\}|\{P\}|\{s\}|\{str\}|\{x\}|\{dtype\}|\{why\}|\{i\}|\{f\}|\{name\})/);
   return new RegExp(`^${parts.map((p) => PLACEHOLDERS[p] ?? escape(p)).join('')}$`);
 }
 
