@@ -362,7 +362,7 @@ export function pairLines(result, optName, stateName, names = null) {
 export function positionalLines(pairing, failure = null) {
   const out = [];
   if (!pairing.positionalKnown) {
-    out.push(`load_state_dict pairs by position within each group as the training code builds them again: with ${pairing.groups} groups, ckptscope cannot tell which parameters those are`);
+    out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');
     if (pairing.notInOptimizer.length) out.push(`not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`);
     return out;
   }

@@ -35,6 +35,7 @@ typedef struct tf_data {
     ckpt_config *configs; /* per group of the first optimizer */
     size_t *entry_of;     /* the report's entry k -> t->entries */
     ckpt_stats **vmax;    /* the report's entry k: max_exp_avg_sq's statistics (amsgrad) */
+    uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
 } tf_data;
 
 static void free_names(char **names, size_t n)
@@ -59,6 +60,7 @@ static void tf_free(void *p)
     free(d->entry_of);
     for (size_t k = 0; d->vmax && k < d->slot_count; k++) ckpt_stats_free(d->vmax[k]);
     free(d->vmax);
+    free(d->undecided);
     ckpt_torch_free(d->t);
     free(d);
 }
@@ -495,26 +497,28 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *n
     if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))
         rc = ckpt_fail_oom(&res->error);
     /* PyTorch's own pairing: the k-th index <-> the k-th parameter of the optimizer the training
-     * code builds again. One group built from model.parameters() numbers them in model order, ties
-     * once; how several groups are built again the files do not say (positional stays unknown) */
+     * code builds again. One group of every parameter (Adam(model.parameters())) numbers them in
+     * model order, ties once; a filtered group or several groups are built again by code the
+     * files do not hold (positional stays unknown) */
     if (!rc && !(d->positional = malloc((d->idx_len ? d->idx_len : 1) * sizeof *d->positional)))
         rc = ckpt_fail_oom(&res->error);
-    d->positional_known = !rc && d->t->optimizers[0].groups_len == 1;
+    size_t owners = 0;
+    for (size_t q = 0; !rc && q < in.n; q++) owners += in.slots[q].tie == CKPT_NONE;
+    d->positional_known = !rc && d->t->optimizers[0].groups_len == 1 && d->idx_len == owners;
     for (size_t j = 0, q = 0; !rc && j < d->idx_len; j++) {
         while (q < in.n && in.slots[q].tie != CKPT_NONE) q++;
         d->positional[j] = d->positional_known && q < in.n ? q++ : CKPT_NONE;
     }
     if (!rc && in.shape_only) {
-        const char *text = rm->family->impl->unordered;
         char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
         if (w) res->warnings = w;
-        size_t len = strlen(rm->family->prefix) + 2 + strlen(text) + 1;
-        char *one = w ? malloc(len) : NULL;
+        char *one = w ? dup_text("PyTorch: model.safetensors keeps no module order: same-shaped parameters cannot be "
+                                 "told apart (give --names NAMES.json, a pytorch_model.bin, or save param_names)")
+                      : NULL;
         if (!one) rc = ckpt_fail_oom(&res->error);
-        else {
-            snprintf(one, len, "%s: %s", rm->family->prefix, text);
-            res->warnings[res->warnings_len++] = one;
-        }
+        else res->warnings[res->warnings_len++] = one;
+        d->undecided = undecided; /* the slots the shapes do not decide: named by no index */
+        undecided = NULL;
     }
     for (size_t k = 0; !rc && k < d->binding.warnings_len; k++) {
         char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
@@ -649,8 +653,10 @@ static void j_pairing(strbuf *sb, const tf_data *d, const ckpt_report *rep)
         sb_printf(sb, "{\"index\":%lld,\"group\":%zu,\"slot\":", (long long)x->index, x->group);
         j_slot(sb, s);
         sb_puts(sb, ",\"name\":");
-        if (s != CKPT_NONE && s < d->slot_count) j_string(sb, d->slot_names[s]);
+        bool decided = !(d->undecided && s != CKPT_NONE && d->undecided[s]);
+        if (s != CKPT_NONE && s < d->slot_count && decided) j_string(sb, d->slot_names[s]);
         else sb_puts(sb, "null");
+        sb_printf(sb, ",\"decided\":%s", decided ? "true" : "false");
         sb_puts(sb, ",\"positionalSlot\":");
         j_slot(sb, ps);
         sb_puts(sb, ",\"positionalName\":");

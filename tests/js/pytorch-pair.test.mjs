@@ -1,0 +1,192 @@
+// A PyTorch optimizer and its model (format.md 10.4), on files torch makes at test time
+// (tests/c/torch_pair_seeds.py): the slots from the model, ties from storage identity, the
+// indices placed group by group or by param_names, the verdicts and their exact texts with
+// error.index, PyTorch's positional pairing beside them; health and export on the pair's slots,
+// compared with what torch itself holds.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { open, pair, health } from '../../js/index.js';
+
+const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
+const SEEDS = new URL('../c/torch_pair_seeds.py', import.meta.url).pathname;
+const PY = '/usr/bin/python3';
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-pytorch-pair-'));
+execFileSync(PY, [SEEDS, dir], { stdio: 'ignore' });
+const at = (f) => path.join(dir, f);
+const facts = JSON.parse(fs.readFileSync(at('facts.json'), 'utf8'));
+const cli = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir });
+const NOTE = 'same slots, same shapes, same ties; the values are not compared: `run` with both steps\' state files compares them';
+const CANNOT_TELL = 'load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)';
+
+test('a Trainer-style AdamW in two groups pairs with its model: slots in model order, the tied lm_head shares wte, the buffer frozen', async () => {
+  const o = await open(at('lm.opt.pt'));
+  const m = await open(at('lm.model.bin'));
+  try {
+    assert.equal(o.summary.needsModel, true);
+    assert.equal(o.summary.slotCount, null);
+    const r = await pair(o, m);
+    assert.equal(r.pairs, true);
+    assert.deepEqual(r.warnings, []);
+    const rep = o.report;
+    assert.equal(rep.needsModel, false);
+    assert.deepEqual(rep.pairing.slots, facts.lm.names);
+    assert.equal(rep.slotCount, 18);
+    const eff = rep.schema.effectiveRepresentatives;
+    const slot = (name) => facts.lm.names.indexOf(name);
+    assert.equal(eff[slot('lm_head.weight')], slot('wte.weight'));
+    assert.equal(eff[slot('mask')], null);
+    assert.deepEqual(rep.pairing.notInOptimizer, ['mask']);
+    // index i is the parameter torch numbered i (decay group first, then no decay)
+    assert.deepEqual(rep.pairing.indices.map((x) => x.name), facts.lm.byIndex);
+    assert.equal(rep.pairing.positionalKnown, false);
+    assert.equal(rep.entries.length, 16);
+    for (const e of rep.entries) assert.equal(e.step, 3);
+  } finally {
+    o.close();
+    m.close();
+  }
+  const r = cli('check', 'lm.opt.pt', '--state', 'lm.model.bin');
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `lm.opt.pt pairs with lm.model.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask\n`);
+});
+
+test('a file holding both pairs with itself: check FILE, and inspect shows the slots by name', () => {
+  const r = cli('check', 'lm.both.pt');
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout.split('\n')[0], `lm.both.pt pairs with lm.both.pt: ${NOTE}`);
+  const i = cli('inspect', 'lm.both.pt');
+  assert.equal(i.status, 0);
+  const lines = i.stdout.split('\n');
+  assert.ok(lines.includes('parameters      18 slots, 17 trainable, 16 optimizer states, with tied (shared)'), i.stdout);
+  assert.ok(lines.includes('  17  lm_head.weight   [11, 4]    44  yes        shares 1'), i.stdout);
+  assert.ok(lines.includes('   0  mask             [3]         3  no         -'), i.stdout);
+});
+
+test('a resized embedding, reordered modules and a smaller model fail with their texts and error.index', async () => {
+  const cases = [
+    ['lm.resized.bin', 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model', 67, 0],
+    ['lm.reordered.bin', 'PyTorch: optimizer index 3 holds exp_avg #[4, 8], but no parameter of that shape lies between h.0.fc.weight and h.1.fc.weight in the model', 67, 3],
+    ['lm.small.bin', 'PyTorch: the optimizer has 16 parameters with state, the model 11 parameters', 68, null],
+  ];
+  for (const [model, text, code, index] of cases) {
+    const r = await pair(at('lm.opt.pt'), at(model));
+    assert.equal(r.pairs, false, model);
+    assert.deepEqual(r.failures.map((f) => [f.code, f.message, f.index ?? null]), [[code, text, index]], model);
+    assert.equal(r.error.message, text);
+    const c = cli('check', 'lm.opt.pt', '--state', model);
+    assert.equal(c.status, 1, model);
+    assert.equal(c.stdout, `lm.opt.pt does not pair with ${model}: 1 failure\n  ${text}\n${CANNOT_TELL}\n`, model);
+    assert.equal(c.stderr, `${text}\n`);
+  }
+});
+
+test('one group of every parameter: PyTorch\'s positional pairing is shown beside the verdict, as load_state_dict would pair', () => {
+  const ok = cli('check', 'mlp.opt.pt', '--state', 'mlp.model.bin');
+  assert.equal(ok.status, 0);
+  assert.equal(ok.stdout, `mlp.opt.pt pairs with mlp.model.bin: ${NOTE}\nload_state_dict pairs by position: here it gives every index the parameter found for it\n`);
+  const bad = cli('check', 'mlp.opt.pt', '--state', 'mlp.swapped.bin');
+  assert.equal(bad.status, 1);
+  assert.equal(bad.stdout, [
+    'mlp.opt.pt does not pair with mlp.swapped.bin: 1 failure',
+    // the best alignment keeps l1 (the earliest of two as long): l2's first index is left out
+    '  PyTorch: optimizer index 2 holds exp_avg #[5, 4], but no parameter of that shape lies between l1.bias and the end in the model',
+    'load_state_dict pairs by position, without a word: 2 indices to another parameter than found',
+    '  index 0 (l1.weight) -> l2.weight',
+    '  index 1 (l1.bias) -> l2.bias',
+    'load_state_dict gives index 2 to l1.weight, without a word',
+    '',
+  ].join('\n'));
+});
+
+test('param_names place the indices by name: a renamed module fails naming the index and the name', async () => {
+  const ok = await pair(at('named.opt.pt'), at('lm.model.bin'));
+  assert.equal(ok.pairs, true);
+  assert.deepEqual(ok.pytorch.indices.map((x) => x.name), facts.lm.byIndex);
+  const r = await pair(at('named.opt.pt'), at('named.renamed.bin'));
+  assert.deepEqual(r.failures.map((f) => [f.code, f.message, f.index]),
+    [[69, 'PyTorch: optimizer index 14 is ln_f.weight in its group\'s param_names, which the model does not have', 14]]);
+});
+
+test('a CNN: BatchNorm\'s buffers are no slots, the frozen conv is not in the optimizer, amsgrad, one group', async () => {
+  const o = await open(at('cnn.opt.pt'));
+  const m = await open(at('cnn.model.bin'));
+  try {
+    const r = await pair(o, m);
+    assert.equal(r.pairs, true);
+    assert.deepEqual(o.report.pairing.slots, facts.cnn.names.filter((n) => !/running_mean|running_var|num_batches_tracked/.test(n)));
+    assert.deepEqual(o.report.pairing.notInOptimizer, ['conv1.weight', 'conv1.bias']);
+    assert.deepEqual(o.report.schema.requiresGrad, [false, false, true, true, true, true, true, true]);
+    assert.equal(m.summary.tensorCount, 8);
+    assert.equal(o.summary.optimizer.groups[0].amsgrad, true);
+  } finally {
+    o.close();
+    m.close();
+  }
+  // health: the group's lr when --lr is not given; the frozen slots have no moments
+  const h = await health(at('cnn.opt.pt'), at('cnn.model.bin'));
+  assert.equal(h.lr, 0.002);
+  assert.equal(h.lrFrom, 'file');
+  assert.deepEqual(h.names, ['conv1.weight', 'conv1.bias', 'bn1.weight', 'bn1.bias', 'conv2.weight', 'conv2.bias', 'head.weight', 'head.bias']);
+  assert.deepEqual(h.slots.map((s) => s.owner), [null, null, 2, 3, 4, 5, 6, 7]);
+  assert.ok(h.slots.slice(2).every((s) => s.ratio > 0));
+});
+
+test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently', async () => {
+  const r = await pair(at('twin.opt.pt'), at('twin.model.bin'));
+  assert.equal(r.pairs, true);
+  assert.deepEqual(r.warnings, ['PyTorch: index 0 could be a.weight or b.weight: give the names (--names) or save param_names']);
+});
+
+test('a safetensors model: ordered by --names it pairs as the torch model does; without them by shape, with the warning', async () => {
+  const names = JSON.parse(fs.readFileSync(at('lm.names.json'), 'utf8'));
+  const o = await open(at('lm.opt.pt'));
+  const m = await open(at('lm.model.safetensors'));
+  try {
+    const r = await pair(o, m, { names });
+    assert.equal(r.pairs, true);
+    assert.deepEqual(r.warnings, []);
+    // the tied copy save_pretrained drops is no slot: the rest in module order
+    assert.deepEqual(o.report.pairing.slots, names.filter((n) => n !== 'lm_head.weight'));
+    assert.deepEqual(o.report.pairing.indices.map((x) => x.name), facts.lm.byIndex);
+  } finally {
+    o.close();
+    m.close();
+  }
+  const r = await pair(at('lm.opt.pt'), at('lm.model.safetensors'));
+  assert.equal(r.pairs, true);
+  assert.deepEqual(r.warnings, ['PyTorch: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json, a pytorch_model.bin, or save param_names)']);
+  // a shape that several parameters share decides none of them
+  const ln = r.pytorch.indices.find((x) => x.index === 6);
+  assert.deepEqual([ln.name, ln.decided], [null, false]);
+  const wte = r.pytorch.indices.find((x) => x.index === 0);
+  assert.deepEqual([wte.name, wte.decided], ['wte.weight', true]);
+});
+
+test('export under the model\'s names: each moment bit for bit as torch holds it, the tie once', () => {
+  const out = at('lm.moments.npz');
+  const r = cli('export', 'lm.opt.pt', out, '--state', 'lm.model.bin');
+  assert.equal(r.status, 0, r.stderr);
+  const script = `
+import json, sys, numpy as np, torch
+z = np.load(sys.argv[1]); sd = torch.load(sys.argv[2]); names = json.loads(sys.argv[3])
+ok = all(np.array_equal(z[n + '.exp_avg'], sd['state'][i]['exp_avg'].numpy()) and
+         np.array_equal(z[n + '.exp_avg_sq'], sd['state'][i]['exp_avg_sq'].numpy()) for i, n in enumerate(names))
+print(json.dumps({'ok': ok, 'files': sorted(f for f in z.files if f != '__metadata__')}))`;
+  const got = JSON.parse(execFileSync(PY, ['-c', script, out, at('lm.opt.pt'), JSON.stringify(facts.lm.byIndex)], { encoding: 'utf8' }));
+  assert.equal(got.ok, true);
+  assert.deepEqual(got.files, facts.lm.byIndex.flatMap((n) => [`${n}.exp_avg`, `${n}.exp_avg_sq`]).sort());
+});
+
+test('without its model a PyTorch optimizer has no slots: health and export say what to give', () => {
+  const why = 'a torch.save file has no slots of its own: they come from the model it belongs to; give the model (--state MODEL)';
+  const h = cli('health', 'lm.opt.pt');
+  assert.equal(h.status, 1);
+  assert.match(h.stderr, new RegExp(why.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')));
+  const e = cli('export', 'lm.opt.pt', at('x.safetensors'));
+  assert.notEqual(e.status, 0);
+  assert.equal(fs.existsSync(at('x.safetensors')), false);
+});
