@@ -535,11 +535,15 @@ export class Binding {
   layoutSetReader(layout, reader) { this.#ex.w_layout_set_reader(layout, reader); }
 
   /** char *w_convert(file, version u64, oldest, reader, supply_counter, counter u64,
-   *  drop_counter, untie, round_to_float32, sink, progress, err): the result JSON, or null with
+   *  drop_counter, untie, round_to_float32, sink, progress, err, kind, has_weight_decay, weight
+   *  decay, has_betas, beta1, beta2, has_eps, eps, drop_amsgrad): the result JSON, or null with
    *  err set. */
-  convert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false }, sinkId, pid, err) {
+  convert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false,
+    kind = 0, weightDecay = null, betas = null, eps = null, dropAmsgrad = false }, sinkId, pid, err) {
+    const has = (x) => (x === null || x === undefined ? 0 : 1);
     return this.#json(this.#ex.w_convert(file, version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n,
-      dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err));
+      dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err,
+      kind, has(weightDecay), weightDecay ?? 0, has(betas), betas?.[0] ?? 0, betas?.[1] ?? 0, has(eps), eps ?? 0, dropAmsgrad ? 1 : 0));
   }
 
   /** int w_convert_torch(file, state file (0: none), has_lr, lr double, prefix char* (0: none),

@@ -35,6 +35,9 @@ export const USAGE = `usage:
       the same optimizer state as another version, for an older TorchLean
   ckptscope convert IN OUT.pt|OUT.pth|OUT.bin --lr X [--state STATE]
       the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
+  ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind adam|adamw]
+                   [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
+      a PyTorch optimizer's state as a TLADAMF file, on its model's slots
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
   ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
@@ -71,8 +74,8 @@ export const SPECS = {
   export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...` } },
   write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
   convert: {
-    flags: { '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-    options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state)' },
+    flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
+    options: { '--to': 'V  the version to write: 2, 3, 4, 5, or oldest (the lowest that loses nothing)', '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': 'adam|adamw  a PyTorch IN whose file does not say', '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order' },
   },
   // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
   run: {

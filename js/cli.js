@@ -18,7 +18,7 @@ import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
-import { loadsInLine, checkEveryReader, convertFile, convertTorchFile } from './cli-readers.js';
+import { loadsInLine, checkEveryReader, convertFile, convertTorchFile, readerLines } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
@@ -548,6 +548,10 @@ async function listening(start, port, advice) {
 async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
+  if (positional.length === 2 && (await modelFacts(positional[0])).needsModel) return convertFromTorch(positional, seen);
+  for (const option of FROM_TORCH) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch optimizer IN: convert optimizer.pt OUT.ckpt --state MODEL ${option}`, 'convert');
+  }
   for (const option of ['--lr', '--state']) {
     if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch OUT (.pt, .pth or .bin): convert IN OUT.pt --lr X [--state STATE]`, 'convert');
   }
@@ -573,6 +577,73 @@ async function cmdConvert(argv) {
 
 // OUT's extension says the direction: a torch.save file for PyTorch, else a TLADAMF version
 const TORCH_OUT = /\.(pt|pth|bin)$/i;
+// the options of a PyTorch optimizer's conversion: TorchLean's file holds one configuration
+const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsgrad'];
+
+/** A number option's value, else a usage error naming it. */
+function numberOption(seen, option) {
+  if (seen[option] === undefined) return undefined;
+  const x = decimalNumber(seen[option]);
+  if (Number.isNaN(x)) throw new UsageError(`${option} takes a number, not ${shown(seen[option], PATH_ECHO_MAX)}`, 'convert');
+  return x;
+}
+
+/** convert optimizer.pt OUT.ckpt [--state MODEL] [--to V] [--kind K] ...: PyTorch to TorchLean
+ *  (docs/pytorch.md): the pair's slots (FORMAT.md 10.4) written as a TLADAMF file, the lowest
+ *  version that holds it unless --to or --for says. */
+async function convertFromTorch([input, output], seen) {
+  for (const option of ['--lr', '--random-counter', '--drop-random-counter']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer, written as a TLADAMF file without a random counter`, 'convert');
+  }
+  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
+  if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');
+  const to = seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined);
+  if (to !== undefined && !['2', '3', '4', '5', 'oldest'].includes(to)) throw new UsageError(`--to takes 2, 3, 4, 5 or oldest, not ${to}`, 'convert');
+  if (seen['--for'] !== undefined) await knownReader('--for', seen['--for'], '');
+  const kind = seen['--kind'];
+  if (kind !== undefined && kind !== 'adam' && kind !== 'adamw') throw new UsageError(`--kind takes adam or adamw, not ${shown(kind, PATH_ECHO_MAX)}`, 'convert');
+  let betas;
+  if (seen['--betas'] !== undefined) {
+    betas = seen['--betas'].split(',').map((x) => decimalNumber(x));
+    if (betas.length !== 2 || betas.some(Number.isNaN)) throw new UsageError(`--betas takes B1,B2 (two numbers), not ${shown(seen['--betas'], PATH_ECHO_MAX)}`, 'convert');
+  }
+  const options = {
+    ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
+    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind, betas,
+    weightDecay: numberOption(seen, '--weight-decay'), eps: numberOption(seen, '--eps'), dropAmsgrad: !!seen['--drop-amsgrad'],
+  };
+  const modelPath = seen['--state'] ?? ((await modelFacts(input)).holdsBoth ? input : undefined);
+  if (modelPath === undefined) throw new UsageError(`convert ${displayName(input)} needs its model: a PyTorch optimizer's slots come from it (--state MODEL)`, 'convert');
+  if (modelPath !== input) checkInput(modelPath, 'checkpoint');
+  const ck = await reading(input, 'checkpoint', () => open(sourceOf(input)));
+  const model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath))).catch((err) => {
+    ck.close();
+    throw err;
+  });
+  let result;
+  try {
+    const paired = await pair(ck, model, { names: readNames(seen['--names'], null) }).catch((err) => {
+      if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });
+      throw err;
+    });
+    if (!paired.pairs) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    const { convert } = await import('./convert.js');
+    result = await writing(output, () => convert(ck, output, options));
+  } finally {
+    model.close();
+    ck.close();
+  }
+  const lines = [`${displayName(output)}: version ${result.version} (${result.dtype}), from ${displayName(input)} with ${modelPath}`];
+  if (result.widened) lines.push('widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)');
+  if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
+  const out = await open(output);
+  try {
+    lines.push(`${displayName(output)}, per TorchLean reader:`, ...readerLines(out.readers));
+  } finally {
+    out.close();
+  }
+  return say(process.stdout, lines), 0;
+}
 
 /** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch (docs/pytorch.md). */
 async function convertTorch([input, output], seen) {

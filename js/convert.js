@@ -18,7 +18,7 @@ import { CheckpointError } from './errors.js';
  * file's own diagnostic (also as `fileError`) when it is invalid.
  */
 export async function convertTo(source, write, options = {}) {
-  const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal } = options;
+  const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal, kind, weightDecay, betas, eps, dropAmsgrad } = options;
   const reader = options.for;
   if ((to === undefined) === (reader === undefined)) throw new RangeError('convert needs one of to (2, 3, 4, 5 or "oldest") and for (a reader name)');
   if (to !== undefined && to !== 'oldest' && ![2, 3, 4, 5].includes(to)) {
@@ -27,8 +27,17 @@ export async function convertTo(source, write, options = {}) {
   const counter = randomCounter === undefined || randomCounter === null ? null : toU64(randomCounter, 'randomCounter');
   let result;
   const id = reader === undefined ? 0 : readerId(await loadBinding(), reader);
+  if (kind !== undefined && kind !== null && kind !== 'adam' && kind !== 'adamw') throw new RangeError(`kind must be 'adam' or 'adamw', got ${JSON.stringify(kind)}`);
+  for (const [name, x] of [['weightDecay', weightDecay], ['eps', eps], ...(betas ? [['betas[0]', betas[0]], ['betas[1]', betas[1]]] : [])]) {
+    if (x !== undefined && x !== null && typeof x !== 'number') throw new TypeError(`${name} must be a number, got ${typeof x}`);
+  }
+  if (betas !== undefined && betas !== null && (!Array.isArray(betas) || betas.length !== 2)) throw new TypeError('betas must be [beta1, beta2]');
+  const b = await loadBinding();
+  // a PyTorch optimizer's options (docs/pytorch.md "PyTorch to TorchLean"); the core checks the values
   const target = { version: BigInt(typeof to === 'number' ? to : 0), oldest: to === 'oldest', reader: id, counter,
-    dropCounter: !!dropRandomCounter, untie: !!untie, round: !!roundToFloat32 };
+    dropCounter: !!dropRandomCounter, untie: !!untie, round: !!roundToFloat32,
+    kind: kind === 'adam' ? 1 + b.abi.constants.ADAM : kind === 'adamw' ? 1 + b.abi.constants.ADAMW : 0,
+    weightDecay: weightDecay ?? null, betas: betas ?? null, eps: eps ?? null, dropAmsgrad: !!dropAmsgrad };
   await withOpen(source, (ck) => {
     // an invalid file is not converted: its own diagnostic (the core's verdict on it)
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });

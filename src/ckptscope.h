@@ -722,6 +722,11 @@ typedef struct ckpt_convert_options {
     bool round_to_float32;     /* --round-to-float32: float64 moments rounded to float32 */
     ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
+    /* a PyTorch optimizer paired with its model: TorchLean's file holds one configuration */
+    int kind;                          /* 0: as the file says; 1 + CKPT_ADAM or 1 + CKPT_ADAMW: --kind */
+    bool has_weight_decay, has_betas, has_eps; /* --weight-decay X, --betas B1,B2, --eps X: one for */
+    double weight_decay, beta1, beta2, eps;    /* every group */
+    bool drop_amsgrad; /* --drop-amsgrad: amsgrad's max_exp_avg_sq is not written */
 } ckpt_convert_options;
 
 typedef struct ckpt_convert_result {
@@ -729,6 +734,8 @@ typedef struct ckpt_convert_result {
     int dtype;                 /* its moment dtype */
     bool rounded;              /* float64 moments were rounded to float32 */
     double max_relative_error; /* the largest |float32(x) - x| / |x| over nonzero x, when rounded */
+    ckpt_config config;        /* the configuration written */
+    bool widened;              /* float16 / bfloat16 moments widened to float32 (exactly) */
 } ckpt_convert_result;
 
 /* Which version the options give for the open file `in` (no byte written); 0 or the error. */

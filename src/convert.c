@@ -67,18 +67,31 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
     const ckpt_report *rep = in ? ckpt_file_report(in) : NULL;
     if (!rep || !o || !res)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
-    if (rep->family && rep->family->id != CKPT_FAMILY_TLADAMF)
+    const struct ckpt_family_impl *impl = rep->family ? rep->family->impl : NULL;
+    if (rep->family && rep->family->id != CKPT_FAMILY_TLADAMF && !(impl->convert_config && !rep->error.code))
         return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                          "this is a %s (%s): only optimizer checkpoints are converted", rep->family->name,
                          rep->family->magic);
     if (rep->error.code || !rep->family)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot convert: the file is invalid");
+    TRY(ckpt_require_schema(rep, err));
+    bool torch_options = o->kind || o->has_weight_decay || o->has_betas || o->has_eps || o->drop_amsgrad;
+    if (torch_options && !impl->convert_config)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind, --weight-decay, --betas, --eps and --drop-amsgrad go with a PyTorch optimizer: "
+                         "this file holds one configuration of its own");
+    ckpt_config config = rep->config;
+    if (impl->convert_config) TRY(impl->convert_config(rep, o, &config, err));
     if (o->supply_random_counter && rep->counter_state == 1)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--random-counter supplies a counter to a file without one: this file has %llu",
                          (unsigned long long)rep->random_counter);
-    *res = (ckpt_convert_result){0, rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 ? CKPT_FLOAT64 : CKPT_FLOAT32,
-                                 rep->dtype == CKPT_FLOAT64 && o->round_to_float32, 0.0};
+    *res = (ckpt_convert_result){0,
+                                 rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 ? CKPT_FLOAT64 : CKPT_FLOAT32,
+                                 rep->dtype == CKPT_FLOAT64 && o->round_to_float32,
+                                 0.0,
+                                 config,
+                                 rep->dtype == CKPT_FLOAT16 || rep->dtype == CKPT_BFLOAT16};
     if (o->version) {
         TRY(allowed(rep, o->version, o, err));
         res->version = o->version;
@@ -104,6 +117,7 @@ typedef struct copy {
     const ckpt_sink *out;
     ckpt_error *err;
     bool narrow; /* float64 in, float32 out */
+    int widen;   /* float16 or bfloat16 in (its dtype), float32 out: exact; -1 none */
     ckpt_convert_result *res;
     uint64_t id, at;   /* the entry's id, the element index of the chunk */
     const char *which; /* "m" or "v" */
@@ -112,6 +126,19 @@ typedef struct copy {
 static int copy_chunk(void *ctx, const void *data, size_t elements)
 {
     copy *c = ctx;
+    if (c->widen >= 0) { /* every float16 and bfloat16 value is a float32 value */
+        const uint8_t *p = data;
+        for (size_t k = 0; k < elements;) {
+            size_t n = elements - k < 1024 ? elements - k : 1024;
+            double wide[1024];
+            float buf[1024];
+            ckpt_dtype_widen(c->widen, p + 2 * k, n, wide);
+            for (size_t j = 0; j < n; j++) buf[j] = (float)wide[j];
+            TRY(ckpt_sink_bytes(c->out, buf, n * 4, c->err));
+            k += n;
+        }
+        return 0;
+    }
     if (!c->narrow) return ckpt_sink_bytes(c->out, data, elements * ckpt_width(c->res->dtype), c->err);
     float buf[1024];
     const uint8_t *p = data;
@@ -147,7 +174,8 @@ static int copy_payload(ckpt_reader *r, uint64_t offset, uint64_t count, copy *c
 {
     r->pos = offset;
     c->at = 0;
-    return ckpt_stream_payload(r, count, ckpt_width(c->narrow ? CKPT_FLOAT64 : c->res->dtype), copy_chunk, c, c->err);
+    unsigned width = c->widen >= 0 ? 2 : ckpt_width(c->narrow ? CKPT_FLOAT64 : c->res->dtype);
+    return ckpt_stream_payload(r, count, width, copy_chunk, c, c->err);
 }
 
 int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_sink *out, ckpt_convert_result *res,
@@ -169,8 +197,8 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
         ckpt_schema_free(untied);
         return ckpt_fail_oom(err);
     }
-    copy c = {out, err, res->rounded, res, 0, 0, "m"};
-    int rc = ckpt_adam_write_header(v, res->dtype, &rep->config, counter, counter_value, out, err);
+    copy c = {out, err, res->rounded, res->widened ? rep->dtype : -1, res, 0, 0, "m"};
+    int rc = ckpt_adam_write_header(v, res->dtype, &res->config, counter, counter_value, out, err);
     if (!rc) rc = ckpt_schema_write(layout, out, err);
     if (!rc && v >= 3) rc = ckpt_schema_write_representatives(layout, out, err);
     if (!rc) rc = ckpt_sink_u64(out, ckpt_schema_optimizer_state_count(layout), err);
@@ -191,7 +219,7 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
         if ((rc = copy_payload(r, e->m_offset, e->count, &c))) break;
         c.which = "v";
         if ((rc = copy_payload(r, e->v_offset, e->count, &c))) break;
-        done += 2 * e->count * ckpt_width(rep->dtype);
+        done += 2 * e->count * ckpt_dtype_width(rep->dtype);
         if (o->progress && o->progress(o->progress_ctx, done, CKPT_NONE))
             rc = ckpt_fail(err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "convert cancelled");
     }
@@ -206,6 +234,7 @@ char *ckpt_convert_result_json(const ckpt_convert_result *res)
     sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":",
               (unsigned long long)res->version, ckpt_dtype_name(res->dtype), res->rounded ? "true" : "false");
     j_double(&sb, res->max_relative_error);
+    if (res->widened) sb_puts(&sb, ",\"widened\":true"); /* float16 / bfloat16 moments, exactly */
     sb_putc(&sb, '}');
     return sb_take(&sb);
 }

@@ -336,6 +336,9 @@ struct ckpt_family_impl {
     /* slot i's learning rate when the file stores one (a PyTorch group's lr: the next step's),
      * NAN otherwise; NULL: the family stores none (TorchLean's) */
     double (*lr_of_slot)(const ckpt_report *rep, uint64_t slot);
+    /* convert: the one configuration a TLADAMF file of this file's state holds, or the loss it
+     * would make (CKPT_E_CONVERSION_LOSES naming the option); NULL: the report's config */
+    int (*convert_config)(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err);
     /* what this file holds when its family holds either (CKPT_ROLE_*: a torch.save file may hold
      * an optimizer, a model, or both); NULL: the descriptor's role */
     unsigned (*role_of)(const ckpt_report *rep);

@@ -823,6 +823,85 @@ static double tf_lr_of_slot(const ckpt_report *rep, uint64_t slot)
     return gr->has & CKPT_TG_LR ? gr->lr : NAN;
 }
 
+/* "group 0: 0.1, group 1: 0" for a field of the groups */
+static void group_values(strbuf *sb, const ckpt_torch *t, const ckpt_torch_optimizer *o, int field)
+{
+    for (size_t g = 0; g < o->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[o->groups + g];
+        sb_printf(sb, "%sgroup %zu: ", g ? ", " : "", g);
+        if (field == 0) j_double(sb, gr->weight_decay);
+        else if (field == 2) j_double(sb, gr->eps);
+        else {
+            j_double(sb, gr->beta1);
+            sb_puts(sb, " ");
+            j_double(sb, gr->beta2);
+        }
+    }
+}
+
+static int loses(ckpt_error *err, strbuf *sb)
+{
+    if (sb->failed) return ckpt_fail_oom(err);
+    ckpt_fail(err, NULL, CKPT_E_CONVERSION_LOSES, CKPT_NONE, 0, "%s", sb->data);
+    sb_free(sb);
+    return err->code;
+}
+
+/* TorchLean's file holds one configuration: the groups must agree (or an option chooses one),
+ * the kind be known, and no moment be one TorchLean's Adam has not (amsgrad's third). */
+static int tf_convert_config(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err)
+{
+    const tf_data *d = rep->family_data;
+    const ckpt_torch *t = d->t;
+    const ckpt_torch_optimizer *op = &t->optimizers[0];
+    const ckpt_torch_group *g0 = &t->groups[op->groups];
+    strbuf sb = {0};
+    bool amsgrad = false, maximize = false, wd = true, betas = true, eps = true;
+    for (size_t g = 0; g < op->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[op->groups + g];
+        amsgrad = amsgrad || gr->amsgrad;
+        maximize = maximize || gr->maximize;
+        wd = wd && gr->weight_decay == g0->weight_decay;
+        betas = betas && gr->beta1 == g0->beta1 && gr->beta2 == g0->beta2;
+        eps = eps && gr->eps == g0->eps;
+    }
+    if (maximize) {
+        sb_puts(&sb, "a group maximizes (maximize=True): TorchLean's Adam minimizes, and no option converts it");
+        return loses(err, &sb);
+    }
+    if (amsgrad && !o->drop_amsgrad) {
+        sb_puts(&sb, "amsgrad's max_exp_avg_sq has no place in TorchLean's Adam: --drop-amsgrad leaves it out "
+                     "(the next steps then divide by the second moment, not its running maximum)");
+        return loses(err, &sb);
+    }
+    static const char *const what[] = {"weight decays", "betas", "epsilons"};
+    static const char *const option[] = {"--weight-decay X", "--betas B1,B2", "--eps X"};
+    const bool agree[] = {wd || o->has_weight_decay, betas || o->has_betas, eps || o->has_eps};
+    for (int f = 0; f < 3; f++) {
+        if (agree[f]) continue;
+        sb_printf(&sb, "the groups' %s differ (", what[f]);
+        group_values(&sb, t, op, f);
+        sb_printf(&sb, "): TorchLean's file holds one configuration: %s gives every slot one", option[f]);
+        return loses(err, &sb);
+    }
+    int kind = op->kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : op->kind == CKPT_TORCH_KIND_ADAM ? CKPT_ADAM : -1;
+    if (o->kind && kind >= 0 && o->kind - 1 != kind)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind %s contradicts the file, whose groups say %s", o->kind - 1 == CKPT_ADAMW ? "adamw" : "adam",
+                         kind == CKPT_ADAMW ? "adamw" : "adam");
+    if (o->kind) kind = o->kind - 1;
+    if (kind < 0) {
+        sb_puts(&sb, "the file does not say whether its optimizer is Adam or AdamW (its groups have no "
+                     "decoupled_weight_decay): --kind adam|adamw says it");
+        return loses(err, &sb);
+    }
+    config_of_group(out, g0, kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM);
+    if (o->has_weight_decay) out->weight_decay = ckpt_bits_from_double(o->weight_decay);
+    if (o->has_betas) out->beta1 = ckpt_bits_from_double(o->beta1), out->beta2 = ckpt_bits_from_double(o->beta2);
+    if (o->has_eps) out->epsilon = ckpt_bits_from_double(o->eps);
+    return ckpt_config_validate(out, rep->dtype == CKPT_FLOAT64 ? CKPT_FLOAT64 : CKPT_FLOAT32, err);
+}
+
 static const ckpt_config *tf_config_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     const tf_data *d = rep->family_data;
@@ -839,6 +918,7 @@ static const struct ckpt_family_impl torch_impl = {
     .config_of_slot = tf_config_of_slot,
     .role_of = tf_role_of,
     .lr_of_slot = tf_lr_of_slot,
+    .convert_config = tf_convert_config,
     .unhealthy = tf_unhealthy,
     .json_body = tf_json,
     .free_data = tf_free,

@@ -363,7 +363,9 @@ int w_run_export_gradient(const ckpt_file *a, const ckpt_file *b, int format, co
  * with oldest (1) or reader (an id); counter < 0: none supplied. The result as JSON
  * {"version","dtype","rounded","maxRelativeError"}, NULL with err set on failure. */
 char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
-                int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err)
+                int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err,
+                int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
+                int has_eps, double eps, int drop_amsgrad)
 {
     ckpt_convert_options o = {version,
                               oldest != 0,
@@ -373,7 +375,16 @@ char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, in
                               drop_counter != 0,
                               untie != 0,
                               round_to_float32 != 0,
-                              PROGRESS(progress_token)};
+                              PROGRESS(progress_token),
+                              kind,
+                              has_weight_decay != 0,
+                              has_betas != 0,
+                              has_eps != 0,
+                              weight_decay,
+                              beta1,
+                              beta2,
+                              eps,
+                              drop_amsgrad != 0};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     ckpt_convert_result res;
     if (ckpt_convert(f, &o, &out, &res, err)) return NULL;

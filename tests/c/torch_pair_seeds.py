@@ -16,6 +16,9 @@ python3 torch_pair_seeds.py DIR writes into DIR:
   named.renamed.bin             lm's model with a module renamed
   mlp.opt.pt, mlp.model.bin     Adam(model.parameters()): one group of every parameter
   mlp.swapped.bin               its two layers registered in the other order
+  rt.opt.pt, rt.model.bin       AdamW(model.parameters(), weight_decay=0.01) on the GPT-like model
+                                (decoupled_weight_decay unsaid), for the round trip through TorchLean
+  bf16.opt.pt, bf16.model.bin   Adam on a bfloat16 MLP: bfloat16 moments
   facts.json                    what torch itself says of them
 """
 import json
@@ -25,12 +28,6 @@ import sys
 
 import torch
 import torch.nn as nn
-
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-torch.manual_seed(0)
-at = lambda name: os.path.join(out, name)
-
 
 class Block(nn.Module):
     def __init__(self, d, swapped=False):
@@ -75,112 +72,134 @@ def train(model, opt, batch, steps=3):
         opt.step()
 
 
-facts = {}
 
-# the GPT-like run: Hugging Face's groups (decay: weights but LayerNorm's; no decay: the rest)
-lm = LM()
-decay = [n for n, p in lm.named_parameters() if n.endswith('weight') and 'ln' not in n]
-groups = [{'params': [p for n, p in lm.named_parameters() if n in decay], 'weight_decay': 0.1},
-          {'params': [p for n, p in lm.named_parameters() if n not in decay], 'weight_decay': 0.0}]
-opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95))
-train(lm, opt, lambda: torch.randint(0, 11, (2, 5)))
-torch.save(opt.state_dict(), at('lm.opt.pt'))
-torch.save(lm.state_dict(), at('lm.model.bin'))
-torch.save({'model': lm.state_dict(), 'optimizer': opt.state_dict()}, at('lm.both.pt'))
-torch.save(LM(vocab=13).state_dict(), at('lm.resized.bin'))
-torch.save(LM(swapped=True).state_dict(), at('lm.reordered.bin'))
-torch.save(LM(layers=1).state_dict(), at('lm.small.bin'))
-with open(at('lm.names.json'), 'w') as f:
-    json.dump(list(lm.state_dict()), f)
-names_by_index = [n for g in [decay, [n for n, _ in lm.named_parameters() if n not in decay]] for n in g]
-facts['lm'] = {'names': list(lm.state_dict()), 'byIndex': names_by_index}
-sd = opt.state_dict()
-facts['lm']['exp_avg'] = {str(i): s['exp_avg'].flatten().tolist() for i, s in sd['state'].items()}
-
-# safetensors as save_pretrained writes it: the tied copy dropped, sorted by name, F32
-tensors = {n: t for n, t in lm.state_dict().items() if n != 'lm_head.weight'}
-header, blob = {}, b''
-for n in sorted(tensors):
-    raw = tensors[n].contiguous().numpy().tobytes()
-    header[n] = {'dtype': 'F32', 'shape': list(tensors[n].shape), 'data_offsets': [len(blob), len(blob) + len(raw)]}
-    blob += raw
-text = json.dumps(header, separators=(',', ':')).encode()
-text += b' ' * (-len(text) % 8)
-with open(at('lm.model.safetensors'), 'wb') as f:
-    f.write(struct.pack('<Q', len(text)) + text + blob)
-
-# param_names in the groups (what torch >= 2.5 saves for named parameters), and a renamed model
-named = opt.state_dict()
-names_of = [decay, [n for n, _ in lm.named_parameters() if n not in decay]]
-for g, ns in zip(named['param_groups'], names_of):
-    g['param_names'] = list(ns)
-torch.save(named, at('named.opt.pt'))
-torch.save(LM(rename=True).state_dict(), at('named.renamed.bin'))
+if __name__ == '__main__':
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(0)
+    at = lambda name: os.path.join(out, name)
 
 
-# a CNN: BatchNorm (its buffers are no slots), the first conv frozen, amsgrad, one group
-class CNN(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 2, 3)
-        self.bn1 = nn.BatchNorm2d(2)
-        self.conv2 = nn.Conv2d(2, 3, 3)
-        self.head = nn.Linear(3, 2)
+    facts = {}
 
-    def forward(self, x):
-        x = self.conv2(torch.relu(self.bn1(self.conv1(x))))
-        return self.head(x.mean((2, 3)))
+    # the GPT-like run: Hugging Face's groups (decay: weights but LayerNorm's; no decay: the rest)
+    lm = LM()
+    decay = [n for n, p in lm.named_parameters() if n.endswith('weight') and 'ln' not in n]
+    groups = [{'params': [p for n, p in lm.named_parameters() if n in decay], 'weight_decay': 0.1},
+              {'params': [p for n, p in lm.named_parameters() if n not in decay], 'weight_decay': 0.0}]
+    opt = torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95))
+    train(lm, opt, lambda: torch.randint(0, 11, (2, 5)))
+    torch.save(opt.state_dict(), at('lm.opt.pt'))
+    torch.save(lm.state_dict(), at('lm.model.bin'))
+    torch.save({'model': lm.state_dict(), 'optimizer': opt.state_dict()}, at('lm.both.pt'))
+    torch.save(LM(vocab=13).state_dict(), at('lm.resized.bin'))
+    torch.save(LM(swapped=True).state_dict(), at('lm.reordered.bin'))
+    torch.save(LM(layers=1).state_dict(), at('lm.small.bin'))
+    with open(at('lm.names.json'), 'w') as f:
+        json.dump(list(lm.state_dict()), f)
+    names_by_index = [n for g in [decay, [n for n, _ in lm.named_parameters() if n not in decay]] for n in g]
+    facts['lm'] = {'names': list(lm.state_dict()), 'byIndex': names_by_index}
+    sd = opt.state_dict()
+    facts['lm']['exp_avg'] = {str(i): s['exp_avg'].flatten().tolist() for i, s in sd['state'].items()}
 
+    # safetensors as save_pretrained writes it: the tied copy dropped, sorted by name, F32
+    tensors = {n: t for n, t in lm.state_dict().items() if n != 'lm_head.weight'}
+    header, blob = {}, b''
+    for n in sorted(tensors):
+        raw = tensors[n].contiguous().numpy().tobytes()
+        header[n] = {'dtype': 'F32', 'shape': list(tensors[n].shape), 'data_offsets': [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    text = json.dumps(header, separators=(',', ':')).encode()
+    text += b' ' * (-len(text) % 8)
+    with open(at('lm.model.safetensors'), 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + blob)
 
-cnn = CNN()
-cnn.conv1.requires_grad_(False)
-copt = torch.optim.Adam([p for p in cnn.parameters() if p.requires_grad], lr=2e-3, amsgrad=True)
-train(cnn, copt, lambda: torch.randn(2, 1, 7, 7))
-torch.save(copt.state_dict(), at('cnn.opt.pt'))
-torch.save(cnn.state_dict(), at('cnn.model.bin'))
-facts['cnn'] = {'names': list(cnn.state_dict())}
-
-
-# two same-shaped layers, the second frozen: the shapes cannot tell which one trains
-class Twin(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.a = nn.Linear(3, 3)
-        self.b = nn.Linear(3, 3)
-
-    def forward(self, x):
-        return self.b(self.a(x))
-
-
-twin = Twin()
-twin.b.requires_grad_(False)
-topt = torch.optim.Adam([p for p in twin.parameters() if p.requires_grad], lr=1e-3)
-train(twin, topt, lambda: torch.randn(2, 3))
-torch.save(topt.state_dict(), at('twin.opt.pt'))
-torch.save(twin.state_dict(), at('twin.model.bin'))
-
-
-# one group of every parameter: PyTorch's positional pairing is the model's order
-class MLP(nn.Module):
-    def __init__(self, swapped=False):
-        super().__init__()
-        if swapped:
-            self.l2 = nn.Linear(4, 5)
-            self.l1 = nn.Linear(3, 4)
-        else:
-            self.l1 = nn.Linear(3, 4)
-            self.l2 = nn.Linear(4, 5)
-
-    def forward(self, x):
-        return self.l2(torch.relu(self.l1(x)))
+    # param_names in the groups (what torch >= 2.5 saves for named parameters), and a renamed model
+    named = opt.state_dict()
+    names_of = [decay, [n for n, _ in lm.named_parameters() if n not in decay]]
+    for g, ns in zip(named['param_groups'], names_of):
+        g['param_names'] = list(ns)
+    torch.save(named, at('named.opt.pt'))
+    torch.save(LM(rename=True).state_dict(), at('named.renamed.bin'))
 
 
-mlp = MLP()
-mopt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
-train(mlp, mopt, lambda: torch.randn(2, 3))
-torch.save(mopt.state_dict(), at('mlp.opt.pt'))
-torch.save(mlp.state_dict(), at('mlp.model.bin'))
-torch.save(MLP(swapped=True).state_dict(), at('mlp.swapped.bin'))
+    # a CNN: BatchNorm (its buffers are no slots), the first conv frozen, amsgrad, one group
+    class CNN(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 2, 3)
+            self.bn1 = nn.BatchNorm2d(2)
+            self.conv2 = nn.Conv2d(2, 3, 3)
+            self.head = nn.Linear(3, 2)
 
-with open(at('facts.json'), 'w') as f:
-    json.dump(facts, f)
+        def forward(self, x):
+            x = self.conv2(torch.relu(self.bn1(self.conv1(x))))
+            return self.head(x.mean((2, 3)))
+
+
+    cnn = CNN()
+    cnn.conv1.requires_grad_(False)
+    copt = torch.optim.Adam([p for p in cnn.parameters() if p.requires_grad], lr=2e-3, amsgrad=True)
+    train(cnn, copt, lambda: torch.randn(2, 1, 7, 7))
+    torch.save(copt.state_dict(), at('cnn.opt.pt'))
+    torch.save(cnn.state_dict(), at('cnn.model.bin'))
+    facts['cnn'] = {'names': list(cnn.state_dict())}
+
+
+    # two same-shaped layers, the second frozen: the shapes cannot tell which one trains
+    class Twin(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(3, 3)
+            self.b = nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.b(self.a(x))
+
+
+    twin = Twin()
+    twin.b.requires_grad_(False)
+    topt = torch.optim.Adam([p for p in twin.parameters() if p.requires_grad], lr=1e-3)
+    train(twin, topt, lambda: torch.randn(2, 3))
+    torch.save(topt.state_dict(), at('twin.opt.pt'))
+    torch.save(twin.state_dict(), at('twin.model.bin'))
+
+
+    # one group of every parameter: PyTorch's positional pairing is the model's order
+    class MLP(nn.Module):
+        def __init__(self, swapped=False):
+            super().__init__()
+            if swapped:
+                self.l2 = nn.Linear(4, 5)
+                self.l1 = nn.Linear(3, 4)
+            else:
+                self.l1 = nn.Linear(3, 4)
+                self.l2 = nn.Linear(4, 5)
+
+        def forward(self, x):
+            return self.l2(torch.relu(self.l1(x)))
+
+
+    mlp = MLP()
+    mopt = torch.optim.Adam(mlp.parameters(), lr=1e-3)
+    train(mlp, mopt, lambda: torch.randn(2, 3))
+    torch.save(mopt.state_dict(), at('mlp.opt.pt'))
+    torch.save(mlp.state_dict(), at('mlp.model.bin'))
+    torch.save(MLP(swapped=True).state_dict(), at('mlp.swapped.bin'))
+
+    # one AdamW group of every parameter of the tied model: the round trip through TorchLean
+    rt = LM()
+    ropt = torch.optim.AdamW(rt.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
+    train(rt, ropt, lambda: torch.randint(0, 11, (2, 5)))
+    torch.save(ropt.state_dict(), at('rt.opt.pt'))
+    torch.save(rt.state_dict(), at('rt.model.bin'))
+
+    # bfloat16 moments
+    bf = MLP().to(torch.bfloat16)
+    bopt = torch.optim.Adam(bf.parameters(), lr=1e-3)
+    train(bf, bopt, lambda: torch.randn(2, 3, dtype=torch.bfloat16))
+    torch.save(bopt.state_dict(), at('bf16.opt.pt'))
+    torch.save(bf.state_dict(), at('bf16.model.bin'))
+
+    with open(at('facts.json'), 'w') as f:
+        json.dump(facts, f)

@@ -190,3 +190,69 @@ test('without its model a PyTorch optimizer has no slots: health and export say 
   assert.notEqual(e.status, 0);
   assert.equal(fs.existsSync(at('x.safetensors')), false);
 });
+
+// PyTorch -> TorchLean -> PyTorch: the state torch loads back steps on exactly as the original
+const ROUND_TRIP = `
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location('seeds', sys.argv[1])   # the seeds' classes, not their files
+seeds = importlib.util.module_from_spec(spec); spec.loader.exec_module(seeds); LM = seeds.LM
+model_sd, a, b = torch.load(sys.argv[2]), torch.load(sys.argv[3]), torch.load(sys.argv[4])
+def stepped(opt_sd):
+    torch.manual_seed(1)
+    m = LM(); m.load_state_dict(model_sd)
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.95), weight_decay=0.01)
+    opt.load_state_dict(opt_sd)
+    opt.zero_grad(); m(torch.randint(0, 11, (2, 5))).sum().backward(); opt.step()
+    return m, opt
+ma, oa = stepped(a); mb, ob = stepped(b)
+same = all(torch.equal(x, y) for x, y in zip(ma.state_dict().values(), mb.state_dict().values()))
+for i in oa.state_dict()['state']:
+    sa, sb = oa.state_dict()['state'][i], ob.state_dict()['state'][i]
+    same = same and all(torch.equal(sa[k], sb[k]) for k in ('exp_avg', 'exp_avg_sq')) and float(sa['step']) == float(sb['step'])
+print('same' if same else 'differ')
+`;
+
+test('PyTorch to TorchLean and back: torch loads the state again and its next step is the original\'s, bit for bit', () => {
+  const c = cli('convert', 'rt.opt.pt', 'rt.ckpt', '--state', 'rt.model.bin', '--kind', 'adamw');
+  assert.equal(c.status, 0, c.stderr);
+  assert.equal(c.stdout.split('\n')[0], 'rt.ckpt: version 3 (float32), from rt.opt.pt with rt.model.bin');
+  const i = cli('inspect', 'rt.ckpt');
+  assert.equal(i.status, 0);
+  assert.ok(i.stdout.includes('parameters      18 slots, 17 trainable, 16 optimizer states, with tied (shared)'), i.stdout);
+  const back = cli('convert', 'rt.ckpt', 'rt.back.pt', '--lr', '1e-3');
+  assert.equal(back.status, 0, back.stderr);
+  const got = execFileSync(PY, ['-c', ROUND_TRIP, SEEDS, at('rt.model.bin'), at('rt.opt.pt'), at('rt.back.pt')], { encoding: 'utf8' });
+  assert.equal(got, 'same\n');
+});
+
+test('PyTorch to TorchLean: bfloat16 moments widen exactly to float32', () => {
+  const c = cli('convert', 'bf16.opt.pt', 'bf16.ckpt', '--state', 'bf16.model.bin', '--kind', 'adam');
+  assert.equal(c.status, 0, c.stderr);
+  assert.deepEqual(c.stdout.split('\n').slice(0, 2), ['bf16.ckpt: version 2 (float32), from bf16.opt.pt with bf16.model.bin',
+    'widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)']);
+  const e = cli('export', 'bf16.ckpt', 'bf16.npz');
+  assert.equal(e.status, 0, e.stderr);
+  const script = `
+import sys, numpy as np, torch
+z = np.load(sys.argv[1]); sd = torch.load(sys.argv[2])
+print(all(np.array_equal(z[f'slot{i}.exp_avg'], s['exp_avg'].float().numpy()) and
+          np.array_equal(z[f'slot{i}.exp_avg_sq'], s['exp_avg_sq'].float().numpy()) for i, s in sd['state'].items()))`;
+  assert.equal(execFileSync(PY, ['-c', script, at('bf16.npz'), at('bf16.opt.pt')], { encoding: 'utf8' }), 'True\n');
+});
+
+test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot hold, naming the option', () => {
+  const cases = [
+    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw'], 'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one'],
+    [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin', '--kind', 'adam'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum)'],
+    [['mlp.opt.pt', 'x.ckpt', '--state', 'mlp.model.bin'], 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
+    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.resized.bin', '--kind', 'adamw', '--weight-decay', '0.1'], 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model'],
+  ];
+  for (const [args, text] of cases) {
+    const r = cli('convert', ...args);
+    assert.equal(r.status, 1, args.join(' '));
+    assert.equal(r.stderr.split('\n').find((l) => l.includes(text.slice(0, 30))), text, r.stderr);
+    assert.equal(fs.existsSync(at('x.ckpt')), false);
+  }
+  const ok = cli('convert', 'lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1');
+  assert.equal(ok.status, 0, ok.stderr);
+});
