@@ -96,7 +96,7 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_TENSOR_BOUNDS = 63,  /* P: tensor {path} reaches element e of storage {key}, which holds n */
     CKPT_E_TORCH_STEP = 64,           /* P: index i: step s is not a step count */
     CKPT_E_TORCH_MALFORMED = 65,      /* P: malformed checkpoint at byte o of member: the reason */
-    CKPT_E_TRAINER_FILE = 66, /* a Trainer folder's file does not hold what the Trainer writes */
+    CKPT_E_TRAINER_FILE = 66,         /* a Trainer folder's file does not hold what the Trainer writes */
     /* a PyTorch optimizer and its model (format.md 10.4) */
     CKPT_E_TORCH_UNPLACED = 67, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
     CKPT_E_TORCH_COUNT = 68,    /* P: the optimizer has n parameters with state, the model m parameters */
@@ -723,10 +723,10 @@ typedef struct ckpt_convert_options {
     ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
     /* a PyTorch optimizer paired with its model: TorchLean's file holds one configuration */
-    int kind;                          /* 0: as the file says; 1 + CKPT_ADAM or 1 + CKPT_ADAMW: --kind */
+    int kind;                                  /* 0: as the file says; 1 + CKPT_ADAM or 1 + CKPT_ADAMW: --kind */
     bool has_weight_decay, has_betas, has_eps; /* --weight-decay X, --betas B1,B2, --eps X: one for */
     double weight_decay, beta1, beta2, eps;    /* every group */
-    bool drop_amsgrad; /* --drop-amsgrad: amsgrad's max_exp_avg_sq is not written */
+    bool drop_amsgrad;                         /* --drop-amsgrad: amsgrad's max_exp_avg_sq is not written */
 } ckpt_convert_options;
 
 typedef struct ckpt_convert_result {

@@ -406,8 +406,8 @@ int ckpt_error_copy(ckpt_error *dst, const ckpt_error *src);
  * configs) and *view lists the model's tensors that are the slots, in slot order (the caller
  * makes them the model report's tensors); failures and warnings go to res. 0, or the error in
  * res->error (no optimizer, no model, moments that are not Adam's). */
-int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count,
-                    size_t **view, size_t *view_len, ckpt_pair_result *res);
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
+                    size_t *view_len, ckpt_pair_result *res);
 /* n bytes at offset of a source already parsed, all of them: a short read means the file changed
  * (CKPT_E_IO "could not read {what} at byte {n}"). */
 int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err);

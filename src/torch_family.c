@@ -26,10 +26,10 @@ typedef struct tf_data {
     ckpt_bind_index *idx;
     size_t idx_len;
     ckpt_binding binding;
-    bool tried;           /* a pairing was tried (the binding says how it went) */
+    bool tried;            /* a pairing was tried (the binding says how it went) */
     bool positional_known; /* one group: PyTorch's positional pairing is known */
-    uint64_t *positional; /* per index: the slot load_state_dict would give it, CKPT_NONE */
-    char **slot_names;    /* the pair's slots (a bound report's) */
+    uint64_t *positional;  /* per index: the slot load_state_dict would give it, CKPT_NONE */
+    char **slot_names;     /* the pair's slots (a bound report's) */
     size_t slot_count;
     uint64_t *group_of_slot;
     ckpt_config *configs; /* per group of the first optimizer */
@@ -160,8 +160,7 @@ static int tf_parse(ckpt_parse *p)
     if (!(p->flags & CKPT_INSPECT_STATS)) return 0;
     p->scan.start = 0;
     p->scan.total = rep->size;
-    for (size_t i = 0; i < rep->tensors_len; i++)
-        TRY(scan_tensor(p, t, d->model_tensor[i], &rep->tensors[i].values));
+    for (size_t i = 0; i < rep->tensors_len; i++) TRY(scan_tensor(p, t, d->model_tensor[i], &rep->tensors[i].values));
     if (!t->optimizers_len) return 0;
     const ckpt_torch_optimizer *o = &t->optimizers[0];
     if (!(d->stats = calloc(3 * o->entries_len + 1, sizeof *d->stats))) return ckpt_fail_oom(p->err);
@@ -291,7 +290,8 @@ static int gather_indices(tf_data *d, bool *param_names, ckpt_pair_result *res)
                 const ckpt_torch_entry *en = &t->entries[o->entries + e];
                 if (en->index != x->index) continue;
                 size_t lead = en->exp_avg != CKPT_TORCH_NONE ? en->exp_avg : en->exp_avg_sq;
-                for (size_t q = 0; lead == CKPT_TORCH_NONE && q < en->other_len; q++) lead = t->named[en->other + q].tensor;
+                for (size_t q = 0; lead == CKPT_TORCH_NONE && q < en->other_len; q++)
+                    lead = t->named[en->other + q].tensor;
                 if (lead != CKPT_TORCH_NONE) {
                     x->has_state = true;
                     x->rank = t->tensors[lead].rank;
@@ -360,7 +360,9 @@ static int install(ckpt_report *ro, tf_data *d, const bind_in *in, ckpt_pair_res
         uint64_t s = d->binding.slot_of[j];
         if (s == CKPT_NONE) continue;
         index_at[s] = j;
-        rg[s] = 1;
+        /* an index without state yet (no step reached it) has no moments to hold: its slot reads
+         * as frozen, as TorchLean's schema has an entry for every trainable owner */
+        rg[s] = d->idx[j].has_state;
         d->group_of_slot[s] = d->idx[j].group;
     }
     for (size_t i = 0; i < n; i++) {
@@ -390,7 +392,7 @@ static int install(ckpt_report *ro, tf_data *d, const bind_in *in, ckpt_pair_res
     }
     int dtype = CKPT_DTYPE_ANY;
     size_t k = 0;
-    char what[64], first[64];
+    char what[64];
     for (size_t i = 0; !rc && i < n; i++) {
         if (index_at[i] == SIZE_MAX || !d->idx[index_at[i]].has_state) continue;
         const ckpt_bind_index *x = &d->idx[index_at[i]];
@@ -413,7 +415,13 @@ static int install(ckpt_report *ro, tf_data *d, const bind_in *in, ckpt_pair_res
             break;
         }
         dtype = dm;
-        (void)first;
+        if (e->has_step && !(e->step < 18446744073709551616.0)) { /* 2^64: a step count is a u64 */
+            strbuf st = {0};
+            j_double(&st, e->step);
+            rc = fail_pair(res, x->index, "index %s: step %s does not fit in 64 bits", what, st.data ? st.data : "");
+            sb_free(&st);
+            break;
+        }
         ckpt_entry_info *ei = &list[k];
         ei->id = i;
         ei->step = e->has_step ? (uint64_t)e->step : 0;
@@ -473,8 +481,8 @@ static int keep_slot_names(tf_data *d, const bind_in *in, ckpt_pair_result *res)
     return 0;
 }
 
-int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count,
-                    size_t **view, size_t *view_len, ckpt_pair_result *res)
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
+                    size_t *view_len, ckpt_pair_result *res)
 {
     tf_data *d = ro->family_data;
     *view = NULL;
@@ -483,8 +491,8 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *n
         return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "this PyTorch file was paired with a model already: open it again to pair it with another");
     if (!d->t->optimizers_len)
-        return fail_pair(res, -1, "the first file holds no optimizer state dict (a dict with state and param_groups)%s%s",
-                         "", "");
+        return fail_pair(
+            res, -1, "the first file holds no optimizer state dict (a dict with state and param_groups)%s%s", "", "");
     if (!rm->tensors_len)
         return fail_pair(res, -1, "the model file holds no model state dict (a dict of names to tensors)%s%s", "", "");
     d->tried = true;
@@ -686,13 +694,21 @@ static void j_pairing(strbuf *sb, const tf_data *d, const ckpt_report *rep)
         if (i) sb_putc(sb, ',');
         j_string(sb, d->slot_names[i]);
     }
+    /* the slots no index reaches (a tie is reached through its representative) */
     sb_puts(sb, "],\"notInOptimizer\":[");
-    if (rep->slots_bound)
-        for (size_t i = 0, k = 0; i < d->slot_count; i++)
-            if (!ckpt_schema_requires_grad(rep->schema, i)) {
-                if (k++) sb_putc(sb, ',');
-                j_string(sb, d->slot_names[i]);
-            }
+    if (rep->slots_bound) {
+        uint8_t *reached = calloc(d->slot_count ? d->slot_count : 1, 1);
+        for (size_t j = 0; reached && j < d->idx_len; j++)
+            if (d->binding.slot_of[j] != CKPT_NONE) reached[d->binding.slot_of[j]] = 1;
+        for (size_t i = 0, k = 0; reached && i < d->slot_count; i++) {
+            uint64_t r = ckpt_schema_representative(rep->schema, i);
+            if (reached[i] || (r != CKPT_NONE && reached[r])) continue;
+            if (k++) sb_putc(sb, ',');
+            j_string(sb, d->slot_names[i]);
+        }
+        if (!reached) sb->failed = true;
+        free(reached);
+    }
     sb_puts(sb, "]}");
 }
 
@@ -708,13 +724,15 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         sb = ckpt_jw_text(w);
     } else {
         /* TLADAMF's members that a PyTorch file has not; its model state dict's tensors */
-        sb_puts(sb, ",\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,\"slotCount\":null");
+        sb_puts(sb,
+                ",\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,\"slotCount\":null");
         ckpt_report_json_state(w, rep, bulk);
         sb = ckpt_jw_text(w);
     }
     if (!t) {
         sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"model\":null,"
-                    "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,\"indexCount\":null,"
+                    "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,"
+                    "\"indexCount\":null,"
                     "\"indexEntries\":[]");
         if (!optimizer_slots) sb_puts(sb, ",\"entryCount\":null,\"entries\":[]");
         return;
@@ -796,8 +814,8 @@ static ckpt_item tf_item(ckpt_report *rep, size_t k)
     size_t vm = d->t->entries[d->entry_of[k]].max_exp_avg_sq;
     if (vm != CKPT_TORCH_NONE && d->t->tensors[vm].contiguous && d->t->tensors[vm].count == e->count &&
         dtype_of(d->t->tensors[vm].dtype) == rep->dtype)
-        it.payload[it.payloads++] = (ckpt_payload){"max_exp_avg_sq", rep->dtype, d->t->tensors[vm].at, e->count, NULL,
-                                                   &d->vmax[k]};
+        it.payload[it.payloads++] =
+            (ckpt_payload){"max_exp_avg_sq", rep->dtype, d->t->tensors[vm].at, e->count, NULL, &d->vmax[k]};
     return it;
 }
 
@@ -887,8 +905,8 @@ static int tf_convert_config(const ckpt_report *rep, const ckpt_convert_options 
     int kind = op->kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : op->kind == CKPT_TORCH_KIND_ADAM ? CKPT_ADAM : -1;
     if (o->kind && kind >= 0 && o->kind - 1 != kind)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                         "--kind %s contradicts the file, whose groups say %s", o->kind - 1 == CKPT_ADAMW ? "adamw" : "adam",
-                         kind == CKPT_ADAMW ? "adamw" : "adam");
+                         "--kind %s contradicts the file, whose groups say %s",
+                         o->kind - 1 == CKPT_ADAMW ? "adamw" : "adam", kind == CKPT_ADAMW ? "adamw" : "adam");
     if (o->kind) kind = o->kind - 1;
     if (kind < 0) {
         sb_puts(&sb, "the file does not say whether its optimizer is Adam or AdamW (its groups have no "
@@ -927,12 +945,6 @@ static const struct ckpt_family_impl torch_impl = {
     .hint_not = "a model-state file",
 };
 
-const ckpt_family ckpt_family_pytorch = {CKPT_FAMILY_PYTORCH,
-                                         "PyTorch",
-                                         "torch.save file",
-                                         "PyTorch",
-                                         0,
-                                         0,
-                                         CKPT_ROLE_OPTIMIZER | CKPT_ROLE_MODEL,
-                                         CKPT_DTYPE_ANY,
-                                         &torch_impl};
+const ckpt_family ckpt_family_pytorch = {
+    CKPT_FAMILY_PYTORCH, "PyTorch",  "torch.save file", "PyTorch", 0, 0, CKPT_ROLE_OPTIMIZER | CKPT_ROLE_MODEL,
+    CKPT_DTYPE_ANY,      &torch_impl};

@@ -112,9 +112,14 @@ static int by_shape(ctx *c, uint8_t *undecided)
         if (hit == SIZE_MAX) {
             const ckpt_bind_index *x = &c->idx[j];
             strbuf t = {0};
-            sb_printf(&t, "optimizer index %lld holds exp_avg ", (long long)x->index);
-            put_shape(&t, x);
-            sb_printf(&t, ", but the model has %zu parameters of that shape and the optimizer more", alike);
+            if (!x->dims)
+                sb_printf(&t, "optimizer index %lld holds no moments yet, and the model has no parameter left for it",
+                          (long long)x->index);
+            else {
+                sb_printf(&t, "optimizer index %lld holds exp_avg ", (long long)x->index);
+                put_shape(&t, x);
+                sb_printf(&t, ", but the model has %zu parameters of that shape and the optimizer more", alike);
+            }
             return add_failure(c->out, CKPT_E_TORCH_UNPLACED, x->index, &t) ? 0 : CKPT_E_NO_MEMORY;
         }
         c->taken[hit] = true;
@@ -300,6 +305,13 @@ static int unplaced(ctx *c, size_t first, size_t len, const size_t *pos)
             break;
         }
     strbuf t = {0};
+    if (!x->dims) { /* no moments yet: any parameter fits, and none is left */
+        sb_printf(
+            &t,
+            "optimizer index %lld holds no moments yet, and no parameter is left for it between %s and %s in the model",
+            (long long)x->index, a, b);
+        return add_failure(c->out, CKPT_E_TORCH_UNPLACED, x->index, &t) ? 0 : CKPT_E_NO_MEMORY;
+    }
     sb_printf(&t, "optimizer index %lld holds exp_avg ", (long long)x->index);
     put_shape(&t, x);
     sb_printf(&t, ", but no parameter of that shape lies between %s and %s in the model", a, b);

@@ -26,7 +26,7 @@ typedef struct ckpt_bind_index {
 } ckpt_bind_index;
 
 typedef struct ckpt_binding {
-    uint64_t *slot_of;   /* per index: its slot, CKPT_NONE when unplaced (the failure says) */
+    uint64_t *slot_of;    /* per index: its slot, CKPT_NONE when unplaced (the failure says) */
     ckpt_error *failures; /* the first is the verdict: unplaced, a count, a name */
     size_t failures_len;
     char **warnings; /* the ambiguities, in index order */

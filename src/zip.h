@@ -79,9 +79,9 @@ typedef struct ckpt_zip_writer {
     uint64_t at; /* bytes written */
     ckpt_zip_written *members;
     size_t len, cap;
-    bool open;     /* a member's data is being written */
-    uint32_t crc;  /* of the open member's data so far */
-    uint64_t size; /* of the open member's data so far */
+    bool open;      /* a member's data is being written */
+    uint32_t crc;   /* of the open member's data so far */
+    uint64_t size;  /* of the open member's data so far */
     unsigned align; /* nonzero: each member's data starts at a multiple of it (torch.save pads the
                      * local header with an extra field "FB" of 'Z' bytes to 64) */
 } ckpt_zip_writer;

@@ -259,8 +259,7 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 
 /* The same, the state file ordered by the model's names first (names NULL: by shape, for a
  * family that keeps no module order; ckpt_pair_named). */
-char *w_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
-                   int progress_token)
+char *w_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count, int progress_token)
 {
     ckpt_pair_result *r = ckpt_pair_named(opt, state, names, name_count, PROGRESS(progress_token));
     if (!r) return NULL;

@@ -127,7 +127,8 @@ static void it_pairs_and_gives_health(void)
     free(health);
     /* the texts that list the families of a role list it */
     r = ckpt_pair(o, o, NULL, NULL);
-    CHECK_STR(r->error.message, "the second file is not a model-state file (TLSF32B, TLPF32B, safetensors, PyTorch or TLSF64B)");
+    CHECK_STR(r->error.message,
+              "the second file is not a model-state file (TLSF32B, TLPF32B, safetensors, PyTorch or TLSF64B)");
     ckpt_pair_result_free(r);
     ckpt_close(state);
     ckpt_close(o);
