@@ -193,11 +193,23 @@ static bool is_floating(int dtype)
     return dtype == CKPT_FLOAT32 || dtype == CKPT_FLOAT64 || dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16;
 }
 
-static int fail_pair(ckpt_pair_result *res, int64_t index, const char *fmt, const char *a, const char *b)
+/* Files that cannot be paired at all (not a verdict): the pair's error, about index (or -1). */
+static int fail_pair(ckpt_pair_result *res, int64_t index, const char *text)
 {
-    ckpt_fail(&res->error, "PyTorch", CKPT_E_TORCH_NO_PAIR, CKPT_NONE, 0, fmt, a, b);
+    ckpt_fail(&res->error, "PyTorch", CKPT_E_TORCH_NO_PAIR, CKPT_NONE, 0, "%s", text ? text : "");
+    if (!text) return ckpt_fail_oom(&res->error);
     if (index >= 0) res->error.index = (uint64_t)index;
     return res->error.code;
+}
+
+/* The same, with the text "index {i}{what}{value}{after}" (value and after may be NULL). */
+static int fail_index(ckpt_pair_result *res, int64_t index, const char *what, const char *value, const char *after)
+{
+    strbuf sb = {0};
+    sb_printf(&sb, "index %lld%s%s%s", (long long)index, what, value ? value : "", after ? after : "");
+    int rc = fail_pair(res, index, sb.failed ? NULL : sb.data);
+    sb_free(&sb);
+    return rc;
 }
 
 typedef struct bind_in {
@@ -392,33 +404,30 @@ static int install(ckpt_report *ro, tf_data *d, const bind_in *in, ckpt_pair_res
     }
     int dtype = CKPT_DTYPE_ANY;
     size_t k = 0;
-    char what[64];
     for (size_t i = 0; !rc && i < n; i++) {
         if (index_at[i] == SIZE_MAX || !d->idx[index_at[i]].has_state) continue;
         const ckpt_bind_index *x = &d->idx[index_at[i]];
         const ckpt_torch_entry *e = entry_of_index(t, x->index);
-        snprintf(what, sizeof what, "%lld", (long long)x->index);
         if (e->exp_avg == CKPT_TORCH_NONE || e->exp_avg_sq == CKPT_TORCH_NONE) {
-            rc = fail_pair(res, x->index, "index %s holds no exp_avg and exp_avg_sq: not Adam's state%s", what, "");
+            rc = fail_index(res, x->index, " holds no exp_avg and exp_avg_sq: not Adam's state", NULL, NULL);
             break;
         }
         const ckpt_torch_tensor *m = &t->tensors[e->exp_avg], *v = &t->tensors[e->exp_avg_sq];
         int dm = dtype_of(m->dtype), dv = dtype_of(v->dtype);
         if (!m->contiguous || !v->contiguous || m->count != v->count) {
-            rc = fail_pair(res, x->index, "index %s: exp_avg and exp_avg_sq are not laid out as one contiguous shape%s",
-                           what, "");
+            rc = fail_index(res, x->index, ": exp_avg and exp_avg_sq are not laid out as one contiguous shape", NULL,
+                            NULL);
             break;
         }
         if (dm != dv || !is_floating(dm) || (dtype != CKPT_DTYPE_ANY && dm != dtype)) {
-            rc = fail_pair(res, x->index, "index %s: moments of %s where the others are of another dtype", what,
-                           m->dtype);
+            rc = fail_index(res, x->index, ": moments of ", m->dtype, " where the others are of another dtype");
             break;
         }
         dtype = dm;
         if (e->has_step && !(e->step < 18446744073709551616.0)) { /* 2^64: a step count is a u64 */
             strbuf st = {0};
             j_double(&st, e->step);
-            rc = fail_pair(res, x->index, "index %s: step %s does not fit in 64 bits", what, st.data ? st.data : "");
+            rc = fail_index(res, x->index, ": step ", st.data, " does not fit in 64 bits");
             sb_free(&st);
             break;
         }
@@ -491,10 +500,9 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *n
         return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "this PyTorch file was paired with a model already: open it again to pair it with another");
     if (!d->t->optimizers_len)
-        return fail_pair(
-            res, -1, "the first file holds no optimizer state dict (a dict with state and param_groups)%s%s", "", "");
+        return fail_pair(res, -1, "the first file holds no optimizer state dict (a dict with state and param_groups)");
     if (!rm->tensors_len)
-        return fail_pair(res, -1, "the model file holds no model state dict (a dict of names to tensors)%s%s", "", "");
+        return fail_pair(res, -1, "the model file holds no model state dict (a dict of names to tensors)");
     d->tried = true;
     bool param_names;
     bind_in in = {0};
