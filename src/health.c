@@ -95,12 +95,17 @@ void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_inf
 }
 
 /* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
- * file), streamed together. */
-static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info *t, uint64_t count, ckpt_health_slot *h)
+ * file), streamed together. vmax: where amsgrad's max_exp_avg_sq starts (CKPT_NONE: none): the
+ * next step divides by its root, not v's, so the update is measured on it; the bound and the
+ * counts stay v's. */
+static int slot_pass(pass *ps, const ckpt_entry_info *e, uint64_t vmax, const ckpt_tensor_info *t, uint64_t count,
+                     ckpt_health_slot *h)
 {
     memset(h, 0, sizeof *h);
     h->count = count;
     ckpt_health_moments_begin(&ps->k, e, &h->mo);
+    ckpt_health_moments amsgrad;
+    ckpt_health_moments_begin(&ps->k, e, &amsgrad);
     h->pa.present = t != NULL;
     if (!e && !t) return 0;
     const unsigned w = ps->k.width, tw = ps->k.state_width;
@@ -110,14 +115,23 @@ static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_tensor_info 
             TRY(ckpt_read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, "the source", ps->err));
             TRY(ckpt_read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, "the source", ps->err));
             ckpt_health_feed_moments(&ps->k, ps->m, ps->v, n, &h->mo);
+            if (vmax != CKPT_NONE) {
+                TRY(ckpt_read_at(ps->opt_src, vmax + k * w, ps->v, n * w, "the source", ps->err));
+                ckpt_health_feed_moments(&ps->k, ps->m, ps->v, n, &amsgrad);
+            }
         }
         if (t) {
             TRY(ckpt_read_at(ps->state_src, t->data_offset + tw * k, ps->theta, tw * n, "the source", ps->err));
             ckpt_health_feed_params(&ps->k, ps->theta, n, &h->pa);
         }
-        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? tw : 0));
+        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? tw : 0)); /* progress: m, v and theta's bytes */
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))
             return ckpt_fail(ps->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "health pass cancelled");
+    }
+    if (vmax != CKPT_NONE) {
+        h->mo.u_sum_sq = amsgrad.u_sum_sq;
+        h->mo.u_max = amsgrad.u_max;
+        h->mo.u_finite = amsgrad.u_finite;
     }
     return 0;
 }
@@ -458,7 +472,12 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         double weight_decay = ckpt_double_from_bits(cfg->weight_decay);
         bool adamw = cfg->kind == CKPT_ADAMW;
         ckpt_health_slot h;
-        if ((rc = slot_pass(&ps, e, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
+        uint64_t vmax = CKPT_NONE;
+        if (e) {
+            ckpt_item it = ckpt_report_item(ro, entry_of[r]);
+            if (it.payloads > 2 && !strcmp(it.payload[2].name, "max_exp_avg_sq")) vmax = it.payload[2].offset;
+        }
+        if ((rc = slot_pass(&ps, e, vmax, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");
         double slot_lr = isnan(lr) && stored ? ckpt_lr_of_slot(ro, cs) : lr;
         slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, slot_lr, b, weight_decay, adamw);

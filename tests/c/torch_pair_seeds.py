@@ -139,8 +139,9 @@ if __name__ == '__main__':
 
     cnn = CNN()
     cnn.conv1.requires_grad_(False)
-    copt = torch.optim.Adam([p for p in cnn.parameters() if p.requires_grad], lr=2e-3, amsgrad=True)
+    copt = torch.optim.Adam([p for p in cnn.parameters() if p.requires_grad], lr=2e-3, betas=(0.9, 0.6), amsgrad=True)
     train(cnn, copt, lambda: torch.randn(2, 1, 7, 7))
+    train(cnn, copt, lambda: 0.01 * torch.randn(2, 1, 7, 7), steps=4)  # smaller gradients: v falls below its maximum
     torch.save(copt.state_dict(), at('cnn.opt.pt'))
     torch.save(cnn.state_dict(), at('cnn.model.bin'))
     facts['cnn'] = {'names': list(cnn.state_dict())}

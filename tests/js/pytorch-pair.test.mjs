@@ -133,6 +133,22 @@ test('a CNN: BatchNorm\'s buffers are no slots, the frozen conv is not in the op
   assert.deepEqual(h.names, ['conv1.weight', 'conv1.bias', 'bn1.weight', 'bn1.bias', 'conv2.weight', 'conv2.bias', 'head.weight', 'head.bias']);
   assert.deepEqual(h.slots.map((s) => s.owner), [null, null, 2, 3, 4, 5, 6, 7]);
   assert.ok(h.slots.slice(2).every((s) => s.ratio > 0));
+  // amsgrad: the next step divides by max_exp_avg_sq's root (torch's Adam), which here exceeds v
+  const script = `
+import json, sys, torch
+sd = torch.load(sys.argv[1]); b1, b2 = sd['param_groups'][0]['betas']; eps = sd['param_groups'][0]['eps']
+out = []
+for i, s in sd['state'].items():
+    t = float(s['step']) + 1
+    m, vmax, v = s['exp_avg'].double(), s['max_exp_avg_sq'].double(), s['exp_avg_sq'].double()
+    rms = lambda d: float(((m / (1 - b1 ** t)) / ((d / (1 - b2 ** t)).sqrt() + eps)).pow(2).mean().sqrt())
+    out.append([rms(vmax), rms(v)])
+print(json.dumps(out))`;
+  const want = JSON.parse(execFileSync(PY, ['-c', script, at('cnn.opt.pt')], { encoding: 'utf8' }));
+  h.slots.slice(2).forEach((s, k) => {
+    assert.ok(Math.abs(s.update.rms - want[k][0]) <= 1e-6 * want[k][0], `slot ${s.slot}: ${s.update.rms} vs ${want[k][0]}`);
+  });
+  assert.ok(want.some(([withMax, withV]) => Math.abs(withMax - withV) > 1e-3 * withMax), 'v fell below its maximum somewhere');
 });
 
 test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently', async () => {
