@@ -11,7 +11,11 @@
 //      (BENCH_SCALE=light leaves out the passes that read its 81 GB of zeros, =off all of it);
 //   7. the viewer's Scan and health pass against the CLI's on the same pair (bench/viewer.mjs);
 //   8. workers (bench/workers.mjs): 1 vs 2 for inspect --stats and health on 4 GiB of random
-//      float32, interleaved, with the load average (BENCH_WORKERS=off leaves it out).
+//      float32, interleaved, with the load average (BENCH_WORKERS=off leaves it out);
+//   9. PyTorch files (bench/pytorch.mjs): the Llama-7B-like pair as sparse torch.save files
+//      (bytes read to open, inspect, check --state), and a GPT-2-small-sized AdamW state saved by
+//      torch 1.13: inspect, --stats and health against torch.load and the same passes in torch
+//      (BENCH_PYTORCH=off leaves it out).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,6 +27,7 @@ import { inspect, writeCheckpoint, loadCore } from '../js/index.js';
 import { scaleBench, printScale } from './scale.mjs';
 import { viewerBench, viewerRows, viewerRatios } from './viewer.mjs';
 import { workersBench, printWorkers, speedup } from './workers.mjs';
+import { pytorchBench, printPytorch } from './pytorch.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -388,11 +393,17 @@ if (process.env.BENCH_SCALE !== 'off') {
   printScale(scale);
 }
 if (workers4g) printWorkers(workers4g);
+let pytorch = null;
+if (process.env.BENCH_PYTORCH !== 'off') {
+  log('PyTorch: the 7B-like torch.save pair (sparse), a GPT-2-small-sized AdamW state against torch…');
+  pytorch = await pytorchBench({ data, repeat: REPEAT });
+  printPytorch(pytorch);
+}
 
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
   ratios, layoutWasmSeconds: layoutWasm, scale, kernel,
-  workers: workers4g,
+  workers: workers4g, pytorch,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

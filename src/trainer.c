@@ -174,7 +174,7 @@ static int fields_of(const actx *c, size_t root, size_t *dict, ckpt_training_arg
 
 static int read_args(const actx *c, ckpt_training_args *out)
 {
-    size_t dict;
+    size_t dict = 0;
     TRY(fields_of(c, c->p->root, &dict, out));
     /* the fields read, each its last value (a dict keeps a key once) */
     static const char *const names[] = {"optim",      "learning_rate", "weight_decay",
@@ -366,8 +366,8 @@ static int read_logs(const ckpt_jdoc *doc, const uint8_t *text, size_t len, cons
 int ckpt_trainer_state_read(const ckpt_source *src, ckpt_trainer_state *out, ckpt_error *err)
 {
     memset(out, 0, sizeof *out);
-    uint8_t *text;
-    size_t len, at = 0;
+    uint8_t *text = NULL;
+    size_t len = 0, at = 0;
     TRY(read_text(src, STATE_FILE, &text, &len, err));
     ckpt_jdoc doc;
     const char *why = NULL;
