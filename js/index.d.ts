@@ -138,6 +138,8 @@ export interface ReportError {
   subject: 'file' | 'expected';
   hint: string | null;
   configDiff?: ConfigDifference[];
+  /** A PyTorch optimizer's index the error is about (docs/pytorch.md); absent otherwise. */
+  index?: U64;
 }
 
 interface ReportCommon {
@@ -231,7 +233,44 @@ export interface InvalidReport extends ReportCommon {
   error: ReportError;
 }
 
-export type Report = OptimizerReport | StateReport | SafetensorsReport | InvalidReport;
+/** A parameter group of a PyTorch optimizer. */
+export interface TorchGroup {
+  lr: number | null;
+  betas: [number, number] | null;
+  eps: number | null;
+  weightDecay: number | null;
+  amsgrad: boolean | null;
+  maximize: boolean | null;
+  params: number[];
+  paramNames: string[] | null;
+}
+
+/** A valid torch.save file's report (docs/pytorch.md). Its optimizer has no slots until it is
+ *  paired with its model (`needsModel`); then schema, slotCount and entries are the pair's, by
+ *  slot, as a TLADAMF file's, and `pairing` says where each index went. */
+export interface TorchReport extends ReportCommon {
+  ok: true;
+  family: 'PyTorch';
+  name: 'torch.save file';
+  kind: 'optimizer' | 'state';
+  version: null;
+  dtype: Dtype | null;
+  container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
+  optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
+  models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
+  weightsOnly: boolean;
+  globals: string[];
+  refused: string[];
+  needsModel: boolean;
+  pairing: TorchPairing | null;
+  schema: SchemaReport | null;
+  slotCount: number | null;
+  entries: Entry[];
+  tensors?: Tensor[];
+  error: null;
+}
+
+export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */
@@ -360,7 +399,29 @@ export interface PairResult {
   failures: ReportError[];
   warnings: string[];
   error: ReportError | null;
+  /** A PyTorch optimizer and its model: each index's placement (docs/pytorch.md). */
+  pytorch?: TorchPairing;
 }
+
+/** Where a PyTorch optimizer's indices went on its model's slots, and PyTorch's own positional
+ *  pairing beside (the report's `pairing` once paired). */
+export interface TorchPairing {
+  paired: boolean;
+  indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
+    positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
+  /** One group of every parameter: load_state_dict's positional pairing is known. */
+  positionalKnown: boolean;
+  positionalDiffers: boolean | null;
+  groups: number;
+  /** The model's slots by name, in slot order. */
+  slots: string[];
+  notInOptimizer: string[];
+}
+
+/** A PyTorch optimizer (`summary.needsModel`) has no slots until paired with its model: run
+ *  fn(o, s) once the open `o` is paired with `s` (or with the model o's own file holds, opened
+ *  again from `source`). Any other file: fn(o, s) as it is. */
+export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: Source, fn: (o: Checkpoint, s: Checkpoint | null) => T | Promise<T>, options?: { names?: string[] }): Promise<T>;
 
 /** names: the model's state-dict keys in order; they order a state file that keeps no module
  *  order (safetensors), which without them is paired by shape alone, with a warning. */
@@ -401,6 +462,10 @@ export interface HealthResult {
   ok: boolean;
   pairs: boolean;
   lr: number | null;
+  /** 'file': lr is the PyTorch groups' (the next step's) as no lr was given. */
+  lrFrom?: 'file';
+  /** A PyTorch pair's slots by the model's names. */
+  names?: string[];
   /** The ratio band of the pass: [low, high] (the default [1e-5, 1e-2], or the one given). */
   ratioBand: [number, number];
   c: number | null;
@@ -652,6 +717,8 @@ export class CheckpointError extends Error {
   readonly offset: U64 | null;
   readonly length: U64;
   readonly slot: U64 | null;
+  /** A PyTorch optimizer's index the error is about, else null. */
+  readonly index: U64 | null;
   readonly subject: Subject;
   readonly hint: string | null;
   readonly configDiff: ConfigDifference[] | null;
@@ -681,6 +748,12 @@ export interface ConvertOptions extends ScanOptions {
   dropRandomCounter?: boolean;
   untie?: boolean;
   roundToFloat32?: boolean;
+  /** A PyTorch optimizer paired with its model (docs/pytorch.md): TorchLean's one configuration. */
+  kind?: 'adam' | 'adamw';
+  weightDecay?: number;
+  betas?: [number, number];
+  eps?: number;
+  dropAmsgrad?: boolean;
 }
 export interface ConvertResult {
   version: 2 | 3 | 4 | 5;
@@ -688,6 +761,8 @@ export interface ConvertResult {
   rounded: boolean;
   /** The largest |float32(x) - x| / |x| over the rounded values (0 when nothing was rounded). */
   maxRelativeError: number;
+  /** float16 / bfloat16 moments widened to float32 (exactly). */
+  widened?: true;
 }
 /** Node: `source` converted and written to `path` atomically. */
 export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;

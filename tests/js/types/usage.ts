@@ -3,6 +3,7 @@
 import {
   open, inspect, check, diff, pair, health, readEntry, writeCheckpoint, writeState, exportTensors, Schema,
   CheckpointError, toNumber, toBigInt, type Report, type Layout,
+  withModelSlots,
 } from 'ckptscope';
 
 async function main(): Promise<void> {
@@ -15,7 +16,7 @@ async function main(): Promise<void> {
     entries: [{ id: 0, step: 1, m: new Float32Array(6), v: new Float32Array(6) }],
   });
   const report: Report = await inspect(bytes, { stats: true, onProgress: ({ done, total }) => void [done, total] });
-  if (report.ok && report.kind === 'optimizer') {
+  if (report.ok && report.family === 'TLADAMF') {   // a PyTorch optimizer is kind 'optimizer' too
     const version: number = report.version;           // a valid file: a plain number
     const dtype: 'float32' | 'float64' = report.dtype;
     const shapes = report.schema.shapes;
@@ -100,3 +101,18 @@ async function trainer(): Promise<void> {
   }
 }
 void trainer();
+
+// a PyTorch optimizer and its model: the pair's slots, and where each index went
+async function pytorchPair(opt: string, model: string) {
+  const o = await open(opt), m = await open(model);
+  try {
+    const slots = await withModelSlots(o, m, opt, (oo) => (oo.report.ok && oo.report.family === 'PyTorch' ? oo.report.pairing?.slots.length ?? 0 : 0));
+    const r = await pair(opt, model);
+    const moved = r.pytorch?.positionalKnown ? r.pytorch.indices.filter((x) => x.slot !== x.positionalSlot) : [];
+    console.log(slots, moved.length, r.failures[0]?.index ?? null);
+  } finally {
+    o.close();
+    m.close();
+  }
+}
+void pytorchPair;
