@@ -73,6 +73,13 @@ export async function convertFile(input, output, options) {
     const oldest = options.to === 'oldest' ? ', the oldest that loses nothing' : '';
     lines.push(`${displayName(input)} is already version ${result.version}${oldest}: ${displayName(output)} holds the same state`);
   }
+  return [...lines, ...await convertedLines(output, result)];
+}
+
+/** What a conversion to TLADAMF did to the values, then what each TorchLean reader makes of OUT. */
+export async function convertedLines(output, result) {
+  const lines = [];
+  if (result.widened) lines.push('widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)');
   if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
   const ck = await open(output);
   try {

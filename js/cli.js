@@ -18,7 +18,7 @@ import { jsonKind } from './layout.js';
 import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedSlot } from './cli-text.js';
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
-import { loadsInLine, checkEveryReader, convertFile, convertTorchFile, readerLines } from './cli-readers.js';
+import { loadsInLine, checkEveryReader, convertFile, convertTorchFile, convertedLines } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
@@ -633,16 +633,8 @@ async function convertFromTorch([input, output], seen) {
     model.close();
     ck.close();
   }
-  const lines = [`${displayName(output)}: version ${result.version} (${result.dtype}), from ${displayName(input)} with ${modelPath}`];
-  if (result.widened) lines.push('widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)');
-  if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
-  const out = await open(output);
-  try {
-    lines.push(`${displayName(output)}, per TorchLean reader:`, ...readerLines(out.readers));
-  } finally {
-    out.close();
-  }
-  return say(process.stdout, lines), 0;
+  say(process.stdout, `${displayName(output)}: version ${result.version} (${result.dtype}), from ${displayName(input)} with ${modelPath}`, await convertedLines(output, result));
+  return 0;
 }
 
 /** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch (docs/pytorch.md). */

@@ -56,3 +56,29 @@ export async function withFake(bytes, options, body) {
   }
 }
 
+
+/** Run body(blob) with a Blob of `bytes` that a FileReaderSync stand-in reads synchronously (as
+ *  a worker does; Node's Blob has none): each slice's range is kept, and onRead([a, b]) hears each
+ *  read. */
+export async function withFakeBlob(bytes, body, onRead = () => {}) {
+  const parts = new Map();
+  globalThis.FileReaderSync = class {
+    readAsArrayBuffer(blob) {
+      const [a, b] = parts.get(blob);
+      onRead([a, b]);
+      return bytes.slice(a, b).buffer;
+    }
+  };
+  const whole = new Blob([bytes]);
+  const slice = whole.slice.bind(whole);
+  whole.slice = (a, b) => {
+    const part = slice(a, b);
+    parts.set(part, [a, b]);
+    return part;
+  };
+  try {
+    return await body(whole);
+  } finally {
+    delete globalThis.FileReaderSync;
+  }
+}

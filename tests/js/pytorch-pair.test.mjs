@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { open, pair, health, HttpSource, BlobSource } from '../../js/index.js';
-import { withFake } from './fake-sources.mjs';
+import { withFake, withFakeBlob } from './fake-sources.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const SEEDS = new URL('../c/torch_pair_seeds.py', import.meta.url).pathname;
@@ -277,22 +277,7 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
 test('over HTTP and from a Blob: the optimizer and its model pair as from files', async () => {
   const optBytes = new Uint8Array(fs.readFileSync(at('lm.opt.pt')));
   const modelBytes = new Uint8Array(fs.readFileSync(at('lm.model.bin')));
-  globalThis.FileReaderSync = class {
-    readAsArrayBuffer(blob) {
-      const [a, b] = parts.get(blob);
-      return modelBytes.slice(a, b).buffer;
-    }
-  };
-  const parts = new Map();
-  const whole = new Blob([modelBytes]);
-  const slice = whole.slice.bind(whole);
-  whole.slice = (a, b) => {
-    const part = slice(a, b);
-    parts.set(part, [a, b]);
-    return part;
-  };
-  try {
-    await withFake(optBytes, {}, async () => {
+  await withFakeBlob(modelBytes, (whole) => withFake(optBytes, {}, async () => {
       const http = HttpSource.open('http://h/optimizer.pt');
       const blob = new BlobSource(whole);
       const o = await open(http), m = await open(blob);
@@ -309,8 +294,5 @@ test('over HTTP and from a Blob: the optimizer and its model pair as from files'
       // (tests/js/pytorch.test.mjs counts it on larger files); here, a few requests
       assert.ok(http.requests > 0 && http.requests <= 16, `${http.requests} requests`);
       assert.ok(blob.bytesRead > 0);
-    });
-  } finally {
-    delete globalThis.FileReaderSync;
-  }
+  }));
 });

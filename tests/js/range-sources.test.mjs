@@ -5,7 +5,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpSource, HttpError, BlobSource, open, writeCheckpoint } from '../../js/index.js';
-import { withFake } from './fake-sources.mjs';
+import { withFake, withFakeBlob } from './fake-sources.mjs';
 
 const sample = await writeCheckpoint({
   shapes: [[64, 64], [64]],
@@ -61,23 +61,7 @@ test('a server that ignores Range still gives the right bytes', () =>
 
 test('a Blob in a worker is read as the core asks (its headers, not the payloads it skips), pages kept, bytes counted', async () => {
   const calls = [];
-  globalThis.FileReaderSync = class {
-    readAsArrayBuffer(blob) {
-      const [a, b] = blobBytes.get(blob);
-      calls.push([a, b]);
-      return sample.slice(a, b).buffer;
-    }
-  };
-  // Node's Blob has no synchronous read: the stand-in answers from the bytes each slice holds.
-  const blobBytes = new Map();
-  const whole = new Blob([sample]);
-  const slice = whole.slice.bind(whole);
-  whole.slice = (a, b) => {
-    const part = slice(a, b);
-    blobBytes.set(part, [a, b]);
-    return part;
-  };
-  try {
+  await withFakeBlob(sample, async (whole) => {
     const src = new BlobSource(whole);
     const ck = await open(src);
     // The first read (4 KiB: the preamble and the schema) and then entry 1's header (24 bytes, and
@@ -89,7 +73,5 @@ test('a Blob in a worker is read as the core asks (its headers, not the payloads
     ck.close();
     assert.equal(src.bytesRead, calls.reduce((n, [a, b]) => n + b - a, 0));
     assert.ok(calls.length <= 8, `${calls.length} reads for a 2-slot file`);
-  } finally {
-    delete globalThis.FileReaderSync;
-  }
+  }, (range) => calls.push(range));
 });
