@@ -78,16 +78,45 @@ async function openFiles(list, { labels = null, expected = null, lr = null } = {
     expected ??= { source: opened.b.source, name: opened.b.name };
     delete opened.b;
   }
+  let slots;
+  try {
+    slots = await bindModel(opened);
+  } catch (err) {
+    if (err.name === 'AbortError') return;   // other files opened meanwhile
+    throw err;
+  }
   stats.clear();
   if (labels) {
     store.labels = labels;   // the example's own names: they come with its files
     store.labelsSource = null;
-  } else if (!store.labelsPinned) store.labels = null;
+  } else if (!store.labelsPinned) {
+    store.labels = slots ?? null;   // a PyTorch pair's slots are named by its model
+    store.labelsSource = null;
+  }
   store.setFiles(opened, { expected, lr });
   const ms = Math.round(performance.now() - started);
   document.documentElement.dataset.openMs = String(ms);
   const shown = store.primary;   // the file the header shows
   status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${shown.name}: ${ioText(shown.io, shown.summary.size)}; payloads are skipped until statistics are asked for).`);
+}
+
+/** A PyTorch optimizer has no slots of its own (its summary says it needs its model): paired
+ *  with its model before the views draw, the second file or the model its own file holds (opened
+ *  again as the model), the optimizer's and the model's columns then the pair's. Changes
+ *  `opened` in place; resolves the slots' names (the model's), or null. */
+async function bindModel(opened) {
+  const opt = [opened.a, opened.b].find((f) => f?.summary.kind === 'optimizer' && f.summary.needsModel);
+  if (!opt) return;
+  if (!opened.b) {
+    if (!(opt.summary.tensorCount > 0)) return;   // no model here: the card says it needs one
+    const answer = await rpc.request('open', { role: 'b', source: opt.source, asModel: true });
+    opened.b = { name: opt.name, source: opt.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io, asModel: true };
+  }
+  const bound = await rpc.request('bind');
+  for (const role of ['a', 'b']) Object.assign(opened[role], { summary: bound[role].summary, cols: columnsOf(bound[role]), io: bound[role].io, bound: true });
+  // the slots exist once the pair paired (the optimizer's schema): named by the model
+  const paired = [opened.a, opened.b].find((f) => f.summary.kind === 'optimizer' && f.summary.schema);
+  return paired?.summary.pairing?.slots ?? null;
 }
 
 /** An I/O or HTTP error, as the problem view shows it. */
@@ -107,6 +136,12 @@ async function addState(item, notices) {
       notices.push({ name: item.name, text: 'an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).' });
       return;
     }
+    const a = store.files.a;
+    if (a.summary.needsModel || a.bound) {
+      // a PyTorch optimizer takes its slots from the model it is paired with: both opened afresh
+      await openFiles([{ name: a.name, source: a.source }, item], { expected: store.expected, lr: store.lr });
+      return;
+    }
     stats.clearState();
     store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
   } catch (err) {
@@ -121,8 +156,9 @@ async function addState(item, notices) {
 async function reopen() {
   for (const role of ['a', 'b']) {
     const f = store.files[role];
-    if (f) await rpc.request('open', { role, source: f.source }).catch(() => {});
+    if (f) await rpc.request('open', { role, source: f.source, asModel: !!f.asModel }).catch(() => {});
   }
+  if (store.files.a?.bound) await rpc.request('bind').catch(() => {});   // the PyTorch pair's slots again
 }
 
 // ---- names ------------------------------------------------------------------------------------

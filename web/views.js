@@ -19,11 +19,13 @@ import { ParamsView } from './views/params-table.js';
 import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
 import { RunView } from './views/run.js';
+import { TorchView } from './views/pytorch.js';
 
 export const VIEWS = [
   { name: 'exports', View: ExportsView, place: 'bar' },
   { name: 'run', View: RunView },
   { name: 'header', View: HeaderView },
+  { name: 'torch', View: TorchView },
   { name: 'problem', View: ProblemView },
   { name: 'notices', View: NoticesView },
   { name: 'names', View: NamesView },
