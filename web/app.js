@@ -187,11 +187,17 @@ async function readNames(file) {
 async function handleFiles(fileList, target = 'open') {
   const { checkpoints, expected, names, notices } = await sortFiles([...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
   for (const n of names) setLabels(n.names, n.name);
+  let folder = null;
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
   if (target === 'expect' && (checkpoints.length || expected)) {
     const other = expected ?? checkpoints[0];
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
+  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await rpc.request('trainerFolder', { names: checkpoints.map((c) => c.name) }))) {
+    // a Hugging Face Trainer's checkpoint-N/ folder: its optimizer with its model
+    const pick = (name) => checkpoints.find((c) => c.name === name);
+    for (const c of checkpoints) if (c.name !== folder.optimizer && c.name !== folder.model) notices.push({ name: c.name, text: `not opened: a Trainer folder's ${folder.optimizer} is shown with its ${folder.model}.` });
+    await openFiles([pick(folder.optimizer), pick(folder.model)], { expected });
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });

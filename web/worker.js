@@ -4,6 +4,7 @@
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
 import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
+import { trainerFolderRoles } from '/js/index.js';
 import { run, runFiles, attachPacked, itemCount, itemStatsPacked, Frames, PACKED_FRAME, unpackFrame } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
@@ -441,6 +442,14 @@ const handlers = {
     });
     return transfer({ order, states: stateOf, unused, result, series },
       series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
+  },
+
+  /** Which of the names (the files of one drop or pick) are a Trainer's checkpoint-N/ folder's
+   *  optimizer and model (the core's names), or null when they are not one. */
+  async trainerFolder({ names }) {
+    if (new Set(names).size !== names.length) return null;   // several folders' files: a run
+    const roles = await trainerFolderRoles(names);
+    return roles.optimizer && roles.model ? roles : null;
   },
 
   async examples() {
