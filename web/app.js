@@ -10,6 +10,7 @@ import { StatsStore } from './stats-store.js';
 import { count, ioText } from './format.js';
 import { VIEWS } from './views.js';
 import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
+import { bindModel, trainerPair } from './torch-pair.js';
 
 const store = new Store();
 const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: reopen });
@@ -61,62 +62,35 @@ async function openFiles(list, { labels = null, expected = null, lr = null } = {
   const started = performance.now();
   status(`Reading ${list.map((f) => f.name).join(' and ')}…`);
   const opened = {};
+  let slots = null;   // a PyTorch pair's slots are named by its model
   try {
     for (const [k, role] of [[0, 'a'], [1, 'b']]) {
       if (!list[k]) continue;
       const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed });
       opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
     }
+    if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
+      await rpc.request('close', { role: 'b' });
+      expected ??= { source: opened.b.source, name: opened.b.name };
+      delete opened.b;
+    }
+    slots = await bindModel(rpc, opened);
   } catch (err) {
     status('');
     stats.clear();
     store.setFiles({}, { failure: { names: list.map((f) => f.name), error: readError(err) } });
     return;
   }
-  if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
-    await rpc.request('close', { role: 'b' });
-    expected ??= { source: opened.b.source, name: opened.b.name };
-    delete opened.b;
-  }
-  let slots;
-  try {
-    slots = await bindModel(opened);
-  } catch (err) {
-    if (err.name === 'AbortError') return;   // other files opened meanwhile
-    throw err;
-  }
   stats.clear();
   if (labels) {
     store.labels = labels;   // the example's own names: they come with its files
     store.labelsSource = null;
-  } else if (!store.labelsPinned) {
-    store.labels = slots ?? null;   // a PyTorch pair's slots are named by its model
-    store.labelsSource = null;
-  }
+  } else if (!store.labelsPinned) store.labels = slots;
   store.setFiles(opened, { expected, lr });
   const ms = Math.round(performance.now() - started);
   document.documentElement.dataset.openMs = String(ms);
   const shown = store.primary;   // the file the header shows
   status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${shown.name}: ${ioText(shown.io, shown.summary.size)}; payloads are skipped until statistics are asked for).`);
-}
-
-/** A PyTorch optimizer has no slots of its own (its summary says it needs its model): paired
- *  with its model before the views draw, the second file or the model its own file holds (opened
- *  again as the model), the optimizer's and the model's columns then the pair's. Changes
- *  `opened` in place; resolves the slots' names (the model's), or null. */
-async function bindModel(opened) {
-  const opt = [opened.a, opened.b].find((f) => f?.summary.kind === 'optimizer' && f.summary.needsModel);
-  if (!opt) return;
-  if (!opened.b) {
-    if (!(opt.summary.tensorCount > 0)) return;   // no model here: the card says it needs one
-    const answer = await rpc.request('open', { role: 'b', source: opt.source, asModel: true });
-    opened.b = { name: opt.name, source: opt.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io, asModel: true };
-  }
-  const bound = await rpc.request('bind');
-  for (const role of ['a', 'b']) Object.assign(opened[role], { summary: bound[role].summary, cols: columnsOf(bound[role]), io: bound[role].io, bound: true });
-  // the slots exist once the pair paired (the optimizer's schema): named by the model
-  const paired = [opened.a, opened.b].find((f) => f.summary.kind === 'optimizer' && f.summary.schema);
-  return paired?.summary.pairing?.slots ?? null;
 }
 
 /** An I/O or HTTP error, as the problem view shows it. */
@@ -136,12 +110,8 @@ async function addState(item, notices) {
       notices.push({ name: item.name, text: 'an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).' });
       return;
     }
-    const a = store.files.a;
-    if (a.summary.needsModel || a.bound) {
-      // a PyTorch optimizer takes its slots from the model it is paired with: both opened afresh
-      await openFiles([{ name: a.name, source: a.source }, item], { expected: store.expected, lr: store.lr });
-      return;
-    }
+    const a = store.files.a;   // a PyTorch optimizer takes its slots from its model: both opened afresh
+    if (a.summary.needsModel || a.bound) return openFiles([{ name: a.name, source: a.source }, item], { expected: store.expected, lr: store.lr });
     stats.clearState();
     store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
   } catch (err) {
@@ -193,11 +163,8 @@ async function handleFiles(fileList, target = 'open') {
     const other = expected ?? checkpoints[0];
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
-  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await rpc.request('trainerFolder', { names: checkpoints.map((c) => c.name) }))) {
-    // a Hugging Face Trainer's checkpoint-N/ folder: its optimizer with its model
-    const pick = (name) => checkpoints.find((c) => c.name === name);
-    for (const c of checkpoints) if (c.name !== folder.optimizer && c.name !== folder.model) notices.push({ name: c.name, text: `not opened: a Trainer folder's ${folder.optimizer} is shown with its ${folder.model}.` });
-    await openFiles([pick(folder.optimizer), pick(folder.model)], { expected });
+  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await trainerPair(rpc, checkpoints, notices))) {
+    await openFiles(folder, { expected });   // a Hugging Face Trainer's checkpoint-N/ folder
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
