@@ -90,7 +90,7 @@ test('a file holding both (lm.both.pt): its optimizer paired with its own model'
   await assertLmPaired(page);
   assert.equal(await text(page, '#pair .meta'), 'lm.both.pt: its optimizer with its model');
   assert.equal(await text(page, '[data-testid=torch-container]'),
-    'lm.both.pt is a torch.save zip of 65 records; its optimizer state dict under the key "optimizer"; its model\'s state dict under the key "model".');
+    'lm.both.pt is a torch.save zip of 65 records; its optimizer state dict at optimizer; its model\'s state dict at model.');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });

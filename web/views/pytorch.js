@@ -11,8 +11,8 @@ const MAX_ROWS = 1000;
 const CONTAINER = { zip: 'a torch.save zip', legacy: 'a legacy torch.save file', safetensors: 'a safetensors file' };
 const KIND = { adam: 'Adam', adamw: 'AdamW' };
 
-/** The report's path of a member: the top level, or its key. */
-const at = (path) => (path ? `under the key ${JSON.stringify(path)}` : 'at the top level');
+/** Where a state dict is in the file's pickle: the top level, or the report's path to it. */
+const at = (path) => (path ? `at ${path}` : 'at the top level');
 
 function line(text, id, cls = 'meta') {
   const p = el('p', cls, text);
