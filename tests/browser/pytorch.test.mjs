@@ -2,8 +2,9 @@
 // (tests/c/torch_pair_seeds.py): an optimizer.pt alone (its container, groups, weights-only
 // verdict, state by index, the model it needs), with its model (the pair verdict, the
 // parameters by the model's names, the tie of lm_head to wte, PyTorch's positional pairing, the
-// parameters not in the optimizer, health at the groups' lr), a file holding both, a model that
-// does not fit, and a Trainer's checkpoint-N/ folder.
+// parameters not in the optimizer, health at the groups' lr), a file holding both, a Lightning
+// checkpoint naming a global weights_only refuses, a safetensors model, a model that does not
+// fit, and a Trainer's checkpoint-N/ folder.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -84,10 +85,15 @@ test('an optimizer.pt with its pytorch_model.bin: paired, the parameters by the 
   await page.context().close();
 });
 
-test('a file holding both (lm.both.pt): its optimizer paired with its own model', async () => {
+test('a file holding both (lm.both.pt): its optimizer paired with its own model; statistics of both sides', async () => {
   const page = await viewer.page({ width: 800 });
   await dropFiles(page, [file('lm.both.pt')]);
   await assertLmPaired(page);
+  await page.click('#scan');
+  await page.waitForFunction(() => /^Statistics for 16 entries in \d+ ms\.$/.test(document.getElementById('status').textContent));
+  await page.click('#scan-tensors');
+  await page.waitForFunction(() => /^Statistics for 18 tensors in \d+ ms\.$/.test(document.getElementById('status').textContent));
+  assert.equal(await page.locator('#warnings').isHidden(), true);
   assert.equal(await text(page, '#pair .meta'), 'lm.both.pt: its optimizer with its model');
   assert.equal(await text(page, '[data-testid=torch-container]'),
     'lm.both.pt is a torch.save zip of 65 records; its optimizer state dict at optimizer; its model\'s state dict at model.');
@@ -101,6 +107,35 @@ test('the model added to an optimizer.pt open alone (Add model state…) pairs t
   await page.waitForSelector('[data-testid=needs-model]');
   await dropFiles(page, [file('lm.model.bin')], '#state-label');
   await assertLmPaired(page);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a Lightning .ckpt: the globals torch.load(weights_only=True) refuses, its warning once, the model it holds paired', async () => {
+  const objects = path.join(tmp, 'objects');
+  execFileSync('/usr/bin/python3', [new URL('../c/torch_objects_seeds.py', import.meta.url).pathname, objects], { stdio: 'ignore' });
+  const page = await viewer.page({ width: 800 });
+  await dropFiles(page, [{ bytes: fs.readFileSync(path.join(objects, 'lightning.ckpt')), name: 'lightning.ckpt' }]);
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.equal(await text(page, '[data-testid=weights-only]'), 'torch.load(weights_only=True) refuses it: it names __main__.HParams. '
+    + 'Every global it names: collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch.BFloat16Storage, torch.FloatStorage, __main__.HParams.');
+  assert.equal(await text(page, '[data-testid=torch-container]'),
+    'lightning.ckpt is a torch.save zip of 16 records; its optimizer state dict at optimizer_states[0]; its model\'s state dict at state_dict.');
+  assert.deepEqual(await page.locator('#warnings [data-testid=warning]').allTextContents(),
+    ['PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: "__main__.HParams"']);
+  assert.deepEqual(await rows(page, '[data-testid=torch-index]'),
+    ['0\t0\t0.weight\t0\t[4, 3]\tbfloat16\t2', '1\t0\t0.bias\t1\t[4]\tbfloat16\t2', '2\t0\t1.weight\t2\t[1, 4]\tbfloat16\t2', '3\t0\t1.bias\t3\t[1]\tbfloat16\t2']);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a model.safetensors keeps no module order: it pairs by shape, with the core\'s warning', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFiles(page, [file('lm.opt.pt'), file('lm.model.safetensors')]);
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.deepEqual(await page.locator('#pair [data-testid=warning]').allTextContents(),
+    ['warning: safetensors: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json)']);
+  await waitText(page, '[data-testid=param-count]', '17 slots');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
