@@ -174,16 +174,17 @@ function pairHandles() {
  *  by its first pairing (its slots are the model's from then on): that verdict is kept, and one
  *  that failed is final (the core pairs a bound file with nothing else); one that paired is asked
  *  again (the model's statistics add warnings), the first's `pytorch` pairing kept with it. */
-async function pairOpen() {
+async function pairOpen(names = null) {
   const [opt, state] = pairHandles();
   if (opt.bound && (opt.bound.error || !opt.bound.result.pairs)) {
     if (opt.bound.error) throw opt.bound.error;
     return opt.bound.result;
   }
   const pytorch = opt.ck.summary.needsModel;
+  names = opt.bound?.names ?? names;   // a model that keeps no order is ordered by the same names again
   try {
-    const result = await pair(opt.ck, state.ck);
-    if (pytorch) opt.bound = { result };
+    const result = await pair(opt.ck, state.ck, { names });
+    if (pytorch) opt.bound = { result, names };
     return result.pytorch || !opt.bound ? result : { ...result, pytorch: opt.bound.result.pytorch };
   } catch (err) {
     if (pytorch && err.name !== 'AbortError') opt.bound = { error: err };
@@ -219,9 +220,10 @@ const handlers = {
 
   /** Pair a PyTorch optimizer with its model (the open pair, or a file holding both opened as 'a'
    *  and again as 'b' with asModel), once, before the views draw them: the pairing gives the
-   *  optimizer its slots. Resolves {a, b} as open gives them, the pair's slots in both. */
-  async bind() {
-    await pairOpen().catch((err) => {
+   *  optimizer its slots; `names` (the model's, in module order) order a model that keeps none.
+   *  Resolves {a, b} as open gives them, the pair's slots in both. */
+  async bind({ names = null } = {}) {
+    await pairOpen(names).catch((err) => {
       if (err.name === 'AbortError') throw err;   // else the pair view shows why, from the kept verdict
     });
     const a = filePart(handles.a), b = filePart(handles.b);

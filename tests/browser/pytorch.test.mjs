@@ -129,13 +129,23 @@ test('a Lightning .ckpt: the globals torch.load(weights_only=True) refuses, its 
   await page.context().close();
 });
 
-test('a model.safetensors keeps no module order: it pairs by shape, with the core\'s warning', async () => {
+test('a model.safetensors keeps no module order: it pairs by shape with the core\'s warning, by the names once they are given', async () => {
   const page = await viewer.page({ width: 800 });
   await dropFiles(page, [file('lm.opt.pt'), file('lm.model.safetensors')]);
   await page.waitForSelector('[data-testid=pair-verdict].loads');
   assert.deepEqual(await page.locator('#pair [data-testid=warning]').allTextContents(),
     ['warning: safetensors: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json)']);
   await waitText(page, '[data-testid=param-count]', '17 slots');
+  // the names in module order (Slot names…): the two are paired again by them, without the warning
+  await page.setInputFiles('#labels-input', path.join(tmp, 'lm.names.json'));
+  await page.waitForFunction(() => document.querySelector('[data-testid=pair-verdict].loads') && !document.querySelector('#pair [data-testid=warning]'));
+  assert.equal((await rows(page, '[data-testid=torch-index]'))[0], '0\t0\twte.weight\t1\t[11, 4]\tfloat32\t3');
+  assert.equal(await page.locator('#names-note').isHidden(), true);   // the slots are named by the model, not by the list
+  // dropped together with the files, the names order the model from the start
+  await dropFiles(page, [file('lm.opt.pt'), file('lm.model.safetensors'), file('lm.names.json')]);
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.equal(await page.locator('#pair [data-testid=warning]').count(), 0);
+  assert.equal((await rows(page, '[data-testid=torch-index]'))[2], '2\t0\th.0.fc.weight\t5\t[8, 4]\tfloat32\t3');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
@@ -149,7 +159,7 @@ test('a resized model does not pair: the core\'s failure, the index placed on no
   assert.equal(await page.locator('[data-testid=pair-verdict] strong').textContent(), 'Does not pair: 1 failure.');
   assert.equal(await text(page, '[data-testid=positional-verdict]'), CANNOT_TELL);
   const indices = await rows(page, '[data-testid=torch-index]');
-  assert.equal(indices[0], '0\t0\tnone\t—\t[11, 4]\tfloat32\t3');
+  assert.equal(indices[0], '0\t0\tnot placed\t—\t[11, 4]\tfloat32\t3');
   assert.equal(indices[1], '1\t0\twpe.weight\t2\t[7, 4]\tfloat32\t3');
   assert.equal(await page.locator('#names-note').isHidden(), true);
   await shotAt(page, 'torch-resized');

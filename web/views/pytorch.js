@@ -53,7 +53,7 @@ function indexTable(rows, paired) {
     const tr = testid(el('tr'), 'torch-index');
     tr.dataset.index = String(x.index);
     const cells = [String(x.index), x.group === null || x.group === undefined ? '—' : String(x.group)];
-    if (paired) cells.push(x.name ?? (x.decided === false ? 'not told apart' : 'none'), x.slot === null ? '—' : String(x.slot));
+    if (paired) cells.push(x.name ?? (x.decided === false ? 'not told apart' : 'not placed'), x.slot === null ? '—' : String(x.slot));
     cells.push(x.shape ? shape(x.shape) : '—', x.dtype ?? '—', x.step === null || x.step === undefined ? '—' : count(x.step));
     cells.forEach((c, j) => tr.append(el('td', paired && j === 2 && x.slot === null ? 'bad' : '', c)));
     body.append(tr);
