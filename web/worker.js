@@ -3,8 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
-import { trainerFolderRoles } from '/js/index.js';
+import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo, trainerFolderRoles } from '/js/index.js';
 import { run, runFiles, attachPacked, itemCount, itemStatsPacked, Frames, PACKED_FRAME, unpackFrame } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
