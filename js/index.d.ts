@@ -781,6 +781,11 @@ export interface TrainerFolder {
   scheduler: string | null;
 }
 export function trainerFolder(dir: string): Promise<TrainerFolder>;
+/** Which of a checkpoint-N/ folder's file names is which (no disk read: the viewer's folder pick). */
+export function trainerFolderRoles(names: string[]): Promise<{
+  optimizer: string | null; model: string | null; modelIndex: string | null;
+  trainerState: string | null; trainingArgs: string | null; scheduler: string | null;
+}>;
 /** An output folder's checkpoint-{N} folders in the order of N (Node). */
 export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
 

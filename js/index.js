@@ -17,4 +17,4 @@ export { HttpSource, HttpError } from './http-source.js';
 export { Feed } from './feed.js';
 export { Frames, unpackFrame, JSON_FRAME, PACKED_FRAME } from './pass-frames.js';
 export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';
-export { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+export { trainerFolder, trainerFolderRoles, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';

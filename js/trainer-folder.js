@@ -69,6 +69,13 @@ export async function trainerFolder(dir) {
   };
 }
 
+/** Which of a checkpoint-N/ folder's file names is which (the core's names): {optimizer, model,
+ *  modelIndex, trainerState, trainingArgs, scheduler}, each a name or null. For a folder's files
+ *  that are not on a disk this process lists (the viewer's folder picker). */
+export async function trainerFolderRoles(names) {
+  return (await loadBinding()).trainerFolder(names);
+}
+
 /** An output folder's checkpoint-{N} folders in the order of N (numeric): [{path, name, step}],
  *  step a number (a decimal string past 2^53 - 1). Other entries are left out. */
 export async function checkpointFolders(outputDir) {

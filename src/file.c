@@ -251,7 +251,10 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
 {
     ckpt_report *rep = f->rep;
     size_t items = ckpt_report_item_count(rep);
-    unsigned payloads = rep->family ? rep->family->impl->payloads : 0;
+    /* the payloads ckpt_file_item_stats gives statistics of: the first two (a PyTorch item's
+     * max_exp_avg_sq, a third, has none apart) */
+    size_t held = k < items ? ckpt_report_item(rep, k).payloads : 0;
+    unsigned payloads = held < 2 ? (unsigned)held : 2;
     /* statistics of another item (a file changed under a pass run elsewhere) are refused */
     if (k >= items || !a || (payloads == 2) != (b != NULL) || a->count != ckpt_report_item(rep, k).count ||
         (b && b->count != a->count)) {

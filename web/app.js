@@ -10,6 +10,7 @@ import { StatsStore } from './stats-store.js';
 import { count, ioText } from './format.js';
 import { VIEWS } from './views.js';
 import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
+import { bindModel, trainerPair, pairByNames } from './torch-pair.js';
 
 const store = new Store();
 const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: reopen });
@@ -56,33 +57,34 @@ const columnsOf = ({ summary, columns }) => new FileColumns(summary, columns);
 /** Open the files of one drop, pick, example or address: the first is the main file; a second
  *  is its model-state file (or the other way round). Two optimizer checkpoints are not a pair:
  *  the second is the first's question (Will it load?). */
-async function openFiles(list, { labels = null, expected = null, lr = null } = {}) {
+async function openFiles(list, { labels = null, expected = null, lr = null, pairNames = null } = {}) {
   if (stats.scanning || rpc.busy) await rpc.cancel();
   const started = performance.now();
   status(`Reading ${list.map((f) => f.name).join(' and ')}…`);
   const opened = {};
+  let slots = null;   // a PyTorch pair's slots, by its model's names
   try {
     for (const [k, role] of [[0, 'a'], [1, 'b']]) {
       if (!list[k]) continue;
       const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed });
       opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
     }
+    if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
+      await rpc.request('close', { role: 'b' });
+      expected ??= { source: opened.b.source, name: opened.b.name };
+      delete opened.b;
+    }
+    slots = await bindModel(rpc, opened, pairNames);
   } catch (err) {
     status('');
     stats.clear();
     store.setFiles({}, { failure: { names: list.map((f) => f.name), error: readError(err) } });
     return;
   }
-  if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
-    await rpc.request('close', { role: 'b' });
-    expected ??= { source: opened.b.source, name: opened.b.name };
-    delete opened.b;
-  }
   stats.clear();
-  if (labels) {
-    store.labels = labels;   // the example's own names: they come with its files
-    store.labelsSource = null;
-  } else if (!store.labelsPinned) store.labels = null;
+  // an example's own names come with its files; a PyTorch pair's slots are its model's names
+  if (labels ?? slots) Object.assign(store, { labels: labels ?? slots, labelsSource: null, labelsPinned: store.labelsPinned && !slots });
+  else if (!store.labelsPinned) store.labels = null;
   store.setFiles(opened, { expected, lr });
   const ms = Math.round(performance.now() - started);
   document.documentElement.dataset.openMs = String(ms);
@@ -107,6 +109,8 @@ async function addState(item, notices) {
       notices.push({ name: item.name, text: 'an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).' });
       return;
     }
+    // a PyTorch optimizer takes its slots from its model: both opened afresh
+    if (store.files.a.summary.needsModel || store.files.a.bound) return openFiles([store.files.a, item], { expected: store.expected, lr: store.lr });
     stats.clearState();
     store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
   } catch (err) {
@@ -121,8 +125,9 @@ async function addState(item, notices) {
 async function reopen() {
   for (const role of ['a', 'b']) {
     const f = store.files[role];
-    if (f) await rpc.request('open', { role, source: f.source }).catch(() => {});
+    if (f) await rpc.request('open', { role, source: f.source, asModel: !!f.asModel }).catch(() => {});
   }
+  if (store.files.a?.bound) await rpc.request('bind', { names: store.files.a.pairNames }).catch(() => {});   // the PyTorch pair's slots again
 }
 
 // ---- names ------------------------------------------------------------------------------------
@@ -138,6 +143,7 @@ async function readNames(file) {
     const kind = await rpc.request('classify', { source: file });
     if (kind.json !== 'names') throw new Error('expected a JSON array of slot names (strings)');
     setLabels(kind.names, file.name);
+    await pairByNames(store, kind.names, openFiles);   // a model.safetensors paired by shape: by these names now
   } catch (err) {
     store.setNotices([{ name: file.name, text: err.message }]);
   }
@@ -151,11 +157,15 @@ async function readNames(file) {
 async function handleFiles(fileList, target = 'open') {
   const { checkpoints, expected, names, notices } = await sortFiles([...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
   for (const n of names) setLabels(n.names, n.name);
+  const pairNames = names.at(-1)?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
+  let folder = null;
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
   if (target === 'expect' && (checkpoints.length || expected)) {
     const other = expected ?? checkpoints[0];
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
+  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await trainerPair(rpc, checkpoints, notices))) {
+    await openFiles(folder, { expected, pairNames });   // a Hugging Face Trainer's checkpoint-N/ folder
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
@@ -164,7 +174,7 @@ async function handleFiles(fileList, target = 'open') {
     for (const extra of checkpoints.slice(1)) notices.push({ name: extra.name, text: `not used: one model-state file goes with the optimizer checkpoint, and ${checkpoints[0].name} (the first picked) is the one used.` });
     await addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
-    await openFiles(checkpoints.slice(0, 2), { expected });
+    await openFiles(checkpoints.slice(0, 2), { expected, pairNames });
   } else if (expected) {
     if (!store.files.a) notices.push({ name: expected.name, text: 'a layout: open a checkpoint first, then drop the layout to see whether it would load.' });
     else store.setExpected(expected);

@@ -19,6 +19,7 @@ import { ParamsView } from './views/params-table.js';
 import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
 import { RunView } from './views/run.js';
+import { TorchView } from './views/pytorch.js';
 
 export const VIEWS = [
   { name: 'exports', View: ExportsView, place: 'bar' },
@@ -32,6 +33,7 @@ export const VIEWS = [
   { name: 'readers', View: ReadersView },
   { name: 'state-header', View: StateHeaderView },
   { name: 'pair', View: PairView },
+  { name: 'torch', View: TorchView },
   { name: 'health', View: HealthView },
   { name: 'sharing-map', View: MapView },
   { name: 'params', View: ParamsView },

@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo } from '/js/index.js';
+import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo, trainerFolderRoles } from '/js/index.js';
 import { run, runFiles, attachPacked, itemCount, itemStatsPacked, Frames, PACKED_FRAME, unpackFrame } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
@@ -161,11 +161,40 @@ function throttled(progress) {
   };
 }
 
-/** The optimizer and the state file, whichever roles they were opened in. */
+/** The optimizer and the state file, whichever roles they were opened in (a file holding both
+ *  is open twice: as 'a' its optimizer, as 'b' its model). */
 function pairHandles() {
   const [a, b] = [handles.a, handles.b];
   if (!a || !b) throw new Error('open an optimizer checkpoint and its model-state file first');
-  return a.ck.kind === 'state' ? [b, a] : [a, b];
+  return a.ck.kind === 'state' && !b.asModel ? [b, a] : [a, b];
+}
+
+/** The pair verdict of the open optimizer and model. A PyTorch optimizer is bound to its model
+ *  by its first pairing (its slots are the model's from then on): that verdict is kept, and one
+ *  that failed is final (the core pairs a bound file with nothing else); one that paired is asked
+ *  again (the model's statistics add warnings), the first's `pytorch` pairing kept with it. */
+async function pairOpen(names = null) {
+  const [opt, state] = pairHandles();
+  if (opt.bound && (opt.bound.error || !opt.bound.result.pairs)) {
+    if (opt.bound.error) throw opt.bound.error;
+    return opt.bound.result;
+  }
+  const pytorch = opt.ck.summary.needsModel;
+  names = opt.bound?.names ?? names;   // a model that keeps no order is ordered by the same names again
+  try {
+    const result = await pair(opt.ck, state.ck, { names });
+    if (pytorch) opt.bound = { result, names };
+    return result.pytorch || !opt.bound ? result : { ...result, pytorch: opt.bound.result.pytorch };
+  } catch (err) {
+    if (pytorch && err.name !== 'AbortError') opt.bound = { error: err };
+    throw err;
+  }
+}
+
+/** An open file's summary and columns as open() gives them (after a pairing: the pair's slots). */
+function filePart(h) {
+  const columns = h.ck.columns();
+  return { summary: h.ck.summary, columns, io: h.src.io() };
 }
 
 async function statsOf(h, slot, onProgress) {
@@ -176,16 +205,28 @@ async function statsOf(h, slot, onProgress) {
 const handlers = {
   /** Open a File or a served path as role 'a' (the main file: closes both) or 'b' (its model
    *  state). Resolves {summary, columns, io}, the columns' buffers transferred. */
-  async open({ role = 'a', source, sniffed: id = null }) {
+  async open({ role = 'a', source, sniffed: id = null, asModel = false }) {
     if (role === 'a') {
       close('a');
       close('b');
     } else close(role);
     const src = takeSniffed(id) ?? await sourceOf(source);
     const ck = await open(src);
-    handles[role] = { ck, src, stats: new Map() };
-    const columns = ck.columns();
-    return transfer({ summary: ck.summary, columns, io: src.io() }, buffersOf(columns));
+    handles[role] = { ck, src, stats: new Map(), asModel };
+    const part = filePart(handles[role]);
+    return transfer(part, buffersOf(part.columns));
+  },
+
+  /** Pair a PyTorch optimizer with its model (the open pair, or a file holding both opened as 'a'
+   *  and again as 'b' with asModel), once, before the views draw them: the pairing gives the
+   *  optimizer its slots; `names` (the model's, in module order) order a model that keeps none.
+   *  Resolves {a, b} as open gives them, the pair's slots in both. */
+  async bind({ names = null } = {}) {
+    await pairOpen(names).catch((err) => {
+      if (err.name === 'AbortError') throw err;   // else the pair view shows why, from the kept verdict
+    });
+    const a = filePart(handles.a), b = filePart(handles.b);
+    return transfer({ a, b }, [...buffersOf(a.columns), ...buffersOf(b.columns)]);
   },
 
   close({ role }) {
@@ -286,9 +327,8 @@ const handlers = {
   },
 
   /** Does the optimizer file belong to the state file? The package's pair verdict. */
-  async pair() {
-    const [opt, state] = pairHandles();
-    return pair(opt.ck, state.ck);
+  pair() {
+    return pairOpen();
   },
 
   /** The package's health pass over the optimizer file (and, withState, its model state). */
@@ -403,6 +443,14 @@ const handlers = {
     });
     return transfer({ order, states: stateOf, unused, result, series },
       series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
+  },
+
+  /** Which of the names (the files of one drop or pick) are a Trainer's checkpoint-N/ folder's
+   *  optimizer and model (the core's names), or null when they are not one. */
+  async trainerFolder({ names }) {
+    if (new Set(names).size !== names.length) return null;   // several folders' files: a run
+    const roles = await trainerFolderRoles(names);
+    return roles.optimizer && roles.model ? roles : null;
   },
 
   async examples() {

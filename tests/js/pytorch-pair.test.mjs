@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { open, pair, health, HttpSource, BlobSource } from '../../js/index.js';
+import { open, pair, health, HttpSource, BlobSource, itemCount, itemStatsPacked, attachPacked } from '../../js/index.js';
 import { withFake, withFakeBlob } from './fake-sources.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
@@ -295,4 +295,28 @@ test('over HTTP and from a Blob: the optimizer and its model pair as from files'
       assert.ok(http.requests > 0 && http.requests <= 16, `${http.requests} requests`);
       assert.ok(blob.bytesRead > 0);
   }));
+});
+
+test('statistics computed apart attach to a paired optimizer\'s items (a worker\'s scan, a server\'s pass), an amsgrad optimizer\'s too', async () => {
+  for (const [optName, modelName, amsgrad] of [['lm.opt.pt', 'lm.model.bin', false], ['cnn.opt.pt', 'cnn.model.bin', true]]) {
+    const o = await open(at(optName));
+    const m = await open(at(modelName));
+    const fresh = await open(at(optName));
+    const again = await open(at(modelName));
+    try {
+      assert.equal((await pair(o, m)).pairs, true);
+      assert.equal((await pair(fresh, again)).pairs, true);
+      assert.equal(o.summary.optimizer.groups[0].amsgrad, amsgrad);
+      const n = itemCount(o);
+      assert.equal(n, o.summary.entryCount);
+      for (let k = 0; k < n; k++) attachPacked(o, k, [itemStatsPacked(fresh, k)]);
+      assert.equal(o.report.statistics, true);
+      const slot = o.report.entries[0].id;
+      const attached = await o.stats(slot);
+      const read = await fresh.stats(slot);
+      assert.deepEqual([attached.m, attached.v], [read.m, read.v], optName);
+    } finally {
+      for (const ck of [o, m, fresh, again]) ck.close();
+    }
+  }
 });

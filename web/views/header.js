@@ -71,33 +71,46 @@ function renderHeader(container, file, { role = 'main' } = {}) {
 
   const grid = el('div', 'summary-grid');
   const fid = (id) => (role === 'main' ? id : undefined);
+  // a PyTorch optimizer: its groups, container and indices are its own card's (views/pytorch.js);
+  // TorchLean's fields (version, counter, one config) are not a PyTorch or safetensors file's
+  const foreign = 'container' in s;   // a PyTorch or safetensors file
+  const torch = foreign && s.kind === 'optimizer' && !!s.optimizer;
   grid.append(field('Family', s.family ? `${s.name} (${s.family})` : 'not a TorchLean checkpoint'));
-  grid.append(field('Format version', plain(s.version), { id: fid('field-version') }));
-  grid.append(field('dtype', plain(s.dtype), { id: fid('field-dtype'), title: 'the element type of the file\'s values' }));
-  if ('tensorCount' in s) grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
-  if ('tensorCount' in s && s.tensorCount !== null) {
+  if (!foreign || s.version !== null) grid.append(field('Format version', plain(s.version), { id: fid('field-version') }));
+  if (!foreign || s.dtype !== null) grid.append(field('dtype', plain(s.dtype), { id: fid('field-dtype'), title: 'the element type of the file\'s values' }));
+  if (torch) {
+    grid.append(field('Optimizer', { adam: 'Adam', adamw: 'AdamW' }[s.optimizer.kind] ?? 'Adam or AdamW', { id: fid('field-kind') }));
+    grid.append(field('Param groups', count(s.optimizer.groups.length)));
+    grid.append(field('Indices with state', count(s.entryCount ?? s.optimizer.entryCount)));
+    if (s.tensorCount) grid.append(field('Model tensors', count(s.tensorCount), { title: 'the model state dict the file holds too' }));
+  } else if ('tensorCount' in s) grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
+  if (!torch && 'tensorCount' in s && s.tensorCount !== null) {
     grid.append(field('Parameters', count(total(cols.tensorTotal, (i) => cols.tensor(i).count)), { id: fid('field-params'), title: 'the values of every tensor' }));
   }
-  if (!('config' in s)) {   // a family without an optimizer configuration
+  if (!('config' in s) || (foreign && !torch)) {   // a family without an optimizer configuration
     container.append(grid);
     return;
   }
   const c = s.config;
-  grid.append(field('Optimizer', c ? (c.kind === 'adamw' ? 'AdamW' : 'Adam') : '—', {
-    id: fid('field-kind'),
-    title: c?.kind === 'adamw' ? 'decoupled weight decay: the update subtracts lr·wd·θ' : undefined,
-  }));
-  if (c) {
+  if (!torch) {
+    grid.append(field('Optimizer', c ? (c.kind === 'adamw' ? 'AdamW' : 'Adam') : '—', {
+      id: fid('field-kind'),
+      title: c?.kind === 'adamw' ? 'decoupled weight decay: the update subtracts lr·wd·θ' : undefined,
+    }));
+  }
+  if (c && !torch) {
     grid.append(field('beta1', plain(c.beta1), { bits: c.bits.beta1 }));
     grid.append(field('beta2', plain(c.beta2), { bits: c.bits.beta2 }));
     grid.append(field('epsilon', plain(c.epsilon), { bits: c.bits.epsilon }));
     grid.append(field('weight decay', plain(c.weightDecay), { bits: c.bits.weightDecay }));
   }
   const counter = s.hasRandomCounter === null ? '—' : s.hasRandomCounter ? String(s.randomCounter) : 'none (legacy)';
-  grid.append(field('Random counter', counter, {
-    id: fid('field-counter'),
-    title: 'seeded random operations already drawn (dropout masks…); without it stochastic training cannot resume exactly',
-  }));
+  if (!torch) {
+    grid.append(field('Random counter', counter, {
+      id: fid('field-counter'),
+      title: 'seeded random operations already drawn (dropout masks…); without it stochastic training cannot resume exactly',
+    }));
+  }
   if (s.schema) {
     grid.append(field('Slots', s.wellFormed === null || s.trainableCount === null
       ? `${count(cols.n)} read${s.slotCount !== null && Number(s.slotCount) !== cols.n ? ` of ${count(s.slotCount)}` : ''}`

@@ -302,7 +302,7 @@ export class HealthView {
     this.mode = r.withState && r.lr !== null && r.lr !== undefined ? 'ratio' : 'rms';
     const flagged = new Set(r.flags.map((f) => f.slot));
     const what = this.mode === 'ratio'
-      ? `update-to-weight ratio at lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
+      ? `update-to-weight ratio at ${r.lrFrom === 'file' ? 'the optimizer\'s param groups\' ' : ''}lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
       : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
     if (this.inputError) this.showState(this.inputError, true);
     else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms${ranOn(r.server)}: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);

@@ -11,7 +11,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   card.replaceChildren();
   card.hidden = false;
   card.append(el('h2', '', 'Optimizer and model state'));
-  card.append(el('p', 'meta', `${optName} with ${stateName}`));
+  card.append(el('p', 'meta', optName === stateName ? `${optName}: its optimizer with its model` : `${optName} with ${stateName}`));
   const verdict = testid(el('div', 'verdict'), 'pair-verdict');
   card.append(verdict);
   if (!result) {
@@ -40,6 +40,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
     verdict.append(list);
   }
   for (const w of result.warnings ?? []) card.append(testid(el('p', 'meta warn-line', `warning: ${w}`), 'warning'));
+  if (result.pytorch) card.append(positional(result.pytorch, result.pairs ? null : result.error));
 
   // Ties: the state file must hold the same values for every slot of a tied group.
   const sh = cols?.sharing;
@@ -67,6 +68,33 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   if (sh.links > MAX_TIES) list.append(el('li', 'meta', `… and ${sh.links - MAX_TIES} more`));
   box.append(list);
   card.append(box);
+}
+
+/** What PyTorch's load_state_dict would do with this optimizer and model, from the pairing the
+ *  core reports (`positionalKnown`, each index's `positionalSlot` beside the `slot` found): it
+ *  gives the k-th saved index the k-th parameter the training code passes, without a word. The
+ *  indices it gives another parameter, the failed index's, and the model's parameters no index
+ *  reached (frozen, or buffers). */
+function positional(pairing, failure) {
+  const box = testid(el('div', 'positional'), 'pair-positional');
+  box.append(el('h3', '', 'PyTorch\'s own pairing (load_state_dict, by position)'));
+  const say = (text, id) => box.append(testid(el('p', 'meta', text), id));
+  if (!pairing.positionalKnown) {
+    say('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell).', 'positional-verdict');
+  } else {
+    const moved = pairing.indices.filter((x) => x.slot !== null && x.slot !== x.positionalSlot);
+    const failed = failure?.index !== undefined && failure?.index !== null ? pairing.indices.find((x) => x.index === failure.index) : null;
+    if (moved.length) {
+      say(`load_state_dict pairs by position, without a word: ${plural(moved.length, 'index', 'indices')} to another parameter than found:`, 'positional-verdict');
+      const list = el('ul', 'positional-list');
+      for (const x of moved.slice(0, MAX_TIES)) list.append(testid(el('li', 'bad', `index ${x.index} (${x.name}) → ${x.positionalName ?? 'no parameter'}`), 'positional-moved'));
+      if (moved.length > MAX_TIES) list.append(el('li', 'meta', `… and ${moved.length - MAX_TIES} more`));
+      box.append(list);
+    } else if (!failed) say('load_state_dict pairs by position: here it gives every index the parameter found for it.', 'positional-verdict');
+    if (failed) say(`load_state_dict gives index ${failed.index} to ${failed.positionalName ?? 'no parameter'}, without a word.`, 'positional-failed');
+  }
+  if (pairing.notInOptimizer.length) say(`Not in the optimizer (frozen, or buffers): ${pairing.notInOptimizer.join(', ')}.`, 'not-in-optimizer');
+  return box;
 }
 
 /** The pair card: with an optimizer checkpoint and its model-state file open, asks the worker for

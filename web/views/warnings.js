@@ -16,7 +16,7 @@ export class WarningsView {
   onFiles() {
     const { store } = this;
     const main = store.primary;
-    const second = store.optimizer && store.stateFile;
+    const second = store.optimizer && store.stateFile && !store.stateFile.asModel ? store.stateFile : null;   // a file holding both: its warnings once
     const warnings = main ? [...main.summary.warnings, ...(second?.summary.warnings ?? [])] : [];
     this.card.hidden = !warnings.length;
     const ul = el('ul');
