@@ -776,3 +776,10 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
     else free(r.files), free(r.pairs);
     return rc;
 }
+
+int ckpt_logged_lr_agrees(double lr, double logged)
+{
+    if (!isfinite(lr) || !isfinite(logged)) return -1;
+    double larger = fmax(fabs(lr), fabs(logged));
+    return fabs(lr - logged) <= CKPT_LOGGED_LR_TOLERANCE * larger;
+}
