@@ -1,0 +1,103 @@
+// A Hugging Face Trainer's checkpoint folders as PyTorch pairs (docs/pytorch.md, FORMAT.md 10.5):
+// a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
+// optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
+// order of N, each so paired, for `run`; and each recovered learning rate set beside the one
+// trainer_state.json logged at that step (the rule is the core's, ckpt_logged_lr_agrees). Node.
+
+import { open } from './checkpoint.js';
+import { pair, setKind } from './api.js';
+import { loadBinding } from './binding.js';
+import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+
+/** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
+export class FolderError extends Error {}
+
+/**
+ * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model, kind,
+ * trainerState} paths, kind 'adamw' | 'adam' | null (`kind` when given, else training_args.bin's,
+ * null when neither says). A folder without an optimizer or a model, or with a sharded model (its
+ * shards are not paired), is refused with a FolderError.
+ */
+export async function folderFiles(dir, { kind = null } = {}) {
+  const f = await trainerFolder(dir);
+  if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
+  if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): its shards cannot be paired with the optimizer yet; give one model file with OPT --state MODEL`);
+  if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
+  const given = kind ?? (f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null);
+  return { optimizer: f.optimizer, model: f.model, kind: given, trainerState: f.trainerState };
+}
+
+/** The kind of the open optimizer `ck` (null: leave it as its file says); a kind its file
+ *  contradicts rejects with the core's CheckpointError. */
+export async function applyKind(ck, kind) {
+  if (kind === null || kind === undefined) return;
+  await setKind(ck, kind);
+}
+
+/** Is `dir` an output folder holding checkpoint-N folders? */
+export async function isOutputFolder(dir) {
+  return (await checkpointFolders(dir).catch(() => [])).length > 0;
+}
+
+/**
+ * An output folder's checkpoints, each optimizer paired with its own folder's model, in the
+ * order of N: {opts, models (open Checkpoints: the caller closes them with close()), paths,
+ * modelPaths, logged: per file its trainer_state.json's learning rates by step (a Map) or null,
+ * warnings: the pairings' warnings per file}. A folder whose optimizer does not pair rejects
+ * with a FolderError naming it.
+ */
+export async function openOutputFolder(dir, { kind = null } = {}) {
+  const folders = await checkpointFolders(dir);
+  const out = { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], close() {
+    for (const ck of [...this.opts, ...this.models]) ck.close();
+  } };
+  try {
+    for (const folder of folders) {
+      const files = await folderFiles(folder.path, { kind });
+      const o = await open(files.optimizer);
+      out.opts.push(o);
+      const m = await open(files.model);
+      out.models.push(m);
+      await applyKind(o, files.kind);
+      const result = await pair(o, m);
+      if (!result.pairs) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
+      out.paths.push(folder.path);
+      out.modelPaths.push(files.model);
+      out.warnings.push(result.warnings);
+      out.logged.push(files.trainerState ? loggedRates(await readTrainerState(files.trainerState)) : null);
+    }
+  } catch (err) {
+    out.close();
+    throw err;
+  }
+  return out;
+}
+
+/** trainer_state.json's learning rates by step (numbers; a step past 2^53 as its string). */
+function loggedRates(state) {
+  const m = new Map();
+  for (const { step, learningRate } of state.learningRates) if (typeof learningRate === 'number') m.set(String(step), learningRate);
+  return m;
+}
+
+/**
+ * Each pair of a run's result given the learning rate B's trainer_state.json logged at B's step
+ * (`logged[b]`), where it logged one: `loggedLr: {step, learningRate, agrees}`, agrees true when
+ * every slot's recovered rate agrees with it (the core's rule), false when one differs, null when
+ * no slot's rate came back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
+ */
+export async function compareLogged(result, logged) {
+  const b = await loadBinding();
+  for (const p of result.pairs) {
+    const step = result.files[p.b].step;
+    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(String(step));
+    if (rate === undefined) {
+      p.loggedLr = null;
+      continue;
+    }
+    const verdicts = p.slots.filter((s) => s.lr !== null).map((s) => b.loggedLrAgrees(s.lr, rate));
+    const agrees = !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
+    p.loggedLr = { step, learningRate: rate, agrees };
+  }
+  return result;
+}
