@@ -21,7 +21,7 @@ export class FolderError extends Error {}
 export async function folderFiles(dir, { kind = null } = {}) {
   const f = await trainerFolder(dir);
   if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
-  if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): its shards cannot be paired with the optimizer yet; give one model file with OPT --state MODEL`);
+  if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
   const given = kind ?? (f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null);
   return { optimizer: f.optimizer, model: f.model, kind: given, trainerState: f.trainerState };
