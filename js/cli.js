@@ -9,7 +9,7 @@ import net from 'node:net';
 // The modules of every command; a command's own (write, export, convert, run, view) load when it runs:
 // every command starts sooner (`inspect --stats` also starts its workers sooner).
 import { open } from './checkpoint.js';
-import { check, pair, diff, health, readerNames, setKind } from './api.js';
+import { check, pair, diff, health, readerNames } from './api.js';
 import { CheckpointError, LayoutError } from './errors.js';
 import { loadBinding } from './binding.js';
 import { readJsonSource } from './sources.js';
@@ -21,6 +21,7 @@ import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, 
 import { loadsInLine, checkEveryReader, convertFile, convertTorchFile } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
+import { folderFiles, applyKind, FolderError } from './trainer-run.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
 
 // --help: the usage and how the CLI behaves in a shell.
@@ -92,28 +93,28 @@ function kindArg(seen, command) {
 const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
 
 /** A Trainer checkpoint-N/ folder given for `positional[at]`: the folder's optimizer.pt in its
- *  place and its model as --state, the kind from --kind, else training_args.bin. Returns the kind
- *  to give the optimizer (null: as its file says). */
+ *  place and its model as --state. Returns the kind to give the optimizer: {kind} from --kind
+ *  (null: none), and in a folder {fallback} from training_args.bin, where the file says none. */
 async function folderArgs(positional, seen, command, at = 0) {
   const kind = kindArg(seen, command);
   const file = positional[at];
-  if (file === undefined || !isFolder(file)) return kind;
+  if (file === undefined || !isFolder(file)) return { kind, fallback: null };
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
-  const { folderFiles, FolderError } = await import('./trainer-run.js');
   const f = await folderFiles(file, { kind }).catch((err) => {
     throw err instanceof FolderError ? new Failure(err.message) : err;
   });
+  if (!f) return { kind, fallback: null };   // not a Trainer's: a folder, refused as one
   positional[at] = f.optimizer;
   seen['--state'] = f.model;
-  return f.kind;
+  return { kind, fallback: f.fallback };
 }
 
-/** The open optimizer `ck` given its kind (null: none given); a kind the file contradicts is
- *  refused in the core's words (exit 2). */
-async function giveKind(ck, kind, file) {
-  if (kind === null || !ck.ok) return;
+/** The open optimizer `ck` given its kind ({kind, fallback} of folderArgs); a given kind the file
+ *  contradicts is refused in the core's words (exit 2). */
+async function giveKind(ck, { kind, fallback }, file) {
+  if ((kind === null && fallback === null) || !ck.ok) return;
   try {
-    await setKind(ck, kind);
+    await applyKind(ck, kind, fallback);
   } catch (err) {
     if (err instanceof CheckpointError) throw new Failure(`${displayName(file)}: ${err.message}`);
     throw err;
@@ -283,14 +284,14 @@ async function modelFacts(file) {
 const holdsBoth = async (file) => (await modelFacts(file)).holdsBoth;
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
-async function checkPair(opt, state, namesPath, kind = null) {
+async function checkPair(opt, state, namesPath, kind = { kind: null, fallback: null }) {
   if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
   const names = readNames(namesPath, null);   // they also order a state file that keeps no module order
   // with a kind: the optimizer opened here, to be given it before the pairing
-  const optimizer = kind === null ? null : await openFile(opt, 'checkpoint');
+  const optimizer = kind.kind === null && kind.fallback === null ? null : await openFile(opt, 'checkpoint');
   try {
     if (optimizer) await giveKind(optimizer, kind, opt);
     result = await reading(state, 'checkpoint', () => pair(optimizer ?? sourceOf(opt), state, { names }));
@@ -404,7 +405,7 @@ async function cmdHealth(argv) {
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
   // with a kind: the optimizer opened here, given it before health pairs it with its model
-  const optimizer = kind === null ? null : await openFile(opt, 'checkpoint');
+  const optimizer = kind.kind === null && kind.fallback === null ? null : await openFile(opt, 'checkpoint');
   try {
     if (optimizer) await giveKind(optimizer, kind, opt);
     const model = state ?? (optimizer && facts.holdsBoth ? opt : null);

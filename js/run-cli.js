@@ -123,9 +123,11 @@ function pairLine(p, names) {
   if (p.power !== null) parts.push(`power ${numColumnsOne(p.power)}`);
   const lrs = p.slots.filter((s) => s.lr !== null).length;
   if (lrs) parts.push(`lr on ${plural(lrs, 'slot')}`);
-  if (p.loggedLr && p.loggedLr.agrees !== null) parts.push(`${p.loggedLr.agrees ? 'agrees with' : 'DIFFERS from'} the logged lr ${numColumnsOne(p.loggedLr.learningRate)} at step ${p.loggedLr.step}`);
   return parts.length ? `${head} (${parts.join(', ')})` : head;
 }
+
+/** A pair's recovered learning rates beside the one trainer_state.json logged at B's step. */
+const loggedLine = (l) => `  lr ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
 
 /** A figure as the tables print it. */
 function numColumnsOne(x) {
@@ -191,7 +193,8 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   for (const s of result.skipped ?? []) out.push(...wrapLine(`skipped ${s.name}: ${s.why}`, width));
   out.push('');
   for (const p of result.pairs) {
-    out.push(...wrapLine(pairLine(p, names), width));
+    out.push(pairLine(p, names));
+    if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p.loggedLr), width));
     if (slots && p.slots.length) {
       out.push(...slotLines(p, names, width));
       out.push('');

@@ -13,25 +13,31 @@ import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } 
 export class FolderError extends Error {}
 
 /**
- * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model, kind,
- * trainerState} paths, kind 'adamw' | 'adam' | null (`kind` when given, else training_args.bin's,
- * null when neither says). A folder without an optimizer or a model, or with a sharded model (its
- * shards are not paired), is refused with a FolderError.
+ * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model,
+ * trainerState} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
+ * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
+ * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
+ * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
+ * holding none of a Trainer checkpoint's files gives null.
  */
 export async function folderFiles(dir, { kind = null } = {}) {
   const f = await trainerFolder(dir);
+  if (!isTrainerFolder(f)) return null;
   if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
   if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
-  const given = kind ?? (f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null);
-  return { optimizer: f.optimizer, model: f.model, kind: given, trainerState: f.trainerState };
+  const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
+  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState };
 }
 
-/** The kind of the open optimizer `ck` (null: leave it as its file says); a kind its file
- *  contradicts rejects with the core's CheckpointError. */
-export async function applyKind(ck, kind) {
-  if (kind === null || kind === undefined) return;
-  await setKind(ck, kind);
+/** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */
+const isTrainerFolder = (f) => !!(f.optimizer || f.model || f.trainerState || f.trainingArgs || f.scheduler);
+
+/** The open optimizer `ck` given `kind` (null: none), else `fallback` where its file does not say
+ *  its kind; a given kind its file contradicts rejects with the core's CheckpointError. */
+export async function applyKind(ck, kind, fallback = null) {
+  if (kind !== null && kind !== undefined) await setKind(ck, kind);
+  else if (fallback && ck.ok && ck.report.optimizer && ck.report.optimizer.kind === null) await setKind(ck, fallback);
 }
 
 /** Is `dir` an output folder holding checkpoint-N folders? */
@@ -54,11 +60,12 @@ export async function openOutputFolder(dir, { kind = null } = {}) {
   try {
     for (const folder of folders) {
       const files = await folderFiles(folder.path, { kind });
+      if (!files) throw new FolderError(`${folder.path} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
       const o = await open(files.optimizer);
       out.opts.push(o);
       const m = await open(files.model);
       out.models.push(m);
-      await applyKind(o, files.kind);
+      await applyKind(o, files.kind, files.fallback);
       const result = await pair(o, m);
       if (!result.pairs) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
       out.paths.push(folder.path);

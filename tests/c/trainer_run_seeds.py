@@ -9,6 +9,8 @@ python3 trainer_run_seeds.py DIR writes into DIR:
   mislogged/checkpoint-{10,11}/    the same two, with trainer_state.json logging twice the rate
   adam/checkpoint-{10,11}/         the same run under Adam, training_args.bin's optim sgd
   sharded/checkpoint-10/           the optimizer with a sharded model's index
+  said/checkpoint-10/              out's, its groups saying decoupled_weight_decay False (Adam)
+                                   where training_args.bin says adamw_torch
   facts.json                       the learning rates torch used at steps 11 and 12
 
 transformers is not imported: a stand-in package on sys.path defines TrainingArguments where
@@ -99,5 +101,11 @@ with open(os.path.join(sharded, 'model.safetensors.index.json'), 'w') as f:
     json.dump(index, f)
 for name in index['weight_map'].values():
     open(os.path.join(sharded, name), 'wb').close()
+said = os.path.join(out, 'said/checkpoint-10')
+shutil.copytree(os.path.join(out, 'out/checkpoint-10'), said)
+sd = torch.load(os.path.join(said, 'optimizer.pt'))
+for g in sd['param_groups']:
+    g['decoupled_weight_decay'] = False
+torch.save(sd, os.path.join(said, 'optimizer.pt'))
 with open(os.path.join(out, 'facts.json'), 'w') as f:
     json.dump({'rate11': rate(11), 'rate12': rate(12)}, f)
