@@ -252,6 +252,9 @@ async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, ki
     const result = await run(folder.opts, { states: folder.models, lr, ratioBand, residualLimit, labels: { files: folder.paths, states: folder.modelPaths } });
     await compareLogged(result, folder.logged);
     const warnings = folder.warnings.flatMap((list, i) => list.map((w) => `warning: ${folder.paths[i]}: ${w}`));
+    // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
+    const unknown = folder.opts.map((o, i) => (o.report.optimizer?.kind === null ? folder.paths[i] : null)).filter((p) => p !== null);
+    if (unknown.length) warnings.push(`warning: ${unknown.length === folder.opts.length ? 'every optimizer\'s' : `${plural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
     if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
     else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? folder.opts[0].summary.pairing?.slots ?? null, slots }));
     if (warnings.length) say(process.stderr, warnings);

@@ -336,6 +336,10 @@ struct ckpt_family_impl {
     /* slot i's learning rate when the file stores one (a PyTorch group's lr: the next step's),
      * NAN otherwise; NULL: the family stores none (TorchLean's) */
     double (*lr_of_slot)(const ckpt_report *rep, uint64_t slot);
+    /* the file does not say whether its optimizer is Adam or AdamW (format.md 10.3: a PyTorch
+     * optimizer without decoupled_weight_decay, until given one): its config's kind is a guess;
+     * NULL: the family always says */
+    bool (*kind_unknown)(const ckpt_report *rep);
     /* what this file holds when its family holds either (CKPT_ROLE_*: a torch.save file may hold
      * an optimizer, a model, or both); NULL: the descriptor's role */
     unsigned (*role_of)(const ckpt_report *rep);
@@ -385,6 +389,11 @@ static inline const ckpt_config *ckpt_config_of_slot(const ckpt_report *rep, uin
 static inline double ckpt_lr_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     return rep->family && rep->family->impl->lr_of_slot ? rep->family->impl->lr_of_slot(rep, slot) : (double)NAN;
+}
+/* Is the file's optimizer kind (Adam or AdamW) unknown? */
+static inline bool ckpt_kind_unknown(const ckpt_report *rep)
+{
+    return rep->family && rep->family->impl->kind_unknown && rep->family->impl->kind_unknown(rep);
 }
 static inline size_t ckpt_report_item_count(const ckpt_report *rep)
 {

@@ -825,6 +825,12 @@ static double tf_lr_of_slot(const ckpt_report *rep, uint64_t slot)
     return gr->has & CKPT_TG_LR ? gr->lr : NAN;
 }
 
+static bool tf_kind_unknown(const ckpt_report *rep)
+{
+    const tf_data *d = rep->family_data;
+    return d && d->t && d->t->optimizers_len && d->t->optimizers[0].kind == CKPT_TORCH_KIND_UNKNOWN;
+}
+
 static const ckpt_config *tf_config_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     const tf_data *d = rep->family_data;
@@ -879,6 +885,7 @@ static const struct ckpt_family_impl torch_impl = {
     .config_of_slot = tf_config_of_slot,
     .role_of = tf_role_of,
     .lr_of_slot = tf_lr_of_slot,
+    .kind_unknown = tf_kind_unknown,
     .unhealthy = tf_unhealthy,
     .json_body = tf_json,
     .free_data = tf_free,

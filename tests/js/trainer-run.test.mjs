@@ -193,7 +193,15 @@ test('run OUTPUT_DIR: a logged rate the step did not use, and the wrong kind, di
   assert.deepEqual(JSON.parse(cli('run', 'mislogged', '--json').stdout).pairs[0].loggedLr, { step: 11, learningRate: logged('mislogged/checkpoint-11', 11), agrees: false });
   // AdamW read as Adam: the decay is left out of the step, the rate comes back wrong
   assert.equal(JSON.parse(cli('run', 'out', '--json', '--kind', 'adam').stdout).pairs[0].loggedLr.agrees, false);
-  // Adam, its training_args.bin naming another optimizer: the kind stays unknown (Adam's step)
-  assert.equal(JSON.parse(cli('run', 'adam', '--json').stdout).pairs[0].loggedLr.agrees, true);
+  // Adam, its training_args.bin naming another optimizer: the kind stays unknown, and no rate
+  // comes back until it is given
+  const unknown = cli('run', 'adam');
+  assert.equal(unknown.status, 0);
+  assert.equal(unknown.stdout.split('\n')[5], '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1)');
+  assert.equal(unknown.stderr, "warning: every optimizer's kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind adam|adamw\n");
+  const j = JSON.parse(cli('run', 'adam', '--json').stdout);
+  assert.deepEqual(j.pairs[0].slots.map((s) => s.lr), [null, null, null, null]);
+  assert.equal(j.pairs[0].loggedLr.agrees, null);
+  assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adam').stdout).pairs[0].loggedLr.agrees, true);
   assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adamw').stdout).pairs[0].loggedLr.agrees, false);
 });
