@@ -257,7 +257,7 @@ async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, ki
     if (unknown.length) warnings.push(`warning: ${unknown.length === folder.opts.length ? 'every optimizer\'s' : `${plural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
     if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
     else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? folder.opts[0].summary.pairing?.slots ?? null, slots }));
-    if (warnings.length) say(process.stderr, warnings);
+    if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));
     return runStatus(result);
   } finally {
     folder.close();

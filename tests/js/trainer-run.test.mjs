@@ -198,7 +198,7 @@ test('run OUTPUT_DIR: a logged rate the step did not use, and the wrong kind, di
   const unknown = cli('run', 'adam');
   assert.equal(unknown.status, 0);
   assert.equal(unknown.stdout.split('\n')[5], '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1)');
-  assert.equal(unknown.stderr, "warning: every optimizer's kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind adam|adamw\n");
+  assert.equal(unknown.stderr, "warning: every optimizer's kind is unknown (neither its file nor\n  training_args.bin says Adam or AdamW): no learning rate comes back; give\n  --kind adam|adamw\n");
   const j = JSON.parse(cli('run', 'adam', '--json').stdout);
   assert.deepEqual(j.pairs[0].slots.map((s) => s.lr), [null, null, null, null]);
   assert.equal(j.pairs[0].loggedLr.agrees, null);
