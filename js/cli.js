@@ -112,7 +112,7 @@ async function folderArgs(positional, seen, command, at = 0) {
 /** The open optimizer `ck` given its kind ({kind, fallback} of folderArgs); a given kind the file
  *  contradicts is refused in the core's words (exit 2). */
 async function giveKind(ck, { kind, fallback }, file) {
-  if ((kind === null && fallback === null) || !ck.ok) return;
+  if (kind === null && fallback === null) return;
   try {
     await applyKind(ck, kind, fallback);
   } catch (err) {

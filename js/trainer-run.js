@@ -7,6 +7,7 @@
 import { open } from './checkpoint.js';
 import { pair, setKind } from './api.js';
 import { loadBinding } from './binding.js';
+import { CheckpointError } from './errors.js';
 import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
 
 /** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
@@ -34,10 +35,12 @@ export async function folderFiles(dir, { kind = null } = {}) {
 const isTrainerFolder = (f) => !!(f.optimizer || f.model || f.trainerState || f.trainingArgs || f.scheduler);
 
 /** The open optimizer `ck` given `kind` (null: none), else `fallback` where its file does not say
- *  its kind; a given kind its file contradicts rejects with the core's CheckpointError. */
+ *  its kind; a given kind its file contradicts rejects with the core's CheckpointError. An
+ *  invalid file is left as it is. */
 export async function applyKind(ck, kind, fallback = null) {
+  if (!ck.ok) return;   // an invalid file: its own diagnostic, from the pairing
   if (kind !== null && kind !== undefined) await setKind(ck, kind);
-  else if (fallback && ck.ok && ck.report.optimizer && ck.report.optimizer.kind === null) await setKind(ck, fallback);
+  else if (fallback && ck.report.optimizer && ck.report.optimizer.kind === null) await setKind(ck, fallback);
 }
 
 /** Is `dir` an output folder holding checkpoint-N folders? */
@@ -66,7 +69,9 @@ export async function openOutputFolder(dir, { kind = null } = {}) {
       const m = await open(files.model);
       out.models.push(m);
       await applyKind(o, files.kind, files.fallback);
-      const result = await pair(o, m);
+      const result = await pair(o, m).catch((err) => {
+        throw err instanceof CheckpointError ? new CheckpointError(err, { context: `${folder.path}: ${files.optimizer} does not pair with ${files.model}` }) : err;
+      });
       if (!result.pairs) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
       out.paths.push(folder.path);
       out.modelPaths.push(files.model);

@@ -205,3 +205,14 @@ test('run OUTPUT_DIR: a logged rate the step did not use, and the wrong kind, di
   assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adam').stdout).pairs[0].loggedLr.agrees, true);
   assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adamw').stdout).pairs[0].loggedLr.agrees, false);
 });
+
+test('run OUTPUT_DIR with a broken optimizer.pt: its folder named, its own diagnostic (exit 1)', () => {
+  for (const n of [1, 2]) fs.mkdirSync(at(`broken/checkpoint-${n}`), { recursive: true });
+  fs.writeFileSync(at('broken/checkpoint-1/optimizer.pt'), fs.readFileSync(at('out/checkpoint-10/optimizer.pt')).subarray(0, 1000));
+  fs.copyFileSync(at('out/checkpoint-10/pytorch_model.bin'), at('broken/checkpoint-1/pytorch_model.bin'));
+  for (const f of ['optimizer.pt', 'pytorch_model.bin']) fs.copyFileSync(at(`out/checkpoint-11/${f}`), at(`broken/checkpoint-2/${f}`));
+  const r = cli('run', 'broken');
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, 'ckptscope: broken/checkpoint-1: broken/checkpoint-1/optimizer.pt does not pair with broken/checkpoint-1/pytorch_model.bin\nzip: no end-of-central-directory record in the last 1000 bytes of the file\n');
+});
