@@ -37,7 +37,7 @@ typedef struct tf_data {
     ckpt_stats **vmax;    /* the report's entry k: max_exp_avg_sq's statistics (amsgrad) */
     uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
     bool kind_given;      /* the caller gave the kind (ckpt_torch_set_kind) */
-    ckpt_torch_kind file_kind; /* then: the kind the file itself says */
+    ckpt_torch_kind own;  /* then: the kind the file itself says */
 } tf_data;
 
 static void free_names(char **names, size_t n)
@@ -864,13 +864,13 @@ int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
                          "--kind is an optimizer's: this file holds none");
     ckpt_torch_optimizer *o = &d->t->optimizers[0];
     ckpt_torch_kind want = kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM;
-    if (!d->kind_given) d->file_kind = o->kind;
+    if (!d->kind_given) d->own = o->kind;
     d->kind_given = true;
-    if (d->file_kind != CKPT_TORCH_KIND_UNKNOWN && d->file_kind != want)
+    if (d->own != CKPT_TORCH_KIND_UNKNOWN && d->own != want)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--kind %s contradicts the file: its param_groups say decoupled_weight_decay %s (%s)",
-                         names[kind], d->file_kind == CKPT_TORCH_KIND_ADAMW ? "True" : "False",
-                         said[d->file_kind == CKPT_TORCH_KIND_ADAMW]);
+                         names[kind], d->own == CKPT_TORCH_KIND_ADAMW ? "True" : "False",
+                         said[d->own == CKPT_TORCH_KIND_ADAMW]);
     o->kind = want;
     for (size_t g = 0; d->configs && g < o->groups_len; g++) d->configs[g].kind = kind;
     return 0;
