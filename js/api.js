@@ -165,6 +165,20 @@ export async function pair(opt, state, { onProgress, signal, names } = {}) {
 }
 
 /**
+ * The kind ('adam' or 'adamw') of the open PyTorch optimizer `ck` whose file does not say it
+ * (torch 1.13's AdamW writes no decoupled_weight_decay): its groups' configurations take it
+ * (health's decay term, a run's learning rate). Call it before pairing. Rejects with the core's
+ * CheckpointError when the file says another kind or holds no optimizer.
+ */
+export async function setKind(ck, kind) {
+  if (kind !== 'adam' && kind !== 'adamw') throw new RangeError(`kind is 'adam' or 'adamw', got ${String(kind)}`);
+  await loadBinding();
+  const error = withFile(ck, (b, file) => b.setKind(file, kind));
+  if (error) throw new CheckpointError(error);
+  reread(ck);
+}
+
+/**
  * Every difference between two layouts or files (any of what check accepts as a layout): slot
  * count, ranks, shapes, sizes, trainability, sharing, dtype, configuration and random-counter
  * status. Each difference is {field, slot, a, b, text, message}; an empty array means they agree

@@ -445,6 +445,23 @@ export class Binding {
     }
   }
 
+  /** int ckpt_torch_set_kind(file, kind, err): the kind ('adam' | 'adamw') of a PyTorch
+   *  optimizer whose file does not say it; the core's refusal as its error JSON, or null. */
+  setKind(file, kind) {
+    const err = this.errorNew();
+    try {
+      return this.#ex.ckpt_torch_set_kind(file, kind === 'adamw' ? 1 : 0, err) ? this.errorTake(err) : null;
+    } finally {
+      this.errorFree(err);
+    }
+  }
+
+  /** int ckpt_logged_lr_agrees(lr, logged): true, false, or null (cannot tell). */
+  loggedLrAgrees(lr, logged) {
+    const r = this.#ex.ckpt_logged_lr_agrees(lr, logged);
+    return r < 0 ? null : r === 1;
+  }
+
   /** char *w_health(opt, state, lr, band?, low, high, first, count, progress, err): JSON, or null
    *  with err set. `band`: [low, high], or null for the core's default band. */
   health(opt, state, lr, band, first, count, pid, err) {

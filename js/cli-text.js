@@ -388,6 +388,9 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}${result.lrFrom === 'file' ? " (the optimizer's groups')" : ''}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
   if (result.c !== null) out.push(`consistency: |m| <= ${num(result.c)} * sqrt(v) for any gradient history with these betas`);
+  // AdamW's step also shrinks θ by lr · weight decay (the core's per-slot decay)
+  const decays = [...new Set(result.slots.map((s) => s.decay).filter((d) => typeof d === 'number' && d > 0))];
+  if (decays.length) out.push(`AdamW's decoupled decay per unit θ (lr · weight decay): ${decays.map(num).join(', ')}`);
   const rows = result.slots.map((s) => [
     s.flags.length ? '!' : '',
     s.slot,

@@ -10,22 +10,25 @@ import { ratioBand, decimalNumber } from './options.js';
 // usageOf takes a command's lines with every indented line after them.
 export const USAGE = `usage:
   ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json]
-                    [--workers N]
-      summary, or the JSON report: TorchLean's, PyTorch's and safetensors files
+                    [--workers N] [--kind adam|adamw]
+      summary, or the JSON report: TorchLean's, PyTorch's and safetensors files;
+      FILE (OPT) may be a Trainer checkpoint-N/ folder: its optimizer and model
   ckptscope check FILE --expect LAYOUT [--reader NAME|all] [--names NAMES.json]
       would the trainer load it? LAYOUT: a layout .json or another file;
       NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
-  ckptscope check OPT --state STATE [--names NAMES.json]
+  ckptscope check OPT --state STATE [--names NAMES.json] [--kind adam|adamw]
       same slots, shapes and ties as this model-state file? (structural)
-  ckptscope check FILE
-      a PyTorch file holding its optimizer and its model: do they pair?
+  ckptscope check FILE [--kind adam|adamw]
+      a PyTorch file holding its optimizer and its model (or a checkpoint-N/
+      folder): do they pair?
   ckptscope diff A B [--names NAMES.json]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
                    [--strict] [--json] [--names NAMES.json] [--workers N]
+                   [--kind adam|adamw]
       the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE OUT.safetensors|OUT.npz [--state MODEL]
-                   [--names NAMES.json]
+                   [--names NAMES.json] [--kind adam|adamw]
       moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT
       make a checkpoint or a model-state file (the reference writers' rules)
@@ -41,9 +44,10 @@ export const USAGE = `usage:
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
   ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
-               [--names NAMES.json] [--slots] [--json]
+               [--names NAMES.json] [--slots] [--json] [--kind adam|adamw]
       checkpoints of one run: is each the continuation of the one before?
-      the gradient and learning rate of one-step pairs
+      the gradient and learning rate of one-step pairs; DIR: TorchLean files,
+      or a Trainer output folder of checkpoint-N/ folders
   ckptscope run A B --grad OUT.safetensors|OUT.npz [--names NAMES.json]
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]
@@ -54,24 +58,25 @@ export const USAGE = `usage:
 
 const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
 const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: what pays for the files\' size, docs/cli.md)';
+const KIND_HELP = 'adam|adamw  a PyTorch optimizer\'s kind, when its file does not say it (torch 1.13\'s AdamW does not); a Trainer folder\'s default: its training_args.bin\'s optim';
 const PORT_HELP = 'the port (0 to 65535); else PORT, else';
 
 /** Per command: flags (no value), options (a value) and a line of help for each. */
 export const SPECS = {
   inspect: {
     flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
-    options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}` },
+    options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}`, '--kind': KIND_HELP },
   },
   check: {
     flags: {},
-    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}` },
+    options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP },
   },
   diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
   health: {
     flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
-    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}` },
+    options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP },
   },
-  export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...` } },
+  export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP } },
   write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
   convert: {
     flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
@@ -80,7 +85,7 @@ export const SPECS = {
   // run reads its own argv (several --state files, js/run-cli.js); this spec is its help
   run: {
     flags: { '--json': 'the run JSON (docs/runs.md) instead of the lines', '--slots': 'each pair\'s per-slot table under its line' },
-    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged, as warnings (default 1e-5,1e-2)', '--residual-limit': 'X  with state files at k = 1: a learning-rate residual above it (and above θ\'s rounding) breaks the pair (default 0.1)', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  ${NAMES_HELP} (and with --grad, the tensors' names)` },
+    options: { '--state': 'SA SB ...  one model-state file per checkpoint, in the same order', '--lr': 'X  the learning rate, for the update/weight ratio of each file\'s health', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged, as warnings (default 1e-5,1e-2)', '--residual-limit': 'X  with state files at k = 1: a learning-rate residual above it (and above θ\'s rounding) breaks the pair (default 0.1)', '--grad': 'OUT  with two checkpoints one step apart: their gradient as {name}.grad tensors (.safetensors or .npz)', '--names': `NAMES.json  ${NAMES_HELP} (and with --grad, the tensors' names)`, '--kind': KIND_HELP },
   },
   serve: { flags: {}, options: { '--port': `N  ${PORT_HELP} 8080` } },
   view: { flags: { '--no-open': 'print the URL, do not open a browser' }, options: { '--port': `N  ${PORT_HELP} the first free one from 8080 up` } },

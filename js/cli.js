@@ -21,6 +21,7 @@ import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, 
 import { loadsInLine, checkEveryReader, convertFile, convertTorchFile, convertedLines } from './cli-readers.js';
 import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
+import { folderFiles, applyKind, FolderError } from './trainer-run.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
 
 // --help: the usage and how the CLI behaves in a shell.
@@ -81,12 +82,52 @@ function openFile(file, what, options) {
   return reading(file, what, () => open(sourceOf(file), options));
 }
 
+/** --kind adam|adamw: a PyTorch optimizer's kind its file does not say (null when not given). */
+function kindArg(seen, command) {
+  const kind = seen['--kind'];
+  if (kind === undefined) return null;
+  if (kind !== 'adam' && kind !== 'adamw') throw new UsageError(`--kind takes adam or adamw, not ${shown(kind, PATH_ECHO_MAX)}`, command);
+  return kind;
+}
+
+const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
+
+/** A Trainer checkpoint-N/ folder given for `positional[at]`: the folder's optimizer.pt in its
+ *  place and its model as --state. Returns the kind to give the optimizer: {kind} from --kind
+ *  (null: none), and in a folder {fallback} from training_args.bin, where the file says none. */
+async function folderArgs(positional, seen, command, at = 0) {
+  const kind = kindArg(seen, command);
+  const file = positional[at];
+  if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
+  const f = await folderFiles(file, { kind }).catch((err) => {
+    throw err instanceof FolderError ? new Failure(err.message) : err;
+  });
+  if (!f) return { kind, fallback: null };   // not a Trainer's: a folder, refused as one
+  positional[at] = f.optimizer;
+  seen['--state'] = f.model;
+  return { kind, fallback: f.fallback };
+}
+
+/** The open optimizer `ck` given its kind ({kind, fallback} of folderArgs); a given kind the file
+ *  contradicts is refused in the core's words (exit 2). */
+async function giveKind(ck, { kind, fallback }, file) {
+  if (kind === null && fallback === null) return;
+  try {
+    await applyKind(ck, kind, fallback);
+  } catch (err) {
+    if (err instanceof CheckpointError) throw new Failure(`${displayName(file)}: ${err.message}`);
+    throw err;
+  }
+}
+
 /** The longest report inspect --json indents (its indented form is several times longer). */
 const REPORT_INDENT_LIMIT = 4 << 20;
 
 async function cmdInspect(argv) {
   const { positional, seen } = parseArgs('inspect', argv);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
+  const kind = await folderArgs(positional, seen, 'inspect');
   refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
   refuseIdle('inspect', seen, '--names', !seen['--json'], 'the JSON report has no names; drop --json to see them');
   const file = positional[0];
@@ -110,6 +151,7 @@ async function cmdInspect(argv) {
   }
   let model = null, pairing = null;
   try {
+    await giveKind(ck, kind, file);
     // an optimizer with its model (--state MODEL, or the model its own file holds): the pair's
     // slots, as a PyTorch optimizer has none of its own, and the pair's verdict
     const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.tensorCount && ck.summary.optimizer ? file : undefined);
@@ -179,13 +221,15 @@ async function warnStillWriting(file, stamp, code) {
 
 async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
+  refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  const kind = await folderArgs(positional, seen, 'check');
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
-  if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && await holdsBoth(positional[0])) return checkPair(positional[0], positional[0], seen['--names']);
+  if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && await holdsBoth(positional[0])) return checkPair(positional[0], positional[0], seen['--names'], kind);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
   const reader = seen['--reader'];
   if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout', 'check');
   if (reader !== undefined && reader !== 'all') await knownReader('--reader', reader, ', or all');
-  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names']);
+  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names'], kind);
   const [file] = positional;
   const expect = seen['--expect'];
   if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
@@ -240,14 +284,17 @@ async function modelFacts(file) {
 const holdsBoth = async (file) => (await modelFacts(file)).holdsBoth;
 
 /** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
-async function checkPair(opt, state, namesPath) {
+async function checkPair(opt, state, namesPath, kind = { kind: null, fallback: null }) {
   if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
   const names = readNames(namesPath, null);   // they also order a state file that keeps no module order
+  // with a kind: the optimizer opened here, to be given it before the pairing
+  const optimizer = kind.kind === null && kind.fallback === null ? null : await openFile(opt, 'checkpoint');
   try {
-    result = await reading(state, 'checkpoint', () => pair(sourceOf(opt), state, { names }));
+    if (optimizer) await giveKind(optimizer, kind, opt);
+    result = await reading(state, 'checkpoint', () => pair(optimizer ?? sourceOf(opt), state, { names }));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
     const invalid = err.result.invalid;
@@ -261,6 +308,8 @@ async function checkPair(opt, state, namesPath) {
     }
     // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?).
     throw new Failure(`cannot pair ${displayName(opt)} with ${state}: ${err.message}${await pairOrder(opt, state)}`);
+  } finally {
+    optimizer?.close();
   }
   const lines = pairLines(result, displayName(opt), state, names);
   say(process.stdout, lines);
@@ -334,6 +383,7 @@ async function cmdDiff(argv) {
 async function cmdHealth(argv) {
   const { positional, seen } = parseArgs('health', argv);
   if (positional.length !== 1) throw new UsageError(`health takes one OPT [--state STATE] [--lr X]${await healthOrder(positional, seen)}`, 'health');
+  const kind = await folderArgs(positional, seen, 'health');
   refuseIdle('health', seen, '--names', !seen['--json'], 'the health JSON has no names; drop --json to see them');
   const [opt] = positional;
   const state = seen['--state'];
@@ -354,13 +404,19 @@ async function cmdHealth(argv) {
   checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
+  // with a kind: the optimizer opened here, given it before health pairs it with its model
+  const optimizer = kind.kind === null && kind.fallback === null ? null : await openFile(opt, 'checkpoint');
   try {
-    result = await reading(opt, 'checkpoint', () => health(opt, state ?? null, { lr, ratioBand: band, workers: workersArg(seen) }));
+    if (optimizer) await giveKind(optimizer, kind, opt);
+    const model = state ?? (optimizer && facts.holdsBoth ? opt : null);
+    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: workersArg(seen) }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: err.message });
     }
     throw err;
+  } finally {
+    optimizer?.close();
   }
   if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
   else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length) ?? result.names ?? null, { strict, width: outputColumns(process.stdout) }));
@@ -376,18 +432,21 @@ async function cmdHealth(argv) {
 async function cmdExport(argv) {
   const { positional, seen } = parseArgs('export', argv);
   if (positional.length !== 2) throw new UsageError('export takes FILE OUT.safetensors|OUT.npz', 'export');
-  const [file, out] = positional;
+  const [given, out] = positional;
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) {
-    const swapped = /\.(safetensors|npz)$/i.test(file) ? meant('export', out, file) : '';
+    const swapped = /\.(safetensors|npz)$/i.test(given) ? meant('export', out, given) : '';
     throw new UsageError(`export writes OUT.safetensors or OUT.npz: the name ${out} says neither${swapped}`, 'export');
   }
-  if (isStream(file)) throw new UsageError(`export needs files: ${streamName(file)} cannot be read by ranges`);
+  if (isStream(given)) throw new UsageError(`export needs files: ${streamName(given)} cannot be read by ranges`);
   if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
+  const kind = await folderArgs(positional, seen, 'export');
+  const file = positional[0];
   const ck = await openFile(file, 'checkpoint');
   let model = null;
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
+    await giveKind(ck, kind, file);
     // a PyTorch optimizer's slots, and their names, come from its model
     const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.optimizer && ck.summary.tensorCount ? file : undefined);
     refuseIdle('export', seen, '--state', ck.summary.needsModel, 'a model gives its slots to a PyTorch optimizer only; this file has its own');

@@ -426,6 +426,10 @@ export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: S
 /** names: the model's state-dict keys in order; they order a state file that keeps no module
  *  order (safetensors), which without them is paired by shape alone, with a warning. */
 export function pair(opt: Source, state: Source, options?: ScanOptions & { names?: string[] }): Promise<PairResult>;
+/** The kind of an open PyTorch optimizer whose file does not say it (torch 1.13's AdamW writes no
+ *  decoupled_weight_decay); call it before pairing. Rejects (CheckpointError) when the file says
+ *  another kind or holds no optimizer. */
+export function setKind(ck: Checkpoint, kind: 'adam' | 'adamw'): Promise<void>;
 
 export interface Difference {
   field: string;

@@ -2,7 +2,7 @@
 // (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
 // node:fs lazily.
 export { open, Checkpoint, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
-export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames, scanPacked, withModelSlots } from './api.js';
+export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames, scanPacked, withModelSlots, setKind } from './api.js';
 export { workerCount } from './parallel.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';

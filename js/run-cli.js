@@ -13,11 +13,12 @@ import { table, numColumns, namedSlot } from './cli-text.js';
 import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
 import { ratioBandArg } from './cli-usage.js';
+import { isOutputFolder, openOutputFolder, compareLogged, FolderError } from './trainer-run.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */
 export const CANNOT_TELL_STATUS = 3;
 
-const VALUED = ['--grad', '--names', '--ratio-band', '--lr', '--residual-limit'];
+const VALUED = ['--grad', '--names', '--ratio-band', '--lr', '--residual-limit', '--kind'];
 
 /** A positive number given as text (as --lr takes it), else the usage error. */
 function positive(option, text, usage) {
@@ -26,7 +27,7 @@ function positive(option, text, usage) {
   return x;
 }
 
-/** argv → {files, states, json, slots, lr, residualLimit, grad, names, band}; `usage(text)` makes the CLI's usage error. */
+/** argv → {files, states, json, slots, lr, residualLimit, grad, names, band, kind}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
   const files = [], states = [], value = {};
   let into = files, json = false, slots = false;
@@ -50,7 +51,9 @@ function parse(argv, usage) {
   }
   const lr = value['--lr'] === undefined ? undefined : positive('--lr', value['--lr'], usage);
   const residualLimit = value['--residual-limit'] === undefined ? undefined : positive('--residual-limit', value['--residual-limit'], usage);
-  return { files, states: states.length ? states : null, json, slots, lr, residualLimit, grad: value['--grad'], names: value['--names'], band: value['--ratio-band'] };
+  const kind = value['--kind'];
+  if (kind !== undefined && kind !== 'adam' && kind !== 'adamw') throw usage(`--kind takes adam or adamw, not ${kind}`);
+  return { files, states: states.length ? states : null, json, slots, lr, residualLimit, grad: value['--grad'], names: value['--names'], band: value['--ratio-band'], kind };
 }
 
 const isDirectory = (p) => {
@@ -123,6 +126,9 @@ function pairLine(p, names) {
   return parts.length ? `${head} (${parts.join(', ')})` : head;
 }
 
+/** A pair's recovered learning rates beside the one trainer_state.json logged at B's step. */
+const loggedLine = (l) => `  lr ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
+
 /** A figure as the tables print it. */
 function numColumnsOne(x) {
   const rows = [[x]];
@@ -188,6 +194,7 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   out.push('');
   for (const p of result.pairs) {
     out.push(pairLine(p, names));
+    if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p.loggedLr), width));
     if (slots && p.slots.length) {
       out.push(...slotLines(p, names, width));
       out.push('');
@@ -207,9 +214,13 @@ export function runStatus(result) {
 /** The command; `usage(text)` returns the CLI's usage error to throw; `readNames(path, count)`
  *  is the CLI's names reader (capped, as every command reads a names file). Exit status. */
 export async function cmdRun(argv, usage, readNames) {
-  let { files, states, json, slots, lr, residualLimit, grad, names, band } = parse(argv, usage);
+  let { files, states, json, slots, lr, residualLimit, grad, names, band, kind } = parse(argv, usage);
   let skipped = [];   // a folder's entries the run does not read
   if (grad !== undefined) return cmdGradient(files, grad, names, usage);
+  if (files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
+    return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind }, usage, readNames);
+  }
+  if (kind !== undefined) throw usage('--kind goes with a Trainer output folder (run OUTPUT_DIR): it is the kind of its PyTorch optimizers');
   if (files.length === 1 && !states && isDirectory(files[0])) {
     ({ files, states, skipped } = await folder(files[0]));
     if (files.length < 2) throw new FileError(`${argv.find((a) => !a.startsWith('--'))} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
@@ -224,6 +235,33 @@ export async function cmdRun(argv, usage, readNames) {
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));
   return runStatus(result);
+}
+
+/** run OUTPUT_DIR: its checkpoint-N folders in the order of N, each optimizer paired with its own
+ *  folder's model (its kind from --kind, else training_args.bin), each recovered learning rate
+ *  beside the one trainer_state.json logged at that step. */
+async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, kind }, usage, readNames) {
+  const ratioBand = await ratioBandArg(band, usage);
+  if (band !== undefined && lr === undefined) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
+  const folder = await openOutputFolder(dir, { kind: kind ?? null }).catch((err) => {
+    throw err instanceof FolderError ? new FileError(err.message) : err;
+  });
+  try {
+    if (folder.opts.length < 2) throw new FileError(`${dir} holds ${folder.opts.length} checkpoint folder: a run needs at least two`);
+    const slotNames = names === undefined ? null : readNames(names, folder.opts[0].summary.slotCount);
+    const result = await run(folder.opts, { states: folder.models, lr, ratioBand, residualLimit, labels: { files: folder.paths, states: folder.modelPaths } });
+    await compareLogged(result, folder.logged);
+    const warnings = folder.warnings.flatMap((list, i) => list.map((w) => `warning: ${folder.paths[i]}: ${w}`));
+    // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
+    const unknown = folder.opts.map((o, i) => (o.report.optimizer?.kind === null ? folder.paths[i] : null)).filter((p) => p !== null);
+    if (unknown.length) warnings.push(`warning: ${unknown.length === folder.opts.length ? 'every optimizer\'s' : `${plural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
+    if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
+    else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? folder.opts[0].summary.pairing?.slots ?? null, slots }));
+    if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));
+    return runStatus(result);
+  } finally {
+    folder.close();
+  }
 }
 
 /** run A B --grad OUT [--names NAMES.json]: the one-step gradient, written atomically. */

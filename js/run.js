@@ -47,12 +47,13 @@ function sources(list, what) {
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
  * learning rate of the health ratios, `ratioBand` ([low, high], as for health) their flag band,
- * `residualLimit` (default 0.1) the k = 1 learning-rate residual that breaks a pair. `onHealth(i, result)`, when given, hears each file's full
+ * `residualLimit` (default 0.1) the k = 1 learning-rate residual that breaks a pair; `labels`
+ * ({files, states}: names) name files given as open Checkpoints. `onHealth(i, result)`, when given, hears each file's full
  * per-slot health() (the viewer's timeline): that is a second pass over each file, paid only by a
  * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, cannotTell, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, onProgress, onHealth, signal } = {}) {
+export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal } = {}) {
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
@@ -117,9 +118,9 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
       files: json.files.map((f, i) => {
         const stateError = stateErrors[i] ?? f.stateError;
         return {
-          path: nameOf(files[i]),
+          path: nameOf(files[i]) ?? labels?.files?.[i] ?? null,
           step: f.step,
-          state: f.stateUsed ? nameOf(stateOf(i)) : null,
+          state: f.stateUsed ? nameOf(stateOf(i)) ?? labels?.states?.[i] ?? null : null,
           health: f.health,
           ok: f.ok,
           error: f.error,

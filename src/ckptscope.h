@@ -610,6 +610,12 @@ enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
 ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                                   ckpt_progress_fn progress, void *progress_ctx);
 
+/* The kind of a PyTorch optimizer whose file does not say it (format.md 10.3), CKPT_ADAM or
+ * CKPT_ADAMW: its groups' configurations (health's decay term, a run's learning rate) take it;
+ * call it before pairing. 0, or CKPT_E_INVALID_ARGUMENT when the file says another kind (a
+ * TLADAMF file's header, a group's decoupled_weight_decay) or holds no optimizer. */
+int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err);
+
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be valid (else result->error
  * is the invalid file's own diagnostic, result->invalid says which). Reads tied tensors and every tensor's
  * values in streamed chunks. Returns NULL only when out of memory. */
@@ -816,6 +822,12 @@ typedef struct ckpt_run_options {
 } ckpt_run_options;
 
 #define CKPT_RESIDUAL_LIMIT 0.1
+
+/* A recovered learning rate (a k = 1 pair's, per slot) against the one the Trainer logged at B's
+ * step (trainer_state.json's log_history, format.md 10.5): they agree when they differ by at most
+ * CKPT_LOGGED_LR_TOLERANCE of the larger. 1 agree, 0 differ, -1 cannot tell (either not finite). */
+#define CKPT_LOGGED_LR_TOLERANCE 0.01
+int ckpt_logged_lr_agrees(double lr, double logged);
 
 /* n optimizer checkpoints of one run, in run order, each with its model-state file or NULL in
  * state (state itself may be NULL: none). A state file is used (for the health of its file's

@@ -339,6 +339,10 @@ struct ckpt_family_impl {
     /* convert: the one configuration a TLADAMF file of this file's state holds, or the loss it
      * would make (CKPT_E_CONVERSION_LOSES naming the option); NULL: the report's config */
     int (*convert_config)(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err);
+    /* the file does not say whether its optimizer is Adam or AdamW (format.md 10.3: a PyTorch
+     * optimizer without decoupled_weight_decay, until given one): its config's kind is a guess;
+     * NULL: the family always says */
+    bool (*kind_unknown)(const ckpt_report *rep);
     /* what this file holds when its family holds either (CKPT_ROLE_*: a torch.save file may hold
      * an optimizer, a model, or both); NULL: the descriptor's role */
     unsigned (*role_of)(const ckpt_report *rep);
@@ -388,6 +392,11 @@ static inline const ckpt_config *ckpt_config_of_slot(const ckpt_report *rep, uin
 static inline double ckpt_lr_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     return rep->family && rep->family->impl->lr_of_slot ? rep->family->impl->lr_of_slot(rep, slot) : (double)NAN;
+}
+/* Is the file's optimizer kind (Adam or AdamW) unknown? */
+static inline bool ckpt_kind_unknown(const ckpt_report *rep)
+{
+    return rep->family && rep->family->impl->kind_unknown && rep->family->impl->kind_unknown(rep);
 }
 static inline size_t ckpt_report_item_count(const ckpt_report *rep)
 {

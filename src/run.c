@@ -420,7 +420,8 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
         return 0;
     }
     pp->comparable = true;
-    pp->lr = fa->state && fb->state;
+    /* the learning rate's d has AdamW's decay term or not: none while the kind is unknown */
+    pp->lr = fa->state && fb->state && !ckpt_kind_unknown(fa->rep) && !ckpt_kind_unknown(fb->rep);
     pair_config(pp, fa->rep, &fa->rep->config);
     if (pp->lr) pp->theta_u = fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     return 0;
@@ -775,4 +776,11 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
     if (r.files && r.pairs) free_run(&r);
     else free(r.files), free(r.pairs);
     return rc;
+}
+
+int ckpt_logged_lr_agrees(double lr, double logged)
+{
+    if (!isfinite(lr) || !isfinite(logged)) return -1;
+    double larger = fmax(fabs(lr), fabs(logged));
+    return fabs(lr - logged) <= CKPT_LOGGED_LR_TOLERANCE * larger;
 }

@@ -36,6 +36,8 @@ typedef struct tf_data {
     size_t *entry_of;     /* the report's entry k -> t->entries */
     ckpt_stats **vmax;    /* the report's entry k: max_exp_avg_sq's statistics (amsgrad) */
     uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
+    bool kind_given;      /* the caller gave the kind (ckpt_torch_set_kind) */
+    ckpt_torch_kind own;  /* then: the kind the file itself says */
 } tf_data;
 
 static void free_names(char **names, size_t n)
@@ -928,11 +930,55 @@ static int tf_convert_config(const ckpt_report *rep, const ckpt_convert_options 
     return ckpt_config_validate(out, rep->dtype == CKPT_FLOAT64 ? CKPT_FLOAT64 : CKPT_FLOAT32, err);
 }
 
+static bool tf_kind_unknown(const ckpt_report *rep)
+{
+    const tf_data *d = rep->family_data;
+    return d && d->t && d->t->optimizers_len && d->t->optimizers[0].kind == CKPT_TORCH_KIND_UNKNOWN;
+}
+
 static const ckpt_config *tf_config_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     const tf_data *d = rep->family_data;
     if (!rep->slots_bound || !d || !d->configs || slot >= d->slot_count) return NULL;
     return &d->configs[d->group_of_slot[slot]];
+}
+
+/* The kind a PyTorch optimizer's file does not say (format.md 10.3: torch 1.13's AdamW writes no
+ * decoupled_weight_decay), given by the caller: the groups' configurations take it, before the
+ * pairing or after. A file that says its kind keeps it: another one is refused, naming --kind. */
+int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
+{
+    static const char *const names[] = {"adam", "adamw"};
+    static const char *const said[] = {"Adam", "AdamW"};
+    const ckpt_report *rep = f ? ckpt_file_report(f) : NULL;
+    if (!rep || (kind != CKPT_ADAM && kind != CKPT_ADAMW))
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "the kind is adam or adamw");
+    if (rep->family != &ckpt_family_pytorch) {
+        if (!rep->has_config)
+            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "--kind is an optimizer's: this file holds none");
+        if (rep->config.kind != kind)
+            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "--kind %s contradicts the file: its optimizer is %s", names[kind],
+                             said[rep->config.kind == CKPT_ADAMW]);
+        return 0;
+    }
+    tf_data *d = rep->family_data;
+    if (!d || !d->t || !d->t->optimizers_len)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind is an optimizer's: this file holds none");
+    ckpt_torch_optimizer *o = &d->t->optimizers[0];
+    ckpt_torch_kind want = kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM;
+    if (!d->kind_given) d->own = o->kind;
+    d->kind_given = true;
+    if (d->own != CKPT_TORCH_KIND_UNKNOWN && d->own != want)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind %s contradicts the file: its param_groups say decoupled_weight_decay %s (%s)",
+                         names[kind], d->own == CKPT_TORCH_KIND_ADAMW ? "True" : "False",
+                         said[d->own == CKPT_TORCH_KIND_ADAMW]);
+    o->kind = want;
+    for (size_t g = 0; d->configs && g < o->groups_len; g++) d->configs[g].kind = kind;
+    return 0;
 }
 
 static const struct ckpt_family_impl torch_impl = {
@@ -945,6 +991,7 @@ static const struct ckpt_family_impl torch_impl = {
     .role_of = tf_role_of,
     .lr_of_slot = tf_lr_of_slot,
     .convert_config = tf_convert_config,
+    .kind_unknown = tf_kind_unknown,
     .unhealthy = tf_unhealthy,
     .json_body = tf_json,
     .free_data = tf_free,

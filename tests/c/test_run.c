@@ -597,6 +597,43 @@ static void each_payload_read_once(void)
     free_saves(s, n);
 }
 
+/* A recovered learning rate against the logged one: within 1% of the larger agrees */
+static void logged_learning_rates(void)
+{
+    CHECK(ckpt_logged_lr_agrees(0.0091, 0.0091) == 1);
+    CHECK(ckpt_logged_lr_agrees(0.00910005, 0.0091) == 1);
+    CHECK(ckpt_logged_lr_agrees(0.0091, 0.0182) == 0);
+    CHECK(ckpt_logged_lr_agrees(0.0099, 0.01) == 1);
+    CHECK(ckpt_logged_lr_agrees(0.0098, 0.01) == 0);
+    CHECK(ckpt_logged_lr_agrees(0, 0) == 1);
+    CHECK(ckpt_logged_lr_agrees(NAN, 0.01) == -1);
+    CHECK(ckpt_logged_lr_agrees(0.01, INFINITY) == -1);
+}
+
+/* --kind on a file that says its kind (a TLADAMF header): the same is taken, another refused */
+static void a_kind_the_file_says(void)
+{
+    saved s[MAX_SAVES];
+    size_t n = train(CKPT_FLOAT32, 3, (uint64_t[]){2, 0}, s, NULL);
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_source_memory(&src, &mem, s[0].buf.data, s[0].buf.len);
+    ckpt_file *f = ckpt_open(&src, NULL);
+    CHECK(f != NULL);
+    const ckpt_report *rep = ckpt_file_report(f);
+    CHECK(rep->has_config);
+    ckpt_kind own = rep->config.kind, other = own == CKPT_ADAMW ? CKPT_ADAM : CKPT_ADAMW;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(ckpt_torch_set_kind(f, own, &err) == 0);
+    CHECK(ckpt_torch_set_kind(f, other, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, own == CKPT_ADAMW ? "--kind adam contradicts the file: its optimizer is AdamW"
+                                             : "--kind adamw contradicts the file: its optimizer is Adam");
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+    free_saves(s, n);
+}
+
 int main(void)
 {
     static const test_case cases[] = {
@@ -613,6 +650,8 @@ int main(void)
         {"an invalid file", an_invalid_file},
         {"gradient export", gradient_export},
         {"each payload read once", each_payload_read_once},
+        {"logged learning rates", logged_learning_rates},
+        {"a kind the file says", a_kind_the_file_says},
     };
     return RUN_ALL(cases);
 }

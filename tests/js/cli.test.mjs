@@ -385,7 +385,7 @@ test('CMD --help / -h: that command\'s usage and options, exit 0; --opt=value; a
   assert.match(eq.stdout, /\n +0 +a /);
   const bad = cli(['inspect', '--nope', p]);
   assert.equal(bad.status, 2);
-  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json]\n${' '.repeat(20)}[--workers N]\n${' '.repeat(6)}summary, or the JSON report: TorchLean's, PyTorch's and safetensors files\n(ckptscope inspect --help: its options)\n`);
+  assert.equal(bad.stderr, `ckptscope: unknown option --nope\nusage:\n  ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json]\n${' '.repeat(20)}[--workers N] [--kind adam|adamw]\n${' '.repeat(6)}summary, or the JSON report: TorchLean's, PyTorch's and safetensors files;\n${' '.repeat(6)}FILE (OPT) may be a Trainer checkpoint-N/ folder: its optimizer and model\n(ckptscope inspect --help: its options)\n`);
   assert.match(cli(['inspect', p, '--json=yes']).stderr, /^ckptscope: --json takes no value\n/);
 });
 

@@ -1,0 +1,115 @@
+// A Hugging Face Trainer's checkpoint folders as PyTorch pairs (docs/pytorch.md, FORMAT.md 10.5):
+// a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
+// optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
+// order of N, each so paired, for `run`; and each recovered learning rate set beside the one
+// trainer_state.json logged at that step (the rule is the core's, ckpt_logged_lr_agrees). Node.
+
+import { open } from './checkpoint.js';
+import { pair, setKind } from './api.js';
+import { loadBinding } from './binding.js';
+import { CheckpointError } from './errors.js';
+import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+
+/** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
+export class FolderError extends Error {}
+
+/**
+ * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model,
+ * trainerState} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
+ * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
+ * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
+ * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
+ * holding none of a Trainer checkpoint's files gives null.
+ */
+export async function folderFiles(dir, { kind = null } = {}) {
+  const f = await trainerFolder(dir);
+  if (!isTrainerFolder(f)) return null;
+  if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
+  if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
+  if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
+  const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
+  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState };
+}
+
+/** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */
+const isTrainerFolder = (f) => !!(f.optimizer || f.model || f.trainerState || f.trainingArgs || f.scheduler);
+
+/** The open optimizer `ck` given `kind` (null: none), else `fallback` where its file does not say
+ *  its kind; a given kind its file contradicts rejects with the core's CheckpointError. An
+ *  invalid file is left as it is. */
+export async function applyKind(ck, kind, fallback = null) {
+  if (!ck.ok) return;   // an invalid file: its own diagnostic, from the pairing
+  if (kind !== null && kind !== undefined) await setKind(ck, kind);
+  else if (fallback && ck.report.optimizer && ck.report.optimizer.kind === null) await setKind(ck, fallback);
+}
+
+/** Is `dir` an output folder holding checkpoint-N folders? */
+export async function isOutputFolder(dir) {
+  return (await checkpointFolders(dir).catch(() => [])).length > 0;
+}
+
+/**
+ * An output folder's checkpoints, each optimizer paired with its own folder's model, in the
+ * order of N: {opts, models (open Checkpoints: the caller closes them with close()), paths,
+ * modelPaths, logged: per file its trainer_state.json's learning rates by step (a Map) or null,
+ * warnings: the pairings' warnings per file}. A folder whose optimizer does not pair rejects
+ * with a FolderError naming it.
+ */
+export async function openOutputFolder(dir, { kind = null } = {}) {
+  const folders = await checkpointFolders(dir);
+  const out = { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], close() {
+    for (const ck of [...this.opts, ...this.models]) ck.close();
+  } };
+  try {
+    for (const folder of folders) {
+      const files = await folderFiles(folder.path, { kind });
+      if (!files) throw new FolderError(`${folder.path} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
+      const o = await open(files.optimizer);
+      out.opts.push(o);
+      const m = await open(files.model);
+      out.models.push(m);
+      await applyKind(o, files.kind, files.fallback);
+      const result = await pair(o, m).catch((err) => {
+        throw err instanceof CheckpointError ? new CheckpointError(err, { context: `${folder.path}: ${files.optimizer} does not pair with ${files.model}` }) : err;
+      });
+      if (!result.pairs) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
+      out.paths.push(folder.path);
+      out.modelPaths.push(files.model);
+      out.warnings.push(result.warnings);
+      out.logged.push(files.trainerState ? loggedRates(await readTrainerState(files.trainerState)) : null);
+    }
+  } catch (err) {
+    out.close();
+    throw err;
+  }
+  return out;
+}
+
+/** trainer_state.json's learning rates by step (numbers; a step past 2^53 as its string). */
+function loggedRates(state) {
+  const m = new Map();
+  for (const { step, learningRate } of state.learningRates) if (typeof learningRate === 'number') m.set(String(step), learningRate);
+  return m;
+}
+
+/**
+ * Each pair of a run's result given the learning rate B's trainer_state.json logged at B's step
+ * (`logged[b]`), where it logged one: `loggedLr: {step, learningRate, agrees}`, agrees true when
+ * every slot's recovered rate agrees with it (the core's rule), false when one differs, null when
+ * no slot's rate came back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
+ */
+export async function compareLogged(result, logged) {
+  const b = await loadBinding();
+  for (const p of result.pairs) {
+    const step = result.files[p.b].step;
+    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(String(step));
+    if (rate === undefined) {
+      p.loggedLr = null;
+      continue;
+    }
+    const verdicts = p.slots.filter((s) => s.lr !== null).map((s) => b.loggedLrAgrees(s.lr, rate));
+    const agrees = !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
+    p.loggedLr = { step, learningRate: rate, agrees };
+  }
+  return result;
+}
