@@ -254,7 +254,7 @@ class TorchToTorchLean {
     const { file } = this;
     const head = el('div', 'card-head');
     const model = this.ctx.store.stateFile;
-    head.append(el('h2', '', `Convert ${file.name}`), el('span', 'meta', model && model !== file ? `with ${model.name}` : 'with the model it holds'));
+    head.append(el('h2', '', `Convert ${file.name}`), el('span', 'meta', model && !model.asModel ? `with ${model.name}` : 'with the model it holds'));
     d.append(head, el('p', 'meta', 'The pair\'s slots written as a TorchLean optimizer checkpoint (TLADAMF): the schema, every step and every moment bit for bit (float16 and bfloat16 widen exactly to float32). TorchLean\'s file holds one configuration: what the groups do not agree on, or the file does not say, is refused until you give it below.'));
     const box = el('fieldset', 'convert-options');
     box.append(el('legend', '', 'Write as'));
