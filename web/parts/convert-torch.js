@@ -178,10 +178,12 @@ export class TorchLeanToTorch {
     this.lr.disabled = on;
   }
 
-  /** Convert and save; resolves the panel's result line. */
+  /** Convert and save; resolves the panel's result line. Closing the panel meanwhile calls
+   *  `cancel` (set while it streams). */
   async save(progress) {
     const { rpc } = this.ctx;
-    const saved = await saveConversion(rpc, this.name, this.job(), { onProgress: ({ done, total }) => progress(done, total) });
+    const saved = await saveConversion(rpc, this.name, this.job(), { onProgress: ({ done, total }) => progress(done, total), onStart: (cancel) => (this.cancel = cancel) })
+      .finally(() => (this.cancel = null));
     if (!saved) return 'Not saved: no file was picked.';
     return `Saved ${this.name}: a torch.save file of the optimizer's state_dict, ${byteText(saved.bytes)}${savedVia(saved.via)}.`;
   }

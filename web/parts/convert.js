@@ -29,9 +29,11 @@ export function openConvert(ctx, file) {
   const dialog = testid(el('dialog', 'card convert-dialog'), 'convert-dialog');
   document.body.append(dialog);
   openDialog = dialog;
-  new ConvertPanel(ctx, file, dialog).plan();
+  const panel = new ConvertPanel(ctx, file, dialog);
+  panel.plan();
   dialog.showModal();
   dialog.addEventListener('close', () => {
+    panel.torch.cancel?.();   // a PyTorch file streaming stops with the panel
     dialog.remove();
     if (openDialog === dialog) openDialog = null;
   });
