@@ -2,8 +2,9 @@
 // a TLADAMF file with its model-state file written as a torch.save file at the lr typed, a
 // PyTorch optimizer paired with its model written as a TLADAMF file with the options its
 // refusals name. The files are made at test time (tests/c/torch_pair_seeds.py, the CLI's
-// `write` of docs/examples); each download streams through the viewer's service worker and is
-// the CLI's `convert` output for the same options, byte for byte; a refusal is the core's text.
+// `write` of docs/examples); each download streams through the viewer's service worker (made in
+// memory on a page without cross-origin isolation) and is the CLI's `convert` output for the same
+// options, byte for byte; a refusal is the core's text.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -174,4 +175,41 @@ test('a file holding both converts as its optimizer paired with its own model: t
   assert.ok(got.bytes.equals(fs.readFileSync(at('both.ckpt'))), 'the CLI\'s bytes');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
+});
+
+test('a page without cross-origin isolation converts in memory: the same bytes, saved as a download', async () => {
+  const plain = await startViewer();
+  try {
+    // a viewer hosted without the isolation headers: no shared memory, so no stream
+    plain.server.prependListener('request', (req, res) => {
+      const { writeHead } = res;
+      res.writeHead = function (status, headers = {}) {
+        const rest = { ...headers };
+        delete rest['Cross-Origin-Opener-Policy'];
+        delete rest['Cross-Origin-Embedder-Policy'];
+        return writeHead.call(this, status, rest);
+      };
+    });
+    const page = await plain.page({ acceptDownloads: true });
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+    await dropFiles(page, [file('rt.opt.pt'), file('rt.model.bin')]);
+    await page.waitForSelector('#export-menu:not([hidden]) [data-testid=export-convert]', { state: 'attached' });
+    await page.click('#export-menu summary');
+    await page.click('[data-testid=export-convert]');
+    await waitText(page, '[data-testid=convert-refusal]', KIND);
+    await page.selectOption('[data-testid=convert-kind]', 'adamw');
+    await page.selectOption('[data-testid=convert-version]', '5');
+    await goEnabled(page);
+    const got = await convertAndRead(page);
+    assert.equal(got.name, 'rt.opt.ckpt');
+    cli('convert', 'rt.opt.pt', 'rt5.ckpt', '--state', 'rt.model.bin', '--kind', 'adamw', '--to', '5');
+    assert.ok(got.bytes.equals(fs.readFileSync(at('rt5.ckpt'))), 'the CLI\'s bytes');
+    await page.waitForFunction(() => document.querySelector('[data-testid=convert-result]').textContent.startsWith('Saved rt.opt.ckpt:'));
+    assert.equal(await text(page, '[data-testid=convert-result]'),
+      `Saved rt.opt.ckpt: version 5, float32 moments, ${got.bytes.length.toLocaleString('en-US')} bytes (${(got.bytes.length / 1024).toFixed(1)} KiB). Open it to see which readers load it.`);
+    assert.deepEqual(page.consoleErrors, []);
+    await page.context().close();
+  } finally {
+    await plain.close();
+  }
 });
