@@ -3,7 +3,7 @@
 // parsed once when it opens; statistics, bytes for the hex view, tensors, checks and the pair
 // verdict all use the open handle. Opening another file closes the previous ones.
 // Protocol: rpc.js ({id, type, args} -> {id, result | error | progress}).
-import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo, trainerFolderRoles } from '/js/index.js';
+import { open, check, pair, diff, health, exportTo, exportTensors, exportNpy, HttpSource, BlobSource, Feed, readJsonSource, jsonKind, namesOf, readerNames, convertTo, convertToTorchTo, trainerFolderRoles } from '/js/index.js';
 import { run, runFiles, attachPacked, itemCount, itemStatsPacked, Frames, PACKED_FRAME, unpackFrame } from '/js/index.js';
 import { serve, transfer } from './rpc.js';
 import { makeExamples } from './examples.js';
@@ -202,6 +202,44 @@ async function statsOf(h, slot, onProgress) {
   return h.stats.get(slot);
 }
 
+/** Run `make(write)` with its bytes posted on `port` as chunks of 4 MiB, each once the page gave
+ *  a credit (`credits`, a shared counter: parts/save-stream.js; -1 stops at the next chunk), then
+ *  {done}. Resolves {bytes, result}. */
+async function streamOut(port, credits, make) {
+  const count = new Int32Array(credits);
+  const CHUNK = 4 << 20;
+  let buf = new Uint8Array(CHUNK);
+  let fill = 0;
+  let bytes = 0;
+  const flush = () => {
+    while (Atomics.load(count, 0) === 0) Atomics.wait(count, 0, 0);
+    if (Atomics.load(count, 0) < 0) throw new DOMException('cancelled', 'AbortError');
+    Atomics.sub(count, 0, 1);
+    const chunk = buf.subarray(0, fill);
+    port.postMessage({ chunk }, [chunk.buffer]);
+    buf = new Uint8Array(CHUNK);
+    fill = 0;
+  };
+  const write = (data) => {
+    bytes += data.length;
+    for (let at = 0; at < data.length;) {
+      const n = Math.min(CHUNK - fill, data.length - at);
+      buf.set(data.subarray(at, at + n), fill);
+      fill += n;
+      at += n;
+      if (fill === CHUNK) flush();
+    }
+  };
+  try {
+    const result = await make(write);
+    if (fill) flush();
+    port.postMessage({ done: true });
+    return { bytes, result };
+  } finally {
+    port.close();
+  }
+}
+
 const handlers = {
   /** Open a File or a served path as role 'a' (the main file: closes both) or 'b' (its model
    *  state). Resolves {summary, columns, io}, the columns' buffers transferred. */
@@ -365,38 +403,7 @@ const handlers = {
    *  credit is a cancel. Resolves {bytes}. */
   async exportStream({ role = 'a', format, names = null, port, credits }, progress) {
     const h = handle(role);
-    const count = new Int32Array(credits);
-    const CHUNK = 4 << 20;
-    let buf = new Uint8Array(CHUNK);
-    let fill = 0;
-    let bytes = 0;
-    const flush = () => {
-      while (Atomics.load(count, 0) === 0) Atomics.wait(count, 0, 0);
-      if (Atomics.load(count, 0) < 0) throw new DOMException('cancelled', 'AbortError');
-      Atomics.sub(count, 0, 1);
-      const chunk = buf.subarray(0, fill);
-      port.postMessage({ chunk }, [chunk.buffer]);
-      buf = new Uint8Array(CHUNK);
-      fill = 0;
-    };
-    const write = (data) => {
-      bytes += data.length;
-      for (let at = 0; at < data.length;) {
-        const n = Math.min(CHUNK - fill, data.length - at);
-        buf.set(data.subarray(at, at + n), fill);
-        fill += n;
-        at += n;
-        if (fill === CHUNK) flush();
-      }
-    };
-    try {
-      await exportTo(h.ck, write, { format, names: names ?? undefined, onProgress: throttled(progress) });
-      if (fill) flush();
-      port.postMessage({ done: true });
-    } finally {
-      port.close();
-    }
-    return { bytes };
+    return streamOut(port, credits, (write) => exportTo(h.ck, write, { format, names: names ?? undefined, onProgress: throttled(progress) }));
   },
 
   /** One slot's m or v (an optimizer file) or values (a state file) as .npy. */
@@ -569,6 +576,53 @@ Object.assign(handlers, {
     const chunks = [];
     const result = await convertTo(ck, (bytes) => chunks.push(bytes.slice()), { to, ...lossyOptions(ck, chosen), onProgress: throttled(progress) });
     return { blob: new Blob(chunks, { type: 'application/octet-stream' }), result };
+  },
+});
+
+// ---- Convert… between PyTorch and TorchLean (docs/pytorch.md; parts/convert-torch.js) ----
+
+/**
+ * One conversion as the panel asks for it: `to: 'pytorch'` writes the open TLADAMF file (`role`)
+ * as a torch.save file (`lr`, `prefix`: the zip's folder, the download's stem; `stateRole`: the
+ * model-state file open beside it, paired first); else `to` ('oldest', 2 to 5) writes the open
+ * PyTorch optimizer, paired with its model, as a TLADAMF file with the options given (kind,
+ * weightDecay, betas, eps, dropAmsgrad, untie, roundToFloat32). The core checks every value.
+ */
+function torchConversion({ role = 'a', to, lr = null, prefix = null, stateRole = null, ...options }, write, onProgress) {
+  const { ck } = handle(role);
+  if (to === 'pytorch') {
+    return convertToTorchTo(ck, write, { lr, prefix, state: stateRole ? handle(stateRole).ck : null, onProgress });
+  }
+  const { kind = null, weightDecay = null, betas = null, eps = null, dropAmsgrad = false, untie = false, roundToFloat32 = false } = options;
+  return convertTo(ck, write, { to, kind, weightDecay, betas, eps, dropAmsgrad, untie, roundToFloat32, onProgress });
+}
+
+Object.assign(handlers, {
+  /** Would the core make this conversion (`job`: torchConversion's)? null when it would, else
+   *  its refusal {code, message, hint}. Stopped at the first byte. */
+  async torchConvertPlan({ job }) {
+    try {
+      await torchConversion(job, () => {
+        throw new Planned();
+      });
+    } catch (err) {
+      if (err instanceof Planned) return null;
+      if (err.name !== 'CheckpointError') throw err;
+      return { code: err.code, message: err.message, hint: err.hint ?? null };
+    }
+    return null;
+  },
+
+  /** The conversion streamed to `port` (as exportStream streams). {bytes, result}. */
+  async torchConvertStream({ job, port, credits }, progress) {
+    return streamOut(port, credits, (write) => torchConversion(job, write, throttled(progress)));
+  },
+
+  /** The conversion as a Blob, for a page that cannot stream (not cross-origin isolated). */
+  async torchConvert({ job }, progress) {
+    const chunks = [];
+    const result = await torchConversion(job, (bytes) => chunks.push(bytes.slice()), throttled(progress));
+    return { blob: new Blob(chunks, { type: 'application/octet-stream' }), result: result ?? null };
   },
 });
 

@@ -2,9 +2,11 @@
 // "Conversion"), downloaded. The worker asks the core, per target version, whether it converts
 // with the options ticked (a real attempt, stopped at its first byte): what loses nothing is
 // offered as it is; the options that lose or invent something are unticked checkboxes, shown only
-// when some version needs them, and a refused version shows the core's own text.
+// when some version needs them, and a refused version shows the core's own text. The file can
+// also be written for PyTorch (parts/convert-torch.js).
 import { el, button, testid, download } from '../dom.js';
 import { bytes as byteText, sci } from '../format.js';
+import { TorchLeanToTorch } from './convert-torch.js';
 
 /** The viewer holds the converted file in memory (400 MiB); past this the CLI streams it. */
 const IN_MEMORY_LIMIT = 400 * 1024 * 1024;
@@ -27,9 +29,11 @@ export function openConvert(ctx, file) {
   const dialog = testid(el('dialog', 'card convert-dialog'), 'convert-dialog');
   document.body.append(dialog);
   openDialog = dialog;
-  new ConvertPanel(ctx, file, dialog).plan();
+  const panel = new ConvertPanel(ctx, file, dialog);
+  panel.plan();
   dialog.showModal();
   dialog.addEventListener('close', () => {
+    panel.torch.cancel?.();   // a PyTorch file streaming stops with the panel
     dialog.remove();
     if (openDialog === dialog) openDialog = null;
   });
@@ -46,6 +50,13 @@ class ConvertPanel {
     this.planned = null;
     this.busy = false;
     this.result = null;
+    // the PyTorch target: built once (typing its lr keeps the focus), drawn in every redraw
+    this.torch = new TorchLeanToTorch(ctx, file, ({ picked = false } = {}) => {
+      if (!picked) return this.syncGo();
+      this.to = 'pytorch';
+      this.result = null;
+      this.draw();
+    });
   }
 
   /** The chosen options as the worker takes them: a counter only when ticked and typed. */
@@ -78,7 +89,7 @@ class ConvertPanel {
     this.planning = false;
     for (const t of this.planned?.targets ?? []) for (const k of t.needs ?? []) this.shown.add(k);
     const allowed = (to) => this.planned?.targets.some((t) => t.to === to && !t.refusal);
-    if (this.to !== null && !allowed(this.to)) this.to = null;
+    if (this.to !== null && this.to !== 'pytorch' && !allowed(this.to)) this.to = null;
     this.draw();
   }
 
@@ -102,8 +113,11 @@ class ConvertPanel {
       for (const k of offered) box.append(this.option(k));
       d.append(box);
     }
+    d.append(this.torch.node);
+    this.torch.radio.checked = this.to === 'pytorch';
+    this.torch.disabled = this.busy;
     const size = Number(file.summary.size);
-    const tooBig = size > IN_MEMORY_LIMIT;
+    const tooBig = size > IN_MEMORY_LIMIT && this.to !== 'pytorch';   // the PyTorch file streams
     if (tooBig) {
       d.append(testid(el('p', 'meta warn-line', `This file is ${byteText(size)}: the viewer converts files up to 400 MiB in memory. `
         + `\`ckptscope convert ${file.name} OUT --to ${this.to ?? 'V'}\` streams any size to disk.`), 'convert-too-big'));
@@ -112,11 +126,18 @@ class ConvertPanel {
     this.out = out;
     if (this.result) out.textContent = this.result;
     const tools = el('div', 'tools');
-    tools.append(
-      button(this.busy ? 'Converting…' : 'Convert and download', { testid: 'convert-go', onClick: () => this.convert() }),
-      button('Close', { testid: 'convert-close', onClick: () => this.dialog.close() }));
-    tools.firstChild.disabled = this.busy || this.planning || this.to === null || tooBig;
+    this.go = button(this.busy ? 'Converting…' : 'Convert and download', { testid: 'convert-go', onClick: () => this.convert() });
+    tools.append(this.go, button('Close', { testid: 'convert-close', onClick: () => this.dialog.close() }));
+    this.tooBig = tooBig;
+    this.syncGo();
     d.append(out, tools);
+  }
+
+  /** Convert runs for a version the core allows, or for PyTorch once the core would write it. */
+  syncGo() {
+    if (!this.go || !this.torch) return;
+    const torchWaits = this.to === 'pytorch' && !this.torch.ready;
+    this.go.disabled = this.busy || this.planning || this.to === null || this.tooBig || torchWaits;
   }
 
   target(t) {
@@ -191,6 +212,19 @@ class ConvertPanel {
     this.busy = true;
     this.result = null;
     this.draw();
+    if (to === 'pytorch') {
+      try {
+        this.result = await this.torch.save((done, total) => {
+          this.out.textContent = total ? `Converting… ${Math.floor((100 * Number(done)) / Number(total))}%` : 'Converting…';
+        });
+        status(this.result);
+      } catch (err) {
+        this.result = err.name === 'AbortError' ? 'Conversion cancelled.' : `Conversion failed: ${err.message}`;
+      }
+      this.busy = false;
+      if (!this.gone()) this.draw();
+      return;
+    }
     const onProgress = ({ done }) => {
       this.out.textContent = `Converting… ${byteText(Number(done))} of moments copied`;
     };

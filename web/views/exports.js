@@ -3,6 +3,7 @@
 import { el, button } from '../dom.js';
 import { saveFile, saveReport } from '../parts/exports.js';
 import { openConvert } from '../parts/convert.js';
+import { openTorchConvert } from '../parts/convert-torch.js';
 
 export class ExportsView {
   constructor(ctx) {
@@ -61,7 +62,9 @@ export class ExportsView {
     if (opt?.summary.ok) {
       add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors', this.line));
       add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz', this.line));
-      add('Convert… (another version, for another TorchLean)', 'export-convert', () => openConvert(this.ctx, opt));
+      // a PyTorch optimizer converts once paired with its model (its slots are the model's)
+      if (opt.summary.family !== 'PyTorch') add('Convert… (another version, or for PyTorch)', 'export-convert', () => openConvert(this.ctx, opt));
+      else if (opt.summary.schema) add('Convert… (TorchLean TLADAMF .ckpt)', 'export-convert', () => openTorchConvert(this.ctx, opt));
     }
     if (st?.summary.ok) {
       add(`${opt ? 'Model state' : 'Tensors'} as safetensors`, opt ? 'export-state-safetensors' : 'export-safetensors', () => saveFile(this.ctx, st, 'safetensors', this.line));
