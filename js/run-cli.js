@@ -220,7 +220,6 @@ export async function cmdRun(argv, usage, readNames) {
   if (files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind }, usage, readNames);
   }
-  if (kind !== undefined) throw usage('--kind goes with a Trainer output folder (run OUTPUT_DIR): it is the kind of its PyTorch optimizers');
   if (files.length === 1 && !states && isDirectory(files[0])) {
     ({ files, states, skipped } = await folder(files[0]));
     if (files.length < 2) throw new FileError(`${argv.find((a) => !a.startsWith('--'))} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
@@ -230,7 +229,8 @@ export async function cmdRun(argv, usage, readNames) {
   if (band !== undefined && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
   const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
-  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit }));
+  // --kind: the kind of the PyTorch optimizers among the files (a TorchLean file's own is checked)
+  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit, kind }));
   if (skipped.length) result.skipped = skipped;
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));

@@ -6,7 +6,7 @@
 
 import { loadBinding } from './binding.js';
 import { open, Checkpoint, withProgress, withFile } from './checkpoint.js';
-import { health } from './api.js';
+import { health, pair, setKind } from './api.js';
 import { learningRate, ratioBand } from './options.js';
 import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
@@ -53,7 +53,7 @@ function sources(list, what) {
  * caller that asks for it; the run's own figures come from one pass. Resolves with {ok, cannotTell, files, pairs, first} (docs/runs.md);
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
-export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal } = {}) {
+export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal, kind } = {}) {
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
@@ -86,6 +86,20 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
         } catch (e) {
           if (!(e instanceof CheckpointError)) throw e;
           stateErrors[i] = e.message;
+        }
+      }
+      // a PyTorch optimizer's slots come from its model: its state file, or the model its own
+      // file holds (opened again); the pairing's first failure is the file's state error
+      const ck = opened[opened.length - 1];
+      if (ck.ok && ck.summary.needsModel) {
+        if (kind !== undefined) await setKind(ck, kind);
+        if (!st && ck.summary.tensorCount && !(files[i] instanceof Checkpoint)) st = await take(files[i]);
+        if (st?.ok) {
+          const paired = await pair(ck, st).catch((e) => {
+            if (!(e instanceof CheckpointError)) throw e;
+            return { pairs: false, error: e };
+          });
+          if (!paired.pairs) stateErrors[i] = paired.error.message;
         }
       }
       opened.push(st);

@@ -17,7 +17,8 @@ python3 torch_pair_seeds.py DIR writes into DIR:
   mlp.opt.pt, mlp.model.bin     Adam(model.parameters()): one group of every parameter
   mlp.swapped.bin               its two layers registered in the other order
   rt.opt.pt, rt.model.bin       AdamW(model.parameters(), weight_decay=0.01) on the GPT-like model
-                                (decoupled_weight_decay unsaid), for the round trip through TorchLean
+                                (decoupled_weight_decay unsaid), for the round trip through TorchLean;
+                                rt.both.pt the two in one file; rt4.* one step later
   bf16.opt.pt, bf16.model.bin   Adam on a bfloat16 MLP: bfloat16 moments
   facts.json                    what torch itself says of them
 """
@@ -194,6 +195,10 @@ if __name__ == '__main__':
     train(rt, ropt, lambda: torch.randint(0, 11, (2, 5)))
     torch.save(ropt.state_dict(), at('rt.opt.pt'))
     torch.save(rt.state_dict(), at('rt.model.bin'))
+    torch.save({'model': rt.state_dict(), 'optimizer': ropt.state_dict()}, at('rt.both.pt'))
+    train(rt, ropt, lambda: torch.randint(0, 11, (2, 5)), steps=1)  # one step later
+    torch.save(ropt.state_dict(), at('rt4.opt.pt'))
+    torch.save(rt.state_dict(), at('rt4.model.bin'))
 
     # bfloat16 moments
     bf = MLP().to(torch.bfloat16)

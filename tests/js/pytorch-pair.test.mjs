@@ -320,3 +320,19 @@ test('statistics computed apart attach to a paired optimizer\'s items (a worker\
     }
   }
 });
+
+test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint one step later are one run; another run\'s is not', () => {
+  const c = cli('convert', 'rt4.opt.pt', 'rt4.ckpt', '--state', 'rt4.model.bin', '--kind', 'adamw');
+  assert.equal(c.status, 0, c.stderr);
+  const r = cli('run', 'rt.both.pt', 'rt4.ckpt', '--kind', 'adamw');
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  const lines = r.stdout.split('\n');
+  assert.ok(lines.some((l) => /^0 → 1: continuous \(worst .* at slot \d+, power 0\.\d+\)$/.test(l)), r.stdout);
+  assert.equal(lines.at(-2), 'verdict: one run, every pair continuous');
+  const other = cli('convert', 'lm.opt.pt', 'lm.one.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.01');
+  assert.equal(other.status, 0, other.stderr);
+  const broken = cli('run', 'rt.both.pt', 'lm.one.ckpt', '--kind', 'adamw');
+  assert.equal(broken.status, 1);
+  assert.ok(broken.stdout.includes('0 → 1: NOT continuous: slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
+  assert.equal(broken.stdout.split('\n').at(-2), 'verdict: something breaks at file 1 (lm.one.ckpt)');
+});
