@@ -91,8 +91,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
       // a PyTorch optimizer's slots come from its model: its state file, or the model its own
       // file holds (opened again); the pairing's first failure is the file's state error
       const ck = opened[opened.length - 1];
+      if (kind !== undefined && ck.ok) await setKind(ck, kind);   // a TorchLean file's own kind is checked
       if (ck.ok && ck.summary.needsModel) {
-        if (kind !== undefined) await setKind(ck, kind);
         if (!st && ck.summary.tensorCount && !(files[i] instanceof Checkpoint)) st = await take(files[i]);
         if (st?.ok) {
           const paired = await pair(ck, st).catch((e) => {
