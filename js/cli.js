@@ -651,9 +651,11 @@ function numberOption(seen, option) {
  *  (docs/pytorch.md): the pair's slots (FORMAT.md 10.4) written as a TLADAMF file, the lowest
  *  version that holds it unless --to or --for says. */
 async function convertFromTorch([input, output], seen) {
-  for (const option of ['--lr', '--random-counter', '--drop-random-counter']) {
-    if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer, written as a TLADAMF file without a random counter`, 'convert');
+  for (const option of ['--lr', '--drop-random-counter']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer: it holds no random counter (--random-counter N supplies one)`, 'convert');
   }
+  const counter = seen['--random-counter'];
+  if (counter !== undefined && (!/^[0-9]{1,20}$/.test(counter) || BigInt(counter) >= 1n << 64n)) throw new UsageError(`--random-counter takes a nonnegative integer below 2^64, not ${counter}`, 'convert');
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
   if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');
   const to = seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined);
@@ -668,7 +670,7 @@ async function convertFromTorch([input, output], seen) {
   }
   const options = {
     ...(to === undefined ? { for: seen['--for'] } : { to: to === 'oldest' ? to : Number(to) }),
-    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind, betas,
+    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind, betas, randomCounter: counter,
     weightDecay: numberOption(seen, '--weight-decay'), eps: numberOption(seen, '--eps'), dropAmsgrad: !!seen['--drop-amsgrad'],
   };
   const modelPath = seen['--state'] ?? ((await modelFacts(input)).holdsBoth ? input : undefined);

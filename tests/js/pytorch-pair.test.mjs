@@ -272,6 +272,13 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
   }
   const ok = cli('convert', 'lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1');
   assert.equal(ok.status, 0, ok.stderr);
+  // a random counter only when supplied: version 4 always holds one
+  const v4 = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4');
+  assert.equal(v4.status, 1);
+  assert.equal(v4.stderr.split('\n')[0], 'version 4 always holds a random counter and the file has none: --random-counter N supplies one');
+  const counted = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4', '--random-counter', '7');
+  assert.equal(counted.status, 0, counted.stderr);
+  assert.equal(counted.stdout.split('\n')[0], 'y.ckpt: version 4 (float32), from lm.opt.pt with lm.model.bin');
 });
 
 test('over HTTP and from a Blob: the optimizer and its model pair as from files', async () => {
