@@ -15,15 +15,16 @@ const full = () => writeCheckpoint({
   entries: [{ id: 0, step: 1, m: new Float32Array(3), v: new Float32Array(3) }],
 });
 
-/** `ckptscope ARGS` while `file` grows by a byte every 10 ms until it exits. */
+/** `ckptscope ARGS` while `file` grows by a byte every 10 ms until it exits: the writer is a
+ *  process of its own, so the growth does not wait on this test's event loop. */
 function whileGrowing(file, args) {
   return new Promise((resolve) => {
-    const timer = setInterval(() => fs.appendFileSync(file, new Uint8Array(1)), 10);
+    const writer = spawn('sh', ['-c', 'while :; do printf x >> "$1"; sleep 0.01; done', 'grow', file], { stdio: 'ignore' });
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
     child.on('close', (status) => {
-      clearInterval(timer);
+      writer.kill();
       resolve({ status, stderr });
     });
   });
