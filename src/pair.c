@@ -83,11 +83,14 @@ static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, c
     *where = CKPT_NONE;
     *seen = (nonfinite){false, 0, 0};
     uint8_t *x = buf, *y = buf + (size_t)CHUNK_ELEMENTS * width;
+    /* two slots on one storage (a torch.save model's tied lm_head and wte) are the same bytes:
+     * read once, for the NaN and infinities only */
+    const bool one_storage = a->data_offset == b->data_offset;
     for (uint64_t k = 0; k < a->count; k += CHUNK_ELEMENTS) {
         size_t n = a->count - k < CHUNK_ELEMENTS ? (size_t)(a->count - k) : CHUNK_ELEMENTS;
         TRY(ckpt_read_at(src, a->data_offset + width * k, x, n * width, "the state file", err));
-        TRY(ckpt_read_at(src, b->data_offset + width * k, y, n * width, "the state file", err));
-        if (memcmp(x, y, n * width) != 0) {
+        if (!one_storage) TRY(ckpt_read_at(src, b->data_offset + width * k, y, n * width, "the state file", err));
+        if (!one_storage && memcmp(x, y, n * width) != 0) {
             size_t j = 0;
             while (memcmp(x + j * width, y + j * width, width) == 0) j++;
             *where = k + j;
