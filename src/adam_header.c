@@ -84,8 +84,8 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
         if (v > 1) return ckpt_fail(err, F, CKPT_E_INVALID_COUNTER_FLAG, counter_at, 8, "invalid random-counter flag");
         has_counter = v == 1;
     }
-    if (has_counter) TRY(ckpt_read_u64(r, &rep->random_counter, err));
-    rep->counter_state = has_counter;
+    if (has_counter) TRY(ckpt_read_u64(r, &rep->tladamf.random_counter, err));
+    rep->tladamf.counter_state = has_counter;
     if (!exp && !has_counter) ckpt_report_warn(rep, "%s: %s", F, legacy_warning);
 
     /* 7. the destination's configuration, before the schema (the oldest readers: after the file) */
@@ -100,10 +100,10 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
         return err->code;
     }
     if (version >= 3) {
-        rep->tags_offset = r->pos;
+        rep->tladamf.tags_offset = r->pos;
         TRY(ckpt_schema_read_tags(r, expected, rep->schema, err));
         rep->schema_complete = true;
-        if (!exp) TRY(ckpt_schema_check_sharing(rep->schema, F, rep->tags_offset, err));
+        if (!exp) TRY(ckpt_schema_check_sharing(rep->schema, F, rep->tladamf.tags_offset, err));
     } else {
         rep->schema_complete = true; /* v2: the implied map, always well formed */
     }

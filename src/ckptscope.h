@@ -399,20 +399,26 @@ typedef struct ckpt_report {
     uint64_t version; /* as read, even when unsupported */
     bool statistics;  /* payloads were scanned (entries' and tensors' stats set) */
     int dtype;        /* ckpt_dtype of the stored values (moments, tensors), -1 when not read */
-    /* TLADAMF's extension of the report: its config, random counter, tags (tags_offset,
-     * entries) and its readers' verdicts (`readers` below) are filled by its reader only; other
-     * families leave them absent and their JSON omits them (json_body) or says null */
+    /* an optimizer family's config (TLADAMF's header, a torch.save file's first group) */
     bool has_config;
     ckpt_config config;
-    int counter_state; /* -1 not read yet, 0 absent, 1 present */
-    uint64_t random_counter;
+    /* TLADAMF's extension of the report, filled by its reader only: other families leave it as
+     * the front door set it (no counter read, no tags, no readers), and their JSON says null
+     * (the counter, the readers) or omits it (the tags) */
+    struct ckpt_tladamf_report {
+        int counter_state; /* -1 not read yet, 0 absent, 1 present */
+        uint64_t random_counter;
+        uint64_t tags_offset; /* where the representative tags start (v >= 3) */
+        /* per TorchLean reader (index ckpt_reader_id - 1), whether it can read the file at all
+         * and, if not, its first diagnostic; NULL until an inspection asks the readers */
+        struct ckpt_reader_verdict *readers;
+    } tladamf;
     /* the layout: a TLADAMF file's ParameterSchema, or a state file's tensor shapes (no flags,
      * no map); NULL before its count is read */
     ckpt_schema *schema;
     uint64_t schema_declared_count;
     bool schema_complete;    /* every slot and (v >= 3) every tag read */
     uint64_t schema_offset;  /* where the slot count (tensor count) starts */
-    uint64_t tags_offset;    /* where the representative tags start (v >= 3) */
     uint64_t entries_offset; /* where the entry count starts */
     bool has_entry_count;
     uint64_t entry_count; /* as declared */
@@ -424,9 +430,6 @@ typedef struct ckpt_report {
     char **warnings;
     size_t warnings_len;
     ckpt_error error; /* code 0 when the file is valid / would load */
-    /* inspection of a TLADAMF file: per TorchLean reader (index ckpt_reader_id - 1), whether it
-     * can read the file at all and, if not, its first diagnostic; NULL otherwise */
-    struct ckpt_reader_verdict *readers;
     /* what only this file's family reads (a safetensors file's header length and metadata),
      * owned by the family (freed by its impl) */
     void *family_data;

@@ -29,7 +29,7 @@ static void lose(losses *l, const char *option, const char *fmt, unsigned long l
 static int allowed(const ckpt_report *rep, uint64_t v, const ckpt_convert_options *o, ckpt_error *err)
 {
     unsigned long long uv = v;
-    bool counter = rep->counter_state == 1 || o->supply_random_counter;
+    bool counter = rep->tladamf.counter_state == 1 || o->supply_random_counter;
     if (v < 2 || v > 5)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "cannot convert to version %llu; expected 2 through 5", uv);
@@ -82,10 +82,10 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
                          "this file holds one configuration of its own");
     ckpt_config config = rep->config;
     if (impl->convert_config) TRY(impl->convert_config(rep, o, &config, err));
-    if (o->supply_random_counter && rep->counter_state == 1)
+    if (o->supply_random_counter && rep->tladamf.counter_state == 1)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--random-counter supplies a counter to a file without one: this file has %llu",
-                         (unsigned long long)rep->random_counter);
+                         (unsigned long long)rep->tladamf.random_counter);
     *res = (ckpt_convert_result){0,
                                  rep->dtype == CKPT_FLOAT64 && !o->round_to_float32 ? CKPT_FLOAT64 : CKPT_FLOAT32,
                                  rep->dtype == CKPT_FLOAT64 && o->round_to_float32,
@@ -187,8 +187,8 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
     TRY(ckpt_convert_plan(in, o, res, err));
     const ckpt_report *rep = ckpt_file_report(in);
     uint64_t v = res->version;
-    bool counter = v >= 4 && (rep->counter_state == 1 || o->supply_random_counter);
-    uint64_t counter_value = rep->counter_state == 1 ? rep->random_counter : o->random_counter;
+    bool counter = v >= 4 && (rep->tladamf.counter_state == 1 || o->supply_random_counter);
+    uint64_t counter_value = rep->tladamf.counter_state == 1 ? rep->tladamf.random_counter : o->random_counter;
     ckpt_schema *untied = o->untie ? ckpt_schema_untied(rep->schema) : NULL;
     if (o->untie && !untied) return ckpt_fail_oom(err);
     const ckpt_schema *layout = untied ? untied : rep->schema;

@@ -173,8 +173,8 @@ static void report_init(ckpt_report *rep, const ckpt_source *src)
 {
     rep->size = src->size;
     rep->dtype = -1;
-    rep->counter_state = -1;
-    rep->schema_offset = rep->tags_offset = rep->entries_offset = CKPT_NONE;
+    rep->tladamf.counter_state = -1;
+    rep->schema_offset = rep->tladamf.tags_offset = rep->entries_offset = CKPT_NONE;
     ckpt_error_clear(&rep->error);
 }
 

@@ -193,7 +193,7 @@ int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
     *layout = (ckpt_expected){rep->schema,
                               opt ? rep->dtype : CKPT_DTYPE_ANY,
                               opt ? &rep->config : NULL,
-                              opt ? rep->counter_state : -1,
+                              opt ? rep->tladamf.counter_state : -1,
                               CKPT_FAMILY_ANY,
                               CKPT_READER_DEFAULT};
     return 0;

@@ -229,7 +229,7 @@ uint64_t ckpt_reader_entry_count(const ckpt_reader_rule *rule, const ckpt_schema
 ckpt_schema *ckpt_schema_untied(const ckpt_schema *s);
 /* A shape-mismatch error reworded with Lean lists (the v2-lists reader's schema holds lists). */
 void ckpt_reader_list_shapes(ckpt_error *err, const ckpt_schema *file, const ckpt_schema *expected);
-/* After an inspection: every reader's verdict, into rep->readers (one parse, and a second only
+/* After an inspection: every reader's verdict, into rep->tladamf.readers (one parse, and a second only
  * when the first stopped at an epsilon that an older reader accepts). */
 void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep);
 void ckpt_readers_free(ckpt_report *rep);

@@ -137,8 +137,8 @@ static void copy_error(ckpt_error *dst, const ckpt_error *src)
  * (which the E64 readers may accept) is the rest read again, once, under E64. */
 void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
 {
-    if (!rep->family || rep->family->id != CKPT_FAMILY_TLADAMF || rep->readers) return;
-    if (!(rep->readers = calloc(CKPT_READER_COUNT, sizeof *rep->readers))) return;
+    if (!rep->family || rep->family->id != CKPT_FAMILY_TLADAMF || rep->tladamf.readers) return;
+    if (!(rep->tladamf.readers = calloc(CKPT_READER_COUNT, sizeof *rep->tladamf.readers))) return;
     ckpt_report *lenient = NULL;
     const ckpt_error *rest = &rep->error;
     if (rep->error.code == CKPT_E_INVALID_EPSILON && rep->version <= 4) {
@@ -148,7 +148,7 @@ void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
     uint64_t kind_at = rep->version == 5 ? 23 : 15;
     for (int id = 1; id <= CKPT_READER_COUNT; id++) {
         const ckpt_reader_rule *rule = ckpt_reader_rule_get(id);
-        ckpt_reader_verdict *v = &rep->readers[id - 1];
+        ckpt_reader_verdict *v = &rep->tladamf.readers[id - 1];
         ckpt_error_clear(&v->error);
         if (!rep->has_version) copy_error(&v->error, &rep->error);
         else if (rep->version < 2 || rep->version > rule->version_max)
@@ -165,23 +165,23 @@ void ckpt_readers_judge(const ckpt_source *src, ckpt_report *rep)
 
 void ckpt_readers_free(ckpt_report *rep)
 {
-    if (!rep->readers) return;
-    for (int k = 0; k < CKPT_READER_COUNT; k++) ckpt_error_clear(&rep->readers[k].error);
-    free(rep->readers);
-    rep->readers = NULL;
+    if (!rep->tladamf.readers) return;
+    for (int k = 0; k < CKPT_READER_COUNT; k++) ckpt_error_clear(&rep->tladamf.readers[k].error);
+    free(rep->tladamf.readers);
+    rep->tladamf.readers = NULL;
 }
 
 void j_readers(strbuf *sb, const ckpt_report *rep)
 {
-    if (!rep->readers) {
+    if (!rep->tladamf.readers) {
         sb_puts(sb, "null");
         return;
     }
     for (int k = 0; k < CKPT_READER_COUNT; k++) {
         sb_puts(sb, k ? ",\"" : "{\"");
         sb_puts(sb, rules[k].name);
-        sb_puts(sb, rep->readers[k].reads ? "\":{\"reads\":true,\"error\":" : "\":{\"reads\":false,\"error\":");
-        j_error(sb, &rep->readers[k].error);
+        sb_puts(sb, rep->tladamf.readers[k].reads ? "\":{\"reads\":true,\"error\":" : "\":{\"reads\":false,\"error\":");
+        j_error(sb, &rep->tladamf.readers[k].error);
         sb_putc(sb, '}');
     }
     sb_putc(sb, '}');

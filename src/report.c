@@ -275,9 +275,12 @@ void ckpt_report_json_adam(jw *w, const ckpt_report *rep, bool bulk)
     if (rep->has_config) j_config(sb, &rep->config);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"randomCounter\":");
-    if (rep->counter_state == 1) j_u64(sb, rep->random_counter);
+    if (rep->tladamf.counter_state == 1) j_u64(sb, rep->tladamf.random_counter);
     else sb_puts(sb, "null");
-    sb_printf(sb, ",\"hasRandomCounter\":%s", rep->counter_state < 0 ? "null" : rep->counter_state ? "true" : "false");
+    sb_printf(sb, ",\"hasRandomCounter\":%s",
+              rep->tladamf.counter_state < 0 ? "null"
+              : rep->tladamf.counter_state   ? "true"
+                                             : "false");
     sb_puts(sb, ",\"schema\":");
     const ckpt_schema *s = rep->schema;
     if (!s) sb_puts(sb, "null");
@@ -300,7 +303,7 @@ void ckpt_report_json_adam(jw *w, const ckpt_report *rep, bool bulk)
     else sb_puts(sb, "\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");
     sb_puts(sb, ",\"offsets\":{");
     j_offset_field(sb, "schema", rep->schema_offset, true);
-    j_offset_field(sb, "tags", rep->tags_offset, false);
+    j_offset_field(sb, "tags", rep->tladamf.tags_offset, false);
     j_offset_field(sb, "entries", rep->entries_offset, false);
     sb_puts(sb, "},\"entryCount\":");
     if (rep->has_entry_count) j_u64(sb, rep->entry_count);

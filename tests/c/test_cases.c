@@ -339,13 +339,13 @@ static void run_case(void)
         check_warnings(rep->warnings, rep->warnings_len, json_get(want, "warnings"));
         /* which readers can read it at all (format.md 8): each reader's own verdict */
         const jvalue *readers = json_get(want, "readers");
-        CHECK(!readers || rep->readers);
-        for (size_t k = 0; readers && rep->readers && k < readers->len; k++) {
+        CHECK(!readers || rep->tladamf.readers);
+        for (size_t k = 0; readers && rep->tladamf.readers && k < readers->len; k++) {
             int id = ckpt_reader_by_name(readers->keys[k]);
             CHECK(id > 0);
             if (id <= 0) continue;
-            check_outcome(&rep->readers[id - 1].error, readers->items[k]);
-            CHECK(rep->readers[id - 1].reads == (rep->readers[id - 1].error.code == 0));
+            check_outcome(&rep->tladamf.readers[id - 1].error, readers->items[k]);
+            CHECK(rep->tladamf.readers[id - 1].reads == (rep->tladamf.readers[id - 1].error.code == 0));
         }
         ckpt_report_free(rep);
     } else if ((want = json_get(c, "load"))) {

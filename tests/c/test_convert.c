@@ -76,8 +76,8 @@ static void same_state(const file *a, const file *b, bool untied, int counter)
         return;
     }
     CHECK(memcmp(&ra->config, &rb->config, sizeof ra->config) == 0);
-    CHECK(rb->counter_state == (counter >= 0));
-    if (counter >= 0) CHECK(rb->random_counter == (uint64_t)counter);
+    CHECK(rb->tladamf.counter_state == (counter >= 0));
+    if (counter >= 0) CHECK(rb->tladamf.random_counter == (uint64_t)counter);
     size_t n = ckpt_schema_count(ra->schema);
     CHECK(ckpt_schema_count(rb->schema) == n);
     for (size_t i = 0; i < n; i++) {

@@ -97,8 +97,8 @@ static void every_version_and_dtype(void)
         CHECK_ERROR(rep, NULL, N);
         CHECK(rep->version == cases[c].want_version);
         CHECK(rep->dtype == cases[c].dtype);
-        CHECK(rep->counter_state == (int)cases[c].counter);
-        CHECK(!cases[c].counter || rep->random_counter == 12345);
+        CHECK(rep->tladamf.counter_state == (int)cases[c].counter);
+        CHECK(!cases[c].counter || rep->tladamf.random_counter == 12345);
         CHECK(ckpt_config_same(&rep->config, rep->dtype, &d.config, d.dtype));
         CHECK(rep->schema && ckpt_schema_count(rep->schema) == 5);
         for (size_t i = 0; rep->schema && i < 5; i++)
@@ -236,7 +236,7 @@ static void extreme_u64_values(void)
         ckpt_buffer buf = write_ok(&d);
         ckpt_report *rep = inspect_bytes(buf.data, buf.len, 0);
         CHECK_ERROR(rep, NULL, N);
-        CHECK(rep->random_counter == values[k] && rep->entries_len == 1 && rep->entries[0].step == values[k]);
+        CHECK(rep->tladamf.random_counter == values[k] && rep->entries_len == 1 && rep->entries[0].step == values[k]);
         char *json = ckpt_report_json(rep);
         char want[64];
         snprintf(want, sizeof want,

@@ -100,6 +100,9 @@ static void report_json(void)
                          "\"data_offsets\":[0,12]}}";
     rep = st_inspect(header, data, sizeof data, 0);
     CHECK(rep->error.code == 0 && rep->tensors_len == 2 && rep->dtype == CKPT_DTYPE_ANY);
+    /* TLADAMF's extension stays as the front door set it: no counter read, no tags, no readers */
+    CHECK(rep->tladamf.counter_state == -1 && rep->tladamf.tags_offset == CKPT_NONE && !rep->tladamf.readers);
+    CHECK(!rep->has_config);
     char *json = ckpt_report_json(rep);
     char want[1024];
     size_t hl = strlen(header);

@@ -24,11 +24,11 @@ static void check_report(const ckpt_report *rep)
     if (!rep) abort();
     oracle_check(&rep->error);
     /* every reader's verdict is a template of its code too (format.md 8); the newest reader's is the report's */
-    for (int k = 0; rep->readers && k < CKPT_READER_COUNT; k++) {
-        oracle_check(&rep->readers[k].error);
-        if (rep->readers[k].reads != (rep->readers[k].error.code == 0)) abort();
+    for (int k = 0; rep->tladamf.readers && k < CKPT_READER_COUNT; k++) {
+        oracle_check(&rep->tladamf.readers[k].error);
+        if (rep->tladamf.readers[k].reads != (rep->tladamf.readers[k].error.code == 0)) abort();
     }
-    if (rep->readers && rep->readers[CKPT_READER_V2_V5 - 1].error.code != rep->error.code) abort();
+    if (rep->tladamf.readers && rep->tladamf.readers[CKPT_READER_V2_V5 - 1].error.code != rep->error.code) abort();
     char *json = ckpt_report_json(rep);
     if (!json) abort();
     free(json);

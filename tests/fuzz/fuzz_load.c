@@ -50,8 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * that loaded it says, without a destination, that it reads it. */
     if (rep->error.code == 0) {
         ckpt_report *ins = ckpt_inspect(&src, NULL);
-        if (!ins || !ins->readers) abort();
-        if (reader && !ins->readers[reader - 1].reads) abort();
+        if (!ins || !ins->tladamf.readers) abort();
+        if (reader && !ins->tladamf.readers[reader - 1].reads) abort();
         if (!reader && (ins->error.code || !ins->schema || ckpt_schema_count(ins->schema) != n)) abort();
         ckpt_report_free(ins);
     }

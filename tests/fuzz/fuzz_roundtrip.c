@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_source src;
         ckpt_source_memory(&src, &mem, buf.data, buf.len);
         ckpt_report *rep = ckpt_inspect(&src, NULL);
-        if (rep->error.code || rep->dtype != dtype || rep->counter_state != (int)counter) abort();
+        if (rep->error.code || rep->dtype != dtype || rep->tladamf.counter_state != (int)counter) abort();
         if (!ckpt_config_same(&rep->config, rep->dtype, &c, dtype)) abort();
         if (rep->entries_len != ne || ckpt_schema_count(rep->schema) != n) abort();
         for (size_t i = 0; i < n; i++)
