@@ -374,7 +374,7 @@ test('a PNG, an .npz, a .safetensors, a pickle, a GGUF: what the file is and wha
   // a safetensors file is read as one (a model-state family); loaded as TLADAMF, its hint says what it is
   assert.equal((await inspect(safetensors)).family, 'safetensors');
   const loaded = await check(safetensors, { shapes: [[1]], requiresGrad: [true], representatives: null, family: 'TLADAMF' }).catch((e) => e);
-  assert.equal(loaded.hint, 'this is a safetensors file (ckptscope export writes these), not a checkpoint: read it with safetensors\' load_file');
+  assert.equal(loaded.hint, 'this is a safetensors file (a model state: ckptscope inspect reads it), not optimizer state');
 });
 
 test('a truncated file is called incomplete, the shortfall from the core', async () => {
