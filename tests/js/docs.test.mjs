@@ -35,3 +35,31 @@ test('docs/README.md\'s setup line for a checkout runs verbatim there, with no c
     fs.rmSync(checkout, { recursive: true, force: true });
   }
 });
+
+test('the README\'s list of commands is --help\'s: every form, and only options --help gives it', () => {
+  const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+  const block = readme.slice(readme.indexOf('The other commands:')).split('```')[1];
+  const help = spawnSync(process.execPath, [path.join(ROOT, 'js/cli.js'), '--help'], { encoding: 'utf8' }).stdout;
+  // --help's forms: a line `  ckptscope CMD ...` and its continuation lines (indented past the command)
+  const forms = [];
+  for (const line of help.slice(0, help.indexOf('\n\n')).split('\n')) {
+    const m = /^ {2}ckptscope (\S+)(.*)$/.exec(line);
+    if (m) forms.push({ command: m[1], synopsis: m[2] });
+    else if (forms.length && /^ {10,}\[/.test(line)) forms[forms.length - 1].synopsis += ' ' + line.trim();
+  }
+  // a README line: `ckptscope CMD SYNOPSIS   description` (the synopsis ends at three blanks)
+  const lines = block.split('\n').filter((l) => l.startsWith('ckptscope '));
+  const tokens = (synopsis) => synopsis.match(/--[a-z-]+|\b[A-Z][A-Z0-9_.]*\b/g) ?? [];
+  for (const line of lines) {
+    const [command, ...rest] = line.slice('ckptscope '.length).split(/ {3,}/)[0].split(' ');
+    const alternatives = command === 'serve' ? ['serve', 'view'] : [command];
+    const options = forms.filter((f) => alternatives.includes(f.command)).map((f) => f.synopsis).join(' ');
+    assert.ok(options, `README lists ${command}, which --help does not`);
+    for (const t of tokens(rest.join(' '))) assert.ok(options.includes(t), `README: ${command} ${t} is not in --help's ${command}`);
+  }
+  const listed = new Set(lines.flatMap((l) => (l.startsWith('ckptscope serve | view') ? ['serve', 'view'] : [l.split(' ')[1]])));
+  const commands = new Set(forms.map((f) => f.command).filter((c) => !c.startsWith('-')));
+  assert.deepEqual([...commands].filter((c) => !listed.has(c)), [], 'commands --help gives that the README does not list');
+  // one line per form of --help (serve and view share one; --version has none)
+  assert.equal(lines.length, forms.filter((f) => !f.command.startsWith('-') && f.command !== 'view').length);
+});
