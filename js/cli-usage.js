@@ -4,7 +4,7 @@
 
 import { nearest, didYouMean, shown } from './suggest.js';
 import { wrapLine } from './terminal.js';
-import { ratioBand, decimalNumber } from './options.js';
+import { ratioBand, decimalNumber, positiveNumber } from './options.js';
 
 // 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.
@@ -163,6 +163,15 @@ export function parseArgs(command, argv) {
 /** An option given where it does nothing: refused, with why. */
 export function refuseIdle(command, seen, option, unless, why) {
   if (seen[option] !== undefined && !unless) throw new UsageError(`${option} does nothing here: ${why}`, command);
+}
+
+/** A positive number option (--lr, --residual-limit) from its text; `usage(text)` makes the
+ *  command's usage error (exit 2). Undefined when not given. */
+export function positiveArg(option, given, usage) {
+  if (given === undefined) return undefined;
+  const x = positiveNumber(given);
+  if (Number.isNaN(x)) throw usage(`${option} must be a positive number, got ${shown(given)}`);
+  return x;
 }
 
 /** --ratio-band LO,HI (health, run): two numbers, then the core's rules for a band (its words);

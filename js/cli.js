@@ -19,7 +19,7 @@ import { summaryLines, errorLines, pairLines, healthLines, isWarningFlag, namedS
 import { say, terminalJSON, guardOutput, sameDestination, writeStdout, outputColumns } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, displayName, sourceOf, readMessage, isStream, streamName, readJsonFile, readNamesFile, fileStamp, stillWriting, isFresh } from './user-files.js';
 import { loadsInLine, checkEveryReader, convertFile, convertTorchFile, convertedLines } from './cli-readers.js';
-import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg } from './cli-usage.js';
+import { USAGE, COMMANDS as KNOWN, UsageError, parseArgs, usageOf, helpOf, refuseIdle, ratioBandArg, positiveArg } from './cli-usage.js';
 import { decimalNumber } from './options.js';
 import { folderFiles, applyKind, FolderError } from './trainer-run.js';
 import { nearest, didYouMean, shown, PATH_ECHO_MAX } from './suggest.js';
@@ -389,11 +389,7 @@ async function cmdHealth(argv) {
   const state = seen['--state'];
   const strict = !!seen['--strict'];
   for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
-  let lr;
-  if (seen['--lr'] !== undefined) {
-    lr = decimalNumber(seen['--lr']);
-    if (!Number.isFinite(lr) || lr <= 0) throw new UsageError(`--lr must be a positive number, got ${seen['--lr']}`);
-  }
+  const lr = positiveArg('--lr', seen['--lr'], (text) => new UsageError(text, 'health'));
   // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
   // a PyTorch file holding its model has its parameters (and its groups' lr) with it
   const facts = await modelFacts(opt);
@@ -706,11 +702,7 @@ async function convertTorch([input, output], seen) {
   if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
   const state = seen['--state'];
   if (state !== undefined && isStream(state)) throw new UsageError(`convert --state needs a file: ${streamName(state)} works for IN only`, 'convert');
-  let lr;
-  if (seen['--lr'] !== undefined) {
-    lr = decimalNumber(seen['--lr']);
-    if (Number.isNaN(lr)) throw new UsageError(`--lr takes a number, not ${shown(seen['--lr'], PATH_ECHO_MAX)}`, 'convert');
-  }
+  const lr = positiveArg('--lr', seen['--lr'], (text) => new UsageError(text, 'convert'));
   say(process.stdout, await convertTorchFile(input, output, { lr, state }));
   return 0;
 }
@@ -763,7 +755,7 @@ async function checkOrder(positional, seen) {
 async function pairOrder(opt, state) {
   if (isStream(opt)) return '';
   const [ko, ks] = [await kindOf(opt), await kindOf(state)];
-  return ko === 'state' && ks === 'optimizer' ? `: did you mean \`ckptscope check ${state} --state ${opt}\`?` : '';
+  return ko === 'state' && ks === 'optimizer' ? meant('check', state, '--state', opt) : '';
 }
 
 /** health A B: the optimizer checkpoint first, the model-state file after --state. */

@@ -693,8 +693,6 @@ export class HttpSource implements CustomSource {
 export class Schema {
   static create(layout: Layout): Promise<Schema>;
   readonly closed: boolean;
-  /** The same as `closed`. */
-  readonly disposed: boolean;
   readonly count: number;
   readonly optimizerStateCount: U64;
   readonly trainableCount: U64;
@@ -706,8 +704,6 @@ export class Schema {
   toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
   /** Free the core's schema (a call using it finishes first); then every query throws. */
   close(): void;
-  /** The same as `close()`. */
-  dispose(): void;
   [Symbol.dispose](): void;
 }
 

@@ -13,6 +13,7 @@ export { loadCore } from './wasm.js';
 export { toNumber, toBigInt } from './values.js';
 export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
+export { positiveNumber } from './options.js';
 export { HttpSource, HttpError } from './http-source.js';
 export { Feed } from './feed.js';
 export { Frames, unpackFrame, JSON_FRAME, PACKED_FRAME } from './pass-frames.js';

@@ -23,6 +23,13 @@ export function decimalNumber(text) {
   return typeof text === 'string' && /^[0-9.eE+-]+$/.test(text) ? Number(text) : NaN;
 }
 
+/** A positive finite number from its text by decimalNumber's rule (--lr, --residual-limit, the
+ *  viewer's learning-rate inputs); NaN when the text is not one. */
+export function positiveNumber(text) {
+  const x = decimalNumber(text);
+  return Number.isFinite(x) && x > 0 ? x : NaN;
+}
+
 /** `lr`: a positive finite number, or NaN when not given (no update/weight ratios). */
 export function learningRate(lr) {
   if (lr === undefined || lr === null) return NaN;

@@ -46,10 +46,9 @@ export async function withPinned(source, fn) {
 // file parsed again; timed inside a 4 GiB pass), its first chunks run before V8 has
 // optimised the kernel, and it takes about 0.1-0.3 s of CPU, which the calling thread loses where
 // cores are shared. With the chunks claimed from a shared counter, n threads take about
-// (S + (n - 1) start) / n for a pass of S seconds alone. Measured on an idle 2-core machine
-// (`node bench/workers.mjs`, best of 3 interleaved), 2 workers against 1:
-// statistics 0.94x on 256 MiB, 0.94-1.15x on 1 GiB, 1.39-1.44x on 4 GiB; health (and the state
-// file, half the size) 1.05x on 256 MiB, 1.22-1.54x on 1 GiB, 1.61-1.71x on 4 GiB. So statistics
+// (S + (n - 1) start) / n for a pass of S seconds alone. `node bench/workers.mjs` measures 2
+// workers against 1 (docs/performance.md "Workers"): a second one gains nothing on 256 MiB of
+// statistics and pays from a few GiB; health, with more work per byte, pays sooner. So statistics
 // take a second worker from 2 GiB, health from 512 MiB of the two files.
 const MiB = 2 ** 20;
 const BYTES_PER_WORKER = { stats: 1024 * MiB, health: 256 * MiB };

@@ -12,20 +12,13 @@ import { run, runFiles, saveGradient } from './run.js';
 import { table, numColumns, namedSlot } from './cli-text.js';
 import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from './terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
-import { ratioBandArg } from './cli-usage.js';
+import { ratioBandArg, positiveArg } from './cli-usage.js';
 import { isOutputFolder, openOutputFolder, compareLogged, FolderError } from './trainer-run.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */
 export const CANNOT_TELL_STATUS = 3;
 
 const VALUED = ['--grad', '--names', '--ratio-band', '--lr', '--residual-limit', '--kind'];
-
-/** A positive number given as text (as --lr takes it), else the usage error. */
-function positive(option, text, usage) {
-  const x = Number(text);
-  if (!/^[0-9.eE+-]+$/.test(text) || !Number.isFinite(x) || x <= 0) throw usage(`${option} must be a positive number, got ${text}`);
-  return x;
-}
 
 /** argv → {files, states, json, slots, lr, residualLimit, grad, names, band, kind}; `usage(text)` makes the CLI's usage error. */
 function parse(argv, usage) {
@@ -49,8 +42,8 @@ function parse(argv, usage) {
   if (states.length && states.length !== files.length) {
     throw usage(`--state takes one model-state file per checkpoint: ${files.length} checkpoint${files.length === 1 ? '' : 's'}, ${states.length} state file${states.length === 1 ? '' : 's'}`);
   }
-  const lr = value['--lr'] === undefined ? undefined : positive('--lr', value['--lr'], usage);
-  const residualLimit = value['--residual-limit'] === undefined ? undefined : positive('--residual-limit', value['--residual-limit'], usage);
+  const lr = positiveArg('--lr', value['--lr'], usage);
+  const residualLimit = positiveArg('--residual-limit', value['--residual-limit'], usage);
   const kind = value['--kind'];
   if (kind !== undefined && kind !== 'adam' && kind !== 'adamw') throw usage(`--kind takes adam or adamw, not ${kind}`);
   return { files, states: states.length ? states : null, json, slots, lr, residualLimit, grad: value['--grad'], names: value['--names'], band: value['--ratio-band'], kind };

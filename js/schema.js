@@ -1,7 +1,7 @@
 // A ParameterSchema held by the core: every query (representative, isWellFormed, counts, tags)
 // is answered by C. Close it, as a Checkpoint is closed (close(), or `using`); a closed Schema
 // throws, and one closed while the core is using it (from a callback) is freed only when the core
-// is done. dispose() and disposed are the same as close() and closed (docs/api.md names both).
+// is done.
 
 import { exact } from './wasm.js';
 import { loadBinding } from './binding.js';
@@ -32,11 +32,9 @@ export class Schema {
     return !this.#ptr || this.#closing;
   }
 
-  get disposed() { return this.closed; }
-
   /** For the package: run fn(binding, ptr) with the schema kept alive for the call. */
   use(fn) {
-    if (this.closed) throw new TypeError('this Schema is closed (disposed)');
+    if (this.closed) throw new TypeError('this Schema is closed');
     this.#busy++;
     const done = () => {
       this.#busy--;
@@ -80,8 +78,6 @@ export class Schema {
     this.#closing = true;
     if (!this.#busy) this.#release();
   }
-
-  dispose() { this.close(); }
 
   #release() {
     this.#b.schemaFree(this.#ptr);

@@ -180,21 +180,22 @@ test('Schema answers the seed queries through the core', async () => {
   chain.close();
 });
 
-test('a Schema has one verb for freeing it: close(); dispose(), disposed and Symbol.dispose are the same', async () => {
+test('a Schema has one verb for freeing it, as a Checkpoint has: close(), which `using` calls', async () => {
   const layout = { shapes: [[2]], requiresGrad: [true] };
   const a = await Schema.create(layout);
-  a.dispose();
+  assert.equal(a.dispose, undefined);
+  assert.equal('disposed' in a, false);
+  a.close();
   assert.equal(a.closed, true);
-  assert.equal(a.disposed, true);
-  assert.throws(() => a.count, /closed/);
+  assert.throws(() => a.count, { name: 'TypeError', message: 'this Schema is closed' });
   const b = await Schema.create(layout);
   b[Symbol.dispose ?? Symbol.for('Symbol.dispose')]();
   assert.equal(b.closed, true);
   const c = await Schema.create(layout);
-  assert.equal(c.disposed, false);
+  assert.equal(c.closed, false);
   c.close();
   c.close();   // again: nothing
-  assert.equal(c.disposed, true);
+  assert.equal(c.closed, true);
 });
 
 test('diff lists every difference, not just the first', async () => {

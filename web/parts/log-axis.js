@@ -19,13 +19,16 @@ export function decades(lo, hi) {
   return { lo: a, hi: Math.max(a + 1, Math.ceil(hi)) };
 }
 
+/** y(v) of the range {lo, hi} between the pixels top and bottom: the pixel of the log10 value v. */
+export const yOf = ({ lo, hi }, top, bottom) => (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top);
+
 /**
  * Draw the decade grid of the range {lo, hi} between the pixels top and bottom, from x = left to
  * x = right, a label left of `left` on every decade at least `spacing` pixels apart. Returns
  * y(v): the pixel of the log10 value v.
  */
 export function logAxis(g, { lo, hi }, { top, bottom, left, right, spacing = 18, text, line }) {
-  const y = (v) => bottom - ((v - lo) / (hi - lo)) * (bottom - top);
+  const y = yOf({ lo, hi }, top, bottom);
   g.fillStyle = text;
   g.strokeStyle = line;
   g.textAlign = 'right';

@@ -7,10 +7,11 @@
 // shows rms(u), which needs no parameters. Rows list the figures, flagged slots first. Hover a
 // slot for its figures; click to select it in the table and the map. Slots narrower than a pixel
 // are aggregated per pixel column (the range of values and the worst flag).
+import { positiveNumber } from '/js/index.js';
 import { $, el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural, ranOn } from '../format.js';
 import { VirtualTable } from '../parts/vtable.js';
-import { css, decades, logAxis, axisTitle } from '../parts/log-axis.js';
+import { css, decades, yOf, logAxis, axisTitle } from '../parts/log-axis.js';
 
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
 const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many moment elements (a pass of ~0.1 s that
@@ -207,8 +208,8 @@ export class HealthView {
     this.inputError = null;
     if (!text) this.lr = null;
     else {
-      const v = Number(text);
-      if (!Number.isFinite(v) || v <= 0) {
+      const v = positiveNumber(text);
+      if (Number.isNaN(v)) {
         // stays said until an input (this one or the ratio band) changes: a pass still running
         // (for the last valid rate) draws its chart but does not overwrite it, and none is
         // started for this input
@@ -293,7 +294,8 @@ export class HealthView {
   /** The quantity the chart draws for slot s: log10 ratio, else log10 rms(u); null for none. */
   value(s) {
     const x = this.mode === 'ratio' ? s.ratio : s.update?.rms;
-    return x === null || x === undefined || !(x > 0) ? null : Math.log10(x);
+    // an infinite ratio (a zero weight) stays a value here, where log() has none
+    return typeof x === 'number' && x > 0 ? Math.log10(x) : null;
   }
 
   render() {
@@ -428,7 +430,7 @@ export class HealthView {
     }
     const range = decades(lo, hi) ?? { lo: -3, hi: 0 };
     const top = PAD.top, bottom = this.height - PAD.bottom;
-    const y = (v) => bottom - ((v - range.lo) / (range.hi - range.lo)) * (bottom - top);
+    const y = yOf(range, top, bottom);
     // Band and grid.
     if (this.mode === 'ratio') {
       g.fillStyle = band;

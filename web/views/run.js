@@ -5,6 +5,7 @@
 // to tell marked apart) — one line per consecutive pair that opens to its per-slot table, and the
 // first file where something breaks. A click on a slot (chart or table) opens that file at that
 // slot; the run card stays.
+import { positiveNumber } from '/js/index.js';
 import { el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural } from '../format.js';
 import { css, log, decades, logAxis, axisTitle } from '../parts/log-axis.js';
@@ -120,8 +121,8 @@ export class RunView {
 
   lrChanged() {
     const text = this.lrInput.value.trim();
-    const v = Number(text);
-    if (text && (!Number.isFinite(v) || v <= 0)) {
+    const v = positiveNumber(text);
+    if (text && Number.isNaN(v)) {
       this.showState(`The learning rate must be a positive number, not ${JSON.stringify(text)}.`, true);
       return;
     }
