@@ -256,7 +256,7 @@ function neverReads(url) {
   return socket;
 }
 
-test('a page that reads nothing for stallSeconds loses its pass: 4 such clients leave the slots free', async () => {
+test('a page that reads nothing for stallSeconds loses its pass: 4 such clients leave the slots free; a slow one keeps its pass, on one drain listener', async () => {
   writeSparse(wide, { slots: 65536, elements: 256 });   // 65,536 items: far more frames than the sockets hold
   const s = await serve({ port: 0, quiet: true, files: [wide, opt], passes: true, stallSeconds: 0.2 });
   try {
@@ -271,7 +271,12 @@ test('a page that reads nothing for stallSeconds loses its pass: 4 such clients 
     assert.deepEqual(got.at(-1).done, { workers: 1 });
     assert.deepEqual(s.passLog.at(-1), { kind: 'health', ended: 'done' });
     clients.forEach((c) => c.destroy());
-    // a client that reads, however slowly, keeps its pass to the end: every item comes
+    // a client that reads, however slowly, keeps its pass to the end: every item comes. Its
+    // response waits on drain many times over: a listener added per write would pass Node's
+    // limit of 10 on the stream and say so by a MaxListenersExceededWarning.
+    const warnings = [];
+    const onWarning = (w) => warnings.push(w.name);
+    process.on('warning', onWarning);
     const slow = await new Promise((resolve, reject) => {
       http.get(new URL(passUrl(s, 'stats', wide)), (res) => {
         const chunks = [];
@@ -284,6 +289,9 @@ test('a page that reads nothing for stallSeconds loses its pass: 4 such clients 
         res.on('error', reject);
       }).on('error', reject);
     });
+    await new Promise((r) => setImmediate(r));   // a warning is emitted on the next tick
+    process.off('warning', onWarning);
+    assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), []);
     const slowFrames = framesOf(slow);
     assert.deepEqual(Object.keys(slowFrames.at(-1)), ['done']);
     assert.equal(slowFrames.filter((m) => m.packed).reduce((a, m) => a + m.packed.list.length, 0), 65536);
