@@ -54,7 +54,7 @@ function writeTarget(path) {
 }
 
 /** What a destination that is not a regular file is, in words (null: a regular file). */
-function nonRegular(st) {
+export function nonRegular(st) {
   if (st.isFile()) return null;
   if (st.isDirectory()) return 'a directory';
   if (st.isCharacterDevice()) return 'a character device';

@@ -5,6 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import tty from 'node:tty';
 import { LayoutError } from './errors.js';
+import { nonRegular, notRegularError } from './node-io.js';
 import { JSON_LIMIT } from './sources.js';
 import { namesOf, OUT_OF_RANGE } from './layout.js';
 
@@ -130,6 +131,9 @@ export async function writing(out, fn) {
     // does not exist yet: the usual case
   }
   if (st?.isDirectory()) throw new FileError(writeMessage({ code: 'EISDIR' }, out));
+  // a device, a FIFO or a socket: refused before any input is read (the writer refuses it too)
+  const kind = st && nonRegular(st);
+  if (kind) throw new FileError(writeMessage(notRegularError(out, kind), out));
   try {
     return await fn();
   } catch (err) {

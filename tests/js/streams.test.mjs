@@ -40,11 +40,16 @@ test('check - --expect … --reader all: refused (exit 2); one reader reads the 
   assert.equal(r.stdout, '(standard input): loads into opt.ckpt\n');
 });
 
-test('a FIFO as convert\'s IN: refused the same way', async () => {
+test('a FIFO as convert\'s IN and as check --reader all\'s FILE: refused the same way', async () => {
   const fifo = path.join(tmp, 'in.fifo');
   fs.rmSync(fifo, { force: true });
   assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
   const r = spawnSync(process.execPath, [CLI, 'convert', fifo, path.join(tmp, 'o.ckpt'), '--to', '5'], { encoding: 'utf8' });
   assert.equal(r.status, 2);
   assert.equal(r.stderr.split('\n')[0], `ckptscope: convert needs a file: ${fifo} (a pipe or device, not a regular file) cannot be read twice over`);
+  // refused before the FIFO is opened: no writer needed, nothing blocks
+  const c = spawnSync(process.execPath, [CLI, 'check', fifo, '--expect', path.join(tmp, 'opt.ckpt'), '--reader', 'all'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(c.status, 2, c.stderr);
+  assert.equal(c.stderr.split('\n')[0], `ckptscope: check --reader all needs a file: ${fifo} (a pipe or device, not a regular file) cannot be read once per reader; give one --reader, or a file`);
+  assert.doesNotMatch(c.stdout + c.stderr, /truncated/);
 });
