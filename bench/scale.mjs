@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { writeLlama, openBound } from '../tests/js/llama.mjs';
+import { writeLlama, writeLlamaSafetensors, openBound } from '../tests/js/llama.mjs';
 import { CountingFile, withBlobReader, withServer } from '../tests/js/counting.mjs';
 import { writeSparse, magicWords } from '../tests/js/sparse.mjs';
 
@@ -104,6 +104,23 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
       return { ...served };
     });
     figures[`open ${name}`] = { size: f.layout.size, bound: openBound(f.layout), file: { bytes: file.bytes, reads: file.log.length }, blob, http };
+  }
+
+  {   // the same model as Hugging Face saves it, model.safetensors (BF16): opening reads 8 + N bytes
+    const st = path.join(data, 'llama-7b.safetensors');
+    const layout = writeLlamaSafetensors(st);
+    const file = new CountingFile(st);
+    (await lib.open(file)).close();
+    file.close();
+    const blob = await withBlobReader(st, async (b, blobLog) => {
+      (await lib.open(new lib.BlobSource(b))).close();
+      return { bytes: blobLog.reduce((s, [, n]) => s + n, 0), reads: blobLog.length };
+    });
+    const http = await withServer(st, async (served) => {
+      (await lib.open(lib.HttpSource.open('http://127.0.0.1/model.safetensors'))).close();
+      return { ...served };
+    });
+    figures['open model.safetensors'] = { size: layout.size, bound: 8 + layout.headerLength, file: { bytes: file.bytes, reads: file.log.length }, blob, http };
   }
 
   {   // many small payloads: each under a 1 MiB read-ahead

@@ -147,3 +147,41 @@ export function writeLlama(path, options = {}) {
 
 /** The bound on what opening a file reads (docs/performance.md "Big files"): 64 KiB plus 64 bytes per slot and entry. */
 export const openBound = (layout) => 65536 + 64 * (layout.slots.length + (layout.entries ?? layout.tensors));
+
+/** The model as Hugging Face saves it, `model.safetensors`: every slot a BF16 tensor by its name,
+ *  in module order, written as a sparse file (the JSON header only; the data a hole). Returns
+ *  {size, headerLength, tensors}; an existing file of that size and header is kept. */
+export function writeLlamaSafetensors(path, { scale = 1 } = {}) {
+  const header = {};
+  let at = 0;
+  for (const { name, shape } of llamaSlots({ scale })) {
+    const bytes = 2 * sizeOf(shape);
+    header[name] = { dtype: 'BF16', shape, data_offsets: [at, at + bytes] };
+    at += bytes;
+  }
+  const text = Buffer.from(JSON.stringify(header));
+  const head = Buffer.alloc(8 + text.length);
+  head.writeBigUint64LE(BigInt(text.length), 0);
+  text.copy(head, 8);
+  const size = head.length + at;
+  const result = { size, headerLength: text.length, tensors: Object.keys(header).length };
+  try {
+    if (fs.statSync(path).size === size) {
+      const fd = fs.openSync(path, 'r');
+      const got = Buffer.alloc(head.length);
+      fs.readSync(fd, got, 0, got.length, 0);
+      fs.closeSync(fd);
+      if (got.equals(head)) return result;
+    }
+  } catch {
+    // not there yet
+  }
+  const fd = fs.openSync(path, 'w');
+  try {
+    fs.writeSync(fd, head, 0, head.length, 0);
+    fs.ftruncateSync(fd, size);
+  } finally {
+    fs.closeSync(fd);
+  }
+  return result;
+}

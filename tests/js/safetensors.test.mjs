@@ -11,6 +11,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { open, inspect, pair, writeCheckpoint, HttpSource, BlobSource, Schema } from '../../js/index.js';
 import { CountingFile, withBlobReader, withServer } from './counting.mjs';
+import { writeLlamaSafetensors } from './llama.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-safetensors-'));
@@ -90,6 +91,36 @@ test('opening it over HTTP transfers 8 + N bytes, and the source counts what the
     assert.equal(served.bytes, openBytes);
   }));
 
+test('a Llama-7B-like model.safetensors (13.5 GB, sparse): opening reads 8 + N bytes from a file, a Blob and over HTTP', async () => {
+  const file = path.join(dir, 'llama-7b.safetensors');
+  const layout = writeLlamaSafetensors(file);
+  assert.equal(layout.tensors, 291);
+  assert.ok(layout.size > 13e9);
+  const want = 8 + layout.headerLength;
+  const src = new CountingFile(file);
+  const ck = await open(src);
+  assert.equal(ck.ok, true, ck.summary.error?.message);
+  assert.equal(ck.report.tensors.length, 291);
+  assert.deepEqual(ck.report.tensors.at(-1), { name: 'lm_head.weight', dtype: 'bfloat16', shape: [32000, 4096], count: 131072000,
+    offset: ck.report.tensors.at(-1).offset, dataOffset: layout.size - 2 * 131072000 });
+  ck.close();
+  src.close();
+  assert.equal(src.bytes, want);
+  await withBlobReader(file, async (blob, log) => {
+    const b = new BlobSource(blob);
+    (await open(b)).close();
+    assert.equal(log.reduce((s, [, n]) => s + n, 0), want);
+    assert.equal(b.bytesRead, want);
+  });
+  await withServer(file, async (served) => {
+    const h = HttpSource.open('http://127.0.0.1/model.safetensors');
+    (await open(h)).close();
+    assert.equal(served.bytes, want);
+    assert.equal(h.bytesTransferred, want);
+  });
+  fs.rmSync(file);
+});
+
 test('bfloat16 statistics are exact: the values widened here give the same numbers', async () => {
   const r = await inspect(big.bytes, { stats: true });
   const s = r.tensors[0].values;
@@ -139,6 +170,13 @@ test('the CLI lists every tensor with name, dtype, shape and count; --json is th
   assert.deepEqual(json.tensors.map((t) => [t.name, t.dtype, t.shape, t.count]), [['a.weight', 'bfloat16', [2, 2], 4], ['b.bias', 'float16', [2], 2]]);
   assert.deepEqual(json.container, { format: 'safetensors', headerLength: small.headerLength, metadata: null });
   assert.equal(json.error, null);
+  // --json --stats: the same report, each tensor's statistics with it (exact: bf16 and f16 widen exactly)
+  const withStats = JSON.parse(execFileSync(process.execPath, [CLI, 'inspect', file, '--json', '--stats'], { encoding: 'utf8' }));
+  assert.equal(withStats.statistics, true);
+  assert.deepEqual(withStats.tensors.map((t) => [t.name, t.count]), [['a.weight', 4], ['b.bias', 2]]);
+  const [a, b] = withStats.tensors.map((t) => t.values);
+  assert.deepEqual([a.count, a.min, a.max, a.mean, a.rms, a.nan, a.inf, a.zero, a.negative], [4, -2.5, 3, 1.5 / 4, Math.sqrt(16.25 / 4), 0, 0, 1, 1]);
+  assert.deepEqual([b.count, b.min, b.max, b.mean, b.rms, b.nan, b.inf, b.zero, b.negative], [2, -2, 1, -0.5, Math.sqrt(5 / 2), 0, 0, 0, 1]);
 });
 
 test('a violation is refused with its text, naming the tensor, and its slot', async () => {
