@@ -7,6 +7,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
+import { register } from 'node:module';
+import { pathToFileURL } from 'node:url';
 import { writeCheckpoint } from '../../js/index.js';
 import { startViewer, dropBytes, openExample } from './browser.mjs';
 
@@ -15,6 +17,14 @@ const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsW
 const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, f)),
   ...inDir('views'), ...inDir('parts')];
 const read = (file) => fs.readFileSync(file, 'utf8');
+
+// The page's URL space, as the server serves it, for the views imported here: /js/ is the package.
+const PAGE_URLS = `let js;
+export function initialize(data) { js = data.js; }
+export function resolve(specifier, context, next) {
+  return next(specifier.startsWith('/js/') ? js + specifier.slice(4) : specifier, context);
+}`;
+register(`data:text/javascript,${encodeURIComponent(PAGE_URLS)}`, { data: { js: pathToFileURL(new URL('../../js/', import.meta.url).pathname).href } });
 
 let viewer;
 before(async () => {
