@@ -702,7 +702,8 @@ async function convertTorch([input, output], seen) {
   if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
   const state = seen['--state'];
   if (state !== undefined && isStream(state)) throw new UsageError(`convert --state needs a file: ${streamName(state)} works for IN only`, 'convert');
-  const lr = positiveArg('--lr', seen['--lr'], (text) => new UsageError(text, 'convert'));
+  // a number: the core's rule decides which (finite and not negative, as torch's Adam takes it)
+  const lr = numberOption(seen, '--lr');
   say(process.stdout, await convertTorchFile(input, output, { lr, state }));
   return 0;
 }

@@ -643,6 +643,9 @@ export function readJsonSource(source: Source): Promise<unknown | undefined>;
 export function jsonKind(x: unknown): 'names' | 'report' | 'layout' | 'description' | 'unknown';
 /** Slot names checked to be an array of strings (the count is the caller's to compare). */
 export function namesOf(x: unknown, where?: string): string[];
+/** A positive finite number written as text by the CLI's rule (decimal digits, a point, an
+ *  exponent, a sign: not `0x10`, `Infinity` or a blank), as --lr takes it; NaN when it is not one. */
+export function positiveNumber(text: string): number;
 
 export class HttpError extends Error {
   readonly url: string;

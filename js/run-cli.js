@@ -263,19 +263,20 @@ async function cmdGradient(files, out, namesPath, usage) {
   const format = /\.safetensors$/i.test(out) ? 'safetensors' : /\.npz$/i.test(out) ? 'npz' : null;
   if (!format) throw usage(`--grad writes OUT.safetensors or OUT.npz: the name ${out} says neither`);
   for (const f of files) checkInput(f, 'checkpoint');
-  // the names file read as every --names is (capped), one name per slot of A as for export:
-  // else refused with exit status 2
-  let names;
-  if (namesPath !== undefined) {
-    const a = await reading(files[0], 'checkpoint', () => open(files[0]));
-    const slots = a.ok ? a.summary.slotCount : null;   // an invalid A: its own diagnostic below
-    try {
-      names = readNamesFile(namesPath, { slots, ties: () => a.report.schema?.effectiveRepresentatives ?? null });
-    } finally {
-      a.close();
-    }
+  // both opened first, each named in its own read errors; then only OUT is written
+  const a = await reading(files[0], 'checkpoint', () => open(files[0]));
+  let b = null;
+  try {
+    b = await reading(files[1], 'checkpoint', () => open(files[1]));
+    // the names file read as every --names is (capped), one name per slot of A as for export:
+    // else refused with exit status 2 (an invalid A: its own diagnostic comes from the export)
+    const names = namesPath === undefined ? undefined
+      : readNamesFile(namesPath, { slots: a.ok ? a.summary.slotCount : null, ties: () => a.report.schema?.effectiveRepresentatives ?? null });
+    await writing(out, () => saveGradient(out, a, b, { format, names }));
+  } finally {
+    b?.close();
+    a.close();
   }
-  await writing(out, () => reading(files[0], 'checkpoint', () => saveGradient(out, files[0], files[1], { format, names })));
   say(process.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)`);
   return 0;
 }

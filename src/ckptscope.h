@@ -403,8 +403,8 @@ typedef struct ckpt_report {
     bool has_config;
     ckpt_config config;
     /* TLADAMF's extension of the report, filled by its reader only: other families leave it as
-     * the front door set it (no counter read, no tags, no readers), and their JSON says null
-     * (the counter, the readers) or omits it (the tags) */
+     * the front door set it (no counter read, no tags, no readers); their JSON omits these
+     * members or gives null (json_body decides), and `readers` is null */
     struct ckpt_tladamf_report {
         int counter_state; /* -1 not read yet, 0 absent, 1 present */
         uint64_t random_counter;

@@ -37,9 +37,9 @@ static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
             hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: ckptscope inspect "
                    "reads it";
         else hint = "this is a zip archive, not a checkpoint";
-    } else if (n >= 10 && head[8] == '{' && head[9] == '"' && ckpt_get_u64le(head) > 1 &&
-               ckpt_get_u64le(head) < (1ull << 32))
-        hint = "this is a safetensors file (a model state: ckptscope inspect reads it), not optimizer state";
+    } else if (ckpt_family_safetensors.impl->probe(&ckpt_family_safetensors, head, n, CKPT_NONE))
+        /* its own probe decides (one rule); the words fit whatever family was expected */
+        hint = "this is a safetensors file, a model state: ckptscope inspect reads it";
     else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
         hint = "this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with "
                "torch.load";

@@ -351,7 +351,7 @@ struct ckpt_family_impl {
     bool slots_from_model;
     /* texts */
     const char *holds;          /* "optimizer state", "model tensors" */
-    const char *hint_not;       /* a hint's "this is a ..., not {hint_not}" */
+    const char *hint_not;       /* a hint's "this is a ..., not {hint_not}" (families with a magic) */
     const char *count_mismatch; /* a state family's tensor-count text: ... (file={c}, expected={n}) */
     const char *trailing;       /* a state family's trailing-bytes text */
     void (*pretty)(strbuf *sb, const uint64_t *dims, uint64_t rank); /* the element-count text's shape */

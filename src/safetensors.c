@@ -384,7 +384,7 @@ static const struct ckpt_family_impl safetensors_impl = {
     .unordered = "model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give "
                  "--names NAMES.json)",
     .holds = "model tensors",
-    .hint_not = "optimizer state",
+    /* no hint_not: a family without a magic is named by hints.c's foreign_format */
 };
 
 const ckpt_family ckpt_family_safetensors = {

@@ -375,7 +375,7 @@ test('a PNG, an .npz, a .safetensors, a pickle, a GGUF: what the file is and wha
   // a safetensors file is read as one (a model-state family); loaded as TLADAMF, its hint says what it is
   assert.equal((await inspect(safetensors)).family, 'safetensors');
   const loaded = await check(safetensors, { shapes: [[1]], requiresGrad: [true], representatives: null, family: 'TLADAMF' }).catch((e) => e);
-  assert.equal(loaded.hint, 'this is a safetensors file (a model state: ckptscope inspect reads it), not optimizer state');
+  assert.equal(loaded.hint, 'this is a safetensors file, a model state: ckptscope inspect reads it');
 });
 
 test('a truncated file is called incomplete, the shortfall from the core', async () => {
@@ -446,4 +446,11 @@ test('check takes an open Checkpoint as its file, as its types say: the verdict,
     ck.close();
   }
   await assert.rejects(check(ck, layout), /this Checkpoint is closed/);
+});
+
+test('positiveNumber reads a learning rate as text by the CLI\'s rule', async () => {
+  const { positiveNumber } = await import('../../js/index.js');
+  assert.equal(positiveNumber('3e-4'), 0.0003);
+  assert.equal(positiveNumber('0.5'), 0.5);
+  for (const text of ['0x10', 'Infinity', '', ' ', '0', '-1e-3', '1e400', 'fast']) assert.ok(Number.isNaN(positiveNumber(text)), text);
 });

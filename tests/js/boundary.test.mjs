@@ -1,5 +1,5 @@
 // The wasm/JS boundary: every 64-bit argument is exact or refused before the core sees it, a
-// file-controlled size never wraps in wasm's 32-bit size_t, a disposed or closed handle can
+// file-controlled size never wraps in wasm's 32-bit size_t, a closed handle can
 // never make a check pass or read freed memory, failing reads leak nothing, errors live on the
 // handle, and slots resolve as a user expects (a tied slot gives its owner's moments).
 import { test } from 'node:test';

@@ -109,5 +109,5 @@ test('OUT\'s extension picks the direction: the other direction\'s options are u
   assert.equal(to.stderr.split('\n')[0], 'ckptscope: --to goes with a TLADAMF OUT: x.pth is written as a torch.save file (its extension)');
   const bad = run('convert', 'model.ckpt', 'x.bin', '--lr', 'fast');
   assert.equal(bad.status, 2);
-  assert.equal(bad.stderr.split('\n')[0], 'ckptscope: --lr must be a positive number, got fast');
+  assert.equal(bad.stderr.split('\n')[0], 'ckptscope: --lr takes a number, not fast');
 });

@@ -36,7 +36,7 @@ test('docs/README.md\'s setup line for a checkout runs verbatim there, with no c
   }
 });
 
-test('the README\'s list of commands is --help\'s: every form, and only options --help gives it', () => {
+test('the README\'s list of commands is --help\'s: every form in its order, and only the options --help gives that form', () => {
   const readme = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
   const block = readme.slice(readme.indexOf('The other commands:')).split('```')[1];
   const help = spawnSync(process.execPath, [path.join(ROOT, 'js/cli.js'), '--help'], { encoding: 'utf8' }).stdout;
@@ -47,19 +47,19 @@ test('the README\'s list of commands is --help\'s: every form, and only options 
     if (m) forms.push({ command: m[1], synopsis: m[2] });
     else if (forms.length && /^ {10,}\[/.test(line)) forms[forms.length - 1].synopsis += ' ' + line.trim();
   }
+  // an option or a whole placeholder (NAMES.json, OUT.safetensors), each a token of its own
+  const tokens = (synopsis) => new Set(synopsis.match(/--[a-z-]+|\b[A-Z][A-Za-z0-9_.]*/g) ?? []);
+  const commands = forms.filter((f) => !f.command.startsWith('-'));
+  // serve and view share the README's last line
+  const expected = commands.filter((f) => f.command !== 'view').map((f) => (f.command === 'serve' ? [f, commands.find((g) => g.command === 'view')] : [f]));
   // a README line: `ckptscope CMD SYNOPSIS   description` (the synopsis ends at three blanks)
   const lines = block.split('\n').filter((l) => l.startsWith('ckptscope '));
-  const tokens = (synopsis) => synopsis.match(/--[a-z-]+|\b[A-Z][A-Z0-9_.]*\b/g) ?? [];
-  for (const line of lines) {
+  assert.equal(lines.length, expected.length, 'one README line per form of --help');
+  lines.forEach((line, i) => {
     const [command, ...rest] = line.slice('ckptscope '.length).split(/ {3,}/)[0].split(' ');
-    const alternatives = command === 'serve' ? ['serve', 'view'] : [command];
-    const options = forms.filter((f) => alternatives.includes(f.command)).map((f) => f.synopsis).join(' ');
-    assert.ok(options, `README lists ${command}, which --help does not`);
-    for (const t of tokens(rest.join(' '))) assert.ok(options.includes(t), `README: ${command} ${t} is not in --help's ${command}`);
-  }
-  const listed = new Set(lines.flatMap((l) => (l.startsWith('ckptscope serve | view') ? ['serve', 'view'] : [l.split(' ')[1]])));
-  const commands = new Set(forms.map((f) => f.command).filter((c) => !c.startsWith('-')));
-  assert.deepEqual([...commands].filter((c) => !listed.has(c)), [], 'commands --help gives that the README does not list');
-  // one line per form of --help (serve and view share one; --version has none)
-  assert.equal(lines.length, forms.filter((f) => !f.command.startsWith('-') && f.command !== 'view').length);
+    const given = expected[i];
+    assert.equal(command, given[0].command, `README line ${i + 1} is --help's form ${i + 1}`);
+    const known = new Set(given.flatMap((f) => [...tokens(f.synopsis)]));
+    for (const t of tokens(rest.join(' '))) assert.ok(known.has(t), `README: ${command} ${t} is not in --help's form: ${given.map((f) => f.synopsis.trim()).join(' / ')}`);
+  });
 });
