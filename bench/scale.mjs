@@ -90,37 +90,30 @@ export async function scaleBench({ root = here, data = path.join(here, 'build/be
   };
   for (const f of Object.values(llama)) f.layout = writeLlama(f.path, f.options);
 
-  log('opening them: bytes and reads…');
-  for (const [name, f] of Object.entries(llama)) {
-    const file = new CountingFile(f.path);
-    (await lib.open(file)).close();
-    file.close();
-    const blob = await withBlobReader(f.path, async (b, blobLog) => {
+  /** What opening `file` reads from a Node file, a Blob and over HTTP (`name`: its URL's). */
+  const openCounts = async (file, name) => {
+    const counted = new CountingFile(file);
+    (await lib.open(counted)).close();
+    counted.close();
+    const blob = await withBlobReader(file, async (b, blobLog) => {
       (await lib.open(new lib.BlobSource(b))).close();
       return { bytes: blobLog.reduce((s, [, n]) => s + n, 0), reads: blobLog.length };
     });
-    const http = await withServer(f.path, async (served) => {
+    const http = await withServer(file, async (served) => {
       (await lib.open(lib.HttpSource.open(`http://127.0.0.1/${name}`))).close();
       return { ...served };
     });
-    figures[`open ${name}`] = { size: f.layout.size, bound: openBound(f.layout), file: { bytes: file.bytes, reads: file.log.length }, blob, http };
-  }
+    return { file: { bytes: counted.bytes, reads: counted.log.length }, blob, http };
+  };
 
+  log('opening them: bytes and reads…');
+  for (const [name, f] of Object.entries(llama)) {
+    figures[`open ${name}`] = { size: f.layout.size, bound: openBound(f.layout), ...(await openCounts(f.path, name)) };
+  }
   {   // the same model as Hugging Face saves it, model.safetensors (BF16): opening reads 8 + N bytes
     const st = path.join(data, 'llama-7b.safetensors');
     const layout = writeLlamaSafetensors(st);
-    const file = new CountingFile(st);
-    (await lib.open(file)).close();
-    file.close();
-    const blob = await withBlobReader(st, async (b, blobLog) => {
-      (await lib.open(new lib.BlobSource(b))).close();
-      return { bytes: blobLog.reduce((s, [, n]) => s + n, 0), reads: blobLog.length };
-    });
-    const http = await withServer(st, async (served) => {
-      (await lib.open(lib.HttpSource.open('http://127.0.0.1/model.safetensors'))).close();
-      return { ...served };
-    });
-    figures['open model.safetensors'] = { size: layout.size, bound: 8 + layout.headerLength, file: { bytes: file.bytes, reads: file.log.length }, blob, http };
+    figures['open model.safetensors'] = { size: layout.size, bound: 8 + layout.headerLength, ...(await openCounts(st, 'model.safetensors')) };
   }
 
   {   // many small payloads: each under a 1 MiB read-ahead

@@ -119,29 +119,36 @@ export function llamaLayout({ kind = 'optimizer', tied = false, scale = 1 } = {}
   return { kind, size: at, headers, payloads, slots, tensors: n, params: slots.reduce((s, x) => s + sizeOf(x.shape), 0) };
 }
 
-/** Write the file at path as a sparse file (headers only; payloads are holes); returns its
- *  layout. An existing file of the right size and header is kept (the benchmark's are 80 GB). */
-export function writeLlama(path, options = {}) {
-  const layout = llamaLayout(options);
+/** Write `headers` ([start, bytes] in order) into a sparse file of `size` bytes at path (the rest
+ *  holes). An existing file of that size whose last header matches is kept (the benchmark's are
+ *  80 GB). */
+function writeSparseHeaders(path, headers, size) {
   try {
-    if (fs.statSync(path).size === layout.size) {
+    if (fs.statSync(path).size === size) {
       const fd = fs.openSync(path, 'r');
-      const [start, bytes] = layout.headers.at(-1);
+      const [start, bytes] = headers.at(-1);
       const got = Buffer.alloc(bytes.length);
       fs.readSync(fd, got, 0, got.length, start);
       fs.closeSync(fd);
-      if (got.equals(Buffer.from(bytes))) return layout;
+      if (got.equals(Buffer.from(bytes))) return;
     }
   } catch {
     // not there yet
   }
   const fd = fs.openSync(path, 'w');
   try {
-    for (const [start, bytes] of layout.headers) fs.writeSync(fd, bytes, 0, bytes.length, start);
-    fs.ftruncateSync(fd, layout.size);
+    for (const [start, bytes] of headers) fs.writeSync(fd, bytes, 0, bytes.length, start);
+    fs.ftruncateSync(fd, size);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Write the file at path as a sparse file (headers only; payloads are holes); returns its
+ *  layout. An existing file of the right size and header is kept. */
+export function writeLlama(path, options = {}) {
+  const layout = llamaLayout(options);
+  writeSparseHeaders(path, layout.headers, layout.size);
   return layout;
 }
 
@@ -164,24 +171,6 @@ export function writeLlamaSafetensors(path, { scale = 1 } = {}) {
   head.writeBigUint64LE(BigInt(text.length), 0);
   text.copy(head, 8);
   const size = head.length + at;
-  const result = { size, headerLength: text.length, tensors: Object.keys(header).length };
-  try {
-    if (fs.statSync(path).size === size) {
-      const fd = fs.openSync(path, 'r');
-      const got = Buffer.alloc(head.length);
-      fs.readSync(fd, got, 0, got.length, 0);
-      fs.closeSync(fd);
-      if (got.equals(head)) return result;
-    }
-  } catch {
-    // not there yet
-  }
-  const fd = fs.openSync(path, 'w');
-  try {
-    fs.writeSync(fd, head, 0, head.length, 0);
-    fs.ftruncateSync(fd, size);
-  } finally {
-    fs.closeSync(fd);
-  }
-  return result;
+  writeSparseHeaders(path, [[0, head]], size);
+  return { size, headerLength: text.length, tensors: Object.keys(header).length };
 }
