@@ -70,6 +70,10 @@ function describe(json) {
     tensorDtypes: Object.freeze(tensorDtypes),
     codes: Object.freeze({ ...json.codes }),
     constants: Object.freeze(constants),
+    /** The optimizer kinds: [{id, name: 'adam' | 'adamw'}], id the core's ckpt_kind. */
+    kinds: Object.freeze(json.kinds.map((k) => Object.freeze({ ...k }))),
+    /** export's formats: [{id, name, extension}], chosen by the output's extension. */
+    exportFormats: Object.freeze(json.exportFormats.map((f) => Object.freeze({ ...f }))),
     NONE: BigInt(NONE),
     pointerSize: json.pointerSize,
     structs: json.structs,

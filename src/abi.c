@@ -198,6 +198,11 @@ static const struct {
 
 #define COUNT(a) (sizeof(a) / sizeof(a)[0])
 
+static const struct {
+    int id;
+    const char *name, *extension;
+} export_formats[] = {{CKPT_EXPORT_SAFETENSORS, "safetensors", ".safetensors"}, {CKPT_EXPORT_NPZ, "npz", ".npz"}};
+
 static void j_key(strbuf *sb, const char *key)
 {
     j_string(sb, key);
@@ -248,6 +253,15 @@ char *ckpt_abi_json(void)
         else sb_lit(&sb, "null");
         sb_putc(&sb, '}');
     }
+    /* the optimizer kinds by their word (the layout JSON's, the CLI's --kind) */
+    sb_lit(&sb, "],\"kinds\":[");
+    for (int k = CKPT_ADAM; k <= CKPT_ADAMW; k++)
+        sb_printf(&sb, "%s{\"id\":%d,\"name\":\"%s\"}", k ? "," : "", k, ckpt_kind_name(k));
+    /* export's formats, chosen by the output's extension */
+    sb_lit(&sb, "],\"exportFormats\":[");
+    for (size_t k = 0; k < COUNT(export_formats); k++)
+        sb_printf(&sb, "%s{\"id\":%d,\"name\":\"%s\",\"extension\":\"%s\"}", k ? "," : "", export_formats[k].id,
+                  export_formats[k].name, export_formats[k].extension);
     sb_lit(&sb, "],\"codes\":{");
     for (size_t k = 0; k < COUNT(codes); k++) sb_printf(&sb, "%s\"%s\":%d", k ? "," : "", codes[k].name, codes[k].code);
     sb_lit(&sb, "},\"constants\":{");

@@ -331,6 +331,8 @@ char ckpt_dtype_kind(int dtype);
 /* n elements of dtype at p (little-endian, as stored) widened to double into out. */
 void ckpt_dtype_widen(int dtype, const void *p, size_t n, double *out);
 typedef enum ckpt_kind { CKPT_ADAM = 0, CKPT_ADAMW = 1 } ckpt_kind;
+/* "adam", "adamw" (the layout JSON's and the CLI's word); NULL for another value. */
+const char *ckpt_kind_name(uint64_t kind);
 
 uint64_t ckpt_bits_from_double(double x);
 double ckpt_double_from_bits(uint64_t bits);

@@ -93,3 +93,5 @@ bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b,
 {
     return ckpt_config_differences(a, da, b, db) == 0;
 }
+
+const char *ckpt_kind_name(uint64_t kind) { return kind == CKPT_ADAMW ? "adamw" : kind == CKPT_ADAM ? "adam" : NULL; }

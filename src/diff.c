@@ -148,7 +148,8 @@ static const char *dtype_text(int dtype) { return dtype == CKPT_FLOAT64 ? "float
 static void config(differ *d, const ckpt_config *a, const ckpt_config *b, strbuf *t)
 {
     if (a->kind != b->kind) {
-        const char *ka = a->kind == CKPT_ADAMW ? "adamw" : "adam", *kb = b->kind == CKPT_ADAMW ? "adamw" : "adam";
+        const char *ka = ckpt_kind_name(a->kind == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM),
+                   *kb = ckpt_kind_name(b->kind == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM);
         open_diff(d, "config.kind", CKPT_NONE);
         sb_printf(d->sb, "\"%s\",\"b\":\"%s\"", ka, kb);
         sb_printf(t, "optimizer: %s vs %s", ka, kb);

@@ -134,7 +134,8 @@ static uint64_t config_word(const ckpt_config *c, int k)
 
 static const char *kind_name(uint64_t kind)
 {
-    return kind == CKPT_ADAMW ? "adamw" : kind == CKPT_ADAM ? "adam" : "invalid";
+    const char *name = ckpt_kind_name(kind);
+    return name ? name : "invalid";
 }
 static const char *dtype_name(int dtype)
 {

@@ -357,7 +357,6 @@ static const ckpt_config *tf_config_of_slot(const ckpt_report *rep, uint64_t slo
  * pairing or after. A file that says its kind keeps it: another one is refused, naming --kind. */
 int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
 {
-    static const char *const names[] = {"adam", "adamw"};
     static const char *const said[] = {"Adam", "AdamW"};
     const ckpt_report *rep = f ? ckpt_file_report(f) : NULL;
     if (!rep || (kind != CKPT_ADAM && kind != CKPT_ADAMW))
@@ -368,7 +367,7 @@ int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
                              "--kind is an optimizer's: this file holds none");
         if (rep->config.kind != kind)
             return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                             "--kind %s contradicts the file: its optimizer is %s", names[kind],
+                             "--kind %s contradicts the file: its optimizer is %s", ckpt_kind_name(kind),
                              said[rep->config.kind == CKPT_ADAMW]);
         return 0;
     }
@@ -383,7 +382,7 @@ int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
     if (d->own != CKPT_TORCH_KIND_UNKNOWN && d->own != want)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--kind %s contradicts the file: its param_groups say decoupled_weight_decay %s (%s)",
-                         names[kind], d->own == CKPT_TORCH_KIND_ADAMW ? "True" : "False",
+                         ckpt_kind_name(kind), d->own == CKPT_TORCH_KIND_ADAMW ? "True" : "False",
                          said[d->own == CKPT_TORCH_KIND_ADAMW]);
     o->kind = want;
     for (size_t g = 0; d->configs && g < o->groups_len; g++) d->configs[g].kind = kind;

@@ -544,8 +544,8 @@ int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options
     int kind = op->kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : op->kind == CKPT_TORCH_KIND_ADAM ? CKPT_ADAM : -1;
     if (o->kind && kind >= 0 && o->kind - 1 != kind)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                         "--kind %s contradicts the file, whose groups say %s",
-                         o->kind - 1 == CKPT_ADAMW ? "adamw" : "adam", kind == CKPT_ADAMW ? "adamw" : "adam");
+                         "--kind %s contradicts the file, whose groups say %s", ckpt_kind_name((uint64_t)o->kind - 1),
+                         ckpt_kind_name((uint64_t)kind));
     if (o->kind) kind = o->kind - 1;
     if (kind < 0) {
         sb_puts(&sb, "the file does not say whether its optimizer is Adam or AdamW (its groups have no "
