@@ -11,8 +11,8 @@
  * payloads (zeros: the TLADAMF file's holes) stay holes; the zip's CRC-32s are still those of the
  * zeros, computed as the bytes go by. */
 #define _POSIX_C_SOURCE 200809L
-#include "internal.h"
-#include "zip.h"
+#include "core/internal.h"
+#include "containers/zip.h"
 
 #include <fcntl.h>
 #include <stdio.h>

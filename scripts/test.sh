@@ -7,7 +7,7 @@ bash scripts/ensure-deps.sh test
 bash scripts/build.sh
 bash scripts/build.sh family
 echo "== the C sources against .clang-format"
-clang-format --dry-run --Werror src/*.c src/*.h wasm/*.c tests/c/*.c tests/c/*.h tests/fuzz/*.c bench/*.c
+clang-format --dry-run --Werror $(git ls-files 'src/*.[ch]') wasm/*.c tests/c/*.c tests/c/*.h tests/fuzz/*.c bench/*.c
 echo "== native tests (ctest, ASan + UBSan)"
 (cd build/native && ctest --output-on-failure)
 echo "== fuzzing (libFuzzer, ASan + UBSan; 20 s per target)"

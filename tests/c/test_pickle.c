@@ -2,7 +2,7 @@
  * what Python's own unpickler makes of the same bytes), the memo's sharing, hostile nesting,
  * memo indices and lengths, unsupported opcodes, and names read as data (os.system is a name,
  * never a call), with torch.load(weights_only=True)'s verdict. */
-#include "pickle.h"
+#include "containers/pickle.h"
 #include "testutil.h"
 
 /* Every opcode FORMAT.md 10.2 accepts, once at least (61 of them), made by tests/c/pickle_seed.py's

@@ -3,9 +3,9 @@
  * its data.pkl the persistent ids Python's unpickler meets, in the same order, and the names
  * torch writes; the legacy format's five pickles in a row and its storages after them. The
  * facts Python saw are in DIR/facts.txt. Usage: test_torch_files DIR */
-#include "pickle.h"
+#include "containers/pickle.h"
 #include "testutil.h"
-#include "zip.h"
+#include "containers/zip.h"
 
 static const char *dir;
 

@@ -6,7 +6,7 @@
  * declares and a view past its storage give their exact texts. Usage: test_torch_objects DIR */
 #include "minijson.h"
 #include "testutil.h"
-#include "torch_objects.h"
+#include "families/pytorch/objects.h"
 
 #include <unistd.h>
 

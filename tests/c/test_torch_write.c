@@ -5,7 +5,7 @@
  * (no --lr, an invalid file, a state file that does not pair).
  * Usage: test_torch_write DIR */
 #include "testutil.h"
-#include "zip.h"
+#include "containers/zip.h"
 
 #include <math.h>
 

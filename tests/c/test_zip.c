@@ -2,7 +2,7 @@
  * end record, local extra fields padding the data to 64 bytes), with a prefix, with members in
  * another order; hostile central directories refused with their texts and offsets; and the
  * writer's zips read back by the reader. */
-#include "zip.h"
+#include "containers/zip.h"
 #include "testutil.h"
 
 /* ---- a zip builder that writes fields literally ---- */

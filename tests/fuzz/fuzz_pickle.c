@@ -4,7 +4,7 @@
  * torch.load(weights_only=True) would; its nodes must be no more than its bytes. Every diagnostic
  * must be one of its code's templates. */
 #include "oracle.h"
-#include "pickle.h"
+#include "containers/pickle.h"
 
 #include <stdlib.h>
 

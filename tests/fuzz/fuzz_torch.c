@@ -7,7 +7,7 @@
  * well-formed schema whose entries are the trainable owners, each payload inside the file, and
  * its health and export must run. Every diagnostic must be one of its code's templates. */
 #include "oracle.h"
-#include "torch_objects.h"
+#include "families/pytorch/objects.h"
 
 #include <stdlib.h>
 

@@ -4,8 +4,8 @@
  * given to the pickle reader too (a zip's data.pkl). Every diagnostic must be one of its code's
  * templates. */
 #include "oracle.h"
-#include "pickle.h"
-#include "zip.h"
+#include "containers/pickle.h"
+#include "containers/zip.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,7 @@
 /* Writes the seed corpus: valid files of every version and dtype, each a different layout,
  * plus inputs for the load and round-trip targets. Usage: make_corpus DIR */
 #include "ckptscope.h"
-#include "zip.h"
+#include "containers/zip.h"
 
 #include <stdio.h>
 #include <string.h>

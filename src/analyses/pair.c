@@ -1,0 +1,243 @@
+/* Pairing an optimizer checkpoint with its model-state file (format.md 6): TorchLean builds the
+ * ParameterSchema from the same ordered parameter list it saves as state, so slot i of one is
+ * tensor i of the other. Every failure is listed in check order (the first is the verdict); tied
+ * slots' saved values are compared bit for bit in streamed chunks, never whole. The one pairing
+ * rule: `check --state` and the viewer (ckpt_pair) and health (ckpt_health_json) all ask it.
+ * The check is structural: one state file holds one step, so the values of the optimizer's
+ * moments and of the parameters are never compared (CKPT_PAIR_NOTE says so where it prints). */
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHUNK_ELEMENTS (64 * 1024)
+
+static bool add_failure(ckpt_pair_result *res, int code, uint64_t slot, uint64_t offset, uint64_t length, strbuf *text)
+{
+    if (text->failed) return false;
+    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
+    if (!f) return false;
+    res->failures = f;
+    ckpt_error *e = &f[res->failures_len++];
+    memset(e, 0, sizeof *e);
+    ckpt_fail_at(e, NULL, code, offset, length, slot, "%s", text->data);
+    sb_free(text);
+    return e->message != NULL;
+}
+
+static bool add_warning(ckpt_pair_result *res, strbuf *text)
+{
+    if (text->failed) return false;
+    char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
+    if (!w) return false;
+    res->warnings = w;
+    w[res->warnings_len++] = sb_take(text);
+    return w[res->warnings_len - 1] != NULL;
+}
+
+typedef struct progress {
+    ckpt_progress_fn fn;
+    void *ctx;
+    uint64_t done, total;
+} progress;
+
+static int advance(progress *p, uint64_t bytes, ckpt_error *err)
+{
+    p->done += bytes;
+    if (p->fn && p->fn(p->ctx, p->done, p->total))
+        return ckpt_fail(err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "pairing cancelled");
+    return 0;
+}
+
+/* NaN and infinities of a tensor whose values were read whole for a tie (step 4's warnings
+ * come only from values read anyway). */
+typedef struct nonfinite {
+    bool known;
+    uint64_t nan, inf;
+} nonfinite;
+
+static void count_nonfinite(const uint8_t *p, size_t n, unsigned width, uint64_t *nan, uint64_t *inf)
+{
+    for (size_t j = 0; j < n; j++) {
+        double x;
+        if (width == 8) {
+            memcpy(&x, p + 8 * j, 8);
+        } else {
+            float f;
+            memcpy(&f, p + sizeof f * j, sizeof f);
+            x = f;
+        }
+        *nan += isnan(x);
+        *inf += isinf(x);
+    }
+}
+
+/* The first element where tensors a and b differ bit for bit, or CKPT_NONE; when they do not,
+ * *seen holds the NaN and infinities of their (equal) values. */
+static int first_difference(const ckpt_source *src, const ckpt_tensor_info *a, const ckpt_tensor_info *b,
+                            unsigned width, uint8_t *buf, progress *pr, uint64_t *where, nonfinite *seen,
+                            ckpt_error *err)
+{
+    *where = CKPT_NONE;
+    *seen = (nonfinite){false, 0, 0};
+    uint8_t *x = buf, *y = buf + (size_t)CHUNK_ELEMENTS * width;
+    /* two slots on one storage (a torch.save model's tied lm_head and wte) are the same bytes:
+     * read once, for the NaN and infinities only */
+    const bool one_storage = a->data_offset == b->data_offset;
+    for (uint64_t k = 0; k < a->count; k += CHUNK_ELEMENTS) {
+        size_t n = a->count - k < CHUNK_ELEMENTS ? (size_t)(a->count - k) : CHUNK_ELEMENTS;
+        TRY(ckpt_read_at(src, a->data_offset + width * k, x, n * width, "the state file", err));
+        if (!one_storage) TRY(ckpt_read_at(src, b->data_offset + width * k, y, n * width, "the state file", err));
+        if (!one_storage && memcmp(x, y, n * width) != 0) {
+            size_t j = 0;
+            while (memcmp(x + j * width, y + j * width, width) == 0) j++;
+            *where = k + j;
+            return 0;
+        }
+        count_nonfinite(x, n, width, &seen->nan, &seen->inf);
+        TRY(advance(pr, 2 * (uint64_t)n * width, err));
+    }
+    seen->known = true;
+    return 0;
+}
+
+/* A copy of a file's own diagnostic, as the pair's error. */
+static int pair_files(ckpt_pair_result *res, const ckpt_file *opt, const ckpt_file *state, progress *pr)
+{
+    const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
+    ckpt_error *err = &res->error;
+    /* files of known families in the wrong roles (swapped) first; then an invalid file (a
+     * truncated one included): it never pairs, its own diagnostic is the answer */
+    if (ro->family) TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
+    if (rs->family) TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
+    if (ro->error.code || rs->error.code) {
+        res->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+        return ckpt_error_copy(err, ro->error.code ? &ro->error : &rs->error);
+    }
+    TRY(ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err));
+    TRY(ckpt_require_role(rs, CKPT_ROLE_MODEL, err));
+    const ckpt_schema *so = ro->schema, *ss = rs->schema;
+    size_t n = ckpt_schema_count(so), c = ckpt_schema_count(ss), both = n < c ? n : c;
+    const unsigned width = ckpt_dtype_width(rs->dtype);
+    strbuf sb = {0};
+
+    /* 1. the count */
+    if (c != n) {
+        sb_printf(&sb, "state file has %zu tensors, the optimizer checkpoint has %zu parameter slots", c, n);
+        if (!add_failure(res, CKPT_E_PAIR_COUNT, CKPT_NONE, rs->schema_offset, 8, &sb)) return ckpt_fail_oom(err);
+    }
+    /* 2. every slot's shape */
+    uint8_t *shape_ok = malloc(both ? both : 1);
+    nonfinite *seen = calloc(both ? both : 1, sizeof *seen);
+    if (!shape_ok || !seen) {
+        free(shape_ok);
+        free(seen);
+        return ckpt_fail_oom(err);
+    }
+    int rc = 0;
+    for (size_t i = 0; i < both && !rc; i++) {
+        shape_ok[i] = ckpt_schema_same_shape(so, i, ss, i);
+        if (shape_ok[i]) continue;
+        sb_printf(&sb, "parameter %zu: state shape ", i);
+        ckpt_shape_print_list(&sb, ckpt_schema_dims(ss, i), ckpt_schema_rank(ss, i));
+        sb_puts(&sb, " differs from the optimizer's ");
+        ckpt_schema_print_shape(&sb, so, i);
+        if (!add_failure(res, CKPT_E_PAIR_SHAPE, i, rs->tensors[i].offset, 8 * (ckpt_schema_rank(ss, i) + 1), &sb))
+            rc = ckpt_fail_oom(err);
+    }
+    /* what the tie pass will read, for progress */
+    pr->total = 0;
+    for (size_t i = 0; i < both; i++) {
+        uint64_t r = ckpt_schema_representative(so, i);
+        if (r != CKPT_NONE && r != i && r < both && shape_ok[i] && shape_ok[r])
+            pr->total += 2 * width * rs->tensors[i].count;
+    }
+    /* 3. tied slots hold one storage: their saved values must be bit-identical */
+    uint8_t *buf = rc ? NULL : malloc(2 * (size_t)CHUNK_ELEMENTS * width);
+    if (!rc && !buf) rc = ckpt_fail_oom(err);
+    for (size_t i = 0; i < both && !rc; i++) {
+        uint64_t r = ckpt_schema_representative(so, i), k;
+        if (r == CKPT_NONE || r == i || r >= both || !shape_ok[i] || !shape_ok[r] ||
+            !ckpt_dtype_in_layouts(rs->dtype)) /* the tie check reads float32 or float64 values */
+            continue;
+        nonfinite tie;
+        if ((rc = first_difference(ckpt_file_source(state), &rs->tensors[i], &rs->tensors[r], width, buf, pr, &k, &tie,
+                                   err)))
+            break;
+        if (tie.known) seen[i] = seen[r] = tie;
+        if (k == CKPT_NONE) continue;
+        sb_printf(&sb, "parameter %zu is tied to parameter %llu but their saved values differ (first at element %llu)",
+                  i, (unsigned long long)r, (unsigned long long)k);
+        if (!add_failure(res, CKPT_E_PAIR_TIED_VALUES, i, rs->tensors[i].data_offset + width * k, width, &sb))
+            rc = ckpt_fail_oom(err);
+    }
+    free(buf);
+    free(shape_ok);
+    /* 4. warnings: NaN or infinities in a tensor, when its values were read anyway (the state
+     * file's statistics, or a tie above); the verdict reads nothing more for them */
+    for (size_t i = 0; i < both && !rc; i++) {
+        const ckpt_stats *st = rs->tensors[i].values;
+        nonfinite v = st ? (nonfinite){true, st->nan, st->inf} : seen[i];
+        if (!v.known || !(v.nan || v.inf)) continue;
+        bool frozen = ckpt_schema_representative(so, i) == CKPT_NONE;
+        sb_printf(&sb, "parameter %zu%s: its saved values hold %llu NaN and %llu infinite values%s", i,
+                  frozen ? " (frozen)" : "", (unsigned long long)v.nan, (unsigned long long)v.inf,
+                  frozen ? "" : "; the next optimizer step carries them into its moments");
+        if (!add_warning(res, &sb)) rc = ckpt_fail_oom(err);
+    }
+    free(seen);
+    sb_free(&sb);
+    return rc;
+}
+
+ckpt_pair_result *ckpt_pair(const ckpt_file *opt, const ckpt_file *state, ckpt_progress_fn progress, void *progress_ctx)
+{
+    ckpt_pair_result *res = calloc(1, sizeof *res);
+    if (!res) return NULL;
+    ckpt_error_clear(&res->error);
+    struct progress pr = {progress, progress_ctx, 0, 0};
+    pair_files(res, opt, state, &pr);
+    res->pairs = !res->error.code && res->failures_len == 0;
+    return res;
+}
+
+void ckpt_pair_result_free(ckpt_pair_result *r)
+{
+    if (!r) return;
+    for (size_t k = 0; k < r->failures_len; k++) ckpt_error_clear(&r->failures[k]);
+    free(r->failures);
+    for (size_t k = 0; k < r->warnings_len; k++) free(r->warnings[k]);
+    free(r->warnings);
+    ckpt_error_clear(&r->error);
+    free(r->pytorch);
+    free(r);
+}
+
+char *ckpt_pair_json(const ckpt_pair_result *r)
+{
+    strbuf sb = {0};
+    static const char *const invalid[] = {"null", "\"optimizer\"", "\"state\""};
+    sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"invalid\":%s,\"note\":", r->pairs ? "true" : "false",
+              r->pairs ? "true" : "false", invalid[r->invalid]);
+    j_string(&sb, CKPT_PAIR_NOTE);
+    sb_puts(&sb, ",\"failures\":[");
+    for (size_t k = 0; k < r->failures_len; k++) {
+        if (k) sb_puts(&sb, ",");
+        j_error(&sb, &r->failures[k]);
+    }
+    sb_puts(&sb, "],\"warnings\":[");
+    for (size_t k = 0; k < r->warnings_len; k++) {
+        if (k) sb_puts(&sb, ",");
+        j_string(&sb, r->warnings[k]);
+    }
+    sb_puts(&sb, "],\"error\":");
+    j_error(&sb, r->error.code || !r->failures_len ? &r->error : &r->failures[0]);
+    if (r->pytorch) { /* a PyTorch optimizer's placement on its model */
+        sb_puts(&sb, ",\"pytorch\":");
+        sb_puts(&sb, r->pytorch);
+    }
+    sb_puts(&sb, "}");
+    return sb_take(&sb);
+}

@@ -1,0 +1,56 @@
+/* The PyTorch family's report data, shared by its reader (torch_family.c) and its pairing with
+ * a model (torch_pair.c). Private to those two modules. */
+#ifndef CKPT_TORCH_FAMILY_H
+#define CKPT_TORCH_FAMILY_H
+
+#include "core/internal.h"
+#include "families/pytorch/objects.h"
+#include "families/pytorch/schema.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tf_data {
+    ckpt_torch *t;
+    ckpt_stats **stats;   /* per entry of the first optimizer: exp_avg, exp_avg_sq, max_exp_avg_sq */
+    size_t *model_tensor; /* the report's tensor i (the model state dict's) -> t->tensors */
+    /* paired with a model (format.md 10.4): the indices in group order, where each went, and
+     * what PyTorch's positional pairing would do */
+    ckpt_bind_index *idx;
+    size_t idx_len;
+    ckpt_binding binding;
+    bool tried;            /* a pairing was tried (the binding says how it went) */
+    bool positional_known; /* one group: PyTorch's positional pairing is known */
+    uint64_t *positional;  /* per index: the slot load_state_dict would give it, CKPT_NONE */
+    char **slot_names;     /* the pair's slots (a bound report's) */
+    size_t slot_count;
+    uint64_t *group_of_slot;
+    ckpt_config *configs; /* per group of the first optimizer */
+    size_t *entry_of;     /* the report's entry k -> t->entries */
+    ckpt_stats **vmax;    /* the report's entry k: max_exp_avg_sq's statistics (amsgrad) */
+    uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
+    bool kind_given;      /* the caller gave the kind (ckpt_torch_set_kind) */
+    ckpt_torch_kind own;  /* then: the kind the file itself says */
+} tf_data;
+
+static inline char *ckpt_torch_dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *c = malloc(n);
+    if (c) memcpy(c, s, n);
+    return c;
+}
+
+static inline int ckpt_torch_dtype(const char *torch_name)
+{
+    for (int d = 0; d < CKPT_DTYPE_COUNT; d++)
+        if (ckpt_dtype_name(d) && !strcmp(ckpt_dtype_name(d), torch_name)) return d;
+    return -1;
+}
+
+/* The pairing's JSON (the report's "pairing", a pair result's "pytorch"). */
+void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *rep);
+/* The one configuration a TLADAMF file of the paired optimizer holds, or the loss (convert). */
+int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err);
+
+#endif

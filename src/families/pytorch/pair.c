@@ -1,0 +1,560 @@
+/* A PyTorch optimizer paired with its model (format.md 10.4): the model's slots gathered from
+ * whatever file holds it (a torch.save state dict, with ties by storage identity; a safetensors
+ * file, ordered by names), the indices placed on them (torch_schema.c), and the optimizer's
+ * report made the pair's: a schema of slots, entries by slot, per-slot configurations. Also the
+ * pairing's JSON and the one configuration a conversion to TorchLean writes. */
+#include "families/pytorch/family.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static bool is_buffer_name(const char *name)
+{
+    static const char *const suffixes[] = {"running_mean", "running_var", "num_batches_tracked"};
+    size_t n = strlen(name);
+    for (size_t k = 0; k < 3; k++) {
+        size_t m = strlen(suffixes[k]);
+        if (n >= m && !strcmp(name + n - m, suffixes[k]) && (n == m || name[n - m - 1] == '.')) return true;
+    }
+    return false;
+}
+
+static bool is_floating(int dtype)
+{
+    return dtype == CKPT_FLOAT32 || dtype == CKPT_FLOAT64 || dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16;
+}
+
+/* Files that cannot be paired at all (not a verdict): the pair's error, about index (or -1). */
+static int fail_pair(ckpt_pair_result *res, int64_t index, const char *text)
+{
+    ckpt_fail(&res->error, "PyTorch", CKPT_E_TORCH_NO_PAIR, CKPT_NONE, 0, "%s", text ? text : "");
+    if (!text) return ckpt_fail_oom(&res->error);
+    if (index >= 0) res->error.index = (uint64_t)index;
+    return res->error.code;
+}
+
+/* The same, with the text "index {i}{what}{value}{after}" (value and after may be NULL). */
+static int fail_index(ckpt_pair_result *res, int64_t index, const char *what, const char *value, const char *after)
+{
+    strbuf sb = {0};
+    sb_printf(&sb, "index %lld%s%s%s", (long long)index, what, value ? value : "", after ? after : "");
+    int rc = fail_pair(res, index, sb.failed ? NULL : sb.data);
+    sb_free(&sb);
+    return rc;
+}
+
+typedef struct bind_in {
+    ckpt_bind_slot *slots;
+    size_t n;
+    size_t *view; /* slot i -> the model report's tensor */
+    bool shape_only;
+    bool ordered_by_names;
+} bind_in;
+
+/* The model's slots, in model order: its floating tensors less BatchNorm's buffers; ties by
+ * storage identity when the model is a torch.save state dict. */
+static int gather_slots(const ckpt_report *rm, const char *const *names, size_t name_count, bool param_names,
+                        bind_in *in, ckpt_pair_result *res)
+{
+    size_t nt = rm->tensors_len;
+    size_t *order = malloc((nt ? nt : 1) * sizeof *order);
+    in->slots = calloc(nt ? nt : 1, sizeof *in->slots);
+    in->view = malloc((nt ? nt : 1) * sizeof *in->view);
+    if (!order || !in->slots || !in->view) {
+        free(order);
+        return ckpt_fail_oom(&res->error);
+    }
+    size_t k = 0;
+    bool torch = rm->family == &ckpt_family_pytorch;
+    bool unordered = rm->family && rm->family->impl->unordered;
+    if (unordered && names) {
+        /* the model's names in order; names the file lacks (dropped tied copies) are skipped */
+        uint8_t *taken = calloc(nt ? nt : 1, 1);
+        if (!taken) {
+            free(order);
+            return ckpt_fail_oom(&res->error);
+        }
+        for (size_t j = 0; j < name_count; j++)
+            for (size_t i = 0; i < nt; i++)
+                if (!taken[i] && rm->tensors[i].name && !strcmp(rm->tensors[i].name, names[j])) {
+                    taken[i] = 1;
+                    order[k++] = i;
+                    break;
+                }
+        for (size_t i = 0; i < nt; i++)
+            if (!taken[i]) order[k++] = i;
+        free(taken);
+        in->ordered_by_names = true;
+    } else {
+        for (size_t i = 0; i < nt; i++) order[k++] = i;
+    }
+    in->shape_only = unordered && !names && !param_names;
+    const tf_data *md = torch ? rm->family_data : NULL;
+    for (size_t j = 0; j < nt; j++) {
+        size_t i = order[j];
+        const ckpt_tensor_info *ti = &rm->tensors[i];
+        const char *name = ti->name ? ti->name : (names && i < name_count ? names[i] : NULL);
+        if (!is_floating(ti->dtype) || (name && is_buffer_name(name))) continue;
+        ckpt_bind_slot *sl = &in->slots[in->n];
+        sl->name = name ? name : "";
+        sl->rank = (uint32_t)ckpt_schema_rank(rm->schema, i);
+        sl->dims = ckpt_schema_dims(rm->schema, i);
+        sl->tie = CKPT_NONE;
+        for (size_t q = 0; md && q < in->n && sl->tie == CKPT_NONE; q++)
+            if (ckpt_torch_same(md->t, md->model_tensor[in->view[q]], md->model_tensor[i]))
+                sl->tie = in->slots[q].tie == CKPT_NONE ? q : in->slots[q].tie;
+        in->view[in->n++] = i;
+    }
+    free(order);
+    return 0;
+}
+
+/* The optimizer's indices in the order of its groups' params. */
+static int gather_indices(tf_data *d, bool *param_names, ckpt_pair_result *res)
+{
+    const ckpt_torch *t = d->t;
+    const ckpt_torch_optimizer *o = &t->optimizers[0];
+    size_t total = 0;
+    *param_names = o->groups_len > 0;
+    for (size_t g = 0; g < o->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[o->groups + g];
+        total += gr->params_len;
+        *param_names = *param_names && (gr->has & CKPT_TG_PARAM_NAMES) && gr->names_len == gr->params_len;
+    }
+    if (!(d->idx = calloc(total ? total : 1, sizeof *d->idx))) return ckpt_fail_oom(&res->error);
+    for (size_t g = 0; g < o->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[o->groups + g];
+        for (size_t j = 0; j < gr->params_len; j++) {
+            ckpt_bind_index *x = &d->idx[d->idx_len++];
+            x->index = t->ints[gr->params + j];
+            x->group = g;
+            x->name = *param_names ? t->strings[gr->names + j] : NULL;
+            for (size_t e = 0; e < o->entries_len; e++) {
+                const ckpt_torch_entry *en = &t->entries[o->entries + e];
+                if (en->index != x->index) continue;
+                size_t lead = en->exp_avg != CKPT_TORCH_NONE ? en->exp_avg : en->exp_avg_sq;
+                for (size_t q = 0; lead == CKPT_TORCH_NONE && q < en->other_len; q++)
+                    lead = t->named[en->other + q].tensor;
+                if (lead != CKPT_TORCH_NONE) {
+                    x->has_state = true;
+                    x->rank = t->tensors[lead].rank;
+                    x->dims = ckpt_torch_size(t, lead);
+                }
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
+static const ckpt_torch_entry *entry_of_index(const ckpt_torch *t, int64_t index)
+{
+    const ckpt_torch_optimizer *o = &t->optimizers[0];
+    for (size_t e = 0; e < o->entries_len; e++)
+        if (t->entries[o->entries + e].index == index) return &t->entries[o->entries + e];
+    return NULL;
+}
+
+static void config_of_group(ckpt_config *c, const ckpt_torch_group *gr, ckpt_torch_kind kind)
+{
+    c->kind = kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : CKPT_ADAM;
+    c->beta1 = ckpt_bits_from_double(gr->beta1);
+    c->beta2 = ckpt_bits_from_double(gr->beta2);
+    c->epsilon = ckpt_bits_from_double(gr->eps);
+    c->weight_decay = ckpt_bits_from_double(gr->weight_decay);
+}
+
+/* The optimizer's report becomes the pair's: the slots' schema (trainable where an index went,
+ * ties to their representative), one entry per placed index with state, in slot order, the
+ * groups' configurations per slot. */
+static int install(ckpt_report *ro, tf_data *d, const bind_in *in, ckpt_pair_result *res)
+{
+    const ckpt_torch *t = d->t;
+    const ckpt_torch_optimizer *o = &t->optimizers[0];
+    size_t n = in->n;
+    uint64_t *ranks = malloc((n ? n : 1) * sizeof *ranks), *reps = malloc((n ? n : 1) * sizeof *reps);
+    uint8_t *rg = calloc(n ? n : 1, 1);
+    size_t dims_len = 0;
+    for (size_t i = 0; i < n; i++) dims_len += in->slots[i].rank;
+    uint64_t *dims = malloc((dims_len ? dims_len : 1) * sizeof *dims);
+    size_t *index_at = malloc((n ? n : 1) * sizeof *index_at);
+    d->group_of_slot = malloc((n ? n : 1) * sizeof *d->group_of_slot);
+    d->configs = calloc(o->groups_len ? o->groups_len : 1, sizeof *d->configs);
+    d->slot_names = calloc(n ? n : 1, sizeof *d->slot_names);
+    int rc = ranks && reps && rg && dims && index_at && d->group_of_slot && d->configs && d->slot_names
+                 ? 0
+                 : ckpt_fail_oom(&res->error);
+    if (rc) goto done;
+    d->slot_count = n;
+    for (size_t g = 0; g < o->groups_len; g++) config_of_group(&d->configs[g], &t->groups[o->groups + g], o->kind);
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        ranks[i] = in->slots[i].rank;
+        memcpy(dims + at, in->slots[i].dims, in->slots[i].rank * sizeof *dims);
+        at += in->slots[i].rank;
+        index_at[i] = SIZE_MAX;
+        d->group_of_slot[i] = 0;
+        if (!(d->slot_names[i] = ckpt_torch_dup(in->slots[i].name))) {
+            rc = ckpt_fail_oom(&res->error);
+            goto done;
+        }
+    }
+    for (size_t j = 0; j < d->idx_len; j++) {
+        uint64_t s = d->binding.slot_of[j];
+        if (s == CKPT_NONE) continue;
+        index_at[s] = j;
+        /* an index without state yet (no step reached it) has no moments to hold: its slot reads
+         * as frozen, as TorchLean's schema has an entry for every trainable owner */
+        rg[s] = d->idx[j].has_state;
+        d->group_of_slot[s] = d->idx[j].group;
+    }
+    for (size_t i = 0; i < n; i++) {
+        uint64_t tie = in->slots[i].tie;
+        if (tie != CKPT_NONE) {
+            rg[i] = rg[tie];
+            d->group_of_slot[i] = d->group_of_slot[tie];
+        }
+        reps[i] = !rg[i] ? CKPT_NONE : tie != CKPT_NONE ? tie : i;
+    }
+    ckpt_schema *schema = ckpt_schema_new(n, ranks, dims, n, rg, reps, n);
+    if (!schema) {
+        rc = ckpt_fail_oom(&res->error);
+        goto done;
+    }
+    /* the entries: Adam's moments, contiguous, of one dtype */
+    size_t entries = 0;
+    for (size_t i = 0; i < n; i++) entries += index_at[i] != SIZE_MAX && d->idx[index_at[i]].has_state;
+    ckpt_entry_info *list = calloc(entries ? entries : 1, sizeof *list);
+    d->entry_of = malloc((entries ? entries : 1) * sizeof *d->entry_of);
+    d->vmax = calloc(n ? n : 1, sizeof *d->vmax);
+    if (!list || !d->entry_of || !d->vmax) {
+        free(list);
+        ckpt_schema_free(schema);
+        rc = ckpt_fail_oom(&res->error);
+        goto done;
+    }
+    int dtype = CKPT_DTYPE_ANY;
+    size_t k = 0;
+    for (size_t i = 0; !rc && i < n; i++) {
+        if (index_at[i] == SIZE_MAX || !d->idx[index_at[i]].has_state) continue;
+        const ckpt_bind_index *x = &d->idx[index_at[i]];
+        const ckpt_torch_entry *e = entry_of_index(t, x->index);
+        if (e->exp_avg == CKPT_TORCH_NONE || e->exp_avg_sq == CKPT_TORCH_NONE) {
+            rc = fail_index(res, x->index, " holds no exp_avg and exp_avg_sq: not Adam's state", NULL, NULL);
+            break;
+        }
+        const ckpt_torch_tensor *m = &t->tensors[e->exp_avg], *v = &t->tensors[e->exp_avg_sq];
+        int dm = ckpt_torch_dtype(m->dtype), dv = ckpt_torch_dtype(v->dtype);
+        if (!m->contiguous || !v->contiguous || m->count != v->count) {
+            rc = fail_index(res, x->index, ": exp_avg and exp_avg_sq are not laid out as one contiguous shape", NULL,
+                            NULL);
+            break;
+        }
+        if (dm != dv || !is_floating(dm) || (dtype != CKPT_DTYPE_ANY && dm != dtype)) {
+            rc = fail_index(res, x->index, ": moments of ", m->dtype, " where the others are of another dtype");
+            break;
+        }
+        dtype = dm;
+        if (e->has_step && !(e->step < 18446744073709551616.0)) { /* 2^64: a step count is a u64 */
+            strbuf st = {0};
+            j_double(&st, e->step);
+            rc = fail_index(res, x->index, ": step ", st.data, " does not fit in 64 bits");
+            sb_free(&st);
+            break;
+        }
+        ckpt_entry_info *ei = &list[k];
+        ei->id = i;
+        ei->step = e->has_step ? (uint64_t)e->step : 0;
+        ei->count = m->count;
+        ei->offset = ei->m_offset = m->at;
+        ei->v_offset = v->at;
+        size_t ek = (size_t)(e - t->entries) - o->entries;
+        if (d->stats) { /* the statistics read on open move to the entry */
+            ei->m = d->stats[3 * ek], d->stats[3 * ek] = NULL;
+            ei->v = d->stats[3 * ek + 1], d->stats[3 * ek + 1] = NULL;
+            d->vmax[k] = d->stats[3 * ek + 2], d->stats[3 * ek + 2] = NULL;
+            if (ei->m && ei->v) ei->unhealthy = ckpt_entry_unhealthy(ei->m, ei->v);
+        }
+        d->entry_of[k++] = (size_t)(e - t->entries);
+    }
+    if (rc) {
+        for (size_t q = 0; q < k; q++) ckpt_stats_free(list[q].m), ckpt_stats_free(list[q].v);
+        free(list);
+        ckpt_schema_free(schema);
+        goto done;
+    }
+    /* the report is the pair's: its own model's tensors (if any) are the model file's to show */
+    for (size_t q = 0; q < ro->tensors_len; q++) {
+        ckpt_stats_free(ro->tensors[q].values);
+        free(ro->tensors[q].name);
+    }
+    free(ro->tensors);
+    ro->tensors = NULL;
+    ro->tensors_len = ro->tensors_cap = 0;
+    ckpt_schema_free(ro->schema);
+    ro->schema = schema;
+    ro->schema_declared_count = n;
+    ro->schema_complete = true;
+    ro->entries = list;
+    ro->entries_len = ro->entries_cap = k;
+    ro->has_entry_count = true;
+    ro->entry_count = k;
+    ro->dtype = dtype == CKPT_DTYPE_ANY ? CKPT_FLOAT32 : dtype;
+    ro->has_config = o->groups_len > 0;
+    if (ro->has_config) ro->config = d->configs[0];
+    ro->slots_bound = true;
+done:
+    free(ranks);
+    free(reps);
+    free(rg);
+    free(dims);
+    free(index_at);
+    return rc;
+}
+
+static int keep_slot_names(tf_data *d, const bind_in *in, ckpt_pair_result *res)
+{
+    if (!(d->slot_names = calloc(in->n ? in->n : 1, sizeof *d->slot_names))) return ckpt_fail_oom(&res->error);
+    d->slot_count = in->n;
+    for (size_t i = 0; i < in->n; i++)
+        if (!(d->slot_names[i] = ckpt_torch_dup(in->slots[i].name))) return ckpt_fail_oom(&res->error);
+    return 0;
+}
+
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
+                    size_t *view_len, ckpt_pair_result *res)
+{
+    tf_data *d = ro->family_data;
+    *view = NULL;
+    *view_len = 0;
+    if (!d || !d->t || d->tried)
+        return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "this PyTorch file was paired with a model already: open it again to pair it with another");
+    if (!d->t->optimizers_len)
+        return fail_pair(res, -1, "the first file holds no optimizer state dict (a dict with state and param_groups)");
+    if (!rm->tensors_len)
+        return fail_pair(res, -1, "the model file holds no model state dict (a dict of names to tensors)");
+    d->tried = true;
+    bool param_names;
+    bind_in in = {0};
+    int rc = gather_indices(d, &param_names, res);
+    if (!rc) rc = gather_slots(rm, names, name_count, param_names, &in, res);
+    uint8_t *undecided = rc ? NULL : calloc(in.n ? in.n : 1, 1);
+    if (!rc && !undecided) rc = ckpt_fail_oom(&res->error);
+    if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))
+        rc = ckpt_fail_oom(&res->error);
+    /* PyTorch's own pairing: the k-th index <-> the k-th parameter of the optimizer the training
+     * code builds again. One group of every parameter (Adam(model.parameters())) numbers them in
+     * model order, ties once; a filtered group or several groups are built again by code the
+     * files do not hold (positional stays unknown) */
+    if (!rc && !(d->positional = malloc((d->idx_len ? d->idx_len : 1) * sizeof *d->positional)))
+        rc = ckpt_fail_oom(&res->error);
+    size_t owners = 0;
+    for (size_t q = 0; !rc && q < in.n; q++) owners += in.slots[q].tie == CKPT_NONE;
+    d->positional_known = !rc && d->t->optimizers[0].groups_len == 1 && d->idx_len == owners;
+    for (size_t j = 0, q = 0; !rc && j < d->idx_len; j++) {
+        while (q < in.n && in.slots[q].tie != CKPT_NONE) q++;
+        d->positional[j] = d->positional_known && q < in.n ? q++ : CKPT_NONE;
+    }
+    if (!rc && in.shape_only) {
+        char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
+        if (w) res->warnings = w;
+        char *one =
+            w ? ckpt_torch_dup("PyTorch: model.safetensors keeps no module order: same-shaped parameters cannot be "
+                               "told apart (give --names NAMES.json, a pytorch_model.bin, or save param_names)")
+              : NULL;
+        if (!one) rc = ckpt_fail_oom(&res->error);
+        else res->warnings[res->warnings_len++] = one;
+        d->undecided = undecided; /* the slots the shapes do not decide: named by no index */
+        undecided = NULL;
+    }
+    for (size_t k = 0; !rc && k < d->binding.warnings_len; k++) {
+        char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
+        if (!w) rc = ckpt_fail_oom(&res->error);
+        else {
+            res->warnings = w;
+            if (!(w[res->warnings_len] = ckpt_torch_dup(d->binding.warnings[k]))) rc = ckpt_fail_oom(&res->error);
+            else res->warnings_len++;
+        }
+    }
+    if (!rc && d->binding.failures_len) {
+        res->failures = calloc(d->binding.failures_len, sizeof *res->failures);
+        if (!res->failures) rc = ckpt_fail_oom(&res->error);
+        for (size_t k = 0; !rc && k < d->binding.failures_len; k++) {
+            const ckpt_error *f = &d->binding.failures[k];
+            ckpt_error_clear(&res->failures[k]);
+            ckpt_fail_at(&res->failures[k], NULL, f->code, CKPT_NONE, 0, CKPT_NONE, "%s", f->message);
+            res->failures[k].index = f->index;
+            res->failures_len++;
+        }
+        /* the slots are still the model's, for the report's names and positional pairing */
+        if (!rc) rc = keep_slot_names(d, &in, res);
+    } else if (!rc) {
+        rc = install(ro, d, &in, res);
+        if (!rc) {
+            *view = in.view;
+            *view_len = in.n;
+            in.view = NULL;
+        }
+    }
+    if (!rc) {
+        strbuf sb = {0};
+        ckpt_torch_pairing_json(&sb, d, ro);
+        if (sb.failed) rc = ckpt_fail_oom(&res->error);
+        else res->pytorch = sb_take(&sb);
+    }
+    free(undecided);
+    free(in.slots);
+    free(in.view);
+    return rc;
+}
+
+/* The pairing with the model: each index in group order with the slot it is and the one
+ * PyTorch's positional pairing gives it; the slots not in the optimizer. */
+void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *rep)
+{
+    if (!d->tried) {
+        sb_puts(sb, "null");
+        return;
+    }
+    const ckpt_torch *t = d->t;
+    sb_printf(sb, "{\"paired\":%s,\"indices\":[", rep->slots_bound ? "true" : "false");
+    bool differs = false;
+    for (size_t j = 0; j < d->idx_len; j++) {
+        const ckpt_bind_index *x = &d->idx[j];
+        uint64_t s = d->binding.slot_of ? d->binding.slot_of[j] : CKPT_NONE, ps = d->positional[j];
+        if (j) sb_putc(sb, ',');
+        sb_printf(sb, "{\"index\":%lld,\"group\":%zu,\"slot\":", (long long)x->index, x->group);
+        j_slot(sb, s);
+        sb_puts(sb, ",\"name\":");
+        bool decided = !(d->undecided && s != CKPT_NONE && d->undecided[s]);
+        if (s != CKPT_NONE && s < d->slot_count && decided) j_string(sb, d->slot_names[s]);
+        else sb_puts(sb, "null");
+        sb_printf(sb, ",\"decided\":%s", decided ? "true" : "false");
+        sb_puts(sb, ",\"positionalSlot\":");
+        j_slot(sb, ps);
+        sb_puts(sb, ",\"positionalName\":");
+        if (ps != CKPT_NONE && ps < d->slot_count) j_string(sb, d->slot_names[ps]);
+        else sb_puts(sb, "null");
+        sb_puts(sb, ",\"shape\":");
+        const ckpt_torch_entry *e = entry_of_index(t, x->index);
+        if (x->dims) {
+            sb_putc(sb, '[');
+            for (uint32_t q = 0; q < x->rank; q++) {
+                if (q) sb_putc(sb, ',');
+                j_u64(sb, x->dims[q]);
+            }
+            sb_putc(sb, ']');
+        } else sb_puts(sb, "null");
+        sb_puts(sb, ",\"dtype\":");
+        if (e && e->exp_avg != CKPT_TORCH_NONE) j_string(sb, t->tensors[e->exp_avg].dtype);
+        else sb_puts(sb, "null");
+        sb_puts(sb, ",\"step\":");
+        j_num_or_null(sb, e && e->has_step, e ? e->step : 0);
+        sb_putc(sb, '}');
+        differs = differs || s != ps;
+    }
+    sb_printf(sb, "],\"positionalKnown\":%s,\"positionalDiffers\":", d->positional_known ? "true" : "false");
+    sb_puts(sb, !d->positional_known ? "null" : differs ? "true" : "false");
+    sb_printf(sb, ",\"groups\":%zu,\"slots\":[", t->optimizers[0].groups_len);
+    for (size_t i = 0; i < d->slot_count; i++) {
+        if (i) sb_putc(sb, ',');
+        j_string(sb, d->slot_names[i]);
+    }
+    /* the slots no index reaches (a tie is reached through its representative) */
+    sb_puts(sb, "],\"notInOptimizer\":[");
+    if (rep->slots_bound) {
+        uint8_t *reached = calloc(d->slot_count ? d->slot_count : 1, 1);
+        for (size_t j = 0; reached && j < d->idx_len; j++)
+            if (d->binding.slot_of[j] != CKPT_NONE) reached[d->binding.slot_of[j]] = 1;
+        for (size_t i = 0, k = 0; reached && i < d->slot_count; i++) {
+            uint64_t r = ckpt_schema_representative(rep->schema, i);
+            if (reached[i] || (r != CKPT_NONE && reached[r])) continue;
+            if (k++) sb_putc(sb, ',');
+            j_string(sb, d->slot_names[i]);
+        }
+        if (!reached) sb->failed = true;
+        free(reached);
+    }
+    sb_puts(sb, "]}");
+}
+
+/* "group 0: 0.1, group 1: 0" for a field of the groups */
+static void group_values(strbuf *sb, const ckpt_torch *t, const ckpt_torch_optimizer *o, int field)
+{
+    for (size_t g = 0; g < o->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[o->groups + g];
+        sb_printf(sb, "%sgroup %zu: ", g ? ", " : "", g);
+        if (field == 0) j_double(sb, gr->weight_decay);
+        else if (field == 2) j_double(sb, gr->eps);
+        else {
+            j_double(sb, gr->beta1);
+            sb_puts(sb, " ");
+            j_double(sb, gr->beta2);
+        }
+    }
+}
+
+static int loses(ckpt_error *err, strbuf *sb)
+{
+    if (sb->failed) return ckpt_fail_oom(err);
+    ckpt_fail(err, NULL, CKPT_E_CONVERSION_LOSES, CKPT_NONE, 0, "%s", sb->data);
+    sb_free(sb);
+    return err->code;
+}
+
+/* TorchLean's file holds one configuration: the groups must agree (or an option chooses one),
+ * the kind be known, and no moment be one TorchLean's Adam has not (amsgrad's third). */
+int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err)
+{
+    const tf_data *d = rep->family_data;
+    const ckpt_torch *t = d->t;
+    const ckpt_torch_optimizer *op = &t->optimizers[0];
+    const ckpt_torch_group *g0 = &t->groups[op->groups];
+    strbuf sb = {0};
+    bool amsgrad = false, maximize = false, wd = true, betas = true, eps = true;
+    for (size_t g = 0; g < op->groups_len; g++) {
+        const ckpt_torch_group *gr = &t->groups[op->groups + g];
+        amsgrad = amsgrad || gr->amsgrad;
+        maximize = maximize || gr->maximize;
+        wd = wd && gr->weight_decay == g0->weight_decay;
+        betas = betas && gr->beta1 == g0->beta1 && gr->beta2 == g0->beta2;
+        eps = eps && gr->eps == g0->eps;
+    }
+    if (maximize) {
+        sb_puts(&sb, "a group maximizes (maximize=True): TorchLean's Adam minimizes, and no option converts it");
+        return loses(err, &sb);
+    }
+    if (amsgrad && !o->drop_amsgrad) {
+        sb_puts(&sb, "amsgrad's max_exp_avg_sq has no place in TorchLean's Adam: --drop-amsgrad leaves it out "
+                     "(the next steps then divide by the second moment, not its running maximum)");
+        return loses(err, &sb);
+    }
+    static const char *const what[] = {"weight decays", "betas", "epsilons"};
+    static const char *const option[] = {"--weight-decay X", "--betas B1,B2", "--eps X"};
+    const bool agree[] = {wd || o->has_weight_decay, betas || o->has_betas, eps || o->has_eps};
+    for (int f = 0; f < 3; f++) {
+        if (agree[f]) continue;
+        sb_printf(&sb, "the groups' %s differ (", what[f]);
+        group_values(&sb, t, op, f);
+        sb_printf(&sb, "): TorchLean's file holds one configuration: %s gives every slot one", option[f]);
+        return loses(err, &sb);
+    }
+    int kind = op->kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : op->kind == CKPT_TORCH_KIND_ADAM ? CKPT_ADAM : -1;
+    if (o->kind && kind >= 0 && o->kind - 1 != kind)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind %s contradicts the file, whose groups say %s", ckpt_kind_name((uint64_t)o->kind - 1),
+                         ckpt_kind_name((uint64_t)kind));
+    if (o->kind) kind = o->kind - 1;
+    if (kind < 0) {
+        sb_puts(&sb, "the file does not say whether its optimizer is Adam or AdamW (its groups have no "
+                     "decoupled_weight_decay): --kind adam|adamw says it");
+        return loses(err, &sb);
+    }
+    config_of_group(out, g0, kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM);
+    if (o->has_weight_decay) out->weight_decay = ckpt_bits_from_double(o->weight_decay);
+    if (o->has_betas) out->beta1 = ckpt_bits_from_double(o->beta1), out->beta2 = ckpt_bits_from_double(o->beta2);
+    if (o->has_eps) out->epsilon = ckpt_bits_from_double(o->eps);
+    return ckpt_config_validate(out, rep->dtype == CKPT_FLOAT64 ? CKPT_FLOAT64 : CKPT_FLOAT32, err);
+}
