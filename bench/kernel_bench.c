@@ -8,7 +8,7 @@
  * results' bits) must be the same for every build.
  * Usage: kernel_bench [--repeat N] */
 #define _POSIX_C_SOURCE 200809L
-#include "core/internal.h"
+#include "numeric/numeric.h"
 
 #include <stdio.h>
 #include <stdlib.h>

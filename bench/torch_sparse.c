@@ -11,7 +11,7 @@
  * payloads (zeros: the TLADAMF file's holes) stay holes; the zip's CRC-32s are still those of the
  * zeros, computed as the bytes go by. */
 #define _POSIX_C_SOURCE 200809L
-#include "core/internal.h"
+#include "core/core.h"
 #include "containers/zip.h"
 
 #include <fcntl.h>

@@ -4,7 +4,7 @@
  * writes. The JS binding (js/binding.js) reads ckpt_abi_json once at instantiation, so no JS
  * file states a width, a code, a stride or a magic. Also the flattened views of a file that
  * such a caller reads (columns, entry and tensor references, packed statistics). */
-#include "core/internal.h"
+#include "core/core.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /* Every difference between two layouts (a checkpoint's, a state file's shapes, or a layout
  * JSON): slot count, ranks, shapes, sizes, trainability, sharing, dtype, configuration and
  * random-counter status. What one side does not state is not compared. */
-#include "core/internal.h"
+#include "analyses/analyses.h"
 
 #include <stdlib.h>
 

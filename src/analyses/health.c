@@ -12,9 +12,8 @@
  * they do in m (g), and the bound still holds with v at that floor.
  * One streamed pass over m, v and theta together (three cursors over two files), in chunks:
  * bounded memory, progress, cancel. The per-chunk accumulation and the flags are also run.c's
- * (internal.h): a run feeds them the chunks of its continuity pass. */
-#include "core/internal.h"
-#include "numeric/kernels.h"
+^ * (analyses.h): a run feeds them the chunks of its continuity pass. */
+#include "analyses/analyses.h"
 
 #include <float.h>
 #include <math.h>

@@ -5,7 +5,7 @@
  * rule: `check --state` and the viewer (ckpt_pair) and health (ckpt_health_json) all ask it.
  * The check is structural: one state file holds one step, so the values of the optimizer's
  * moments and of the parameters are never compared (CKPT_PAIR_NOTE says so where it prints). */
-#include "core/internal.h"
+#include "analyses/analyses.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -213,6 +213,178 @@ void ckpt_pair_result_free(ckpt_pair_result *r)
     ckpt_error_clear(&r->error);
     free(r->pytorch);
     free(r);
+}
+
+/* ---- a state file that keeps no module order, ordered for pairing (format.md 10.4) ---- */
+
+static int by_name(const void *a, const void *b)
+{
+    const ckpt_tensor_info *x = *(ckpt_tensor_info *const *)a, *y = *(ckpt_tensor_info *const *)b;
+    return strcmp(x->name, y->name);
+}
+
+static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
+{
+    return ckpt_file_view_tensors(f, order, ckpt_file_report(f)->tensors_len, err);
+}
+
+/* An optimizer whose slots come from its model (format.md 10.4), bound by its family: both
+ * reports become the pair's slots, for good (the handles are the pair's from then on). */
+static ckpt_pair_result *bind_slots(ckpt_file *opt, ckpt_file *model, const char *const *names, size_t name_count)
+{
+    ckpt_report *ro = ckpt_file_report_mut(opt), *rm = ckpt_file_report_mut(model);
+    ckpt_pair_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    ckpt_error_clear(&r->error);
+    size_t *view = NULL, len = 0;
+    if (ro->error.code || rm->error.code) {
+        bool bad_opt = ro->error.code != 0;
+        ckpt_error_copy(&r->error, bad_opt ? &ro->error : &rm->error);
+        r->invalid = bad_opt ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+        return r;
+    }
+    if (ro->family->impl->bind(ro, rm, names, name_count, &view, &len, r)) return r;
+    if (view) {
+        if (!ckpt_file_view_tensors(model, view, len, &r->error) && !ckpt_file_refresh_items(opt, &r->error)) {
+            rm->slots_bound = true;
+            /* the slots' one dtype, as a state file's (several: none) */
+            int dtype = len ? rm->tensors[0].dtype : CKPT_DTYPE_ANY;
+            for (size_t i = 1; i < len; i++)
+                if (rm->tensors[i].dtype != dtype) dtype = CKPT_DTYPE_ANY;
+            rm->dtype = dtype;
+        }
+        free(view);
+    }
+    r->pairs = !r->failures_len && !r->error.code;
+    return r;
+}
+
+/* order: by names (each found once; the rest after, in file order), or by the optimizer's
+ * shapes (slot by slot, the first tensor of its shape not yet taken; the rest after). */
+static int order_tensors(ckpt_file *state, const ckpt_report *ro, const char *const *names, size_t name_count,
+                         size_t **out, ckpt_error *err)
+{
+    ckpt_report *rs = ckpt_file_report_mut(state);
+    size_t n = rs->tensors_len, k = 0;
+    size_t *order = malloc((n ? n : 1) * sizeof *order);
+    uint8_t *taken = calloc(n ? n : 1, 1);
+    ckpt_tensor_info **sorted = names ? malloc((n ? n : 1) * sizeof *sorted) : NULL;
+    int rc = 0;
+    if (!order || !taken || (names && !sorted)) rc = ckpt_fail_oom(err);
+    if (!rc && names) {
+        for (size_t j = 0; j < n; j++) sorted[j] = &rs->tensors[j];
+        qsort(sorted, n, sizeof *sorted, by_name);
+        for (size_t j = 0; j < name_count; j++) {
+            ckpt_tensor_info key = {0}, *kp = &key;
+            key.name = (char *)names[j];
+            ckpt_tensor_info **hit = n ? bsearch(&kp, sorted, n, sizeof *sorted, by_name) : NULL;
+            if (!hit) continue; /* a name the file lacks (a dropped tied copy): skipped */
+            size_t at = (size_t)(*hit - rs->tensors);
+            if (taken[at]) continue;
+            taken[at] = 1;
+            order[k++] = at;
+        }
+    } else if (!rc && ro && ro->schema) {
+        for (size_t i = 0; i < ckpt_schema_count(ro->schema); i++)
+            for (size_t j = 0; j < n; j++)
+                if (!taken[j] && ckpt_schema_same_shape(ro->schema, i, rs->schema, j)) {
+                    taken[j] = 1;
+                    order[k++] = j;
+                    break;
+                }
+    }
+    for (size_t j = 0; !rc && j < n; j++)
+        if (!taken[j]) order[k++] = j;
+    if (!rc) rc = reorder(state, order, err);
+    if (rc) free(order);
+    else *out = order;
+    free(taken);
+    free(sorted);
+    return rc;
+}
+
+/* Back to the file's order: order[k] became tensor k. */
+static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
+{
+    size_t n = ckpt_file_report(state)->tensors_len;
+    size_t *inverse = malloc((n ? n : 1) * sizeof *inverse);
+    if (!inverse) return ckpt_fail_oom(err);
+    for (size_t k = 0; k < n; k++) inverse[order[k]] = k;
+    int rc = reorder(state, inverse, err);
+    free(inverse);
+    return rc;
+}
+
+ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                                  ckpt_progress_fn progress, void *progress_ctx)
+{
+    const ckpt_report *ro = opt ? ckpt_file_report(opt) : NULL;
+    if (ro && state && ro->family && ro->family->impl->bind && !ro->slots_bound) {
+        ckpt_pair_result *b = bind_slots(opt, state, names, name_count);
+        if (!b || !b->pairs) return b;
+        /* the pair's slots, checked as a TorchLean pair is: counts, shapes, tied values */
+        ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+        if (r && b->warnings_len) {
+            char **w = realloc(r->warnings, (r->warnings_len + b->warnings_len) * sizeof *w);
+            if (!w) {
+                ckpt_pair_result_free(r);
+                ckpt_pair_result_free(b);
+                return NULL;
+            }
+            memmove(w + b->warnings_len, w, r->warnings_len * sizeof *w);
+            memcpy(w, b->warnings, b->warnings_len * sizeof *w);
+            r->warnings = w;
+            r->warnings_len += b->warnings_len;
+            b->warnings_len = 0;
+        }
+        if (r) {
+            r->pytorch = b->pytorch;
+            b->pytorch = NULL;
+        }
+        ckpt_pair_result_free(b);
+        return r;
+    }
+    const ckpt_report *rs = state ? ckpt_file_report(state) : NULL;
+    const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
+    bool named = names && rs && rs->tensors_len && rs->tensors[0].name;
+    bool unordered = impl && impl->unordered && rs->schema_complete && rs->tensors_len == ckpt_schema_count(rs->schema);
+    size_t *order = NULL;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    if (unordered && ro && ckpt_family_has_role(ro->family, CKPT_ROLE_OPTIMIZER) && ro->schema_complete) {
+        if (order_tensors(state, ro, named ? names : NULL, name_count, &order, &err)) {
+            ckpt_pair_result *r = calloc(1, sizeof *r);
+            if (r) ckpt_error_move(&r->error, &err);
+            ckpt_error_clear(&err);
+            return r;
+        }
+    } else {
+        unordered = false;
+    }
+    ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+    if (order) {
+        if (restore(state, order, &err)) {
+            ckpt_error_clear(&err);
+            ckpt_pair_result_free(r);
+            r = NULL;
+        }
+        free(order);
+    }
+    if (!r || !unordered || named) return r;
+    /* ordered by shape alone: the warning first */
+    size_t len = strlen(rs->family->prefix) + 2 + strlen(impl->unordered) + 1;
+    char *w = malloc(len), **list = realloc(r->warnings, (r->warnings_len + 1) * sizeof *list);
+    if (list) r->warnings = list;
+    if (!w || !list) {
+        free(w);
+        ckpt_pair_result_free(r);
+        return NULL;
+    }
+    snprintf(w, len, "%s: %s", rs->family->prefix, impl->unordered);
+    memmove(list + 1, list, r->warnings_len * sizeof *list);
+    list[0] = w;
+    r->warnings_len++;
+    return r;
 }
 
 char *ckpt_pair_json(const ckpt_pair_result *r)

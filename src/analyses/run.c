@@ -13,8 +13,7 @@
  * read once and serves both pairs it belongs to and the file's own health (health.c's
  * accumulation, fed the same chunks). Memory: a few chunks per file, and per file one health
  * accumulator per slot. */
-#include "core/internal.h"
-#include "numeric/kernels.h"
+#include "analyses/analyses.h"
 
 #include <float.h>
 #include <math.h>
@@ -471,7 +470,7 @@ static int use_state(run *r, run_file *rf, const ckpt_file *state)
     if (pairs) {
         rf->state = ckpt_file_report(state);
         rf->state_src = ckpt_file_source(state);
-        rf->state_width = ckpt_width(rf->state->dtype);
+        rf->state_width = ckpt_dtype_width(rf->state->dtype);
     } else if (why.code) {
         ckpt_error_move(&rf->state_error, &why); /* why it does not pair: the file's stateError */
     }
@@ -495,7 +494,7 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
         rf->rep = rep;
         rf->readable = rep->error.code == 0;
         if (!rf->readable) continue;
-        rf->width = ckpt_width(rep->dtype);
+        rf->width = ckpt_dtype_width(rep->dtype);
         if (state && state[f]) TRY(use_state(r, rf, state[f]));
         ckpt_health_kernel_init(&rf->hk, rep, rf->state);
         size_t c = r->chunk, slots = ckpt_schema_count(rep->schema);
@@ -670,69 +669,10 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
     return json;
 }
 
-/* ---- the gradient of a one-step pair, exported ---- */
+/* ---- one pair, for the gradient's export (writers/gradient.c) ---- */
 
-/* A source whose bytes at B's m offsets are the gradients of those entries' elements: the
- * exporter's writers stream it as they stream a payload. */
-typedef struct grad_source {
-    const ckpt_file *a, *b;
-    const ckpt_report *rb;
-    double b1, omb1;
-    unsigned width;
-    uint8_t *raw_a, *raw_b; /* CHUNK_FEW * width */
-    double *ma, *mb;
-} grad_source;
-
-static size_t grad_read(void *ctx, uint64_t offset, void *buf, size_t n)
+int ckpt_run_one_pair(const ckpt_file *a, const ckpt_file *b, double *b1, double *omb1, ckpt_error *err)
 {
-    grad_source *g = ctx;
-    const unsigned w = g->width;
-    /* the entry of B whose m holds offset (entries are in file order: ascending offsets) */
-    size_t lo = 0, hi = g->rb->entries_len;
-    while (hi - lo > 1) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (g->rb->entries[mid].m_offset <= offset) lo = mid;
-        else hi = mid;
-    }
-    const ckpt_entry_info *eb = hi ? &g->rb->entries[lo] : NULL, *ea;
-    ckpt_error err = {0};
-    ckpt_error_clear(&err);
-    if (!eb || offset < eb->m_offset || (offset - eb->m_offset) % w || n % w ||
-        (offset - eb->m_offset) / w + n / w > eb->count || ckpt_file_entry(g->a, eb->id, &ea, NULL, &err)) {
-        ckpt_error_clear(&err);
-        return CKPT_READ_ERROR;
-    }
-    uint64_t first = (offset - eb->m_offset) / w;
-    size_t total = n / w;
-    for (size_t done = 0; done < total;) {
-        size_t k = total - done < CHUNK_FEW ? total - done : CHUNK_FEW;
-        uint64_t at = (first + done) * w;
-        if (ckpt_read_at(ckpt_file_source(g->a), ea->m_offset + at, g->raw_a, k * w, "the source", &err) ||
-            ckpt_read_at(ckpt_file_source(g->b), eb->m_offset + at, g->raw_b, k * w, "the source", &err)) {
-            ckpt_error_clear(&err);
-            return CKPT_READ_ERROR;
-        }
-        widen(g->raw_a, w, g->ma, k);
-        widen(g->raw_b, w, g->mb, k);
-        uint8_t *dst = (uint8_t *)buf + done * w;
-        for (size_t j = 0; j < k; j++) {
-            double x = gradient_of(g->mb[j] - g->b1 * g->ma[j], g->omb1);
-            if (w == 8) memcpy(dst + 8 * j, &x, 8);
-            else {
-                float f = (float)x;
-                memcpy(dst + 4 * j, &f, 4);
-            }
-        }
-        done += k;
-    }
-    return n;
-}
-
-int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_export_options *o, const ckpt_sink *out,
-                             ckpt_error *err)
-{
-    if (!a || !b || !o || !out)
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     const ckpt_file *files[2] = {a, b};
     run r = {0};
     r.n = 2;
@@ -743,36 +683,7 @@ int ckpt_run_export_gradient(const ckpt_file *a, const ckpt_file *b, const ckpt_
     if (!rc && !r.pairs[0].comparable)
         rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "no gradient: B does not continue A (%s)",
                        r.pairs[0].verdict.data ? r.pairs[0].verdict.data : "");
-    /* the owner slots one Adam step apart, of those asked for */
-    const ckpt_report *ra = rc ? NULL : ckpt_file_report(a), *rb = rc ? NULL : ckpt_file_report(b);
-    uint64_t *slots = rc ? NULL : malloc((rb->entries_len ? rb->entries_len : 1) * sizeof *slots);
-    size_t count = 0;
-    if (!rc && !slots) rc = ckpt_fail_oom(err);
-    for (size_t k = 0; !rc && k < rb->entries_len; k++) {
-        const ckpt_entry_info *eb = &rb->entries[k], *ea;
-        if (ckpt_file_entry(a, eb->id, &ea, NULL, err)) {
-            rc = err->code;
-            break;
-        }
-        bool wanted = !o->slots;
-        for (size_t q = 0; o->slots && q < o->slot_count; q++) wanted |= o->slots[q] == eb->id;
-        if (wanted && eb->step > ea->step && eb->step - ea->step == 1) slots[count++] = eb->id;
-    }
-    if (!rc && !count)
-        rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                       "no slot is one Adam step from A to B: the gradient comes back from a one-step pair only");
-    if (!rc) {
-        grad_source g = {a, b, rb, r.pairs[0].b1, r.pairs[0].omb1, ckpt_width(ra->dtype), NULL, NULL, NULL, NULL};
-        g.raw_a = malloc(CHUNK_FEW * 8), g.raw_b = malloc(CHUNK_FEW * 8);
-        g.ma = malloc(CHUNK_FEW * sizeof(double)), g.mb = malloc(CHUNK_FEW * sizeof(double));
-        ckpt_source src = {&g, grad_read, CKPT_NONE};
-        ckpt_export_options with = *o;
-        with.slots = slots, with.slot_count = count;
-        rc = g.raw_a && g.raw_b && g.ma && g.mb ? ckpt_export_computed(b, &src, ".grad", &with, out, err)
-                                                : ckpt_fail_oom(err);
-        free(g.raw_a), free(g.raw_b), free(g.ma), free(g.mb);
-    }
-    free(slots);
+    if (!rc) *b1 = r.pairs[0].b1, *omb1 = r.pairs[0].omb1;
     if (r.files && r.pairs) free_run(&r);
     else free(r.files), free(r.pairs);
     return rc;

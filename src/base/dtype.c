@@ -1,7 +1,7 @@
 /* The one dtype table: every element type a family stores, with its width, its names in
  * ckptscope's reports, in safetensors headers and in NumPy, and how its values widen to double.
  * Statistics, health, pairing and export take widths and names from here. */
-#include "core/internal.h"
+#include "base/common.h"
 
 #include <math.h>
 #include <string.h>
@@ -74,6 +74,19 @@ static double bf16_to_double(uint16_t h)
 void ckpt_dtype_widen(int dtype, const void *p, size_t n, double *out)
 {
     const uint8_t *b = p;
+    /* the moments' dtypes first, without a switch per element (gradients stream through here) */
+    if (dtype == CKPT_FLOAT64) {
+        memcpy(out, p, n * 8);
+        return;
+    }
+    if (dtype == CKPT_FLOAT32) {
+        for (size_t k = 0; k < n; k++) {
+            float x;
+            memcpy(&x, b + 4 * k, 4);
+            out[k] = x;
+        }
+        return;
+    }
     for (size_t k = 0; k < n; k++) {
         const uint8_t *q = b + k * ckpt_dtype_width(dtype);
         switch (dtype) {

@@ -1,6 +1,8 @@
 /* Errors: a stable code, the reference text (docs/format.md), where the offending field is
  * (offset and length) and which slot it is about. */
-#include "core/internal.h"
+#include "base/error.h"
+#include "base/config.h"
+#include "base/json_write.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,4 +113,39 @@ int ckpt_error_copy(ckpt_error *dst, const ckpt_error *src)
     dst->index = src->index;
     dst->config_diff = src->config_diff;
     return dst->code;
+}
+
+void j_error(strbuf *sb, const ckpt_error *err)
+{
+    if (!err->code) {
+        sb_puts(sb, "null");
+        return;
+    }
+    sb_printf(sb, "{\"code\":%d,\"message\":", err->code);
+    j_string(sb, err->message ? err->message : "");
+    sb_puts(sb, ",\"offset\":");
+    j_slot(sb, err->offset);
+    sb_puts(sb, ",\"length\":");
+    j_u64(sb, err->length);
+    sb_puts(sb, ",\"slot\":");
+    j_slot(sb, err->slot);
+    sb_printf(sb, ",\"subject\":\"%s\",\"hint\":", err->subject == CKPT_SUBJECT_EXPECTED ? "expected" : "file");
+    if (err->hint) j_string(sb, err->hint);
+    else sb_puts(sb, "null");
+    if (err->index != CKPT_NONE) {
+        sb_puts(sb, ",\"index\":");
+        j_u64(sb, err->index);
+    }
+    if (err->config_diff.present) {
+        sb_puts(sb, ",\"configDiff\":");
+        j_config_diff(sb, &err->config_diff);
+    }
+    sb_puts(sb, "}");
+}
+
+char *ckpt_error_json(const ckpt_error *err)
+{
+    strbuf sb = {0};
+    j_error(&sb, err);
+    return sb_take(&sb);
 }

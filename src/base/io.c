@@ -1,7 +1,9 @@
 /* Handles and framing (format.md 1): a buffered reader over a caller's source, exact reads
  * with the reference truncation text, u64 little-endian fields, payload skipping and
  * streaming, and the writer's sinks. */
-#include "core/internal.h"
+#include "base/io.h"
+#include "base/error.h"
+#include "base/shape.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,8 +97,6 @@ int ckpt_sink_u64(const ckpt_sink *out, uint64_t v, ckpt_error *err)
 }
 
 /* ---- the reader ---- */
-
-ckpt_reader *ckpt_reader_new(const ckpt_source *src) { return ckpt_reader_with_prefix(src, CKPT_ADAM_PREFIX); }
 
 ckpt_reader *ckpt_reader_with_prefix(const ckpt_source *src, const char *prefix)
 {
@@ -328,4 +328,13 @@ size_t ckpt_reader_head(const ckpt_reader *r, const uint8_t **head)
     *head = r->buf;
     if (r->buf_pos != 0) return 0;
     return r->buf_len < 64 ? r->buf_len : 64;
+}
+
+int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err)
+{
+    size_t got = src->read(src->ctx, offset, buf, n);
+    if (got == CKPT_READ_ERROR || got != n)
+        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read %s at byte %llu", what,
+                         (unsigned long long)offset);
+    return 0;
 }

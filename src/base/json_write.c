@@ -1,7 +1,7 @@
 /* The JSON writer shared by the report, pairing, diff and errors (docs/report.md). Integers are
  * JSON numbers up to 2^53 - 1 and decimal strings beyond; doubles print in the shortest form
  * that reads back bit for bit; non-finite values print as the strings "NaN", "Infinity". */
-#include "core/internal.h"
+#include "base/json_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -124,116 +124,14 @@ void j_stats(strbuf *sb, const ckpt_stats *s)
     sb_puts(sb, "]}}");
 }
 
-static const char *const config_fields[4] = {"beta1", "beta2", "epsilon", "weightDecay"};
-
-static uint64_t config_word(const ckpt_config *c, int k)
+void j_dims(strbuf *sb, const uint64_t *dims, uint64_t rank)
 {
-    const uint64_t w[4] = {c->beta1, c->beta2, c->epsilon, c->weight_decay};
-    return w[k];
-}
-
-static const char *kind_name(uint64_t kind)
-{
-    const char *name = ckpt_kind_name(kind);
-    return name ? name : "invalid";
-}
-static const char *dtype_name(int dtype)
-{
-    return dtype == CKPT_FLOAT64 ? "float64" : dtype == CKPT_FLOAT32 ? "float32" : "any";
-}
-
-void j_config(strbuf *sb, const ckpt_config *c)
-{
-    sb_printf(sb, "{\"kind\":\"%s\"", kind_name(c->kind));
-    for (int k = 0; k < 4; k++) {
-        sb_printf(sb, ",\"%s\":", config_fields[k]);
-        j_double(sb, ckpt_double_from_bits(config_word(c, k)));
-    }
-    sb_puts(sb, ",\"bits\":{");
-    for (int k = 0; k < 4; k++) {
-        sb_printf(sb, "%s\"%s\":", k ? "," : "", config_fields[k]);
-        j_bits(sb, config_word(c, k));
-    }
-    sb_puts(sb, "}}");
-}
-
-/* [{"field","file","expected","fileBits"?,"expectedBits"?}] for the fields that differ. */
-static void j_config_diff(strbuf *sb, const ckpt_config_diff *d)
-{
-    unsigned mask = ckpt_config_differences(&d->file, d->file_dtype, &d->expected, d->expected_dtype);
-    bool first = true;
-    sb_puts(sb, "[");
-    if (mask & CKPT_CONFIG_DTYPE) {
-        sb_printf(sb, "{\"field\":\"dtype\",\"file\":\"%s\",\"expected\":\"%s\"}", dtype_name(d->file_dtype),
-                  dtype_name(d->expected_dtype));
-        first = false;
-    }
-    if (mask & CKPT_CONFIG_KIND) {
-        sb_printf(sb, "%s{\"field\":\"kind\",\"file\":\"%s\",\"expected\":\"%s\"}", first ? "" : ",",
-                  kind_name(d->file.kind), kind_name(d->expected.kind));
-        first = false;
-    }
-    for (int k = 0; k < 4; k++) {
-        if (!(mask & (CKPT_CONFIG_BETA1 << k))) continue;
-        sb_printf(sb, "%s{\"field\":\"%s\",\"file\":", first ? "" : ",", config_fields[k]);
-        j_double(sb, ckpt_double_from_bits(config_word(&d->file, k)));
-        sb_puts(sb, ",\"expected\":");
-        j_double(sb, ckpt_double_from_bits(config_word(&d->expected, k)));
-        sb_puts(sb, ",\"fileBits\":");
-        j_bits(sb, config_word(&d->file, k));
-        sb_puts(sb, ",\"expectedBits\":");
-        j_bits(sb, config_word(&d->expected, k));
-        sb_puts(sb, "}");
-        first = false;
-    }
-    sb_puts(sb, "]");
-}
-
-void j_error(strbuf *sb, const ckpt_error *err)
-{
-    if (!err->code) {
-        sb_puts(sb, "null");
-        return;
-    }
-    sb_printf(sb, "{\"code\":%d,\"message\":", err->code);
-    j_string(sb, err->message ? err->message : "");
-    sb_puts(sb, ",\"offset\":");
-    j_slot(sb, err->offset);
-    sb_puts(sb, ",\"length\":");
-    j_u64(sb, err->length);
-    sb_puts(sb, ",\"slot\":");
-    j_slot(sb, err->slot);
-    sb_printf(sb, ",\"subject\":\"%s\",\"hint\":", err->subject == CKPT_SUBJECT_EXPECTED ? "expected" : "file");
-    if (err->hint) j_string(sb, err->hint);
-    else sb_puts(sb, "null");
-    if (err->index != CKPT_NONE) {
-        sb_puts(sb, ",\"index\":");
-        j_u64(sb, err->index);
-    }
-    if (err->config_diff.present) {
-        sb_puts(sb, ",\"configDiff\":");
-        j_config_diff(sb, &err->config_diff);
-    }
-    sb_puts(sb, "}");
-}
-
-void j_shape(strbuf *sb, const ckpt_schema *s, size_t i)
-{
-    uint64_t rank = ckpt_schema_rank(s, i);
-    const uint64_t *dims = ckpt_schema_dims(s, i);
     sb_putc(sb, '[');
     for (uint64_t k = 0; k < rank; k++) {
         if (k) sb_putc(sb, ',');
         j_u64(sb, dims[k]);
     }
     sb_putc(sb, ']');
-}
-
-char *ckpt_error_json(const ckpt_error *err)
-{
-    strbuf sb = {0};
-    j_error(&sb, err);
-    return sb_take(&sb);
 }
 
 char *ckpt_stats_json(const ckpt_stats *s)

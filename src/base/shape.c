@@ -1,7 +1,7 @@
 /* Shapes (format.md 2): element counts in checked arithmetic, printing as #[2, 3] (the
  * ParameterSchema's texts), [2, 3] and dim 2 (dim 3 (scalar)) (the state families' texts), and
  * the full decimal of a product past 2^64 for diagnostics. */
-#include "core/internal.h"
+#include "base/shape.h"
 
 #include <stdlib.h>
 #include <string.h>

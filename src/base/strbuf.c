@@ -1,6 +1,6 @@
 /* A growable text buffer for diagnostics and JSON. An allocation failure sets `failed` and
  * later appends do nothing, so callers check once at the end. */
-#include "core/internal.h"
+#include "base/strbuf.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,21 +1,17 @@
-/* NumPy's .npy 1.0 format (src/npy.h): the header of an array, and the UTF-32 text of a 0-d
+/* NumPy's .npy 1.0 format (containers/npy.h): the header of an array, and the UTF-32 text of a 0-d
  * string array (the .npz export's metadata). */
 #include "containers/npy.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* The .npy 1.0 header for a float array of the slot's shape (or a 0-d string of n code points). */
-bool ckpt_npy_header(strbuf *sb, const char *descr, const ckpt_schema *s, size_t slot, bool scalar)
+/* The .npy 1.0 header for an array of these dims (0-d: rank 0, a string of n code points too). */
+bool ckpt_npy_header(strbuf *sb, const char *descr, const uint64_t *dims, uint64_t rank)
 {
     strbuf d = {0};
     sb_printf(&d, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
-    if (!scalar) {
-        uint64_t rank = ckpt_schema_rank(s, slot);
-        const uint64_t *dims = ckpt_schema_dims(s, slot);
-        for (uint64_t k = 0; k < rank; k++) sb_printf(&d, k ? " %llu," : "%llu,", (unsigned long long)dims[k]);
-        if (rank > 1) d.len--, d.data[d.len] = '\0'; /* (2, 3) has no trailing comma; (2,) does */
-    }
+    for (uint64_t k = 0; k < rank; k++) sb_printf(&d, k ? " %llu," : "%llu,", (unsigned long long)dims[k]);
+    if (rank > 1) d.len--, d.data[d.len] = '\0'; /* (2, 3) has no trailing comma; (2,) does */
     sb_puts(&d, "), }");
     while (!d.failed && (10 + d.len + 1) % 64) sb_puts(&d, " ");
     sb_puts(&d, "\n");

@@ -13,7 +13,7 @@
 #ifndef CKPT_PICKLE_H
 #define CKPT_PICKLE_H
 
-#include "core/internal.h"
+#include "base/base.h"
 
 #define CKPT_PICKLE_MAX_DEPTH 1000
 #define CKPT_PNIL UINT32_MAX /* no node, no cell */

@@ -722,3 +722,11 @@ int ckpt_zip_finish(ckpt_zip_writer *w)
     put16(e + 20, 0);
     return out_bytes(w, e, sizeof e);
 }
+
+bool ckpt_zip_first_member_ends(const uint8_t *head, size_t n, const char *suffix)
+{
+    if (n < 30) return false;
+    size_t len = (size_t)head[26] | (size_t)head[27] << 8, k = strlen(suffix);
+    if (n < 30 + len || len < k) return false;
+    return memcmp(head + 30 + len - k, suffix, k) == 0;
+}

@@ -12,7 +12,7 @@
 #ifndef CKPT_ZIP_H
 #define CKPT_ZIP_H
 
-#include "core/internal.h"
+#include "base/base.h"
 
 /* ---- reading ---- */
 
@@ -95,5 +95,9 @@ int ckpt_zip_end(ckpt_zip_writer *w);
 /* The central directory and the end records. */
 int ckpt_zip_finish(ckpt_zip_writer *w);
 void ckpt_zip_writer_free(ckpt_zip_writer *w);
+
+/* Does the first member's name of a zip whose first bytes are head (its local header: the name's
+ * length at 26, the name at 30) end with suffix? For recognising a file from its head alone. */
+bool ckpt_zip_first_member_ends(const uint8_t *head, size_t n, const char *suffix);
 
 #endif

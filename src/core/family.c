@@ -1,82 +1,30 @@
-/* The file families (format.md 4 and 6) and the one front door: read the magic, find the
- * family, hand the rest of the source to that family's reader. A family is data: its public
- * descriptor (magic, names, versions, element dtype) and its impl (reader, items, texts). A new
- * family is a descriptor and a reader module; nothing else changes shape (see "Extra families"
- * below). */
-#include "core/internal.h"
+/* The family registry and the one front door: read the head, find the family whose probe knows
+ * it, hand the rest of the source to that family's reader. A family is data: its public
+ * descriptor (magic, names, versions, element dtype) and its impl (reader, items, texts), in a
+ * folder of families/. The build lists the families (CMakeLists.txt: CKPT_FAMILIES, in the front
+ * door's order, and a build's extra families after them): nothing here names one. */
+#include "core/family.h"
+#include "core/hints.h"
+#include "core/report.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- TLADAMF's items: its moment entries, m and v each ---- */
-
-static size_t adam_item_count(const ckpt_report *rep) { return rep->entries_len; }
-
-static ckpt_item adam_item(ckpt_report *rep, size_t k)
-{
-    ckpt_entry_info *e = &rep->entries[k];
-    return (ckpt_item){e->id,
-                       e->count,
-                       2,
-                       {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m},
-                        {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v}},
-                       &e->unhealthy};
-}
-
-/* ---- the families ---- */
-
-static const struct ckpt_family_impl adam_impl = {
-    .parse = ckpt_adam_parse,
-    .payloads = 2,
-    .item_count = adam_item_count,
-    .item = adam_item,
-    .unhealthy = ckpt_entry_unhealthy,
-    .json_body = ckpt_report_json_adam,
-    .judge = ckpt_readers_judge,
-    .holds = "optimizer state",
-    .hint_not = "a model-state file",
-};
-
-static const struct ckpt_family_impl tlsf32b_impl = {
-    CKPT_STATE_IMPL,
-    .count_mismatch = "checkpoint state-tensor count mismatch",
-    .trailing = "trailing bytes after final state tensor",
-    .pretty = ckpt_shape_print_list,
-};
-
-static const struct ckpt_family_impl tlpf32b_impl = {
-    CKPT_STATE_IMPL,
-    .count_mismatch = "checkpoint parameter count mismatch",
-    .trailing = "trailing bytes after final parameter",
-    .pretty = ckpt_shape_print_nested,
-};
-
-static const ckpt_family tladamf = {
-    CKPT_FAMILY_TLADAMF, "TLADAMF", "CUDA Adam checkpoint", "CUDA Adam checkpoint", 2, 5, CKPT_ROLE_OPTIMIZER,
-    CKPT_DTYPE_ANY,      &adam_impl};
-static const ckpt_family tlsf32b = {
-    CKPT_FAMILY_TLSF32B, "TLSF32B",    "TorchLean float32 state checkpoint", "StateIO", 1, 1, CKPT_ROLE_MODEL,
-    CKPT_FLOAT32,        &tlsf32b_impl};
-static const ckpt_family tlpf32b = {
-    CKPT_FAMILY_TLPF32B, "TLPF32B",    "TorchLean float32 parameter checkpoint", "ParamIO", 2, 2, CKPT_ROLE_MODEL,
-    CKPT_FLOAT32,        &tlpf32b_impl};
-
-/* Extra families: a build adds a family without editing this file. Each is a descriptor with
- * its impl, defined in a module of its own (a test's, or a new reader's), named by the build:
- * CMake's CKPT_EXTRA_FAMILY_SOURCES (the modules) and CKPT_EXTRA_FAMILIES (their descriptors'
- * symbols) become -DCKPT_EXTRA_FAMILIES="CKPT_FAMILY(sym) ...", for the native and the wasm
- * build alike (docs/architecture.md, "Adding a family"). */
-#ifdef CKPT_EXTRA_FAMILIES
+/* The families, as the build names them: each a descriptor with its impl, defined in a folder of
+ * families/ (or a module of a build's extra families: a test's, or a new reader's). CMake's
+ * CKPT_FAMILIES and CKPT_EXTRA_FAMILIES (their descriptors' symbols) become
+ * -DCKPT_FAMILIES="CKPT_FAMILY(sym) ..." for this file, in the native and the wasm build alike
+ * (docs/architecture.md, "Adding a family"). The first is the family texts speak for before one
+ * is known. */
+#ifndef CKPT_FAMILIES
+#error "the build names the families: -DCKPT_FAMILIES=\"CKPT_FAMILY(sym) ...\" (CMakeLists.txt)"
+#endif
 #define CKPT_FAMILY(sym) extern const ckpt_family sym;
-CKPT_EXTRA_FAMILIES
+CKPT_FAMILIES
 #undef CKPT_FAMILY
 #define CKPT_FAMILY(sym) &sym,
-#else
-#define CKPT_EXTRA_FAMILIES
-#endif
-
-static const ckpt_family *const families[] = {
-    &tladamf, &tlsf32b, &tlpf32b, &ckpt_family_safetensors, &ckpt_family_pytorch, CKPT_EXTRA_FAMILIES};
+static const ckpt_family *const families[] = {CKPT_FAMILIES};
+#undef CKPT_FAMILY
 #define FAMILY_COUNT (sizeof families / sizeof families[0])
 
 size_t ckpt_family_count(void) { return FAMILY_COUNT; }
@@ -88,12 +36,6 @@ const ckpt_family *ckpt_family_get(int id)
     for (size_t k = 0; k < FAMILY_COUNT; k++)
         if (families[k]->id == id) return families[k];
     return NULL;
-}
-
-bool ckpt_probe_magic(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
-{
-    (void)size;
-    return n >= CKPT_MAGIC_LEN && memcmp(head, f->magic, CKPT_MAGIC_LEN) == 0;
 }
 
 /* A family's probe: its own, or the magic comparison (fixed magics are data). */
@@ -135,7 +77,7 @@ static void role_magics(strbuf *sb, unsigned role)
 
 int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
 {
-    if (!rep->family || !rep->family->impl->slots_from_model || rep->slots_bound) return 0;
+    if (!rep->family || !rep->family->impl->bind || rep->slots_bound) return 0;
     return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                      "a %s has no slots of its own: they come from the model it belongs to; give the model "
                      "(--state MODEL)",
@@ -191,7 +133,7 @@ static void read_magic(ckpt_parse *p, int wanted)
             ckpt_fail(err, f->name, CKPT_E_TRUNCATED, 0, got, "truncated checkpoint (wanted 7 bytes, got %llu)",
                       (unsigned long long)got);
         }
-        ckpt_hint_foreign(r, err);
+        ckpt_hint_foreign(r, families, FAMILY_COUNT, err);
         return;
     }
     /* the reader's first refill holds the head (the magic was read from it) */
@@ -204,7 +146,7 @@ static void read_magic(ckpt_parse *p, int wanted)
     if (!f || f != expected) {
         ckpt_fail(err, (expected ? expected : families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
                   "unsupported checkpoint family");
-        ckpt_hint_foreign(r, err);
+        ckpt_hint_foreign(r, families, FAMILY_COUNT, err);
         return;
     }
     p->family = p->rep->family = f;
@@ -228,8 +170,8 @@ ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected 
     p.exp = exp;
     p.rep = rep;
     p.err = &rep->error;
-    p.rule = ckpt_reader_rule_get(reader);
-    if (!p.rule) {
+    p.reader = reader;
+    if (reader < CKPT_READER_DEFAULT || reader > CKPT_READER_COUNT) {
         ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown TorchLean reader %d", reader);
         return rep;
     }
@@ -242,12 +184,11 @@ ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected 
     p.scan.total = src->size;
     rep->statistics = (p.flags & CKPT_INSPECT_STATS) != 0;
     int wanted = exp ? exp->family : CKPT_FAMILY_ANY;
-    /* format.md 4 step 1: a TLADAMF destination is checked before a byte is read. */
-    if (exp && wanted == CKPT_FAMILY_TLADAMF && !ckpt_schema_is_well_formed(exp->schema)) {
-        ckpt_fail_malformed_destination(p.err, exp->schema);
-        return rep;
-    }
     const ckpt_family *first = wanted == CKPT_FAMILY_ANY ? families[0] : ckpt_family_get(wanted);
+    /* a destination its family checks before a byte is read (format.md 4 step 1) */
+    if (exp && wanted != CKPT_FAMILY_ANY && first && first->impl->check_expected &&
+        first->impl->check_expected(exp, p.err))
+        return rep;
     if (!first) {
         ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown file family %d", wanted);
         return rep;
@@ -258,7 +199,7 @@ ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected 
     }
     read_magic(&p, wanted);
     if (!exp && rep->statistics) ckpt_report_warn_payloads(rep);
-    /* format.md 8: TLADAMF's readers, its extension of the report */
+    /* the family's own verdicts (TLADAMF: its readers', format.md 8) */
     if (!exp && reader == CKPT_READER_DEFAULT && rep->family && rep->family->impl->judge)
         rep->family->impl->judge(src, rep);
     ckpt_reader_free(p.r);

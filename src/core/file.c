@@ -1,6 +1,8 @@
 /* The open file: a source parsed once, its report kept, and the slot a caller names resolved to
  * what holds its data (a tied slot's optimizer history is its representative's entry). */
-#include "core/internal.h"
+#include "core/file.h"
+#include "core/family.h"
+#include "core/report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,20 +41,86 @@ size_t *ckpt_item_of_slot(const ckpt_report *rep)
     return map;
 }
 
-int ckpt_read_at(const ckpt_source *src, uint64_t offset, void *buf, size_t n, const char *what, ckpt_error *err)
-{
-    size_t got = src->read(src->ctx, offset, buf, n);
-    if (got == CKPT_READ_ERROR || got != n)
-        return ckpt_fail(err, NULL, CKPT_E_IO, offset, 0, "could not read %s at byte %llu", what,
-                         (unsigned long long)offset);
-    return 0;
-}
-
 int ckpt_progress_held(void *hold, uint64_t done, uint64_t total)
 {
     const ckpt_progress_hold *h = hold;
     (void)done, (void)total;
     return h->fn && h->fn(h->ctx, 0, h->total);
+}
+
+/* ---- an item's payloads, read again through the source ---- */
+
+static int read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,
+                        ckpt_error *err)
+{
+    uint64_t bytes;
+    if (ckpt_mul_overflows(e->count, ckpt_dtype_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
+        return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, e->offset, 24, e->id,
+                            "parameter %llu's moments are too large to copy into memory at once",
+                            (unsigned long long)e->id);
+    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
+    if (!r) return ckpt_fail_oom(err);
+    r->pos = e->m_offset;
+    int rc = ckpt_read_exact(r, m, (size_t)bytes, err);
+    r->pos = e->v_offset;
+    if (!rc) rc = ckpt_read_exact(r, v, (size_t)bytes, err);
+    ckpt_reader_free(r);
+    return rc;
+}
+
+static int moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e,
+                        ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **m, ckpt_stats **v, ckpt_error *err)
+{
+    *m = *v = NULL;
+    unsigned width = ckpt_dtype_width(rep->dtype);
+    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
+    if (!r) return ckpt_fail_oom(err);
+    /* progress over these two payloads only */
+    ckpt_scan scan = {progress, progress_ctx, e->m_offset, 2 * e->count * width, 0};
+    r->pos = e->m_offset;
+    int rc = ckpt_scan_payload(r, &scan, e->count, width, m, err);
+    r->pos = e->v_offset;
+    if (!rc) rc = ckpt_scan_payload(r, &scan, e->count, width, v, err);
+    if (rc) {
+        ckpt_stats_free(*m);
+        ckpt_stats_free(*v);
+        *m = *v = NULL;
+    }
+    ckpt_reader_free(r);
+    return rc;
+}
+
+static int read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, void *out,
+                       ckpt_error *err)
+{
+    uint64_t bytes;
+    if (ckpt_mul_overflows(t->count, ckpt_dtype_width(t->dtype), &bytes) || bytes > SIZE_MAX / 2)
+        return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0,
+                         "the tensor is too large to copy into memory at once");
+    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
+    if (!r) return ckpt_fail_oom(err);
+    r->pos = t->data_offset;
+    int rc = ckpt_read_exact(r, out, (size_t)bytes, err);
+    ckpt_reader_free(r);
+    return rc;
+}
+
+static int tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
+                        ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err)
+{
+    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
+    if (!r) return ckpt_fail_oom(err);
+    const unsigned width = ckpt_dtype_width(t->dtype);
+    if (!ckpt_dtype_has_stats(t->dtype)) {
+        ckpt_reader_free(r);
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s values have no statistics",
+                         ckpt_dtype_name(t->dtype));
+    }
+    ckpt_scan scan = {progress, progress_ctx, t->data_offset, width * t->count, 0};
+    r->pos = t->data_offset;
+    int rc = ckpt_scan_payload_dtype(r, &scan, t->count, t->dtype, values, err);
+    ckpt_reader_free(r);
+    return rc;
 }
 
 void ckpt_close(ckpt_file *f)
@@ -107,7 +175,7 @@ int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, 
 {
     const ckpt_entry_info *e;
     TRY(ckpt_file_entry(f, slot, &e, NULL, err));
-    return ckpt_adam_read_moments(&f->src, f->rep, e, m, v, err);
+    return read_moments(&f->src, f->rep, e, m, v, err);
 }
 
 /* Copies of statistics already attached to an item (an open with statistics, a pass run
@@ -144,7 +212,7 @@ int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn p
     *m = *v = NULL;
     TRY(ckpt_file_entry(f, slot, &e, NULL, err));
     if (e->m && e->v) return copies((ckpt_stats *const *[2]){&e->m, &e->v}, 2, (ckpt_stats * *[2]){m, v}, err);
-    return ckpt_adam_moment_stats(&f->src, f->rep, e, progress, progress_ctx, m, v, err);
+    return moment_stats(&f->src, f->rep, e, progress, progress_ctx, m, v, err);
 }
 
 int ckpt_file_tensor(const ckpt_file *f, uint64_t i, const ckpt_tensor_info **tensor, ckpt_error *err)
@@ -167,7 +235,7 @@ int ckpt_file_read_tensor(const ckpt_file *f, uint64_t i, void *out, ckpt_error 
 {
     const ckpt_tensor_info *t;
     TRY(ckpt_file_tensor(f, i, &t, err));
-    return ckpt_state_read_tensor(&f->src, f->rep, t, out, err);
+    return read_tensor(&f->src, f->rep, t, out, err);
 }
 
 int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn progress, void *progress_ctx,
@@ -177,7 +245,7 @@ int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn prog
     *values = NULL;
     TRY(ckpt_file_tensor(f, i, &t, err));
     if (t->values) return copies((ckpt_stats *const *[2]){&t->values, NULL}, 1, (ckpt_stats * *[2]){values, NULL}, err);
-    return ckpt_state_tensor_stats(&f->src, f->rep, t, progress, progress_ctx, values, err);
+    return tensor_stats(&f->src, f->rep, t, progress, progress_ctx, values, err);
 }
 
 int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
@@ -278,19 +346,20 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
     return 0;
 }
 
-/* ---- a state file that keeps no module order, ordered for pairing (format.md 10.4) ---- */
+/* ---- slots bound by pairing (analyses/pair.c) ---- */
 
-static int by_name(const void *a, const void *b)
+ckpt_report *ckpt_file_report_mut(ckpt_file *f) { return f->rep; }
+
+int ckpt_file_refresh_items(ckpt_file *f, ckpt_error *err)
 {
-    const ckpt_tensor_info *x = *(ckpt_tensor_info *const *)a, *y = *(ckpt_tensor_info *const *)b;
-    return strcmp(x->name, y->name);
+    size_t *map = ckpt_item_of_slot(f->rep);
+    if (!map) return ckpt_fail_oom(err);
+    free(f->item_of_slot);
+    f->item_of_slot = map;
+    return 0;
 }
 
-/* The state file's tensors (and its schema's slots) in the order `order` gives: order[k] is the
- * tensor that becomes tensor k (each once, all of them). */
-/* The file's tensors become order[0..k) of them (a permutation, or the slots of a pairing: the
- * others are dropped). */
-static int view_tensors(ckpt_file *f, const size_t *order, size_t k, ckpt_error *err)
+int ckpt_file_view_tensors(ckpt_file *f, const size_t *order, size_t k, ckpt_error *err)
 {
     ckpt_report *rep = f->rep;
     size_t n = rep->tensors_len;
@@ -324,177 +393,5 @@ static int view_tensors(ckpt_file *f, const size_t *order, size_t k, ckpt_error 
     ckpt_schema_free(rep->schema);
     rep->schema = s;
     rep->schema_declared_count = k;
-    size_t *map = ckpt_item_of_slot(rep);
-    if (!map) return ckpt_fail_oom(err);
-    free(f->item_of_slot);
-    f->item_of_slot = map;
-    return 0;
-}
-
-static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
-{
-    return view_tensors(f, order, f->rep->tensors_len, err);
-}
-
-/* A PyTorch optimizer paired with its model (format.md 10.4): both reports become the pair's
- * slots, for good (the handles are the pair's from then on). */
-static ckpt_pair_result *bind_torch(ckpt_file *opt, ckpt_file *model, const char *const *names, size_t name_count)
-{
-    ckpt_pair_result *r = calloc(1, sizeof *r);
-    if (!r) return NULL;
-    ckpt_error_clear(&r->error);
-    size_t *view = NULL, len = 0;
-    if (opt->rep->error.code || model->rep->error.code) {
-        bool bad_opt = opt->rep->error.code != 0;
-        ckpt_error_copy(&r->error, bad_opt ? &opt->rep->error : &model->rep->error);
-        r->invalid = bad_opt ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
-        return r;
-    }
-    if (ckpt_torch_bind(opt->rep, model->rep, names, name_count, &view, &len, r)) return r;
-    if (view) {
-        size_t *map = ckpt_item_of_slot(opt->rep);
-        if (!map || view_tensors(model, view, len, &r->error)) {
-            free(map);
-            if (!r->error.code) ckpt_fail_oom(&r->error);
-        } else {
-            free(opt->item_of_slot);
-            opt->item_of_slot = map;
-            model->rep->slots_bound = true;
-            /* the slots' one dtype, as a state file's (several: none) */
-            int dtype = len ? model->rep->tensors[0].dtype : CKPT_DTYPE_ANY;
-            for (size_t i = 1; i < len; i++)
-                if (model->rep->tensors[i].dtype != dtype) dtype = CKPT_DTYPE_ANY;
-            model->rep->dtype = dtype;
-        }
-        free(view);
-    }
-    r->pairs = !r->failures_len && !r->error.code;
-    return r;
-}
-
-/* order: by names (each found once; the rest after, in file order), or by the optimizer's
- * shapes (slot by slot, the first tensor of its shape not yet taken; the rest after). */
-static int order_tensors(ckpt_file *state, const ckpt_report *ro, const char *const *names, size_t name_count,
-                         size_t **out, ckpt_error *err)
-{
-    ckpt_report *rs = state->rep;
-    size_t n = rs->tensors_len, k = 0;
-    size_t *order = malloc((n ? n : 1) * sizeof *order);
-    uint8_t *taken = calloc(n ? n : 1, 1);
-    ckpt_tensor_info **sorted = names ? malloc((n ? n : 1) * sizeof *sorted) : NULL;
-    int rc = 0;
-    if (!order || !taken || (names && !sorted)) rc = ckpt_fail_oom(err);
-    if (!rc && names) {
-        for (size_t j = 0; j < n; j++) sorted[j] = &rs->tensors[j];
-        qsort(sorted, n, sizeof *sorted, by_name);
-        for (size_t j = 0; j < name_count; j++) {
-            ckpt_tensor_info key = {0}, *kp = &key;
-            key.name = (char *)names[j];
-            ckpt_tensor_info **hit = n ? bsearch(&kp, sorted, n, sizeof *sorted, by_name) : NULL;
-            if (!hit) continue; /* a name the file lacks (a dropped tied copy): skipped */
-            size_t at = (size_t)(*hit - rs->tensors);
-            if (taken[at]) continue;
-            taken[at] = 1;
-            order[k++] = at;
-        }
-    } else if (!rc && ro && ro->schema) {
-        for (size_t i = 0; i < ckpt_schema_count(ro->schema); i++)
-            for (size_t j = 0; j < n; j++)
-                if (!taken[j] && ckpt_schema_same_shape(ro->schema, i, rs->schema, j)) {
-                    taken[j] = 1;
-                    order[k++] = j;
-                    break;
-                }
-    }
-    for (size_t j = 0; !rc && j < n; j++)
-        if (!taken[j]) order[k++] = j;
-    if (!rc) rc = reorder(state, order, err);
-    if (rc) free(order);
-    else *out = order;
-    free(taken);
-    free(sorted);
-    return rc;
-}
-
-/* Back to the file's order: order[k] became tensor k. */
-static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
-{
-    size_t n = state->rep->tensors_len;
-    size_t *inverse = malloc((n ? n : 1) * sizeof *inverse);
-    if (!inverse) return ckpt_fail_oom(err);
-    for (size_t k = 0; k < n; k++) inverse[order[k]] = k;
-    int rc = reorder(state, inverse, err);
-    free(inverse);
-    return rc;
-}
-
-ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
-                                  ckpt_progress_fn progress, void *progress_ctx)
-{
-    if (opt && state && opt->rep->family && opt->rep->family->impl->slots_from_model && !opt->rep->slots_bound) {
-        ckpt_pair_result *b = bind_torch(opt, state, names, name_count);
-        if (!b || !b->pairs) return b;
-        /* the pair's slots, checked as a TorchLean pair is: counts, shapes, tied values */
-        ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
-        if (r && b->warnings_len) {
-            char **w = realloc(r->warnings, (r->warnings_len + b->warnings_len) * sizeof *w);
-            if (!w) {
-                ckpt_pair_result_free(r);
-                ckpt_pair_result_free(b);
-                return NULL;
-            }
-            memmove(w + b->warnings_len, w, r->warnings_len * sizeof *w);
-            memcpy(w, b->warnings, b->warnings_len * sizeof *w);
-            r->warnings = w;
-            r->warnings_len += b->warnings_len;
-            b->warnings_len = 0;
-        }
-        if (r) {
-            r->pytorch = b->pytorch;
-            b->pytorch = NULL;
-        }
-        ckpt_pair_result_free(b);
-        return r;
-    }
-    const ckpt_report *rs = state ? state->rep : NULL;
-    const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
-    bool named = names && rs && rs->tensors_len && rs->tensors[0].name;
-    bool unordered = impl && impl->unordered && rs->schema_complete && rs->tensors_len == ckpt_schema_count(rs->schema);
-    size_t *order = NULL;
-    ckpt_error err = {0};
-    ckpt_error_clear(&err);
-    if (unordered && opt && ckpt_family_has_role(opt->rep->family, CKPT_ROLE_OPTIMIZER) && opt->rep->schema_complete) {
-        if (order_tensors(state, opt->rep, named ? names : NULL, name_count, &order, &err)) {
-            ckpt_pair_result *r = calloc(1, sizeof *r);
-            if (r) ckpt_error_move(&r->error, &err);
-            ckpt_error_clear(&err);
-            return r;
-        }
-    } else {
-        unordered = false;
-    }
-    ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
-    if (order) {
-        if (restore(state, order, &err)) {
-            ckpt_error_clear(&err);
-            ckpt_pair_result_free(r);
-            r = NULL;
-        }
-        free(order);
-    }
-    if (!r || !unordered || named) return r;
-    /* ordered by shape alone: the warning first */
-    size_t len = strlen(rs->family->prefix) + 2 + strlen(impl->unordered) + 1;
-    char *w = malloc(len), **list = realloc(r->warnings, (r->warnings_len + 1) * sizeof *list);
-    if (list) r->warnings = list;
-    if (!w || !list) {
-        free(w);
-        ckpt_pair_result_free(r);
-        return NULL;
-    }
-    snprintf(w, len, "%s: %s", rs->family->prefix, impl->unordered);
-    memmove(list + 1, list, r->warnings_len * sizeof *list);
-    list[0] = w;
-    r->warnings_len++;
-    return r;
+    return ckpt_file_refresh_items(f, err);
 }

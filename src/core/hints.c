@@ -1,7 +1,8 @@
 /* Friendly words for a file that is not the family expected: an empty file, a Git LFS pointer,
  * an HTML page, JSON, text, or a TorchLean file of another family. The reference text stays
  * first; the hint is a second sentence. */
-#include "core/internal.h"
+#include "containers/zip.h"
+#include "core/hints.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -13,33 +14,26 @@ static bool starts_with(const uint8_t *p, size_t n, const char *s)
     return n >= k && memcmp(p, s, k) == 0;
 }
 
-/* A zip archive's first member name (local header: name length at 26, the name at 30). */
-static bool first_member_ends(const uint8_t *p, size_t n, const char *suffix)
-{
-    if (n < 30) return false;
-    size_t len = (size_t)p[26] | (size_t)p[27] << 8, k = strlen(suffix);
-    if (n < 30 + len || len < k) return false;
-    return memcmp(p + 30 + len - k, suffix, k) == 0;
-}
-
 /* Files people drop on a checkpoint tool by mistake: what each is and what to do with it. */
-static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
+static bool foreign_format(const uint8_t *head, size_t n, const ckpt_family *const *families, size_t count,
+                           ckpt_error *err)
 {
     const char *hint = NULL;
     if (starts_with(head, n, "\x89PNG\r\n\x1a\n")) hint = "this is a PNG image, not a checkpoint";
     else if (starts_with(head, n, "GGUF")) hint = "this is a GGUF model file (llama.cpp), not a checkpoint";
-    else if (starts_with(head, n, "PK\x03\x04")) {
-        if (first_member_ends(head, n, ".npy"))
-            hint = "this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with "
-                   "numpy.load";
-        else if (first_member_ends(head, n, "data.pkl") || first_member_ends(head, n, ".data/version") ||
-                 first_member_ends(head, n, "/version"))
-            hint = "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: ckptscope inspect "
-                   "reads it";
-        else hint = "this is a zip archive, not a checkpoint";
-    } else if (ckpt_family_safetensors.impl->probe(&ckpt_family_safetensors, head, n, CKPT_NONE))
-        /* its own probe decides (one rule); the words fit whatever family was expected */
-        hint = "this is a safetensors file, a model state: ckptscope inspect reads it";
+    /* a family whose probe knows the file says what it is, in words that fit whatever family
+     * was expected (the registry's order) */
+    for (size_t k = 0; !hint && k < count; k++)
+        if (families[k]->impl->hint) hint = families[k]->impl->hint(head, n);
+    if (hint) {
+        ckpt_set_hint(err, hint);
+        return true;
+    }
+    if (starts_with(head, n, "PK\x03\x04"))
+        hint = ckpt_zip_first_member_ends(head, n, ".npy")
+                   ? "this is a NumPy .npz archive (ckptscope export writes these), not a checkpoint: read it with "
+                     "numpy.load"
+                   : "this is a zip archive, not a checkpoint";
     else if (n >= 2 && head[0] == 0x80 && head[1] >= 2 && head[1] <= 5)
         hint = "this looks like a Python pickle (a legacy torch.save file?), not a TorchLean checkpoint: read it with "
                "torch.load";
@@ -47,7 +41,7 @@ static bool foreign_format(const uint8_t *head, size_t n, ckpt_error *err)
     return hint != NULL;
 }
 
-void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
+void ckpt_hint_foreign(const ckpt_reader *r, const ckpt_family *const *families, size_t count, ckpt_error *err)
 {
     const uint8_t *head;
     size_t n = ckpt_reader_head(r, &head);
@@ -56,7 +50,9 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
         return;
     }
     if (n >= CKPT_MAGIC_LEN) {
-        const ckpt_family *f = ckpt_family_of_magic(head);
+        const ckpt_family *f = NULL;
+        for (size_t k = 0; !f && k < count; k++)
+            if (!families[k]->impl->probe && ckpt_probe_magic(families[k], head, n, CKPT_NONE)) f = families[k];
         if (f) {
             /* every family's version follows its magic; the item count, where its header has one
              * at a fixed place (the descriptor's count_at) */
@@ -74,7 +70,7 @@ void ckpt_hint_foreign(const ckpt_reader *r, ckpt_error *err)
             return;
         }
     }
-    if (foreign_format(head, n, err)) return;
+    if (foreign_format(head, n, families, count, err)) return;
     if (starts_with(head, n, "version https://git-lfs")) {
         ckpt_set_hint(err,
                       "this is a Git LFS pointer file, not the checkpoint itself: fetch the real file (git lfs pull)");

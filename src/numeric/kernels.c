@@ -1,7 +1,7 @@
 /* The element loops of health and runs (kernels.h). Both are lane-wise in blocks of LANES
  * (lanes.h); each is inlined once per moment width into a function of its own, called through a
  * pointer. */
-#include "numeric/kernels.h"
+#include "numeric/numeric.h"
 #include "numeric/lanes.h"
 
 #include <float.h>

@@ -2,7 +2,7 @@
  * own memory) can gather statistics apart and one of them attach them to its report:
  *   count finite nan inf zero negative, min max sum sum_squares (binary64 bits),
  *   hist_log2_min (two's complement), hist_len, hist[hist_len]. */
-#include "core/internal.h"
+#include "numeric/numeric.h"
 
 #include <stdlib.h>
 #include <string.h>

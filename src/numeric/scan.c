@@ -1,7 +1,7 @@
 /* Payloads read for statistics: streamed through the kernel of stats.c in whole elements, with
  * progress reported relative to the scan (bytes of this scan, not file offsets), so a caller
  * never needs to know where payloads sit to draw a progress bar. */
-#include "core/internal.h"
+#include "numeric/numeric.h"
 
 #include <stdlib.h>
 

@@ -31,7 +31,7 @@
  * carries and merges add at most n/1024 roundings of 2^-53, so for n < 2^40 values
  * |sum - exact| <= 2^-18 sum|x| and |sum_squares - exact| <= 2^-18 sum x^2
  * (tests/c/test_stats.c checks both). */
-#include "core/internal.h"
+#include "numeric/numeric.h"
 #include "numeric/lanes.h" /* v2d, v2i, v4f, v2f and their min2, max2: health.c's and run.c's too */
 
 #include <math.h>

@@ -2,7 +2,7 @@
  * version with the reference writer's layout (format.md 4: header, schema, tags from v3, entries
  * by ascending id), payloads streamed in chunks. What a version cannot hold without loss is
  * refused with a text naming the option that allows it. */
-#include "core/internal.h"
+#include "families/tladamf/tladamf.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -139,7 +139,7 @@ static int copy_chunk(void *ctx, const void *data, size_t elements)
         }
         return 0;
     }
-    if (!c->narrow) return ckpt_sink_bytes(c->out, data, elements * ckpt_width(c->res->dtype), c->err);
+    if (!c->narrow) return ckpt_sink_bytes(c->out, data, elements * ckpt_dtype_width(c->res->dtype), c->err);
     float buf[1024];
     const uint8_t *p = data;
     for (size_t k = 0; k < elements;) {
@@ -174,7 +174,7 @@ static int copy_payload(ckpt_reader *r, uint64_t offset, uint64_t count, copy *c
 {
     r->pos = offset;
     c->at = 0;
-    unsigned width = c->widen >= 0 ? 2 : ckpt_width(c->narrow ? CKPT_FLOAT64 : c->res->dtype);
+    unsigned width = c->widen >= 0 ? 2 : ckpt_dtype_width(c->narrow ? CKPT_FLOAT64 : c->res->dtype);
     return ckpt_stream_payload(r, count, width, copy_chunk, c, c->err);
 }
 

@@ -9,7 +9,7 @@
  * safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
  * then the data, offsets relative to its start, contiguous.
  * .npz: a zip (src/zip.c's writer) of .npy files (src/npy.c's headers). */
-#include "core/internal.h"
+#include "core/core.h"
 #include "containers/npy.h"
 #include "containers/zip.h"
 
@@ -180,7 +180,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             if (missing) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
-            unsigned w = ckpt_width(rep->dtype);
+            unsigned w = ckpt_dtype_width(rep->dtype);
             item *m = &p->items[p->len], *v = &p->items[p->len + 1];
             *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i, rep->dtype};
             *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i, rep->dtype};
@@ -399,7 +399,9 @@ static int write_npz(const plan *p, copier *c)
         sb_puts(&name, it->name);
         sb_puts(&name, ".npy");
         c->at = k;
-        if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(it->dtype), p->rep->schema, it->slot, false) || name.failed)
+        if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(it->dtype), ckpt_schema_dims(p->rep->schema, it->slot),
+                             ckpt_schema_rank(p->rep->schema, it->slot)) ||
+            name.failed)
             rc = ckpt_fail_oom(c->err);
         else rc = npz_member(&z, c, name.data, &head, it->offset, it->count * it->width, NULL);
         sb_free(&head);
@@ -411,7 +413,7 @@ static int write_npz(const plan *p, copier *c)
         strbuf head = {0};
         char descr[32];
         snprintf(descr, sizeof descr, "<U%zu", n ? n : 1);
-        if (!u || !ckpt_npy_header(&head, descr, NULL, 0, true)) rc = ckpt_fail_oom(c->err);
+        if (!u || !ckpt_npy_header(&head, descr, NULL, 0)) rc = ckpt_fail_oom(c->err);
         else
             rc = npz_member(&z, c, "__metadata__.npy", &head, 0, 4 * (n ? n : 1),
                             n ? (const void *)u : (const void *)"\0\0\0");
@@ -483,7 +485,8 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "%s has no NumPy dtype: export the file as safetensors", ckpt_dtype_name(dtype));
     strbuf head = {0};
-    if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(dtype), rep->schema, shape_slot, false)) {
+    if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(dtype), ckpt_schema_dims(rep->schema, shape_slot),
+                         ckpt_schema_rank(rep->schema, shape_slot))) {
         sb_free(&head);
         return ckpt_fail_oom(err);
     }

@@ -11,7 +11,7 @@
  * torch._utils._rebuild_tensor_v2, torch.FloatStorage and torch.DoubleStorage. Floats are
  * BINFLOAT, so lr, betas, eps and weight_decay keep their exact bits. The pickle is built in
  * memory (it grows with the slots, not the moments); the moments are copied chunk by chunk. */
-#include "core/internal.h"
+#include "core/core.h"
 #include "containers/zip.h"
 
 #include <math.h>
@@ -349,7 +349,7 @@ static int write_zip(const plan *p, const ckpt_file *in, const ckpt_torch_option
                      ckpt_error *err)
 {
     const char *prefix = plain_name(o->prefix) ? o->prefix : "archive";
-    unsigned width = ckpt_width(p->rep->dtype);
+    unsigned width = ckpt_dtype_width(p->rep->dtype);
     ckpt_zip_writer zw;
     ckpt_zip_writer_init(&zw, out, err);
     zw.align = 64;

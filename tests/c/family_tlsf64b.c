@@ -3,7 +3,7 @@
  * TLSF64B is a float64 model state: the state layout (magic, version, tensor count, tensors)
  * with 8-byte elements, so its reader is the state reader driven by this descriptor. */
 #include "family_tlsf64b.h"
-#include "core/internal.h"
+#include "families/state/state.h"
 
 static const struct ckpt_family_impl tlsf64b_impl = {
     CKPT_STATE_IMPL,

@@ -3,7 +3,7 @@
  * must find true pairs continuous (k = 1 and k > 1), give back the gradient of a k = 1 pair, and
  * catch a backwards step, a changed value at one step, a moment pushed just past the bound and
  * a checkpoint of another run, each with its exact text. */
-#include "core/internal.h" /* a family wrapped with a configuration per slot */
+#include "core/core.h" /* a family wrapped with a configuration per slot */
 #include "minijson.h"
 #include "testutil.h"
 

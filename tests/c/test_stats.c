@@ -5,7 +5,7 @@
  * values whose squares overflow), lengths around the vector, run and block widths, and a
  * payload fed in several calls. */
 #include "testutil.h"
-#include "core/internal.h"
+#include "numeric/numeric.h"
 
 #include <math.h>
 

@@ -4,7 +4,7 @@
  * refused ones give their exact texts and offsets (FILE.error); trainer_state.json's learning
  * rates by step, exact to the bit; a folder's names, a sharded model's index, an output folder's
  * checkpoints in the order of N; hostile texts with their exact errors. Usage: test_trainer DIR */
-#include "core/internal.h"
+#include "core/core.h"
 #include "testutil.h"
 
 #include <math.h>

@@ -1,7 +1,7 @@
 /* A Hugging Face Trainer's folders by their names (FORMAT.md 10.5): which file of a checkpoint-N/
  * folder is which (a table), the shards a sharded model's index names, and an output folder's
  * checkpoint-{N} folders in the order of N. */
-#include "core/internal.h"
+#include "core/core.h"
 #include "base/json_read.h"
 
 #include <stdlib.h>

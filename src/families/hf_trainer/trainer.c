@@ -2,7 +2,7 @@
  * torch.save of its TrainingArguments dataclass (an object whose BUILD state is the dict of its
  * fields; optim an OptimizerNames enum member), and
  * trainer_state.json (global_step, and log_history's learning rates by step). */
-#include "core/internal.h"
+#include "core/core.h"
 #include "base/json_read.h"
 #include "families/pytorch/objects.h"
 

@@ -22,9 +22,10 @@ static void free_names(char **names, size_t n)
     free(names);
 }
 
-static void tf_free(void *p)
+static void tf_free(ckpt_report *rep)
 {
-    tf_data *d = p;
+    tf_data *d = rep->family_data;
+    if (!d) return;
     if (d->t && d->stats && d->t->optimizers_len)
         for (size_t k = 0; k < 3 * d->t->optimizers[0].entries_len; k++) ckpt_stats_free(d->stats[k]);
     free(d->stats);
@@ -58,6 +59,18 @@ static bool tf_probe(const ckpt_family *f, const uint8_t *head, size_t n, uint64
     for (size_t k = 0; k < len && 30 + k < n; k++)
         if (head[30 + k] == '/') return true;
     return false;
+}
+
+/* A torch.save zip met where another family was expected (its first member, whatever the prefix) */
+static const char *tf_hint(const uint8_t *head, size_t n)
+{
+    bool zip = n >= 4 && !memcmp(head, "PK\x03\x04", 4);
+    return zip && (ckpt_zip_first_member_ends(head, n, "data.pkl") ||
+                   ckpt_zip_first_member_ends(head, n, ".data/version") ||
+                   ckpt_zip_first_member_ends(head, n, "/version"))
+               ? "this is a PyTorch file (torch.save's zip archive), not a TorchLean checkpoint: ckptscope inspect "
+                 "reads it"
+               : NULL;
 }
 
 /* Statistics of tensor k (contiguous, of a dtype with statistics), else none. */
@@ -138,17 +151,6 @@ static int tf_parse(ckpt_parse *p)
 
 /* ---- the report's members ---- */
 
-static void j_dims(strbuf *sb, const ckpt_torch *t, size_t k)
-{
-    const uint64_t *d = ckpt_torch_size(t, k);
-    sb_putc(sb, '[');
-    for (uint32_t j = 0; j < t->tensors[k].rank; j++) {
-        if (j) sb_putc(sb, ',');
-        j_u64(sb, d[j]);
-    }
-    sb_putc(sb, ']');
-}
-
 static void j_num(strbuf *sb, const char *key, bool has, double x)
 {
     sb_printf(sb, ",\"%s\":", key);
@@ -166,7 +168,7 @@ static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, 
     if (e->group == CKPT_TORCH_NONE) sb_puts(sb, "null");
     else j_u64(sb, e->group);
     sb_puts(sb, ",\"shape\":");
-    if (lead != CKPT_TORCH_NONE) j_dims(sb, t, lead);
+    if (lead != CKPT_TORCH_NONE) j_dims(sb, ckpt_torch_size(t, lead), t->tensors[lead].rank);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"dtype\":");
     if (lead != CKPT_TORCH_NONE) j_string(sb, t->tensors[lead].dtype);
@@ -218,13 +220,13 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     const bool optimizer_slots = rep->slots_bound && !rep->tensors_len;
     if (optimizer_slots) {
         /* paired with its model: the schema and entries of a TLADAMF file, slot by slot */
-        ckpt_report_json_adam(w, rep, bulk);
+        ckpt_report_json_optimizer(w, rep, bulk);
         sb = ckpt_jw_text(w);
     } else {
         /* TLADAMF's members that a PyTorch file has not; its model state dict's tensors */
         sb_puts(sb,
                 ",\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,\"slotCount\":null");
-        ckpt_report_json_state(w, rep, bulk);
+        ckpt_report_json_model(w, rep, bulk);
         sb = ckpt_jw_text(w);
     }
     if (!t) {
@@ -259,7 +261,7 @@ static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
             sb_puts(sb, j ? ",{\"name\":" : "{\"name\":");
             j_string(sb, nm->name);
             sb_puts(sb, ",\"shape\":");
-            j_dims(sb, t, nm->tensor);
+            j_dims(sb, ckpt_torch_size(t, nm->tensor), t->tensors[nm->tensor].rank);
             sb_puts(sb, ",\"dtype\":");
             j_string(sb, t->tensors[nm->tensor].dtype);
             sb_puts(sb, ",\"count\":");
@@ -319,7 +321,7 @@ static ckpt_item tf_item(ckpt_report *rep, size_t k)
 
 static uint64_t tf_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
 {
-    return b ? ckpt_entry_unhealthy(a, b) : ckpt_state_unhealthy(a, b);
+    return b ? ckpt_entry_unhealthy(a, b) : ckpt_tensor_unhealthy(a, b);
 }
 
 /* A paired report is the pair's optimizer (its entries) or its model (its tensors); else the
@@ -402,8 +404,9 @@ static const struct ckpt_family_impl torch_impl = {
     .kind_unknown = tf_kind_unknown,
     .unhealthy = tf_unhealthy,
     .json_body = tf_json,
-    .free_data = tf_free,
-    .slots_from_model = true,
+    .release = tf_free,
+    .hint = tf_hint,
+    .bind = ckpt_torch_bind,
     .holds = "optimizer state and model tensors",
     .hint_not = "a model-state file",
 };

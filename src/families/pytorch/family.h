@@ -3,7 +3,8 @@
 #ifndef CKPT_TORCH_FAMILY_H
 #define CKPT_TORCH_FAMILY_H
 
-#include "core/internal.h"
+#include "core/core.h"
+#include "families/state/state.h"
 #include "families/pytorch/objects.h"
 #include "families/pytorch/schema.h"
 
@@ -47,6 +48,11 @@ static inline int ckpt_torch_dtype(const char *torch_name)
         if (ckpt_dtype_name(d) && !strcmp(ckpt_dtype_name(d), torch_name)) return d;
     return -1;
 }
+
+extern const ckpt_family ckpt_family_pytorch; /* family.c */
+/* Pair a PyTorch optimizer's report with its model's (format.md 10.4; pair.c): the family's bind. */
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
+                    size_t *view_len, ckpt_pair_result *res);
 
 /* The pairing's JSON (the report's "pairing", a pair result's "pytorch"). */
 void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *rep);

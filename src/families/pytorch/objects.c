@@ -1335,16 +1335,6 @@ void ckpt_torch_weights_only_warning(strbuf *sb, const ckpt_torch *t)
 
 /* ---- JSON ---- */
 
-static void j_dims(strbuf *sb, const uint64_t *d, uint32_t rank)
-{
-    sb_putc(sb, '[');
-    for (uint32_t k = 0; k < rank; k++) {
-        if (k) sb_putc(sb, ',');
-        j_u64(sb, d[k]);
-    }
-    sb_putc(sb, ']');
-}
-
 static void j_tensor(strbuf *sb, const ckpt_torch *t, size_t k)
 {
     if (k == CKPT_TORCH_NONE) {

@@ -5,7 +5,7 @@
 #ifndef CKPT_TORCH_SCHEMA_H
 #define CKPT_TORCH_SCHEMA_H
 
-#include "core/internal.h"
+#include "core/core.h"
 
 /* One slot of the model, in model order. */
 typedef struct ckpt_bind_slot {

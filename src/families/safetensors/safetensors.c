@@ -9,7 +9,7 @@
  * The tensors are the report's, in header order, each with its name and dtype; the schema holds
  * their shapes, as a state file's does. This module is the whole family: the probe, the reader,
  * its report members and its descriptor. */
-#include "core/internal.h"
+#include "families/state/state.h"
 #include "base/json_read.h"
 
 #include <stdio.h>
@@ -26,9 +26,10 @@ typedef struct st_data {
     char *metadata; /* the __metadata__ object as JSON, or NULL when absent */
 } st_data;
 
-static void st_free(void *p)
+static void st_free(ckpt_report *rep)
 {
-    st_data *d = p;
+    st_data *d = rep->family_data;
+    if (!d) return;
     free(d->metadata);
     free(d);
 }
@@ -40,6 +41,12 @@ static bool st_probe(const ckpt_family *f, const uint8_t *head, size_t n, uint64
     (void)f;
     (void)size;
     return n >= 9 && ckpt_get_u64le(head) < ((uint64_t)1 << 40) && ckpt_get_u64le(head) >= 2 && head[8] == '{';
+}
+
+static const char *st_hint(const uint8_t *head, size_t n)
+{
+    return st_probe(NULL, head, n, CKPT_NONE) ? "this is a safetensors file, a model state: ckptscope inspect reads it"
+                                              : NULL;
 }
 
 /* A name as a JSON string, for the texts ("model.embed.weight" with its quotes). */
@@ -281,7 +288,7 @@ static int scan_tensors(ckpt_parse *p, const st_tensor *t, size_t n)
         if (!ckpt_dtype_has_stats(ti->dtype)) continue;
         p->r->pos = ti->data_offset;
         TRY(ckpt_scan_payload_dtype(p->r, &p->scan, ti->count, ti->dtype, &ti->values, p->err));
-        ti->unhealthy = ckpt_state_unhealthy(ti->values, NULL);
+        ti->unhealthy = ckpt_tensor_unhealthy(ti->values, NULL);
     }
     return 0;
 }
@@ -361,7 +368,7 @@ static int st_parse(ckpt_parse *p)
 /* The report's members: a state file's, with the container. */
 static void st_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
 {
-    ckpt_report_json_state(w, rep, bulk);
+    ckpt_report_json_model(w, rep, bulk);
     strbuf *sb = ckpt_jw_text(w);
     const st_data *d = rep->family_data;
     sb_puts(sb, ",\"container\":{\"format\":\"safetensors\",\"headerLength\":");
@@ -378,9 +385,10 @@ static const struct ckpt_family_impl safetensors_impl = {
     .payloads = 1,
     .item_count = ckpt_state_item_count,
     .item = ckpt_state_item,
-    .unhealthy = ckpt_state_unhealthy,
+    .unhealthy = ckpt_tensor_unhealthy,
     .json_body = st_json,
-    .free_data = st_free,
+    .release = st_free,
+    .hint = st_hint,
     .unordered = "model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give "
                  "--names NAMES.json)",
     .holds = "model tensors",

@@ -1,10 +1,10 @@
 /* The model-state families TLSF32B and TLPF32B (format.md 6), and any family of their layout
  * (magic, version, count, tensors of the descriptor's element dtype): reading (inspection, and
- * load against expected shapes, in the reference order with the reference texts), access to one
- * tensor through an open file, and the writer. The header's texts carry the family's name, the
+ * load against expected shapes, in the reference order with the reference texts) and the
+ * writer. The header's texts carry the family's name, the
  * rest its prefix (StateIO / ParamIO); what differs between the families is their descriptor's
  * (family.c). Texts name no index: the slot is reported beside them. */
-#include "core/internal.h"
+#include "families/state/state.h"
 
 #include <stdlib.h>
 
@@ -16,12 +16,6 @@ ckpt_item ckpt_state_item(ckpt_report *rep, size_t k)
 {
     ckpt_tensor_info *t = &rep->tensors[k];
     return (ckpt_item){k, t->count, 1, {{"", t->dtype, t->data_offset, t->count, NULL, &t->values}}, &t->unhealthy};
-}
-
-uint64_t ckpt_state_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
-{
-    (void)b;
-    return a->nan + a->inf;
 }
 
 static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)
@@ -89,7 +83,7 @@ static int read_tensor(ckpt_parse *p, uint64_t i, uint64_t declared)
     info.data_offset = r->pos;
     if (p->flags & CKPT_INSPECT_STATS) {
         TRY(ckpt_scan_payload(r, &p->scan, info.count, width, &info.values, err));
-        info.unhealthy = ckpt_state_unhealthy(info.values, NULL);
+        info.unhealthy = ckpt_tensor_unhealthy(info.values, NULL);
     } else {
         TRY(ckpt_skip_payload(r, info.count, width, err));
     }
@@ -155,39 +149,6 @@ int ckpt_state_parse(ckpt_parse *p)
 }
 
 /* ---- one tensor through an open file ---- */
-
-int ckpt_state_read_tensor(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t, void *out,
-                           ckpt_error *err)
-{
-    uint64_t bytes;
-    if (ckpt_mul_overflows(t->count, ckpt_dtype_width(t->dtype), &bytes) || bytes > SIZE_MAX / 2)
-        return ckpt_fail(err, NULL, CKPT_E_NO_MEMORY, t->data_offset, 0,
-                         "the tensor is too large to copy into memory at once");
-    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
-    if (!r) return ckpt_fail_oom(err);
-    r->pos = t->data_offset;
-    int rc = ckpt_read_exact(r, out, (size_t)bytes, err);
-    ckpt_reader_free(r);
-    return rc;
-}
-
-int ckpt_state_tensor_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_tensor_info *t,
-                            ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **values, ckpt_error *err)
-{
-    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
-    if (!r) return ckpt_fail_oom(err);
-    const unsigned width = ckpt_dtype_width(t->dtype);
-    if (!ckpt_dtype_has_stats(t->dtype)) {
-        ckpt_reader_free(r);
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s values have no statistics",
-                         ckpt_dtype_name(t->dtype));
-    }
-    ckpt_scan scan = {progress, progress_ctx, t->data_offset, width * t->count, 0};
-    r->pos = t->data_offset;
-    int rc = ckpt_scan_payload_dtype(r, &scan, t->count, t->dtype, values, err);
-    ckpt_reader_free(r);
-    return rc;
-}
 
 /* ---- the writer ---- */
 

@@ -1,14 +1,8 @@
 /* Reading the TLADAMF family (format.md 4 steps 9-11, and 5): the moment entries, their
- * payloads (skipped, or scanned for statistics), the end of the file; and later access to one
- * entry's payloads through an open file. */
-#include "core/internal.h"
+ * payloads (skipped, or scanned for statistics), the end of the file. */
+#include "families/tladamf/tladamf.h"
 
 #include <stdlib.h>
-
-uint64_t ckpt_entry_unhealthy(const ckpt_stats *m, const ckpt_stats *v)
-{
-    return m->nan + m->inf + v->nan + v->inf + v->negative;
-}
 
 /* One payload: statistics when asked for, else skipped (never read). */
 static int payload(ckpt_parse *p, uint64_t count, unsigned width, ckpt_stats **out)
@@ -23,7 +17,7 @@ static int payload(ckpt_parse *p, uint64_t count, unsigned width, ckpt_stats **o
 int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rule, const ckpt_entry_check *e,
                           ckpt_error *err)
 {
-    const char *F = CKPT_ADAM_PREFIX;
+    const char *F = CKPT_TLADAMF_PREFIX;
     unsigned long long uid = e->id;
     uint64_t len = e->on_read ? 8 : 0, slot = e->id < ckpt_schema_count(layout) ? e->id : CKPT_NONE;
     if (e->duplicate)
@@ -46,7 +40,7 @@ int ckpt_adam_check_entry(const ckpt_schema *layout, const ckpt_reader_rule *rul
                         (unsigned long long)e->count, expected_size);
 }
 
-int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
+int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype, const ckpt_reader_rule *rule)
 {
     ckpt_reader *r = p->r;
     ckpt_report *rep = p->rep;
@@ -56,7 +50,7 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
 
     /* 9. entry count (optimizerStateCount; trainableCount for the oldest readers) */
     uint64_t at = rep->entries_offset = r->pos;
-    uint64_t entry_count, owners = ckpt_reader_entry_count(p->rule, layout);
+    uint64_t entry_count, owners = ckpt_reader_entry_count(rule, layout);
     TRY(ckpt_read_u64(r, &entry_count, err));
     rep->has_entry_count = true;
     rep->entry_count = entry_count;
@@ -65,7 +59,7 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
                          (unsigned long long)owners, (unsigned long long)entry_count);
 
     /* 10. entries, in any order; ids are checked before the payloads are touched */
-    unsigned width = ckpt_width(dtype);
+    unsigned width = ckpt_dtype_width(dtype);
     uint64_t left = ckpt_reader_bytes_left(r); /* room for what the bytes left can hold */
     if (left != CKPT_NONE &&
         !ckpt_report_reserve_entries(rep, (size_t)(entry_count < left / 24 ? entry_count : left / 24)))
@@ -94,7 +88,7 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
         }
         ckpt_entry_check check = {id,          info.step, info.count, id < n && (seen[id / 8] >> (id % 8)) & 1,
                                   info.offset, step_at,   count_at,   true};
-        rc = ckpt_adam_check_entry(layout, p->rule, &check, err);
+        rc = ckpt_adam_check_entry(layout, rule, &check, err);
         if (rc) break;
         seen[id / 8] |= (uint8_t)(1u << (id % 8));
         if (!p->exp && ascending && e > 0 && id < previous) {
@@ -133,47 +127,4 @@ int ckpt_adam_parse_entries(ckpt_parse *p, const ckpt_schema *layout, int dtype)
         return ckpt_fail(err, F, CKPT_E_TRAILING_BYTES, r->pos, extra, "trailing bytes after final state entry");
     }
     return 0;
-}
-
-/* ---- one entry's payloads, through an open file ---- */
-
-int ckpt_adam_read_moments(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e, void *m, void *v,
-                           ckpt_error *err)
-{
-    uint64_t bytes;
-    if (ckpt_mul_overflows(e->count, ckpt_width(rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
-        return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, e->offset, 24, e->id,
-                            "parameter %llu's moments are too large to copy into memory at once",
-                            (unsigned long long)e->id);
-    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
-    if (!r) return ckpt_fail_oom(err);
-    r->pos = e->m_offset;
-    int rc = ckpt_read_exact(r, m, (size_t)bytes, err);
-    r->pos = e->v_offset;
-    if (!rc) rc = ckpt_read_exact(r, v, (size_t)bytes, err);
-    ckpt_reader_free(r);
-    return rc;
-}
-
-int ckpt_adam_moment_stats(const ckpt_source *src, const ckpt_report *rep, const ckpt_entry_info *e,
-                           ckpt_progress_fn progress, void *progress_ctx, ckpt_stats **m, ckpt_stats **v,
-                           ckpt_error *err)
-{
-    *m = *v = NULL;
-    unsigned width = ckpt_width(rep->dtype);
-    ckpt_reader *r = ckpt_reader_with_prefix(src, rep->family->prefix);
-    if (!r) return ckpt_fail_oom(err);
-    /* progress over these two payloads only */
-    ckpt_scan scan = {progress, progress_ctx, e->m_offset, 2 * e->count * width, 0};
-    r->pos = e->m_offset;
-    int rc = ckpt_scan_payload(r, &scan, e->count, width, m, err);
-    r->pos = e->v_offset;
-    if (!rc) rc = ckpt_scan_payload(r, &scan, e->count, width, v, err);
-    if (rc) {
-        ckpt_stats_free(*m);
-        ckpt_stats_free(*v);
-        *m = *v = NULL;
-    }
-    ckpt_reader_free(r);
-    return rc;
 }

@@ -1,10 +1,10 @@
 /* Reading the TLADAMF family (format.md 4 and 5), the header and the schema: version, dtype,
  * configuration, random counter, ParameterSchema and sharing tags, then the entries
- * (adam_entries.c) and the destination's counter rule. One straight line for both entry
+ * (entries.c) and the destination's counter rule. One straight line for both entry
  * points: with a destination (ckpt_load) the trainer's checks in the reference order; without
  * one (ckpt_inspect) the file's own schema is "expected" and the inspection rules of format.md 5
  * are added. Either way the report keeps everything read before an error. */
-#include "core/internal.h"
+#include "families/tladamf/tladamf.h"
 
 static const char legacy_warning[] =
     "legacy checkpoint has no random counter; stochastic training cannot be resumed exactly";
@@ -23,13 +23,12 @@ static int compare_config(ckpt_parse *p, const ckpt_config *c, int dtype, uint64
 }
 
 /* `expected`: the destination's schema as this reader sees it (NULL when inspecting). */
-static int parse(ckpt_parse *p, const ckpt_schema *expected)
+static int parse(ckpt_parse *p, const ckpt_schema *expected, const ckpt_reader_rule *rule)
 {
     ckpt_reader *r = p->r;
     ckpt_report *rep = p->rep;
     ckpt_error *err = p->err;
     const ckpt_expected *exp = p->exp;
-    const ckpt_reader_rule *rule = p->rule;
     const char *F = p->family->prefix;
     uint64_t v;
 
@@ -109,7 +108,7 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
     }
 
     /* 9.-11. entries and the end of the file */
-    TRY(ckpt_adam_parse_entries(p, expected ? expected : rep->schema, dtype));
+    TRY(ckpt_adam_parse_entries(p, expected ? expected : rep->schema, dtype, rule));
 
     /* 12. the random counter against the destination, for the readers that know one */
     if (exp && rule->counter && has_counter && exp->keeps_random_counter == 0)
@@ -124,14 +123,15 @@ static int parse(ckpt_parse *p, const ckpt_schema *expected)
 int ckpt_adam_parse(ckpt_parse *p)
 {
     const ckpt_schema *expected = p->exp ? p->exp->schema : NULL;
-    if (!expected || p->rule->ties || !ckpt_schema_has_map(expected)) return parse(p, expected);
+    const ckpt_reader_rule *rule = ckpt_reader_rule_get(p->reader); /* the front door checked the id */
+    if (!expected || rule->ties || !ckpt_schema_has_map(expected)) return parse(p, expected, rule);
     /* A reader without storage sharing has no tied destination: it sees every trainable slot as
      * its own owner (format.md 8, readers v2 and v2-lists). */
     ckpt_schema *untied = ckpt_schema_untied(expected);
     if (!untied) return ckpt_fail_oom(p->err);
     if (ckpt_schema_has_aliases(expected))
         ckpt_report_warn(p->rep, "this TorchLean reader has no storage sharing: the layout's ties are ignored");
-    int rc = parse(p, untied);
+    int rc = parse(p, untied, rule);
     ckpt_schema_free(untied);
     return rc;
 }

@@ -2,7 +2,7 @@
  * the reader reads and how its checks and texts differ from the newest reader's (format.md 4).
  * The load path (adam_header.c, adam_entries.c) consults the row; nothing else names a reader.
  * Verified against the public sources named in the `source` column (see docs/format.md 8). */
-#include "core/internal.h"
+#include "families/tladamf/tladamf.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ char *ckpt_reader_names_json(void)
 
 int ckpt_reader_fail_version(ckpt_error *err, const ckpt_reader_rule *rule, uint64_t offset, uint64_t version)
 {
-    ckpt_fail(err, CKPT_ADAM_PREFIX, CKPT_E_UNSUPPORTED_VERSION, offset, 8,
+    ckpt_fail(err, CKPT_TLADAMF_PREFIX, CKPT_E_UNSUPPORTED_VERSION, offset, 8,
               "unsupported format version %llu; expected %s", (unsigned long long)version, rule->versions);
     if (version >= 2 && version <= 5) {
         char hint[160];
@@ -73,9 +73,9 @@ int ckpt_reader_fail_not_owner(ckpt_error *err, const ckpt_reader_rule *rule, ui
 {
     unsigned long long uid = id;
     if (rule->trainable_count)
-        return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
+        return ckpt_fail_at(err, CKPT_TLADAMF_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
                             "state exists for frozen parameter %llu", uid);
-    return ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
+    return ckpt_fail_at(err, CKPT_TLADAMF_PREFIX, CKPT_E_NOT_OWNER, offset, length, id,
                         "parameter %llu does not own optimizer state", uid);
 }
 
@@ -111,7 +111,7 @@ void ckpt_reader_list_shapes(ckpt_error *err, const ckpt_schema *file, const ckp
     ckpt_shape_print_list(&b, ckpt_schema_dims(expected, i), ckpt_schema_rank(expected, i));
     if (!a.failed && !b.failed) {
         ckpt_error e = *err; /* keep offset, length, slot */
-        ckpt_fail_at(err, CKPT_ADAM_PREFIX, CKPT_E_SHAPE_MISMATCH, e.offset, e.length, e.slot,
+        ckpt_fail_at(err, CKPT_TLADAMF_PREFIX, CKPT_E_SHAPE_MISMATCH, e.offset, e.length, e.slot,
                      "shape mismatch for parameter %zu (file=%s, expected=%s)", i, a.data, b.data);
     }
     sb_free(&a);

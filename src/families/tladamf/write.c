@@ -1,6 +1,6 @@
 /* Writing the TLADAMF family (format.md 4, "Writer's version choice" and the save checks):
  * every check runs before the first byte goes to the sink, so a failed save writes nothing. */
-#include "core/internal.h"
+#include "families/tladamf/tladamf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +19,17 @@ static int cmp_entry(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-#define F CKPT_ADAM_PREFIX
+#define F CKPT_TLADAMF_PREFIX
 #define NO CKPT_NONE, 0 /* in-memory input: no offset, no field length */
 
 static int check_version(const ckpt_write_desc *d, uint64_t version, ckpt_error *err)
 {
     const int e = CKPT_E_VERSION_CANNOT_REPRESENT;
     unsigned long long v = version;
-    if (version < 2 || version > 5)
-        return ckpt_fail(err, F, e, NO, "cannot write format version %llu; expected 2 through 5", v);
+    const ckpt_family *f = &ckpt_family_tladamf;
+    if (version < f->version_min || version > f->version_max)
+        return ckpt_fail(err, F, e, NO, "cannot write format version %llu; expected %llu through %llu", v,
+                         (unsigned long long)f->version_min, (unsigned long long)f->version_max);
     if (d->dtype == CKPT_FLOAT64 && version != 5)
         return ckpt_fail(err, F, e, NO, "format version %llu cannot hold float64 moments (only version 5 can)", v);
     if (d->has_random_counter && version < 4)
@@ -69,7 +71,7 @@ int ckpt_adam_write_header(uint64_t version, int dtype, const ckpt_config *c, bo
 {
     uint8_t head[8 * 9 + CKPT_MAGIC_LEN];
     size_t n = 0;
-    memcpy(head, ckpt_family_get(CKPT_FAMILY_TLADAMF)->magic, CKPT_MAGIC_LEN);
+    memcpy(head, ckpt_family_tladamf.magic, CKPT_MAGIC_LEN);
     n += CKPT_MAGIC_LEN;
 #define PUT(x) (ckpt_put_u64le(head + n, (x)), n += 8)
     PUT(version);

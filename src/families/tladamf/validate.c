@@ -1,23 +1,8 @@
-/* The optimizer configuration (format.md 4, "Config validation"): raw binary64 bit patterns,
- * validated against the moment dtype and compared bit for bit. */
-#include "core/internal.h"
+/* TorchLean's configuration validation (format.md 4, "Configuration validation"; format.md 8's
+ * epsilon rules): the reference's texts, with TLADAMF's prefix. */
+#include "families/tladamf/tladamf.h"
 
 #include <math.h>
-#include <string.h>
-
-uint64_t ckpt_bits_from_double(double x)
-{
-    uint64_t b;
-    memcpy(&b, &x, sizeof b);
-    return b;
-}
-
-double ckpt_double_from_bits(uint64_t bits)
-{
-    double x;
-    memcpy(&x, &bits, sizeof x);
-    return x;
-}
 
 static uint64_t at(uint64_t base, uint64_t delta) { return base == CKPT_NONE ? CKPT_NONE : base + delta; }
 
@@ -49,7 +34,7 @@ int ckpt_config_validate_at(const ckpt_config *c, ckpt_dtype dtype, uint64_t kin
 int ckpt_config_validate_rule(const ckpt_config *c, ckpt_dtype dtype, int epsilon_rule, uint64_t kind_offset,
                               ckpt_error *err)
 {
-    const char *F = CKPT_ADAM_PREFIX;
+    const char *F = CKPT_TLADAMF_PREFIX;
     if (c->kind > 1)
         return ckpt_fail(err, F, CKPT_E_INVALID_OPTIMIZER_TAG, kind_offset, 8, "invalid optimizer tag %llu",
                          (unsigned long long)c->kind);
@@ -80,18 +65,3 @@ int ckpt_config_validate(const ckpt_config *c, ckpt_dtype dtype, ckpt_error *err
     if (rc && err) err->subject = CKPT_SUBJECT_EXPECTED; /* an in-memory config: the caller's */
     return rc;
 }
-
-unsigned ckpt_config_differences(const ckpt_config *a, int da, const ckpt_config *b, int db)
-{
-    return (da != db ? CKPT_CONFIG_DTYPE : 0) | (a->kind != b->kind ? CKPT_CONFIG_KIND : 0) |
-           (a->beta1 != b->beta1 ? CKPT_CONFIG_BETA1 : 0) | (a->beta2 != b->beta2 ? CKPT_CONFIG_BETA2 : 0) |
-           (a->epsilon != b->epsilon ? CKPT_CONFIG_EPSILON : 0) |
-           (a->weight_decay != b->weight_decay ? CKPT_CONFIG_WEIGHT_DECAY : 0);
-}
-
-bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b, ckpt_dtype db)
-{
-    return ckpt_config_differences(a, da, b, db) == 0;
-}
-
-const char *ckpt_kind_name(uint64_t kind) { return kind == CKPT_ADAMW ? "adamw" : kind == CKPT_ADAM ? "adam" : NULL; }
