@@ -89,7 +89,7 @@ typedef enum ckpt_code {
     CKPT_E_SAFETENSORS_TENSOR = 57, /* safetensors: a tensor's entry (dtype, shape, data_offsets) */
     CKPT_E_SAFETENSORS_SIZE = 58,   /* safetensors: a tensor's bytes differ from its shape times its dtype's width */
     CKPT_E_SAFETENSORS_LAYOUT = 59, /* safetensors: the tensors leave a gap, overlap, or miss the data's end */
-    /* the torch object model (torch_objects.c) */
+    /* the torch object model (families/pytorch/) */
     CKPT_E_TORCH_NOT_CHECKPOINT = 60, /* P: no data.pkl, a TorchScript archive, no torch.save magic */
     CKPT_E_TORCH_UNSUPPORTED = 61,    /* P: big-endian, a compressed member, a storage type not read */
     CKPT_E_TORCH_STORAGE = 62,        /* P: storage {key} declares n bytes but its record holds m */
@@ -336,7 +336,7 @@ const char *ckpt_kind_name(uint64_t kind);
 
 uint64_t ckpt_bits_from_double(double x);
 double ckpt_double_from_bits(uint64_t bits);
-/* Config validation for moments of `dtype`. Returns 0 or the error code. */
+/* Configuration validation for moments of `dtype`. Returns 0 or the error code. */
 int ckpt_config_validate(const ckpt_config *c, ckpt_dtype dtype, ckpt_error *err);
 /* Bit-for-bit equality of dtype, kind and the four patterns. */
 bool ckpt_config_same(const ckpt_config *a, ckpt_dtype da, const ckpt_config *b, ckpt_dtype db);
@@ -455,7 +455,7 @@ typedef struct ckpt_inspect_options {
  * everything read before is kept. opt may be NULL. */
 ckpt_report *ckpt_inspect(const ckpt_source *src, const ckpt_inspect_options *opt);
 
-/* A destination to load into (format.md 4, "Load against an expected layout", and 6), and
+/* A destination to load into (format.md 4, "Loading into an expected layout", and 6), and
  * also what `diff` compares: a layout. */
 typedef struct ckpt_expected {
     const ckpt_schema *schema; /* required; for a state file only its shapes matter */
@@ -760,7 +760,7 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
  * memory. */
 char *ckpt_convert_result_json(const ckpt_convert_result *res);
 
-/* TorchLean to PyTorch (src/torch_write.c): the state of a valid TLADAMF file as the torch.save
+/* TorchLean to PyTorch (writers/torch_write.c): the state of a valid TLADAMF file as the torch.save
  * zip of an Adam/AdamW optimizer's state_dict (format.md 10.1, 10.2), which
  * `optimizer.load_state_dict(torch.load(OUT))` resumes: index i is the i-th owner slot in slot
  * order, `step` a 0-d float32 tensor (float64 from 2^24 on), the moments bit for bit in the

@@ -49,7 +49,7 @@ typedef struct run_file {
     ckpt_health_slot *health; /* one per slot: its owner's moments, its own parameters */
 } run_file;
 
-typedef ckpt_steps_slot slot_acc; /* one slot of one pair (kernels.h) */
+typedef ckpt_steps_slot slot_acc; /* one slot of one pair (numeric.h) */
 
 /* One consecutive pair. */
 typedef struct run_pair {

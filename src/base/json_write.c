@@ -80,16 +80,19 @@ void j_double(strbuf *sb, double x)
     sb_puts(sb, buf);
 }
 
-void j_string(strbuf *sb, const char *s)
+void j_string_n(strbuf *sb, const char *s, size_t n)
 {
     sb_puts(sb, "\"");
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\') sb_printf(sb, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f) sb_printf(sb, "\\u%04x", *p);
-        else sb_put(sb, (const char *)p, 1);
+    for (size_t k = 0; k < n; k++) {
+        unsigned char ch = (unsigned char)s[k];
+        if (ch == '"' || ch == '\\') sb_printf(sb, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f) sb_printf(sb, "\\u%04x", ch);
+        else sb_put(sb, s + k, 1);
     }
     sb_puts(sb, "\"");
 }
+
+void j_string(strbuf *sb, const char *s) { j_string_n(sb, s, strlen(s)); }
 
 void j_bits(strbuf *sb, uint64_t b) { sb_printf(sb, "\"0x%016llx\"", (unsigned long long)b); }
 

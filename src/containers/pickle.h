@@ -1,6 +1,7 @@
-/* The pickle layer (src/pickle.c): a pickle READ AS DATA, never run. Nothing here is public API.
+/* The pickle reader (pickle.c; format.md 10.2): a pickle READ AS DATA, never run. It knows
+ * opcodes and values only; what the names mean is a family's business.
  *
- * The reader accepts the opcodes of protocols 0-5 that build values (FORMAT.md's list) and makes
+ * The reader accepts the opcodes of protocols 0-5 that build values (format.md 10.2's list) and makes
  * a tree of nodes with the byte offset of the opcode that made each; nothing a pickle names is
  * looked up or called: GLOBAL and STACK_GLOBAL give names, REDUCE, NEWOBJ and BUILD give nodes
  * that keep the callable and its arguments as data. The memo shares nodes (the tree is a DAG;
@@ -18,6 +19,71 @@
 #define CKPT_PICKLE_MAX_DEPTH 1000
 #define CKPT_PNIL UINT32_MAX /* no node, no cell */
 #define CKPT_PICKLE_MAX_LEN (UINT32_MAX - 1)
+
+/* The opcodes, by Python's Lib/pickle.py names. */
+enum {
+    CKPT_OP_MARK = 0x28,
+    CKPT_OP_STOP = 0x2e,
+    CKPT_OP_POP = 0x30,
+    CKPT_OP_POP_MARK = 0x31,
+    CKPT_OP_DUP = 0x32,
+    CKPT_OP_FLOAT = 0x46,
+    CKPT_OP_INT = 0x49,
+    CKPT_OP_BININT = 0x4a,
+    CKPT_OP_BININT1 = 0x4b,
+    CKPT_OP_LONG = 0x4c,
+    CKPT_OP_BININT2 = 0x4d,
+    CKPT_OP_NONE = 0x4e,
+    CKPT_OP_PERSID = 0x50,
+    CKPT_OP_BINPERSID = 0x51,
+    CKPT_OP_REDUCE = 0x52,
+    CKPT_OP_STRING = 0x53,
+    CKPT_OP_BINSTRING = 0x54,
+    CKPT_OP_SHORT_BINSTRING = 0x55,
+    CKPT_OP_UNICODE = 0x56,
+    CKPT_OP_BINUNICODE = 0x58,
+    CKPT_OP_APPEND = 0x61,
+    CKPT_OP_BUILD = 0x62,
+    CKPT_OP_GLOBAL = 0x63,
+    CKPT_OP_DICT = 0x64,
+    CKPT_OP_EMPTY_DICT = 0x7d,
+    CKPT_OP_APPENDS = 0x65,
+    CKPT_OP_GET = 0x67,
+    CKPT_OP_BINGET = 0x68,
+    CKPT_OP_LONG_BINGET = 0x6a,
+    CKPT_OP_LIST = 0x6c,
+    CKPT_OP_EMPTY_LIST = 0x5d,
+    CKPT_OP_PUT = 0x70,
+    CKPT_OP_BINPUT = 0x71,
+    CKPT_OP_LONG_BINPUT = 0x72,
+    CKPT_OP_SETITEM = 0x73,
+    CKPT_OP_TUPLE = 0x74,
+    CKPT_OP_EMPTY_TUPLE = 0x29,
+    CKPT_OP_SETITEMS = 0x75,
+    CKPT_OP_BINFLOAT = 0x47,
+    CKPT_OP_PROTO = 0x80,
+    CKPT_OP_NEWOBJ = 0x81,
+    CKPT_OP_TUPLE1 = 0x85,
+    CKPT_OP_TUPLE2 = 0x86,
+    CKPT_OP_TUPLE3 = 0x87,
+    CKPT_OP_NEWTRUE = 0x88,
+    CKPT_OP_NEWFALSE = 0x89,
+    CKPT_OP_LONG1 = 0x8a,
+    CKPT_OP_LONG4 = 0x8b,
+    CKPT_OP_BINBYTES = 0x42,
+    CKPT_OP_SHORT_BINBYTES = 0x43,
+    CKPT_OP_SHORT_BINUNICODE = 0x8c,
+    CKPT_OP_BINUNICODE8 = 0x8d,
+    CKPT_OP_BINBYTES8 = 0x8e,
+    CKPT_OP_EMPTY_SET = 0x8f,
+    CKPT_OP_ADDITEMS = 0x90,
+    CKPT_OP_FROZENSET = 0x91,
+    CKPT_OP_NEWOBJ_EX = 0x92,
+    CKPT_OP_STACK_GLOBAL = 0x93,
+    CKPT_OP_MEMOIZE = 0x94,
+    CKPT_OP_FRAME = 0x95,
+    CKPT_OP_BYTEARRAY8 = 0x96,
+};
 
 typedef enum ckpt_pkind {
     CKPT_PK_NONE = 0,
@@ -74,69 +140,29 @@ typedef struct ckpt_pickle {
     size_t nodes_len, nodes_cap;
     ckpt_pcell *cells;
     size_t cells_len, cells_cap;
-    /* torch.load(weights_only=True): every opcode on its list (the first other one's offset and
-     * opcode otherwise) */
-    bool weights_only_opcodes;
-    uint64_t refused_opcode_at;
-    unsigned refused_opcode;
+    uint64_t opcode_at[256]; /* each opcode's first offset (plus the origin), CKPT_NONE if unused */
 } ckpt_pickle;
 
 /* Read one pickle from data[0, len) (up to and including its STOP). `member` names it in texts
- * ("PyTorch: malformed pickle at byte {o} of {member}: {reason}", the name a JSON string);
+ * ("{prefix}: malformed pickle at byte {o} of {member}: {reason}", the name a JSON string);
  * `origin` is added to every offset in texts and nodes (where the pickle starts within the
  * member); `file_at` is where data[0] lies in the file (err->offset), or CKPT_NONE. 0 with *out
  * set (ckpt_pickle_free), or CKPT_E_PICKLE_MALFORMED, CKPT_E_PICKLE_OPCODE, CKPT_E_NO_MEMORY. */
-int ckpt_pickle_read(const uint8_t *data, size_t len, const char *member, uint64_t origin, uint64_t file_at,
-                     ckpt_pickle **out, ckpt_error *err);
+int ckpt_pickle_read(const uint8_t *data, size_t len, const char *prefix, const char *member, uint64_t origin,
+                     uint64_t file_at, ckpt_pickle **out, ckpt_error *err);
 void ckpt_pickle_free(ckpt_pickle *p);
 
 static inline const ckpt_pnode *ckpt_pickle_node(const ckpt_pickle *p, size_t k) { return &p->nodes[k]; }
 /* Item j (0-based) of node k, CKPT_PNIL past the end: walks the cells, O(j). */
 size_t ckpt_pickle_item(const ckpt_pickle *p, size_t k, size_t j);
 
-/* The names FORMAT.md 10.2 interprets (a GLOBAL's module.name), as data: what a later reader of
- * torch's objects makes of a REDUCE, NEWOBJ or BUILD on them. Anything else is opaque. */
-typedef enum ckpt_pname {
-    CKPT_PN_OPAQUE = 0,
-    CKPT_PN_ORDERED_DICT,      /* collections.OrderedDict */
-    CKPT_PN_REBUILD_TENSOR,    /* torch._utils._rebuild_tensor */
-    CKPT_PN_REBUILD_TENSOR_V2, /* torch._utils._rebuild_tensor_v2 */
-    CKPT_PN_REBUILD_TENSOR_V3, /* torch._utils._rebuild_tensor_v3 */
-    CKPT_PN_REBUILD_PARAMETER, /* torch._utils._rebuild_parameter */
-    CKPT_PN_REBUILD_PARAMETER_WITH_STATE,
-    CKPT_PN_REBUILD_FROM_TYPE_V2, /* torch._tensor._rebuild_from_type_v2 */
-    CKPT_PN_STORAGE,              /* torch.{Double,Float,Half,BFloat16,Long,Int,Short,Char,Byte,Bool}Storage */
-    CKPT_PN_UNTYPED_STORAGE,      /* torch.UntypedStorage, torch.storage.UntypedStorage */
-    CKPT_PN_DTYPE,                /* torch.float32 and the other dtypes */
-    CKPT_PN_SIZE,                 /* torch.Size */
-    CKPT_PN_DEVICE,               /* torch.device */
-    CKPT_PN_CODECS_ENCODE,        /* _codecs.encode (bytes) */
-    CKPT_PN_SET,                  /* builtins.set */
-    CKPT_PN_FROZENSET,            /* builtins.frozenset */
-    CKPT_PN_BYTEARRAY,            /* builtins.bytearray */
-    CKPT_PN_COMPLEX,              /* builtins.complex */
-    CKPT_PN_COUNTER,              /* collections.Counter */
-} ckpt_pname;
-
-/* The known name, and for a storage type or a dtype its element type's name as torch spells the
- * dtype ("float32", "bfloat16"; NULL for others). Python 2 names (__builtin__) are mapped as
- * torch's unpickler maps them. */
-ckpt_pname ckpt_pickle_known(const char *module, size_t mlen, const char *name, size_t nlen, const char **dtype);
-
-/* Would torch.load(weights_only=True) resolve this GLOBAL? Its allowlist (torch's
- * _weights_only_unpickler.py _get_allowed_globals, with the modules it blocks). */
-bool ckpt_pickle_weights_only_global(const char *module, size_t mlen, const char *name, size_t nlen);
-/* Is the opcode on that unpickler's list? */
-bool ckpt_pickle_weights_only_opcode(unsigned op);
-
-/* The GLOBALs named, "module.name" each once, in order of first appearance, as a JSON array of
- * strings; only those weights_only refuses when `refused`. */
-void ckpt_pickle_globals_json(strbuf *sb, const ckpt_pickle *p, bool refused);
-/* Would weights_only accept the whole pickle: its opcodes and its names? */
-bool ckpt_pickle_weights_only(const ckpt_pickle *p);
-/* The warning "PyTorch: the file names Python callables that torch.load(weights_only=True)
- * refuses: {names}" (the names JSON strings, comma-separated), or nothing when none is refused. */
-void ckpt_pickle_weights_only_warning(strbuf *sb, const ckpt_pickle *p);
+/* Which GLOBALs a list keeps: module and name as the pickle spells them. */
+typedef bool (*ckpt_pickle_name_filter)(const char *module, size_t mlen, const char *name, size_t nlen);
+/* The GLOBALs named, "module.name" each once, in order of first appearance, as JSON strings
+ * joined by sep (those `keep` keeps; all when it is NULL); the first 4096 distinct names. */
+void ckpt_pickle_globals(strbuf *sb, const ckpt_pickle *p, ckpt_pickle_name_filter keep, const char *sep);
+/* The same as a JSON array. */
+void ckpt_pickle_globals_json(strbuf *sb, const ckpt_pickle *p, ckpt_pickle_name_filter keep);
 
 /* The tree as JSON text from node k, each node expanded once (a node met again, through the
  * memo or a cycle, is {"ref": its offset}), at most CKPT_PICKLE_MAX_DEPTH deep. */

@@ -1,4 +1,4 @@
-/* The zip layer (src/zip.h): the central directory and ZIP64 read through a source, members as
+/* The zip layer (zip.h): the central directory and ZIP64 read through a source, members as
  * windowed sources; the writer of stored members (.npz export). APPNOTE.TXT 4.3 is the format:
  *   local header  PK\3\4 (30 bytes + name + extra), the data, a data descriptor (bit 3)
  *   central entry PK\1\2 (46 bytes + name + extra + comment)

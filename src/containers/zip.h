@@ -1,4 +1,4 @@
-/* The zip layer (src/zip.c): a container under the families. Nothing here is public API.
+/* The zip layer (zip.c): a container under the families. Nothing here is public API.
  *
  * Reading: the central directory, found from the end-of-central-directory record at the end of
  * the file (and the ZIP64 end record through its locator when present), ZIP64 extras in its

@@ -1,4 +1,4 @@
-/* The element loops of health and runs (kernels.h). Both are lane-wise in blocks of LANES
+/* The element loops of health and runs (numeric.h). Both are lane-wise in blocks of LANES
  * (lanes.h); each is inlined once per moment width into a function of its own, called through a
  * pointer. */
 #include "numeric/numeric.h"

@@ -8,7 +8,7 @@
  *
  * safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
  * then the data, offsets relative to its start, contiguous.
- * .npz: a zip (src/zip.c's writer) of .npy files (src/npy.c's headers). */
+ * .npz: a zip (containers/zip.c's writer) of .npy files (containers/npy.c's headers). */
 #include "core/core.h"
 #include "containers/npy.h"
 #include "containers/zip.h"
@@ -499,7 +499,7 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     return rc;
 }
 
-/* ---- computed tensors beside a checkpoint (src/run.c's gradients) ---- */
+/* ---- computed tensors beside a checkpoint (writers/gradient.c) ---- */
 
 int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const char *suffix,
                          const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err)

@@ -3,9 +3,10 @@
  * memo indices and lengths, unsupported opcodes, and names read as data (os.system is a name,
  * never a call), with torch.load(weights_only=True)'s verdict. */
 #include "containers/pickle.h"
+#include "families/pytorch/globals.h"
 #include "testutil.h"
 
-/* Every opcode FORMAT.md 10.2 accepts, once at least (61 of them), made by tests/c/pickle_seed.py's
+/* Every opcode format.md 10.2 accepts, once at least (61 of them), made by tests/c/pickle_seed.py's
  * sibling in this test: protocol 5 with a FRAME around everything. Python's unpickler (with a
  * persistent_load) gives:
  * [None, True, False, 42, True, -7, 255, 256, 123456789012345678901234567890, 255,
@@ -111,7 +112,7 @@ static ckpt_pickle *read_ok(const void *data, size_t len)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     ckpt_pickle *p = NULL;
-    int rc = ckpt_pickle_read(data, len, "archive/data.pkl", 0, CKPT_NONE, &p, &err);
+    int rc = ckpt_pickle_read(data, len, "PyTorch", "archive/data.pkl", 0, CKPT_NONE, &p, &err);
     CHECK(rc == 0);
     if (rc) fprintf(stderr, "  %s\n", err.message);
     ckpt_error_clear(&err);
@@ -131,7 +132,7 @@ static void check_fails(const void *data, size_t len, int code, const char *text
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     ckpt_pickle *p = NULL;
-    int rc = ckpt_pickle_read(data, len, "archive/data.pkl", 0, 1000, &p, &err);
+    int rc = ckpt_pickle_read(data, len, "PyTorch", "archive/data.pkl", 0, 1000, &p, &err);
     CHECK(rc == code);
     CHECK(err.code == code);
     CHECK(p == NULL);
@@ -166,11 +167,13 @@ static void test_every_opcode(void)
     CHECK_STR(j.data, "{\"kind\":\"int\",\"at\":17,\"value\":42}");
     sb_free(&j);
     /* protocol 5 opcodes (FRAME, MEMOIZE, BINBYTES...) are not on weights_only's list */
-    CHECK(!p->weights_only_opcodes);
-    CHECK(p->refused_opcode == 0x95 && p->refused_opcode_at == 2);
-    CHECK(!ckpt_pickle_weights_only(p));
+    unsigned op;
+    uint64_t op_at;
+    CHECK(ckpt_torch_pickle_refused_opcode(p, &op, &op_at));
+    CHECK(op == 0x95 && op_at == 2);
+    CHECK(!ckpt_torch_pickle_weights_only(p));
     strbuf g = {0};
-    ckpt_pickle_globals_json(&g, p, false);
+    ckpt_pickle_globals_json(&g, p, NULL);
     CHECK_STR(g.data, "[\"collections.OrderedDict\"]");
     sb_free(&g);
     ckpt_pickle_free(p);
@@ -310,7 +313,7 @@ static void test_unsupported(void)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     ckpt_pickle *p;
-    CHECK(ckpt_pickle_read((const uint8_t *)"\x97", 1, "a\"b\n", 10, CKPT_NONE, &p, &err) == U);
+    CHECK(ckpt_pickle_read((const uint8_t *)"\x97", 1, "PyTorch", "a\"b\n", 10, CKPT_NONE, &p, &err) == U);
     CHECK_STR(err.message, "PyTorch: unsupported pickle opcode 0x97 at byte 10 of \"a\\\"b\\u000a\"");
     CHECK(err.offset == CKPT_NONE);
     ckpt_error_clear(&err);
@@ -329,10 +332,12 @@ static void test_names_as_data(void)
     char *s = summary(p);
     CHECK_STR(s, "R(g:posix.system,(s:\"echo pwned\"))");
     free(s);
-    CHECK(p->weights_only_opcodes);
-    CHECK(!ckpt_pickle_weights_only(p));
+    unsigned op;
+    uint64_t op_at;
+    CHECK(!ckpt_torch_pickle_refused_opcode(p, &op, &op_at) && op_at == CKPT_NONE);
+    CHECK(!ckpt_torch_pickle_weights_only(p));
     strbuf w = {0};
-    ckpt_pickle_weights_only_warning(&w, p);
+    ckpt_torch_pickle_weights_only_warning(&w, p);
     CHECK_STR(w.data,
               "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: \"posix.system\"");
     sb_free(&w);
@@ -342,7 +347,7 @@ static void test_names_as_data(void)
     p = read_ok(evil4, sizeof evil4 - 1);
     if (!p) return;
     strbuf g = {0};
-    ckpt_pickle_globals_json(&g, p, true);
+    ckpt_torch_pickle_globals_json(&g, p, true);
     CHECK_STR(g.data, "[\"os.system\",\"x\\\"\\u000a.y\"]");
     sb_free(&g);
     ckpt_pickle_free(p);
@@ -351,25 +356,25 @@ static void test_names_as_data(void)
                              "q\x01\x63torch\nFloatStorage\nq\x02\x87.";
     p = read_ok(ok, sizeof ok - 1);
     if (!p) return;
-    CHECK(ckpt_pickle_weights_only(p));
+    CHECK(ckpt_torch_pickle_weights_only(p));
     strbuf none = {0};
-    ckpt_pickle_weights_only_warning(&none, p);
+    ckpt_torch_pickle_weights_only_warning(&none, p);
     CHECK(none.len == 0);
     sb_free(&none);
     ckpt_pickle_free(p);
     const char *dt;
-    CHECK(ckpt_pickle_known("torch._utils", 12, "_rebuild_tensor_v2", 18, &dt) == CKPT_PN_REBUILD_TENSOR_V2 && !dt);
-    CHECK(ckpt_pickle_known("torch", 5, "BFloat16Storage", 15, &dt) == CKPT_PN_STORAGE && !strcmp(dt, "bfloat16"));
-    CHECK(ckpt_pickle_known("torch", 5, "float16", 7, &dt) == CKPT_PN_DTYPE && !strcmp(dt, "float16"));
-    CHECK(ckpt_pickle_known("__builtin__", 11, "set", 3, NULL) == CKPT_PN_SET);
-    CHECK(ckpt_pickle_known("posix", 5, "system", 6, NULL) == CKPT_PN_OPAQUE);
-    CHECK(ckpt_pickle_known("lightning.fabric", 16, "AttributeDict", 13, NULL) == CKPT_PN_OPAQUE);
-    CHECK(ckpt_pickle_weights_only_global("torch", 5, "BFloat16Storage", 15));
-    CHECK(ckpt_pickle_weights_only_global("torch.cuda", 10, "FloatTensor", 11));
-    CHECK(!ckpt_pickle_weights_only_global("torch.sparse", 12, "BoolTensor", 10));
-    CHECK(!ckpt_pickle_weights_only_global("builtins", 8, "eval", 4));
-    CHECK(!ckpt_pickle_weights_only_global("nt", 2, "system", 6));
-    CHECK(ckpt_pickle_weights_only_opcode(0x52) && !ckpt_pickle_weights_only_opcode(0x93));
+    CHECK(ckpt_torch_known("torch._utils", 12, "_rebuild_tensor_v2", 18, &dt) == CKPT_PN_REBUILD_TENSOR_V2 && !dt);
+    CHECK(ckpt_torch_known("torch", 5, "BFloat16Storage", 15, &dt) == CKPT_PN_STORAGE && !strcmp(dt, "bfloat16"));
+    CHECK(ckpt_torch_known("torch", 5, "float16", 7, &dt) == CKPT_PN_DTYPE && !strcmp(dt, "float16"));
+    CHECK(ckpt_torch_known("__builtin__", 11, "set", 3, NULL) == CKPT_PN_SET);
+    CHECK(ckpt_torch_known("posix", 5, "system", 6, NULL) == CKPT_PN_OPAQUE);
+    CHECK(ckpt_torch_known("lightning.fabric", 16, "AttributeDict", 13, NULL) == CKPT_PN_OPAQUE);
+    CHECK(ckpt_torch_weights_only_global("torch", 5, "BFloat16Storage", 15));
+    CHECK(ckpt_torch_weights_only_global("torch.cuda", 10, "FloatTensor", 11));
+    CHECK(!ckpt_torch_weights_only_global("torch.sparse", 12, "BoolTensor", 10));
+    CHECK(!ckpt_torch_weights_only_global("builtins", 8, "eval", 4));
+    CHECK(!ckpt_torch_weights_only_global("nt", 2, "system", 6));
+    CHECK(ckpt_torch_weights_only_opcode(0x52) && !ckpt_torch_weights_only_opcode(0x93));
 }
 
 /* Pickles in a row (a legacy torch.save file): each read from where the last one ended, with the
@@ -380,10 +385,10 @@ static void test_in_a_row(void)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     ckpt_pickle *a, *b;
-    CHECK(ckpt_pickle_read((const uint8_t *)two, sizeof two - 1, "f.pt", 0, 0, &a, &err) == 0);
+    CHECK(ckpt_pickle_read((const uint8_t *)two, sizeof two - 1, "PyTorch", "f.pt", 0, 0, &a, &err) == 0);
     CHECK(a->end == 5);
-    CHECK(ckpt_pickle_read((const uint8_t *)two + a->end, sizeof two - 1 - a->end, "f.pt", a->end, a->end, &b, &err) ==
-          0);
+    CHECK(ckpt_pickle_read((const uint8_t *)two + a->end, sizeof two - 1 - a->end, "PyTorch", "f.pt", a->end, a->end,
+                           &b, &err) == 0);
     CHECK(ckpt_pickle_node(b, b->root)->i == 2 && ckpt_pickle_node(b, b->root)->offset == 7);
     ckpt_pickle_free(a);
     ckpt_pickle_free(b);

@@ -4,6 +4,7 @@
  * torch writes; the legacy format's five pickles in a row and its storages after them. The
  * facts Python saw are in DIR/facts.txt. Usage: test_torch_files DIR */
 #include "containers/pickle.h"
+#include "families/pytorch/globals.h"
 #include "testutil.h"
 #include "containers/zip.h"
 
@@ -104,16 +105,16 @@ static void test_zip_file(void)
         uint8_t *pk = malloc((size_t)ps.size);
         CHECK(ps.read(ps.ctx, 0, pk, (size_t)ps.size) == ps.size);
         ckpt_pickle *p;
-        CHECK(ckpt_pickle_read(pk, (size_t)ps.size, name, 0, pm->data_offset, &p, &err) == 0);
+        CHECK(ckpt_pickle_read(pk, (size_t)ps.size, "PyTorch", name, 0, pm->data_offset, &p, &err) == 0);
         if (p) {
             CHECK(p->protocol == 2 && p->end == ps.size);
             strbuf g = {0};
-            ckpt_pickle_globals_json(&g, p, false);
+            ckpt_pickle_globals_json(&g, p, NULL);
             CHECK(strstr(g.data, "\"torch._utils._rebuild_tensor_v2\"") != NULL);
             CHECK(strstr(g.data, "\"collections.OrderedDict\"") != NULL);
             CHECK(strstr(g.data, "\"torch.FloatStorage\"") != NULL);
             sb_free(&g);
-            CHECK(ckpt_pickle_weights_only(p)); /* torch.save's own output */
+            CHECK(ckpt_torch_pickle_weights_only(p)); /* torch.save's own output */
             strbuf pids = {0};
             size_t n = 0;
             for (size_t k = 0; k < p->nodes_len; k++) {
@@ -163,7 +164,7 @@ static void test_legacy_file(void)
     ckpt_pickle *ps[5] = {0};
     size_t at = 0;
     for (int k = 0; k < 5; k++) {
-        CHECK(ckpt_pickle_read(d + at, len - at, "optimizer-legacy.pt", at, at, &ps[k], &err) == 0);
+        CHECK(ckpt_pickle_read(d + at, len - at, "PyTorch", "optimizer-legacy.pt", at, at, &ps[k], &err) == 0);
         if (!ps[k]) {
             fprintf(stderr, "  %s\n", err.message);
             break;

@@ -5,6 +5,7 @@
  * must be one of its code's templates. */
 #include "oracle.h"
 #include "containers/pickle.h"
+#include "families/pytorch/globals.h"
 
 #include <stdlib.h>
 
@@ -15,7 +16,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_pickle *p = NULL;
         ckpt_error err = {0};
         ckpt_error_clear(&err);
-        int rc = ckpt_pickle_read(data + at, size - at, "archive/data.pkl", at, at, &p, &err);
+        int rc = ckpt_pickle_read(data + at, size - at, "PyTorch", "archive/data.pkl", at, at, &p, &err);
         oracle_check(&err);
         ckpt_error_clear(&err);
         if (rc) {
@@ -25,11 +26,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (p->end == 0 || p->end > size - at || p->nodes_len > p->end || p->cells_len > p->end) abort();
         strbuf sb = {0};
         ckpt_pickle_json(&sb, p, p->root);
-        ckpt_pickle_globals_json(&sb, p, false);
-        ckpt_pickle_globals_json(&sb, p, true);
-        ckpt_pickle_weights_only_warning(&sb, p);
-        bool ok = ckpt_pickle_weights_only(p);
-        if (ok && !p->weights_only_opcodes) abort();
+        ckpt_pickle_globals_json(&sb, p, NULL);
+        ckpt_torch_pickle_globals_json(&sb, p, true);
+        ckpt_torch_pickle_weights_only_warning(&sb, p);
+        bool ok = ckpt_torch_pickle_weights_only(p);
+        unsigned op;
+        uint64_t op_at;
+        bool refused = ckpt_torch_pickle_refused_opcode(p, &op, &op_at);
+        if (ok && refused) abort();
+        if (refused && (op_at < at || op_at >= at + p->end || p->opcode_at[op] != op_at)) abort();
         sb_free(&sb);
         at += p->end;
         ckpt_pickle_free(p);

@@ -87,7 +87,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t e = 0; e < t->entries_len; e++)
         if (t->entries[e].has_step && !(t->entries[e].step >= 0)) abort();
     strbuf sb = {0};
-    ckpt_torch_json(&sb, t);
     ckpt_torch_globals_json(&sb, t, true);
     ckpt_torch_weights_only_warning(&sb, t);
     sb_free(&sb);

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (got != m.size || memcmp(buf, data + zm->data_offset, got)) abort();
         ckpt_pickle *p = NULL;
         ckpt_error_clear(&err);
-        if (ckpt_pickle_read(buf, got, zm->name, 0, zm->data_offset, &p, &err) == 0) ckpt_pickle_free(p);
+        if (ckpt_pickle_read(buf, got, "PyTorch", zm->name, 0, zm->data_offset, &p, &err) == 0) ckpt_pickle_free(p);
         else oracle_check(&err);
         free(buf);
     }

@@ -1,4 +1,4 @@
-/* A Hugging Face Trainer's folders by their names (FORMAT.md 10.5): which file of a checkpoint-N/
+/* A Hugging Face Trainer's folders by their names (format.md 10.5): which file of a checkpoint-N/
  * folder is which (a table), the shards a sharded model's index names, and an output folder's
  * checkpoint-{N} folders in the order of N. */
 #include "core/core.h"

@@ -1,4 +1,4 @@
-/* A Hugging Face Trainer's own files, read as data (FORMAT.md 10.3, 10.5): training_args.bin, a
+/* A Hugging Face Trainer's own files, read as data (format.md 10.3, 10.5): training_args.bin, a
  * torch.save of its TrainingArguments dataclass (an object whose BUILD state is the dict of its
  * fields; optim an OptimizerNames enum member), and
  * trainer_state.json (global_step, and log_history's learning rates by step). */

@@ -1,5 +1,5 @@
 /* The PyTorch family (format.md 10): torch.save files, a zip archive (any prefix) or the legacy
- * format's pickles, read as data by the torch object model (torch_objects.c) and presented
+ * format's pickles, read as data by the torch object model (objects.h) and presented
  * through the front door. Nothing a file names is called.
  *
  * Opening reads the zip's central directory, the object's pickle and each record's local header
@@ -7,14 +7,17 @@
  * moments of the first optimizer state dict (exp_avg, exp_avg_sq, max_exp_avg_sq) through the
  * dtype table. The report has the container, the optimizer with its groups and its entries by
  * index, the model state dicts, and torch.load(weights_only=True)'s verdict. This module is the
- * family's probe, reader, report members and descriptor; its pairing with a model is
- * torch_pair.c. */
-#include "families/pytorch/family.h"
+ * family's probe, reader and descriptor; its report members are json.c, its pairing with a model
+ * pair.c. */
+#include "families/pytorch/json.h"
+#include "families/pytorch/pair.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+extern const ckpt_family ckpt_family_pytorch; /* the descriptor, at the end */
 
 static void free_names(char **names, size_t n)
 {
@@ -149,153 +152,6 @@ static int tf_parse(ckpt_parse *p)
     return 0;
 }
 
-/* ---- the report's members ---- */
-
-static void j_num(strbuf *sb, const char *key, bool has, double x)
-{
-    sb_printf(sb, ",\"%s\":", key);
-    if (has) j_double(sb, x);
-    else sb_puts(sb, "null");
-}
-
-static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, ckpt_stats *const *st)
-{
-    const size_t lead = e->exp_avg != CKPT_TORCH_NONE                                  ? e->exp_avg
-                        : e->exp_avg_sq != CKPT_TORCH_NONE                             ? e->exp_avg_sq
-                        : e->other_len && t->named[e->other].tensor != CKPT_TORCH_NONE ? t->named[e->other].tensor
-                                                                                       : CKPT_TORCH_NONE;
-    sb_printf(sb, "{\"index\":%lld,\"id\":%lld,\"group\":", (long long)e->index, (long long)e->index);
-    if (e->group == CKPT_TORCH_NONE) sb_puts(sb, "null");
-    else j_u64(sb, e->group);
-    sb_puts(sb, ",\"shape\":");
-    if (lead != CKPT_TORCH_NONE) j_dims(sb, ckpt_torch_size(t, lead), t->tensors[lead].rank);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"dtype\":");
-    if (lead != CKPT_TORCH_NONE) j_string(sb, t->tensors[lead].dtype);
-    else sb_puts(sb, "null");
-    j_num(sb, "step", e->has_step, e->step);
-    sb_puts(sb, ",\"count\":");
-    if (lead != CKPT_TORCH_NONE) j_u64(sb, t->tensors[lead].count);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"offset\":");
-    if (lead != CKPT_TORCH_NONE) j_u64(sb, t->tensors[lead].at);
-    else sb_puts(sb, "null");
-    if (st) {
-        static const char *const keys[] = {"m", "v", "vmax"};
-        for (int j = 0; j < 3; j++) {
-            if (j == 2 && e->max_exp_avg_sq == CKPT_TORCH_NONE) continue;
-            sb_printf(sb, ",\"%s\":", keys[j]);
-            if (st[j]) j_stats(sb, st[j]);
-            else sb_puts(sb, "null");
-        }
-    }
-    sb_puts(sb, ",\"other\":[");
-    for (size_t j = 0; j < e->other_len; j++) {
-        if (j) sb_putc(sb, ',');
-        j_string(sb, t->named[e->other + j].name);
-    }
-    sb_puts(sb, "]}");
-}
-
-static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *const *stats)
-{
-    static const char *const kinds[] = {"null", "\"adam\"", "\"adamw\""};
-    const ckpt_torch_optimizer *o = &t->optimizers[k];
-    sb_puts(sb, "{\"path\":");
-    j_string(sb, o->path);
-    sb_printf(sb, ",\"kind\":%s,\"groups\":[", kinds[o->kind]);
-    for (size_t g = 0; g < o->groups_len; g++) {
-        if (g) sb_putc(sb, ',');
-        ckpt_torch_group_json(sb, t, &t->groups[o->groups + g], false);
-    }
-    sb_printf(sb, "],\"entryCount\":%zu}", o->entries_len);
-    (void)stats;
-}
-
-static void tf_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
-{
-    strbuf *sb = ckpt_jw_text(w);
-    const tf_data *d = rep->family_data;
-    const ckpt_torch *t = d ? d->t : NULL;
-    const bool optimizer_slots = rep->slots_bound && !rep->tensors_len;
-    if (optimizer_slots) {
-        /* paired with its model: the schema and entries of a TLADAMF file, slot by slot */
-        ckpt_report_json_optimizer(w, rep, bulk);
-        sb = ckpt_jw_text(w);
-    } else {
-        /* TLADAMF's members that a PyTorch file has not; its model state dict's tensors */
-        sb_puts(sb,
-                ",\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,\"slotCount\":null");
-        ckpt_report_json_model(w, rep, bulk);
-        sb = ckpt_jw_text(w);
-    }
-    if (!t) {
-        sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"model\":null,"
-                    "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,"
-                    "\"indexCount\":null,"
-                    "\"indexEntries\":[]");
-        if (!optimizer_slots) sb_puts(sb, ",\"entryCount\":null,\"entries\":[]");
-        return;
-    }
-    sb_printf(sb, ",\"container\":{\"format\":\"%s\",\"prefix\":", t->legacy ? "legacy" : "zip");
-    if (t->legacy) sb_puts(sb, "null");
-    else j_string(sb, t->prefix);
-    sb_puts(sb, ",\"records\":");
-    j_u64(sb, t->records);
-    sb_puts(sb, "},\"optimizer\":");
-    if (t->optimizers_len) j_optimizer(sb, t, 0, NULL);
-    else sb_puts(sb, "null");
-    sb_puts(sb, ",\"otherOptimizers\":[");
-    for (size_t k = 1; k < t->optimizers_len; k++) {
-        if (k > 1) sb_putc(sb, ',');
-        j_optimizer(sb, t, k, NULL);
-    }
-    sb_puts(sb, "],\"models\":[");
-    for (size_t m = 0; m < t->models_len; m++) {
-        const ckpt_torch_model *md = &t->models[m];
-        sb_puts(sb, m ? ",{\"path\":" : "{\"path\":");
-        j_string(sb, md->path);
-        sb_puts(sb, ",\"tensors\":[");
-        for (size_t j = 0; j < md->count; j++) {
-            const ckpt_torch_named *nm = &t->named[md->first + j];
-            sb_puts(sb, j ? ",{\"name\":" : "{\"name\":");
-            j_string(sb, nm->name);
-            sb_puts(sb, ",\"shape\":");
-            j_dims(sb, ckpt_torch_size(t, nm->tensor), t->tensors[nm->tensor].rank);
-            sb_puts(sb, ",\"dtype\":");
-            j_string(sb, t->tensors[nm->tensor].dtype);
-            sb_puts(sb, ",\"count\":");
-            j_u64(sb, t->tensors[nm->tensor].count);
-            sb_puts(sb, ",\"offset\":");
-            j_u64(sb, t->tensors[nm->tensor].at);
-            sb_putc(sb, '}');
-        }
-        sb_puts(sb, "]}");
-    }
-    sb_puts(sb, "],\"model\":");
-    if (t->model == CKPT_TORCH_NONE) sb_puts(sb, "null");
-    else j_string(sb, t->models[t->model].path);
-    sb_printf(sb, ",\"weightsOnly\":%s,\"globals\":", ckpt_torch_weights_only(t) ? "true" : "false");
-    ckpt_torch_globals_json(sb, t, false);
-    sb_puts(sb, ",\"refused\":");
-    ckpt_torch_globals_json(sb, t, true);
-    sb_printf(sb, ",\"needsModel\":%s,\"pairing\":", rep->slots_bound ? "false" : "true");
-    ckpt_torch_pairing_json(sb, d, rep);
-    /* the optimizer's entries by index, as saved (a paired report's entries are by slot) */
-    sb_puts(sb, optimizer_slots ? ",\"indexCount\":" : ",\"entryCount\":");
-    if (t->optimizers_len) j_u64(sb, t->optimizers[0].entries_len);
-    else sb_puts(sb, "null");
-    sb_puts(sb, optimizer_slots ? ",\"indexEntries\":[" : ",\"entries\":[");
-    if (t->optimizers_len) { /* listed without the bulk arrays too: the columns hold none */
-        const ckpt_torch_optimizer *o = &t->optimizers[0];
-        for (size_t k = 0; k < o->entries_len; k++) {
-            if (k) sb_putc(sb, ',');
-            j_entry(sb, t, &t->entries[o->entries + k], d->stats ? d->stats + 3 * k : NULL);
-        }
-    }
-    sb_puts(sb, "]");
-}
-
 static size_t tf_item_count(const ckpt_report *rep) { return rep->entries_len ? rep->entries_len : rep->tensors_len; }
 
 /* A paired optimizer's item is a slot's moments (and amsgrad's max_exp_avg_sq); otherwise a
@@ -391,6 +247,12 @@ int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
     return 0;
 }
 
+static int tf_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
+                   size_t *view_len, ckpt_pair_result *res)
+{
+    return ckpt_torch_bind(ro, rm, rm->family == &ckpt_family_pytorch, names, name_count, view, view_len, res);
+}
+
 static const struct ckpt_family_impl torch_impl = {
     .probe = tf_probe,
     .parse = tf_parse,
@@ -403,10 +265,10 @@ static const struct ckpt_family_impl torch_impl = {
     .convert_config = ckpt_torch_convert_config,
     .kind_unknown = tf_kind_unknown,
     .unhealthy = tf_unhealthy,
-    .json_body = tf_json,
+    .json_body = ckpt_torch_report_json,
     .release = tf_free,
     .hint = tf_hint,
-    .bind = ckpt_torch_bind,
+    .bind = tf_bind,
     .holds = "optimizer state and model tensors",
     .hint_not = "a model-state file",
 };

@@ -1,7 +1,7 @@
-/* The torch object model (src/torch_objects.c): what a torch.save file holds, read as data over the
+/* The torch object model (open.c, tensors.c, search.c, globals.c): what a torch.save file holds, read as data over the
  * zip and pickle layers. Nothing here is public API and nothing a file names is called.
  *
- * ckpt_torch_open reads the container (FORMAT.md 10.1: a torch.save zip under any prefix, or the
+ * ckpt_torch_open reads the container (format.md 10.1: a torch.save zip under any prefix, or the
  * legacy format's five pickles and its storages), interprets the tensors and storages of the
  * object's pickle (10.2), checks every storage's record and every tensor's reach, and searches
  * the object (10.3) for optimizer state dicts and model state dicts, depth first in insertion
@@ -10,8 +10,8 @@
 #ifndef CKPT_TORCH_OBJECTS_H
 #define CKPT_TORCH_OBJECTS_H
 
-#include "containers/pickle.h"
 #include "containers/zip.h"
+#include "families/pytorch/globals.h"
 
 #define CKPT_TORCH_MAX_PATH 4096
 #define CKPT_TORCH_NONE SIZE_MAX
@@ -136,7 +136,7 @@ static inline const uint64_t *ckpt_torch_stride(const ckpt_torch *t, size_t k)
 {
     return t->dims + t->tensors[k].dims + t->tensors[k].rank;
 }
-/* Storage identity (FORMAT.md 10.4's ties): same storage, offset, sizes and strides. */
+/* Storage identity (format.md 10.4's ties): same storage, offset, sizes and strides. */
 bool ckpt_torch_same(const ckpt_torch *t, size_t a, size_t b);
 
 /* torch.load(weights_only=True)'s verdict over all the file's pickles (a legacy file's five), the
@@ -146,12 +146,5 @@ bool ckpt_torch_same(const ckpt_torch *t, size_t a, size_t b);
 bool ckpt_torch_weights_only(const ckpt_torch *t);
 void ckpt_torch_globals_json(strbuf *sb, const ckpt_torch *t, bool refused);
 void ckpt_torch_weights_only_warning(strbuf *sb, const ckpt_torch *t);
-
-/* Everything as JSON: container, optimizer (the first found) and otherOptimizers, models, model,
- * storages, weightsOnly, globals, warnings. */
-void ckpt_torch_json(strbuf *sb, const ckpt_torch *t);
-/* One parameter group as JSON (the report's optimizer.groups[k]); decoupled adds
- * decoupledWeightDecay before params. */
-void ckpt_torch_group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *gr, bool decoupled);
 
 #endif

@@ -1,9 +1,9 @@
 /* A PyTorch optimizer paired with its model (format.md 10.4): the model's slots gathered from
  * whatever file holds it (a torch.save state dict, with ties by storage identity; a safetensors
- * file, ordered by names), the indices placed on them (torch_schema.c), and the optimizer's
+ * file, ordered by names), the indices placed on them (schema.c), and the optimizer's
  * report made the pair's: a schema of slots, entries by slot, per-slot configurations. Also the
  * pairing's JSON and the one configuration a conversion to TorchLean writes. */
-#include "families/pytorch/family.h"
+#include "families/pytorch/pair.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,8 +54,8 @@ typedef struct bind_in {
 
 /* The model's slots, in model order: its floating tensors less BatchNorm's buffers; ties by
  * storage identity when the model is a torch.save state dict. */
-static int gather_slots(const ckpt_report *rm, const char *const *names, size_t name_count, bool param_names,
-                        bind_in *in, ckpt_pair_result *res)
+static int gather_slots(const ckpt_report *rm, bool torch, const char *const *names, size_t name_count,
+                        bool param_names, bind_in *in, ckpt_pair_result *res)
 {
     size_t nt = rm->tensors_len;
     size_t *order = malloc((nt ? nt : 1) * sizeof *order);
@@ -66,7 +66,6 @@ static int gather_slots(const ckpt_report *rm, const char *const *names, size_t 
         return ckpt_fail_oom(&res->error);
     }
     size_t k = 0;
-    bool torch = rm->family == &ckpt_family_pytorch;
     bool unordered = rm->family && rm->family->impl->unordered;
     if (unordered && names) {
         /* the model's names in order; names the file lacks (dropped tied copies) are skipped */
@@ -322,8 +321,8 @@ static int keep_slot_names(tf_data *d, const bind_in *in, ckpt_pair_result *res)
     return 0;
 }
 
-int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
-                    size_t *view_len, ckpt_pair_result *res)
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, const char *const *names,
+                    size_t name_count, size_t **view, size_t *view_len, ckpt_pair_result *res)
 {
     tf_data *d = ro->family_data;
     *view = NULL;
@@ -339,7 +338,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *n
     bool param_names;
     bind_in in = {0};
     int rc = gather_indices(d, &param_names, res);
-    if (!rc) rc = gather_slots(rm, names, name_count, param_names, &in, res);
+    if (!rc) rc = gather_slots(rm, torch_model, names, name_count, param_names, &in, res);
     uint8_t *undecided = rc ? NULL : calloc(in.n ? in.n : 1, 1);
     if (!rc && !undecided) rc = ckpt_fail_oom(&res->error);
     if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))

@@ -1,4 +1,4 @@
-/* Which model slot each optimizer index is (FORMAT.md 10.4). PyTorch numbers a group's parameters
+/* Which model slot each optimizer index is (format.md 10.4). PyTorch numbers a group's parameters
  * in the order it was given them (`model.parameters()`, or Hugging Face's decay / no-decay groups,
  * each in model order), and saves only those numbers: so an index is placed by its group's order
  * and its moments' shape, or by its name when the groups saved `param_names`. Where several

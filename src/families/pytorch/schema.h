@@ -1,7 +1,7 @@
-/* The schema of a PyTorch optimizer and its model (FORMAT.md 10.4): which of the model's slots
- * each optimizer index is, decided from shapes, group order and names alone (torch_schema.c).
+/* The schema of a PyTorch optimizer and its model (format.md 10.4): which of the model's slots
+ * each optimizer index is, decided from shapes, group order and names alone (schema.c).
  * The inputs are plain arrays, whatever file holds the model (a torch.save state dict, a
- * safetensors file); the PyTorch family (torch_family.c) gathers them and installs the result. */
+ * safetensors file); the PyTorch family (pair.c) gathers them and installs the result. */
 #ifndef CKPT_TORCH_SCHEMA_H
 #define CKPT_TORCH_SCHEMA_H
 

@@ -1,4 +1,4 @@
-/* Writing the TLADAMF family (format.md 4, "Writer's version choice" and the save checks):
+/* Writing the TLADAMF family (format.md 4, "Which version a writer chooses" and the save checks):
  * every check runs before the first byte goes to the sink, so a failed save writes nothing. */
 #include "families/tladamf/tladamf.h"
 

@@ -1,10 +1,11 @@
-/* The PyTorch family's report data, shared by its reader (torch_family.c) and its pairing with
- * a model (torch_pair.c). Private to those two modules. */
-#ifndef CKPT_TORCH_FAMILY_H
-#define CKPT_TORCH_FAMILY_H
+/* The PyTorch family's report data, shared by its reader (family.c), its report members (json.c)
+ * and its pairing with a model (pair.c). Private to the family. */
+#ifndef CKPT_TORCH_DATA_H
+#define CKPT_TORCH_DATA_H
 
 #include "core/core.h"
 #include "families/state/state.h"
+#include "families/pytorch/globals.h"
 #include "families/pytorch/objects.h"
 #include "families/pytorch/schema.h"
 
@@ -41,22 +42,5 @@ static inline char *ckpt_torch_dup(const char *s)
     if (c) memcpy(c, s, n);
     return c;
 }
-
-static inline int ckpt_torch_dtype(const char *torch_name)
-{
-    for (int d = 0; d < CKPT_DTYPE_COUNT; d++)
-        if (ckpt_dtype_name(d) && !strcmp(ckpt_dtype_name(d), torch_name)) return d;
-    return -1;
-}
-
-extern const ckpt_family ckpt_family_pytorch; /* family.c */
-/* Pair a PyTorch optimizer's report with its model's (format.md 10.4; pair.c): the family's bind. */
-int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
-                    size_t *view_len, ckpt_pair_result *res);
-
-/* The pairing's JSON (the report's "pairing", a pair result's "pytorch"). */
-void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *rep);
-/* The one configuration a TLADAMF file of the paired optimizer holds, or the loss (convert). */
-int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options *o, ckpt_config *out, ckpt_error *err);
 
 #endif
