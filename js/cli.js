@@ -644,7 +644,7 @@ function numberOption(seen, option) {
 }
 
 /** convert optimizer.pt OUT.ckpt [--state MODEL] [--to V] [--kind K] ...: PyTorch to TorchLean
- *  (docs/pytorch.md): the pair's slots (FORMAT.md 10.4) written as a TLADAMF file, the lowest
+ *  (docs/pytorch.md): the pair's slots (format.md 10.4) written as a TLADAMF file, the lowest
  *  version that holds it unless --to or --for says. */
 async function convertFromTorch([input, output], seen) {
   for (const option of ['--lr', '--drop-random-counter']) {

@@ -1,4 +1,4 @@
-// A Hugging Face Trainer's checkpoint folders as PyTorch pairs (docs/pytorch.md, FORMAT.md 10.5):
+// A Hugging Face Trainer's checkpoint folders as PyTorch pairs (docs/pytorch.md, format.md 10.5):
 // a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
 // optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
 // order of N, each so paired, for `run`; and each recovered learning rate set beside the one
