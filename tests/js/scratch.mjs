@@ -19,6 +19,19 @@ export function cli(args, options = {}) {
   return r;
 }
 
+/** What a usage error prints after its message: the command's entries of `ckptscope --help`
+ *  (each synopsis with its indented lines), then where its options are. */
+export function usageOf(command) {
+  const help = cli(['--help']).stdout.split('\n');
+  const lines = [];
+  let mine = false;
+  for (const line of help.slice(1, help.indexOf(''))) {
+    if (line.startsWith('  ckptscope ')) mine = line.split(' ')[3] === command;
+    if (mine) lines.push(line);
+  }
+  return `usage:\n${lines.join('\n')}\n(ckptscope ${command} --help: its options)\n`;
+}
+
 /** A bash script with $NODE and $CLI set (and `env`). */
 export function sh(script, env = {}) {
   return spawnSync('bash', ['-c', script], { encoding: 'utf8', env: { ...process.env, NODE: process.execPath, CLI, ...env } });
