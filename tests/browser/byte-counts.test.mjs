@@ -147,7 +147,7 @@ test('after a health pass, an export and statistics, the header\'s count is stil
     await page.waitForFunction(() => /^Statistics for 2 entries in \d+ ms\.$/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
     await after('statistics');
     // those passes' ranges came through the read feed (js/feed.js: streamed requests, counted
-    // as they arrive); tests/browser/viewer-rate-feed.test.mjs has the synchronous path
+    // as they arrive); tests/browser/feed.test.mjs has the synchronous path
     assert.ok(page.workers().some((w) => w.url().endsWith('/js/feed-worker.js')), 'the feed read the ranges');
     assert.deepEqual(page.consoleErrors, []);
     await page.context().close();
