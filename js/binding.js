@@ -449,12 +449,12 @@ export class Binding {
     }
   }
 
-  /** int ckpt_torch_set_kind(file, kind, err): the kind ('adam' | 'adamw') of a PyTorch
+  /** int ckpt_torch_set_kind(file, kind, err): the kind (an id of abi.kinds) of a PyTorch
    *  optimizer whose file does not say it; the core's refusal as its error JSON, or null. */
   setKind(file, kind) {
     const err = this.errorNew();
     try {
-      return this.#ex.ckpt_torch_set_kind(file, kind === 'adamw' ? 1 : 0, err) ? this.errorTake(err) : null;
+      return this.#ex.ckpt_torch_set_kind(file, kind, err) ? this.errorTake(err) : null;
     } finally {
       this.errorFree(err);
     }
