@@ -2,11 +2,11 @@
 // the `loads in:` line of inspect, and `convert`. The verdicts and texts are the core's; this
 // module only lays them out.
 
-import { check, readerNames } from './api.js';
-import { open } from './checkpoint.js';
-import { CheckpointError } from './errors.js';
-import { loadBinding } from './binding.js';
-import { displayName, sourceOf, reading, writing, checkInput } from './user-files.js';
+import { check, readerNames } from '../api.js';
+import { open } from '../checkpoint.js';
+import { CheckpointError } from '../errors.js';
+import { loadBinding } from '../binding.js';
+import { displayName, sourceOf, reading, writing, checkInput } from '../user-files.js';
 
 const pad = (name) => name.padEnd(11);
 
@@ -60,7 +60,7 @@ export async function convertFile(input, output, options) {
   });
   let result;
   try {
-    result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('./convert.js')).convert(sourceOf(input), output, options)));
+    result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('../convert.js')).convert(sourceOf(input), output, options)));
   } catch (err) {
     if (err instanceof CheckpointError && (err.fileError || err.code === (await loadBinding()).codes.NOT_READABLE)) {
       // the file's own diagnostic, not "the file is invalid"
@@ -99,7 +99,7 @@ export async function convertTorchFile(input, output, { lr, state }) {
   if (state !== undefined) checkInput(state, 'checkpoint');
   // torch.save names the zip's folder after the file's stem (the core keeps a plain one only)
   const prefix = displayName(output).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
-  const { convertToTorch } = await import('./convert.js');
+  const { convertToTorch } = await import('../convert.js');
   const options = { lr, prefix, ...(state === undefined ? {} : { state: sourceOf(state) }) };
   try {
     await reading(input, 'checkpoint', () => writing(output, () => convertToTorch(sourceOf(input), output, options)));

@@ -7,13 +7,13 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { open } from './checkpoint.js';
-import { run, runFiles, saveGradient } from './run.js';
-import { table, numColumns, namedSlot } from './cli-text.js';
-import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from './terminal.js';
-import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from './user-files.js';
-import { ratioBandArg, positiveArg } from './cli-usage.js';
-import { isOutputFolder, openOutputFolder, compareLogged, FolderError } from './trainer-run.js';
+import { open } from '../checkpoint.js';
+import { run, runFiles, saveGradient } from '../run.js';
+import { table, numColumns, namedSlot } from './text.js';
+import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from '../terminal.js';
+import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from '../user-files.js';
+import { ratioBandArg, positiveArg } from './args.js';
+import { isOutputFolder, openOutputFolder, compareLogged, FolderError } from '../trainer-run.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */
 export const CANNOT_TELL_STATUS = 3;

@@ -2,9 +2,9 @@
 // (its usage lines, flags, options with their help) and the parser that reads argv by it, which
 // refuses a misspelt option with the nearest known one (js/suggest.js).
 
-import { nearest, didYouMean, shown } from './suggest.js';
-import { wrapLine } from './terminal.js';
-import { ratioBand, decimalNumber, positiveNumber } from './options.js';
+import { nearest, didYouMean, shown } from '../suggest.js';
+import { wrapLine } from '../terminal.js';
+import { ratioBand, decimalNumber, positiveNumber } from '../options.js';
 
 // 80 columns (docs/cli.md "Columns"): what each command does on the lines below it, indented 6;
 // usageOf takes a command's lines with every indented line after them.

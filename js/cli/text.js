@@ -1,4 +1,4 @@
-import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from './terminal.js';
+import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 
 // What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
 // a report (either family), an error with everything the core reported beside its reference
