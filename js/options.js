@@ -86,6 +86,12 @@ export function convertVersions() {
   return versions;
 }
 
+/** What a panel that converts offers, the core's: {versions (oldest first), kinds (names)}. */
+export async function convertChoices() {
+  await loadBinding();
+  return { versions: convertVersions(), kinds: kindNames() };
+}
+
 /** Words joined as a list: `a, b or c` (`quote` around each: `'a' or 'b'`). */
 export function listed(words, { quote = '', last = ' or ' } = {}) {
   const q = words.map((w) => `${quote}${w}${quote}`);
