@@ -592,7 +592,7 @@ export interface Description extends Layout {
   requiresGrad: boolean[];
   config: ConfigInput;
   randomCounter?: U64Input | null;
-  /** 0 or absent: the reference writer's choice; 2..5: forced. */
+  /** 0 or absent: the reference writer's choice; a version of its family (the core checks it): forced. */
   version?: U64Input;
   entries: EntryInput[];
 }
