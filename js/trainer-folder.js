@@ -1,7 +1,7 @@
 // A Hugging Face Trainer's folders on disk (Node): which file of a checkpoint-N/ folder is which,
 // an output folder's checkpoint-{N} folders in the order of N, and the Trainer's own files read
 // as data. The rules (the names, a sharded model's index, the order) are the core's
-// (src/trainer_folder.c, src/trainer.c); this module lists folders and joins paths.
+// (src/families/hf_trainer/folder.c, trainer.c); this module lists folders and joins paths.
 import { loadBinding } from './binding.js';
 import { sourceSize } from './checkpoint.js';
 import { openSource } from './sources.js';

@@ -203,7 +203,7 @@ typedef enum ckpt_family_id {
 typedef enum ckpt_role { CKPT_ROLE_OPTIMIZER = 1, CKPT_ROLE_MODEL = 2 } ckpt_role;
 
 /* What identifies a family and how its diagnostics read. The public fields describe it; how it
- * is read (its reader, what its items are, its own texts) is the private `impl` (src/core/core.h). */
+ * is read (its reader, what its items are, its own texts) is the private `impl` (src/core/impl.h). */
 typedef struct ckpt_family {
     int id;             /* ckpt_family_id (or a build's extra family: docs/architecture.md) */
     const char *magic;  /* the 7 magic bytes, also its short name: "TLADAMF" */

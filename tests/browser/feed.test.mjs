@@ -78,7 +78,8 @@ for (const [how, which] of [['through the feed (a cross-origin-isolated page)', 
     // The package in the viewer's worker (the same module instances the viewer uses): each file
     // by its own counted source, statistics of every entry and tensor, then the health pass.
     const got = await worker.evaluate(async ({ optUrl, stateUrl }) => {
-      const { open, health, HttpSource, Feed } = await import('/js/index.js');
+      const { open, health, HttpSource } = await import('/js/index.js');
+      const { Feed } = await import('/js/plumbing.js');
       const feed = await Feed.start();
       const src = (url) => HttpSource.open(new URL(url, location.href).href, { feed });
       const exact = (x) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
@@ -129,7 +130,8 @@ test('through the feed, a request that fails is an HttpError naming the URL, as 
     const href = new URL(own.server.files[0].url, own.origin).href;
     // the source opens (its first request), then the server goes away
     await worker.evaluate(async (href) => {
-      const { HttpSource, Feed } = await import('/js/index.js');
+      const { HttpSource } = await import('/js/index.js');
+      const { Feed } = await import('/js/plumbing.js');
       self.feedSource = HttpSource.open(href, { feed: await Feed.start() });
     }, href);
     own.server.closeAllConnections();
