@@ -245,9 +245,33 @@ export interface TorchGroup {
   paramNames: string[] | null;
 }
 
+/** A PyTorch optimizer's entry (docs/pytorch.md): unpaired, one per index as saved (`id` is the
+ *  index); paired, one per owner slot (`id` is the slot), with the index it came from and the
+ *  slot's name. */
+export interface TorchEntry {
+  id: U64;
+  index: number;
+  /** Paired only: the slot's name (the model's). */
+  name?: string;
+  group: number | null;
+  shape: U64[] | null;
+  dtype: string | null;
+  step: number | null;
+  count: U64 | null;
+  offset: U64 | null;
+  /** State beside the moments (`momentum_buffer`, …), by key. */
+  other: string[];
+  /** With statistics: exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq. */
+  m?: Stats | null;
+  v?: Stats | null;
+  vmax?: Stats | null;
+  unhealthy?: U64;
+}
+
 /** A valid torch.save file's report (docs/pytorch.md). Its optimizer has no slots until it is
  *  paired with its model (`needsModel`); then schema, slotCount and entries are the pair's, by
- *  slot, as a TLADAMF file's, and `pairing` says where each index went. */
+ *  slot, as a TLADAMF file's (each entry with its index), `names` the slots' names, and
+ *  `pairing` says where each index went. */
 export interface TorchReport extends ReportCommon {
   ok: true;
   family: 'PyTorch';
@@ -263,9 +287,11 @@ export interface TorchReport extends ReportCommon {
   refused: string[];
   needsModel: boolean;
   pairing: TorchPairing | null;
+  /** The slots' names once paired (the model's), else null. */
+  names: string[] | null;
   schema: SchemaReport | null;
   slotCount: number | null;
-  entries: Entry[];
+  entries: TorchEntry[];
   tensors?: Tensor[];
   error: null;
 }

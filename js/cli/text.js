@@ -216,19 +216,24 @@ function optimizerLines(report, names, out, width) {
   for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]), fit)) out.push(l);   // a loop: no spreading a million lines
   // The statistics in a table of their own, one column a number: 80 columns, not 150.
   if (stats) {
+    // amsgrad's running maximum of v (a PyTorch optimizer's entries have vmax): its own column
+    const vmax = report.entries.some((e) => e.vmax !== undefined);
     const statRows = [];
     for (let i = 0; i < n; i++) {
       const e = entries.get(String(i));
       if (!e?.m) continue;
-      const bad = Number(e.m.nan) + Number(e.v.nan) || Number(e.m.inf) + Number(e.v.inf) ? `${Number(e.m.nan) + Number(e.v.nan)}/${Number(e.m.inf) + Number(e.v.inf)}` : '';
-      statRows.push([i, ...(names ? [names[i] ?? ''] : []), e.m.min, e.m.max, e.m.rms, e.v.max, e.v.rms, bad]);
+      const all = [e.m, e.v, e.vmax].filter(Boolean);
+      const nan = all.reduce((a, x) => a + Number(x.nan), 0), inf = all.reduce((a, x) => a + Number(x.inf), 0);
+      statRows.push([i, ...(names ? [names[i] ?? ''] : []), e.m.min, e.m.max, e.m.rms, e.v.max, e.v.rms, ...(vmax ? [e.vmax?.max ?? null] : []), nan || inf ? `${nan}/${inf}` : '']);
     }
     if (statRows.length) {
-      numColumns(statRows, [1, 2, 3, 4, 5].map((j) => j + off));
+      const cols = (vmax ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5]).map((j) => j + off);
+      numColumns(statRows, cols);
       out.push('');
-      const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
-      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [6 + off] } : null;
-      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]), fit2)) out.push(l);
+      const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', ...(vmax ? ['vmax max'] : []), 'NaN/inf'];
+      const last = cols.at(-1) + 1;
+      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [last] } : null;
+      for (const l of table(statRows, header2, new Set([0, ...cols, last]), fit2)) out.push(l);
     }
   }
 }

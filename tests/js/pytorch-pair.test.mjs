@@ -153,6 +153,99 @@ print(json.dumps(out))`;
   assert.ok(want.some(([withMax, withV]) => Math.abs(withMax - withV) > 1e-3 * withMax), 'v fell below its maximum somewhere');
 });
 
+test('the paired JSON report: names, and one list of entries by slot, each with its index, name, group, shape, dtype and amsgrad\'s vmax', () => {
+  const r = cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--json', '--stats');
+  assert.equal(r.status, 0, r.stderr);
+  const rep = JSON.parse(r.stdout);
+  const names = ['conv1.weight', 'conv1.bias', 'bn1.weight', 'bn1.bias', 'conv2.weight', 'conv2.bias', 'head.weight', 'head.bias'];
+  assert.deepEqual(rep.names, names);
+  assert.equal('indexEntries' in rep, false);
+  assert.equal('indexCount' in rep, false);
+  const script = `
+import json, sys, torch
+sd = torch.load(sys.argv[1])
+print(json.dumps({str(i): {'shape': list(s['exp_avg'].shape), 'step': int(s['step']), 'mmax': float(s['exp_avg'].max()),
+                           'vmax': float(s['exp_avg_sq'].max()), 'maxmax': float(s['max_exp_avg_sq'].max())} for i, s in sd['state'].items()}))`;
+  const torch = JSON.parse(execFileSync(PY, ['-c', script, at('cnn.opt.pt')], { encoding: 'utf8' }));
+  assert.deepEqual(rep.entries.map((e) => [e.id, e.index, e.name, e.group, e.dtype, e.other]),
+    [2, 3, 4, 5, 6, 7].map((slot, index) => [slot, index, names[slot], 0, 'float32', []]));
+  for (const e of rep.entries) {
+    const t = torch[String(e.index)];
+    assert.deepEqual([e.shape, e.step, e.m.max, e.v.max, e.vmax.max], [t.shape, t.step, t.mmax, t.vmax, t.maxmax], e.name);
+  }
+  // without --stats: the same entries, without statistics; the API's report is the CLI's
+  const plain = JSON.parse(cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--json').stdout);
+  assert.deepEqual(plain.entries[0], { id: 2, step: 7, count: 2, offset: rep.entries[0].offset, index: 0, name: 'bn1.weight', group: 0, shape: [2], dtype: 'float32', other: [] });
+});
+
+test('inspect --stats of a paired amsgrad optimizer: the vmax column by slot', () => {
+  const r = cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--stats');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n');
+  const at = lines.indexOf('slot  name             m min    m max    m rms    v max    v rms  vmax max');
+  assert.ok(at > 0, r.stdout);
+  assert.equal(lines[at + 1], '   2  bn1.weight    -0.06734  0.05747   0.0626  0.03584  0.02628   0.05753');
+  assert.equal(lines.slice(at + 1).filter((l) => /^\s+\d+  /.test(l)).length, 6);
+});
+
+test('export of an amsgrad Adam restores it in torch: max_exp_avg_sq beside the moments, the groups\' configuration and lr', () => {
+  const out = at('cnn.moments.safetensors');
+  const e = cli('export', 'cnn.opt.pt', out, '--state', 'cnn.model.bin');
+  assert.equal(e.status, 0, e.stderr);
+  // the metadata and tensors as the safetensors spec has them, read by Python alone; the optimizer
+  // rebuilt from them and loaded into torch is the saved one, bit for bit
+  const script = `
+import json, struct, sys, torch
+raw = open(sys.argv[1], 'rb').read(); (n,) = struct.unpack('<Q', raw[:8]); header = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+meta = header.pop('__metadata__')
+t = lambda name: torch.frombuffer(bytearray(data[header[name]['data_offsets'][0]:header[name]['data_offsets'][1]]), dtype=torch.float32).reshape(header[name]['shape'])
+groups, steps = json.loads(meta['groups']), json.loads(meta['steps'])
+names = [n for g in groups for n in g['names']]
+state = {i: {'step': torch.tensor(float(steps[n])), 'exp_avg': t(n + '.exp_avg'), 'exp_avg_sq': t(n + '.exp_avg_sq'),
+             'max_exp_avg_sq': t(n + '.max_exp_avg_sq')} for i, n in enumerate(names)}
+params, at = [], 0
+for g in groups:
+    params.append({'lr': g['lr'], 'betas': (g['beta1'], g['beta2']), 'eps': g['epsilon'], 'weight_decay': g['weightDecay'],
+                   'amsgrad': True, 'maximize': False, 'foreach': None, 'capturable': False, 'differentiable': False,
+                   'fused': False, 'params': list(range(at, at + len(g['names'])))})
+    at += len(g['names'])
+saved = torch.load(sys.argv[2])
+same = len(saved['state']) == len(state) and all(
+    torch.equal(saved['state'][i][k], state[i][k]) for i in state for k in ('exp_avg', 'exp_avg_sq', 'max_exp_avg_sq', 'step'))
+g0, p0 = saved['param_groups'][0], params[0]
+same = same and all(g0[k] == p0[k] for k in ('lr', 'betas', 'eps', 'weight_decay', 'amsgrad', 'params'))
+print(json.dumps({'same': same, 'config': json.loads(meta['config'])['kind'], 'tensors': len(header)}))`;
+  const got = JSON.parse(execFileSync(PY, ['-c', script, out, at('cnn.opt.pt')], { encoding: 'utf8' }));
+  assert.deepEqual(got, { same: true, config: null, tensors: 18 });
+});
+
+test('export of two parameter groups: each group\'s configuration and lr, no one config; the kind null where the file does not say it', () => {
+  const meta = (args) => {
+    const out = at(`groups-${args.length}.safetensors`);
+    const r = cli('export', 'lm.opt.pt', out, '--state', 'lm.model.bin', ...args);
+    assert.equal(r.status, 0, r.stderr);
+    const raw = fs.readFileSync(out);
+    const n = Number(raw.readBigUInt64LE(0));
+    return JSON.parse(raw.subarray(8, 8 + n).toString('utf8')).__metadata__;
+  };
+  const unknown = meta([]);
+  assert.equal(unknown.config, 'null');
+  const groups = JSON.parse(unknown.groups);
+  assert.deepEqual(groups.map((g) => [g.kind, g.beta1, g.beta2, g.epsilon, g.weightDecay, g.lr]),
+    [[null, 0.9, 0.95, 1e-8, 0.1, 0.001], [null, 0.9, 0.95, 1e-8, 0, 0.001]]);
+  assert.deepEqual(groups.map((g) => g.bits.weightDecay), ['0x3fb999999999999a', '0x0000000000000000']);
+  // the groups' names are the optimizer's indices, group by group (torch's numbering)
+  assert.deepEqual(groups.flatMap((g) => g.names), facts.lm.byIndex);
+  assert.deepEqual(JSON.parse(meta(['--kind', 'adamw']).groups).map((g) => g.kind), ['adamw', 'adamw']);
+  // one group: its configuration is the file's
+  const mlp = at('mlp.moments.safetensors');
+  assert.equal(cli('export', 'mlp.opt.pt', mlp, '--state', 'mlp.model.bin').status, 0);
+  const raw = fs.readFileSync(mlp);
+  const m = JSON.parse(raw.subarray(8, 8 + Number(raw.readBigUInt64LE(0))).toString('utf8')).__metadata__;
+  assert.deepEqual(JSON.parse(m.config), { kind: null, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0,
+    bits: { beta1: '0x3feccccccccccccd', beta2: '0x3feff7ced916872b', epsilon: '0x3e45798ee2308c3a', weightDecay: '0x0000000000000000' } });
+});
+
 test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently', async () => {
   const r = await pair(at('twin.opt.pt'), at('twin.model.bin'));
   assert.equal(r.pairs, true);
