@@ -563,6 +563,9 @@ export interface RunFile {
   stateError?: string;
   /** The state file given, when it was not used. */
   stateFile?: string;
+  /** An optimizer whose file does not say Adam or AdamW (torch 1.13's): no learning rate comes
+   *  back for its pairs unless `kind` is given. */
+  kindUnknown: boolean;
 }
 
 export interface RunResult {
@@ -578,6 +581,8 @@ export interface RunResult {
   pairs: RunPair[];
   /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
   first: number | null;
+  /** PyTorch optimizers paired with their models: the slots by the model's names. */
+  names?: string[];
 }
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null. */

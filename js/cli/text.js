@@ -30,12 +30,13 @@ const padStart = (c, w) => ' '.repeat(Math.max(0, w - displayWidth(c))) + c;
 
 /**
  * Lines of columns padded to their widest cell; the columns in `right` are right-aligned.
- * `fit` ({width, shrink, key, what, shown, short, optional}): lines wider than `width` first
- * take the short headers `short` ({column: header}) and leave out the `optional` columns that
- * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink`
- * (names, paths) in the middle to the room left, or leave it out when less than MIN_CELL is
- * left; each cell shortened or left out is then listed in full below the table, by its row's
- * `key` column, once per output (`shown`: the keys already listed in full above).
+ * `fit` ({width, shrink, key, what, shown, short, optional, shorten}): lines wider than `width`
+ * first take the short headers `short` ({column: header}) and leave out the `optional` columns
+ * that are empty in every row (never `shrink` or `key`), then shorten column `shrink` (names,
+ * paths) to the room left with `shorten(cell, room)` (default shortName: a name by its last
+ * blocks), or leave it out when less than MIN_CELL is left; each cell shortened or left out is
+ * then listed in full below the table, by its row's `key` column, once per output (`shown`: the
+ * keys already listed in full above).
  */
 export function table(rows, header, right, fit = null) {
   // escaped first (a name may hold control characters), so the widths are what is shown
@@ -51,7 +52,12 @@ export function table(rows, header, right, fit = null) {
   if (fit && total(widths) > fit.width) {
     header = header.map((h, j) => fit.short?.[j] ?? h);
     const empty = new Set((fit.optional ?? []).filter((j) => rows.every((r) => r[j] === '')));
-    if (empty.size) ({ rows, header, right } = without(rows, header, right, empty));
+    if (empty.size) {
+      ({ rows, header, right } = without(rows, header, right, empty));
+      // the shortened and key columns move left past the ones left out
+      const moved = (j) => j - [...empty].filter((g) => g < j).length;
+      fit = { ...fit, shrink: moved(fit.shrink), key: moved(fit.key) };
+    }
     widths = widthsOf(rows, header);
   }
   let under = '';   // the prefix every name shown shares, said once above the table
@@ -69,7 +75,8 @@ export function table(rows, header, right, fit = null) {
     if (room < MIN_CELL) {
       ({ rows, header, right } = without(rows, header, right, new Set([k])));
     } else {
-      rows = rows.map((r) => r.map((c, j) => (j === k ? shortName(c, room) : c)));
+      const shorten = fit.shorten ?? shortName;
+      rows = rows.map((r) => r.map((c, j) => (j === k ? shorten(c, room) : c)));
     }
     widths = widthsOf(rows, header);
   }
@@ -609,8 +616,10 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
     f.ok ? name(i) : `${name(i)} (invalid)`,
   ]);
   numColumns(rows, [5]);
-  // a long path is shortened in the middle, and listed in full below the table
-  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
+  // a long path is shortened in the middle, and listed in full below the table, once the
+  // columns empty in every row (no flagged file, no ratios, no state files) made room for it
+  // (in the middle: a path's dots are its file name's, not a module's blocks)
+  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set(), short: { 4: 'warn' }, optional: [0, 5, 6], shorten: middleEllipsis };
   for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
   // a state file given and not used: which, and why
   for (const [i, f] of result.files.entries()) if (f.stateError) out.push(...wrapLine(`warning: state file ${f.stateFile ?? '?'} not used for file ${i}: ${f.stateError}`, width));
@@ -629,11 +638,13 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   return out;
 }
 
-/** A Trainer output folder's warnings: each folder's own, then the optimizers whose kind neither
- *  their file nor training_args.bin says (`unknown`: their paths, of `total`). */
-export function trainerWarnings(perFolder, paths, unknown, total) {
+/** A run's warnings: a Trainer output folder's own, per folder, then the optimizers whose kind
+ *  neither their file nor (in a folder) training_args.bin says (`unknown`: their paths, of
+ *  `total`). */
+export function trainerWarnings(perFolder, paths, unknown, total, { folder = true } = {}) {
   const warnings = perFolder.flatMap((list, i) => list.map((w) => `warning: ${paths[i]}: ${w}`));
-  if (unknown.length) warnings.push(`warning: ${unknown.length === total ? 'every optimizer\'s' : `${runPlural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind ${kindNames().join('|')}`);
+  const said = folder ? 'neither its file nor training_args.bin says Adam or AdamW' : 'its file does not say Adam or AdamW';
+  if (unknown.length) warnings.push(`warning: ${unknown.length === total ? 'every optimizer\'s' : `${runPlural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (${said}): no learning rate comes back; give --kind ${kindNames().join('|')}`);
   return warnings;
 }
 

@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState, inspect, health } from '../../js/index.js';
 import { COMMANDS } from '../../js/cli/args.js';
-import { num, numColumns, healthLines } from '../../js/cli/text.js';
+import { num, numColumns, healthLines, runLines } from '../../js/cli/text.js';
 import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
 import { cli, scratch } from './scratch.mjs';
 
@@ -298,6 +298,38 @@ test('a shortened name is not lost: it is printed in full once, on a line of its
   assert.equal(w.stdout, `wrote ${target} (${fs.statSync(target).size} bytes)\n`);
   const t = spawnSync(process.execPath, [CLI, 'write', files.desc, target], { encoding: 'utf8', env: TERMINAL });
   assert.equal(t.stdout, `wrote\n  ${target}\n  (${fs.statSync(target).size} bytes)\n`);
+});
+
+test('run\'s file table: the columns empty in every row make room for the paths; a path too long is cut in the middle, its file name kept whole where it fits', () => {
+  const file = (path, step, ratio = null, state = null) => ({ path, step, state, ok: true, health: { flags: 0, warnings: 0, ratio } });
+  const result = (files) => ({ ok: true, cannotTell: 0, files, pairs: [{ a: 0, b: 1, continuous: true, power: null, slots: [] }], first: null });
+  // 55-character paths: whole once the empty flag, ratio and state columns are left out
+  const a = `checkpoints/${'x'.repeat(18)}/step-000300-optimizer.pt`, b = a.replace('300', '400');
+  assert.deepEqual(runLines(result([file(a, 300), file(b, 400)])), [
+    '2 checkpoints of one run:',
+    'file  step  flags  warn  path',
+    `   0   300      0     0  ${a}`,
+    `   1   400      0     0  ${b}`,
+    '',
+    '0 → 1: continuous',
+    '',
+    'verdict: one run, every pair continuous',
+  ]);
+  // with ratios and state files, a name of dots is cut in the middle ("…pt" would say nothing)
+  const c = 'step-000300-both-optimizer-and-model-of-the-run.pt', d = 'step-000400.pt';
+  assert.deepEqual(runLines(result([file(c, 300, 0.003293, 's'), file(d, 400, 0.003429, 's')])), [
+    '2 checkpoints of one run:',
+    'file  step  flags  warn     ratio  state  path',
+    '   0   300      0     0  0.003293  yes    step-000300-both-op…odel-of-the-run.pt',
+    `   1   400      0     0  0.003429  yes    ${d}`,
+    '',
+    'paths in full (shortened above or left out for room):',
+    `  0  ${c}`,
+    '',
+    '0 → 1: continuous',
+    '',
+    'verdict: one run, every pair continuous',
+  ]);
 });
 
 test('one notation per column: a column of numbers reads all fixed or all with exponents', () => {

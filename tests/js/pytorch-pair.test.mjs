@@ -440,3 +440,23 @@ test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint
   assert.ok(broken.stdout.includes('0 → 1: NOT continuous: slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
   assert.equal(broken.stdout.split('\n').at(-2), 'verdict: something breaks at file 1 (lm.one.ckpt)');
 });
+
+test('run of torch 1.13 AdamW files with their models: without --kind a warning that no lr comes back; the slots by the model\'s names', () => {
+  const args = ['run', 'rt.opt.pt', 'rt4.opt.pt', '--state', 'rt.model.bin', '--state', 'rt4.model.bin', '--slots'];
+  const r = cli(...args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, 'warning: every optimizer\'s kind is unknown (its file does not say Adam or\n  AdamW): no learning rate comes back; give --kind adam|adamw\n');
+  const lines = r.stdout.split('\n');
+  assert.equal(lines[5], '0 → 1: continuous (worst 1 at slot 1 (wte.weight), power 0.9677)');
+  assert.equal(lines[6], '    slot  name             steps  k  broken  worst   power  rms(g)  lr  residual');
+  assert.ok(lines[7].startsWith('       1  wte.weight       3→4    1       0      1       1'), lines[7]);
+  const json = JSON.parse(cli(...args, '--json').stdout);
+  assert.deepEqual(json.files.map((f) => f.kindUnknown), [true, true]);
+  assert.deepEqual(json.names, facts.lm.names);
+  // the kind given: the learning rates come back, no warning
+  const k = cli(...args, '--kind', 'adamw');
+  assert.equal(k.status, 0, k.stderr);
+  assert.equal(k.stderr, '');
+  assert.equal(k.stdout.split('\n')[5], '0 → 1: continuous (worst 1 at slot 1 (wte.weight), power 0.9677, lr on 16 slots)');
+  assert.deepEqual(JSON.parse(cli(...args, '--kind', 'adamw', '--json').stdout).files.map((f) => f.kindUnknown), [false, false]);
+});
