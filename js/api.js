@@ -223,7 +223,7 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
       try {
         return await withOpen(o, (ok) => withOpenOrNull(s, (sk) => {
           const share = (first, count, progress) => healthOf(ok, sk, { ...args, first, count, onProgress: progress, signal });
-          return healthInParallel(ok, crew, share, args, { onProgress, signal });
+          return healthInParallel(ok, crew, share, args, { onProgress, signal }).then((json) => named(json, null));
         }));
       } finally {
         crew.stop();
@@ -232,10 +232,16 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
   }
   return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss) => {
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
-    // a PyTorch pair's slots are named by its model
-    if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
-    return json;
+    // a PyTorch pair's slots are named by its model (the report's names)
+    return named(json, oo.summary.pairing?.slots ?? null);
   })));
+}
+
+/** The health JSON with `names` (when there are) and each slot's `name` (null without). */
+function named(json, names) {
+  if (names) json.names = names;
+  for (const s of json.slots) s.name = names?.[s.slot] ?? null;
+  return json;
 }
 
 /**

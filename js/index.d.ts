@@ -474,6 +474,8 @@ export function diff(a: Expected, b: Expected): Promise<Difference[]>;
 
 export interface SlotHealth {
   slot: number;
+  /** The slot's name: a PyTorch pair's model's; null without names. */
+  name: string | null;
   owner: number | null;
   trainable: boolean;
   count: U64;

@@ -73,7 +73,9 @@ export function table(rows, header, right, fit = null) {
     const cut = (c) => displayWidth(c) > room;
     rows.forEach((r, i) => { if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], whole[i]]); });
     if (room < MIN_CELL) {
+      // no name shown: no prefix to say above them (each is listed in full below)
       ({ rows, header, right } = without(rows, header, right, new Set([k])));
+      under = '';
     } else {
       const shorten = fit.shorten ?? shortName;
       rows = rows.map((r) => r.map((c, j) => (j === k ? shorten(c, room) : c)));
@@ -288,11 +290,23 @@ function torchLines(report, out, width) {
     });
   } else if (c) out.push('optimizer       none');
   for (const m of report.models) out.push(`model           ${m.path === '' ? '(the file itself)' : m.path}: ${plural(m.tensors.length, 'tensor')}`);
+  // a Lightning checkpoint's place in training
+  const progress = [report.epoch ?? null, report.globalStep ?? null];
+  if (progress.some((x) => x !== null)) out.push(`progress        ${[progress[0] !== null ? `epoch ${progress[0]}` : null, progress[1] !== null ? `global step ${progress[1]}` : null].filter(Boolean).join(', ')}`);
+  const loose = report.otherTensors ?? [];
+  if (loose.length) out.push(`other tensors   ${plural(loose.length, 'tensor')} in no optimizer or model state dict`);
   for (const x of report.otherOptimizers) out.push(`other optimizer ${x.path}: kind ${x.kind ?? 'unknown'}, ${plural(x.entryCount, 'entry', 'entries')}`);
   if (report.weightsOnly !== null) {
     const verdict = report.weightsOnly ? 'yes' : `no, it refuses ${report.refused.join(', ')}`;
     out.push(...wrapLine(`weights only    ${verdict} (torch.load(weights_only=True))`, width, ' '.repeat(16)));
     out.push(...wrapLine(`globals         ${report.globals.join(', ') || 'none'}`, width, ' '.repeat(16)));
+  }
+  if (loose.length) {
+    // every tensor the file holds elsewhere, by its path in the object (torch.load's keys)
+    const rows = loose.map((x, i) => [i, x.path === '' ? '(the file itself)' : x.path, fmtShape(x.shape), x.dtype, x.count]);
+    out.push('');
+    const fit = { width, shrink: 1, key: 0, what: 'tensor paths', shown: new Set() };
+    for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
   const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
@@ -398,7 +412,21 @@ export const isWarningFlag = (f) => f.severity === 'warning';
 
 /** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
  *  flags are warnings unless `strict`. */
-export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS } = {}) {
+/** The orders of health's table (--sort): the largest ratio or rms(u) first (none last), or by
+ *  name (slot without names); ties and the default keep slot order. */
+export const HEALTH_SORTS = ['ratio', 'rms', 'name'];
+
+function sortedSlots(slots, sort, names) {
+  if (!sort) return slots;
+  const value = { ratio: (s) => s.ratio, rms: (s) => s.update?.rms }[sort];
+  const key = (x) => (typeof x === 'number' && !Number.isNaN(x) ? x : x === 'Infinity' ? Infinity : -Infinity);
+  const byNumber = (a, b) => key(value(b)) - key(value(a)) || a.slot - b.slot;
+  const nameOf = (s) => names?.[s.slot] ?? '';
+  const byName = (a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : a.slot - b.slot);
+  return [...slots].sort(sort === 'name' ? byName : byNumber);
+}
+
+export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS, sort = null } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}${result.lrFrom === 'file' ? " (the optimizer's groups')" : ''}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
@@ -406,7 +434,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   // AdamW's step also shrinks θ by lr · weight decay (the core's per-slot decay)
   const decays = [...new Set(result.slots.map((s) => s.decay).filter((d) => typeof d === 'number' && d > 0))];
   if (decays.length) out.push(`AdamW's decoupled decay per unit θ (lr · weight decay): ${decays.map(num).join(', ')}`);
-  const rows = result.slots.map((s) => [
+  const rows = sortedSlots(result.slots, sort, names).map((s) => [
     s.flags.length ? '!' : '',
     s.slot,
     ...(names ? [names[s.slot] ?? ''] : []),

@@ -160,7 +160,8 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         sb = ckpt_jw_text(w);
     }
     if (!t) {
-        sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"model\":null,"
+        sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"otherTensors\":[],"
+                    "\"epoch\":null,\"globalStep\":null,\"model\":null,"
                     "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,"
                     "\"names\":null");
         if (!optimizer_slots) sb_puts(sb, ",\"entryCount\":null,\"entries\":[]");
@@ -201,7 +202,28 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         }
         sb_puts(sb, "]}");
     }
-    sb_puts(sb, "],\"model\":");
+    sb_puts(sb, "],\"otherTensors\":[");
+    for (size_t j = 0; j < t->loose_len; j++) {
+        const ckpt_torch_named *nm = &t->named[t->loose[j]];
+        sb_puts(sb, j ? ",{\"path\":" : "{\"path\":");
+        j_string(sb, nm->name);
+        sb_puts(sb, ",\"shape\":");
+        j_dims(sb, ckpt_torch_size(t, nm->tensor), t->tensors[nm->tensor].rank);
+        sb_puts(sb, ",\"dtype\":");
+        j_string(sb, t->tensors[nm->tensor].dtype);
+        sb_puts(sb, ",\"count\":");
+        j_u64(sb, t->tensors[nm->tensor].count);
+        sb_puts(sb, ",\"offset\":");
+        j_u64(sb, t->tensors[nm->tensor].at);
+        sb_putc(sb, '}');
+    }
+    sb_puts(sb, "],\"epoch\":");
+    if (t->has_epoch) sb_printf(sb, "%lld", (long long)t->epoch);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"globalStep\":");
+    if (t->has_global_step) sb_printf(sb, "%lld", (long long)t->global_step);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"model\":");
     if (t->model == CKPT_TORCH_NONE) sb_puts(sb, "null");
     else j_string(sb, t->models[t->model].path);
     sb_printf(sb, ",\"weightsOnly\":%s,\"globals\":", ckpt_torch_weights_only(t) ? "true" : "false");
