@@ -282,6 +282,12 @@ export interface TorchReport extends ReportCommon {
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
   optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
+  /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
+   *  each with its path in the object ('' for the object itself). */
+  otherTensors: { path: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[];
+  /** A Lightning checkpoint's `epoch` and `global_step` (the object's own integers), else null. */
+  epoch: number | null;
+  globalStep: number | null;
   weightsOnly: boolean;
   globals: string[];
   refused: string[];

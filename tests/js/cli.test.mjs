@@ -514,7 +514,8 @@ test('an option that does nothing for the command is refused, with why', async (
   const names = put('idle-names.json', '["a","b","c"]');
   for (const [args, message] of [
     [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
-    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--sort', 'ratio', '--json'], '--sort does nothing here: it orders the table; the JSON keeps slot order'],
+    [['health', p, '--sort', 'size'], '--sort takes ratio, rms, name, got size'],
     [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
     [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
   ]) {
@@ -524,7 +525,7 @@ test('an option that does nothing for the command is refused, with why', async (
   }
 });
 
-test('inspect --json --names: the names are the report\'s `names`, indented or streamed on one line', async () => {
+test('inspect --json --names: the names are the report\'s `names`, indented or streamed on one line; health --json --names: each slot\'s name', async () => {
   const p = put('json-names.ckpt', await model());
   const names = put('json-names.json', '["embed", "block", "bias"]');
   const r = cli(['inspect', p, '--json', '--names', names]);
@@ -540,6 +541,12 @@ test('inspect --json --names: the names are the report\'s `names`, indented or s
   assert.equal(s.stdout.split('\n').length, 2);
   assert.ok(s.stdout.endsWith(`,"names":${JSON.stringify(Array.from({ length: n }, (_, i) => `t${i}`))}}\n`));
   assert.deepEqual(JSON.parse(s.stdout), { ...JSON.parse(JSON.stringify(await inspect(big))), names: Array.from({ length: n }, (_, i) => `t${i}`) });
+  // health --json --names: each slot's name (null without names)
+  const h = cli(['health', p, '--json', '--names', names]);
+  assert.equal(h.status, 0, h.stderr);
+  assert.deepEqual(JSON.parse(h.stdout).slots.map((x) => x.name), ['embed', 'block', 'bias']);
+  assert.deepEqual(JSON.parse(cli(['health', p, '--json']).stdout).slots.map((x) => x.name), [null, null, null]);
+  assert.deepEqual((await health(p)).slots.map((x) => x.name), [null, null, null]);
 });
 
 test('--names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {

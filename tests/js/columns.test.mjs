@@ -332,6 +332,27 @@ test('run\'s file table: the columns empty in every row make room for the paths;
   ]);
 });
 
+test('health in 80 columns with no room for a name column: the names listed in full below, no heading of their shared start above rows without names', () => {
+  const slot = (i) => ({ slot: i, owner: i, step: 123456, flags: [], update: { rms: 0.05123, maxAbs: 0.1234 }, param: { rms: 0.03123 }, ratio: 1.234e-3, neverUpdated: 1234567, inconsistent: 12345 });
+  const names = [0, 1, 2].map((i) => `transformer.h.${i}.attn.c_attn.weight`);
+  assert.deepEqual(healthLines({ ok: true, pairs: true, lr: 1e-3, c: 7.27, slots: [slot(0), slot(1), slot(2)], flags: [], error: null }, 'a.ckpt', 'a.tlsf', names, { width: 80 }), [
+    'a.ckpt with a.tlsf: the next Adam step per slot at lr 0.001',
+    'consistency: |m| <= 7.27 * sqrt(v) for any gradient history with these betas',
+    '',
+    '  slot  moments    step   rms(u)  max|u|   rms(θ)     ratio      v=0  bad m',
+    '     0  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '     1  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '     2  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '',
+    'slot names in full (shortened above or left out for room):',
+    '  0  transformer.h.0.attn.c_attn.weight',
+    '  1  transformer.h.1.attn.c_attn.weight',
+    '  2  transformer.h.2.attn.c_attn.weight',
+    '',
+    'verdict: healthy',
+  ]);
+});
+
 test('one notation per column: a column of numbers reads all fixed or all with exponents', () => {
   assert.deepEqual(numColumns([[1, 1.176e-3], [2, 8.407e-4], [3, null]], [1]).map((r) => r[1]), ['1.176e-3', '8.407e-4', '']);
   assert.deepEqual(numColumns([[0.0196], [0.05657], [0]], [0]).map((r) => r[0]), ['0.0196', '0.05657', '0']);

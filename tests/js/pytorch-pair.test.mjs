@@ -357,11 +357,15 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
     [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin', '--kind', 'adam'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum)'],
     [['mlp.opt.pt', 'x.ckpt', '--state', 'mlp.model.bin'], 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
     [['lm.opt.pt', 'x.ckpt', '--state', 'lm.resized.bin', '--kind', 'adamw', '--weight-decay', '0.1'], 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model'],
+    // every option needed, in one message: one command line with them all converts
+    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin'], 'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one; the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
+    [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum); the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
   ];
   for (const [args, text] of cases) {
     const r = cli('convert', ...args);
     assert.equal(r.status, 1, args.join(' '));
     assert.equal(r.stderr.split('\n').find((l) => l.includes(text.slice(0, 30))), text, r.stderr);
+    assert.equal(r.stderr.split('\n').filter((l) => l.includes(text.slice(0, 30))).length, 1, r.stderr);
     assert.equal(fs.existsSync(at('x.ckpt')), false);
   }
   const ok = cli('convert', 'lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1');
@@ -459,4 +463,34 @@ test('run of torch 1.13 AdamW files with their models: without --kind a warning 
   assert.equal(k.stderr, '');
   assert.equal(k.stdout.split('\n')[5], '0 → 1: continuous (worst 1 at slot 1 (wte.weight), power 0.9677, lr on 16 slots)');
   assert.deepEqual(JSON.parse(cli(...args, '--kind', 'adamw', '--json').stdout).files.map((f) => f.kindUnknown), [false, false]);
+});
+
+test('health at the end of a schedule (the groups\' lr 0): the tied lm_head\'s ratio said once, on wte; --sort; each slot\'s name', () => {
+  const script = `
+import sys, torch
+sd = torch.load(sys.argv[1])
+for g in sd['optimizer']['param_groups']: g['lr'] = 0.0
+torch.save(sd, sys.argv[2])`;
+  execFileSync(PY, ['-c', script, at('rt.both.pt'), at('rt.end.pt')]);
+  const r = cli('health', 'rt.end.pt', '--kind', 'adamw');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n');
+  const warnings = lines.filter((l) => l.startsWith('warning: '));
+  // 16 owners, each once; the tied lm_head.weight (slot 17) is wte.weight's parameter
+  assert.equal(warnings.length, 16);
+  assert.equal(warnings[0], 'warning: [wte.weight] parameter 1: update-to-weight ratio 0 is below 1e-5 at lr 0');
+  assert.ok(!warnings.some((l) => l.includes('lm_head')), r.stdout);
+  assert.ok(lines.some((l) => /^ {5}17 {2}lm_head\.weight {3}shares 1 {5}3 .* 0$/.test(l)), r.stdout);
+  assert.equal(lines.at(-2), 'verdict: healthy (16 ratio warnings: --strict makes them failures)');
+  const json = JSON.parse(cli('health', 'rt.end.pt', '--kind', 'adamw', '--json').stdout);
+  assert.deepEqual(json.slots.map((s) => s.name), facts.lm.names);
+  assert.deepEqual(json.slots[17].flags, []);
+  // --sort: the largest ratio first; by name
+  const rows = (args) => cli('health', 'rt.both.pt', '--kind', 'adamw', ...args).stdout.split('\n').filter((l) => /^[! ] +\d+ {2}\S+ +(owner|shares|frozen)/.test(l)).map((l) => Number(l.slice(1).trim().split(/ +/)[0]));
+  const slots = JSON.parse(cli('health', 'rt.both.pt', '--kind', 'adamw', '--json').stdout).slots;
+  const byRatio = slots.filter((s) => s.ratio !== null).sort((a, b) => b.ratio - a.ratio || a.slot - b.slot).map((s) => s.slot);
+  assert.deepEqual(rows(['--sort', 'ratio']), [...byRatio, 0]);   // the frozen mask has none: last
+  const byName = facts.lm.names.map((n, i) => [n, i]).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => i);
+  assert.deepEqual(rows(['--sort', 'name']), byName);
+  assert.deepEqual(rows([]), facts.lm.names.map((_, i) => i));
 });
