@@ -223,7 +223,7 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
       try {
         return await withOpen(o, (ok) => withOpenOrNull(s, (sk) => {
           const share = (first, count, progress) => healthOf(ok, sk, { ...args, first, count, onProgress: progress, signal });
-          return healthInParallel(ok, crew, share, args, { onProgress, signal }).then((json) => named(json, null));
+          return healthInParallel(ok, crew, share, args, { onProgress, signal });
         }));
       } finally {
         crew.stop();
@@ -233,15 +233,9 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
   return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss) => {
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
     // a PyTorch pair's slots are named by its model (the report's names)
-    return named(json, oo.summary.pairing?.slots ?? null);
+    if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
+    return json;
   })));
-}
-
-/** The health JSON with `names` (when there are) and each slot's `name` (null without). */
-function named(json, names) {
-  if (names) json.names = names;
-  for (const s of json.slots) s.name = names?.[s.slot] ?? null;
-  return json;
 }
 
 /**
@@ -277,6 +271,9 @@ export async function healthOf(o, s, { lr, ratioBand: bandArg, first, count, onP
     const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, band, from, many, pid, err));
     const json = s ? withFile(s, (__, fs) => go(fs)) : go(0);
     if (!json) throw coreError(b, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
+    // each slot's name: a PyTorch pair's model's (the report's names), else null
+    const names = o.summary.names ?? null;
+    for (const x of json.slots) x.name = names?.[x.slot] ?? null;
     return json;
   }));
 }

@@ -432,7 +432,7 @@ test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint
   const r = cli('run', 'rt.both.pt', 'rt4.ckpt', '--kind', 'adamw');
   assert.equal(r.status, 0, r.stdout + r.stderr);
   const lines = r.stdout.split('\n');
-  assert.ok(lines.some((l) => /^0 → 1: continuous \(worst .* at slot \d+, power 0\.\d+\)$/.test(l)), r.stdout);
+  assert.ok(lines.some((l) => /^0 → 1: continuous \(worst .* at slot 1 \(wte\.weight\), power 0\.\d+\)$/.test(l)), r.stdout);
   assert.equal(lines.at(-2), 'verdict: one run, every pair continuous');
   const contradicts = cli('run', 'rt.both.pt', 'rt4.ckpt', '--kind', 'adam');
   assert.equal(contradicts.status, 1);
@@ -441,7 +441,7 @@ test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint
   assert.equal(other.status, 0, other.stderr);
   const broken = cli('run', 'rt.both.pt', 'lm.one.ckpt', '--kind', 'adamw');
   assert.equal(broken.status, 1);
-  assert.ok(broken.stdout.includes('0 → 1: NOT continuous: slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
+  assert.ok(broken.stdout.includes('0 → 1: NOT continuous: [wte.weight] slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
   assert.equal(broken.stdout.split('\n').at(-2), 'verdict: something breaks at file 1 (lm.one.ckpt)');
 });
 
