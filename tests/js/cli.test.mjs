@@ -479,6 +479,8 @@ options:
   --kind adam|adamw   a PyTorch optimizer's kind, when its file does not say it
                       (torch 1.13's AdamW does not); a Trainer folder's default:
                       its training_args.bin's optim
+  --sort KEY          the table's order: ratio or rms, the largest update/weight
+                      ratio or rms(u) first; name, by name (default: slot order)
 
 more: docs/cli.md, or ckptscope --help for every command
 `);
