@@ -232,7 +232,7 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
   }
   return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss) => {
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
-    // a PyTorch pair's slots are named by its model
+    // a PyTorch pair's slots are named by its model (the report's names)
     if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
     return json;
   })));
@@ -271,6 +271,9 @@ export async function healthOf(o, s, { lr, ratioBand: bandArg, first, count, onP
     const go = (fs) => withProgress(b, { onProgress, signal }, (pid) => b.health(fo, fs, rate, band, from, many, pid, err));
     const json = s ? withFile(s, (__, fs) => go(fs)) : go(0);
     if (!json) throw coreError(b, err, { fileError: [o, s].find((ck) => ck && !ck.ok)?.summary.error ?? null }, signal);
+    // each slot's name: a PyTorch pair's model's (the report's names), else null
+    const names = o.summary.names ?? null;
+    for (const x of json.slots) x.name = names?.[x.slot] ?? null;
     return json;
   }));
 }

@@ -151,8 +151,12 @@ function fromColumns(summary, c) {
   if (!c.entryRows.length && summary.entries?.length) return report;
   const rows = c.entryRows, at = { id: rows.index('id'), step: rows.index('step'), count: rows.index('count'), offset: rows.index('offset') };
   const entries = report.entries = new Array(rows.length);
+  // a family that adds members to its entries (a paired PyTorch optimizer: index, name, group…)
+  // lists them in the summary too: the columns hold only these four
+  const own = summary.entries?.length === rows.length ? summary.entries : null;
   for (let k = 0, r = 0; k < rows.length; k++, r += rows.stride) {
-    entries[k] = { id: num(e, r + at.id), step: num(e, r + at.step), count: num(e, r + at.count), offset: num(e, r + at.offset) };
+    const fields = { id: num(e, r + at.id), step: num(e, r + at.step), count: num(e, r + at.count), offset: num(e, r + at.offset) };
+    entries[k] = own ? { ...own[k], ...fields } : fields;
   }
   return report;
 }

@@ -245,9 +245,33 @@ export interface TorchGroup {
   paramNames: string[] | null;
 }
 
+/** A PyTorch optimizer's entry (docs/pytorch.md): unpaired, one per index as saved (`id` is the
+ *  index); paired, one per owner slot (`id` is the slot), with the index it came from and the
+ *  slot's name. */
+export interface TorchEntry {
+  id: U64;
+  index: number;
+  /** Paired only: the slot's name (the model's). */
+  name?: string;
+  group: number | null;
+  shape: U64[] | null;
+  dtype: string | null;
+  step: number | null;
+  count: U64 | null;
+  offset: U64 | null;
+  /** State beside the moments (`momentum_buffer`, …), by key. */
+  other: string[];
+  /** With statistics: exp_avg, exp_avg_sq and (amsgrad) max_exp_avg_sq. */
+  m?: Stats | null;
+  v?: Stats | null;
+  vmax?: Stats | null;
+  unhealthy?: U64;
+}
+
 /** A valid torch.save file's report (docs/pytorch.md). Its optimizer has no slots until it is
  *  paired with its model (`needsModel`); then schema, slotCount and entries are the pair's, by
- *  slot, as a TLADAMF file's, and `pairing` says where each index went. */
+ *  slot, as a TLADAMF file's (each entry with its index), `names` the slots' names, and
+ *  `pairing` says where each index went. */
 export interface TorchReport extends ReportCommon {
   ok: true;
   family: 'PyTorch';
@@ -258,14 +282,22 @@ export interface TorchReport extends ReportCommon {
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
   optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
+  /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
+   *  each with its path in the object ('' for the object itself). */
+  otherTensors: { path: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[];
+  /** A Lightning checkpoint's `epoch` and `global_step` (the object's own integers), else null. */
+  epoch: number | null;
+  globalStep: number | null;
   weightsOnly: boolean;
   globals: string[];
   refused: string[];
   needsModel: boolean;
   pairing: TorchPairing | null;
+  /** The slots' names once paired (the model's), else null. */
+  names: string[] | null;
   schema: SchemaReport | null;
   slotCount: number | null;
-  entries: Entry[];
+  entries: TorchEntry[];
   tensors?: Tensor[];
   error: null;
 }
@@ -448,6 +480,8 @@ export function diff(a: Expected, b: Expected): Promise<Difference[]>;
 
 export interface SlotHealth {
   slot: number;
+  /** The slot's name: a PyTorch pair's model's; null without names. */
+  name: string | null;
   owner: number | null;
   trainable: boolean;
   count: U64;
@@ -537,6 +571,9 @@ export interface RunFile {
   stateError?: string;
   /** The state file given, when it was not used. */
   stateFile?: string;
+  /** An optimizer whose file does not say Adam or AdamW (torch 1.13's): no learning rate comes
+   *  back for its pairs unless `kind` is given. */
+  kindUnknown: boolean;
 }
 
 export interface RunResult {
@@ -552,6 +589,8 @@ export interface RunResult {
   pairs: RunPair[];
   /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
   first: number | null;
+  /** PyTorch optimizers paired with their models: the slots by the model's names. */
+  names?: string[];
 }
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null. */

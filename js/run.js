@@ -124,6 +124,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
         onHealth(i, result);
       }
     }
+    // a PyTorch pair's slots are named by its model (the first file's that has one)
+    const names = opts.find((ck) => ck?.report.names)?.report.names ?? null;
     return {
       ok: json.ok,
       cannotTell: json.cannotTell,
@@ -138,11 +140,14 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
           health: f.health,
           ok: f.ok,
           error: f.error,
+          // an optimizer whose file does not say Adam or AdamW (torch 1.13's): no lr comes back
+          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : false,
           ...(stateError ? { stateError, stateFile: nameOf(stateOf(i)) } : {}),
         };
       }),
       pairs: json.pairs,
       first: json.first,
+      ...(names ? { names } : {}),
     };
   } finally {
     b.errorFree(err);

@@ -42,7 +42,7 @@ function usageText({ kind, to, outs }) {
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
                    [--strict] [--json] [--names NAMES.json] [--workers N]
-                   [--kind ${kind}]
+                   [--kind ${kind}] [--sort ratio|rms|name]
       the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE ${outs} [--state MODEL]
                    [--names NAMES.json] [--kind ${kind}]
@@ -95,7 +95,7 @@ function specsOf({ kind, versions }) {
     diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
     health: {
       flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
-      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP },
+      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP, '--sort': 'KEY  the table\'s order: ratio or rms, the largest update/weight ratio or rms(u) first; name, by name (default: slot order)' },
     },
     export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP } },
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },

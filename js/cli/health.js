@@ -8,18 +8,21 @@ import { say, terminalJSON, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, isStream, streamName } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, positiveArg, ratioBandArg, workersArg, meant } from './args.js';
 import { readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf } from './inputs.js';
-import { errorLines, healthLines, isWarningFlag } from './text.js';
+import { errorLines, healthLines, isWarningFlag, HEALTH_SORTS } from './text.js';
+import { shown } from '../suggest.js';
 
 export async function cmdHealth(argv) {
   const { positional, seen } = parseArgs('health', argv);
   if (positional.length !== 1) throw new UsageError(`health takes one OPT [--state STATE] [--lr X]${await healthOrder(positional, seen)}`, 'health');
   const kind = await folderArgs(positional, seen, 'health');
-  refuseIdle('health', seen, '--names', !seen['--json'], 'the health JSON has no names; drop --json to see them');
   const [opt] = positional;
   const state = seen['--state'];
   const strict = !!seen['--strict'];
   for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
   const lr = positiveArg('--lr', seen['--lr'], (text) => new UsageError(text, 'health'));
+  const sort = seen['--sort'];
+  if (sort !== undefined && !HEALTH_SORTS.includes(sort)) throw new UsageError(`--sort takes ${HEALTH_SORTS.join(', ')}, got ${shown(sort)}`, 'health');
+  refuseIdle('health', seen, '--sort', !seen['--json'], 'it orders the table; the JSON keeps slot order');
   // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
   // a PyTorch file holding its model has its parameters (and its groups' lr) with it
   const facts = await modelFacts(opt);
@@ -44,8 +47,14 @@ export async function cmdHealth(argv) {
   } finally {
     optimizer?.close();
   }
+  // --names name the slots (the JSON's slots[].name), else a PyTorch pair's model does
+  const names = readNames(seen['--names'], result.slots.length);
+  if (names) {
+    result.names = names;
+    for (const s of result.slots) s.name = names[s.slot] ?? null;
+  }
   if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length) ?? result.names ?? null, { strict, width: outputColumns(process.stdout) }));
+  else say(process.stdout, healthLines(result, displayName(opt), state, result.names ?? null, { strict, width: outputColumns(process.stdout), sort: sort ?? null }));
   if (!result.ok) {
     say(process.stderr, errorLines(result.error));
     return 1;

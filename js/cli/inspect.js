@@ -21,7 +21,6 @@ export async function cmdInspect(argv) {
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
   const kind = await folderArgs(positional, seen, 'inspect');
   refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
-  refuseIdle('inspect', seen, '--names', !seen['--json'], 'the JSON report has no names; drop --json to see them');
   const file = positional[0];
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
@@ -55,14 +54,20 @@ export async function cmdInspect(argv) {
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
     if (seen['--json'] && pairing) {
+      // the pair's names are the report's own (the core's `names`)
       writeStdout(terminalJSON({ ...JSON.parse(ck.reportText()), pair: pairing.result }, 2) + '\n');
     } else if (seen['--json']) {
+      // --names become the report's `names`, after the core's members
+      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null);
       // Indented for people; past 10,000 slots, or a report of more than REPORT_INDENT_LIMIT
       // characters (a slot of rank 2^26), streamed from the core as one line: a million slots
       // never become one string, nor does an indented copy pass the longest string there is.
       const text = (slots ?? 0) > 10_000 ? null : ck.reportText();
-      if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
-      else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
+      if (text === null || text.length > REPORT_INDENT_LIMIT) {
+        const write = names ? withNamesMember(writeStdout, names) : writeStdout;
+        ck.writeReport(write);
+        write.end?.();
+      } else writeStdout(terminalJSON(names ? { ...JSON.parse(text), names } : JSON.parse(text), 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null) ?? summary.pairing?.slots ?? null;
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
@@ -80,6 +85,20 @@ export async function cmdInspect(argv) {
     ck.close();
     if (parallel) fs.closeSync(source);
   }
+}
+
+/** A writer of the core's one-line report that adds `"names": [...]` as its last member: the
+ *  report's closing brace (its last text but the newline) is held back until the end. */
+function withNamesMember(write, names) {
+  const end = Buffer.from(`,"names":${terminalJSON(names)}}\n`);
+  let held = Buffer.alloc(0);
+  const writer = (bytes) => {
+    const all = Buffer.concat([held, Buffer.from(bytes)]);
+    held = all.subarray(Math.max(0, all.length - 2));
+    if (all.length > 2) write(all.subarray(0, all.length - 2));
+  };
+  writer.end = () => write(end);
+  return writer;
 }
 
 /** inspect OPT --state MODEL: the pair's verdict as check --state gives it, in lines. */

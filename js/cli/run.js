@@ -105,8 +105,12 @@ export async function cmdRun(argv) {
   // --kind: the kind of the PyTorch optimizers among the files (a TorchLean file's own is checked)
   const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit, kind }));
   if (skipped.length) result.skipped = skipped;
+  // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
+  const unknown = result.files.map((f, i) => (f.kindUnknown ? f.path ?? files[i] : null)).filter((p) => p !== null);
+  const warnings = trainerWarnings([], [], unknown, files.length, { folder: false });
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
-  else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames, slots }));
+  else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? result.names ?? null, slots }));
+  if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));
   return runStatus(result);
 }
 
@@ -128,7 +132,7 @@ async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, ki
     const unknown = folder.opts.map((o, i) => (o.report.optimizer?.kind === null ? folder.paths[i] : null)).filter((p) => p !== null);
     const warnings = trainerWarnings(folder.warnings, folder.paths, unknown, folder.opts.length);
     if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
-    else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? folder.opts[0].summary.pairing?.slots ?? null, slots }));
+    else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? result.names ?? null, slots }));
     if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));
     return runStatus(result);
   } finally {

@@ -30,12 +30,13 @@ const padStart = (c, w) => ' '.repeat(Math.max(0, w - displayWidth(c))) + c;
 
 /**
  * Lines of columns padded to their widest cell; the columns in `right` are right-aligned.
- * `fit` ({width, shrink, key, what, shown, short, optional}): lines wider than `width` first
- * take the short headers `short` ({column: header}) and leave out the `optional` columns that
- * are empty in every row (columns after `shrink` and `key`), then shorten column `shrink`
- * (names, paths) in the middle to the room left, or leave it out when less than MIN_CELL is
- * left; each cell shortened or left out is then listed in full below the table, by its row's
- * `key` column, once per output (`shown`: the keys already listed in full above).
+ * `fit` ({width, shrink, key, what, shown, short, optional, shorten}): lines wider than `width`
+ * first take the short headers `short` ({column: header}) and leave out the `optional` columns
+ * that are empty in every row (never `shrink` or `key`), then shorten column `shrink` (names,
+ * paths) to the room left with `shorten(cell, room)` (default shortName: a name by its last
+ * blocks), or leave it out when less than MIN_CELL is left; each cell shortened or left out is
+ * then listed in full below the table, by its row's `key` column, once per output (`shown`: the
+ * keys already listed in full above).
  */
 export function table(rows, header, right, fit = null) {
   // escaped first (a name may hold control characters), so the widths are what is shown
@@ -51,7 +52,12 @@ export function table(rows, header, right, fit = null) {
   if (fit && total(widths) > fit.width) {
     header = header.map((h, j) => fit.short?.[j] ?? h);
     const empty = new Set((fit.optional ?? []).filter((j) => rows.every((r) => r[j] === '')));
-    if (empty.size) ({ rows, header, right } = without(rows, header, right, empty));
+    if (empty.size) {
+      ({ rows, header, right } = without(rows, header, right, empty));
+      // the shortened and key columns move left past the ones left out
+      const moved = (j) => j - [...empty].filter((g) => g < j).length;
+      fit = { ...fit, shrink: moved(fit.shrink), key: moved(fit.key) };
+    }
     widths = widthsOf(rows, header);
   }
   let under = '';   // the prefix every name shown shares, said once above the table
@@ -67,9 +73,12 @@ export function table(rows, header, right, fit = null) {
     const cut = (c) => displayWidth(c) > room;
     rows.forEach((r, i) => { if (room < MIN_CELL ? r[k] !== '' : cut(r[k])) full.push([r[fit.key], whole[i]]); });
     if (room < MIN_CELL) {
+      // no name shown: no prefix to say above them (each is listed in full below)
       ({ rows, header, right } = without(rows, header, right, new Set([k])));
+      under = '';
     } else {
-      rows = rows.map((r) => r.map((c, j) => (j === k ? shortName(c, room) : c)));
+      const shorten = fit.shorten ?? shortName;
+      rows = rows.map((r) => r.map((c, j) => (j === k ? shorten(c, room) : c)));
     }
     widths = widthsOf(rows, header);
   }
@@ -216,19 +225,24 @@ function optimizerLines(report, names, out, width) {
   for (const l of table(rows, header, new Set([0, 2 + off, 5 + off]), fit)) out.push(l);   // a loop: no spreading a million lines
   // The statistics in a table of their own, one column a number: 80 columns, not 150.
   if (stats) {
+    // amsgrad's running maximum of v (a PyTorch optimizer's entries have vmax): its own column
+    const vmax = report.entries.some((e) => e.vmax !== undefined);
     const statRows = [];
     for (let i = 0; i < n; i++) {
       const e = entries.get(String(i));
       if (!e?.m) continue;
-      const bad = Number(e.m.nan) + Number(e.v.nan) || Number(e.m.inf) + Number(e.v.inf) ? `${Number(e.m.nan) + Number(e.v.nan)}/${Number(e.m.inf) + Number(e.v.inf)}` : '';
-      statRows.push([i, ...(names ? [names[i] ?? ''] : []), e.m.min, e.m.max, e.m.rms, e.v.max, e.v.rms, bad]);
+      const all = [e.m, e.v, e.vmax].filter(Boolean);
+      const nan = all.reduce((a, x) => a + Number(x.nan), 0), inf = all.reduce((a, x) => a + Number(x.inf), 0);
+      statRows.push([i, ...(names ? [names[i] ?? ''] : []), e.m.min, e.m.max, e.m.rms, e.v.max, e.v.rms, ...(vmax ? [e.vmax?.max ?? null] : []), nan || inf ? `${nan}/${inf}` : '']);
     }
     if (statRows.length) {
-      numColumns(statRows, [1, 2, 3, 4, 5].map((j) => j + off));
+      const cols = (vmax ? [1, 2, 3, 4, 5, 6] : [1, 2, 3, 4, 5]).map((j) => j + off);
+      numColumns(statRows, cols);
       out.push('');
-      const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'];
-      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [6 + off] } : null;
-      for (const l of table(statRows, header2, new Set([0, 1 + off, 2 + off, 3 + off, 4 + off, 5 + off, 6 + off]), fit2)) out.push(l);
+      const header2 = ['slot', ...(names ? ['name'] : []), 'm min', 'm max', 'm rms', 'v max', 'v rms', ...(vmax ? ['vmax max'] : []), 'NaN/inf'];
+      const last = cols.at(-1) + 1;
+      const fit2 = names ? { width, shrink: 1, key: 0, what: 'slot names', shown, optional: [last] } : null;
+      for (const l of table(statRows, header2, new Set([0, ...cols, last]), fit2)) out.push(l);
     }
   }
 }
@@ -276,11 +290,23 @@ function torchLines(report, out, width) {
     });
   } else if (c) out.push('optimizer       none');
   for (const m of report.models) out.push(`model           ${m.path === '' ? '(the file itself)' : m.path}: ${plural(m.tensors.length, 'tensor')}`);
+  // a Lightning checkpoint's place in training
+  const progress = [report.epoch ?? null, report.globalStep ?? null];
+  if (progress.some((x) => x !== null)) out.push(`progress        ${[progress[0] !== null ? `epoch ${progress[0]}` : null, progress[1] !== null ? `global step ${progress[1]}` : null].filter(Boolean).join(', ')}`);
+  const loose = report.otherTensors ?? [];
+  if (loose.length) out.push(`other tensors   ${plural(loose.length, 'tensor')} in no optimizer or model state dict`);
   for (const x of report.otherOptimizers) out.push(`other optimizer ${x.path}: kind ${x.kind ?? 'unknown'}, ${plural(x.entryCount, 'entry', 'entries')}`);
   if (report.weightsOnly !== null) {
     const verdict = report.weightsOnly ? 'yes' : `no, it refuses ${report.refused.join(', ')}`;
     out.push(...wrapLine(`weights only    ${verdict} (torch.load(weights_only=True))`, width, ' '.repeat(16)));
     out.push(...wrapLine(`globals         ${report.globals.join(', ') || 'none'}`, width, ' '.repeat(16)));
+  }
+  if (loose.length) {
+    // every tensor the file holds elsewhere, by its path in the object (torch.load's keys)
+    const rows = loose.map((x, i) => [i, x.path === '' ? '(the file itself)' : x.path, fmtShape(x.shape), x.dtype, x.count]);
+    out.push('');
+    const fit = { width, shrink: 1, key: 0, what: 'tensor paths', shown: new Set() };
+    for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
   const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
@@ -386,7 +412,21 @@ export const isWarningFlag = (f) => f.severity === 'warning';
 
 /** The health pass as lines: a table per slot (flagged slots marked), then the flags; ratio
  *  flags are warnings unless `strict`. */
-export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS } = {}) {
+/** The orders of health's table (--sort): the largest ratio or rms(u) first (none last), or by
+ *  name (slot without names); ties and the default keep slot order. */
+export const HEALTH_SORTS = ['ratio', 'rms', 'name'];
+
+function sortedSlots(slots, sort, names) {
+  if (!sort) return slots;
+  const value = { ratio: (s) => s.ratio, rms: (s) => s.update?.rms }[sort];
+  const key = (x) => (typeof x === 'number' && !Number.isNaN(x) ? x : x === 'Infinity' ? Infinity : -Infinity);
+  const byNumber = (a, b) => key(value(b)) - key(value(a)) || a.slot - b.slot;
+  const nameOf = (s) => names?.[s.slot] ?? '';
+  const byName = (a, b) => (nameOf(a) < nameOf(b) ? -1 : nameOf(a) > nameOf(b) ? 1 : a.slot - b.slot);
+  return [...slots].sort(sort === 'name' ? byName : byNumber);
+}
+
+export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS, sort = null } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}${result.lrFrom === 'file' ? " (the optimizer's groups')" : ''}` : ' (no --lr: no update/weight ratios)'}`);
   if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
@@ -394,7 +434,7 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   // AdamW's step also shrinks θ by lr · weight decay (the core's per-slot decay)
   const decays = [...new Set(result.slots.map((s) => s.decay).filter((d) => typeof d === 'number' && d > 0))];
   if (decays.length) out.push(`AdamW's decoupled decay per unit θ (lr · weight decay): ${decays.map(num).join(', ')}`);
-  const rows = result.slots.map((s) => [
+  const rows = sortedSlots(result.slots, sort, names).map((s) => [
     s.flags.length ? '!' : '',
     s.slot,
     ...(names ? [names[s.slot] ?? ''] : []),
@@ -604,8 +644,10 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
     f.ok ? name(i) : `${name(i)} (invalid)`,
   ]);
   numColumns(rows, [5]);
-  // a long path is shortened in the middle, and listed in full below the table
-  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
+  // a long path is shortened in the middle, and listed in full below the table, once the
+  // columns empty in every row (no flagged file, no ratios, no state files) made room for it
+  // (in the middle: a path's dots are its file name's, not a module's blocks)
+  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set(), short: { 4: 'warn' }, optional: [0, 5, 6], shorten: middleEllipsis };
   for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
   // a state file given and not used: which, and why
   for (const [i, f] of result.files.entries()) if (f.stateError) out.push(...wrapLine(`warning: state file ${f.stateFile ?? '?'} not used for file ${i}: ${f.stateError}`, width));
@@ -624,11 +666,13 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   return out;
 }
 
-/** A Trainer output folder's warnings: each folder's own, then the optimizers whose kind neither
- *  their file nor training_args.bin says (`unknown`: their paths, of `total`). */
-export function trainerWarnings(perFolder, paths, unknown, total) {
+/** A run's warnings: a Trainer output folder's own, per folder, then the optimizers whose kind
+ *  neither their file nor (in a folder) training_args.bin says (`unknown`: their paths, of
+ *  `total`). */
+export function trainerWarnings(perFolder, paths, unknown, total, { folder = true } = {}) {
   const warnings = perFolder.flatMap((list, i) => list.map((w) => `warning: ${paths[i]}: ${w}`));
-  if (unknown.length) warnings.push(`warning: ${unknown.length === total ? 'every optimizer\'s' : `${runPlural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind ${kindNames().join('|')}`);
+  const said = folder ? 'neither its file nor training_args.bin says Adam or AdamW' : 'its file does not say Adam or AdamW';
+  if (unknown.length) warnings.push(`warning: ${unknown.length === total ? 'every optimizer\'s' : `${runPlural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (${said}): no learning rate comes back; give --kind ${kindNames().join('|')}`);
   return warnings;
 }
 

@@ -245,6 +245,9 @@ static void slot_flags(flags_out *fo, const ckpt_health_slot *h, uint64_t slot, 
              "parameter %llu: %llu element%s with |m| beyond what any gradient history gives for these betas: "
              "corrupted moments, or betas that are not the ones they were built with",
              us, (unsigned long long)mo->inconsistent, mo->inconsistent == 1 ? "" : "s");
+    /* a tied slot is its owner's parameter (the pair checked their values alike), so its ratio is
+     * its owner's: the ratio flags are said once, on the owner, as the moment flags are */
+    if (owner != CKPT_NONE && owner != slot) return;
     char bound[48];
     if (!isnan(ratio) && ratio > b.high) {
         band_text(bound, b.high);

@@ -53,9 +53,12 @@ static const char *dtype_name(int dtype)
     return dtype == CKPT_FLOAT64 ? "float64" : dtype == CKPT_FLOAT32 ? "float32" : "any";
 }
 
-void j_config(strbuf *sb, const ckpt_config *c)
+void j_config(strbuf *sb, const ckpt_config *c) { j_config_as(sb, c, true); }
+
+void j_config_as(strbuf *sb, const ckpt_config *c, bool kind_known)
 {
-    sb_printf(sb, "{\"kind\":\"%s\"", kind_name(c->kind));
+    if (kind_known) sb_printf(sb, "{\"kind\":\"%s\"", kind_name(c->kind));
+    else sb_puts(sb, "{\"kind\":null");
     for (int k = 0; k < 4; k++) {
         sb_printf(sb, ",\"%s\":", config_fields[k]);
         j_double(sb, ckpt_double_from_bits(config_word(c, k)));

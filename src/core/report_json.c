@@ -144,6 +144,11 @@ static void j_offset_field(strbuf *sb, const char *key, uint64_t v, bool first)
 /* The members of an optimizer report (a family's json_body, or its first part) */
 void ckpt_report_json_optimizer(jw *w, const ckpt_report *rep, bool bulk)
 {
+    ckpt_report_json_optimizer_more(w, rep, bulk, NULL);
+}
+
+void ckpt_report_json_optimizer_more(jw *w, const ckpt_report *rep, bool bulk, ckpt_entry_json_fn more)
+{
     strbuf *sb = &w->sb;
     sb_puts(sb, ",\"config\":");
     if (rep->has_config) j_config(sb, &rep->config);
@@ -183,11 +188,12 @@ void ckpt_report_json_optimizer(jw *w, const ckpt_report *rep, bool bulk)
     if (rep->has_entry_count) j_u64(sb, rep->entry_count);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"entries\":[");
-    for (size_t k = 0; bulk && k < rep->entries_len; k++) {
+    for (size_t k = 0; (bulk || more) && k < rep->entries_len; k++) {
         const ckpt_entry_info *e = &rep->entries[k];
         if (k) sb_putc(sb, ',');
         sb_putc(sb, '{');
         j_entry_fields(sb, e, e->m, e->v);
+        if (more) more(sb, rep, k);
         sb_putc(sb, '}');
         jw_flush(w, false);
     }

@@ -2,9 +2,10 @@
  * as safetensors or as NumPy's .npz (a stored zip of .npy files), bit for bit and streamed: the
  * payloads go from the source to the sink a chunk at a time, so a 20 GB checkpoint exports in
  * flat memory. Moments are named as PyTorch's Adam names them, {name}.exp_avg and
- * {name}.exp_avg_sq, one pair per owner slot (a tied slot shares its owner's); state tensors are
- * {name}. The metadata (family, version, dtype, config, steps per name, representatives, names)
- * is JSON text in safetensors' __metadata__ and in a 0-d string array __metadata__.npy.
+ * {name}.exp_avg_sq (and amsgrad's {name}.max_exp_avg_sq), once per owner slot (a tied slot
+ * shares its owner's); state tensors are {name}. The metadata (family, version, dtype, config,
+ * groups, steps per name, representatives, names) is JSON text in safetensors' __metadata__ and
+ * in a 0-d string array __metadata__.npy.
  *
  * safetensors: u64 header length N, N bytes of JSON {name: {dtype, shape, data_offsets}},
  * then the data, offsets relative to its start, contiguous.
@@ -13,6 +14,7 @@
 #include "containers/npy.h"
 #include "containers/zip.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +30,7 @@ typedef struct item {
     unsigned width;  /* bytes per element: ckpt_dtype_width of its dtype */
     size_t slot;     /* its shape is this slot's */
     int dtype;       /* its ckpt_dtype, kept in the export (BF16 stays BF16) */
+    unsigned part;   /* an optimizer entry's payload: 0 exp_avg, 1 exp_avg_sq, 2 max_exp_avg_sq */
 } item;
 
 typedef struct plan {
@@ -135,6 +138,95 @@ static int wanted_slots(const ckpt_export_options *o, size_t n, bool **out, ckpt
     return 0;
 }
 
+/* The owners exported, keyed by their configuration: one parameter group each (ckpt_config_of_slot
+ * gives every slot of a group the same one). */
+typedef struct owner_key {
+    uintptr_t config;
+    size_t at; /* among the owners, in slot order */
+} owner_key;
+
+static int by_config(const void *a, const void *b)
+{
+    const owner_key *x = a, *y = b;
+    if (x->config != y->config) return x->config < y->config ? -1 : 1;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+typedef struct group_run {
+    size_t first;      /* its first owner */
+    size_t start, len; /* its keys */
+} group_run;
+
+static int by_first(const void *a, const void *b)
+{
+    const group_run *x = a, *y = b;
+    return (x->first > y->first) - (x->first < y->first);
+}
+
+/* The metadata's "config" and "groups" (docs/export.md): the exported owners' parameter groups,
+ * in the order of their first owner, each its configuration, learning rate (null where the file
+ * stores none) and owners' names; "config" the configuration they all share, null when the groups
+ * differ. The kind is null where the file does not say it. Sorted, not compared pairwise: a
+ * million owners in one pass. */
+static int group_metadata(strbuf *meta, const ckpt_report *rep, const ckpt_export_options *o, const size_t *owners,
+                          size_t k)
+{
+    owner_key *keys = malloc((k ? k : 1) * sizeof *keys);
+    group_run *runs = malloc((k ? k : 1) * sizeof *runs);
+    if (!keys || !runs) {
+        free(keys);
+        free(runs);
+        return -1;
+    }
+    for (size_t q = 0; q < k; q++) keys[q] = (owner_key){(uintptr_t)ckpt_config_of_slot(rep, owners[q]), q};
+    qsort(keys, k, sizeof *keys, by_config);
+    size_t g = 0;
+    for (size_t q = 0; q < k; q++) {
+        if (q && keys[q].config == keys[q - 1].config) runs[g - 1].len++;
+        else runs[g++] = (group_run){keys[q].at, q, 1};
+    }
+    qsort(runs, g, sizeof *runs, by_first);
+    const bool known = !ckpt_kind_unknown(rep);
+#define RUN_CONFIG(j) ((const ckpt_config *)keys[runs[j].start].config)
+    bool same = true;
+    for (size_t j = 1; j < g; j++)
+        same = same && !ckpt_config_differences(RUN_CONFIG(0), rep->dtype, RUN_CONFIG(j), rep->dtype);
+    strbuf c = {0};
+    if (!g) j_config_as(&c, &rep->config, known);
+    else if (same) j_config_as(&c, RUN_CONFIG(0), known);
+    else sb_puts(&c, "null");
+    sb_puts(meta, ",\"config\":");
+    j_string(meta, c.failed ? "" : c.data);
+    c.len = 0;
+    char buf[32];
+    sb_puts(&c, "[");
+    for (size_t j = 0; j < g; j++) {
+        if (j) sb_puts(&c, ",");
+        j_config_as(&c, RUN_CONFIG(j), known);
+        if (!c.failed) c.len--; /* the object goes on: its closing brace */
+        double lr = ckpt_lr_of_slot(rep, owners[runs[j].first]);
+        sb_puts(&c, ",\"lr\":");
+        j_num_or_null(&c, !isnan(lr), lr);
+        sb_puts(&c, ",\"names\":[");
+        for (size_t q = runs[j].start; q < runs[j].start + runs[j].len; q++) {
+            const char *name;
+            slot_name(o, owners[keys[q].at], buf, sizeof buf, &name);
+            if (q > runs[j].start) sb_puts(&c, ",");
+            j_string(&c, name);
+        }
+        sb_puts(&c, "]}");
+    }
+#undef RUN_CONFIG
+    sb_puts(&c, "]");
+    sb_puts(meta, ",\"groups\":");
+    j_string(meta, c.failed ? "" : c.data);
+    bool failed = c.failed;
+    sb_free(&c);
+    free(keys);
+    free(runs);
+    return failed ? -1 : 0;
+}
+
 static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, ckpt_error *err)
 {
     const ckpt_report *rep = ckpt_file_report(f);
@@ -149,10 +241,12 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
     bool optimizer = ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER);
-    size_t cap = optimizer ? 2 * rep->entries_len : rep->tensors_len;
+    size_t cap = optimizer ? CKPT_MAX_PAYLOADS * rep->entries_len : rep->tensors_len;
     bool *wanted;
     TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));
-    if (!(p->items = calloc(cap ? cap : 1, sizeof *p->items))) {
+    size_t *owners = NULL;
+    p->items = calloc(cap ? cap : 1, sizeof *p->items);
+    if (!p->items || (optimizer && !(owners = malloc((rep->entries_len ? rep->entries_len : 1) * sizeof *owners)))) {
         free(wanted);
         return ckpt_fail_oom(err);
     }
@@ -162,14 +256,12 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     sb_printf(&meta, ",\"version\":\"%llu\"", (unsigned long long)rep->version);
     char buf[32];
     if (optimizer) {
-        sb_printf(&meta, ",\"dtype\":\"%s\",\"config\":", ckpt_dtype_name(rep->dtype));
-        strbuf c = {0};
-        j_config(&c, &rep->config);
-        j_string(&meta, c.failed ? "" : c.data);
-        sb_free(&c);
-        /* entries in slot order (the file's order is the writer's, sorted by id) */
+        sb_printf(&meta, ",\"dtype\":\"%s\"", ckpt_dtype_name(rep->dtype));
+        /* entries in slot order (the file's order is the writer's, sorted by id); each with every
+         * payload its family has (amsgrad's max_exp_avg_sq too) */
+        size_t k = 0;
         sb_puts(&steps, "{");
-        for (size_t i = 0, k = 0; i < n; i++) {
+        for (size_t i = 0; i < n; i++) {
             if (ckpt_schema_representative(s, i) != i) continue;
             if (wanted && !wanted[i]) continue;
             const ckpt_entry_info *e;
@@ -177,22 +269,28 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             ckpt_error_clear(&none);
             int missing = ckpt_file_entry(f, i, &e, NULL, &none); /* file.c's slot -> entry map */
             ckpt_error_clear(&none);
-            if (missing) continue;
+            if (missing || k == rep->entries_len) continue;
             const char *name;
             slot_name(o, i, buf, sizeof buf, &name);
-            unsigned w = ckpt_dtype_width(rep->dtype);
-            item *m = &p->items[p->len], *v = &p->items[p->len + 1];
-            *m = (item){name_with(name, ".exp_avg"), e->m_offset, e->count, w, i, rep->dtype};
-            *v = (item){name_with(name, ".exp_avg_sq"), e->v_offset, e->count, w, i, rep->dtype};
-            p->len += 2;
-            if (!m->name || !v->name) goto oom;
-            if (k++) sb_puts(&steps, ",");
+            const ckpt_item it = ckpt_report_item(rep, (size_t)(e - rep->entries));
+            for (unsigned q = 0; q < it.payloads; q++) {
+                const ckpt_payload *x = &it.payload[q];
+                char suffix[32];
+                snprintf(suffix, sizeof suffix, ".%s", x->name);
+                unsigned w = ckpt_dtype_width(x->dtype);
+                item *m = &p->items[p->len++];
+                *m = (item){name_with(name, suffix), x->offset, x->count, w, i, x->dtype, q};
+                if (!m->name) goto oom;
+                p->data_bytes += x->count * w;
+            }
+            if (k) sb_puts(&steps, ",");
+            owners[k++] = i;
             j_string(&steps, name);
             sb_puts(&steps, ":");
             j_u64(&steps, e->step);
-            p->data_bytes += 2 * e->count * w;
         }
         sb_puts(&steps, "}");
+        if (group_metadata(&meta, rep, o, owners, k)) goto oom;
         sb_puts(&meta, ",\"steps\":");
         j_string(&meta, steps.failed ? "" : steps.data);
         sb_puts(&meta, ",\"representatives\":");
@@ -216,7 +314,8 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
                         rep->tensors[i].count,
                         ckpt_dtype_width(rep->tensors[i].dtype),
                         i,
-                        rep->tensors[i].dtype};
+                        rep->tensors[i].dtype,
+                        0};
             if (!t->name) goto oom;
             p->data_bytes += t->width * t->count;
         }
@@ -236,14 +335,17 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     sb_puts(&meta, "}");
     sb_free(&steps);
     free(wanted);
+    free(owners);
     wanted = NULL;
-    if (meta.failed) goto oom;
+    if (meta.failed) goto oom_meta;
     p->metadata = sb_take(&meta);
     return 0;
 oom:
     free(wanted);
-    sb_free(&meta);
+    free(owners);
     sb_free(&steps);
+oom_meta:
+    sb_free(&meta);
     return ckpt_fail_oom(err);
 }
 
@@ -517,14 +619,14 @@ int ckpt_export_computed(const ckpt_file *f, const ckpt_source *values, const ch
         plan_free(&p);
         return rc;
     }
-    /* the first moment's items (even places: m, then v, per entry), renamed; their bytes are
-     * read from `values` at m's offsets */
+    /* the first moment's items (exp_avg, per entry), renamed; their bytes are read from
+     * `values` at m's offsets */
     size_t kept = 0;
     bool oom = false;
     p.data_bytes = 0;
     for (size_t k = 0; k < p.len; k++) {
         item it = p.items[k];
-        if (k % 2 == 0) {
+        if (it.part == 0) {
             it.name[strlen(it.name) - strlen(".exp_avg")] = '\0';
             char *name = name_with(it.name, suffix);
             oom |= !name;

@@ -108,11 +108,12 @@ test('a TLADAMF file with a model-state file that does not pair: the pairing\'s 
 test('a PyTorch optimizer with its model, for TorchLean: the weight-decay and kind refusals, each filled, then the CLI\'s TLADAMF bytes', async () => {
   const page = await openDialog(['lm.opt.pt', 'lm.model.bin']);
   assert.equal(await page.getAttribute('[data-testid=convert-dialog]', 'data-direction'), 'torchlean');
+  // every option it needs, in one refusal
   await waitText(page, '[data-testid=convert-refusal]',
-    'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one');
+    `the groups' weight decays differ (group 0: 0.1, group 1: 0): TorchLean's file holds one configuration: --weight-decay X gives every slot one; ${KIND}`);
   assert.equal(await page.isDisabled('[data-testid=convert-go]'), true);
   await page.fill('[data-testid=convert-weight-decay]', '0.1');
-  // the next refusal names the next option
+  // what is left: the kind
   await waitText(page, '[data-testid=convert-refusal]', KIND);
   await page.selectOption('[data-testid=convert-kind]', 'adamw');
   await goEnabled(page);

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { inspect, check, pair, writeCheckpoint, health } from '../../js/index.js';
+import { inspect, check, pair, writeCheckpoint, writeState, health } from '../../js/index.js';
 import { table, makeFile, makeLayout, writeBase, expectedError, pickError, model } from './table.mjs';
 import { cli, scratch, usageOf } from './scratch.mjs';
 
@@ -479,6 +479,8 @@ options:
   --kind adam|adamw   a PyTorch optimizer's kind, when its file does not say it
                       (torch 1.13's AdamW does not); a Trainer folder's default:
                       its training_args.bin's optim
+  --sort KEY          the table's order: ratio or rms, the largest update/weight
+                      ratio or rms(u) first; name, by name (default: slot order)
 
 more: docs/cli.md, or ckptscope --help for every command
 `);
@@ -514,8 +516,8 @@ test('an option that does nothing for the command is refused, with why', async (
   const names = put('idle-names.json', '["a","b","c"]');
   for (const [args, message] of [
     [['inspect', p, '--workers', '2'], '--workers does nothing here: workers read the payloads, which only --stats reads'],
-    [['inspect', p, '--json', '--names', names], '--names does nothing here: the JSON report has no names; drop --json to see them'],
-    [['health', p, '--json', '--names', names], '--names does nothing here: the health JSON has no names; drop --json to see them'],
+    [['health', p, '--sort', 'ratio', '--json'], '--sort does nothing here: it orders the table; the JSON keeps slot order'],
+    [['health', p, '--sort', 'size'], '--sort takes ratio, rms, name, got size'],
     [['health', p, '--expect', p], 'unknown option --expect for health (it belongs to check)'],
     [['inspect', p, '--stat'], 'unknown option --stat: did you mean --stats?'],
   ]) {
@@ -523,6 +525,30 @@ test('an option that does nothing for the command is refused, with why', async (
     assert.equal(r.status, 2, args.join(' '));
     assert.equal(r.stderr, `ckptscope: ${message}\n${usageOf(args[0])}`, args.join(' '));
   }
+});
+
+test('inspect --json --names: the names are the report\'s `names`, indented or streamed on one line; health --json --names: each slot\'s name', async () => {
+  const p = put('json-names.ckpt', await model());
+  const names = put('json-names.json', '["embed", "block", "bias"]');
+  const r = cli(['inspect', p, '--json', '--names', names]);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  assert.deepEqual(JSON.parse(r.stdout), { ...JSON.parse(JSON.stringify(await inspect(p))), names: ['embed', 'block', 'bias'] });
+  // past 10,000 slots the core's one-line stream, the names its last member
+  const n = 10_001;
+  const big = put('json-names-big.tlsf', await writeState({ shapes: Array.from({ length: n }, () => [1]), values: Array.from({ length: n }, () => [0.5]) }));
+  const bigNames = put('json-names-big.json', JSON.stringify(Array.from({ length: n }, (_, i) => `t${i}`)));
+  const s = cli(['inspect', big, '--json', '--names', bigNames]);
+  assert.equal(s.status, 0, s.stderr);
+  assert.equal(s.stdout.split('\n').length, 2);
+  assert.ok(s.stdout.endsWith(`,"names":${JSON.stringify(Array.from({ length: n }, (_, i) => `t${i}`))}}\n`));
+  assert.deepEqual(JSON.parse(s.stdout), { ...JSON.parse(JSON.stringify(await inspect(big))), names: Array.from({ length: n }, (_, i) => `t${i}`) });
+  // health --json --names: each slot's name (null without names)
+  const h = cli(['health', p, '--json', '--names', names]);
+  assert.equal(h.status, 0, h.stderr);
+  assert.deepEqual(JSON.parse(h.stdout).slots.map((x) => x.name), ['embed', 'block', 'bias']);
+  assert.deepEqual(JSON.parse(cli(['health', p, '--json']).stdout).slots.map((x) => x.name), [null, null, null]);
+  assert.deepEqual((await health(p)).slots.map((x) => x.name), [null, null, null]);
 });
 
 test('--names names the slot wherever one is named: health flags, diff, check --expect, pair failures', async () => {

@@ -15,7 +15,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState, inspect, health } from '../../js/index.js';
 import { COMMANDS } from '../../js/cli/args.js';
-import { num, numColumns, healthLines } from '../../js/cli/text.js';
+import { num, numColumns, healthLines, runLines } from '../../js/cli/text.js';
 import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
 import { cli, scratch } from './scratch.mjs';
 
@@ -298,6 +298,59 @@ test('a shortened name is not lost: it is printed in full once, on a line of its
   assert.equal(w.stdout, `wrote ${target} (${fs.statSync(target).size} bytes)\n`);
   const t = spawnSync(process.execPath, [CLI, 'write', files.desc, target], { encoding: 'utf8', env: TERMINAL });
   assert.equal(t.stdout, `wrote\n  ${target}\n  (${fs.statSync(target).size} bytes)\n`);
+});
+
+test('run\'s file table: the columns empty in every row make room for the paths; a path too long is cut in the middle, its file name kept whole where it fits', () => {
+  const file = (path, step, ratio = null, state = null) => ({ path, step, state, ok: true, health: { flags: 0, warnings: 0, ratio } });
+  const result = (files) => ({ ok: true, cannotTell: 0, files, pairs: [{ a: 0, b: 1, continuous: true, power: null, slots: [] }], first: null });
+  // 55-character paths: whole once the empty flag, ratio and state columns are left out
+  const a = `checkpoints/${'x'.repeat(18)}/step-000300-optimizer.pt`, b = a.replace('300', '400');
+  assert.deepEqual(runLines(result([file(a, 300), file(b, 400)])), [
+    '2 checkpoints of one run:',
+    'file  step  flags  warn  path',
+    `   0   300      0     0  ${a}`,
+    `   1   400      0     0  ${b}`,
+    '',
+    '0 → 1: continuous',
+    '',
+    'verdict: one run, every pair continuous',
+  ]);
+  // with ratios and state files, a name of dots is cut in the middle ("…pt" would say nothing)
+  const c = 'step-000300-both-optimizer-and-model-of-the-run.pt', d = 'step-000400.pt';
+  assert.deepEqual(runLines(result([file(c, 300, 0.003293, 's'), file(d, 400, 0.003429, 's')])), [
+    '2 checkpoints of one run:',
+    'file  step  flags  warn     ratio  state  path',
+    '   0   300      0     0  0.003293  yes    step-000300-both-op…odel-of-the-run.pt',
+    `   1   400      0     0  0.003429  yes    ${d}`,
+    '',
+    'paths in full (shortened above or left out for room):',
+    `  0  ${c}`,
+    '',
+    '0 → 1: continuous',
+    '',
+    'verdict: one run, every pair continuous',
+  ]);
+});
+
+test('health in 80 columns with no room for a name column: the names listed in full below, no heading of their shared start above rows without names', () => {
+  const slot = (i) => ({ slot: i, owner: i, step: 123456, flags: [], update: { rms: 0.05123, maxAbs: 0.1234 }, param: { rms: 0.03123 }, ratio: 1.234e-3, neverUpdated: 1234567, inconsistent: 12345 });
+  const names = [0, 1, 2].map((i) => `transformer.h.${i}.attn.c_attn.weight`);
+  assert.deepEqual(healthLines({ ok: true, pairs: true, lr: 1e-3, c: 7.27, slots: [slot(0), slot(1), slot(2)], flags: [], error: null }, 'a.ckpt', 'a.tlsf', names, { width: 80 }), [
+    'a.ckpt with a.tlsf: the next Adam step per slot at lr 0.001',
+    'consistency: |m| <= 7.27 * sqrt(v) for any gradient history with these betas',
+    '',
+    '  slot  moments    step   rms(u)  max|u|   rms(θ)     ratio      v=0  bad m',
+    '     0  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '     1  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '     2  owner    123456  0.05123  0.1234  0.03123  0.001234  1234567  12345',
+    '',
+    'slot names in full (shortened above or left out for room):',
+    '  0  transformer.h.0.attn.c_attn.weight',
+    '  1  transformer.h.1.attn.c_attn.weight',
+    '  2  transformer.h.2.attn.c_attn.weight',
+    '',
+    'verdict: healthy',
+  ]);
 });
 
 test('one notation per column: a column of numbers reads all fixed or all with exponents', () => {

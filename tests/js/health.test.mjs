@@ -37,7 +37,7 @@ function reference(desc, stateValues, lr, band = [1e-5, 1e-2]) {
     const owner = reps[i];
     const e = owner === null ? null : desc.entries.find((x) => x.id === owner);
     const n = size(shape);
-    const s = { slot: i, owner, trainable: desc.requiresGrad[i], count: n, step: e ? e.step : null, param: null, update: null,
+    const s = { slot: i, name: null, owner, trainable: desc.requiresGrad[i], count: n, step: e ? e.step : null, param: null, update: null,
       ratio: null, decay: null, neverUpdated: 0, inconsistent: 0, nonFinite: 0, flags: [] };
     // a ratio outside the band is a heuristic's warning; everything else says the state is broken
     const add = (flag, message) => {
@@ -85,8 +85,9 @@ function reference(desc, stateValues, lr, band = [1e-5, 1e-2]) {
     }
     if (lr !== undefined && e && stateValues && pRms > 0) {
       s.ratio = lr * (uN ? Math.sqrt(uSq / uN) : 0) / pRms;
-      if (s.ratio > band[1]) add('ratioHigh', `parameter ${i}: update-to-weight ratio ${Number(s.ratio.toPrecision(3))} is above ${boundText(band[1])} at lr ${lr}`);
-      if (s.ratio < band[0]) add('ratioLow', `parameter ${i}: update-to-weight ratio ${s.ratio.toPrecision(3).replace(/\.?0+e/, 'e').replace('e-', 'e-')} is below ${boundText(band[0])} at lr ${lr}`);
+      // a tied slot's ratio is its owner's: flagged once, on the owner
+      if (owner === i && s.ratio > band[1]) add('ratioHigh', `parameter ${i}: update-to-weight ratio ${Number(s.ratio.toPrecision(3))} is above ${boundText(band[1])} at lr ${lr}`);
+      if (owner === i && s.ratio < band[0]) add('ratioLow', `parameter ${i}: update-to-weight ratio ${s.ratio.toPrecision(3).replace(/\.?0+e/, 'e').replace('e-', 'e-')} is below ${boundText(band[0])} at lr ${lr}`);
     }
     if (!s.neverUpdated && !e) s.neverUpdated = 0;
     slots.push(s);

@@ -153,6 +153,99 @@ print(json.dumps(out))`;
   assert.ok(want.some(([withMax, withV]) => Math.abs(withMax - withV) > 1e-3 * withMax), 'v fell below its maximum somewhere');
 });
 
+test('the paired JSON report: names, and one list of entries by slot, each with its index, name, group, shape, dtype and amsgrad\'s vmax', () => {
+  const r = cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--json', '--stats');
+  assert.equal(r.status, 0, r.stderr);
+  const rep = JSON.parse(r.stdout);
+  const names = ['conv1.weight', 'conv1.bias', 'bn1.weight', 'bn1.bias', 'conv2.weight', 'conv2.bias', 'head.weight', 'head.bias'];
+  assert.deepEqual(rep.names, names);
+  assert.equal('indexEntries' in rep, false);
+  assert.equal('indexCount' in rep, false);
+  const script = `
+import json, sys, torch
+sd = torch.load(sys.argv[1])
+print(json.dumps({str(i): {'shape': list(s['exp_avg'].shape), 'step': int(s['step']), 'mmax': float(s['exp_avg'].max()),
+                           'vmax': float(s['exp_avg_sq'].max()), 'maxmax': float(s['max_exp_avg_sq'].max())} for i, s in sd['state'].items()}))`;
+  const torch = JSON.parse(execFileSync(PY, ['-c', script, at('cnn.opt.pt')], { encoding: 'utf8' }));
+  assert.deepEqual(rep.entries.map((e) => [e.id, e.index, e.name, e.group, e.dtype, e.other]),
+    [2, 3, 4, 5, 6, 7].map((slot, index) => [slot, index, names[slot], 0, 'float32', []]));
+  for (const e of rep.entries) {
+    const t = torch[String(e.index)];
+    assert.deepEqual([e.shape, e.step, e.m.max, e.v.max, e.vmax.max], [t.shape, t.step, t.mmax, t.vmax, t.maxmax], e.name);
+  }
+  // without --stats: the same entries, without statistics; the API's report is the CLI's
+  const plain = JSON.parse(cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--json').stdout);
+  assert.deepEqual(plain.entries[0], { id: 2, step: 7, count: 2, offset: rep.entries[0].offset, index: 0, name: 'bn1.weight', group: 0, shape: [2], dtype: 'float32', other: [] });
+});
+
+test('inspect --stats of a paired amsgrad optimizer: the vmax column by slot', () => {
+  const r = cli('inspect', 'cnn.opt.pt', '--state', 'cnn.model.bin', '--stats');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n');
+  const at = lines.indexOf('slot  name             m min    m max    m rms    v max    v rms  vmax max');
+  assert.ok(at > 0, r.stdout);
+  assert.equal(lines[at + 1], '   2  bn1.weight    -0.06734  0.05747   0.0626  0.03584  0.02628   0.05753');
+  assert.equal(lines.slice(at + 1).filter((l) => /^\s+\d+  /.test(l)).length, 6);
+});
+
+test('export of an amsgrad Adam restores it in torch: max_exp_avg_sq beside the moments, the groups\' configuration and lr', () => {
+  const out = at('cnn.moments.safetensors');
+  const e = cli('export', 'cnn.opt.pt', out, '--state', 'cnn.model.bin');
+  assert.equal(e.status, 0, e.stderr);
+  // the metadata and tensors as the safetensors spec has them, read by Python alone; the optimizer
+  // rebuilt from them and loaded into torch is the saved one, bit for bit
+  const script = `
+import json, struct, sys, torch
+raw = open(sys.argv[1], 'rb').read(); (n,) = struct.unpack('<Q', raw[:8]); header = json.loads(raw[8:8 + n]); data = raw[8 + n:]
+meta = header.pop('__metadata__')
+t = lambda name: torch.frombuffer(bytearray(data[header[name]['data_offsets'][0]:header[name]['data_offsets'][1]]), dtype=torch.float32).reshape(header[name]['shape'])
+groups, steps = json.loads(meta['groups']), json.loads(meta['steps'])
+names = [n for g in groups for n in g['names']]
+state = {i: {'step': torch.tensor(float(steps[n])), 'exp_avg': t(n + '.exp_avg'), 'exp_avg_sq': t(n + '.exp_avg_sq'),
+             'max_exp_avg_sq': t(n + '.max_exp_avg_sq')} for i, n in enumerate(names)}
+params, at = [], 0
+for g in groups:
+    params.append({'lr': g['lr'], 'betas': (g['beta1'], g['beta2']), 'eps': g['epsilon'], 'weight_decay': g['weightDecay'],
+                   'amsgrad': True, 'maximize': False, 'foreach': None, 'capturable': False, 'differentiable': False,
+                   'fused': False, 'params': list(range(at, at + len(g['names'])))})
+    at += len(g['names'])
+saved = torch.load(sys.argv[2])
+same = len(saved['state']) == len(state) and all(
+    torch.equal(saved['state'][i][k], state[i][k]) for i in state for k in ('exp_avg', 'exp_avg_sq', 'max_exp_avg_sq', 'step'))
+g0, p0 = saved['param_groups'][0], params[0]
+same = same and all(g0[k] == p0[k] for k in ('lr', 'betas', 'eps', 'weight_decay', 'amsgrad', 'params'))
+print(json.dumps({'same': same, 'config': json.loads(meta['config'])['kind'], 'tensors': len(header)}))`;
+  const got = JSON.parse(execFileSync(PY, ['-c', script, out, at('cnn.opt.pt')], { encoding: 'utf8' }));
+  assert.deepEqual(got, { same: true, config: null, tensors: 18 });
+});
+
+test('export of two parameter groups: each group\'s configuration and lr, no one config; the kind null where the file does not say it', () => {
+  const meta = (args) => {
+    const out = at(`groups-${args.length}.safetensors`);
+    const r = cli('export', 'lm.opt.pt', out, '--state', 'lm.model.bin', ...args);
+    assert.equal(r.status, 0, r.stderr);
+    const raw = fs.readFileSync(out);
+    const n = Number(raw.readBigUInt64LE(0));
+    return JSON.parse(raw.subarray(8, 8 + n).toString('utf8')).__metadata__;
+  };
+  const unknown = meta([]);
+  assert.equal(unknown.config, 'null');
+  const groups = JSON.parse(unknown.groups);
+  assert.deepEqual(groups.map((g) => [g.kind, g.beta1, g.beta2, g.epsilon, g.weightDecay, g.lr]),
+    [[null, 0.9, 0.95, 1e-8, 0.1, 0.001], [null, 0.9, 0.95, 1e-8, 0, 0.001]]);
+  assert.deepEqual(groups.map((g) => g.bits.weightDecay), ['0x3fb999999999999a', '0x0000000000000000']);
+  // the groups' names are the optimizer's indices, group by group (torch's numbering)
+  assert.deepEqual(groups.flatMap((g) => g.names), facts.lm.byIndex);
+  assert.deepEqual(JSON.parse(meta(['--kind', 'adamw']).groups).map((g) => g.kind), ['adamw', 'adamw']);
+  // one group: its configuration is the file's
+  const mlp = at('mlp.moments.safetensors');
+  assert.equal(cli('export', 'mlp.opt.pt', mlp, '--state', 'mlp.model.bin').status, 0);
+  const raw = fs.readFileSync(mlp);
+  const m = JSON.parse(raw.subarray(8, 8 + Number(raw.readBigUInt64LE(0))).toString('utf8')).__metadata__;
+  assert.deepEqual(JSON.parse(m.config), { kind: null, beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0,
+    bits: { beta1: '0x3feccccccccccccd', beta2: '0x3feff7ced916872b', epsilon: '0x3e45798ee2308c3a', weightDecay: '0x0000000000000000' } });
+});
+
 test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently', async () => {
   const r = await pair(at('twin.opt.pt'), at('twin.model.bin'));
   assert.equal(r.pairs, true);
@@ -264,11 +357,15 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
     [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin', '--kind', 'adam'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum)'],
     [['mlp.opt.pt', 'x.ckpt', '--state', 'mlp.model.bin'], 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
     [['lm.opt.pt', 'x.ckpt', '--state', 'lm.resized.bin', '--kind', 'adamw', '--weight-decay', '0.1'], 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model'],
+    // every option needed, in one message: one command line with them all converts
+    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin'], 'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one; the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
+    [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum); the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
   ];
   for (const [args, text] of cases) {
     const r = cli('convert', ...args);
     assert.equal(r.status, 1, args.join(' '));
     assert.equal(r.stderr.split('\n').find((l) => l.includes(text.slice(0, 30))), text, r.stderr);
+    assert.equal(r.stderr.split('\n').filter((l) => l.includes(text.slice(0, 30))).length, 1, r.stderr);
     assert.equal(fs.existsSync(at('x.ckpt')), false);
   }
   const ok = cli('convert', 'lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1');
@@ -335,7 +432,7 @@ test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint
   const r = cli('run', 'rt.both.pt', 'rt4.ckpt', '--kind', 'adamw');
   assert.equal(r.status, 0, r.stdout + r.stderr);
   const lines = r.stdout.split('\n');
-  assert.ok(lines.some((l) => /^0 → 1: continuous \(worst .* at slot \d+, power 0\.\d+\)$/.test(l)), r.stdout);
+  assert.ok(lines.some((l) => /^0 → 1: continuous \(worst .* at slot 1 \(wte\.weight\), power 0\.\d+\)$/.test(l)), r.stdout);
   assert.equal(lines.at(-2), 'verdict: one run, every pair continuous');
   const contradicts = cli('run', 'rt.both.pt', 'rt4.ckpt', '--kind', 'adam');
   assert.equal(contradicts.status, 1);
@@ -344,6 +441,56 @@ test('run across the boundary: a PyTorch checkpoint and the TorchLean checkpoint
   assert.equal(other.status, 0, other.stderr);
   const broken = cli('run', 'rt.both.pt', 'lm.one.ckpt', '--kind', 'adamw');
   assert.equal(broken.status, 1);
-  assert.ok(broken.stdout.includes('0 → 1: NOT continuous: slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
+  assert.ok(broken.stdout.includes('0 → 1: NOT continuous: [wte.weight] slot 1: both at step 3, but the moments differ (first at element 0)'), broken.stdout);
   assert.equal(broken.stdout.split('\n').at(-2), 'verdict: something breaks at file 1 (lm.one.ckpt)');
+});
+
+test('run of torch 1.13 AdamW files with their models: without --kind a warning that no lr comes back; the slots by the model\'s names', () => {
+  const args = ['run', 'rt.opt.pt', 'rt4.opt.pt', '--state', 'rt.model.bin', '--state', 'rt4.model.bin', '--slots'];
+  const r = cli(...args);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, 'warning: every optimizer\'s kind is unknown (its file does not say Adam or\n  AdamW): no learning rate comes back; give --kind adam|adamw\n');
+  const lines = r.stdout.split('\n');
+  assert.equal(lines[5], '0 → 1: continuous (worst 1 at slot 1 (wte.weight), power 0.9677)');
+  assert.equal(lines[6], '    slot  name             steps  k  broken  worst   power  rms(g)  lr  residual');
+  assert.ok(lines[7].startsWith('       1  wte.weight       3→4    1       0      1       1'), lines[7]);
+  const json = JSON.parse(cli(...args, '--json').stdout);
+  assert.deepEqual(json.files.map((f) => f.kindUnknown), [true, true]);
+  assert.deepEqual(json.names, facts.lm.names);
+  // the kind given: the learning rates come back, no warning
+  const k = cli(...args, '--kind', 'adamw');
+  assert.equal(k.status, 0, k.stderr);
+  assert.equal(k.stderr, '');
+  assert.equal(k.stdout.split('\n')[5], '0 → 1: continuous (worst 1 at slot 1 (wte.weight), power 0.9677, lr on 16 slots)');
+  assert.deepEqual(JSON.parse(cli(...args, '--kind', 'adamw', '--json').stdout).files.map((f) => f.kindUnknown), [false, false]);
+});
+
+test('health at the end of a schedule (the groups\' lr 0): the tied lm_head\'s ratio said once, on wte; --sort; each slot\'s name', () => {
+  const script = `
+import sys, torch
+sd = torch.load(sys.argv[1])
+for g in sd['optimizer']['param_groups']: g['lr'] = 0.0
+torch.save(sd, sys.argv[2])`;
+  execFileSync(PY, ['-c', script, at('rt.both.pt'), at('rt.end.pt')]);
+  const r = cli('health', 'rt.end.pt', '--kind', 'adamw');
+  assert.equal(r.status, 0, r.stderr);
+  const lines = r.stdout.split('\n');
+  const warnings = lines.filter((l) => l.startsWith('warning: '));
+  // 16 owners, each once; the tied lm_head.weight (slot 17) is wte.weight's parameter
+  assert.equal(warnings.length, 16);
+  assert.equal(warnings[0], 'warning: [wte.weight] parameter 1: update-to-weight ratio 0 is below 1e-5 at lr 0');
+  assert.ok(!warnings.some((l) => l.includes('lm_head')), r.stdout);
+  assert.ok(lines.some((l) => /^ {5}17 {2}lm_head\.weight {3}shares 1 {5}3 .* 0$/.test(l)), r.stdout);
+  assert.equal(lines.at(-2), 'verdict: healthy (16 ratio warnings: --strict makes them failures)');
+  const json = JSON.parse(cli('health', 'rt.end.pt', '--kind', 'adamw', '--json').stdout);
+  assert.deepEqual(json.slots.map((s) => s.name), facts.lm.names);
+  assert.deepEqual(json.slots[17].flags, []);
+  // --sort: the largest ratio first; by name
+  const rows = (args) => cli('health', 'rt.both.pt', '--kind', 'adamw', ...args).stdout.split('\n').filter((l) => /^[! ] +\d+ {2}\S+ +(owner|shares|frozen)/.test(l)).map((l) => Number(l.slice(1).trim().split(/ +/)[0]));
+  const slots = JSON.parse(cli('health', 'rt.both.pt', '--kind', 'adamw', '--json').stdout).slots;
+  const byRatio = slots.filter((s) => s.ratio !== null).sort((a, b) => b.ratio - a.ratio || a.slot - b.slot).map((s) => s.slot);
+  assert.deepEqual(rows(['--sort', 'ratio']), [...byRatio, 0]);   // the frozen mask has none: last
+  const byName = facts.lm.names.map((n, i) => [n, i]).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => i);
+  assert.deepEqual(rows(['--sort', 'name']), byName);
+  assert.deepEqual(rows([]), facts.lm.names.map((_, i) => i));
 });

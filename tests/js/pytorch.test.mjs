@@ -213,3 +213,51 @@ test('what needs a parameter schema refuses a PyTorch optimizer without its mode
   }
   assert.equal(fs.existsSync(path.join(dir, 'out.safetensors')), false);
 });
+
+test('any torch.save object shows its tensors: a bare tensor, a list of them, a dict beside numbers, each with its path', () => {
+  const script = `
+import sys, torch
+torch.save(torch.arange(6.).reshape(2, 3), sys.argv[1] + '/bare.pt')
+torch.save([torch.ones(2), torch.zeros(3, dtype=torch.float64)], sys.argv[1] + '/list.pt')
+torch.save({'param': torch.ones(4, dtype=torch.bfloat16), 'cat_dim': 0}, sys.argv[1] + '/shard.pt')`;
+  execFileSync(PY, ['-c', script, dir]);
+  const tensors = (f) => {
+    const r = cli('inspect', at(f), '--json');
+    assert.equal(r.status, 0, r.stderr);
+    return JSON.parse(r.stdout).otherTensors.map((x) => [x.path, x.shape, x.dtype, x.count]);
+  };
+  assert.deepEqual(tensors('bare.pt'), [['', [2, 3], 'float32', 6]]);
+  assert.deepEqual(tensors('list.pt'), [['[0]', [2], 'float32', 2], ['[1]', [3], 'float64', 3]]);
+  assert.deepEqual(tensors('shard.pt'), [['param', [4], 'bfloat16', 4]]);
+  // a state dict's tensors are its own: none listed apart
+  assert.deepEqual(tensors('lightning.ckpt'), []);
+  const r = cli('inspect', at('list.pt'));
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${at('list.pt')}: torch.save file (PyTorch), ${fs.statSync(at('list.pt')).size.toLocaleString('en-US')} bytes
+container       zip, prefix list, 2 records
+optimizer       none
+other tensors   2 tensors in no optimizer or model state dict
+weights only    yes (torch.load(weights_only=True))
+globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
+                collections.OrderedDict, torch.DoubleStorage
+
+tensor  path  shape  dtype    count
+     0  [0]   [2]    float32      2
+     1  [1]   [3]    float64      3
+
+verdict: valid
+`);
+  const bare = cli('inspect', at('bare.pt'));
+  assert.ok(bare.stdout.includes('\ntensor  path               shape   dtype    count\n     0  (the file itself)  [2, 3]  float32      6\n'), bare.stdout);
+});
+
+test('a Lightning checkpoint\'s epoch and global_step: in inspect\'s lines and the JSON', () => {
+  const r = cli('inspect', at('lightning.ckpt'));
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(r.stdout.split('\n').includes('progress        epoch 1, global step 2'), r.stdout);
+  const json = JSON.parse(cli('inspect', at('lightning.ckpt'), '--json').stdout);
+  assert.deepEqual([json.epoch, json.globalStep], [1, 2]);
+  const plain = JSON.parse(cli('inspect', at('adamw.pt'), '--json').stdout);
+  assert.deepEqual([plain.epoch, plain.globalStep], [null, null]);
+  assert.ok(!cli('inspect', at('adamw.pt')).stdout.includes('progress'));
+});

@@ -1,6 +1,6 @@
 /* The PyTorch family's report members (json.h): the container, the optimizers with their groups,
- * the model state dicts, torch.load(weights_only=True)'s verdict, the pairing, and the entries by
- * index as saved. */
+ * the model state dicts, torch.load(weights_only=True)'s verdict, the pairing, the slots' names,
+ * and the entries: by index as saved, or once paired by slot, each with its index. */
 #include "families/pytorch/json.h"
 #include "families/pytorch/pair.h"
 
@@ -110,6 +110,37 @@ static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *c
     (void)stats;
 }
 
+/* A paired report's entry k (slot e->id): the optimizer's index it came from and what the index
+ * holds (json.h), beside the slot's members; with statistics, amsgrad's vmax. */
+static void j_paired_entry(strbuf *sb, const ckpt_report *rep, size_t k)
+{
+    const tf_data *d = rep->family_data;
+    const ckpt_torch *t = d->t;
+    const ckpt_entry_info *ei = &rep->entries[k];
+    const ckpt_torch_entry *e = &t->entries[d->entry_of[k]];
+    sb_printf(sb, ",\"index\":%lld,\"name\":", (long long)e->index);
+    if (ei->id < d->slot_count) j_string(sb, d->slot_names[ei->id]);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"group\":");
+    if (e->group == CKPT_TORCH_NONE) sb_puts(sb, "null");
+    else j_u64(sb, e->group);
+    sb_puts(sb, ",\"shape\":");
+    j_shape(sb, rep->schema, ei->id);
+    sb_puts(sb, ",\"dtype\":");
+    j_string(sb, t->tensors[e->exp_avg].dtype);
+    if (ei->m && ei->v && e->max_exp_avg_sq != CKPT_TORCH_NONE) {
+        sb_puts(sb, ",\"vmax\":");
+        if (d->vmax[k]) j_stats(sb, d->vmax[k]);
+        else sb_puts(sb, "null");
+    }
+    sb_puts(sb, ",\"other\":[");
+    for (size_t j = 0; j < e->other_len; j++) {
+        if (j) sb_putc(sb, ',');
+        j_string(sb, t->named[e->other + j].name);
+    }
+    sb_putc(sb, ']');
+}
+
 void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
 {
     strbuf *sb = ckpt_jw_text(w);
@@ -117,8 +148,9 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     const ckpt_torch *t = d ? d->t : NULL;
     const bool optimizer_slots = rep->slots_bound && !rep->tensors_len;
     if (optimizer_slots) {
-        /* paired with its model: the schema and entries of a TLADAMF file, slot by slot */
-        ckpt_report_json_optimizer(w, rep, bulk);
+        /* paired with its model: the schema of a TLADAMF file and its entries, slot by slot, each
+         * with its optimizer index, name, group, shape, dtype (and vmax) */
+        ckpt_report_json_optimizer_more(w, rep, bulk, j_paired_entry);
         sb = ckpt_jw_text(w);
     } else {
         /* TLADAMF's members that a PyTorch file has not; its model state dict's tensors */
@@ -128,10 +160,10 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         sb = ckpt_jw_text(w);
     }
     if (!t) {
-        sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"model\":null,"
+        sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"otherTensors\":[],"
+                    "\"epoch\":null,\"globalStep\":null,\"model\":null,"
                     "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,"
-                    "\"indexCount\":null,"
-                    "\"indexEntries\":[]");
+                    "\"names\":null");
         if (!optimizer_slots) sb_puts(sb, ",\"entryCount\":null,\"entries\":[]");
         return;
     }
@@ -170,7 +202,28 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         }
         sb_puts(sb, "]}");
     }
-    sb_puts(sb, "],\"model\":");
+    sb_puts(sb, "],\"otherTensors\":[");
+    for (size_t j = 0; j < t->loose_len; j++) {
+        const ckpt_torch_named *nm = &t->named[t->loose[j]];
+        sb_puts(sb, j ? ",{\"path\":" : "{\"path\":");
+        j_string(sb, nm->name);
+        sb_puts(sb, ",\"shape\":");
+        j_dims(sb, ckpt_torch_size(t, nm->tensor), t->tensors[nm->tensor].rank);
+        sb_puts(sb, ",\"dtype\":");
+        j_string(sb, t->tensors[nm->tensor].dtype);
+        sb_puts(sb, ",\"count\":");
+        j_u64(sb, t->tensors[nm->tensor].count);
+        sb_puts(sb, ",\"offset\":");
+        j_u64(sb, t->tensors[nm->tensor].at);
+        sb_putc(sb, '}');
+    }
+    sb_puts(sb, "],\"epoch\":");
+    if (t->has_epoch) sb_printf(sb, "%lld", (long long)t->epoch);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"globalStep\":");
+    if (t->has_global_step) sb_printf(sb, "%lld", (long long)t->global_step);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"model\":");
     if (t->model == CKPT_TORCH_NONE) sb_puts(sb, "null");
     else j_string(sb, t->models[t->model].path);
     sb_printf(sb, ",\"weightsOnly\":%s,\"globals\":", ckpt_torch_weights_only(t) ? "true" : "false");
@@ -179,11 +232,22 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     ckpt_torch_globals_json(sb, t, true);
     sb_printf(sb, ",\"needsModel\":%s,\"pairing\":", rep->slots_bound ? "false" : "true");
     ckpt_torch_pairing_json(sb, d, rep);
-    /* the optimizer's entries by index, as saved (a paired report's entries are by slot) */
-    sb_puts(sb, optimizer_slots ? ",\"indexCount\":" : ",\"entryCount\":");
+    /* the slots' names, once a model gave them */
+    sb_puts(sb, ",\"names\":");
+    if (rep->slots_bound && d->slot_names) {
+        sb_putc(sb, '[');
+        for (size_t i = 0; i < d->slot_count; i++) {
+            if (i) sb_putc(sb, ',');
+            j_string(sb, d->slot_names[i]);
+        }
+        sb_putc(sb, ']');
+    } else sb_puts(sb, "null");
+    if (optimizer_slots) return;
+    /* unpaired: the optimizer's entries by index, as saved */
+    sb_puts(sb, ",\"entryCount\":");
     if (t->optimizers_len) j_u64(sb, t->optimizers[0].entries_len);
     else sb_puts(sb, "null");
-    sb_puts(sb, optimizer_slots ? ",\"indexEntries\":[" : ",\"entries\":[");
+    sb_puts(sb, ",\"entries\":[");
     if (t->optimizers_len) { /* listed without the bulk arrays too: the columns hold none */
         const ckpt_torch_optimizer *o = &t->optimizers[0];
         for (size_t k = 0; k < o->entries_len; k++) {

@@ -120,8 +120,17 @@ typedef struct ckpt_torch {
     size_t ints_len;
     char **strings;
     size_t strings_len;
+    /* the tensors found outside every optimizer and model state dict (a bare tensor, a list of
+     * them, a dict that also holds numbers), each once, in search order: into named, its name
+     * the tensor's path ("" for the object itself) */
+    size_t *loose;
+    size_t loose_len;
+    /* the object's own training progress, when it is a dict with these integers (Lightning's
+     * "epoch" and "global_step") */
+    bool has_epoch, has_global_step;
+    int64_t epoch, global_step;
     /* private: capacities and the node -> tensor map */
-    size_t caps[10];
+    size_t caps[11];
     size_t *tensor_of_node;
 } ckpt_torch;
 

@@ -183,8 +183,20 @@ void ckpt_torch_free(ckpt_torch *t)
     free(t->ints);
     for (size_t k = 0; k < t->strings_len; k++) free(t->strings[k]);
     free(t->strings);
+    free(t->loose);
     free(t->tensor_of_node);
     free(t);
+}
+
+/* The object's "epoch" and "global_step" integers, when it is a dict holding them (Lightning). */
+static void read_progress(tctx *c)
+{
+    ckpt_torch *t = c->t;
+    size_t root = t->pickle->root;
+    if (!torch_is_dict(c, root)) return;
+    size_t e = torch_dict_get(c, root, "epoch"), g = torch_dict_get(c, root, "global_step");
+    if ((t->has_epoch = e != CKPT_PNIL && N(c, e)->kind == CKPT_PK_INT)) t->epoch = N(c, e)->i;
+    if ((t->has_global_step = g != CKPT_PNIL && N(c, g)->kind == CKPT_PK_INT)) t->global_step = N(c, g)->i;
 }
 
 int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, ckpt_error *err)
@@ -215,6 +227,7 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
         sb_puts(&c.path, "");
         rc = torch_search(&c, t->pickle->root, 0);
         if (!rc && c.path.failed) rc = ckpt_fail_oom(err);
+        if (!rc) read_progress(&c);
     }
     if (!rc && t->models_len) t->model = 0;
     t->pickle_at = c.base;

@@ -525,32 +525,31 @@ int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options
         sb_puts(&sb, "a group maximizes (maximize=True): TorchLean's Adam minimizes, and no option converts it");
         return loses(err, &sb);
     }
-    if (amsgrad && !o->drop_amsgrad) {
+    /* every option the conversion needs, named at once (each text in turn, "; " between) */
+    if (amsgrad && !o->drop_amsgrad)
         sb_puts(&sb, "amsgrad's max_exp_avg_sq has no place in TorchLean's Adam: --drop-amsgrad leaves it out "
                      "(the next steps then divide by the second moment, not its running maximum)");
-        return loses(err, &sb);
-    }
     static const char *const what[] = {"weight decays", "betas", "epsilons"};
     static const char *const option[] = {"--weight-decay X", "--betas B1,B2", "--eps X"};
     const bool agree[] = {wd || o->has_weight_decay, betas || o->has_betas, eps || o->has_eps};
     for (int f = 0; f < 3; f++) {
         if (agree[f]) continue;
-        sb_printf(&sb, "the groups' %s differ (", what[f]);
+        sb_printf(&sb, "%sthe groups' %s differ (", sb.len ? "; " : "", what[f]);
         group_values(&sb, t, op, f);
         sb_printf(&sb, "): TorchLean's file holds one configuration: %s gives every slot one", option[f]);
-        return loses(err, &sb);
     }
     int kind = op->kind == CKPT_TORCH_KIND_ADAMW ? CKPT_ADAMW : op->kind == CKPT_TORCH_KIND_ADAM ? CKPT_ADAM : -1;
-    if (o->kind && kind >= 0 && o->kind - 1 != kind)
+    if (o->kind && kind >= 0 && o->kind - 1 != kind && !sb.len)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--kind %s contradicts the file, whose groups say %s", ckpt_kind_name((uint64_t)o->kind - 1),
                          ckpt_kind_name((uint64_t)kind));
     if (o->kind) kind = o->kind - 1;
-    if (kind < 0) {
-        sb_puts(&sb, "the file does not say whether its optimizer is Adam or AdamW (its groups have no "
-                     "decoupled_weight_decay): --kind adam|adamw says it");
-        return loses(err, &sb);
-    }
+    if (kind < 0)
+        sb_printf(&sb,
+                  "%sthe file does not say whether its optimizer is Adam or AdamW (its groups have no "
+                  "decoupled_weight_decay): --kind adam|adamw says it",
+                  sb.len ? "; " : "");
+    if (sb.len || sb.failed) return loses(err, &sb);
     config_of_group(out, g0, kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM);
     if (o->has_weight_decay) out->weight_decay = ckpt_bits_from_double(o->weight_decay);
     if (o->has_betas) out->beta1 = ckpt_bits_from_double(o->beta1), out->beta2 = ckpt_bits_from_double(o->beta2);

@@ -1,4 +1,5 @@
-/* The search (format.md 10.3): optimizer and model state dicts, depth first in insertion order. */
+/* The search (format.md 10.3): optimizer and model state dicts, depth first in insertion order, and
+ * the tensors outside them. */
 #include "families/pytorch/values.h"
 
 #include <math.h>
@@ -310,8 +311,16 @@ int torch_search(tctx *c, size_t k, unsigned depth)
     if (n->kind < CKPT_PK_TUPLE) return 0;
     size_t x;
     TRY(torch_tensor_of(c, k, &x));
-    if (x != CKPT_TORCH_NONE || (c->seen[k] & SEEN)) return 0;
+    if (c->seen[k] & SEEN) return 0;
     c->seen[k] |= SEEN;
+    if (x != CKPT_TORCH_NONE) { /* a tensor of no state dict: listed with its path */
+        ckpt_torch *t = c->t;
+        if (!PUSH(t, loose, loose_len, CAP_LO)) return ckpt_fail_oom(c->err);
+        t->loose[t->loose_len] = t->named_len;
+        TRY(add_named(c, c->path.data ? c->path.data : "", c->path.len, x, 0));
+        t->loose_len++;
+        return 0;
+    }
     const ckpt_pickle *p = c->t->pickle;
     if (torch_is_dict(c, k)) {
         if (is_optimizer(c, k)) return add_optimizer(c, k);
