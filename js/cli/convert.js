@@ -86,7 +86,9 @@ async function convertFromTorch([input, output], seen) {
       if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });
       throw err;
     });
-    if (!paired.pairs) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    if (paired.pairs === false) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    // the slots without state become frozen slots of the TLADAMF file: what the files cannot tell is said
+    if (paired.pairs === null) say(process.stderr, `warning: ${paired.error.message}`);
     const { convert } = await import('../convert.js');
     result = await writing(output, () => convert(ck, output, options));
   } finally {

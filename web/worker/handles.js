@@ -77,7 +77,7 @@ function pairHandles() {
  *  again (the model's statistics add warnings), the first's `pytorch` pairing kept with it. */
 export async function pairOpen(names = null) {
   const [opt, state] = pairHandles();
-  if (opt.bound && (opt.bound.error || !opt.bound.result.pairs)) {
+  if (opt.bound && (opt.bound.error || opt.bound.result.pairs === false)) {
     if (opt.bound.error) throw opt.bound.error;
     return opt.bound.result;
   }
