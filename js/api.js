@@ -232,7 +232,7 @@ async function withError(b, fn) {
  * severity (a ratio outside `ratioBand`, [low, high], is a warning). `slots`: {first, count}
  * for a range. A PyTorch optimizer (or a torch.save model) is paired first, with `frozen` and
  * `trainedModel` as pair() takes them; a pair the files cannot tell is used, its condition in
- * `pairCondition` (null otherwise). Resolves with the health JSON; rejects when a file is invalid
+ * `pairCondition` (null otherwise; absent when nothing was paired). Resolves with the health JSON; rejects when a file is invalid
  * or the two do not pair.
  */
 export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
@@ -261,7 +261,7 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
     // a PyTorch pair's slots are named by its model
     if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
-    json.pairCondition = paired?.pairs === null ? paired.error.message : null;
+    if (paired) json.pairCondition = paired.pairs === null ? paired.error.message : null;
     return json;
   }, { frozen, trainedModel, trainedLabel, modelLabel })));
 }

@@ -58,6 +58,7 @@ function usageText({ kind, to, outs }) {
       the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
+                   [--frozen NAMES]
       a PyTorch optimizer's state as a TLADAMF file, on its model's slots
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
@@ -79,7 +80,7 @@ const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
 const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: what pays for the files\' size, docs/cli.md)';
 const kindHelp = (kind) => `${kind}  a PyTorch optimizer's kind, when its file does not say it (torch 1.13's AdamW does not); a Trainer folder's default: its training_args.bin's optim`;
 const PORT_HELP = 'the port (0 to 65535); else PORT, else';
-const FROZEN_HELP = 'NAME[,NAME...]  the model\'s tensors a PyTorch optimizer\'s training code does not train (frozen parameters, or buffers): no optimizer index goes to them, and their missing state leaves nothing untold';
+const FROZEN_HELP = 'NAMES  NAME[,NAME...]: the model\'s tensors a PyTorch optimizer\'s training code does not train (frozen parameters, or buffers): no index goes to them, and their missing state is no question';
 
 /** Per command: flags (no value), options (a value) and a line of help for each; `gathers`: the
  *  options that take every file after them (run's --state SA SB ...). */
@@ -103,7 +104,7 @@ function specsOf({ kind, versions }) {
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
     convert: {
       flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing)`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order' },
+      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing)`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT` },
     },
     run: {
       gathers: ['--state'],
@@ -124,7 +125,8 @@ FILE (and write's DESCRIPTION) may be - for the standard input:
   ckptscope inspect - < model.ckpt
 exit status: 0 valid, would load, no differences; 1 invalid, would not load,
 differences; 2 usage or I/O error; 3 (run) nothing breaks, but a pair cannot
-tell; 141 when the reader of stdout goes away (ckptscope inspect F | head).
+tell; (check, inspect) the files cannot tell whether an optimizer and its model
+pair; 141 when the reader of stdout goes away (ckptscope inspect F | head).
 An invalid file: stdout has the summary (or --json report) with the diagnostic;
 stderr has the diagnostic too, unless stderr goes where stdout goes (a terminal,
 2>&1), to show it once.

@@ -86,7 +86,12 @@ export async function pairOpen(names = null) {
   try {
     const result = await pair(opt.ck, state.ck, { names });
     if (pytorch) opt.bound = { result, names };
-    return result.pytorch || !opt.bound ? result : { ...result, pytorch: opt.bound.result.pytorch };
+    if (result.pytorch || !opt.bound) return result;
+    // asked again on the bound slots: the first pairing's placement, note and, when the files
+    // could not tell, its condition stay the verdict
+    const first = opt.bound.result;
+    const untold = first.pairs === null && result.pairs ? { pairs: null, ok: false, error: first.error } : {};
+    return { ...result, pytorch: first.pytorch, note: first.note, ...untold };
   } catch (err) {
     if (pytorch && err.name !== 'AbortError') opt.bound = { error: err };
     throw err;
