@@ -669,9 +669,10 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
             else res->warnings_len++;
         }
     }
-    /* with every index placed: the slots without state must be known untrained (before the
-     * failures are copied: a complete frozen list's verdict is a failure of its own) */
-    if (!rc && !d->binding.failures_len && !res->failures_len) rc = untold(d, &in, own != NULL, res);
+    /* with every index placed: the slots without state must be known untrained; with a complete
+     * frozen list that is a failure of its own (before the failures are copied), else the
+     * condition of a pair the files cannot tell, once the pair's slots are installed */
+    if (!rc && own && !d->binding.failures_len && !res->failures_len) rc = untold(d, &in, true, res);
     if (!rc && (d->binding.failures_len || res->failures_len)) {
         size_t before = res->failures_len;
         ckpt_error *f = realloc(res->failures, (before + d->binding.failures_len + 1) * sizeof *f);
@@ -691,6 +692,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         if (!rc) rc = keep_slot_names(d, &in, res);
     } else if (!rc) {
         rc = install(ro, d, &in, res);
+        if (!rc && !own) rc = untold(d, &in, false, res);
         if (!rc) {
             *view = in.view;
             *view_len = in.n;
