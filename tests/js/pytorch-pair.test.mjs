@@ -569,3 +569,29 @@ test('the API: pair(x) alone pairs a file holding both, else says what is missin
     o.close();
   }
 });
+
+test('inspect, health and export pair as check does: --frozen, the Trainer folder\'s model first, the condition said beside', () => {
+  fs.copyFileSync(at('gpt/checkpoint-20/optimizer.pt'), at('gpt/optimizer.pt'));
+  const i = cli('inspect', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight');
+  assert.equal(i.status, 0);
+  assert.equal(i.stdout.split('\n').slice(-4).join('\n'), `gpt/optimizer.pt pairs with gpt/untied.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask, lm_head.weight\n`);
+  const untold3 = cli('inspect', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(untold3.status, 3);
+  assert.equal(untold3.stderr, '');
+  const idle = cli('inspect', 'gpt/untied.bin', '--frozen', 'mask');
+  assert.equal(idle.status, 2);
+  assert.equal(idle.stderr.split('\n')[0], 'ckptscope: --frozen does nothing here: it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (--state MODEL)');
+  const h = cli('health', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(h.status, 0);
+  assert.equal(h.stdout.split('\n')[1], `cannot tell whether gpt/untied.bin pairs with gpt/optimizer.pt (its parameters are used): PyTorch: mask and lm_head.weight have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen mask,lm_head.weight says so); if it trains them, torch's load_state_dict refuses this state (${GROUP_SIZE})`);
+  const told = JSON.parse(cli('health', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight', '--json').stdout);
+  assert.equal(told.pairCondition, null);
+  const folder = cli('health', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(folder.status, 1);
+  assert.equal(folder.stdout, `gpt/checkpoint-20/optimizer.pt does not pair with gpt/untied.bin: 1 failure\n  PyTorch: lm_head.weight is tied to wte.weight in checkpoint-20's model, not in gpt/untied.bin\n${CANNOT_TELL}\n`);
+  const e = cli('export', 'gpt/optimizer.pt', at('g.npz'), '--state', 'gpt/untied.bin');
+  assert.equal(e.status, 0);
+  assert.equal(e.stderr, `warning: PyTorch: mask and lm_head.weight have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen mask,lm_head.weight says so); if it trains them, torch's load_state_dict refuses this state (${GROUP_SIZE})\n`);
+  const ef = cli('export', 'gpt/optimizer.pt', at('g.npz'), '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight');
+  assert.deepEqual([ef.status, ef.stderr], [0, '']);
+});
