@@ -106,7 +106,7 @@ async function withLayoutPtr(b, ptr, fn) {
 export async function check(source, layout, options = {}) {
   if (isPlainObject(layout) && 'state' in layout && !('shapes' in layout)) {
     const result = await pair(source, layout.state, options);
-    if (!result.pairs) throw new CheckpointError(result.error, { result });
+    if (!result.pairs) throw new CheckpointError(result.error, { result });   // does not pair, or cannot tell
     return { ok: true, warnings: result.warnings, pair: result };
   }
   const b = await loadBinding();
@@ -136,32 +136,55 @@ export async function check(source, layout, options = {}) {
 
 /**
  * Is the optimizer checkpoint `opt` structurally the pair of the model-state file `state`
- * (docs/format.md 6): same slots, same shapes, same ties? Resolves with {ok, pairs, invalid,
- * note, failures, warnings, error}: every failure in check order, the first being the verdict;
- * `note` says what the check does not compare (the values). Rejects when a file is invalid (an
+ * (docs/format.md 6, 10.4): same slots, same shapes, same ties? Resolves with {ok, pairs,
+ * invalid, note, failures, warnings, error}: every failure in check order, the first being the
+ * verdict; `note` says what the check compared and what not; `pairs` is null when the files
+ * cannot tell (a PyTorch optimizer holds no state for a parameter the files do not say is
+ * untrained: `error` says which, code TORCH_UNTRAINED). Rejects when a file is invalid (an
  * invalid file never pairs: its own diagnostic, `subject` 'optimizer' or 'state'), when the
- * files are in the wrong roles, for I/O errors and cancellation.
+ * files are in the wrong roles or an option is refused, for I/O errors and cancellation.
+ * `state` may be left out for a file holding its optimizer and its model (a Lightning .ckpt).
+ * Options: `names` (the model's state-dict keys in order), `frozen` (names of the model's
+ * tensors the training code does not train), `trainedModel` (the model the optimizer was
+ * saved with: its checkpoint folder's, compared first) with `trainedLabel` and `modelLabel`
+ * (how the texts name the two models), `onProgress`, `signal`.
  */
-export async function pair(opt, state, { onProgress, signal, names } = {}) {
+export async function pair(opt, state, { onProgress, signal, names, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
+  if (arguments.length === 0 || opt === undefined || opt === null) throw new TypeError('pair(optimizer, model): the optimizer checkpoint is missing');
   const b = await loadBinding();
   if (names !== undefined && names !== null) names = namesOf(names, 'names');
-  return withOpen(opt, (o) => withOpen(state, (s) => {
+  if (frozen !== undefined && frozen !== null) frozen = namesOf(frozen, 'frozen');
+  for (const [label, name] of [[trainedLabel, 'trainedLabel'], [modelLabel, 'modelLabel']]) {
+    if (label !== undefined && label !== null && typeof label !== 'string') throw new TypeError(`pair: ${name} is a string`);
+  }
+  if (state === undefined || state === null) {
+    // one file holding its optimizer and its model (a Lightning .ckpt, {'model', 'optimizer'})
+    const both = await withOpen(opt, (o) => !!(o.summary.needsModel && o.summary.optimizer && o.summary.tensorCount));
+    if (!both) throw new TypeError('pair(optimizer, model): the model is missing; only a file holding both its optimizer and its model pairs alone');
+    if (opt instanceof Checkpoint) throw new TypeError('pair(checkpoint) alone: a file holding both its optimizer and its model pairs as pair(source) (a path, bytes, a Blob), which opens it twice; or give the model');
+    state = opt;
+  }
+  const run = (o, s, t) => withFile(o, (_, fo) => withFile(s, (__, fs) => {
+    const pairWith = (ft) => withProgress(b, { onProgress, signal }, (pid) => b.pairWith(fo, fs,
+      { names: names ?? null, frozen: frozen ?? null, trained: ft, trainedLabel: trainedLabel ?? null, modelLabel: modelLabel ?? null }, pid));
+    return t ? withFile(t, (___, ft) => pairWith(ft)) : pairWith(0);
+  }));
+  return withOpen(opt, (o) => withOpen(state, (s) => withOpenOrNull(trainedModel, (t) => {
     // a state file that keeps no module order (safetensors) is ordered by the names, or by shape
-    const result = withFile(o, (_, fo) => withFile(s, (__, fs) =>
-      withProgress(b, { onProgress, signal }, (pid) => b.pairNamed(fo, fs, names ?? null, pid))));
-    if (result.pytorch) {
+    const result = run(o, s, t);
+    if (result.pytorch || s.summary.needsModel) {
       reread(o);   // a PyTorch optimizer and its model: both handles now hold the pair's slots
       reread(s);
     }
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
-    if (result.error && !result.failures.length) {
+    if (result.error && !result.failures.length && result.pairs !== null) {
       // Not a verdict: an invalid file (the core says which; it never pairs, its own
       // diagnostic is the error), or files that cannot be paired at all (the wrong roles, I/O).
       const broken = result.invalid === 'state' ? s : result.invalid === 'optimizer' ? o : null;
       throw new CheckpointError(result.error, { result, fileError: broken?.summary.error ?? null, subject: result.invalid ?? 'file' });
     }
     return result;
-  }));
+  })));
 }
 
 /**
@@ -207,15 +230,19 @@ async function withError(b, fn) {
  * learning rate, the update-to-weight ratio at `lr`, elements never updated, moments no
  * gradient history can produce, NaN and infinities, and the flags they raise, each with its
  * severity (a ratio outside `ratioBand`, [low, high], is a warning). `slots`: {first, count}
- * for a range. Resolves with the health JSON; rejects when a file is invalid.
+ * for a range. A PyTorch optimizer (or a torch.save model) is paired first, with `frozen` and
+ * `trainedModel` as pair() takes them; a pair the files cannot tell is used, its condition in
+ * `pairCondition` (null otherwise; absent when nothing was paired). Resolves with the health JSON; rejects when a file is invalid
+ * or the two do not pair.
  */
-export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers } = {}) {
+export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
   const rate = learningRate(lr);
   const band = await ratioBand(bandArg);
   let n = await workerCount(workers, [opt, state], 'health');
   const args = { lr: Number.isNaN(rate) ? undefined : rate, ratioBand: band };
   // a PyTorch pair's slots exist in the handles that paired them, not in a worker's
-  if (n > 1 && await withOpen(opt, (o) => o.summary.needsModel)) n = 1;
+  const needsModel = (x) => withOpen(x, (ck) => ck.summary.needsModel);
+  if (n > 1 && (await needsModel(opt) || (state !== null && state !== undefined && await needsModel(state)))) n = 1;
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files; the workers open them while this thread does
     return withPinned(opt, (o) => withPinned(state ?? null, async (s) => {
@@ -230,27 +257,30 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
       }
     }));
   }
-  return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss) => {
+  return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss, paired) => {
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
     // a PyTorch pair's slots are named by its model (the report's names)
     if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
+    if (paired) json.pairCondition = paired.pairs === null ? paired.error.message : null;
     return json;
-  })));
+  }, { frozen, trainedModel, trainedLabel, modelLabel })));
 }
 
 /**
- * A PyTorch optimizer has no slots of its own: they come from its model (docs/pytorch.md). Run
+ * A PyTorch optimizer has no slots of its own: they come from its model (docs/pytorch.md); and a
+ * torch.save model's slots are the tensors pairing picks (a TorchLean optimizer's model). Run
  * fn(o, s) once the open optimizer `o` is paired with the open model `s` (or, when s is null,
  * with the model o's own file holds, opened again from `source`); the handles then hold the
  * pair's slots. Any other file: fn(o, s) as it is. Rejects with the pairing's first failure when
- * the two do not pair.
+ * the two do not pair; a pair the files cannot tell (pairs null) is used, its condition in
+ * `pairing` (the pair's result) for the caller to say.
  */
-export async function withModelSlots(o, s, source, fn, { names } = {}) {
-  if (!o.summary.needsModel) return fn(o, s);
+export async function withModelSlots(o, s, source, fn, { names, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
+  if (!o.summary.needsModel && !s?.summary.needsModel) return fn(o, s);
   const bind = async (m) => {
-    const result = await pair(o, m, { names });
-    if (!result.pairs) throw new CheckpointError(result.error, { result });
-    return fn(o, m);
+    const result = await pair(o, m, { names, frozen, trainedModel, trainedLabel, modelLabel });
+    if (result.pairs === false) throw new CheckpointError(result.error, { result });
+    return fn(o, m, result);
   };
   if (s) return bind(s);
   if (!o.summary.tensorCount || source instanceof Checkpoint) return fn(o, s);   // the core says what is missing

@@ -430,20 +430,28 @@ export class Binding {
   /** char *w_pair(opt, state, progress): the pairing JSON. */
   pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
 
-  /** char *w_pair_named(opt, state, names char**, name_count, progress): the pairing JSON, the
-   *  state file ordered by names first (null: by shape, for a family that keeps no module order). */
-  pairNamed(opt, state, names, pid) {
+  /** char *w_pair_with(opt, state, names, name_count, frozen, frozen_count, trained, trainedLabel,
+   *  modelLabel, progress): the pairing JSON; the state file ordered by `names` first (null: by
+   *  shape, for a family that keeps no module order), `frozen` the names given as frozen (null:
+   *  none), `trained` the optimizer's own model's file (0: none), the labels null for the core's. */
+  pairWith(opt, state, { names = null, frozen = null, trained = 0, trainedLabel = null, modelLabel = null } = {}, pid) {
     const core = this.#core;
     const ptrs = [];
+    const string = (text) => {
+      if (text === null) return 0;
+      const p = core.stringIn(text);
+      ptrs.push(p);
+      return p;
+    };
+    const table = (list) => {
+      if (!list) return 0;
+      const p = this.pointerTable(list.map(string));
+      ptrs.push(p);
+      return p;
+    };
     try {
-      const strings = (names ?? []).map((n) => {
-        const p = core.stringIn(n);
-        ptrs.push(p);
-        return p;
-      });
-      const table = names ? this.pointerTable(strings) : 0;
-      if (table) ptrs.push(table);
-      return core.takeJSON(this.#ex.w_pair_named(opt, state, table, names ? names.length : 0, pid));
+      return core.takeJSON(this.#ex.w_pair_with(opt, state, table(names), names ? names.length : 0, table(frozen),
+        frozen ? frozen.length : 0, trained, string(trainedLabel), string(modelLabel), pid));
     } finally {
       ptrs.forEach((p) => core.free(p));
     }

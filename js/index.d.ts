@@ -423,10 +423,13 @@ export function check(opt: Source, against: { state: Source }, options?: ScanOpt
 
 export interface PairResult {
   ok: boolean;
-  pairs: boolean;
+  /** null: the checks passed but the files cannot tell (a PyTorch optimizer's parameter without
+   *  state that may be trained; `error` is that condition, code 71). */
+  pairs: boolean | null;
   /** The invalid file (it never pairs: pair() then rejects with its own diagnostic), else null. */
   invalid: 'optimizer' | 'state' | null;
-  /** What the verdict does not say: the check is structural, the values are not compared. */
+  /** What the verdict compared and what not: the check is structural, the values are not
+   *  compared; a PyTorch optimizer saves no ties. */
   note: string;
   failures: ReportError[];
   warnings: string[];
@@ -448,16 +451,31 @@ export interface TorchPairing {
   /** The model's slots by name, in slot order. */
   slots: string[];
   notInOptimizer: string[];
+  /** Of notInOptimizer, the parameters the files (and `frozen`) do not say are untrained. */
+  untold: string[];
+}
+
+/** What a PyTorch pairing may be told beside the two files (docs/api.md). */
+export interface PairOptions {
+  /** the model's state-dict keys in order: they order a state file that keeps no module order */
+  names?: string[];
+  /** names of the model's tensors the training code does not train (frozen parameters, buffers) */
+  frozen?: string[];
+  /** the model the optimizer was saved with (its Trainer folder's), compared first */
+  trainedModel?: Source;
+  trainedLabel?: string;
+  modelLabel?: string;
 }
 
 /** A PyTorch optimizer (`summary.needsModel`) has no slots until paired with its model: run
  *  fn(o, s) once the open `o` is paired with `s` (or with the model o's own file holds, opened
  *  again from `source`). Any other file: fn(o, s) as it is. */
-export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: Source, fn: (o: Checkpoint, s: Checkpoint | null) => T | Promise<T>, options?: { names?: string[] }): Promise<T>;
+export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: Source, fn: (o: Checkpoint, s: Checkpoint | null, result?: PairResult) => T | Promise<T>, options?: PairOptions): Promise<T>;
 
 /** names: the model's state-dict keys in order; they order a state file that keeps no module
- *  order (safetensors), which without them is paired by shape alone, with a warning. */
-export function pair(opt: Source, state: Source, options?: ScanOptions & { names?: string[] }): Promise<PairResult>;
+ *  order (safetensors), which without them is paired by shape alone, with a warning. `state`
+ *  left out: `opt` holds both its optimizer and its model. */
+export function pair(opt: Source, state?: Source | null, options?: ScanOptions & PairOptions): Promise<PairResult>;
 /** The kind of an open PyTorch optimizer whose file does not say it (torch 1.13's AdamW writes no
  *  decoupled_weight_decay); call it before pairing. Rejects (CheckpointError) when the file says
  *  another kind or holds no optimizer. */
@@ -512,9 +530,12 @@ export interface HealthResult {
   /** `severity`: the core's grade; 'warning' for the ratio band's flags (a heuristic). */
   flags: { slot: number; flag: string; severity: 'failure' | 'warning'; message: string }[];
   error: ReportError | null;
+  /** A PyTorch pair the files cannot tell, used all the same: its condition (null: none);
+   *  absent when nothing was paired. */
+  pairCondition?: string | null;
 }
 
-export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
+export function health(opt: Source, state?: Source | null, options?: ScanOptions & PairOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
 /** How many threads `workers` means for a pass over `sources` ('stats' or 'health'). */
 export function workerCount(workers: number | 'auto' | undefined, sources: (string | number | URL | Blob | null)[], pass?: 'stats' | 'health'): Promise<number>;

@@ -99,7 +99,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
             if (!(e instanceof CheckpointError)) throw e;
             return { pairs: false, error: e };
           });
-          if (!paired.pairs) stateErrors[i] = paired.error.message;
+          // a pair the files cannot tell (pairs null) is used: continuity is the run's question
+          if (paired.pairs === false) stateErrors[i] = paired.error.message;
         }
       }
       opened.push(st);

@@ -72,7 +72,8 @@ export async function openOutputFolder(dir, { kind = null } = {}) {
       const result = await pair(o, m).catch((err) => {
         throw err instanceof CheckpointError ? new CheckpointError(err, { context: `${folder.path}: ${files.optimizer} does not pair with ${files.model}` }) : err;
       });
-      if (!result.pairs) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
+      // a pair the files cannot tell (pairs null) is used: continuity is the run's question
+      if (result.pairs === false) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
       out.paths.push(folder.path);
       out.modelPaths.push(files.model);
       out.warnings.push(result.warnings);

@@ -98,10 +98,12 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_MALFORMED = 65,      /* P: malformed checkpoint at byte o of member: the reason */
     CKPT_E_TRAINER_FILE = 66,         /* a Trainer folder's file does not hold what the Trainer writes */
     /* a PyTorch optimizer and its model (format.md 10.4) */
-    CKPT_E_TORCH_UNPLACED = 67, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
-    CKPT_E_TORCH_COUNT = 68,    /* P: the optimizer has n parameters with state, the model m parameters */
-    CKPT_E_TORCH_NAMED = 69,    /* P: optimizer index i is {name} in param_names, which the model does not have */
-    CKPT_E_TORCH_NO_PAIR = 70   /* P: the files hold no optimizer, no model, or moments not laid out as one */
+    CKPT_E_TORCH_UNPLACED = 67,  /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
+    CKPT_E_TORCH_COUNT = 68,     /* P: the optimizer has n parameters with state, the model m parameters */
+    CKPT_E_TORCH_NAMED = 69,     /* P: optimizer index i is {name} in param_names, which the model does not have */
+    CKPT_E_TORCH_NO_PAIR = 70,   /* P: the files hold no optimizer, no model, or moments not laid out as one */
+    CKPT_E_TORCH_UNTRAINED = 71, /* P: {names} hold no optimizer state: pairs only if the training code trains none */
+    CKPT_E_TORCH_MODELS_DIFFER = 72 /* P: the optimizer's own (training-time) model and the model given differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -583,7 +585,9 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
 /* ---- Pairing an optimizer checkpoint with its model-state file (format.md 6) ------------ */
 
 typedef struct ckpt_pair_result {
-    bool pairs;           /* no failure */
+    bool pairs;           /* no failure, and nothing left that the files cannot tell */
+    bool cannot_tell;     /* no failure, but the pair holds only if slots without optimizer state are
+                           * not trained (error says which, code CKPT_E_TORCH_UNTRAINED) */
     ckpt_error *failures; /* in check order, the first is the verdict; offsets are in the
                            * state file, slot is CKPT_NONE for the count */
     size_t failures_len;
@@ -594,6 +598,7 @@ typedef struct ckpt_pair_result {
     int invalid;      /* CKPT_PAIR_INVALID_*: the invalid file (it never pairs), else 0 */
     char *pytorch;    /* a PyTorch optimizer's placement on its model (format.md 10.4) as the JSON
                        * of the report's "pairing", or NULL */
+    char *note;       /* what the verdict compared and what not, when it is not CKPT_PAIR_NOTE; NULL */
 } ckpt_pair_result;
 
 enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
@@ -614,6 +619,28 @@ enum { CKPT_PAIR_INVALID_OPTIMIZER = 1, CKPT_PAIR_INVALID_STATE = 2 };
  * The state file keeps its own order (it is put back after pairing). NULL only when out of memory. */
 ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                                   ckpt_progress_fn progress, void *progress_ctx);
+
+/* What a pairing may be told beside the two files (format.md 10.4); zero-initialised: nothing. */
+typedef struct ckpt_pair_options {
+    const char *const *names; /* the model's state-dict keys in order (ckpt_pair_named), or NULL */
+    size_t name_count;
+    /* names of the model's tensors the training code does not train (frozen parameters, or
+     * buffers): no optimizer index is placed on them, and a slot without optimizer state that
+     * is one of them leaves nothing untold. A name the model does not have is refused */
+    const char *const *frozen;
+    size_t frozen_count;
+    /* the model the optimizer was saved with (the model file of its own Trainer checkpoint
+     * folder), compared with `state` first, by names, shapes and ties; NULL: none */
+    const ckpt_file *trained;
+    const char *trained_label; /* how the texts name it ("checkpoint-20's model"); NULL: "the training-time model" */
+    const char *model_label;   /* how the texts name `state` ("untied.bin"); NULL: "the model" */
+} ckpt_pair_options;
+
+/* ckpt_pair_named with the options above (o may be NULL). A TorchLean optimizer (TLADAMF) pairs
+ * with a torch.save model too: the model's slots (format.md 10.4) are its tensors, and the
+ * optimizer's ties must be the model's storage ties. NULL only when out of memory. */
+ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *o,
+                                 ckpt_progress_fn progress, void *progress_ctx);
 
 /* The kind of a PyTorch optimizer whose file does not say it (format.md 10.3), CKPT_ADAM or
  * CKPT_ADAMW: its groups' configurations (health's decay term, a run's learning rate) take it;

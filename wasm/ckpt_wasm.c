@@ -257,11 +257,15 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
     return json;
 }
 
-/* The same, the state file ordered by the model's names first (names NULL: by shape, for a
- * family that keeps no module order; ckpt_pair_named). */
-char *w_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count, int progress_token)
+/* The same with ckpt_pair_with's options: the state file ordered by the model's names first
+ * (names NULL: by shape, for a family that keeps no module order), the names given as frozen,
+ * the optimizer's own (training-time) model (NULL: none) and the labels the texts use. */
+char *w_pair_with(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
+                  const char *const *frozen, size_t frozen_count, const ckpt_file *trained, const char *trained_label,
+                  const char *model_label, int progress_token)
 {
-    ckpt_pair_result *r = ckpt_pair_named(opt, state, names, name_count, PROGRESS(progress_token));
+    ckpt_pair_options o = {names, name_count, frozen, frozen_count, trained, trained_label, model_label};
+    ckpt_pair_result *r = ckpt_pair_with(opt, state, &o, PROGRESS(progress_token));
     if (!r) return NULL;
     char *json = ckpt_pair_json(r);
     ckpt_pair_result_free(r);

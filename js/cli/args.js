@@ -27,25 +27,26 @@ function facts() {
 function usageText({ kind, to, outs }) {
   return `usage:
   ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json]
-                    [--workers N] [--kind ${kind}]
+                    [--workers N] [--kind ${kind}] [--frozen NAMES]
       summary, or the JSON report: TorchLean's, PyTorch's and safetensors files;
       FILE (OPT) may be a Trainer checkpoint-N/ folder: its optimizer and model
   ckptscope check FILE --expect LAYOUT [--reader NAME|all] [--names NAMES.json]
       would the trainer load it? LAYOUT: a layout .json or another file;
       NAME: the TorchLean reader (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5)
   ckptscope check OPT --state STATE [--names NAMES.json] [--kind ${kind}]
+                  [--frozen NAMES]
       same slots, shapes and ties as this model-state file? (structural)
-  ckptscope check FILE [--kind ${kind}]
+  ckptscope check FILE [--kind ${kind}] [--frozen NAMES]
       a PyTorch file holding its optimizer and its model (or a checkpoint-N/
       folder): do they pair?
-  ckptscope diff A B [--names NAMES.json]
+  ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
                    [--strict] [--json] [--names NAMES.json] [--workers N]
-                   [--kind ${kind}] [--sort ratio|rms|name]
+                   [--kind ${kind}] [--sort ratio|rms|name] [--frozen NAMES]
       the next Adam step per slot: update/weight ratios, consistency
   ckptscope export FILE ${outs} [--state MODEL]
-                   [--names NAMES.json] [--kind ${kind}]
+                   [--names NAMES.json] [--kind ${kind}] [--frozen NAMES]
       moments (or state tensors) for NumPy/PyTorch, bit for bit
   ckptscope write DESCRIPTION.json OUT
       make a checkpoint or a model-state file (the reference writers' rules)
@@ -57,6 +58,7 @@ function usageText({ kind, to, outs }) {
       the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
+                   [--frozen NAMES]
       a PyTorch optimizer's state as a TLADAMF file, on its model's slots
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
@@ -78,6 +80,7 @@ const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
 const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: what pays for the files\' size, docs/cli.md)';
 const kindHelp = (kind) => `${kind}  a PyTorch optimizer's kind, when its file does not say it (torch 1.13's AdamW does not); a Trainer folder's default: its training_args.bin's optim`;
 const PORT_HELP = 'the port (0 to 65535); else PORT, else';
+const FROZEN_HELP = 'NAMES  NAME[,NAME...]: the model\'s tensors a PyTorch optimizer\'s training code does not train (frozen parameters, or buffers): no index goes to them, and their missing state is no question';
 
 /** Per command: flags (no value), options (a value) and a line of help for each; `gathers`: the
  *  options that take every file after them (run's --state SA SB ...). */
@@ -86,22 +89,22 @@ function specsOf({ kind, versions }) {
   return {
     inspect: {
       flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
-      options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}`, '--kind': KIND_HELP },
+      options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP },
     },
     check: {
       flags: {},
-      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP },
+      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP },
     },
-    diff: { flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}` } },
+    diff: { gathers: ['--state'], flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--state': 'MODEL [MODEL_B]  PyTorch optimizers\' model (one for both, or A\'s then B\'s): their slots come from it' } },
     health: {
       flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
-      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP, '--sort': 'KEY  the table\'s order: ratio or rms, the largest update/weight ratio or rms(u) first; name, by name (default: slot order)' },
+      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP, '--sort': 'KEY  the table\'s order: ratio or rms, the largest update/weight ratio or rms(u) first; name, by name (default: slot order)', '--frozen': FROZEN_HELP },
     },
-    export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP } },
+    export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP } },
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
     convert: {
       flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing)`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order' },
+      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing)`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT` },
     },
     run: {
       gathers: ['--state'],
@@ -122,7 +125,8 @@ FILE (and write's DESCRIPTION) may be - for the standard input:
   ckptscope inspect - < model.ckpt
 exit status: 0 valid, would load, no differences; 1 invalid, would not load,
 differences; 2 usage or I/O error; 3 (run) nothing breaks, but a pair cannot
-tell; 141 when the reader of stdout goes away (ckptscope inspect F | head).
+tell; (check, inspect) the files cannot tell whether an optimizer and its model
+pair; 141 when the reader of stdout goes away (ckptscope inspect F | head).
 An invalid file: stdout has the summary (or --json report) with the diagnostic;
 stderr has the diagnostic too, unless stderr goes where stdout goes (a terminal,
 2>&1), to show it once.
@@ -266,6 +270,16 @@ export function workersArg(seen) {
   if (given === undefined) return 'auto';
   if (!/^[0-9]{1,2}$/.test(given) || Number(given) < 1 || Number(given) > 64) throw new UsageError(`--workers must be a number from 1 to 64, got ${given}`);
   return Number(given);
+}
+
+/** --frozen NAME[,NAME...]: the names, each once (undefined when not given); whether the model
+ *  has them is the core's to say. */
+export function frozenArg(seen, command) {
+  const given = seen['--frozen'];
+  if (given === undefined) return undefined;
+  const names = given.split(',').map((n) => n.trim());
+  if (names.some((n) => n === '')) throw new UsageError(`--frozen takes NAME[,NAME...], the model's tensor names: ${shown(given, PATH_ECHO_MAX)} holds an empty one`, command);
+  return [...new Set(names)];
 }
 
 /** --kind K: a PyTorch optimizer's kind its file does not say, one of the core's kinds (null

@@ -1,26 +1,29 @@
 // ckptscope check: FILE --expect LAYOUT [--reader NAME|all] (would the trainer load it?), OPT
 // --state STATE (the pairing verdict), or FILE alone for a PyTorch file holding its optimizer and
-// its model (docs/cli.md "check"). Exit status 0 loads or pairs, 1 not.
+// its model (docs/cli.md "check"). Exit status 0 loads or pairs, 1 not, 3 the files cannot tell
+// whether they pair.
 
 import { check, pair, readerNames } from '../api.js';
 import { CheckpointError, LayoutError } from '../errors.js';
 import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
-import { UsageError, parseArgs, refuseIdle, readerArg, meant } from './args.js';
-import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting } from './inputs.js';
-import { errorLines, pairLines, loadLine, everyReaderLines, invalidPairLines } from './text.js';
+import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg } from './args.js';
+import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
+import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines } from './text.js';
 
 export async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
   refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  refuseIdle('check', seen, '--frozen', seen['--expect'] === undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
   const kind = await folderArgs(positional, seen, 'check');
+  const frozen = frozenArg(seen, 'check');
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
-  if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind);
+  if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind, frozen, true);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
   const reader = seen['--reader'];
   if (reader !== undefined && seen['--state'] !== undefined) throw new UsageError('--reader goes with --expect: a reader loads into a layout', 'check');
   if (reader !== undefined && reader !== 'all') await readerArg('--reader', reader, ', or all');
-  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names'], kind);
+  if (seen['--state'] !== undefined) return checkPair(positional[0], seen['--state'], seen['--names'], kind, frozen);
   const [file] = positional;
   const expect = seen['--expect'];
   if (isStream(expect)) throw new UsageError(`check --expect needs a file: ${streamName(expect)} works for FILE only`);
@@ -78,18 +81,21 @@ async function checkEveryReader(file, layout) {
   return verdicts;
 }
 
-/** check OPT --state STATE: the pairing verdict (docs/format.md 6), every failure listed. */
-async function checkPair(opt, state, namesPath, kind = { kind: null, fallback: null }) {
+/** check OPT --state STATE: the pairing verdict (docs/format.md 6, 10.4), every failure listed;
+ *  `alone`: OPT holds its model (STATE is OPT). The verdict is a result: stdout only. */
+async function checkPair(opt, state, namesPath, kind = { kind: null, fallback: null }, frozen = undefined, alone = false) {
   if (isStream(state)) throw new UsageError(`check --state needs a file: ${streamName(state)} works for OPT only`);
   checkInput(opt, 'checkpoint');
   checkInput(state, 'checkpoint');
   let result;
   const names = readNames(namesPath, null);   // they also order a state file that keeps no module order
+  // an optimizer.pt in its Trainer folder: the model saved beside it is compared with STATE first
+  const trained = alone ? {} : { modelLabel: state, ...(await trainedModelOf(opt, state)) };
   // with a kind: the optimizer opened here, to be given it before the pairing
   const optimizer = givesKind(kind) ? await openFile(opt, 'checkpoint') : null;
   try {
     if (optimizer) await giveKind(optimizer, kind, opt);
-    result = await reading(state, 'checkpoint', () => pair(optimizer ?? sourceOf(opt), state, { names }));
+    result = await reading(state, 'checkpoint', () => pair(optimizer ?? sourceOf(opt), state, { names, frozen, ...trained }));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
     const invalid = err.result.invalid;
@@ -100,14 +106,14 @@ async function checkPair(opt, state, namesPath, kind = { kind: null, fallback: n
       if (!sameDestination()) say(process.stderr, why);
       return 1;
     }
-    // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?).
+    // Not a verdict: the files cannot be paired at all (the wrong roles: swapped?), or an
+    // option refused (a --frozen name the model does not have).
     throw new Failure(`cannot pair ${displayName(opt)} with ${state}: ${err.message}${await pairOrder(opt, state)}`);
   } finally {
     optimizer?.close();
   }
-  say(process.stdout, pairLines(result, displayName(opt), state, names));
-  if (!result.pairs && !sameDestination()) say(process.stderr, result.error.message);
-  return result.pairs ? 0 : 1;
+  say(process.stdout, pairLines(result, displayName(opt), state, names, { alone }));
+  return pairStatus(result);
 }
 
 /** check A B (no --expect, no --state): the command line meant, from what A and B are. */

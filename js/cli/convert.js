@@ -11,7 +11,7 @@ import { loadBinding } from '../binding.js';
 import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName } from '../user-files.js';
-import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg } from './args.js';
+import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
 import { readNames, modelFacts } from './inputs.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
@@ -19,7 +19,7 @@ import { shown, PATH_ECHO_MAX } from '../suggest.js';
 // OUT's extension says the direction: a torch.save file for PyTorch, else a TLADAMF version
 const TORCH_OUT = /\.(pt|pth|bin)$/i;
 // the options of a PyTorch optimizer's conversion: TorchLean's file holds one configuration
-const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsgrad'];
+const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsgrad', '--frozen'];
 
 export async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
@@ -82,11 +82,14 @@ async function convertFromTorch([input, output], seen) {
   });
   let result;
   try {
-    const paired = await pair(ck, model, { names: readNames(seen['--names'], null) }).catch((err) => {
+    const frozen = frozenArg(seen, 'convert');
+    const paired = await pair(ck, model, { names: readNames(seen['--names'], null), frozen, modelLabel: modelPath }).catch((err) => {
       if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });
       throw err;
     });
-    if (!paired.pairs) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    if (paired.pairs === false) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    // the slots without state become frozen slots of the TLADAMF file: what the files cannot tell is said
+    if (paired.pairs === null) say(process.stderr, `warning: ${paired.error.message}`);
     const { convert } = await import('../convert.js');
     result = await writing(output, () => convert(ck, output, options));
   } finally {
@@ -99,6 +102,7 @@ async function convertFromTorch([input, output], seen) {
 
 /** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch (docs/pytorch.md). */
 async function convertTorch([input, output], seen) {
+  if (seen['--frozen'] !== undefined) throw new UsageError('--frozen goes with a PyTorch optimizer IN: convert optimizer.pt OUT.ckpt --state MODEL --frozen NAMES', 'convert');
   for (const option of ['--to', '--for', '--random-counter', '--drop-random-counter', '--untie', '--round-to-float32']) {
     if (seen[option] !== undefined) throw new UsageError(`${option} goes with a TLADAMF OUT: ${shown(output, PATH_ECHO_MAX)} is written as a torch.save file (its extension)`, 'convert');
   }

@@ -1,14 +1,15 @@
-// ckptscope diff A B [--names NAMES.json]: every difference between two layouts or checkpoints
-// (and, between two checkpoints of one layout, what they hold: steps, counter, moments). Exit
-// status 0 none, 1 some.
+// ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]: every difference between two
+// layouts or checkpoints (and, between two checkpoints of one layout, what they hold: steps,
+// counter, moments). A PyTorch optimizer's slots come from its model: --state gives it (one for
+// both, or A's then B's), and a file holding its model needs none. Exit status 0 none, 1 some.
 
-import { diff } from '../api.js';
+import { diff, pair } from '../api.js';
 import { CheckpointError, LayoutError } from '../errors.js';
 import { jsonKind } from '../layout.js';
 import { say } from '../terminal.js';
 import { isStream, streamName } from '../user-files.js';
-import { UsageError, parseArgs } from './args.js';
-import { layoutArg, readNames, openFile } from './inputs.js';
+import { UsageError, parseArgs, meant } from './args.js';
+import { Failure, layoutArg, readNames, openFile } from './inputs.js';
 import { diffLines } from './text.js';
 
 export async function cmdDiff(argv) {
@@ -16,10 +17,15 @@ export async function cmdDiff(argv) {
   if (positional.length !== 2) throw new UsageError('diff takes two files', 'diff');
   const [a, b] = positional;
   for (const side of [a, b]) if (isStream(side)) throw new UsageError(`diff needs two files: ${streamName(side)} is not supported there`);
+  const models = seen['--state'] ?? [];
+  if (models.length > 2) throw new UsageError(`diff --state takes one model for both files, or A's then B's: ${models.length} given`, 'diff');
+  for (const m of models) if (isStream(m)) throw new UsageError(`diff --state needs a file: ${streamName(m)} is not supported there`);
   const sides = [];
+  const opened = [];   // the models paired with the sides, closed after
   let differences;
   try {
     sides.push(await diffSide(a), await diffSide(b));
+    await withModels(sides, [a, b], models, opened);
     differences = await diff(sides[0], sides[1]);
     // two checkpoints of one layout: what they hold too (steps, counter, moments)
     const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
@@ -32,9 +38,39 @@ export async function cmdDiff(argv) {
     throw err;
   } finally {
     for (const side of sides) side?.close?.();
+    for (const m of opened) m.close();
   }
   say(process.stdout, diffLines(differences, a, b, readNames(seen['--names'], null)));
   return differences.length ? 1 : 0;
+}
+
+/** The sides that are PyTorch optimizers paired with their models (docs/pytorch.md): `models`
+ *  from --state (one for both, or one each), or the model a side's own file holds; a side that
+ *  needs one and has none is refused, saying how to give it. */
+async function withModels(sides, paths, models, opened) {
+  const needs = sides.map((s) => typeof s?.summary === 'object' && s.summary.needsModel && !!s.summary.optimizer);
+  if (models.length && !needs.some(Boolean)) throw new UsageError(`--state does nothing here: ${paths.join(' and ')} have slots of their own`, 'diff');
+  if (models.length === 2 && !needs.every(Boolean)) throw new UsageError(`--state MODEL_A MODEL_B gives two PyTorch optimizers their models: ${paths[needs.indexOf(false)]} has slots of its own; give one MODEL`, 'diff');
+  for (const [k, side] of sides.entries()) {
+    if (!needs[k]) continue;
+    const holds = !!side.summary.tensorCount;
+    const modelPath = models.length === 2 ? models[k] : models.length === 1 ? models[0] : holds ? paths[k] : null;
+    if (modelPath === null) {
+      const other = needs[1 - k] && !sides[1 - k].summary.tensorCount;
+      throw new UsageError(`diff: ${paths[k]} is a PyTorch optimizer: its slots come from its model, which it does not hold${meant('diff', ...paths, '--state', other ? 'MODEL_A' : 'MODEL', ...(other ? ['MODEL_B'] : []))}`, 'diff');
+    }
+    const model = await openFile(modelPath, 'checkpoint');
+    opened.push(model);
+    let result;
+    try {
+      result = await pair(side, model, { modelLabel: modelPath });
+    } catch (err) {
+      if (err instanceof CheckpointError) throw new Failure(`cannot compare: ${paths[k]} cannot be paired with ${modelPath}: ${err.message}`);
+      throw err;
+    }
+    // the slots found are what is compared; whether torch would load the pair is check's question
+    if (result.pairs === false) throw new Failure(`cannot compare: ${paths[k]} does not pair with ${modelPath}: ${result.error.message}`);
+  }
 }
 
 /** One side of a diff: a layout object, or an open, valid checkpoint (a broken one is named). */

@@ -1,4 +1,4 @@
-// ckptscope export FILE OUT [--state MODEL] [--names NAMES.json] [--kind K]: the moments (or a
+// ckptscope export FILE OUT [--state MODEL] [--names NAMES.json] [--kind K] [--frozen NAMES]: the moments (or a
 // state file's tensors) in the format OUT's extension names (the core's formats), streamed and
 // written atomically (docs/export.md).
 
@@ -9,8 +9,8 @@ import { CheckpointError, LayoutError } from '../errors.js';
 import { loadBinding } from '../binding.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, sourceOf, isStream, streamName, readNamesFile } from '../user-files.js';
-import { UsageError, parseArgs, refuseIdle, exportFormatOf, exportOutputs, meant } from './args.js';
-import { openFile, folderArgs, giveKind } from './inputs.js';
+import { UsageError, parseArgs, refuseIdle, exportFormatOf, exportOutputs, meant, frozenArg } from './args.js';
+import { Failure, openFile, folderArgs, giveKind, trainedModelOf } from './inputs.js';
 import { wroteLine } from './text.js';
 
 export async function cmdExport(argv) {
@@ -26,6 +26,7 @@ export async function cmdExport(argv) {
   if (out === STDIN) throw new UsageError('export needs files: - (standard output) cannot be written atomically');
   const kind = await folderArgs(positional, seen, 'export');
   const file = positional[0];
+  const frozen = frozenArg(seen, 'export');
   const ck = await openFile(file, 'checkpoint');
   let model = null;
   try {
@@ -34,11 +35,18 @@ export async function cmdExport(argv) {
     // a PyTorch optimizer's slots, and their names, come from its model
     const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.optimizer && ck.summary.tensorCount ? file : undefined);
     refuseIdle('export', seen, '--state', ck.summary.needsModel, 'a model gives its slots to a PyTorch optimizer only; this file has its own');
+    refuseIdle('export', seen, '--frozen', modelPath !== undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model');
     if (modelPath !== undefined) {
       if (modelPath !== file) checkInput(modelPath, 'checkpoint');
       model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath)));
-      const result = await pair(ck, model);
-      if (!result.pairs) throw new CheckpointError(result.error, { context: `cannot export ${file}: it does not pair with ${modelPath}` });
+      const trained = modelPath === file ? {} : { modelLabel: modelPath, ...(await trainedModelOf(file, modelPath)) };
+      const result = await pair(ck, model, { frozen, ...trained }).catch(async (err) => {
+        if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.INVALID_ARGUMENT) throw new Failure(`cannot export ${file}: ${err.message}`);
+        throw err;
+      });
+      if (result.pairs === false) throw new CheckpointError(result.error, { context: `cannot export ${file}: it does not pair with ${modelPath}` });
+      // the moments are exported under the names found; what the files cannot tell is said
+      if (result.pairs === null) say(process.stderr, `warning: ${result.error.message}`);
     }
     const slots = ck.kind === 'state' ? ck.summary.tensorCount : ck.summary.slotCount;
     // one name per slot, else refused (exit 2): the names become the tensors' names

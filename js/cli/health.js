@@ -6,10 +6,11 @@ import { health } from '../api.js';
 import { CheckpointError } from '../errors.js';
 import { say, terminalJSON, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, isStream, streamName } from '../user-files.js';
-import { UsageError, parseArgs, refuseIdle, positiveArg, ratioBandArg, workersArg, meant } from './args.js';
-import { readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf } from './inputs.js';
-import { errorLines, healthLines, isWarningFlag, HEALTH_SORTS } from './text.js';
+import { UsageError, parseArgs, refuseIdle, positiveArg, ratioBandArg, workersArg, meant, frozenArg } from './args.js';
+import { Failure, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, trainedModelOf } from './inputs.js';
+import { errorLines, healthLines, isWarningFlag, pairLines, HEALTH_SORTS } from './text.js';
 import { shown } from '../suggest.js';
+import { loadBinding } from '../binding.js';
 
 export async function cmdHealth(argv) {
   const { positional, seen } = parseArgs('health', argv);
@@ -30,6 +31,8 @@ export async function cmdHealth(argv) {
   refuseIdle('health', seen, '--lr', withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   refuseIdle('health', seen, '--ratio-band', (seen['--lr'] !== undefined || facts.needsModel) && withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
+  refuseIdle('health', seen, '--frozen', facts.needsModel && withParams, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (--state MODEL)');
+  const frozen = frozenArg(seen, 'health');
   checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
@@ -38,11 +41,18 @@ export async function cmdHealth(argv) {
   try {
     if (optimizer) await giveKind(optimizer, kind, opt);
     const model = state ?? (optimizer && facts.holdsBoth ? opt : null);
-    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: workersArg(seen) }));
+    const trained = state === undefined ? {} : { modelLabel: state, ...(await trainedModelOf(opt, state)) };
+    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: workersArg(seen), frozen, ...trained }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: err.message });
     }
+    // the optimizer does not pair with its model: the verdict as check gives it
+    if (err instanceof CheckpointError && err.result?.failures?.length) {
+      say(process.stdout, pairLines(err.result, displayName(opt), state ?? displayName(opt), null, { alone: state === undefined }));
+      return 1;
+    }
+    if (err instanceof CheckpointError && err.code === (await loadBinding()).codes.INVALID_ARGUMENT && frozen !== undefined) throw new Failure(`cannot pair ${displayName(opt)} with ${state ?? 'its model'}: ${err.message}`);
     throw err;
   } finally {
     optimizer?.close();

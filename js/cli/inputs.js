@@ -4,6 +4,7 @@
 // file is for a suggestion, and the warning for a file still being written.
 
 import fs from 'node:fs';
+import path from 'node:path';
 import { open } from '../checkpoint.js';
 import { CheckpointError, LayoutError } from '../errors.js';
 import { loadBinding } from '../binding.js';
@@ -11,6 +12,7 @@ import { readJsonSource } from '../sources.js';
 import { say } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, readNamesFile, fileStamp, stillWriting, isFresh } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
+import { trainerFolder } from '../trainer-folder.js';
 import { UsageError, kindArg } from './args.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
@@ -61,6 +63,23 @@ export async function folderArgs(positional, seen, command, at = 0) {
   positional[at] = f.optimizer;
   seen['--state'] = f.model;
   return { kind, fallback: f.fallback };
+}
+
+const sameFile = (a, b) => {
+  const [x, y] = [fs.statSync(a, { throwIfNoEntry: false }), fs.statSync(b, { throwIfNoEntry: false })];
+  return !!(x && y && x.dev === y.dev && x.ino === y.ino);
+};
+
+/** The model the optimizer file `opt` was saved with: the model file of its own Trainer
+ *  checkpoint folder (OPT is that folder's optimizer.pt), when STATE is another file; the pair
+ *  compares the two first. {trainedModel, trainedLabel: "checkpoint-20's model", modelLabel},
+ *  or {} when there is none. */
+export async function trainedModelOf(opt, state) {
+  if (isStream(opt) || isStream(state) || isFolder(opt)) return {};
+  const dir = path.dirname(opt);
+  const f = await trainerFolder(dir).catch(() => null);
+  if (!f?.optimizer || !f.model || f.modelShards || !sameFile(f.optimizer, opt) || sameFile(f.model, state)) return {};
+  return { trainedModel: f.model, trainedLabel: `${path.basename(path.resolve(dir))}'s model`, modelLabel: state };
 }
 
 /** Does folderArgs's answer give the optimizer a kind? */

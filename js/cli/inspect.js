@@ -6,12 +6,13 @@ import fs from 'node:fs';
 import { open } from '../checkpoint.js';
 import { pair } from '../api.js';
 import { CheckpointError } from '../errors.js';
+import { loadBinding } from '../binding.js';
 import { openWithStats, workerCount } from '../parallel.js';
 import { say, terminalJSON, sameDestination, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, fileStamp } from '../user-files.js';
-import { UsageError, parseArgs, refuseIdle, workersArg } from './args.js';
-import { readNames, folderArgs, giveKind, warnStillWriting } from './inputs.js';
-import { summaryLines, loadsInLine, inspectPairLines, unpairedLine } from './text.js';
+import { UsageError, parseArgs, refuseIdle, workersArg, frozenArg } from './args.js';
+import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedModelOf } from './inputs.js';
+import { summaryLines, loadsInLine, inspectPairLines, unpairedLine, pairStatus } from './text.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
 const REPORT_INDENT_LIMIT = 4 << 20;
@@ -20,6 +21,7 @@ export async function cmdInspect(argv) {
   const { positional, seen } = parseArgs('inspect', argv);
   if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
   const kind = await folderArgs(positional, seen, 'inspect');
+  const frozen = frozenArg(seen, 'inspect');
   refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
   const file = positional[0];
   const stats = !!seen['--stats'];
@@ -49,7 +51,11 @@ export async function cmdInspect(argv) {
     if (modelPath !== undefined) {
       if (modelPath !== file) checkInput(modelPath, 'checkpoint');
       model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath), { stats }));
-      pairing = await pairForInspect(ck, model, file, modelPath, readNames(seen['--names'], null));
+      const alone = modelPath === file;
+      const trained = alone ? {} : { modelLabel: modelPath, ...(await trainedModelOf(file, modelPath)) };
+      pairing = await pairForInspect(ck, model, file, modelPath, readNames(seen['--names'], null), { frozen, ...trained }, alone);
+    } else if (frozen !== undefined) {
+      throw new UsageError('--frozen does nothing here: it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (--state MODEL)', 'inspect');
     }
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
@@ -75,11 +81,12 @@ export async function cmdInspect(argv) {
       if (pairing) say(process.stdout, pairing.lines);
     }
     // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
-    // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
+    // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it. A pair's
+    // verdict is a result, on stdout only.
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
-    else if (pairing && !pairing.result.pairs && !sameDestination()) say(process.stderr, pairing.result.error.message);
     await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
-    return summary.ok && (!pairing || pairing.result.pairs) ? 0 : 1;
+    if (!summary.ok) return 1;
+    return pairing ? (pairing.unpaired ? 1 : pairStatus(pairing.result)) : 0;
   } finally {
     model?.close();
     ck.close();
@@ -102,14 +109,16 @@ function withNamesMember(write, names) {
 }
 
 /** inspect OPT --state MODEL: the pair's verdict as check --state gives it, in lines. */
-async function pairForInspect(ck, model, file, modelPath, names) {
+async function pairForInspect(ck, model, file, modelPath, names, options, alone) {
   let result;
   try {
-    result = await pair(ck, model, { names });
+    result = await pair(ck, model, { names, ...options });
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
+    // a --frozen name the model does not have: the command line's to fix
+    if (err.code === (await loadBinding()).codes.INVALID_ARGUMENT) throw new Failure(`cannot pair ${displayName(file)} with ${modelPath}: ${err.message}`);
     // an invalid file, or files in the wrong roles: said below the summary
-    return { result: err.result, lines: [unpairedLine(displayName(file), modelPath, err.message)] };
+    return { result: err.result, lines: [unpairedLine(displayName(file), modelPath, err.message)], unpaired: true };
   }
-  return { result, lines: inspectPairLines(result, displayName(file), modelPath, names) };
+  return { result, lines: inspectPairLines(result, displayName(file), modelPath, names, { alone }) };
 }

@@ -370,19 +370,35 @@ export function errorLines(err, { layoutName, names = null } = {}) {
   return out;
 }
 
-/** A pairing result as lines: the verdict, every failure, the warnings. */
-export function pairLines(result, optName, stateName, names = null) {
+/** A pairing result as lines: the verdict (pairs, does not pair with every failure, or cannot
+ *  tell with the condition), the warnings, and beside a PyTorch pair what load_state_dict would
+ *  do. `alone`: one file holding its optimizer and its model. */
+export function pairLines(result, optName, stateName, names = null, { alone = false } = {}) {
   const out = [];
-  // the check is structural: the core's note says what it does not compare
-  if (result.pairs) out.push(`${optName} pairs with ${stateName}: ${result.note}`);
-  else {
-    out.push(`${optName} does not pair with ${stateName}: ${plural(result.failures.length, 'failure')}`);
+  // the check is structural: the core's note says what it compared and what not
+  if (result.pairs) out.push(alone ? `${optName} holds its model, and they pair: ${result.note}` : `${optName} pairs with ${stateName}: ${result.note}`);
+  else if (result.pairs === null) {
+    out.push(alone ? `${optName} holds its model: cannot tell whether they pair` : `${optName} with ${stateName}: cannot tell whether they pair`);
+    out.push(`  ${result.error.message}`);
+  } else {
+    const failures = plural(result.failures.length, 'failure');
+    out.push(alone ? `${optName} holds its model, and they do not pair: ${failures}` : `${optName} does not pair with ${stateName}: ${failures}`);
     for (const f of result.failures.slice(0, 1000)) out.push(`  ${namedSlot(names, f.slot)}${f.message}${f.offset !== null ? ` (state file, byte ${f.offset})` : ''}`);
     if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
   }
   for (const w of result.warnings) out.push(`warning: ${w}`);
-  if (result.pytorch) out.push(...positionalLines(result.pytorch, result.pairs ? null : result.error));
+  if (result.pytorch) out.push(...positionalLines(result.pytorch, result.pairs === false ? result.error : null));
   return out;
+}
+
+/** The exit status of a pairing verdict: 0 pairs, 1 does not, 3 the files cannot tell. */
+export const pairStatus = (result) => (result.pairs ? 0 : result.pairs === null ? 3 : 1);
+
+/** The slots a PyTorch pair left out of the optimizer: known untrained (frozen, or buffers), or
+ *  the ones the files do not say of (`untold`). */
+function notInOptimizerLine(pairing) {
+  if (!pairing.notInOptimizer.length) return [];
+  return [pairing.untold?.length ? `not in the optimizer: ${pairing.notInOptimizer.join(', ')}` : `not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`];
 }
 
 /** What PyTorch's load_state_dict would do with a PyTorch pair: it pairs the k-th saved index
@@ -392,7 +408,7 @@ export function positionalLines(pairing, failure = null) {
   const out = [];
   if (!pairing.positionalKnown) {
     out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');
-    if (pairing.notInOptimizer.length) out.push(`not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`);
+    out.push(...notInOptimizerLine(pairing));
     return out;
   }
   const moved = pairing.indices.filter((x) => x.slot !== null && x.slot !== x.positionalSlot);
@@ -403,7 +419,7 @@ export function positionalLines(pairing, failure = null) {
     if (moved.length > 20) out.push(`  … and ${moved.length - 20} more`);
   } else if (!failed) out.push('load_state_dict pairs by position: here it gives every index the parameter found for it');
   if (failed) out.push(`load_state_dict gives index ${failed.index} to ${failed.positionalName ?? 'no parameter'}, without a word`);
-  if (pairing.notInOptimizer.length) out.push(`not in the optimizer (frozen or buffers): ${pairing.notInOptimizer.join(', ')}`);
+  out.push(...notInOptimizerLine(pairing));
   return out;
 }
 
@@ -429,7 +445,8 @@ function sortedSlots(slots, sort, names) {
 export function healthLines(result, optName, stateName, names = null, { strict = false, width = COLUMNS, sort = null } = {}) {
   const out = [];
   out.push(`${optName}${stateName ? ` with ${stateName}` : ''}: the next Adam step per slot${result.lr !== null ? ` at lr ${result.lr}${result.lrFrom === 'file' ? " (the optimizer's groups')" : ''}` : ' (no --lr: no update/weight ratios)'}`);
-  if (!result.pairs) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
+  if (result.pairs === false) out.push(`${stateName} does not pair with ${optName}: its parameters are not used`);
+  if (result.pairCondition) out.push(`cannot tell whether ${stateName ? `${stateName} pairs with ${optName}` : `${optName} pairs with the model it holds`} (its parameters are used): ${result.pairCondition}`);
   if (result.c !== null) out.push(`consistency: |m| <= ${num(result.c)} * sqrt(v) for any gradient history with these betas`);
   // AdamW's step also shrinks θ by lr · weight decay (the core's per-slot decay)
   const decays = [...new Set(result.slots.map((s) => s.decay).filter((d) => typeof d === 'number' && d > 0))];
@@ -483,7 +500,7 @@ export function invalidPairLines(err, optName, stateName, invalidName) {
 export const unpairedLine = (optName, stateName, why) => `${optName} does not pair with ${stateName}: ${why}`;
 
 /** inspect OPT --state MODEL: the pair's verdict below the summary. */
-export const inspectPairLines = (result, optName, stateName, names) => ['', ...pairLines(result, optName, stateName, names)];
+export const inspectPairLines = (result, optName, stateName, names, options) => ['', ...pairLines(result, optName, stateName, names, options)];
 
 /** diff's answer: none, or every difference (its slot's name first when names are given). */
 export function diffLines(differences, a, b, names) {

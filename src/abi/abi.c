@@ -91,6 +91,8 @@ static const struct {
     CODE(TORCH_COUNT),
     CODE(TORCH_NAMED),
     CODE(TORCH_NO_PAIR),
+    CODE(TORCH_UNTRAINED),
+    CODE(TORCH_MODELS_DIFFER),
 };
 #undef CODE
 

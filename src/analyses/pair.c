@@ -212,6 +212,7 @@ void ckpt_pair_result_free(ckpt_pair_result *r)
     free(r->warnings);
     ckpt_error_clear(&r->error);
     free(r->pytorch);
+    free(r->note);
     free(r);
 }
 
@@ -230,7 +231,7 @@ static int reorder(ckpt_file *f, const size_t *order, ckpt_error *err)
 
 /* An optimizer whose slots come from its model (format.md 10.4), bound by its family: both
  * reports become the pair's slots, for good (the handles are the pair's from then on). */
-static ckpt_pair_result *bind_slots(ckpt_file *opt, ckpt_file *model, const char *const *names, size_t name_count)
+static ckpt_pair_result *bind_slots(ckpt_file *opt, ckpt_file *model, const ckpt_pair_options *o)
 {
     ckpt_report *ro = ckpt_file_report_mut(opt), *rm = ckpt_file_report_mut(model);
     ckpt_pair_result *r = calloc(1, sizeof *r);
@@ -243,7 +244,12 @@ static ckpt_pair_result *bind_slots(ckpt_file *opt, ckpt_file *model, const char
         r->invalid = bad_opt ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
         return r;
     }
-    if (ro->family->impl->bind(ro, rm, names, name_count, &view, &len, r)) return r;
+    const ckpt_report *trained = o->trained ? ckpt_file_report(o->trained) : NULL;
+    if (trained && trained->error.code) { /* the optimizer's own model is invalid: its diagnostic */
+        ckpt_error_copy(&r->error, &trained->error);
+        return r;
+    }
+    if (ro->family->impl->bind(ro, rm, o, trained, &view, &len, r)) return r;
     if (view) {
         if (!ckpt_file_view_tensors(model, view, len, &r->error) && !ckpt_file_refresh_items(opt, &r->error)) {
             rm->slots_bound = true;
@@ -255,8 +261,55 @@ static ckpt_pair_result *bind_slots(ckpt_file *opt, ckpt_file *model, const char
         }
         free(view);
     }
-    r->pairs = !r->failures_len && !r->error.code;
+    r->pairs = !r->failures_len && (!r->error.code || r->cannot_tell);
     return r;
+}
+
+/* A TorchLean optimizer's model given as a torch.save state dict: its slots (format.md 10.4)
+ * become the model report's tensors, as a TLSF32B file's are; *ties per slot (the earlier slot
+ * of its storage, CKPT_NONE), for the ties' comparison after the pairing. */
+static int model_slots(ckpt_file *model, uint64_t **ties, size_t *n, ckpt_error *err)
+{
+    ckpt_report *rm = ckpt_file_report_mut(model);
+    size_t *view = NULL;
+    TRY(rm->family->impl->model_slots(rm, &view, ties, n, err));
+    int rc = ckpt_file_view_tensors(model, view, *n, err);
+    free(view);
+    if (rc) {
+        free(*ties);
+        *ties = NULL;
+        return rc;
+    }
+    rm->slots_bound = true;
+    int dtype = *n ? rm->tensors[0].dtype : CKPT_DTYPE_ANY;
+    for (size_t i = 1; i < *n; i++)
+        if (rm->tensors[i].dtype != dtype) dtype = CKPT_DTYPE_ANY;
+    rm->dtype = dtype;
+    return 0;
+}
+
+/* The optimizer's ties (its schema's representatives) against the model's storages: the
+ * trainer builds the map from storage identity (format.md 7), so each trainable slot's
+ * representative is the earlier slot of its storage, or itself. */
+static bool compare_ties(ckpt_pair_result *r, const ckpt_schema *so, const ckpt_report *rm, const uint64_t *ties,
+                         size_t n)
+{
+    if (ckpt_schema_count(so) != n) return true; /* the count's failure says it */
+    for (size_t i = 0; i < n; i++) {
+        if (!ckpt_schema_requires_grad(so, i)) continue;
+        uint64_t want = ties[i] == CKPT_NONE ? i : ties[i], have = ckpt_schema_representative(so, i);
+        if (want == have) continue;
+        strbuf sb = {0};
+        const char *name = rm->tensors[i].name ? rm->tensors[i].name : "";
+        bool model_ties = want != i;
+        uint64_t other = model_ties ? want : have;
+        sb_printf(&sb, "parameter %zu (%s) is tied to parameter %llu (%s) in %s, not in %s", i, name,
+                  (unsigned long long)other, other < n && rm->tensors[other].name ? rm->tensors[other].name : "",
+                  model_ties ? "the model" : "the optimizer's schema",
+                  model_ties ? "the optimizer's schema" : "the model");
+        if (!add_failure(r, CKPT_E_TORCH_MODELS_DIFFER, i, CKPT_NONE, 0, &sb)) return false;
+    }
+    return true;
 }
 
 /* order: by names (each found once; the rest after, in file order), or by the optimizer's
@@ -318,9 +371,20 @@ static int restore(ckpt_file *state, size_t *order, ckpt_error *err)
 ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                                   ckpt_progress_fn progress, void *progress_ctx)
 {
-    const ckpt_report *ro = opt ? ckpt_file_report(opt) : NULL;
-    if (ro && state && ro->family && ro->family->impl->bind && !ro->slots_bound) {
-        ckpt_pair_result *b = bind_slots(opt, state, names, name_count);
+    ckpt_pair_options o = {0};
+    o.names = names;
+    o.name_count = name_count;
+    return ckpt_pair_with(opt, state, &o, progress, progress_ctx);
+}
+
+/* A PyTorch optimizer with its model: the family binds the slots, then the pair's slots are
+ * checked as a TorchLean pair is: counts, shapes, tied values. A condition the files cannot
+ * tell stays the verdict when those pass. */
+static ckpt_pair_result *pair_bound(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *o,
+                                    ckpt_progress_fn progress, void *progress_ctx)
+{
+    {
+        ckpt_pair_result *b = bind_slots(opt, state, o);
         if (!b || !b->pairs) return b;
         /* the pair's slots, checked as a TorchLean pair is: counts, shapes, tied values */
         ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
@@ -340,10 +404,70 @@ ckpt_pair_result *ckpt_pair_named(ckpt_file *opt, ckpt_file *state, const char *
         if (r) {
             r->pytorch = b->pytorch;
             b->pytorch = NULL;
+            r->note = b->note;
+            b->note = NULL;
+            if (b->cannot_tell && r->pairs) { /* the checks passed: the condition is the verdict */
+                r->pairs = false;
+                r->cannot_tell = true;
+                ckpt_error_move(&r->error, &b->error);
+            }
         }
         ckpt_pair_result_free(b);
         return r;
     }
+}
+
+/* A TorchLean optimizer with a torch.save model: the model's slots, the pairing of format.md 6,
+ * then the ties. */
+static ckpt_pair_result *pair_torch_model(ckpt_file *opt, ckpt_file *state, ckpt_progress_fn progress,
+                                          void *progress_ctx)
+{
+    uint64_t *ties = NULL;
+    size_t n = 0;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    const ckpt_report *ro = ckpt_file_report(opt), *rs = ckpt_file_report(state);
+    if (ro->error.code || rs->error.code || model_slots(state, &ties, &n, &err)) {
+        ckpt_pair_result *r = calloc(1, sizeof *r);
+        if (!r) return NULL;
+        ckpt_error_clear(&r->error);
+        if (ro->error.code || rs->error.code) { /* an invalid file never pairs: its own diagnostic */
+            r->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+            ckpt_error_copy(&r->error, ro->error.code ? &ro->error : &rs->error);
+        } else {
+            ckpt_error_move(&r->error, &err);
+        }
+        ckpt_error_clear(&err);
+        return r;
+    }
+    ckpt_pair_result *r = ckpt_pair(opt, state, progress, progress_ctx);
+    if (r && ties && !r->error.code) {
+        if (!compare_ties(r, ro->schema, ckpt_file_report(state), ties, n)) {
+            ckpt_pair_result_free(r);
+            r = NULL;
+        } else {
+            r->pairs = !r->failures_len;
+        }
+    }
+    free(ties);
+    return r;
+}
+
+ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *options,
+                                 ckpt_progress_fn progress, void *progress_ctx)
+{
+    ckpt_pair_options none = {0};
+    const ckpt_pair_options *o = options ? options : &none;
+    const char *const *names = o->names;
+    size_t name_count = o->name_count;
+    const ckpt_report *ro = opt ? ckpt_file_report(opt) : NULL;
+    if (ro && state && ro->family && ro->family->impl->bind && !ro->slots_bound)
+        return pair_bound(opt, state, o, progress, progress_ctx);
+    const ckpt_report *rm = state ? ckpt_file_report(state) : NULL;
+    if (ro && rm && ckpt_family_has_role(ro->family, CKPT_ROLE_OPTIMIZER) && !ro->family->impl->bind && rm->family &&
+        rm->family->impl->model_slots && !rm->slots_bound && ckpt_family_has_role(rm->family, CKPT_ROLE_MODEL) &&
+        rm->tensors_len)
+        return pair_torch_model(opt, state, progress, progress_ctx);
     const ckpt_report *rs = state ? ckpt_file_report(state) : NULL;
     const struct ckpt_family_impl *impl = rs && rs->family ? rs->family->impl : NULL;
     bool named = names && rs && rs->tensors_len && rs->tensors[0].name;
@@ -391,9 +515,13 @@ char *ckpt_pair_json(const ckpt_pair_result *r)
 {
     strbuf sb = {0};
     static const char *const invalid[] = {"null", "\"optimizer\"", "\"state\""};
+    /* pairs: null when the files cannot tell (error says on what the pair holds) */
     sb_printf(&sb, "{\"ok\":%s,\"pairs\":%s,\"invalid\":%s,\"note\":", r->pairs ? "true" : "false",
-              r->pairs ? "true" : "false", invalid[r->invalid]);
-    j_string(&sb, CKPT_PAIR_NOTE);
+              r->pairs         ? "true"
+              : r->cannot_tell ? "null"
+                               : "false",
+              invalid[r->invalid]);
+    j_string(&sb, r->note ? r->note : CKPT_PAIR_NOTE);
     sb_puts(&sb, ",\"failures\":[");
     for (size_t k = 0; k < r->failures_len; k++) {
         if (k) sb_puts(&sb, ",");

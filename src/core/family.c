@@ -86,6 +86,14 @@ int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
 
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err)
 {
+    /* a model whose slots its pairing picks (a torch.save state dict: floating tensors less
+     * BatchNorm's buffers, format.md 10.4) is read as slots once paired */
+    if (ckpt_family_has_role(rep->family, role) && role == CKPT_ROLE_MODEL && rep->family->impl->bind &&
+        !rep->slots_bound)
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                         "a %s model's slots are the tensors its pairing with the optimizer picks: pair the two first "
+                         "(check OPT --state MODEL, or pair(optimizer, model))",
+                         rep->family->name);
     if (ckpt_family_has_role(rep->family, role)) return ckpt_require_schema(rep, err);
     strbuf sb = {0};
     role_magics(&sb, role);

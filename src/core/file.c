@@ -154,6 +154,13 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     if (!rep->schema_complete)
         return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
                             "parameter %llu cannot be read: the file is invalid before its parameter schema ends", us);
+    /* a family whose slots come from its model (PyTorch): none before the pairing */
+    if (rep->family->impl->bind && !rep->slots_bound)
+        return ckpt_fail(err, NULL, CKPT_E_NO_SUCH_SLOT, CKPT_NONE, 0,
+                         "no parameter %llu yet: a %s has no slots of its own until it is paired with the model it "
+                         "belongs to (pair(optimizer, model), or --state MODEL); then each slot is a parameter of the "
+                         "model",
+                         us, rep->family->name);
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     if (slot >= n)

@@ -94,9 +94,19 @@ struct ckpt_family_impl {
      * placement that fits, ro becomes the pair's optimizer (slots, entries by slot, per-slot
      * configs) and *view lists the model's tensors that are the slots, in slot order (the caller
      * makes them the model report's tensors); failures and warnings go to res. 0, or the error
-     * in res->error. NULL: the family's slots are its own */
-    int (*bind)(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
-                size_t *view_len, ckpt_pair_result *res);
+     * in res->error (or, with res->cannot_tell, the condition the pair holds on). o: the
+     * pairing's options (never NULL); trained: the model the optimizer was saved with, compared
+     * first, or NULL. NULL: the family's slots are its own */
+    int (*bind)(ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o, const ckpt_report *trained,
+                size_t **view, size_t *view_len, ckpt_pair_result *res);
+    /* the parameters the optimizer's own files list as frozen (DeepSpeed's frozen_param_shapes),
+     * a complete list: a slot without optimizer state not on it is trained (format.md 10.4).
+     * NULL: the files list none */
+    const char *const *(*frozen_names)(const ckpt_report *ro, size_t *n);
+    /* a model file of this family (a torch.save state dict) met as a TorchLean optimizer's
+     * model: its slots (format.md 10.4) in order as indices of its report's tensors, and each
+     * slot's tie (the earlier slot of its storage, CKPT_NONE). NULL: its tensors are its slots */
+    int (*model_slots)(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err);
     /* words for a file of this family met where another was expected (head: its first n bytes),
      * NULL when the head is not one of its own; NULL: none beyond hint_not (hints.c) */
     const char *(*hint)(const uint8_t *head, size_t n);

@@ -20,6 +20,16 @@ python3 torch_pair_seeds.py DIR writes into DIR:
                                 (decoupled_weight_decay unsaid), for the round trip through TorchLean;
                                 rt.both.pt the two in one file; rt4.* one step later
   bf16.opt.pt, bf16.model.bin   Adam on a bfloat16 MLP: bfloat16 moments
+  lm.keepvars.bin               lm's model as state_dict(keep_vars=True): Parameters, and the
+                                buffer as a plain tensor
+  rt.untied.bin                 rt's model with lm_head untied (a Parameter of its own)
+  cnn.ckpt                      a Lightning-style file holding the CNN and its optimizer
+  gpt/checkpoint-20/            a Trainer folder: optimizer.pt (AdamW, decay / no-decay groups) of
+                                a GPT-like model (vocab 50, width 16, lm_head tied to wte) and
+                                that model as pytorch_model.bin
+  gpt/st/checkpoint-20/         the same optimizer.pt beside the model as model.safetensors
+  gpt/untied.bin                the same model with lm_head untied
+  gpt/resized.bin               the same model with a vocabulary of 58
   facts.json                    what torch itself says of them
 """
 import json
@@ -66,6 +76,19 @@ class LM(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+def write_safetensors(path, state_dict, drop=()):
+    tensors = {n: t for n, t in state_dict.items() if n not in drop}
+    header, blob = {}, b''
+    for n in sorted(tensors):
+        raw = tensors[n].contiguous().numpy().tobytes()
+        header[n] = {'dtype': 'F32', 'shape': list(tensors[n].shape), 'data_offsets': [len(blob), len(blob) + len(raw)]}
+        blob += raw
+    text = json.dumps(header, separators=(',', ':')).encode()
+    text += b' ' * (-len(text) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + blob)
+
+
 def train(model, opt, batch, steps=3):
     for _ in range(steps):
         opt.zero_grad()
@@ -104,16 +127,7 @@ if __name__ == '__main__':
     facts['lm']['exp_avg'] = {str(i): s['exp_avg'].flatten().tolist() for i, s in sd['state'].items()}
 
     # safetensors as save_pretrained writes it: the tied copy dropped, sorted by name, F32
-    tensors = {n: t for n, t in lm.state_dict().items() if n != 'lm_head.weight'}
-    header, blob = {}, b''
-    for n in sorted(tensors):
-        raw = tensors[n].contiguous().numpy().tobytes()
-        header[n] = {'dtype': 'F32', 'shape': list(tensors[n].shape), 'data_offsets': [len(blob), len(blob) + len(raw)]}
-        blob += raw
-    text = json.dumps(header, separators=(',', ':')).encode()
-    text += b' ' * (-len(text) % 8)
-    with open(at('lm.model.safetensors'), 'wb') as f:
-        f.write(struct.pack('<Q', len(text)) + text + blob)
+    write_safetensors(at('lm.model.safetensors'), lm.state_dict(), drop=['lm_head.weight'])
 
     # param_names in the groups (what torch >= 2.5 saves for named parameters), and a renamed model
     named = opt.state_dict()
@@ -206,6 +220,57 @@ if __name__ == '__main__':
     train(bf, bopt, lambda: torch.randn(2, 3, dtype=torch.bfloat16))
     torch.save(bopt.state_dict(), at('bf16.opt.pt'))
     torch.save(bf.state_dict(), at('bf16.model.bin'))
+
+    # Parameters beside a plain tensor: keep_vars=True tells the buffer apart
+    torch.save(lm.state_dict(keep_vars=True), at('lm.keepvars.bin'))
+
+    # the round trip's model untied: lm_head a Parameter of its own (the same values)
+    untied = LM()
+    untied.load_state_dict(rt.state_dict())
+    untied.lm_head.weight = nn.Parameter(rt.wte.weight.detach().clone())
+    torch.save(untied.state_dict(), at('rt.untied.bin'))
+
+    # Lightning's layout: the model under state_dict, the optimizers under optimizer_states
+    torch.save({'epoch': 0, 'global_step': 7, 'pytorch-lightning_version': '2.0.0', 'state_dict': cnn.state_dict(),
+                'optimizer_states': [copt.state_dict()], 'lr_schedulers': []}, at('cnn.ckpt'))
+
+    # a Trainer folder of a tied GPT-like model, and the models a user may pair its optimizer with
+    def hf_groups(model):
+        decay = [n for n, p in model.named_parameters() if n.endswith('weight') and 'ln' not in n]
+        return [{'params': [p for n, p in model.named_parameters() if n in decay], 'weight_decay': 0.1},
+                {'params': [p for n, p in model.named_parameters() if n not in decay], 'weight_decay': 0.0}]
+
+    def untie(model):
+        model.lm_head.weight = nn.Parameter(model.wte.weight.detach().clone())
+        return model
+
+    gpt = LM(vocab=50, d=16)
+    gopt = torch.optim.AdamW(hf_groups(gpt), lr=1e-3, betas=(0.9, 0.95))
+    train(gpt, gopt, lambda: torch.randint(0, 50, (2, 5)))
+    for folder in ('gpt/checkpoint-20', 'gpt/st/checkpoint-20'):
+        os.makedirs(at(folder), exist_ok=True)
+        torch.save(gopt.state_dict(), at(folder + '/optimizer.pt'))
+    torch.save(gpt.state_dict(), at('gpt/checkpoint-20/pytorch_model.bin'))
+    write_safetensors(at('gpt/st/checkpoint-20/model.safetensors'), gpt.state_dict(), drop=['lm_head.weight'])
+    user = untie(LM(vocab=50, d=16))
+    user.load_state_dict(gpt.state_dict())
+    torch.save(user.state_dict(), at('gpt/untied.bin'))
+    torch.save(LM(vocab=58, d=16).state_dict(), at('gpt/resized.bin'))
+
+    # what torch says: the untied model's optimizer (the same groups) refuses the saved state;
+    # with lm_head frozen (not given to the optimizer) it loads
+    def load_into(model, frozen=()):
+        for n, p in model.named_parameters():
+            p.requires_grad_(n not in frozen)
+        groups = [{**g, 'params': [p for p in g['params'] if p.requires_grad]} for g in hf_groups(model)]
+        try:
+            torch.optim.AdamW(groups, lr=1e-3, betas=(0.9, 0.95)).load_state_dict(torch.load(at('gpt/checkpoint-20/optimizer.pt')))
+            return None
+        except ValueError as e:
+            return str(e)
+    facts['gpt'] = {'untied': load_into(untie(LM(vocab=50, d=16))),
+                    'untiedFrozen': load_into(untie(LM(vocab=50, d=16)), frozen=('lm_head.weight',)),
+                    'tied': load_into(LM(vocab=50, d=16))}
 
     with open(at('facts.json'), 'w') as f:
         json.dump(facts, f)

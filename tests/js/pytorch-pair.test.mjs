@@ -21,17 +21,27 @@ execFileSync(PY, [SEEDS, dir], { stdio: 'ignore' });
 const at = (f) => path.join(dir, f);
 const facts = JSON.parse(fs.readFileSync(at('facts.json'), 'utf8'));
 const cli = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', cwd: dir });
-const NOTE = 'same slots, same shapes, same ties; the values are not compared: `run` with both steps\' state files compares them';
+// what a PyTorch pair compared: an optimizer saves no ties
+const NOTE = 'same shapes, index by index; ties not compared (an optimizer saves none); the values are not compared: `run` with both steps\' state files compares them';
+const TL_NOTE = 'same slots, same shapes, same ties; the values are not compared: `run` with both steps\' state files compares them';
 const CANNOT_TELL = 'load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)';
+const GROUP_SIZE = 'loaded state dict contains a parameter group that doesn\'t match the size of optimizer\'s group';
+// the condition a pair holds on when slots without optimizer state may be trained
+const untold = (names, hint = names.join(',')) => `PyTorch: ${names.length === 1 ? `${names[0]} has` : `${names.slice(0, -1).join(', ')} and ${names.at(-1)} have`} no optimizer state: the pair holds only if the training code does not train ${names.length === 1 ? 'it (a frozen parameter, or a buffer' : 'them (frozen parameters, or buffers'}: --frozen ${hint} says so); if it trains ${names.length === 1 ? 'it' : 'them'}, torch's load_state_dict refuses this state (${GROUP_SIZE})`;
 
-test('a Trainer-style AdamW in two groups pairs with its model: slots in model order, the tied lm_head shares wte, the buffer frozen', async () => {
+test('a Trainer-style AdamW in two groups pairs with its model: slots in model order, the tied lm_head shares wte; the float buffer, which a state dict does not tell from a parameter, leaves it untold', async () => {
   const o = await open(at('lm.opt.pt'));
   const m = await open(at('lm.model.bin'));
   try {
     assert.equal(o.summary.needsModel, true);
     assert.equal(o.summary.slotCount, null);
     const r = await pair(o, m);
-    assert.equal(r.pairs, true);
+    // every index placed, but mask has no state: a buffer, or a parameter the training code froze?
+    assert.equal(r.pairs, null);
+    assert.equal(r.ok, false);
+    assert.deepEqual(r.failures, []);
+    assert.deepEqual([r.error.code, r.error.message, r.error.slot], [71, untold(['mask']), 0]);
+    assert.equal(r.note, NOTE);
     assert.deepEqual(r.warnings, []);
     const rep = o.report;
     assert.equal(rep.needsModel, false);
@@ -42,6 +52,7 @@ test('a Trainer-style AdamW in two groups pairs with its model: slots in model o
     assert.equal(eff[slot('lm_head.weight')], slot('wte.weight'));
     assert.equal(eff[slot('mask')], null);
     assert.deepEqual(rep.pairing.notInOptimizer, ['mask']);
+    assert.deepEqual(rep.pairing.untold, ['mask']);
     // index i is the parameter torch numbered i (decay group first, then no decay)
     assert.deepEqual(rep.pairing.indices.map((x) => x.name), facts.lm.byIndex);
     assert.equal(rep.pairing.positionalKnown, false);
@@ -51,39 +62,70 @@ test('a Trainer-style AdamW in two groups pairs with its model: slots in model o
     o.close();
     m.close();
   }
+  const told = await pair(at('lm.opt.pt'), at('lm.model.bin'), { frozen: ['mask'] });
+  assert.deepEqual([told.pairs, told.error, told.pytorch.untold, told.pytorch.notInOptimizer], [true, null, [], ['mask']]);
   const r = cli('check', 'lm.opt.pt', '--state', 'lm.model.bin');
-  assert.equal(r.status, 0);
-  assert.equal(r.stdout, `lm.opt.pt pairs with lm.model.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask\n`);
+  assert.equal(r.status, 3);
+  assert.equal(r.stdout, `lm.opt.pt with lm.model.bin: cannot tell whether they pair\n  ${untold(['mask'])}\n${CANNOT_TELL}\nnot in the optimizer: mask\n`);
+  assert.equal(r.stderr, '');
+  const f = cli('check', 'lm.opt.pt', '--state', 'lm.model.bin', '--frozen', 'mask');
+  assert.equal(f.status, 0);
+  assert.equal(f.stdout, `lm.opt.pt pairs with lm.model.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask\n`);
 });
 
-test('a file holding both pairs with itself: check FILE, and inspect shows the slots by name', () => {
+test('a state dict of Parameters (keep_vars=True) tells its buffers apart: the plain tensor beside them is a buffer, and the pair holds', async () => {
+  const r = await pair(at('lm.opt.pt'), at('lm.keepvars.bin'));
+  assert.deepEqual([r.pairs, r.error, r.pytorch.notInOptimizer, r.pytorch.untold], [true, null, ['mask'], []]);
+  const c = cli('check', 'lm.opt.pt', '--state', 'lm.keepvars.bin');
+  assert.equal(c.status, 0);
+  assert.equal(c.stdout, `lm.opt.pt pairs with lm.keepvars.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask\n`);
+});
+
+test('a file holding both pairs with itself: check FILE says it holds its model, and inspect shows the slots by name', () => {
   const r = cli('check', 'lm.both.pt');
-  assert.equal(r.status, 0);
-  assert.equal(r.stdout.split('\n')[0], `lm.both.pt pairs with lm.both.pt: ${NOTE}`);
+  assert.equal(r.status, 3);
+  assert.equal(r.stdout, `lm.both.pt holds its model: cannot tell whether they pair\n  ${untold(['mask'])}\n${CANNOT_TELL}\nnot in the optimizer: mask\n`);
+  const told = cli('check', 'lm.both.pt', '--frozen', 'mask');
+  assert.equal(told.status, 0);
+  assert.equal(told.stdout, `lm.both.pt holds its model, and they pair: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask\n`);
+  // a Lightning file: the model under state_dict, the optimizer under optimizer_states
+  const cnn = cli('check', 'cnn.ckpt', '--frozen', 'conv1.weight,conv1.bias');
+  assert.equal(cnn.status, 0);
+  assert.equal(cnn.stdout, `cnn.ckpt holds its model, and they pair: ${NOTE}\nload_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)\nnot in the optimizer (frozen or buffers): conv1.weight, conv1.bias\n`);
   const i = cli('inspect', 'lm.both.pt');
-  assert.equal(i.status, 0);
+  assert.equal(i.status, 3);
   const lines = i.stdout.split('\n');
   assert.ok(lines.includes('parameters      18 slots, 17 trainable, 16 optimizer states, with tied (shared)'), i.stdout);
   assert.ok(lines.includes('  17  lm_head.weight   [11, 4]    44  yes        shares 1'), i.stdout);
   assert.ok(lines.includes('   0  mask             [3]         3  no         -'), i.stdout);
+  assert.equal(lines.slice(-5).join('\n'), `lm.both.pt holds its model: cannot tell whether they pair\n  ${untold(['mask'])}\n${CANNOT_TELL}\nnot in the optimizer: mask\n`);
+  const fi = cli('inspect', 'lm.both.pt', '--frozen', 'mask');
+  assert.equal(fi.status, 0);
 });
 
-test('a resized embedding, reordered modules and a smaller model fail with their texts and error.index', async () => {
+test('a resized embedding, reordered modules and a smaller model fail with their texts and error.index; what still fits is placed', async () => {
   const cases = [
-    ['lm.resized.bin', 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model', 67, 0],
-    ['lm.reordered.bin', 'PyTorch: optimizer index 3 holds exp_avg #[4, 8], but no parameter of that shape lies between h.0.fc.weight and h.1.fc.weight in the model', 67, 3],
-    ['lm.small.bin', 'PyTorch: the optimizer has 16 parameters with state, the model 11 parameters', 68, null],
+    ['lm.resized.bin', ['PyTorch: wte.weight is [13, 4] in the model, [11, 4] in the optimizer\'s state (index 0)'], 67, 0],
+    ['lm.reordered.bin', ['PyTorch: optimizer index 3 holds exp_avg #[4, 8], but no parameter of that shape lies between h.0.fc.weight and h.1.fc.weight in the model',
+      'PyTorch: optimizer index 11 holds exp_avg #[4], but no parameter of that shape lies between h.1.ln.bias and h.1.fc.bias in the model'], 67, 3],
+    ['lm.small.bin', [`PyTorch: the optimizer's groups hold 16 parameters, the model 11: torch's load_state_dict refuses this state (${GROUP_SIZE})`], 68, null],
   ];
-  for (const [model, text, code, index] of cases) {
+  for (const [model, texts, code, index] of cases) {
     const r = await pair(at('lm.opt.pt'), at(model));
     assert.equal(r.pairs, false, model);
-    assert.deepEqual(r.failures.map((f) => [f.code, f.message, f.index ?? null]), [[code, text, index]], model);
-    assert.equal(r.error.message, text);
+    assert.deepEqual(r.failures.map((f) => f.message), texts, model);
+    assert.deepEqual([r.failures[0].code, r.failures[0].index ?? null], [code, index], model);
+    assert.equal(r.error.message, texts[0]);
     const c = cli('check', 'lm.opt.pt', '--state', model);
     assert.equal(c.status, 1, model);
-    assert.equal(c.stdout, `lm.opt.pt does not pair with ${model}: 1 failure\n  ${text}\n${CANNOT_TELL}\n`, model);
-    assert.equal(c.stderr, `${text}\n`);
+    assert.equal(c.stdout, `lm.opt.pt does not pair with ${model}: ${texts.length} failure${texts.length > 1 ? 's' : ''}\n${texts.map((t) => `  ${t}\n`).join('')}${CANNOT_TELL}\n`, model);
+    assert.equal(c.stderr, '', model);
   }
+  // the resized embedding leaves index 0 out: every other index is placed, the no-decay group too
+  const r = await pair(at('lm.opt.pt'), at('lm.resized.bin'));
+  const unplaced = r.pytorch.indices.filter((x) => x.slot === null).map((x) => x.index);
+  assert.deepEqual(unplaced, [0]);
+  assert.deepEqual(r.pytorch.indices.filter((x) => x.group === 1).map((x) => x.name), facts.lm.byIndex.slice(6));
 });
 
 test('one group of every parameter: PyTorch\'s positional pairing is shown beside the verdict, as load_state_dict would pair', () => {
@@ -102,15 +144,23 @@ test('one group of every parameter: PyTorch\'s positional pairing is shown besid
     'load_state_dict gives index 2 to l1.weight, without a word',
     '',
   ].join('\n'));
+  assert.equal(bad.stderr, '');
 });
 
 test('param_names place the indices by name: a renamed module fails naming the index and the name', async () => {
-  const ok = await pair(at('named.opt.pt'), at('lm.model.bin'));
+  const ok = await pair(at('named.opt.pt'), at('lm.model.bin'), { frozen: ['mask'] });
   assert.equal(ok.pairs, true);
   assert.deepEqual(ok.pytorch.indices.map((x) => x.name), facts.lm.byIndex);
   const r = await pair(at('named.opt.pt'), at('named.renamed.bin'));
   assert.deepEqual(r.failures.map((f) => [f.code, f.message, f.index]),
     [[69, 'PyTorch: optimizer index 14 is ln_f.weight in its group\'s param_names, which the model does not have', 14]]);
+  // a name given as frozen takes no index; with one frozen too many, the count says it first
+  const frozen = await pair(at('named.opt.pt'), at('lm.model.bin'), { frozen: ['ln_f.bias'] });
+  assert.deepEqual(frozen.failures.map((f) => [f.code, f.message, f.index]),
+    [[69, 'PyTorch: optimizer index 15 is ln_f.bias in its group\'s param_names, which is given as frozen', 15]]);
+  const count = await pair(at('named.opt.pt'), at('lm.model.bin'), { frozen: ['mask', 'ln_f.bias'] });
+  assert.deepEqual(count.failures.map((f) => [f.code, f.message, f.index ?? null]),
+    [[68, `PyTorch: the optimizer's groups hold 16 parameters, the model 15 besides the 2 given as frozen: torch's load_state_dict refuses this state (${GROUP_SIZE})`, null]]);
 });
 
 test('a CNN: BatchNorm\'s buffers are no slots, the frozen conv is not in the optimizer, amsgrad, one group', async () => {
@@ -118,7 +168,8 @@ test('a CNN: BatchNorm\'s buffers are no slots, the frozen conv is not in the op
   const m = await open(at('cnn.model.bin'));
   try {
     const r = await pair(o, m);
-    assert.equal(r.pairs, true);
+    // conv1 has no state: frozen by the training code, the files cannot say
+    assert.deepEqual([r.pairs, r.error.message], [null, untold(['conv1.weight', 'conv1.bias'])]);
     assert.deepEqual(o.report.pairing.slots, facts.cnn.names.filter((n) => !/running_mean|running_var|num_batches_tracked/.test(n)));
     assert.deepEqual(o.report.pairing.notInOptimizer, ['conv1.weight', 'conv1.bias']);
     assert.deepEqual(o.report.schema.requiresGrad, [false, false, true, true, true, true, true, true]);
@@ -128,8 +179,13 @@ test('a CNN: BatchNorm\'s buffers are no slots, the frozen conv is not in the op
     o.close();
     m.close();
   }
-  // health: the group's lr when --lr is not given; the frozen slots have no moments
+  const told = await pair(at('cnn.opt.pt'), at('cnn.model.bin'), { frozen: ['conv1.weight', 'conv1.bias'] });
+  assert.equal(told.pairs, true);
+  // health: the group's lr when --lr is not given; the frozen slots have no moments; what the
+  // files cannot tell is said beside it
   const h = await health(at('cnn.opt.pt'), at('cnn.model.bin'));
+  assert.equal(h.pairCondition, untold(['conv1.weight', 'conv1.bias']));
+  assert.equal((await health(at('cnn.opt.pt'), at('cnn.model.bin'), { frozen: ['conv1.weight', 'conv1.bias'] })).pairCondition, null);
   assert.equal(h.lr, 0.002);
   assert.equal(h.lrFrom, 'file');
   assert.deepEqual(h.names, ['conv1.weight', 'conv1.bias', 'bn1.weight', 'bn1.bias', 'conv2.weight', 'conv2.bias', 'head.weight', 'head.bias']);
@@ -151,6 +207,9 @@ print(json.dumps(out))`;
     assert.ok(Math.abs(s.update.rms - want[k][0]) <= 1e-6 * want[k][0], `slot ${s.slot}: ${s.update.rms} vs ${want[k][0]}`);
   });
   assert.ok(want.some(([withMax, withV]) => Math.abs(withMax - withV) > 1e-3 * withMax), 'v fell below its maximum somewhere');
+  const c = cli('health', 'cnn.opt.pt', '--state', 'cnn.model.bin');
+  assert.equal(c.status, 0);
+  assert.equal(c.stdout.split('\n')[1], `cannot tell whether cnn.model.bin pairs with cnn.opt.pt (its parameters are used): ${untold(['conv1.weight', 'conv1.bias'])}`);
 });
 
 test('the paired JSON report: names, and one list of entries by slot, each with its index, name, group, shape, dtype and amsgrad\'s vmax', () => {
@@ -246,10 +305,17 @@ test('export of two parameter groups: each group\'s configuration and lr, no one
     bits: { beta1: '0x3feccccccccccccd', beta2: '0x3feff7ced916872b', epsilon: '0x3e45798ee2308c3a', weightDecay: '0x0000000000000000' } });
 });
 
-test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently', async () => {
+test('two same-shaped layers, one frozen: which one trains is said to be ambiguous, never guessed silently; --frozen says which', async () => {
   const r = await pair(at('twin.opt.pt'), at('twin.model.bin'));
-  assert.equal(r.pairs, true);
+  assert.equal(r.pairs, null);
   assert.deepEqual(r.warnings, ['PyTorch: index 0 could be a.weight or b.weight: give the names (--names) or save param_names']);
+  const told = await pair(at('twin.opt.pt'), at('twin.model.bin'), { frozen: ['b.weight', 'b.bias'] });
+  assert.equal(told.pairs, true);
+  assert.deepEqual(told.warnings, []);
+  assert.deepEqual(told.pytorch.indices.map((x) => x.name), ['a.weight', 'a.bias']);
+  // frozen the other way, the indices go to b
+  const other = await pair(at('twin.opt.pt'), at('twin.model.bin'), { frozen: ['a.weight', 'a.bias'] });
+  assert.deepEqual([other.pairs, other.pytorch.indices.map((x) => x.name)], [true, ['b.weight', 'b.bias']]);
 });
 
 test('a safetensors model: ordered by --names it pairs as the torch model does; without them by shape, with the warning', async () => {
@@ -257,7 +323,7 @@ test('a safetensors model: ordered by --names it pairs as the torch model does; 
   const o = await open(at('lm.opt.pt'));
   const m = await open(at('lm.model.safetensors'));
   try {
-    const r = await pair(o, m, { names });
+    const r = await pair(o, m, { names, frozen: ['mask'] });
     assert.equal(r.pairs, true);
     assert.deepEqual(r.warnings, []);
     // the tied copy save_pretrained drops is no slot: the rest in module order
@@ -267,7 +333,7 @@ test('a safetensors model: ordered by --names it pairs as the torch model does; 
     o.close();
     m.close();
   }
-  const r = await pair(at('lm.opt.pt'), at('lm.model.safetensors'));
+  const r = await pair(at('lm.opt.pt'), at('lm.model.safetensors'), { frozen: ['mask'] });
   assert.equal(r.pairs, true);
   assert.deepEqual(r.warnings, ['PyTorch: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json, a pytorch_model.bin, or save param_names)']);
   // a shape that several parameters share decides none of them
@@ -275,6 +341,9 @@ test('a safetensors model: ordered by --names it pairs as the torch model does; 
   assert.deepEqual([ln.name, ln.decided], [null, false]);
   const wte = r.pytorch.indices.find((x) => x.index === 0);
   assert.deepEqual([wte.name, wte.decided], ['wte.weight', true]);
+  // the dropped tied copy is not in the file: a name it does not have is refused
+  await assert.rejects(pair(at('lm.opt.pt'), at('lm.model.safetensors'), { frozen: ['lm_head.weight'] }),
+    { name: 'CheckpointError', code: 39, message: 'PyTorch: --frozen names lm_head.weight, which the model does not have' });
 });
 
 test('export under the model\'s names: each moment bit for bit as torch holds it, the tie once', () => {
@@ -356,7 +425,7 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
     [['lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw'], 'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one'],
     [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin', '--kind', 'adam'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum)'],
     [['mlp.opt.pt', 'x.ckpt', '--state', 'mlp.model.bin'], 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
-    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.resized.bin', '--kind', 'adamw', '--weight-decay', '0.1'], 'PyTorch: optimizer index 0 holds exp_avg #[11, 4], but no parameter of that shape lies between the start and wpe.weight in the model'],
+    [['lm.opt.pt', 'x.ckpt', '--state', 'lm.resized.bin', '--kind', 'adamw', '--weight-decay', '0.1'], 'PyTorch: wte.weight is [13, 4] in the model, [11, 4] in the optimizer\'s state (index 0)'],
     // every option needed, in one message: one command line with them all converts
     [['lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin'], 'the groups\' weight decays differ (group 0: 0.1, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one; the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
     [['cnn.opt.pt', 'x.ckpt', '--state', 'cnn.model.bin'], 'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum); the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it'],
@@ -371,10 +440,10 @@ test('PyTorch to TorchLean refuses what TorchLean\'s one configuration cannot ho
   const ok = cli('convert', 'lm.opt.pt', 'x.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1');
   assert.equal(ok.status, 0, ok.stderr);
   // a random counter only when supplied: version 4 always holds one
-  const v4 = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4');
+  const v4 = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4', '--frozen', 'mask');
   assert.equal(v4.status, 1);
   assert.equal(v4.stderr.split('\n')[0], 'version 4 always holds a random counter and the file has none: --random-counter N supplies one');
-  const counted = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4', '--random-counter', '7');
+  const counted = cli('convert', 'lm.opt.pt', 'y.ckpt', '--state', 'lm.model.bin', '--kind', 'adamw', '--weight-decay', '0.1', '--to', '4', '--random-counter', '7', '--frozen', 'mask');
   assert.equal(counted.status, 0, counted.stderr);
   assert.equal(counted.stdout.split('\n')[0], 'y.ckpt: version 4 (float32), from lm.opt.pt with lm.model.bin');
 });
@@ -387,7 +456,7 @@ test('over HTTP and from a Blob: the optimizer and its model pair as from files'
       const blob = new BlobSource(whole);
       const o = await open(http), m = await open(blob);
       try {
-        const r = await pair(o, m);
+        const r = await pair(o, m, { frozen: ['mask'] });
         assert.equal(r.pairs, true);
         assert.deepEqual(o.report.pairing.slots, facts.lm.names);
         assert.deepEqual(r.pytorch.indices.map((x) => x.name), facts.lm.byIndex);
@@ -409,8 +478,9 @@ test('statistics computed apart attach to a paired optimizer\'s items (a worker\
     const fresh = await open(at(optName));
     const again = await open(at(modelName));
     try {
-      assert.equal((await pair(o, m)).pairs, true);
-      assert.equal((await pair(fresh, again)).pairs, true);
+      const frozen = optName === 'lm.opt.pt' ? ['mask'] : ['conv1.weight', 'conv1.bias'];
+      assert.equal((await pair(o, m, { frozen })).pairs, true);
+      assert.equal((await pair(fresh, again, { frozen })).pairs, true);
       assert.equal(o.summary.optimizer.groups[0].amsgrad, amsgrad);
       const n = itemCount(o);
       assert.equal(n, o.summary.entryCount);
@@ -493,4 +563,182 @@ torch.save(sd, sys.argv[2])`;
   const byName = facts.lm.names.map((n, i) => [n, i]).sort(([a], [b]) => (a < b ? -1 : 1)).map(([, i]) => i);
   assert.deepEqual(rows(['--sort', 'name']), byName);
   assert.deepEqual(rows([]), facts.lm.names.map((_, i) => i));
+});
+
+// ---- an optimizer saved with a tied model, paired with an untied one (gpt/, torch's own verdicts in facts.gpt) ----
+
+test('an untied model does not pair with the optimizer of its tied model: the Trainer folder\'s own model is compared first', () => {
+  const r = cli('check', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, [
+    'gpt/checkpoint-20/optimizer.pt does not pair with gpt/untied.bin: 1 failure',
+    '  PyTorch: lm_head.weight is tied to wte.weight in checkpoint-20\'s model, not in gpt/untied.bin',
+    CANNOT_TELL,
+    '',
+  ].join('\n'));
+  assert.equal(r.stderr, '');
+  // the folder's model.safetensors keeps no ties: save_pretrained left the tied copy out
+  const st = cli('check', 'gpt/st/checkpoint-20/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(st.status, 1);
+  assert.equal(st.stdout.split('\n')[1], '  PyTorch: lm_head.weight is in gpt/untied.bin, not in checkpoint-20\'s model');
+  // a tied copy of the folder's model: the same names, shapes and ties, said in the note
+  fs.copyFileSync(at('gpt/checkpoint-20/pytorch_model.bin'), at('gpt/tied.bin'));
+  const tied = cli('check', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/tied.bin', '--frozen', 'mask');
+  assert.equal(tied.status, 0);
+  assert.equal(tied.stdout.split('\n')[0], 'gpt/checkpoint-20/optimizer.pt pairs with gpt/tied.bin: same shapes, index by index; the same names, shapes and ties as checkpoint-20\'s model; the values are not compared: `run` with both steps\' state files compares them');
+  // torch agrees: the tied model's optimizer loads the state, the untied one's refuses it
+  assert.equal(facts.gpt.tied, null);
+  assert.equal(facts.gpt.untied, GROUP_SIZE);
+});
+
+test('without the model it was saved with, an untied model\'s lm_head without state cannot be told frozen: cannot tell, in torch\'s words; --frozen settles it as torch does', async () => {
+  fs.copyFileSync(at('gpt/checkpoint-20/optimizer.pt'), at('gpt/optimizer.pt'));
+  const r = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(r.status, 3);
+  const condition = `PyTorch: mask and lm_head.weight have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen mask,lm_head.weight says so); if it trains them, torch's load_state_dict refuses this state (${facts.gpt.untied})`;
+  assert.equal(r.stdout, `gpt/optimizer.pt with gpt/untied.bin: cannot tell whether they pair\n  ${condition}\n${CANNOT_TELL}\nnot in the optimizer: mask, lm_head.weight\n`);
+  assert.equal(r.stderr, '');
+  const api = await pair(at('gpt/optimizer.pt'), at('gpt/untied.bin'));
+  assert.deepEqual([api.pairs, api.ok, api.error.code, api.error.message, api.pytorch.untold], [null, false, 71, condition, ['mask', 'lm_head.weight']]);
+  // lm_head frozen (torch then loads the state: facts.gpt.untiedFrozen), mask a buffer
+  const told = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight');
+  assert.equal(told.status, 0);
+  assert.equal(told.stdout, `gpt/optimizer.pt pairs with gpt/untied.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask, lm_head.weight\n`);
+  assert.equal(facts.gpt.untiedFrozen, null);
+  // one of the two told: the other is still untold
+  const half = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask');
+  assert.equal(half.status, 3);
+  assert.equal(half.stdout.split('\n')[1], `  PyTorch: lm_head.weight has no optimizer state: the pair holds only if the training code does not train it (a frozen parameter, or a buffer: --frozen lm_head.weight says so); if it trains it, torch's load_state_dict refuses this state (${GROUP_SIZE})`);
+  // a name the model does not have
+  const typo = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'lm_head.weigth');
+  assert.equal(typo.status, 2);
+  assert.equal(typo.stderr, 'ckptscope: cannot pair gpt/optimizer.pt with gpt/untied.bin: PyTorch: --frozen names lm_head.weigth, which gpt/untied.bin does not have\n');
+  const empty = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,');
+  assert.equal(empty.status, 2);
+  assert.equal(empty.stderr.split('\n')[0], 'ckptscope: --frozen takes NAME[,NAME...], the model\'s tensor names: mask, holds an empty one');
+  const idle = cli('check', 'gpt/optimizer.pt', '--expect', 'gpt/untied.bin', '--frozen', 'mask');
+  assert.equal(idle.status, 2);
+  assert.equal(idle.stderr.split('\n')[0], 'ckptscope: --frozen does nothing here: it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
+});
+
+test('a failing check prints every line once: on stdout, each line whole, nothing repeated on stderr, whether the streams are apart or together', () => {
+  const want = [
+    'gpt/optimizer.pt does not pair with gpt/resized.bin: 1 failure',
+    '  PyTorch: wte.weight is [58, 16] in the model, [50, 16] in the optimizer\'s state (index 0)',
+    CANNOT_TELL,
+    '',
+  ].join('\n');
+  fs.copyFileSync(at('gpt/checkpoint-20/optimizer.pt'), at('gpt/optimizer.pt'));
+  const apart = cli('check', 'gpt/optimizer.pt', '--state', 'gpt/resized.bin');
+  assert.equal(apart.status, 1);
+  assert.equal(apart.stdout, want);
+  assert.equal(apart.stderr, '');
+  const together = spawnSync('/bin/sh', ['-c', `"${process.execPath}" "${CLI}" check gpt/optimizer.pt --state gpt/resized.bin > both.txt 2>&1`], { cwd: dir });
+  assert.equal(together.status, 1);
+  assert.equal(fs.readFileSync(at('both.txt'), 'utf8'), want);
+});
+
+test('a resized embedding is named in PyTorch\'s notation, and every other index is still placed (the 18 of the no-decay group too)', async () => {
+  const r = await pair(at('gpt/optimizer.pt'), at('gpt/resized.bin'));
+  assert.deepEqual(r.failures.map((f) => [f.code, f.message, f.index]), [[67, 'PyTorch: wte.weight is [58, 16] in the model, [50, 16] in the optimizer\'s state (index 0)', 0]]);
+  const noDecay = r.pytorch.indices.filter((x) => x.group === 1);
+  assert.equal(noDecay.length, 10);
+  assert.ok(noDecay.every((x) => x.slot !== null && x.name !== null));
+  assert.deepEqual(r.pytorch.indices.filter((x) => x.slot === null).map((x) => x.index), [0]);
+  // in its folder the models are compared first: both differences said, then the index
+  const c = cli('check', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/resized.bin');
+  assert.equal(c.status, 1);
+  assert.equal(c.stdout, [
+    'gpt/checkpoint-20/optimizer.pt does not pair with gpt/resized.bin: 3 failures',
+    '  PyTorch: wte.weight is [58, 16] in gpt/resized.bin, [50, 16] in checkpoint-20\'s model',
+    '  PyTorch: lm_head.weight is [58, 16] in gpt/resized.bin, [50, 16] in checkpoint-20\'s model',
+    '  PyTorch: wte.weight is [58, 16] in the model, [50, 16] in the optimizer\'s state (index 0)',
+    CANNOT_TELL,
+    '',
+  ].join('\n'));
+});
+
+test('a TorchLean optimizer pairs with a torch.save model of its layout: check, health and pair(); the ties must be the model\'s storages', async () => {
+  const c = cli('convert', 'rt.opt.pt', 'rt.ckpt', '--state', 'rt.model.bin', '--kind', 'adamw', '--frozen', 'mask');
+  assert.equal(c.status, 0, c.stderr);
+  const ok = cli('check', 'rt.ckpt', '--state', 'rt.model.bin');
+  assert.equal(ok.status, 0);
+  assert.equal(ok.stdout, `rt.ckpt pairs with rt.model.bin: ${TL_NOTE}\n`);
+  const r = await pair(at('rt.ckpt'), at('rt.model.bin'));
+  assert.deepEqual([r.pairs, r.note, r.failures], [true, TL_NOTE, []]);
+  const h = cli('health', 'rt.ckpt', '--state', 'rt.model.bin', '--json');
+  assert.equal(h.status, 0, h.stderr);
+  const json = JSON.parse(h.stdout);
+  assert.deepEqual([json.pairs, json.error, json.slots.length], [true, null, 18]);
+  assert.ok(json.slots.every((s) => s.param !== null));
+  const untied = cli('check', 'rt.ckpt', '--state', 'rt.untied.bin');
+  assert.equal(untied.status, 1);
+  assert.equal(untied.stdout, 'rt.ckpt does not pair with rt.untied.bin: 1 failure\n  parameter 17 (lm_head.weight) is tied to parameter 1 (wte.weight) in the optimizer\'s schema, not in the model\n');
+  const hu = cli('health', 'rt.ckpt', '--state', 'rt.untied.bin');
+  assert.equal(hu.status, 1);
+  assert.equal(hu.stdout, untied.stdout);
+});
+
+test('diff of PyTorch optimizers: their model by --state (one for both, or one each), or the one a file holds; without one, how to give it', () => {
+  const none = cli('diff', 'rt.opt.pt', 'rt4.opt.pt');
+  assert.equal(none.status, 2);
+  assert.equal(none.stderr.split('\n')[0], 'ckptscope: diff: rt.opt.pt is a PyTorch optimizer: its slots come from its model, which it does not hold: did you mean `ckptscope diff rt.opt.pt rt4.opt.pt --state MODEL_A MODEL_B`?');
+  const one = cli('diff', 'rt.opt.pt', 'rt4.opt.pt', '--state', 'rt.model.bin');
+  const each = cli('diff', 'rt.opt.pt', 'rt4.opt.pt', '--state', 'rt.model.bin', 'rt4.model.bin');
+  for (const d of [one, each]) {
+    assert.equal(d.status, 1, d.stderr);
+    assert.equal(d.stderr, '');
+    const lines = d.stdout.split('\n');
+    assert.equal(lines[0], '48 differences between rt.opt.pt and rt4.opt.pt:');
+    assert.equal(lines[1], '  parameter 1: step 3 vs 4');
+  }
+  const both = cli('diff', 'rt.both.pt', 'rt.both.pt');
+  assert.equal(both.status, 0);
+  assert.equal(both.stdout, 'no differences between rt.both.pt and rt.both.pt\n');
+  const own = cli('diff', 'rt.ckpt', 'rt.ckpt', '--state', 'rt.model.bin');
+  assert.equal(own.status, 2);
+  assert.equal(own.stderr.split('\n')[0], 'ckptscope: --state does nothing here: rt.ckpt and rt.ckpt have slots of their own');
+  const three = cli('diff', 'rt.opt.pt', 'rt4.opt.pt', '--state', 'a', 'b', 'c');
+  assert.equal(three.status, 2);
+  assert.equal(three.stderr.split('\n')[0], 'ckptscope: diff --state takes one model for both files, or A\'s then B\'s: 3 given');
+});
+
+test('the API: pair(x) alone pairs a file holding both, else says what is missing; entry() before pairing says why there is no slot yet', async () => {
+  const r = await pair(at('cnn.ckpt'), undefined, { frozen: ['conv1.weight', 'conv1.bias'] });
+  assert.deepEqual([r.pairs, r.note], [true, NOTE]);
+  await assert.rejects(pair(at('lm.opt.pt')), { name: 'TypeError', message: 'pair(optimizer, model): the model is missing; only a file holding both its optimizer and its model pairs alone' });
+  await assert.rejects(pair(), { name: 'TypeError', message: 'pair(optimizer, model): the optimizer checkpoint is missing' });
+  const o = await open(at('lm.opt.pt'));
+  try {
+    await assert.rejects(pair(o), { name: 'TypeError', message: 'pair(optimizer, model): the model is missing; only a file holding both its optimizer and its model pairs alone' });
+    await assert.rejects(o.entry(0), { name: 'CheckpointError', code: 41, message: 'no parameter 0 yet: a torch.save file has no slots of its own until it is paired with the model it belongs to (pair(optimizer, model), or --state MODEL); then each slot is a parameter of the model' });
+  } finally {
+    o.close();
+  }
+});
+
+test('inspect, health and export pair as check does: --frozen, the Trainer folder\'s model first, the condition said beside', () => {
+  fs.copyFileSync(at('gpt/checkpoint-20/optimizer.pt'), at('gpt/optimizer.pt'));
+  const i = cli('inspect', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight');
+  assert.equal(i.status, 0);
+  assert.equal(i.stdout.split('\n').slice(-4).join('\n'), `gpt/optimizer.pt pairs with gpt/untied.bin: ${NOTE}\n${CANNOT_TELL}\nnot in the optimizer (frozen or buffers): mask, lm_head.weight\n`);
+  const untold3 = cli('inspect', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(untold3.status, 3);
+  assert.equal(untold3.stderr, '');
+  const idle = cli('inspect', 'gpt/untied.bin', '--frozen', 'mask');
+  assert.equal(idle.status, 2);
+  assert.equal(idle.stderr.split('\n')[0], 'ckptscope: --frozen does nothing here: it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (--state MODEL)');
+  const h = cli('health', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(h.status, 0);
+  assert.equal(h.stdout.split('\n')[1], `cannot tell whether gpt/untied.bin pairs with gpt/optimizer.pt (its parameters are used): PyTorch: mask and lm_head.weight have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen mask,lm_head.weight says so); if it trains them, torch's load_state_dict refuses this state (${GROUP_SIZE})`);
+  const told = JSON.parse(cli('health', 'gpt/optimizer.pt', '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight', '--json').stdout);
+  assert.equal(told.pairCondition, null);
+  const folder = cli('health', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/untied.bin');
+  assert.equal(folder.status, 1);
+  assert.equal(folder.stdout, `gpt/checkpoint-20/optimizer.pt does not pair with gpt/untied.bin: 1 failure\n  PyTorch: lm_head.weight is tied to wte.weight in checkpoint-20's model, not in gpt/untied.bin\n${CANNOT_TELL}\n`);
+  const e = cli('export', 'gpt/optimizer.pt', at('g.npz'), '--state', 'gpt/untied.bin');
+  assert.equal(e.status, 0);
+  assert.equal(e.stderr, `warning: PyTorch: mask and lm_head.weight have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen mask,lm_head.weight says so); if it trains them, torch's load_state_dict refuses this state (${GROUP_SIZE})\n`);
+  const ef = cli('export', 'gpt/optimizer.pt', at('g.npz'), '--state', 'gpt/untied.bin', '--frozen', 'mask,lm_head.weight');
+  assert.deepEqual([ef.status, ef.stderr], [0, '']);
 });

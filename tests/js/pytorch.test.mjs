@@ -204,7 +204,7 @@ print(json.dumps({'pkl': pkl, 'records': records, 'centralDirectory': z.fp.seek(
 test('what needs a parameter schema refuses a PyTorch optimizer without its model instead of answering for no slots', async () => {
   const why = 'a torch.save file has no slots of its own: they come from the model it belongs to; give the model (--state MODEL)';
   const opt = at('adamw.pt');
-  for (const args of [['health', opt], ['export', opt, path.join(dir, 'out.safetensors')], ['diff', opt, at('amsgrad.pt')],
+  for (const args of [['health', opt], ['export', opt, path.join(dir, 'out.safetensors')],
     ['run', opt, at('amsgrad.pt')], ['check', opt, '--expect', at('amsgrad.pt')]]) {
     const r = cli(...args);
     assert.notEqual(r.status, 0, `${args[0]}: ${r.stdout}`);
@@ -212,6 +212,10 @@ test('what needs a parameter schema refuses a PyTorch optimizer without its mode
     assert.doesNotMatch(r.stdout, /healthy|no differences|continuous|wrote/, args[0]);
   }
   assert.equal(fs.existsSync(path.join(dir, 'out.safetensors')), false);
+  // diff says how to give the models, in its own words
+  const d = spawnSync(process.execPath, [CLI, 'diff', 'adamw.pt', 'amsgrad.pt'], { encoding: 'utf8', cwd: dir });
+  assert.equal(d.status, 2);
+  assert.equal(d.stderr.split('\n')[0], 'ckptscope: diff: adamw.pt is a PyTorch optimizer: its slots come from its model, which it does not hold: did you mean `ckptscope diff adamw.pt amsgrad.pt --state MODEL_A MODEL_B`?');
 });
 
 test('any torch.save object shows its tensors: a bare tensor, a list of them, a dict beside numbers, each with its path', () => {

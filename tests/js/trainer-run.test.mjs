@@ -21,7 +21,7 @@ const cli = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding:
 /** The learning rate trainer_state.json logged at `step`, as the file holds it. */
 const logged = (folder, step) => JSON.parse(fs.readFileSync(at(`${folder}/trainer_state.json`), 'utf8')).log_history.find((h) => h.step === step).learning_rate;
 const PAIRS = (f) => [
-  `${f}/optimizer.pt pairs with ${f}/pytorch_model.bin: same slots, same shapes, same ties; the values are not compared: \`run\` with both steps' state files compares them`,
+  `${f}/optimizer.pt pairs with ${f}/pytorch_model.bin: same shapes, index by index; ties not compared (an optimizer saves none); the values are not compared: \`run\` with both steps' state files compares them`,
   'load_state_dict pairs by position: here it gives every index the parameter found for it',
 ];
 

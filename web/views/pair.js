@@ -26,9 +26,12 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
     return;
   }
   verdict.classList.add(result.pairs ? 'loads' : 'fails');
-  // structural only: the package's note says what was not compared
-  verdict.append(el('strong', '', result.pairs ? 'Pairs, in structure:' : `Does not pair: ${plural(result.failures.length, 'failure')}.`));
+  // structural only: the package's note says what was not compared; pairs null: the files
+  // cannot tell, and the package's condition says on what the pair holds
+  const head = result.pairs ? 'Pairs, in structure:' : result.pairs === null ? 'Cannot tell whether they pair:' : `Does not pair: ${plural(result.failures.length, 'failure')}.`;
+  verdict.append(el('strong', '', head));
   if (result.pairs) verdict.append(' ', testid(el('span', 'pair-note', result.note), 'pair-note'));
+  if (result.pairs === null) verdict.append(' ', testid(el('span', 'pair-condition', result.error.message), 'pair-condition'));
   if (result.failures.length) {
     const list = el('ol', 'failures');
     for (const f of result.failures) {
@@ -40,7 +43,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
     verdict.append(list);
   }
   for (const w of result.warnings ?? []) card.append(testid(el('p', 'meta warn-line', `warning: ${w}`), 'warning'));
-  if (result.pytorch) card.append(positional(result.pytorch, result.pairs ? null : result.error));
+  if (result.pytorch) card.append(positional(result.pytorch, result.pairs === false ? result.error : null));
 
   // Ties: the state file must hold the same values for every slot of a tied group.
   const sh = cols?.sharing;
@@ -93,7 +96,8 @@ function positional(pairing, failure) {
     } else if (!failed) say('load_state_dict pairs by position: here it gives every index the parameter found for it.', 'positional-verdict');
     if (failed) say(`load_state_dict gives index ${failed.index} to ${failed.positionalName ?? 'no parameter'}, without a word.`, 'positional-failed');
   }
-  if (pairing.notInOptimizer.length) say(`Not in the optimizer (frozen, or buffers): ${pairing.notInOptimizer.join(', ')}.`, 'not-in-optimizer');
+  // frozen or buffers, when the files (or the names given) say so of every one
+  if (pairing.notInOptimizer.length) say(`Not in the optimizer${pairing.untold?.length ? '' : ' (frozen, or buffers)'}: ${pairing.notInOptimizer.join(', ')}.`, 'not-in-optimizer');
   return box;
 }
 

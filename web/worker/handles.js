@@ -77,7 +77,7 @@ function pairHandles() {
  *  again (the model's statistics add warnings), the first's `pytorch` pairing kept with it. */
 export async function pairOpen(names = null) {
   const [opt, state] = pairHandles();
-  if (opt.bound && (opt.bound.error || !opt.bound.result.pairs)) {
+  if (opt.bound && (opt.bound.error || opt.bound.result.pairs === false)) {
     if (opt.bound.error) throw opt.bound.error;
     return opt.bound.result;
   }
@@ -86,7 +86,12 @@ export async function pairOpen(names = null) {
   try {
     const result = await pair(opt.ck, state.ck, { names });
     if (pytorch) opt.bound = { result, names };
-    return result.pytorch || !opt.bound ? result : { ...result, pytorch: opt.bound.result.pytorch };
+    if (result.pytorch || !opt.bound) return result;
+    // asked again on the bound slots: the first pairing's placement, note and, when the files
+    // could not tell, its condition stay the verdict
+    const first = opt.bound.result;
+    const untold = first.pairs === null && result.pairs ? { pairs: null, ok: false, error: first.error } : {};
+    return { ...result, pytorch: first.pytorch, note: first.note, ...untold };
   } catch (err) {
     if (pytorch && err.name !== 'AbortError') opt.bound = { error: err };
     throw err;

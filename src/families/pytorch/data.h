@@ -12,6 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A slot the training code does not train, by what is known: given as frozen (or listed so by
+ * the optimizer's own files), or a buffer (saved as a plain tensor beside Parameters). */
+enum { TF_KNOWN_FROZEN = 1, TF_KNOWN_BUFFER = 2, TF_KNOWN_TIE = 4 /* not an owner: its owner tells */ };
+
 typedef struct tf_data {
     ckpt_torch *t;
     ckpt_stats **stats;   /* per entry of the first optimizer: exp_avg, exp_avg_sq, max_exp_avg_sq */
@@ -31,6 +35,7 @@ typedef struct tf_data {
     size_t *entry_of;     /* the report's entry k -> t->entries */
     ckpt_stats **vmax;    /* the report's entry k: max_exp_avg_sq's statistics (amsgrad) */
     uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
+    uint8_t *known;       /* per slot: TF_KNOWN_* (untrained by what the caller or the files say; a tie) */
     bool kind_given;      /* the caller gave the kind (ckpt_torch_set_kind) */
     ckpt_torch_kind own;  /* then: the kind the file itself says */
 } tf_data;

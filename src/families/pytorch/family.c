@@ -43,6 +43,7 @@ static void tf_free(ckpt_report *rep)
     for (size_t k = 0; d->vmax && k < d->slot_count; k++) ckpt_stats_free(d->vmax[k]);
     free(d->vmax);
     free(d->undecided);
+    free(d->known);
     ckpt_torch_free(d->t);
     free(d);
 }
@@ -247,10 +248,10 @@ int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
     return 0;
 }
 
-static int tf_bind(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
-                   size_t *view_len, ckpt_pair_result *res)
+static int tf_bind(ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o, const ckpt_report *trained,
+                   size_t **view, size_t *view_len, ckpt_pair_result *res)
 {
-    return ckpt_torch_bind(ro, rm, rm->family == &ckpt_family_pytorch, names, name_count, view, view_len, res);
+    return ckpt_torch_bind(ro, rm, rm->family == &ckpt_family_pytorch, o, trained, view, view_len, res);
 }
 
 static const struct ckpt_family_impl torch_impl = {
@@ -269,6 +270,7 @@ static const struct ckpt_family_impl torch_impl = {
     .release = tf_free,
     .hint = tf_hint,
     .bind = tf_bind,
+    .model_slots = ckpt_torch_model_slots,
     .holds = "optimizer state and model tensors",
     .hint_not = "a model-state file",
 };

@@ -47,10 +47,18 @@ static int fail_index(ckpt_pair_result *res, int64_t index, const char *what, co
 typedef struct bind_in {
     ckpt_bind_slot *slots;
     size_t n;
-    size_t *view; /* slot i -> the model report's tensor */
+    size_t *view;    /* slot i -> the model report's tensor */
+    uint8_t *buffer; /* slot i is known to be a buffer (saved as a plain tensor beside Parameters) */
     bool shape_only;
     bool ordered_by_names;
 } bind_in;
+
+static void bind_in_free(bind_in *in)
+{
+    free(in->slots);
+    free(in->view);
+    free(in->buffer);
+}
 
 /* The model's slots, in model order: its floating tensors less BatchNorm's buffers; ties by
  * storage identity when the model is a torch.save state dict. */
@@ -61,7 +69,8 @@ static int gather_slots(const ckpt_report *rm, bool torch, const char *const *na
     size_t *order = malloc((nt ? nt : 1) * sizeof *order);
     in->slots = calloc(nt ? nt : 1, sizeof *in->slots);
     in->view = malloc((nt ? nt : 1) * sizeof *in->view);
-    if (!order || !in->slots || !in->view) {
+    in->buffer = calloc(nt ? nt : 1, 1);
+    if (!order || !in->slots || !in->view || !in->buffer) {
         free(order);
         return ckpt_fail_oom(&res->error);
     }
@@ -90,6 +99,10 @@ static int gather_slots(const ckpt_report *rm, bool torch, const char *const *na
     }
     in->shape_only = unordered && !names && !param_names;
     const tf_data *md = torch ? rm->family_data : NULL;
+    /* a dict that holds Parameters (state_dict(keep_vars=True)) tells its buffers apart: they
+     * are the plain tensors beside them */
+    bool parameters = false;
+    for (size_t i = 0; md && i < nt && !parameters; i++) parameters = md->t->tensors[md->model_tensor[i]].parameter;
     for (size_t j = 0; j < nt; j++) {
         size_t i = order[j];
         const ckpt_tensor_info *ti = &rm->tensors[i];
@@ -103,9 +116,70 @@ static int gather_slots(const ckpt_report *rm, bool torch, const char *const *na
         for (size_t q = 0; md && q < in->n && sl->tie == CKPT_NONE; q++)
             if (ckpt_torch_same(md->t, md->model_tensor[in->view[q]], md->model_tensor[i]))
                 sl->tie = in->slots[q].tie == CKPT_NONE ? q : in->slots[q].tie;
+        in->buffer[in->n] = parameters && !md->t->tensors[md->model_tensor[i]].parameter;
         in->view[in->n++] = i;
     }
     free(order);
+    return 0;
+}
+
+/* The names given as frozen (and the family's own list) onto the slots: a tie's owner is frozen
+ * when any of its names is (one storage), and its ties with it. A name the model does not have
+ * is refused; one of a tensor that is no slot (a BatchNorm buffer, integers) is no parameter. */
+static int mark_frozen(const ckpt_report *rm, bind_in *in, const char *const *frozen, size_t frozen_count,
+                       const char *model_label, ckpt_pair_result *res)
+{
+    for (size_t k = 0; k < frozen_count; k++) {
+        bool found = false;
+        for (size_t i = 0; i < rm->tensors_len && !found; i++)
+            found = rm->tensors[i].name && !strcmp(rm->tensors[i].name, frozen[k]);
+        if (!found) {
+            strbuf sb = {0};
+            sb_printf(&sb, "--frozen names %s, which %s does not have", frozen[k], model_label);
+            int rc = fail_pair(res, -1, sb.failed ? NULL : sb.data);
+            res->error.code = CKPT_E_INVALID_ARGUMENT;
+            sb_free(&sb);
+            return rc;
+        }
+        for (size_t q = 0; q < in->n; q++) {
+            if (strcmp(in->slots[q].name, frozen[k])) continue;
+            uint64_t owner = in->slots[q].tie == CKPT_NONE ? q : in->slots[q].tie;
+            in->slots[owner].frozen = true;
+        }
+    }
+    for (size_t q = 0; q < in->n; q++)
+        if (in->slots[q].tie != CKPT_NONE) in->slots[q].frozen = in->slots[in->slots[q].tie].frozen;
+    return 0;
+}
+
+/* The slots of a torch.save model (format.md 10.4) in model order: view[k] is the report's tensor
+ * of slot k, ties[k] the earlier slot of its storage or CKPT_NONE. For a TorchLean optimizer
+ * paired with such a model. */
+int ckpt_torch_model_slots(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err)
+{
+    ckpt_pair_result res = {0};
+    ckpt_error_clear(&res.error);
+    bind_in in = {0};
+    *view = NULL;
+    *ties = NULL;
+    *len = 0;
+    if (gather_slots(rm, true, NULL, 0, false, &in, &res)) {
+        bind_in_free(&in);
+        int code = res.error.code;
+        ckpt_error_move(err, &res.error);
+        return code;
+    }
+    uint64_t *t = malloc((in.n ? in.n : 1) * sizeof *t);
+    if (!t) {
+        bind_in_free(&in);
+        return ckpt_fail_oom(err);
+    }
+    for (size_t k = 0; k < in.n; k++) t[k] = in.slots[k].tie;
+    *view = in.view;
+    in.view = NULL;
+    *ties = t;
+    *len = in.n;
+    bind_in_free(&in);
     return 0;
 }
 
@@ -321,8 +395,211 @@ static int keep_slot_names(tf_data *d, const bind_in *in, ckpt_pair_result *res)
     return 0;
 }
 
-int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, const char *const *names,
-                    size_t name_count, size_t **view, size_t *view_len, ckpt_pair_result *res)
+/* A failure of the pair (prefixed "PyTorch: "), about a slot and an index (CKPT_NONE / -1). */
+static bool push_failure(ckpt_pair_result *res, int code, uint64_t slot, int64_t index, strbuf *text)
+{
+    if (text->failed) return false;
+    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
+    if (!f) return false;
+    res->failures = f;
+    ckpt_error *e = &f[res->failures_len];
+    memset(e, 0, sizeof *e);
+    ckpt_error_clear(e);
+    ckpt_fail_at(e, "PyTorch", code, CKPT_NONE, 0, slot, "%s", text->data);
+    if (index >= 0) e->index = (uint64_t)index;
+    sb_free(text);
+    if (!e->message) return false;
+    res->failures_len++;
+    return true;
+}
+
+/* "a", "a and b", "a, b and c"; past 8 names, the first 8 "and {n} more". */
+static void name_list(strbuf *sb, const char *const *names, size_t n)
+{
+    size_t shown = n > 8 ? 8 : n;
+    for (size_t k = 0; k < shown; k++) {
+        if (k) sb_puts(sb, k + 1 == shown && shown == n ? " and " : ", ");
+        sb_puts(sb, names[k]);
+    }
+    if (shown < n) sb_printf(sb, " and %zu more", n - shown);
+}
+
+typedef struct named {
+    const char *name;
+    size_t slot;
+} named;
+
+static int cmp_named(const void *a, const void *b)
+{
+    return strcmp(((const named *)a)->name, ((const named *)b)->name);
+}
+
+/* The slots of `in` sorted by name, for find_slot; NULL when out of memory. */
+static named *sort_names(const bind_in *in)
+{
+    named *v = malloc((in->n ? in->n : 1) * sizeof *v);
+    if (!v) return NULL;
+    for (size_t q = 0; q < in->n; q++) v[q] = (named){in->slots[q].name, q};
+    qsort(v, in->n, sizeof *v, cmp_named);
+    return v;
+}
+
+/* The slot named `name` (a binary search of sort_names's array), or SIZE_MAX. */
+static size_t find_slot(const named *sorted, size_t n, const char *name)
+{
+    named key = {name, 0};
+    const named *hit = n ? bsearch(&key, sorted, n, sizeof *sorted, cmp_named) : NULL;
+    return hit ? hit->slot : SIZE_MAX;
+}
+
+/* The optimizer's own model (the one its Trainer folder holds: the model it was saved with)
+ * against the model given, by names, shapes and ties, before any index is placed (format.md
+ * 10.4). Each difference is a failure; a tied copy that a file keeping no module order leaves
+ * out (save_pretrained) is no difference. *ties: both files keep ties, so they were compared. */
+static int compare_models(const ckpt_report *ref, const ckpt_report *rm, bool rm_torch, const char *rl, const char *ml,
+                          bool *ties, ckpt_pair_result *res)
+{
+    bool ref_torch = ref->family && ref->family->id == CKPT_FAMILY_PYTORCH;
+    bool ref_drops = ref->family && ref->family->impl->unordered, rm_drops = rm->family && rm->family->impl->unordered;
+    *ties = ref_torch && rm_torch;
+    bind_in a = {0}, b = {0};
+    int rc = gather_slots(ref, ref_torch, NULL, 0, true, &a, res);
+    if (!rc) rc = gather_slots(rm, rm_torch, NULL, 0, true, &b, res);
+    named *sa = rc ? NULL : sort_names(&a), *sb_ = rc ? NULL : sort_names(&b);
+    if (!rc && (!sa || !sb_)) rc = ckpt_fail_oom(&res->error);
+    for (size_t q = 0; !rc && q < a.n; q++) {
+        const ckpt_bind_slot *x = &a.slots[q];
+        size_t j = find_slot(sb_, b.n, x->name);
+        strbuf t = {0};
+        if (j == SIZE_MAX) {
+            if (x->tie != CKPT_NONE && rm_drops) continue; /* a tied copy the file leaves out */
+            sb_printf(&t, "%s is in %s, not in %s", x->name, rl, ml);
+            if (!push_failure(res, CKPT_E_TORCH_MODELS_DIFFER, CKPT_NONE, -1, &t)) rc = ckpt_fail_oom(&res->error);
+            continue;
+        }
+        const ckpt_bind_slot *y = &b.slots[j];
+        if (x->rank != y->rank || memcmp(x->dims, y->dims, x->rank * sizeof *x->dims)) {
+            sb_printf(&t, "%s is ", x->name);
+            ckpt_shape_print_list(&t, y->dims, y->rank);
+            sb_printf(&t, " in %s, ", ml);
+            ckpt_shape_print_list(&t, x->dims, x->rank);
+            sb_printf(&t, " in %s", rl);
+            if (!push_failure(res, CKPT_E_TORCH_MODELS_DIFFER, j, -1, &t)) rc = ckpt_fail_oom(&res->error);
+            continue;
+        }
+        const char *ta = x->tie != CKPT_NONE ? a.slots[x->tie].name : NULL;
+        const char *tb = y->tie != CKPT_NONE ? b.slots[y->tie].name : NULL;
+        if (*ties && ta && (!tb || strcmp(ta, tb))) {
+            sb_printf(&t, "%s is tied to %s in %s, not in %s", x->name, ta, rl, ml);
+            if (!push_failure(res, CKPT_E_TORCH_MODELS_DIFFER, j, -1, &t)) rc = ckpt_fail_oom(&res->error);
+        }
+    }
+    for (size_t j = 0; !rc && j < b.n; j++) {
+        const ckpt_bind_slot *y = &b.slots[j];
+        size_t q = find_slot(sa, a.n, y->name);
+        strbuf t = {0};
+        if (q == SIZE_MAX) {
+            if (y->tie != CKPT_NONE && ref_drops) continue;
+            sb_printf(&t, "%s is in %s, not in %s", y->name, ml, rl);
+            if (!push_failure(res, CKPT_E_TORCH_MODELS_DIFFER, j, -1, &t)) rc = ckpt_fail_oom(&res->error);
+            continue;
+        }
+        const ckpt_bind_slot *x = &a.slots[q];
+        const char *ta = x->tie != CKPT_NONE ? a.slots[x->tie].name : NULL;
+        const char *tb = y->tie != CKPT_NONE ? b.slots[y->tie].name : NULL;
+        bool same_shape = x->rank == y->rank && !memcmp(x->dims, y->dims, x->rank * sizeof *x->dims);
+        if (*ties && same_shape && tb && (!ta || strcmp(ta, tb))) {
+            sb_printf(&t, "%s is tied to %s in %s, not in %s", y->name, tb, ml, rl);
+            if (!push_failure(res, CKPT_E_TORCH_MODELS_DIFFER, j, -1, &t)) rc = ckpt_fail_oom(&res->error);
+        }
+    }
+    free(sa);
+    free(sb_);
+    bind_in_free(&a);
+    bind_in_free(&b);
+    return rc;
+}
+
+/* The owner slots no index reached that the files do not say are untrained: neither given as
+ * frozen (nor listed so by the optimizer's own files) nor known buffers. With a complete list of
+ * the frozen (`complete`), they are trained: torch refuses the state (a failure); else the pair
+ * holds only if the training code trains none of them: it cannot tell (res->cannot_tell, the
+ * condition in res->error). */
+static int untold(const tf_data *d, const bind_in *in, bool complete, ckpt_pair_result *res)
+{
+    uint8_t *reached = calloc(in->n ? in->n : 1, 1);
+    const char **names = malloc((in->n ? in->n : 1) * sizeof *names);
+    if (!reached || !names) {
+        free(reached);
+        free(names);
+        return ckpt_fail_oom(&res->error);
+    }
+    for (size_t j = 0; j < d->idx_len; j++)
+        if (d->binding.slot_of[j] != CKPT_NONE) reached[d->binding.slot_of[j]] = 1;
+    size_t n = 0;
+    uint64_t first = CKPT_NONE;
+    for (size_t q = 0; q < in->n; q++) {
+        if (in->slots[q].tie != CKPT_NONE || reached[q] || in->slots[q].frozen || in->buffer[q]) continue;
+        if (first == CKPT_NONE) first = q;
+        names[n++] = in->slots[q].name;
+    }
+    int rc = 0;
+    if (n) {
+        const bool one = n == 1;
+        strbuf t = {0};
+        name_list(&t, names, n);
+        if (complete) {
+            sb_printf(&t,
+                      " %s no optimizer state, and the optimizer's files do not list %s as frozen: torch's "
+                      "load_state_dict refuses this state (" CKPT_TORCH_GROUP_SIZE ")",
+                      one ? "has" : "have", one ? "it" : "them");
+            if (!push_failure(res, CKPT_E_TORCH_UNTRAINED, first, -1, &t)) rc = ckpt_fail_oom(&res->error);
+        } else {
+            sb_printf(&t, " %s no optimizer state: the pair holds only if the training code does not train %s (%s: ",
+                      one ? "has" : "have", one ? "it" : "them",
+                      one ? "a frozen parameter, or a buffer" : "frozen parameters, or buffers");
+            if (n <= 8) {
+                sb_puts(&t, "--frozen ");
+                for (size_t k = 0; k < n; k++) sb_printf(&t, "%s%s", k ? "," : "", names[k]);
+                sb_puts(&t, " says so");
+            } else {
+                sb_puts(&t, "--frozen NAME[,NAME...] says which");
+            }
+            sb_printf(&t, "); if it trains %s, torch's load_state_dict refuses this state (" CKPT_TORCH_GROUP_SIZE ")",
+                      one ? "it" : "them");
+            if (t.failed) rc = ckpt_fail_oom(&res->error);
+            else {
+                ckpt_fail_at(&res->error, "PyTorch", CKPT_E_TORCH_UNTRAINED, CKPT_NONE, 0, first, "%s", t.data);
+                res->cannot_tell = res->error.message != NULL;
+                if (!res->error.message) rc = ckpt_fail_oom(&res->error);
+            }
+            sb_free(&t);
+        }
+    }
+    free(reached);
+    free(names);
+    return rc;
+}
+
+/* What the verdict compared, and what not: an optimizer saves no ties, so only a model it was
+ * saved with tells them. */
+static char *pair_note(const ckpt_pair_options *o, bool compared, bool ties)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "same shapes, index by index; ");
+    if (!compared) sb_puts(&sb, "ties not compared (an optimizer saves none)");
+    else if (ties)
+        sb_printf(&sb, "the same names, shapes and ties as %s",
+                  o->trained_label ? o->trained_label : "the training-time model");
+    else
+        sb_printf(&sb, "the same names and shapes as %s (ties not compared: a safetensors file keeps none)",
+                  o->trained_label ? o->trained_label : "the training-time model");
+    sb_puts(&sb, "; the values are not compared: `run` with both steps' state files compares them");
+    return sb_take(&sb);
+}
+
+int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, const ckpt_pair_options *o,
+                    const ckpt_report *trained, size_t **view, size_t *view_len, ckpt_pair_result *res)
 {
     tf_data *d = ro->family_data;
     *view = NULL;
@@ -335,10 +612,25 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
     if (!rm->tensors_len)
         return fail_pair(res, -1, "the model file holds no model state dict (a dict of names to tensors)");
     d->tried = true;
-    bool param_names;
+    const char *model_label = o->model_label ? o->model_label : "the model";
+    /* the optimizer's own files may list what is frozen (a family whose files do: DeepSpeed's
+     * frozen_param_shapes); such a list is complete */
+    size_t own_n = 0;
+    const char *const *own = ro->family->impl->frozen_names ? ro->family->impl->frozen_names(ro, &own_n) : NULL;
+    bool param_names, ties = false;
     bind_in in = {0};
-    int rc = gather_indices(d, &param_names, res);
-    if (!rc) rc = gather_slots(rm, torch_model, names, name_count, param_names, &in, res);
+    int rc = trained ? compare_models(trained, rm, torch_model,
+                                      o->trained_label ? o->trained_label : "the training-time model", model_label,
+                                      &ties, res)
+                     : 0;
+    if (!rc) rc = gather_indices(d, &param_names, res);
+    if (!rc) rc = gather_slots(rm, torch_model, o->names, o->name_count, param_names, &in, res);
+    if (!rc) rc = mark_frozen(rm, &in, o->frozen, o->frozen_count, model_label, res);
+    if (!rc) rc = mark_frozen(rm, &in, own, own_n, "the model", res);
+    if (!rc && !(d->known = calloc(in.n ? in.n : 1, 1))) rc = ckpt_fail_oom(&res->error);
+    for (size_t q = 0; !rc && q < in.n; q++)
+        d->known[q] = (uint8_t)((in.slots[q].frozen ? TF_KNOWN_FROZEN : 0) | (in.buffer[q] ? TF_KNOWN_BUFFER : 0) |
+                                (in.slots[q].tie != CKPT_NONE ? TF_KNOWN_TIE : 0));
     uint8_t *undecided = rc ? NULL : calloc(in.n ? in.n : 1, 1);
     if (!rc && !undecided) rc = ckpt_fail_oom(&res->error);
     if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))
@@ -377,26 +669,37 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
             else res->warnings_len++;
         }
     }
-    if (!rc && d->binding.failures_len) {
-        res->failures = calloc(d->binding.failures_len, sizeof *res->failures);
-        if (!res->failures) rc = ckpt_fail_oom(&res->error);
+    /* with every index placed: the slots without state must be known untrained; with a complete
+     * frozen list that is a failure of its own (before the failures are copied), else the
+     * condition of a pair the files cannot tell, once the pair's slots are installed */
+    if (!rc && own && !d->binding.failures_len && !res->failures_len) rc = untold(d, &in, true, res);
+    if (!rc && (d->binding.failures_len || res->failures_len)) {
+        size_t before = res->failures_len;
+        ckpt_error *f = realloc(res->failures, (before + d->binding.failures_len + 1) * sizeof *f);
+        if (!f) rc = ckpt_fail_oom(&res->error);
+        else res->failures = f;
         for (size_t k = 0; !rc && k < d->binding.failures_len; k++) {
-            const ckpt_error *f = &d->binding.failures[k];
-            ckpt_error_clear(&res->failures[k]);
-            ckpt_fail_at(&res->failures[k], NULL, f->code, CKPT_NONE, 0, CKPT_NONE, "%s", f->message);
-            res->failures[k].index = f->index;
-            res->failures_len++;
+            const ckpt_error *b = &d->binding.failures[k];
+            ckpt_error *e = &res->failures[res->failures_len];
+            memset(e, 0, sizeof *e);
+            ckpt_error_clear(e);
+            ckpt_fail_at(e, NULL, b->code, CKPT_NONE, 0, CKPT_NONE, "%s", b->message);
+            e->index = b->index;
+            if (!e->message) rc = ckpt_fail_oom(&res->error);
+            else res->failures_len++;
         }
         /* the slots are still the model's, for the report's names and positional pairing */
         if (!rc) rc = keep_slot_names(d, &in, res);
     } else if (!rc) {
         rc = install(ro, d, &in, res);
+        if (!rc && !own) rc = untold(d, &in, false, res);
         if (!rc) {
             *view = in.view;
             *view_len = in.n;
             in.view = NULL;
         }
     }
+    if (!rc && !(res->note = pair_note(o, trained != NULL, ties))) rc = ckpt_fail_oom(&res->error);
     if (!rc) {
         strbuf sb = {0};
         ckpt_torch_pairing_json(&sb, d, ro);
@@ -404,8 +707,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         else res->pytorch = sb_take(&sb);
     }
     free(undecided);
-    free(in.slots);
-    free(in.view);
+    bind_in_free(&in);
     return rc;
 }
 
@@ -461,15 +763,18 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         if (i) sb_putc(sb, ',');
         j_string(sb, d->slot_names[i]);
     }
-    /* the slots no index reaches (a tie is reached through its representative) */
-    sb_puts(sb, "],\"notInOptimizer\":[");
-    if (rep->slots_bound) {
+    /* the slots no index reaches (a tie is reached through its representative); of them, the
+     * owners the files do not say are untrained (neither given as frozen nor known buffers) */
+    for (int list = 0; list < 2; list++) {
+        sb_puts(sb, list ? "],\"untold\":[" : "],\"notInOptimizer\":[");
+        if (!rep->slots_bound) continue;
         uint8_t *reached = calloc(d->slot_count ? d->slot_count : 1, 1);
         for (size_t j = 0; reached && j < d->idx_len; j++)
             if (d->binding.slot_of[j] != CKPT_NONE) reached[d->binding.slot_of[j]] = 1;
         for (size_t i = 0, k = 0; reached && i < d->slot_count; i++) {
             uint64_t r = ckpt_schema_representative(rep->schema, i);
             if (reached[i] || (r != CKPT_NONE && reached[r])) continue;
+            if (list && d->known[i]) continue; /* known untrained, or a tie (its owner is listed) */
             if (k++) sb_putc(sb, ',');
             j_string(sb, d->slot_names[i]);
         }

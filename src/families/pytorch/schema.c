@@ -30,6 +30,7 @@ static bool fits(const ctx *c, size_t j, size_t q)
 {
     const ckpt_bind_index *x = &c->idx[j];
     const ckpt_bind_slot *s = &c->slots[c->owner[q]];
+    if (s->frozen) return false; /* the training code does not give it to the optimizer */
     return !x->dims || (x->rank == s->rank && !memcmp(x->dims, s->dims, x->rank * sizeof *x->dims));
 }
 
@@ -85,6 +86,11 @@ static int by_names(ctx *c)
             return add_failure(c->out, CKPT_E_TORCH_NAMED, x->index, &t) ? 0 : CKPT_E_NO_MEMORY;
         }
         const ckpt_bind_slot *s = &c->slots[hit];
+        if (s->frozen) {
+            sb_printf(&t, "optimizer index %lld is %s in its group's param_names, which is given as frozen",
+                      (long long)x->index, x->name);
+            return add_failure(c->out, CKPT_E_TORCH_NAMED, x->index, &t) ? 0 : CKPT_E_NO_MEMORY;
+        }
         if (x->dims && !(x->rank == s->rank && !memcmp(x->dims, s->dims, x->rank * sizeof *x->dims))) {
             sb_printf(&t, "optimizer index %lld holds exp_avg ", (long long)x->index);
             put_shape(&t, x);
@@ -288,23 +294,52 @@ static int most_placed(const ctx *c, size_t first, size_t len, size_t *pos)
     return 0;
 }
 
+/* The one free owner position between positions lo and hi (exclusive; lo SIZE_MAX: the start)
+ * whose rank is the index's: the parameter resized since the save, or SIZE_MAX (none, or more). */
+static size_t resized(const ctx *c, const ckpt_bind_index *x, size_t lo, size_t hi)
+{
+    size_t hit = SIZE_MAX;
+    for (size_t q = lo == SIZE_MAX ? 0 : lo + 1; x->dims && q < hi; q++) {
+        const ckpt_bind_slot *s = &c->slots[c->owner[q]];
+        if (c->taken[q] || s->frozen || s->rank != x->rank) continue;
+        if (hit != SIZE_MAX) return SIZE_MAX;
+        hit = q;
+    }
+    return hit;
+}
+
 static int unplaced(ctx *c, size_t first, size_t len, const size_t *pos)
 {
     size_t j = 0;
     while (j < len && pos[j] != SIZE_MAX) j++;
     const ckpt_bind_index *x = &c->idx[first + j];
     const char *a = "the start", *b = "the end";
+    size_t lo = SIZE_MAX, hi = c->m, left = 1; /* the neighbours' positions; the indices left out between */
     for (size_t p = j; p-- > 0;)
         if (pos[p] != SIZE_MAX) {
-            a = c->slots[c->owner[pos[p]]].name;
+            a = c->slots[c->owner[lo = pos[p]]].name;
             break;
         }
-    for (size_t p = j + 1; p < len; p++)
-        if (pos[p] != SIZE_MAX) {
-            b = c->slots[c->owner[pos[p]]].name;
-            break;
+    for (size_t p = j + 1; p < len; p++) {
+        if (pos[p] == SIZE_MAX) {
+            left++;
+            continue;
         }
+        b = c->slots[c->owner[hi = pos[p]]].name;
+        break;
+    }
     strbuf t = {0};
+    /* one index left out where one parameter of its rank is free: that parameter, resized */
+    size_t q = left == 1 ? resized(c, x, lo, hi) : SIZE_MAX;
+    if (q != SIZE_MAX) {
+        const ckpt_bind_slot *s = &c->slots[c->owner[q]];
+        sb_printf(&t, "%s is ", s->name);
+        ckpt_shape_print_list(&t, s->dims, s->rank);
+        sb_puts(&t, " in the model, ");
+        ckpt_shape_print_list(&t, x->dims, x->rank);
+        sb_printf(&t, " in the optimizer's state (index %lld)", (long long)x->index);
+        return add_failure(c->out, CKPT_E_TORCH_UNPLACED, x->index, &t) ? 0 : CKPT_E_NO_MEMORY;
+    }
     if (!x->dims) { /* no moments yet: any parameter fits, and none is left */
         sb_printf(
             &t,
@@ -326,15 +361,20 @@ static int ambiguous(ctx *c, size_t j, size_t q1, size_t q2)
     return add_warning(c->out, &t) ? 0 : CKPT_E_NO_MEMORY;
 }
 
-/* One group's indices first..first+len-1: placed, or the failure said. 1 when it failed. */
+/* One group's indices first..first+len-1: placed, or the failure said (what fits is placed
+ * still, for the report and the groups after). 1 when it failed. */
 static int place_group(ctx *c, size_t first, size_t len, size_t *pos, size_t *late)
 {
     int rc = 0;
     if (!greedy(c, first, first + len, false, pos)) {
         if ((rc = most_placed(c, first, len, pos))) return rc;
-        for (size_t j = 0; j < len; j++) /* what the best alignment placed, for the report */
-            if (pos[j] != SIZE_MAX) c->out->slot_of[first + j] = c->owner[pos[j]];
-        return unplaced(c, first, len, pos) ? CKPT_E_NO_MEMORY : 1;
+        if (unplaced(c, first, len, pos)) return CKPT_E_NO_MEMORY;
+        for (size_t j = 0; j < len; j++) /* what the best alignment placed */
+            if (pos[j] != SIZE_MAX) {
+                c->taken[pos[j]] = true;
+                c->out->slot_of[first + j] = c->owner[pos[j]];
+            }
+        return 1;
     }
     greedy(c, first, first + len, true, late);
     if (memcmp(pos, late, len * sizeof *pos)) {
@@ -359,11 +399,12 @@ static int place_group(ctx *c, size_t first, size_t len, size_t *pos, size_t *la
     return rc;
 }
 
+/* Every group in turn; a group that does not fit says so and the next ones are placed still. */
 static int by_groups(ctx *c)
 {
     size_t *pos = malloc((c->k ? c->k : 1) * sizeof *pos), *late = malloc((c->k ? c->k : 1) * sizeof *late);
     int rc = pos && late ? 0 : CKPT_E_NO_MEMORY;
-    for (size_t first = 0; !rc && first < c->k;) {
+    for (size_t first = 0; (!rc || rc == 1) && first < c->k;) {
         size_t len = 1;
         while (first + len < c->k && c->idx[first + len].group == c->idx[first].group) len++;
         rc = place_group(c, first, len, pos, late);
@@ -394,15 +435,17 @@ int ckpt_bind_map(const ckpt_bind_slot *slots, size_t n, const ckpt_bind_index *
         size_t la = prefix_len(a);
         c.modstart[q] = !b || la != prefix_len(b) || memcmp(a, b, la) != 0;
     }
-    size_t with_state = 0;
+    size_t frozen = 0;
+    for (size_t q = 0; q < c.m; q++) frozen += slots[c.owner[q]].frozen;
     bool named = k > 0;
-    for (size_t j = 0; j < k; j++) {
-        with_state += idx[j].has_state;
-        named = named && idx[j].name;
-    }
-    if (with_state > c.m) {
+    for (size_t j = 0; j < k; j++) named = named && idx[j].name;
+    if (k > c.m - frozen) {
+        /* the training code gives the optimizer at most the model's parameters: torch's own
+         * check (torch/optim/optimizer.py, load_state_dict) finds a group of another size */
         strbuf t = {0};
-        sb_printf(&t, "the optimizer has %zu parameters with state, the model %zu parameters", with_state, c.m);
+        sb_printf(&t, "the optimizer's groups hold %zu parameters, the model %zu", k, c.m - frozen);
+        if (frozen) sb_printf(&t, " besides the %zu given as frozen", frozen);
+        sb_puts(&t, ": torch's load_state_dict refuses this state (" CKPT_TORCH_GROUP_SIZE ")");
         rc = add_failure(out, CKPT_E_TORCH_COUNT, -1, &t) ? 0 : CKPT_E_NO_MEMORY;
     } else if (named) {
         rc = by_names(&c);

@@ -68,10 +68,11 @@ static int storage_of(tctx *c, size_t k, size_t *out)
                          "storage views of files before PyTorch 1.0 are not read");
     size_t s = storage_find(c, span(c, key), key->len);
     if (s == CKPT_TORCH_NONE) {
-        const char *dtype;
+        const char *dtype = NULL;
         ckpt_pname st = torch_global_of(c, f[1], &dtype);
         if (st == CKPT_PN_UNTYPED_STORAGE) dtype = "uint8";
-        unsigned width = ckpt_dtype_width(ckpt_torch_dtype(dtype));
+        unsigned width =
+            dtype ? ckpt_dtype_width(ckpt_torch_dtype(dtype)) : 0; /* a name that is no storage type: none */
         if ((st != CKPT_PN_STORAGE && st != CKPT_PN_UNTYPED_STORAGE) || !width) {
             strbuf ks = {0}, ts = {0};
             j_string_n(&ks, span(c, key), key->len);
