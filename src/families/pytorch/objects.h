@@ -144,8 +144,9 @@ static inline const uint64_t *ckpt_torch_stride(const ckpt_torch *t, size_t k)
 /* Storage identity (format.md 10.4's ties): same storage, offset, sizes and strides. */
 bool ckpt_torch_same(const ckpt_torch *t, size_t a, size_t b);
 
-/* torch.load(weights_only=True) over all the file's pickles (a legacy file's five): whether every
- * torch version ckptscope has read takes the file; the first refusal of version v (CKPT_TV_*;
+/* torch.load(weights_only=True) over all the file's pickles (a legacy file's five): whether the
+ * newest torch version ckptscope has read (2.14, where weights_only=True is the default since
+ * 2.6) takes the file; the first refusal of version v (CKPT_TV_*;
  * NULL when it takes the file) and the pickle it is in; the verdicts as the report's JSON array
  * (format.md 10.2); the names the pickles use (each once, in file order; only those the newest
  * version read refuses when `refused`), and the warning "PyTorch: the file names Python

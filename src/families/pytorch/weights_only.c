@@ -26,12 +26,7 @@ const ckpt_wo_refusal *ckpt_torch_wo_refusal(const ckpt_torch *t, int v, const c
     return NULL;
 }
 
-bool ckpt_torch_weights_only(const ckpt_torch *t)
-{
-    for (int v = 0; v < CKPT_TV_COUNT; v++)
-        if (ckpt_torch_wo_refusal(t, v, NULL)) return false;
-    return true;
-}
+bool ckpt_torch_weights_only(const ckpt_torch *t) { return !ckpt_torch_wo_refusal(t, CKPT_TV_2_14, NULL); }
 
 /* The ranges of torch versions, in order: those read (version >= 0) and those between them that
  * ckptscope has not read, whose verdict is not known. */
