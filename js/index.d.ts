@@ -245,6 +245,19 @@ export interface TorchGroup {
   paramNames: string[] | null;
 }
 
+/** One range of torch versions' torch.load(weights_only=True) verdict on a torch.save file. */
+export interface TorchWeightsOnly {
+  torch: string;
+  source: string | null;
+  loads: boolean | null;
+  opcode: string | null;
+  check: 'opcode' | 'global' | 'blocked' | 'reduce' | 'newobj' | 'build' | 'append' | 'setitem' | null;
+  member: string | null;
+  byte: U64 | null;
+  offset: U64 | null;
+  reason: string | null;
+}
+
 /** A valid torch.save file's report (docs/pytorch.md). Its optimizer has no slots until it is
  *  paired with its model (`needsModel`); then schema, slotCount and entries are the pair's, by
  *  slot, as a TLADAMF file's, and `pairing` says where each index went. */
@@ -258,7 +271,12 @@ export interface TorchReport extends ReportCommon {
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
   optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
+  /** torch.load(weights_only=True) of torch 2.14 and later (the newest release read) takes the file. */
   weightsOnly: boolean;
+  /** Each range of torch versions, in order (1.13, 2.0 to 2.5, 2.6, 2.7 to 2.13, 2.14 and later):
+   *  `source` the release whose unpickler was read (null: not read, `loads` null), and where a
+   *  version stops, torch's reason (format.md 10.2). */
+  weightsOnlyBy: TorchWeightsOnly[];
   globals: string[];
   refused: string[];
   needsModel: boolean;
