@@ -268,6 +268,19 @@ export interface TorchEntry {
   unhealthy?: U64;
 }
 
+/** One range of torch versions' torch.load(weights_only=True) verdict on a torch.save file. */
+export interface TorchWeightsOnly {
+  torch: string;
+  source: string | null;
+  loads: boolean | null;
+  opcode: string | null;
+  check: 'opcode' | 'global' | 'blocked' | 'reduce' | 'newobj' | 'build' | 'append' | 'setitem' | null;
+  member: string | null;
+  byte: U64 | null;
+  offset: U64 | null;
+  reason: string | null;
+}
+
 /** A valid torch.save file's report (docs/pytorch.md). Its optimizer has no slots until it is
  *  paired with its model (`needsModel`); then schema, slotCount and entries are the pair's, by
  *  slot, as a TLADAMF file's (each entry with its index), `names` the slots' names, and
@@ -288,7 +301,12 @@ export interface TorchReport extends ReportCommon {
   /** A Lightning checkpoint's `epoch` and `global_step` (the object's own integers), else null. */
   epoch: number | null;
   globalStep: number | null;
+  /** torch.load(weights_only=True) of torch 2.14 and later (the newest release read) takes the file. */
   weightsOnly: boolean;
+  /** Each range of torch versions, in order (1.13, 2.0 to 2.5, 2.6, 2.7 to 2.13, 2.14 and later):
+   *  `source` the release whose unpickler was read (null: not read, `loads` null), and where a
+   *  version stops, torch's reason (format.md 10.2). */
+  weightsOnlyBy: TorchWeightsOnly[];
   globals: string[];
   refused: string[];
   needsModel: boolean;

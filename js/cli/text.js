@@ -297,8 +297,7 @@ function torchLines(report, out, width) {
   if (loose.length) out.push(`other tensors   ${plural(loose.length, 'tensor')} in no optimizer or model state dict`);
   for (const x of report.otherOptimizers) out.push(`other optimizer ${x.path}: kind ${x.kind ?? 'unknown'}, ${plural(x.entryCount, 'entry', 'entries')}`);
   if (report.weightsOnly !== null) {
-    const verdict = report.weightsOnly ? 'yes' : `no, it refuses ${report.refused.join(', ')}`;
-    out.push(...wrapLine(`weights only    ${verdict} (torch.load(weights_only=True))`, width, ' '.repeat(16)));
+    weightsOnlyLines(report.weightsOnlyBy).forEach((l, k) => out.push(...wrapLine(`${k ? ' '.repeat(16) : 'weights only    '}${l}`, width, ' '.repeat(18))));
     out.push(...wrapLine(`globals         ${report.globals.join(', ') || 'none'}`, width, ' '.repeat(16)));
   }
   if (loose.length) {
@@ -327,6 +326,17 @@ function torchLines(report, out, width) {
   out.push('');
   const header = ['index', 'm min', 'm max', 'm rms', 'v max', 'v rms', ...(vmax ? ['vmax max'] : []), 'NaN/inf'];
   for (const l of table(statRows, header, new Set([0, ...cols, cols.length + 1]))) out.push(l);
+}
+
+/** torch.load(weights_only=True) by torch version, from the report's `weightsOnlyBy` (the core's
+ *  verdicts): one line a version read, yes or where it stops and its reason; the versions not read
+ *  on a last line. */
+export function weightsOnlyLines(by) {
+  const lines = by.filter((v) => v.loads !== null).map((v) => (v.loads ? `torch ${v.torch}: yes`
+    : `torch ${v.torch}: no, ${v.opcode} at byte ${v.byte} of ${JSON.stringify(v.member)}: ${v.reason}`));
+  const unread = by.filter((v) => v.loads === null).map((v) => v.torch);
+  if (unread.length) lines.push(`torch ${unread.join(', ')}: not read by ckptscope`);
+  return lines;
 }
 
 /** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */
@@ -569,7 +579,7 @@ export function torchFileLines(output, s) {
   const n = s.entryCount;
   const dtypes = [...new Set(s.entries.map((e) => e.dtype))].join(', ') || 'no moments';
   return [`${output}: torch.save file, ${s.optimizer.kind === 'adamw' ? 'AdamW' : 'Adam'} state_dict, ${n} parameter${n === 1 ? '' : 's'} with state (${dtypes}), lr ${s.optimizer.groups[0].lr}`,
-    `weights only: ${s.weightsOnly ? 'yes' : 'no'} (torch.load(weights_only=True))`];
+    ...weightsOnlyLines(s.weightsOnlyBy).map((l) => `weights only: ${l}`)];
 }
 
 // ---- runs (docs/runs.md) -------------------------------------------------------------------------

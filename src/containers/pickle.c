@@ -17,12 +17,16 @@ typedef struct rd {
     uint64_t origin, file_at;
     const char *prefix, *member;
     ckpt_error *err;
-    size_t *stack;
+    uint32_t *stack;
     size_t stack_len, stack_cap;
     size_t marks[CKPT_PICKLE_MAX_DEPTH];
     size_t marks_len;
-    size_t *memo; /* node + 1, 0 for none */
+    uint32_t *memo; /* node + 1, 0 for none */
     size_t memo_cap, memo_count;
+    ckpt_pickle_observer observe;
+    void *observe_ctx;
+    size_t made;   /* the node the current opcode made (CKPT_PNIL: none) */
+    size_t target; /* the container APPEND, SETITEM, ADDITEMS and their plural forms add to */
 } rd;
 
 static int fail_malformed(rd *r, const char *fmt, ...)
@@ -71,13 +75,14 @@ static int new_node(rd *r, int kind, size_t *out)
     n->a = n->b = n->c = CKPT_PNIL;
     n->first = n->last = CKPT_PNIL;
     *out = p->nodes_len++;
+    r->made = *out;
     return 0;
 }
 
 static int push(rd *r, size_t node)
 {
     if (!ckpt_grow((void **)&r->stack, &r->stack_cap, r->stack_len + 1, sizeof *r->stack)) return ckpt_fail_oom(r->err);
-    r->stack[r->stack_len++] = node;
+    r->stack[r->stack_len++] = (uint32_t)node;
     return 0;
 }
 
@@ -231,7 +236,7 @@ static int memo_put(rd *r, uint64_t index, size_t node)
     if (!ckpt_grow((void **)&r->memo, &r->memo_cap, (size_t)index + 1, sizeof *r->memo)) return ckpt_fail_oom(r->err);
     if (r->memo_cap > old) memset(r->memo + old, 0, (r->memo_cap - old) * sizeof *r->memo);
     if (!r->memo[index]) r->memo_count++;
-    r->memo[index] = node + 1;
+    r->memo[index] = (uint32_t)node + 1;
     return 0;
 }
 
@@ -454,12 +459,14 @@ static int step(rd *r, unsigned op)
             TRY(pop(r, &b));
             TRY(top(r, &a));
             TRY(container(r, a, CKPT_PK_LIST));
+            r->target = a;
             return add_item(r, a, b);
         case CKPT_OP_SETITEM:
             TRY(pop(r, &c));
             TRY(pop(r, &b));
             TRY(top(r, &a));
             TRY(container(r, a, CKPT_PK_DICT));
+            r->target = a;
             TRY(add_item(r, a, b));
             return add_item(r, a, c);
         case CKPT_OP_APPENDS:
@@ -476,6 +483,7 @@ static int step(rd *r, unsigned op)
                           op == CKPT_OP_APPENDS    ? CKPT_PK_LIST
                           : op == CKPT_OP_SETITEMS ? CKPT_PK_DICT
                                                    : CKPT_PK_SET));
+            r->target = a;
             return pop_mark_into(r, a, true);
         }
         case CKPT_OP_GLOBAL: {
@@ -553,8 +561,266 @@ static int step(rd *r, unsigned op)
     }
 }
 
+/* ---- the sizes the tree will take, read before it is made ----
+ *
+ * The opcodes are walked once without making values: their arguments are skipped as step()
+ * reads them, and the stack and its marks are followed by depth only. That gives how many nodes
+ * and item cells the tree will hold, how deep the stack gets and the highest memo index, so each
+ * array is allocated once at its final size: no array grows by doubling, none is copied, and the
+ * memory is what pickle.h states. The walk stops where step() would stop on those grounds (an
+ * argument past the end, a pop past a mark, no mark); step() checks more (kinds, the memo), so
+ * it never goes further than the walk, and its arrays still grow if ever they must. */
+
+typedef struct sizes {
+    size_t nodes, cells, depth, memo;
+} sizes;
+
+static bool skip_line(const uint8_t *d, size_t len, size_t *pos)
+{
+    const uint8_t *nl = memchr(d + *pos, '\n', len - *pos);
+    if (!nl) return false;
+    *pos = (size_t)(nl - d) + 1;
+    return true;
+}
+
+/* A length-prefixed argument: n bytes of length, then that many bytes. */
+static bool skip_counted(const uint8_t *d, size_t len, size_t *pos, int n, bool signed32)
+{
+    if (len - *pos < (size_t)n) return false;
+    uint64_t v = le(d + *pos, n);
+    *pos += (size_t)n;
+    if (signed32 && (int32_t)(uint32_t)v < 0) return false;
+    if (v > len - *pos) return false;
+    *pos += (size_t)v;
+    return true;
+}
+
+static void measure(const uint8_t *d, size_t len, sizes *z)
+{
+    size_t pos = 0, depth = 0, marks[CKPT_PICKLE_MAX_DEPTH], nmarks = 0, memo_count = 0;
+    memset(z, 0, sizeof *z);
+#define AVAIL (depth - (nmarks ? marks[nmarks - 1] : 0))
+#define NEED(n)                                                                                                        \
+    do {                                                                                                               \
+        if (AVAIL < (size_t)(n)) return;                                                                               \
+    } while (0)
+#define FIXED(n)                                                                                                       \
+    do {                                                                                                               \
+        if (len - pos < (size_t)(n)) return;                                                                           \
+        pos += (size_t)(n);                                                                                            \
+    } while (0)
+    while (pos < len) {
+        unsigned op = d[pos++];
+        size_t at = pos;
+        bool node = false;
+        switch (op) {
+            case CKPT_OP_STOP: return;
+            case CKPT_OP_PROTO: FIXED(1); break;
+            case CKPT_OP_FRAME: FIXED(8); break;
+            case CKPT_OP_MARK:
+                if (nmarks == CKPT_PICKLE_MAX_DEPTH) return;
+                marks[nmarks++] = depth;
+                break;
+            case CKPT_OP_POP:
+                if (!AVAIL && nmarks) depth = marks[--nmarks];
+                else {
+                    NEED(1);
+                    depth--;
+                }
+                break;
+            case CKPT_OP_POP_MARK:
+                if (!nmarks) return;
+                depth = marks[--nmarks];
+                break;
+            case CKPT_OP_DUP:
+                NEED(1);
+                depth++;
+                break;
+            case CKPT_OP_NONE:
+            case CKPT_OP_NEWTRUE:
+            case CKPT_OP_NEWFALSE:
+            case CKPT_OP_EMPTY_TUPLE:
+            case CKPT_OP_EMPTY_LIST:
+            case CKPT_OP_EMPTY_DICT:
+            case CKPT_OP_EMPTY_SET: node = true; break;
+            case CKPT_OP_BININT:
+                FIXED(4);
+                node = true;
+                break;
+            case CKPT_OP_BININT1:
+                FIXED(1);
+                node = true;
+                break;
+            case CKPT_OP_BININT2:
+                FIXED(2);
+                node = true;
+                break;
+            case CKPT_OP_BINFLOAT:
+                FIXED(8);
+                node = true;
+                break;
+            case CKPT_OP_INT:
+            case CKPT_OP_LONG:
+            case CKPT_OP_FLOAT:
+            case CKPT_OP_STRING:
+            case CKPT_OP_UNICODE:
+            case CKPT_OP_PERSID:
+                if (!skip_line(d, len, &pos)) return;
+                node = true;
+                break;
+            case CKPT_OP_LONG1:
+            case CKPT_OP_SHORT_BINSTRING:
+            case CKPT_OP_SHORT_BINBYTES:
+            case CKPT_OP_SHORT_BINUNICODE:
+                if (!skip_counted(d, len, &pos, 1, false)) return;
+                node = true;
+                break;
+            case CKPT_OP_LONG4:
+            case CKPT_OP_BINSTRING:
+                if (!skip_counted(d, len, &pos, 4, true)) return;
+                node = true;
+                break;
+            case CKPT_OP_BINBYTES:
+            case CKPT_OP_BINUNICODE:
+                if (!skip_counted(d, len, &pos, 4, false)) return;
+                node = true;
+                break;
+            case CKPT_OP_BINBYTES8:
+            case CKPT_OP_BINUNICODE8:
+            case CKPT_OP_BYTEARRAY8:
+                if (!skip_counted(d, len, &pos, 8, false)) return;
+                node = true;
+                break;
+            case CKPT_OP_GLOBAL:
+                if (!skip_line(d, len, &pos) || !skip_line(d, len, &pos)) return;
+                node = true;
+                break;
+            case CKPT_OP_TUPLE:
+            case CKPT_OP_LIST:
+            case CKPT_OP_DICT:
+            case CKPT_OP_FROZENSET:
+                if (!nmarks) return;
+                z->cells += depth - marks[nmarks - 1];
+                depth = marks[--nmarks];
+                z->nodes++;
+                depth++;
+                break;
+            case CKPT_OP_TUPLE1:
+            case CKPT_OP_TUPLE2:
+            case CKPT_OP_TUPLE3: {
+                size_t n = op - CKPT_OP_TUPLE1 + 1;
+                NEED(n);
+                z->cells += n;
+                depth -= n - 1;
+                z->nodes++;
+                break;
+            }
+            case CKPT_OP_APPEND:
+                NEED(2);
+                z->cells++;
+                depth--;
+                break;
+            case CKPT_OP_SETITEM:
+                NEED(3);
+                z->cells += 2;
+                depth -= 2;
+                break;
+            case CKPT_OP_APPENDS:
+            case CKPT_OP_SETITEMS:
+            case CKPT_OP_ADDITEMS:
+                if (!nmarks || !marks[nmarks - 1] || (nmarks > 1 && marks[nmarks - 2] == marks[nmarks - 1])) return;
+                z->cells += depth - marks[nmarks - 1];
+                depth = marks[--nmarks];
+                break;
+            case CKPT_OP_STACK_GLOBAL:
+            case CKPT_OP_REDUCE:
+            case CKPT_OP_BUILD:
+            case CKPT_OP_NEWOBJ:
+                NEED(2);
+                depth--;
+                z->nodes++;
+                break;
+            case CKPT_OP_NEWOBJ_EX:
+                NEED(3);
+                depth -= 2;
+                z->nodes++;
+                break;
+            case CKPT_OP_BINPERSID:
+                NEED(1);
+                z->nodes++;
+                break;
+            case CKPT_OP_GET:
+                if (!skip_line(d, len, &pos)) return;
+                depth++;
+                break;
+            case CKPT_OP_BINGET:
+                FIXED(1);
+                depth++;
+                break;
+            case CKPT_OP_LONG_BINGET:
+                FIXED(4);
+                depth++;
+                break;
+            case CKPT_OP_PUT:
+            case CKPT_OP_BINPUT:
+            case CKPT_OP_LONG_BINPUT: {
+                uint64_t index = 0;
+                if (op == CKPT_OP_PUT) {
+                    if (!skip_line(d, len, &pos)) return;
+                    int64_t i;
+                    if (!decimal(d + at, pos - at - 1, &i) || i < 0) return;
+                    index = (uint64_t)i;
+                } else {
+                    int n = op == CKPT_OP_BINPUT ? 1 : 4;
+                    if (len - pos < (size_t)n) return;
+                    index = le(d + pos, n);
+                    pos += (size_t)n;
+                }
+                NEED(1);
+                if (index >= len) return;
+                if (index + 1 > z->memo) z->memo = (size_t)index + 1;
+                memo_count++;
+                break;
+            }
+            case CKPT_OP_MEMOIZE:
+                NEED(1);
+                if (memo_count >= len) return;
+                if (memo_count + 1 > z->memo) z->memo = memo_count + 1;
+                memo_count++;
+                break;
+            default: return; /* step() refuses it */
+        }
+        if (node) {
+            z->nodes++;
+            depth++;
+        }
+        if (depth > z->depth) z->depth = depth;
+    }
+#undef AVAIL
+#undef NEED
+#undef FIXED
+}
+
+/* An array allocated once at n elements (at least one). */
+static bool alloc_exact(void **arr, size_t *cap, size_t n, size_t elem)
+{
+    if (!n) n = 1;
+    *arr = malloc(n * elem);
+    if (!*arr) return false;
+    *cap = n;
+    ckpt_advise_large(*arr, n * elem);
+    return true;
+}
+
 int ckpt_pickle_read(const uint8_t *data, size_t len, const char *prefix, const char *member, uint64_t origin,
                      uint64_t file_at, ckpt_pickle **out, ckpt_error *err)
+{
+    return ckpt_pickle_read_observed(data, len, prefix, member, origin, file_at, NULL, NULL, out, err);
+}
+
+int ckpt_pickle_read_observed(const uint8_t *data, size_t len, const char *prefix, const char *member, uint64_t origin,
+                              uint64_t file_at, ckpt_pickle_observer observe, void *observe_ctx, ckpt_pickle **out,
+                              ckpt_error *err)
 {
     *out = NULL;
     ckpt_pickle *p = calloc(1, sizeof *p);
@@ -571,13 +837,28 @@ int ckpt_pickle_read(const uint8_t *data, size_t len, const char *prefix, const 
             .file_at = file_at,
             .prefix = prefix,
             .member = member,
-            .err = err};
+            .err = err,
+            .observe = observe,
+            .observe_ctx = observe_ctx};
     int rc = 0;
     if (len > CKPT_PICKLE_MAX_LEN) { /* 32-bit indices and spans */
         rc = fail_malformed(&r, "a pickle of %zu bytes, more than the %u read", len, (unsigned)CKPT_PICKLE_MAX_LEN);
         ckpt_pickle_free(p);
         return rc;
     }
+    sizes z;
+    measure(data, len, &z);
+    size_t memo_cap = 0;
+    if (!alloc_exact((void **)&p->nodes, &p->nodes_cap, z.nodes, sizeof *p->nodes) ||
+        !alloc_exact((void **)&p->cells, &p->cells_cap, z.cells, sizeof *p->cells) ||
+        !alloc_exact((void **)&r.stack, &r.stack_cap, z.depth, sizeof *r.stack) ||
+        !(r.memo = calloc(z.memo ? z.memo : 1, sizeof *r.memo))) {
+        free(r.stack);
+        ckpt_pickle_free(p);
+        return ckpt_fail_oom(err);
+    }
+    memo_cap = z.memo ? z.memo : 1;
+    r.memo_cap = memo_cap;
     for (;;) {
         r.op_at = r.pos;
         if (r.pos == len) {
@@ -585,15 +866,18 @@ int ckpt_pickle_read(const uint8_t *data, size_t len, const char *prefix, const 
             break;
         }
         unsigned op = data[r.pos++];
+        r.made = r.target = CKPT_PNIL;
         if (op == CKPT_OP_STOP) {
             size_t root = 0;
             if ((rc = pop(&r, &root))) break;
             p->root = root;
             p->end = r.pos;
+            if (observe) observe(observe_ctx, p, &(ckpt_pickle_event){op, origin + r.op_at, CKPT_PNIL, root});
             break;
         }
         if ((rc = step(&r, op))) break;
         if (p->opcode_at[op] == CKPT_NONE) p->opcode_at[op] = origin + r.op_at;
+        if (observe) observe(observe_ctx, p, &(ckpt_pickle_event){op, origin + r.op_at, r.made, r.target});
     }
     free(r.stack);
     free(r.memo);

@@ -8,9 +8,14 @@
  * APPEND or BUILD onto a memoised container can even make a cycle): walk it with
  * ckpt_pickle_walk, which expands each node once.
  *
- * Memory: each opcode makes at most one node and each pushed value lands in at most one item
- * cell, so the tree is bounded by the pickle's byte length (see ckpt_pnode); the arrays grow as opcodes are read,
- * never by a length or count the pickle claims (those are checked against the bytes left). */
+ * Memory: each opcode makes at most one node (64 bytes), each pushed value lands in at most one
+ * item cell (8 bytes), the stack holds at most one 4-byte entry per pushed value and the memo one
+ * 4-byte entry per index below the pickle's length. A first walk over the opcodes (pickle.c,
+ * measure) counts them, and each array is allocated once at that size: no array grows by
+ * doubling or is copied while the pickle is read. A pickle of n bytes takes at most 80n bytes
+ * (plus a constant): 76 for a run of NONE between a MARK and an APPENDS (a node, a cell and a
+ * stack entry per byte), and 4 for a memo index as high as the pickle is long. A length or
+ * count the pickle claims is checked against the bytes left before anything is allocated. */
 #ifndef CKPT_PICKLE_H
 #define CKPT_PICKLE_H
 
@@ -108,9 +113,8 @@ typedef enum ckpt_pkind {
 
 enum { CKPT_PF_TEXT = 1, CKPT_PF_BYTEARRAY = 2, CKPT_PF_FROZEN = 4 };
 
-/* 64 bytes: a hostile pickle of n bytes makes at most n/2 nodes with items (one opcode each, and
- * one to add it), so the tree takes at most about 36 times the pickle's bytes. Indices and spans
- * are 32-bit: a pickle is at most CKPT_PICKLE_MAX_LEN bytes. */
+/* 64 bytes; a pickle of n bytes makes at most n of them (see the memory note above). Indices and
+ * spans are 32-bit: a pickle is at most CKPT_PICKLE_MAX_LEN bytes. */
 typedef struct ckpt_pnode {
     uint64_t offset; /* the opcode's byte offset in the pickle (plus the origin given) */
     union {
@@ -151,6 +155,22 @@ typedef struct ckpt_pickle {
 int ckpt_pickle_read(const uint8_t *data, size_t len, const char *prefix, const char *member, uint64_t origin,
                      uint64_t file_at, ckpt_pickle **out, ckpt_error *err);
 void ckpt_pickle_free(ckpt_pickle *p);
+
+/* Each opcode as it was read, in order (STOP last): its byte (plus the origin), the node it made
+ * (GLOBAL, REDUCE, BUILD, NEWOBJ, a value; CKPT_PNIL when none) and, for APPEND, SETITEM,
+ * ADDITEMS and their plural forms, the value they added to (STOP: the value it returned).
+ * A family that judges a pickle as another machine would run it (which opcodes, onto what)
+ * reads the pickle through this; the reader itself judges nothing. */
+typedef struct ckpt_pickle_event {
+    unsigned op;
+    uint64_t at;
+    size_t node, target;
+} ckpt_pickle_event;
+typedef void (*ckpt_pickle_observer)(void *ctx, const ckpt_pickle *p, const ckpt_pickle_event *e);
+/* ckpt_pickle_read, calling observe(ctx, ...) after each opcode it read (none after a failure). */
+int ckpt_pickle_read_observed(const uint8_t *data, size_t len, const char *prefix, const char *member, uint64_t origin,
+                              uint64_t file_at, ckpt_pickle_observer observe, void *ctx, ckpt_pickle **out,
+                              ckpt_error *err);
 
 static inline const ckpt_pnode *ckpt_pickle_node(const ckpt_pickle *p, size_t k) { return &p->nodes[k]; }
 /* Item j (0-based) of node k, CKPT_PNIL past the end: walks the cells, O(j). */

@@ -116,7 +116,15 @@ static void summary(strbuf *sb, const ckpt_torch *t)
             sb_printf(sb, "%s\n", tie);
         }
     }
-    sb_printf(sb, "weightsOnly %s\n", ckpt_torch_weights_only(t) ? "true" : "false");
+    /* torch 1.13's verdict, as torch_objects_seeds.py writes torch.load's */
+    const ckpt_pickle *in = NULL;
+    const ckpt_wo_refusal *r = ckpt_torch_wo_refusal(t, CKPT_TV_1_13, &in);
+    if (!r) sb_puts(sb, "weightsOnly113 takes\n");
+    else {
+        sb_printf(sb, "weightsOnly113 %s %llu ", ckpt_pickle_op_name(r->op), (unsigned long long)r->at);
+        ckpt_torch_wo_reason(sb, in, r, CKPT_TV_1_13);
+        sb_putc(sb, '\n');
+    }
 }
 
 /* Every element a tensor claims lies in its storage's record, read through the file. */
@@ -484,6 +492,168 @@ static void test_not_torch(void)
     ckpt_error_clear(&err);
 }
 
+/* The verdict of each version read on a hand-written pickle: where it stops and its reason. */
+typedef struct wo_case {
+    const char *what, *pickle;
+    size_t len;
+    const char *want[CKPT_TV_COUNT]; /* "OPCODE BYTE REASON", or "takes" */
+} wo_case;
+
+static void wo_judge(const wo_case *c)
+{
+    ckpt_wo w = {0};
+    ckpt_pickle *p = NULL;
+    ckpt_error err = {0};
+    int rc = ckpt_pickle_read_observed((const uint8_t *)c->pickle, c->len, "PyTorch", "archive/data.pkl", 0, CKPT_NONE,
+                                       ckpt_torch_wo_observe, &w, &p, &err);
+    t_current = c->what;
+    CHECK(rc == 0);
+    for (int v = 0; v < CKPT_TV_COUNT && !rc; v++) {
+        strbuf got = {0};
+        const ckpt_wo_refusal *r = &w.by[v];
+        if (!r->check) sb_puts(&got, "takes");
+        else {
+            sb_printf(&got, "%s %llu ", ckpt_pickle_op_name(r->op), (unsigned long long)r->at);
+            ckpt_torch_wo_reason(&got, p, r, v);
+        }
+        CHECK_STR(got.data, c->want[v]);
+        sb_free(&got);
+    }
+    ckpt_pickle_free(p);
+    ckpt_error_clear(&err);
+}
+#define WO(what, lit, a, b, c)                                                                                         \
+    {                                                                                                                  \
+        what, lit, sizeof lit - 1, { a, b, c }                                                                         \
+    }
+
+static void test_weights_only_versions(void)
+{
+    /* torch 1.13's verdict equals torch.load's (torch_objects_seeds.py, weights_only_line) */
+    static const char *const real[] = {"wo-build-dict.pt", "wo-newobj-odict.pt", "wo-append-odict.pt",
+                                       "wo-counter.pt",    "wo-reduce-none.pt",  "wo-order.pt"};
+    for (size_t k = 0; k < sizeof real / sizeof real[0]; k++) compare(real[k]);
+    const char *const adv26 = "was not an allowed global by default. Please use "
+                              "`torch.serialization.add_safe_globals([eval])` or the "
+                              "`torch.serialization.safe_globals([eval])` context manager to allowlist this global "
+                              "if you trust this class/function.";
+    char g26[512], g214[512];
+    snprintf(g26, sizeof g26, "GLOBAL 2 Unsupported global: GLOBAL builtins.eval %s", adv26);
+    snprintf(g214, sizeof g214, "GLOBAL 2 Unsupported global: GLOBAL eval %s", adv26);
+    const wo_case cases[] = {
+        WO("BINFLOAT", "\x80\x02G?\xf0\x00\x00\x00\x00\x00\x00.", "BINFLOAT 2 Unsupported operand 71", "takes",
+           "takes"),
+        WO("a float first, then os.system",
+           "\x80\x02(G?\xf0\x00\x00\x00\x00\x00\x00"
+           "cposix\nsystem\nt.",
+           "BINFLOAT 3 Unsupported operand 71",
+           "GLOBAL 12 Trying to load unsupported GLOBAL posix.system whose module posix is blocked.",
+           "GLOBAL 12 Trying to load unsupported GLOBAL posix.system whose module posix is blocked."),
+        WO("builtins.eval",
+           "\x80\x02"
+           "cbuiltins\neval\n.",
+           "GLOBAL 2 Unsupported class builtins.eval", g26, g214),
+        WO("Python 2's __builtin__.set",
+           "\x80\x02"
+           "c__builtin__\nset\n.",
+           "GLOBAL 2 Unsupported class __builtin__.set", "takes", "takes"),
+        WO("SETITEM into a torch.Size",
+           "\x80\x02"
+           "ctorch\nSize\n(K\x02tRK\x00K\x01s.",
+           "SETITEM 23 'torch.Size' object does not support item assignment",
+           "SETITEM 23 'torch.Size' object does not support item assignment",
+           "SETITEM 23 Can only SETITEM for dict, collections.OrderedDict, collections.Counter, but got <class "
+           "'torch.Size'>"),
+        WO("SETITEM into a set",
+           "\x80\x02"
+           "cbuiltins\nset\n)RK\x00K\x01s.",
+           "GLOBAL 2 Unsupported class builtins.set", "SETITEM 22 'set' object does not support item assignment",
+           "SETITEM 22 Can only SETITEM for dict, collections.OrderedDict, collections.Counter, but got <class 'set'>"),
+        WO("APPENDS onto an OrderedDict",
+           "\x80\x02"
+           "ccollections\nOrderedDict\n)R(Ne.",
+           "APPENDS 31 Can only extend lists, but got <class 'collections.OrderedDict'>",
+           "APPENDS 31 Can only extend lists, but got <class 'collections.OrderedDict'>",
+           "APPENDS 31 Can only append to lists, but got <class 'collections.OrderedDict'>"),
+        WO("BUILD on a dict", "\x80\x02}}b.",
+           "BUILD 4 Can only build Tensor, parameter or dict objects, but got <class 'dict'>",
+           "BUILD 4 Can only build Tensor, Parameter, OrderedDict or types allowlisted via `add_safe_globals`, but got "
+           "<class 'dict'>",
+           "BUILD 4 Can only build Tensor, Parameter, OrderedDict or types allowlisted via `add_safe_globals`, but got "
+           "<class 'dict'>"),
+        WO("BUILD on a Counter",
+           "\x80\x02"
+           "ccollections\nCounter\n)R}b.",
+           "GLOBAL 2 Unsupported class collections.Counter", "takes", "takes"),
+        WO("NEWOBJ of OrderedDict",
+           "\x80\x02"
+           "ccollections\nOrderedDict\n)\x81.",
+           "NEWOBJ 28 Trying to instantiate unsupported class <class 'collections.OrderedDict'>", "takes", "takes"),
+        WO("NEWOBJ of a function",
+           "\x80\x02"
+           "ctorch._utils\n_rebuild_tensor\n)\x81.",
+           "NEWOBJ 33 Trying to instantiate unsupported class (the function torch._utils._rebuild_tensor)",
+           "NEWOBJ 33 'function' object has no attribute '__new__'",
+           "NEWOBJ 33 'function' object has no attribute '__new__'"),
+        WO("REDUCE of a dict", "\x80\x02})R.", "REDUCE 4 Trying to call reduce for unrecognized function (a dict)",
+           "REDUCE 4 Trying to call reduce for unrecognized function (a dict)",
+           "REDUCE 4 Trying to call reduce for unrecognized function (a dict)"),
+        WO("a DTensor",
+           "\x80\x02"
+           "ctorch.distributed.tensor\nDTensor\n.",
+           "GLOBAL 2 Unsupported class torch.distributed.tensor.DTensor",
+           "GLOBAL 2 ``torch.distributed.tensor`` must be imported to load DTensors",
+           "GLOBAL 2 ``torch.distributed.tensor`` must be imported to load DTensors"),
+        WO("bfloat16 and uint4",
+           "\x80\x02"
+           "ctorch\nbfloat16\nctorch\nuint4\n\x86.",
+           "GLOBAL 2 Unsupported class torch.bfloat16",
+           "GLOBAL 18 Unsupported global: GLOBAL torch.uint4 was not an allowed global by default. Please use "
+           "`torch.serialization.add_safe_globals([uint4])` or the `torch.serialization.safe_globals([uint4])` "
+           "context manager to allowlist this global if you trust this class/function.",
+           "takes"),
+        WO("protocol 4's SHORT_BINUNICODE",
+           "\x80\x04\x8c\x01"
+           "a.",
+           "SHORT_BINUNICODE 2 Unsupported operand 140", "SHORT_BINUNICODE 2 Unsupported operand 140",
+           "SHORT_BINUNICODE 2 Unsupported operand 140"),
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) wo_judge(&cases[k]);
+}
+
+/* A pickle that changes a tensor torch has rebuilt: torch 1.13 with weights_only=True loads other
+ * values than the record (FILE.expected, from torch.load); ckptscope refuses the file. */
+static void changed(const char *name, const char *text)
+{
+    char en[256];
+    snprintf(en, sizeof en, "%s.expected", name);
+    size_t l;
+    char *e = (char *)slurp(en, &l);
+    CHECK(e != NULL);
+    if (!e) return;
+    char op[16];
+    unsigned long long at = 0;
+    char loads[64];
+    CHECK(sscanf(e, "%15s %llu loads w=%63s", op, &at, loads) == 3);
+    CHECK(strcmp(loads, "[1.0,") != 0); /* torch's values are not the record's 1, 2 */
+    char want[1024];
+    snprintf(want, sizeof want, text, op, at);
+    expect_fail(name, CKPT_E_TORCH_UNSUPPORTED, want);
+    free(e);
+}
+
+static void test_changed_tensors(void)
+{
+    changed("wo-setitem-tensor.pt",
+            "PyTorch: %s at byte %llu of \"archive/data.pkl\" assigns into a tensor torch.load has rebuilt: torch.load "
+            "gives it other values than its storage record holds (with weights_only=True too in torch 1.13 and 2.6; "
+            "2.14 refuses the file); ckptscope does not read such a file");
+    changed("wo-build-tensor.pt",
+            "PyTorch: %s at byte %llu of \"archive/data.pkl\" sets the state of a tensor torch.load has rebuilt "
+            "(Tensor.set_): torch.load gives it other values than its storage record holds; ckptscope does not read "
+            "such a file");
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) return fprintf(stderr, "usage: test_torch_objects DIR\n"), 2;
@@ -502,6 +672,8 @@ int main(int argc, char **argv)
         {"values shared through the memo", test_shared},
         {"truncated files", test_truncated},
         {"not a torch.save file", test_not_torch},
+        {"weights_only per torch version", test_weights_only_versions},
+        {"a pickle that changes a rebuilt tensor", test_changed_tensors},
     };
     return RUN_ALL(cases);
 }

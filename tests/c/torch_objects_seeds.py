@@ -73,17 +73,47 @@ def save(name, obj, optimizers, models, legacy=False, names_refused=False):
         torch.save(obj, path)
     back = torch.load(path)  # what torch reads: the summary comes from torch's own objects
     lines = summary(back, [(p, get(back, p)) for p in optimizers], [(p, get(back, p)) for p in models])
-    # torch 1.13's weights-only unpickler lacks BINFLOAT (opcode 71, on the list since 2.0): a
-    # refusal for it alone stands for acceptance; names_refused says the file names a callable
-    # beyond the allowlist (which such a refusal can hide)
-    try:
-        torch.load(path, weights_only=True)
-        verdict = True
-    except pickle.UnpicklingError as e:
-        verdict = 'Unsupported operand 71' in str(e) and not names_refused
-    lines.append(f'weightsOnly {str(verdict).lower()}')
+    lines.append(weights_only_line(path))
     with open(path + '.expected', 'w') as f:
         f.write('\n'.join(lines) + '\n')
+
+
+def weights_only_line(path):
+    """torch.load(weights_only=True) of this torch (1.13): 'takes', or where it stops and why. The
+    reason is torch.load's own; where it stops is found by running the same unpickler
+    (torch._weights_only_unpickler) over the file's pickles (a zip's data.pkl, or a legacy file's
+    five in a row): the opcode it raises at is the last one that started before its read position.
+    Its reason must be torch.load's."""
+    try:
+        torch.load(path, weights_only=True)
+        return 'weightsOnly113 takes'
+    except pickle.UnpicklingError as e:
+        reason = str(e).split('WeightsUnpickler error: ', 1)[1]
+    import pickletools
+    from torch import _weights_only_unpickler as wo
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            member = next(n for n in z.namelist() if n.endswith('/data.pkl'))
+            data = z.read(member)
+    else:
+        with open(path, 'rb') as f:
+            data = f.read()
+    f = io.BytesIO(data)
+    starts = []
+    try:
+        while True:  # the pickles in a row, as torch.load reads them
+            at = f.tell()
+            if at >= len(data):
+                raise AssertionError('torch.load refused, the replay did not')
+            starts += [at + pos for _, _, pos in pickletools.genops(io.BytesIO(data[at:]))]
+            u = wo.Unpickler(f, encoding='utf-8')
+            u.persistent_load = lambda pid: pid[1](pid[4])  # the storage type, numel elements
+            u.load()
+    except (RuntimeError, pickle.UnpicklingError) as e:
+        assert str(e) == reason, (str(e), reason)
+        op = max(p for p in starts if p < f.tell())
+    name = pickletools.code2op[chr(data[op])].name
+    return f'weightsOnly113 {name} {op} {reason}'
 
 
 def get(obj, path):
@@ -329,3 +359,52 @@ j = (len(pkl) + 64) // 2001
 with open(os.path.join(out, 'shared-size.pt.error'), 'w') as f:
     f.write(f'PyTorch: malformed checkpoint at byte {reduces[2 + 2 * j]} of "archive/data.pkl": '
             "values shared through the memo more often than the pickle's bytes allow")
+
+
+# torch.load(weights_only=True) stops where its unpickler checks what an opcode acts on: hand-
+# written pickles, each FILE.expected holding this torch's verdict (weights_only_line)
+def raw_pickle(name, data):
+    path = os.path.join(out, name)
+    with zipfile.ZipFile(path, 'w', zipfile.ZIP_STORED) as z:
+        z.writestr('archive/data.pkl', data)
+        z.writestr('archive/version', '3\n')
+    with open(path + '.expected', 'w') as f:
+        f.write(weights_only_line(path) + '\n')
+
+
+raw_pickle('wo-build-dict.pt', b'\x80\x02}}b.')
+raw_pickle('wo-newobj-odict.pt', b'\x80\x02ccollections\nOrderedDict\n)\x81.')
+raw_pickle('wo-append-odict.pt', b'\x80\x02ccollections\nOrderedDict\n)RNa.')
+raw_pickle('wo-counter.pt', b'\x80\x02ccollections\nCounter\n)R.')
+raw_pickle('wo-reduce-none.pt', b'\x80\x02N)R.')
+raw_pickle('wo-order.pt', b'\x80\x02(G?\xf0\x00\x00\x00\x00\x00\x00cposix\nsystem\nt.')
+
+
+# an opcode that changes a tensor torch has rebuilt: SETITEM into it (tensor[0] = 7) and BUILD
+# on it (Tensor.set_ to another view of the storage); torch.load(weights_only=True) gives other
+# values than the storage record, written to FILE.expected with the opcode's byte
+class SetItemTensor(Tensor):
+    def __reduce__(self):
+        return super().__reduce__() + (None, None, iter([(0, 7)]))
+
+
+class BuildTensor(Tensor):
+    def __reduce__(self):
+        return super().__reduce__() + ((self.storage, 2, (2,), (1,)),)
+
+
+def changed(name, obj, op):
+    import struct
+    handmade(name, obj, {'0': struct.pack('<4f', 1, 2, 3, 4)})
+    path = os.path.join(out, name)
+    w = torch.load(path, weights_only=True)['w']
+    with zipfile.ZipFile(path) as z:
+        pkl = z.read('archive/data.pkl')
+    at = next(pos for o, _, pos in pickletools.genops(pkl) if o.name == op)
+    with open(path + '.expected', 'w') as f:
+        f.write(f'{op} {at} loads w={w.tolist()}\n')
+
+
+s4 = Storage('0', 4)
+changed('wo-setitem-tensor.pt', {'w': SetItemTensor(s4, (2,), (1,))}, 'SETITEM')
+changed('wo-build-tensor.pt', {'w': BuildTensor(s4, (2,), (1,))}, 'BUILD')

@@ -84,7 +84,29 @@ def gradients(model):
             p.grad = torch.cos(torch.arange(p.numel(), dtype=p.dtype) * 0.7 + 0.3).reshape(p.shape)
 
 
+def weights_only_check(name):
+    """torch.load(weights_only=True) of this torch: 1.13 stops at the byte ckptscope's report says
+    (NAME.wo), its first BINFLOAT, with 'Unsupported operand 71'; a torch from 2.0 on has BINFLOAT."""
+    import pickle
+    import pickletools
+    import zipfile
+    path = os.path.join(sys.argv[1], name + '.pt')
+    with open(os.path.join(sys.argv[1], name + '.wo')) as f:
+        op, byte = f.read().split()
+    with zipfile.ZipFile(path) as z:
+        pkl = z.read(next(n for n in z.namelist() if n.endswith('/data.pkl')))
+    first = next(pos for o, _, pos in pickletools.genops(pkl) if o.name == 'BINFLOAT')
+    check(op == 'BINFLOAT' and int(byte) == first, f'{name}: the first BINFLOAT is at byte {first}, not {byte}')
+    try:
+        torch.load(path, weights_only=True)
+        check(not torch.__version__.startswith('1.13'), f'{name}: torch 1.13 loaded a BINFLOAT')
+    except pickle.UnpicklingError as e:
+        check(torch.__version__.startswith('1.13') and str(e).endswith('Unsupported operand 71'),
+              f'{name}: torch {torch.__version__} refused: {e}')
+
+
 def check_file(name):
+    weights_only_check(name)
     facts = read_facts(os.path.join(sys.argv[1], name + '.facts'))
     dtype = torch.float64 if facts['dtype'] == 'float64' else torch.float32
     sd = torch.load(os.path.join(sys.argv[1], name + '.pt'))

@@ -1,8 +1,9 @@
 /* libFuzzer target: the pickle layer (src/pickle.c). The input is read as pickles in a row (a
  * legacy torch.save file holds five): each from where the last ended, until the bytes end or one
  * fails. A tree that reads is rendered whole (each node once), its globals listed and judged as
- * torch.load(weights_only=True) would; its nodes must be no more than its bytes. Every diagnostic
- * must be one of its code's templates. */
+ * torch.load(weights_only=True) would, and judged by each torch version read (opcode by opcode, as
+ * it is read: each refusal inside the pickle, its reason rendered); its nodes must be no more than
+ * its bytes. Every diagnostic must be one of its code's templates. */
 #include "oracle.h"
 #include "containers/pickle.h"
 #include "families/pytorch/globals.h"
@@ -16,7 +17,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_pickle *p = NULL;
         ckpt_error err = {0};
         ckpt_error_clear(&err);
-        int rc = ckpt_pickle_read(data + at, size - at, "PyTorch", "archive/data.pkl", at, at, &p, &err);
+        ckpt_wo wo = {0};
+        int rc = ckpt_pickle_read_observed(data + at, size - at, "PyTorch", "archive/data.pkl", at, at,
+                                           ckpt_torch_wo_observe, &wo, &p, &err);
         oracle_check(&err);
         ckpt_error_clear(&err);
         if (rc) {
@@ -35,6 +38,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         bool refused = ckpt_torch_pickle_refused_opcode(p, &op, &op_at);
         if (ok && refused) abort();
         if (refused && (op_at < at || op_at >= at + p->end || p->opcode_at[op] != op_at)) abort();
+        for (int v = 0; v < CKPT_TV_COUNT; v++) {
+            const ckpt_wo_refusal *r = &wo.by[v];
+            if (!r->check) continue;
+            if (r->at < at || r->at >= at + p->end) abort();
+            ckpt_torch_wo_reason(&sb, p, r, v);
+        }
+        if (wo.changes_op && (wo.changes_at < at || wo.changes_at >= at + p->end)) abort();
         sb_free(&sb);
         at += p->end;
         ckpt_pickle_free(p);

@@ -107,7 +107,11 @@ group 0         lr 0.0003  betas 0.9, 0.95  eps 0.000001  wd 0.01  amsgrad no
                 maximize no  params 0, 1
 group 1         lr 0.0003  betas 0.9, 0.95  eps 0.000001  wd 0  amsgrad no
                 maximize no  params 2, 3
-weights only    yes (torch.load(weights_only=True))
+weights only    torch 1.13: no, BINFLOAT at byte 829 of "adamw/data.pkl":
+                  Unsupported operand 71
+                torch 2.6: yes
+                torch 2.14 and later: yes
+                torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope
 globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
                 collections.OrderedDict
 
@@ -132,7 +136,18 @@ test('a pickle naming os.system is read, never run: weightsOnly false, the name 
   assert.deepEqual(report.warnings, ['PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: "posix.system"']);
   assert.deepEqual(report.models.map((m) => [m.path, m.tensors.length]), [['model', 7]]);
   const text = cli('inspect', at('evil.pt')).stdout.split('\n');
-  assert.ok(text.includes('weights only    no, it refuses posix.system (torch.load(weights_only=True))'));
+  assert.ok(text.includes('weights only    torch 1.13: no, GLOBAL at byte 759 of "evil/data.pkl":'));
+  assert.ok(text.includes('                  Unsupported class posix.system'));
+  // each version's verdict: where it stops, and torch's own reason
+  assert.deepEqual(report.weightsOnlyBy.map((v) => [v.torch, v.source, v.loads, v.opcode, v.check, v.member, v.byte, v.reason]), [
+    ['1.13', '1.13.1', false, 'GLOBAL', 'global', 'evil/data.pkl', 759, 'Unsupported class posix.system'],
+    ['2.0 to 2.5', null, null, null, null, null, null, null],
+    ['2.6', '2.6.0', false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'Trying to load unsupported GLOBAL posix.system whose module posix is blocked.'],
+    ['2.7 to 2.13', null, null, null, null, null, null, null],
+    ['2.14 and later', '2.14.1', false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'Trying to load unsupported GLOBAL posix.system whose module posix is blocked.']]);
+  // the offset is the GLOBAL opcode's byte in the file
+  const bytes = fs.readFileSync(at('evil.pt'));
+  for (const v of report.weightsOnlyBy.filter((x) => x.loads === false)) assert.equal(bytes[v.offset], 0x63);
   assert.ok(fs.existsSync(at('evil.pt')) && !fs.existsSync(at('ran')));
 });
 

@@ -33,8 +33,9 @@ typedef enum ckpt_pname {
  * torch's unpickler maps them. */
 ckpt_pname ckpt_torch_known(const char *module, size_t mlen, const char *name, size_t nlen, const char **dtype);
 
-/* Would torch.load(weights_only=True) resolve this GLOBAL? Its allowlist (torch's
- * _weights_only_unpickler.py _get_allowed_globals, with the modules it blocks). */
+/* Would torch.load(weights_only=True) of the newest torch read (2.14) resolve this GLOBAL? Its
+ * allowlist (torch's _weights_only_unpickler.py _get_allowed_globals, with the modules it
+ * blocks). */
 bool ckpt_torch_weights_only_global(const char *module, size_t mlen, const char *name, size_t nlen);
 /* Is the opcode on that unpickler's list? */
 bool ckpt_torch_weights_only_opcode(unsigned op);
@@ -50,5 +51,52 @@ bool ckpt_torch_pickle_refused_opcode(const ckpt_pickle *p, unsigned *op, uint64
 bool ckpt_torch_pickle_weights_only(const ckpt_pickle *p);
 void ckpt_torch_pickle_globals_json(strbuf *sb, const ckpt_pickle *p, bool refused);
 void ckpt_torch_pickle_weights_only_warning(strbuf *sb, const ckpt_pickle *p);
+
+/* ---- torch.load(weights_only=True) per torch version (format.md 10.2) ----
+ *
+ * The versions whose torch/_weights_only_unpickler.py ckptscope has read and models: each one's
+ * opcodes, allowlist and checks of what REDUCE, NEWOBJ, BUILD, APPEND(S) and SETITEM(S) act on,
+ * judged in the pickle's order, so the first refusal is where that torch stops. */
+enum { CKPT_TV_1_13 = 0, CKPT_TV_2_6, CKPT_TV_2_14, CKPT_TV_COUNT };
+
+typedef enum ckpt_wo_check {
+    CKPT_WO_TAKES = 0,
+    CKPT_WO_OPCODE,  /* an opcode not on its list */
+    CKPT_WO_GLOBAL,  /* a name not on its allowlist */
+    CKPT_WO_BLOCKED, /* a name of sys, os, posix or nt */
+    CKPT_WO_NJT,     /* a nested jagged tensor's name (torch.nested not imported) */
+    CKPT_WO_DTENSOR, /* a DTensor's name (torch.distributed.tensor not imported) */
+    CKPT_WO_REDUCE,  /* REDUCE of a value that is no allowed callable */
+    CKPT_WO_NEWOBJ,  /* NEWOBJ of a class it does not make */
+    CKPT_WO_NO_NEW,  /* NEWOBJ of an allowed name that is not a class: Python has no __new__ for it */
+    CKPT_WO_BUILD,   /* BUILD on a value of a type it does not build */
+    CKPT_WO_APPEND,  /* APPEND(S) onto a value that is not a list */
+    CKPT_WO_SETITEM, /* SETITEM(S) onto a value that is not a dict, OrderedDict or Counter (2.14) */
+    CKPT_WO_ASSIGN,  /* SETITEM(S) onto a value Python cannot assign into (before 2.14) */
+} ckpt_wo_check;
+
+typedef struct ckpt_wo_refusal {
+    uint8_t check; /* ckpt_wo_check; CKPT_WO_TAKES when that torch reads the whole pickle */
+    uint8_t op;    /* the opcode it stops at */
+    uint64_t at;   /* its byte in the pickle (plus the pickle's origin) */
+    uint32_t node; /* the GLOBAL, the callable, or the value acted on */
+} ckpt_wo_refusal;
+
+/* One pickle judged for each version, and the first opcode that changes a tensor torch has
+ * rebuilt (SETITEM or SETITEMS into it, BUILD on it): torch.load then holds other values than the
+ * storage record, in every version that runs that opcode. */
+typedef struct ckpt_wo {
+    ckpt_wo_refusal by[CKPT_TV_COUNT];
+    uint8_t changes_op; /* 0: none */
+    uint64_t changes_at;
+} ckpt_wo;
+
+/* The observer (pickle.h) that fills a ckpt_wo (ctx), zeroed before the read. */
+void ckpt_torch_wo_observe(void *ctx, const ckpt_pickle *p, const ckpt_pickle_event *e);
+/* The reason that version gives (the text after torch.load's "WeightsUnpickler error: "): a
+ * value torch prints by its repr is named by its type, as "(a dict)". */
+void ckpt_torch_wo_reason(strbuf *sb, const ckpt_pickle *p, const ckpt_wo_refusal *r, int version);
+/* The opcode's name as Python's pickle module spells it ("BINFLOAT"). */
+const char *ckpt_pickle_op_name(unsigned op);
 
 #endif

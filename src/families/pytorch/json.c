@@ -162,8 +162,8 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     if (!t) {
         sb_puts(sb, ",\"container\":null,\"optimizer\":null,\"otherOptimizers\":[],\"models\":[],\"otherTensors\":[],"
                     "\"epoch\":null,\"globalStep\":null,\"model\":null,"
-                    "\"weightsOnly\":null,\"globals\":[],\"refused\":[],\"needsModel\":null,\"pairing\":null,"
-                    "\"names\":null");
+                    "\"weightsOnly\":null,\"weightsOnlyBy\":[],\"globals\":[],\"refused\":[],\"needsModel\":null,"
+                    "\"pairing\":null,\"names\":null");
         if (!optimizer_slots) sb_puts(sb, ",\"entryCount\":null,\"entries\":[]");
         return;
     }
@@ -226,7 +226,9 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"model\":");
     if (t->model == CKPT_TORCH_NONE) sb_puts(sb, "null");
     else j_string(sb, t->models[t->model].path);
-    sb_printf(sb, ",\"weightsOnly\":%s,\"globals\":", ckpt_torch_weights_only(t) ? "true" : "false");
+    sb_printf(sb, ",\"weightsOnly\":%s,\"weightsOnlyBy\":", ckpt_torch_weights_only(t) ? "true" : "false");
+    ckpt_torch_weights_only_json(sb, t);
+    sb_puts(sb, ",\"globals\":");
     ckpt_torch_globals_json(sb, t, false);
     sb_puts(sb, ",\"refused\":");
     ckpt_torch_globals_json(sb, t, true);

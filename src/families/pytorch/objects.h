@@ -99,6 +99,11 @@ typedef struct ckpt_torch {
     uint8_t *pickle_bytes;
     ckpt_pickle *legacy_pickles[4]; /* the legacy format's others (magic, protocol, sys_info, keys) */
     uint8_t *legacy_bytes;
+    char *member; /* the object pickle's name in texts: {prefix}/data.pkl, or the legacy file's */
+    /* torch.load(weights_only=True) per version over each pickle, in file order: a zip's one, a
+     * legacy file's five (globals.h) */
+    ckpt_wo wo[5];
+    size_t wo_len;
     ckpt_torch_storage *storages;
     size_t storages_len;
     ckpt_torch_tensor *tensors;
@@ -148,11 +153,17 @@ static inline const uint64_t *ckpt_torch_stride(const ckpt_torch *t, size_t k)
 /* Storage identity (format.md 10.4's ties): same storage, offset, sizes and strides. */
 bool ckpt_torch_same(const ckpt_torch *t, size_t a, size_t b);
 
-/* torch.load(weights_only=True)'s verdict over all the file's pickles (a legacy file's five), the
- * names they use (each once, in file order; only those it refuses when `refused`), and the
- * warning "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses:
- * {names}" (nothing when none is refused). */
+/* torch.load(weights_only=True) over all the file's pickles (a legacy file's five): whether the
+ * newest torch version ckptscope has read (2.14, where weights_only=True is the default since
+ * 2.6) takes the file; the first refusal of version v (CKPT_TV_*;
+ * NULL when it takes the file) and the pickle it is in; the verdicts as the report's JSON array
+ * (format.md 10.2); the names the pickles use (each once, in file order; only those the newest
+ * version read refuses when `refused`), and the warning "PyTorch: the file names Python
+ * callables that torch.load(weights_only=True) refuses: {names}" (nothing when none is
+ * refused). */
 bool ckpt_torch_weights_only(const ckpt_torch *t);
+const ckpt_wo_refusal *ckpt_torch_wo_refusal(const ckpt_torch *t, int v, const ckpt_pickle **in);
+void ckpt_torch_weights_only_json(strbuf *sb, const ckpt_torch *t);
 void ckpt_torch_globals_json(strbuf *sb, const ckpt_torch *t, bool refused);
 void ckpt_torch_weights_only_warning(strbuf *sb, const ckpt_torch *t);
 

@@ -91,9 +91,44 @@ static int open_zip(tctx *c)
     }
     size_t len;
     TRY(read_member(z, pkl, &t->pickle_bytes, &len, c->err));
-    TRY(ckpt_pickle_read(t->pickle_bytes, len, "PyTorch", nm, 0, z->members[pkl].data_offset, &t->pickle, c->err));
-    c->member = nm;
+    memset(&t->wo[0], 0, sizeof t->wo[0]);
+    t->wo_len = 1;
+    TRY(ckpt_pickle_read_observed(t->pickle_bytes, len, "PyTorch", nm, 0, z->members[pkl].data_offset,
+                                  ckpt_torch_wo_observe, &t->wo[0], &t->pickle, c->err));
+    if (!(t->member = torch_dup_span(nm, strlen(nm)))) return ckpt_fail_oom(c->err);
+    c->member = t->member;
     c->base = z->members[pkl].data_offset;
+    return 0;
+}
+
+/* An opcode that changes a tensor torch has rebuilt (globals.h, ckpt_wo): torch.load would hold
+ * other values than the storage record ckptscope reads, so the file is not read. */
+static int torch_changes_tensor(tctx *c)
+{
+    const ckpt_torch *t = c->t;
+    for (size_t k = 0; k < t->wo_len; k++) {
+        const ckpt_wo *w = &t->wo[k];
+        if (!w->changes_op) continue;
+        strbuf name = {0};
+        j_string(&name, t->member);
+        uint64_t at = t->legacy ? w->changes_at : c->base + w->changes_at;
+        int rc;
+        if (w->changes_op == CKPT_OP_BUILD)
+            rc = ckpt_fail(c->err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, at, 1,
+                           "BUILD at byte %llu of %s sets the state of a tensor torch.load has rebuilt "
+                           "(Tensor.set_): torch.load gives it other values than its storage record holds; "
+                           "ckptscope does not read such a file",
+                           (unsigned long long)w->changes_at, name.failed ? "\"\"" : name.data);
+        else
+            rc = ckpt_fail(c->err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, at, 1,
+                           "%s at byte %llu of %s assigns into a tensor torch.load has rebuilt: torch.load gives "
+                           "it other values than its storage record holds (with weights_only=True too in torch "
+                           "1.13 and 2.6; 2.14 refuses the file); ckptscope does not read such a file",
+                           ckpt_pickle_op_name(w->changes_op), (unsigned long long)w->changes_at,
+                           name.failed ? "\"\"" : name.data);
+        sb_free(&name);
+        return rc;
+    }
     return 0;
 }
 
@@ -115,8 +150,11 @@ static int open_legacy(tctx *c, const char *name, uint64_t *storages_at)
         ckpt_pickle *ps[5] = {0};
         size_t at = 0;
         int rc = 0;
+        memset(t->wo, 0, sizeof t->wo);
+        t->wo_len = 5;
         for (int k = 0; k < 5 && !rc; k++) {
-            rc = ckpt_pickle_read(d + at, cap - at, "PyTorch", name, at, at, &ps[k], c->err);
+            rc = ckpt_pickle_read_observed(d + at, cap - at, "PyTorch", name, at, at, ckpt_torch_wo_observe, &t->wo[k],
+                                           &ps[k], c->err);
             if (!rc) at += ps[k]->end;
         }
         if (rc && (rc == CKPT_E_PICKLE_MALFORMED || rc == CKPT_E_PICKLE_OPCODE) && cap < size &&
@@ -145,7 +183,8 @@ static int open_legacy(tctx *c, const char *name, uint64_t *storages_at)
         if (v->kind != CKPT_PK_INT || v->i != 1001)
             return fail_container(c->err, CKPT_E_TORCH_UNSUPPORTED,
                                   "a legacy torch.save file of another protocol version than 1001");
-        c->member = name;
+        if (!(t->member = torch_dup_span(name, strlen(name)))) return ckpt_fail_oom(c->err);
+        c->member = t->member;
         /* sys_info: little_endian */
         tctx ci = *c;
         ckpt_torch tmp = *t;
@@ -168,6 +207,7 @@ void ckpt_torch_free(ckpt_torch *t)
     free(t->pickle_bytes);
     for (int k = 0; k < 4; k++) ckpt_pickle_free(t->legacy_pickles[k]);
     free(t->legacy_bytes);
+    free(t->member);
     for (size_t k = 0; k < t->storages_len; k++) free(t->storages[k].key);
     free(t->storages);
     free(t->tensors);
@@ -215,6 +255,7 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
         t->legacy = true;
         rc = open_legacy(&c, name, &storages_at);
     } else rc = fail_container(err, CKPT_E_TORCH_NOT_CHECKPOINT, "neither a zip nor a pickle: not a torch.save file");
+    if (!rc) rc = torch_changes_tensor(&c);
     if (!rc) {
         t->tensor_of_node = malloc((t->pickle->nodes_len ? t->pickle->nodes_len : 1) * sizeof *t->tensor_of_node);
         c.seen = calloc(t->pickle->nodes_len ? t->pickle->nodes_len : 1, 1);

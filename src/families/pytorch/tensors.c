@@ -354,8 +354,10 @@ static int rebuild(tctx *c, ckpt_pname how, const ckpt_pnode *at, size_t args, s
     return 0;
 }
 
-/* Node k as a tensor: *out its index, CKPT_TORCH_NONE when k is not one. A BUILD or a parameter
- * wraps an earlier node: at most CKPT_PICKLE_MAX_DEPTH of them are unwrapped. */
+/* Node k as a tensor: *out its index, CKPT_TORCH_NONE when k is not one. A parameter wraps an
+ * earlier node: at most CKPT_PICKLE_MAX_DEPTH of them are unwrapped. A BUILD is never a tensor:
+ * BUILD on a tensor gives it other values (Tensor.set_), and such a file is refused when it is
+ * read (open.c). */
 static int tensor_at(tctx *c, size_t k, size_t *out, unsigned depth)
 {
     ckpt_torch *t = c->t;
@@ -367,9 +369,7 @@ static int tensor_at(tctx *c, size_t k, size_t *out, unsigned depth)
         return 0;
     }
     const ckpt_pnode *n = N(c, k);
-    if (n->kind == CKPT_PK_BUILD) {
-        TRY(tensor_at(c, n->a, out, depth + 1));
-    } else if (n->kind == CKPT_PK_REDUCE) {
+    if (n->kind == CKPT_PK_REDUCE) {
         ckpt_pname how = torch_global_of(c, n->a, NULL);
         switch (how) {
             case CKPT_PN_REBUILD_TENSOR:

@@ -14,13 +14,74 @@ static size_t pickles_of(const ckpt_torch *t, const ckpt_pickle *out[5])
     return n;
 }
 
-bool ckpt_torch_weights_only(const ckpt_torch *t)
+const ckpt_wo_refusal *ckpt_torch_wo_refusal(const ckpt_torch *t, int v, const ckpt_pickle **in)
 {
     const ckpt_pickle *ps[5];
     size_t n = pickles_of(t, ps);
-    for (size_t k = 0; k < n; k++)
-        if (!ckpt_torch_pickle_weights_only(ps[k])) return false;
-    return true;
+    for (size_t k = 0; k < n && k < t->wo_len; k++)
+        if (t->wo[k].by[v].check) {
+            if (in) *in = ps[k];
+            return &t->wo[k].by[v];
+        }
+    return NULL;
+}
+
+bool ckpt_torch_weights_only(const ckpt_torch *t) { return !ckpt_torch_wo_refusal(t, CKPT_TV_2_14, NULL); }
+
+/* The ranges of torch versions, in order: those read (version >= 0) and those between them that
+ * ckptscope has not read, whose verdict is not known. */
+static const struct {
+    const char *torch, *source;
+    int version;
+} ranges[] = {
+    {"1.13", "1.13.1", CKPT_TV_1_13},
+    {"2.0 to 2.5", NULL, -1},
+    {"2.6", "2.6.0", CKPT_TV_2_6},
+    {"2.7 to 2.13", NULL, -1},
+    {"2.14 and later", "2.14.1", CKPT_TV_2_14},
+};
+
+static const char *const check_names[] = {
+    [CKPT_WO_TAKES] = "takes",     [CKPT_WO_OPCODE] = "opcode", [CKPT_WO_GLOBAL] = "global",
+    [CKPT_WO_BLOCKED] = "blocked", [CKPT_WO_NJT] = "global",    [CKPT_WO_DTENSOR] = "global",
+    [CKPT_WO_REDUCE] = "reduce",   [CKPT_WO_NEWOBJ] = "newobj", [CKPT_WO_NO_NEW] = "newobj",
+    [CKPT_WO_BUILD] = "build",     [CKPT_WO_APPEND] = "append", [CKPT_WO_SETITEM] = "setitem",
+    [CKPT_WO_ASSIGN] = "setitem",
+};
+
+void ckpt_torch_weights_only_json(strbuf *sb, const ckpt_torch *t)
+{
+    sb_putc(sb, '[');
+    for (size_t k = 0; k < sizeof ranges / sizeof ranges[0]; k++) {
+        if (k) sb_putc(sb, ',');
+        sb_puts(sb, "{\"torch\":");
+        j_string(sb, ranges[k].torch);
+        sb_puts(sb, ",\"source\":");
+        if (ranges[k].source) j_string(sb, ranges[k].source);
+        else sb_puts(sb, "null");
+        const ckpt_pickle *in = NULL;
+        const ckpt_wo_refusal *r = ranges[k].version < 0 ? NULL : ckpt_torch_wo_refusal(t, ranges[k].version, &in);
+        if (ranges[k].version < 0) sb_puts(sb, ",\"loads\":null");
+        else sb_printf(sb, ",\"loads\":%s", r ? "false" : "true");
+        if (!r) {
+            sb_puts(sb,
+                    ",\"opcode\":null,\"check\":null,\"member\":null,\"byte\":null,\"offset\":null,\"reason\":null}");
+            continue;
+        }
+        sb_printf(sb, ",\"opcode\":\"%s\",\"check\":\"%s\",\"member\":", ckpt_pickle_op_name(r->op),
+                  check_names[r->check]);
+        j_string(sb, t->member ? t->member : "");
+        /* a zip's pickle counts from its own first byte; a legacy file's from the file's */
+        sb_printf(sb, ",\"byte\":%llu,\"offset\":%llu,\"reason\":", (unsigned long long)r->at,
+                  (unsigned long long)(t->legacy ? r->at : t->pickle_at + r->at));
+        strbuf why = {0};
+        ckpt_torch_wo_reason(&why, in, r, ranges[k].version);
+        if (why.failed) sb->failed = true;
+        j_string(sb, why.data ? why.data : "");
+        sb_free(&why);
+        sb_putc(sb, '}');
+    }
+    sb_putc(sb, ']');
 }
 
 /* The pickles' names as JSON strings, each once, in file order, joined by sep. */
