@@ -99,6 +99,7 @@ typedef struct ckpt_torch {
     uint8_t *pickle_bytes;
     ckpt_pickle *legacy_pickles[4]; /* the legacy format's others (magic, protocol, sys_info, keys) */
     uint8_t *legacy_bytes;
+    char *container_warning; /* bytes the zip's directory does not describe (format.md 10.1), or NULL */
     ckpt_torch_storage *storages;
     size_t storages_len;
     ckpt_torch_tensor *tensors;
