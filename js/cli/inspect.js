@@ -10,7 +10,7 @@ import { openWithStats, workerCount } from '../parallel.js';
 import { say, terminalJSON, sameDestination, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, fileStamp } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, workersArg } from './args.js';
-import { readNames, folderArgs, giveKind, warnStillWriting } from './inputs.js';
+import { readNames, folderArgs, giveKind, warnStillWriting, refuseUnreadStream } from './inputs.js';
 import { summaryLines, loadsInLine, inspectPairLines, unpairedLine } from './text.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
@@ -36,7 +36,7 @@ export async function cmdInspect(argv) {
   try {
     // with workers: they start (and open the file) while this thread parses it
     const openFile = (src, options) => reading(file, 'checkpoint', () => open(src, options));
-    ck = parallel ? await openWithStats(source, n, { openFile }) : await openFile(source, { stats });
+    ck = parallel ? await openWithStats(source, n, { openFile }) : await refuseUnreadStream(await openFile(source, { stats }), file);
   } catch (err) {
     if (parallel) fs.closeSync(source);
     throw err;
