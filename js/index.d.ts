@@ -640,7 +640,7 @@ export const DEFAULT_RESIDUAL_LIMIT: number;
 export function exportGradient(a: Source, b: Source, options?: ExportOptions): Promise<Uint8Array>;
 export function exportGradientTo(a: Source, b: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
 /** Node: the gradient export written to `path` atomically. */
-export function saveGradient(path: string | URL, a: Source, b: Source, options?: ExportOptions): Promise<void>;
+export function saveGradient(path: string | URL, a: Source, b: Source, options?: ExportOptions): Promise<Written>;
 /** The number in a file name: its last run of digits, or null. */
 export function numberInName(name: string): bigint | null;
 /** The stem of a file name (its base name without the last extension): a state file pairs with the checkpoint of the same stem. */
@@ -681,10 +681,17 @@ export interface StateDescription {
   values: (Float32Array | number[])[];
 }
 
+/** What a save wrote, once the file is in place (nothing fails after it): `path`, where the bytes
+ *  went (a symbolic link's target, which the link still points to); `bytes`, how many. */
+export interface Written {
+  path: string;
+  bytes: number;
+}
+
 export function writeCheckpoint(description: Description): Promise<Uint8Array>;
-export function saveCheckpoint(path: string | URL, description: Description): Promise<void>;
+export function saveCheckpoint(path: string | URL, description: Description): Promise<Written>;
 export function writeState(description: StateDescription): Promise<Uint8Array>;
-export function saveState(path: string | URL, description: StateDescription): Promise<void>;
+export function saveState(path: string | URL, description: StateDescription): Promise<Written>;
 
 export interface ExportOptions extends ScanOptions {
   format?: 'safetensors' | 'npz';
@@ -696,7 +703,7 @@ export interface ExportOptions extends ScanOptions {
 
 export function exportTensors(source: Source, options?: ExportOptions): Promise<Uint8Array>;
 export function exportTo(source: Source, write: (bytes: Uint8Array) => void, options?: ExportOptions): Promise<void>;
-export function saveExport(path: string | URL, source: Source, options?: ExportOptions): Promise<void>;
+export function saveExport(path: string | URL, source: Source, options?: ExportOptions): Promise<Written>;
 export function exportNpy(source: Source, slot: U64Input, what?: 'm' | 'v' | 'values'): Promise<Uint8Array>;
 
 /** The JSON a source holds (a layout, a report, a description, slot names), or undefined when
@@ -865,6 +872,6 @@ export interface TorchConvertOptions extends ScanOptions {
   prefix?: string;
 }
 /** Node: a TLADAMF file as a torch.save file of its Adam/AdamW state_dict, written to `path` atomically. */
-export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<void>;
+export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;

@@ -37,9 +37,18 @@ export class FileSource {
   }
 }
 
-/** Where writing `path` lands: a symlink's target (followed to the end, as `cp` does; a
- *  dangling link's too), so the link stays a link. */
-function writeTarget(path) {
+const S_ISVTX = 0o1000, S_IWOTH = 0o002;
+
+/**
+ * Where writing `path` lands: a symlink's target (followed to the end, as `cp` does; a dangling
+ * link's too), so the link stays a link. Each link is followed only where the kernel's
+ * fs.protected_symlinks would follow it: in a sticky folder writable by all (/tmp), a link owned
+ * by another user than this process and than the folder's owner is refused (EACCES, code
+ * EPROTECTEDLINK), so a link planted there never leads a write onto its victim's file (resolving
+ * links here, the kernel's own refusal would not apply). The links followed are in `links`.
+ */
+export function writeTarget(path, links = []) {
+  const euid = typeof process.geteuid === 'function' ? process.geteuid() : null;
   for (let hops = 0; hops < 40; hops++) {
     let st;
     try {
@@ -48,6 +57,15 @@ function writeTarget(path) {
       return path;   // nothing there yet
     }
     if (!st.isSymbolicLink()) return path;
+    if (euid !== null && st.uid !== euid) {
+      const folder = nodePath.dirname(nodePath.resolve(path));
+      const dir = fs.statSync(folder);
+      if ((dir.mode & (S_ISVTX | S_IWOTH)) === (S_ISVTX | S_IWOTH) && dir.uid !== st.uid) {
+        throw Object.assign(new Error(`EPROTECTEDLINK: a symbolic link of another user in a sticky folder, open '${path}'`),
+          { code: 'EPROTECTEDLINK', syscall: 'open', path, folder, owner: st.uid });
+      }
+    }
+    links.push(path);
     path = nodePath.resolve(nodePath.dirname(path), fs.readlinkSync(path));
   }
   throw Object.assign(new Error(`ELOOP: too many symbolic links, open '${path}'`), { code: 'ELOOP', syscall: 'open', path });
@@ -96,53 +114,83 @@ function removeOnDeath(tmp) {
  *  sibling `{path}.tmp-{nanos}`, closed, then renamed over the destination. On any failure
  *  the temporary is removed and the destination is untouched; killed by a signal, a watcher
  *  removes it. A destination that exists keeps its permission bits (a 0600 checkpoint stays
- *  0600), never setuid, setgid or sticky; a new one gets 0666 less the umask. A symlink is
- *  written through: its target is replaced. A destination that exists and is not a regular
- *  file (a device such as /dev/null or /dev/full, a FIFO, a socket, a directory, /dev/stdout) is
- *  refused (ENOTREG), never renamed over. */
+ *  0600), never setuid, setgid or sticky, and its owner and group where this process may give
+ *  them (root writing over a user's file leaves it the user's); a new one gets 0666 less the
+ *  umask. A symlink is written through: its target is replaced (writeTarget: never a link the
+ *  kernel's fs.protected_symlinks would refuse to follow). A destination that exists and is not
+ *  a regular file (a device such as /dev/null or /dev/full, a FIFO, a socket, a directory,
+ *  /dev/stdout) is refused (ENOTREG), never renamed over. Resolves to {path: where the bytes
+ *  went (the link's target), bytes: how many}: once the rename is done nothing fails. An error
+ *  before it carries `target` when a link led elsewhere. */
 export async function atomicWrite(path, fill) {
   let existing = null;
   try {
     existing = fs.statSync(path);   // through symlinks, /dev/stdout's to its pipe or terminal too
   } catch {
-    // nothing there yet, or a dangling link: written as a new file
+    // nothing there yet, a dangling link, or a link the kernel refuses to follow (below)
   }
   const kind = existing && nonRegular(existing);
   if (kind === 'a directory') throw Object.assign(new Error(`EISDIR: illegal operation on a directory, open '${path}'`), { code: 'EISDIR', syscall: 'open', path: String(path) });
   if (kind) throw notRegularError(String(path), kind);
-  path = writeTarget(path);
-  let mode = null;
+  const target = writeTarget(path);
+  const named = (err) => {
+    if (target !== path && err && typeof err === 'object' && err.target === undefined) err.target = target;
+    return err;
+  };
+  existing = null;
   try {
-    mode = fs.statSync(path).mode & 0o777;
+    existing = fs.statSync(target);
   } catch {
-    // no destination yet
+    // a new file
   }
-  const tmp = `${path}.tmp-${process.hrtime.bigint()}`;
+  const tmp = `${target}.tmp-${process.hrtime.bigint()}`;
   // the watcher first: whenever the temporary exists, something removes it on a kill
   const watcher = removeOnDeath(tmp);
+  const mode = existing ? existing.mode & 0o777 : null;
   let fd;
   try {
     // Created with the final mode (never readable by others, even briefly, if the old one was not).
     fd = fs.openSync(tmp, 'wx', mode ?? 0o666);
   } catch (err) {
     watcher?.stdin.end();
-    throw err;
+    throw named(err);
   }
+  let bytes = 0;
   try {
+    if (existing) keepOwner(fd, existing);
     if (mode !== null) fs.fchmodSync(fd, mode);   // open's mode is masked by the umask
-    await fill((bytes) => {
+    await fill((chunk) => {
       let done = 0;
-      while (done < bytes.length) done += fs.writeSync(fd, bytes, done, bytes.length - done);
+      while (done < chunk.length) done += fs.writeSync(fd, chunk, done, chunk.length - done);
+      bytes += chunk.length;
     });
     fs.fsyncSync(fd);
     fs.closeSync(fd);
     fd = null;
-    fs.renameSync(tmp, path);
+    fs.renameSync(tmp, target);
   } catch (err) {
     if (fd !== null) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
-    throw err;
+    throw named(err);
   } finally {
     watcher?.stdin.end();   // done: the temporary is renamed or removed
+  }
+  return { path: target, bytes };
+}
+
+/** The new file gets the old one's owner and group: root (or a member of the group) may give
+ *  them; another user cannot, and the file is then theirs, as any file they create. */
+function keepOwner(fd, st) {
+  const euid = typeof process.geteuid === 'function' ? process.geteuid() : null;
+  if (euid === null || (st.uid === euid && st.gid === process.getegid())) return;
+  try {
+    fs.fchownSync(fd, st.uid, st.gid);
+  } catch (err) {
+    if (err.code !== 'EPERM') throw err;
+    try {
+      fs.fchownSync(fd, -1, st.gid);   // the group, where this user is in it
+    } catch (again) {
+      if (again.code !== 'EPERM') throw again;
+    }
   }
 }

@@ -47,9 +47,10 @@ export async function collect(fill) {
 }
 
 /** Node: the bytes fill(write) writes, streamed into `path` atomically (a temporary sibling,
- *  renamed over the destination; removed on any failure). */
+ *  renamed over the destination; removed on any failure). Resolves with {path, bytes}: where they
+ *  went (a symbolic link's target) and how many. */
 export async function saveAtomically(path, fill) {
   const { atomicWrite } = await import('./node-io.js');
   const target = path instanceof URL ? (await import('node:url')).fileURLToPath(path) : String(path);
-  await atomicWrite(target, fill);
+  return atomicWrite(target, fill);
 }

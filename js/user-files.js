@@ -58,7 +58,10 @@ const plain = (err) => String(err.message).replace(/^E[A-Z0-9]+: /, '').replace(
 /** The message for `err` while reading `file` (`what`: "checkpoint", "layout", ...). */
 export function readMessage(err, file, what) {
   switch (err.code) {
-    case 'ENOENT': return `no such file: ${file}`;
+    case 'ENOENT': {
+      const link = danglingLink(file);
+      return link ? `${file} is a symbolic link to ${link}, which does not exist` : `no such file: ${file}`;
+    }
     case 'ENOTDIR': return `no such file: ${file} (a part of the path is not a directory)`;
     case 'EISDIR': return `${file} is a directory, not a ${what} file`;
     case 'EACCES':
@@ -67,11 +70,25 @@ export function readMessage(err, file, what) {
   }
 }
 
-/** The message for `err` while writing `file` (through a temporary beside it). */
+/** Where the symbolic link `file` points when that is nowhere (null: not such a link). */
+function danglingLink(file) {
+  try {
+    if (!fs.lstatSync(file).isSymbolicLink() || fs.existsSync(file)) return null;
+    return fs.readlinkSync(file);
+  } catch {
+    return null;
+  }
+}
+
+/** The message for `err` while writing `file` (through a temporary beside it; `err.target`: the
+ *  file a symbolic link at `file` led to, when one did). */
 export function writeMessage(err, file) {
   switch (err.code) {
     case 'ENOENT':
-    case 'ENOTDIR': return `cannot write ${file}: no such folder: ${path.dirname(file)}`;
+    case 'ENOTDIR': return err.target
+      ? `cannot write ${file}: it is a symbolic link to ${err.target}, whose folder ${path.dirname(err.target)} does not exist`
+      : `cannot write ${file}: no such folder: ${path.dirname(file)}`;
+    case 'EPROTECTEDLINK': return `cannot write ${file}: it is a symbolic link of another user (uid ${err.owner}) in ${err.folder}, a sticky folder anyone may write in: it may lead to another user's file, and the kernel (fs.protected_symlinks) does not follow such a link either; remove it or give another name`;
     case 'EISDIR': return `${file} is a directory: give the checkpoint a file name, e.g. ${path.join(file, 'model.ckpt')}`;
     case 'EACCES':
     case 'EPERM': return `permission denied: cannot write ${file} (its folder must be writable: the checkpoint is written to a temporary file beside it, then renamed)`;
@@ -139,6 +156,21 @@ export async function writing(out, fn) {
   } catch (err) {
     if (isNodeIoError(err)) throw new FileError(writeMessage(err, out));
     throw err;
+  }
+}
+
+/**
+ * What `fn(path)` reads back from an output just written (`path`: where its bytes went, a
+ * symbolic link's target), or null with a warning on stderr: once the file is written, nothing
+ * after it is a failure.
+ */
+export async function readBack(output, fn) {
+  try {
+    const { writeTarget } = await import('./node-io.js');
+    return await fn(writeTarget(output));
+  } catch (err) {
+    process.stderr.write(`warning: ${output} was written, but reading it back failed: ${isNodeIoError(err) ? plain(err) : err.message}\n`);
+    return null;
   }
 }
 

@@ -10,7 +10,7 @@ import { CheckpointError } from '../errors.js';
 import { loadBinding } from '../binding.js';
 import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
-import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName } from '../user-files.js';
+import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
 import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
 import { readNames, modelFacts } from './inputs.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
@@ -115,14 +115,16 @@ async function convertTorch([input, output], seen) {
   return 0;
 }
 
-/** What each TorchLean reader makes of the file written. */
-async function readersOf(output) {
-  const ck = await open(output);
-  try {
-    return ck.readers;
-  } finally {
-    ck.close();
-  }
+/** What each TorchLean reader makes of the file written (null, said, when it cannot be read back). */
+function readersOf(output) {
+  return readBack(output, async (written) => {
+    const ck = await open(written);
+    try {
+      return ck.readers;
+    } finally {
+      ck.close();
+    }
+  });
 }
 
 /** convert IN OUT (--to V | --for READER) [options]: written, then OUT's verdict per reader.
@@ -171,10 +173,12 @@ async function convertTorchFile(input, output, { lr, state }) {
     }
     throw err;
   }
-  const ck = await open(output);
-  try {
-    return torchFileLines(displayName(output), ck.summary);
-  } finally {
-    ck.close();
-  }
+  return (await readBack(output, async (written) => {
+    const ck = await open(written);
+    try {
+      return torchFileLines(displayName(output), ck.summary);
+    } finally {
+      ck.close();
+    }
+  })) ?? [];
 }

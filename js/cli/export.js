@@ -2,7 +2,6 @@
 // state file's tensors) in the format OUT's extension names (the core's formats), streamed and
 // written atomically (docs/export.md).
 
-import fs from 'node:fs';
 import { open } from '../checkpoint.js';
 import { pair } from '../api.js';
 import { CheckpointError, LayoutError } from '../errors.js';
@@ -28,7 +27,7 @@ export async function cmdExport(argv) {
   const file = positional[0];
   const frozen = frozenArg(seen, 'export');
   const ck = await openFile(file, 'checkpoint');
-  let model = null;
+  let model = null, written;
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });
     await giveKind(ck, kind, file);
@@ -54,7 +53,7 @@ export async function cmdExport(argv) {
     const names = seen['--names'] !== undefined ? readNamesFile(seen['--names'], { slots, ties }) : ck.summary.pairing?.slots ?? undefined;
     const { saveExport } = await import('../export.js');
     const { codes } = await loadBinding();
-    await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
+    written = await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
       // names the core refuses (empty, alike, too long for a zip): the names file is at fault, as
       // when it has too few; the file itself is fine (exit status 2, not 1)
       if (seen['--names'] !== undefined && err instanceof CheckpointError && err.code === codes.INVALID_ARGUMENT) throw new LayoutError(`${seen['--names']}: ${err.message}`);
@@ -64,6 +63,6 @@ export async function cmdExport(argv) {
     model?.close();
     ck.close();
   }
-  say(process.stdout, wroteLine(out, fs.statSync(out).size, format));
+  say(process.stdout, wroteLine(out, written.bytes, format));
   return 0;
 }

@@ -41,9 +41,21 @@ export function readNames(path, count, ties = null) {
 }
 
 /** Open a file the user named, with its name in any I/O error. */
-export function openFile(file, what, options) {
+export async function openFile(file, what, options) {
   checkInput(file, what);
-  return reading(file, what, () => open(sourceOf(file), options));
+  return refuseUnreadStream(await reading(file, what, () => open(sourceOf(file), options)), file);
+}
+
+/** `ck` (open), unless the core could not read it because it came through a stream (a pipe,
+ *  standard input) and its family reads by offsets: then an I/O failure (exit status 2) in the
+ *  core's words, the handle closed. */
+export async function refuseUnreadStream(ck, file) {
+  const { error } = ck.summary;
+  if (!ck.summary.ok && isStream(file) && error?.code === (await loadBinding()).codes.IO) {
+    ck.close();
+    throw new Failure(`${displayName(file)}: ${error.message}`);
+  }
+  return ck;
 }
 
 const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;

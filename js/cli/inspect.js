@@ -11,7 +11,7 @@ import { openWithStats, workerCount } from '../parallel.js';
 import { say, terminalJSON, sameDestination, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, fileStamp } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, workersArg, frozenArg } from './args.js';
-import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedModelOf } from './inputs.js';
+import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedModelOf, refuseUnreadStream } from './inputs.js';
 import { summaryLines, loadsInLine, inspectPairLines, unpairedLine, pairStatus } from './text.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
@@ -37,7 +37,7 @@ export async function cmdInspect(argv) {
   try {
     // with workers: they start (and open the file) while this thread parses it
     const openFile = (src, options) => reading(file, 'checkpoint', () => open(src, options));
-    ck = parallel ? await openWithStats(source, n, { openFile }) : await openFile(source, { stats });
+    ck = parallel ? await openWithStats(source, n, { openFile }) : await refuseUnreadStream(await openFile(source, { stats }), file);
   } catch (err) {
     if (parallel) fs.closeSync(source);
     throw err;

@@ -148,18 +148,18 @@ async function cmdGradient(files, out, namesPath) {
   for (const f of files) checkInput(f, 'checkpoint');
   // both opened first, each named in its own read errors; then only OUT is written
   const a = await reading(files[0], 'checkpoint', () => open(files[0]));
-  let b = null;
+  let b = null, written;
   try {
     b = await reading(files[1], 'checkpoint', () => open(files[1]));
     // the names file read as every --names is (capped), one name per slot of A as for export:
     // else refused with exit status 2 (an invalid A: its own diagnostic comes from the export)
     const names = namesPath === undefined ? undefined
       : readNamesFile(namesPath, { slots: a.ok ? a.summary.slotCount : null, ties: () => a.report.schema?.effectiveRepresentatives ?? null });
-    await writing(out, () => saveGradient(out, a, b, { format, names }));
+    written = await writing(out, () => saveGradient(out, a, b, { format, names }));
   } finally {
     b?.close();
     a.close();
   }
-  say(process.stdout, wroteLine(out, fs.statSync(out).size));
+  say(process.stdout, wroteLine(out, written.bytes));
   return 0;
 }

@@ -570,7 +570,7 @@ export function convertedLines(output, result, readers) {
   const lines = [];
   if (result.widened) lines.push('widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)');
   if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
-  lines.push(`${output}, per TorchLean reader:`, ...readerLines(readers));
+  if (readers) lines.push(`${output}, per TorchLean reader:`, ...readerLines(readers));   // null: not read back
   return lines;
 }
 

@@ -1,7 +1,6 @@
 // ckptscope write DESCRIPTION.json OUT: a checkpoint or a model-state file made by the reference
 // writers' rules (docs/layout.md "Descriptions for write"), written atomically.
 
-import fs from 'node:fs';
 import { say } from '../terminal.js';
 import { STDIN, writing, readJsonFile } from '../user-files.js';
 import { UsageError, parseArgs, meant } from './args.js';
@@ -20,7 +19,7 @@ export async function cmdWrite(argv) {
   // A model-state description has one array of values per tensor; an optimizer one, entries.
   const state = description !== null && typeof description === 'object' && Array.isArray(description.values);
   const { saveState, saveCheckpoint } = await import('../write.js');
-  await writing(positional[1], () => (state ? saveState : saveCheckpoint)(positional[1], description));
-  say(process.stdout, wroteLine(positional[1], fs.statSync(positional[1]).size));
+  const written = await writing(positional[1], () => (state ? saveState : saveCheckpoint)(positional[1], description));
+  say(process.stdout, wroteLine(positional[1], written.bytes));
   return 0;
 }

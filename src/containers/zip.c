@@ -132,9 +132,15 @@ typedef struct end_record {
     uint64_t cd_size, cd_offset;
     bool zip64;
     uint64_t record64_at;
+    uint64_t locator_target; /* the offset the ZIP64 locator states, CKPT_NONE without a locator */
+    uint64_t last_signature; /* the last PK\5\6 with an end record's 22 bytes after it */
+    uint64_t *earlier;       /* the other PK\5\6 signatures in the tail, before `at`, descending */
+    size_t earlier_len;
 } end_record;
 
-/* The end record: the last PK\5\6 whose comment ends the file, else the last whose comment fits. */
+/* The end record: the last PK\5\6 whose comment ends the file, else the last whose comment fits.
+ * Also noted: the last signature of all (what a reader that ignores the comment's length takes,
+ * as torch's miniz does) and the signatures before the one taken, for the caller to place. */
 static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
 {
     uint64_t size = src->size;
@@ -153,17 +159,25 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
         free(buf);
         return rc;
     }
-    size_t found = SIZE_MAX, fits = SIZE_MAX;
+    size_t found = SIZE_MAX, fits = SIZE_MAX, last = SIZE_MAX, sigs = 0;
     for (size_t k = (size_t)tail - END_LEN + 1; k-- > 0;) {
         if (get32(buf + k) != SIG_END) continue;
+        sigs++;
+        if (last == SIZE_MAX) last = k;
         size_t comment = get16(buf + k + 20);
-        if (k + END_LEN + comment == tail) {
-            found = k;
-            break;
-        }
+        if (found == SIZE_MAX && k + END_LEN + comment == tail) found = k;
         if (fits == SIZE_MAX && k + END_LEN + comment <= tail) fits = k;
     }
     if (found == SIZE_MAX) found = fits;
+    if (found != SIZE_MAX && sigs > 1) {
+        /* the signatures before the one taken: at most one per 4 bytes of the tail */
+        if (!(e->earlier = malloc(sigs * sizeof *e->earlier))) {
+            free(buf);
+            return ckpt_fail_oom(err);
+        }
+        for (size_t k = found; k-- > 0;)
+            if (get32(buf + k) == SIG_END) e->earlier[e->earlier_len++] = size - tail + k;
+    }
     if (found == SIZE_MAX) {
         free(buf);
         return ckpt_fail(err, "zip", CKPT_E_ZIP_NOT_FOUND, CKPT_NONE, 0,
@@ -172,6 +186,8 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
     }
     const uint8_t *p = buf + found;
     e->at = size - tail + found;
+    e->last_signature = size - tail + last;
+    e->locator_target = CKPT_NONE;
     unsigned disk = get16(p + 4), cd_disk = get16(p + 6);
     uint64_t here = get16(p + 8), all = get16(p + 10);
     e->count = all;
@@ -185,6 +201,7 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
     if (locator) {
         record_rel = ckpt_get_u64le(p - LOCATOR_LEN + 8);
         loc_disks = (unsigned)get32(p - LOCATOR_LEN + 16);
+        e->locator_target = record_rel;
     }
     free(buf);
     if (disk != 0 || cd_disk != 0 || (locator && loc_disks > 1))
@@ -279,11 +296,13 @@ static int by_local(const void *a, const void *b)
 static int check_layout(ckpt_zip *z, ckpt_error *err)
 {
     size_t n = z->count;
+    z->first_local = CKPT_NONE;
     if (!n) return 0;
     placed *order = malloc(n * sizeof *order);
     if (!order) return ckpt_fail_oom(err);
     for (size_t k = 0; k < n; k++) order[k] = (placed){z->members[k].local_offset, k};
     qsort(order, n, sizeof *order, by_local);
+    z->first_local = z->members[order[0].k].local_offset;
     int rc = 0;
     for (size_t j = 0; j < n && !rc; j++) {
         ckpt_zip_member *m = &z->members[order[j].k];
@@ -306,6 +325,16 @@ static int check_layout(ckpt_zip *z, ckpt_error *err)
     return rc;
 }
 
+/* What lies before the first member: the nearest end-record signature there (the tail holds the
+ * candidates), another archive's. One inside a member's data is that member's business. */
+static void place_earlier(ckpt_zip *z, const end_record *e)
+{
+    uint64_t first = z->first_local != CKPT_NONE ? z->first_local : z->cd_offset;
+    z->other_end = CKPT_NONE;
+    for (size_t k = 0; k < e->earlier_len && z->other_end == CKPT_NONE; k++)
+        if (e->earlier[k] + END_LEN <= first) z->other_end = e->earlier[k];
+}
+
 static int read_directory(ckpt_zip *z, const end_record *e, ckpt_error *err)
 {
     uint64_t size = z->src->size;
@@ -321,6 +350,9 @@ static int read_directory(ckpt_zip *z, const end_record *e, ckpt_error *err)
     z->cd_size = e->cd_size;
     z->end_offset = e->at;
     z->zip64 = e->zip64;
+    z->record64_at = e->zip64 ? e->record64_at : CKPT_NONE;
+    z->locator_target = e->locator_target;
+    z->last_end_signature = e->last_signature;
     if (e->count > e->cd_size / CENTRAL_LEN)
         return malformed(err, e->zip64 ? e->record64_at + 32 : e->at + 10, e->zip64 ? 8 : 2,
                          "%llu entries cannot fit in a central directory of %llu bytes", (unsigned long long)e->count,
@@ -422,6 +454,7 @@ static int read_directory(ckpt_zip *z, const end_record *e, ckpt_error *err)
     free(c.buf);
     for (size_t k = 0; k < z->count; k++) z->members[k].name = z->names + (uintptr_t)z->members[k].name;
     if (!rc) rc = check_layout(z, err);
+    if (!rc) place_earlier(z, e);
     return rc;
 }
 
@@ -434,6 +467,7 @@ int ckpt_zip_open(const ckpt_source *src, ckpt_zip **out, ckpt_error *err)
     end_record e = {0};
     int rc = find_end(src, &e, err);
     if (!rc) rc = read_directory(z, &e, err);
+    free(e.earlier);
     if (rc) {
         ckpt_zip_free(z);
         return rc;
@@ -456,6 +490,66 @@ const ckpt_zip_member *ckpt_zip_find(const ckpt_zip *z, const char *name)
     for (size_t k = 0; k < z->count; k++)
         if (z->members[k].name_len == n && !memcmp(z->members[k].name, name, n)) return &z->members[k];
     return NULL;
+}
+
+static int lower(int c) { return c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c; }
+
+static bool same_nocase(const char *a, size_t an, const char *b, size_t bn)
+{
+    if (an != bn) return false;
+    for (size_t k = 0; k < an; k++)
+        if (lower((unsigned char)a[k]) != lower((unsigned char)b[k])) return false;
+    return true;
+}
+
+const ckpt_zip_member *ckpt_zip_find_nocase(const ckpt_zip *z, const char *name)
+{
+    size_t n = strlen(name);
+    for (size_t k = 0; k < z->count; k++)
+        if (same_nocase(z->members[k].name, z->members[k].name_len, name, n)) return &z->members[k];
+    return NULL;
+}
+
+/* qsort has no context: the zip and the comparison's kind for the one sort in progress */
+typedef struct named {
+    const ckpt_zip_member *m;
+    size_t k;
+    bool nocase;
+} named;
+
+static int by_name(const void *pa, const void *pb)
+{
+    const named *x = pa, *y = pb;
+    size_t n = x->m->name_len < y->m->name_len ? x->m->name_len : y->m->name_len;
+    for (size_t j = 0; j < n; j++) {
+        int a = (unsigned char)x->m->name[j], b = (unsigned char)y->m->name[j];
+        if (x->nocase) a = lower(a), b = lower(b);
+        if (a != b) return a < b ? -1 : 1;
+    }
+    if (x->m->name_len != y->m->name_len) return x->m->name_len < y->m->name_len ? -1 : 1;
+    return (x->k > y->k) - (x->k < y->k);
+}
+
+int ckpt_zip_duplicate(const ckpt_zip *z, bool nocase, size_t *a, size_t *b, ckpt_error *err)
+{
+    *a = *b = SIZE_MAX;
+    if (z->count < 2) return 0;
+    named *v = malloc(z->count * sizeof *v);
+    if (!v) return ckpt_fail_oom(err);
+    for (size_t k = 0; k < z->count; k++) v[k] = (named){&z->members[k], k, nocase};
+    qsort(v, z->count, sizeof *v, by_name);
+    /* sorted by name, then index: a run of equal names starts with its first member */
+    for (size_t j = 1, run = 0; j < z->count; j++) {
+        named x = v[j];
+        x.k = v[run].k; /* compare the names alone */
+        if (by_name(&v[run], &x) != 0) {
+            run = j;
+            continue;
+        }
+        if (j == run + 1 && v[j].k < *b) *a = v[run].k, *b = v[j].k;
+    }
+    free(v);
+    return 0;
 }
 
 int ckpt_zip_resolve(ckpt_zip *z, size_t k, ckpt_error *err)

@@ -4,8 +4,9 @@
  * the file (and the ZIP64 end record through its locator when present), ZIP64 extras in its
  * entries; stored members only, each a windowed source over the file (a reader of a member reads
  * the file directly). Bytes before the zip (a prefix) are accepted: the zip's start is computed
- * from the end record as zip readers do. Memory is bounded by what the file can hold: the
- * entries grow as they are read, never by a count the file claims.
+ * from the end record as Python's zipfile does (a reader that takes offsets as they are, such as
+ * torch's miniz, reads elsewhere: `start` says by how much). Memory is bounded by what the file
+ * can hold: the entries grow as they are read, never by a count the file claims.
  *
  * Writing: stored members with data descriptors (the CRC-32 is known only after the data went
  * by) and ZIP64 records where sizes or offsets pass 4 GiB (.npz export). */
@@ -35,6 +36,16 @@ typedef struct ckpt_zip {
     uint64_t cd_size;    /* bytes */
     uint64_t end_offset; /* the end-of-central-directory record */
     bool zip64;          /* a ZIP64 end record was read */
+    /* Where other readers may look instead (none of it changes what is read here; a family that
+     * must read as one particular reader does compares): */
+    uint64_t record64_at;        /* the ZIP64 end record read: the one just before the locator, else
+                                  * where the locator says (CKPT_NONE without ZIP64) */
+    uint64_t locator_target;     /* the offset the ZIP64 locator states (CKPT_NONE without one) */
+    uint64_t last_end_signature; /* the last PK\5\6 with 22 bytes after it (a reader that ignores the
+                                  * comment's length takes that one) */
+    uint64_t first_local;        /* the lowest local header offset (CKPT_NONE without members) */
+    uint64_t other_end;          /* an end-record signature before the first member (another
+                                  * archive's), as far as the tail read shows; CKPT_NONE */
     ckpt_zip_member *members;
     size_t count;
     char *names; /* the members' names, NUL-terminated, one after another */
@@ -47,6 +58,13 @@ int ckpt_zip_open(const ckpt_source *src, ckpt_zip **out, ckpt_error *err);
 void ckpt_zip_free(ckpt_zip *z);
 /* The member of that exact name, or NULL. */
 const ckpt_zip_member *ckpt_zip_find(const ckpt_zip *z, const char *name);
+/* The first member whose name equals name in ASCII letters of either case (as torch's miniz looks
+ * names up), or NULL. */
+const ckpt_zip_member *ckpt_zip_find_nocase(const ckpt_zip *z, const char *name);
+/* Two members whose names are equal (in ASCII letters of either case when nocase): 0 with *a < *b
+ * their indices (the pair whose later member comes first in the directory), or *a = *b = SIZE_MAX
+ * when every name is unique; CKPT_E_NO_MEMORY with err set. O(n log n). */
+int ckpt_zip_duplicate(const ckpt_zip *z, bool nocase, size_t *a, size_t *b, ckpt_error *err);
 /* Read member k's local header: where its data starts (30 + the local name and extra lengths
  * past its local offset), checked against its central entry and its neighbours; refuses a member
  * that is not stored (CKPT_E_ZIP_UNSUPPORTED). Idempotent. */

@@ -119,6 +119,31 @@ static const ckpt_family *presumed_family(const uint8_t *head, size_t n, int wan
     return families[0];
 }
 
+/* A file no family reads, inspected (no destination whose family's words would apply): said in
+ * words naming what ckptscope reads, from the table ("not a TLADAMF, TLSF32B, ... or safetensors
+ * file"), not in one family's text. */
+static void fail_unknown(ckpt_error *err, uint64_t length)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "unsupported checkpoint family: not a ");
+    for (size_t k = 0; k < FAMILY_COUNT; k++) {
+        if (k) sb_puts(&sb, k + 1 == FAMILY_COUNT ? " or " : ", ");
+        sb_puts(&sb, families[k]->magic);
+    }
+    sb_puts(&sb, " file");
+    if (sb.failed) ckpt_fail_oom(err);
+    else ckpt_fail(err, NULL, CKPT_E_UNSUPPORTED_FAMILY, 0, length, "%s", sb.data);
+    sb_free(&sb);
+}
+
+/* Do the n bytes begin a fixed magic (a file cut in its magic)? */
+static bool begins_a_magic(const uint8_t *head, size_t n)
+{
+    for (size_t k = 0; k < FAMILY_COUNT; k++)
+        if (!families[k]->impl->probe && memcmp(head, families[k]->magic, n) == 0) return true;
+    return false;
+}
+
 static void report_init(ckpt_report *rep, const ckpt_source *src)
 {
     rep->size = src->size;
@@ -136,6 +161,11 @@ static void read_magic(ckpt_parse *p, int wanted)
     if (ckpt_read_exact(r, magic, sizeof magic, err)) {
         if (err->code != CKPT_E_TRUNCATED) return;
         uint64_t got = err->length; /* read_exact copied those bytes into magic */
+        if (!p->exp && got > 0 && !begins_a_magic(magic, (size_t)got)) {
+            fail_unknown(err, got);
+            ckpt_hint_foreign(r, families, FAMILY_COUNT, err);
+            return;
+        }
         const ckpt_family *f = presumed_family(magic, (size_t)got, wanted);
         if (f->name != r->prefix) {
             ckpt_fail(err, f->name, CKPT_E_TRUNCATED, 0, got, "truncated checkpoint (wanted 7 bytes, got %llu)",
@@ -151,6 +181,11 @@ static void read_magic(ckpt_parse *p, int wanted)
     if (n > CKPT_PROBE_HEAD) n = CKPT_PROBE_HEAD;
     const ckpt_family *f = family_of_head(head, n, r->src->size);
     const ckpt_family *expected = wanted == CKPT_FAMILY_ANY ? f : ckpt_family_get(wanted);
+    if (!f && !p->exp) {
+        fail_unknown(err, CKPT_MAGIC_LEN);
+        ckpt_hint_foreign(r, families, FAMILY_COUNT, err);
+        return;
+    }
     if (!f || f != expected) {
         ckpt_fail(err, (expected ? expected : families[0])->name, CKPT_E_UNSUPPORTED_FAMILY, 0, CKPT_MAGIC_LEN,
                   "unsupported checkpoint family");

@@ -71,6 +71,29 @@ static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t 
 
 enum { NPZ_NAME_MAX = 65535 - 15 }; /* 15: strlen(".exp_avg_sq.npy") */
 
+/* A byte a member name of an .npz does not hold as it is: a path separator (/, \), a drive's
+ * colon, the escape itself (%), a control character. Written %XX (two upper-case hex digits), as
+ * a URL is: a name is one file name wherever the archive is unpacked ("../../x" stays in its
+ * folder, "/etc/x" is not absolute), and urllib.parse.unquote gives the name back. */
+static bool npz_escaped(unsigned char ch)
+{
+    return ch == '/' || ch == '\\' || ch == ':' || ch == '%' || ch < 0x20 || ch == 0x7f;
+}
+
+static size_t npz_name_len(const char *name)
+{
+    size_t n = 0;
+    for (const unsigned char *q = (const unsigned char *)name; *q; q++) n += npz_escaped(*q) ? 3 : 1;
+    return n;
+}
+
+static void npz_name(strbuf *sb, const char *name)
+{
+    for (const unsigned char *q = (const unsigned char *)name; *q; q++)
+        if (npz_escaped(*q)) sb_printf(sb, "%%%02X", *q);
+        else sb_putc(sb, (char)*q);
+}
+
 typedef struct named {
     const char *name; /* "" for a missing one (reported as empty) */
     size_t slot;
@@ -113,11 +136,11 @@ static int check_names(const ckpt_export_options *o, size_t n, ckpt_error *err)
                               "name %zu is %s: every slot needs a name of its own", i,
                               !s || !*s ? "empty" : "__metadata__ (reserved)");
         /* a zip member name's length is 16 bits: the name, then .exp_avg_sq.npy at most */
-        else if (o->format == CKPT_EXPORT_NPZ && strlen(s) > NPZ_NAME_MAX)
+        else if (o->format == CKPT_EXPORT_NPZ && npz_name_len(s) > NPZ_NAME_MAX)
             rc = ckpt_fail_at(
                 err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
                 "name %zu is %zu bytes long: an .npz name has at most %d bytes (a zip member name is at most 65535)", i,
-                strlen(s), NPZ_NAME_MAX);
+                npz_name_len(s), NPZ_NAME_MAX);
         else if (first[i] != i)
             rc = ckpt_fail_at(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, i,
                               "slots %zu and %zu have the same name", first[i], i);
@@ -332,6 +355,27 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     sb_puts(&names, "]");
     j_string(&meta, names.failed ? "" : names.data);
     sb_free(&names);
+    /* .npz: the names written otherwise (npz_name), member name -> name */
+    strbuf renamed = {0};
+    for (size_t i = 0; o->format == CKPT_EXPORT_NPZ && i < n; i++) {
+        const char *name;
+        slot_name(o, i, buf, sizeof buf, &name);
+        if (npz_name_len(name) == strlen(name)) continue;
+        sb_puts(&renamed, renamed.len ? "," : "{");
+        strbuf member = {0};
+        npz_name(&member, name);
+        j_string(&renamed, member.failed ? "" : member.data);
+        sb_free(&member);
+        sb_putc(&renamed, ':');
+        j_string(&renamed, name);
+    }
+    if (renamed.len) {
+        sb_puts(&renamed, "}");
+        sb_puts(&meta, ",\"npzNames\":");
+        j_string(&meta, renamed.failed ? "" : renamed.data);
+    }
+    if (renamed.failed) meta.failed = true;
+    sb_free(&renamed);
     sb_puts(&meta, "}");
     sb_free(&steps);
     free(wanted);
@@ -498,7 +542,7 @@ static int write_npz(const plan *p, copier *c)
     for (size_t k = 0; k < p->len && !rc; k++) {
         const item *it = &p->items[k];
         strbuf head = {0}, name = {0};
-        sb_puts(&name, it->name);
+        npz_name(&name, it->name);
         sb_puts(&name, ".npy");
         c->at = k;
         if (!ckpt_npy_header(&head, ckpt_dtype_numpy_name(it->dtype), ckpt_schema_dims(p->rep->schema, it->slot),

@@ -162,8 +162,8 @@ static void every_violation_is_refused(void)
          0},
         {"{\"a\":{\"dtype\":\"BF16\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,2]}}", 2,
          CKPT_E_SAFETENSORS_SIZE,
-         "safetensors: tensor \"a\" holds 2 bytes (data_offsets [0, 2]), but shape [4294967296, 4294967296] of BF16 "
-         "needs 18446744073709551616 elements of 2 bytes",
+         "safetensors: tensor \"a\" has shape [4294967296, 4294967296] of BF16, whose size passes 2^64 - 1 bytes as "
+         "safetensors multiplies it (dimension by dimension, then the width)",
          0},
         {"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}", 8, CKPT_E_SAFETENSORS_LAYOUT,
          "safetensors: the data before tensor \"a\" has bytes of no tensor (0 to 4)", 0},

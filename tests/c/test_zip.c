@@ -481,6 +481,75 @@ static void test_hostile_members(void)
 
 /* ---- the writer, read back ---- */
 
+/* What other readers would take instead: the last end-record signature, the locator's target,
+ * the first member's place, an end record before it; names equal with or without case. */
+static void test_other_readers(void)
+{
+    zbuilt z;
+    build(&z, torch_members, NT, (zopts){0, true, true, NULL});
+    opened o;
+    open_bytes(&o, z.b.d, z.b.len);
+    CHECK(o.rc == 0);
+    if (!o.rc) {
+        CHECK(o.zip->last_end_signature == z.end_at && o.zip->end_offset == z.end_at);
+        CHECK(o.zip->record64_at == z.end64_at && o.zip->locator_target == z.end64_at);
+        CHECK(o.zip->first_local == 0 && o.zip->other_end == CKPT_NONE);
+        size_t a, b;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        CHECK(ckpt_zip_duplicate(o.zip, true, &a, &b, &err) == 0 && a == SIZE_MAX && b == SIZE_MAX);
+        CHECK(ckpt_zip_find_nocase(o.zip, "ARCHIVE/Data.PKL") == &o.zip->members[0]);
+        CHECK(ckpt_zip_find(o.zip, "ARCHIVE/Data.PKL") == NULL);
+    }
+    close_opened(&o);
+    free(z.b.d);
+    /* a prefix: the zip starts past it, the first member with it */
+    build(&z, torch_members, NT, (zopts){100, false, false, NULL});
+    open_bytes(&o, z.b.d, z.b.len);
+    CHECK(o.rc == 0 && o.zip->start == 100 && o.zip->first_local == 100 && o.zip->locator_target == CKPT_NONE &&
+          o.zip->record64_at == CKPT_NONE);
+    close_opened(&o);
+    free(z.b.d);
+    /* a zip after another: the other's end record is before the first member */
+    zbuilt y;
+    build(&y, torch_members, 2, (zopts){0, false, false, NULL});
+    build(&z, torch_members, NT, (zopts){y.b.len, false, false, NULL});
+    memcpy(z.b.d, y.b.d, y.b.len);
+    /* its offsets from byte 0 of the file */
+    for (size_t k = 0; k < NT; k++) set32(z.b.d + z.entry_at[k] + 42, (uint32_t)z.local_at[k]);
+    set32(z.b.d + z.end_at + 16, (uint32_t)z.cd_at);
+    open_bytes(&o, z.b.d, z.b.len);
+    CHECK(o.rc == 0 && o.zip->start == 0 && o.zip->first_local == y.b.len && o.zip->other_end == y.end_at);
+    close_opened(&o);
+    free(y.b.d);
+    free(z.b.d);
+    /* an end record in the comment of the end record, its own comment past the end */
+    build(&z, torch_members, NT, (zopts){0, false, false, NULL});
+    size_t end_at = z.end_at;
+    z.b.len -= 2;
+    z16(&z.b, 22);
+    z32(&z.b, 0x06054b50);
+    z16(&z.b, 0), z16(&z.b, 0), z16(&z.b, 1), z16(&z.b, 1), z32(&z.b, 0), z32(&z.b, 0), z16(&z.b, 9);
+    open_bytes(&o, z.b.d, z.b.len);
+    CHECK(o.rc == 0 && o.zip->end_offset == end_at && o.zip->last_end_signature == end_at + 22);
+    close_opened(&o);
+    free(z.b.d);
+    /* the same name twice, and once more but for case */
+    static const zm twice[] = {{"a/x", "1", 0}, {"a/y", "2", 0}, {"a/X", "3", 0}, {"a/y", "4", 0}};
+    build(&z, twice, 4, (zopts){0, false, false, NULL});
+    open_bytes(&o, z.b.d, z.b.len);
+    CHECK(o.rc == 0);
+    if (!o.rc) {
+        size_t a, b;
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        CHECK(ckpt_zip_duplicate(o.zip, true, &a, &b, &err) == 0 && a == 0 && b == 2);
+        CHECK(ckpt_zip_duplicate(o.zip, false, &a, &b, &err) == 0 && a == 1 && b == 3);
+    }
+    close_opened(&o);
+    free(z.b.d);
+}
+
 static void test_writer_round_trip(void)
 {
     CHECK(ckpt_crc32(0, "123456789", 9) == 0xcbf43926u);
@@ -571,6 +640,7 @@ int main(void)
         {"member order", test_member_order},
         {"hostile directories", test_hostile},
         {"hostile members", test_hostile_members},
+        {"what other readers take", test_other_readers},
         {"writer round trip", test_writer_round_trip},
     };
     return RUN_ALL(cases);

@@ -195,6 +195,38 @@ test('export: names are checked, invalid files refused, nothing half-written', a
   assert.match(r.stderr, /cannot export .*cut\.ckpt: it is not a valid checkpoint\n.*truncated/);
 });
 
+test('.npz member names are one file name each: /, \\, :, % and control characters written %XX, the map in __metadata__', async () => {
+  const src = put('path-names.ckpt', await model());
+  const names = ['../../x', '/etc/passwd', 'C:\\w%1\n'];
+  const npz = path.join(tmp, 'paths.npz');
+  fs.writeFileSync(npz, await exportTensors(src, { format: 'npz', names }));
+  const members = ['..%2F..%2Fx', '%2Fetc%2Fpasswd', 'C%3A%5Cw%251%0A'];
+  const arrays = numpyRead(npz);
+  assert.deepEqual(Object.keys(arrays).sort(), [...members.flatMap((m) => [`${m}.exp_avg`, `${m}.exp_avg_sq`]).filter((k) => !k.startsWith('%2Fetc')), '__metadata__'].sort());
+  const meta = JSON.parse(arrays.__metadata__.hex);
+  assert.deepEqual(JSON.parse(meta.npzNames), { '..%2F..%2Fx': '../../x', '%2Fetc%2Fpasswd': '/etc/passwd', 'C%3A%5Cw%251%0A': 'C:\\w%1\n' });
+  assert.deepEqual(JSON.parse(meta.names), names);
+  // unpacked, every member stays in its folder; unquote gives the names back
+  const out = fs.mkdtempSync(path.join(tmp, 'unpacked-'));
+  const r = spawnSync(PYTHON, ['-c', `
+import os, sys, zipfile, json, urllib.parse
+with zipfile.ZipFile(sys.argv[1]) as z:
+    z.extractall(sys.argv[2])
+    print(json.dumps([urllib.parse.unquote(n[:-4]) for n in z.namelist()]))
+print(json.dumps(sorted(os.listdir(sys.argv[2]))))
+`, npz, out], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  const [unquoted, listed] = r.stdout.trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(unquoted, ['../../x.exp_avg', '../../x.exp_avg_sq', 'C:\\w%1\n.exp_avg', 'C:\\w%1\n.exp_avg_sq', '__metadata__']);
+  assert.deepEqual(listed, ['..%2F..%2Fx.exp_avg.npy', '..%2F..%2Fx.exp_avg_sq.npy', 'C%3A%5Cw%251%0A.exp_avg.npy', 'C%3A%5Cw%251%0A.exp_avg_sq.npy', '__metadata__.npy']);
+  // names needing no escape leave the metadata as it was
+  const plain = JSON.parse(numpyRead(put('plain.npz', await exportTensors(src, { format: 'npz', names: ['a.weight', 'b', 'c'] }))).__metadata__.hex);
+  assert.equal(plain.npzNames, undefined);
+  // the length limit counts the name as written
+  await assert.rejects(exportTensors(src, { format: 'npz', names: ['/'.repeat(21_841), 'b', 'c'] }),
+    { message: 'name 0 is 65523 bytes long: an .npz name has at most 65520 bytes (a zip member name is at most 65535)' });
+});
+
 test('an .npz name past the zip\'s 16-bit name length is refused, never wrapped into a corrupt archive', async () => {
   const src = put('long-names.ckpt', await model());
   const names = ['a'.repeat(65_521), 'b', 'c'];

@@ -1,7 +1,8 @@
 // Where the atomic writer (convert, write, export, run --grad) may write: a destination that
 // exists and is not a regular file (a device, a FIFO, a socket, a directory, /dev/stdout on a
 // pipe) is refused with exit status 2, never renamed over; a symlink to a regular file is written
-// through. A writer killed by SIGINT, SIGTERM or SIGHUP mid-write leaves no temporary behind and
+// through, never one the kernel's fs.protected_symlinks would refuse; another user's file keeps
+// its owner; a dangling link is named as one. A writer killed by SIGINT, SIGTERM or SIGHUP mid-write leaves no temporary behind and
 // the destination as it was. (Device nodes need root, as the tests run.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -111,6 +112,104 @@ test('a symlink to a regular file is written through (the link stays a link)', a
   assert.equal(r.status, 0, r.stderr);
   assert.ok(fs.lstatSync(path.join(tmp, 'link.ckpt')).isSymbolicLink());
   assert.notEqual(fs.readFileSync(path.join(tmp, 'target.ckpt'), 'utf8'), 'old');
+});
+
+// The kernel's fs.protected_symlinks (its rule, may_follow_link): in a sticky folder anyone may
+// write in, a link is followed only by its owner, or when the folder's owner owns it too. The
+// writer resolves links itself, so it applies the rule itself (the tests run as root; `nobody`
+// plants the link).
+const NOBODY = 65534;
+
+function stickyFolder(name, owner = 0) {
+  const dir = path.join(tmp, name);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir);
+  fs.chmodSync(dir, 0o1777);
+  fs.chownSync(dir, owner, owner);
+  return dir;
+}
+
+test('a link planted by another user in a sticky folder anyone may write in: refused (exit 2), the file it leads to untouched', async () => {
+  await inputs();
+  const victim = path.join(tmp, 'victim.ckpt');
+  fs.writeFileSync(victim, 'the victim\'s data');
+  const sticky = stickyFolder('sticky');
+  const link = path.join(sticky, 'out.ckpt');
+  fs.symlinkSync(victim, link);
+  fs.lchownSync(link, NOBODY, NOBODY);
+  for (const args of [['write', 'd.json', link], ['convert', 'v3.ckpt', link, '--to', '5'], ['export', 'v3.ckpt', path.join(sticky, 'out.npz')]]) {
+    if (args[0] === 'export') {
+      fs.symlinkSync(victim, args[2]);
+      fs.lchownSync(args[2], NOBODY, NOBODY);
+    }
+    const out = args[0] === 'export' ? args[2] : link;
+    const r = run(args);
+    assert.equal(r.status, 2, `${args[0]}: ${r.stderr}`);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, `ckptscope: cannot write ${out}: it is a symbolic link of another user (uid ${NOBODY}) in ${sticky}, a sticky folder anyone may write in: it may lead to another user's file, and the kernel (fs.protected_symlinks) does not follow such a link either; remove it or give another name\n`);
+    assert.equal(fs.readFileSync(victim, 'utf8'), 'the victim\'s data');
+    assert.deepEqual(fs.readdirSync(tmp).filter((n) => n.startsWith('victim.ckpt.tmp-')), []);
+  }
+  // the link's owner may follow it; so may anyone when the folder's owner owns the link
+  fs.lchownSync(link, 0, 0);
+  assert.equal(run(['write', 'd.json', link]).status, 0);
+  assert.notEqual(fs.readFileSync(victim, 'utf8'), 'the victim\'s data');
+  fs.writeFileSync(victim, 'the victim\'s data');
+  const owned = stickyFolder('sticky-of-nobody', NOBODY);
+  const ownLink = path.join(owned, 'out.ckpt');
+  fs.symlinkSync(victim, ownLink);
+  fs.lchownSync(ownLink, NOBODY, NOBODY);
+  assert.equal(run(['write', 'd.json', ownLink]).status, 0);
+  assert.notEqual(fs.readFileSync(victim, 'utf8'), 'the victim\'s data');
+  // a folder that is not sticky: the link is followed, as the kernel follows it
+  const plain = path.join(tmp, 'plain-folder');
+  fs.rmSync(plain, { recursive: true, force: true });
+  fs.mkdirSync(plain, { mode: 0o777 });
+  fs.chmodSync(plain, 0o777);
+  const plainLink = path.join(plain, 'out.ckpt');
+  fs.symlinkSync(victim, plainLink);
+  fs.lchownSync(plainLink, NOBODY, NOBODY);
+  assert.equal(run(['write', 'd.json', plainLink]).status, 0);
+});
+
+test('root writing over another user\'s file keeps its owner, group and mode; the bytes written are the ones reported', async () => {
+  await inputs();
+  const out = path.join(tmp, 'users.ckpt');
+  fs.writeFileSync(out, 'old');
+  fs.chownSync(out, NOBODY, NOBODY);
+  fs.chmodSync(out, 0o640);
+  for (const args of [['write', 'd.json', out], ['convert', 'v3.ckpt', out, '--to', '5']]) {
+    const r = run(args);
+    assert.equal(r.status, 0, r.stderr);
+    const st = fs.statSync(out);
+    assert.deepEqual([st.uid, st.gid, st.mode & 0o7777], [NOBODY, NOBODY, 0o640], args[0]);
+  }
+  const r = run(['write', 'd.json', out]);
+  assert.equal(r.stdout, `wrote ${out} (${fs.statSync(out).size} bytes)\n`);
+  // the API says where the bytes went and how many
+  const link = path.join(tmp, 'users-link.ckpt');
+  fs.rmSync(link, { force: true });
+  fs.symlinkSync('users.ckpt', link);
+  const written = await saveCheckpoint(link, DESCRIPTION);
+  assert.deepEqual(written, { path: out, bytes: fs.statSync(out).size });
+});
+
+test('a dangling symbolic link: as OUT, its target\'s missing folder is named; as FILE, the link is', async () => {
+  await inputs();
+  const link = path.join(tmp, 'dangling-out.ckpt');
+  fs.rmSync(link, { force: true });
+  fs.symlinkSync('/nonexistent-folder/x.ckpt', link);
+  const w = run(['write', 'd.json', 'dangling-out.ckpt']);
+  assert.equal(w.status, 2);
+  assert.equal(w.stderr, 'ckptscope: cannot write dangling-out.ckpt: it is a symbolic link to /nonexistent-folder/x.ckpt, whose folder /nonexistent-folder does not exist\n');
+  const c = run(['convert', 'v3.ckpt', 'dangling-out.ckpt', '--to', '5']);
+  assert.equal(c.status, 2);
+  assert.equal(c.stderr, 'ckptscope: cannot write dangling-out.ckpt: it is a symbolic link to /nonexistent-folder/x.ckpt, whose folder /nonexistent-folder does not exist\n');
+  for (const args of [['inspect', 'dangling-out.ckpt'], ['check', 'dangling-out.ckpt', '--expect', 'v3.ckpt'], ['export', 'dangling-out.ckpt', 'o.npz']]) {
+    const r = run(args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr, 'ckptscope: dangling-out.ckpt is a symbolic link to /nonexistent-folder/x.ckpt, which does not exist\n', args.join(' '));
+  }
 });
 
 /** Poll (no timing asserted) until `ok()` holds. */

@@ -130,6 +130,7 @@ static int tf_parse(ckpt_parse *p)
      * optimizer has no slots of its own until it is paired with its model (format.md 10.4) */
     TRY(model_tensors(rep, d, p->err));
     const ckpt_torch *t = d->t;
+    if (t->container_warning && !ckpt_report_warn(rep, "%s", t->container_warning)) return ckpt_fail_oom(p->err);
     strbuf w = {0};
     ckpt_torch_weights_only_warning(&w, t);
     if (w.failed || (w.len && !ckpt_report_warn(rep, "%s", w.data))) {

@@ -104,6 +104,7 @@ typedef struct ckpt_torch {
      * legacy file's five (globals.h) */
     ckpt_wo wo[5];
     size_t wo_len;
+    char *container_warning; /* bytes the zip's directory does not describe (format.md 10.1), or NULL */
     ckpt_torch_storage *storages;
     size_t storages_len;
     ckpt_torch_tensor *tensors;

@@ -31,37 +31,151 @@ static int read_member(ckpt_zip *z, size_t k, uint8_t **out, size_t *len, ckpt_e
     return 0;
 }
 
+/* A member's name as a JSON string, for the texts. */
+static int fail_member(ckpt_error *err, int code, uint64_t at, uint64_t length, const char *fmt,
+                       const ckpt_zip_member *a, const ckpt_zip_member *b)
+{
+    strbuf sa = {0}, sb = {0};
+    j_string(&sa, a->name);
+    if (b) j_string(&sb, b->name);
+    int rc = sa.failed || sb.failed ? ckpt_fail_oom(err)
+                                    : ckpt_fail(err, "PyTorch", code, at, length, fmt, sa.data, b ? sb.data : "");
+    sb_free(&sa);
+    sb_free(&sb);
+    return rc;
+}
+
+/* torch.load reads a zip with miniz through its own read callback (caffe2/serialize/
+ * inline_container.cc): the end record is the last PK\5\6 with 22 bytes after it, the ZIP64 end
+ * record is where the locator says, and every offset is taken as it is, from byte 0 of the file.
+ * A file where another zip reader (this one) would find another directory is refused: which
+ * pickle torch runs must be the one judged (format.md 10.1). */
+static int same_directory_as_torch(const ckpt_zip *z, ckpt_error *err)
+{
+    if (z->last_end_signature != z->end_offset)
+        return ckpt_fail(err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, z->last_end_signature, 4,
+                         "two end-of-central-directory records (at bytes %llu and %llu): torch.load reads the one "
+                         "at byte %llu, other zip readers the one at byte %llu; ckptscope does not read such a file",
+                         (unsigned long long)z->end_offset, (unsigned long long)z->last_end_signature,
+                         (unsigned long long)z->last_end_signature, (unsigned long long)z->end_offset);
+    if (z->start != 0) {
+        uint64_t stated = z->cd_offset - z->start;
+        return ckpt_fail(err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, z->zip64 ? z->record64_at + 48 : z->end_offset + 16,
+                         z->zip64 ? 8 : 4,
+                         "the zip's end record places its central directory at byte %llu, %llu bytes before the "
+                         "directory that ends at the record (bytes before the zip: several archives back to back, as "
+                         "in a DCP .distcp file, or a prefix): torch.load reads a directory at byte %llu, other zip "
+                         "readers at byte %llu; ckptscope does not read such a file",
+                         (unsigned long long)stated, (unsigned long long)z->start, (unsigned long long)stated,
+                         (unsigned long long)z->cd_offset);
+    }
+    if (z->zip64 && z->locator_target != z->record64_at)
+        return ckpt_fail(err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, z->end_offset - 12, 8,
+                         "the ZIP64 locator points at byte %llu, but the ZIP64 end record before it is at byte %llu: "
+                         "torch.load reads the one at byte %llu, other zip readers the one at byte %llu; ckptscope "
+                         "does not read such a file",
+                         (unsigned long long)z->locator_target, (unsigned long long)z->record64_at,
+                         (unsigned long long)z->locator_target, (unsigned long long)z->record64_at);
+    return 0;
+}
+
+/* torch.save puts every member in one folder, named after the file; torch.load takes the folder
+ * of the directory's first member and refuses a member outside it; it looks names up without
+ * regard to ASCII case, so two names equal in that sense leave which one it reads undefined. */
+static int one_folder_as_torch(tctx *c)
+{
+    ckpt_zip *z = c->zip;
+    ckpt_torch *t = c->t;
+    const char *first = z->members[0].name, *slash = strchr(first, '/');
+    if (!slash)
+        return fail_member(c->err, CKPT_E_TORCH_NOT_CHECKPOINT, z->members[0].entry_offset, 46,
+                           "the zip's first member %s is in no folder: torch.save puts every member in one folder, "
+                           "and torch.load refuses such a zip%s",
+                           &z->members[0], NULL);
+    size_t pl = (size_t)(slash - first);
+    if (!(t->prefix = torch_dup_span(first, pl))) return ckpt_fail_oom(c->err);
+    for (size_t k = 1; k < z->count; k++) {
+        const ckpt_zip_member *m = &z->members[k];
+        if (m->name_len <= pl || memcmp(m->name, first, pl + 1) != 0) {
+            strbuf f = {0};
+            j_string(&f, t->prefix);
+            strbuf fmt = {0};
+            sb_printf(&fmt,
+                      "member %%s is not in the folder %s of the zip's first member: torch.load refuses "
+                      "such a zip%%s",
+                      f.data ? f.data : "\"\"");
+            int rc = f.failed || fmt.failed
+                         ? ckpt_fail_oom(c->err)
+                         : fail_member(c->err, CKPT_E_TORCH_NOT_CHECKPOINT, m->entry_offset, 46, fmt.data, m, NULL);
+            sb_free(&f);
+            sb_free(&fmt);
+            return rc;
+        }
+    }
+    size_t a, b;
+    TRY(ckpt_zip_duplicate(z, true, &a, &b, c->err));
+    if (a != SIZE_MAX && !strcmp(z->members[a].name, z->members[b].name))
+        return fail_member(c->err, CKPT_E_TORCH_UNSUPPORTED, z->members[b].entry_offset, 46,
+                           "two members are named %s: which one torch.load reads is not defined; ckptscope does not "
+                           "read such a file%s",
+                           &z->members[a], NULL);
+    if (a != SIZE_MAX)
+        return fail_member(c->err, CKPT_E_TORCH_UNSUPPORTED, z->members[b].entry_offset, 46,
+                           "members %s and %s have one name to torch.load (it looks names up without regard to "
+                           "case): which one it reads is not defined; ckptscope does not read such a file",
+                           &z->members[a], &z->members[b]);
+    return 0;
+}
+
+/* Bytes before the first member that the directory does not describe: read as torch reads the
+ * zip, but said (another archive before it is not read). */
+static int note_undescribed(tctx *c)
+{
+    const ckpt_zip *z = c->zip;
+    uint64_t first = z->first_local != CKPT_NONE ? z->first_local : z->cd_offset;
+    if (first == 0) return 0;
+    strbuf sb = {0};
+    if (z->other_end != CKPT_NONE)
+        sb_printf(&sb,
+                  "PyTorch: bytes 0 to %llu come before the zip's first member and its central directory does not "
+                  "describe them; an end-of-central-directory record at byte %llu among them: several archives "
+                  "back to back; only the last is read",
+                  (unsigned long long)first, (unsigned long long)z->other_end);
+    else
+        sb_printf(&sb,
+                  "PyTorch: bytes 0 to %llu come before the zip's first member and its central directory does not "
+                  "describe them (another archive before it?); they are not read",
+                  (unsigned long long)first);
+    if (!(c->t->container_warning = sb_take(&sb))) return ckpt_fail_oom(c->err);
+    return 0;
+}
+
 static int open_zip(tctx *c)
 {
     ckpt_torch *t = c->t;
     TRY(ckpt_zip_open(c->src, &c->zip, c->err));
     ckpt_zip *z = c->zip;
-    size_t pkl = CKPT_TORCH_NONE;
-    for (size_t k = 0; k < z->count && pkl == CKPT_TORCH_NONE; k++) {
-        const char *nm = z->members[k].name, *slash = strchr(nm, '/');
-        if (slash && !strcmp(slash, "/data.pkl")) pkl = k;
-    }
-    if (pkl == CKPT_TORCH_NONE) {
-        /* TorchScript without data.pkl (older torch.jit.save) still has constants.pkl */
-        for (size_t k = 0; k < z->count; k++) {
-            const char *slash = strchr(z->members[k].name, '/');
-            if (slash && !strcmp(slash, "/constants.pkl"))
-                return fail_container(c->err, CKPT_E_TORCH_NOT_CHECKPOINT,
-                                      "a TorchScript archive (torch.jit.save): it holds a program, not a checkpoint");
-        }
+    TRY(same_directory_as_torch(z, c->err));
+    if (!z->count)
         return fail_container(c->err, CKPT_E_TORCH_NOT_CHECKPOINT, "no data.pkl in this zip: not a torch.save file");
-    }
-    const char *nm = z->members[pkl].name;
-    size_t pl = (size_t)(strchr(nm, '/') - nm);
-    t->prefix = torch_dup_span(nm, pl);
-    if (!t->prefix) return ckpt_fail_oom(c->err);
-    strbuf probe = {0};
-    sb_printf(&probe, "%s/constants.pkl", t->prefix);
-    const ckpt_zip_member *cm = probe.data ? ckpt_zip_find(z, probe.data) : NULL;
-    sb_free(&probe);
+    TRY(one_folder_as_torch(c));
+    TRY(note_undescribed(c));
+    /* torch.load asks whether "constants.pkl" is among the records by its exact name */
+    strbuf cn = {0};
+    sb_printf(&cn, "%s/constants.pkl", t->prefix);
+    const ckpt_zip_member *cm = cn.data ? ckpt_zip_find(z, cn.data) : NULL;
+    sb_free(&cn);
     if (cm)
         return fail_container(c->err, CKPT_E_TORCH_NOT_CHECKPOINT,
                               "a TorchScript archive (torch.jit.save): it holds a program, not a checkpoint");
+    strbuf pn = {0};
+    sb_printf(&pn, "%s/data.pkl", t->prefix);
+    const ckpt_zip_member *pm = pn.data ? ckpt_zip_find_nocase(z, pn.data) : NULL;
+    sb_free(&pn);
+    if (!pm)
+        return fail_container(c->err, CKPT_E_TORCH_NOT_CHECKPOINT, "no data.pkl in this zip: not a torch.save file");
+    size_t pkl = (size_t)(pm - z->members);
+    const char *nm = z->members[pkl].name;
     for (size_t k = 0; k < z->count; k++)
         if (z->members[k].method != 0) {
             strbuf ms = {0};
@@ -74,7 +188,7 @@ static int open_zip(tctx *c)
         }
     strbuf bo = {0};
     sb_printf(&bo, "%s/byteorder", t->prefix);
-    const ckpt_zip_member *bm = bo.data ? ckpt_zip_find(z, bo.data) : NULL;
+    const ckpt_zip_member *bm = bo.data ? ckpt_zip_find_nocase(z, bo.data) : NULL;
     sb_free(&bo);
     if (bm) {
         size_t k = (size_t)(bm - z->members);
@@ -130,6 +244,86 @@ static int torch_changes_tensor(tctx *c)
         return rc;
     }
     return 0;
+}
+
+/* ---- the oldest torch.save format: a tar archive ---- */
+
+/* Python's str.strip() whitespace, in ASCII */
+static bool py_space(int ch) { return ch == ' ' || (ch >= '\t' && ch <= '\r') || (ch >= 0x1c && ch <= 0x1f); }
+
+/* A tar number field as Python's tarfile reads it (nti): base-256 when its first byte is 0x80 or
+ * 0xff, else ASCII up to the first NUL, stripped, read by int(s or "0", 8) (a sign, a 0o prefix,
+ * single underscores between digits). False where tarfile raises InvalidHeaderError. */
+static bool tar_number(const uint8_t *f, size_t len, int64_t *out)
+{
+    *out = 0;
+    if (f[0] == 0x80 || f[0] == 0xff) {
+        if (len > 8) return true; /* any bytes are a number; only the checksum's (8 bytes) is compared */
+        int64_t n = 0;
+        for (size_t k = 1; k < len; k++) n = n << 8 | f[k];
+        *out = f[0] == 0xff ? n - ((int64_t)1 << (8 * (len - 1))) : n;
+        return true;
+    }
+    size_t end = 0;
+    while (end < len && f[end]) end++;
+    size_t k = 0, b = end;
+    while (k < b && py_space(f[k])) k++;
+    while (b > k && py_space(f[b - 1])) b--;
+    if (k == b) return true; /* int("0", 8) */
+    bool neg = false;
+    if (f[k] == '+' || f[k] == '-') neg = f[k++] == '-';
+    bool prefix = b - k >= 2 && f[k] == '0' && (f[k + 1] == 'o' || f[k + 1] == 'O');
+    if (prefix) k += 2;
+    if (prefix && k < b && f[k] == '_') k++; /* "0o_7" */
+    if (k == b) return false;
+    int64_t n = 0;
+    for (;;) {
+        if (f[k] < '0' || f[k] > '7') return false;           /* a non-ASCII byte too: tarfile's ValueError */
+        if (n < ((int64_t)1 << 59)) n = n * 8 + (f[k] - '0'); /* larger is no checksum either */
+        if (++k == b) break;
+        if (f[k] == '_' && ++k == b) return false; /* one underscore between digits */
+    }
+    *out = neg ? -n : n;
+    return true;
+}
+
+/* Would Python's tarfile.open read a tar header in these 512 bytes (TarInfo.frombuf: not all
+ * NUL, the checksum of the block with its own field as spaces, unsigned or signed, and every
+ * number field readable)? torch.load tries that first for a file that is not a zip
+ * (serialization.py, _legacy_load), and reads a file that passes as a tar archive of the format
+ * before 0.4, never as the pickles that follow here. */
+static bool is_tar_header(const uint8_t *h)
+{
+    bool zero = true;
+    for (size_t k = 0; k < 512 && zero; k++) zero = h[k] == 0;
+    if (zero) return false;
+    int64_t sum;
+    if (!tar_number(h + 148, 8, &sum)) return false;
+    int64_t u = 256, sg = 256;
+    for (size_t k = 0; k < 512; k++) {
+        if (k >= 148 && k < 156) continue;
+        u += h[k];
+        sg += (int8_t)h[k];
+    }
+    if (sum != u && sum != sg) return false;
+    static const size_t fields[][2] = {{100, 8}, {108, 8}, {116, 8}, {124, 12}, {136, 12}, {329, 8}, {337, 8}};
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++) {
+        int64_t v;
+        if (!tar_number(h + fields[k][0], fields[k][1], &v)) return false;
+    }
+    return true;
+}
+
+static int not_a_tar(tctx *c)
+{
+    if (c->src->size < 512) return 0; /* tarfile: "empty file" */
+    uint8_t h[512];
+    TRY(ckpt_read_at(c->src, 0, h, sizeof h, "the file's first 512 bytes", c->err));
+    if (!is_tar_header(h)) return 0;
+    return ckpt_fail(c->err, "PyTorch", CKPT_E_TORCH_UNSUPPORTED, 0, 512,
+                     "the first 512 bytes are also a tar header (its checksum holds): torch.load reads such a file as "
+                     "the tar archive of the oldest torch.save format, not as the pickles ckptscope reads; ckptscope "
+                     "does not read such a file");
 }
 
 static const uint8_t legacy_magic[10] = {0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
@@ -208,6 +402,7 @@ void ckpt_torch_free(ckpt_torch *t)
     for (int k = 0; k < 4; k++) ckpt_pickle_free(t->legacy_pickles[k]);
     free(t->legacy_bytes);
     free(t->member);
+    free(t->container_warning);
     for (size_t k = 0; k < t->storages_len; k++) free(t->storages[k].key);
     free(t->storages);
     free(t->tensors);
@@ -246,6 +441,13 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
     if (!t) return ckpt_fail_oom(err);
     t->model = CKPT_TORCH_NONE;
     tctx c = {t, src, err, name, NULL, NULL, 0, NULL, {0}, 0, 0};
+    /* a zip is read from its end, a legacy file's pickles again from byte 0: never in one pass */
+    if (src->size == CKPT_NONE) {
+        free(t);
+        return ckpt_fail(err, "PyTorch", CKPT_E_IO, CKPT_NONE, 0,
+                         "a torch.save file is read by offsets (a zip from its end), not in one pass: it cannot be "
+                         "read from a stream (a pipe or standard input); give the file's path");
+    }
     uint8_t head[4] = {0};
     size_t got = src->read(src->ctx, 0, head, src->size < 4 ? (size_t)src->size : 4);
     int rc;
@@ -253,7 +455,8 @@ int ckpt_torch_open(const ckpt_source *src, const char *name, ckpt_torch **out, 
     if (got == 4 && !memcmp(head, "PK\x03\x04", 4)) rc = open_zip(&c);
     else if (got >= 1 && head[0] == 0x80) {
         t->legacy = true;
-        rc = open_legacy(&c, name, &storages_at);
+        rc = not_a_tar(&c);
+        if (!rc) rc = open_legacy(&c, name, &storages_at);
     } else rc = fail_container(err, CKPT_E_TORCH_NOT_CHECKPOINT, "neither a zip nor a pickle: not a torch.save file");
     if (!rc) rc = torch_changes_tensor(&c);
     if (!rc) {

@@ -34,13 +34,17 @@ static void st_free(ckpt_report *rep)
     free(d);
 }
 
-/* u64 N, then the JSON object's "{": N may be too large (refused with its own text), but a
- * TorchLean magic or a text file never reads as a length below 2^40 followed by "{". */
+/* u64 N, then the JSON object's "{". N may be anything from 2 (too large, or past the file's
+ * end: refused with its own text, as safetensors itself refuses it); eight bytes of text are no
+ * length (a text file whose ninth character is "{"): TorchLean's magics come first in the table. */
 static bool st_probe(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
 {
     (void)f;
     (void)size;
-    return n >= 9 && ckpt_get_u64le(head) < ((uint64_t)1 << 40) && ckpt_get_u64le(head) >= 2 && head[8] == '{';
+    if (n < 9 || head[8] != '{' || ckpt_get_u64le(head) < 2) return false;
+    for (size_t k = 0; k < 8; k++)
+        if (head[k] < 0x20 || head[k] > 0x7e) return true;
+    return false;
 }
 
 static const char *st_hint(const uint8_t *head, size_t n)
@@ -102,6 +106,21 @@ static int read_entry(ckpt_parse *p, const ckpt_jdoc *doc, const ckpt_jv *key, c
     /* a name is a C string from here on (texts, export, the names of --names) */
     if (strlen(name) != key->len) return fail_named(err, T, at, i, name, "tensor %s has a name holding \\u0000%s", "");
     if (v->kind != CKPT_JV_OBJECT) return fail_named(err, T, 8 + v->at, i, name, "tensor %s is not an object%s", "");
+    /* each field once: safetensors' serde refuses a duplicate field (which one a reader takes is
+     * its own affair) */
+    static const char *const fields[] = {"dtype", "shape", "data_offsets"};
+    for (size_t f = 0; f < 3; f++) {
+        const ckpt_jv *seen = NULL;
+        for (const ckpt_jv *k = ckpt_jv_first(doc, v); k; k = ckpt_jv_next(doc, ckpt_jv_next(doc, k))) {
+            if (strcmp(ckpt_jv_str(doc, k), fields[f]) || strlen(fields[f]) != k->len) continue;
+            if (seen) {
+                char detail[32];
+                snprintf(detail, sizeof detail, "\"%s\"", fields[f]);
+                return fail_named(err, T, 8 + k->at, i, name, "tensor %s has %s twice", detail);
+            }
+            seen = k;
+        }
+    }
     const ckpt_jv *dt = ckpt_jv_get(doc, v, "dtype"), *shape = ckpt_jv_get(doc, v, "shape"),
                   *offs = ckpt_jv_get(doc, v, "data_offsets");
     if (!dt || dt->kind != CKPT_JV_STRING)
@@ -121,6 +140,29 @@ static int read_entry(ckpt_parse *p, const ckpt_jdoc *doc, const ckpt_jv *key, c
         if (d->kind != CKPT_JV_NUMBER || !d->is_u64)
             return fail_named(err, T, 8 + d->at, i, name,
                               "tensor %s has a shape that is not a list of integers from 0%s", "");
+    /* the element count and the byte count as safetensors computes them: dimension by dimension,
+     * then the width, each product within 64 bits ([2^32, 2^32, 0] overflows before its zero) */
+    uint64_t product = 1;
+    bool over = false;
+    for (const ckpt_jv *d = ckpt_jv_first(doc, shape); d && !over; d = ckpt_jv_next(doc, d))
+        over = ckpt_mul_overflows(product, d->u, &product);
+    if (over || ckpt_mul_overflows(product, ckpt_dtype_width(dtype), &product)) {
+        strbuf qn = {0}, st = {0};
+        quoted(&qn, name);
+        sb_putc(&st, '[');
+        for (const ckpt_jv *d = ckpt_jv_first(doc, shape); d; d = ckpt_jv_next(doc, d))
+            sb_printf(&st, d == ckpt_jv_first(doc, shape) ? "%llu" : ", %llu", (unsigned long long)d->u);
+        sb_putc(&st, ']');
+        int rc = qn.failed || st.failed
+                     ? ckpt_fail_oom(err)
+                     : ckpt_fail_at(err, P, CKPT_E_SAFETENSORS_SIZE, 8 + shape->at, 0, i,
+                                    "tensor %s has shape %s of %s, whose size passes 2^64 - 1 bytes as safetensors "
+                                    "multiplies it (dimension by dimension, then the width)",
+                                    qn.data, st.data, ckpt_dtype_safetensors_name(dtype));
+        sb_free(&qn);
+        sb_free(&st);
+        return rc;
+    }
     const ckpt_jv *b = offs && offs->kind == CKPT_JV_ARRAY ? ckpt_jv_first(doc, offs) : NULL;
     const ckpt_jv *e = b ? ckpt_jv_next(doc, b) : NULL;
     if (!offs) return fail_named(err, T, 8 + v->at, i, name, "tensor %s has no data_offsets%s", "");

@@ -1,0 +1,82 @@
+// torch.save files that torch.load reads otherwise than another reader (format.md 10.1), made by
+// tests/c/torch_container_seeds.py with torch at test time: the CLI refuses each (exit status 1,
+// the core's text on stderr, no weights-only verdict in the JSON); a zip after another archive is
+// read with its warning; a torch.save file through a pipe is refused as a stream (exit status 2).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+
+const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
+const SEEDS = new URL('../c/torch_container_seeds.py', import.meta.url).pathname;
+const PY = '/usr/bin/python3';
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-containers-'));
+execFileSync(PY, [SEEDS, dir], { stdio: 'ignore' });
+const at = (f) => path.join(dir, f);
+const cli = (args, input) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', input });
+
+/** facts.txt's numbers for a file: {torch, other, ...} */
+function facts(file) {
+  const line = fs.readFileSync(at('facts.txt'), 'utf8').split('\n').find((l) => l.startsWith(`${file} `));
+  return Object.fromEntries(line.split(' ').slice(1).map((w) => w.split('=')));
+}
+
+test('two members named archive/data.pkl: torch.load reads the second, the CLI refuses the file', () => {
+  const f = facts('same-name.pt');
+  assert.deepEqual([f.torch, f.other], ['0.5', '0.5']);   // the first member holds lr 0.001
+  const text = 'PyTorch: two members are named "archive/data.pkl": which one torch.load reads is not defined; ckptscope does not read such a file';
+  const r = cli(['inspect', at('same-name.pt')]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, `${text}\n`);
+  const j = cli(['inspect', at('same-name.pt'), '--json']);
+  assert.equal(j.status, 1);
+  const report = JSON.parse(j.stdout);
+  assert.deepEqual([report.ok, report.weightsOnly, report.error.code, report.error.message, report.error.offset],
+    [false, null, 61, text, Number(f.entry)]);
+});
+
+test('torch.save records back to back (a .distcp file): never valid, never empty', () => {
+  const f = facts('records.distcp');
+  assert.deepEqual([f.torch, f.other], ['0.001', '0.5']);
+  const [stated, before] = [Number(f.stated), Number(f.before)];
+  const r = cli(['inspect', at('records.distcp'), '--json']);
+  assert.equal(r.status, 1);
+  const report = JSON.parse(r.stdout);
+  assert.equal(report.ok, false);
+  assert.equal(report.weightsOnly, null);
+  assert.equal(report.error.message, `PyTorch: the zip's end record places its central directory at byte ${stated}, ${before} bytes before the directory that ends at the record (bytes before the zip: several archives back to back, as in a DCP .distcp file, or a prefix): torch.load reads a directory at byte ${stated}, other zip readers at byte ${stated + before}; ckptscope does not read such a file`);
+});
+
+test('a legacy file whose first 512 bytes are a tar header: torch.load takes the tar path; refused', () => {
+  assert.deepEqual([facts('tar-header.pt').torch, facts('tar-header.pt').other], ['KeyError', '0.001']);
+  const r = cli(['inspect', at('tar-header.pt')]);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, 'PyTorch: the first 512 bytes are also a tar header (its checksum holds): torch.load reads such a file as the tar archive of the oldest torch.save format, not as the pickles ckptscope reads; ckptscope does not read such a file\n');
+});
+
+test('a zip after another archive, its offsets from byte 0: valid, with a warning naming the bytes before it', () => {
+  const f = facts('after-another.pt');
+  assert.deepEqual([f.torch, f.other], ['0.001', '0.001']);
+  const r = cli(['inspect', at('after-another.pt'), '--json']);
+  assert.equal(r.status, 0);
+  const report = JSON.parse(r.stdout);
+  assert.deepEqual([report.ok, report.weightsOnly, report.optimizer.groups[0].lr], [true, true, 0.001]);
+  assert.deepEqual(report.warnings, [`PyTorch: bytes 0 to ${f.first} come before the zip's first member and its central directory does not describe them; an end-of-central-directory record at byte ${f.end} among them: several archives back to back; only the last is read`]);
+});
+
+test('a torch.save file through a pipe: refused as a stream, exit status 2', () => {
+  const bytes = fs.readFileSync(at('after-another.pt'));
+  const text = 'ckptscope: (standard input): PyTorch: a torch.save file is read by offsets (a zip from its end), not in one pass: it cannot be read from a stream (a pipe or standard input); give the file\'s path\n';
+  for (const args of [['inspect', '-'], ['inspect', '-', '--json']]) {
+    const r = cli(args, bytes);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.equal(r.stderr, text);
+    assert.equal(r.stdout, '');
+  }
+  const legacy = fs.readFileSync(at('tar-header.pt'));
+  const r = cli(['inspect', '-'], legacy);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, text);
+});
