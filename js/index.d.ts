@@ -165,12 +165,22 @@ export interface OptimizerReport extends ReportCommon {
   optimizerStateCount: U64;
   trainableCount: U64;
   hasAliases: boolean;
+  elementCounts: ElementCounts | null;
   offsets: { schema: U64; tags: U64 | null; entries: U64 };
   entryCount: U64;
   entries: Entry[];
   error: null;
   /** Per TorchLean reader, whether it can read the file at all (docs/format.md 8). */
   readers: Readers;
+}
+
+/** The elements of a well-formed schema's slots by what they are (docs/report.md): `owned` the
+ *  representative slots' (what the optimizer updates, a tied storage once), `tied` the slots
+ *  sharing an earlier slot's storage, `frozen` the slots without optimizer state. */
+export interface ElementCounts {
+  owned: U64;
+  tied: U64;
+  frozen: U64;
 }
 
 /** TorchLean's six public readers of TLADAMF, oldest first (docs/format.md 8). */
@@ -225,6 +235,7 @@ export interface InvalidReport extends ReportCommon {
   optimizerStateCount?: U64 | null;
   trainableCount?: U64 | null;
   hasAliases?: boolean | null;
+  elementCounts?: ElementCounts | null;
   offsets: { schema?: U64 | null; tags?: U64 | null; entries?: U64 | null; tensors?: U64 | null };
   entryCount?: U64 | null;
   entries?: Entry[];
@@ -671,7 +682,7 @@ export class Schema {
   isRepresentative(i: U64Input): boolean;
   isWellFormed(): boolean;
   tags(): U64[];
-  toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
+  toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; elementCounts: ElementCounts | null; problem?: { slot: U64 | null; reason: string } };
   /** Free the core's schema (a call using it finishes first); then every query throws. */
   close(): void;
   [Symbol.dispose](): void;
