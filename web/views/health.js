@@ -460,8 +460,8 @@ export class HealthView {
         const v = this.value(s);
         if (v === null) {   // nothing to plot (frozen, or no finite update): a mark in the lane
           const m = Math.min(w, 8);
-          if (!s.trainable) {
-            g.strokeStyle = frozen;
+          if (!s.trainable) {   // red when flagged: a NaN in a frozen parameter
+            g.strokeStyle = s.flags.length ? colorOf(severity(s)) : frozen;
             g.strokeRect(x - m / 2 + 0.5, bottom + lane / 2 - m / 2 + 2.5, m - 1, m - 1);
           } else {
             g.fillStyle = s.flags.length ? colorOf(severity(s)) : frozen;
