@@ -56,24 +56,29 @@ const columnsOf = ({ summary, columns }) => new FileColumns(summary, columns);
 
 /** Open the files of one drop, pick, example or address: the first is the main file; a second
  *  is its model-state file (or the other way round). Two optimizer checkpoints are not a pair:
- *  the second is the first's question (Will it load?). */
-async function openFiles(list, { labels = null, expected = null, lr = null, pairNames = null } = {}) {
+ *  the second is the first's question (Will it load?). A second file that is not shown (of no
+ *  family the core reads beside one it does, a second model-state file) is said in `notices`,
+ *  with why; `kind` ('adam' | 'adamw', a Trainer folder's training_args.bin) is given to a
+ *  PyTorch optimizer whose file does not say it. */
+async function openFiles(list, { labels = null, expected = null, lr = null, pairNames = null, notices = null, kind = null } = {}) {
   if (stats.scanning || rpc.busy) await rpc.cancel();
   const started = performance.now();
   status(`Reading ${list.map((f) => f.name).join(' and ')}…`);
   const opened = {};
   let slots = null;   // a PyTorch pair's slots, by its model's names
+  const unused = [];   // [{name, text}]
   try {
     for (const [k, role] of [[0, 'a'], [1, 'b']]) {
       if (!list[k]) continue;
-      const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed });
-      opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
+      const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed, kind });
+      opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io, kind };
     }
     if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
       await rpc.request('close', { role: 'b' });
       expected ??= { source: opened.b.source, name: opened.b.name };
       delete opened.b;
     }
+    await dropUnshown(opened, unused, kind);
     slots = await bindModel(rpc, opened, pairNames);
   } catch (err) {
     status('');
@@ -86,10 +91,39 @@ async function openFiles(list, { labels = null, expected = null, lr = null, pair
   if (labels ?? slots) Object.assign(store, { labels: labels ?? slots, labelsSource: null, labelsPinned: store.labelsPinned && !slots });
   else if (!store.labelsPinned) store.labels = null;
   store.setFiles(opened, { expected, lr });
+  notices?.push(...unused);
   const ms = Math.round(performance.now() - started);
   document.documentElement.dataset.openMs = String(ms);
   const shown = store.primary;   // the file the header shows
   status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${shown.name}: ${ioText(shown.io, shown.summary.size)}; payloads are skipped until statistics are asked for).`);
+}
+
+/** Of two opened files, the one no card would show, closed and said in `unused` with why: a file
+ *  of no family the core reads beside one of a family it reads (that one is then the main file,
+ *  opened again as such), the second of two files of no known family (the first's problem card
+ *  shows why), the second of two model-state files (one goes with an optimizer). */
+async function dropUnshown(opened, unused, kind) {
+  const { a, b } = opened;
+  if (!b) return;
+  const known = (f) => f.summary.kind !== null;
+  let drop = null;
+  if (known(a) && !known(b)) drop = b;
+  else if (!known(a) && known(b)) drop = a;
+  else if (!known(a) && !known(b)) drop = b;
+  else if (a.summary.kind === 'state' && b.summary.kind === 'state' && !b.asModel) drop = b;
+  if (!drop) return;
+  const e = drop.summary.error;
+  unused.push({
+    name: drop.name,
+    text: known(drop) ? `not used: a second model-state file; one goes with an optimizer checkpoint, and ${a.name} (the first) is shown.`
+      : `not used: ${e ? `${e.message}${e.hint ? ` (${e.hint})` : ''}` : 'not a file of a family ckptscope reads'}.`,
+  });
+  await rpc.request('close', { role: 'b' });
+  delete opened.b;
+  if (drop === a) {   // the file that is shown becomes the main file
+    const answer = await rpc.request('open', { role: 'a', source: b.source, kind });
+    opened.a = { ...b, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
+  }
 }
 
 /** An I/O or HTTP error, as the problem view shows it. */
@@ -125,7 +159,7 @@ async function addState(item, notices) {
 async function reopen() {
   for (const role of ['a', 'b']) {
     const f = store.files[role];
-    if (f) await rpc.request('open', { role, source: f.source, asModel: !!f.asModel }).catch(() => {});
+    if (f) await rpc.request('open', { role, source: f.source, asModel: !!f.asModel, kind: f.kind ?? null }).catch(() => {});
   }
   if (store.files.a?.bound) await rpc.request('bind', { names: store.files.a.pairNames }).catch(() => {});   // the PyTorch pair's slots again
 }
@@ -174,7 +208,7 @@ async function handleFiles(fileList, target = 'open') {
     for (const extra of checkpoints.slice(1)) notices.push({ name: extra.name, text: `not used: one model-state file goes with the optimizer checkpoint, and ${checkpoints[0].name} (the first picked) is the one used.` });
     await addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
-    await openFiles(checkpoints.slice(0, 2), { expected, pairNames });
+    await openFiles(checkpoints.slice(0, 2), { expected, pairNames, notices });
   } else if (expected) {
     if (!store.files.a) notices.push({ name: expected.name, text: 'a layout: open a checkpoint first, then drop the layout to see whether it would load.' });
     else store.setExpected(expected);
