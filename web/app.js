@@ -190,12 +190,15 @@ async function readNames(file) {
  *  said in the notices card, with why. */
 async function handleFiles(fileList, target = 'open') {
   const { checkpoints, expected, names, notices } = await sortFiles([...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
-  for (const n of names) setLabels(n.names, n.name);
+  // one list of names applies: the last given
+  for (const n of names.slice(0, -1)) notices.push({ name: n.name, text: `not used: one list of slot names applies, and ${names.at(-1).name} (the last given) is the one.` });
+  if (names.length) setLabels(names.at(-1).names, names.at(-1).name);
   const pairNames = names.at(-1)?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
   let folder = null;
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
   if (target === 'expect' && (checkpoints.length || expected)) {
     const other = expected ?? checkpoints[0];
+    for (const c of checkpoints) if (c !== other) notices.push({ name: c.name, text: `not used: one layout or checkpoint is compared at a time, and ${other.name} is the one.` });
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
   } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await trainerPair(rpc, checkpoints, notices))) {

@@ -74,7 +74,10 @@ export async function sortFiles(files, classify) {
       kind = { json: null };   // unreadable: opening it says why, in the problem view
     }
     if (kind.json === 'names') names.push({ names: kind.names, name: file.name });
-    else if (kind.json === 'layout' || kind.json === 'report') expected = { source, name: file.name };
+    else if (kind.json === 'layout' || kind.json === 'report') {
+      if (expected) notices.push({ name: expected.name, text: `not used: one layout is compared at a time, and ${file.name} (the last given) is the one.` });
+      expected = { source, name: file.name };
+    }
     else if (kind.json) {
       notices.push({ name: file.name, text: `JSON, but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.` });
     } else checkpoints.push({ source, name: file.name, sniffed: kind.sniffed ?? null });
