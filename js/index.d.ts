@@ -386,6 +386,8 @@ export type ForeignCheckpoint = { readonly kind: null } & Checkpoint;
 export type OpenCheckpoint = OptimizerCheckpoint | StateCheckpoint | ForeignCheckpoint;
 
 export function open(source: Source, options?: InspectOptions): Promise<OpenCheckpoint>;
+/** In Node, `source` may be a Trainer checkpoint-N/ folder: the report of its optimizer paired
+ *  with its model. */
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;
 
 export interface CheckResult {
@@ -435,8 +437,10 @@ export interface TorchPairing {
 export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: Source, fn: (o: Checkpoint, s: Checkpoint | null) => T | Promise<T>, options?: { names?: string[] }): Promise<T>;
 
 /** names: the model's state-dict keys in order; they order a state file that keeps no module
- *  order (safetensors), which without them is paired by shape alone, with a warning. */
-export function pair(opt: Source, state: Source, options?: ScanOptions & { names?: string[] }): Promise<PairResult>;
+ *  order (safetensors), which without them is paired by shape alone, with a warning. In Node,
+ *  `opt` may be a Trainer checkpoint-N/ folder (state null or left out): its optimizer (given
+ *  training_args.bin's kind where its file says none) with its model. */
+export function pair(opt: Source, state?: Source | null, options?: ScanOptions & { names?: string[] }): Promise<PairResult>;
 /** The kind of an open PyTorch optimizer whose file does not say it (torch 1.13's AdamW writes no
  *  decoupled_weight_decay); call it before pairing. Rejects (CheckpointError) when the file says
  *  another kind or holds no optimizer. */
@@ -491,6 +495,8 @@ export interface HealthResult {
   error: ReportError | null;
 }
 
+/** In Node, `opt` may be a Trainer checkpoint-N/ folder (state null or left out): its optimizer
+ *  with its model, as pair() takes it. */
 export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
 /** How many threads `workers` means for a pass over `sources` ('stats' or 'health'). */
@@ -767,6 +773,17 @@ export function trainerFolderRoles(names: string[]): Promise<{
   optimizer: string | null; model: string | null; modelIndex: string | null;
   trainerState: string | null; trainingArgs: string | null; scheduler: string | null;
 }>;
+/** A folder given as its files' relative paths (a picked or served folder) read as a Trainer's,
+ *  by the core's names: one checkpoint folder's roles, or an output folder's checkpoint-N
+ *  folders in the order of N; each role the index of a path, or null. */
+export function trainerLayout(paths: string[]): Promise<TrainerLayout | null>;
+export interface TrainerRoles {
+  optimizer: number | null; model: number | null; modelIndex: number | null;
+  trainerState: number | null; trainingArgs: number | null; scheduler: number | null;
+}
+export type TrainerLayout =
+  | { checkpoint: TrainerRoles; used: number[] }
+  | { checkpoints: { name: string; step: U64; dir: string; roles: TrainerRoles }[]; used: number[] };
 /** An output folder's checkpoint-{N} folders in the order of N (Node). */
 export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
 

@@ -10,7 +10,7 @@ import { StatsStore } from './stats-store.js';
 import { count, ioText } from './format.js';
 import { VIEWS } from './views.js';
 import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
-import { bindModel, trainerPair, pairByNames } from './torch-pair.js';
+import { bindModel, trainerFiles, pairByNames } from './torch-pair.js';
 
 const store = new Store();
 const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: reopen });
@@ -189,20 +189,30 @@ async function readNames(file) {
  *  checkpoints to open (two at once: an optimizer and its model state); what is not used is
  *  said in the notices card, with why. */
 async function handleFiles(fileList, target = 'open') {
-  const { checkpoints, expected, names, notices } = await sortFiles([...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
+  const notices = [];
+  // a Trainer's checkpoint-N/ folder, or its output folder, picked, dropped or served whole
+  const trainer = target === 'state' || target === 'expect' ? null : await trainerFiles(rpc, [...fileList], notices);
+  if (trainer?.run) {
+    store.openRun(trainer.run.files, trainer.run.trainer);
+    store.setNotices(notices);
+    return;
+  }
+  const sorted = await sortFiles(trainer ? trainer.rest : [...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
+  const { checkpoints, expected, names } = sorted;
+  notices.push(...sorted.notices);
   // one list of names applies: the last given
   for (const n of names.slice(0, -1)) notices.push({ name: n.name, text: `not used: one list of slot names applies, and ${names.at(-1).name} (the last given) is the one.` });
   if (names.length) setLabels(names.at(-1).names, names.at(-1).name);
   const pairNames = names.at(-1)?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
-  let folder = null;
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
-  if (target === 'expect' && (checkpoints.length || expected)) {
+  if (trainer?.pair) {
+    notices.push(...checkpoints.map(trainer.shownWith));
+    await openFiles(trainer.pair, { expected, pairNames, notices, kind: trainer.kind });   // its optimizer with its model
+  } else if (target === 'expect' && (checkpoints.length || expected)) {
     const other = expected ?? checkpoints[0];
     for (const c of checkpoints) if (c !== other) notices.push({ name: c.name, text: `not used: one layout or checkpoint is compared at a time, and ${other.name} is the one.` });
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
-  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await trainerPair(rpc, checkpoints, notices))) {
-    await openFiles(folder, { expected, pairNames });   // a Hugging Face Trainer's checkpoint-N/ folder
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
