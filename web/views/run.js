@@ -4,7 +4,8 @@
 // one-step pairs' gradient rms per slot, the broken elements of each pair (a pair too far apart
 // to tell marked apart) — one line per consecutive pair that opens to its per-slot table, and the
 // first file where something breaks. A click on a slot (chart or table) opens that file at that
-// slot; the run card stays.
+// slot; the run card stays. A Trainer output folder's run pairs each checkpoint-N folder's
+// optimizer with its model and sets each recovered learning rate beside the one logged.
 import { positiveNumber } from '/js/index.js';
 import { el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural } from '../format.js';
@@ -27,6 +28,7 @@ export class RunView {
   constructor(ctx) {
     this.ctx = ctx;
     this.files = null;   // [{name, source}] of the run, as dropped or picked
+    this.trainer = null;   // a Trainer output folder's checkpoints (indices into files), or null
     this.answer = null;
     this.lr = null;
     this.selected = -1;
@@ -50,7 +52,7 @@ export class RunView {
   /** A run was dropped or picked: compute it (the learning rate is an example's, if any). */
   onRun({ files, trainer = null }) {
     this.files = files;
-    this.trainer = trainer;   // a Trainer output folder's checkpoint-N folders, in the order of N
+    this.trainer = trainer;
     this.lr = this.store.lr;
     this.answer = null;
     this.selected = -1;
