@@ -2,7 +2,7 @@
 // model, close, classify (a checkpoint or which JSON), bytes for the hex view, io counts, the
 // core's JSON report, the examples.
 import { open as openSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
-import { applyKind } from '/js/trainer-run.js';
+import { applyKind } from '/js/plumbing.js';
 import { transfer } from '../rpc.js';
 import { makeExamples } from '../examples.js';
 import { sourceOf } from './sources.js';

@@ -1,7 +1,7 @@
 // Run requests (docs/runs.md): the checkpoints of one run (a Trainer output folder's too), and
 // whether the files of one drop are a Trainer's folder.
 import { open, run, runFiles, trainerFolderRoles, trainerLayout, readTrainingArgs } from '/js/index.js';
-import { openTrainerCheckpoints, compareLogged } from '/js/trainer-run.js';
+import { openTrainerCheckpoints, compareLogged } from '/js/plumbing.js';
 import { transfer } from '../rpc.js';
 import { throttled } from './handles.js';
 import { sourceOf } from './sources.js';
