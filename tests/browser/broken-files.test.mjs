@@ -123,6 +123,23 @@ test('two files dropped together: each is shown or listed as not used, with the 
   await page.context().close();
 });
 
+test('two lists of names or two layouts dropped together: the last applies, the other is said', async () => {
+  const page = await viewer.page({ width: 800 });
+  const opt = { name: 'opt.ckpt', bytes: await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] }) };
+  const json = (name, value) => ({ name, bytes: new TextEncoder().encode(JSON.stringify(value)) });
+  await dropFiles(page, [opt, json('old-names.json', ['w_old']), json('names.json', ['w'])]);
+  await page.waitForSelector('[data-testid=notices]:not([hidden])');
+  assert.deepEqual(await page.locator('[data-testid=notice]').allTextContents(), ['old-names.json: not used: one list of slot names applies, and names.json (the last given) is the one.']);
+  await waitText(page, '[data-testid=param-row][data-index="0"] span:nth-child(2)', 'w');
+  await dropFiles(page, [opt, json('a.json', { shapes: [[3]] }), json('b.json', { shapes: [[4]] })]);
+  await page.waitForFunction(() => document.querySelector('[data-testid=notice]')?.dataset.file === 'a.json');
+  assert.deepEqual(await page.locator('[data-testid=notice]').allTextContents(), ['a.json: not used: one layout is compared at a time, and b.json (the last given) is the one.']);
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.match(await text(page, '#compare .meta'), /b\.json/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
 test('an address whose file name is not valid percent-encoding gets a clear card', async () => {
   const page = await viewer.page({ url: `${viewer.origin}/#open=/files/0/%25zz` });
   await page.waitForSelector('#problem:not([hidden])');
