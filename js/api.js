@@ -18,6 +18,11 @@ import { learningRate, ratioBand, readerId, optimizerKind, listed } from './opti
  * false and `error` says why. Rejects only for I/O errors, bad arguments and cancellation.
  */
 export async function inspect(source, { stats = false, onProgress, signal, variant, workers } = {}) {
+  const folder = await trainerFolderOf(source);
+  if (folder) return withFolder(folder, async (o, m) => {
+    await pair(o, m).catch(() => {});   // a pair that fails: the optimizer's report says it has no slots
+    return o.report;
+  }, { stats, onProgress, signal, variant });
   const n = await workerCount(workers, [source]);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });
   // Statistics by n threads of the one open file: the same report.
@@ -151,6 +156,8 @@ export async function check(source, layout, options = {}) {
  */
 export async function pair(opt, state, { onProgress, signal, names, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
   if (arguments.length === 0 || opt === undefined || opt === null) throw new TypeError('pair(optimizer, model): the optimizer checkpoint is missing');
+  const folder = state === undefined || state === null ? await trainerFolderOf(opt) : null;
+  if (folder) return withFolder(folder, (o, m) => pair(o, m, { onProgress, signal, names, frozen }));
   const b = await loadBinding();
   if (names !== undefined && names !== null) names = namesOf(names, 'names');
   if (frozen !== undefined && frozen !== null) frozen = namesOf(frozen, 'frozen');
@@ -236,6 +243,8 @@ async function withError(b, fn) {
  * or the two do not pair.
  */
 export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
+  const folder = state === undefined || state === null ? await trainerFolderOf(opt) : null;
+  if (folder) return withFolder(folder, (o, m) => health(o, m, { lr, ratioBand: bandArg, onProgress, signal, slots, workers, frozen }));
   const rate = learningRate(lr);
   const band = await ratioBand(bandArg);
   let n = await workerCount(workers, [opt, state], 'health');
@@ -306,6 +315,32 @@ export async function healthOf(o, s, { lr, ratioBand: bandArg, first, count, onP
     for (const x of json.slots) x.name = names?.[x.slot] ?? null;
     return json;
   }));
+}
+
+// ---- a Trainer checkpoint-N/ folder given for a file (Node) -------------------------------------
+
+/** The files of the Trainer checkpoint-N/ folder `source` names (a path or file: URL to a
+ *  folder, in Node): folderFiles's {optimizer, model, kind, fallback}; null for anything else (a
+ *  folder of no Trainer's is then refused as a folder when it is opened). A folder without an
+ *  optimizer or a model rejects with the FolderError that says so. */
+async function trainerFolderOf(source) {
+  if (typeof source !== 'string' && !(source instanceof URL && source.protocol === 'file:')) return null;
+  if (typeof process === 'undefined' || !process.versions?.node) return null;
+  const [{ statSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
+  const dir = source instanceof URL ? fileURLToPath(source) : source;
+  if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) return null;
+  const { folderFiles } = await import('./trainer-run.js');
+  return folderFiles(dir);
+}
+
+/** fn(o, m) with the folder's optimizer (given training_args.bin's kind where its file says
+ *  none) and its model open; both closed after. */
+async function withFolder(folder, fn, options) {
+  const { applyKind } = await import('./trainer-run.js');
+  return withOpen(folder.optimizer, async (o) => {
+    await applyKind(o, folder.kind, folder.fallback);
+    return withOpen(folder.model, (m) => fn(o, m));
+  }, options);
 }
 
 // ---- one slot ---------------------------------------------------------------------------------

@@ -165,12 +165,22 @@ export interface OptimizerReport extends ReportCommon {
   optimizerStateCount: U64;
   trainableCount: U64;
   hasAliases: boolean;
+  elementCounts: ElementCounts | null;
   offsets: { schema: U64; tags: U64 | null; entries: U64 };
   entryCount: U64;
   entries: Entry[];
   error: null;
   /** Per TorchLean reader, whether it can read the file at all (docs/format.md 8). */
   readers: Readers;
+}
+
+/** The elements of a well-formed schema's slots by what they are (docs/report.md): `owned` the
+ *  representative slots' (what the optimizer updates, a tied storage once), `tied` the slots
+ *  sharing an earlier slot's storage, `frozen` the slots without optimizer state. */
+export interface ElementCounts {
+  owned: U64;
+  tied: U64;
+  frozen: U64;
 }
 
 /** TorchLean's six public readers of TLADAMF, oldest first (docs/format.md 8). */
@@ -225,6 +235,7 @@ export interface InvalidReport extends ReportCommon {
   optimizerStateCount?: U64 | null;
   trainableCount?: U64 | null;
   hasAliases?: boolean | null;
+  elementCounts?: ElementCounts | null;
   offsets: { schema?: U64 | null; tags?: U64 | null; entries?: U64 | null; tensors?: U64 | null };
   entryCount?: U64 | null;
   entries?: Entry[];
@@ -425,6 +436,8 @@ export type ForeignCheckpoint = { readonly kind: null } & Checkpoint;
 export type OpenCheckpoint = OptimizerCheckpoint | StateCheckpoint | ForeignCheckpoint;
 
 export function open(source: Source, options?: InspectOptions): Promise<OpenCheckpoint>;
+/** In Node, `source` may be a Trainer checkpoint-N/ folder: the report of its optimizer paired
+ *  with its model. */
 export function inspect(source: Source, options?: InspectOptions): Promise<Report>;
 
 export interface CheckResult {
@@ -492,7 +505,9 @@ export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: S
 
 /** names: the model's state-dict keys in order; they order a state file that keeps no module
  *  order (safetensors), which without them is paired by shape alone, with a warning. `state`
- *  left out: `opt` holds both its optimizer and its model. */
+ *  left out: `opt` holds both its optimizer and its model, or (in Node) `opt` is a Trainer
+ *  checkpoint-N/ folder: its optimizer (given training_args.bin's kind where its file says none)
+ *  with its model. */
 export function pair(opt: Source, state?: Source | null, options?: ScanOptions & PairOptions): Promise<PairResult>;
 /** The kind of an open PyTorch optimizer whose file does not say it (torch 1.13's AdamW writes no
  *  decoupled_weight_decay); call it before pairing. Rejects (CheckpointError) when the file says
@@ -553,6 +568,8 @@ export interface HealthResult {
   pairCondition?: string | null;
 }
 
+/** In Node, `opt` may be a Trainer checkpoint-N/ folder (state null or left out): its optimizer
+ *  with its model, as pair() takes it. */
 export function health(opt: Source, state?: Source | null, options?: ScanOptions & PairOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
 /** How many threads `workers` means for a pass over `sources` ('stats' or 'health'). */
@@ -756,7 +773,7 @@ export class Schema {
   isRepresentative(i: U64Input): boolean;
   isWellFormed(): boolean;
   tags(): U64[];
-  toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; problem?: { slot: U64 | null; reason: string } };
+  toJSON(): Omit<SchemaReport, 'brokenSlots'> & { tags: U64[]; wellFormed: boolean; optimizerStateCount: U64; trainableCount: U64; hasAliases: boolean; elementCounts: ElementCounts | null; problem?: { slot: U64 | null; reason: string } };
   /** Free the core's schema (a call using it finishes first); then every query throws. */
   close(): void;
   [Symbol.dispose](): void;
@@ -841,6 +858,17 @@ export function trainerFolderRoles(names: string[]): Promise<{
   optimizer: string | null; model: string | null; modelIndex: string | null;
   trainerState: string | null; trainingArgs: string | null; scheduler: string | null;
 }>;
+/** A folder given as its files' relative paths (a picked or served folder) read as a Trainer's,
+ *  by the core's names: one checkpoint folder's roles, or an output folder's checkpoint-N
+ *  folders in the order of N; each role the index of a path, or null. */
+export function trainerLayout(paths: string[]): Promise<TrainerLayout | null>;
+export interface TrainerRoles {
+  optimizer: number | null; model: number | null; modelIndex: number | null;
+  trainerState: number | null; trainingArgs: number | null; scheduler: number | null;
+}
+export type TrainerLayout =
+  | { checkpoint: TrainerRoles; used: number[] }
+  | { checkpoints: { name: string; step: U64; dir: string; roles: TrainerRoles }[]; used: number[] };
 /** An output folder's checkpoint-{N} folders in the order of N (Node). */
 export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
 

@@ -17,4 +17,4 @@ export { jsonKind, namesOf } from './layout.js';
 export { positiveNumber } from './options.js';
 export { HttpSource, HttpError } from './http-source.js';
 export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';
-export { trainerFolder, trainerFolderRoles, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+export { trainerFolder, trainerFolderRoles, trainerLayout, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';

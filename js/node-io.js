@@ -11,7 +11,12 @@ export class FileSource {
   static open(source) {
     if (typeof source === 'number') return new FileSource(source, false);
     const path = source instanceof URL ? fileURLToPath(source) : source;
-    return new FileSource(fs.openSync(path, 'r'), true);
+    const fd = fs.openSync(path, 'r');
+    if (fs.fstatSync(fd).isDirectory()) {   // opens, but every read would fail with a bare EISDIR
+      fs.closeSync(fd);
+      throw Object.assign(new Error(`${path} is a folder, not a checkpoint file (a Trainer checkpoint-N/ folder: inspect, pair and health take it)`), { code: 'EISDIR', syscall: 'open', path: String(path) });
+    }
+    return new FileSource(fd, true);
   }
 
   constructor(fd, owned) {

@@ -1,7 +1,8 @@
 // ckptscope/plumbing (js/plumbing.js): what the package's viewer and server are built on, apart
 // from the API: the packed statistics of items (docs/api.md#statistics-gathered-apart), the read
-// feed, the frames of a server pass, the choices the core offers a panel that converts.
-import type { Checkpoint, ScanOptions } from './index.js';
+// feed, the frames of a server pass, the choices the core offers a panel that converts, and a
+// Trainer folder's checkpoints given as files.
+import type { Checkpoint, ScanOptions, RunResult } from './index.js';
 
 /** How many items (entries of an optimizer file, tensors of a state file) the open file has. */
 export function itemCount(ck: Checkpoint): number;
@@ -38,3 +39,17 @@ export function unpackFrame(payload: Uint8Array): { from: number; list: BigUint6
 export function convertVersions(): number[];
 /** What a panel that converts offers: the core's versions (oldest first) and optimizer kinds. */
 export function convertChoices(): Promise<{ versions: number[]; kinds: string[] }>;
+/** The open optimizer `ck` given `kind` ('adam' | 'adamw'; null: none), else `fallback` where its
+ *  file says no kind; a kind its file contradicts rejects (CheckpointError). */
+export function applyKind(ck: Checkpoint, kind: 'adam' | 'adamw' | null, fallback?: 'adam' | 'adamw' | null): Promise<void>;
+/** A file of a Trainer folder: its name (for messages) and what open() takes. */
+export interface TrainerFile { name: string; source: unknown }
+/** An output folder's checkpoint-N folders given as files, in the order of N: each optimizer
+ *  given `kind`, else its training_args.bin's, and paired with its model (open Checkpoints:
+ *  close() closes them). */
+export function openTrainerCheckpoints(checkpoints: { label: string; optimizer: TrainerFile | null; model: TrainerFile | null; trainingArgs: TrainerFile | null; trainerState: TrainerFile | null }[], options?: { kind?: 'adam' | 'adamw' | null }): Promise<{
+  opts: Checkpoint[]; models: Checkpoint[]; paths: string[]; modelPaths: string[];
+  logged: (Map<string, number> | null)[]; warnings: string[][]; kinds: ('adam' | 'adamw' | null)[]; close(): void;
+}>;
+/** Each pair of a run's result given the rate B's trainer_state.json logged at B's step. */
+export function compareLogged(result: RunResult, logged: (Map<string, number> | null)[]): Promise<RunResult>;

@@ -111,3 +111,55 @@ export function readTrainingArgs(source) {
 export function readTrainerState(source) {
   return readWith(source, (b, id, size, err) => b.trainerState(id, size, err));
 }
+
+/**
+ * A folder given as the relative paths of its files ('out/checkpoint-10/optimizer.pt', …: a
+ * folder picked in a browser, or served by `ckptscope view`), read as a Hugging Face Trainer's by
+ * the core's names. Resolves {checkpoint: roles} for one checkpoint folder (a checkpoint-N folder
+ * among the paths, or the one folder they all lie in, holding an optimizer and a model), or
+ * {checkpoints: [{name, step, dir, roles}]} for an output folder's two or more checkpoint-N
+ * folders in the order of N; null when neither. `roles` as trainerFolderRoles gives them, each
+ * the index of a path instead of a name (or null); `used` lists the indices of every path a
+ * role names. Paths are split at '/'; a folder's path is the text before its last '/'.
+ */
+export async function trainerLayout(paths) {
+  const b = await loadBinding();
+  const dirs = new Map();   // the folder's path -> indices of the paths in it
+  paths.forEach((p, i) => {
+    const cut = String(p).lastIndexOf('/');
+    const dir = cut < 0 ? '' : String(p).slice(0, cut);
+    if (!dirs.has(dir)) dirs.set(dir, []);
+    dirs.get(dir).push(i);
+  });
+  const base = (i) => String(paths[i]).slice(String(paths[i]).lastIndexOf('/') + 1);
+  const rolesOf = (indices) => {
+    const names = indices.map(base);
+    if (new Set(names).size !== names.length) return null;
+    const roles = b.trainerFolder(names);
+    return Object.fromEntries(Object.entries(roles).map(([k, name]) => [k, name === null ? null : indices[names.indexOf(name)]]));
+  };
+  const used = (roles) => Object.values(roles).filter((i) => i !== null);
+  // the checkpoint-N folders among the folders (by the last part of their path), one of each name
+  const last = new Map();
+  for (const dir of dirs.keys()) {
+    const name = dir.slice(dir.lastIndexOf('/') + 1);
+    if (!name) continue;
+    if (last.has(name)) return null;   // two folders of one name: not one Trainer's
+    last.set(name, dir);
+  }
+  const found = b.trainerCheckpoints([...last.keys()]);
+  if (found.length >= 2) {
+    const checkpoints = [];
+    for (const { name, step } of found) {
+      const roles = rolesOf(dirs.get(last.get(name)));
+      if (!roles) return null;
+      checkpoints.push({ name, step, dir: last.get(name), roles });
+    }
+    return { checkpoints, used: checkpoints.flatMap((c) => used(c.roles)) };
+  }
+  const dir = found.length === 1 ? last.get(found[0].name) : dirs.size === 1 ? [...dirs.keys()][0] : null;
+  if (dir === null) return null;
+  const roles = rolesOf(dirs.get(dir));
+  if (!roles || roles.optimizer === null || roles.model === null) return null;
+  return { checkpoint: roles, used: used(roles) };
+}

@@ -52,38 +52,78 @@ export async function isOutputFolder(dir) {
  * An output folder's checkpoints, each optimizer paired with its own folder's model, in the
  * order of N: {opts, models (open Checkpoints: the caller closes them with close()), paths,
  * modelPaths, logged: per file its trainer_state.json's learning rates by step (a Map) or null,
- * warnings: the pairings' warnings per file}. A folder whose optimizer does not pair rejects
- * with a FolderError naming it.
+ * warnings: the pairings' warnings per file, kinds: the kind each optimizer was given (null:
+ * none)}. A folder whose optimizer does not pair rejects with a FolderError naming it.
  */
 export async function openOutputFolder(dir, { kind = null } = {}) {
-  const folders = await checkpointFolders(dir);
-  const out = { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], close() {
-    for (const ck of [...this.opts, ...this.models]) ck.close();
-  } };
+  return openCheckpointFolders((await checkpointFolders(dir)).map((f) => f.path), { kind });
+}
+
+/** Checkpoint-N folders given by their paths, in that order (`run A_DIR B_DIR …`): as
+ *  openOutputFolder opens an output folder's. */
+export async function openCheckpointFolders(dirs, { kind = null } = {}) {
+  const out = trainerRunFiles();
   try {
-    for (const folder of folders) {
-      const files = await folderFiles(folder.path, { kind });
-      if (!files) throw new FolderError(`${folder.path} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
-      const o = await open(files.optimizer);
-      out.opts.push(o);
-      const m = await open(files.model);
-      out.models.push(m);
-      await applyKind(o, files.kind, files.fallback);
-      const result = await pair(o, m).catch((err) => {
-        throw err instanceof CheckpointError ? new CheckpointError(err, { context: `${folder.path}: ${files.optimizer} does not pair with ${files.model}` }) : err;
-      });
-      // a pair the files cannot tell (pairs null) is used: continuity is the run's question
-      if (result.pairs === false) throw new FolderError(`${folder.path}: optimizer.pt does not pair with ${files.model}: ${result.error.message}`);
-      out.paths.push(folder.path);
-      out.modelPaths.push(files.model);
-      out.warnings.push(result.warnings);
-      out.logged.push(files.trainerState ? loggedRates(await readTrainerState(files.trainerState)) : null);
+    for (const dir of dirs) {
+      const files = await folderFiles(dir, { kind });
+      if (!files) throw new FolderError(`${dir} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
+      const at = (p) => (p === null ? null : { name: p, source: p });
+      await addTrainerCheckpoint(out, { label: dir, optimizer: at(files.optimizer), model: at(files.model), trainerState: at(files.trainerState), kind: files.kind, fallback: files.fallback });
     }
   } catch (err) {
     out.close();
     throw err;
   }
   return out;
+}
+
+/**
+ * The checkpoint-N folders of an output folder given as files, not as a folder on a disk (the
+ * viewer's picked or served folder): `checkpoints` [{label, optimizer, model, trainingArgs,
+ * trainerState}], each file {name, source} (or null), in the order of N (trainerLayout's), each
+ * optimizer given `kind`, else its folder's training_args.bin's, and paired with its model.
+ * Resolves as openOutputFolder does.
+ */
+export async function openTrainerCheckpoints(checkpoints, { kind = null } = {}) {
+  const out = trainerRunFiles();
+  try {
+    for (const c of checkpoints) {
+      if (!c.optimizer) throw new FolderError(`${c.label} holds no optimizer.pt: not a Trainer checkpoint folder`);
+      if (!c.model) throw new FolderError(`${c.label} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
+      const fallback = kind === null && c.trainingArgs ? (await readTrainingArgs(c.trainingArgs.source)).kind : null;
+      await addTrainerCheckpoint(out, { ...c, kind, fallback });
+    }
+  } catch (err) {
+    out.close();
+    throw err;
+  }
+  return out;
+}
+
+function trainerRunFiles() {
+  return { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], kinds: [], close() {
+    for (const ck of [...this.opts, ...this.models]) ck.close();
+  } };
+}
+
+/** Open one checkpoint folder's optimizer and model ({name, source} each) into `out`, the
+ *  optimizer given its kind, paired; its trainer_state.json's learning rates read. */
+async function addTrainerCheckpoint(out, { label, optimizer, model, trainerState, kind, fallback }) {
+  const o = await open(optimizer.source);
+  out.opts.push(o);
+  const m = await open(model.source);
+  out.models.push(m);
+  await applyKind(o, kind, fallback);
+  const result = await pair(o, m).catch((err) => {
+    throw err instanceof CheckpointError ? new CheckpointError(err, { context: `${label}: ${optimizer.name} does not pair with ${model.name}` }) : err;
+  });
+  // a pair the files cannot tell (pairs null) is used: continuity is the run's question
+  if (result.pairs === false) throw new FolderError(`${label}: optimizer.pt does not pair with ${model.name}: ${result.error.message}`);
+  out.paths.push(label);
+  out.modelPaths.push(model.name);
+  out.warnings.push(result.warnings);
+  out.kinds.push(o.summary.optimizer?.kind ?? null);
+  out.logged.push(trainerState ? loggedRates(await readTrainerState(trainerState.source)) : null);
 }
 
 /** trainer_state.json's learning rates by step (numbers; a step past 2^53 as its string). */

@@ -1,19 +1,20 @@
-// The viewer's host: it opens files (one path for every way a file arrives: drop, pickers,
-// examples, the page address) and wires the views (views.js) to the store (state.js). It owns the
+// The viewer's host: it sorts what arrives (drop, pickers, examples, the page address) and opens
+// it through one path (opener.js), and wires the views (views.js) to the store (state.js). It owns the
 // page's chrome only (the top bar, the welcome card, the status line); it never reaches inside a
 // view's card. Every fact about a file comes from the package through the worker.
 import { $ } from './dom.js';
 import { RpcClient } from './rpc.js';
 import { Store, EVENTS } from './state.js';
-import { FileColumns } from './columns.js';
 import { StatsStore } from './stats-store.js';
-import { count, ioText } from './format.js';
+import { count } from './format.js';
 import { VIEWS } from './views.js';
 import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
-import { bindModel, trainerPair, pairByNames } from './torch-pair.js';
+import { trainerFiles, pairByNames } from './torch-pair.js';
+import { lastNames, notComparedWith } from './unused.js';
+import { Opener } from './opener.js';
 
 const store = new Store();
-const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: reopen });
+const rpc = new RpcClient(new URL('./worker.js', import.meta.url), { onRestart: () => opener.reopen() });
 
 function status(text) {
   $('status').textContent = text;
@@ -28,6 +29,8 @@ function scanProgress(fraction, name) {
 }
 
 const stats = new StatsStore(store, { rpc, status, onScanProgress: scanProgress });
+const opener = new Opener({ store, rpc, stats, status });
+const openFiles = (list, options) => opener.openFiles(list, options);
 
 /** Bytes of an open file, for the hex views. */
 const readBytes = (file) => (offset, length) => rpc.request('bytes', { role: store.roleOf(file), offset, length });
@@ -49,86 +52,6 @@ for (const type of Object.keys(EVENTS)) {
 }
 store.on('files', () => ($('welcome').hidden = true));
 store.on('run', () => ($('welcome').hidden = true));
-
-// ---- files ------------------------------------------------------------------------------------
-
-const columnsOf = ({ summary, columns }) => new FileColumns(summary, columns);
-
-/** Open the files of one drop, pick, example or address: the first is the main file; a second
- *  is its model-state file (or the other way round). Two optimizer checkpoints are not a pair:
- *  the second is the first's question (Will it load?). */
-async function openFiles(list, { labels = null, expected = null, lr = null, pairNames = null } = {}) {
-  if (stats.scanning || rpc.busy) await rpc.cancel();
-  const started = performance.now();
-  status(`Reading ${list.map((f) => f.name).join(' and ')}…`);
-  const opened = {};
-  let slots = null;   // a PyTorch pair's slots, by its model's names
-  try {
-    for (const [k, role] of [[0, 'a'], [1, 'b']]) {
-      if (!list[k]) continue;
-      const answer = await rpc.request('open', { role, source: list[k].source, sniffed: list[k].sniffed });
-      opened[role] = { name: list[k].name, source: list[k].source, summary: answer.summary, cols: columnsOf(answer), io: answer.io };
-    }
-    if (opened.b && opened.a.summary.kind === 'optimizer' && opened.b.summary.kind === 'optimizer') {
-      await rpc.request('close', { role: 'b' });
-      expected ??= { source: opened.b.source, name: opened.b.name };
-      delete opened.b;
-    }
-    slots = await bindModel(rpc, opened, pairNames);
-  } catch (err) {
-    status('');
-    stats.clear();
-    store.setFiles({}, { failure: { names: list.map((f) => f.name), error: readError(err) } });
-    return;
-  }
-  stats.clear();
-  // an example's own names come with its files; a PyTorch pair's slots are its model's names
-  if (labels ?? slots) Object.assign(store, { labels: labels ?? slots, labelsSource: null, labelsPinned: store.labelsPinned && !slots });
-  else if (!store.labelsPinned) store.labels = null;
-  store.setFiles(opened, { expected, lr });
-  const ms = Math.round(performance.now() - started);
-  document.documentElement.dataset.openMs = String(ms);
-  const shown = store.primary;   // the file the header shows
-  status(`Opened ${list.map((f) => f.name).join(' and ')} in ${ms} ms (${shown.name}: ${ioText(shown.io, shown.summary.size)}; payloads are skipped until statistics are asked for).`);
-}
-
-/** An I/O or HTTP error, as the problem view shows it. */
-const readError = (err) => ({ message: err.message, hint: err.status ? `the server answered HTTP ${err.status}` : null });
-
-/** Add a model-state file to the open optimizer checkpoint; says why not in the notices. */
-async function addState(item, notices) {
-  if (!store.optimizer || store.optimizer !== store.files.a) {
-    notices.push({ name: item.name, text: 'open the optimizer checkpoint first, then add its model-state file.' });
-    return;
-  }
-  if (stats.scanning || rpc.busy) await rpc.cancel();
-  try {
-    const answer = await rpc.request('open', { role: 'b', source: item.source, sniffed: item.sniffed });
-    if (answer.summary.kind === 'optimizer') {   // the core's family, not the file's name
-      await rpc.request('close', { role: 'b' });
-      notices.push({ name: item.name, text: 'an optimizer checkpoint, not a model-state file: open it with Open checkpoint… (or drop both files together).' });
-      return;
-    }
-    // a PyTorch optimizer takes its slots from its model: both opened afresh
-    if (store.files.a.summary.needsModel || store.files.a.bound) return openFiles([store.files.a, item], { expected: store.expected, lr: store.lr });
-    stats.clearState();
-    store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
-  } catch (err) {
-    notices.push({ name: item.name, text: `could not be read: ${err.message}` });
-    return;
-  }
-  if (store.selected >= 0) store.select(store.selected, 'files');
-  status(`Added ${item.name}.`);
-}
-
-/** After the worker was replaced (Cancel), open the same files in the new one. */
-async function reopen() {
-  for (const role of ['a', 'b']) {
-    const f = store.files[role];
-    if (f) await rpc.request('open', { role, source: f.source, asModel: !!f.asModel }).catch(() => {});
-  }
-  if (store.files.a?.bound) await rpc.request('bind', { names: store.files.a.pairNames }).catch(() => {});   // the PyTorch pair's slots again
-}
 
 // ---- names ------------------------------------------------------------------------------------
 
@@ -155,26 +78,38 @@ async function readNames(file) {
  *  checkpoints to open (two at once: an optimizer and its model state); what is not used is
  *  said in the notices card, with why. */
 async function handleFiles(fileList, target = 'open') {
-  const { checkpoints, expected, names, notices } = await sortFiles([...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
-  for (const n of names) setLabels(n.names, n.name);
-  const pairNames = names.at(-1)?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
-  let folder = null;
+  const notices = [];
+  // a Trainer's checkpoint-N/ folder, or its output folder, picked, dropped or served whole
+  const trainer = target === 'state' || target === 'expect' ? null : await trainerFiles(rpc, [...fileList], notices);
+  if (trainer?.run) {
+    store.openRun(trainer.run.files, trainer.run.trainer);
+    store.setNotices(notices);
+    return;
+  }
+  const sorted = await sortFiles(trainer ? trainer.rest : [...fileList], (file) => rpc.request('classify', { source: file.source ?? file }));
+  const { checkpoints, expected, names } = sorted;
+  notices.push(...sorted.notices);
+  const used = lastNames(names, notices);   // one list of names applies
+  if (used) setLabels(used.names, used.name);
+  const pairNames = used?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
-  if (target === 'expect' && (checkpoints.length || expected)) {
+  if (trainer?.pair) {
+    notices.push(...checkpoints.map(trainer.shownWith));
+    await openFiles(trainer.pair, { expected, pairNames, notices, kind: trainer.kind });   // its optimizer with its model
+  } else if (target === 'expect' && (checkpoints.length || expected)) {
     const other = expected ?? checkpoints[0];
+    notComparedWith(other, checkpoints, notices);
     if (!store.files.a) noFile(other.name);
     else store.setExpected(other);
-  } else if (checkpoints.length >= 2 && target !== 'state' && (folder = await trainerPair(rpc, checkpoints, notices))) {
-    await openFiles(folder, { expected, pairNames });   // a Hugging Face Trainer's checkpoint-N/ folder
   } else if (checkpoints.length && (target === 'run' || checkpoints.length > 2)) {
     store.openRun(checkpoints);   // several checkpoints: one run, ordered and paired by the core's rules
     if (expected) notices.push({ name: expected.name, text: 'a layout: not used with a run (open one checkpoint, then compare it).' });
   } else if (target === 'state' && checkpoints.length) {
     // one model-state file pairs with the optimizer checkpoint: the first picked, said so
     for (const extra of checkpoints.slice(1)) notices.push({ name: extra.name, text: `not used: one model-state file goes with the optimizer checkpoint, and ${checkpoints[0].name} (the first picked) is the one used.` });
-    await addState(checkpoints[0], notices);
+    await opener.addState(checkpoints[0], notices);
   } else if (checkpoints.length) {
-    await openFiles(checkpoints.slice(0, 2), { expected, pairNames });
+    await openFiles(checkpoints.slice(0, 2), { expected, pairNames, notices });
   } else if (expected) {
     if (!store.files.a) notices.push({ name: expected.name, text: 'a layout: open a checkpoint first, then drop the layout to see whether it would load.' });
     else store.setExpected(expected);

@@ -40,6 +40,19 @@ export function wireInputs({ handleFiles, readNames }) {
     if (file) readNames(file);
   });
 
+  // A menu opens under its button and stays in the window: one that would cross the right edge
+  // (a narrow window) moves left, never past the left edge.
+  document.addEventListener('toggle', (e) => {
+    const menu = e.target;
+    if (!(menu instanceof HTMLDetailsElement) || !menu.classList.contains('menu') || !menu.open) return;
+    const body = menu.querySelector('.menu-body');
+    if (!body) return;
+    body.style.left = '0px';
+    const { left, right } = body.getBoundingClientRect();
+    const over = right - (document.documentElement.clientWidth - 8);
+    if (over > 0) body.style.left = `${-Math.min(over, left - 8)}px`;
+  }, true);
+
   // The menus (Examples, Export…) close on a click outside them and on Escape.
   const menus = () => document.querySelectorAll('details.menu');
   document.addEventListener('click', (e) => {
@@ -74,7 +87,10 @@ export async function sortFiles(files, classify) {
       kind = { json: null };   // unreadable: opening it says why, in the problem view
     }
     if (kind.json === 'names') names.push({ names: kind.names, name: file.name });
-    else if (kind.json === 'layout' || kind.json === 'report') expected = { source, name: file.name };
+    else if (kind.json === 'layout' || kind.json === 'report') {
+      if (expected) notices.push({ name: expected.name, text: `not used: one layout is compared at a time, and ${file.name} (the last given) is the one.` });
+      expected = { source, name: file.name };
+    }
     else if (kind.json) {
       notices.push({ name: file.name, text: `JSON, but neither slot names (an array of strings) nor a layout (an object with shapes): a ${kind.json === 'description' ? 'writer description' : 'JSON document'} is not opened here.` });
     } else checkpoints.push({ source, name: file.name, sniffed: kind.sniffed ?? null });

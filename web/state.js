@@ -11,7 +11,7 @@ export const EVENTS = Object.freeze({
   expected: 'the layout or checkpoint to compare with changed: {expected} (null: compare mode left)',
   pair: 'the pair verdict of the open optimizer checkpoint and model-state file arrived: {pair}',
   notices: 'files of the last drop, pick or address that were not used, and why: [{name, text}]',
-  run: 'files opened as checkpoints of one run (run-input, or a drop of more than two): {files: [{name, source}]}',
+  run: 'files opened as checkpoints of one run (run-input, or a drop of more than two, or a Trainer output folder): {files: [{name, source}], trainer: [{name, optimizer, model, trainingArgs, trainerState}] (indices into files) | null}',
   io: 'a pass read more of the open files (a health pass, an export): the byte counts shown are asked for again: {}',
 });
 
@@ -103,8 +103,8 @@ export class Store extends EventTarget {
   }
 
   /** Files to read as one run (the run view computes it; the open files stay). */
-  openRun(files) {
-    this.emit('run', { files });
+  openRun(files, trainer = null) {
+    this.emit('run', { files, trainer });
   }
 
   setNotices(notices) {

@@ -35,27 +35,27 @@ export class StatsStore {
   }
 
   /** Statistics of every entry (kind 'optimizer') or tensor ('state'), with progress and Cancel
-   *  in the status line. */
-  async scan(kind) {
+   *  in the status line; `quiet`: neither (a small file's scan that follows its health pass). */
+  async scan(kind, { quiet = false } = {}) {
     const file = kind === 'optimizer' ? this.store.optimizer : this.store.stateFile;
     if (!file || this.scanning) return;
     const role = this.store.roleOf(file);
     this.scanning = true;
-    this.onScanProgress(0, file.name);
+    if (!quiet) this.onScanProgress(0, file.name);
     this.store.emit('stats', { kind });
     const what = kind === 'optimizer' ? ['entry', 'entries'] : ['tensor', 'tensors'];
-    this.status(`Computing statistics of every ${what[0]}…`);
+    if (!quiet) this.status(`Computing statistics of every ${what[0]}…`);
     const started = performance.now();
     try {
-      const result = await this.rpc.request('scan', { role }, { onProgress: ({ done, total }) => this.onScanProgress(total ? done / total : 1, file.name) });
+      const result = await this.rpc.request('scan', { role }, { onProgress: ({ done, total }) => quiet || this.onScanProgress(total ? done / total : 1, file.name) });
       if (this.store.files[role] !== file) return;
       this.setScan(kind, result);
-      this.status(`Statistics for ${plural(result.ids.length, ...what)} in ${Math.round(performance.now() - started)} ms${ranOn(result.server)}.`);
+      if (!quiet) this.status(`Statistics for ${plural(result.ids.length, ...what)} in ${Math.round(performance.now() - started)} ms${ranOn(result.server)}.`);
     } catch (err) {
-      this.status(err.name === 'AbortError' ? 'Statistics scan cancelled: statistics are not computed.' : `Statistics failed: ${err.message}`);
+      if (!quiet || err.name !== 'AbortError') this.status(err.name === 'AbortError' ? 'Statistics scan cancelled: statistics are not computed.' : `Statistics failed: ${err.message}`);
     } finally {
       this.scanning = false;
-      this.onScanProgress(null);
+      if (!quiet) this.onScanProgress(null);
       this.store.emit('stats', { kind });
     }
   }

@@ -1,6 +1,7 @@
 // A PyTorch optimizer in the viewer (docs/pytorch.md): it has no slots until it is paired with
 // its model, so the host pairs the two in the worker before the views draw them; and a Trainer's
-// checkpoint-N/ folder picked whole opens as its optimizer with its model (the core's names).
+// checkpoint-N/ folder picked, dropped or served whole opens as its optimizer with its model, an
+// output folder as a run of its checkpoint-N folders (the core's names and order).
 import { FileColumns } from './columns.js';
 
 const columnsOf = ({ summary, columns }) => new FileColumns(summary, columns);
@@ -25,16 +26,48 @@ export async function bindModel(rpc, opened, names = null) {
   return paired?.summary.pairing?.slots ?? null;
 }
 
-/** The optimizer and model of a Trainer's checkpoint-N/ folder among `checkpoints` (one drop or
- *  pick), in that order, the others said in `notices`; null when they are not such a folder. */
-export async function trainerPair(rpc, checkpoints, notices) {
-  const folder = await rpc.request('trainerFolder', { names: checkpoints.map((c) => c.name) });
-  if (!folder) return null;
-  const pick = (name) => checkpoints.find((c) => c.name === name);
-  for (const c of checkpoints) {
-    if (c.name !== folder.optimizer && c.name !== folder.model) notices.push({ name: c.name, text: `not opened: a Trainer folder's ${folder.optimizer} is shown with its ${folder.model}.` });
+/** The path a file came with: a picked folder's relative path (out/checkpoint-10/optimizer.pt),
+ *  a served file's name (which `ckptscope view DIR` gives its folders), else its name. */
+const pathOf = (f) => f.webkitRelativePath || f.name;
+
+const itemOf = (f) => ({ source: f.source ?? f, name: f.name.slice(f.name.lastIndexOf('/') + 1) });
+
+/** Say why `f` is not used: a Trainer folder's file that this view does not read. */
+const unusedBy = (what) => (f) => ({ name: pathOf(f), text: `not used: ${what}.` });
+
+/**
+ * The files of one drop, pick or address read as a Hugging Face Trainer's, by the core's names
+ * (the package's trainerLayout): a checkpoint-N/ folder gives {pair: [optimizer, model] to open,
+ * kind: its training_args.bin's (null: it says none, or has none)}, an output folder of
+ * checkpoint-N/ folders {run: {files, trainer}} for the run view; either with `rest`, the files
+ * no role names (sorted as any drop's: slot names dropped with a folder still apply). Files of
+ * the folder that are not read are said in `notices`. Null when the files are neither.
+ */
+export async function trainerFiles(rpc, files, notices) {
+  if (!files.length) return null;
+  const layout = await rpc.request('trainerLayout', { paths: files.map(pathOf) });
+  if (!layout) return null;
+  const used = new Set(layout.used);
+  if (layout.checkpoints) {
+    const runFiles = files.map(itemOf).map((f, i) => ({ ...f, name: pathOf(files[i]) }));
+    const trainer = layout.checkpoints.map(({ name, roles }) => ({ name, optimizer: roles.optimizer, model: roles.model, trainingArgs: roles.trainingArgs, trainerState: roles.trainerState }));
+    const read = new Set(trainer.flatMap((c) => [c.optimizer, c.model, c.trainingArgs, c.trainerState]).filter((k) => k !== null));
+    notices.push(...files.filter((_, i) => !read.has(i)).map(unusedBy('a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin and trainer_state.json')));
+    return { run: { files: runFiles, trainer }, rest: [] };
   }
-  return [pick(folder.optimizer), pick(folder.model)];
+  const roles = layout.checkpoint;
+  const [opt, model] = [files[roles.optimizer], files[roles.model]];
+  let kind = null;
+  if (roles.trainingArgs !== null) {
+    kind = await rpc.request('trainingArgs', { source: itemOf(files[roles.trainingArgs]).source }).catch((err) => {
+      notices.push({ name: pathOf(files[roles.trainingArgs]), text: `not used: ${err.message}` });
+      return null;
+    });
+  }
+  const shownWith = (f) => ({ name: itemOf(f).name, text: `not opened: a Trainer folder's ${itemOf(opt).name} is shown with its ${itemOf(model).name}.` });
+  for (const k of [roles.trainerState, roles.scheduler, roles.modelIndex]) if (k !== null) notices.push(shownWith(files[k]));
+  const rest = files.filter((_, i) => !used.has(i));
+  return { pair: [itemOf(opt), itemOf(model)], kind, rest, shownWith };
 }
 
 /** Slot names loaded while a PyTorch optimizer is paired with a model that keeps no module order

@@ -59,20 +59,23 @@ function usageText({ kind, to, outs }) {
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
                    [--frozen NAMES]
-      a PyTorch optimizer's state as a TLADAMF file, on its model's slots
+      a PyTorch optimizer's state as a TLADAMF file, on its model's slots;
+      optimizer.pt may be a checkpoint-N/ folder (its optimizer and model)
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
   ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
                [--names NAMES.json] [--slots] [--json] [--kind ${kind}]
       checkpoints of one run: is each the continuation of the one before?
       the gradient and learning rate of one-step pairs; DIR: TorchLean files,
-      or a Trainer output folder of checkpoint-N/ folders
+      or a Trainer output folder of checkpoint-N/ folders; A B ...: files, or
+      checkpoint-N/ folders
   ckptscope run A B --grad ${outs} [--names NAMES.json]
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]
       the viewer on http://127.0.0.1:8080
   ckptscope view FILE [FILE2 ...] [NAMES.json] [--port N] [--no-open]
-      the viewer on those files, in your browser
+      the viewer on those files, in your browser; FILE may be a checkpoint-N/
+      folder or a Trainer output folder
   ckptscope --version`;
 }
 

@@ -12,7 +12,7 @@ import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
 import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { readNames, modelFacts } from './inputs.js';
+import { readNames, modelFacts, folderArgs, giveKind } from './inputs.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
@@ -24,7 +24,9 @@ const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsg
 export async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
-  if (positional.length === 2 && (await modelFacts(positional[0])).needsModel) return convertFromTorch(positional, seen);
+  // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
+  const folder = positional.length === 2 ? await folderArgs(positional, seen, 'convert') : null;
+  if (positional.length === 2 && (await modelFacts(positional[0])).needsModel) return convertFromTorch(positional, seen, folder);
   for (const option of FROM_TORCH) {
     if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch optimizer IN: convert optimizer.pt OUT.ckpt --state MODEL ${option}`, 'convert');
   }
@@ -52,7 +54,7 @@ export async function cmdConvert(argv) {
 /** convert optimizer.pt OUT.ckpt [--state MODEL] [--to V] [--kind K] ...: PyTorch to TorchLean
  *  (docs/pytorch.md): the pair's slots (format.md 10.4) written as a TLADAMF file, the lowest
  *  version that holds it unless --to or --for says. */
-async function convertFromTorch([input, output], seen) {
+async function convertFromTorch([input, output], seen, folder = null) {
   for (const option of ['--lr', '--drop-random-counter']) {
     if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer: it holds no random counter (--random-counter N supplies one)`, 'convert');
   }
@@ -82,6 +84,7 @@ async function convertFromTorch([input, output], seen) {
   });
   let result;
   try {
+    if (folder) await giveKind(ck, folder, input);   // training_args.bin's kind, where the file says none
     const frozen = frozenArg(seen, 'convert');
     const paired = await pair(ck, model, { names: readNames(seen['--names'], null), frozen, modelLabel: modelPath }).catch((err) => {
       if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });

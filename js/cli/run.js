@@ -12,7 +12,7 @@ import { open } from '../checkpoint.js';
 import { run, runFiles, saveGradient } from '../run.js';
 import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from '../terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from '../user-files.js';
-import { isOutputFolder, openOutputFolder, compareLogged, FolderError } from '../trainer-run.js';
+import { isOutputFolder, openOutputFolder, openCheckpointFolders, compareLogged, FolderError } from '../trainer-run.js';
 import { UsageError, parseArgs, positiveArg, ratioBandArg, kindArg, exportFormatOf, exportOutputs } from './args.js';
 import { readNames } from './inputs.js';
 import { runLines, trainerWarnings, wroteLine } from './text.js';
@@ -92,6 +92,13 @@ export async function cmdRun(argv) {
   if (files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind });
   }
+  if (files.length >= 2 && files.some(isDirectory)) {
+    // checkpoint-N folders, in the order given: each its optimizer with its own model
+    if (states) throw usage('--state goes with checkpoint files: a checkpoint folder is paired with its own model');
+    const file = files.find((f) => !isDirectory(f));
+    if (file !== undefined) throw usage(`run takes checkpoint files or checkpoint folders, not both: ${file} is a file`);
+    return trainerRun(files, { json, slots, lr, residualLimit, names, band, kind });
+  }
   if (files.length === 1 && !states && isDirectory(files[0])) {
     const dir = files[0];
     ({ files, states, skipped } = await folder(dir));
@@ -114,13 +121,15 @@ export async function cmdRun(argv) {
   return runStatus(result);
 }
 
-/** run OUTPUT_DIR: its checkpoint-N folders in the order of N, each optimizer paired with its own
- *  folder's model (its kind from --kind, else training_args.bin), each recovered learning rate
- *  beside the one trainer_state.json logged at that step. */
+/** run OUTPUT_DIR: its checkpoint-N folders in the order of N (run A_DIR B_DIR …: those folders,
+ *  in the order given), each optimizer paired with its own folder's model (its kind from
+ *  --kind, else training_args.bin), each recovered learning rate beside the one
+ *  trainer_state.json logged at that step. */
 async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, kind }) {
   const ratioBand = await ratioBandArg(band, usage);
   if (band !== undefined && lr === undefined) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
-  const folder = await openOutputFolder(dir, { kind: kind ?? null }).catch((err) => {
+  const opening = Array.isArray(dir) ? openCheckpointFolders(dir, { kind: kind ?? null }) : openOutputFolder(dir, { kind: kind ?? null });
+  const folder = await opening.catch((err) => {
     throw err instanceof FolderError ? new FileError(err.message) : err;
   });
   try {

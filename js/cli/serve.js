@@ -5,6 +5,7 @@
 
 import fs from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { say } from '../terminal.js';
 import { FileError, STDIN, checkInput, readMessage, readJsonFile, readNamesFile } from '../user-files.js';
 import { UsageError, parseArgs, meant } from './args.js';
@@ -28,11 +29,18 @@ export async function cmdServe(argv) {
 export async function cmdView(argv) {
   const { positional, seen } = parseArgs('view', argv);
   if (positional.length < 1) throw new UsageError('view takes FILE [FILE2 ...] [NAMES.json]', 'view');
-  positional.forEach(regularFile);
-  // a JSON array is the slots' names, read here (capped, checked) and served as read; a layout
-  // JSON is served as a file
-  const files = positional.map((p) => (/\.json$/i.test(p) && Array.isArray(readJsonFile(p, 'names')) ? { path: p, names: readNamesFile(p) } : p));
-  if (files.filter((f) => typeof f !== 'string').length > 1) throw new UsageError('view takes one NAMES.json: the slots have one name each', 'view');
+  const files = [];
+  for (const p of positional) {
+    if (isFolder(p)) {
+      files.push(...await folderItems(p));
+      continue;
+    }
+    regularFile(p);
+    // a JSON array is the slots' names, read here (capped, checked) and served as read; a layout
+    // JSON is served as a file
+    files.push(/\.json$/i.test(p) && Array.isArray(readJsonFile(p, 'names')) ? { path: p, names: readNamesFile(p) } : p);
+  }
+  if (files.filter((f) => typeof f !== 'string' && f.names).length > 1) throw new UsageError('view takes one NAMES.json: the slots have one name each', 'view');
   const asked = askedPort(seen);
   const { serve } = await import('../server/server.js');
   const start = (port) => serve({ port, quiet: true, files, passes: true });
@@ -45,6 +53,35 @@ export async function cmdView(argv) {
   const opened = !seen['--no-open'] && (await import('../open-browser.js')).openBrowser(server.viewerUrl);
   say(process.stderr, openingLine(opened));
   return null;   // keeps running
+}
+
+const isFolder = (p) => p !== STDIN && fs.statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+
+/** The files of a Trainer's folder that the page reads, each served under its path in the
+ *  folder (the page reads the folder from these names, by the core's rules): a checkpoint-N/
+ *  folder's optimizer, model and training_args.bin (the optimizer's kind); an output folder's
+ *  checkpoint-N folders', with their trainer_state.json (the logged learning rates). */
+async function folderItems(dir) {
+  const { folderFiles, isOutputFolder, FolderError } = await import('../trainer-run.js');
+  const { trainerFolder, checkpointFolders } = await import('../trainer-folder.js');
+  const serveAs = (folderName, file) => (file === null ? [] : [{ path: file, as: `${folderName}/${path.basename(file)}` }]);
+  const refuse = (err) => {
+    throw err instanceof FolderError ? new Failure(err.message) : err;
+  };
+  if (await isOutputFolder(dir)) {
+    const items = [];
+    for (const folder of await checkpointFolders(dir)) {
+      const f = await folderFiles(folder.path).catch(refuse);
+      if (!f) throw new Failure(`${folder.path} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
+      const args = (await trainerFolder(folder.path)).trainingArgs;
+      items.push(...[f.optimizer, f.model, args, f.trainerState].flatMap((file) => serveAs(folder.name, file)));
+    }
+    return items;
+  }
+  const f = await folderFiles(dir).catch(refuse);
+  if (!f) throw new FileError(`${dir} is a directory, not a checkpoint file, a Trainer checkpoint-N folder or an output folder of them`);
+  const args = (await trainerFolder(dir)).trainingArgs;
+  return [f.optimizer, f.model, args].flatMap((file) => serveAs(path.basename(path.resolve(dir)), file));
 }
 
 /** What view can serve: an existing regular file (ranges need a size and positional reads). */

@@ -142,10 +142,12 @@ function fileRoutes(files) {
     for (const file of files) {
       const token = crypto.randomBytes(16).toString('hex');
       const from = typeof file === 'string' ? file : file.path;
-      const name = path.basename(from);
+      // a folder's file is served under its path in the folder (checkpoint-10/optimizer.pt, one
+      // URL segment): the page reads a Trainer's folders from these names
+      const name = typeof file !== 'string' && file.as ? file.as : path.basename(from);
       const url = `/files/${token}/${encodeURIComponent(name)}`;
       // slot names read by the caller: their JSON, from memory (no descriptor: no pass runs on it)
-      if (typeof file !== 'string') routes.set(token, { path: from, name, url, fd: null, body: Buffer.from(JSON.stringify(file.names)) });
+      if (typeof file !== 'string' && file.names) routes.set(token, { path: from, name, url, fd: null, body: Buffer.from(JSON.stringify(file.names)) });
       else routes.set(token, { path: from, name, url, fd: fs.openSync(from, 'r') });
     }
   } catch (err) {
@@ -427,8 +429,9 @@ export function viewerUrl(origin, fileUrls) {
 }
 
 /**
- * Serve the viewer on host:port (0: any free port), and `files` (paths, or {path, names}: slot
- * names already read from path, served as their JSON) at their tokened URLs. Resolves with the
+ * Serve the viewer on host:port (0: any free port), and `files` (paths, {path, names}: slot
+ * names already read from path, served as their JSON, or {path, as}: a folder's file served
+ * under its path in the folder, e.g. checkpoint-10/optimizer.pt) at their tokened URLs. Resolves with the
  * http.Server, which also tells:
  *   server.origin     'http://127.0.0.1:PORT'
  *   server.files      [{path, name, url: '/files/TOKEN/NAME'}], in the order given

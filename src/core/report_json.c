@@ -79,7 +79,7 @@ static void j_schema_arrays(jw *w, const ckpt_schema *s, bool complete)
     }
 }
 
-/* ,"wellFormed":…,"optimizerStateCount":…,"trainableCount":…,"hasAliases":…,"brokenSlots":[…] */
+/* "wellFormed":…,"optimizerStateCount":…,"trainableCount":…,"hasAliases":…,"elementCounts":{…} */
 static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
 {
     sb_printf(sb, "\"wellFormed\":%s,\"optimizerStateCount\":", ckpt_schema_is_well_formed(s) ? "true" : "false");
@@ -87,6 +87,18 @@ static void j_schema_facts(strbuf *sb, const ckpt_schema *s)
     sb_puts(sb, ",\"trainableCount\":");
     j_u64(sb, ckpt_schema_trainable_count(s));
     sb_printf(sb, ",\"hasAliases\":%s", ckpt_schema_has_aliases(s) ? "true" : "false");
+    uint64_t owned, tied, frozen;
+    if (!ckpt_schema_element_counts(s, &owned, &tied, &frozen)) {
+        sb_puts(sb, ",\"elementCounts\":null");
+        return;
+    }
+    sb_puts(sb, ",\"elementCounts\":{\"owned\":");
+    j_u64(sb, owned);
+    sb_puts(sb, ",\"tied\":");
+    j_u64(sb, tied);
+    sb_puts(sb, ",\"frozen\":");
+    j_u64(sb, frozen);
+    sb_puts(sb, "}");
 }
 
 /* The slots the sharing rule rejects (format.md 5): a viewer draws them as broken. */
@@ -179,7 +191,9 @@ void ckpt_report_json_optimizer_more(jw *w, const ckpt_report *rep, bool bulk, c
     else sb_puts(sb, "null");
     sb_puts(sb, ",");
     if (s && rep->schema_complete) j_schema_facts(sb, s);
-    else sb_puts(sb, "\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null");
+    else
+        sb_puts(sb, "\"wellFormed\":null,\"optimizerStateCount\":null,\"trainableCount\":null,\"hasAliases\":null,"
+                    "\"elementCounts\":null");
     sb_puts(sb, ",\"offsets\":{");
     j_offset_field(sb, "schema", rep->schema_offset, true);
     j_offset_field(sb, "tags", rep->tladamf.tags_offset, false);

@@ -297,6 +297,24 @@ uint64_t ckpt_schema_optimizer_state_count(const ckpt_schema *s) { return derive
 uint64_t ckpt_schema_trainable_count(const ckpt_schema *s) { return derive(s), s->trainable_count; }
 bool ckpt_schema_has_aliases(const ckpt_schema *s) { return derive(s), s->has_aliases; }
 
+bool ckpt_schema_element_counts(const ckpt_schema *s, uint64_t *owned, uint64_t *tied, uint64_t *frozen)
+{
+    if (!ckpt_schema_is_well_formed(s)) return false;
+    uint64_t sums[3] = {0, 0, 0}; /* owned, tied, frozen */
+    for (size_t i = 0; i < s->n; i++) {
+        bool too_big;
+        uint64_t size = ckpt_schema_size(s, i, &too_big);
+        uint64_t r = ckpt_schema_representative(s, i);
+        uint64_t *sum = &sums[r == CKPT_NONE ? 2 : r == i ? 0 : 1];
+        if (too_big || size > UINT64_MAX - *sum) return false;
+        *sum += size;
+    }
+    *owned = sums[0];
+    *tied = sums[1];
+    *frozen = sums[2];
+    return true;
+}
+
 uint64_t ckpt_schema_tag(const ckpt_schema *s, size_t i)
 {
     uint64_t r = ckpt_schema_representative(s, i);

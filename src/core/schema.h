@@ -31,6 +31,13 @@ bool ckpt_schema_set_map(ckpt_schema *s, const uint64_t *map, size_t count);
 /* The format.md 5 sharing-map diagnostic for the first broken slot; 0 when well formed.
  * tag_offset: where the tags start (each slot's offset is tag_offset + 8 i), or CKPT_NONE. */
 int ckpt_schema_check_sharing(const ckpt_schema *s, const char *prefix, uint64_t tag_offset, ckpt_error *err);
+/* The elements of a well-formed schema's slots, by what they are (format.md 3): `owned` those of
+ * the representative slots (each storage the optimizer updates, once: what
+ * `sum(p.numel() for p in model.parameters() if p.requires_grad)` counts), `tied` those of the
+ * slots sharing an earlier slot's storage, `frozen` those of the slots with no optimizer state
+ * (frozen parameters or buffers). False, the counts untouched, when the schema is not well
+ * formed or a size or a sum reaches 2^64. */
+bool ckpt_schema_element_counts(const ckpt_schema *s, uint64_t *owned, uint64_t *tied, uint64_t *frozen);
 /* "#[2, 3]" of slot i */
 void ckpt_schema_print_shape(strbuf *sb, const ckpt_schema *s, size_t i);
 /* Slot i's shape as JSON: [2,3] */

@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeCheckpoint, writeState, open, exportTensors, exportNpy } from '../../js/index.js';
-import { startViewer, dropBytes, openExample, shot, shotAt } from './browser.mjs';
+import { startViewer, dropBytes, dropFiles, openExample, shot, shotAt } from './browser.mjs';
 import { writeSparse } from '../js/sparse.mjs';
 import { config, size, entry, llama, text, waitText } from './fixtures.mjs';
 
@@ -94,6 +94,49 @@ test('files the viewer cannot use get a card that names them, with why', async (
   await page.click('[data-testid=notices-close]');
   assert.equal(await page.locator('[data-testid=notices]').isHidden(), true);
   assert.equal(await text(page, '[data-testid=summary] .file'), 'a.ckpt', 'the open file stays');
+  await page.context().close();
+});
+
+test('two files dropped together: each is shown or listed as not used, with the core\'s reason', async () => {
+  const page = await viewer.page({ width: 800 });
+  const opt = { name: 'opt.ckpt', bytes: await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] }) };
+  const state = { name: 'model.tlsf', bytes: await writeState({ family: 'TLSF32B', shapes: [[3]], values: [new Float32Array(3)] }) };
+  const other = { name: 'model.tlsf.2', bytes: await writeState({ family: 'TLSF32B', shapes: [[2]], values: [new Float32Array(2)] }) };
+  const notes = { name: 'notes.txt', bytes: new TextEncoder().encode('lr 3e-4, batch 32, resumed at step 1200\n') };
+  const NOTES = 'notes.txt: not used: CUDA Adam checkpoint: unsupported checkpoint family (this looks like a text file, not a checkpoint).';
+  const notices = () => page.locator('[data-testid=notice]').allTextContents();
+  for (const [files, shown] of [[[notes, state], 'model.tlsf'], [[state, notes], 'model.tlsf'], [[opt, notes], 'opt.ckpt']]) {
+    await page.evaluate(() => document.querySelector('[data-testid=notices]').setAttribute('hidden', ''));
+    await dropFiles(page, files);
+    await page.waitForSelector('[data-testid=notices]:not([hidden])');
+    assert.deepEqual(await notices(), [NOTES], files.map((f) => f.name).join(' and '));
+    assert.equal(await text(page, '[data-testid=summary] .title-line .file'), shown);
+    assert.equal(await page.locator('#problem').isHidden(), true, 'the file shown is valid: no problem card');
+  }
+  // two model-state files: the first is shown, the second said
+  await dropFiles(page, [state, other]);
+  await page.waitForFunction(() => document.querySelector('[data-testid=notice]')?.dataset.file === 'model.tlsf.2');
+  assert.deepEqual(await notices(), ['model.tlsf.2: not used: a second model-state file; one goes with an optimizer checkpoint, and model.tlsf (the first) is shown.']);
+  assert.equal(await text(page, '[data-testid=summary] .title-line .file'), 'model.tlsf');
+  await shotAt(page, 'notices-pair');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('two lists of names or two layouts dropped together: the last applies, the other is said', async () => {
+  const page = await viewer.page({ width: 800 });
+  const opt = { name: 'opt.ckpt', bytes: await writeCheckpoint({ shapes: [[3]], requiresGrad: [true], config, entries: [entry(0, [3])] }) };
+  const json = (name, value) => ({ name, bytes: new TextEncoder().encode(JSON.stringify(value)) });
+  await dropFiles(page, [opt, json('old-names.json', ['w_old']), json('names.json', ['w'])]);
+  await page.waitForSelector('[data-testid=notices]:not([hidden])');
+  assert.deepEqual(await page.locator('[data-testid=notice]').allTextContents(), ['old-names.json: not used: one list of slot names applies, and names.json (the last given) is the one.']);
+  await waitText(page, '[data-testid=param-row][data-index="0"] span:nth-child(2)', 'w');
+  await dropFiles(page, [opt, json('a.json', { shapes: [[3]] }), json('b.json', { shapes: [[4]] })]);
+  await page.waitForFunction(() => document.querySelector('[data-testid=notice]')?.dataset.file === 'a.json');
+  assert.deepEqual(await page.locator('[data-testid=notice]').allTextContents(), ['a.json: not used: one layout is compared at a time, and b.json (the last given) is the one.']);
+  await page.waitForSelector('[data-testid=verdict]');
+  assert.match(await text(page, '#compare .meta'), /b\.json/);
+  assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
 

@@ -1,17 +1,28 @@
 // One number style per column (an index plain, a count or step grouped, in every table), and
-// the header card's step and parameter count: the entries' step (their range when they
-// differ) and the sum of the slots' sizes (a state file: of its tensors' counts), exact, against
-// the core's report of the same bytes.
+// the header card's step and parameter counts: the entries' step (their range when they
+// differ), the trainable parameters (a tied storage once) and the frozen slots' or buffers'
+// elements apart, the core's report's elementCounts of the same bytes (a state file: its
+// tensors' stored values); a GPT with a tied head and mask buffers, made by torch, counted as
+// torch counts its parameters.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { writeCheckpoint, writeState, open } from '../../js/index.js';
 import { startViewer, dropBytes, dropFiles } from './browser.mjs';
 
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-header-'));
 let viewer;
 before(async () => {
+  execFileSync('/usr/bin/python3', [new URL('../c/gpt_seeds.py', import.meta.url).pathname, tmp], { stdio: ['ignore', 'ignore', 'inherit'] });
   viewer = await startViewer();
 });
-after(() => viewer?.close());
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
 
 const config = { kind: 'adamw', beta1: 0.9, beta2: 0.95, epsilon: 1e-8, weightDecay: 0.1 };
 const shapes = [[40, 50], [7], [40, 50], [3, 3, 3]];
@@ -25,17 +36,19 @@ function checkpoint(steps) {
 const fields = (page) => page.locator('#summary .field').evaluateAll((l) => Object.fromEntries(l.map((f) => [f.querySelector('.k').textContent, f.querySelector('.v').textContent])));
 
 for (const [steps, key, text] of [[[1200, 1300], 'Steps', '1,200–1,300'], [[1300, 1300], 'Step', '1,300']]) {
-  test(`steps ${steps.join(', ')}: "${key}" ${text}, the parameters the sum of the core's slot sizes`, async () => {
+  test(`steps ${steps.join(', ')}: "${key}" ${text}; the trainable parameters, slot 2's tied storage once, the frozen slot apart`, async () => {
     const bytes = await checkpoint(steps);
     const ck = await open(bytes);
-    const want = ck.report.schema.sizes.reduce((a, b) => a + b, 0);
+    const want = ck.report.elementCounts;
     ck.close();
-    assert.equal(want, 2000 + 7 + 2000 + 27);
+    assert.deepEqual(want, { owned: 2000 + 7, tied: 2000, frozen: 27 });
     const page = await viewer.page();
     await dropBytes(page, bytes, 'opt.ckpt');
     await page.waitForSelector('[data-testid=field-params]');
     const got = await fields(page);
-    assert.equal(got.Parameters, want.toLocaleString('en-US'));
+    assert.equal(got['Trainable parameters'], '2,007');
+    assert.equal(got['Frozen or buffers'], '27');
+    assert.equal(got.Parameters, undefined);
     assert.equal(got[key], text);
     assert.equal(got[key === 'Step' ? 'Steps' : 'Step'], undefined);
     assert.equal(await page.textContent('[data-testid=field-step]'), text);
@@ -43,7 +56,7 @@ for (const [steps, key, text] of [[[1200, 1300], 'Steps', '1,200–1,300'], [[13
   });
 }
 
-test('a model-state file: the parameters are the sum of its tensors\' counts; no step', async () => {
+test('a model-state file: its stored values, the sum of its tensors\' counts; no step', async () => {
   const values = shapes.map((s) => new Float32Array(s.reduce((a, b) => a * b, 1)));
   const bytes = await writeState({ family: 'TLSF32B', shapes, values });
   const ck = await open(bytes);
@@ -51,11 +64,31 @@ test('a model-state file: the parameters are the sum of its tensors\' counts; no
   ck.close();
   const page = await viewer.page();
   await dropBytes(page, bytes, 'model.tlsf');
-  await page.waitForSelector('[data-testid=field-params]');
+  await page.waitForSelector('[data-testid=field-values]');
   const got = await fields(page);
-  assert.equal(got.Parameters, want.toLocaleString('en-US'));
+  assert.equal(got['Stored values'], want.toLocaleString('en-US'));
+  assert.equal(got.Parameters, undefined);
   assert.equal(got.Step, undefined);
   assert.equal(got.Steps, undefined);
+  await page.context().close();
+});
+
+test('a GPT with lm_head tied to wte and a mask buffer per layer: its parameters as torch counts them, the buffers apart', async () => {
+  const facts = JSON.parse(fs.readFileSync(path.join(tmp, 'facts.json'), 'utf8'));
+  assert.deepEqual(facts, { parameters: 7520, stateDictValues: 8448, buffers: 128 });
+  const page = await viewer.page({ width: 800 });
+  await dropFiles(page, ['gpt.opt.pt', 'gpt.model.bin'].map((name) => ({ bytes: fs.readFileSync(path.join(tmp, name)), name })));
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  await page.waitForFunction(() => document.querySelector('[data-testid=field-params]')?.textContent === '7,520');
+  const got = await fields(page);
+  assert.equal(got['Trainable parameters'], '7,520');   // sum(p.numel() for p in model.parameters())
+  assert.equal(got['Frozen or buffers'], '128');   // the two attn.bias masks
+  assert.equal(await page.getAttribute('[data-testid=field-params]', 'title'),
+    'the elements the optimizer updates, a tied slot\'s shared storage once: sum(p.numel() for p in model.parameters() if p.requires_grad)');
+  // the model's own header counts what its file stores: the tied copy and the buffers too
+  const state = await page.locator('#state-summary .field').evaluateAll((l) => Object.fromEntries(l.map((f) => [f.querySelector('.k').textContent, f.querySelector('.v').textContent])));
+  assert.equal(state['Stored values'], '8,448');
+  assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
 

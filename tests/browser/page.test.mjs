@@ -1,5 +1,5 @@
-// The page around the cards: the Examples menu, plurals in every count, and the header drawn
-// from the report for every family.
+// The page around the cards: the Examples menu (and every menu of the bar in a narrow window),
+// plurals in every count, and the header drawn from the report for every family.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -30,6 +30,23 @@ test('the Examples menu closes on an outside click and on Escape', async () => {
   await page.click('#examples-menu summary');
   await page.keyboard.press('Escape');
   assert.equal(await page.getAttribute('#examples-menu', 'open'), null);
+  await page.context().close();
+});
+
+test('at 800 px every menu of the top bar opens inside the window, its buttons in view', async () => {
+  const page = await viewer.page({ width: 800 });
+  await openExample(page, 'pair');   // the Export… menu is there once a file is open
+  await page.waitForSelector('#bar-views details.menu');
+  for (const menu of ['#examples-menu', '#run-menu', '#bar-views details.menu']) {
+    await page.click(`${menu} > summary`);
+    const box = await page.locator(`${menu} .menu-body`).evaluate((b) => {
+      const r = b.getBoundingClientRect();
+      return { left: r.left, right: r.right, width: document.documentElement.clientWidth };
+    });
+    assert.ok(box.left >= 0 && box.right <= box.width, `${menu}: ${JSON.stringify(box)}`);
+    await page.keyboard.press('Escape');
+  }
+  assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
 

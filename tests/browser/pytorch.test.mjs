@@ -201,3 +201,29 @@ test('a Trainer\'s checkpoint-N/ folder (A folder…): its optimizer.pt with its
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
+
+test('the lm pair\'s health at 800 px: every flag in view, the frozen mask in the frozen lane, the moments\' statistics after the pass', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFiles(page, [file('lm.opt.pt'), file('lm.model.bin')]);
+  await page.waitForFunction(() => /^18 slots in /.test(document.querySelector('[data-testid=health-state]')?.textContent ?? ''));
+  // three warnings, each in view: the list has no scroll of its own
+  assert.equal(await page.locator('[data-testid=health-flag]').count(), 3);
+  assert.equal(await text(page, '.health-flags > p.meta'), '3 flags on 3 slots:');
+  const list = await page.locator('.flag-list').evaluate((ul) => ({ scroll: ul.scrollHeight, client: ul.clientHeight, many: ul.classList.contains('many') }));
+  assert.ok(list.scroll <= list.client && !list.many, `the flags are all in view: ${JSON.stringify(list)}`);
+  // slot 0 (the mask buffer) has no update: drawn in the frozen lane, not on the ratio scale
+  assert.equal(await page.getAttribute('[data-testid=health-chart]', 'data-frozen'), '0');
+  // the moments' statistics come after the pass, without a click: wte.weight's row has its m rms
+  const row = page.locator('[data-testid=entry-row][data-index="0"]');
+  await page.waitForFunction(() => {
+    const cells = [...document.querySelectorAll('[data-testid=entry-row][data-index="0"] span')].map((s) => s.textContent);
+    return cells.length && !cells.includes('click row');
+  });
+  const cells = await row.locator('span').allTextContents();
+  assert.equal(cells[1], 'wte.weight');
+  assert.deepEqual([cells[6], cells[7]].map((c) => /^-?\d[\d.]*(e[-+]\d+)?$/.test(c)), [true, true], `m rms, v mean: ${cells.join(' | ')}`);
+  assert.match(await text(page, '#status'), /^Opened lm\.opt\.pt and lm\.model\.bin in \d+ ms/);
+  await shotAt(page, 'torch-health');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

@@ -127,3 +127,31 @@ test('the sharing map labels every tied slot, no label overlaps another or leave
     await page.context().close();
   }
 });
+
+test('a tied head as the last slot: its name is drawn whole, down to the left of its slot, at 800 px', async () => {
+  // a GPT's state-dict order: the head tied to the embedding comes last, at the map's right edge
+  const names = ['transformer.wte.weight', 'transformer.wpe.weight'];
+  const shapes = [[50, 16], [8, 16]];
+  for (let l = 0; l < 2; l++) {
+    for (const p of ['ln_1.weight', 'ln_1.bias', 'attn.c_attn.weight', 'attn.c_attn.bias', 'attn.c_proj.weight', 'attn.c_proj.bias']) {
+      names.push(`transformer.h.${l}.${p}`);
+      shapes.push(p.endsWith('bias') || p.startsWith('ln') ? [16] : [16, 16]);
+    }
+  }
+  names.push('transformer.ln_f.weight', 'transformer.ln_f.bias', 'lm_head.weight');
+  shapes.push([16], [16], [50, 16]);
+  const n = shapes.length;
+  const representatives = shapes.map((_, i) => (i === n - 1 ? 0 : i));
+  const entries = shapes.map((s, i) => (i < n - 1 ? entry(i, s) : null)).filter(Boolean);
+  const page = await viewer.page({ width: 800 });
+  await dropBytes(page, await writeCheckpoint({ shapes, requiresGrad: shapes.map(() => true), representatives, config, entries }), 'gpt.ckpt');
+  await waitText(page, '[data-testid=param-count]', `${n} slots`);
+  await dropBytes(page, new TextEncoder().encode(JSON.stringify(names)), 'names.json');
+  await page.waitForFunction((n) => document.querySelector('[data-testid=sharing-map]')?.dataset.names?.includes(`${n - 1}:`), n);
+  const drawn = (await page.locator('[data-testid=sharing-map]').getAttribute('data-names')).split('\n');
+  assert.ok(drawn.includes(`${n - 1}:lm_head.weight`), drawn.join(' | '));
+  assert.ok(drawn.some((d) => d.startsWith('0:')), 'the owner is named too');
+  await shotAt(page, 'map-tied-head');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

@@ -275,6 +275,7 @@ static void json_report(void)
         "true,true],"
         "\"representatives\":[0,1,null,3,3],\"effectiveRepresentatives\":[0,1,null,3,3],\"brokenSlots\":[]}",
         "\"wellFormed\":true,\"optimizerStateCount\":3,\"trainableCount\":4,\"hasAliases\":true,"
+        "\"elementCounts\":{\"owned\":5,\"tied\":4,\"frozen\":3},"
         "\"offsets\":{\"schema\":63,\"tags\":247,\"entries\":287},\"entryCount\":3",
         "\"unhealthy\":0}",
         "{\"id\":0,\"step\":1,\"count\":1,\"offset\":",

@@ -235,6 +235,34 @@ static void sizes_checked(void)
     ckpt_schema_free(s);
 }
 
+/* The elements by what they are (the report's elementCounts): [frozen 3, p 2x2, q 5, p tied to 1];
+ * none for a schema that is not well formed, nor for one whose frozen slot has 2^64 elements. */
+static void element_counts(void)
+{
+    uint64_t shapes[] = {1, 3, 2, 2, 2, 1, 5, 2, 2, 2};
+    ckpt_schema *s = schema_of(4, shapes, (uint8_t[]){0, 1, 1, 1}, (uint64_t[]){N, 1, 2, 1});
+    char *json = ckpt_schema_json(s);
+    CHECK(strstr(json, "\"hasAliases\":true,\"elementCounts\":{\"owned\":9,\"tied\":4,\"frozen\":3}}") != NULL);
+    free(json);
+    ckpt_schema_free(s);
+    s = schema_of(2, (uint64_t[]){1, 3, 1, 3}, (uint8_t[]){1, 1}, (uint64_t[]){0, N});
+    json = ckpt_schema_json(s);
+    CHECK(strstr(json, "\"elementCounts\":null") != NULL);
+    free(json);
+    ckpt_schema_free(s);
+    uint64_t big = UINT64_MAX;
+    s = ckpt_schema_new(2, (uint64_t[]){1, 1}, (uint64_t[]){big, 1}, 2, (uint8_t[]){0, 1}, NULL, 0);
+    json = ckpt_schema_json(s);
+    CHECK(strstr(json, "\"elementCounts\":{\"owned\":1,\"tied\":0,\"frozen\":\"18446744073709551615\"}") != NULL);
+    free(json);
+    ckpt_schema_free(s);
+    s = ckpt_schema_new(2, (uint64_t[]){1, 1}, (uint64_t[]){big, 1}, 2, (uint8_t[]){0, 0}, NULL, 0);
+    json = ckpt_schema_json(s);
+    CHECK(strstr(json, "\"elementCounts\":null") != NULL); /* 2^64 - 1 + 1 */
+    free(json);
+    ckpt_schema_free(s);
+}
+
 static const test_case cases[] = {
     {"worked [p,p,q]", worked_ppq},
     {"worked [p,q,p] vs [p,q,q]", worked_pqp_vs_pqq},
@@ -246,6 +274,7 @@ static const test_case cases[] = {
     {"write malformed", write_malformed},
     {"readAndCheck direct", read_and_check_direct},
     {"sizes checked", sizes_checked},
+    {"element counts", element_counts},
 };
 
 int main(void) { return RUN_ALL(cases); }

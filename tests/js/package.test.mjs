@@ -27,14 +27,14 @@ test('npm pack installs into an empty folder and works from a plain script', () 
         config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
         entries: [{ id: 0, step: 2, m: [1, 2, 3], v: [1, 1, 1] }] });
       const r = await inspect(bytes, { stats: true });
-      const inner = ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'unpackFrame', 'itemCount', 'itemStatsPacked', 'attachPacked', 'scanPacked', 'convertVersions', 'convertChoices'];
+      const inner = ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'unpackFrame', 'itemCount', 'itemStatsPacked', 'attachPacked', 'scanPacked', 'convertVersions', 'convertChoices', 'applyKind', 'openTrainerCheckpoints', 'compareLogged'];
       console.log(JSON.stringify({ ok: r.ok, version: r.version, rms: r.entries[0].m.rms,
         inApi: inner.filter((n) => n in api), plumbing: Object.keys(plumbing).sort(), versions: (await plumbing.convertChoices()).versions }));
     `);
     const result = JSON.parse(execFileSync('node', ['script.mjs'], { cwd: app, encoding: 'utf8' }));
     // the main entry is the API; the viewer's and server's plumbing is ckptscope/plumbing
     assert.deepEqual(result, { ok: true, version: 2, rms: Math.sqrt(14 / 3), inApi: [],
-      plumbing: ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'attachPacked', 'convertChoices', 'convertVersions', 'itemCount', 'itemStatsPacked', 'scanPacked', 'unpackFrame'],
+      plumbing: ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'applyKind', 'attachPacked', 'compareLogged', 'convertChoices', 'convertVersions', 'itemCount', 'itemStatsPacked', 'openTrainerCheckpoints', 'scanPacked', 'unpackFrame'],
       versions: [2, 3, 4, 5] });
     // The CLI comes with it.
     const cli = execFileSync(path.join(app, 'node_modules/.bin/ckptscope'), ['--help'], { encoding: 'utf8' });

@@ -222,3 +222,59 @@ test('run OUTPUT_DIR with a broken optimizer.pt: its folder named, its own diagn
   assert.equal(r.stdout, '');
   assert.equal(r.stderr, 'ckptscope: broken/checkpoint-1: broken/checkpoint-1/optimizer.pt does not pair with broken/checkpoint-1/pytorch_model.bin\nzip: no end-of-central-directory record in the last 1000 bytes of the file\n');
 });
+
+test('run A_DIR B_DIR: checkpoint-N folders in the order given, each with its own model and trainer_state.json', () => {
+  const r = cli('run', 'out/checkpoint-10', 'out/checkpoint-11');
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, [
+    '2 checkpoints of one run:',
+    '  file  step  flags  warnings  ratio  state  path',
+    '     0    10      0         0         yes    out/checkpoint-10',
+    '     1    11      0         0         yes    out/checkpoint-11',
+    '',
+    '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1, lr on 4 slots)',
+    '  lr agrees with the one logged at step 11: 0.0091',
+    '',
+    'verdict: one run, every pair continuous',
+    '',
+  ].join('\n'));
+  assert.equal(r.stderr, '');
+  // folders and files are not mixed; --state goes with files
+  const mixed = cli('run', 'out/checkpoint-10', 'out/checkpoint-11/optimizer.pt');
+  assert.equal(mixed.status, 2);
+  assert.equal(mixed.stderr.split('\n')[0], 'ckptscope: run takes checkpoint files or checkpoint folders, not both: out/checkpoint-11/optimizer.pt is a file');
+  const state = cli('run', 'out/checkpoint-10', 'out/checkpoint-11', '--state', 'out/checkpoint-10/pytorch_model.bin', 'out/checkpoint-11/pytorch_model.bin');
+  assert.equal(state.status, 2);
+  assert.equal(state.stderr.split('\n')[0], 'ckptscope: --state goes with checkpoint files: a checkpoint folder is paired with its own model');
+});
+
+test('convert checkpoint-N/ OUT: its optimizer on its model\'s slots, the kind training_args.bin says', async () => {
+  const out = at('c10.ckpt');
+  const r = cli('convert', 'out/checkpoint-10', out);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout.split('\n')[0], `${out}: version 2 (float32), from out/checkpoint-10/optimizer.pt with out/checkpoint-10/pytorch_model.bin`);
+  const ck = await open(out);
+  try {
+    assert.equal(ck.report.config.kind, 'adamw');
+    assert.equal(ck.report.slotCount, 4);
+  } finally {
+    ck.close();
+  }
+});
+
+test('the API\'s pair, health and inspect take a checkpoint-N/ folder; a folder of no Trainer is said to be one', async () => {
+  const folder = at('out/checkpoint-10');
+  const p = await pair(folder);
+  assert.equal(p.pairs, true);
+  const h = await health(folder);
+  assert.equal(h.lrFrom, 'file');
+  for (const s of h.slots) assert.equal(s.decay, h.lr * 0.1);   // AdamW: training_args.bin's kind
+  const { inspect } = await import('../../js/index.js');
+  const report = await inspect(folder);
+  assert.equal(report.optimizer.kind, 'adamw');
+  assert.equal(report.slotCount, 4);
+  const other = at('said');   // a folder, but no Trainer checkpoint
+  for (const call of [() => pair(other), () => health(other), () => inspect(other)]) {
+    await assert.rejects(call(), { code: 'EISDIR', message: `${other} is a folder, not a checkpoint file (a Trainer checkpoint-N/ folder: inspect, pair and health take it)` });
+  }
+});

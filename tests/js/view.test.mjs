@@ -161,7 +161,7 @@ test('view: FILE must be an existing regular file; clear messages, exit 2', asyn
   assert.equal(r.stderr, `ckptscope: no such file: ${missing}\n`);
   r = run(tmp);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a checkpoint file\n`);
+  assert.equal(r.stderr, `ckptscope: ${tmp} is a directory, not a checkpoint file, a Trainer checkpoint-N folder or an output folder of them\n`);
   r = run('/dev/null');
   assert.equal(r.status, 2);
   assert.equal(r.stderr, 'ckptscope: /dev/null is not a regular file: view serves a file by byte ranges\n');

@@ -7,8 +7,8 @@
 // (drag) down to single slots. The caption is HTML beside the canvas, never drawn over arcs.
 //
 // For tests and assistive tech the container carries data-slot-count, data-link-count,
-// data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…" and
-// data-broken-links.
+// data-group-count, data-broken-count and (up to 500 each) data-links="alias>owner,…",
+// data-broken-links, data-axis-labels and data-names (the names drawn: "slot:text" a line each).
 import { canvasIn } from '../dom.js';
 import { fitName } from './vtable.js';
 
@@ -293,41 +293,67 @@ export class SharingMap {
 
     // 3. Names, when loaded: level under each slot when there is room, else slanted, tied slots
     //    first, then every k-th slot, 24 px apart so that slanted lines stay clear of each other;
-    //    shortened to fit (a slanted name also to the canvas's right edge).
+    //    shortened to fit. A slanted name runs down to the right; one the right edge would cut
+    //    (the last slots: often a tied head) runs down to the left, ending under its slot, and
+    //    keeps the names whose lines would cross it away.
+    const drawn = [];   // for tests: slot:the text drawn
     if (this.labels) {
       g.font = '10.5px system-ui, sans-serif';
       const font = g.font;
       const level = slotPx >= 64;
-      const angle = Math.PI / 5;
+      const angle = Math.PI / 5, cos = Math.cos(angle);
       const nameTaken = new Uint8Array(Math.ceil(this.width) + 2);
       const gap = level ? slotPx / 2 - 2 : 12;   // half the room each side: a level name per slot
+      const claim = (a, b) => {
+        const from = Math.max(0, Math.round(a)), to = Math.min(nameTaken.length - 1, Math.round(b));
+        for (let p = from; p <= to; p++) if (nameTaken[p]) return false;
+        nameTaken.fill(1, from, to + 1);
+        return true;
+      };
       const nameAt = (i) => {
         const name = this.labels[i];
         if (!name) return;
         const x = this.x(i);
-        const from = Math.max(0, Math.round(x - gap)), to = Math.min(nameTaken.length - 1, Math.round(x + gap));
-        for (let p = from; p <= to; p++) if (nameTaken[p]) return;
-        nameTaken.fill(1, from, to + 1);
+        let text = null;
         g.save();
         g.fillStyle = i === this.selected || focus.has(i) ? fg : muted;
         if (level) {
-          g.textAlign = 'center';
-          g.fillText(fitName(name, slotPx - 8, font), x, base + markH + 38);
+          if (claim(x - gap, x + gap)) {
+            g.textAlign = 'center';
+            text = fitName(name, slotPx - 8, font);
+            g.fillText(text, x, base + markH + 38);
+          }
         } else {
-          const room = Math.min((names - 6) / Math.sin(angle), (this.width - x) / Math.cos(angle));
-          if (room >= 24) {
-            g.translate(x - 3, base + markH + 30);
-            g.rotate(angle);
-            g.fillText(fitName(name, room, font), 0, 0);
+          const longest = (names - 6) / Math.sin(angle);
+          const want = Math.min(longest, g.measureText(name).width);
+          const right = Math.min(longest, (this.width - x) / cos), left = Math.min(longest, (x - 3) / cos);
+          const flip = right < want && left > right;
+          const room = flip ? left : right;
+          const span = Math.min(room, want) * cos;   // how far across the line reaches
+          // a line down to the left crosses any line down to the right that starts within
+          // twice its reach
+          if (room >= 24 && (flip ? claim(x - 2 * span - gap, x + gap) : claim(x - gap, x + gap))) {
+            text = fitName(name, room, font);
+            if (flip) {
+              g.translate(x + 3, base + markH + 30);
+              g.rotate(-angle);
+              g.textAlign = 'right';
+            } else {
+              g.translate(x - 3, base + markH + 30);
+              g.rotate(angle);
+            }
+            g.fillText(text, 0, 0);
           }
         }
         g.restore();
+        if (text !== null && drawn.length < 500) drawn.push(`${i}:${text}`);
       };
       for (const i of tiedInView) nameAt(i);
       const every = level ? 1 : Math.max(1, Math.ceil(24 / slotPx));
       for (let i = Math.ceil(first / every) * every; i < last; i += every) nameAt(i);
       g.textAlign = 'left';
     }
+    this.container.dataset.names = drawn.join('\n');
 
     // 4. Ties above everything: ordinary arcs, then broken ones (dashed red), then the focused group.
     const maxH = base - 8;

@@ -75,7 +75,7 @@ function renderHeader(container, file, { role = 'main' } = {}) {
   // TorchLean's fields (version, counter, one config) are not a PyTorch or safetensors file's
   const foreign = 'container' in s;   // a PyTorch or safetensors file
   const torch = foreign && s.kind === 'optimizer' && !!s.optimizer;
-  grid.append(field('Family', s.family ? `${s.name} (${s.family})` : 'not a TorchLean checkpoint'));
+  grid.append(field('Family', s.family ? `${s.name} (${s.family})` : 'none ckptscope reads'));
   if (!foreign || s.version !== null) grid.append(field('Format version', plain(s.version), { id: fid('field-version') }));
   if (!foreign || s.dtype !== null) grid.append(field('dtype', plain(s.dtype), { id: fid('field-dtype'), title: 'the element type of the file\'s values' }));
   if (torch) {
@@ -85,7 +85,7 @@ function renderHeader(container, file, { role = 'main' } = {}) {
     if (s.tensorCount) grid.append(field('Model tensors', count(s.tensorCount), { title: 'the model state dict the file holds too' }));
   } else if ('tensorCount' in s) grid.append(field('Tensors', s.tensorCount === null ? '—' : count(s.tensorCount)));
   if (!torch && 'tensorCount' in s && s.tensorCount !== null) {
-    grid.append(field('Parameters', count(total(cols.tensorTotal, (i) => cols.tensor(i).count)), { id: fid('field-params'), title: 'the values of every tensor' }));
+    grid.append(field('Stored values', count(total(cols.tensorTotal, (i) => cols.tensor(i).count)), { id: fid('field-values'), title: 'the values of every tensor the file stores (buffers and tied copies among them)' }));
   }
   if (!('config' in s) || (foreign && !torch)) {   // a family without an optimizer configuration
     container.append(grid);
@@ -115,7 +115,17 @@ function renderHeader(container, file, { role = 'main' } = {}) {
     grid.append(field('Slots', s.wellFormed === null || s.trainableCount === null
       ? `${count(cols.n)} read${s.slotCount !== null && Number(s.slotCount) !== cols.n ? ` of ${count(s.slotCount)}` : ''}`
       : `${count(cols.n)} (${count(s.trainableCount)} trainable)`));
-    grid.append(field('Parameters', count(total(cols.n, (i) => cols.size(i))), { id: fid('field-params'), title: 'the elements of every slot read (a tied slot counted as a slot of its own)' }));
+    // the core's counts (format.md 3): the storages the optimizer updates, each once; the slots
+    // without optimizer state apart (a state dict's buffers are among them)
+    const e = s.elementCounts;
+    grid.append(field('Trainable parameters', e ? count(e.owned) : '—', {
+      id: fid('field-params'),
+      title: e ? 'the elements the optimizer updates, a tied slot\'s shared storage once: sum(p.numel() for p in model.parameters() if p.requires_grad)'
+        : 'the slots are not known whole or break the sharing rules: their elements are not counted',
+    }));
+    if (e && Number(e.frozen) > 0) {
+      grid.append(field('Frozen or buffers', count(e.frozen), { id: fid('field-frozen'), title: 'the elements of the slots without optimizer state: frozen parameters or buffers (the files do not say which)' }));
+    }
     grid.append(field('Optimizer states', count(s.optimizerStateCount)));
     const steps = stepsOf(cols);
     if (steps) grid.append(field(steps.key, steps.text, { id: fid('field-step'), title: steps.key === 'Steps' ? 'the entries\' steps differ: the smallest and the largest' : 'the step of every entry' }));

@@ -15,6 +15,8 @@ import { lrInput } from '../parts/lr-input.js';
 import { css, decades, yOf, logAxis, axisTitle } from '../parts/log-axis.js';
 
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
+const LANE = 22;
+const FLAGS_IN_VIEW = 8;   // up to this many flags the list has no scroll of its own   // the lane under the plot for slots with no value (frozen)
 const AUTO_ELEMENTS = 2 * 1024 * 1024;    // run by itself up to this many moment elements (a pass of ~0.1 s that
                                           // must not hold up the first click on an entry)
 const AUTO_SLOTS = 100000;                 // and this many slots (the result is one object per slot)
@@ -37,9 +39,10 @@ const severity = (s) => s.worst ?? 0;
 const SEVERITY = { failure: 3, warning: 2 };
 
 export class HealthView {
-  constructor({ store, rpc }) {
+  constructor({ store, rpc, stats }) {
     this.store = store;
     this.rpc = rpc;
+    this.stats = stats;
     this.lr = null;
     this.band = null;   // the ratio band typed, [low, high], or null: the core's default
     this.result = null;
@@ -99,6 +102,7 @@ export class HealthView {
     this.build();
     let elements = 0;
     for (let k = 0; k < opt.cols.entryTotal; k++) elements += opt.cols.entryCount(k);
+    this.elements = elements;
     if (elements <= AUTO_ELEMENTS && opt.cols.n <= AUTO_SLOTS && (!this.store.stateFile || this.store.stateFile.summary.ok)) this.run();
     else this.showState(`Not run yet: the pass reads every moment${this.store.stateFile ? ' and parameter' : ''} (${count(elements)} elements in ${plural(opt.cols.n, 'slot')}).`);
   }
@@ -270,6 +274,9 @@ export class HealthView {
       this.runButton.textContent = 'Run again';
       this.ms = Math.round(performance.now() - started);
       this.render();
+      // the pass read every moment: for a small file the moments' statistics (the tables' m and
+      // v columns) come right after it, by the core's statistics pass
+      if (this.elements <= AUTO_ELEMENTS && !this.stats.scanned && !this.stats.scanning) this.stats.scan('optimizer', { quiet: true });
     } catch (err) {
       this.showState(err.name === 'AbortError' ? 'Health pass cancelled.' : `The health pass failed: ${err.message}`, err.name !== 'AbortError');
     } finally {
@@ -309,8 +316,9 @@ export class HealthView {
     // Flag messages (the core's), slots named.
     this.flagsBox.replaceChildren();
     if (r.flags.length) {
-      this.flagsBox.append(el('p', 'meta', `${plural(r.flags.length, 'flag')} on ${plural(flagged.size, 'slot')}:`));
-      const ul = el('ul', 'flag-list');
+      this.flagsBox.append(el('p', 'meta', `${plural(r.flags.length, 'flag')} on ${plural(flagged.size, 'slot')}${r.flags.length > FLAGS_IN_VIEW ? ' (the list scrolls)' : ''}:`));
+      // a few flags are all in view; a long list scrolls (and says so)
+      const ul = el('ul', `flag-list${r.flags.length > FLAGS_IN_VIEW ? ' many' : ''}`);
       for (const f of r.flags.slice(0, 200)) {
         const warning = f.severity === 'warning';
         const li = testid(el('li', warning ? 'warn-line' : 'unhealthy-line'), 'health-flag');
@@ -422,7 +430,12 @@ export class HealthView {
       lo = Math.min(lo, hi - 1);
     }
     const range = decades(lo, hi) ?? { lo: -3, hi: 0 };
-    const top = PAD.top, bottom = this.height - PAD.bottom;
+    // Slots with no value (frozen: no update; or no finite one) are not on the value scale: they
+    // get a lane of their own under the plot, hollow grey for frozen, in their flag's colour else.
+    const none = slots.filter((s) => this.value(s) === null);
+    const lane = none.length ? LANE : 0;
+    const top = PAD.top, bottom = this.height - PAD.bottom - lane;
+    this.chartBox.dataset.frozen = none.filter((s) => !s.trainable).slice(0, 500).map((s) => s.slot).join(',');
     const y = yOf(range, top, bottom);
     // Band and grid.
     if (this.mode === 'ratio') {
@@ -445,9 +458,15 @@ export class HealthView {
       slots.forEach((s, k) => {
         const x = this.x(k);
         const v = this.value(s);
-        if (v === null) {   // nothing to plot (frozen, or no finite update): a mark on the axis, red when flagged
-          g.fillStyle = s.flags.length ? colorOf(severity(s)) : frozen;
-          g.fillRect(x - w / 2, bottom - 3, w, 3);
+        if (v === null) {   // nothing to plot (frozen, or no finite update): a mark in the lane
+          const m = Math.min(w, 8);
+          if (!s.trainable) {   // red when flagged: a NaN in a frozen parameter
+            g.strokeStyle = s.flags.length ? colorOf(severity(s)) : frozen;
+            g.strokeRect(x - m / 2 + 0.5, bottom + lane / 2 - m / 2 + 2.5, m - 1, m - 1);
+          } else {
+            g.fillStyle = s.flags.length ? colorOf(severity(s)) : frozen;
+            g.fillRect(x - m / 2, bottom + lane / 2 - m / 2 + 2, m, m);
+          }
           return;
         }
         g.fillStyle = colorOf(severity(s));
@@ -468,13 +487,20 @@ export class HealthView {
       const w = this.width - PAD.left - PAD.right;
       for (let px = 0; px < w; px++) {
         const a = Math.floor((px / w) * n), b = Math.max(a, Math.floor(((px + 1) / w) * n) - 1);
-        let vmin = Infinity, vmax = -Infinity, sev = 0;
+        let vmin = Infinity, vmax = -Infinity, sev = 0, noValue = false;
         for (let k = a; k <= b && k < n; k++) {
           const v = this.value(slots[k]);
           sev = Math.max(sev, severity(slots[k]));
-          if (v === null) continue;
+          if (v === null) {
+            noValue = true;
+            continue;
+          }
           vmin = Math.min(vmin, v);
           vmax = Math.max(vmax, v);
+        }
+        if (noValue) {
+          g.fillStyle = frozen;
+          g.fillRect(PAD.left + px, bottom + lane / 2 - 1, 1, 6);
         }
         if (!Number.isFinite(vmin)) continue;
         g.fillStyle = colorOf(sev);
@@ -503,5 +529,14 @@ export class HealthView {
     for (let k = 0; k < n; k += step) g.fillText(String(slots[k].slot), this.x(k), this.height - 8);
     g.textAlign = 'left';
     axisTitle(g, this.mode === 'ratio' ? 'update / weight' : 'rms(u)', 12, top, bottom, muted);
+    if (lane) {   // the lane's name, in the axis's gutter
+      g.fillStyle = muted;
+      g.font = '10px system-ui, sans-serif';
+      g.textAlign = 'right';
+      g.textBaseline = 'middle';
+      g.fillText(none.every((s) => !s.trainable) ? 'frozen' : 'no value', PAD.left - 6, bottom + lane / 2 + 2);
+      g.textAlign = 'left';
+      g.textBaseline = 'alphabetic';
+    }
   }
 }

@@ -4,7 +4,8 @@
 // one-step pairs' gradient rms per slot, the broken elements of each pair (a pair too far apart
 // to tell marked apart) — one line per consecutive pair that opens to its per-slot table, and the
 // first file where something breaks. A click on a slot (chart or table) opens that file at that
-// slot; the run card stays.
+// slot; the run card stays. A Trainer output folder's run pairs each checkpoint-N folder's
+// optimizer with its model and sets each recovered learning rate beside the one logged.
 import { positiveNumber } from '/js/index.js';
 import { el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural } from '../format.js';
@@ -27,6 +28,7 @@ export class RunView {
   constructor(ctx) {
     this.ctx = ctx;
     this.files = null;   // [{name, source}] of the run, as dropped or picked
+    this.trainer = null;   // a Trainer output folder's checkpoints (indices into files), or null
     this.answer = null;
     this.lr = null;
     this.selected = -1;
@@ -48,8 +50,9 @@ export class RunView {
   // ---- the view interface -----------------------------------------------------------------------
 
   /** A run was dropped or picked: compute it (the learning rate is an example's, if any). */
-  onRun({ files }) {
+  onRun({ files, trainer = null }) {
     this.files = files;
+    this.trainer = trainer;
     this.lr = this.store.lr;
     this.answer = null;
     this.selected = -1;
@@ -130,7 +133,7 @@ export class RunView {
     this.showState('Reading the run…');
     const started = performance.now();
     try {
-      const answer = await this.ctx.rpc.request('run', { files, lr: this.lr }, {
+      const answer = await this.ctx.rpc.request('run', { files, lr: this.lr, trainer: this.trainer }, {
         onProgress: ({ phase, done, total }) => {
           if (this.token !== token) return;
           this.showState(phase === 'health'
@@ -140,6 +143,8 @@ export class RunView {
       });
       if (this.token !== token) return;
       this.answer = answer;
+      // a Trainer run's slots are named by its models
+      if (answer.slots && !this.store.labelsPinned) this.store.setLabels(answer.slots, { source: null });
       this.ms = Math.round(performance.now() - started);
       const notices = answer.unused.map((u) => ({ name: files[u.index].name, text: u.text }));
       // beside the drop's own (set when the drop was sorted, before the run came back)
@@ -169,10 +174,11 @@ export class RunView {
 
   /** Open file i of the run (with its model-state file) at slot s: the other cards show it. */
   async openAt(i, s) {
-    const { order, states } = this.answer;
+    const { order, states, kinds } = this.answer;
     const list = [this.files[order[i]]];
     if (states[i] !== null) list.push(this.files[states[i]]);
-    await this.ctx.openFiles(list.map(({ name, source }) => ({ name, source })));
+    // a Trainer folder's optimizer with the kind its training_args.bin gave it
+    await this.ctx.openFiles(list.map(({ name, source }) => ({ name, source })), { kind: kinds?.[i] ?? null });
     if (s >= 0) this.store.select(s, 'run');
   }
 
@@ -182,7 +188,8 @@ export class RunView {
     body.replaceChildren();
     this.mode = series.some((x) => x && x.ratio.some((r) => !Number.isNaN(r))) ? 'ratio' : 'rms';
     const states = result.files.filter((f) => f.state !== null).length;
-    this.showState(`${plural(result.files.length, 'checkpoint')} in run order (${states ? `${count(states)} with the model-state file of the same stem` : 'no model-state files'}), ${plural(result.pairs.length, 'consecutive pair')}, in ${this.ms} ms.`);
+    const with_ = this.trainer ? 'each checkpoint-N folder\'s optimizer with its model' : states ? `${count(states)} with the model-state file of the same stem` : 'no model-state files';
+    this.showState(`${plural(result.files.length, 'checkpoint')} in run order (${with_}), ${plural(result.pairs.length, 'consecutive pair')}, in ${this.ms} ms.`);
 
     // The verdict: the first file where something breaks, and why (the core's texts).
     const first = testid(el('div', `verdict ${result.first === null ? 'loads' : 'fails'}`), 'run-first');
@@ -291,6 +298,11 @@ export class RunView {
       const lrs = pair.slots.filter((s) => s.lr !== null).length;
       if (lrs) parts.push(`lr on ${plural(lrs, 'slot')}`);
       if (parts.length) sum.append(testid(el('span', 'meta', ` (${parts.join(', ')})`), 'run-pair-figures'));
+    }
+    // a Trainer run: the recovered rate beside the one trainer_state.json logged (the core's verdict)
+    const logged = pair.loggedLr;
+    if (logged && logged.agrees !== null) {
+      sum.append(testid(el('span', logged.agrees ? 'meta' : 'bad', ` lr ${logged.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${count(logged.step)}: ${sci(logged.learningRate, 4)}`), 'run-pair-logged'));
     }
     row.append(sum);
     if (!pair.slots.length) return row;

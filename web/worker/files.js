@@ -2,6 +2,7 @@
 // model, close, classify (a checkpoint or which JSON), bytes for the hex view, io counts, the
 // core's JSON report, the examples.
 import { open as openSource, readJsonSource, jsonKind, namesOf } from '/js/index.js';
+import { applyKind } from '/js/plumbing.js';
 import { transfer } from '../rpc.js';
 import { makeExamples } from '../examples.js';
 import { sourceOf } from './sources.js';
@@ -9,14 +10,17 @@ import { handles, close, handle, keepSniffed, takeSniffed, buffersOf, filePart, 
 
 export const fileRequests = {
   /** Open a File or a served path as role 'a' (the main file: closes both) or 'b' (its model
-   *  state). Resolves {summary, columns, io}, the columns' buffers transferred. */
-  async open({ role = 'a', source, sniffed: id = null, asModel = false }) {
+   *  state), a PyTorch optimizer given `kind` where its file does not say it. Resolves {summary,
+   *  columns, io}, the columns' buffers transferred. */
+  async open({ role = 'a', source, sniffed: id = null, asModel = false, kind = null }) {
     if (role === 'a') {
       close('a');
       close('b');
     } else close(role);
     const src = takeSniffed(id) ?? await sourceOf(source);
     const ck = await openSource(src);
+    // a Trainer folder's kind (its training_args.bin's, the core's reading) where the file says none
+    if (kind && !asModel) await applyKind(ck, null, kind).catch(() => {});
     handles[role] = { ck, src, stats: new Map(), asModel };
     const part = filePart(handles[role]);
     return transfer(part, buffersOf(part.columns));

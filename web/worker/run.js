@@ -1,6 +1,7 @@
-// Run requests (docs/runs.md): the checkpoints of one run, and whether the files of one drop
-// are a Trainer's checkpoint-N/ folder.
-import { open, run, runFiles, trainerFolderRoles } from '/js/index.js';
+// Run requests (docs/runs.md): the checkpoints of one run (a Trainer output folder's too), and
+// whether the files of one drop are a Trainer's folder.
+import { open, run, runFiles, trainerFolderRoles, trainerLayout, readTrainingArgs } from '/js/index.js';
+import { openTrainerCheckpoints, compareLogged } from '/js/plumbing.js';
 import { transfer } from '../rpc.js';
 import { throttled } from './handles.js';
 import { sourceOf } from './sources.js';
@@ -12,7 +13,8 @@ export const runRequests = {
    *  health pass per file (its slots kept for the timeline). Resolves {order (indices into
    *  files), states (an index or null per checkpoint), unused [{index, text}], result, series:
    *  per file {ratio, rms} Float64Arrays per slot (NaN: none)}. */
-  async run({ files, lr = null }, progress) {
+  async run({ files, lr = null, trainer = null }, progress) {
+    if (trainer) return trainerRun(files, trainer, lr, progress);
     // the headers only: what each file is, its steps
     const { order, states: stateOf, unused } = await runFiles(files.map((f) => f.name), async (k) => open(await sourceOf(files[k].source)));
     const n = order.length;
@@ -25,20 +27,22 @@ export const runRequests = {
       states: stateOf.some((k) => k !== null) ? await Promise.all(stateOf.map((k) => (k === null ? null : source(k)))) : null,
       lr: lr ?? undefined,
       // first each file's health pass (its slots kept for the timeline), then the continuity pass
-      onHealth: (i, h) => {
-        const size = h.slots.reduce((m, s) => Math.max(m, s.slot + 1), 0);
-        const ratio = new Float64Array(size).fill(NaN), rms = new Float64Array(size).fill(NaN);
-        for (const s of h.slots) {
-          if (typeof s.ratio === 'number') ratio[s.slot] = s.ratio;
-          if (s.update) rms[s.slot] = s.update.rms;
-        }
-        series[i] = { ratio, rms };
-        tick({ phase: 'health', done: i + 1, total: n }, true);
-      },
-      onProgress: ({ done, total }) => tick({ phase: 'continuity', done, total }),
+      ...timeline(series, n, tick),
     });
     return transfer({ order, states: stateOf, unused, result, series },
       series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
+  },
+
+  /** Which of the paths (the relative paths of a picked or served folder's files, or the names
+   *  of a drop) are a Trainer's checkpoint folder or output folder: the package's trainerLayout. */
+  trainerLayout({ paths }) {
+    return trainerLayout(paths);
+  },
+
+  /** The optimizer kind a Trainer folder's training_args.bin says ('adamw' or null), read as data
+   *  by the core. */
+  async trainingArgs({ source }) {
+    return (await readTrainingArgs(await sourceOf(source))).kind;
   },
 
   /** Which of the names (the files of one drop or pick) are a Trainer's checkpoint-N/ folder's
@@ -49,3 +53,47 @@ export const runRequests = {
     return roles.optimizer && roles.model ? roles : null;
   },
 };
+
+/** The run's per-file health, kept for the timeline: onHealth and onProgress for run(). */
+function timeline(series, n, tick) {
+  return {
+    onHealth: (i, h) => {
+      if (!h) return;
+      const size = h.slots.reduce((m, s) => Math.max(m, s.slot + 1), 0);
+      const ratio = new Float64Array(size).fill(NaN), rms = new Float64Array(size).fill(NaN);
+      for (const s of h.slots) {
+        if (typeof s.ratio === 'number') ratio[s.slot] = s.ratio;
+        if (s.update) rms[s.slot] = s.update.rms;
+      }
+      series[i] = { ratio, rms };
+      tick({ phase: 'health', done: i + 1, total: n }, true);
+    },
+    onProgress: ({ done, total }) => tick({ phase: 'continuity', done, total }),
+  };
+}
+
+/** A Trainer output folder's run: `trainer` [{name, optimizer, model, trainingArgs,
+ *  trainerState}] (indices into files, or null), in the order of N (trainerLayout's). Each
+ *  optimizer given its folder's kind and paired with its model (the package's
+ *  openTrainerCheckpoints), then run() with the models as states, each recovered learning rate
+ *  beside the one trainer_state.json logged. Resolves as run does, with kinds (per file, the kind
+ *  its optimizer was given) and slots (the first pair's names). */
+async function trainerRun(files, trainer, lr, progress) {
+  const at = async (k) => (k === null || k === undefined ? null : { name: files[k].name, source: await sourceOf(files[k].source) });
+  const list = [];
+  for (const c of trainer) {
+    list.push({ label: c.name, optimizer: await at(c.optimizer), model: await at(c.model), trainingArgs: await at(c.trainingArgs), trainerState: await at(c.trainerState) });
+  }
+  const n = list.length;
+  if (n < 2) throw new RangeError(`a run needs at least two checkpoint folders, got ${n}`);
+  const opened = await openTrainerCheckpoints(list);
+  try {
+    const series = new Array(n).fill(null);
+    const result = await run(opened.opts, { states: opened.models, lr: lr ?? undefined, labels: { files: opened.paths, states: opened.modelPaths }, ...timeline(series, n, throttled(progress)) });
+    await compareLogged(result, opened.logged);
+    return transfer({ order: trainer.map((c) => c.optimizer), states: trainer.map((c) => c.model), unused: [], result, series, kinds: opened.kinds, slots: opened.opts[0].summary.pairing?.slots ?? null },
+      series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
+  } finally {
+    opened.close();
+  }
+}
