@@ -455,7 +455,7 @@ export function check(opt: Source, against: { state: Source }, options?: ScanOpt
 export interface PairResult {
   ok: boolean;
   /** null: the checks passed but the files cannot tell (a PyTorch optimizer's parameter without
-   *  state that may be trained; `error` is that condition, code 71). */
+   *  state that may be trained; `error` is that condition, code 79). */
   pairs: boolean | null;
   /** The invalid file (it never pairs: pair() then rejects with its own diagnostic), else null. */
   invalid: 'optimizer' | 'state' | null;

@@ -102,8 +102,8 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_COUNT = 68,     /* P: the optimizer has n parameters with state, the model m parameters */
     CKPT_E_TORCH_NAMED = 69,     /* P: optimizer index i is {name} in param_names, which the model does not have */
     CKPT_E_TORCH_NO_PAIR = 70,   /* P: the files hold no optimizer, no model, or moments not laid out as one */
-    CKPT_E_TORCH_UNTRAINED = 71, /* P: {names} hold no optimizer state: pairs only if the training code trains none */
-    CKPT_E_TORCH_MODELS_DIFFER = 72 /* P: the optimizer's own (training-time) model and the model given differ */
+    CKPT_E_TORCH_UNTRAINED = 79, /* P: {names} hold no optimizer state: pairs only if the training code trains none */
+    CKPT_E_TORCH_MODELS_DIFFER = 80 /* P: the optimizer's own (training-time) model and the model given differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
