@@ -91,6 +91,14 @@ static const struct {
     CODE(TORCH_COUNT),
     CODE(TORCH_NAMED),
     CODE(TORCH_NO_PAIR),
+    CODE(FOLDER_BUNDLE),
+    CODE(DS_FOLDER),
+    CODE(DS_KEY),
+    CODE(DS_SAVES),
+    CODE(DS_UNSUPPORTED),
+    CODE(DS_LAYOUT),
+    CODE(DS_STEP),
+    CODE(DS_NAMES),
 };
 #undef CODE
 
