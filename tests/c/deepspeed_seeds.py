@@ -371,10 +371,24 @@ def two_groups(seed=2):
                  [['a.weight', 'b.weight'], ['a.bias', 'b.bias']], seed=seed)
 
 
-def case(name, d, values=None, ok=True, kind=None, W=None, error=None, failures=None, warnings=(), root=None):
+def schema_of(model):
+    """11.4's schema: the module's floating tensors but buffers, trainable ones in param_shapes
+    or tied to one, an alias represented by its owner"""
+    slots = [(n, k) for n, k in model.order if k != 'buffer']
+    index = {n: i for i, (n, _) in enumerate(slots)}
+    shape = lambda n: list(model.shapes[model.ties.get(n, n)])
+    return {'names': [n for n, _ in slots], 'shapes': [shape(n) for n, _ in slots],
+            'requiresGrad': [k != 'frozen' for _, k in slots],
+            'representatives': [None if k == 'frozen' else index[model.ties[n]] if k == 'alias' else i
+                                for i, (n, k) in enumerate(slots)]}
+
+
+def case(name, d, values=None, ok=True, kind=None, W=None, error=None, failures=None, warnings=(), model=None,
+         optimizer_kind=None):
     cases.append({'name': name, 'dir': d, 'real': False, 'ok': ok, 'kind': kind, 'worldSize': W,
                   'error': error, 'failures': failures if failures is not None else ([error] if error else []),
-                  'warnings': list(warnings), 'values': values_of(name, values) if values else {}})
+                  'warnings': list(warnings), 'values': values_of(name, values) if values else {},
+                  'schema': schema_of(model) if model else None, 'optimizerKind': optimizer_kind})
 
 
 def folder(name):
@@ -391,18 +405,27 @@ def err(code, text):
 for W in (1, 2, 3, 4):
     for stage in (1, 2):
         d = folder(f'w-zero{stage}-w{W}')
-        case(f'w-zero{stage}-w{W}', d, write_zero12(d, small(W), W, stage=stage), kind=f'ZeRO-{stage}', W=W)
+        case(f'w-zero{stage}-w{W}', d, write_zero12(d, small(W), W, stage=stage), kind=f'ZeRO-{stage}', W=W,
+             model=small(W))
     d = folder(f'w-zero3-w{W}')
-    case(f'w-zero3-w{W}', d, write_zero3(d, small(W), W), kind='ZeRO-3', W=W)
+    case(f'w-zero3-w{W}', d, write_zero3(d, small(W), W), kind='ZeRO-3', W=W, model=small(W))
 d = folder('w-zero2-w3-groups')
-case('w-zero2-w3-groups', d, write_zero12(d, two_groups(), 3), kind='ZeRO-2', W=3)
+case('w-zero2-w3-groups', d, write_zero12(d, two_groups(), 3), kind='ZeRO-2', W=3, model=two_groups())
+# the kind (Adam or AdamW) from ds_config.optimizer (engine.py: Adam is AdamW unless adam_w_mode is false)
+for label, opt, said in (('adamw', {'type': 'AdamW', 'params': {'lr': 0.01}}, 'adamw'),
+                         ('adam', {'type': 'Adam', 'params': {'lr': 0.01}}, 'adamw'),
+                         ('adam-no-w-mode', {'type': 'adam', 'params': {'adam_w_mode': False}}, 'adam')):
+    d = folder(f'w-kind-{label}')
+    case(f'w-kind-{label}', d, write_zero12(d, small(), 2, config=ds_config(2, False, opt)), kind='ZeRO-2', W=2,
+         optimizer_kind=said)
 d = folder('w-zero2-w4-bf16')
 case('w-zero2-w4-bf16', d, write_zero12(d, two_groups(), 4, bf16=True), kind='ZeRO-2', W=4)
 d = folder('w-bf16-optimizer-w2')
 case('w-bf16-optimizer-w2', d, write_zero12(d, small(5), 2, bf16=True, bf16_optimizer=True), kind='BF16_Optimizer',
      W=2)
 d = folder('w-zero3-w3-subgroups')
-case('w-zero3-w3-subgroups', d, write_zero3(d, two_groups(), 3, sub_group_size=4), kind='ZeRO-3', W=3)
+case('w-zero3-w3-subgroups', d, write_zero3(d, two_groups(), 3, sub_group_size=4), kind='ZeRO-3', W=3,
+     model=two_groups())
 d = folder('w-zero3-w2-bf16-groups')
 case('w-zero3-w2-bf16-groups', d, write_zero3(d, two_groups(), 2, bf16=True), kind='ZeRO-3', W=2)
 

@@ -109,6 +109,25 @@ static void check_values(const ckpt_report *rep, const unsigned char *bundle, co
         CHECK(rep->entries[k].m && rep->entries[k].m->count == rep->entries[k].count && rep->entries[k].v);
 }
 
+static void check_schema(const ckpt_report *rep, const ckpt_ds *ds, const jvalue *want)
+{
+    const ckpt_schema *s = rep->schema;
+    const jvalue *names = json_get(want, "names"), *shapes = json_get(want, "shapes"),
+                 *flags = json_get(want, "requiresGrad"), *reps = json_get(want, "representatives");
+    CHECK(s && ckpt_schema_count(s) == names->len && ds->slot_count == names->len);
+    CHECK(ckpt_schema_is_well_formed(s));
+    for (size_t i = 0; s && i < names->len && i < ckpt_schema_count(s); i++) {
+        CHECK_STR(ds->slot_names[i], names->items[i]->text);
+        const jvalue *shape = shapes->items[i];
+        CHECK(ckpt_schema_rank(s, i) == shape->len);
+        for (size_t d = 0; d < shape->len && d < ckpt_schema_rank(s, i); d++)
+            CHECK(ckpt_schema_dims(s, i)[d] == json_u64(shape->items[d]));
+        CHECK(ckpt_schema_requires_grad(s, i) == flags->items[i]->b);
+        uint64_t r = ckpt_schema_representative(s, i);
+        CHECK(json_is_null(reps->items[i]) ? r == CKPT_NONE : r == json_u64(reps->items[i]));
+    }
+}
+
 static void test_manifest(void)
 {
     const jvalue *cases = json_get(manifest, "cases");
@@ -143,6 +162,19 @@ static void test_manifest(void)
         char *json = ckpt_report_json(rep);
         jvalue *parsed = json ? json_parse(json) : NULL;
         CHECK(parsed && json_get(parsed, "deepspeed"));
+        /* 11.4: the schema from the model states, the kind from ds_config */
+        const jvalue *schema = json_get(cs, "schema");
+        if (!json_is_null(schema)) check_schema(rep, ds, schema);
+        const jvalue *said = json_get(cs, "optimizerKind");
+        if (json_get(cs, "ok")->b && !json_get(cs, "real")->b) {
+            const jvalue *got = json_get(json_get(parsed, "deepspeed"), "optimizerKind");
+            CHECK(json_is_null(said) ? json_is_null(got) : got && !strcmp(got->text, said->text));
+            CHECK(ckpt_config_of_slot(rep, 0) != NULL);
+            CHECK(ckpt_config_of_slot(rep, 0)->kind ==
+                  (json_is_null(said) || !strcmp(said->text, "adamw") ? CKPT_ADAMW : CKPT_ADAM));
+            CHECK(ckpt_kind_unknown(rep) == json_is_null(said));
+            CHECK(ckpt_lr_of_slot(rep, 0) == 0.01);
+        }
         json_free(parsed);
         free(json);
         ckpt_report_free(rep);
