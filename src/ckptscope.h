@@ -1032,7 +1032,7 @@ int ckpt_bundle_header(const char *family, const char *root, const char *const *
 /* What a folder is to DeepSpeed (format.md 11.1), from its listing as JSON text: {"root": the
  * folder's name, "entries": [{"name": relative path, "size": bytes, or null for a folder}] (its
  * files and its subfolders' files), "texts": {"latest": its text, "latest_universal": ...}}. The
- * answer: "null" (no DeepSpeed checkpoint), {"family", "read": [names], "readLimit"} (read those
+ * answer: {"family": null, "read": []} (no DeepSpeed checkpoint), {"family", "read": [names], "readLimit"} (read those
  * files' texts, at most readLimit bytes each, and ask again with them), or {"family", "read": [],
  * "tag", "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: the source to open
  * is the header at 0 and each member's bytes at its offset (ckpt_bundle_header's layout). NULL

@@ -11,6 +11,7 @@ import { readJsonSource } from '../sources.js';
 import { say } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, readNamesFile, fileStamp, stillWriting, isFresh } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
+import { deepspeedPlan } from '../folder-source.js';
 import { UsageError, kindArg } from './args.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
@@ -53,6 +54,13 @@ export async function folderArgs(positional, seen, command, at = 0) {
   const kind = kindArg(seen, command);
   const file = positional[at];
   if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  // a DeepSpeed checkpoint (a save_dir, a tag folder, a Trainer checkpoint-N saved with
+  // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
+  if (await isDeepSpeedFolder(file)) {
+    if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ckptscope inspect and ckptscope check do`);
+    if (seen['--state'] !== undefined || seen['--expect'] !== undefined) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected and checked alone`, command);
+    return { kind, fallback: null, deepspeed: true };
+  }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
   const f = await folderFiles(file, { kind }).catch((err) => {
     throw err instanceof FolderError ? new Failure(err.message) : err;
@@ -61,6 +69,14 @@ export async function folderArgs(positional, seen, command, at = 0) {
   positional[at] = f.optimizer;
   seen['--state'] = f.model;
   return { kind, fallback: f.fallback };
+}
+
+/** The commands that read a DeepSpeed checkpoint folder. */
+const DEEPSPEED_COMMANDS = new Set(['inspect', 'check']);
+
+/** Is FILE a folder the core reads as a DeepSpeed checkpoint? */
+export async function isDeepSpeedFolder(file) {
+  return isFolder(file) && (await deepspeedPlan(file)) !== null;
 }
 
 /** Does folderArgs's answer give the optimizer a kind? */

@@ -97,6 +97,10 @@ struct ckpt_family_impl {
      * in res->error. NULL: the family's slots are its own */
     int (*bind)(ckpt_report *ro, const ckpt_report *rm, const char *const *names, size_t name_count, size_t **view,
                 size_t *view_len, ckpt_pair_result *res);
+    /* why pairing, health, runs, diff, export and conversion do not read this family's files (a
+     * DeepSpeed parameter's state lies in fragments across files, which items do not hold):
+     * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */
+    const char *unread;
     /* words for a file of this family met where another was expected (head: its first n bytes),
      * NULL when the head is not one of its own; NULL: none beyond hint_not (hints.c) */
     const char *(*hint)(const uint8_t *head, size_t n);

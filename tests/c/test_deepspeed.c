@@ -354,7 +354,7 @@ static void test_plan(void)
 {
     t_current = "plan";
     char *p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"x.txt\",\"size\":3},{\"name\":\"sub/\"}]}");
-    CHECK_STR(p, "null");
+    CHECK_STR(p, "{\"family\":null,\"read\":[]}");
     free(p);
     p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"latest\",\"size\":12},{\"name\":\"global_step2/\"},"
                 "{\"name\":\"global_step2/mp_rank_00_model_states.pt\",\"size\":10}]}");

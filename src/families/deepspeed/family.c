@@ -119,7 +119,10 @@ static int ds_parse(ckpt_parse *p)
         return ckpt_family_pytorch.impl->parse(p);
     }
     if (rc) return rc;
-    if (ds->lone && ds->files_len && ds->files[0].is.role != DS_ROLE_OPTIM) return module_tensors(rep, &ds->files[0]);
+    if (ds->lone && ds->files_len && ds->files[0].is.role != DS_ROLE_OPTIM) {
+        rep->dtype = CKPT_DTYPE_ANY; /* each tensor has its own (a bf16 run's module) */
+        return module_tensors(rep, &ds->files[0]);
+    }
     if (!rep->schema) {
         if (!(rep->schema = ckpt_schema_empty())) return ckpt_fail_oom(p->err);
         rep->schema_complete = ds->lone;
@@ -214,6 +217,8 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .unhealthy = ds_unhealthy,
     .json_body = ds_report_json,
     .release = ds_release,
+    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect reads it; pairing, "
+              "health, runs, diff, export and conversion do not yet",
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
     .hint_not = "a TorchLean checkpoint",
 };

@@ -283,7 +283,7 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
                     lu ? lu->len : 0};
     if (ds_plan_make(&l, &plan, err)) goto done;
     if (plan.kind == DS_FOLDER_NONE) {
-        sb_puts(&sb, "null");
+        sb_puts(&sb, "{\"family\":null,\"read\":[]}");
         goto take;
     }
     sb_printf(&sb, "{\"family\":\"%s\",\"read\":[", DS_PREFIX);
