@@ -205,11 +205,14 @@ def padded(t, n):
 
 
 def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
-                 version='0.14.4', config=None):
-    """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict)."""
+                 version='0.14.4', config=None, fp16=False, elastic=False):
+    """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
+    fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
+    and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
+    (FusedAdam)."""
     td = os.path.join(d, tag)
     os.makedirs(td, exist_ok=True)
-    dt = torch.bfloat16 if bf16 else torch.float32
+    dt = torch.bfloat16 if bf16 else torch.float16 if fp16 else torch.float32
     G = len(model.groups)
     layout = []
     for names in model.groups:
@@ -276,7 +279,16 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
         if not bf16_optimizer:
             osd.update(loss_scaler=LossScaler(), dynamic_loss_scale=False, overflow=False)
         osd['clip_grad'] = 0.0
-        osd['base_optimizer_state'] = {'state': state, 'param_groups': groups}
+        if elastic:
+            # stage_1_and_2.py _get_base_optimizer_state: each group's state without the padding
+            lean = []
+            for g, (names, N, pad, Pg, flats) in enumerate(layout):
+                cut = pad if r == W - 1 else 0
+                lean.append({k: v[:v.numel() - cut].clone() for k, v in state[g].items() if k != 'step'})
+            osd['base_optimizer_state'] = lean
+            osd['base_optimizer_state_step'] = int(step)
+        else:
+            osd['base_optimizer_state'] = {'state': state, 'param_groups': groups}
         osd['single_partition_of_fp32_groups'] = fp32
         if not bf16_optimizer:
             osd['zero_stage'] = ZeroStageEnum.gradients if stage == 2 else ZeroStageEnum.optimizer_states
@@ -729,6 +741,98 @@ rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'),
         lambda o: o.update(shared_params={'head.weight': 'embed.weight'}))
 case('c28-tie-missing', d, ok=False, kind='ZeRO-2', W=2,
      error=err(78, 'shared_params ties head.weight to embed.weight, but embed.weight is not in the module'))
+
+# 10: partition_count
+d = folder('c10-partition-count')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].update(partition_count=[3]))
+case('c10-partition-count', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt has partition_count 3, '
+                   'zero_pp_rank_0_mp_rank_00_optim_states.pt has 2'))
+
+# 24: a name in two groups (group 1 is then longer than its partitions)
+d = folder('c24-twice')
+write_zero12(d, two_groups(), 2)
+
+
+def twice(o):
+    o['param_shapes'][1] = collections.OrderedDict([('a.bias', torch.Size([5])), ('b.bias', torch.Size([1])),
+                                                    ('b.weight', torch.Size([4, 5]))])
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), twice)
+# the layout's checks (11.5.15) come before the names' (24), group by group, rank by rank, key by key
+over = [err(76, f"group 1: rank {r}'s {k} holds {n} elements; its parameters need 26, padded to 2 \u00d7 14")
+        for r in (0, 1) for k, n in (('exp_avg', 4), ('exp_avg_sq', 4), ('single_partition_of_fp32_groups', 4 - 2 * r))]
+case('c24-twice', d, ok=False, kind='ZeRO-2', W=2, error=over[0],
+     failures=over + [err(78, 'param_shapes names b.weight twice')])
+
+# 28: shared_params' other reasons
+for label, ties, reason in (
+        ('follows', {'emb.weight': 'head.weight'}, 'head.weight follows it'),
+        ('chain', {'head.weight': 'l2.weight', 'l2.weight': 'l1.weight'},
+         'l2.weight is itself tied to l1.weight'),
+        ('in-param-shapes', {'l1.bias': 'emb.weight'}, 'l1.bias is in param_shapes too'),
+        ('shapes', {'head.weight': 'l1.weight'}, 'their shapes differ (#[11, 6] and #[7, 6])')):
+    d = folder(f'c28-tie-{label}')
+    write_zero12(d, small(), 2)
+    rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o, t=ties: o.update(shared_params=t))
+    alias, owner = next(iter(ties.items()))
+    case(f'c28-tie-{label}', d, ok=False, kind='ZeRO-2', W=2,
+         error=err(78, f'shared_params ties {alias} to {owner}, but {reason}'),
+         failures=[err(78, f'shared_params ties {alias} to {owner}, but {reason}')] + (
+             [err(78, 'shared_params ties l2.weight to l1.weight, but l2.weight is in param_shapes too')]
+             if label == 'chain' else []))
+
+# 29: NaN and negative second moments (section 5's warnings, with statistics)
+d = folder('c29-nan')
+m = small()
+m.m['l1.bias'][2] = float('nan')
+m.v['l2.bias'][0] = -1e-9
+vals = write_zero12(d, m, 2)
+case('c29-nan', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + 'parameter 2: m holds 1 NaN and 0 infinite values',
+               P + 'parameter 4: v holds 1 negative value (a second moment is never negative)'])
+cases[-1]['statsWarnings'] = True
+
+# 30: the module's weights against the masters rounded to its dtype
+d = folder('c30-module-not-rounded')
+vals = write_zero12(d, small(), 2, bf16=True)
+
+
+def nudge(o):
+    w = o['module']['l2.weight']
+    w.view(-1)[5] += 1.0
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), nudge)
+case('c30-module-not-rounded', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + "l2.weight: the module's weights are not the master weights rounded to bfloat16 (first at element "
+               '5)'])
+cases[-1]['statsWarnings'] = True
+d = folder('w-zero2-w2-fp16')
+case('w-zero2-w2-fp16', d, write_zero12(d, two_groups(7), 2, fp16=True), kind='ZeRO-2', W=2)
+
+# 31: ZeRO-1 below 0.3.17
+d = folder('c31-old-zero1')
+vals = write_zero12(d, small(), 2, stage=1, version='0.3.16')
+case('c31-old-zero1', d, vals, kind='ZeRO-1', W=2,
+     warnings=[P + "ds_version 0.3.16 is below 0.3.17: DeepSpeed's ZeRO-1 load refuses it"])
+
+# 32: an elastic checkpoint
+d = folder('c32-elastic')
+vals = write_zero12(d, two_groups(), 3, elastic=True)
+case('c32-elastic', d, vals, kind='ZeRO-2', W=3,
+     warnings=[P + 'an elastic checkpoint keeps no param_groups: lr, betas, eps and weight decay are not in the file'])
+cases[-1]['noConfig'] = True
+
+# 33: a group saved before its first step
+d = folder('c33-no-state')
+write_zero12(d, two_groups(), 2)
+for r in range(2):
+    rewrite(optim(d, r), lambda o: o['optimizer_state_dict']['base_optimizer_state']['state'].pop(1))
+case('c33-no-state', d, kind='ZeRO-2', W=2,
+     warnings=[P + 'group 1 has no optimizer state: saved before the first step'])
 
 # 31: ds_version
 d = folder('c31-empty-version')

@@ -233,8 +233,10 @@ int ds_step_warnings(ckpt_ds *ds, ckpt_report *rep);
 void ds_num_text(strbuf *sb, double x);
 /* schema.c */
 int ds_schema(ckpt_ds *ds, ckpt_report *rep);
-/* stats.c */
+/* stats.c: statistics of every owner's keys from its fragments; 11.5.30 (the module's weights
+ * against the masters rounded to its dtype: ZeRO-1/2, BF16_Optimizer), values read anyway */
 int ds_stats(ckpt_ds *ds, ckpt_report *rep, ckpt_scan *scan, ckpt_error *err);
+int ds_rounding(ckpt_ds *ds, ckpt_report *rep, ckpt_error *err);
 /* json.c */
 void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 /* open.c */

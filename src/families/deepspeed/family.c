@@ -130,6 +130,7 @@ static int ds_parse(ckpt_parse *p)
     if ((p->flags & CKPT_INSPECT_STATS) && ds->layout_ok && rep->schema_complete) {
         p->scan.start = 0;
         TRY(ds_stats(ds, rep, &p->scan, p->err));
+        TRY(ds_rounding(ds, rep, p->err));
     }
     return entries(rep, ds);
 }

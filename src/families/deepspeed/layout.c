@@ -283,7 +283,8 @@ int ds_lengths(ckpt_ds *ds, ckpt_report *rep)
 {
     if (!ds->params) return 0;
     TRY(lengths(ds, rep));
-    return mappings(ds, rep);
+    /* two descriptions of one layout: compared when the layout's lengths are its own */
+    return ds->layout_ok ? mappings(ds, rep) : 0;
 }
 
 /* ---- steps (11.5.20-22, 33) ---- */
