@@ -550,6 +550,15 @@ rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o.updat
 case('c07-wrong-type', d, ok=False, kind='ZeRO-2', W=2,
      error=err(73, 'mp_rank_00_model_states.pt: buffer_names is a str, expected a list of str'))
 
+# a partition cut short: its own container's error (section 10), the file named in the hint
+d = folder('c07-cut')
+write_zero12(d, small(), 2)
+with open(optim(d, 1), 'r+b') as f:
+    f.truncate(1000)
+case('c07-cut', d, ok=False, kind='ZeRO-2', W=2,
+     error={'code': 51, 'message': 'zip: no end-of-central-directory record in the last 1000 bytes of the file'})
+cases[-1]['hint'] = 'the file is zero_pp_rank_1_mp_rank_00_optim_states.pt'
+
 # 8, 9, 10, 11: files of different saves
 d = folder('c08-versions')
 write_zero12(d, small(), 2)

@@ -221,6 +221,8 @@ const ckpt_ds *ckpt_ds_of(const ckpt_report *rep);
 /* files.c: file f's content read (its torch object model open), failures listed; 0 or
  * CKPT_E_NO_MEMORY / CKPT_E_IO. */
 int ds_read_file(ckpt_ds *ds, ckpt_report *rep, ds_file *f);
+/* A file's fields before it is read: nothing found (DS_NONE, CKPT_PNIL, -1). */
+void ds_file_init(ds_file *f);
 bool ds_is_partition(const ds_file *f);
 bool ds_is_model_states(const ds_file *f);
 /* layout.c: the param_shapes walk and 11.5.13; the lengths and paddings (11.5.15-17) and

@@ -14,21 +14,18 @@ const char *ds_kind_name(ds_kind k)
     return names[k];
 }
 
-static size_t find_path(const char *const *paths, size_t stride, size_t n, const char *want)
-{
-    for (size_t k = 0; k < n; k++)
-        if (!strcmp(*(const char *const *)((const char *)paths + k * stride), want)) return k;
-    return DS_NONE;
-}
-
 static size_t model_at(const ckpt_torch *t, const char *path)
 {
-    return find_path((const char *const *)&t->models[0].path, sizeof t->models[0], t->models_len, path);
+    for (size_t k = 0; k < t->models_len; k++)
+        if (!strcmp(t->models[k].path, path)) return k;
+    return DS_NONE;
 }
 
 static size_t optimizer_at(const ckpt_torch *t, const char *path)
 {
-    return find_path((const char *const *)&t->optimizers[0].path, sizeof t->optimizers[0], t->optimizers_len, path);
+    for (size_t k = 0; k < t->optimizers_len; k++)
+        if (!strcmp(t->optimizers[k].path, path)) return k;
+    return DS_NONE;
 }
 
 /* "DS: {file}: no {key}" */
@@ -497,12 +494,17 @@ bool ds_is_model_states(const ds_file *f)
            ds_get(c, r, "buffer_names") != CKPT_PNIL;
 }
 
+void ds_file_init(ds_file *f)
+{
+    f->module = f->frozen_model = f->optimizer = DS_NONE;
+    f->root = f->buffer_names = f->param_shapes = f->shared_params = f->frozen_shapes = f->frozen_frags = CKPT_PNIL;
+    f->config_bf16 = f->config_stage = -1;
+}
+
 int ds_read_file(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
 {
+    ds_file_init(f);
     f->root = f->t->pickle->root;
-    f->module = f->frozen_model = f->optimizer = DS_NONE;
-    f->buffer_names = f->param_shapes = f->shared_params = f->frozen_shapes = f->frozen_frags = CKPT_PNIL;
-    f->config_bf16 = f->config_stage = -1;
     if (!ds_is_dict(ds_tree_of(f), f->root)) return wrong_type(ds, rep, f, "the file", f->root, "a dict");
     if (f->is.role == DS_ROLE_OPTIM) return read_partition(ds, rep, f);
     return read_model_states(ds, rep, f);

@@ -13,7 +13,7 @@ static void j_opt_double(strbuf *sb, bool has, double x)
 static void j_group_config(strbuf *sb, const ds_file *f, size_t g)
 {
     const ckpt_torch_group *gr = NULL;
-    if (f && f->optimizer != DS_NONE && g < f->t->optimizers[f->optimizer].groups_len)
+    if (f && f->t && f->optimizer != DS_NONE && g < f->t->optimizers[f->optimizer].groups_len)
         gr = &f->t->groups[f->t->optimizers[f->optimizer].groups + g];
     unsigned has = gr ? gr->has : 0;
     sb_puts(sb, "\"lr\":");
@@ -56,7 +56,13 @@ static void j_files(strbuf *sb, const ckpt_ds *ds)
         j_slot(sb, f->is.rank);
         sb_printf(sb, ",\"role\":\"%s\",\"size\":", roles[f->is.role]);
         j_slot(sb, f->size);
-        sb_printf(sb, ",\"stale\":%s,\"dsVersion\":", f->stale ? "true" : "false");
+        sb_printf(sb, ",\"stale\":%s,\"weightsOnly\":", f->stale ? "true" : "false");
+        if (f->t) {
+            sb_puts(sb, ckpt_torch_weights_only(f->t) ? "true" : "false");
+            sb_puts(sb, ",\"refused\":");
+            ckpt_torch_globals_json(sb, f->t, true);
+        } else sb_puts(sb, "null,\"refused\":null");
+        sb_puts(sb, ",\"dsVersion\":");
         if (f->ds_version) j_string(sb, f->ds_version);
         else sb_puts(sb, "null");
         sb_putc(sb, '}');
@@ -237,7 +243,7 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     /* the module's dtype: bfloat16 in a bf16 run, the moments and masters float32 in every run */
     sb_puts(sb, ",\"dtype\":");
     const char *mdt = NULL;
-    if (m && m->module != DS_NONE && m->t->models[m->module].count) {
+    if (m && m->t && m->module != DS_NONE && m->t->models[m->module].count) {
         const ckpt_torch_model *md = &m->t->models[m->module];
         for (size_t k = 0; k < md->count && !mdt; k++) {
             const ckpt_torch_named *nm = &m->t->named[md->first + k];

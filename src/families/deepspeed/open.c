@@ -439,6 +439,7 @@ static int folder(ckpt_parse *p, ckpt_ds *ds)
         const ckpt_bundle_entry *e = &b->entries[plan.files[j]];
         if (e->offset == CKPT_NONE) continue; /* listed, not laid out: as if absent */
         ds_file *f = &ds->files[ds->files_len++];
+        ds_file_init(f);
         if (!(f->name = dup(base_name(e->name)))) rc = ckpt_fail_oom(p->err);
         f->is = ds_name_of(f->name, f->name ? strlen(f->name) : 0);
         f->base = e->offset;
@@ -615,6 +616,7 @@ static int lone(ckpt_parse *p, ckpt_ds *ds)
     }
     ds_file *f = &ds->files[0];
     ds->files_len = 1;
+    ds_file_init(f);
     f->t = t;
     f->size = ds->src->size;
     strbuf name = {0};
@@ -631,6 +633,12 @@ static int lone(ckpt_parse *p, ckpt_ds *ds)
         size_t opt = ds_get(c, f->root, "optimizer");
         if (opt != CKPT_PNIL && ds_node(c, opt)->kind != CKPT_PK_NONE) return 1; /* ZeRO disabled: section 10 */
     }
+    /* torch.load(weights_only=True) refuses DeepSpeed's classes (format.md 10.2's warning) */
+    strbuf w = {0};
+    ckpt_torch_weights_only_warning(&w, t);
+    bool warned = !w.failed && (!w.len || ckpt_report_warn(rep, "%s", w.data));
+    sb_free(&w);
+    if (!warned) return ckpt_fail_oom(p->err);
     TRY(ds_read_file(ds, rep, f));
     ds->lone_rank = f->is.rank;
     ds->kind = f->kind;

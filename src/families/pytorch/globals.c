@@ -222,6 +222,7 @@ bool ckpt_torch_weights_only_global(const char *module, size_t mlen, const char 
 
 int ckpt_torch_dtype(const char *torch_name)
 {
+    if (!torch_name) return -1; /* a storage type that is none of torch's */
     for (int d = 0; d < CKPT_DTYPE_COUNT; d++)
         if (ckpt_dtype_name(d) && !strcmp(ckpt_dtype_name(d), torch_name)) return d;
     return -1;
