@@ -822,6 +822,13 @@ cases[-1]['statsWarnings'] = True
 d = folder('w-zero2-w2-fp16')
 case('w-zero2-w2-fp16', d, write_zero12(d, two_groups(7), 2, fp16=True), kind='ZeRO-2', W=2)
 
+# 31: ZeRO-1/2's load asserts optimizer_state_dict's ds_version (absent counts as empty)
+d = folder('c31-no-version')
+vals = write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].pop('ds_version'))
+case('c31-no-version', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + "zero_pp_rank_1_mp_rank_00_optim_states.pt: empty ds_version: DeepSpeed's load refuses it"])
+
 # 31: ZeRO-1 below 0.3.17
 d = folder('c31-old-zero1')
 vals = write_zero12(d, small(), 2, stage=1, version='0.3.16')

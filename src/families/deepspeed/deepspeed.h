@@ -112,7 +112,11 @@ typedef struct ds_file {
     bool partition_list;  /* a list (ZeRO-1/2, BF16_Optimizer) */
     uint64_t *partitions; /* the list's entries */
     size_t partitions_len;
-    char *ds_version; /* NULL when absent */
+    char *ds_version; /* NULL when absent: the root's (else optimizer_state_dict's) */
+    /* optimizer_state_dict.ds_version, what ZeRO-1/2's and BF16_Optimizer's load asserts: 0
+     * absent or empty, 1 present (its text) */
+    int osd_version;
+    char *osd_version_text;
     size_t optimizer; /* the base optimizer in t->optimizers, DS_NONE */
     ds_fgroup *groups;
     size_t groups_len;   /* flat groups (ZeRO-3: sub-groups) */

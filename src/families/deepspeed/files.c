@@ -255,6 +255,14 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
         memcpy(f->ds_version, s, n);
         f->ds_version[n] = 0;
     }
+    const char *os;
+    size_t on;
+    if (ds_str(c, ds_get(c, osd, "ds_version"), &os, &on) && on) {
+        f->osd_version = 1;
+        if (!(f->osd_version_text = malloc(on + 1))) return ckpt_fail_oom(&rep->error);
+        memcpy(f->osd_version_text, os, on);
+        f->osd_version_text[on] = 0;
+    }
     size_t stage_node = ds_get(c, osd, "zero_stage");
     int stage = ds_zero_stage(c, stage_node);
     bool zero3 = ds_get(c, osd, "fp32_flat_groups") != CKPT_PNIL || stage == 3;

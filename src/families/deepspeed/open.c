@@ -83,6 +83,7 @@ void ds_free(ckpt_ds *ds)
         ckpt_torch_free(f->t);
         free(f->partitions);
         free(f->ds_version);
+        free(f->osd_version_text);
         free(f->groups);
     }
     free(ds->files);
@@ -295,15 +296,17 @@ static bool version_below(const char *v, int a, int b, int c)
     return x != a ? x < a : y != b ? y < b : z < c;
 }
 
+/* 31: the ds_version ZeRO-1/2's and BF16_Optimizer's load reads (stage_1_and_2.py
+ * _load_global_state, bf16_optimizer.py: optimizer_state_dict's, absent or empty refused) */
 static int version_warnings(ckpt_ds *ds, ckpt_report *rep)
 {
+    const ds_file *f0 = ds->lone ? &ds->files[0] : file0(ds);
     for (size_t k = 0; k < ds->files_len; k++) {
         const ds_file *f = &ds->files[k];
-        if (!f->read || f->stale || f->is.role != DS_ROLE_OPTIM || !f->ds_version) continue;
-        if (!*f->ds_version) TRY(ds_warn(rep, "%s: empty ds_version: DeepSpeed's load refuses it", f->name));
-        else if (f->kind == DS_ZERO1 && version_below(f->ds_version, 0, 3, 17) &&
-                 (k == 0 || ds->lone || f == file0(ds)))
-            TRY(ds_warn(rep, "ds_version %s is below 0.3.17: DeepSpeed's ZeRO-1 load refuses it", f->ds_version));
+        if (!f->read || f->stale || f->is.role != DS_ROLE_OPTIM || f->kind == DS_ZERO3) continue;
+        if (!f->osd_version) TRY(ds_warn(rep, "%s: empty ds_version: DeepSpeed's load refuses it", f->name));
+        else if (f == f0 && f->kind == DS_ZERO1 && version_below(f->osd_version_text, 0, 3, 17))
+            TRY(ds_warn(rep, "ds_version %s is below 0.3.17: DeepSpeed's ZeRO-1 load refuses it", f->osd_version_text));
     }
     return 0;
 }
