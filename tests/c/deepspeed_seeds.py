@@ -759,6 +759,21 @@ case('c10-partition-count', d, ok=False, kind='ZeRO-2', W=2,
      error=err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt has partition_count 3, '
                    'zero_pp_rank_0_mp_rank_00_optim_states.pt has 2'))
 
+# a partition_count past any world size (memory is not sized by it)
+d = folder('c10-huge-partition-count')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 0), lambda o: o['optimizer_state_dict'].update(partition_count=[5000000]))
+case('c10-huge-partition-count', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(73, 'zero_pp_rank_0_mp_rank_00_optim_states.pt: optimizer_state_dict.partition_count is a list, '
+                   'expected a world size of at most 1048576'))
+
+d = folder('c12-moe-world-sizes')
+write_zero12(d, two_groups(), 2)
+rewrite(optim(d, 0), lambda o: o['optimizer_state_dict'].update(partition_count=[2, 4]))
+case('c12-moe-world-sizes', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(75, 'parameter groups partitioned over different world sizes ([2, 4]): expert (MoE) groups are not '
+                   'supported'))
+
 # 24: a name in two groups (group 1 is then longer than its partitions)
 d = folder('c24-twice')
 write_zero12(d, two_groups(), 2)

@@ -17,7 +17,7 @@
 #define DS_PREFIX "DeepSpeed"
 #define DS_NONE SIZE_MAX
 /* the largest data-parallel world size read (a partition_count past it is refused) */
-#define DS_MAX_WORLD ((int64_t)1 << 24)
+#define DS_MAX_WORLD ((int64_t)1 << 20)
 /* missing ranks listed at most (the first is the verdict) */
 #define DS_MAX_LISTED 64
 

@@ -140,7 +140,7 @@ static int read_partition_count(ckpt_ds *ds, ckpt_report *rep, ds_file *f, size_
     }
     f->W = f->partitions[0];
     if (f->W > DS_MAX_WORLD)
-        return wrong_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "a world size of at most 16777216");
+        return wrong_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "a world size of at most 1048576");
     for (size_t j = 1; j < n; j++)
         if (f->partitions[j] != f->W) {
             strbuf sb = {0};
@@ -290,7 +290,11 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     TRY(rc);
     size_t pc = required(ds, rep, f, osd, "optimizer_state_dict", "partition_count", &bad, &rc);
     TRY(rc);
-    if (pc != CKPT_PNIL) TRY(read_partition_count(ds, rep, f, pc));
+    if (pc != CKPT_PNIL) {
+        size_t before = ds->failures_len;
+        TRY(read_partition_count(ds, rep, f, pc));
+        if (ds->failures_len != before) bad = true; /* no world size: the file is read no further */
+    }
     if (bad || base == CKPT_PNIL || flats == CKPT_PNIL) return 0;
     char in[96];
     snprintf(in, sizeof in, "optimizer_state_dict.%s", base_key);

@@ -91,13 +91,18 @@ static int walk(ckpt_ds *ds, ckpt_report *rep)
             gr->per_rank = (gr->numel + gr->padding) / W;
         }
     }
-    /* fragments (11.3), in rank order */
-    for (size_t k = 0; k < ds->params_len; k++) {
+    /* fragments (11.3), in rank order: when every rank's partition is there (W is then at most
+     * the files read, which bounds them) */
+    bool all = ds->optim != NULL;
+    for (uint64_t r = 0; all && r < W; r++) all = ds->optim[r] != DS_NONE;
+    for (size_t k = 0; all && k < ds->params_len; k++) {
         ds_param *p = &ds->params[k];
         p->frags = ds->frags_len;
         if (!zero3(ds)) {
             uint64_t P = ds->groups[p->flat].per_rank;
-            for (uint64_t r = 0; P && r < W; r++) {
+            /* the ranks it overlaps: from o / P to (o + n - 1) / P */
+            uint64_t r0 = P ? p->offset / P : W, r1 = P && p->count ? (p->offset + p->count - 1) / P + 1 : 0;
+            for (uint64_t r = r0; r < r1 && r < W; r++) {
                 uint64_t lo = p->offset > r * P ? p->offset : r * P;
                 uint64_t hi = p->offset + p->count < (r + 1) * P ? p->offset + p->count : (r + 1) * P;
                 if (lo < hi) TRY(push_frag(ds, (ds_frag){DS_NONE, r, lo - r * P, hi - lo}, &rep->error));
