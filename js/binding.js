@@ -664,6 +664,22 @@ export class Binding {
     }
   }
 
+  // ---- DeepSpeed folders (src/families/deepspeed/names.c) --------------------------
+
+  /** char *ckpt_deepspeed_folder_json(listing, len, err): what a folder is to DeepSpeed, from
+   *  its listing (a JSON text): null, {family, read, readLimit} or {family, read: [], tag,
+   *  members, size, header}; null with err set for a listing that is not one. */
+  deepspeedFolder(listing, err) {
+    const core = this.#core;
+    const bytes = new TextEncoder().encode(listing);
+    const text = core.copyIn(bytes);
+    try {
+      return this.#json(this.#ex.ckpt_deepspeed_folder_json(text, bytes.byteLength, err));
+    } finally {
+      core.free(text);
+    }
+  }
+
   /** char *w_training_args(source, size, err) / w_trainer_state: the file read as JSON, or null
    *  with err set. */
   trainingArgs(srcId, size, err) { return this.#json(this.#ex.w_training_args(srcId, size, err)); }

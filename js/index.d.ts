@@ -19,6 +19,8 @@ export interface CustomSource {
   read(offset: number, dest: Uint8Array): number;
   close?(): void;
 }
+/** What a checkpoint is read from. In Node a string or file: URL may name a folder the core reads
+ *  as one checkpoint (a DeepSpeed save_dir, tag folder or Trainer checkpoint-N: docs/deepspeed.md). */
 export type Source = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | string | URL | number | CustomSource | Checkpoint;
 
 /** An exact integer as a number; a RangeError when it is past 2^53 - 1 (use toBigInt). */
@@ -241,6 +243,8 @@ export interface InvalidReport extends ReportCommon {
   entries?: Entry[];
   tensorCount?: U64 | null;
   tensors?: Tensor[];
+  /** a DeepSpeed checkpoint's members, every failure among them (docs/deepspeed.md) */
+  deepspeed?: DeepSpeedMembers | null;
   error: ReportError;
 }
 
@@ -331,7 +335,62 @@ export interface TorchReport extends ReportCommon {
   error: null;
 }
 
-export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | InvalidReport;
+/** A DeepSpeed ZeRO checkpoint's own members (docs/deepspeed.md): its kind and files, its
+ *  groups, each trainable owner's fragments, every failure of the checks (format.md 11.5). */
+export interface DeepSpeedMembers {
+  kind: 'ZeRO-1' | 'ZeRO-2' | 'ZeRO-3' | 'BF16_Optimizer' | null;
+  stage: 1 | 2 | 3 | null;
+  /** ds_config's zero_optimization.stage, when it says */
+  configStage: number | null;
+  worldSize: number | null;
+  bf16: boolean;
+  /** the module's dtype (bfloat16 in a bf16 run); moments and masters are the report's dtype */
+  dtype: string | null;
+  dsVersion: string | null;
+  /** one file opened alone: its rank, and what it is (`note`) */
+  lone: boolean;
+  rank: number | null;
+  note: string | null;
+  root: string | null;
+  tag: string | null;
+  dir: string | null;
+  /** ds_config.optimizer's kind (Adam is AdamW unless adam_w_mode is false); null: not said */
+  optimizerKind: 'adam' | 'adamw' | null;
+  /** the schema's slots' names */
+  slots: string[];
+  files: { name: string; rank: number | null; role: 'model' | 'optimizer' | 'refused' | 'other'; size: U64 | null; stale: boolean; dsVersion: string | null }[];
+  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; amsgrad: boolean | null; params: string[] | null; paddings: (number | null)[]; flatSize: U64 | null; step: number | null; lengths?: Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'fp32', U64 | null> }[];
+  subGroups?: { group: number; params: number; partition: U64; step: number | null }[];
+  globalSteps: U64 | null;
+  skippedSteps: U64 | null;
+  entries: {
+    slot: number | null; name: string; group: number; subGroup?: number; shape: U64[]; count: U64; offset: U64; step: number | null;
+    fragments: { rank: number; start: U64; count: U64; file: string | null }[];
+    keys: ('exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'fp32')[];
+    m?: Stats | null; v?: Stats | null; vmax?: Stats | null; master?: Stats | null;
+  }[];
+  failures: ReportError[];
+}
+
+/** A valid DeepSpeed checkpoint's report (a folder, or one of its files alone): an optimizer's (the
+ *  schema of format.md 11.4, an entry per trainable owner) or, for model states alone, a
+ *  model-state file's, with `deepspeed`. */
+export interface DeepSpeedReport extends ReportCommon {
+  ok: true;
+  family: 'DeepSpeed';
+  name: 'DeepSpeed ZeRO checkpoint';
+  kind: 'optimizer' | 'state';
+  version: null;
+  dtype: Dtype | null;
+  schema: SchemaReport | null;
+  slotCount: number | null;
+  entries?: Entry[];
+  tensors?: Tensor[];
+  deepspeed: DeepSpeedMembers | null;
+  error: null;
+}
+
+export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */

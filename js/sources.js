@@ -4,7 +4,8 @@
 //   Uint8Array / ArrayBuffer / DataView: copy the range (never the whole buffer).
 //   Blob / File in a worker: FileReaderSync on blob.slice(...), a page at least, pages kept.
 //   Blob on a page's main thread (no FileReaderSync there): read once into memory.
-//   string path, file: URL or file descriptor (Node): positional fs.readSync.
+//   string path, file: URL or file descriptor (Node): positional fs.readSync; a folder the core
+//     reads as one checkpoint (DeepSpeed's) laid out as one source (js/folder-source.js).
 //   http(s) URL: range requests (js/http-source.js), streamed by the read feed (js/feed.js) in a
 //     cross-origin-isolated page.
 //   {size, read(offset, dest)}: a caller's own source (storage ckptscope does not know).
@@ -91,6 +92,12 @@ export async function openSource(source) {
     return HttpSource.open(source, { feed: await Feed.start() });
   }
   if (isNode && (typeof source === 'string' || typeof source === 'number' || source instanceof URL)) {
+    // a folder the core reads as one checkpoint (a DeepSpeed save_dir: js/folder-source.js)
+    if (typeof source !== 'number') {
+      const { openFolder } = await import('./folder-source.js');
+      const folder = await openFolder(source);
+      if (folder) return folder;
+    }
     const { FileSource } = await import('./node-io.js');
     return FileSource.open(source);
   }

@@ -98,10 +98,21 @@ typedef enum ckpt_code {
     CKPT_E_TORCH_MALFORMED = 65,      /* P: malformed checkpoint at byte o of member: the reason */
     CKPT_E_TRAINER_FILE = 66,         /* a Trainer folder's file does not hold what the Trainer writes */
     /* a PyTorch optimizer and its model (format.md 10.4) */
-    CKPT_E_TORCH_UNPLACED = 67,  /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
-    CKPT_E_TORCH_COUNT = 68,     /* P: the optimizer has n parameters with state, the model m parameters */
-    CKPT_E_TORCH_NAMED = 69,     /* P: optimizer index i is {name} in param_names, which the model does not have */
-    CKPT_E_TORCH_NO_PAIR = 70,   /* P: the files hold no optimizer, no model, or moments not laid out as one */
+    CKPT_E_TORCH_UNPLACED = 67, /* P: optimizer index i holds exp_avg #[..], but no parameter of that shape lies ... */
+    CKPT_E_TORCH_COUNT = 68,    /* P: the optimizer has n parameters with state, the model m parameters */
+    CKPT_E_TORCH_NAMED = 69,    /* P: optimizer index i is {name} in param_names, which the model does not have */
+    CKPT_E_TORCH_NO_PAIR = 70,  /* P: the files hold no optimizer, no model, or moments not laid out as one */
+    /* a folder read as one source (src/containers/bundle.h) */
+    CKPT_E_FOLDER_BUNDLE = 71, /* folder: malformed folder listing at byte n: the reason */
+    /* DeepSpeed ZeRO checkpoints (format.md 11.5) */
+    CKPT_E_DS_FOLDER = 72, /* DS: the folder and its files: latest, bf16_ and plain files, a missing file or rank */
+    CKPT_E_DS_KEY = 73,    /* DS: {file}: no {key}, or {key} is {found}, expected {type} */
+    CKPT_E_DS_SAVES = 74,  /* DS: files of different saves, kinds, partition counts, groups */
+    CKPT_E_DS_UNSUPPORTED = 75, /* DS: pipeline-parallel, expert (MoE) and tensor-parallel checkpoints */
+    CKPT_E_DS_LAYOUT = 76,      /* DS: a flat tensor's length or padding is not the layout's */
+    CKPT_E_DS_STEP = 77,        /* DS: a group's step differs across ranks */
+    CKPT_E_DS_NAMES = 78,       /* DS: param_shapes, the module, shapes and shared_params disagree */
+    /* a PyTorch optimizer and its model, continued (format.md 10.4) */
     CKPT_E_TORCH_UNTRAINED = 79, /* P: {names} hold no optimizer state: pairs only if the training code trains none */
     CKPT_E_TORCH_MODELS_DIFFER = 80 /* P: the optimizer's own (training-time) model and the model given differ */
 } ckpt_code;
@@ -197,7 +208,8 @@ typedef enum ckpt_family_id {
     CKPT_FAMILY_TLSF32B = 2,     /* model state: parameters and persistent buffers, float32 */
     CKPT_FAMILY_TLPF32B = 3,     /* older model state: parameters, float32 */
     CKPT_FAMILY_SAFETENSORS = 4, /* model state: a safetensors file (format.md 10.1) */
-    CKPT_FAMILY_PYTORCH = 5      /* optimizer state: a torch.save file, zip or legacy (format.md 10) */
+    CKPT_FAMILY_PYTORCH = 5,     /* optimizer state: a torch.save file, zip or legacy (format.md 10) */
+    CKPT_FAMILY_DEEPSPEED = 6    /* a DeepSpeed ZeRO checkpoint: a tag folder, or one of its files (format.md 11) */
 } ckpt_family_id;
 
 /* What a family's files hold: optimizer state (moments per parameter), model state (tensors), or
@@ -1033,6 +1045,27 @@ char *ckpt_model_index_shards_json(const void *text, size_t len, const char *nam
 /* An output folder's checkpoint-{N} entries among names, by N (numeric; equal N by name), as
  * JSON [{"name","step"}]; other names are left out. NULL when out of memory. */
 char *ckpt_trainer_checkpoints_json(const char *const *names, size_t n);
+
+/* ---- A folder as one source; DeepSpeed ZeRO checkpoints (format.md 11) ------------------ */
+
+/* A folder read as one source (src/containers/bundle.h, docs/deepspeed.md): the header naming its
+ * entries names[0..n) (relative to the folder: "latest", "global_step2/", "global_step2/x.pt"),
+ * their sizes (CKPT_NONE for a folder) and which are included; `root` is the folder's name as the
+ * user gave it, `family` the family it is for. Writes the header's bytes into *out (free them with
+ * ckpt_buffer_free) and, when offsets is not NULL, offsets[k]: where entry k's bytes go in the
+ * source (CKPT_NONE for an entry not included); the caller lays the files' bytes out there. */
+int ckpt_bundle_header(const char *family, const char *root, const char *const *names, const uint64_t *sizes,
+                       const uint8_t *include, size_t n, ckpt_buffer *out, uint64_t *offsets, ckpt_error *err);
+
+/* What a folder is to DeepSpeed (format.md 11.1), from its listing as JSON text: {"root": the
+ * folder's name, "entries": [{"name": relative path, "size": bytes, or null for a folder}] (its
+ * files and its subfolders' files), "texts": {"latest": its text, "latest_universal": ...}}. The
+ * answer: {"family": null, "read": []} (no DeepSpeed checkpoint), {"family", "read": [names], "readLimit"} (read those
+ * files' texts, at most readLimit bytes each, and ask again with them), or {"family", "read": [],
+ * "tag", "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: the source to open
+ * is the header at 0 and each member's bytes at its offset (ckpt_bundle_header's layout). NULL
+ * with err set (CKPT_E_INVALID_ARGUMENT: not such a listing; CKPT_E_NO_MEMORY). */
+char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *err);
 
 #ifdef __cplusplus
 }

@@ -18,3 +18,5 @@ for s in 3 4 8; do
   ckptscope write run-step-$s.json run/step-$s.ckpt >/dev/null
   ckptscope write run-step-$s-state.json run/step-$s.tlsf >/dev/null
 done
+# a DeepSpeed ZeRO-2 save_dir of two ranks, written by DeepSpeed v0.14.4 (docs/deepspeed.md)
+rm -rf deepspeed && cp -r "$here/deepspeed" deepspeed

@@ -4,6 +4,7 @@
 // whether they pair.
 
 import { check, pair, readerNames } from '../api.js';
+import { open } from '../checkpoint.js';
 import { CheckpointError, LayoutError } from '../errors.js';
 import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
@@ -17,6 +18,7 @@ export async function cmdCheck(argv) {
   refuseIdle('check', seen, '--frozen', seen['--expect'] === undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
   const kind = await folderArgs(positional, seen, 'check');
   const frozen = frozenArg(seen, 'check');
+  if (kind.deepspeed) return checkDeepSpeed(positional[0]);
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
   if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind, frozen, true);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
@@ -60,6 +62,27 @@ export async function cmdCheck(argv) {
   for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
   say(process.stdout, loadLine(displayName(file), expect, true));
   return 0;
+}
+
+/** check DIR for a DeepSpeed checkpoint: the checks of format.md 11.5, every failure listed (the
+ *  first is the verdict), the warnings on stderr; exit status 1 on an error. */
+async function checkDeepSpeed(dir) {
+  const ck = await reading(dir, 'checkpoint', () => open(dir));
+  try {
+    const r = ck.report;
+    for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
+    const what = r.deepspeed?.kind ? `a DeepSpeed ${r.deepspeed.kind} checkpoint` : 'a DeepSpeed checkpoint';
+    if (r.ok) {
+      say(process.stdout, `${displayName(dir)}: ${what} that passes every check`);
+      return 0;
+    }
+    const failures = r.deepspeed?.failures?.length ? r.deepspeed.failures : [r.error];
+    say(process.stdout, `${displayName(dir)}: ${what} that fails ${failures.length === 1 ? 'a check' : `${failures.length} checks`}`, ...failures.map((f) => f.message));
+    if (!sameDestination()) say(process.stderr, r.error.message);
+    return 1;
+  } finally {
+    ck.close();
+  }
 }
 
 /**

@@ -13,6 +13,7 @@ import { say } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, readNamesFile, fileStamp, stillWriting, isFresh } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
 import { trainerFolder } from '../trainer-folder.js';
+import { deepspeedPlan } from '../folder-source.js';
 import { UsageError, kindArg } from './args.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
@@ -67,6 +68,13 @@ export async function folderArgs(positional, seen, command, at = 0) {
   const kind = kindArg(seen, command);
   const file = positional[at];
   if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  // a DeepSpeed checkpoint (a save_dir, a tag folder, a Trainer checkpoint-N saved with
+  // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
+  if (await isDeepSpeedFolder(file)) {
+    if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ckptscope inspect and ckptscope check do`);
+    if (seen['--state'] !== undefined || seen['--expect'] !== undefined) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected and checked alone`, command);
+    return { kind, fallback: null, deepspeed: true };
+  }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
   const f = await folderFiles(file, { kind }).catch((err) => {
     throw err instanceof FolderError ? new Failure(err.message) : err;
@@ -92,6 +100,14 @@ export async function trainedModelOf(opt, state) {
   const f = await trainerFolder(dir).catch(() => null);
   if (!f?.optimizer || !f.model || f.modelShards || !sameFile(f.optimizer, opt) || sameFile(f.model, state)) return {};
   return { trainedModel: f.model, trainedLabel: `${path.basename(path.resolve(dir))}'s model`, modelLabel: state };
+}
+
+/** The commands that read a DeepSpeed checkpoint folder. */
+const DEEPSPEED_COMMANDS = new Set(['inspect', 'check']);
+
+/** Is FILE a folder the core reads as a DeepSpeed checkpoint? */
+export async function isDeepSpeedFolder(file) {
+  return isFolder(file) && (await deepspeedPlan(file)) !== null;
 }
 
 /** Does folderArgs's answer give the optimizer a kind? */

@@ -1,5 +1,6 @@
 import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
+import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
 
 // What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
 // a report (either family), an error with everything the core reported beside its reference
@@ -179,7 +180,7 @@ function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
   // a container (safetensors, torch.save) has no version of its own
-  const version = 'container' in report ? '' : ` version ${report.version ?? '?'}`;
+  const version = 'container' in report || report.deepspeed ? '' : ` version ${report.version ?? '?'}`;
   return `${name}: ${report.name} (${report.family})${version}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
@@ -342,13 +343,21 @@ export function weightsOnlyLines(by) {
 /** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */
 export function summaryLines(report, name, names = null, { width = COLUMNS } = {}) {
   const out = [head(report, name)];
-  if (report.weightsOnly !== undefined) {
+  if (report.deepspeed) {   // a DeepSpeed checkpoint or one of its files (js/cli/deepspeed-text.js)
+    deepspeedLines(report, out, width);
+    if (report.kind === 'state') stateLines(report, names, out, width);
+    else if (!report.deepspeed.lone) {
+      optimizerLines(report, names ?? report.deepspeed.slots, out, width);
+      fragmentLines(report, out, width);
+    }
+  } else if (report.weightsOnly !== undefined) {
     torchLines(report, out, width);
     if (report.pairing?.paired) optimizerLines(report, names ?? report.pairing.slots, out, width);
     else if (!report.optimizer && report.tensors.length) stateLines(report, names, out, width);
   } else if (report.kind === 'state') stateLines(report, names, out, width);
   else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
+  out.push(...failureLines(report));
   out.push('');
   if (report.ok) out.push('verdict: valid');
   else {

@@ -77,6 +77,8 @@ static void role_magics(strbuf *sb, unsigned role)
 
 int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
 {
+    if (rep->family && rep->family->impl->unread)
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "%s", rep->family->impl->unread);
     if (!rep->family || !rep->family->impl->bind || rep->slots_bound) return 0;
     return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
                      "a %s has no slots of its own: they come from the model it belongs to; give the model "

@@ -107,6 +107,10 @@ struct ckpt_family_impl {
      * model: its slots (format.md 10.4) in order as indices of its report's tensors, and each
      * slot's tie (the earlier slot of its storage, CKPT_NONE). NULL: its tensors are its slots */
     int (*model_slots)(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err);
+    /* why pairing, health, runs, diff, export and conversion do not read this family's files (a
+     * DeepSpeed parameter's state lies in fragments across files, which items do not hold):
+     * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */
+    const char *unread;
     /* words for a file of this family met where another was expected (head: its first n bytes),
      * NULL when the head is not one of its own; NULL: none beyond hint_not (hints.c) */
     const char *(*hint)(const uint8_t *head, size_t n);

@@ -1,0 +1,335 @@
+/* DeepSpeed's names (format.md 11.1): what a file of a tag folder is by its name (engine.py
+ * _get_ckpt_name, _get_rank_zero_ckpt_name, _get_zero_ckpt_prefix; the loader's older
+ * "...optim_states.pt" without its underscore), and which tag folder of a folder is read:
+ * a tag folder itself, or a save_dir's `latest` (read with Python's strip(), as DeepSpeed reads
+ * it), else its tag folder with the largest number. The JS package lists a folder and asks
+ * ckpt_deepspeed_folder_json which files to lay out as one source (containers/bundle.h). */
+#include "families/deepspeed/deepspeed.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+/* digits at s[*i..n): their value (saturating), false when there are none */
+static bool digits(const char *s, size_t n, size_t *i, uint64_t *v)
+{
+    size_t k = *i;
+    uint64_t x = 0;
+    while (k < n && s[k] >= '0' && s[k] <= '9') {
+        x = x > (UINT64_MAX - 9) / 10 ? UINT64_MAX : x * 10 + (uint64_t)(s[k] - '0');
+        k++;
+    }
+    if (k == *i) return false;
+    *i = k;
+    *v = x;
+    return true;
+}
+
+static bool lit(const char *s, size_t n, size_t *i, const char *w)
+{
+    size_t l = strlen(w);
+    if (n - *i < l || memcmp(s + *i, w, l)) return false;
+    *i += l;
+    return true;
+}
+
+static bool contains(const char *s, size_t n, const char *w)
+{
+    size_t l = strlen(w);
+    for (size_t k = 0; k + l <= n; k++)
+        if (!memcmp(s + k, w, l)) return true;
+    return false;
+}
+
+ds_name ds_name_of(const char *s, size_t n)
+{
+    ds_name out = {DS_ROLE_NONE, CKPT_NONE, DS_PLAIN};
+    size_t i = 0;
+    uint64_t mp, r;
+    if (n >= 6 && !memcmp(s, "layer_", 6)) out.role = DS_ROLE_REFUSED;
+    if (n >= 10 && !memcmp(s, "expp_rank_", 10)) out.role = DS_ROLE_REFUSED;
+    if (contains(s, n, "expert_")) out.role = DS_ROLE_REFUSED;
+    if (out.role) return out;
+    /* mp_rank_{mp:02d}_model_states.pt */
+    if (lit(s, n, &i, "mp_rank_")) {
+        size_t d = i;
+        if (digits(s, n, &i, &mp) && i - d >= 2 && lit(s, n, &i, "_model_states.pt") && i == n)
+            out.role = mp ? DS_ROLE_REFUSED : DS_ROLE_MODEL;
+        return out;
+    }
+    i = 0;
+    if (lit(s, n, &i, "bf16_")) out.prefix = DS_BF16;
+    else if (lit(s, n, &i, "fp16_")) out.prefix = DS_FP16;
+    if (!lit(s, n, &i, "zero_pp_rank_") || !digits(s, n, &i, &r) || !lit(s, n, &i, "_mp_rank_")) return out;
+    size_t d = i;
+    if (!digits(s, n, &i, &mp) || i - d < 2) return out;
+    bool model = false;
+    if (lit(s, n, &i, "_model_states.pt")) model = true;
+    else if (!lit(s, n, &i, "_optim_states.pt") && !lit(s, n, &i, "optim_states.pt")) return out;
+    if (i != n || (model && out.prefix != DS_PLAIN)) return out;
+    out.role = mp ? DS_ROLE_REFUSED : model ? DS_ROLE_ZMODEL : DS_ROLE_OPTIM;
+    out.rank = r;
+    return out;
+}
+
+uint64_t ds_rank_in(const char *name)
+{
+    const char *z = strstr(name, "zero_pp_rank_");
+    if (!z) return CKPT_NONE;
+    size_t i = 13, n = strlen(z);
+    uint64_t r;
+    return digits(z, n, &i, &r) && i < n && z[i] == '_' ? r : CKPT_NONE;
+}
+
+/* ---- the folder ---- */
+
+static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+/* Python's str.strip() of the text (ASCII whitespace: a tag is a folder's name) */
+static char *stripped(const char *s, size_t n)
+{
+    while (n && is_space(*s)) s++, n--;
+    while (n && is_space(s[n - 1])) n--;
+    char *t = malloc(n + 1);
+    if (!t) return NULL;
+    memcpy(t, s, n);
+    t[n] = 0;
+    return t;
+}
+
+/* The entry "{folder}/" of the listing, or SIZE_MAX. */
+static size_t find(const ds_listing *l, const char *name, size_t len)
+{
+    for (size_t k = 0; k < l->n; k++)
+        if (strlen(l->names[k]) == len && !memcmp(l->names[k], name, len)) return k;
+    return SIZE_MAX;
+}
+
+/* The DeepSpeed files of folder `tag` ("" for the folder itself), in listing order. */
+static int tag_files(const ds_listing *l, const char *tag, ds_plan *p, ckpt_error *err)
+{
+    size_t tl = strlen(tag);
+    free(p->files);
+    p->files = NULL;
+    p->files_len = 0;
+    for (size_t k = 0; k < l->n; k++) {
+        const char *nm = l->names[k];
+        size_t len = strlen(nm);
+        if (l->sizes[k] == CKPT_NONE || len <= tl + (tl > 0)) continue;
+        if (tl && (memcmp(nm, tag, tl) || nm[tl] != '/')) continue;
+        const char *base = nm + tl + (tl > 0);
+        if (strchr(base, '/')) continue;
+        if (ds_name_of(base, strlen(base)).role == DS_ROLE_NONE) continue;
+        size_t *q = realloc(p->files, (p->files_len + 1) * sizeof *q);
+        if (!q) return ckpt_fail_oom(err);
+        p->files = q;
+        p->files[p->files_len++] = k;
+    }
+    return 0;
+}
+
+/* The last run of digits of a name, as section 9 orders files (global_step300 -> 300). */
+static bool number_of(const char *s, size_t n, uint64_t *v)
+{
+    size_t end = n;
+    while (end && !(s[end - 1] >= '0' && s[end - 1] <= '9')) end--;
+    if (!end) return false;
+    size_t start = end;
+    while (start && s[start - 1] >= '0' && s[start - 1] <= '9') start--;
+    size_t i = start;
+    return digits(s, end, &i, v);
+}
+
+int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
+{
+    memset(p, 0, sizeof *p);
+    /* a tag folder: it holds a file named as in 11.1's table */
+    TRY(tag_files(l, "", p, err));
+    if (p->files_len) {
+        p->kind = DS_FOLDER_TAG;
+        return 0;
+    }
+    size_t lt = find(l, "latest", 6), lu = find(l, "latest_universal", 16);
+    p->has_latest = lt != SIZE_MAX && l->sizes[lt] != CKPT_NONE;
+    p->has_universal = lu != SIZE_MAX && l->sizes[lu] != CKPT_NONE;
+    if (p->has_latest || p->has_universal) {
+        p->kind = DS_FOLDER_SAVE_DIR;
+        const char *text = p->has_latest ? l->latest : l->latest_universal;
+        size_t len = p->has_latest ? l->latest_len : l->latest_universal_len;
+        p->universal = !p->has_latest;
+        if (!text) {
+            p->need_latest = p->has_latest;
+            p->need_universal = !p->has_latest;
+            return 0;
+        }
+        if (!(p->tag = stripped(text, len))) return ckpt_fail_oom(err);
+        size_t tl = strlen(p->tag);
+        char *folder = malloc(tl + 2);
+        if (!folder) return ckpt_fail_oom(err);
+        memcpy(folder, p->tag, tl);
+        folder[tl] = '/';
+        folder[tl + 1] = 0;
+        bool plain = tl && !strchr(p->tag, '/') && strcmp(p->tag, ".") && strcmp(p->tag, "..");
+        p->missing = !plain || find(l, folder, tl + 1) == SIZE_MAX;
+        free(folder);
+        return p->missing ? 0 : tag_files(l, p->tag, p, err);
+    }
+    /* no latest: the tag folder with the largest number (11.5.2) */
+    size_t best = SIZE_MAX;
+    uint64_t best_n = 0;
+    ds_plan q = {0};
+    for (size_t k = 0; k < l->n; k++) {
+        const char *nm = l->names[k];
+        size_t len = strlen(nm);
+        if (l->sizes[k] != CKPT_NONE || len < 2 || nm[len - 1] != '/' || memchr(nm, '/', len - 1)) continue;
+        char *tag = stripped(nm, len - 1);
+        if (!tag) return ckpt_fail_oom(err);
+        int rc = tag_files(l, tag, &q, err);
+        free(tag);
+        if (rc) {
+            ds_plan_free(&q);
+            return rc;
+        }
+        if (!q.files_len) continue;
+        uint64_t v = 0;
+        bool has = number_of(nm, len - 1, &v);
+        if (best == SIZE_MAX || (has && v >= best_n)) {
+            best = k;
+            best_n = has ? v : 0;
+        }
+    }
+    ds_plan_free(&q);
+    if (best == SIZE_MAX) return 0;
+    p->kind = DS_FOLDER_SAVE_DIR;
+    p->guessed = true;
+    if (!(p->tag = stripped(l->names[best], strlen(l->names[best]) - 1))) return ckpt_fail_oom(err);
+    return tag_files(l, p->tag, p, err);
+}
+
+void ds_plan_free(ds_plan *p)
+{
+    free(p->tag);
+    free(p->files);
+    memset(p, 0, sizeof *p);
+}
+
+/* ---- the JS package's question (ckptscope.h) ---- */
+
+static const char *jstr(const ckpt_jdoc *d, const ckpt_jv *v)
+{
+    if (!v || v->kind != CKPT_JV_STRING) return NULL;
+    const char *s = ckpt_jv_str(d, v);
+    return strlen(s) == v->len ? s : NULL; /* a NUL byte in a name: refused */
+}
+
+char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *err)
+{
+    ckpt_jdoc doc = {0};
+    size_t at;
+    const char *why;
+    char *out = NULL;
+    const char **names = NULL;
+    uint64_t *sizes = NULL, *offsets = NULL;
+    uint8_t *include = NULL;
+    ds_plan plan = {0};
+    strbuf sb = {0};
+    ckpt_buffer header = {0};
+    int rc = ckpt_json_parse(listing, len, 8, &doc, &at, &why);
+    if (rc == -2) {
+        ckpt_fail_oom(err);
+        goto done;
+    }
+    const ckpt_jv *root = rc ? NULL : &doc.v[0];
+    const ckpt_jv *name = root && root->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, root, "root") : NULL;
+    const ckpt_jv *entries = name ? ckpt_jv_get(&doc, root, "entries") : NULL;
+    const ckpt_jv *texts = name ? ckpt_jv_get(&doc, root, "texts") : NULL;
+    if (!jstr(&doc, name) || !entries || entries->kind != CKPT_JV_ARRAY ||
+        (texts && texts->kind != CKPT_JV_OBJECT && texts->kind != CKPT_JV_NULL)) {
+        ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                  "a folder's listing is {\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}");
+        goto done;
+    }
+    size_t n = entries->len;
+    names = calloc(n ? n : 1, sizeof *names);
+    sizes = calloc(n ? n : 1, sizeof *sizes);
+    include = calloc(n ? n : 1, 1);
+    offsets = calloc(n ? n : 1, sizeof *offsets);
+    if (!names || !sizes || !include || !offsets) {
+        ckpt_fail_oom(err);
+        goto done;
+    }
+    size_t k = 0;
+    for (const ckpt_jv *e = ckpt_jv_first(&doc, entries); e; e = ckpt_jv_next(&doc, e), k++) {
+        const ckpt_jv *sz = e->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, e, "size") : NULL;
+        names[k] = e->kind == CKPT_JV_OBJECT ? jstr(&doc, ckpt_jv_get(&doc, e, "name")) : NULL;
+        sizes[k] = CKPT_NONE;
+        bool size_ok = !sz || sz->kind == CKPT_JV_NULL || (sz->kind == CKPT_JV_NUMBER && sz->is_u64);
+        if (sz && sz->kind == CKPT_JV_NUMBER && sz->is_u64) sizes[k] = sz->u;
+        if (!names[k] || !*names[k] || names[k][0] == '/' || !size_ok) {
+            ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                      "entry %zu of a folder's listing is not {\"name\": a relative path, \"size\": bytes or null}", k);
+            goto done;
+        }
+    }
+    const ckpt_jv *lt = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, texts, "latest") : NULL;
+    const ckpt_jv *lu = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, texts, "latest_universal") : NULL;
+    lt = lt && lt->kind == CKPT_JV_STRING ? lt : NULL;
+    lu = lu && lu->kind == CKPT_JV_STRING ? lu : NULL;
+    ds_listing l = {names,
+                    sizes,
+                    n,
+                    lt ? ckpt_jv_str(&doc, lt) : NULL,
+                    lu ? ckpt_jv_str(&doc, lu) : NULL,
+                    lt ? lt->len : 0,
+                    lu ? lu->len : 0};
+    if (ds_plan_make(&l, &plan, err)) goto done;
+    if (plan.kind == DS_FOLDER_NONE) {
+        sb_puts(&sb, "{\"family\":null,\"read\":[]}");
+        goto take;
+    }
+    sb_printf(&sb, "{\"family\":\"%s\",\"read\":[", DS_PREFIX);
+    if (plan.need_latest || plan.need_universal) {
+        j_string(&sb, plan.need_latest ? "latest" : "latest_universal");
+        sb_printf(&sb, "],\"readLimit\":%d}", DS_LATEST_MAX);
+        goto take;
+    }
+    sb_puts(&sb, "],\"tag\":");
+    if (plan.tag) j_string(&sb, plan.tag);
+    else sb_puts(&sb, "null");
+    /* the members: latest and latest_universal, the tag folder's DeepSpeed files */
+    for (size_t j = 0; j < n; j++)
+        include[j] = sizes[j] != CKPT_NONE && (!strcmp(names[j], "latest") || !strcmp(names[j], "latest_universal"));
+    for (size_t j = 0; j < plan.files_len; j++) include[plan.files[j]] = 1;
+    if (ckpt_bundle_header(DS_PREFIX, jstr(&doc, name), names, sizes, include, n, &header, offsets, err)) goto done;
+    sb_puts(&sb, ",\"members\":[");
+    bool first = true;
+    uint64_t total = header.len;
+    for (size_t j = 0; j < n; j++) {
+        if (!include[j]) continue;
+        sb_puts(&sb, first ? "{\"name\":" : ",{\"name\":");
+        first = false;
+        j_string(&sb, names[j]);
+        sb_puts(&sb, ",\"offset\":");
+        j_u64(&sb, offsets[j]);
+        sb_puts(&sb, ",\"size\":");
+        j_u64(&sb, sizes[j]);
+        sb_putc(&sb, '}');
+        total = offsets[j] + sizes[j];
+    }
+    sb_puts(&sb, "],\"size\":");
+    j_u64(&sb, total);
+    sb_puts(&sb, ",\"header\":[");
+    for (size_t j = 0; j < header.len; j++) sb_printf(&sb, j ? ",%u" : "%u", header.data[j]);
+    sb_puts(&sb, "]}");
+take:
+    if (!(out = sb_take(&sb))) ckpt_fail_oom(err);
+done:
+    sb_free(&sb);
+    ckpt_buffer_free(&header);
+    ds_plan_free(&plan);
+    free(names);
+    free(sizes);
+    free(include);
+    free(offsets);
+    ckpt_jdoc_free(&doc);
+    return out;
+}

@@ -1,0 +1,888 @@
+"""DeepSpeed ZeRO checkpoints for tests/c/test_deepspeed.c and tests/js/deepspeed.test.mjs.
+
+deepspeed is not imported: a stand-in package on sys.path defines the names DeepSpeed's files
+pickle (LossScaler, fragment_address, ZeroStageEnum), as DeepSpeed defines them, so torch.save
+writes the same GLOBALs. Two kinds of folders are written under OUT:
+
+* the real fixtures (tests/fixtures/deepspeed, written by DeepSpeed v0.14.4), each parameter's
+  exp_avg, exp_avg_sq and fp32 masters reconstructed here by an independent reading of FORMAT.md
+  11.3 (torch.load, torch.cat, slicing), saved as raw little-endian float32;
+* folders written by this file's own ZeRO writer (ZeRO-1/2/3, BF16_Optimizer, bf16 names, any W,
+  several groups, sub-groups, ties, frozen parameters), with the values written; and broken ones,
+  one per check of FORMAT.md 11.5, with the exact texts the core must give.
+
+OUT/manifest.json lists every case: its folder, the report expected (ok, kind, worldSize, error
+code and message, every failure, every warning) and per parameter the files of its values.
+Usage: python3 deepspeed_seeds.py FIXTURES OUT"""
+import collections
+import json
+import math
+import os
+import shutil
+import sys
+import tempfile
+
+import torch
+
+FIXTURES, OUT = sys.argv[1], sys.argv[2]
+shutil.rmtree(OUT, ignore_errors=True)
+os.makedirs(OUT)
+
+# ---- the stand-in package: DeepSpeed's names, as DeepSpeed defines them ----
+pkg = tempfile.mkdtemp()
+files = {
+    'deepspeed/__init__.py': '',
+    'deepspeed/runtime/__init__.py': '',
+    'deepspeed/runtime/fp16/__init__.py': '',
+    'deepspeed/runtime/fp16/loss_scaler.py': '''
+class LossScaler:
+    def __init__(self, scale=1.0):
+        self.cur_scale = scale
+        self.dynamic = False
+''',
+    'deepspeed/utils/__init__.py': '',
+    'deepspeed/utils/tensor_fragment.py': '''
+from dataclasses import dataclass
+@dataclass
+class fragment_address:
+    numel: int
+    start: int
+''',
+    'deepspeed/runtime/zero/__init__.py': '',
+    'deepspeed/runtime/zero/config.py': '''
+from enum import Enum
+class ZeroStageEnum(int, Enum):
+    disabled = 0
+    optimizer_states = 1
+    gradients = 2
+    weights = 3
+''',
+}
+for name, text in files.items():
+    os.makedirs(os.path.dirname(os.path.join(pkg, name)), exist_ok=True)
+    with open(os.path.join(pkg, name), 'w') as f:
+        f.write(text)
+sys.path.insert(0, pkg)
+from deepspeed.runtime.fp16.loss_scaler import LossScaler  # noqa: E402
+from deepspeed.runtime.zero.config import ZeroStageEnum  # noqa: E402
+from deepspeed.utils.tensor_fragment import fragment_address  # noqa: E402
+
+P = 'DeepSpeed: '
+cases = []
+
+
+def raw(path, t):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, 'wb') as f:
+        f.write(t.detach().contiguous().to(torch.float32).numpy().astype('<f4').tobytes())
+
+
+def values_of(case, parts):
+    """parts: {name: {key: tensor, 'step': number}} -> the manifest's values, raw files written"""
+    out = {}
+    for name, kv in parts.items():
+        entry = {'shape': list(kv['fp32'].shape), 'step': kv['step'], 'keys': {}}
+        for key in ('exp_avg', 'exp_avg_sq', 'fp32'):
+            if key in kv:
+                path = os.path.join(OUT, 'values', case, f'{name}.{key}')
+                raw(path, kv[key])
+                entry['keys'][key] = path
+        out[name] = entry
+    return out
+
+
+# ---- the real fixtures, reconstructed independently ----
+
+def recon(tag):
+    fs = sorted(os.listdir(tag))
+    optim = sorted([f for f in fs if f.endswith('optim_states.pt')],
+                   key=lambda f: int(f.split('zero_pp_rank_')[1].split('_')[0]))
+    ms = 'mp_rank_00_model_states.pt' if 'mp_rank_00_model_states.pt' in fs \
+        else 'zero_pp_rank_0_mp_rank_00_model_states.pt'
+    m0 = torch.load(os.path.join(tag, ms))
+    osd = [torch.load(os.path.join(tag, f))['optimizer_state_dict'] for f in optim]
+    W = len(osd)
+    out = {}
+    if 'fp32_flat_groups' in osd[0]:
+        for s, shapes in enumerate(m0['param_shapes']):
+            off = 0
+            for name, shape in shapes.items():
+                n = math.prod(shape)
+                q = -(-n // W)
+                kv = {'step': float(osd[0]['optimizer_state_dict']['state'][s]['step'])}
+                for key in ('exp_avg', 'exp_avg_sq', 'fp32'):
+                    parts = [(osd[r]['fp32_flat_groups'][s] if key == 'fp32'
+                              else osd[r]['optimizer_state_dict']['state'][s][key])[off:off + q] for r in range(W)]
+                    kv[key] = torch.cat(parts)[:n].view(shape)
+                out[name] = kv
+                off += q
+    else:
+        for g, shapes in enumerate(m0['param_shapes']):
+            base = osd[0]['base_optimizer_state']
+            pid = base['param_groups'][g]['params'][0]
+            flat = {}
+            for key in ('exp_avg', 'exp_avg_sq', 'fp32'):
+                flat[key] = torch.cat([o['single_partition_of_fp32_groups'][g] if key == 'fp32'
+                                       else o['base_optimizer_state']['state'][pid][key] for o in osd])
+            off = 0
+            for name, shape in shapes.items():
+                n = math.prod(shape)
+                out[name] = {key: flat[key][off:off + n].view(shape) for key in flat}
+                out[name]['step'] = float(base['state'][pid]['step'])
+                off += n
+    return out, m0, W
+
+
+KINDS = {'zero1': 'ZeRO-1', 'zero2': 'ZeRO-2', 'zero3': 'ZeRO-3'}
+for fx in sorted(os.listdir(FIXTURES)):
+    d = os.path.join(FIXTURES, fx)
+    if not os.path.isdir(d) or 'universal' in fx:
+        continue
+    parts, m0, W = recon(os.path.join(d, 'global_step2'))
+    cases.append({'name': fx, 'dir': d, 'real': True, 'bf16': 'bf16' in fx, 'ok': True,
+                  'kind': KINDS[fx.split('-')[0]], 'worldSize': W, 'error': None, 'failures': [],
+                  'warnings': [], 'values': values_of(fx, parts)})
+cases.append({'name': 'zero2-w3-universal', 'dir': os.path.join(FIXTURES, 'zero2-w3-universal'), 'real': True,
+              'ok': False, 'kind': None, 'worldSize': None, 'warnings': [], 'values': {},
+              'error': {'code': 75, 'message': P + os.path.join(FIXTURES, 'zero2-w3-universal')
+                        + ' holds a universal checkpoint (latest_universal names global_step2): reading one is not '
+                          'supported yet'}})
+cases[-1]['failures'] = [cases[-1]['error']]
+
+
+# ---- the ZeRO writer ----
+
+class Model:
+    """A module's state dict as DeepSpeed sees it: names in module order, which are trainable (and
+    their group), ties (alias -> owner), frozen parameters and buffers."""
+
+    def __init__(self, params, groups, ties=(), frozen=(), buffers=(), seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.order = []           # module order: (name, kind) kind 'param' | 'alias' | 'frozen' | 'buffer'
+        self.shapes = {}
+        self.groups = groups      # lists of trainable owner names, in flat-buffer order
+        self.ties = dict(ties)    # alias -> owner
+        self.master, self.m, self.v = {}, {}, {}
+        for name, shape in params:
+            self.order.append((name, 'param'))
+            self.shapes[name] = torch.Size(shape)
+            self.master[name] = torch.randn(shape, generator=g)
+            self.m[name] = torch.randn(shape, generator=g) * 1e-2
+            self.v[name] = torch.rand(shape, generator=g) * 1e-4
+        for name, shape in frozen:
+            self.order.append((name, 'frozen'))
+            self.shapes[name] = torch.Size(shape)
+            self.master[name] = torch.randn(shape, generator=g)
+        for name, shape in buffers:
+            self.order.append((name, 'buffer'))
+            self.shapes[name] = torch.Size(shape)
+            self.master[name] = torch.ones(shape)
+        for alias, owner in self.ties.items():
+            self.order.append((alias, 'alias'))
+
+    def frozen_names(self):
+        return [n for n, k in self.order if k == 'frozen']
+
+    def buffer_names(self):
+        return [n for n, k in self.order if k == 'buffer']
+
+
+def group_config(lr=0.01, wd=0.01):
+    return {'weight_decay': wd, 'lr': lr, 'betas': (0.9, 0.999), 'eps': 1e-08, 'amsgrad': False, 'foreach': None,
+            'maximize': False, 'capturable': False}
+
+
+def ds_config(stage, bf16, optimizer=None):
+    c = {'train_micro_batch_size_per_gpu': 2, 'gradient_accumulation_steps': 1, 'zero_optimization': {'stage': stage},
+         'bf16': {'enabled': bf16}, 'zero_allow_untested_optimizer': True}
+    if optimizer:
+        c['optimizer'] = optimizer
+    return c
+
+
+def padded(t, n):
+    return torch.cat([t, torch.zeros(n - t.numel())]) if t.numel() < n else t
+
+
+def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
+                 version='0.14.4', config=None, fp16=False, elastic=False):
+    """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
+    fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
+    and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
+    (FusedAdam)."""
+    td = os.path.join(d, tag)
+    os.makedirs(td, exist_ok=True)
+    dt = torch.bfloat16 if bf16 else torch.float16 if fp16 else torch.float32
+    G = len(model.groups)
+    layout = []
+    for names in model.groups:
+        N = sum(model.shapes[n].numel() for n in names)
+        A = 2 * W
+        pad = (A - N % A) % A
+        Pg = (N + pad) // W
+        flats = {key: padded(torch.cat([src[n].flatten() for n in names]) if names else torch.zeros(0), N + pad)
+                 for key, src in (('fp32', model.master), ('exp_avg', model.m), ('exp_avg_sq', model.v))}
+        layout.append((names, N, pad, Pg, flats))
+    # the module: each group's trainable weights views into one flat storage of the module's dtype
+    module = collections.OrderedDict()
+    group_views = {}
+    for names, N, pad, Pg, flats in layout:
+        buf = flats['fp32'].to(dt).clone()
+        off = 0
+        for n in names:
+            k = model.shapes[n].numel()
+            group_views[n] = buf[off:off + k].view(model.shapes[n])
+            off += k
+    frozen_t = {n: model.master[n].to(dt).clone() for n in model.frozen_names()}
+    for name, kind in model.order:
+        if kind == 'param':
+            module[name] = group_views[name]
+        elif kind == 'alias':
+            module[name] = group_views[model.ties[name]]
+        elif kind == 'frozen':
+            module[name] = frozen_t[name]
+        else:
+            module[name] = model.master[name].clone()
+    frozen = stage == 2 and not bf16_optimizer
+    ms = dict(module=module, buffer_names=model.buffer_names(), optimizer=None,
+              param_shapes=[collections.OrderedDict((n, model.shapes[n]) for n in names) for names in model.groups],
+              frozen_param_shapes=collections.OrderedDict((n, model.shapes[n]) for n in model.frozen_names())
+              if frozen else None,
+              shared_params=dict(model.ties),
+              frozen_param_fragments=collections.OrderedDict((n, frozen_t[n]) for n in model.frozen_names())
+              if frozen else None,
+              lr_scheduler=None, data_sampler=None, random_ltd=None, sparse_tensor_module_names=set(),
+              skipped_steps=0, global_steps=int(step), global_samples=8 * int(step), dp_world_size=W, mp_world_size=1,
+              ds_config=config if config is not None else ds_config(0 if bf16_optimizer else stage, bf16),
+              ds_version=version)
+    torch.save(ms, os.path.join(td, 'mp_rank_00_model_states.pt'))
+    for r in range(W):
+        state, groups, fp32, maps = {}, [], [], []
+        for g, (names, N, pad, Pg, flats) in enumerate(layout):
+            state[g] = {'step': torch.tensor(step), 'exp_avg': flats['exp_avg'][r * Pg:(r + 1) * Pg].clone(),
+                        'exp_avg_sq': flats['exp_avg_sq'][r * Pg:(r + 1) * Pg].clone()}
+            groups.append({**group_config(), 'params': [g]})
+            part = flats['fp32'][r * Pg:(r + 1) * Pg].clone()
+            if not bf16_optimizer and r == W - 1:
+                part = part[:Pg - pad]
+            fp32.append(part)
+            mp = collections.OrderedDict()
+            off = 0
+            for n in names:
+                k = model.shapes[n].numel()
+                lo, hi = max(off, r * Pg), min(off + k, (r + 1) * Pg)
+                if lo < hi:
+                    mp[n] = fragment_address(numel=hi - lo, start=lo - r * Pg)
+                off += k
+            maps.append(mp)
+        osd = {}
+        if not bf16_optimizer:
+            osd.update(loss_scaler=LossScaler(), dynamic_loss_scale=False, overflow=False)
+        osd['clip_grad'] = 0.0
+        if elastic:
+            # stage_1_and_2.py _get_base_optimizer_state: each group's state without the padding
+            lean = []
+            for g, (names, N, pad, Pg, flats) in enumerate(layout):
+                cut = pad if r == W - 1 else 0
+                lean.append({k: v[:v.numel() - cut].clone() for k, v in state[g].items() if k != 'step'})
+            osd['base_optimizer_state'] = lean
+            osd['base_optimizer_state_step'] = int(step)
+        else:
+            osd['base_optimizer_state'] = {'state': state, 'param_groups': groups}
+        osd['single_partition_of_fp32_groups'] = fp32
+        if not bf16_optimizer:
+            osd['zero_stage'] = ZeroStageEnum.gradients if stage == 2 else ZeroStageEnum.optimizer_states
+        osd['group_paddings'] = [layout[g][2] if r == W - 1 else 0 for g in range(G)]
+        osd['partition_count'] = [W] * G
+        osd['ds_version'] = version
+        osd['param_slice_mappings'] = maps
+        name = f'{"bf16_" if bf16 else ""}zero_pp_rank_{r}_mp_rank_00_optim_states.pt'
+        torch.save({'optimizer_state_dict': osd, 'ds_config': ms['ds_config'], 'ds_version': version},
+                   os.path.join(td, name))
+    with open(os.path.join(d, 'latest'), 'w') as f:
+        f.write(tag)
+    return {n: {'fp32': model.master[n], 'exp_avg': model.m[n], 'exp_avg_sq': model.v[n], 'step': step}
+            for names in model.groups for n in names}
+
+
+def write_zero3(d, model, W, bf16=False, step=2.0, sub_group_size=10**9, tag='global_step2', version='0.14.4'):
+    """ZeRO-3 (stage3.py _rigid_state_dict, partition_parameters.py)."""
+    td = os.path.join(d, tag)
+    os.makedirs(td, exist_ok=True)
+    dt = torch.bfloat16 if bf16 else torch.float32
+    q = {n: -(-model.shapes[n].numel() // W) for n in model.shapes}
+    subs = []  # (group, [names])
+    for g, names in enumerate(model.groups):
+        cur, total = [], 0
+        for n in names:
+            cur.append(n)
+            total += q[n]
+            if total >= sub_group_size:
+                subs.append((g, cur))
+                cur, total = [], 0
+        if cur or not names:
+            subs.append((g, cur))
+
+    def part(src, n, r):
+        return padded(src[n].flatten(), q[n] * W)[r * q[n]:(r + 1) * q[n]]
+
+    placeholders = {}
+    for name, kind in model.order:
+        if kind in ('param', 'frozen'):
+            placeholders[name] = torch.empty(0, dtype=dt)
+    for r in range(W):
+        module = collections.OrderedDict()
+        for name, kind in model.order:
+            if kind == 'alias':
+                module[name] = placeholders[model.ties[name]]
+            elif kind == 'buffer':
+                module[name] = model.master[name].clone()
+            else:
+                module[name] = placeholders[name]
+        ms = dict(module=module, buffer_names=model.buffer_names(), optimizer=None,
+                  param_shapes=[collections.OrderedDict((n, model.shapes[n]) for n in names) for _, names in subs],
+                  frozen_param_shapes=collections.OrderedDict((n, model.shapes[n]) for n in model.frozen_names()),
+                  shared_params=dict(model.ties) if r == 0 else {},
+                  frozen_param_fragments=collections.OrderedDict(
+                      (n, part(model.master, n, r).to(dt)) for n in model.frozen_names()),
+                  lr_scheduler=None, data_sampler=None, random_ltd=None, sparse_tensor_module_names=set(),
+                  skipped_steps=0, global_steps=int(step), global_samples=8 * int(step), dp_world_size=W,
+                  mp_world_size=1, ds_config=ds_config(3, bf16), ds_version=version)
+        torch.save(ms, os.path.join(td, f'zero_pp_rank_{r}_mp_rank_00_model_states.pt'))
+        state, fp32 = {}, []
+        groups = [{**group_config(), 'params': []} for _ in model.groups]
+        for s, (g, names) in enumerate(subs):
+            cat = lambda src: torch.cat([part(src, n, r) for n in names]) if names else torch.zeros(0)
+            state[s] = {'step': torch.tensor(step), 'exp_avg': cat(model.m), 'exp_avg_sq': cat(model.v)}
+            fp32.append(cat(model.master))
+            groups[g]['params'].append(s)
+        osd = {'zero_stage': ZeroStageEnum.weights, 'loss_scaler': LossScaler(), 'dynamic_loss_scale': False,
+               'overflow': False, 'partition_count': W,
+               'optimizer_state_dict': {'state': state, 'param_groups': groups}, 'fp32_flat_groups': fp32}
+        name = f'{"bf16_" if bf16 else ""}zero_pp_rank_{r}_mp_rank_00_optim_states.pt'
+        torch.save({'optimizer_state_dict': osd, 'ds_config': ms['ds_config'], 'ds_version': version},
+                   os.path.join(td, name))
+    with open(os.path.join(d, 'latest'), 'w') as f:
+        f.write(tag)
+    return {n: {'fp32': model.master[n], 'exp_avg': model.m[n], 'exp_avg_sq': model.v[n], 'step': step}
+            for names in model.groups for n in names}
+
+
+def small(seed=1):
+    """emb (tied to head), two layers, a frozen layer, a buffer: one group"""
+    return Model([('emb.weight', (11, 6)), ('l1.weight', (7, 6)), ('l1.bias', (7,)), ('l2.weight', (6, 7)),
+                  ('l2.bias', (6,))],
+                 [['emb.weight', 'l1.weight', 'l1.bias', 'l2.weight', 'l2.bias']],
+                 ties=[('head.weight', 'emb.weight')], frozen=[('frozen.weight', (3, 5))], buffers=[('scale', (1,))],
+                 seed=seed)
+
+
+def two_groups(seed=2):
+    """decay and no-decay groups, a one-element parameter, a group smaller than W"""
+    return Model([('a.weight', (5, 3)), ('a.bias', (5,)), ('b.weight', (4, 5)), ('b.bias', (1,))],
+                 [['a.weight', 'b.weight'], ['a.bias', 'b.bias']], seed=seed)
+
+
+def schema_of(model):
+    """11.4's schema: the module's floating tensors but buffers, trainable ones in param_shapes
+    or tied to one, an alias represented by its owner"""
+    slots = [(n, k) for n, k in model.order if k != 'buffer']
+    index = {n: i for i, (n, _) in enumerate(slots)}
+    shape = lambda n: list(model.shapes[model.ties.get(n, n)])
+    return {'names': [n for n, _ in slots], 'shapes': [shape(n) for n, _ in slots],
+            'requiresGrad': [k != 'frozen' for _, k in slots],
+            'representatives': [None if k == 'frozen' else index[model.ties[n]] if k == 'alias' else i
+                                for i, (n, k) in enumerate(slots)]}
+
+
+def case(name, d, values=None, ok=True, kind=None, W=None, error=None, failures=None, warnings=(), model=None,
+         optimizer_kind=None):
+    cases.append({'name': name, 'dir': d, 'real': False, 'ok': ok, 'kind': kind, 'worldSize': W,
+                  'error': error, 'failures': failures if failures is not None else ([error] if error else []),
+                  'warnings': list(warnings), 'values': values_of(name, values) if values else {},
+                  'schema': schema_of(model) if model else None, 'optimizerKind': optimizer_kind})
+
+
+def folder(name):
+    d = os.path.join(OUT, 'folders', name)
+    os.makedirs(d)
+    return d
+
+
+def err(code, text):
+    return {'code': code, 'message': P + text}
+
+
+# the writer's checkpoints, read whole
+for W in (1, 2, 3, 4):
+    for stage in (1, 2):
+        d = folder(f'w-zero{stage}-w{W}')
+        case(f'w-zero{stage}-w{W}', d, write_zero12(d, small(W), W, stage=stage), kind=f'ZeRO-{stage}', W=W,
+             model=small(W))
+    d = folder(f'w-zero3-w{W}')
+    case(f'w-zero3-w{W}', d, write_zero3(d, small(W), W), kind='ZeRO-3', W=W, model=small(W))
+d = folder('w-zero2-w3-groups')
+case('w-zero2-w3-groups', d, write_zero12(d, two_groups(), 3), kind='ZeRO-2', W=3, model=two_groups())
+# the kind (Adam or AdamW) from ds_config.optimizer (engine.py: Adam is AdamW unless adam_w_mode is false)
+for label, opt, said in (('adamw', {'type': 'AdamW', 'params': {'lr': 0.01}}, 'adamw'),
+                         ('adam', {'type': 'Adam', 'params': {'lr': 0.01}}, 'adamw'),
+                         ('adam-no-w-mode', {'type': 'adam', 'params': {'adam_w_mode': False}}, 'adam')):
+    d = folder(f'w-kind-{label}')
+    case(f'w-kind-{label}', d, write_zero12(d, small(), 2, config=ds_config(2, False, opt)), kind='ZeRO-2', W=2,
+         optimizer_kind=said)
+d = folder('w-zero2-w4-bf16')
+case('w-zero2-w4-bf16', d, write_zero12(d, two_groups(), 4, bf16=True), kind='ZeRO-2', W=4)
+d = folder('w-bf16-optimizer-w2')
+case('w-bf16-optimizer-w2', d, write_zero12(d, small(5), 2, bf16=True, bf16_optimizer=True), kind='BF16_Optimizer',
+     W=2)
+d = folder('w-zero3-w3-subgroups')
+case('w-zero3-w3-subgroups', d, write_zero3(d, two_groups(), 3, sub_group_size=4), kind='ZeRO-3', W=3,
+     model=two_groups())
+d = folder('w-zero3-w2-bf16-groups')
+case('w-zero3-w2-bf16-groups', d, write_zero3(d, two_groups(), 2, bf16=True), kind='ZeRO-3', W=2)
+
+
+# ---- the checks of 11.5, each on a folder broken from a good one ----
+
+def tagdir(d):
+    return os.path.join(d, 'global_step2')
+
+
+def optim(d, r, bf16=False):
+    return os.path.join(tagdir(d), f'{"bf16_" if bf16 else ""}zero_pp_rank_{r}_mp_rank_00_optim_states.pt')
+
+
+def rewrite(path, fn):
+    obj = torch.load(path)
+    fn(obj)
+    torch.save(obj, path)
+
+
+# 1: latest names a missing tag
+d = folder('c01-latest-missing')
+write_zero12(d, small(), 2)
+with open(os.path.join(d, 'latest'), 'w') as f:
+    f.write('global_step9\n')
+case('c01-latest-missing', d, ok=False, error=err(72, f'latest names global_step9, but {d} has no folder global_step9'))
+
+# 2: no latest: the tag folder with the largest number, a warning
+d = folder('c02-no-latest')
+write_zero12(d, small(), 2, tag='global_step1')
+vals = write_zero12(d, small(), 2, tag='global_step10')
+os.remove(os.path.join(d, 'latest'))
+case('c02-no-latest', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + f"{d} has no latest file: DeepSpeed's load_checkpoint() without a tag loads nothing; reading "
+               'global_step10'])
+
+# 3: bf16_ and plain files in one tag
+d = folder('c03-mixed-bf16-current')
+write_zero12(d, small(), 2)
+vals = write_zero12(d, small(3), 2, bf16=True)
+case('c03-mixed-bf16-current', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + f'{tagdir(d)} holds both bf16_zero_pp_rank_* and zero_pp_rank_* files; the model states say bf16 is '
+               'on, so the zero_pp_rank_* files are stale'])
+d = folder('c03-mixed-plain-current')
+write_zero12(d, small(3), 2, bf16=True)
+vals = write_zero12(d, small(), 2)
+case('c03-mixed-plain-current', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + f'{tagdir(d)} holds both bf16_zero_pp_rank_* and zero_pp_rank_* files; the model states say bf16 is '
+               'off, so the bf16_zero_pp_rank_* files are stale'])
+d = folder('c03-mixed-unsaid')
+write_zero12(d, small(), 2, bf16=True)
+write_zero12(d, small(), 2, config={'zero_optimization': {'stage': 2}})
+case('c03-mixed-unsaid', d, ok=False,
+     error=err(72, f'{tagdir(d)} holds both bf16_zero_pp_rank_* and zero_pp_rank_* files, and the model states do not '
+                   'say which save is current'))
+
+# 4: no model states
+d = folder('c04-no-model-states')
+write_zero12(d, small(), 2)
+os.remove(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'))
+case('c04-no-model-states', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(72, f'{tagdir(d)} has no mp_rank_00_model_states.pt: it holds the parameter names and shapes'))
+d = folder('c04-no-model-states-zero3')
+write_zero3(d, small(), 2)
+os.remove(os.path.join(tagdir(d), 'zero_pp_rank_0_mp_rank_00_model_states.pt'))
+case('c04-no-model-states-zero3', d, ok=False, kind='ZeRO-3', W=2,
+     error=err(72, f'{tagdir(d)} has no zero_pp_rank_0_mp_rank_00_model_states.pt: it holds the parameter names and '
+                   'shapes'))
+
+# 5: missing ranks
+d = folder('c05-missing-rank')
+write_zero12(d, small(), 3)
+os.remove(optim(d, 1))
+case('c05-missing-rank', d, ok=False, kind='ZeRO-2', W=3,
+     error=err(72, 'rank 1 of 3 is missing: no zero_pp_rank_1_mp_rank_00_optim_states.pt'))
+d = folder('c05-missing-ranks-zero3')
+write_zero3(d, small(), 4)
+os.remove(optim(d, 2))
+os.remove(os.path.join(tagdir(d), 'zero_pp_rank_3_mp_rank_00_model_states.pt'))
+case('c05-missing-ranks-zero3', d, ok=False, kind='ZeRO-3', W=4,
+     error=err(72, 'rank 2 of 4 is missing: no zero_pp_rank_2_mp_rank_00_optim_states.pt'),
+     failures=[err(72, 'rank 2 of 4 is missing: no zero_pp_rank_2_mp_rank_00_optim_states.pt'),
+               err(72, 'rank 3 of 4 is missing: no zero_pp_rank_3_mp_rank_00_model_states.pt')])
+d = folder('c05-missing-rank-bf16')
+write_zero12(d, small(), 2, bf16=True)
+os.remove(optim(d, 1, bf16=True))
+case('c05-missing-rank-bf16', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(72, 'rank 1 of 2 is missing: no bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt'))
+
+# 6: a stale rank from an earlier save with more ranks
+d = folder('c06-stale-rank')
+write_zero12(d, small(), 3, tag='global_step2')
+shutil.move(optim(d, 2), os.path.join(OUT, 'stale.pt'))
+shutil.rmtree(tagdir(d))
+vals = write_zero12(d, small(), 2)
+shutil.move(os.path.join(OUT, 'stale.pt'), optim(d, 2))
+case('c06-stale-rank', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + 'zero_pp_rank_2_mp_rank_00_optim_states.pt is rank 2, but the checkpoint has 2 partitions: a stale '
+               'file from an earlier save (zero_to_fp32 counts it and fails)'])
+
+# 7: required keys and their types
+d = folder('c07-no-key')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].pop('single_partition_of_fp32_groups'))
+case('c07-no-key', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(73, 'zero_pp_rank_1_mp_rank_00_optim_states.pt: no optimizer_state_dict.single_partition_of_fp32_groups'))
+d = folder('c07-wrong-type')
+write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o.update(buffer_names='scale'))
+case('c07-wrong-type', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(73, 'mp_rank_00_model_states.pt: buffer_names is a str, expected a list of str'))
+
+# a partition cut short: its own container's error (section 10), the file named in the hint
+d = folder('c07-cut')
+write_zero12(d, small(), 2)
+with open(optim(d, 1), 'r+b') as f:
+    f.truncate(1000)
+case('c07-cut', d, ok=False, kind='ZeRO-2', W=2,
+     error={'code': 51, 'message': 'zip: no end-of-central-directory record in the last 1000 bytes of the file'})
+cases[-1]['hint'] = 'the file is zero_pp_rank_1_mp_rank_00_optim_states.pt'
+
+# 8, 9, 10, 11: files of different saves
+d = folder('c08-versions')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o.update(ds_version='0.13.1'))
+case('c08-versions', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt was saved by DeepSpeed 0.13.1, '
+                   'zero_pp_rank_0_mp_rank_00_optim_states.pt by 0.14.4'))
+d = folder('c09-kinds')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].update(zero_stage=ZeroStageEnum.optimizer_states))
+case('c09-kinds', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt is ZeRO-1, zero_pp_rank_0_mp_rank_00_optim_states.pt is '
+                   'ZeRO-2'))
+d = folder('c11-world-size')
+write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o.update(dp_world_size=4))
+case('c11-world-size', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'the model states say dp_world_size 4, the optimizer files partition_count 2'))
+
+# 12: pipeline, MoE and tensor parallelism
+d = folder('c12-moe')
+vals = write_zero12(d, small(), 2)
+shutil.copy(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'),
+            os.path.join(tagdir(d), 'layer_0_expert_0_mp_rank_00_model_states.pt'))
+case('c12-moe', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(75, 'layer_0_expert_0_mp_rank_00_model_states.pt: pipeline-parallel, expert (MoE) and tensor-parallel '
+                   'checkpoints are not supported'))
+
+# 13: groups against param_shapes
+d = folder('c13-groups')
+write_zero12(d, two_groups(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o['param_shapes'].pop())
+case('c13-groups', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'zero_pp_rank_0_mp_rank_00_optim_states.pt has 2 parameter groups, param_shapes has 1'),
+     failures=[err(74, 'zero_pp_rank_0_mp_rank_00_optim_states.pt has 2 parameter groups, param_shapes has 1'),
+               err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt has 2 parameter groups, param_shapes has 1')])
+
+# 14: a group's configuration differs across ranks
+d = folder('c14-config')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict']['base_optimizer_state']['param_groups'][0].update(lr=0.02))
+case('c14-config', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, "zero_pp_rank_1_mp_rank_00_optim_states.pt: group 0's lr is 0.02, rank 0's is 0.01"))
+
+# 15: a moment's length
+d = folder('c15-length')
+write_zero12(d, small(), 2)   # 163 elements, padded to 2 x 82 (pad 1)
+
+
+def shorter(o):
+    st = o['optimizer_state_dict']['base_optimizer_state']['state'][0]
+    st['exp_avg'] = st['exp_avg'][:70].clone()
+
+
+rewrite(optim(d, 0), shorter)
+case('c15-length', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(76, "group 0: rank 0's exp_avg holds 70 elements; its parameters need 163, padded to 2 \u00d7 82"))
+d = folder('c15-master-uncut')
+write_zero12(d, small(), 2)
+
+
+def uncut(o):
+    osd = o['optimizer_state_dict']
+    t = osd['single_partition_of_fp32_groups'][0]
+    osd['single_partition_of_fp32_groups'][0] = torch.cat([t, torch.zeros(3)])
+
+
+rewrite(optim(d, 1), uncut)
+case('c15-master-uncut', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(76, "group 0: rank 1's single_partition_of_fp32_groups holds 84 elements; its parameters need 163, "
+                   "padded to 2 \u00d7 82"))
+
+# 16: the padding recorded
+d = folder('c16-padding')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].update(group_paddings=[2]))
+case('c16-padding', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(76, 'group 0: rank 1 records padding 2, expected 1'))
+
+# 17: ZeRO-3 partitions
+d = folder('c17-zero3-length')
+write_zero3(d, small(), 2)
+
+
+def z3short(o):
+    st = o['optimizer_state_dict']['optimizer_state_dict']['state'][0]
+    st['exp_avg_sq'] = st['exp_avg_sq'][:10].clone()
+
+
+rewrite(optim(d, 1), z3short)
+case('c17-zero3-length', d, ok=False, kind='ZeRO-3', W=2,
+     error=err(76, "sub-group 0: rank 1's exp_avg_sq holds 10 elements; its parameters' partitions need 82"))
+
+# 18: a flat tensor that is not flat
+d = folder('c18-not-flat')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 0), lambda o: o['optimizer_state_dict'].update(
+    single_partition_of_fp32_groups=[o['optimizer_state_dict']['single_partition_of_fp32_groups'][0].view(2, 41)]))
+case('c18-not-flat', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(76, 'zero_pp_rank_0_mp_rank_00_optim_states.pt: optimizer_state_dict.single_partition_of_fp32_groups[0] '
+                   'is not a flat tensor (#[2, 41], stride (41, 1))'))
+
+# 19: param_slice_mappings that disagree with the walk (a warning)
+d = folder('c19-mappings')
+vals = write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict']['param_slice_mappings'][0].update(
+    {'l2.bias': fragment_address(numel=6, start=60)}))
+case('c19-mappings', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + 'rank 1 group 0: param_slice_mappings give l2.bias start 60 numel 6, the param_shapes walk start 75 '
+               'numel 6'])
+
+# 20: steps across ranks
+d = folder('c20-steps')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict']['base_optimizer_state']['state'][0].update(
+    step=torch.tensor(3.0)))
+case('c20-steps', d, ok=False, kind='ZeRO-2', W=2, error=err(77, 'group 0: step 3 on rank 1, 2 on rank 0'))
+d = folder('c20-steps-zero3')
+write_zero3(d, two_groups(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict']['optimizer_state_dict']['state'][1].update(
+    step=torch.tensor(1.0)))
+case('c20-steps-zero3', d, ok=False, kind='ZeRO-3', W=2, error=err(77, 'sub-group 1: step 1 on rank 1, 2 on rank 0'))
+
+# 21, 22: steps across groups, against the engine (warnings)
+d = folder('c21-group-steps')
+vals = write_zero12(d, two_groups(), 2)
+for r in range(2):
+    rewrite(optim(d, r), lambda o: o['optimizer_state_dict']['base_optimizer_state']['state'][1].update(
+        step=torch.tensor(1.0)))
+for n in ('a.bias', 'b.bias'):
+    vals[n]['step'] = 1.0
+case('c21-group-steps', d, vals, kind='ZeRO-2', W=2, warnings=[P + 'group 1 is at step 1, group 0 at step 2'])
+d = folder('c22-engine-steps')
+vals = write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o.update(global_steps=7, skipped_steps=1))
+case('c22-engine-steps', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + 'the optimizer is at step 2, the engine at 6 (global_steps 7 \u2212 skipped_steps 1): the optimizer '
+               'was restarted, or the files come from different saves'])
+
+# 23, 24, 25: names and shapes
+d = folder('c23-unknown-name')
+write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o: o['module'].pop('l2.bias'))
+case('c23-unknown-name', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(78, 'param_shapes names l2.bias, which the module does not save'))
+d = folder('c25-shape')
+
+
+def reshape(o):
+    ps = o['param_shapes'][0]
+    o['param_shapes'][0] = collections.OrderedDict(
+        (n, torch.Size([6, 7]) if n == 'l1.weight' else s) for n, s in ps.items())
+
+
+write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), reshape)
+case('c25-shape', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(78, 'l1.weight: param_shapes says #[6, 7], the module saves #[7, 6]'))
+
+# 26, 27: ZeRO-3 frozen parameters
+d = folder('c26-no-shape')
+write_zero3(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'zero_pp_rank_0_mp_rank_00_model_states.pt'),
+        lambda o: o['frozen_param_shapes'].pop('frozen.weight'))
+case('c26-no-shape', d, ok=False, kind='ZeRO-3', W=2,
+     error=err(78, 'frozen.weight: no shape saved (neither param_shapes nor frozen_param_shapes names it)'))
+d = folder('c27-frozen-fragment')
+write_zero3(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'zero_pp_rank_1_mp_rank_00_model_states.pt'),
+        lambda o: o['frozen_param_fragments'].update({'frozen.weight': torch.zeros(7)}))
+case('c27-frozen-fragment', d, ok=False, kind='ZeRO-3', W=2,
+     error=err(78, "frozen parameter frozen.weight: rank 1's fragment holds 7 elements, expected 8"))
+
+# 28: shared_params
+d = folder('c28-tie-apart')
+write_zero12(d, small(), 2)
+
+
+def untie(o):
+    o['module']['head.weight'] = o['module']['head.weight'].clone()
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), untie)
+case('c28-tie-apart', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(78, 'shared_params ties head.weight to emb.weight, but the module saves them apart'))
+d = folder('c28-tie-missing')
+write_zero12(d, small(), 2)
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'),
+        lambda o: o.update(shared_params={'head.weight': 'embed.weight'}))
+case('c28-tie-missing', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(78, 'shared_params ties head.weight to embed.weight, but embed.weight is not in the module'))
+
+# 10: partition_count
+d = folder('c10-partition-count')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].update(partition_count=[3]))
+case('c10-partition-count', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(74, 'zero_pp_rank_1_mp_rank_00_optim_states.pt has partition_count 3, '
+                   'zero_pp_rank_0_mp_rank_00_optim_states.pt has 2'))
+
+# a partition_count past any world size (memory is not sized by it)
+d = folder('c10-huge-partition-count')
+write_zero12(d, small(), 2)
+rewrite(optim(d, 0), lambda o: o['optimizer_state_dict'].update(partition_count=[5000000]))
+case('c10-huge-partition-count', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(73, 'zero_pp_rank_0_mp_rank_00_optim_states.pt: optimizer_state_dict.partition_count is a list, '
+                   'expected a world size of at most 1048576'))
+
+d = folder('c12-moe-world-sizes')
+write_zero12(d, two_groups(), 2)
+rewrite(optim(d, 0), lambda o: o['optimizer_state_dict'].update(partition_count=[2, 4]))
+case('c12-moe-world-sizes', d, ok=False, kind='ZeRO-2', W=2,
+     error=err(75, 'parameter groups partitioned over different world sizes ([2, 4]): expert (MoE) groups are not '
+                   'supported'))
+
+# 24: a name in two groups (group 1 is then longer than its partitions)
+d = folder('c24-twice')
+write_zero12(d, two_groups(), 2)
+
+
+def twice(o):
+    o['param_shapes'][1] = collections.OrderedDict([('a.bias', torch.Size([5])), ('b.bias', torch.Size([1])),
+                                                    ('b.weight', torch.Size([4, 5]))])
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), twice)
+# the layout's checks (11.5.15) come before the names' (24), group by group, rank by rank, key by key
+over = [err(76, f"group 1: rank {r}'s {k} holds {n} elements; its parameters need 26, padded to 2 \u00d7 14")
+        for r in (0, 1) for k, n in (('exp_avg', 4), ('exp_avg_sq', 4), ('single_partition_of_fp32_groups', 4 - 2 * r))]
+case('c24-twice', d, ok=False, kind='ZeRO-2', W=2, error=over[0],
+     failures=over + [err(78, 'param_shapes names b.weight twice')])
+
+# 28: shared_params' other reasons
+for label, ties, reason in (
+        ('follows', {'emb.weight': 'head.weight'}, 'head.weight follows it'),
+        ('chain', {'head.weight': 'l2.weight', 'l2.weight': 'l1.weight'},
+         'l2.weight is itself tied to l1.weight'),
+        ('in-param-shapes', {'l1.bias': 'emb.weight'}, 'l1.bias is in param_shapes too'),
+        ('shapes', {'head.weight': 'l1.weight'}, 'their shapes differ (#[11, 6] and #[7, 6])')):
+    d = folder(f'c28-tie-{label}')
+    write_zero12(d, small(), 2)
+    rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), lambda o, t=ties: o.update(shared_params=t))
+    alias, owner = next(iter(ties.items()))
+    case(f'c28-tie-{label}', d, ok=False, kind='ZeRO-2', W=2,
+         error=err(78, f'shared_params ties {alias} to {owner}, but {reason}'),
+         failures=[err(78, f'shared_params ties {alias} to {owner}, but {reason}')] + (
+             [err(78, 'shared_params ties l2.weight to l1.weight, but l2.weight is in param_shapes too')]
+             if label == 'chain' else []))
+
+# 29: NaN and negative second moments (section 5's warnings, with statistics)
+d = folder('c29-nan')
+m = small()
+m.m['l1.bias'][2] = float('nan')
+m.v['l2.bias'][0] = -1e-9
+vals = write_zero12(d, m, 2)
+case('c29-nan', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + 'parameter 2: m holds 1 NaN and 0 infinite values',
+               P + 'parameter 4: v holds 1 negative value (a second moment is never negative)'])
+cases[-1]['statsWarnings'] = True
+
+# 30: the module's weights against the masters rounded to its dtype
+d = folder('c30-module-not-rounded')
+vals = write_zero12(d, small(), 2, bf16=True)
+
+
+def nudge(o):
+    w = o['module']['l2.weight']
+    w.view(-1)[5] += 1.0
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), nudge)
+case('c30-module-not-rounded', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + "l2.weight: the module's weights are not the master weights rounded to bfloat16 (first at element "
+               '5)'])
+cases[-1]['statsWarnings'] = True
+d = folder('w-zero2-w2-fp16')
+case('w-zero2-w2-fp16', d, write_zero12(d, two_groups(7), 2, fp16=True), kind='ZeRO-2', W=2)
+
+# 31: ZeRO-1/2's load asserts optimizer_state_dict's ds_version (absent counts as empty)
+d = folder('c31-no-version')
+vals = write_zero12(d, small(), 2)
+rewrite(optim(d, 1), lambda o: o['optimizer_state_dict'].pop('ds_version'))
+case('c31-no-version', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + "zero_pp_rank_1_mp_rank_00_optim_states.pt: empty ds_version: DeepSpeed's load refuses it"])
+
+# 31: ZeRO-1 below 0.3.17
+d = folder('c31-old-zero1')
+vals = write_zero12(d, small(), 2, stage=1, version='0.3.16')
+case('c31-old-zero1', d, vals, kind='ZeRO-1', W=2,
+     warnings=[P + "ds_version 0.3.16 is below 0.3.17: DeepSpeed's ZeRO-1 load refuses it"])
+
+# 32: an elastic checkpoint
+d = folder('c32-elastic')
+vals = write_zero12(d, two_groups(), 3, elastic=True)
+case('c32-elastic', d, vals, kind='ZeRO-2', W=3,
+     warnings=[P + 'an elastic checkpoint keeps no param_groups: lr, betas, eps and weight decay are not in the file'])
+cases[-1]['noConfig'] = True
+
+# 33: a group saved before its first step
+d = folder('c33-no-state')
+write_zero12(d, two_groups(), 2)
+for r in range(2):
+    rewrite(optim(d, r), lambda o: o['optimizer_state_dict']['base_optimizer_state']['state'].pop(1))
+case('c33-no-state', d, kind='ZeRO-2', W=2,
+     warnings=[P + 'group 1 has no optimizer state: saved before the first step'])
+
+# 31: ds_version
+d = folder('c31-empty-version')
+vals = write_zero12(d, small(), 2, version='')
+case('c31-empty-version', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + f"zero_pp_rank_{r}_mp_rank_00_optim_states.pt: empty ds_version: DeepSpeed's load refuses it"
+               for r in range(2)])
+
+# a Hugging Face Trainer's checkpoint-N/ saved with DeepSpeed: a save_dir beside the Trainer's files
+hf = os.path.join(OUT, 'folders', 'hf-output', 'checkpoint-2')
+shutil.copytree(os.path.join(FIXTURES, 'zero2-w2'), hf)
+for name, text in (('trainer_state.json', '{"global_step": 2, "log_history": []}'), ('zero_to_fp32.py', '# recovery\n'),
+                   ('config.json', '{}')):
+    with open(os.path.join(hf, name), 'w') as f:
+        f.write(text)
+torch.save({'a': 1}, os.path.join(hf, 'rng_state_0.pth'))
+real = next(c for c in cases if c['name'] == 'zero2-w2')
+cases.append({**real, 'name': 'hf-checkpoint-2', 'dir': hf, 'real': False})
+
+with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
+    json.dump({'cases': cases}, f, indent=1, ensure_ascii=False)
+print(f'{len(cases)} cases')

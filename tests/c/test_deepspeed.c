@@ -1,0 +1,456 @@
+/* DeepSpeed ZeRO checkpoints (format.md 11): DeepSpeed's own files (tests/fixtures/deepspeed) and
+ * folders written by tests/c/deepspeed_seeds.py's ZeRO writer, each laid out as one source as the
+ * JS package lays a folder out (ds_folder.c). For every case of OUT/manifest.json: the verdict,
+ * the first error's code and text, every failure and every warning, exactly; every trainable
+ * parameter's exp_avg, exp_avg_sq and fp32 masters read from its fragments equal bit for bit to
+ * the values the writer wrote or the seed script's independent reconstruction; and the real
+ * fixtures against truth.pt (a single-process AdamW run), read with the torch.save reader. Then
+ * each file alone, the folder plan's answers, and a malformed folder source.
+ * Usage: test_deepspeed OUT FIXTURES */
+#include "ds_folder.h"
+#include "families/deepspeed/deepspeed.h"
+#include "minijson.h"
+#include "testutil.h"
+
+#include <math.h>
+
+static const char *out_dir, *fixtures;
+static jvalue *manifest;
+
+static ckpt_report *ds_inspect_bytes(const unsigned char *b, size_t len, bool stats)
+{
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_inspect_options o = {stats ? CKPT_INSPECT_STATS : 0, NULL, NULL};
+    return ckpt_inspect(&src, &o);
+}
+
+static const jvalue *at(const jvalue *v, size_t k) { return v && k < v->len ? v->items[k] : NULL; }
+
+static void ds_check_error(const ckpt_error *e, const jvalue *want)
+{
+    if (json_is_null(want)) {
+        CHECK(e->code == 0);
+        if (e->code) fprintf(stderr, "  unexpected: %s\n", e->message);
+        return;
+    }
+    CHECK(e->code == (int)json_u64(json_get(want, "code")));
+    CHECK_STR(e->message, json_get(want, "message")->text);
+}
+
+static size_t param_named(const ckpt_ds *ds, const char *name)
+{
+    for (size_t k = 0; k < ds->params_len; k++)
+        if (!strcmp(ds->params[k].name, name)) return k;
+    return DS_NONE;
+}
+
+/* A parameter's key read from its fragments (in rank order), as float32 bytes. */
+static unsigned char *read_key(const ckpt_ds *ds, const unsigned char *bundle, size_t p, int key, size_t *len)
+{
+    ds_frag_at frags[64];
+    size_t n = ckpt_ds_fragments(ds, p, key, frags), total = 0;
+    CHECK(n <= ds->W && n == ds->params[p].frags_len);
+    for (size_t j = 0; j < n; j++) total += frags[j].count * 4;
+    unsigned char *b = malloc(total ? total : 1);
+    size_t at = 0;
+    for (size_t j = 0; j < n; j++) {
+        CHECK(frags[j].dtype == CKPT_FLOAT32);
+        CHECK(frags[j].at == ds->files[frags[j].file].base + frags[j].file_at);
+        memcpy(b + at, bundle + frags[j].at, frags[j].count * 4);
+        at += frags[j].count * 4;
+    }
+    *len = total;
+    return b;
+}
+
+static const char *const keys[3] = {"exp_avg", "exp_avg_sq", "fp32"};
+static const int key_ids[3] = {DS_EXP_AVG, DS_EXP_AVG_SQ, DS_FP32};
+
+static void check_values(const ckpt_report *rep, const unsigned char *bundle, const jvalue *values)
+{
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    CHECK(ds != NULL);
+    if (!ds) return;
+    size_t with_slot = 0;
+    for (size_t k = 0; k < ds->params_len; k++) with_slot += ds->params[k].slot != DS_NONE;
+    CHECK(values->len == with_slot);
+    for (size_t v = 0; v < values->len; v++) {
+        const char *name = values->keys[v];
+        const jvalue *e = values->items[v];
+        size_t p = param_named(ds, name);
+        CHECK(p != DS_NONE);
+        if (p == DS_NONE) continue;
+        CHECK(ds->params[p].frags_len >= 1 && ds->params[p].frags_len <= ds->W);
+        CHECK(ds->groups[ds->params[p].flat].step == json_double(json_get(e, "step")));
+        const jvalue *shape = json_get(e, "shape");
+        CHECK(ds->params[p].rank_dims == shape->len);
+        for (size_t d = 0; d < shape->len && d < 8; d++) CHECK(ds->params[p].dims[d] == json_u64(shape->items[d]));
+        for (int k = 0; k < 3; k++) {
+            const jvalue *path = json_get(json_get(e, "keys"), keys[k]);
+            if (json_is_null(path)) continue;
+            size_t want_len, got_len;
+            unsigned char *want = ds_file_bytes(path->text, &want_len);
+            unsigned char *got = read_key(ds, bundle, p, key_ids[k], &got_len);
+            CHECK(want && got_len == want_len && !memcmp(want, got, want_len));
+            if (!want || got_len != want_len || memcmp(want, got, want_len))
+                fprintf(stderr, "  %s %s differs\n", name, keys[k]);
+            free(want);
+            free(got);
+        }
+        /* the statistics of the masters count every element once */
+        const ckpt_stats *ms = ds->params[p].stats[DS_FP32];
+        CHECK(ms && ms->count == ds->params[p].count);
+    }
+    /* the report's entries: one per trainable owner with a slot, m and v of its count */
+    CHECK(rep->entries_len == with_slot);
+    for (size_t k = 0; k < rep->entries_len; k++)
+        CHECK(rep->entries[k].m && rep->entries[k].m->count == rep->entries[k].count && rep->entries[k].v);
+}
+
+static void check_schema(const ckpt_report *rep, const ckpt_ds *ds, const jvalue *want)
+{
+    const ckpt_schema *s = rep->schema;
+    const jvalue *names = json_get(want, "names"), *shapes = json_get(want, "shapes"),
+                 *flags = json_get(want, "requiresGrad"), *reps = json_get(want, "representatives");
+    CHECK(s && ckpt_schema_count(s) == names->len && ds->slot_count == names->len);
+    CHECK(ckpt_schema_is_well_formed(s));
+    for (size_t i = 0; s && i < names->len && i < ckpt_schema_count(s); i++) {
+        CHECK_STR(ds->slot_names[i], names->items[i]->text);
+        const jvalue *shape = shapes->items[i];
+        CHECK(ckpt_schema_rank(s, i) == shape->len);
+        for (size_t d = 0; d < shape->len && d < ckpt_schema_rank(s, i); d++)
+            CHECK(ckpt_schema_dims(s, i)[d] == json_u64(shape->items[d]));
+        CHECK(ckpt_schema_requires_grad(s, i) == flags->items[i]->b);
+        uint64_t r = ckpt_schema_representative(s, i);
+        CHECK(json_is_null(reps->items[i]) ? r == CKPT_NONE : r == json_u64(reps->items[i]));
+    }
+}
+
+static void test_manifest(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    CHECK(cases && cases->len > 50);
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        size_t len = 0;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        CHECK(b != NULL);
+        if (!b) continue;
+        ckpt_report *rep = ds_inspect_bytes(b, len, true);
+        CHECK(rep->family && !strcmp(rep->family->magic, "DeepSpeed"));
+        CHECK((rep->error.code == 0) == json_get(cs, "ok")->b);
+        ds_check_error(&rep->error, json_get(cs, "error"));
+        const ckpt_ds *ds = ckpt_ds_of(rep);
+        const jvalue *fails = json_get(cs, "failures");
+        CHECK(ds && ds->failures_len == fails->len);
+        for (size_t k = 0; ds && k < ds->failures_len && k < fails->len; k++)
+            ds_check_error(&ds->failures[k], at(fails, k));
+        const jvalue *hint = json_get(cs, "hint");
+        if (hint) CHECK_STR(rep->error.hint, hint->text);
+        const jvalue *warns = json_get(cs, "warnings");
+        CHECK(rep->warnings_len == warns->len);
+        for (size_t k = 0; k < rep->warnings_len && k < warns->len; k++)
+            CHECK_STR(rep->warnings[k], warns->items[k]->text);
+        const jvalue *kind = json_get(cs, "kind");
+        if (!json_is_null(kind)) CHECK_STR(ds ? ds_kind_name(ds->kind) : NULL, kind->text);
+        if (!json_is_null(json_get(cs, "worldSize"))) CHECK(ds && ds->W == json_u64(json_get(cs, "worldSize")));
+        const jvalue *values = json_get(cs, "values");
+        if (values && values->len) check_values(rep, b, values);
+        /* the report's JSON is whole JSON, with the deepspeed member */
+        char *json = ckpt_report_json(rep);
+        jvalue *parsed = json ? json_parse(json) : NULL;
+        CHECK(parsed && json_get(parsed, "deepspeed"));
+        /* 11.4: the schema from the model states, the kind from ds_config */
+        const jvalue *schema = json_get(cs, "schema");
+        if (!json_is_null(schema)) check_schema(rep, ds, schema);
+        const jvalue *said = json_get(cs, "optimizerKind");
+        if (json_get(cs, "ok")->b && !json_get(cs, "real")->b && json_get(cs, "noConfig")) {
+            /* an elastic checkpoint keeps no param_groups */
+            CHECK(ckpt_config_of_slot(rep, 0) == NULL);
+            CHECK(isnan(ckpt_lr_of_slot(rep, 0)));
+        } else if (json_get(cs, "ok")->b && !json_get(cs, "real")->b) {
+            const jvalue *got = json_get(json_get(parsed, "deepspeed"), "optimizerKind");
+            CHECK(json_is_null(said) ? json_is_null(got) : got && !strcmp(got->text, said->text));
+            CHECK(ckpt_config_of_slot(rep, 0) != NULL);
+            CHECK(ckpt_config_of_slot(rep, 0)->kind ==
+                  (json_is_null(said) || !strcmp(said->text, "adamw") ? CKPT_ADAMW : CKPT_ADAM));
+            CHECK(ckpt_kind_unknown(rep) == json_is_null(said));
+            CHECK(ckpt_lr_of_slot(rep, 0) == 0.01);
+        }
+        json_free(parsed);
+        free(json);
+        ckpt_report_free(rep);
+        free(b);
+    }
+}
+
+/* ---- the real fixtures against truth.pt ---- */
+
+static const ckpt_torch_model *model_at(const ckpt_torch *t, const char *path)
+{
+    for (size_t k = 0; k < t->models_len; k++)
+        if (!strcmp(t->models[k].path, path)) return &t->models[k];
+    return NULL;
+}
+
+static const ckpt_torch_tensor *named_tensor(const ckpt_torch *t, const ckpt_torch_model *m, const char *name)
+{
+    for (size_t k = 0; m && k < m->count; k++)
+        if (!strcmp(t->named[m->first + k].name, name) && t->named[m->first + k].tensor != CKPT_TORCH_NONE)
+            return &t->tensors[t->named[m->first + k].tensor];
+    return NULL;
+}
+
+static void test_truth(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/truth.pt", fixtures);
+    size_t tlen;
+    unsigned char *tb = ds_file_bytes(path, &tlen);
+    CHECK(tb != NULL);
+    ckpt_source ts;
+    ckpt_memory tm;
+    ckpt_source_memory(&ts, &tm, tb, tlen);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_torch *truth = NULL;
+    CHECK(ckpt_torch_open(&ts, "truth.pt", &truth, &err) == 0);
+    if (!truth) return;
+    const ckpt_torch_model *weights = model_at(truth, "weights");
+    CHECK(weights != NULL);
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t compared = 0;
+    for (size_t c = 0; c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        if (!json_get(cs, "real")->b || !json_get(cs, "ok")->b) continue;
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        /* truth.pt is a float32 run; a bf16 run computes in bfloat16 and differs by its rounding */
+        const double tol = json_get(cs, "bf16")->b ? 1e-2 : 5e-8;
+        size_t len;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        ckpt_report *rep = ds_inspect_bytes(b, len, false);
+        const ckpt_ds *ds = ckpt_ds_of(rep);
+        CHECK(ds && ds->params_len == 7);
+        for (size_t p = 0; ds && p < ds->params_len; p++) {
+            char sp[256];
+            snprintf(sp, sizeof sp, "state.%s", ds->params[p].name);
+            const ckpt_torch_model *st = model_at(truth, sp);
+            for (int k = 0; k < 3; k++) {
+                const ckpt_torch_tensor *x =
+                    k == 2 ? named_tensor(truth, weights, ds->params[p].name) : named_tensor(truth, st, keys[k]);
+                CHECK(x && x->count == ds->params[p].count && !strcmp(x->dtype, "float32"));
+                if (!x) continue;
+                size_t gl;
+                unsigned char *got = read_key(ds, b, p, key_ids[k], &gl);
+                double worst = 0;
+                for (uint64_t i = 0; i < x->count && gl == 4 * x->count; i++) {
+                    float a, w;
+                    memcpy(&a, got + 4 * i, 4);
+                    memcpy(&w, tb + x->at + 4 * i, 4);
+                    if (fabs((double)a - (double)w) > worst) worst = fabs((double)a - (double)w);
+                }
+                CHECK(gl == 4 * x->count && worst <= tol);
+                if (worst > tol) fprintf(stderr, "  %s %s: off by %g\n", ds->params[p].name, keys[k], worst);
+                compared++;
+                free(got);
+            }
+        }
+        ckpt_report_free(rep);
+        free(b);
+    }
+    CHECK(compared == 7 * 7 * 3); /* seven fixtures, seven parameters, three keys */
+    ckpt_torch_free(truth);
+    free(tb);
+}
+
+/* ---- each file alone (format.md 11.1) ---- */
+
+/* torch.load(weights_only=True)'s verdict on a partition (format.md 11.1): DeepSpeed's classes */
+static const char *const refused3 =
+    "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: \"__builtin__.getattr\", "
+    "\"deepspeed.runtime.zero.config.ZeroStageEnum\", \"deepspeed.runtime.fp16.loss_scaler.LossScaler\"";
+static const char *const refused12 =
+    "PyTorch: the file names Python callables that torch.load(weights_only=True) refuses: "
+    "\"deepspeed.runtime.fp16.loss_scaler.LossScaler\", \"__builtin__.getattr\", "
+    "\"deepspeed.runtime.zero.config.ZeroStageEnum\", \"deepspeed.utils.tensor_fragment.fragment_address\"";
+
+static void lone(const char *rel, const char *family, const char *role, const char *note, const char *kind,
+                 uint64_t rank, uint64_t W, const char *warning)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", fixtures, rel);
+    t_current = rel;
+    size_t len;
+    unsigned char *b = ds_file_bytes(path, &len);
+    ckpt_report *rep = ds_inspect_bytes(b, len, true);
+    CHECK(rep->error.code == 0);
+    CHECK_STR(rep->family ? rep->family->magic : NULL, family);
+    char *json = ckpt_report_json(rep);
+    jvalue *j = json ? json_parse(json) : NULL;
+    CHECK_STR(json_get(j, "kind") ? json_get(j, "kind")->text : NULL, role);
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    if (note) {
+        CHECK(ds && ds->lone);
+        CHECK_STR(ds ? ds->note : NULL, note);
+        CHECK_STR(json_get(json_get(j, "deepspeed"), "note")->text, note);
+    }
+    if (kind) {
+        CHECK_STR(ds_kind_name(ds->kind), kind);
+        CHECK(ds->lone_rank == rank && ds->W == W);
+    }
+    CHECK(rep->warnings_len == (warning != NULL));
+    if (warning && rep->warnings_len) CHECK_STR(rep->warnings[0], warning);
+    json_free(j);
+    free(json);
+    ckpt_report_free(rep);
+    free(b);
+}
+
+static void test_lone_files(void)
+{
+    const char *part = "DeepSpeed: this file is partition %s of %s of a DeepSpeed %s optimizer: each parameter's state "
+                       "is split across the %s files of its folder; open its folder";
+    char want[512];
+    snprintf(want, sizeof want, part, "1", "2", "ZeRO-2", "2");
+    lone("zero2-w2/global_step2/zero_pp_rank_1_mp_rank_00_optim_states.pt", "DeepSpeed", "optimizer", want, "ZeRO-2", 1,
+         2, refused12);
+    snprintf(want, sizeof want, part, "0", "2", "ZeRO-1", "2");
+    lone("zero1-w2/global_step2/zero_pp_rank_0_mp_rank_00_optim_states.pt", "DeepSpeed", "optimizer", want, "ZeRO-1", 0,
+         2, refused12);
+    snprintf(want, sizeof want, part, "2", "3", "ZeRO-3", "3");
+    lone("zero3-w3/global_step2/zero_pp_rank_2_mp_rank_00_optim_states.pt", "DeepSpeed", "optimizer", want, "ZeRO-3", 2,
+         3, refused3);
+    snprintf(want, sizeof want, part, "1", "2", "ZeRO-2", "2");
+    lone("zero2-w2-bf16/global_step2/bf16_zero_pp_rank_1_mp_rank_00_optim_states.pt", "DeepSpeed", "optimizer", want,
+         "ZeRO-2", 1, 2, refused12);
+    lone("zero2-w2/global_step2/mp_rank_00_model_states.pt", "DeepSpeed", "state",
+         "DeepSpeed: mp_rank_00_model_states.pt is the model states of a DeepSpeed checkpoint (the module, the "
+         "parameters' names and shapes): the optimizer state is in the partition files of its folder; open its folder",
+         NULL, 0, 0, NULL);
+    lone("zero3-w2/global_step2/zero_pp_rank_1_mp_rank_00_model_states.pt", "DeepSpeed", "state",
+         "DeepSpeed: zero_pp_rank_1_mp_rank_00_model_states.pt holds ZeRO-3 placeholders (0 elements per parameter): "
+         "the weights are in the optimizer partitions; open its folder",
+         NULL, 0, 0, NULL);
+    /* a universal checkpoint's file is a torch.save file of another name: PyTorch's */
+    lone("zero2-w3-universal/global_step2/zero/l1.bias/exp_avg.pt", "PyTorch", "state", NULL, NULL, 0, 0, NULL);
+    /* a lone model states file's module: its tensors, with their names */
+    char path[4096];
+    snprintf(path, sizeof path, "%s/zero2-w2/global_step2/mp_rank_00_model_states.pt", fixtures);
+    size_t len;
+    unsigned char *b = ds_file_bytes(path, &len);
+    ckpt_report *rep = ds_inspect_bytes(b, len, false);
+    t_current = "model states' tensors";
+    CHECK(rep->tensors_len == 11 && !strcmp(rep->tensors[1].name, "emb.weight"));
+    ckpt_report_free(rep);
+    free(b);
+}
+
+/* ---- the folder plan (ckpt_deepspeed_folder_json) ---- */
+
+static char *plan_of(const char *listing)
+{
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *p = ckpt_deepspeed_folder_json(listing, strlen(listing), &err);
+    if (!p) {
+        size_t n = strlen(err.message) + 1;
+        p = malloc(n);
+        memcpy(p, err.message, n);
+    }
+    ckpt_error_clear(&err);
+    return p;
+}
+
+static void test_plan(void)
+{
+    t_current = "plan";
+    char *p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"x.txt\",\"size\":3},{\"name\":\"sub/\"}]}");
+    CHECK_STR(p, "{\"family\":null,\"read\":[]}");
+    free(p);
+    p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"latest\",\"size\":12},{\"name\":\"global_step2/\"},"
+                "{\"name\":\"global_step2/mp_rank_00_model_states.pt\",\"size\":10}]}");
+    CHECK_STR(p, "{\"family\":\"DeepSpeed\",\"read\":[\"latest\"],\"readLimit\":1024}");
+    free(p);
+    /* the text read: the tag, stripped as Python strips it */
+    p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"latest\",\"size\":14},{\"name\":\"global_step2/\"},"
+                "{\"name\":\"global_step2/mp_rank_00_model_states.pt\",\"size\":10},"
+                "{\"name\":\"global_step2/zero_to_fp32.py\",\"size\":5}],\"texts\":{\"latest\":\" global_step2\\n\"}}");
+    jvalue *j = json_parse(p);
+    CHECK_STR(json_get(j, "tag")->text, "global_step2");
+    const jvalue *m = json_get(j, "members");
+    CHECK(m && m->len == 2);
+    /* in the listing's order, back to back after the header */
+    CHECK_STR(json_get(at(m, 0), "name")->text, "latest");
+    CHECK_STR(json_get(at(m, 1), "name")->text, "global_step2/mp_rank_00_model_states.pt");
+    CHECK(json_u64(json_get(at(m, 1), "offset")) == json_u64(json_get(at(m, 0), "offset")) + 14);
+    CHECK(json_u64(json_get(j, "size")) == json_u64(json_get(at(m, 1), "offset")) + 10);
+    CHECK(json_get(j, "header")->len == json_u64(json_get(at(m, 0), "offset")));
+    json_free(j);
+    free(p);
+    /* not a listing */
+    p = plan_of("[1]");
+    CHECK_STR(p, "a folder's listing is {\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}");
+    free(p);
+    p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"/etc/x\",\"size\":1}]}");
+    CHECK_STR(p, "entry 0 of a folder's listing is not {\"name\": a relative path, \"size\": bytes or null}");
+    free(p);
+}
+
+/* ---- a folder source that is not one ---- */
+
+static void test_malformed_bundle(void)
+{
+    t_current = "malformed bundle";
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/zero2-w2", fixtures);
+    size_t len;
+    unsigned char *b = ds_folder_bytes(dir, "d", &len, NULL);
+    /* the header's entry count past what the header holds */
+    ckpt_put_u64le(b + 32, (uint64_t)1 << 40);
+    ckpt_report *rep = ds_inspect_bytes(b, len, false);
+    CHECK(rep->error.code == CKPT_E_FOLDER_BUNDLE);
+    CHECK_STR(rep->error.message, "folder: malformed folder listing at byte 32: more entries than the header holds");
+    ckpt_report_free(rep);
+    /* a member past the source's end */
+    ckpt_report *ok = ds_inspect_bytes(b, len, false);
+    ckpt_report_free(ok);
+    free(b);
+    b = ds_folder_bytes(dir, "d", &len, NULL);
+    rep = ds_inspect_bytes(b, len - 1, false);
+    CHECK(rep->error.code == CKPT_E_FOLDER_BUNDLE);
+    ckpt_report_free(rep);
+    free(b);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 3) {
+        fprintf(stderr, "usage: test_deepspeed OUT FIXTURES\n");
+        return 2;
+    }
+    out_dir = argv[1];
+    fixtures = argv[2];
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+    char *text = json_read_file(path);
+    if (!text || !(manifest = json_parse(text))) {
+        fprintf(stderr, "test_deepspeed: cannot read %s\n", path);
+        return 2;
+    }
+    free(text);
+    static const test_case cases[] = {
+        {"every case of the manifest", test_manifest},
+        {"the real fixtures against truth.pt", test_truth},
+        {"each file alone", test_lone_files},
+        {"the folder plan", test_plan},
+        {"a malformed folder source", test_malformed_bundle},
+    };
+    int rc = RUN_ALL(cases);
+    json_free(manifest);
+    return rc;
+}

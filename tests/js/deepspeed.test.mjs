@@ -1,0 +1,209 @@
+// DeepSpeed ZeRO checkpoints through the package (docs/deepspeed.md): a folder opened with
+// open(dir) and inspect(dir) in Node (js/folder-source.js lays it out as one source, where the
+// core says), the CLI's inspect and check of a save_dir, a tag folder, a Trainer checkpoint-N
+// and each file alone, and the commands that do not read one yet. The folders are DeepSpeed's own
+// (tests/fixtures/deepspeed) and those tests/c/deepspeed_seeds.py writes, with the verdicts,
+// failures and warnings the core must give (the same manifest tests/c/test_deepspeed.c reads).
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { open, inspect } from '../../js/index.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const FIXTURES = path.join(ROOT, 'tests/fixtures/deepspeed');
+const CLI = path.join(ROOT, 'js/cli.js');
+const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-deepspeed-'));
+execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'), FIXTURES, out], { stdio: 'ignore' });
+const { cases } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+const byName = (name) => cases.find((c) => c.name === name);
+
+const cli = (args, cwd = ROOT, columns = 80) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: String(columns) } });
+const errorOf = (e) => (e ? { code: e.code, message: e.message } : null);
+
+test('every case opens with open(dir): its verdict, every failure and every warning, as the core gives them', async () => {
+  assert.ok(cases.length > 50);
+  for (const c of cases) {
+    const ck = await open(c.dir, { stats: !!c.statsWarnings });
+    try {
+      const r = ck.report;
+      assert.equal(r.family, 'DeepSpeed', c.name);
+      assert.equal(r.ok, c.ok, c.name);
+      assert.deepEqual(errorOf(r.ok ? null : r.error), c.error, c.name);
+      assert.deepEqual(r.deepspeed.failures.map(errorOf), c.failures, c.name);
+      assert.deepEqual(r.warnings, c.warnings, c.name);
+      if (c.hint) assert.equal(r.error.hint, c.hint, c.name);
+      if (c.kind) assert.equal(r.deepspeed.kind, c.kind, c.name);
+      if (c.worldSize) assert.equal(r.deepspeed.worldSize, c.worldSize, c.name);
+    } finally {
+      ck.close();
+    }
+  }
+});
+
+/** Float32 values of a raw little-endian file (the seed script's). */
+const floats = (file) => {
+  const b = fs.readFileSync(file);
+  return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+};
+
+test('statistics over the fragments: each parameter\'s m, v and masters counted once, min and max those of its values', async () => {
+  for (const name of ['zero2-w3', 'zero3-w3', 'w-zero2-w4-bf16', 'w-zero3-w3-subgroups', 'w-bf16-optimizer-w2']) {
+    const c = byName(name);
+    const ck = await open(c.dir, { stats: true });
+    try {
+      const r = ck.report;
+      assert.equal(r.statistics, true);
+      for (const e of r.deepspeed.entries) {
+        const want = c.values[e.name];
+        assert.ok(want, `${name} ${e.name}`);
+        const entry = r.entries.find((x) => x.id === e.slot);
+        for (const [key, stats] of [['exp_avg', entry.m], ['exp_avg_sq', entry.v], ['fp32', e.master]]) {
+          const x = floats(want.keys[key]);
+          let min = Infinity, max = -Infinity, negative = 0;
+          for (const v of x) {
+            min = Math.min(min, v);
+            max = Math.max(max, v);
+            if (v < 0) negative++;
+          }
+          assert.equal(stats.count, x.length, `${name} ${e.name} ${key}`);
+          assert.equal(stats.min, min, `${name} ${e.name} ${key}`);
+          assert.equal(stats.max, max, `${name} ${e.name} ${key}`);
+          assert.equal(stats.negative, negative, `${name} ${e.name} ${key}`);
+        }
+        assert.equal(e.fragments.reduce((a, f) => a + f.count, 0), e.count);
+        assert.ok(e.fragments.length <= r.deepspeed.worldSize);
+      }
+    } finally {
+      ck.close();
+    }
+  }
+});
+
+test('inspect(dir) gives the report JSON: the schema of 11.4, an entry per trainable owner, and the deepspeed member', async () => {
+  const r = await inspect(path.join(FIXTURES, 'zero2-w2'));
+  assert.equal(r.family, 'DeepSpeed');
+  assert.equal(r.kind, 'optimizer');
+  assert.deepEqual(r.deepspeed.slots, ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias', 'head.weight']);
+  assert.deepEqual(r.schema.requiresGrad, [true, true, true, true, true, true, true, false, false, true]);
+  assert.deepEqual(r.schema.representatives, [0, 1, 2, 3, 4, 5, 6, null, null, 0]);
+  assert.equal(r.entries.length, 7);
+  const d = r.deepspeed;
+  assert.deepEqual({ kind: d.kind, stage: d.stage, configStage: d.configStage, worldSize: d.worldSize, bf16: d.bf16, dtype: d.dtype, dsVersion: d.dsVersion, tag: d.tag, lone: d.lone, optimizerKind: d.optimizerKind, globalSteps: d.globalSteps, skippedSteps: d.skippedSteps },
+    { kind: 'ZeRO-2', stage: 2, configStage: 2, worldSize: 2, bf16: false, dtype: 'float32', dsVersion: '0.14.4', tag: 'global_step2', lone: false, optimizerKind: null, globalSteps: 2, skippedSteps: 0 });
+  assert.deepEqual(d.files.map((f) => [f.name, f.rank, f.role]), [['mp_rank_00_model_states.pt', null, 'model'], ['zero_pp_rank_0_mp_rank_00_optim_states.pt', 0, 'optimizer'], ['zero_pp_rank_1_mp_rank_00_optim_states.pt', 1, 'optimizer']]);
+  assert.deepEqual(d.groups, [{ lr: 0.01, betas: [0.9, 0.999], eps: 1e-8, weightDecay: 0.01, amsgrad: false, params: ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias'], paddings: [0, 3], flatSize: 180, step: 2 }]);
+  // l1.weight: elements 66..108 of the flat group; each rank holds 90 of them
+  const l1 = d.entries.find((e) => e.name === 'l1.weight');
+  assert.deepEqual(l1.fragments, [{ rank: 0, start: 66, count: 24, file: 'zero_pp_rank_0_mp_rank_00_optim_states.pt' }, { rank: 1, start: 0, count: 18, file: 'zero_pp_rank_1_mp_rank_00_optim_states.pt' }]);
+  assert.deepEqual(l1.keys, ['exp_avg', 'exp_avg_sq', 'fp32']);
+  assert.deepEqual(d.failures, []);
+});
+
+test('the CLI inspects a save_dir: its kind, files, groups, slots and fragments', () => {
+  const r = cli(['inspect', 'zero2-w2'], FIXTURES);
+  assert.equal(r.status, 0, r.stderr);
+  // the source's size: the folder's listing, then its files (the core's layout)
+  const size = JSON.parse(cli(['inspect', 'zero2-w2', '--json'], FIXTURES).stdout).size;
+  assert.ok(size > 4159 + 4057 + 4185 + 12);
+  assert.equal(r.stdout, `zero2-w2: DeepSpeed ZeRO checkpoint (DeepSpeed), float32, ${size.toLocaleString('en-US')} bytes
+deepspeed       ZeRO-2, 2 ranks, float32 module, DeepSpeed 0.14.4, tag
+                global_step2
+files           mp_rank_00_model_states.pt,
+                zero_pp_rank_0_mp_rank_00_optim_states.pt,
+                zero_pp_rank_1_mp_rank_00_optim_states.pt
+group 0         lr 0.01  betas 0.9, 0.999  eps 1e-8  wd 0.01  amsgrad no  7
+                parameters, flat 180, paddings 0, 3  step 2
+engine          global_steps 2, skipped_steps 0
+parameters      10 slots, 8 trainable, 7 optimizer states, with tied (shared)
+                slots
+
+slot  name           shape    size  trainable  representative  step
+   0  emb.weight     [11, 6]    66  yes        owner              2
+   1  l1.weight      [7, 6]     42  yes        owner              2
+   2  l1.bias        [7]         7  yes        owner              2
+   3  ln.weight      [7]         7  yes        owner              2
+   4  ln.bias        [7]         7  yes        owner              2
+   5  l2.weight      [6, 7]     42  yes        owner              2
+   6  l2.bias        [6]         6  yes        owner              2
+   7  frozen.weight  [6, 6]     36  no         -
+   8  frozen.bias    [6]         6  no         -
+   9  head.weight    [11, 6]    66  yes        shares 0
+
+slot  name        group  fragments (rank:start+count)
+   0  emb.weight      0  0:0+66
+   1  l1.weight       0  0:66+24 1:0+18
+   2  l1.bias         0  1:18+7
+   3  ln.weight       0  1:25+7
+   4  ln.bias         0  1:32+7
+   5  l2.weight       0  1:39+42
+   6  l2.bias         0  1:81+6
+
+verdict: valid
+`);
+});
+
+test('the CLI inspects a tag folder and a Trainer checkpoint-N saved with DeepSpeed as the save_dir', () => {
+  const tag = cli(['inspect', 'zero3-w3/global_step2', '--json'], FIXTURES);
+  assert.equal(tag.status, 0, tag.stderr);
+  const t = JSON.parse(tag.stdout);
+  assert.deepEqual([t.family, t.deepspeed.kind, t.deepspeed.worldSize, t.deepspeed.tag, t.deepspeed.dir], ['DeepSpeed', 'ZeRO-3', 3, null, 'zero3-w3/global_step2']);
+  const hf = byName('hf-checkpoint-2').dir;
+  const r = cli(['inspect', hf, '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  const j = JSON.parse(r.stdout);
+  assert.deepEqual([j.family, j.ok, j.deepspeed.kind, j.deepspeed.tag, j.entries.length], ['DeepSpeed', true, 'ZeRO-2', 'global_step2', 7]);
+});
+
+test('check DIR: every failure of format.md 11.5 listed, the first the verdict; exit status 1', () => {
+  const folders = path.join(out, 'folders');
+  const r = cli(['check', 'c05-missing-ranks-zero3'], folders);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `c05-missing-ranks-zero3: a DeepSpeed ZeRO-3 checkpoint that fails 2 checks
+DeepSpeed: rank 2 of 4 is missing: no zero_pp_rank_2_mp_rank_00_optim_states.pt
+DeepSpeed: rank 3 of 4 is missing: no zero_pp_rank_3_mp_rank_00_model_states.pt
+`);
+  const ok = cli(['check', 'c06-stale-rank'], folders, 200);
+  assert.equal(ok.status, 0);
+  assert.equal(ok.stdout, 'c06-stale-rank: a DeepSpeed ZeRO-2 checkpoint that passes every check\n');
+  assert.equal(ok.stderr, 'warning: DeepSpeed: zero_pp_rank_2_mp_rank_00_optim_states.pt is rank 2, but the checkpoint has 2 partitions: a stale file from an earlier save (zero_to_fp32 counts it and fails)\n');
+});
+
+test('a file alone says what it is: a partition r of W, or model states (inspect)', () => {
+  const p = cli(['inspect', 'zero_pp_rank_1_mp_rank_00_optim_states.pt'], path.join(FIXTURES, 'zero2-w2/global_step2'));
+  assert.equal(p.status, 0, p.stderr);
+  assert.equal(p.stdout, `zero_pp_rank_1_mp_rank_00_optim_states.pt: DeepSpeed ZeRO checkpoint
+  (DeepSpeed), float32, 4,185 bytes
+deepspeed       ZeRO-2, rank 1 of 2, DeepSpeed 0.14.4
+group 0         lr 0.01  betas 0.9, 0.999  eps 1e-8  wd 0.01  amsgrad no  flat
+                90, paddings 3  step 2
+note            DeepSpeed: this file is partition 1 of 2 of a DeepSpeed ZeRO-2
+                optimizer: each parameter's state is split across the 2 files of
+                its folder; open its folder
+warning: PyTorch: the file names Python callables that
+  torch.load(weights_only=True) refuses:
+  "deepspeed.runtime.fp16.loss_scaler.LossScaler", "__builtin__.getattr",
+  "deepspeed.runtime.zero.config.ZeroStageEnum",
+  "deepspeed.utils.tensor_fragment.fragment_address"
+
+verdict: valid
+`);
+  const m = cli(['inspect', 'zero3-w2/global_step2/zero_pp_rank_0_mp_rank_00_model_states.pt', '--json'], FIXTURES);
+  const j = JSON.parse(m.stdout);
+  assert.equal(j.kind, 'state');
+  assert.equal(j.deepspeed.note, 'DeepSpeed: zero_pp_rank_0_mp_rank_00_model_states.pt holds ZeRO-3 placeholders (0 elements per parameter): the weights are in the optimizer partitions; open its folder');
+  assert.equal(j.tensors.length, 11);
+});
+
+test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
+  const r = cli(['health', 'zero2-w2'], FIXTURES, 200);
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: health does not read one yet; ckptscope inspect and ckptscope check do\n');
+  // a file alone: the core refuses (its state is a partition of fragments)
+  const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
+  assert.equal(e.status, 1);
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect reads it; pairing, health, runs, diff, export and conversion do not yet\n');
+});
