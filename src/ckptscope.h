@@ -828,7 +828,11 @@ typedef struct ckpt_run_options {
 
 #define CKPT_RESIDUAL_LIMIT 0.1
 
-/* A recovered learning rate (a k = 1 pair's, per slot) against the one the Trainer logged at B's
+/* The weighing elements the slots that can tell must hold for a pair to be continuous (a few
+ * prove nothing: another run's element passes the bound about half the time). */
+#define CKPT_RUN_TELLING 64
+
+/* A recovered learning rate (a k = 1 pair's, per slot) against the one the Trainer logged at A's
  * step (trainer_state.json's log_history, format.md 10.5): they agree when they differ by at most
  * CKPT_LOGGED_LR_TOLERANCE of the larger. 1 agree, 0 differ, -1 cannot tell (either not finite). */
 #define CKPT_LOGGED_LR_TOLERANCE 0.01
@@ -842,10 +846,13 @@ int ckpt_logged_lr_agrees(double lr, double logged);
  * (ckpt_health_json's flags, the median ratio), in one pass that reads each payload once (the
  * files stream side by side, a few chunks per file in memory), as JSON {"files":[{"index","ok",
  * "step","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
- * "continuous","verdict","power","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k",
- * "broken","firstBroken","worst","power","message","cannotTell","gradient","lr","lrResidual"}]}],
- * "ok", "cannotTell", "first"}. A pair none of whose slots has power 1% or more is neither
- * continuous nor broken ("continuous": null, counted in "cannotTell"; "ok" is false). A k = 1
+ * "continuous","verdict","verdictSlot","slotsCannotTell","power","configDiff","layoutDiff","slots":
+ * [{"slot","stepA","stepB","k","broken","firstBroken","worst","power","message","cannotTell",
+ * "gradient","lr","lrResidual"}]}], "ok", "cannotTell", "first"}. A slot whose power is below 1%
+ * cannot tell; a pair nothing breaks whose slots that can tell hold fewer than CKPT_RUN_TELLING
+ * weighing elements (none when no slot can) is neither continuous nor broken ("continuous": null,
+ * counted in "cannotTell"; "ok" is false). A pair's "verdictSlot" is the slot its verdict is about
+ * (null when the verdict is no slot's), its "slotsCannotTell" how many of its slots cannot tell. A k = 1
  * learning-rate residual above o->residual_limit breaks its pair. A file that is not a valid
  * optimizer checkpoint makes its pairs not continuous. NULL with err set
  * on an I/O error, cancellation or no memory; o may be NULL. */
