@@ -2,7 +2,8 @@
 // a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
 // optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
 // order of N, each so paired, for `run`; and each recovered learning rate set beside the one
-// trainer_state.json logged at that step (the rule is the core's, ckpt_logged_lr_agrees). Node.
+// trainer_state.json logged at A's step (whether they agree is the core's rule,
+// ckpt_logged_lr_agrees). Node.
 
 import { open } from './checkpoint.js';
 import { pair, setKind } from './api.js';
@@ -93,16 +94,19 @@ function loggedRates(state) {
 }
 
 /**
- * Each pair of a run's result given the learning rate B's trainer_state.json logged at B's step
- * (`logged[b]`), where it logged one: `loggedLr: {step, learningRate, agrees}`, agrees true when
- * every slot's recovered rate agrees with it (the core's rule), false when one differs, null when
- * no slot's rate came back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
+ * Each pair of a run's result given the learning rate logged at A's step (format.md 10.5: the
+ * Trainer logs after the scheduler's step, so the rate logged at A's step is the one step A + 1
+ * used), as B's trainer_state.json holds it (`logged[b]`, the history through B), else A's:
+ * `loggedLr: {step, learningRate, agrees}`, agrees true when every slot's recovered rate agrees
+ * with it (the core's rule), false when one differs, null when no slot's rate came back (k > 1,
+ * or no model). Pairs without a logged rate get `loggedLr: null`.
  */
 export async function compareLogged(result, logged) {
   const b = await loadBinding();
   for (const p of result.pairs) {
-    const step = result.files[p.b].step;
-    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(String(step));
+    const step = result.files[p.a].step;
+    const key = String(step);
+    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(key) ?? logged[p.a]?.get(key);
     if (rate === undefined) {
       p.loggedLr = null;
       continue;
