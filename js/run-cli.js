@@ -109,7 +109,7 @@ const weakSlots = (p) => `${p.slotsCannotTell} of ${plural(p.slots.length, 'slot
 function pairLine(p, names) {
   const head = `${p.a} → ${p.b}: ${pairState(p)}`;
   if (p.continuous === false) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}`;
-  if (p.continuous === null) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict} (${weakSlots(p)})`;
+  if (p.continuous === null) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}; ${weakSlots(p)}`;
   const parts = [];
   let worst = null;
   for (const s of p.slots) if (s.worst !== null && (worst === null || s.worst > worst.worst)) worst = s;
