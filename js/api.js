@@ -11,7 +11,7 @@ import { CheckpointError, LayoutError, abortError, coreError } from './errors.js
 import { toU64 } from './values.js';
 import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf, namesOf } from './layout.js';
-import { learningRate, ratioBand, readerId } from './options.js';
+import { learningRate, ratioBand, readerId, optimizerKind, listed } from './options.js';
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
@@ -171,9 +171,9 @@ export async function pair(opt, state, { onProgress, signal, names } = {}) {
  * CheckpointError when the file says another kind or holds no optimizer.
  */
 export async function setKind(ck, kind) {
-  if (kind !== 'adam' && kind !== 'adamw') throw new RangeError(`kind is 'adam' or 'adamw', got ${String(kind)}`);
   await loadBinding();
-  const error = withFile(ck, (b, file) => b.setKind(file, kind));
+  const { id } = optimizerKind(kind, (names) => new RangeError(`kind is ${listed(names, { quote: "'" })}, got ${String(kind)}`));
+  const error = withFile(ck, (b, file) => b.setKind(file, id));
   if (error) throw new CheckpointError(error);
   reread(ck);
 }

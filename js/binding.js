@@ -1,7 +1,7 @@
 // The one module that knows the WebAssembly ABI (wasm/ckpt_wasm.c), as sql.js's cwrap block:
 // every w_* call with its C signature, the layouts of the structs that cross, the constants,
 // the codes, the families and the dtypes. The facts are not stated here either: they come from
-// the core's own description (ckpt_abi_json, src/abi.c), read once when an instance is bound.
+// the core's own description (ckpt_abi_json, src/abi/abi.c), read once when an instance is bound.
 // Every other module of the package calls the core through a Binding; none states a width, a
 // code, a stride, an offset or a magic (tests/js/abi.test.mjs checks that).
 
@@ -449,12 +449,12 @@ export class Binding {
     }
   }
 
-  /** int ckpt_torch_set_kind(file, kind, err): the kind ('adam' | 'adamw') of a PyTorch
+  /** int ckpt_torch_set_kind(file, kind, err): the kind (an id of abi.kinds) of a PyTorch
    *  optimizer whose file does not say it; the core's refusal as its error JSON, or null. */
   setKind(file, kind) {
     const err = this.errorNew();
     try {
-      return this.#ex.ckpt_torch_set_kind(file, kind === 'adamw' ? 1 : 0, err) ? this.errorTake(err) : null;
+      return this.#ex.ckpt_torch_set_kind(file, kind, err) ? this.errorTake(err) : null;
     } finally {
       this.errorFree(err);
     }
@@ -614,7 +614,7 @@ export class Binding {
     return this.#ex.w_state_write(family, schema, table, lengths, sinkId, err);
   }
 
-  // ---- Hugging Face Trainer folders (src/trainer.c, src/trainer_folder.c) ---------------------
+  // ---- Hugging Face Trainer folders (src/families/hf_trainer/) ---------------------
 
   /** fn(table, n) with names as a char ** table of NUL-terminated strings in wasm memory. */
   #withNames(names, fn) {
@@ -653,6 +653,18 @@ export class Binding {
     } finally {
       core.free(text);
       core.free(nm);
+    }
+  }
+
+  /** int ckpt_trainer_lr_logged_at(text, len): which entry logs an update's rate, by config.json's
+   *  transformers_version (bytes: its text): 'a' (A's step), 'b' (B's step), or null (unknown). */
+  trainerLrLoggedAt(bytes) {
+    const core = this.#core;
+    const text = core.copyIn(bytes);
+    try {
+      return [null, 'a', 'b'][this.#ex.ckpt_trainer_lr_logged_at(text, bytes.byteLength)] ?? null;
+    } finally {
+      core.free(text);
     }
   }
 

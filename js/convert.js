@@ -4,13 +4,14 @@
 
 import { withOpen, withProgress, withFile } from './checkpoint.js';
 import { withSink, saveAtomically } from './sink.js';
-import { readerId } from './options.js';
+import { readerId, optimizerKind, convertVersions, listed } from './options.js';
 import { toU64 } from './values.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';
 
 /**
- * Stream `source` converted through write(bytes). Options: `to`: 2, 3, 4, 5 or 'oldest', or
+ * Stream `source` converted through write(bytes). Options: `to`: a version of TorchLean's
+ * optimizer format the core writes (the core's description says which) or 'oldest', or
  * `for`: a reader name ('v2-v3': the newest version it reads, losing nothing); what may be lost
  * or supplied: `randomCounter` (a counter for a file without one), `dropRandomCounter`, `untie`,
  * `roundToFloat32`. Resolves with {version, dtype, rounded, maxRelativeError}; rejects with the
@@ -20,23 +21,24 @@ import { CheckpointError } from './errors.js';
 export async function convertTo(source, write, options = {}) {
   const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal, kind, weightDecay, betas, eps, dropAmsgrad } = options;
   const reader = options.for;
-  if ((to === undefined) === (reader === undefined)) throw new RangeError('convert needs one of to (2, 3, 4, 5 or "oldest") and for (a reader name)');
-  if (to !== undefined && to !== 'oldest' && ![2, 3, 4, 5].includes(to)) {
-    throw new RangeError(`to must be 2, 3, 4, 5 or "oldest", got ${JSON.stringify(to)}`);
+  const b = await loadBinding();
+  const targets = listed([...convertVersions(), '"oldest"']);
+  if ((to === undefined) === (reader === undefined)) throw new RangeError(`convert needs one of to (${targets}) and for (a reader name)`);
+  if (to !== undefined && to !== 'oldest' && !convertVersions().includes(to)) {
+    throw new RangeError(`to must be ${targets}, got ${JSON.stringify(to)}`);
   }
   const counter = randomCounter === undefined || randomCounter === null ? null : toU64(randomCounter, 'randomCounter');
   let result;
-  const id = reader === undefined ? 0 : readerId(await loadBinding(), reader);
-  if (kind !== undefined && kind !== null && kind !== 'adam' && kind !== 'adamw') throw new RangeError(`kind must be 'adam' or 'adamw', got ${JSON.stringify(kind)}`);
+  const id = reader === undefined ? 0 : readerId(b, reader);
+  const given = kind === undefined || kind === null ? null : optimizerKind(kind, (names) => new RangeError(`kind must be ${listed(names, { quote: "'" })}, got ${JSON.stringify(kind)}`));
   for (const [name, x] of [['weightDecay', weightDecay], ['eps', eps], ...(betas ? [['betas[0]', betas[0]], ['betas[1]', betas[1]]] : [])]) {
     if (x !== undefined && x !== null && typeof x !== 'number') throw new TypeError(`${name} must be a number, got ${typeof x}`);
   }
   if (betas !== undefined && betas !== null && (!Array.isArray(betas) || betas.length !== 2)) throw new TypeError('betas must be [beta1, beta2]');
-  const b = await loadBinding();
   // a PyTorch optimizer's options (docs/pytorch.md "PyTorch to TorchLean"); the core checks the values
   const target = { version: BigInt(typeof to === 'number' ? to : 0), oldest: to === 'oldest', reader: id, counter,
     dropCounter: !!dropRandomCounter, untie: !!untie, round: !!roundToFloat32,
-    kind: kind === 'adam' ? 1 + b.abi.constants.ADAM : kind === 'adamw' ? 1 + b.abi.constants.ADAMW : 0,
+    kind: given === null ? 0 : 1 + given.id,   // 0: as the file says
     weightDecay: weightDecay ?? null, betas: betas ?? null, eps: eps ?? null, dropAmsgrad: !!dropAmsgrad };
   await withOpen(source, (ck) => {
     // an invalid file is not converted: its own diagnostic (the core's verdict on it)

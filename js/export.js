@@ -3,7 +3,8 @@
 // bytes; here they go to a write(bytes) callback, into memory, or atomically to a file (Node).
 
 import { withOpen, withProgress, withFile } from './checkpoint.js';
-import { loadBinding } from './binding.js';
+import { loadBinding, abi } from './binding.js';
+import { listed } from './options.js';
 import { LayoutError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { namesOf } from './layout.js';
@@ -28,7 +29,7 @@ export async function exportTo(source, write, { format = 'safetensors', names, s
  *  js/run.js): the format, the names (none holding a NUL, which would cut a C string short) and
  *  the slots as exact u64s. */
 export async function exportArguments({ format, names, slots }) {
-  if (!has((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be "safetensors" or "npz", got ${JSON.stringify(format)}`);
+  if (!has((await loadBinding()).exportFormats(), format)) throw new LayoutError(`format must be ${listed(abi().exportFormats.map((f) => f.name), { quote: '"' })}, got ${JSON.stringify(format)}`);
   const list = names === undefined || names === null ? null : namesOf(names, 'names');
   const cut = list?.findIndex((n) => n.includes('\0')) ?? -1;
   if (cut >= 0) throw new LayoutError(`names[${cut}] holds a NUL character: a name cannot`);

@@ -482,21 +482,6 @@ export interface HealthResult {
 
 export function health(opt: Source, state?: Source | null, options?: ScanOptions & { lr?: number; ratioBand?: [number, number]; slots?: { first?: U64Input; count?: U64Input }; workers?: number | 'auto' }): Promise<HealthResult>;
 
-// ---- statistics gathered apart (docs/api.md#statistics-gathered-apart) ----
-
-/** How many items (entries of an optimizer file, tensors of a state file) the open file has. */
-export function itemCount(ck: Checkpoint): number;
-/** Item k's statistics as the core's packed words (ckpt_packed_stats, then the words). */
-export function itemStatsPacked(ck: Checkpoint, k: number, options?: ScanOptions): BigUint64Array;
-/** Attach packed statistics of items from, from + 1, … to the open file (made elsewhere: another
- *  instance, another process); once every item has them its report is inspect's with stats. */
-export function attachPacked(ck: Checkpoint, from: number, list: BigUint64Array[]): void;
-/** Statistics of every item of a file by `workers` threads, handed over packed as they are
- *  attached; null when the file has no items or is invalid before its end. */
-export function scanPacked(source: string | number | URL | Blob, options?: ScanOptions & {
-  workers?: number | 'auto';
-  onPacked?: (from: number, list: BigUint64Array[]) => void;
-}): Promise<{ workers: number; items: number } | null>;
 /** How many threads `workers` means for a pass over `sources` ('stats' or 'health'). */
 export function workerCount(workers: number | 'auto' | undefined, sources: (string | number | URL | Blob | null)[], pass?: 'stats' | 'health'): Promise<number>;
 
@@ -613,7 +598,7 @@ export interface Description extends Layout {
   requiresGrad: boolean[];
   config: ConfigInput;
   randomCounter?: U64Input | null;
-  /** 0 or absent: the reference writer's choice; 2..5: forced. */
+  /** 0 or absent: the reference writer's choice; a version of its family (the core checks it): forced. */
   version?: U64Input;
   entries: EntryInput[];
 }
@@ -666,28 +651,10 @@ export class BlobSource implements CustomSource {
   read(offset: number, dest: Uint8Array): number;
   close(): void;
 }
-/** The read feed of a browser worker: a worker of its own makes range requests (streamed
- *  fetches) into shared memory while the core's thread waits for the bytes it needs (HttpSource).
- *  start() resolves null where it cannot run (not cross-origin isolated, not a worker). */
-export class Feed {
-  static start(): Promise<Feed | null>;
-}
-/** The answer of a pass `ckptscope view` runs for its page (GET /passes/…): a stream of frames,
- *  each a JSON message (JSON_FRAME: progress, then done or error) or the packed statistics of
- *  consecutive items (PACKED_FRAME, for attachPacked). push() each chunk as it arrives, then
- *  take() every whole frame. */
-export class Frames {
-  push(chunk: Uint8Array): void;
-  take(): { kind: string; payload: Uint8Array } | null;
-}
-export const JSON_FRAME: 'j';
-export const PACKED_FRAME: 'p';
-/** A packed frame's payload: the packed words of items from, from + 1, … */
-export function unpackFrame(payload: Uint8Array): { from: number; list: BigUint64Array[] };
 /** An http(s) file read by range requests (the first synchronous; the rest streamed through the
  *  feed when one is given); browser workers only. */
 export class HttpSource implements CustomSource {
-  static open(url: string | URL, options?: { feed?: Feed | null }): HttpSource;
+  static open(url: string | URL, options?: { feed?: import('./plumbing.js').Feed | null }): HttpSource;
   /** 'feed' or 'sync' (XMLHttpRequest). */
   readonly reads: 'feed' | 'sync';
   readonly url: string;
@@ -788,12 +755,15 @@ export interface TrainerFolder {
   trainerState: string | null;
   trainingArgs: string | null;
   scheduler: string | null;
+  /** config.json: its transformers_version says which trainer_state.json entry logs an
+   *  update's learning rate (docs/runs.md). */
+  config: string | null;
 }
 export function trainerFolder(dir: string): Promise<TrainerFolder>;
 /** Which of a checkpoint-N/ folder's file names is which (no disk read: the viewer's folder pick). */
 export function trainerFolderRoles(names: string[]): Promise<{
   optimizer: string | null; model: string | null; modelIndex: string | null;
-  trainerState: string | null; trainingArgs: string | null; scheduler: string | null;
+  trainerState: string | null; trainingArgs: string | null; scheduler: string | null; config: string | null;
 }>;
 /** An output folder's checkpoint-{N} folders in the order of N (Node). */
 export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;

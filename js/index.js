@@ -1,8 +1,9 @@
 // ckptscope: look inside TorchLean checkpoints: optimizer state (TLADAMF) and model state
 // (TLSF32B, TLPF32B). One entry point for Node, browsers and workers; Node-only features load
-// node:fs lazily.
-export { open, Checkpoint, itemCount, itemStatsPacked, attachPacked } from './checkpoint.js';
-export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames, scanPacked, withModelSlots, setKind } from './api.js';
+// node:fs lazily. The API only: the viewer's and server's plumbing is ckptscope/plumbing
+// (js/plumbing.js).
+export { open, Checkpoint } from './checkpoint.js';
+export { inspect, check, pair, diff, health, readEntry, entryStats, readerNames, withModelSlots, setKind } from './api.js';
 export { workerCount } from './parallel.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
@@ -15,7 +16,5 @@ export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
 export { positiveNumber } from './options.js';
 export { HttpSource, HttpError } from './http-source.js';
-export { Feed } from './feed.js';
-export { Frames, unpackFrame, JSON_FRAME, PACKED_FRAME } from './pass-frames.js';
 export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';
 export { trainerFolder, trainerFolderRoles, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';

@@ -148,8 +148,8 @@ export function configWords(config, where = 'config') {
   if (!isObject(config)) throw new LayoutError(`${where} must be an object, got ${describe(config)}`);
   refuseUnknownKeys(config, CONFIG_KEYS, where);
   refuseUnknownKeys(config.bits, BITS_KEYS, `${where}.bits`);
-  const { constants, words: structs } = abi();
-  const kinds = { adam: constants.ADAM, adamw: constants.ADAMW };
+  const { kinds: named, words: structs } = abi();
+  const kinds = Object.fromEntries(named.map((k) => [k.name, k.id]));
   let kind;
   const name = typeof config.kind === 'string' ? config.kind.toLowerCase() : null;
   if (name !== null && has(kinds, name)) kind = BigInt(kinds[name]);   // own keys only: not "constructor"

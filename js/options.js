@@ -1,9 +1,10 @@
 // The checks of the option values a caller hands the package (the CLI's options arrive here
-// too): the learning rate, the ratio band and the TorchLean reader, each beside the value it
-// checks. A band's and a reader's rules are the core's (its table of readers, its band check);
-// what is checked here is only that the value is one the core can be asked about.
+// too): the learning rate, the ratio band, the TorchLean reader, the optimizer's kind and the
+// version convert writes, each beside the value it checks. Their rules and their words are the
+// core's (its table of readers, its band check, its description's kinds and families); what is
+// checked here is only that the value is one the core can be asked about.
 
-import { loadBinding } from './binding.js';
+import { loadBinding, abi } from './binding.js';
 import { shown } from './suggest.js';
 
 /** A value as a message shows it (JSON where it has one), cut within bounds. */
@@ -63,4 +64,36 @@ export function readerId(binding, name) {
   const id = binding.readerByName(name);
   if (id > 0) return id;
   throw new RangeError(`unknown TorchLean reader ${describe(name)}: one of ${binding.readerNames().join(', ')}`);
+}
+
+/** The optimizer kinds' names, the core's ('adam', 'adamw'). */
+export const kindNames = () => abi().kinds.map((k) => k.name);
+
+/** The core's kind named `name` ({id, name}); else `refuse(names)` is thrown, the error each
+ *  caller words its own way (the API's RangeError, the CLI's usage error). */
+export function optimizerKind(name, refuse) {
+  const kind = abi().kinds.find((k) => k.name === name);
+  if (!kind) throw refuse(kindNames());
+  return kind;
+}
+
+/** The versions convert writes, oldest first: those of TorchLean's optimizer format (the
+ *  optimizer family whose files carry a magic of their own), from the core's description. */
+export function convertVersions() {
+  const family = abi().families.find((f) => f.kind === 'optimizer' && f.fixedMagic);
+  const versions = [];
+  for (let v = Number(family.versionMin); v <= Number(family.versionMax); v++) versions.push(v);
+  return versions;
+}
+
+/** What a panel that converts offers, the core's: {versions (oldest first), kinds (names)}. */
+export async function convertChoices() {
+  await loadBinding();
+  return { versions: convertVersions(), kinds: kindNames() };
+}
+
+/** Words joined as a list: `a, b or c` (`quote` around each: `'a' or 'b'`). */
+export function listed(words, { quote = '', last = ' or ' } = {}) {
+  const q = words.map((w) => `${quote}${w}${quote}`);
+  return q.length > 1 ? `${q.slice(0, -1).join(', ')}${last}${q.at(-1)}` : q.join('');
 }

@@ -1,7 +1,7 @@
 // Reads for sources where each call costs far more than its bytes: a FileReaderSync call in a
 // worker, an HTTP range request. The core sizes its own reads: a header walk reads a record's
 // header alone after a payload it skips (64 bytes), and grows its reads only while they follow
-// each other (src/io.c). So a read that jumps is fetched at exactly its size: paging it up would
+// each other (src/base/io.c). So a read that jumps is fetched at exactly its size: paging it up would
 // fetch payload bytes to skip them (4 KiB per entry: 1.2 MiB over HTTP for a Llama-7B-like
 // file, where its headers are 30 KB). A read that follows a range read before (within a record
 // header's length of its end) is a pass going through the data: it is fetched a page at least
@@ -50,7 +50,7 @@ export class Ranges {
         // A reader whose own requests grow (the core's read-ahead doubles through a schema) gets
         // what it asks: growing on top would read past the headers into a payload. The start of
         // the data is a page at least: a JSON sniff's 256 bytes and the core's first read (4096,
-        // src/io.c) then cost one call, the sniff's bytes the open's own.
+        // src/base/io.c) then cost one call, the sniff's bytes the open's own.
         const grows = before && dest.length <= before.asked;
         let length = grows ? Math.min(this.maxRead, Math.max(want, MIN_READ, 2 * before.bytes.length)) : at === 0 ? Math.max(want, MIN_READ) : want;
         if (grows) length = Math.min(length, this.nextStart(at) - at);

@@ -1,6 +1,6 @@
 // Checkpoints of one run (docs/runs.md): every consecutive pair's continuity per
 // slot, the gradient of a one-step pair and the learning rate it used, and per file its health
-// summary. Every rule is the core's (src/run.c, src/health.c); this module opens the files,
+// summary. Every rule is the core's (src/analyses/run.c, health.c); this module opens the files,
 // hands the core the open files in run order (one pass reads every payload once, for the
 // pairs and for each file's health) and adds the names.
 
@@ -12,7 +12,7 @@ import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { exportArguments, exportPointers } from './export.js';
 
-/** The k = 1 learning-rate residual past which a pair breaks, unless given (src/run.c's). */
+/** The k = 1 learning-rate residual past which a pair breaks, unless given (src/analyses/run.c's). */
 export const DEFAULT_RESIDUAL_LIMIT = 0.1;
 
 /** residualLimit: a positive finite number, or undefined/null for the default (NaN to the core). */

@@ -1,7 +1,7 @@
 // A Hugging Face Trainer's folders on disk (Node): which file of a checkpoint-N/ folder is which,
 // an output folder's checkpoint-{N} folders in the order of N, and the Trainer's own files read
 // as data. The rules (the names, a sharded model's index, the order) are the core's
-// (src/trainer_folder.c, src/trainer.c); this module lists folders and joins paths.
+// (src/families/hf_trainer/folder.c, trainer.c); this module lists folders and joins paths.
 import { loadBinding } from './binding.js';
 import { sourceSize } from './checkpoint.js';
 import { openSource } from './sources.js';
@@ -42,7 +42,7 @@ async function withCoreError(fn) {
 
 /**
  * The files of a checkpoint-N/ folder by what they are: {optimizer, model, modelShards,
- * trainerState, trainingArgs, scheduler}, each a path or null. `model` is the model file
+ * trainerState, trainingArgs, scheduler, config}, each a path or null. `model` is the model file
  * (pytorch_model.bin, else model.safetensors), or a sharded model's index, whose shards (read
  * from its weight_map, sorted) are then `modelShards`; else `modelShards` is null. A hostile
  * index (a shard that is not a file beside it) rejects with a CheckpointError (code 66).
@@ -66,11 +66,12 @@ export async function trainerFolder(dir) {
     trainerState: at(roles.trainerState),
     trainingArgs: at(roles.trainingArgs),
     scheduler: at(roles.scheduler),
+    config: at(roles.config),
   };
 }
 
 /** Which of a checkpoint-N/ folder's file names is which (the core's names): {optimizer, model,
- *  modelIndex, trainerState, trainingArgs, scheduler}, each a name or null. For a folder's files
+ *  modelIndex, trainerState, trainingArgs, scheduler, config}, each a name or null. For a folder's files
  *  that are not on a disk this process lists (the viewer's folder picker). */
 export async function trainerFolderRoles(names) {
   return (await loadBinding()).trainerFolder(names);
@@ -110,4 +111,17 @@ export function readTrainingArgs(source) {
  *  written (NaN and Infinity as the strings "NaN", "Infinity"). */
 export function readTrainerState(source) {
   return readWith(source, (b, id, size, err) => b.trainerState(id, size, err));
+}
+
+/** Which trainer_state.json entry logs the learning rate of the update from step a to a + 1, by
+ *  the transformers that wrote config.json (the core's rule, ckpt_trainer_lr_logged_at): 'a',
+ *  'b', or null when the file is missing, unreadable or names no version. */
+export async function lrLoggedAt(configPath) {
+  if (configPath === null) return null;
+  const { fs } = await nodeModules();
+  // a config.json is a few kB; one past the core's bound (32 MiB) is not read at all
+  const st = await fs.stat(configPath).catch(() => null);
+  if (!st || !st.isFile() || st.size > 32 << 20) return null;
+  const text = await fs.readFile(configPath).catch(() => null);
+  return text === null ? null : (await loadBinding()).trainerLrLoggedAt(text);
 }

@@ -2,21 +2,21 @@
 // a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
 // optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
 // order of N, each so paired, for `run`; and each recovered learning rate set beside the one
-// trainer_state.json logged at A's step (whether they agree is the core's rule,
-// ckpt_logged_lr_agrees). Node.
+// trainer_state.json logged for that update (which entry that is, and whether they agree, are the
+// core's rules: ckpt_trainer_lr_logged_at, ckpt_logged_lr_agrees). Node.
 
 import { open } from './checkpoint.js';
 import { pair, setKind } from './api.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';
-import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt } from './trainer-folder.js';
 
 /** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
 export class FolderError extends Error {}
 
 /**
  * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model,
- * trainerState} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
+ * trainerState, config} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
  * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
  * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
  * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
@@ -29,7 +29,7 @@ export async function folderFiles(dir, { kind = null } = {}) {
   if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
   const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
-  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState };
+  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState, config: f.config };
 }
 
 /** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */
@@ -53,12 +53,12 @@ export async function isOutputFolder(dir) {
  * An output folder's checkpoints, each optimizer paired with its own folder's model, in the
  * order of N: {opts, models (open Checkpoints: the caller closes them with close()), paths,
  * modelPaths, logged: per file its trainer_state.json's learning rates by step (a Map) or null,
- * warnings: the pairings' warnings per file}. A folder whose optimizer does not pair rejects
+ * loggedAt: per file which entry logs an update's rate ('a', 'b' or null: lrLoggedAt), warnings: the pairings' warnings per file}. A folder whose optimizer does not pair rejects
  * with a FolderError naming it.
  */
 export async function openOutputFolder(dir, { kind = null } = {}) {
   const folders = await checkpointFolders(dir);
-  const out = { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], close() {
+  const out = { opts: [], models: [], paths: [], modelPaths: [], logged: [], loggedAt: [], warnings: [], close() {
     for (const ck of [...this.opts, ...this.models]) ck.close();
   } };
   try {
@@ -78,6 +78,7 @@ export async function openOutputFolder(dir, { kind = null } = {}) {
       out.modelPaths.push(files.model);
       out.warnings.push(result.warnings);
       out.logged.push(files.trainerState ? loggedRates(await readTrainerState(files.trainerState)) : null);
+      out.loggedAt.push(await lrLoggedAt(files.config));
     }
   } catch (err) {
     out.close();
@@ -94,26 +95,31 @@ function loggedRates(state) {
 }
 
 /**
- * Each pair of a run's result given the learning rate logged at A's step (format.md 10.5: the
- * Trainer logs after the scheduler's step, so the rate logged at A's step is the one step A + 1
- * used), as B's trainer_state.json holds it (`logged[b]`, the history through B), else A's:
- * `loggedLr: {step, learningRate, agrees}`, agrees true when every slot's recovered rate agrees
- * with it (the core's rule), false when one differs, null when no slot's rate came back (k > 1,
- * or no model). Pairs without a logged rate get `loggedLr: null`.
+ * Each pair of a run's result given the learning rate trainer_state.json logged for its update
+ * (format.md 10.5), from B's file (the history through B), else A's: `loggedLr: {step,
+ * learningRate, agrees, entry}`. Which entry that is depends on the transformers that wrote the
+ * folders (`loggedAt[i]`, lrLoggedAt): before 4.51 the Trainer logged after the scheduler's step,
+ * so A's step holds the rate of step A + 1 ('a'); from 4.51 it logs the rate the update used, at
+ * B's step ('b'). When neither folder's config.json says, the entry of the two that agrees is
+ * taken, else A's (entry null: the version is unknown). agrees is true when every slot's
+ * recovered rate agrees (the core's rule), false when one differs, null when no slot's rate came
+ * back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
  */
-export async function compareLogged(result, logged) {
+export async function compareLogged(result, logged, loggedAt = []) {
   const b = await loadBinding();
-  for (const p of result.pairs) {
-    const step = result.files[p.a].step;
-    const key = String(step);
-    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(key) ?? logged[p.a]?.get(key);
-    if (rate === undefined) {
-      p.loggedLr = null;
-      continue;
-    }
+  const rateAt = (p, step) => (step === null || step === undefined ? undefined : logged[p.b]?.get(String(step)) ?? logged[p.a]?.get(String(step)));
+  const verdict = (p, rate) => {
     const verdicts = p.slots.filter((s) => s.lr !== null).map((s) => b.loggedLrAgrees(s.lr, rate));
-    const agrees = !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
-    p.loggedLr = { step, learningRate: rate, agrees };
+    return !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
+  };
+  for (const p of result.pairs) {
+    const entry = loggedAt[p.b] ?? loggedAt[p.a] ?? null;
+    const candidates = (entry === 'b' ? [p.b] : entry === 'a' ? [p.a] : [p.a, p.b])
+      .map((i) => ({ step: result.files[i].step, rate: rateAt(p, result.files[i].step) }))
+      .filter((c) => c.rate !== undefined)
+      .map((c) => ({ ...c, agrees: verdict(p, c.rate) }));
+    const chosen = candidates.find((c) => c.agrees === true) ?? candidates[0];
+    p.loggedLr = chosen ? { step: chosen.step, learningRate: chosen.rate, agrees: chosen.agrees, entry } : null;
   }
   return result;
 }

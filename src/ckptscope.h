@@ -203,7 +203,7 @@ typedef enum ckpt_family_id {
 typedef enum ckpt_role { CKPT_ROLE_OPTIMIZER = 1, CKPT_ROLE_MODEL = 2 } ckpt_role;
 
 /* What identifies a family and how its diagnostics read. The public fields describe it; how it
- * is read (its reader, what its items are, its own texts) is the private `impl` (src/core/core.h). */
+ * is read (its reader, what its items are, its own texts) is the private `impl` (src/core/impl.h). */
 typedef struct ckpt_family {
     int id;             /* ckpt_family_id (or a build's extra family: docs/architecture.md) */
     const char *magic;  /* the 7 magic bytes, also its short name: "TLADAMF" */
@@ -1000,9 +1000,17 @@ bool ckpt_trainer_state_lr_at(const ckpt_trainer_state *s, uint64_t step, double
 /* {"globalStep": n|null, "learningRates": [{"step","learningRate"}...]}; NULL when out of memory. */
 char *ckpt_trainer_state_json(const ckpt_trainer_state *s);
 
+/* Which log_history entry holds the learning rate of the update from step a to step b = a + 1
+ * (format.md 10.5), by the transformers that wrote the folder: config.json's
+ * "transformers_version". Before 4.51 the Trainer logged after lr_scheduler.step(), so the entry
+ * at a holds the rate of the next update; 4.51 and later log the rate the update used, at b.
+ * CKPT_LR_LOGGED_UNKNOWN when the text is not a JSON object with a version MAJOR.MINOR[...]. */
+enum { CKPT_LR_LOGGED_UNKNOWN = 0, CKPT_LR_LOGGED_AT_A = 1, CKPT_LR_LOGGED_AT_B = 2 };
+int ckpt_trainer_lr_logged_at(const void *config_json, size_t len);
+
 /* What each file of a checkpoint-N/ folder is, by its name (a table): the names given (file
  * names, no folders) as JSON {"optimizer","model","modelIndex","trainerState","trainingArgs",
- * "scheduler"}, each a name or null. A model is pytorch_model.bin, else model.safetensors, else
+ * "scheduler","config"}, each a name or null. A model is pytorch_model.bin, else model.safetensors, else
  * the index of a sharded one (modelIndex: pytorch_model.bin.index.json, else
  * model.safetensors.index.json). NULL when out of memory. */
 char *ckpt_trainer_folder_json(const char *const *names, size_t n);

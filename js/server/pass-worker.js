@@ -10,7 +10,8 @@
 // and the pass waits: the answer is never held in memory whole.
 import { parentPort, workerData } from 'node:worker_threads';
 import fs from 'node:fs';
-import { open, itemCount, scanPacked, health, workerCount } from '../index.js';
+import { open, health, workerCount } from '../index.js';
+import { itemCount, scanPacked } from '../plumbing.js';
 import { jsonFrame, packedFrame } from '../pass-frames.js';
 
 const ITEMS_PER_FRAME = 1024;   // a frame of a few hundred KiB: progress on the page, no giant frame

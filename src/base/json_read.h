@@ -1,4 +1,4 @@
-/* A bounded JSON reader (jsonparse.c): a text into a flat tree of nodes, for headers stored in
+/* A bounded JSON reader (json_read.c): a text into a flat tree of nodes, for headers stored in
  * files. Private to src/. */
 #ifndef CKPT_JSONPARSE_H
 #define CKPT_JSONPARSE_H

@@ -59,25 +59,10 @@ static int fail_opcode(rd *r, unsigned op)
     return rc;
 }
 
-static bool grow(void **arr, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap) return true;
-    size_t n = *cap ? *cap : 64;
-    while (n < need) {
-        if (n > SIZE_MAX / 2 / size) return false;
-        n *= 2;
-    }
-    void *q = realloc(*arr, n * size);
-    if (!q) return false;
-    *arr = q;
-    *cap = n;
-    return true;
-}
-
 static int new_node(rd *r, int kind, size_t *out)
 {
     ckpt_pickle *p = r->p;
-    if (!grow((void **)&p->nodes, &p->nodes_cap, p->nodes_len + 1, sizeof *p->nodes)) return ckpt_fail_oom(r->err);
+    if (!ckpt_grow((void **)&p->nodes, &p->nodes_cap, p->nodes_len + 1, sizeof *p->nodes)) return ckpt_fail_oom(r->err);
     ckpt_pnode *n = &p->nodes[p->nodes_len];
     memset(n, 0, sizeof *n);
     n->kind = (uint8_t)kind;
@@ -91,7 +76,7 @@ static int new_node(rd *r, int kind, size_t *out)
 
 static int push(rd *r, size_t node)
 {
-    if (!grow((void **)&r->stack, &r->stack_cap, r->stack_len + 1, sizeof *r->stack)) return ckpt_fail_oom(r->err);
+    if (!ckpt_grow((void **)&r->stack, &r->stack_cap, r->stack_len + 1, sizeof *r->stack)) return ckpt_fail_oom(r->err);
     r->stack[r->stack_len++] = node;
     return 0;
 }
@@ -135,7 +120,7 @@ static int add_item(rd *r, size_t parent, size_t child)
 {
     ckpt_pickle *p = r->p;
     TRY(lift(r, parent, child));
-    if (!grow((void **)&p->cells, &p->cells_cap, p->cells_len + 1, sizeof *p->cells)) return ckpt_fail_oom(r->err);
+    if (!ckpt_grow((void **)&p->cells, &p->cells_cap, p->cells_len + 1, sizeof *p->cells)) return ckpt_fail_oom(r->err);
     size_t c = p->cells_len++;
     p->cells[c] = (ckpt_pcell){(uint32_t)child, CKPT_PNIL};
     ckpt_pnode *n = &p->nodes[parent];
@@ -243,7 +228,7 @@ static int memo_put(rd *r, uint64_t index, size_t node)
         return fail_malformed(r, "memo index %llu is larger than the pickle's %zu bytes", (unsigned long long)index,
                               r->len);
     size_t old = r->memo_cap;
-    if (!grow((void **)&r->memo, &r->memo_cap, (size_t)index + 1, sizeof *r->memo)) return ckpt_fail_oom(r->err);
+    if (!ckpt_grow((void **)&r->memo, &r->memo_cap, (size_t)index + 1, sizeof *r->memo)) return ckpt_fail_oom(r->err);
     if (r->memo_cap > old) memset(r->memo + old, 0, (r->memo_cap - old) * sizeof *r->memo);
     if (!r->memo[index]) r->memo_count++;
     r->memo[index] = node + 1;

@@ -15,7 +15,7 @@ import { startViewer, dropBytes, openExample } from './browser.mjs';
 const WEB = new URL('../../web/', import.meta.url).pathname;
 const inDir = (dir) => fs.readdirSync(path.join(WEB, dir)).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, dir, f));
 const sources = () => [...fs.readdirSync(WEB).filter((f) => f.endsWith('.js')).map((f) => path.join(WEB, f)),
-  ...inDir('views'), ...inDir('parts')];
+  ...inDir('views'), ...inDir('parts'), ...inDir('worker')];
 const read = (file) => fs.readFileSync(file, 'utf8');
 
 // The page's URL space, as the server serves it, for the views imported here: /js/ is the package.
@@ -215,4 +215,12 @@ test('every viewer hook (data-testid) is there once its state is shown', async (
   await page.waitForSelector('[data-testid=verdict] [data-testid=error]');
   await present(['verdict', 'error', 'error-offset', 'reader-row']);
   await page.context().close();
+});
+
+test('the worker dispatches: one module per kind of request in web/worker/, worker.js only imports and serves', () => {
+  const worker = read(path.join(WEB, 'worker.js'));
+  const modules = [...worker.matchAll(/from '\.\/worker\/([a-z-]+\.js)'/g)].map((m) => m[1]);
+  assert.deepEqual(modules, ['files.js', 'stats.js', 'check.js', 'health.js', 'export.js', 'run.js', 'convert.js', 'convert-torch.js']);
+  assert.ok(worker.split('\n').length < 40, 'worker.js is a small dispatcher');
+  for (const file of sources()) assert.ok(read(file).split('\n').length <= 600, `${path.relative(WEB, file)} is at most 600 lines`);
 });

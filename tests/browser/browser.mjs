@@ -128,6 +128,16 @@ export function countServed(server, sent) {
   });
 }
 
+/** Wait until `ok()` holds (a state of the test's own process: a server's counts, its passes),
+ *  checking it again as the event loop turns; fail naming `what` if it never does. */
+export async function until(ok, what, ms = 20000) {
+  const end = Date.now() + ms;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`never: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 /** n float32 values in [-scale/2, scale/2) that are not all alike, from a seeded LCG. */
 export function lcgValues(n, seed, scale) {
   const out = new Float32Array(n);

@@ -129,7 +129,8 @@ test('after a health pass, an export and statistics, the header\'s count is stil
     };
     await page.click('[data-testid=health-run]');
     await page.waitForFunction(() => !/^(Not run yet|Running)/.test(document.querySelector('[data-testid=health-state]').textContent), null, { timeout: 120000 });
-    assert.match(await page.textContent('[data-testid=health-state]'), /^2 slots in \d+ ms: /);
+    assert.match(await page.textContent('[data-testid=health-state]'), new RegExp('^2 slots in \\d+ ms: no slot flagged\\. The chart shows the rms of the next step per unit learning rate, ' +
+      'rms\\(u\\) \\(log scale\\); add the model-state file and the learning rate to see the update-to-weight ratio\\.$'));
     const health = await after('a health pass');
     // (the open's first page holds the first payload's first bytes: kept, not read again)
     assert.ok(health.bytes >= opened.bytes + payload - 4096, `the health pass read the payloads: ${opened.bytes} -> ${health.bytes} bytes`);
@@ -138,14 +139,15 @@ test('after a health pass, an export and statistics, the header\'s count is stil
     const download = page.waitForEvent('download', { timeout: 60000 });
     await page.click('#export-menu summary');
     await page.click('[data-testid=export-safetensors]');
-    await (await download).path();   // the whole download
+    const saved = fs.statSync(await (await download).path()).size;   // the whole download
     await page.waitForFunction(() => document.getElementById('status').textContent.startsWith('Exported small.ckpt'), null, { timeout: 120000 });
+    assert.equal(await page.textContent('#status'), `Exported small.ckpt as safetensors (${saved.toLocaleString('en-US')} bytes, streamed to a download).`);
     await after('an export');
     await page.click('[data-testid=scan]');
     await page.waitForFunction(() => /^Statistics for 2 entries in \d+ ms\.$/.test(document.getElementById('status').textContent), null, { timeout: 120000 });
     await after('statistics');
     // those passes' ranges came through the read feed (js/feed.js: streamed requests, counted
-    // as they arrive); tests/browser/viewer-rate-feed.test.mjs has the synchronous path
+    // as they arrive); tests/browser/feed.test.mjs has the synchronous path
     assert.ok(page.workers().some((w) => w.url().endsWith('/js/feed-worker.js')), 'the feed read the ranges');
     assert.deepEqual(page.consoleErrors, []);
     await page.context().close();

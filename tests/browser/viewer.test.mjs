@@ -42,8 +42,9 @@ after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+/** Wait for the slot table to count every slot of the file: its whole text, `N slots`. */
 async function expectOpened(page, slots) {
-  await page.waitForFunction((n) => document.querySelector('[data-testid=param-count]')?.textContent.startsWith(n), slots.toLocaleString('en-US'));
+  await page.waitForFunction((text) => document.querySelector('[data-testid=param-count]')?.textContent === text, `${slots.toLocaleString('en-US')} slots`);
 }
 
 function onlyOwnOrigin(page) {
@@ -213,7 +214,7 @@ test('a million slots stay a few dozen DOM rows; the map aggregates them', async
   await page.waitForSelector(`[data-testid=param-row][data-index="${n - 1}"]`);
   // The trainable filter leaves one row; sorting a million rows by size and back.
   await page.click('button[data-filter=trainable]');
-  await page.waitForFunction(() => document.querySelector('[data-testid=param-count]').textContent.startsWith('1 of'));
+  await page.waitForFunction(() => document.querySelector('[data-testid=param-count]').textContent === '1 of 1,000,000 slots');
   await page.click('button[data-filter=all]');
   await expectOpened(page, n);
   await page.click('button[data-key=size]');

@@ -1,4 +1,4 @@
-/* The torch object model (src/torch_objects.c) on real torch.save files made at test time by
+/* The torch object model (src/families/pytorch/objects.h) on real torch.save files made at test time by
  * tests/c/torch_objects_seeds.py (torch through /usr/bin/python3): what the native reader finds
  * (optimizers and their groups and entries, model state dicts, ties by storage identity, the
  * weights-only verdict) equals what torch.load found, written beside each file as FILE.expected;

@@ -1,4 +1,4 @@
-/* libFuzzer target: the torch object model (src/torch_objects.c). The input is a file (any
+/* libFuzzer target: the torch object model (src/families/pytorch/objects.h). The input is a file (any
  * bytes): a torch.save zip or a legacy file. A file that reads must keep every promise of the
  * reader: each storage's record holds exactly numel x width bytes and lies in the file, each
  * tensor's first element lies in its storage, at most one tensor and one storage per pickle node,

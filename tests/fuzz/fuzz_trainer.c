@@ -1,4 +1,4 @@
-/* libFuzzer target: a Hugging Face Trainer's files (src/trainer.c, src/trainer_folder.c). The
+/* libFuzzer target: a Hugging Face Trainer's files (src/families/hf_trainer/). The
  * first byte says which reader takes the rest: training_args.bin (a torch.save file), or
  * trainer_state.json (a source of known or unknown size), or a sharded model's index. A result
  * keeps the readers' promises: the learning rates by step, strictly increasing, each found at its

@@ -1,5 +1,5 @@
 // Every line the CLI writes for a person fits 80 columns. Every command of
-// js/cli-usage.js's SPECS runs on a GPT-2-like pair (149 slots with biases and norms, a tied
+// js/cli/args.js's COMMANDS runs on a GPT-2-like pair (149 slots with biases and norms, a tied
 // lm_head) named by long realistic names and one 120-character name, under a path of more than
 // 100 characters, on broken files and with flagged health, as an 80-column terminal gets it
 // (COLUMNS=80); every line of stdout and stderr is checked. The one exception is the rule of js/terminal.js (fitsColumns): a line that is one
@@ -14,8 +14,8 @@ import path from 'node:path';
 import { spawn, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeCheckpoint, writeState, inspect, health } from '../../js/index.js';
-import { SPECS } from '../../js/cli-usage.js';
-import { num, numColumns, healthLines } from '../../js/cli-text.js';
+import { COMMANDS } from '../../js/cli/args.js';
+import { num, numColumns, healthLines } from '../../js/cli/text.js';
 import { COLUMNS, displayWidth, fitsColumns, outputColumns, wrapColumns, wrapLine, middleEllipsis } from '../../js/terminal.js';
 import { cli, scratch } from './scratch.mjs';
 
@@ -184,7 +184,7 @@ const CASES = {
 // Every command, its --help, no arguments at all, and the CLI's own help.
 const everyCommand = () => [
   // bare `serve` would listen on 8080: its case gives --port 0
-  ...Object.keys(SPECS).flatMap((c) => [...CASES[c](), [c, '--help'], ...(c === 'serve' ? [] : [[c]])]),
+  ...COMMANDS.flatMap((c) => [...CASES[c](), [c, '--help'], ...(c === 'serve' ? [] : [[c]])]),
   ['--help'], [], ['--version'], ['inspekt', files.opt],
 ];
 
@@ -265,7 +265,7 @@ test('the rule: a line fits in columns, or is one unbreakable token on a line of
 });
 
 test('every command has cases here', () => {
-  for (const c of Object.keys(SPECS)) assert.ok(CASES[c], `no case for ${c}: add its runs to CASES`);
+  for (const c of COMMANDS) assert.ok(CASES[c], `no case for ${c}: add its runs to CASES`);
 });
 
 test('every line of every command fits 80 columns; one number format a table', async () => {

@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { convert, inspect, readEntry, CheckpointError } from '../../js/index.js';
 import { makeFile } from './table.mjs';
+import { usageOf } from './scratch.mjs';
 
 const CLI = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-convert-'));
@@ -75,9 +76,11 @@ test('convert: a refusal names its option, and the destination is untouched', as
 
 test('convert: bad options are RangeErrors before anything is read', async () => {
   const v2 = await makeFile({ base: 'model-v2' });
-  await assert.rejects(convert(v2, out('n.ckpt'), { to: 6 }), { name: 'RangeError', message: 'to must be 2, 3, 4, 5 or "oldest", got 6' });
-  await assert.rejects(convert(v2, out('n.ckpt'), {}), RangeError);
-  await assert.rejects(convert(v2, out('n.ckpt'), { for: 'v7' }), RangeError);
+  const n = out('n.ckpt');
+  await assert.rejects(convert(v2, n, { to: 6 }), { name: 'RangeError', message: 'to must be 2, 3, 4, 5 or "oldest", got 6' });
+  await assert.rejects(convert(v2, n, {}), { name: 'RangeError', message: 'convert needs one of to (2, 3, 4, 5 or "oldest") and for (a reader name)' });
+  await assert.rejects(convert(v2, n, { for: 'v7' }), { name: 'RangeError', message: 'unknown TorchLean reader "v7": one of v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5' });
+  assert.equal(fs.existsSync(n), false, 'nothing written');
 });
 
 test('cli convert: atomic, the mode kept, the verdict per reader', async () => {
@@ -105,27 +108,49 @@ test('cli convert: atomic, the mode kept, the verdict per reader', async () => {
 test('cli convert: a refusal exits 1 with the text; usage errors exit 2', async () => {
   const input = out('in.ckpt');
   fs.writeFileSync(input, await makeFile({ base: 'model' }));   // v3, tied
-  const r = run('convert', input, out('o.ckpt'), '--to', '2');
+  const o = out('o.ckpt');
+  const r = run('convert', input, o, '--to', '2');
   assert.equal(r.status, 1);
-  assert.equal(r.stderr.split('\n')[0], "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's moments and step (loadable only where the model's weights are untied too)");
-  assert.equal(run('convert', input, out('o.ckpt'), '--to', '7').status, 2);
-  assert.equal(run('convert', input, out('o.ckpt')).status, 2);
-  const bad = run('convert', input, out('o.ckpt'), '--for', 'v9');
-  assert.equal(bad.status, 2);
-  assert.equal(bad.stderr.split('\n')[0], 'ckptscope: --for takes a TorchLean reader: v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; not v9');
+  assert.equal(r.stderr, "version 2 cannot hold tied parameters: --untie gives every alias its own copy of its owner's moments and step (loadable only where the model's weights are untied too)\n");
+  assert.equal(r.stdout, '');
+  for (const [args, message] of [
+    [['--to', '7'], '--to takes 2, 3, 4, 5 or oldest, not 7'],
+    [[], 'convert takes IN OUT and one of --to 2|3|4|5|oldest, --for READER'],
+    [['--for', 'v9'], '--for takes a TorchLean reader: v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; not v9'],
+  ]) {
+    const bad = run('convert', input, o, ...args);
+    assert.equal(bad.status, 2, args.join(' '));
+    assert.equal(bad.stderr, `ckptscope: ${message}\n${usageOf('convert')}`);
+  }
+  assert.equal(fs.existsSync(o), false, 'nothing written');
   const untied = out('untied.ckpt');
   const ok = run('convert', input, untied, '--to', '2', '--untie');
   assert.equal(ok.status, 0, ok.stderr);
+  assert.equal(ok.stdout, [`${untied}: version 2 (float32)`, `${untied}, per TorchLean reader:`,
+    ...['v2', 'v2-lists', 'v2-v3', 'v2-v4', 'v2-v4-f32', 'v2-v5'].map((reader) => `  ${reader.padEnd(11)}reads it`), ''].join('\n'));
   assert.equal((await inspect(untied)).version, 2);
 });
 
 test('cli convert: float64 rounded, its largest relative error reported', async () => {
   const input = out('f64.ckpt');
   fs.writeFileSync(input, await makeFile({ base: 'model-f64' }));
-  const refused = run('convert', input, out('o.ckpt'), '--to', 'oldest', '--round-to-float32');
-  assert.equal(refused.status, 0, refused.stderr);
-  assert.match(refused.stdout, /: version 3 \(float32\)\nrounded float64 moments to float32: largest relative error [0-9.e-]+\n/);
-  const r = run('convert', input, out('o.ckpt'), '--to', '3');
+  const o = out('o.ckpt');
+  const rounded = run('convert', input, o, '--to', 'oldest', '--round-to-float32');
+  assert.equal(rounded.status, 0, rounded.stderr);
+  // the moments of model-f64 are float32 values: rounding them loses nothing
+  assert.equal(rounded.stdout, [
+    `${o}: version 3 (float32)`,
+    'rounded float64 moments to float32: largest relative error 0.00',
+    `${o}, per TorchLean reader:`,
+    '  v2         does not read it: CUDA Adam checkpoint: unsupported format version 3; expected 2',
+    '  v2-lists   does not read it: CUDA Adam checkpoint: unsupported format version 3; expected 2',
+    '  v2-v3      reads it',
+    '  v2-v4      reads it',
+    '  v2-v4-f32  reads it',
+    '  v2-v5      reads it',
+    '',
+  ].join('\n'));
+  const r = run('convert', input, out('o3.ckpt'), '--to', '3');
   assert.equal(r.status, 1);
-  assert.equal(r.stderr.split('\n')[0], 'version 3 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)');
+  assert.equal(r.stderr, 'version 3 cannot hold float64 moments: --round-to-float32 rounds them (the largest relative error is reported)\n');
 });

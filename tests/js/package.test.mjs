@@ -21,20 +21,29 @@ test('npm pack installs into an empty folder and works from a plain script', () 
     execFileSync('npm', ['install', '--no-audit', '--no-fund', '--offline', tarball], { cwd: app, stdio: 'pipe' });
     fs.writeFileSync(path.join(app, 'script.mjs'), `
       import { writeCheckpoint, inspect } from 'ckptscope';
+      import * as api from 'ckptscope';
+      import * as plumbing from 'ckptscope/plumbing';
       const bytes = await writeCheckpoint({ shapes: [[3]], requiresGrad: [true],
         config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8 },
         entries: [{ id: 0, step: 2, m: [1, 2, 3], v: [1, 1, 1] }] });
       const r = await inspect(bytes, { stats: true });
-      console.log(JSON.stringify({ ok: r.ok, version: r.version, rms: r.entries[0].m.rms }));
+      const inner = ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'unpackFrame', 'itemCount', 'itemStatsPacked', 'attachPacked', 'scanPacked', 'convertVersions', 'convertChoices'];
+      console.log(JSON.stringify({ ok: r.ok, version: r.version, rms: r.entries[0].m.rms,
+        inApi: inner.filter((n) => n in api), plumbing: Object.keys(plumbing).sort(), versions: (await plumbing.convertChoices()).versions }));
     `);
     const result = JSON.parse(execFileSync('node', ['script.mjs'], { cwd: app, encoding: 'utf8' }));
-    assert.deepEqual(result, { ok: true, version: 2, rms: Math.sqrt(14 / 3) });
+    // the main entry is the API; the viewer's and server's plumbing is ckptscope/plumbing
+    assert.deepEqual(result, { ok: true, version: 2, rms: Math.sqrt(14 / 3), inApi: [],
+      plumbing: ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'attachPacked', 'convertChoices', 'convertVersions', 'itemCount', 'itemStatsPacked', 'scanPacked', 'unpackFrame'],
+      versions: [2, 3, 4, 5] });
     // The CLI comes with it.
     const cli = execFileSync(path.join(app, 'node_modules/.bin/ckptscope'), ['--help'], { encoding: 'utf8' });
     assert.match(cli, /ckptscope inspect FILE/);
     const listed = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8' });
     assert.match(listed, /package\/js\/ckptscope\.wasm/);
     assert.match(listed, /package\/js\/index\.d\.ts/);
+    assert.match(listed, /package\/js\/plumbing\.js\n/);
+    assert.match(listed, /package\/js\/plumbing\.d\.ts\n/);
     // the user's documentation comes with it, and the viewer `ckptscope serve` needs
     for (const page of ['README', 'format', 'layout', 'report', 'cli', 'api', 'diagnostics', 'health', 'runs', 'export', 'viewer', 'performance']) {
       assert.ok(listed.includes(`package/docs/${page}.md\n`), `docs/${page}.md is in the tarball`);

@@ -9,7 +9,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { open, pair, health, HttpSource, BlobSource, itemCount, itemStatsPacked, attachPacked } from '../../js/index.js';
+import { open, pair, health, HttpSource, BlobSource } from '../../js/index.js';
+import { itemCount, itemStatsPacked, attachPacked } from '../../js/plumbing.js';
 import { withFake, withFakeBlob } from './fake-sources.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;

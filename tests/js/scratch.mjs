@@ -19,6 +19,22 @@ export function cli(args, options = {}) {
   return r;
 }
 
+/** What a usage error prints after its message: the command's entries of `ckptscope --help`'s
+ *  usage (each synopsis with its indented lines), then where its options are; with no command
+ *  (no command given, or an unknown one), that usage whole. */
+export function usageOf(command = null) {
+  const help = cli(['--help']).stdout.split('\n');
+  const usage = help.slice(0, help.indexOf(''));
+  if (command === null) return `${usage.join('\n')}\n`;
+  const lines = [];
+  let mine = false;
+  for (const line of usage.slice(1)) {
+    if (line.startsWith('  ckptscope ')) mine = line.split(' ')[3] === command;
+    if (mine) lines.push(line);
+  }
+  return `usage:\n${lines.join('\n')}\n(ckptscope ${command} --help: its options)\n`;
+}
+
 /** A bash script with $NODE and $CLI set (and `env`). */
 export function sh(script, env = {}) {
   return spawnSync('bash', ['-c', script], { encoding: 'utf8', env: { ...process.env, NODE: process.execPath, CLI, ...env } });

@@ -10,16 +10,22 @@ import { CLI, cli, scratch } from './scratch.mjs';
 
 const { put } = scratch('ckptscope-still-writing-');
 
+// 512 KiB of moments: written a byte at a time, the file is not complete for over an hour
+const ELEMENTS = 1 << 16;
 const full = () => writeCheckpoint({
-  shapes: [[3]], requiresGrad: [true], representatives: [0], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, randomCounter: 1,
-  entries: [{ id: 0, step: 1, m: new Float32Array(3), v: new Float32Array(3) }],
+  shapes: [[ELEMENTS]], requiresGrad: [true], representatives: [0], config: { kind: 'adam', beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: 0 }, randomCounter: 1,
+  entries: [{ id: 0, step: 1, m: new Float32Array(ELEMENTS), v: new Float32Array(ELEMENTS) }],
 });
 
-/** `ckptscope ARGS` while `file` grows by a byte every 10 ms until it exits: the writer is a
+/** `ckptscope ARGS` while `file` grows by a byte every 10 ms until it exits, each byte the next
+ *  of `whole` (the file stays a truncated copy of it, whenever it is read): the writer is a
  *  process of its own, so the growth does not wait on this test's event loop. */
-function whileGrowing(file, args) {
+function whileGrowing(file, whole, args) {
   return new Promise((resolve) => {
-    const writer = spawn('sh', ['-c', 'while :; do printf x >> "$1"; sleep 0.01; done', 'grow', file], { stdio: 'ignore' });
+    const writer = spawn(process.execPath, ['-e', `const fs = require('node:fs');
+      const [whole, file] = process.argv.slice(1), src = fs.readFileSync(whole);
+      let at = fs.statSync(file).size;
+      setInterval(() => { if (at < src.length) fs.appendFileSync(file, src.subarray(at, ++at)); }, 10);`, whole, file], { stdio: 'ignore' });
     const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     child.stderr.on('data', (d) => (stderr += d));
@@ -37,7 +43,7 @@ test('inspect and check: a truncated file that grows is named as still being wri
   const warned = (stderr) => stderr.split('\n').filter((l) => l.startsWith('warning:'));
   const tail = ': it may still be being written; read it again once it is complete';
   for (const args of [['inspect', file], ['check', file, '--expect', layout]]) {
-    const r = await whileGrowing(file, args);
+    const r = await whileGrowing(file, layout, args);
     assert.equal(r.status, 1, r.stderr);
     const w = warned(r.stderr);
     assert.equal(w.length, 1, r.stderr);

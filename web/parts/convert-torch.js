@@ -220,6 +220,9 @@ const BOXES = [
   { key: 'roundToFloat32', testid: 'convert-round', label: 'Round float64 moments to float32 (for versions 2 to 4)' },
 ];
 
+/** How the panel names the core's optimizer kinds (PyTorch's class names). */
+const KIND_LABELS = { adam: 'Adam', adamw: 'AdamW' };
+
 class TorchToTorchLean {
   constructor(ctx, file, dialog) {
     this.ctx = ctx;
@@ -261,20 +264,22 @@ class TorchToTorchLean {
     const box = el('fieldset', 'convert-options');
     box.append(el('legend', '', 'Write as'));
     const replan = () => this.planner.soon();
-    this.version = testid(el('select'), 'convert-version');
-    for (const [value, text] of [['oldest', 'the oldest version that holds it'], ['2', 'version 2'], ['3', 'version 3'], ['4', 'version 4'], ['5', 'version 5']]) {
+    const option = (select, value, text) => {
       const o = el('option', '', text);
       o.value = value;
-      this.version.append(o);
-    }
+      select.append(o);
+    };
+    // the versions and kinds are the core's, asked of the worker; the defaults are there at once
+    this.version = testid(el('select'), 'convert-version');
+    option(this.version, 'oldest', 'the oldest version that holds it');
     this.version.addEventListener('change', replan);
     this.kind = testid(el('select'), 'convert-kind');
-    for (const [value, text] of [['', 'as the file says'], ['adam', 'Adam'], ['adamw', 'AdamW']]) {
-      const o = el('option', '', text);
-      o.value = value;
-      this.kind.append(o);
-    }
+    option(this.kind, '', 'as the file says');
     this.kind.addEventListener('change', replan);
+    this.ctx.rpc.request('torchConvertChoices').then(({ versions, kinds }) => {
+      for (const v of versions) option(this.version, String(v), `version ${v}`);
+      for (const k of kinds) option(this.kind, k, KIND_LABELS[k] ?? k);
+    }, () => {});   // a worker replaced meanwhile (Cancel): the panel offers the defaults
     const line = (text, input) => {
       const l = el('label', 'convert-option');
       l.append(text, ' ', input);

@@ -11,6 +11,7 @@ import { positiveNumber } from '/js/index.js';
 import { $, el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural, ranOn } from '../format.js';
 import { VirtualTable } from '../parts/vtable.js';
+import { lrInput } from '../parts/lr-input.js';
 import { css, decades, yOf, logAxis, axisTitle } from '../parts/log-axis.js';
 
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
@@ -113,16 +114,8 @@ export class HealthView {
     const head = el('div', 'card-head');
     head.append(el('h2', '', 'Training health'));
     const controls = el('div', 'health-controls');
-    const lab = el('label', 'meta', 'learning rate ');
-    this.lrInput = testid(el('input'), 'lr-input');
-    this.lrInput.type = 'text';
-    this.lrInput.inputMode = 'decimal';
-    this.lrInput.placeholder = 'e.g. 3e-4';
-    this.lrInput.value = this.lr === null ? '' : String(this.lr);
-    this.lrInput.setAttribute('aria-label', 'learning rate');
-    this.lrInput.addEventListener('change', () => this.lrChanged());
-    this.lrInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.lrChanged());
-    lab.append(this.lrInput);
+    const { label: lab, input } = lrInput({ id: 'lr-input', ariaLabel: 'learning rate', lr: this.lr, onChange: () => this.lrChanged() });
+    this.lrInput = input;
     // the ratio warnings' band (the CLI's --ratio-band): two numbers; the core says what a band is
     const bandLab = el('label', 'meta', 'ratio band ');
     this.bandInput = testid(el('input'), 'ratio-band-input');

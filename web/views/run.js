@@ -9,6 +9,7 @@ import { positiveNumber } from '/js/index.js';
 import { el, button, testid, canvasIn } from '../dom.js';
 import { count, sci, plural } from '../format.js';
 import { css, log, decades, logAxis, axisTitle } from '../parts/log-axis.js';
+import { lrInput } from '../parts/lr-input.js';
 
 const PAD = { left: 64, right: 44, top: 12, bottom: 24 };
 const PANELS = [
@@ -86,16 +87,8 @@ export class RunView {
     const head = el('div', 'card-head');
     head.append(el('h2', '', 'Checkpoints of one run'));
     const tools = el('div', 'tools');
-    const lab = el('label', 'meta', 'learning rate ');
-    this.lrInput = testid(el('input'), 'run-lr');
-    this.lrInput.type = 'text';
-    this.lrInput.inputMode = 'decimal';
-    this.lrInput.placeholder = 'e.g. 3e-4';
-    this.lrInput.value = this.lr === null ? '' : String(this.lr);
-    this.lrInput.setAttribute('aria-label', 'learning rate of the run');
-    this.lrInput.addEventListener('change', () => this.lrChanged());
-    this.lrInput.addEventListener('keydown', (e) => e.key === 'Enter' && this.lrChanged());
-    lab.append(this.lrInput);
+    const { label: lab, input } = lrInput({ id: 'run-lr', ariaLabel: 'learning rate of the run', lr: this.lr, onChange: () => this.lrChanged() });
+    this.lrInput = input;
     this.cancelButton = button('Cancel', { testid: 'run-cancel', onClick: () => this.ctx.rpc.cancel() });
     this.cancelButton.hidden = true;
     tools.append(lab, this.cancelButton, button('Close', { testid: 'run-close', onClick: () => this.close() }));

@@ -1,6 +1,6 @@
 /* TorchLean's public readers of TLADAMF (format.md 8) as a table: each row says which versions
  * the reader reads and how its checks and texts differ from the newest reader's (format.md 4).
- * The load path (adam_header.c, adam_entries.c) consults the row; nothing else names a reader.
+ * The load path (header.c, entries.c) consults the row; nothing else names a reader.
  * Verified against the public sources named in the `source` column (see docs/format.md 8). */
 #include "families/tladamf/tladamf.h"
 

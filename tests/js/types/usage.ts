@@ -116,3 +116,16 @@ async function pytorchPair(opt: string, model: string) {
   }
 }
 void pytorchPair;
+
+// the plumbing entry: the packed statistics, the frames of a server pass, the core's choices
+import { itemCount, itemStatsPacked, attachPacked, Frames, PACKED_FRAME, unpackFrame, convertChoices } from 'ckptscope/plumbing';
+async function plumbingUsage(ck: import('ckptscope').Checkpoint): Promise<number> {
+  const words: BigUint64Array = itemStatsPacked(ck, 0);
+  attachPacked(ck, 0, [words]);
+  const frames = new Frames();
+  const f = frames.take();
+  if (f && f.kind === PACKED_FRAME) attachPacked(ck, unpackFrame(f.payload).from, unpackFrame(f.payload).list);
+  const { versions, kinds }: { versions: number[]; kinds: string[] } = await convertChoices();
+  return itemCount(ck) + versions.length + kinds.length;
+}
+void plumbingUsage;

@@ -1,8 +1,11 @@
-import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from './terminal.js';
+import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
+import { kindNames } from '../options.js';
 
 // What the CLI shows a person, as lines (terminal.js escapes them on the way out): the summary of
 // a report (either family), an error with everything the core reported beside its reference
-// text, a pairing verdict. Words only: every fact here comes from the core's report.
+// text, a pairing verdict, the health table, a run's pairs, what TorchLean's readers make of a
+// file, and each command's result line. Words only: every fact here comes from the core's
+// report; the commands (js/cli/*.js) say nothing of their own on stdout.
 
 const fmtShape = (s) => `[${s.join(', ')}]`;
 const yesNo = (b) => (b ? 'yes' : 'no');
@@ -422,3 +425,225 @@ export function healthLines(result, optName, stateName, names = null, { strict =
   else out.push(flagged ? `verdict: ${plural(flagged, 'slot')} flagged${warnings}` : `verdict: healthy${warnings}`);
   return out;
 }
+
+// ---- check, diff, write and export -------------------------------------------------------------
+
+/** check --expect's verdict: `FILE: loads into LAYOUT`, or does not. */
+export const loadLine = (file, layout, loads) => `${file}: ${loads ? 'loads' : 'does not load'} into ${layout}`;
+
+/** check --state with an invalid file: its own diagnostic, named (`why`), and the verdict. */
+export function invalidPairLines(err, optName, stateName, invalidName) {
+  return {
+    why: [`${invalidName}: ${err.message}`, ...errorLines(err).slice(1)],
+    verdict: `${optName} does not pair with ${stateName}: ${invalidName} is invalid, and an invalid file never pairs`,
+  };
+}
+
+/** A pair that cannot be made (an invalid file, the wrong roles), in one line. */
+export const unpairedLine = (optName, stateName, why) => `${optName} does not pair with ${stateName}: ${why}`;
+
+/** inspect OPT --state MODEL: the pair's verdict below the summary. */
+export const inspectPairLines = (result, optName, stateName, names) => ['', ...pairLines(result, optName, stateName, names)];
+
+/** diff's answer: none, or every difference (its slot's name first when names are given). */
+export function diffLines(differences, a, b, names) {
+  if (!differences.length) return [`no differences between ${a} and ${b}`];
+  return [`${differences.length} difference${differences.length === 1 ? '' : 's'} between ${a} and ${b}:`,
+    ...differences.map((d) => `  ${namedSlot(names, d.slot)}${d.message}`)];
+}
+
+/** A file written: `wrote OUT (N bytes)`, with its format when one was chosen. */
+export const wroteLine = (out, bytes, format = null) => `wrote ${out} (${bytes} bytes${format ? `, ${format}` : ''})`;
+
+// ---- TorchLean's readers and convert (docs/format.md 8) ----------------------------------------
+
+const pad = (name) => name.padEnd(11);
+
+/** inspect's line: which readers can read the file at all (null for a model-state file). */
+export function loadsInLine(readers) {
+  if (!readers) return null;
+  const names = Object.keys(readers);
+  const yes = names.filter((n) => readers[n].reads), no = names.filter((n) => !readers[n].reads);
+  if (!yes.length) return 'loads in: none of the TorchLean readers';
+  return `loads in: ${yes.join(', ')}${no.length ? ` (not ${no.join(', ')})` : ''}`;
+}
+
+/** One line per reader: whether it reads the file, else its own first diagnostic. */
+export function readerLines(readers) {
+  return Object.entries(readers).map(([name, v]) => `  ${pad(name)}${v.reads ? 'reads it' : `does not read it: ${v.error.message}`}`);
+}
+
+/** check --reader all: one line per reader ({reader, loads, warnings, message}), with its own
+ *  text and warnings. */
+export function everyReaderLines(file, layout, verdicts) {
+  const lines = [`${file} into ${layout}, per TorchLean reader:`];
+  for (const v of verdicts) {
+    if (!v.loads) {
+      lines.push(`  ${pad(v.reader)}does not load: ${v.message}`);
+      continue;
+    }
+    lines.push(`  ${pad(v.reader)}loads`);
+    for (const w of v.warnings) lines.push(`  ${pad('')}warning: ${w}`);
+  }
+  return lines;
+}
+
+/** convert IN OUT --to V: the version written, and whether IN already was it (`same`). */
+export function convertLines(input, output, result, { same, oldest }) {
+  const lines = [`${output}: version ${result.version} (${result.dtype})`];
+  if (same) lines.push(`${input} is already version ${result.version}${oldest ? ', the oldest that loses nothing' : ''}: ${output} holds the same state`);
+  return lines;
+}
+
+/** convert optimizer.pt OUT: the version written, from which pair. */
+export const fromTorchLine = (output, result, input, model) => `${output}: version ${result.version} (${result.dtype}), from ${input} with ${model}`;
+
+/** What a conversion to TLADAMF did to the values, then what each TorchLean reader makes of OUT. */
+export function convertedLines(output, result, readers) {
+  const lines = [];
+  if (result.widened) lines.push('widened the moments to float32 (exactly: every float16 and bfloat16 value is a float32 value)');
+  if (result.rounded) lines.push(`rounded float64 moments to float32: largest relative error ${result.maxRelativeError.toPrecision(3)}`);
+  lines.push(`${output}, per TorchLean reader:`, ...readerLines(readers));
+  return lines;
+}
+
+/** convert IN OUT.pt: what ckptscope's own reader sees in the torch.save file written. */
+export function torchFileLines(output, s) {
+  const n = s.entryCount;
+  const dtypes = [...new Set(s.entries.map((e) => e.dtype))].join(', ') || 'no moments';
+  return [`${output}: torch.save file, ${s.optimizer.kind === 'adamw' ? 'AdamW' : 'Adam'} state_dict, ${n} parameter${n === 1 ? '' : 's'} with state (${dtypes}), lr ${s.optimizer.groups[0].lr}`,
+    `weights only: ${s.weightsOnly ? 'yes' : 'no'} (torch.load(weights_only=True))`];
+}
+
+// ---- runs (docs/runs.md) -------------------------------------------------------------------------
+
+/** A count and its word as run's lines write it (no thousands separator). */
+const runPlural = (n, what) => `${n} ${what}${n === 1 ? '' : 's'}`;
+
+/** What a pair comes to: 'continuous', 'cannot tell' or 'NOT continuous'. */
+const pairState = (p) => (p.continuous === null ? 'cannot tell' : p.continuous ? 'continuous' : 'NOT continuous');
+
+/** A slot as the lines name it: `slot 4` or `slot 4 (name)`. */
+const slotName = (names, slot) => `slot ${slot}${names && names[slot] !== undefined ? ` (${names[slot]})` : ''}`;
+
+/** How many of a pair's slots cannot tell: `2 of 3 slots cannot tell`. */
+const weakSlots = (p) => `${p.slotsCannotTell} of ${runPlural(p.slots.length, 'slot')} cannot tell`;
+
+/** The one line of a pair: its state; the verdict's text (its slot's name first), and when it
+ *  cannot tell how many slots could not; or its worst slot, its power, the slots that cannot tell
+ *  (when some cannot) and the slots whose learning rate came back. */
+function pairLine(p, names) {
+  const head = `${p.a} → ${p.b}: ${pairState(p)}`;
+  if (p.continuous === false) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}`;
+  if (p.continuous === null) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}; ${weakSlots(p)}`;
+  const parts = [];
+  let worst = null;
+  for (const s of p.slots) if (s.worst !== null && (worst === null || s.worst > worst.worst)) worst = s;
+  if (worst) parts.push(`worst ${numColumnsOne(worst.worst)} at ${slotName(names, worst.slot)}`);
+  if (p.power !== null) parts.push(`power ${numColumnsOne(p.power)}`);
+  if (p.slotsCannotTell) parts.push(weakSlots(p));
+  const lrs = p.slots.filter((s) => s.lr !== null).length;
+  if (lrs) parts.push(`lr on ${runPlural(lrs, 'slot')}`);
+  return parts.length ? `${head} (${parts.join(', ')})` : head;
+}
+
+/** A pair's recovered learning rate (its slots' range as printed, when they print apart) beside
+ *  the one trainer_state.json logged for that update. */
+function loggedLine(p) {
+  const l = p.loggedLr;
+  const shown = [...new Set(p.slots.filter((s) => s.lr !== null).sort((x, y) => x.lr - y.lr).map((s) => numColumnsOne(s.lr)))];
+  const recovered = shown.length > 1 ? `${shown[0]} to ${shown[shown.length - 1]}` : shown[0];
+  return `  lr ${recovered} ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
+}
+
+/** A figure as the tables print it. */
+function numColumnsOne(x) {
+  const rows = [[x]];
+  numColumns(rows, [0]);
+  return rows[0][0];
+}
+
+/** A pair's per-slot table (--slots). */
+function slotLines(p, names, width) {
+  const rows = p.slots.map((s) => [
+    s.message ? '!' : s.cannotTell ? '?' : '',
+    s.slot,
+    ...(names ? [names[s.slot] ?? ''] : []),
+    `${s.stepA}→${s.stepB}`,
+    s.k,
+    s.broken ?? '',
+    s.worst,
+    s.power,
+    s.gradient?.rms,
+    s.lr,
+    s.lrResidual,
+  ]);
+  const off = names ? 1 : 0;
+  numColumns(rows, [5, 6, 7, 8, 9].map((j) => j + off));
+  const header = ['', 'slot', ...(names ? ['name'] : []), 'steps', 'k', 'broken', 'worst', 'power', 'rms(g)', 'lr', 'residual'];
+  const right = new Set([1, ...[3, 4, 5, 6, 7, 8, 9].map((j) => j + off)]);
+  const fit = names ? { width: width - 2, shrink: 2, key: 1, what: 'slot names', shown: new Set() } : null;
+  return table(rows, header, right, fit).map((l) => `  ${l}`);
+}
+
+/** The run's verdict line. */
+function verdictLine(result, name) {
+  const weak = result.cannotTell ?? 0;
+  const apart = weak ? `${runPlural(weak, 'pair')} of ${result.pairs.length} cannot tell` : '';
+  if (result.first !== null) return `verdict: something breaks at file ${result.first} (${name(result.first)})${weak ? `; ${apart}` : ''}`;
+  if (weak) return `verdict: nothing breaks, but ${apart} (too far apart): not shown to be one run`;
+  return 'verdict: one run, every pair continuous';
+}
+
+/** The readable form: per file, one line per pair (with `slots`, its slot table), the verdict. */
+export function runLines(result, { width = COLUMNS, names = null, slots = false } = {}) {
+  const out = [];
+  const name = (i) => result.files[i].path ?? `file ${i}`;
+  out.push(`${result.files.length} checkpoints of one run:`);
+  // the file's health as the JSON gives it: every flag, and how many of them are warnings
+  const rows = result.files.map((f, i) => [
+    i === result.first ? '!' : '',
+    i,
+    f.step ?? '',
+    f.health ? f.health.flags : '',
+    f.health ? f.health.warnings : '',
+    f.health?.ratio,
+    f.state ? 'yes' : '',
+    f.ok ? name(i) : `${name(i)} (invalid)`,
+  ]);
+  numColumns(rows, [5]);
+  // a long path is shortened in the middle, and listed in full below the table
+  const fit = { width, shrink: 7, key: 1, what: 'paths', shown: new Set() };
+  for (const l of table(rows, ['', 'file', 'step', 'flags', 'warnings', 'ratio', 'state', 'path'], new Set([1, 2, 3, 4, 5]), fit)) out.push(l);
+  // a state file given and not used: which, and why
+  for (const [i, f] of result.files.entries()) if (f.stateError) out.push(...wrapLine(`warning: state file ${f.stateFile ?? '?'} not used for file ${i}: ${f.stateError}`, width));
+  for (const s of result.skipped ?? []) out.push(...wrapLine(`skipped ${s.name}: ${s.why}`, width));
+  out.push('');
+  for (const p of result.pairs) {
+    out.push(pairLine(p, names));
+    if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p), width));
+    if (slots && p.slots.length) {
+      out.push(...slotLines(p, names, width));
+      out.push('');
+    }
+  }
+  if (!slots) out.push('');
+  out.push(verdictLine(result, name));
+  return out;
+}
+
+/** A Trainer output folder's warnings: each folder's own, then the optimizers whose kind neither
+ *  their file nor training_args.bin says (`unknown`: their paths, of `total`). */
+export function trainerWarnings(perFolder, paths, unknown, total) {
+  const warnings = perFolder.flatMap((list, i) => list.map((w) => `warning: ${paths[i]}: ${w}`));
+  if (unknown.length) warnings.push(`warning: ${unknown.length === total ? 'every optimizer\'s' : `${runPlural(unknown.length, 'optimizer')}' (${unknown.join(', ')})`} kind is unknown (neither its file nor training_args.bin says Adam or AdamW): no learning rate comes back; give --kind ${kindNames().join('|')}`);
+  return warnings;
+}
+
+// ---- serve and view ----------------------------------------------------------------------------
+
+/** serve's line: where the viewer is. */
+export const servingLine = (origin) => `ckptscope viewer: ${origin}/  (Ctrl-C stops it)`;
+
+/** view's line on stderr, below the URL: whether a browser was asked to open it. */
+export const openingLine = (opened) => `ckptscope: ${opened ? 'opening it in your browser' : 'open this URL in your browser'} (Ctrl-C stops the server)`;

@@ -11,7 +11,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { saveCheckpoint, saveState } from '../../js/index.js';
-import { startViewer, countServed, lcgValues as values } from './browser.mjs';
+import { startViewer, countServed, until, lcgValues as values } from './browser.mjs';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-feed-'));
@@ -78,7 +78,8 @@ for (const [how, which] of [['through the feed (a cross-origin-isolated page)', 
     // The package in the viewer's worker (the same module instances the viewer uses): each file
     // by its own counted source, statistics of every entry and tensor, then the health pass.
     const got = await worker.evaluate(async ({ optUrl, stateUrl }) => {
-      const { open, health, HttpSource, Feed } = await import('/js/index.js');
+      const { open, health, HttpSource } = await import('/js/index.js');
+      const { Feed } = await import('/js/plumbing.js');
       const feed = await Feed.start();
       const src = (url) => HttpSource.open(new URL(url, location.href).href, { feed });
       const exact = (x) => JSON.stringify(x, (_, v) => (typeof v === 'bigint' ? `${v}n` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v));
@@ -104,8 +105,11 @@ for (const [how, which] of [['through the feed (a cross-origin-isolated page)', 
     assert.equal(got.health, exact(await health(opt, state, { lr: 1e-3, workers: 1 })), 'the health pass is the one-thread pass in Node');
     assert.deepEqual(JSON.parse(got.health, (_, v) => (v === 'NaN' ? NaN : v)).slots.length, 4);
     // what each source says it transferred is what the server sent (the sources' counts wait
-    // for the feed's reads in flight)
-    await page.waitForTimeout(100);   // the server's last 'close' events
+    // for the feed's reads in flight); the server counts a response at its 'close' event, which
+    // can come after the page has its answer: wait for as many responses closed as the page made
+    for (const url of [optUrl, stateUrl]) {
+      await until(() => (sent.get(url)?.requests ?? 0) >= got.counts[url].requests, `${got.counts[url].requests} responses of ${url} closed`);
+    }
     assert.deepEqual(got.counts[optUrl], sent.get(optUrl));
     assert.deepEqual(got.counts[stateUrl], sent.get(stateUrl));
     const size = fs.statSync(opt).size;
@@ -126,7 +130,8 @@ test('through the feed, a request that fails is an HttpError naming the URL, as 
     const href = new URL(own.server.files[0].url, own.origin).href;
     // the source opens (its first request), then the server goes away
     await worker.evaluate(async (href) => {
-      const { HttpSource, Feed } = await import('/js/index.js');
+      const { HttpSource } = await import('/js/index.js');
+      const { Feed } = await import('/js/plumbing.js');
       self.feedSource = HttpSource.open(href, { feed: await Feed.start() });
     }, href);
     own.server.closeAllConnections();

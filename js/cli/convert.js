@@ -1,0 +1,176 @@
+// ckptscope convert (docs/cli.md "convert", docs/pytorch.md): IN OUT --to V | --for READER, the
+// same optimizer state as another TLADAMF version; IN OUT.pt --lr X [--state STATE], TorchLean to
+// PyTorch; optimizer.pt OUT --state MODEL [--to V] [--kind K] ..., PyTorch to TorchLean. OUT is
+// written atomically (a temporary sibling renamed over it, its mode kept); then what the readers
+// make of it.
+
+import { open } from '../checkpoint.js';
+import { pair } from '../api.js';
+import { CheckpointError } from '../errors.js';
+import { loadBinding } from '../binding.js';
+import { decimalNumber } from '../options.js';
+import { say } from '../terminal.js';
+import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName } from '../user-files.js';
+import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg } from './args.js';
+import { readNames, modelFacts } from './inputs.js';
+import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
+import { shown, PATH_ECHO_MAX } from '../suggest.js';
+
+// OUT's extension says the direction: a torch.save file for PyTorch, else a TLADAMF version
+const TORCH_OUT = /\.(pt|pth|bin)$/i;
+// the options of a PyTorch optimizer's conversion: TorchLean's file holds one configuration
+const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsgrad'];
+
+export async function cmdConvert(argv) {
+  const { positional, seen } = parseArgs('convert', argv);
+  if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
+  if (positional.length === 2 && (await modelFacts(positional[0])).needsModel) return convertFromTorch(positional, seen);
+  for (const option of FROM_TORCH) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch optimizer IN: convert optimizer.pt OUT.ckpt --state MODEL ${option}`, 'convert');
+  }
+  for (const option of ['--lr', '--state']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a PyTorch OUT (.pt, .pth or .bin): convert IN OUT.pt --lr X [--state STATE]`, 'convert');
+  }
+  if (positional.length !== 2 || (seen['--to'] === undefined) === (seen['--for'] === undefined)) {
+    throw new UsageError(`convert takes IN OUT and one of --to ${versionTargets().join('|')}, --for READER`, 'convert');
+  }
+  const [input, output] = positional;
+  // the converter reads the entries again after the parse: a stream is drained by then
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
+  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
+  const to = versionArg(seen['--to'], 'convert');
+  const counter = randomCounterArg(seen, 'convert');
+  const options = {
+    ...(to === undefined ? { for: seen['--for'] } : { to }),
+    randomCounter: counter, dropRandomCounter: !!seen['--drop-random-counter'], untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'],
+  };
+  if (seen['--for'] !== undefined) await readerArg('--for', seen['--for'], '');
+  say(process.stdout, await convertFile(input, output, options));
+  return 0;
+}
+
+/** convert optimizer.pt OUT.ckpt [--state MODEL] [--to V] [--kind K] ...: PyTorch to TorchLean
+ *  (docs/pytorch.md): the pair's slots (format.md 10.4) written as a TLADAMF file, the lowest
+ *  version that holds it unless --to or --for says. */
+async function convertFromTorch([input, output], seen) {
+  for (const option of ['--lr', '--drop-random-counter']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer: it holds no random counter (--random-counter N supplies one)`, 'convert');
+  }
+  const counter = randomCounterArg(seen, 'convert');
+  if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
+  if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');
+  const to = versionArg(seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined), 'convert');
+  if (seen['--for'] !== undefined) await readerArg('--for', seen['--for'], '');
+  const kind = kindArg(seen, 'convert') ?? undefined;
+  let betas;
+  if (seen['--betas'] !== undefined) {
+    betas = seen['--betas'].split(',').map((x) => decimalNumber(x));
+    if (betas.length !== 2 || betas.some(Number.isNaN)) throw new UsageError(`--betas takes B1,B2 (two numbers), not ${shown(seen['--betas'], PATH_ECHO_MAX)}`, 'convert');
+  }
+  const options = {
+    ...(to === undefined ? { for: seen['--for'] } : { to }),
+    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind, betas, randomCounter: counter,
+    weightDecay: numberArg(seen, '--weight-decay', 'convert'), eps: numberArg(seen, '--eps', 'convert'), dropAmsgrad: !!seen['--drop-amsgrad'],
+  };
+  const modelPath = seen['--state'] ?? ((await modelFacts(input)).holdsBoth ? input : undefined);
+  if (modelPath === undefined) throw new UsageError(`convert ${displayName(input)} needs its model: a PyTorch optimizer's slots come from it (--state MODEL)`, 'convert');
+  if (modelPath !== input) checkInput(modelPath, 'checkpoint');
+  const ck = await reading(input, 'checkpoint', () => open(sourceOf(input)));
+  const model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath))).catch((err) => {
+    ck.close();
+    throw err;
+  });
+  let result;
+  try {
+    const paired = await pair(ck, model, { names: readNames(seen['--names'], null) }).catch((err) => {
+      if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });
+      throw err;
+    });
+    if (!paired.pairs) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    const { convert } = await import('../convert.js');
+    result = await writing(output, () => convert(ck, output, options));
+  } finally {
+    model.close();
+    ck.close();
+  }
+  say(process.stdout, fromTorchLine(displayName(output), result, displayName(input), modelPath), convertedLines(displayName(output), result, await readersOf(output)));
+  return 0;
+}
+
+/** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch (docs/pytorch.md). */
+async function convertTorch([input, output], seen) {
+  for (const option of ['--to', '--for', '--random-counter', '--drop-random-counter', '--untie', '--round-to-float32']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} goes with a TLADAMF OUT: ${shown(output, PATH_ECHO_MAX)} is written as a torch.save file (its extension)`, 'convert');
+  }
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
+  const state = seen['--state'];
+  if (state !== undefined && isStream(state)) throw new UsageError(`convert --state needs a file: ${streamName(state)} works for IN only`, 'convert');
+  // a number: the core's rule decides which (finite and not negative, as torch's Adam takes it)
+  const lr = numberArg(seen, '--lr', 'convert');
+  say(process.stdout, await convertTorchFile(input, output, { lr, state }));
+  return 0;
+}
+
+/** What each TorchLean reader makes of the file written. */
+async function readersOf(output) {
+  const ck = await open(output);
+  try {
+    return ck.readers;
+  } finally {
+    ck.close();
+  }
+}
+
+/** convert IN OUT (--to V | --for READER) [options]: written, then OUT's verdict per reader.
+ *  Returns the lines to print. */
+async function convertFile(input, output, options) {
+  checkInput(input, 'checkpoint');
+  // the version IN has (a regular file: convert refuses a stream), to say when nothing changes
+  const before = await reading(input, 'checkpoint', () => open(sourceOf(input))).then((ck) => {
+    const version = ck.summary.version;
+    ck.close();
+    return version;
+  });
+  let result;
+  try {
+    result = await reading(input, 'checkpoint', () => writing(output, async () => (await import('../convert.js')).convert(sourceOf(input), output, options)));
+  } catch (err) {
+    if (err instanceof CheckpointError && (err.fileError || err.code === (await loadBinding()).codes.NOT_READABLE)) {
+      // the file's own diagnostic, not "the file is invalid"
+      throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
+    }
+    throw err;
+  }
+  const same = before !== null && before !== undefined && BigInt(before) === BigInt(result.version);
+  return [...convertLines(displayName(input), displayName(output), result, { same, oldest: options.to === 'oldest' }),
+    ...convertedLines(displayName(output), result, await readersOf(output))];
+}
+
+/** convert IN OUT.pt --lr X [--state STATE]: TorchLean to PyTorch, written as convert writes,
+ *  then what ckptscope's own reader sees in OUT. Returns the lines to print. */
+async function convertTorchFile(input, output, { lr, state }) {
+  checkInput(input, 'checkpoint');
+  if (state !== undefined) checkInput(state, 'checkpoint');
+  // torch.save names the zip's folder after the file's stem (the core keeps a plain one only)
+  const prefix = displayName(output).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  const { convertToTorch } = await import('../convert.js');
+  const options = { lr, prefix, ...(state === undefined ? {} : { state: sourceOf(state) }) };
+  try {
+    await reading(input, 'checkpoint', () => writing(output, () => convertToTorch(sourceOf(input), output, options)));
+  } catch (err) {
+    if (err instanceof CheckpointError && err.fileError) {
+      throw new CheckpointError(err.fileError, { context: `cannot convert ${displayName(input)}: it is not a valid checkpoint` });
+    }
+    // the pairing's failure (or the state file's own diagnostic) says which file: not --lr's
+    if (err instanceof CheckpointError && state !== undefined && !err.context && err.code !== (await loadBinding()).codes.INVALID_ARGUMENT) {
+      throw new CheckpointError(err, { context: `cannot convert ${displayName(input)} with --state ${displayName(state)}` });
+    }
+    throw err;
+  }
+  const ck = await open(output);
+  try {
+    return torchFileLines(displayName(output), ck.summary);
+  } finally {
+    ck.close();
+  }
+}

@@ -1,0 +1,63 @@
+// ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI] [--strict] [--json]: the next
+// Adam step per slot (docs/health.md). Exit status 0 healthy, 1 a slot flagged (the ratio band's
+// flags are warnings unless --strict).
+
+import { health } from '../api.js';
+import { CheckpointError } from '../errors.js';
+import { say, terminalJSON, writeStdout, outputColumns } from '../terminal.js';
+import { checkInput, reading, displayName, isStream, streamName } from '../user-files.js';
+import { UsageError, parseArgs, refuseIdle, positiveArg, ratioBandArg, workersArg, meant } from './args.js';
+import { readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf } from './inputs.js';
+import { errorLines, healthLines, isWarningFlag } from './text.js';
+
+export async function cmdHealth(argv) {
+  const { positional, seen } = parseArgs('health', argv);
+  if (positional.length !== 1) throw new UsageError(`health takes one OPT [--state STATE] [--lr X]${await healthOrder(positional, seen)}`, 'health');
+  const kind = await folderArgs(positional, seen, 'health');
+  refuseIdle('health', seen, '--names', !seen['--json'], 'the health JSON has no names; drop --json to see them');
+  const [opt] = positional;
+  const state = seen['--state'];
+  const strict = !!seen['--strict'];
+  for (const f of [opt, state]) if (f !== undefined && isStream(f)) throw new UsageError(`health needs files: ${streamName(f)} cannot be read twice over`);
+  const lr = positiveArg('--lr', seen['--lr'], (text) => new UsageError(text, 'health'));
+  // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
+  // a PyTorch file holding its model has its parameters (and its groups' lr) with it
+  const facts = await modelFacts(opt);
+  const withParams = state !== undefined || facts.holdsBoth;
+  refuseIdle('health', seen, '--lr', withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+  refuseIdle('health', seen, '--ratio-band', (seen['--lr'] !== undefined || facts.needsModel) && withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
+  const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
+  checkInput(opt, 'checkpoint');
+  if (state !== undefined) checkInput(state, 'checkpoint');
+  let result;
+  // with a kind: the optimizer opened here, given it before health pairs it with its model
+  const optimizer = givesKind(kind) ? await openFile(opt, 'checkpoint') : null;
+  try {
+    if (optimizer) await giveKind(optimizer, kind, opt);
+    const model = state ?? (optimizer && facts.holdsBoth ? opt : null);
+    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: workersArg(seen) }));
+  } catch (err) {
+    if (err instanceof CheckpointError && err.fileError) {
+      throw new CheckpointError(err.fileError, { context: err.message });
+    }
+    throw err;
+  } finally {
+    optimizer?.close();
+  }
+  if (seen['--json']) writeStdout(terminalJSON(result, 2) + '\n');
+  else say(process.stdout, healthLines(result, displayName(opt), state, readNames(seen['--names'], result.slots.length) ?? result.names ?? null, { strict, width: outputColumns(process.stdout) }));
+  if (!result.ok) {
+    say(process.stderr, errorLines(result.error));
+    return 1;
+  }
+  // The core says which flags are warnings (the ratio band, a heuristic): --strict makes them failures.
+  return result.flags.some((f) => strict || !isWarningFlag(f)) ? 1 : 0;
+}
+
+/** health A B: the optimizer checkpoint first, the model-state file after --state. */
+async function healthOrder(positional, seen) {
+  if (positional.length !== 2 || seen['--state'] !== undefined) return '';
+  const [a, b] = positional;
+  const [opt, state] = (await roleOf(a)) === 'state' ? [b, a] : [a, b];
+  return meant('health', opt, '--state', state, ...(seen['--lr'] !== undefined ? ['--lr', seen['--lr']] : []));
+}

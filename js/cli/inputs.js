@@ -1,0 +1,123 @@
+// The files a command is given, as every command takes them: opened with their names in any I/O
+// error, a layout JSON told from a checkpoint, a names file read within bounds, a Trainer
+// checkpoint-N/ folder taken as its optimizer and model (with the kind its folder says), what a
+// file is for a suggestion, and the warning for a file still being written.
+
+import fs from 'node:fs';
+import { open } from '../checkpoint.js';
+import { CheckpointError, LayoutError } from '../errors.js';
+import { loadBinding } from '../binding.js';
+import { readJsonSource } from '../sources.js';
+import { say } from '../terminal.js';
+import { checkInput, reading, displayName, sourceOf, isStream, readNamesFile, fileStamp, stillWriting, isFresh } from '../user-files.js';
+import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
+import { UsageError, kindArg } from './args.js';
+import { shown, PATH_ECHO_MAX } from '../suggest.js';
+
+/** Anything else the user can act on, said in words; exit status 2. */
+export class Failure extends Error {}
+
+/** A layout JSON's object, or the path itself for another checkpoint (the one rule of the
+ *  package: a file whose first non-blank byte is { or [ is JSON). Never a bare JSON value: the
+ *  API would take a string for a path and a number for a file descriptor. */
+export async function layoutArg(path) {
+  checkInput(path, 'layout or checkpoint');
+  const layout = await reading(path, 'layout', () => readJsonSource(path)).catch((err) => {
+    throw err instanceof LayoutError ? new LayoutError(err.message) : err;
+  });
+  if (layout === undefined) return path;
+  if (layout === null || typeof layout !== 'object' || Array.isArray(layout)) {
+    throw new LayoutError(`${path}: a layout must be a JSON object ({"shapes": ..., "requiresGrad": ...}) or a report from ckptscope inspect --json`);
+  }
+  return layout;
+}
+
+/** Slot names from --names (null without): as many as the file has slots, else a warning. */
+export function readNames(path, count, ties = null) {
+  if (path === undefined) return null;
+  return readNamesFile(path, { slots: count, ties, onMismatch: (text) => say(process.stderr, `warning: ${text}`) });
+}
+
+/** Open a file the user named, with its name in any I/O error. */
+export function openFile(file, what, options) {
+  checkInput(file, what);
+  return reading(file, what, () => open(sourceOf(file), options));
+}
+
+const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
+
+/** A Trainer checkpoint-N/ folder given for `positional[at]`: the folder's optimizer.pt in its
+ *  place and its model as --state. Returns the kind to give the optimizer: {kind} from --kind
+ *  (null: none), and in a folder {fallback} from training_args.bin, where the file says none. */
+export async function folderArgs(positional, seen, command, at = 0) {
+  const kind = kindArg(seen, command);
+  const file = positional[at];
+  if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
+  const f = await folderFiles(file, { kind }).catch((err) => {
+    throw err instanceof FolderError ? new Failure(err.message) : err;
+  });
+  if (!f) return { kind, fallback: null };   // not a Trainer's: a folder, refused as one
+  positional[at] = f.optimizer;
+  seen['--state'] = f.model;
+  return { kind, fallback: f.fallback };
+}
+
+/** Does folderArgs's answer give the optimizer a kind? */
+export const givesKind = ({ kind, fallback }) => kind !== null || fallback !== null;
+
+/** The open optimizer `ck` given its kind ({kind, fallback} of folderArgs); a given kind the file
+ *  contradicts is refused in the core's words (exit 2). */
+export async function giveKind(ck, { kind, fallback }, file) {
+  if (kind === null && fallback === null) return;
+  try {
+    await applyKind(ck, kind, fallback);
+  } catch (err) {
+    if (err instanceof CheckpointError) throw new Failure(`${displayName(file)}: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Of FILE: does it hold an optimizer that takes its slots from a model (a PyTorch file's, which
+ *  also stores its groups' learning rates), and that model too? */
+export async function modelFacts(file) {
+  if (isStream(file) || !fs.existsSync(file)) return { needsModel: false, holdsBoth: false };
+  const ck = await open(sourceOf(file)).catch(() => null);
+  try {
+    const needsModel = !!(ck?.summary.needsModel && ck.summary.optimizer);
+    return { needsModel, holdsBoth: needsModel && !!ck.summary.tensorCount };
+  } finally {
+    ck?.close();
+  }
+}
+
+/** What a file is, for a suggestion only: 'state', 'optimizer', 'json' or null (unreadable). */
+export async function roleOf(file) {
+  if (/\.json$/i.test(file)) return 'json';
+  try {
+    const ck = await open(file);
+    try {
+      return ck.summary.family ? (ck.kind === 'state' ? 'state' : 'optimizer') : null;
+    } finally {
+      ck.close();
+    }
+  } catch {
+    return null;
+  }
+}
+
+/** How long a fresh file read as truncated is watched for growth. */
+const GROWTH_WATCH_MS = 250;
+
+/** A warning on stderr when FILE may still be being written: it changed while it was read, or,
+ *  read as truncated and modified moments ago, it grows while watched a moment. */
+export async function warnStillWriting(file, stamp, code) {
+  let text = stillWriting(file, stamp);
+  const { codes } = await loadBinding();
+  if (!text && code === codes.TRUNCATED && isFresh(fileStamp(file))) {
+    const watched = fileStamp(file);
+    await new Promise((resolve) => setTimeout(resolve, GROWTH_WATCH_MS));
+    text = stillWriting(file, watched);
+  }
+  if (text) say(process.stderr, `warning: ${text}`);
+}

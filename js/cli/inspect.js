@@ -1,0 +1,96 @@
+// ckptscope inspect FILE [--state MODEL] [--json] [--stats] [--names NAMES.json] [--workers N]
+// [--kind K]: the summary or the JSON report; with a model (or the one the file holds) the pair's
+// slots and its verdict (docs/cli.md "inspect").
+
+import fs from 'node:fs';
+import { open } from '../checkpoint.js';
+import { pair } from '../api.js';
+import { CheckpointError } from '../errors.js';
+import { openWithStats, workerCount } from '../parallel.js';
+import { say, terminalJSON, sameDestination, writeStdout, outputColumns } from '../terminal.js';
+import { checkInput, reading, displayName, sourceOf, isStream, fileStamp } from '../user-files.js';
+import { UsageError, parseArgs, refuseIdle, workersArg } from './args.js';
+import { readNames, folderArgs, giveKind, warnStillWriting } from './inputs.js';
+import { summaryLines, loadsInLine, inspectPairLines, unpairedLine } from './text.js';
+
+/** The longest report inspect --json indents (its indented form is several times longer). */
+const REPORT_INDENT_LIMIT = 4 << 20;
+
+export async function cmdInspect(argv) {
+  const { positional, seen } = parseArgs('inspect', argv);
+  if (positional.length !== 1) throw new UsageError('inspect takes one FILE', 'inspect');
+  const kind = await folderArgs(positional, seen, 'inspect');
+  refuseIdle('inspect', seen, '--workers', seen['--stats'], 'workers read the payloads, which only --stats reads');
+  refuseIdle('inspect', seen, '--names', !seen['--json'], 'the JSON report has no names; drop --json to see them');
+  const file = positional[0];
+  const stats = !!seen['--stats'];
+  const workers = workersArg(seen);
+  // Statistics of a real file by several workers; a pipe is read once, in order.
+  const n = stats && !isStream(file) && seen['--state'] === undefined ? await workerCount(workers, [file]) : 1;
+  const parallel = n > 1;
+  checkInput(file, 'checkpoint');
+  const stamp = fileStamp(file);   // a file still being written is named as such
+  // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
+  const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
+  let ck;
+  try {
+    // with workers: they start (and open the file) while this thread parses it
+    const openFile = (src, options) => reading(file, 'checkpoint', () => open(src, options));
+    ck = parallel ? await openWithStats(source, n, { openFile }) : await openFile(source, { stats });
+  } catch (err) {
+    if (parallel) fs.closeSync(source);
+    throw err;
+  }
+  let model = null, pairing = null;
+  try {
+    await giveKind(ck, kind, file);
+    // an optimizer with its model (--state MODEL, or the model its own file holds): the pair's
+    // slots, as a PyTorch optimizer has none of its own, and the pair's verdict
+    const modelPath = seen['--state'] ?? (ck.summary.needsModel && ck.summary.tensorCount && ck.summary.optimizer ? file : undefined);
+    if (modelPath !== undefined) {
+      if (modelPath !== file) checkInput(modelPath, 'checkpoint');
+      model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath), { stats }));
+      pairing = await pairForInspect(ck, model, file, modelPath, readNames(seen['--names'], null));
+    }
+    const summary = ck.summary;
+    const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
+    if (seen['--json'] && pairing) {
+      writeStdout(terminalJSON({ ...JSON.parse(ck.reportText()), pair: pairing.result }, 2) + '\n');
+    } else if (seen['--json']) {
+      // Indented for people; past 10,000 slots, or a report of more than REPORT_INDENT_LIMIT
+      // characters (a slot of rank 2^26), streamed from the core as one line: a million slots
+      // never become one string, nor does an indented copy pass the longest string there is.
+      const text = (slots ?? 0) > 10_000 ? null : ck.reportText();
+      if (text === null || text.length > REPORT_INDENT_LIMIT) ck.writeReport(writeStdout);
+      else writeStdout(terminalJSON(JSON.parse(text), 2) + '\n');
+    } else {
+      const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null) ?? summary.pairing?.slots ?? null;
+      say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));
+      if (ck.readers) say(process.stdout, loadsInLine(ck.readers));
+      if (pairing) say(process.stdout, pairing.lines);
+    }
+    // The reference diagnostic also goes to stderr, for scripts and logs; not when stderr is
+    // where stdout goes (a terminal, 2>&1), where the summary or JSON already shows it.
+    if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
+    else if (pairing && !pairing.result.pairs && !sameDestination()) say(process.stderr, pairing.result.error.message);
+    await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
+    return summary.ok && (!pairing || pairing.result.pairs) ? 0 : 1;
+  } finally {
+    model?.close();
+    ck.close();
+    if (parallel) fs.closeSync(source);
+  }
+}
+
+/** inspect OPT --state MODEL: the pair's verdict as check --state gives it, in lines. */
+async function pairForInspect(ck, model, file, modelPath, names) {
+  let result;
+  try {
+    result = await pair(ck, model, { names });
+  } catch (err) {
+    if (!(err instanceof CheckpointError) || !err.result) throw err;
+    // an invalid file, or files in the wrong roles: said below the summary
+    return { result: err.result, lines: [unpairedLine(displayName(file), modelPath, err.message)] };
+  }
+  return { result, lines: inspectPairLines(result, displayName(file), modelPath, names) };
+}
