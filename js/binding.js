@@ -680,6 +680,18 @@ export class Binding {
     }
   }
 
+  /** int ckpt_trainer_lr_logged_at(text, len): which entry logs an update's rate, by config.json's
+   *  transformers_version (bytes: its text): 'a' (A's step), 'b' (B's step), or null (unknown). */
+  trainerLrLoggedAt(bytes) {
+    const core = this.#core;
+    const text = core.copyIn(bytes);
+    try {
+      return [null, 'a', 'b'][this.#ex.ckpt_trainer_lr_logged_at(text, bytes.byteLength)] ?? null;
+    } finally {
+      core.free(text);
+    }
+  }
+
   /** char *w_training_args(source, size, err) / w_trainer_state: the file read as JSON, or null
    *  with err set. */
   trainingArgs(srcId, size, err) { return this.#json(this.#ex.w_training_args(srcId, size, err)); }

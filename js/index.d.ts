@@ -662,11 +662,17 @@ export interface RunSlot {
 export interface RunPair {
   a: number;
   b: number;
-  /** null: cannot tell (none of its slots has power 1% or more): neither continuous nor broken. */
+  /** null: cannot tell (nothing breaks, but its slots that can tell, those of power 1% or more,
+   *  hold fewer than 64 elements where A weighs): neither continuous nor broken. */
   continuous: boolean | null;
   /** The first reason the pair is not continuous: a configuration or layout difference, a
-   *  slot's text, or a file that is not valid; when it cannot tell, its first slot's text. */
+   *  slot's text, or a file that is not valid; when it cannot tell, its first slot's text when no
+   *  slot can tell, else `steps {tA}→{tB}: only {n} elements can tell (64 needed)`. */
   verdict: string | null;
+  /** The slot the verdict is about; null when it is no slot's. */
+  verdictSlot: number | null;
+  /** How many of its slots cannot tell (power below 1%). */
+  slotsCannotTell: number;
   /** The share of its slots' elements where A weighs; null when no slot was compared. */
   power: number | null;
   configDiff: Difference[] | null;
@@ -910,12 +916,15 @@ export interface TrainerFolder {
   trainerState: string | null;
   trainingArgs: string | null;
   scheduler: string | null;
+  /** config.json: its transformers_version says which trainer_state.json entry logs an
+   *  update's learning rate (docs/runs.md). */
+  config: string | null;
 }
 export function trainerFolder(dir: string): Promise<TrainerFolder>;
 /** Which of a checkpoint-N/ folder's file names is which (no disk read: the viewer's folder pick). */
 export function trainerFolderRoles(names: string[]): Promise<{
   optimizer: string | null; model: string | null; modelIndex: string | null;
-  trainerState: string | null; trainingArgs: string | null; scheduler: string | null;
+  trainerState: string | null; trainingArgs: string | null; scheduler: string | null; config: string | null;
 }>;
 /** A folder given as its files' relative paths (a picked or served folder) read as a Trainer's,
  *  by the core's names: one checkpoint folder's roles, or an output folder's checkpoint-N

@@ -42,7 +42,7 @@ async function withCoreError(fn) {
 
 /**
  * The files of a checkpoint-N/ folder by what they are: {optimizer, model, modelShards,
- * trainerState, trainingArgs, scheduler}, each a path or null. `model` is the model file
+ * trainerState, trainingArgs, scheduler, config}, each a path or null. `model` is the model file
  * (pytorch_model.bin, else model.safetensors), or a sharded model's index, whose shards (read
  * from its weight_map, sorted) are then `modelShards`; else `modelShards` is null. A hostile
  * index (a shard that is not a file beside it) rejects with a CheckpointError (code 66).
@@ -66,11 +66,12 @@ export async function trainerFolder(dir) {
     trainerState: at(roles.trainerState),
     trainingArgs: at(roles.trainingArgs),
     scheduler: at(roles.scheduler),
+    config: at(roles.config),
   };
 }
 
 /** Which of a checkpoint-N/ folder's file names is which (the core's names): {optimizer, model,
- *  modelIndex, trainerState, trainingArgs, scheduler}, each a name or null. For a folder's files
+ *  modelIndex, trainerState, trainingArgs, scheduler, config}, each a name or null. For a folder's files
  *  that are not on a disk this process lists (the viewer's folder picker). */
 export async function trainerFolderRoles(names) {
   return (await loadBinding()).trainerFolder(names);
@@ -162,4 +163,30 @@ export async function trainerLayout(paths) {
   const roles = rolesOf(dirs.get(dir));
   if (!roles || roles.optimizer === null || roles.model === null) return null;
   return { checkpoint: roles, used: used(roles) };
+}
+
+/** Which trainer_state.json entry logs the learning rate of the update from step a to a + 1, by
+ *  the transformers that wrote config.json (the core's rule, ckpt_trainer_lr_logged_at): 'a',
+ *  'b', or null when the file is missing, unreadable or names no version. `source`: any source
+ *  open() takes (a path, a Blob, the viewer's sources), or null. */
+export async function lrLoggedAt(source) {
+  if (source === null || source === undefined) return null;
+  // a config.json is a few kB; one past the core's bound (32 MiB) is not read at all
+  const LIMIT = 32 << 20;
+  const own = !(typeof source === 'object' && typeof source.read === 'function');
+  const src = await openSource(source).catch(() => null);
+  if (!src) return null;
+  try {
+    if (src.size === null || src.size < 0 || src.size > LIMIT) return null;
+    const buf = new Uint8Array(src.size);
+    let got;
+    try {
+      got = src.read(0, buf);
+    } catch {
+      return null;   // unreadable: the version is not known
+    }
+    return src.error ? null : (await loadBinding()).trainerLrLoggedAt(buf.subarray(0, got));
+  } finally {
+    if (own) src.close();   // a caller's own source stays open, as it was given
+  }
 }

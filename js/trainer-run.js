@@ -2,20 +2,21 @@
 // a checkpoint-N/ folder's optimizer.pt opened with its kind (--kind, else training_args.bin's
 // optim) and paired with the folder's model; an output folder's checkpoint-N folders in the
 // order of N, each so paired, for `run`; and each recovered learning rate set beside the one
-// trainer_state.json logged at that step (the rule is the core's, ckpt_logged_lr_agrees). Node.
+// trainer_state.json logged for that update (which entry that is, and whether they agree, are the
+// core's rules: ckpt_trainer_lr_logged_at, ckpt_logged_lr_agrees). Node.
 
 import { open } from './checkpoint.js';
 import { pair, setKind } from './api.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';
-import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt } from './trainer-folder.js';
 
 /** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
 export class FolderError extends Error {}
 
 /**
  * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model,
- * trainerState} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
+ * trainerState, config} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
  * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
  * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
  * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
@@ -28,7 +29,7 @@ export async function folderFiles(dir, { kind = null } = {}) {
   if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
   const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
-  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState };
+  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState, config: f.config };
 }
 
 /** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */
@@ -52,6 +53,7 @@ export async function isOutputFolder(dir) {
  * An output folder's checkpoints, each optimizer paired with its own folder's model, in the
  * order of N: {opts, models (open Checkpoints: the caller closes them with close()), paths,
  * modelPaths, logged: per file its trainer_state.json's learning rates by step (a Map) or null,
+ * loggedAt: per file which entry logs an update's rate ('a', 'b' or null: lrLoggedAt),
  * warnings: the pairings' warnings per file, kinds: the kind each optimizer was given (null:
  * none)}. A folder whose optimizer does not pair rejects with a FolderError naming it.
  */
@@ -68,7 +70,7 @@ export async function openCheckpointFolders(dirs, { kind = null } = {}) {
       const files = await folderFiles(dir, { kind });
       if (!files) throw new FolderError(`${dir} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
       const at = (p) => (p === null ? null : { name: p, source: p });
-      await addTrainerCheckpoint(out, { label: dir, optimizer: at(files.optimizer), model: at(files.model), trainerState: at(files.trainerState), kind: files.kind, fallback: files.fallback });
+      await addTrainerCheckpoint(out, { label: dir, optimizer: at(files.optimizer), model: at(files.model), trainerState: at(files.trainerState), config: at(files.config), kind: files.kind, fallback: files.fallback });
     }
   } catch (err) {
     out.close();
@@ -80,7 +82,7 @@ export async function openCheckpointFolders(dirs, { kind = null } = {}) {
 /**
  * The checkpoint-N folders of an output folder given as files, not as a folder on a disk (the
  * viewer's picked or served folder): `checkpoints` [{label, optimizer, model, trainingArgs,
- * trainerState}], each file {name, source} (or null), in the order of N (trainerLayout's), each
+ * trainerState, config}], each file {name, source} (or null), in the order of N (trainerLayout's), each
  * optimizer given `kind`, else its folder's training_args.bin's, and paired with its model.
  * Resolves as openOutputFolder does.
  */
@@ -101,14 +103,14 @@ export async function openTrainerCheckpoints(checkpoints, { kind = null } = {}) 
 }
 
 function trainerRunFiles() {
-  return { opts: [], models: [], paths: [], modelPaths: [], logged: [], warnings: [], kinds: [], close() {
+  return { opts: [], models: [], paths: [], modelPaths: [], logged: [], loggedAt: [], warnings: [], kinds: [], close() {
     for (const ck of [...this.opts, ...this.models]) ck.close();
   } };
 }
 
 /** Open one checkpoint folder's optimizer and model ({name, source} each) into `out`, the
  *  optimizer given its kind, paired; its trainer_state.json's learning rates read. */
-async function addTrainerCheckpoint(out, { label, optimizer, model, trainerState, kind, fallback }) {
+async function addTrainerCheckpoint(out, { label, optimizer, model, trainerState, config = null, kind, fallback }) {
   const o = await open(optimizer.source);
   out.opts.push(o);
   const m = await open(model.source);
@@ -124,6 +126,7 @@ async function addTrainerCheckpoint(out, { label, optimizer, model, trainerState
   out.warnings.push(result.warnings);
   out.kinds.push(o.summary.optimizer?.kind ?? null);
   out.logged.push(trainerState ? loggedRates(await readTrainerState(trainerState.source)) : null);
+  out.loggedAt.push(await lrLoggedAt(config?.source ?? null));
 }
 
 /** trainer_state.json's learning rates by step (numbers; a step past 2^53 as its string). */
@@ -134,23 +137,31 @@ function loggedRates(state) {
 }
 
 /**
- * Each pair of a run's result given the learning rate B's trainer_state.json logged at B's step
- * (`logged[b]`), where it logged one: `loggedLr: {step, learningRate, agrees}`, agrees true when
- * every slot's recovered rate agrees with it (the core's rule), false when one differs, null when
- * no slot's rate came back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
+ * Each pair of a run's result given the learning rate trainer_state.json logged for its update
+ * (format.md 10.5), from B's file (the history through B), else A's: `loggedLr: {step,
+ * learningRate, agrees, entry}`. Which entry that is depends on the transformers that wrote the
+ * folders (`loggedAt[i]`, lrLoggedAt): before 4.51 the Trainer logged after the scheduler's step,
+ * so A's step holds the rate of step A + 1 ('a'); from 4.51 it logs the rate the update used, at
+ * B's step ('b'). When neither folder's config.json says, the entry of the two that agrees is
+ * taken, else A's (entry null: the version is unknown). agrees is true when every slot's
+ * recovered rate agrees (the core's rule), false when one differs, null when no slot's rate came
+ * back (k > 1, or no model). Pairs without a logged rate get `loggedLr: null`.
  */
-export async function compareLogged(result, logged) {
+export async function compareLogged(result, logged, loggedAt = []) {
   const b = await loadBinding();
-  for (const p of result.pairs) {
-    const step = result.files[p.b].step;
-    const rate = step === null || step === undefined ? undefined : logged[p.b]?.get(String(step));
-    if (rate === undefined) {
-      p.loggedLr = null;
-      continue;
-    }
+  const rateAt = (p, step) => (step === null || step === undefined ? undefined : logged[p.b]?.get(String(step)) ?? logged[p.a]?.get(String(step)));
+  const verdict = (p, rate) => {
     const verdicts = p.slots.filter((s) => s.lr !== null).map((s) => b.loggedLrAgrees(s.lr, rate));
-    const agrees = !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
-    p.loggedLr = { step, learningRate: rate, agrees };
+    return !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v);
+  };
+  for (const p of result.pairs) {
+    const entry = loggedAt[p.b] ?? loggedAt[p.a] ?? null;
+    const candidates = (entry === 'b' ? [p.b] : entry === 'a' ? [p.a] : [p.a, p.b])
+      .map((i) => ({ step: result.files[i].step, rate: rateAt(p, result.files[i].step) }))
+      .filter((c) => c.rate !== undefined)
+      .map((c) => ({ ...c, agrees: verdict(p, c.rate) }));
+    const chosen = candidates.find((c) => c.agrees === true) ?? candidates[0];
+    p.loggedLr = chosen ? { step: chosen.step, learningRate: chosen.rate, agrees: chosen.agrees, entry } : null;
   }
   return result;
 }

@@ -867,7 +867,11 @@ typedef struct ckpt_run_options {
 
 #define CKPT_RESIDUAL_LIMIT 0.1
 
-/* A recovered learning rate (a k = 1 pair's, per slot) against the one the Trainer logged at B's
+/* The weighing elements the slots that can tell must hold for a pair to be continuous (a few
+ * prove nothing: another run's element passes the bound about half the time). */
+#define CKPT_RUN_TELLING 64
+
+/* A recovered learning rate (a k = 1 pair's, per slot) against the one the Trainer logged at A's
  * step (trainer_state.json's log_history, format.md 10.5): they agree when they differ by at most
  * CKPT_LOGGED_LR_TOLERANCE of the larger. 1 agree, 0 differ, -1 cannot tell (either not finite). */
 #define CKPT_LOGGED_LR_TOLERANCE 0.01
@@ -881,10 +885,13 @@ int ckpt_logged_lr_agrees(double lr, double logged);
  * (ckpt_health_json's flags, the median ratio), in one pass that reads each payload once (the
  * files stream side by side, a few chunks per file in memory), as JSON {"files":[{"index","ok",
  * "step","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
- * "continuous","verdict","power","configDiff","layoutDiff","slots":[{"slot","stepA","stepB","k",
- * "broken","firstBroken","worst","power","message","cannotTell","gradient","lr","lrResidual"}]}],
- * "ok", "cannotTell", "first"}. A pair none of whose slots has power 1% or more is neither
- * continuous nor broken ("continuous": null, counted in "cannotTell"; "ok" is false). A k = 1
+ * "continuous","verdict","verdictSlot","slotsCannotTell","power","configDiff","layoutDiff","slots":
+ * [{"slot","stepA","stepB","k","broken","firstBroken","worst","power","message","cannotTell",
+ * "gradient","lr","lrResidual"}]}], "ok", "cannotTell", "first"}. A slot whose power is below 1%
+ * cannot tell; a pair nothing breaks whose slots that can tell hold fewer than CKPT_RUN_TELLING
+ * weighing elements (none when no slot can) is neither continuous nor broken ("continuous": null,
+ * counted in "cannotTell"; "ok" is false). A pair's "verdictSlot" is the slot its verdict is about
+ * (null when the verdict is no slot's), its "slotsCannotTell" how many of its slots cannot tell. A k = 1
  * learning-rate residual above o->residual_limit breaks its pair. A file that is not a valid
  * optimizer checkpoint makes its pairs not continuous. NULL with err set
  * on an I/O error, cancellation or no memory; o may be NULL. */
@@ -1032,9 +1039,17 @@ bool ckpt_trainer_state_lr_at(const ckpt_trainer_state *s, uint64_t step, double
 /* {"globalStep": n|null, "learningRates": [{"step","learningRate"}...]}; NULL when out of memory. */
 char *ckpt_trainer_state_json(const ckpt_trainer_state *s);
 
+/* Which log_history entry holds the learning rate of the update from step a to step b = a + 1
+ * (format.md 10.5), by the transformers that wrote the folder: config.json's
+ * "transformers_version". Before 4.51 the Trainer logged after lr_scheduler.step(), so the entry
+ * at a holds the rate of the next update; 4.51 and later log the rate the update used, at b.
+ * CKPT_LR_LOGGED_UNKNOWN when the text is not a JSON object with a version MAJOR.MINOR[...]. */
+enum { CKPT_LR_LOGGED_UNKNOWN = 0, CKPT_LR_LOGGED_AT_A = 1, CKPT_LR_LOGGED_AT_B = 2 };
+int ckpt_trainer_lr_logged_at(const void *config_json, size_t len);
+
 /* What each file of a checkpoint-N/ folder is, by its name (a table): the names given (file
  * names, no folders) as JSON {"optimizer","model","modelIndex","trainerState","trainingArgs",
- * "scheduler"}, each a name or null. A model is pytorch_model.bin, else model.safetensors, else
+ * "scheduler","config"}, each a name or null. A model is pytorch_model.bin, else model.safetensors, else
  * the index of a sharded one (modelIndex: pytorch_model.bin.index.json, else
  * model.safetensors.index.json). NULL when out of memory. */
 char *ckpt_trainer_folder_json(const char *const *names, size_t n);

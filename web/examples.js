@@ -168,7 +168,7 @@ export function adamRun({ steps = 120, lr = 1e-3 } = {}) {
  * another β2 swapped in is another run). Resolves [{name, bytes}]: step-{t}.ckpt, step-{t}.tlsf.
  */
 export async function adamSeries({ saves = [3, 4, 8], reset = null, beta2 = 0.999 } = {}) {
-  const shapes = [[6, 4], [4], [5], [3, 4]];
+  const shapes = [[12, 8], [4], [5], [3, 4]];
   const trainable = [true, true, false, true];
   const beta1 = 0.9, eps = 1e-8, wd = 0.01;
   const f = Math.fround;

@@ -124,7 +124,8 @@ export async function cmdRun(argv) {
 /** run OUTPUT_DIR: its checkpoint-N folders in the order of N (run A_DIR B_DIR …: those folders,
  *  in the order given), each optimizer paired with its own folder's model (its kind from
  *  --kind, else training_args.bin), each recovered learning rate beside the one
- *  trainer_state.json logged at that step. */
+ *  trainer_state.json logged for that update (at A's step or B's, by the transformers version
+ *  config.json names). */
 async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, kind }) {
   const ratioBand = await ratioBandArg(band, usage);
   if (band !== undefined && lr === undefined) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
@@ -136,7 +137,7 @@ async function trainerRun(dir, { json, slots, lr, residualLimit, names, band, ki
     if (folder.opts.length < 2) throw new FileError(`${dir} holds ${folder.opts.length} checkpoint folder: a run needs at least two`);
     const slotNames = names === undefined ? null : readNames(names, folder.opts[0].summary.slotCount);
     const result = await run(folder.opts, { states: folder.models, lr, ratioBand, residualLimit, labels: { files: folder.paths, states: folder.modelPaths } });
-    await compareLogged(result, folder.logged);
+    await compareLogged(result, folder.logged, folder.loggedAt);
     // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
     const unknown = folder.opts.map((o, i) => (o.report.optimizer?.kind === null ? folder.paths[i] : null)).filter((p) => p !== null);
     const warnings = trainerWarnings(folder.warnings, folder.paths, unknown, folder.opts.length);

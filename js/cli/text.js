@@ -602,27 +602,35 @@ const pairState = (p) => (p.continuous === null ? 'cannot tell' : p.continuous ?
 /** A slot as the lines name it: `slot 4` or `slot 4 (name)`. */
 const slotName = (names, slot) => `slot ${slot}${names && names[slot] !== undefined ? ` (${names[slot]})` : ''}`;
 
-/** The one line of a pair: its state; the verdict's text (its slot's name first), or its worst
- *  slot, its power and the slots whose learning rate came back. */
+/** How many of a pair's slots cannot tell: `2 of 3 slots cannot tell`. */
+const weakSlots = (p) => `${p.slotsCannotTell} of ${runPlural(p.slots.length, 'slot')} cannot tell`;
+
+/** The one line of a pair: its state; the verdict's text (its slot's name first), and when it
+ *  cannot tell how many slots could not; or its worst slot, its power, the slots that cannot tell
+ *  (when some cannot) and the slots whose learning rate came back. */
 function pairLine(p, names) {
   const head = `${p.a} → ${p.b}: ${pairState(p)}`;
-  if (p.continuous !== true) {
-    // the verdict is the first slot's text of that kind (broken, or cannot tell)
-    const slot = p.slots.find((s) => (p.continuous === null ? s.cannotTell : s.message) !== null);
-    return `${head}: ${slot ? namedSlot(names, slot.slot) : ''}${p.verdict}`;
-  }
+  if (p.continuous === false) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}`;
+  if (p.continuous === null) return `${head}: ${namedSlot(names, p.verdictSlot)}${p.verdict}; ${weakSlots(p)}`;
   const parts = [];
   let worst = null;
   for (const s of p.slots) if (s.worst !== null && (worst === null || s.worst > worst.worst)) worst = s;
   if (worst) parts.push(`worst ${numColumnsOne(worst.worst)} at ${slotName(names, worst.slot)}`);
   if (p.power !== null) parts.push(`power ${numColumnsOne(p.power)}`);
+  if (p.slotsCannotTell) parts.push(weakSlots(p));
   const lrs = p.slots.filter((s) => s.lr !== null).length;
   if (lrs) parts.push(`lr on ${runPlural(lrs, 'slot')}`);
   return parts.length ? `${head} (${parts.join(', ')})` : head;
 }
 
-/** A pair's recovered learning rates beside the one trainer_state.json logged at B's step. */
-const loggedLine = (l) => `  lr ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
+/** A pair's recovered learning rate (its slots' range as printed, when they print apart) beside
+ *  the one trainer_state.json logged for that update. */
+function loggedLine(p) {
+  const l = p.loggedLr;
+  const shown = [...new Set(p.slots.filter((s) => s.lr !== null).sort((x, y) => x.lr - y.lr).map((s) => numColumnsOne(s.lr)))];
+  const recovered = shown.length > 1 ? `${shown[0]} to ${shown[shown.length - 1]}` : shown[0];
+  return `  lr ${recovered} ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
+}
 
 /** A figure as the tables print it. */
 function numColumnsOne(x) {
@@ -691,7 +699,7 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   out.push('');
   for (const p of result.pairs) {
     out.push(pairLine(p, names));
-    if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p.loggedLr), width));
+    if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p), width));
     if (slots && p.slots.length) {
       out.push(...slotLines(p, names, width));
       out.push('');

@@ -61,9 +61,12 @@ typedef struct run_pair {
     strbuf slots;                    /* the slots' JSON items */
     size_t slot_items;
     bool continuous;
-    bool tells;                       /* a slot of the pair can tell (its power is 1% or more) */
+    uint64_t verdict_slot;            /* the slot the verdict is about, CKPT_NONE when none */
+    uint64_t weak_slot;               /* the slot of `weak` */
     bool weighed;                     /* a slot of the pair has a power */
     uint64_t weigh, elements;         /* the pair's power: weigh / elements */
+    uint64_t telling;                 /* weighing elements in the slots that can tell */
+    uint64_t weak_slots;              /* slots that cannot tell (power below 1%) */
     double b1, b2, omb1, omb2, u, nu; /* the configuration in the moments' dtype */
     double theta_u;                   /* the unit roundoff of B's parameters' dtype */
     bool adamw;
@@ -366,13 +369,20 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     sb_puts(sb, "}");
     if (broken && pp->continuous) {
         pp->continuous = false;
+        pp->verdict_slot = s;
         sb_puts(&pp->verdict, msg.data);
     }
     if (has_power) {
         pp->weighed = true;
         pp->weigh += weigh, pp->elements += a->count;
-        if (!weak.len) pp->tells = true;
-        else if (!pp->weak.len) sb_puts(&pp->weak, weak.failed ? "" : weak.data);
+        if (!weak.len) pp->telling += weigh;
+        else {
+            pp->weak_slots++;
+            if (!pp->weak.len) {
+                pp->weak_slot = s;
+                sb_puts(&pp->weak, weak.failed ? "" : weak.data);
+            }
+        }
     }
     sb_free(&msg);
     sb_free(&weak);
@@ -507,6 +517,7 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
     }
     for (size_t p = 0; p + 1 < r->n; p++) {
         r->pairs[p].continuous = true;
+        r->pairs[p].verdict_slot = r->pairs[p].weak_slot = CKPT_NONE;
         TRY(compare_layouts(r, p, r->err));
     }
     return 0;
@@ -596,17 +607,31 @@ static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
     for (size_t p = 0; p + 1 < r->n; p++) {
         const run_pair *pp = &r->pairs[p];
         if (!pp->continuous && (first == CKPT_NONE || p + 1 < first)) first = p + 1;
-        /* none of its slots can tell: neither continuous nor broken */
-        bool weak = pp->continuous && pp->weighed && !pp->tells;
+        /* too few weighing elements in the slots that can tell (none when no slot can): neither
+         * continuous nor broken; the first weak slot's text when no slot can tell */
+        bool weak = pp->continuous && pp->weighed && pp->telling < CKPT_RUN_TELLING;
+        bool weak_slot = weak && pp->telling == 0;
         cannot_tell += weak;
         if (p) sb_putc(&sb, ',');
         sb_printf(&sb, "{\"a\":%zu,\"b\":%zu,\"continuous\":%s,\"verdict\":", p, p + 1,
                   weak             ? "null"
                   : pp->continuous ? "true"
                                    : "false");
-        if (weak) j_string(&sb, pp->weak.failed || !pp->weak.data ? "" : pp->weak.data);
-        else if (pp->continuous) sb_lit(&sb, "null");
+        if (weak_slot) j_string(&sb, pp->weak.failed || !pp->weak.data ? "" : pp->weak.data);
+        else if (weak) {
+            strbuf few = {0};
+            sb_printf(&few, "steps %llu\u2192%llu: only %llu elements can tell (%d needed)",
+                      (unsigned long long)max_step(r->files[p].rep), (unsigned long long)max_step(r->files[p + 1].rep),
+                      (unsigned long long)pp->telling, CKPT_RUN_TELLING);
+            j_string(&sb, few.failed || !few.data ? "" : few.data);
+            sb.failed |= few.failed;
+            sb_free(&few);
+        } else if (pp->continuous) sb_lit(&sb, "null");
         else j_string(&sb, pp->verdict.failed || !pp->verdict.data ? "" : pp->verdict.data);
+        sb_puts(&sb, ",\"verdictSlot\":");
+        j_slot(&sb, weak_slot ? pp->weak_slot : weak || pp->continuous ? CKPT_NONE : pp->verdict_slot);
+        sb_puts(&sb, ",\"slotsCannotTell\":");
+        j_u64(&sb, pp->weak_slots);
         sb_puts(&sb, ",\"power\":");
         j_num_or_null(&sb, pp->elements > 0, pp->elements ? (double)pp->weigh / (double)pp->elements : 0);
         sb_puts(&sb, ",\"configDiff\":");

@@ -125,7 +125,7 @@ test('a pair too far apart to tell (β2 = 0.95, k = 100): its own line, mark and
   const pairs = page.locator('[data-testid=run-pair]');
   assert.deepEqual(await pairs.evaluateAll((l) => l.map((x) => [x.dataset.continuous, x.dataset.state, x.className])),
     [['true', 'continuous', 'run-pair good'], ['null', 'cannot-tell', 'run-pair unknown']]);
-  assert.equal(await text(page, '[data-testid=run-pair] >> nth=1 >> [data-testid=run-pair-verdict]'), `cannot tell: ${want.pairs[1].verdict}`);
+  assert.equal(await text(page, '[data-testid=run-pair] >> nth=1 >> [data-testid=run-pair-verdict]'), `cannot tell: ${want.pairs[1].verdict}; 3 of 3 slots cannot tell`);
   assert.equal(want.pairs[1].verdict, 'slot 0: steps 4\u2192104 are too far apart to tell (\u03b21^k = 2.66e-05, \u03b22^k = 0.00592)');
   assert.equal(await page.getAttribute('[data-testid=run-chart]', 'data-pairs'), 'continuous,cannot-tell');
   // opened: each slot that cannot tell, with its text

@@ -26,7 +26,7 @@ after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
-const SCHEDULER = 'not used: a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin and trainer_state.json.';
+const SCHEDULER = 'not used: a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin, trainer_state.json and config.json.';
 
 /** The run card of `out`: four checkpoint folders by N, each with its own model, the logged rate. */
 async function assertOutRun(page) {

@@ -353,11 +353,86 @@ static void too_far_apart_to_tell(void)
     CHECK(json_is_null(json_get(slot, "message")));
     CHECK(json_is_null(json_get(pair, "continuous")));
     CHECK_STR(verdict(r, 0), text);
+    CHECK(json_u64(json_get(pair, "verdictSlot")) == 0);
+    CHECK(json_u64(json_get(pair, "slotsCannotTell")) == 1);
     CHECK(json_double(json_get(pair, "power")) == json_double(json_get(slot, "power")));
     CHECK(!json_get(r, "ok")->b);
     CHECK(json_is_null(json_get(r, "first"))); /* nothing breaks */
     CHECK(json_u64(json_get(r, "cannotTell")) == 1);
     json_free(r);
+    free_saves(a, na);
+    free_saves(b, nb);
+}
+
+/* A checkpoint at `step` of two slots: slot 0 the N_EL moments of a one-slot checkpoint `one`
+ * (train's), slot 1 `n` elements (at most 64) of which the first `weighing` have v = 84.4 at A
+ * (that is, 0.5 after beta2^100 with beta2 = 0.95) and v = 1 at B, the rest v = 0 at A and 1 at B,
+ * every m 0: A weighs in exactly those elements at k = 100, and nothing breaks. */
+static void two_slots(const ckpt_buffer *one, uint64_t step, bool is_a, size_t n, size_t weighing, ckpt_buffer *out)
+{
+    const uint8_t *mv = one->data + one->len - 8 * N_EL;
+    float m1[64] = {0}, v1[64];
+    for (size_t j = 0; j < n; j++) v1[j] = !is_a ? 1.0f : j < weighing ? 84.4f : 0.0f;
+    ckpt_schema *s = schema_of(2, (uint64_t[]){1, N_EL, 1, n}, (uint8_t[]){1, 1}, NULL);
+    ckpt_entry_in e[2] = {{0, step, N_EL, mv, mv + 4 * N_EL, 4 * N_EL, 4 * N_EL}, {1, step, n, m1, v1, 4 * n, 4 * n}};
+    ckpt_config c = {CKPT_ADAM, ckpt_bits_from_double(0.9), ckpt_bits_from_double(0.95), ckpt_bits_from_double(1e-8),
+                     0};
+    ckpt_write_desc d = {s, CKPT_FLOAT32, c, false, 0, e, 2, 0};
+    ckpt_sink sink;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_sink_buffer(&sink, out);
+    CHECK(ckpt_write(&d, &sink, &err) == 0);
+    ckpt_schema_free(s);
+}
+
+/* Another seed's checkpoint at k = 100 with beta2 = 0.95, beside a small slot of 24 elements in
+ * which A weighs once (power 1/24, above 1%): a few weighing elements prove nothing, so the pair
+ * cannot tell, and says how many elements could; 64 weighing elements make it continuous. */
+static void a_small_slot_cannot_tell_for_the_pair(void)
+{
+    saved a[MAX_SAVES], b[MAX_SAVES];
+    beta2 = 0.95;
+    size_t na = train(CKPT_FLOAT32, 7, (uint64_t[]){100, 0}, a, NULL);
+    size_t nb = train(CKPT_FLOAT32, 8, (uint64_t[]){200, 0}, b, NULL);
+    beta2 = 0.999;
+    const size_t sizes[3][2] = {{24, 1}, {64, 63}, {64, 64}};
+    for (size_t t = 0; t < 3; t++) {
+        ckpt_buffer fa = {0}, fb = {0};
+        two_slots(&a[0].buf, 100, true, sizes[t][0], sizes[t][1], &fa);
+        two_slots(&b[0].buf, 200, false, sizes[t][0], sizes[t][1], &fb);
+        jvalue *r = run_of((ckpt_buffer *[]){&fa, &fb}, 2);
+        const jvalue *pair = json_get(r, "pairs")->items[0], *slots = json_get(pair, "slots");
+        CHECK(slots->len == 2);
+        CHECK(json_u64(json_get(slots->items[0], "broken")) == 0);
+        CHECK(json_u64(json_get(slots->items[1], "broken")) == 0);
+        CHECK(json_double(json_get(slots->items[0], "power")) < 0.01); /* the other seed's slot */
+        CHECK_STR(json_get(slots->items[0], "cannotTell")->text,
+                  "slot 0: steps 100\u2192200 are too far apart to tell (\u03b2"
+                  "1^k = 2.66e-05, \u03b2"
+                  "2^k = 0.00592)");
+        CHECK(json_double(json_get(slots->items[1], "power")) == (double)sizes[t][1] / (double)sizes[t][0]);
+        CHECK(json_is_null(json_get(slots->items[1], "cannotTell")));
+        CHECK(json_u64(json_get(pair, "slotsCannotTell")) == 1);
+        CHECK(json_is_null(json_get(pair, "verdictSlot")));
+        CHECK(json_is_null(json_get(r, "first")));
+        if (sizes[t][1] < 64) {
+            char want[96];
+            snprintf(want, sizeof want, "steps 100\u2192200: only %zu elements can tell (64 needed)", sizes[t][1]);
+            CHECK(json_is_null(json_get(pair, "continuous")));
+            CHECK_STR(verdict(r, 0), want);
+            CHECK(!json_get(r, "ok")->b);
+            CHECK(json_u64(json_get(r, "cannotTell")) == 1);
+        } else {
+            CHECK(json_get(pair, "continuous")->b);
+            CHECK(verdict(r, 0) == NULL);
+            CHECK(json_get(r, "ok")->b);
+            CHECK(json_u64(json_get(r, "cannotTell")) == 0);
+        }
+        json_free(r);
+        ckpt_buffer_free(&fa);
+        ckpt_buffer_free(&fb);
+    }
     free_saves(a, na);
     free_saves(b, nb);
 }
@@ -645,6 +720,7 @@ int main(void)
         {"a configuration per slot", a_configuration_per_slot},
         {"another run", another_run},
         {"too far apart to tell", too_far_apart_to_tell},
+        {"a small slot cannot tell for the pair", a_small_slot_cannot_tell_for_the_pair},
         {"the power counted element by element", power_counts_element_by_element},
         {"another configuration", another_configuration},
         {"an invalid file", an_invalid_file},

@@ -364,24 +364,52 @@ static void test_folder(void)
     char *js = ckpt_trainer_folder_json(full, 8);
     CHECK_STR(js,
               "{\"optimizer\":\"optimizer.pt\",\"model\":\"model.safetensors\",\"modelIndex\":null,\"trainerState\":"
-              "\"trainer_state.json\",\"trainingArgs\":\"training_args.bin\",\"scheduler\":\"scheduler.pt\"}");
+              "\"trainer_state.json\",\"trainingArgs\":\"training_args.bin\",\"scheduler\":\"scheduler.pt\",\"config\":\"config.json\"}");
     free(js);
     /* a .bin keeps module order and ties: taken before a .safetensors */
     static const char *const both[] = {"model.safetensors", "pytorch_model.bin"};
     js = ckpt_trainer_folder_json(both, 2);
     CHECK_STR(js, "{\"optimizer\":null,\"model\":\"pytorch_model.bin\",\"modelIndex\":null,\"trainerState\":null,"
-                  "\"trainingArgs\":null,\"scheduler\":null}");
+                  "\"trainingArgs\":null,\"scheduler\":null,\"config\":null}");
     free(js);
     static const char *const sharded[] = {"model-00002-of-00002.safetensors", "model.safetensors.index.json",
                                           "model-00001-of-00002.safetensors", "optimizer.pt", "Optimizer.PT"};
     js = ckpt_trainer_folder_json(sharded, 5);
     CHECK_STR(js, "{\"optimizer\":\"optimizer.pt\",\"model\":null,\"modelIndex\":\"model.safetensors.index.json\","
-                  "\"trainerState\":null,\"trainingArgs\":null,\"scheduler\":null}");
+                  "\"trainerState\":null,\"trainingArgs\":null,\"scheduler\":null,\"config\":null}");
     free(js);
     js = ckpt_trainer_folder_json(NULL, 0);
     CHECK_STR(js, "{\"optimizer\":null,\"model\":null,\"modelIndex\":null,\"trainerState\":null,\"trainingArgs\":null,"
-                  "\"scheduler\":null}");
+                  "\"scheduler\":null,\"config\":null}");
     free(js);
+}
+
+/* config.json's transformers_version: 4.51 and later log the rate an update used, at B's step */
+static void test_lr_logged_at(void)
+{
+    static const struct {
+        const char *text;
+        int want;
+    } cases[] = {
+        {"{\"transformers_version\": \"4.46.0\"}", CKPT_LR_LOGGED_AT_A},
+        {"{\"transformers_version\": \"4.50.3\"}", CKPT_LR_LOGGED_AT_A},
+        {"{\"transformers_version\": \"4.51.0\"}", CKPT_LR_LOGGED_AT_B},
+        {"{\"transformers_version\": \"4.51.0.dev0\"}", CKPT_LR_LOGGED_AT_B},
+        {"{\"transformers_version\": \"4.100\"}", CKPT_LR_LOGGED_AT_B},
+        {"{\"transformers_version\": \"5.0\"}", CKPT_LR_LOGGED_AT_B},
+        {"{\"transformers_version\": \"3.5.1\"}", CKPT_LR_LOGGED_AT_A},
+        {"{\"transformers_version\": \"4\"}", CKPT_LR_LOGGED_UNKNOWN},
+        {"{\"transformers_version\": \"v4.51\"}", CKPT_LR_LOGGED_UNKNOWN},
+        {"{\"transformers_version\": 4.51}", CKPT_LR_LOGGED_UNKNOWN},
+        {"{\"model_type\": \"gpt2\"}", CKPT_LR_LOGGED_UNKNOWN},
+        {"[\"4.51.0\"]", CKPT_LR_LOGGED_UNKNOWN},
+        {"{\"transformers_version\": \"4.51.0\"", CKPT_LR_LOGGED_UNKNOWN},
+        {"", CKPT_LR_LOGGED_UNKNOWN},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        t_current = cases[i].text;
+        CHECK(ckpt_trainer_lr_logged_at(cases[i].text, strlen(cases[i].text)) == cases[i].want);
+    }
 }
 
 static void expect_shards(const char *text, const char *json, const char *message, uint64_t offset)
@@ -469,6 +497,7 @@ int main(int argc, char **argv)
         {"trainer_state.json: Python's NaN and Infinity, nulls, long numbers", test_state_values},
         {"trainer_state.json refused", test_state_refused},
         {"a checkpoint folder's files by name", test_folder},
+        {"config.json's transformers version: which entry logs an update's rate", test_lr_logged_at},
         {"a sharded model's index: its shards", test_index},
         {"an output folder's checkpoints by N", test_checkpoints},
     };

@@ -2,7 +2,8 @@
 // makes at test time (tests/c/trainer_run_seeds.py): a checkpoint-N/ folder as FILE for inspect,
 // check, health and export; --kind for an AdamW that torch 1.13 does not name, and
 // training_args.bin's optim in a folder; run OUTPUT_DIR over the checkpoint-N folders by N, each
-// recovered learning rate beside the one trainer_state.json logged. Exact texts and codes.
+// recovered learning rate beside the one trainer_state.json logged for that update (at A's step
+// before transformers 4.51, at B's from 4.51, by config.json). Exact texts and codes.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -170,7 +171,7 @@ test('run OUTPUT_DIR: checkpoint-N folders by N, each optimizer with its own mod
     '     3   100      0         0         yes    out/checkpoint-100',
     '',
     '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1, lr on 4 slots)',
-    '  lr agrees with the one logged at step 11: 0.0091',
+    '  lr 0.0091 agrees with the one logged at step 10: 0.0091',
     '1 → 2: continuous (worst 0.9975 at slot 0 (0.weight), power 1)',
     '2 → 3: continuous (worst 0.1871 at slot 0 (0.weight), power 1)',
     '',
@@ -181,9 +182,9 @@ test('run OUTPUT_DIR: checkpoint-N folders by N, each optimizer with its own mod
   const j = JSON.parse(cli('run', 'out', '--json').stdout);
   assert.deepEqual(j.files.map((f) => [f.path, f.step, f.state]), [10, 11, 20, 100].map((n) => [`out/checkpoint-${n}`, n, `out/checkpoint-${n}/pytorch_model.bin`]));
   assert.deepEqual(j.pairs.map((p) => p.loggedLr), [
-    { step: 11, learningRate: logged('out/checkpoint-11', 11), agrees: true },
-    { step: 20, learningRate: logged('out/checkpoint-20', 20), agrees: null },
-    { step: 100, learningRate: logged('out/checkpoint-100', 100), agrees: null },
+    { step: 10, learningRate: logged('out/checkpoint-11', 10), agrees: true, entry: null },
+    { step: 11, learningRate: logged('out/checkpoint-20', 11), agrees: null, entry: null },
+    { step: 20, learningRate: logged('out/checkpoint-100', 20), agrees: null, entry: null },
   ]);
   // the rate torch used at step 11, recovered from the moments and the weights (AdamW's decay in)
   for (const s of j.pairs[0].slots) assert.ok(Math.abs(s.lr - facts.rate11) < 1e-5 * facts.rate11, `${s.lr}`);
@@ -194,9 +195,9 @@ test('run OUTPUT_DIR: a logged rate the step did not use, and the wrong kind, di
   assert.equal(r.status, 0);
   assert.deepEqual(r.stdout.split('\n').slice(5, 7), [
     '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1, lr on 4 slots)',
-    '  lr DIFFERS from the one logged at step 11: 0.0182',
+    '  lr 0.0091 DIFFERS from the one logged at step 10: 0.0182',
   ]);
-  assert.deepEqual(JSON.parse(cli('run', 'mislogged', '--json').stdout).pairs[0].loggedLr, { step: 11, learningRate: logged('mislogged/checkpoint-11', 11), agrees: false });
+  assert.deepEqual(JSON.parse(cli('run', 'mislogged', '--json').stdout).pairs[0].loggedLr, { step: 10, learningRate: logged('mislogged/checkpoint-11', 10), agrees: false, entry: null });
   // AdamW read as Adam: the decay is left out of the step, the rate comes back wrong
   assert.equal(JSON.parse(cli('run', 'out', '--json', '--kind', 'adam').stdout).pairs[0].loggedLr.agrees, false);
   // Adam, its training_args.bin naming another optimizer: the kind stays unknown, and no rate
@@ -210,6 +211,59 @@ test('run OUTPUT_DIR: a logged rate the step did not use, and the wrong kind, di
   assert.equal(j.pairs[0].loggedLr.agrees, null);
   assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adam').stdout).pairs[0].loggedLr.agrees, true);
   assert.equal(JSON.parse(cli('run', 'adam', '--json', '--kind', 'adamw').stdout).pairs[0].loggedLr.agrees, false);
+});
+
+test('run OUTPUT_DIR: a scheduled run saved at every step, logged as the Trainer before 4.51 logs (after the scheduler\'s step), flags no pair', () => {
+  const r = cli('run', 'scheduled');
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.split('\n');
+  assert.equal(lines.at(-2), 'verdict: one run, every pair continuous');
+  // each pair j → j + 1 recovers the rate of step j + 2, which the Trainer logged at step j + 1
+  const rates = ['0.002', '0.003', '0.004', '0.005', '0.006', '0.007', '0.008', '0.009', '0.01', '0.0097', '0.0094',
+    '0.0091', '0.0088', '0.0085', '0.0082', '0.0079', '0.0076', '0.0073', '0.007', '0.0067', '0.0064', '0.0061',
+    '0.0058', '0.0055', '0.0052', '0.0049', '0.0046', '0.0043', '0.004'];
+  assert.deepEqual(lines.filter((l) => l.startsWith('  lr ')), rates.map((x, j) => `  lr ${x} agrees with the one logged at step ${j + 1}: ${x}`));
+  const pairLines = lines.filter((l) => / → /.test(l));
+  assert.equal(pairLines.length, 29);
+  pairLines.forEach((l, j) => assert.match(l, new RegExp(`^${j} → ${j + 1}: continuous \\(worst \\S+ at slot \\d \\(\\d\\.(weight|bias)\\), power 1, lr on 4 slots\\)$`)));
+  const j = JSON.parse(cli('run', 'scheduled', '--json').stdout);
+  assert.equal(j.ok, true);
+  j.pairs.forEach((p, k) => {
+    const step = k + 1;
+    assert.deepEqual(p.loggedLr, { step, learningRate: logged('scheduled/checkpoint-30', step), agrees: true, entry: 'a' });
+    // the rate used by step k + 2, recovered from the moments and the weights
+    for (const s of p.slots) assert.ok(Math.abs(s.lr - facts.scheduled[k + 1]) < 1e-4 * facts.scheduled[k + 1], `${s.lr}`);
+    // the rate logged at B's step is another step's: 3% or more apart, past the 1% that agrees
+    const atB = logged('scheduled/checkpoint-30', step + 1);
+    assert.ok(Math.abs(atB - p.loggedLr.learningRate) > 0.02 * Math.max(atB, p.loggedLr.learningRate));
+  });
+});
+
+test('run OUTPUT_DIR: transformers 4.51 and later log the rate the step used, at B\'s step; config.json says which', () => {
+  const r = cli('run', 'scheduled-4.51');
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.split('\n');
+  assert.equal(lines.at(-2), 'verdict: one run, every pair continuous');
+  // pair j → j + 1 (steps j + 1 → j + 2) recovers the rate step j + 2 used, logged at step j + 2
+  const rates = ['0.002', '0.003', '0.004', '0.005', '0.006', '0.007', '0.008', '0.009', '0.01', '0.0097', '0.0094'];
+  assert.deepEqual(lines.filter((l) => l.startsWith('  lr ')), rates.map((x, j) => `  lr ${x} agrees with the one logged at step ${j + 2}: ${x}`));
+  const j = JSON.parse(cli('run', 'scheduled-4.51', '--json').stdout);
+  j.pairs.forEach((p, k) => assert.deepEqual(p.loggedLr, { step: k + 2, learningRate: logged('scheduled-4.51/checkpoint-12', k + 2), agrees: true, entry: 'b' }));
+  // the same folders said to be written by 4.46: the entry at A's step is another step's rate
+  const old = path.join(dir, 'said-4.46');
+  fs.cpSync(at('scheduled-4.51'), old, { recursive: true });
+  for (const f of fs.readdirSync(old)) fs.writeFileSync(path.join(old, f, 'config.json'), JSON.stringify({ transformers_version: '4.46.0' }));
+  const said = JSON.parse(cli('run', 'said-4.46', '--json').stdout);
+  said.pairs.forEach((p, k) => assert.deepEqual(p.loggedLr, { step: k + 1, learningRate: logged('scheduled-4.51/checkpoint-12', k + 1), agrees: false, entry: 'a' }));
+  assert.equal(cli('run', 'said-4.46').stdout.split('\n').filter((l) => l.startsWith('  lr '))[0], '  lr 0.002 DIFFERS from the one logged at step 1: 0.001');
+  // no config.json: the entry of the two that agrees
+  const none = path.join(dir, 'no-config');
+  fs.cpSync(at('scheduled-4.51'), none, { recursive: true });
+  for (const f of fs.readdirSync(none)) fs.rmSync(path.join(none, f, 'config.json'));
+  const unknown = JSON.parse(cli('run', 'no-config', '--json').stdout);
+  unknown.pairs.forEach((p, k) => assert.deepEqual(p.loggedLr, { step: k + 2, learningRate: logged('scheduled-4.51/checkpoint-12', k + 2), agrees: true, entry: null }));
 });
 
 test('run OUTPUT_DIR with a broken optimizer.pt: its folder named, its own diagnostic (exit 1)', () => {

@@ -34,14 +34,14 @@ test('a checkpoint folder: each file by what it is, the rest left out', async ()
   const at = (f) => path.join(dir, f);
   assert.deepEqual(await trainerFolder(dir), {
     optimizer: at('optimizer.pt'), model: at('model.safetensors'), modelShards: null, trainerState: at('trainer_state.json'),
-    trainingArgs: at('training_args.bin'), scheduler: at('scheduler.pt'),
+    trainingArgs: at('training_args.bin'), scheduler: at('scheduler.pt'), config: at('config.json'),
   });
 });
 
 test('a folder named optimizer.pt is no optimizer; pytorch_model.bin comes before model.safetensors', async () => {
   const dir = folder('odd', { 'optimizer.pt': null, 'model.safetensors': 'x', 'pytorch_model.bin': 'x' });
   assert.deepEqual(await trainerFolder(dir), {
-    optimizer: null, model: path.join(dir, 'pytorch_model.bin'), modelShards: null, trainerState: null, trainingArgs: null, scheduler: null,
+    optimizer: null, model: path.join(dir, 'pytorch_model.bin'), modelShards: null, trainerState: null, trainingArgs: null, scheduler: null, config: null,
   });
 });
 

@@ -7,7 +7,7 @@ step the gradient of every owner slot and the learning rate. The kernel computes
 CUDA kernel does in float32: beta and 1 - beta each rounded once to float32, m and v updated in
 float32, the bias corrections at the slot's own new step t.
 
-Layout (module order): 0 W [4, 3]; 1 b [3]; 2 frozen [2]; 3 tied to 0; 4 a late slot [5] that
+Layout (module order): 0 W [8, 16]; 1 b [3]; 2 frozen [2]; 3 tied to 0; 4 a late slot [5] that
 first gets a gradient at global step `late` (its own step counter lags). Slot 1 gets no gradient
 at the global steps in `skip` (its moments stay bit-identical). The learning rate warms up
 linearly over `warmup` steps.
@@ -19,7 +19,7 @@ import json
 
 import numpy as np
 
-SHAPES = [[4, 3], [3], [2], [4, 3], [5]]
+SHAPES = [[8, 16], [3], [2], [8, 16], [5]]
 REQUIRES_GRAD = [True, True, False, True, True]
 REPRESENTATIVES = [0, 1, None, 0, 4]
 OWNERS = [0, 1, 4]

@@ -10,7 +10,7 @@ import json
 
 import torch
 
-SHAPES = [[4, 3], [3], [2], [4, 3], [5]]
+SHAPES = [[8, 16], [3], [2], [8, 16], [5]]
 REQUIRES_GRAD = [True, True, False, True, True]
 REPRESENTATIVES = [0, 1, None, 0, 4]
 OWNERS = [0, 1, 4]
@@ -26,7 +26,7 @@ def main():
     a = ap.parse_args()
     saves = [int(s) for s in a.saves.split(',')]
     torch.manual_seed(a.seed)
-    w = torch.nn.Parameter(torch.randn(4, 3))
+    w = torch.nn.Parameter(torch.randn(8, 16))
     b = torch.nn.Parameter(torch.randn(3))
     frozen = torch.nn.Parameter(torch.randn(2), requires_grad=False)
     late = torch.nn.Parameter(torch.randn(5))

@@ -287,7 +287,9 @@ export class RunView {
     row.dataset.continuous = String(pair.continuous);
     row.dataset.state = state;
     const sum = el('summary');
-    const said = state === 'continuous' ? 'continuous' : state === 'cannot-tell' ? `cannot tell: ${pair.verdict}` : `NOT continuous: ${pair.verdict}`;
+    // how many slots cannot tell: said with a verdict of cannot tell, and among the figures
+    const weak = `${pair.slotsCannotTell} of ${plural(pair.slots.length, 'slot')} cannot tell`;
+    const said = state === 'continuous' ? 'continuous' : state === 'cannot-tell' ? `cannot tell: ${pair.verdict}; ${weak}` : `NOT continuous: ${pair.verdict}`;
     sum.append(el('strong', '', `${pair.a} → ${pair.b}`), ` ${this.name(pair.a)} → ${this.name(pair.b)}: `,
       testid(el('span', STATE_CLASS[state], said), 'run-pair-verdict'));
     if (state === 'continuous') {
@@ -295,6 +297,7 @@ export class RunView {
       const worst = pair.slots.reduce((w, s) => (s.worst !== null && (w === null || s.worst > w.worst) ? s : w), null);
       if (worst) parts.push(`worst ${sci(worst.worst, 4)} at ${this.slotName(worst.slot)}`);
       if (pair.power !== null) parts.push(`power ${sci(pair.power, 3)}`);
+      if (pair.slotsCannotTell) parts.push(weak);
       const lrs = pair.slots.filter((s) => s.lr !== null).length;
       if (lrs) parts.push(`lr on ${plural(lrs, 'slot')}`);
       if (parts.length) sum.append(testid(el('span', 'meta', ` (${parts.join(', ')})`), 'run-pair-figures'));

@@ -73,7 +73,7 @@ function timeline(series, n, tick) {
 }
 
 /** A Trainer output folder's run: `trainer` [{name, optimizer, model, trainingArgs,
- *  trainerState}] (indices into files, or null), in the order of N (trainerLayout's). Each
+ *  trainerState, config}] (indices into files, or null), in the order of N (trainerLayout's). Each
  *  optimizer given its folder's kind and paired with its model (the package's
  *  openTrainerCheckpoints), then run() with the models as states, each recovered learning rate
  *  beside the one trainer_state.json logged. Resolves as run does, with kinds (per file, the kind
@@ -82,7 +82,7 @@ async function trainerRun(files, trainer, lr, progress) {
   const at = async (k) => (k === null || k === undefined ? null : { name: files[k].name, source: await sourceOf(files[k].source) });
   const list = [];
   for (const c of trainer) {
-    list.push({ label: c.name, optimizer: await at(c.optimizer), model: await at(c.model), trainingArgs: await at(c.trainingArgs), trainerState: await at(c.trainerState) });
+    list.push({ label: c.name, optimizer: await at(c.optimizer), model: await at(c.model), trainingArgs: await at(c.trainingArgs), trainerState: await at(c.trainerState), config: await at(c.config) });
   }
   const n = list.length;
   if (n < 2) throw new RangeError(`a run needs at least two checkpoint folders, got ${n}`);
@@ -90,7 +90,7 @@ async function trainerRun(files, trainer, lr, progress) {
   try {
     const series = new Array(n).fill(null);
     const result = await run(opened.opts, { states: opened.models, lr: lr ?? undefined, labels: { files: opened.paths, states: opened.modelPaths }, ...timeline(series, n, throttled(progress)) });
-    await compareLogged(result, opened.logged);
+    await compareLogged(result, opened.logged, opened.loggedAt);
     return transfer({ order: trainer.map((c) => c.optimizer), states: trainer.map((c) => c.model), unused: [], result, series, kinds: opened.kinds, slots: opened.opts[0].summary.pairing?.slots ?? null },
       series.flatMap((x) => (x ? [x.ratio.buffer, x.rms.buffer] : [])));
   } finally {

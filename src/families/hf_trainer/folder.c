@@ -9,10 +9,10 @@
 #define INDEX_DEPTH 64
 #define CHECKPOINT_PREFIX "checkpoint-"
 
-enum { R_OPTIMIZER, R_MODEL, R_MODEL_INDEX, R_TRAINER_STATE, R_TRAINING_ARGS, R_SCHEDULER, R_COUNT };
+enum { R_OPTIMIZER, R_MODEL, R_MODEL_INDEX, R_TRAINER_STATE, R_TRAINING_ARGS, R_SCHEDULER, R_CONFIG, R_COUNT };
 
-static const char *const role_keys[R_COUNT] = {"optimizer",    "model",        "modelIndex",
-                                               "trainerState", "trainingArgs", "scheduler"};
+static const char *const role_keys[R_COUNT] = {"optimizer",    "model",     "modelIndex", "trainerState",
+                                               "trainingArgs", "scheduler", "config"};
 
 /* The names the Trainer writes; of a role's names the first present is taken. pytorch_model.bin
  * comes before model.safetensors: it keeps module order and ties (10.4). */
@@ -28,6 +28,7 @@ static const struct {
     {"trainer_state.json", R_TRAINER_STATE},
     {"training_args.bin", R_TRAINING_ARGS},
     {"scheduler.pt", R_SCHEDULER},
+    {"config.json", R_CONFIG},
 };
 
 static bool has_name(const char *const *names, size_t n, const char *name)

@@ -436,3 +436,49 @@ char *ckpt_trainer_state_json(const ckpt_trainer_state *s)
     sb_lit(&sb, "]}");
     return sb_take(&sb);
 }
+
+/* ---- which entry logs an update's rate ---- */
+
+/* The transformers release whose Trainer first logs the rate an update used (before the
+ * scheduler's step): 4.51. */
+#define LOGS_USED_RATE_MAJOR 4
+#define LOGS_USED_RATE_MINOR 51
+
+/* The leading decimal digits of s at *i (at most 9), or -1 when there are none. */
+static long version_part(const char *s, size_t *i)
+{
+    long x = 0;
+    size_t start = *i;
+    while (s[*i] >= '0' && s[*i] <= '9' && *i - start < 9) x = x * 10 + (s[(*i)++] - '0');
+    return *i == start ? -1 : x;
+}
+
+int ckpt_trainer_lr_logged_at(const void *config_json, size_t len)
+{
+    if (len > CKPT_TRAINER_STATE_MAX || ckpt_json_nodes_bound(config_json, len) > CKPT_TRAINER_JSON_VALUES)
+        return CKPT_LR_LOGGED_UNKNOWN;
+    ckpt_jdoc doc;
+    size_t at = 0;
+    const char *reason = NULL;
+    if (ckpt_json_parse(config_json, len, 64, &doc, &at, &reason)) {
+        ckpt_jdoc_free(&doc); /* a failed parse leaves what it built */
+        return CKPT_LR_LOGGED_UNKNOWN;
+    }
+    int out = CKPT_LR_LOGGED_UNKNOWN;
+    const ckpt_jv *v = doc.v[0].kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, &doc.v[0], "transformers_version") : NULL;
+    if (v && v->kind == CKPT_JV_STRING) {
+        const char *s = ckpt_jv_str(&doc, v);
+        size_t i = 0;
+        long major = version_part(s, &i), minor = -1;
+        if (major >= 0 && s[i] == '.') {
+            i++;
+            minor = version_part(s, &i);
+        }
+        if (minor >= 0)
+            out = major > LOGS_USED_RATE_MAJOR || (major == LOGS_USED_RATE_MAJOR && minor >= LOGS_USED_RATE_MINOR)
+                      ? CKPT_LR_LOGGED_AT_B
+                      : CKPT_LR_LOGGED_AT_A;
+    }
+    ckpt_jdoc_free(&doc);
+    return out;
+}
