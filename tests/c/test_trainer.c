@@ -364,7 +364,8 @@ static void test_folder(void)
     char *js = ckpt_trainer_folder_json(full, 8);
     CHECK_STR(js,
               "{\"optimizer\":\"optimizer.pt\",\"model\":\"model.safetensors\",\"modelIndex\":null,\"trainerState\":"
-              "\"trainer_state.json\",\"trainingArgs\":\"training_args.bin\",\"scheduler\":\"scheduler.pt\",\"config\":\"config.json\"}");
+              "\"trainer_state.json\",\"trainingArgs\":\"training_args.bin\",\"scheduler\":\"scheduler.pt\",\"config\":"
+              "\"config.json\"}");
     free(js);
     /* a .bin keeps module order and ties: taken before a .safetensors */
     static const char *const both[] = {"model.safetensors", "pytorch_model.bin"};

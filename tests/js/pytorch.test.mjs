@@ -256,7 +256,10 @@ torch.save({'param': torch.ones(4, dtype=torch.bfloat16), 'cat_dim': 0}, sys.arg
 container       zip, prefix list, 2 records
 optimizer       none
 other tensors   2 tensors in no optimizer or model state dict
-weights only    yes (torch.load(weights_only=True))
+weights only    torch 1.13: yes
+                torch 2.6: yes
+                torch 2.14 and later: yes
+                torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope
 globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
                 collections.OrderedDict, torch.DoubleStorage
 

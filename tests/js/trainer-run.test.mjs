@@ -287,7 +287,7 @@ test('run A_DIR B_DIR: checkpoint-N folders in the order given, each with its ow
     '     1    11      0         0         yes    out/checkpoint-11',
     '',
     '0 → 1: continuous (worst 1 at slot 0 (0.weight), power 1, lr on 4 slots)',
-    '  lr agrees with the one logged at step 11: 0.0091',
+    '  lr 0.0091 agrees with the one logged at step 10: 0.0091',
     '',
     'verdict: one run, every pair continuous',
     '',
