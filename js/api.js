@@ -152,7 +152,9 @@ export async function check(source, layout, options = {}) {
  * Options: `names` (the model's state-dict keys in order), `frozen` (names of the model's
  * tensors the training code does not train), `trainedModel` (the model the optimizer was
  * saved with: its checkpoint folder's, compared first) with `trainedLabel` and `modelLabel`
- * (how the texts name the two models), `onProgress`, `signal`.
+ * (how the texts name the two models), `onProgress`, `signal`. A DeepSpeed checkpoint folder
+ * pairs with the model it will be loaded into, or with `names` alone (`state` null), as DeepSpeed
+ * pairs them (docs/deepspeed.md); `worldSize` is the world size it will be loaded on.
  */
 export async function pair(opt, state, { onProgress, signal, names, frozen, trainedModel, trainedLabel, modelLabel, worldSize } = {}) {
   if (arguments.length === 0 || opt === undefined || opt === null) throw new TypeError('pair(optimizer, model): the optimizer checkpoint is missing');
