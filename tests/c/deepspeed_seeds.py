@@ -1040,6 +1040,39 @@ pairing('torch-net-untied', d, f('net-untied.pt'),
         failures=[err(81, 'head.weight is tied to emb.weight in the checkpoint, not in the new model')],
         note=FAILED + 'names, shapes, ties and order in every group')
 
+# two groups (ZeRO-3 cut in sub-groups), and a frozen parameter: the order is per group
+for label, write in (('zero2', lambda d, m: write_zero12(d, m, 3)),
+                     ('zero3-subgroups', lambda d, m: write_zero3(d, m, 3, sub_group_size=4))):
+    d = folder(f'pair-groups-{label}')
+    write(d, two_groups())
+    pd = os.path.join(OUT, 'pair', f'groups-{label}')
+    os.makedirs(pd)
+    f = lambda n: os.path.join(pd, n)
+    m = two_groups()
+    new_state(m, f('same.pt'))
+    pairing(f'groups-{label}-same', d, f('same.pt'), world_size=3,
+            note=PASS + 'names, shapes, ties and order in every group')
+    new_names(new_state(m, f('moved.pt'), order=['b.weight', 'b.bias', 'a.weight', 'a.bias']), f('moved.json'))
+    moved = [err(82, "group 0 position 0: DeepSpeed would load a.weight's moments and master weights into b.weight"),
+             err(82, "group 1 position 0: DeepSpeed would load a.bias's moments and master weights into b.bias")]
+    pairing(f'groups-{label}-moved', d, f('moved.pt'), failures=moved,
+            note=REPAIR if label == 'zero2' else FAILED + 'names, shapes, ties and order in every group')
+    pairing(f'groups-{label}-moved-names', d, names_file=f('moved.json'), failures=moved,
+            note=REPAIR if label == 'zero2' else FAILED + 'names and order in every group')
+for stage, write in ((1, lambda d, m: write_zero12(d, m, 2, stage=1)), (2, lambda d, m: write_zero12(d, m, 2)),
+                     (3, lambda d, m: write_zero3(d, m, 2))):
+    d = folder(f'pair-frozen-zero{stage}')
+    write(d, small())
+    pd = os.path.join(OUT, 'pair', f'frozen-zero{stage}')
+    os.makedirs(pd)
+    f = lambda n: os.path.join(pd, n)
+    new_state(small(), f('same.pt'))
+    pairing(f'frozen-zero{stage}-same', d, f('same.pt'), note=PASS + 'names, shapes, ties and order in every group')
+    new_state(small(), f('frozen-resized.pt'), shapes=[('frozen.weight', (3, 6))])
+    pairing(f'frozen-zero{stage}-resized', d, f('frozen-resized.pt'),
+            failures=[err(81, 'frozen.weight is #[3, 5] in the checkpoint, #[3, 6] in the new model')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
     json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)
 print(f'{len(cases)} cases')

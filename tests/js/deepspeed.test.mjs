@@ -228,10 +228,13 @@ test('pair(dir, model): error.index is the checkpoint slot of the first failing 
   const slots = (await inspect(byPair('zero2-same').dir)).deepspeed.slots;
   const reordered = await pair(byPair('zero2-reordered').dir, byPair('zero2-reordered').model);
   assert.equal(reordered.error.slot, slots.indexOf('blocks.0.weight'));
+  assert.equal(reordered.error.index, slots.indexOf('blocks.0.weight'));
   const untied = await pair(byPair('zero2-untied').dir, byPair('zero2-untied').model);
   assert.equal(untied.error.slot, slots.indexOf('head.weight'));
+  assert.equal(untied.error.index, slots.indexOf('head.weight'));
   const world = await pair(byPair('zero2-world').dir, byPair('zero2-world').model, { worldSize: 4 });
   assert.equal(world.error.slot, null);
+  assert.equal(world.error.index, undefined);
   await assert.rejects(pair(byPair('zero2-same').dir, byPair('zero2-same').model, { worldSize: 0 }), { name: 'TypeError', message: 'pair: worldSize is a positive integer' });
 });
 

@@ -76,6 +76,8 @@ static bool add_failure(ckpt_pair_result *res, int code, size_t slot, strbuf *sb
     ckpt_fail_at(e, NULL, code, CKPT_NONE, 0, slot == DS_NONE ? CKPT_NONE : (uint64_t)slot, "%s%s", DS_PREFIX ": ",
                  sb->data);
     sb_free(sb);
+    /* format.md 11.6's error.index: the checkpoint slot of the failing name */
+    if (slot != DS_NONE) e->index = (uint64_t)slot;
     return e->message != NULL;
 }
 
