@@ -303,6 +303,9 @@ test('check TAGDIR: --world-size goes with a new model, and with a DeepSpeed che
   const pt = cli(['check', pairFile('zero2', 'same.pt'), '--world-size', '2'], ROOT, 200);
   assert.equal(pt.status, 2);
   assert.equal(said(pt), 'ckptscope: --world-size does nothing here: it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)\n');
+  const lone = cli(['check', path.join(pairDir('zero2-same'), 'zero_pp_rank_0_mp_rank_00_optim_states.pt'), '--state', pairFile('zero2', 'same.pt')], ROOT, 1000);
+  assert.equal(lone.status, 2);
+  assert.equal(lone.stderr, `ckptscope: cannot pair ${path.join(pairDir('zero2-same'), 'zero_pp_rank_0_mp_rank_00_optim_states.pt')} with ${pairFile('zero2', 'same.pt')}: DeepSpeed: pairing with a model reads the tag folder: open the folder, not one of its files\n`);
   const folders = path.join(out, 'folders');
   const invalid = cli(['check', 'c05-missing-rank', '--state', pairFile('zero2', 'same.pt')], folders, 200);
   assert.equal(invalid.status, 1);

@@ -324,10 +324,6 @@ int ckpt_ds_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const c
         return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "%s: pairing with a model reads the tag folder: open the folder, not one of its files",
                          DS_PREFIX);
-    if (!rm && !o->names)
-        return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                         "%s: pairing needs the new model: its state dict, its model.safetensors or its names",
-                         DS_PREFIX);
     new_model m;
     ckpt_side c = {0};
     c.f = &ds->files[ds->model];
