@@ -201,8 +201,9 @@ export async function pair(opt, state, { onProgress, signal, names, frozen, trai
   })));
 }
 
-/** Is `source` a DeepSpeed checkpoint (a folder, or one of its files)? */
-const isDeepSpeed = (source) => withOpen(source, (o) => o.summary.family === 'DeepSpeed');
+/** Is `source` a DeepSpeed checkpoint (a folder, or one of its files)? A source that does not
+ *  open (a Trainer folder, which pair opens as its two files) is not. */
+const isDeepSpeed = (source) => withOpen(source, (o) => o.summary.family === 'DeepSpeed').catch(() => false);
 
 /** A DeepSpeed checkpoint paired with the new model's names alone (format.md 11.6): names and
  *  order, and the world size when given. */
