@@ -72,7 +72,7 @@ export async function folderArgs(positional, seen, command, at = 0) {
   // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
   if (await isDeepSpeedFolder(file)) {
     if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ckptscope inspect and ckptscope check do`);
-    if (seen['--state'] !== undefined || seen['--expect'] !== undefined) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected and checked alone`, command);
+    if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected alone, and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
     return { kind, fallback: null, deepspeed: true };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);

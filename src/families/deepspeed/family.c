@@ -218,8 +218,9 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .unhealthy = ds_unhealthy,
     .json_body = ds_report_json,
     .release = ds_release,
-    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect reads it; pairing, "
-              "health, runs, diff, export and conversion do not yet",
+    .pair_new_model = ckpt_ds_pair_new_model,
+    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect and check read it, "
+              "and check pairs it with a model; health, runs, diff, export and conversion do not yet",
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
     .hint_not = "a TorchLean checkpoint",
 };
