@@ -21,6 +21,13 @@ after(async () => {
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
+test('the page names what it reads: optimizer checkpoints, not one family\'s', async () => {
+  const page = await viewer.page();
+  assert.equal(await page.title(), 'ckptscope — optimizer checkpoint viewer');
+  assert.equal(await text(page, '.bar .tagline'), 'Optimizer checkpoints, inside out');
+  await page.context().close();
+});
+
 test('the Examples menu closes on an outside click and on Escape', async () => {
   const page = await viewer.page();
   await page.click('#examples-menu summary');

@@ -594,7 +594,7 @@ torch.save(sd, sys.argv[2])`;
 
 // ---- an optimizer saved with a tied model, paired with an untied one (gpt/, torch's own verdicts in facts.gpt) ----
 
-test('an untied model does not pair with the optimizer of its tied model: the Trainer folder\'s own model is compared first', () => {
+test('an untied model does not pair with the optimizer of its tied model: the Trainer folder\'s own model is compared first', async () => {
   const r = cli('check', 'gpt/checkpoint-20/optimizer.pt', '--state', 'gpt/untied.bin');
   assert.equal(r.status, 1);
   assert.equal(r.stdout, [
@@ -616,6 +616,9 @@ test('an untied model does not pair with the optimizer of its tied model: the Tr
   // torch agrees: the tied model's optimizer loads the state, the untied one's refuses it
   assert.equal(facts.gpt.tied, null);
   assert.equal(facts.gpt.untied, GROUP_SIZE);
+  // the API: the training-time model given, each difference a failure of code 80 before the placement's
+  const api = await pair(at('gpt/checkpoint-20/optimizer.pt'), at('gpt/untied.bin'), { trainedModel: at('gpt/checkpoint-20/pytorch_model.bin'), trainedLabel: 'checkpoint-20\'s model', modelLabel: 'gpt/untied.bin' });
+  assert.deepEqual([api.pairs, api.failures.map((f) => [f.code, f.message])], [false, [[80, 'PyTorch: lm_head.weight is tied to wte.weight in checkpoint-20\'s model, not in gpt/untied.bin']]]);
 });
 
 test('without the model it was saved with, an untied model\'s lm_head without state cannot be told frozen: cannot tell, in torch\'s words; --frozen settles it as torch does', async () => {
