@@ -1,7 +1,8 @@
 // ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]: every difference between two
 // layouts or checkpoints (and, between two checkpoints of one layout, what they hold: steps,
 // counter, moments). A PyTorch optimizer's slots come from its model: --state gives it (one for
-// both, or A's then B's), and a file holding its model needs none. Exit status 0 none, 1 some.
+// both, or A's then B's), and a file holding its model needs none; a Trainer checkpoint-N/ folder
+// is its optimizer.pt with its own model (and training_args.bin's kind). Exit status 0 none, 1 some.
 
 import { diff, pair } from '../api.js';
 import { CheckpointError, LayoutError } from '../errors.js';
@@ -9,7 +10,8 @@ import { jsonKind } from '../layout.js';
 import { say } from '../terminal.js';
 import { isStream, streamName } from '../user-files.js';
 import { UsageError, parseArgs, meant } from './args.js';
-import { Failure, layoutArg, readNames, openFile } from './inputs.js';
+import { Failure, layoutArg, readNames, openFile, isFolder } from './inputs.js';
+import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
 import { diffLines } from './text.js';
 
 export async function cmdDiff(argv) {
@@ -20,13 +22,27 @@ export async function cmdDiff(argv) {
   const models = seen['--state'] ?? [];
   if (models.length > 2) throw new UsageError(`diff --state takes one model for both files, or A's then B's: ${models.length} given`, 'diff');
   for (const m of models) if (isStream(m)) throw new UsageError(`diff --state needs a file: ${streamName(m)} is not supported there`);
+  // a Trainer checkpoint-N/ folder: its optimizer, with its own model
+  const folders = [];
+  for (const side of [a, b]) {
+    folders.push(isFolder(side) ? await folderFiles(side).catch((err) => {
+      throw err instanceof FolderError ? new Failure(err.message) : err;
+    }) : null);
+  }
+  if (folders.some(Boolean) && models.length) throw new UsageError('--state goes with optimizer files: a checkpoint folder is compared with its own model', 'diff');
   const sides = [];
   const opened = [];   // the models paired with the sides, closed after
-  let differences;
+  let differences, pairedNames = null;
   try {
-    sides.push(await diffSide(a), await diffSide(b));
-    await withModels(sides, [a, b], models, opened);
+    for (const [k, side] of [a, b].entries()) {
+      const f = folders[k];
+      sides.push(await diffSide(f ? f.optimizer : side));
+      if (f) await applyKind(sides[k], f.kind, f.fallback);
+    }
+    await withModels(sides, [a, b], models, opened, folders.map((f) => f?.model ?? null));
     differences = await diff(sides[0], sides[1]);
+    // PyTorch optimizers paired with their models: the slots are the model's names
+    pairedNames = sides[0]?.summary?.pairing?.slots ?? null;
     // two checkpoints of one layout: what they hold too (steps, counter, moments)
     const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
     if (sameSlots && sides.every((s) => typeof s?.entry === 'function') && sides[0].summary.slotCount === sides[1].summary.slotCount) {
@@ -40,21 +56,21 @@ export async function cmdDiff(argv) {
     for (const side of sides) side?.close?.();
     for (const m of opened) m.close();
   }
-  say(process.stdout, diffLines(differences, a, b, readNames(seen['--names'], null)));
+  say(process.stdout, diffLines(differences, a, b, readNames(seen['--names'], null) ?? pairedNames));
   return differences.length ? 1 : 0;
 }
 
 /** The sides that are PyTorch optimizers paired with their models (docs/pytorch.md): `models`
  *  from --state (one for both, or one each), or the model a side's own file holds; a side that
  *  needs one and has none is refused, saying how to give it. */
-async function withModels(sides, paths, models, opened) {
+async function withModels(sides, paths, models, opened, own = [null, null]) {
   const needs = sides.map((s) => typeof s?.summary === 'object' && s.summary.needsModel && !!s.summary.optimizer);
   if (models.length && !needs.some(Boolean)) throw new UsageError(`--state does nothing here: ${paths.join(' and ')} have slots of their own`, 'diff');
   if (models.length === 2 && !needs.every(Boolean)) throw new UsageError(`--state MODEL_A MODEL_B gives two PyTorch optimizers their models: ${paths[needs.indexOf(false)]} has slots of its own; give one MODEL`, 'diff');
   for (const [k, side] of sides.entries()) {
     if (!needs[k]) continue;
     const holds = !!side.summary.tensorCount;
-    const modelPath = models.length === 2 ? models[k] : models.length === 1 ? models[0] : holds ? paths[k] : null;
+    const modelPath = own[k] ?? (models.length === 2 ? models[k] : models.length === 1 ? models[0] : holds ? paths[k] : null);
     if (modelPath === null) {
       const other = needs[1 - k] && !sides[1 - k].summary.tensorCount;
       throw new UsageError(`diff: ${paths[k]} is a PyTorch optimizer: its slots come from its model, which it does not hold${meant('diff', ...paths, '--state', other ? 'MODEL_A' : 'MODEL', ...(other ? ['MODEL_B'] : []))}`, 'diff');

@@ -59,7 +59,7 @@ export async function refuseUnreadStream(ck, file) {
   return ck;
 }
 
-const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
+export const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIfNoEntry: false })?.isDirectory() === true;
 
 /** A Trainer checkpoint-N/ folder given for `positional[at]`: the folder's optimizer.pt in its
  *  place and its model as --state. Returns the kind to give the optimizer: {kind} from --kind

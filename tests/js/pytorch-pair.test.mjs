@@ -720,7 +720,7 @@ test('diff of PyTorch optimizers: their model by --state (one for both, or one e
     assert.equal(d.stderr, '');
     const lines = d.stdout.split('\n');
     assert.equal(lines[0], '48 differences between rt.opt.pt and rt4.opt.pt:');
-    assert.equal(lines[1], '  parameter 1: step 3 vs 4');
+    assert.equal(lines[1], '  [wte.weight] parameter 1: step 3 vs 4');   // the slots by the model's names
   }
   const both = cli('diff', 'rt.both.pt', 'rt.both.pt');
   assert.equal(both.status, 0);

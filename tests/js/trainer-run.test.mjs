@@ -266,6 +266,21 @@ test('run OUTPUT_DIR: transformers 4.51 and later log the rate the step used, at
   unknown.pairs.forEach((p, k) => assert.deepEqual(p.loggedLr, { step: k + 2, learningRate: logged('scheduled-4.51/checkpoint-12', k + 2), agrees: true, entry: null }));
 });
 
+test('diff A_DIR B_DIR: each checkpoint-N folder\'s optimizer on its own model\'s slots, named by the model', () => {
+  const r = cli('diff', 'out/checkpoint-10', 'out/checkpoint-11');
+  assert.equal(r.status, 1, r.stderr);
+  assert.equal(r.stderr, '');
+  const lines = r.stdout.split('\n');
+  assert.equal(lines[0], '12 differences between out/checkpoint-10 and out/checkpoint-11:');
+  assert.equal(lines[1], '  [0.weight] parameter 0: step 10 vs 11');
+  assert.deepEqual(lines.slice(1).filter((l) => / step /.test(l)), ['0.weight', '0.bias', '2.weight', '2.bias'].map((n, i) => `  [${n}] parameter ${i}: step 10 vs 11`));
+  const same = cli('diff', 'out/checkpoint-10', 'out/checkpoint-10');
+  assert.deepEqual([same.status, same.stdout], [0, 'no differences between out/checkpoint-10 and out/checkpoint-10\n']);
+  const state = cli('diff', 'out/checkpoint-10', 'out/checkpoint-11', '--state', 'out/checkpoint-10/pytorch_model.bin');
+  assert.equal(state.status, 2);
+  assert.equal(state.stderr.split('\n')[0], 'ckptscope: --state goes with optimizer files: a checkpoint folder is compared with its own model');
+});
+
 test('run OUTPUT_DIR with a broken optimizer.pt: its folder named, its own diagnostic (exit 1)', () => {
   for (const n of [1, 2]) fs.mkdirSync(at(`broken/checkpoint-${n}`), { recursive: true });
   fs.writeFileSync(at('broken/checkpoint-1/optimizer.pt'), fs.readFileSync(at('out/checkpoint-10/optimizer.pt')).subarray(0, 1000));
