@@ -65,6 +65,10 @@ test('Open a run… → A folder… on a DeepSpeed save_dir: the checkpoint, its
   await assertSlots(page);
   assert.equal(await page.locator('[data-testid=ds-failure]').count(), 0);
   assert.equal(await page.locator('[data-testid=notices]').isHidden(), true);
+  // health does not read DeepSpeed yet: the core says so
+  await page.waitForFunction(() => !/^(Not run yet|Running)/.test(document.querySelector('[data-testid=health-state]').textContent), null, { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=health-state]'),
+    'The health pass failed: a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect reads it; pairing, health, runs, diff, export and conversion do not yet');
   await shotAt(page, 'deepspeed-folder');
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
