@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the libFuzzer targets (clang, ASan + UBSan) for SECONDS each (default 20; npm test uses
-# the default, three minutes in all). For a long run: bash scripts/fuzz.sh 3600
+# the default, three and a half minutes in all). For a long run: bash scripts/fuzz.sh 3600
 # The working corpus grows in build/fuzz/work/TARGET; a crashing input lands in
 # build/fuzz/findings/ and the run fails. Copy it into tests/fuzz/regressions/TARGET/ and fix.
 set -euo pipefail
