@@ -53,6 +53,13 @@ async function ask(listing) {
   }
 }
 
+/** Whether the core takes a folder with these entries for a DeepSpeed checkpoint (its family, or
+ *  null): by their names alone, so a caller whose files cost a request to size (served paths)
+ *  asks this first, with any sizes. */
+export async function folderFamily(root, entries) {
+  return (await ask({ root, entries })).family;
+}
+
 /** The core's plan for a folder named `root` with `entries` (folderListing's): null when it is
  *  no DeepSpeed folder, else {root, family, tag, members: [{name, offset, size}] (null: none to
  *  read), size, header} (ckpt_deepspeed_folder_json). `readText(name, limit)` gives the first

@@ -9,4 +9,4 @@ export { Feed } from './feed.js';
 export { Frames, unpackFrame, JSON_FRAME, PACKED_FRAME } from './pass-frames.js';
 export { convertVersions, convertChoices } from './options.js';
 export { applyKind, openTrainerCheckpoints, compareLogged } from './trainer-run.js';
-export { folderListing, folderPlan, sourceText, BundleSource } from './folder-bundle.js';
+export { folderListing, folderFamily, folderPlan, sourceText, BundleSource } from './folder-bundle.js';

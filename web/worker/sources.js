@@ -3,7 +3,7 @@
 // viewer (payloads are skipped until statistics are asked for); or the files of a DeepSpeed
 // folder, laid out as one source the way the package lays out a folder on disk.
 import { HttpSource, BlobSource } from '/js/index.js';
-import { Feed, folderListing, folderPlan, sourceText, BundleSource } from '/js/plumbing.js';
+import { Feed, folderListing, folderFamily, folderPlan, sourceText, BundleSource } from '/js/plumbing.js';
 
 /** A File, read by the package's BlobSource (a page at least, pages kept), counting bytes read. */
 export class FileBytes extends BlobSource {
@@ -53,6 +53,8 @@ function folderOfPaths(files) {
 export async function folderPlanOf(files) {
   const at = folderOfPaths(files);
   if (!at) return null;
+  // by the names first: a served file's size costs a request, made only for DeepSpeed's files
+  if (!await folderFamily(at.root, folderListing(at.rel.map((name) => ({ name, size: 0 }))))) return null;
   const sources = new Map();
   for (const [k, f] of files.entries()) sources.set(at.rel[k], await sourceOf(f.source));
   const entries = folderListing([...sources].map(([name, src]) => ({ name, size: src.size })));
