@@ -58,7 +58,7 @@ test('an optimizer.pt alone: its container, param groups, weights-only verdict a
 /** The cards of lm's optimizer paired with its model (the same from two files or one): every
  *  index placed, but whether mask is trained the files cannot tell (the core's condition). */
 async function assertLmPaired(page) {
-  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.equal(await text(page, '[data-testid=pair-verdict]'), `Cannot tell whether they pair: ${MASK}`);
   assert.equal(await text(page, '[data-testid=positional-verdict]'), CANNOT_TELL);
   assert.equal(await text(page, '[data-testid=not-in-optimizer]'), 'Not in the optimizer: mask.');
