@@ -5,13 +5,12 @@
  * (js/folder-bundle.js): its listing (each subfolder named before its files), the core's plan
  * (ckpt_deepspeed_folder_json, asked again with `latest`'s text when it asks for it), then the
  * core's header and each member's bytes at the offset the plan gives. The bundle is opened and the
- * bound report must keep its promises: every fragment of every parameter's state lies inside its
- * file (and the file inside the source), in rank order, on a rank of the world size, the
- * fragments of a key every rank holds summing to the parameter's elements when the lengths were
- * checked; each owner's entry has its m and v exactly where every rank holds them; the schema is
- * well formed, its slots the model states' names, each trainable owner's slot its own
- * representative, each tie pointing at an owner, and the report serialises. Every diagnostic (the
- * plan's, the report's error, every failure) must be one of its code's templates. */
+ * bound report must keep its promises: once its lengths are checked, every fragment of every
+ * parameter's state lies inside its file (and every file inside the source), in rank order, on a rank of the world
+ * size, the fragments of a key every rank holds summing to the parameter's elements when the lengths were checked; each
+ * owner's entry has its m and v exactly where every rank holds them; the schema is well formed, its slots the model
+ * states' names, each trainable owner's slot its own representative, each tie pointing at an owner, and the report
+ * serialises. Every diagnostic (the plan's, the report's error, every failure) must be one of its code's templates. */
 #include "oracle.h"
 #include "base/json_read.h"
 #include "families/deepspeed/deepspeed.h"
@@ -114,8 +113,9 @@ static void check_bound(const ckpt_report *rep, uint64_t size)
         const ds_file *f = &ds->files[k];
         if (f->base > size || f->size > size - f->base) abort();
     }
-    /* every fragment inside its file, in rank order, on a rank of W */
-    for (size_t p = 0; p < ds->params_len; p++) {
+    /* every fragment inside its file, in rank order, on a rank of W: what the core reads once every
+     * length is 11.3's (layout_ok); before that the fragments are only listed, never read */
+    for (size_t p = 0; ds->layout_ok && p < ds->params_len; p++) {
         const ds_param *pa = &ds->params[p];
         if (pa->frags_len && (pa->frags > ds->frags_len || pa->frags_len > ds->frags_len - pa->frags)) abort();
         for (int key = 0; key < DS_KEYS; key++) {
