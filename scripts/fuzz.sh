@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Run the libFuzzer targets (clang, ASan + UBSan) for SECONDS each (default 20; npm test uses
-# the default, three minutes in all). For a long run: bash scripts/fuzz.sh 3600
+# the default, three and a half minutes in all). For a long run: bash scripts/fuzz.sh 3600
 # The working corpus grows in build/fuzz/work/TARGET; a crashing input lands in
 # build/fuzz/findings/ and the run fails. Copy it into tests/fuzz/regressions/TARGET/ and fix.
 set -euo pipefail
@@ -10,7 +10,7 @@ seconds=${1:-20}
 cmake --build build/fuzz -j"$(nproc)" >/dev/null
 mkdir -p build/fuzz/findings
 status=0
-for t in inspect load roundtrip state zip pickle safetensors torch trainer; do
+for t in inspect load roundtrip state zip pickle safetensors torch trainer deepspeed; do
   work=build/fuzz/work/$t
   mkdir -p "$work"
   cp -n build/fuzz/tests/fuzz/corpus/$t/* "$work"/ 2>/dev/null || true

@@ -10,6 +10,7 @@ import { count } from './format.js';
 import { VIEWS } from './views.js';
 import { wireInputs, sortFiles, loadExamples, openFromAddress } from './inputs.js';
 import { trainerFiles, pairByNames } from './torch-pair.js';
+import { deepspeedFiles } from './deepspeed-files.js';
 import { lastNames, notComparedWith } from './unused.js';
 import { Opener } from './opener.js';
 
@@ -79,6 +80,13 @@ async function readNames(file) {
  *  said in the notices card, with why. */
 async function handleFiles(fileList, target = 'open') {
   const notices = [];
+  // a DeepSpeed folder (or its files dropped together), picked, dropped or served whole
+  const deepspeed = target === 'state' || target === 'expect' ? null : await deepspeedFiles(rpc, [...fileList], notices);
+  if (deepspeed) {
+    await openFiles([deepspeed.item], { notices });
+    store.setNotices(notices);
+    return;
+  }
   // a Trainer's checkpoint-N/ folder, or its output folder, picked, dropped or served whole
   const trainer = target === 'state' || target === 'expect' ? null : await trainerFiles(rpc, [...fileList], notices);
   if (trainer?.run) {

@@ -21,7 +21,12 @@ export function wireInputs({ handleFiles, readNames }) {
     dragDepth = 0;
     $('drop-overlay').hidden = true;
     const at = e.target instanceof Element ? e.target : null;
-    handleFiles(e.dataTransfer?.files ?? [], at?.closest('[data-drop]')?.dataset.drop ?? 'open');
+    const target = at?.closest('[data-drop]')?.dataset.drop ?? 'open';
+    // a dropped folder's files are read from its entries (each named by its path in the folder)
+    const entries = [...(e.dataTransfer?.items ?? [])].map((item) => item.webkitGetAsEntry?.()).filter(Boolean);
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (!entries.some((entry) => entry.isDirectory)) handleFiles(files, target);
+    else folderFiles(entries).then((list) => handleFiles(list, target));
   });
 
   const picked = (target) => (e) => {
@@ -66,6 +71,27 @@ export function wireInputs({ handleFiles, readNames }) {
       m.querySelector('summary').focus();
     }
   });
+}
+
+/** The files of dropped entries, folders walked three levels deep (an output folder's
+ *  checkpoint-N/global_stepN/ files): [{source: a File, name: its path from the dropped entry,
+ *  "save/global_step2/latest"}], as a picked folder's files are named. */
+async function folderFiles(entries) {
+  const out = [];
+  const walk = async (entry, prefix, depth) => {
+    if (entry.isFile) {
+      const file = await new Promise((resolve, reject) => entry.file(resolve, reject));
+      out.push({ source: file, name: `${prefix}${entry.name}` });
+      return;
+    }
+    if (depth > 2) return;
+    const reader = entry.createReader();
+    for (let batch; (batch = await new Promise((resolve, reject) => reader.readEntries(resolve, reject))).length;) {
+      for (const e of batch) await walk(e, `${prefix}${entry.name}/`, depth + 1);
+    }
+  };
+  for (const entry of entries) await walk(entry, '', 0);
+  return out;
 }
 
 /** Sort the files of one drop or pick by what the package says they are (readJsonSource,

@@ -43,6 +43,9 @@ export class Opener {
       }
       await dropUnshown(rpc, opened, unused, (f, role) => rpc.request('open', { role, source: f.source, kind }).then((answer) => ({ ...f, summary: answer.summary, cols: columnsOf(answer), io: answer.io })));
       slots = await bindModel(rpc, opened, pairNames);
+      // a DeepSpeed checkpoint's slots are named by its model states (the core's `slots`)
+      const named = opened.a?.summary.deepspeed?.slots;
+      slots ??= named?.length ? named : null;
     } catch (err) {
       status('');
       stats.clear();

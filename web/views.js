@@ -20,6 +20,7 @@ import { EntriesView } from './views/entries-table.js';
 import { TensorsView } from './views/state-tensors.js';
 import { RunView } from './views/run.js';
 import { TorchView } from './views/pytorch.js';
+import { DeepSpeedView } from './views/deepspeed.js';
 
 export const VIEWS = [
   { name: 'exports', View: ExportsView, place: 'bar' },
@@ -34,6 +35,7 @@ export const VIEWS = [
   { name: 'state-header', View: StateHeaderView },
   { name: 'pair', View: PairView },
   { name: 'torch', View: TorchView },
+  { name: 'deepspeed', View: DeepSpeedView },
   { name: 'health', View: HealthView },
   { name: 'sharing-map', View: MapView },
   { name: 'params', View: ParamsView },

@@ -57,11 +57,16 @@ export async function cmdView(argv) {
 
 const isFolder = (p) => p !== STDIN && fs.statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
 
-/** The files of a Trainer's folder that the page reads, each served under its path in the
- *  folder (the page reads the folder from these names, by the core's rules): a checkpoint-N/
+/** The files of a folder that the page reads, each served under its path in the folder (the
+ *  page reads the folder from these names, by the core's rules): a DeepSpeed folder's files the
+ *  core reads as one checkpoint (its plan's members: `latest`, the tag folder's files); a Trainer's checkpoint-N/
  *  folder's optimizer, model and training_args.bin (the optimizer's kind); an output folder's
  *  checkpoint-N folders', with their trainer_state.json (the logged learning rates). */
 async function folderItems(dir) {
+  const { deepspeedPlan } = await import('../folder-source.js');
+  const plan = await deepspeedPlan(dir);
+  const base = path.basename(path.resolve(dir));
+  if (plan?.members) return plan.members.map((m) => ({ path: path.join(dir, m.name), as: `${base}/${m.name}` }));
   const { folderFiles, isOutputFolder, FolderError } = await import('../trainer-run.js');
   const { trainerFolder, checkpointFolders } = await import('../trainer-folder.js');
   const serveAs = (folderName, file) => (file === null ? [] : [{ path: file, as: `${folderName}/${path.basename(file)}` }]);

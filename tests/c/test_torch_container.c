@@ -172,6 +172,16 @@ static void test_other_folder(void)
             number("other-folder.pt", "entry"));
 }
 
+/* the first member's folder named with '%' (a format's directives): its name is said as it is */
+static void test_percent_folder(void)
+{
+    readers_differ("percent-folder.pt", "RuntimeError", "0.001");
+    refused("percent-folder.pt", CKPT_E_TORCH_NOT_CHECKPOINT,
+            "PyTorch: member \"other/data.pkl\" is not in the folder \"%p%s%n\" of the zip's first member: "
+            "torch.load refuses such a zip",
+            number("percent-folder.pt", "entry"));
+}
+
 /* a legacy file whose first 512 bytes are a tar header: torch.load reads a tar archive */
 static void test_tar_header(void)
 {
@@ -223,6 +233,7 @@ int main(int argc, char **argv)
         {"two ZIP64 end records", test_two_zip64_records},
         {"an end record in the end record's comment", test_end_record_in_comment},
         {"a member outside the folder", test_other_folder},
+        {"the first member's folder named with %", test_percent_folder},
         {"a legacy file that is also a tar", test_tar_header},
         {"a zip after another archive", test_after_another},
     };

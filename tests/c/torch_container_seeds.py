@@ -170,6 +170,17 @@ cd = body.directory([('v', 'archive/version', b'3\n'), ('b', 'other/data.pkl', b
 files['other-folder.pt'] = bytes(body.b) + cd + end(len(rest) + 3, len(cd), len(body.b))
 where['other-folder.pt'] = {'entry': len(body.b) + 46 + len('archive/version')}
 
+# the same, the first member's folder named with '%': the text gives the name as it is
+body = Body()
+body.add('v', '%p%s%n/version', b'3\n')
+body.add('b', 'other/data.pkl', b_pkl)
+body.add('a', 'archive/data.pkl', A_PKL)
+rest = with_rest(body)
+cd = body.directory([('v', '%p%s%n/version', b'3\n'), ('b', 'other/data.pkl', b_pkl),
+                     ('a', 'archive/data.pkl', A_PKL)] + rest)
+files['percent-folder.pt'] = bytes(body.b) + cd + end(len(rest) + 3, len(cd), len(body.b))
+where['percent-folder.pt'] = {'entry': len(body.b) + 46 + len('%p%s%n/version')}
+
 # torch.save records back to back, as torch.distributed.checkpoint writes a .distcp file
 records = [saved(0.001), saved(0.25), saved(0.5)]
 files['records.distcp'] = b''.join(records)

@@ -3,8 +3,11 @@
 #include "ckptscope.h"
 #include "containers/zip.h"
 
+#include <dirent.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int save(const char *dir, const char *target, const char *name, const void *prefix, size_t prefix_len,
                 const void *data, size_t len)
@@ -16,6 +19,108 @@ static int save(const char *dir, const char *target, const char *name, const voi
     fwrite(prefix, 1, prefix_len, f);
     fwrite(data, 1, len, f);
     return fclose(f) != 0;
+}
+
+/* ---- fuzz_deepspeed's seeds: the fixture folders (tests/fixtures/deepspeed, CKPT_DS_FIXTURES)
+ * as its input, records [name length][name][size, 4 bytes LE][bytes] of each file two levels
+ * deep by its path in the folder; each tag folder alone too, and a model states file with one
+ * partition. ---- */
+typedef struct ds_buf {
+    unsigned char *data;
+    size_t len, cap;
+} ds_buf;
+
+static void ds_put(ds_buf *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->data = realloc(b->data, b->cap);
+        if (!b->data) abort();
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+static void ds_record(ds_buf *b, const char *path, const char *name)
+{
+    struct stat st;
+    if (stat(path, &st) || !S_ISREG(st.st_mode) || strlen(name) > 255) return;
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *d = malloc(n > 0 ? (size_t)n : 1);
+    size_t got = d ? fread(d, 1, (size_t)n, f) : 0;
+    fclose(f);
+    unsigned char nl = (unsigned char)strlen(name), size[4];
+    for (int k = 0; k < 4; k++) size[k] = (unsigned char)(got >> (8 * k));
+    ds_put(b, &nl, 1);
+    ds_put(b, name, nl);
+    ds_put(b, size, 4);
+    ds_put(b, d, got);
+    free(d);
+}
+
+static int ds_names(const char *dir, char names[][256], int cap)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) && n < cap;)
+        if (e->d_name[0] != '.') snprintf(names[n++], 256, "%s", e->d_name);
+    if (d) closedir(d);
+    qsort(names, (size_t)n, 256, (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+static int deepspeed_seeds(const char *out)
+{
+    int failed = 0;
+    char folders[32][256];
+    int nf = ds_names(CKPT_DS_FIXTURES, folders, 32);
+    for (int k = 0; k < nf; k++) {
+        char dir[1536];
+        snprintf(dir, sizeof dir, "%s/%s", CKPT_DS_FIXTURES, folders[k]);
+        struct stat st;
+        if (stat(dir, &st) || !S_ISDIR(st.st_mode)) continue;
+        ds_buf all = {0};
+        char top[32][256];
+        int nt = ds_names(dir, top, 32);
+        for (int t = 0; t < nt; t++) {
+            char path[2048];
+            snprintf(path, sizeof path, "%s/%s", dir, top[t]);
+            if (stat(path, &st)) continue;
+            if (!S_ISDIR(st.st_mode)) {
+                ds_record(&all, path, top[t]);
+                continue;
+            }
+            ds_buf tag = {0}, pair = {0};
+            bool took = false;
+            char files[64][256];
+            int nfiles = ds_names(path, files, 64);
+            for (int j = 0; j < nfiles; j++) {
+                char fp[2560], rel[600];
+                snprintf(fp, sizeof fp, "%s/%s", path, files[j]);
+                snprintf(rel, sizeof rel, "%s/%s", top[t], files[j]);
+                ds_record(&all, fp, rel);
+                ds_record(&tag, fp, files[j]);
+                /* the model states with the first partition (a rank missing) */
+                bool optim = strstr(files[j], "optim_states") != NULL;
+                if (strstr(files[j], "model_states") || (optim && !took)) ds_record(&pair, fp, files[j]);
+                took |= optim;
+            }
+            char name[1400];
+            snprintf(name, sizeof name, "%s-%s", folders[k], top[t]);
+            failed |= save(out, "deepspeed", name, "", 0, tag.data, tag.len);
+            snprintf(name, sizeof name, "%s-%s-pair", folders[k], top[t]);
+            failed |= save(out, "deepspeed", name, "", 0, pair.data, pair.len);
+            free(tag.data);
+            free(pair.data);
+        }
+        failed |= save(out, "deepspeed", folders[k], "", 0, all.data, all.len);
+        free(all.data);
+    }
+    return failed;
 }
 
 int main(int argc, char **argv)
@@ -227,5 +332,6 @@ int main(int argc, char **argv)
         failed |= save(argv[1], "safetensors", name, "", 0, file, 8 + n + data_len[k]);
         failed |= save(argv[1], "inspect", name, "", 0, file, 8 + n + data_len[k]);
     }
+    failed |= deepspeed_seeds(argv[1]);
     return failed;
 }

@@ -172,6 +172,15 @@ DeepSpeed: rank 3 of 4 is missing: no zero_pp_rank_3_mp_rank_00_model_states.pt
   assert.equal(ok.stderr, 'warning: DeepSpeed: zero_pp_rank_2_mp_rank_00_optim_states.pt is rank 2, but the checkpoint has 2 partitions: a stale file from an earlier save (zero_to_fp32 counts it and fails)\n');
 });
 
+test('check DIR whose latest holds only whitespace: the empty tag is written ""', () => {
+  const dir = path.join(out, 'empty-latest');
+  fs.cpSync(path.join(FIXTURES, 'zero2-w2'), dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, 'latest'), ' \n');
+  const r = cli(['check', 'empty-latest'], out);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, 'empty-latest: a DeepSpeed checkpoint that fails a check\nDeepSpeed: latest names "", but empty-latest has no folder ""\n');
+});
+
 test('a file alone says what it is: a partition r of W, or model states (inspect)', () => {
   const p = cli(['inspect', 'zero_pp_rank_1_mp_rank_00_optim_states.pt'], path.join(FIXTURES, 'zero2-w2/global_step2'));
   assert.equal(p.status, 0, p.stderr);

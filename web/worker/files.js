@@ -5,7 +5,7 @@ import { open as openSource, readJsonSource, jsonKind, namesOf } from '/js/index
 import { applyKind } from '/js/plumbing.js';
 import { transfer } from '../rpc.js';
 import { makeExamples } from '../examples.js';
-import { sourceOf } from './sources.js';
+import { sourceOf, folderPlanOf } from './sources.js';
 import { handles, close, handle, keepSniffed, takeSniffed, buffersOf, filePart, pairOpen } from './handles.js';
 
 export const fileRequests = {
@@ -52,6 +52,17 @@ export const fileRequests = {
     if (json === undefined) return { json: null, sniffed: keepSniffed(src) };
     const kind = jsonKind(json);
     return kind === 'names' ? { json: kind, names: namesOf(json, source.name ?? 'names') } : { json: kind };
+  },
+
+  /** Whether files (`files` [{path, source}]: a picked, dropped or served folder's, by their
+   *  paths, or files dropped together) are a DeepSpeed checkpoint the core reads as one: null,
+   *  or {root, tag, members: [names], unused: [indices of files it does not read]}. */
+  async deepspeedFolder({ files }) {
+    const found = await folderPlanOf(files);
+    if (!found) return null;
+    for (const src of found.sources.values()) src.close();
+    const { root, tag, members } = found.plan;
+    return { root, tag, members: members.map((m) => m.name), unused: found.unused };
   },
 
   /** Bytes [offset, offset + length) of an open file, for the hex view. */

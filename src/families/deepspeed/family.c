@@ -84,8 +84,12 @@ static int entries(ckpt_report *rep, ckpt_ds *ds)
         e.step = g->has_step && g->step >= 0 && g->step < 18446744073709551616.0 ? (uint64_t)g->step : 0;
         e.count = p->count;
         e.offset = e.m_offset = e.v_offset = CKPT_NONE;
-        if (ds->layout_ok && ckpt_ds_fragments(ds, k, DS_EXP_AVG, frags)) e.offset = e.m_offset = frags[0].at;
-        if (ds->layout_ok && ckpt_ds_fragments(ds, k, DS_EXP_AVG_SQ, frags)) e.v_offset = frags[0].at;
+        /* a moment is the parameter's where every rank that holds a fragment of it holds the
+         * key (the report's `keys`): one missing on a rank is no moment of the parameter */
+        if (ds->layout_ok && ckpt_ds_has_key(ds, k, DS_EXP_AVG) && ckpt_ds_fragments(ds, k, DS_EXP_AVG, frags))
+            e.offset = e.m_offset = frags[0].at;
+        if (ds->layout_ok && ckpt_ds_has_key(ds, k, DS_EXP_AVG_SQ) && ckpt_ds_fragments(ds, k, DS_EXP_AVG_SQ, frags))
+            e.v_offset = frags[0].at;
         /* m and v: the report owns them from here */
         e.m = p->stats[DS_EXP_AVG];
         e.v = p->stats[DS_EXP_AVG_SQ];

@@ -419,8 +419,9 @@ static int folder(ckpt_parse *p, ckpt_ds *ds)
     }
     /* 11.5.1, 2 */
     if (plan.missing) {
-        rc = ds_fail(ds, rep, CKPT_E_DS_FOLDER, "%s names %s, but %s has no folder %s", which, plan.tag, save_dir,
-                     plan.tag);
+        /* an empty tag (latest holds only whitespace) is written "", else the text says nothing */
+        const char *tag = *plan.tag ? plan.tag : "\"\"";
+        rc = ds_fail(ds, rep, CKPT_E_DS_FOLDER, "%s names %s, but %s has no folder %s", which, tag, save_dir, tag);
         goto done;
     }
     if (plan.universal) {

@@ -23,10 +23,41 @@ static const ckpt_torch_named *module_entry(const ds_file *m, size_t k)
     return &m->t->named[m->t->models[m->module].first + k];
 }
 
+typedef struct entry_name {
+    const char *name;
+    size_t k;
+} entry_name;
+
+static int by_name_then_place(const void *a, const void *b)
+{
+    const entry_name *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    return c ? c : (x->k > y->k) - (x->k < y->k);
+}
+
+/* For each module entry k: the entry whose value Python's dict holds at k's place (the last
+ * setting of its key) when k is its key's first setting, else DS_NONE. 0 or -1 (no memory). */
+static int entries_last(const ds_file *m, size_t *last)
+{
+    const ckpt_torch_model *md = &m->t->models[m->module];
+    entry_name *en = malloc((md->count ? md->count : 1) * sizeof *en);
+    if (!en) return -1;
+    for (size_t k = 0; k < md->count; k++) en[k] = (entry_name){m->t->named[md->first + k].name, k};
+    qsort(en, md->count, sizeof *en, by_name_then_place);
+    for (size_t i = 0, j; i < md->count; i = j) {
+        for (j = i + 1; j < md->count && !strcmp(en[j].name, en[i].name); j++) last[en[j].k] = DS_NONE;
+        last[en[i].k] = en[j - 1].k;
+    }
+    free(en);
+    return 0;
+}
+
+/* The module's entry of that name: the last, as Python's dict keeps the last value of a key the
+ * pickle sets twice. */
 static size_t module_find(const ds_file *m, const char *name)
 {
     const ckpt_torch_model *md = &m->t->models[m->module];
-    for (size_t k = 0; k < md->count; k++)
+    for (size_t k = md->count; k-- > 0;)
         if (!strcmp(m->t->named[md->first + k].name, name)) return k;
     return DS_NONE;
 }
@@ -103,17 +134,25 @@ int ds_schema(ckpt_ds *ds, ckpt_report *rep)
         else if (module_find(m, p->name) == DS_NONE)
             TRY(ds_fail(ds, rep, CKPT_E_DS_NAMES, "param_shapes names %s, which the module does not save", p->name));
     }
-    /* the slots */
+    /* the slots: a key the pickle sets twice is one entry of Python's dict, at its first place,
+     * holding its last value */
     const ckpt_torch_model *md = &t->models[m->module];
     slot_info *si = calloc(md->count ? md->count : 1, sizeof *si);
-    if (!si) return ckpt_fail_oom(&rep->error);
+    size_t *last = calloc(md->count ? md->count : 1, sizeof *last);
+    if (!si || !last || entries_last(m, last)) {
+        free(si);
+        free(last);
+        return ckpt_fail_oom(&rep->error);
+    }
     size_t n = 0;
     for (size_t k = 0; k < md->count; k++) {
-        const ckpt_torch_named *nm = module_entry(m, k);
+        if (last[k] == DS_NONE) continue; /* a later setting of an earlier key */
+        const size_t e = last[k];
+        const ckpt_torch_named *nm = module_entry(m, e);
         if (nm->tensor == CKPT_TORCH_NONE || !ckpt_dtype_is_float(ckpt_torch_dtype(t->tensors[nm->tensor].dtype)) ||
             is_buffer(m, nm->name))
             continue;
-        si[n].named = k;
+        si[n].named = e;
         si[n].param = param_find(ds, nm->name);
         si[n].owner = DS_NONE;
         si[n].trainable = si[n].param != DS_NONE;
@@ -121,6 +160,7 @@ int ds_schema(ckpt_ds *ds, ckpt_report *rep)
         si[n].rank = t->tensors[nm->tensor].rank;
         n++;
     }
+    free(last);
     int rc = 0;
     /* 11.5.28: the ties, alias -> owner */
     if (m->shared_params != CKPT_PNIL) {

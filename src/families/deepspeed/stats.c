@@ -128,9 +128,12 @@ int ds_rounding(ckpt_ds *ds, ckpt_report *rep, ckpt_error *err)
     for (size_t k = 0; !rc && k < ds->params_len; k++) {
         const ds_param *p = &ds->params[k];
         const ckpt_torch_tensor *x = NULL;
-        for (size_t e = 0; e < md->count && !x; e++)
-            if (!strcmp(t->named[md->first + e].name, p->name) && t->named[md->first + e].tensor != CKPT_TORCH_NONE)
-                x = &t->tensors[t->named[md->first + e].tensor];
+        /* the module's value of that name: its last setting, as Python's dict keeps it */
+        for (size_t e = md->count; e-- > 0;)
+            if (!strcmp(t->named[md->first + e].name, p->name)) {
+                if (t->named[md->first + e].tensor != CKPT_TORCH_NONE) x = &t->tensors[t->named[md->first + e].tensor];
+                break;
+            }
         int dtype = x ? ckpt_torch_dtype(x->dtype) : -1;
         if (!x || !x->contiguous || x->count != p->count ||
             (dtype != CKPT_FLOAT32 && dtype != CKPT_BFLOAT16 && dtype != CKPT_FLOAT16))

@@ -97,18 +97,18 @@ static int one_folder_as_torch(tctx *c)
     for (size_t k = 1; k < z->count; k++) {
         const ckpt_zip_member *m = &z->members[k];
         if (m->name_len <= pl || memcmp(m->name, first, pl + 1) != 0) {
-            strbuf f = {0};
+            /* the folder's name is an argument, never part of the format (it may hold a '%') */
+            strbuf f = {0}, mn = {0};
             j_string(&f, t->prefix);
-            strbuf fmt = {0};
-            sb_printf(&fmt,
-                      "member %%s is not in the folder %s of the zip's first member: torch.load refuses "
-                      "such a zip%%s",
-                      f.data ? f.data : "\"\"");
-            int rc = f.failed || fmt.failed
+            j_string(&mn, m->name);
+            int rc = f.failed || mn.failed
                          ? ckpt_fail_oom(c->err)
-                         : fail_member(c->err, CKPT_E_TORCH_NOT_CHECKPOINT, m->entry_offset, 46, fmt.data, m, NULL);
+                         : ckpt_fail(c->err, "PyTorch", CKPT_E_TORCH_NOT_CHECKPOINT, m->entry_offset, 46,
+                                     "member %s is not in the folder %s of the zip's first member: torch.load "
+                                     "refuses such a zip",
+                                     mn.data, f.data);
             sb_free(&f);
-            sb_free(&fmt);
+            sb_free(&mn);
             return rc;
         }
     }

@@ -1,0 +1,119 @@
+// A folder read as one source (a DeepSpeed save_dir or tag folder, docs/deepspeed.md), wherever
+// its files are: on a disk (Node: js/folder-source.js), or Files and served paths in a browser
+// (the viewer's worker). The rules are the core's (src/families/deepspeed/names.c,
+// src/containers/bundle.h): this module makes the listing the core reads from the files' paths,
+// reads the small texts the core asks for (`latest`), and lays out the bytes where the core
+// says: its header first, then each file it names at its offset.
+
+import { loadBinding } from './binding.js';
+import { coreError } from './errors.js';
+
+const byName = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
+
+/**
+ * The listing the core reads, from a folder's files by their paths relative to it ("latest",
+ * "global_step2/x.pt"; deeper paths are not the core's) and the folders it lists ("sub/", which
+ * may hold no file): its files and folders by name, each folder followed by its files by name.
+ * Resolves [{name, size}] (size null for a folder).
+ */
+export function folderListing(files, folders = []) {
+  const top = new Map();   // name -> {size} for a file, or {inner: [[name, size]]} for a folder
+  for (const f of folders) if (!top.has(f)) top.set(f, { inner: [] });
+  for (const { name, size } of files) {
+    const parts = name.split('/');
+    if (parts.length === 1) top.set(name, { size });
+    else if (parts.length === 2 && parts[0] && parts[1]) {
+      const dir = `${parts[0]}/`;
+      if (!top.has(dir)) top.set(dir, { inner: [] });
+      top.get(dir).inner.push([parts[1], size]);
+    }
+  }
+  const entries = [];
+  for (const name of [...top.keys()].sort((a, b) => byName(a.replace(/\/$/, ''), b.replace(/\/$/, '')))) {
+    const e = top.get(name);
+    if (!e.inner) {
+      entries.push({ name, size: e.size });
+      continue;
+    }
+    entries.push({ name, size: null });
+    for (const [sub, size] of e.inner.sort((a, b) => byName(a[0], b[0]))) entries.push({ name: `${name}${sub}`, size });
+  }
+  return entries;
+}
+
+async function ask(listing) {
+  const b = await loadBinding();
+  const err = b.errorNew();
+  try {
+    const plan = b.deepspeedFolder(JSON.stringify(listing), err);
+    if (plan === null) throw coreError(b, err);
+    return plan;
+  } finally {
+    b.errorFree(err);
+  }
+}
+
+/** Whether the core takes a folder with these entries for a DeepSpeed checkpoint (its family, or
+ *  null): by their names alone, so a caller whose files cost a request to size (served paths)
+ *  asks this first, with any sizes. */
+export async function folderFamily(root, entries) {
+  return (await ask({ root, entries })).family;
+}
+
+/** The core's plan for a folder named `root` with `entries` (folderListing's): null when it is
+ *  no DeepSpeed folder, else {root, family, tag, members: [{name, offset, size}] (null: none to
+ *  read), size, header} (ckpt_deepspeed_folder_json). `readText(name, limit)` gives the first
+ *  `limit` bytes of a file as text (`latest`). */
+export async function folderPlan(root, entries, readText) {
+  let plan = await ask({ root, entries });
+  if (!plan.family) return null;
+  if (plan.read.length) {
+    const texts = {};
+    for (const name of plan.read) texts[name] = await readText(name, plan.readLimit);
+    plan = await ask({ root, entries, texts });
+  }
+  return { root, ...plan, members: plan.members ?? null };
+}
+
+/** The first `limit` bytes of a source ({read(offset, dest)}), as text. */
+export function sourceText(src, limit) {
+  const buf = new Uint8Array(limit);
+  const n = src.read(0, buf);
+  return new TextDecoder().decode(buf.subarray(0, n));
+}
+
+/** The folder of `plan` as one source: {name, size, read(offset, dest), close(), parts}; each
+ *  member's own source is opened by `openMember(name)` when first read. */
+export class BundleSource {
+  constructor(plan, openMember) {
+    this.name = plan.root;
+    this.header = Uint8Array.from(plan.header);
+    this.size = plan.size;
+    this.openMember = openMember;
+    this.parts = plan.members.map((m) => ({ name: m.name, offset: m.offset, size: m.size, src: null }));
+  }
+
+  read(offset, dest) {
+    let done = 0;
+    if (offset < this.header.length) {
+      const n = Math.min(dest.length, this.header.length - offset);
+      dest.set(this.header.subarray(offset, offset + n));
+      done = n;
+    }
+    for (const p of this.parts) {
+      if (done === dest.length) break;
+      const at = offset + done;
+      if (at >= p.offset + p.size || at < p.offset) continue;
+      p.src ??= this.openMember(p.name);
+      const want = Math.min(dest.length - done, p.offset + p.size - at);
+      const n = p.src.read(at - p.offset, dest.subarray(done, done + want));
+      done += n;
+      if (n < want) break;   // the file is shorter than listed: the core sees its end
+    }
+    return done;
+  }
+
+  close() {
+    for (const p of this.parts) p.src?.close?.();
+  }
+}
