@@ -14,7 +14,7 @@ const byName = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
  * The listing the core reads, from a folder's files by their paths relative to it ("latest",
  * "global_step2/x.pt"; deeper paths are not the core's) and the folders it lists ("sub/", which
  * may hold no file): its files and folders by name, each folder followed by its files by name.
- * Resolves [{name, size}] (size null for a folder).
+ * Gives [{name, size}] (size null for a folder).
  */
 export function folderListing(files, folders = []) {
   const top = new Map();   // name -> {size} for a file, or {inner: [[name, size]]} for a folder

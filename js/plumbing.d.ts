@@ -47,9 +47,32 @@ export interface TrainerFile { name: string; source: unknown }
 /** An output folder's checkpoint-N folders given as files, in the order of N: each optimizer
  *  given `kind`, else its training_args.bin's, and paired with its model (open Checkpoints:
  *  close() closes them). */
-export function openTrainerCheckpoints(checkpoints: { label: string; optimizer: TrainerFile | null; model: TrainerFile | null; trainingArgs: TrainerFile | null; trainerState: TrainerFile | null }[], options?: { kind?: 'adam' | 'adamw' | null }): Promise<{
+export function openTrainerCheckpoints(checkpoints: { label: string; optimizer: TrainerFile | null; model: TrainerFile | null; trainingArgs: TrainerFile | null; trainerState: TrainerFile | null; config?: TrainerFile | null }[], options?: { kind?: 'adam' | 'adamw' | null }): Promise<{
   opts: Checkpoint[]; models: Checkpoint[]; paths: string[]; modelPaths: string[];
-  logged: (Map<string, number> | null)[]; warnings: string[][]; kinds: ('adam' | 'adamw' | null)[]; close(): void;
+  logged: (Map<string, number> | null)[]; loggedAt: ('a' | 'b' | null)[]; warnings: string[][]; kinds: ('adam' | 'adamw' | null)[]; close(): void;
 }>;
-/** Each pair of a run's result given the rate B's trainer_state.json logged at B's step. */
-export function compareLogged(result: RunResult, logged: (Map<string, number> | null)[]): Promise<RunResult>;
+/** Each pair of a run's result given the rate trainer_state.json logged for its update: at A's
+ *  step or B's as `loggedAt` says (config.json's transformers version), else the one that agrees. */
+export function compareLogged(result: RunResult, logged: (Map<string, number> | null)[], loggedAt?: ('a' | 'b' | null)[]): Promise<RunResult>;
+
+/** A folder's entry as the core's listing takes it: a name relative to the folder, and its size
+ *  (null: a folder). */
+export interface FolderEntry { name: string; size: number | null }
+/** The core's listing of a folder's files (paths relative to it) and folders. */
+export function folderListing(files: { name: string; size: number }[], folders?: string[]): FolderEntry[];
+/** Whether the core takes a folder with these entries for a DeepSpeed checkpoint: its family, or null. */
+export function folderFamily(root: string, entries: FolderEntry[]): Promise<string | null>;
+/** The core's plan for reading a folder as one source, or null when it is no DeepSpeed folder. */
+export function folderPlan(root: string, entries: FolderEntry[], readText: (name: string, limit: number) => Promise<string> | string): Promise<{
+  root: string; family: string; tag: string | null; members: { name: string; offset: number | null; size: number | null }[]; size: number; header: Uint8Array;
+} | null>;
+/** The first `limit` bytes of a source, as text. */
+export function sourceText(src: { read(offset: number, dest: Uint8Array): number }, limit: number): string;
+/** A folder read as one source, each member opened when first read. */
+export class BundleSource {
+  constructor(plan: object, openMember: (name: string) => unknown);
+  readonly name: string;
+  readonly size: number;
+  read(offset: number, dest: Uint8Array): number;
+  close(): void;
+}

@@ -34,7 +34,7 @@ test('npm pack installs into an empty folder and works from a plain script', () 
     const result = JSON.parse(execFileSync('node', ['script.mjs'], { cwd: app, encoding: 'utf8' }));
     // the main entry is the API; the viewer's and server's plumbing is ckptscope/plumbing
     assert.deepEqual(result, { ok: true, version: 2, rms: Math.sqrt(14 / 3), inApi: [],
-      plumbing: ['Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'applyKind', 'attachPacked', 'compareLogged', 'convertChoices', 'convertVersions', 'itemCount', 'itemStatsPacked', 'openTrainerCheckpoints', 'scanPacked', 'unpackFrame'],
+      plumbing: ['BundleSource', 'Feed', 'Frames', 'JSON_FRAME', 'PACKED_FRAME', 'applyKind', 'attachPacked', 'compareLogged', 'convertChoices', 'convertVersions', 'folderFamily', 'folderListing', 'folderPlan', 'itemCount', 'itemStatsPacked', 'openTrainerCheckpoints', 'scanPacked', 'sourceText', 'unpackFrame'],
       versions: [2, 3, 4, 5] });
     // The CLI comes with it.
     const cli = execFileSync(path.join(app, 'node_modules/.bin/ckptscope'), ['--help'], { encoding: 'utf8' });
