@@ -57,6 +57,20 @@ test('an optimizer.pt alone: its container, param groups, weights-only verdict a
 
 /** The cards of lm's optimizer paired with its model (the same from two files or one): every
  *  index placed, but whether mask is trained the files cannot tell (the core's condition). */
+/** A virtual table's row scrolled into view and read; a row the table redraws meanwhile (the
+ *  statistics that follow a pass) is looked up again. */
+async function rowSpans(page, sel) {
+  for (let tries = 0; ; tries++) {
+    try {
+      const row = page.locator(sel);
+      await row.scrollIntoViewIfNeeded({ timeout: 2000 });
+      return await row.locator('span').allTextContents();
+    } catch (err) {
+      if (tries >= 10) throw err;
+    }
+  }
+}
+
 async function assertLmPaired(page) {
   await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.equal(await text(page, '[data-testid=pair-verdict]'), `Cannot tell whether they pair: ${MASK}`);
@@ -67,9 +81,7 @@ async function assertLmPaired(page) {
   // pass is done: its statistics redraw the rows)
   await waitText(page, '[data-testid=param-count]', '18 slots');
   await page.waitForFunction(() => /^18 slots in /.test(document.querySelector('[data-testid=health-state]')?.textContent ?? ''));
-  const head = page.locator('[data-testid=param-row][data-index="17"]');
-  await head.scrollIntoViewIfNeeded();
-  assert.deepEqual((await head.locator('span').allTextContents()).slice(0, 7), ['17', 'lm_head.weight', '[11, 4]', '44', 'yes', '→ 1 wte.weight', '3']);
+  assert.deepEqual((await rowSpans(page, '[data-testid=param-row][data-index="17"]')).slice(0, 7), ['17', 'lm_head.weight', '[11, 4]', '44', 'yes', '→ 1 wte.weight', '3']);
   const indices = await rows(page, '[data-testid=torch-index]');
   assert.equal(indices[0], '0\t0\twte.weight\t1\t[11, 4]\tfloat32\t3');
   assert.equal(indices[15], '15\t1\tln_f.bias\t16\t[4]\tfloat32\t3');
