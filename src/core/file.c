@@ -299,8 +299,14 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     ckpt_scan scan = {progress, progress_ctx, it.payload[0].offset, ckpt_file_item_bytes(f, k), 0};
     int rc = 0;
     for (unsigned q = 0; q < payloads && !rc; q++) {
-        r->pos = it.payload[q].offset;
-        rc = ckpt_scan_payload_dtype(r, &scan, it.payload[q].count, it.payload[q].dtype, out[q], err);
+        const ckpt_payload *x = &it.payload[q];
+        if (x->spans) { /* fragments: progress by bytes scanned (their offsets are not in order) */
+            scan.start = 0;
+            rc = ckpt_scan_spans(r, &scan, x->spans, x->spans_len, x->dtype, out[q], err);
+            continue;
+        }
+        r->pos = x->offset;
+        rc = ckpt_scan_payload_dtype(r, &scan, x->count, x->dtype, out[q], err);
     }
     ckpt_reader_free(r);
     if (rc) {

@@ -427,6 +427,110 @@ static void test_malformed_bundle(void)
     free(b);
 }
 
+/* ---- export: every parameter's exp_avg, exp_avg_sq and fp32 masters, bit for bit ---- */
+
+/* The safetensors header's tensor `name`: its bytes (into data) and its entry. */
+static const unsigned char *st_tensor(const jvalue *header, const unsigned char *data, const char *name, size_t *len,
+                                      const jvalue **entry)
+{
+    const jvalue *t = json_get(header, name);
+    *entry = t;
+    if (!t) return NULL;
+    const jvalue *off = json_get(t, "data_offsets");
+    uint64_t a = json_u64(off->items[0]), b = json_u64(off->items[1]);
+    *len = (size_t)(b - a);
+    return data + a;
+}
+
+static void check_export(const char *name, const unsigned char *b, size_t len, const jvalue *values)
+{
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_file *f = ckpt_open(&src, NULL);
+    CHECK(f != NULL);
+    if (!f) return;
+    ckpt_buffer buf = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &buf);
+    ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+    ckpt_error err = {0};
+    int rc = ckpt_export(f, &o, &sink, &err);
+    CHECK(rc == 0);
+    if (rc) fprintf(stderr, "  %s: export: %s\n", name, err.message);
+    uint64_t n = 0;
+    for (int k = 0; !rc && k < 8; k++) n |= (uint64_t)buf.data[k] << (8 * k);
+    char *text = rc ? NULL : malloc((size_t)n + 1);
+    if (text) {
+        memcpy(text, buf.data + 8, (size_t)n);
+        text[n] = 0;
+    }
+    jvalue *header = text ? json_parse(text) : NULL;
+    CHECK(rc || header);
+    const unsigned char *data = buf.data + 8 + n;
+    const jvalue *meta = json_get(header, "__metadata__");
+    jvalue *what = meta ? json_parse(json_get(meta, "tensors")->text) : NULL;
+    jvalue *steps = meta ? json_parse(json_get(meta, "steps")->text) : NULL;
+    CHECK(!header || (meta && what && steps && !strcmp(json_get(meta, "family")->text, "DeepSpeed")));
+    /* the tensors: three per parameter with state, and the metadata */
+    size_t tensors = 0;
+    for (size_t v = 0; header && v < values->len; v++) tensors += json_get(values->items[v], "keys")->len;
+    CHECK(!header || header->len == tensors + 1);
+    for (size_t v = 0; header && what && steps && v < values->len; v++) {
+        const char *param = values->keys[v];
+        const jvalue *e = values->items[v];
+        CHECK(json_double(json_get(steps, param)) == json_double(json_get(e, "step")));
+        for (int k = 0; k < 3; k++) {
+            const jvalue *path = json_get(json_get(e, "keys"), keys[k]);
+            if (json_is_null(path)) continue;
+            char tname[512];
+            snprintf(tname, sizeof tname, k == 2 ? "%s" : "%s.%s", param, keys[k]);
+            size_t got_len = 0, want_len = 0;
+            const jvalue *entry;
+            const unsigned char *got = st_tensor(header, data, tname, &got_len, &entry);
+            unsigned char *want = ds_file_bytes(path->text, &want_len);
+            CHECK(got && want && got_len == want_len && !memcmp(got, want, want_len));
+            if (!got || !want || got_len != want_len || memcmp(got, want, want_len))
+                fprintf(stderr, "  %s: %s differs\n", name, tname);
+            CHECK(entry && !strcmp(json_get(entry, "dtype")->text, "F32"));
+            const jvalue *shape = json_get(entry, "shape"), *ws = json_get(e, "shape");
+            CHECK(shape && shape->len == ws->len);
+            for (size_t d = 0; shape && d < shape->len && d < ws->len; d++)
+                CHECK(json_u64(shape->items[d]) == json_u64(ws->items[d]));
+            const jvalue *said = json_get(what, tname);
+            CHECK_STR(said ? said->text : NULL, k == 2 ? "fp32 master weights" : keys[k]);
+            free(want);
+        }
+    }
+    json_free(what);
+    json_free(steps);
+    json_free(header);
+    free(text);
+    ckpt_buffer_free(&buf);
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+}
+
+static void test_export(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t exported = 0;
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        const jvalue *values = json_get(cs, "values");
+        if (!json_get(cs, "ok")->b || !values || !values->len) continue;
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        size_t len = 0;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        CHECK(b != NULL);
+        if (b) check_export(name, b, len, values);
+        free(b);
+        exported++;
+    }
+    CHECK(exported > 20);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -449,6 +553,7 @@ int main(int argc, char **argv)
         {"each file alone", test_lone_files},
         {"the folder plan", test_plan},
         {"a malformed folder source", test_malformed_bundle},
+        {"export of every valid case with values", test_export},
     };
     int rc = RUN_ALL(cases);
     json_free(manifest);
