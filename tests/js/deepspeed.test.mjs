@@ -201,9 +201,89 @@ verdict: valid
 test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
   const r = cli(['health', 'zero2-w2'], FIXTURES, 200);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: health does not read one yet; ckptscope inspect and ckptscope check do\n');
+  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: health does not read one yet; ckptscope inspect, ckptscope check and ckptscope export do\n');
   // a file alone: the core refuses (its state is a partition of fragments)
   const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
   assert.equal(e.status, 1);
-  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect reads it; pairing, health, runs, diff, export and conversion do not yet\n');
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect, its statistics and export read it; pairing, health, runs, diff and conversion do not yet\n');
+  assert.equal(fs.existsSync(path.join(out, 'x.safetensors')), false);
+});
+
+const REAL = ['zero1-w2', 'zero2-w2', 'zero2-w2-bf16', 'zero2-w3', 'zero3-w2', 'zero3-w2-bf16', 'zero3-w3'];
+const CHECK = path.join(ROOT, 'tests/js/deepspeed_export_check.py');
+
+test('export of DeepSpeed\'s own folders, ZeRO-1/2/3, float32 and bf16: every exp_avg, exp_avg_sq and fp32 master bit for bit the independent reconstruction, near truth.pt', () => {
+  const dir = fs.mkdtempSync(path.join(out, 'export-'));
+  const args = [];
+  for (const name of REAL) {
+    for (const format of ['safetensors', 'npz']) {
+      const file = path.join(dir, `${name}.${format}`);
+      const r = cli(['export', name, file], FIXTURES, 300);
+      assert.equal(r.stderr, '', name);
+      assert.equal(r.status, 0, name);
+      assert.equal(r.stdout, `wrote ${file} (${fs.statSync(file).size} bytes, ${format})\n`, name);
+      args.push(`${name}=${file}`);
+    }
+  }
+  const got = JSON.parse(execFileSync('/usr/bin/python3', [CHECK, path.join(out, 'manifest.json'), path.join(FIXTURES, 'truth.pt'), ...args], { encoding: 'utf8' }));
+  const params = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias'];
+  for (const name of REAL) {
+    for (const format of ['safetensors', 'npz']) {
+      const g = got[`${name}:${format}`];
+      assert.equal(g.family, 'DeepSpeed');
+      // three tensors per trainable owner (the tied head.weight shares emb.weight's; frozen has none)
+      assert.deepEqual(g.tensors, params.flatMap((p) => [p, `${p}.exp_avg`, `${p}.exp_avg_sq`]).sort());
+      assert.equal(g.compared, 21, name);
+      assert.equal(g.same, 21, `${name} ${format}: every tensor bit for bit`);
+      // the ranks' reduction order (float32), bf16's rounding of the module's forward pass
+      assert.ok(g.worst <= (name.includes('bf16') ? 1e-2 : 5e-8), `${name} ${format}: ${g.worst}`);
+      assert.deepEqual(g.what, Object.fromEntries(params.flatMap((p) => [[`${p}.exp_avg`, 'exp_avg'], [`${p}.exp_avg_sq`, 'exp_avg_sq'], [p, 'fp32 master weights']])));
+      assert.deepEqual(g.steps, Object.fromEntries(params.map((p) => [p, 2])));
+      assert.deepEqual(g.names, ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias', 'head.weight']);
+    }
+  }
+});
+
+test('export of the ZeRO writer\'s folders (BF16_Optimizer, groups, sub-groups, any W) through the API: every tensor bit for bit the values written', async () => {
+  const { exportTensors, exportNpy } = await import('../../js/index.js');
+  let n = 0;
+  for (const c of cases.filter((x) => x.ok && !x.real && Object.keys(x.values).length)) {
+    const bytes = await exportTensors(c.dir, { format: 'safetensors' });
+    const b = Buffer.from(bytes);
+    const len = Number(b.readBigUInt64LE(0));
+    const header = JSON.parse(b.subarray(8, 8 + len).toString('utf8'));
+    const data = b.subarray(8 + len);
+    const meta = header.__metadata__;
+    assert.equal(meta.family, 'DeepSpeed', c.name);
+    for (const [name, v] of Object.entries(c.values)) {
+      for (const [key, raw] of Object.entries(v.keys)) {
+        const t = header[key === 'fp32' ? name : `${name}.${key}`];
+        assert.ok(t, `${c.name} ${name} ${key}`);
+        assert.equal(t.dtype, 'F32');
+        assert.deepEqual(t.shape, v.shape);
+        assert.ok(data.subarray(t.data_offsets[0], t.data_offsets[1]).equals(fs.readFileSync(raw)), `${c.name} ${name} ${key}`);
+      }
+    }
+    n++;
+  }
+  assert.ok(n > 15, `${n} cases`);
+  // one payload as .npy: a parameter whose exp_avg lies on two ranks (l1.weight of zero2-w2)
+  const c = byName('zero2-w2');
+  const ck = await open(c.dir);
+  const slot = ck.report.deepspeed.entries.find((e) => e.name === 'l1.weight');
+  assert.equal(slot.fragments.length, 2);
+  ck.close();
+  const npy = Buffer.from(await exportNpy(c.dir, slot.slot, 'm'));
+  const head = 10 + npy.readUInt16LE(8);
+  assert.ok(npy.subarray(head).equals(fs.readFileSync(c.values['l1.weight'].keys.exp_avg)));
+});
+
+test('export of a DeepSpeed folder that fails a check: refused, nothing written', () => {
+  const c = cases.find((x) => !x.ok && x.name === 'c11-world-size');
+  const file = path.join(out, 'bad.npz');
+  const r = cli(['export', c.dir, file], ROOT, 300);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `ckptscope: cannot export ${c.dir}: it is not a valid checkpoint\n${c.error.message}\n`);
+  assert.equal(fs.existsSync(file), false);
 });
