@@ -502,6 +502,26 @@ static void check_export(const char *name, const unsigned char *b, size_t len, c
             free(want);
         }
     }
+    /* statistics of an item read from its spans: those of the open's, from the fragments */
+    ckpt_inspect_options so = {CKPT_INSPECT_STATS, NULL, NULL};
+    ckpt_report *with = ckpt_inspect(&src, &so);
+    const ckpt_report *rep = ckpt_file_report(f);
+    CHECK(with && with->entries_len == rep->entries_len);
+    for (size_t k = 0; with && k < rep->entries_len && k < with->entries_len; k++) {
+        ckpt_stats *a = NULL, *b2 = NULL;
+        ckpt_error e2 = {0};
+        CHECK(ckpt_file_item_stats(f, k, NULL, NULL, &a, &b2, &e2) == 0);
+        const ckpt_stats *m = with->entries[k].m, *v = with->entries[k].v;
+        CHECK(a && b2 && m && v);
+        if (a && b2 && m && v)
+            CHECK(a->count == m->count && a->min == m->min && a->max == m->max && a->sum == m->sum &&
+                  b2->count == v->count && b2->min == v->min && b2->max == v->max && b2->sum == v->sum &&
+                  a->count == rep->entries[k].count);
+        ckpt_stats_free(a);
+        ckpt_stats_free(b2);
+        ckpt_error_clear(&e2);
+    }
+    ckpt_report_free(with);
     json_free(what);
     json_free(steps);
     json_free(header);
