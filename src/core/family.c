@@ -88,7 +88,8 @@ int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
 
 int ckpt_require_items(const ckpt_report *rep, ckpt_error *err)
 {
-    if (rep->family && rep->family->impl->unread && rep->family->impl->exports && rep->family->impl->exports(rep))
+    if (rep->family && rep->family->impl->unread && rep->family->impl->items_whole &&
+        rep->family->impl->items_whole(rep))
         return 0;
     return ckpt_require_schema(rep, err);
 }

@@ -113,12 +113,12 @@ struct ckpt_family_impl {
      * slot's tie (the earlier slot of its storage, CKPT_NONE). NULL: its tensors are its slots */
     int (*model_slots)(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err);
     /* why pairing, health, runs, diff, export and conversion do not read this family's files (a
-     * DeepSpeed parameter's state lies in fragments across files; export reads them, `exports`):
+     * DeepSpeed parameter's state lies in fragments across files; export reads them, `items_whole`):
      * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */
     const char *unread;
-    /* the file's items hold all of its state (in spans where it lies in fragments): export reads
-     * them even though `unread` refuses the rest; NULL: never */
-    bool (*exports)(const ckpt_report *rep);
+    /* the file's items hold all of its state (in spans where it lies in fragments): export and
+     * health read them even though `unread` refuses the rest; NULL: never */
+    bool (*items_whole)(const ckpt_report *rep);
     /* slot i's name as the file saves it, NULL when it saves none (export's default names, else
      * slot{i}); NULL: the file names no slot */
     const char *(*slot_name)(const ckpt_report *rep, uint64_t slot);

@@ -551,6 +551,92 @@ static void test_export(void)
     CHECK(exported > 20);
 }
 
+/* ---- health: each parameter's next step from its fragments, its masters as the parameters ---- */
+
+static const float *raw_floats(const char *path, size_t *n, unsigned char **hold)
+{
+    size_t len = 0;
+    *hold = ds_file_bytes(path, &len);
+    *n = len / 4;
+    return (const float *)*hold;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-300; }
+
+static void test_health(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t checked = 0;
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        const jvalue *values = json_get(cs, "values");
+        if (!json_get(cs, "ok")->b || !json_get(cs, "real")->b || !values || !values->len) continue;
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        size_t len = 0;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        ckpt_source src;
+        static ckpt_memory mem;
+        ckpt_source_memory(&src, &mem, b, len);
+        ckpt_file *f = ckpt_open(&src, NULL);
+        ckpt_health_options o = {0.01, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
+        ckpt_error err = {0};
+        char *json = f ? ckpt_health_json(f, NULL, &o, &err) : NULL;
+        CHECK(json != NULL);
+        if (!json) fprintf(stderr, "  %s: health: %s\n", name, err.message);
+        jvalue *h = json ? json_parse(json) : NULL;
+        const jvalue *slots = json_get(h, "slots");
+        CHECK(!h || (json_get(h, "ok")->b && slots && slots->len == 10));
+        const ckpt_ds *ds = f ? ckpt_ds_of(ckpt_file_report(f)) : NULL;
+        for (size_t i = 0; ds && slots && i < slots->len; i++) {
+            const jvalue *sl = slots->items[i];
+            const char *slot_name = ds->slot_names[i];
+            const jvalue *v = json_get(values, slot_name);
+            if (!v) { /* frozen (no state), or tied (its owner's) */
+                CHECK(json_is_null(json_get(sl, "update")) == json_is_null(json_get(sl, "owner")));
+                continue;
+            }
+            size_t n = 0, nm = 0, nv = 0;
+            unsigned char *hp, *hm, *hv;
+            const jvalue *keys = json_get(v, "keys");
+            const float *p = raw_floats(json_get(keys, "fp32")->text, &n, &hp);
+            const float *m = raw_floats(json_get(keys, "exp_avg")->text, &nm, &hm);
+            const float *vv = raw_floats(json_get(keys, "exp_avg_sq")->text, &nv, &hv);
+            CHECK(n == nm && n == nv && n == json_u64(json_get(sl, "count")));
+            /* the parameters: the fp32 masters; the update at step 3 with betas 0.9, 0.999, eps 1e-8 */
+            double ss = 0, mx = 0, us = 0, umax = 0;
+            const double t1 = json_double(json_get(v, "step")) + 1, eps = (float)1e-8;
+            const double i1 = 1 / (1 - pow(0.9, t1)), i2 = 1 / (1 - pow(0.999, t1));
+            for (size_t k = 0; k < n; k++) {
+                ss += (double)p[k] * p[k];
+                if (fabs(p[k]) > mx) mx = fabs(p[k]);
+                double u = (m[k] * i1) / (sqrt(vv[k] * i2) + eps);
+                us += u * u;
+                if (fabs(u) > umax) umax = fabs(u);
+            }
+            const jvalue *param = json_get(sl, "param"), *upd = json_get(sl, "update");
+            CHECK(param && upd);
+            if (param && upd) {
+                CHECK(near(json_double(json_get(param, "rms")), sqrt(ss / n)));
+                CHECK(json_double(json_get(param, "maxAbs")) == mx);
+                CHECK(near(json_double(json_get(upd, "rms")), sqrt(us / n)));
+                CHECK(near(json_double(json_get(upd, "maxAbs")), umax));
+                CHECK(near(json_double(json_get(sl, "ratio")), 0.01 * sqrt(us / n) / sqrt(ss / n)));
+            }
+            free(hp);
+            free(hm);
+            free(hv);
+            checked++;
+        }
+        json_free(h);
+        free(json);
+        ckpt_error_clear(&err);
+        ckpt_close(f);
+        free(b);
+    }
+    CHECK(checked >= 7 * 7);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -574,6 +660,7 @@ int main(int argc, char **argv)
         {"the folder plan", test_plan},
         {"a malformed folder source", test_malformed_bundle},
         {"export of every valid case with values", test_export},
+        {"health of DeepSpeed's own folders", test_health},
     };
     int rc = RUN_ALL(cases);
     json_free(manifest);

@@ -204,7 +204,7 @@ static ckpt_item ds_report_item(ckpt_report *rep, size_t k)
 
 /* A folder: its items are its parameters' state once its layout is read (one that fails a check
  * is refused as invalid); a file alone holds a partition of them. */
-static bool ds_exports(const ckpt_report *rep)
+static bool ds_items_whole(const ckpt_report *rep)
 {
     const ckpt_ds *ds = ckpt_ds_of(rep);
     return ds && !ds->lone && (ds->layout_ok || ds_failed(ds));
@@ -286,7 +286,7 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .release = ds_release,
     .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect, its statistics and "
               "export read it; pairing, health, runs, diff and conversion do not yet",
-    .exports = ds_exports,
+    .items_whole = ds_items_whole,
     .slot_name = ds_slot_name,
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
     .hint_not = "a TorchLean checkpoint",
