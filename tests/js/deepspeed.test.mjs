@@ -199,13 +199,13 @@ verdict: valid
 });
 
 test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
-  const r = cli(['health', 'zero2-w2'], FIXTURES, 200);
+  const r = cli(['convert', 'zero2-w2', path.join(out, 'c.ckpt')], FIXTURES, 200);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: health does not read one yet; ckptscope inspect, ckptscope check and ckptscope export do\n');
+  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: convert does not read one yet; ckptscope inspect, ckptscope check, ckptscope health and ckptscope export do\n');
   // a file alone: the core refuses (its state is a partition of fragments)
   const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
   assert.equal(e.status, 1);
-  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect, its statistics and export read it; pairing, health, runs, diff and conversion do not yet\n');
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect, health and export read its folder (inspect a file of it too); pairing, runs, diff and conversion do not yet\n');
   assert.equal(fs.existsSync(path.join(out, 'x.safetensors')), false);
 });
 
@@ -287,3 +287,49 @@ test('export of a DeepSpeed folder that fails a check: refused, nothing written'
   assert.equal(r.stderr, `ckptscope: cannot export ${c.dir}: it is not a valid checkpoint\n${c.error.message}\n`);
   assert.equal(fs.existsSync(file), false);
 });
+
+test('health of a DeepSpeed folder: each parameter\'s next step from its fragments, its fp32 master weights as θ, at its groups\' lr', () => {
+  const r = cli(['health', 'zero2-w2'], FIXTURES, 100);
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `zero2-w2: the next Adam step per slot at lr 0.01 (the optimizer's groups')
+AdamW's decoupled decay per unit θ (lr · weight decay): 1e-4
+
+   slot  moments   step  rms(u)  max|u|   rms(θ)     ratio  v=0  bad m
+      0  owner        2  0.6962  0.8594    1.012  0.006879
+!     1  owner        2  0.6643  0.8596   0.2326   0.02857
+!     2  owner        2  0.4819  0.7649   0.2421    0.0199
+      3  owner        2  0.7776  0.8542   0.9808  0.007928
+!     4  owner        2  0.7374  0.8562  0.01754    0.4204
+!     5  owner        2  0.7639  0.8595   0.2173   0.03515
+!     6  owner        2  0.5392  0.8526   0.2217   0.02432
+      7  frozen
+      8  frozen
+      9  shares 0     2  0.6962  0.8594    1.012  0.006879
+
+warning: parameter 1: update-to-weight ratio 0.0286 is above 1e-2 at lr 0.01
+warning: parameter 2: update-to-weight ratio 0.0199 is above 1e-2 at lr 0.01
+warning: parameter 4: update-to-weight ratio 0.42 is above 1e-2 at lr 0.01
+warning: parameter 5: update-to-weight ratio 0.0352 is above 1e-2 at lr 0.01
+warning: parameter 6: update-to-weight ratio 0.0243 is above 1e-2 at lr 0.01
+verdict: healthy (5 ratio warnings: --strict makes them failures)
+`);
+  // the same numbers from every layout of the same two steps (ZeRO-1/2/3, 2 or 3 ranks): the fragments read in order
+  const json = (name) => JSON.parse(cli(['health', name, '--json'], FIXTURES).stdout);
+  const ref = json('zero2-w2');
+  for (const name of ['zero1-w2', 'zero3-w2', 'zero2-w3', 'zero3-w3']) {
+    const h = json(name);
+    assert.equal(h.ok, true, name);
+    assert.deepEqual(h.slots.map((s) => [s.slot, s.owner, s.count, s.step]), ref.slots.map((s) => [s.slot, s.owner, s.count, s.step]), name);
+    for (const [k, s] of h.slots.entries()) {
+      if (!s.update) continue;
+      assert.ok(Math.abs(s.param.rms - ref.slots[k].param.rms) <= 1e-6 * ref.slots[k].param.rms, `${name} ${k}`);
+      assert.ok(Math.abs(s.update.rms - ref.slots[k].update.rms) <= 1e-3 * ref.slots[k].update.rms, `${name} ${k}`);
+    }
+  }
+  // --state: a DeepSpeed folder holds its own parameters
+  const e = cli(['health', 'zero2-w2', '--state', 'zero2-w3'], FIXTURES, 200);
+  assert.equal(e.status, 2);
+  assert.equal(e.stderr.split('\n')[0], 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: it is read alone, with its own parameters (its fp32 master weights)');
+});
+

@@ -284,8 +284,8 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .unhealthy = ds_unhealthy,
     .json_body = ds_report_json,
     .release = ds_release,
-    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect, its statistics and "
-              "export read it; pairing, health, runs, diff and conversion do not yet",
+    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect, health and export read "
+              "its folder (inspect a file of it too); pairing, runs, diff and conversion do not yet",
     .items_whole = ds_items_whole,
     .slot_name = ds_slot_name,
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
