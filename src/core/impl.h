@@ -112,8 +112,8 @@ struct ckpt_family_impl {
      * model: its slots (format.md 10.4) in order as indices of its report's tensors, and each
      * slot's tie (the earlier slot of its storage, CKPT_NONE). NULL: its tensors are its slots */
     int (*model_slots)(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err);
-    /* why pairing, health, runs, diff, export and conversion do not read this family's files (a
-     * DeepSpeed parameter's state lies in fragments across files; export reads them, `items_whole`):
+    /* why pairing, runs, diff and conversion (and health and export, unless `items_whole`) do not
+     * read this family's files (a DeepSpeed parameter's state lies in fragments across files):
      * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */
     const char *unread;
     /* the file's items hold all of its state (in spans where it lies in fragments): export and
