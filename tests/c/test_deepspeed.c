@@ -442,6 +442,9 @@ static const unsigned char *st_tensor(const jvalue *header, const unsigned char 
     return data + a;
 }
 
+/* every key an export holds, amsgrad's too */
+static const char *const all_keys[4] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "fp32"};
+
 static void check_export(const char *name, const unsigned char *b, size_t len, const jvalue *values)
 {
     ckpt_source src;
@@ -480,11 +483,11 @@ static void check_export(const char *name, const unsigned char *b, size_t len, c
         const char *param = values->keys[v];
         const jvalue *e = values->items[v];
         CHECK(json_double(json_get(steps, param)) == json_double(json_get(e, "step")));
-        for (int k = 0; k < 3; k++) {
-            const jvalue *path = json_get(json_get(e, "keys"), keys[k]);
+        for (int k = 0; k < 4; k++) {
+            const jvalue *path = json_get(json_get(e, "keys"), all_keys[k]);
             if (json_is_null(path)) continue;
             char tname[512];
-            snprintf(tname, sizeof tname, k == 2 ? "%s" : "%s.%s", param, keys[k]);
+            snprintf(tname, sizeof tname, k == 3 ? "%s" : "%s.%s", param, all_keys[k]);
             size_t got_len = 0, want_len = 0;
             const jvalue *entry;
             const unsigned char *got = st_tensor(header, data, tname, &got_len, &entry);
@@ -498,7 +501,7 @@ static void check_export(const char *name, const unsigned char *b, size_t len, c
             for (size_t d = 0; shape && d < shape->len && d < ws->len; d++)
                 CHECK(json_u64(shape->items[d]) == json_u64(ws->items[d]));
             const jvalue *said = json_get(what, tname);
-            CHECK_STR(said ? said->text : NULL, k == 2 ? "fp32 master weights" : keys[k]);
+            CHECK_STR(said ? said->text : NULL, k == 3 ? "fp32 master weights" : all_keys[k]);
             free(want);
         }
     }
@@ -551,7 +554,8 @@ static void test_export(void)
     CHECK(exported > 20);
 }
 
-/* ---- health: each parameter's next step from its fragments, its masters as the parameters ---- */
+/* ---- health: each parameter's next step from its fragments, its masters as the parameters ----
+ * against the step computed here from the values written or reconstructed independently */
 
 static const float *raw_floats(const char *path, size_t *n, unsigned char **hold)
 {
@@ -570,7 +574,11 @@ static void test_health(void)
     for (size_t c = 0; cases && c < cases->len; c++) {
         const jvalue *cs = cases->items[c];
         const jvalue *values = json_get(cs, "values");
-        if (!json_get(cs, "ok")->b || !json_get(cs, "real")->b || !values || !values->len) continue;
+        /* an elastic checkpoint keeps no betas: health takes the file's default configuration */
+        /* (and NaN values are left out of the rms: the cases of 11.5.29's warnings are read above) */
+        if (!json_get(cs, "ok")->b || !values || !values->len || json_get(cs, "noConfig") ||
+            json_get(cs, "statsWarnings"))
+            continue;
         const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
         t_current = name;
         size_t len = 0;
@@ -586,8 +594,8 @@ static void test_health(void)
         if (!json) fprintf(stderr, "  %s: health: %s\n", name, err.message);
         jvalue *h = json ? json_parse(json) : NULL;
         const jvalue *slots = json_get(h, "slots");
-        CHECK(!h || (json_get(h, "ok")->b && slots && slots->len == 10));
         const ckpt_ds *ds = f ? ckpt_ds_of(ckpt_file_report(f)) : NULL;
+        CHECK(!h || (json_get(h, "ok")->b && slots && ds && slots->len == ds->slot_count));
         for (size_t i = 0; ds && slots && i < slots->len; i++) {
             const jvalue *sl = slots->items[i];
             const char *slot_name = ds->slot_names[i];
@@ -601,7 +609,9 @@ static void test_health(void)
             const jvalue *keys = json_get(v, "keys");
             const float *p = raw_floats(json_get(keys, "fp32")->text, &n, &hp);
             const float *m = raw_floats(json_get(keys, "exp_avg")->text, &nm, &hm);
-            const float *vv = raw_floats(json_get(keys, "exp_avg_sq")->text, &nv, &hv);
+            /* amsgrad's next step divides by max_exp_avg_sq's root */
+            const jvalue *vmax = json_get(keys, "max_exp_avg_sq");
+            const float *vv = raw_floats((vmax ? vmax : json_get(keys, "exp_avg_sq"))->text, &nv, &hv);
             CHECK(n == nm && n == nv && n == json_u64(json_get(sl, "count")));
             /* the parameters: the fp32 masters; the update at step 3 with betas 0.9, 0.999, eps 1e-8 */
             double ss = 0, mx = 0, us = 0, umax = 0;
@@ -634,7 +644,7 @@ static void test_health(void)
         ckpt_close(f);
         free(b);
     }
-    CHECK(checked >= 7 * 7);
+    CHECK(checked > 7 * 7);
 }
 
 int main(int argc, char **argv)
@@ -660,7 +670,7 @@ int main(int argc, char **argv)
         {"the folder plan", test_plan},
         {"a malformed folder source", test_malformed_bundle},
         {"export of every valid case with values", test_export},
-        {"health of DeepSpeed's own folders", test_health},
+        {"health of every valid case with values", test_health},
     };
     int rc = RUN_ALL(cases);
     json_free(manifest);

@@ -327,6 +327,11 @@ verdict: healthy (5 ratio warnings: --strict makes them failures)
       assert.ok(Math.abs(s.update.rms - ref.slots[k].update.rms) <= 1e-3 * ref.slots[k].update.rms, `${name} ${k}`);
     }
   }
+  // a NaN in m, a negative v, read from their fragments: flagged, exit status 1
+  const bad = cli(['health', byName('c29-nan').dir, '--json']);
+  assert.equal(bad.status, 1);
+  const flags = JSON.parse(bad.stdout).flags.filter((f) => f.slot === 2 || f.slot === 4).map((f) => [f.slot, f.flag, f.severity, f.message]);
+  assert.deepEqual(flags, [[2, 'momentsNonFinite', 'failure', 'parameter 2: its moments hold 1 NaN and 0 infinite values'], [4, 'negativeV', 'failure', 'parameter 4: its second moment holds 1 negative value']]);
   // --state: a DeepSpeed folder holds its own parameters
   const e = cli(['health', 'zero2-w2', '--state', 'zero2-w3'], FIXTURES, 200);
   assert.equal(e.status, 2);
