@@ -338,3 +338,12 @@ verdict: healthy (5 ratio warnings: --strict makes them failures)
   assert.equal(e.stderr.split('\n')[0], 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: it is read alone, with its own parameters (its fp32 master weights)');
 });
 
+
+test('health(dir) through the API: one thread whatever the workers asked (a folder is no file a worker shares), the CLI\'s numbers', async () => {
+  const { health } = await import('../../js/index.js');
+  const dir = path.join(FIXTURES, 'zero3-w3');
+  const h = await health(dir, null, { workers: 2 });
+  const cliJson = JSON.parse(cli(['health', 'zero3-w3', '--json'], FIXTURES).stdout);
+  assert.equal(h.ok, true);
+  assert.deepEqual(h.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]), cliJson.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]));
+});
