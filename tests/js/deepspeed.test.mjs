@@ -347,3 +347,58 @@ test('health(dir) through the API: one thread whatever the workers asked (a fold
   assert.equal(h.ok, true);
   assert.deepEqual(h.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]), cliJson.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]));
 });
+
+test('inspect --stats of a ZeRO-3 folder on 3 ranks: each parameter\'s m and v as a TorchLean report\'s entries have them, and its masters, from its fragments', () => {
+  const r = cli(['inspect', 'zero3-w3', '--stats'], FIXTURES, 100);
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `zero3-w3: DeepSpeed ZeRO checkpoint (DeepSpeed), float32, 26,395 bytes
+deepspeed       ZeRO-3, 3 ranks, float32 module, DeepSpeed 0.14.4, tag global_step2
+files           zero_pp_rank_0_mp_rank_00_model_states.pt,
+                zero_pp_rank_0_mp_rank_00_optim_states.pt,
+                zero_pp_rank_1_mp_rank_00_model_states.pt,
+                zero_pp_rank_1_mp_rank_00_optim_states.pt,
+                zero_pp_rank_2_mp_rank_00_model_states.pt, zero_pp_rank_2_mp_rank_00_optim_states.pt
+group 0         lr 0.01  betas 0.9, 0.999  eps 1e-8  wd 0.01  amsgrad no  7 parameters, flat 183
+                step 2
+engine          global_steps 2, skipped_steps 0
+parameters      10 slots, 8 trainable, 7 optimizer states, with tied (shared) slots
+
+slot  name           shape    size  trainable  representative  step
+   0  emb.weight     [11, 6]    66  yes        owner              2
+   1  l1.weight      [7, 6]     42  yes        owner              2
+   2  l1.bias        [7]         7  yes        owner              2
+   3  ln.weight      [7]         7  yes        owner              2
+   4  ln.bias        [7]         7  yes        owner              2
+   5  l2.weight      [6, 7]     42  yes        owner              2
+   6  l2.bias        [6]         6  yes        owner              2
+   7  frozen.weight  [6, 6]     36  no         -
+   8  frozen.bias    [6]         6  no         -
+   9  head.weight    [11, 6]    66  yes        shares 0
+
+slot  name          m min   m max   m rms     v max     v rms  NaN/inf
+   0  emb.weight  -0.1226  0.1595  0.0554  0.001598  4.063e-4
+   1  l1.weight   -0.3457  0.3666  0.1759   0.01139  3.938e-3
+   2  l1.bias     -0.1987  0.1694  0.1212  0.009083  4.099e-3
+   3  ln.weight   0.05614   0.293   0.212  0.005069  3.356e-3
+   4  ln.bias     -0.1686  0.1663  0.1326  0.002467  1.573e-3
+   5  l2.weight   -0.5687  0.4437  0.2407    0.0203  5.908e-3
+   6  l2.bias     -0.1324  0.4694  0.2135   0.01237  5.324e-3
+
+slot  name        group/sub  fragments (rank:start+count)  master min  master max  master rms
+   0  emb.weight        0/0  0:0+22 1:0+22 2:0+22              -2.096       2.547       1.012
+   1  l1.weight         0/0  0:22+14 1:22+14 2:22+14          -0.4271       0.404      0.2326
+   2  l1.bias           0/0  0:36+3 1:36+3 2:36+1             -0.4046    -0.08727      0.2421
+   3  ln.weight         0/0  0:39+3 1:39+3 2:39+1              0.9799      0.9831      0.9808
+   4  ln.bias           0/0  0:42+3 1:42+3 2:42+1            -0.01826     0.01997     0.01754
+   5  l2.weight         0/0  0:45+14 1:45+14 2:45+14          -0.3587      0.3745      0.2173
+   6  l2.bias           0/0  0:59+2 1:59+2 2:59+2             -0.3251      0.2822      0.2217
+
+verdict: valid
+`);
+  // the same statistics as the ZeRO-2 folder of the same two steps on 2 ranks (another layout of the fragments)
+  const two = cli(['inspect', 'zero2-w2', '--stats'], FIXTURES, 100).stdout;
+  const table = (t) => t.slice(t.indexOf('slot  name          m min'), t.indexOf('\n\n', t.indexOf('slot  name          m min')));
+  assert.equal(table(two), table(r.stdout));
+});
+
