@@ -152,10 +152,17 @@ export async function check(source, layout, options = {}) {
  * Options: `names` (the model's state-dict keys in order), `frozen` (names of the model's
  * tensors the training code does not train), `trainedModel` (the model the optimizer was
  * saved with: its checkpoint folder's, compared first) with `trainedLabel` and `modelLabel`
- * (how the texts name the two models), `onProgress`, `signal`.
+ * (how the texts name the two models), `onProgress`, `signal`. A DeepSpeed checkpoint folder
+ * pairs with the model it will be loaded into, or with `names` alone (`state` null), as DeepSpeed
+ * pairs them (docs/deepspeed.md); `worldSize` is the world size it will be loaded on.
  */
-export async function pair(opt, state, { onProgress, signal, names, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
+export async function pair(opt, state, { onProgress, signal, names, frozen, trainedModel, trainedLabel, modelLabel, worldSize } = {}) {
   if (arguments.length === 0 || opt === undefined || opt === null) throw new TypeError('pair(optimizer, model): the optimizer checkpoint is missing');
+  if (worldSize !== undefined && worldSize !== null && !(Number.isSafeInteger(worldSize) && worldSize > 0)) throw new TypeError('pair: worldSize is a positive integer');
+  // a DeepSpeed checkpoint pairs with the new model's names alone (docs/deepspeed.md)
+  if ((state === undefined || state === null) && names !== undefined && names !== null && await isDeepSpeed(opt)) {
+    return pairDeepSpeedNames(opt, namesOf(names, 'names'), { onProgress, signal, worldSize });
+  }
   const folder = state === undefined || state === null ? await trainerFolderOf(opt) : null;
   if (folder) return withFolder(folder, (o, m) => pair(o, m, { onProgress, signal, names, frozen }));
   const b = await loadBinding();
@@ -173,7 +180,7 @@ export async function pair(opt, state, { onProgress, signal, names, frozen, trai
   }
   const run = (o, s, t) => withFile(o, (_, fo) => withFile(s, (__, fs) => {
     const pairWith = (ft) => withProgress(b, { onProgress, signal }, (pid) => b.pairWith(fo, fs,
-      { names: names ?? null, frozen: frozen ?? null, trained: ft, trainedLabel: trainedLabel ?? null, modelLabel: modelLabel ?? null }, pid));
+      { names: names ?? null, frozen: frozen ?? null, trained: ft, trainedLabel: trainedLabel ?? null, modelLabel: modelLabel ?? null, worldSize: worldSize ?? 0 }, pid));
     return t ? withFile(t, (___, ft) => pairWith(ft)) : pairWith(0);
   }));
   return withOpen(opt, (o) => withOpen(state, (s) => withOpenOrNull(trainedModel, (t) => {
@@ -192,6 +199,24 @@ export async function pair(opt, state, { onProgress, signal, names, frozen, trai
     }
     return result;
   })));
+}
+
+/** Is `source` a DeepSpeed checkpoint (a folder, or one of its files)? A source that does not
+ *  open (a Trainer folder, which pair opens as its two files) is not. */
+const isDeepSpeed = (source) => withOpen(source, (o) => o.summary.family === 'DeepSpeed').catch(() => false);
+
+/** A DeepSpeed checkpoint paired with the new model's names alone (format.md 11.6): names and
+ *  order, and the world size when given. */
+async function pairDeepSpeedNames(opt, names, { onProgress, signal, worldSize }) {
+  const b = await loadBinding();
+  return withOpen(opt, (o) => {
+    const result = withFile(o, (_, fo) => withProgress(b, { onProgress, signal }, (pid) => b.pairWith(fo, 0, { names, worldSize: worldSize ?? 0 }, pid)));
+    if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
+    if (result.error && !result.failures.length && result.pairs !== null) {
+      throw new CheckpointError(result.error, { result, fileError: result.invalid === 'optimizer' ? o.summary.error ?? null : null, subject: result.invalid ?? 'file' });
+    }
+    return result;
+  });
 }
 
 /**

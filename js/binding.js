@@ -431,10 +431,12 @@ export class Binding {
   pair(opt, state, pid) { return this.#core.takeJSON(this.#ex.w_pair(opt, state, pid)); }
 
   /** char *w_pair_with(opt, state, names, name_count, frozen, frozen_count, trained, trainedLabel,
-   *  modelLabel, progress): the pairing JSON; the state file ordered by `names` first (null: by
-   *  shape, for a family that keeps no module order), `frozen` the names given as frozen (null:
-   *  none), `trained` the optimizer's own model's file (0: none), the labels null for the core's. */
-  pairWith(opt, state, { names = null, frozen = null, trained = 0, trainedLabel = null, modelLabel = null } = {}, pid) {
+   *  modelLabel, worldSize, progress): the pairing JSON; the state file ordered by `names` first
+   *  (null: by shape, for a family that keeps no module order), `frozen` the names given as frozen
+   *  (null: none), `trained` the optimizer's own model's file (0: none), the labels null for the
+   *  core's, `worldSize` the one a DeepSpeed checkpoint will be loaded on (0: not given); state 0
+   *  with names: a DeepSpeed checkpoint paired with the new model's names alone. */
+  pairWith(opt, state, { names = null, frozen = null, trained = 0, trainedLabel = null, modelLabel = null, worldSize = 0 } = {}, pid) {
     const core = this.#core;
     const ptrs = [];
     const string = (text) => {
@@ -451,7 +453,7 @@ export class Binding {
     };
     try {
       return core.takeJSON(this.#ex.w_pair_with(opt, state, table(names), names ? names.length : 0, table(frozen),
-        frozen ? frozen.length : 0, trained, string(trainedLabel), string(modelLabel), pid));
+        frozen ? frozen.length : 0, trained, string(trainedLabel), string(modelLabel), worldSize, pid));
     } finally {
       ptrs.forEach((p) => core.free(p));
     }

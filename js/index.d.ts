@@ -555,6 +555,8 @@ export interface PairOptions {
   trainedModel?: Source;
   trainedLabel?: string;
   modelLabel?: string;
+  /** a DeepSpeed checkpoint: the data-parallel world size it will be loaded on (docs/deepspeed.md) */
+  worldSize?: number;
 }
 
 /** A PyTorch optimizer (`summary.needsModel`) has no slots until paired with its model: run
@@ -566,7 +568,9 @@ export function withModelSlots<T>(o: Checkpoint, s: Checkpoint | null, source: S
  *  order (safetensors), which without them is paired by shape alone, with a warning. `state`
  *  left out: `opt` holds both its optimizer and its model, or (in Node) `opt` is a Trainer
  *  checkpoint-N/ folder: its optimizer (given training_args.bin's kind where its file says none)
- *  with its model. */
+ *  with its model. A DeepSpeed checkpoint folder pairs with the model it will be loaded into
+ *  (a torch.save state dict or a model.safetensors), or with `names` alone (`state` null), as
+ *  DeepSpeed pairs them (format.md 11.6). */
 export function pair(opt: Source, state?: Source | null, options?: ScanOptions & PairOptions): Promise<PairResult>;
 /** The kind of an open PyTorch optimizer whose file does not say it (torch 1.13's AdamW writes no
  *  decoupled_weight_decay); call it before pairing. Rejects (CheckpointError) when the file says

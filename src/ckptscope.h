@@ -114,7 +114,11 @@ typedef enum ckpt_code {
     CKPT_E_DS_NAMES = 78,       /* DS: param_shapes, the module, shapes and shared_params disagree */
     /* a PyTorch optimizer and its model, continued (format.md 10.4) */
     CKPT_E_TORCH_UNTRAINED = 79, /* P: {names} hold no optimizer state: pairs only if the training code trains none */
-    CKPT_E_TORCH_MODELS_DIFFER = 80 /* P: the optimizer's own (training-time) model and the model given differ */
+    CKPT_E_TORCH_MODELS_DIFFER = 80, /* P: the optimizer's own (training-time) model and the model given differ */
+    /* DeepSpeed pairing with the model the user will load into (format.md 11.6) */
+    CKPT_E_DS_PAIR_MODEL = 81, /* DS: the new model's names, shapes or ties are not the checkpoint's */
+    CKPT_E_DS_PAIR_ORDER = 82, /* DS: group {g} position {k}: DeepSpeed would load a's moments and masters into b */
+    CKPT_E_DS_PAIR_WORLD = 83  /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -646,6 +650,9 @@ typedef struct ckpt_pair_options {
     const ckpt_file *trained;
     const char *trained_label; /* how the texts name it ("checkpoint-20's model"); NULL: "the training-time model" */
     const char *model_label;   /* how the texts name `state` ("untied.bin"); NULL: "the model" */
+    /* a DeepSpeed checkpoint (format.md 11.6): the data-parallel world size it will be loaded on;
+     * 0: not given. With `names` and no state file (NULL), the new model is its names alone */
+    uint64_t world_size;
 } ckpt_pair_options;
 
 /* ckpt_pair_named with the options above (o may be NULL). A TorchLean optimizer (TLADAMF) pairs

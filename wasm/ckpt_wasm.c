@@ -259,12 +259,14 @@ char *w_pair(const ckpt_file *opt, const ckpt_file *state, int progress_token)
 
 /* The same with ckpt_pair_with's options: the state file ordered by the model's names first
  * (names NULL: by shape, for a family that keeps no module order), the names given as frozen,
- * the optimizer's own (training-time) model (NULL: none) and the labels the texts use. */
+ * the optimizer's own (training-time) model (NULL: none), the labels the texts use and the world
+ * size a DeepSpeed checkpoint will be loaded on (0: not given); state NULL: the names alone. */
 char *w_pair_with(ckpt_file *opt, ckpt_file *state, const char *const *names, size_t name_count,
                   const char *const *frozen, size_t frozen_count, const ckpt_file *trained, const char *trained_label,
-                  const char *model_label, int progress_token)
+                  const char *model_label, double world_size, int progress_token)
 {
-    ckpt_pair_options o = {names, name_count, frozen, frozen_count, trained, trained_label, model_label};
+    ckpt_pair_options o = {names,   name_count,    frozen,      frozen_count,
+                           trained, trained_label, model_label, (uint64_t)world_size};
     ckpt_pair_result *r = ckpt_pair_with(opt, state, &o, PROGRESS(progress_token));
     if (!r) return NULL;
     char *json = ckpt_pair_json(r);

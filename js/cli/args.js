@@ -39,6 +39,9 @@ function usageText({ kind, to, outs }) {
   ckptscope check FILE [--kind ${kind}] [--frozen NAMES]
       a PyTorch file holding its optimizer and its model (or a checkpoint-N/
       folder): do they pair?
+  ckptscope check TAGDIR [--state MODEL] [--names NAMES.json] [--world-size N]
+      a DeepSpeed checkpoint's checks; with the model it will be loaded into:
+      does DeepSpeed pair them as they were trained?
   ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
@@ -96,7 +99,7 @@ function specsOf({ kind, versions }) {
     },
     check: {
       flags: {},
-      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP },
+      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP, '--world-size': 'N  a DeepSpeed checkpoint: the data-parallel world size it will be loaded on' },
     },
     diff: { gathers: ['--state'], flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--state': 'MODEL [MODEL_B]  PyTorch optimizers\' model (one for both, or A\'s then B\'s): their slots come from it' } },
     health: {
@@ -272,6 +275,15 @@ export function workersArg(seen) {
   const given = seen['--workers'];
   if (given === undefined) return 'auto';
   if (!/^[0-9]{1,2}$/.test(given) || Number(given) < 1 || Number(given) > 64) throw new UsageError(`--workers must be a number from 1 to 64, got ${given}`);
+  return Number(given);
+}
+
+/** --world-size N: the data-parallel world size a DeepSpeed checkpoint will be loaded on
+ *  (undefined when not given). */
+export function worldSizeArg(seen) {
+  const given = seen['--world-size'];
+  if (given === undefined) return undefined;
+  if (!/^[1-9][0-9]{0,8}$/.test(given)) throw new UsageError(`--world-size must be a positive whole number, got ${shown(given, PATH_ECHO_MAX)}`, 'check');
   return Number(given);
 }
 

@@ -8,9 +8,9 @@ import { open } from '../checkpoint.js';
 import { CheckpointError, LayoutError } from '../errors.js';
 import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
-import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg } from './args.js';
+import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg, worldSizeArg } from './args.js';
 import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
-import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines } from './text.js';
+import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines, deepspeedPairLines } from './text.js';
 
 export async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
@@ -18,7 +18,12 @@ export async function cmdCheck(argv) {
   refuseIdle('check', seen, '--frozen', seen['--expect'] === undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
   const kind = await folderArgs(positional, seen, 'check');
   const frozen = frozenArg(seen, 'check');
-  if (kind.deepspeed) return checkDeepSpeed(positional[0]);
+  if (kind.deepspeed) {
+    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], worldSizeArg(seen));
+    if (seen['--world-size'] !== undefined) throw new UsageError('--world-size goes with the model the checkpoint will be loaded into: --state MODEL or --names NAMES.json', 'check');
+    return checkDeepSpeed(positional[0]);
+  }
+  refuseIdle('check', seen, '--world-size', false, 'it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)');
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
   if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind, frozen, true);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
@@ -83,6 +88,34 @@ async function checkDeepSpeed(dir) {
   } finally {
     ck.close();
   }
+}
+
+/** check TAGDIR --state MODEL | --names NAMES.json [--world-size N]: does DeepSpeed pair the
+ *  checkpoint with the model it will be loaded into as it was trained (format.md 11.6)? Every
+ *  failure listed, the first the verdict; exit status 0 pairs, 1 not. */
+async function checkDeepSpeedPair(dir, model, namesPath, worldSize) {
+  if (model !== undefined) {
+    if (isStream(model)) throw new UsageError(`check --state needs a file: ${streamName(model)} works for OPT only`);
+    checkInput(model, 'checkpoint');
+  }
+  const names = namesPath === undefined ? null : readNames(namesPath, null);
+  const label = model ?? namesPath;
+  let result;
+  try {
+    result = await reading(model ?? dir, 'checkpoint', () => pair(dir, model ?? null, { names, worldSize }));
+  } catch (err) {
+    if (!(err instanceof CheckpointError) || !err.result) throw err;
+    if (err.result.invalid) {
+      const bad = err.result.invalid === 'state' ? label : displayName(dir);
+      const { why, verdict } = invalidPairLines(err, displayName(dir), label, bad);
+      say(process.stdout, why, verdict);
+      if (!sameDestination()) say(process.stderr, why);
+      return 1;
+    }
+    throw new Failure(`cannot pair ${displayName(dir)} with ${label}: ${err.message}`);
+  }
+  say(process.stdout, deepspeedPairLines(result, displayName(dir), label));
+  return pairStatus(result);
 }
 
 /**

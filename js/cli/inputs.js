@@ -73,7 +73,7 @@ export async function folderArgs(positional, seen, command, at = 0) {
   // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
   if (await isDeepSpeedFolder(file)) {
     if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ${listed([...DEEPSPEED_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
-    if (seen['--state'] !== undefined || seen['--expect'] !== undefined) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is read alone, with its own parameters (its fp32 master weights)`, command);
+    if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
     return { kind, fallback: null, deepspeed: true };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);

@@ -410,6 +410,19 @@ export function pairLines(result, optName, stateName, names = null, { alone = fa
   return out;
 }
 
+/** A DeepSpeed checkpoint with the model it will be loaded into (format.md 11.6): the verdict,
+ *  every failure, then the core's note (what was compared, or that a universal checkpoint
+ *  repairs the order and the world size), and the warnings. */
+export function deepspeedPairLines(result, dirName, modelName) {
+  if (result.pairs) return [`${dirName} pairs with ${modelName}`, `  ${result.note}`, ...result.warnings.map((w) => `warning: ${w}`)];
+  const out = [`${dirName} does not pair with ${modelName}: ${plural(result.failures.length, 'failure')}`];
+  for (const f of result.failures.slice(0, 1000)) out.push(`  ${f.message}`);
+  if (result.failures.length > 1000) out.push(`  … and ${result.failures.length - 1000} more`);
+  out.push(`  ${result.note}`);
+  for (const w of result.warnings) out.push(`warning: ${w}`);
+  return out;
+}
+
 /** The exit status of a pairing verdict: 0 pairs, 1 does not, 3 the files cannot tell. */
 export const pairStatus = (result) => (result.pairs ? 0 : result.pairs === null ? 3 : 1);
 

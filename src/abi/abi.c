@@ -101,6 +101,9 @@ static const struct {
     CODE(DS_LAYOUT),
     CODE(DS_STEP),
     CODE(DS_NAMES),
+    CODE(DS_PAIR_MODEL),
+    CODE(DS_PAIR_ORDER),
+    CODE(DS_PAIR_WORLD),
 };
 #undef CODE
 

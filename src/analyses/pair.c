@@ -453,6 +453,29 @@ static ckpt_pair_result *pair_torch_model(ckpt_file *opt, ckpt_file *state, ckpt
     return r;
 }
 
+/* A family that pairs by its own rule with the model the user will load into (DeepSpeed,
+ * format.md 11.6); state NULL: the model's names alone. An invalid file never pairs. */
+static ckpt_pair_result *pair_by_family(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *o)
+{
+    const ckpt_report *ro = ckpt_file_report(opt), *rm = state ? ckpt_file_report(state) : NULL;
+    ckpt_pair_result *r = calloc(1, sizeof *r);
+    if (!r) return NULL;
+    ckpt_error_clear(&r->error);
+    /* the new model's file: any that holds a model (its names, shapes and ties are compared,
+     * never bound as slots) */
+    if (rm && rm->family && !ckpt_family_has_role(rm->family, CKPT_ROLE_MODEL) &&
+        ckpt_require_role(rm, CKPT_ROLE_MODEL, &r->error))
+        return r;
+    if (ro->error.code || (rm && rm->error.code)) {
+        r->invalid = ro->error.code ? CKPT_PAIR_INVALID_OPTIMIZER : CKPT_PAIR_INVALID_STATE;
+        ckpt_error_copy(&r->error, ro->error.code ? &ro->error : &rm->error);
+        return r;
+    }
+    if (ro->family->impl->pair_new_model(ro, rm, o, r)) return r;
+    r->pairs = !r->failures_len;
+    return r;
+}
+
 ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *options,
                                  ckpt_progress_fn progress, void *progress_ctx)
 {
@@ -461,6 +484,7 @@ ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pa
     const char *const *names = o->names;
     size_t name_count = o->name_count;
     const ckpt_report *ro = opt ? ckpt_file_report(opt) : NULL;
+    if (ro && ro->family && ro->family->impl->pair_new_model && (state || names)) return pair_by_family(opt, state, o);
     if (ro && state && ro->family && ro->family->impl->bind && !ro->slots_bound)
         return pair_bound(opt, state, o, progress, progress_ctx);
     const ckpt_report *rm = state ? ckpt_file_report(state) : NULL;

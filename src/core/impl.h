@@ -112,6 +112,12 @@ struct ckpt_family_impl {
      * model: its slots (format.md 10.4) in order as indices of its report's tensors, and each
      * slot's tie (the earlier slot of its storage, CKPT_NONE). NULL: its tensors are its slots */
     int (*model_slots)(const ckpt_report *rm, size_t **view, uint64_t **ties, size_t *len, ckpt_error *err);
+    /* pairing with the model the user will load into, by the family's own rule (DeepSpeed,
+     * format.md 11.6): rm the new model's file (NULL: o->names alone); failures, warnings and
+     * the note go to res. 0, or an error that stops the pairing (res->error). NULL: the
+     * family pairs as the others do */
+    int (*pair_new_model)(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
+                          ckpt_pair_result *res);
     /* why pairing, runs, diff and conversion (and health and export, unless `items_whole`) do not
      * read this family's files (a DeepSpeed parameter's state lies in fragments across files):
      * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */

@@ -41,8 +41,9 @@ typedef struct plan {
     const ckpt_report *rep;
     item *items;
     size_t len;
-    char *metadata;      /* JSON text */
-    uint64_t data_bytes; /* all payloads */
+    char *metadata;          /* JSON text */
+    uint64_t data_bytes;     /* all payloads */
+    const char **file_names; /* a state file's own tensor names, the default names (not owned) */
 } plan;
 
 static void plan_free(plan *p)
@@ -50,6 +51,7 @@ static void plan_free(plan *p)
     for (size_t k = 0; k < p->len; k++) free(p->items[k].name);
     free(p->items);
     free(p->metadata);
+    free(p->file_names);
 }
 
 static char *name_with(const char *base, const char *suffix)
@@ -273,13 +275,29 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     p->rep = rep;
     if (!rep->family)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "the file is not a TorchLean checkpoint");
-    TRY(ckpt_require_items(rep, err));
+    const struct ckpt_family_impl *impl = rep->family->impl;
+    bool optimizer = ((impl->role_of ? impl->role_of(rep) : rep->family->role) & CKPT_ROLE_OPTIMIZER) != 0;
+    /* a model's state dict (torch.save) exports its tensors as they are: which of them are slots
+     * is its pairing's question, not the export's; a DeepSpeed folder reads its items */
+    if (optimizer || !impl->bind || impl->unread) TRY(ckpt_require_items(rep, err));
     if (rep->error.code)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
     const ckpt_schema *s = rep->schema;
     size_t n = ckpt_schema_count(s);
     TRY(check_names(o, n, err));
-    bool optimizer = ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER);
+    /* a state file that names its tensors (safetensors, a torch.save state dict): its names are
+     * the default, as torch and safetensors load them */
+    ckpt_export_options own;
+    bool named_tensors = !optimizer && !o->names && rep->tensors_len == n && n;
+    for (size_t i = 0; named_tensors && i < n; i++) named_tensors = rep->tensors[i].name != NULL;
+    if (named_tensors) {
+        if (!(p->file_names = malloc(n * sizeof *p->file_names))) return ckpt_fail_oom(err);
+        for (size_t i = 0; i < n; i++) p->file_names[i] = rep->tensors[i].name;
+        own = *o;
+        own.names = p->file_names;
+        own.name_count = n;
+        o = &own;
+    }
     size_t cap = optimizer ? CKPT_MAX_PAYLOADS * rep->entries_len : rep->tensors_len;
     bool *wanted;
     TRY(wanted_slots(o, n > rep->tensors_len ? n : rep->tensors_len, &wanted, err));

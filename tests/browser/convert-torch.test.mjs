@@ -154,8 +154,9 @@ test('a PyTorch optimizer whose kind the file does not say, and amsgrad: each re
   await page.context().close();
 
   page = await openDialog(['cnn.opt.pt', 'cnn.model.bin']);
+  // every option missing, named at once
   await waitText(page, '[data-testid=convert-refusal]',
-    'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum)');
+    'amsgrad\'s max_exp_avg_sq has no place in TorchLean\'s Adam: --drop-amsgrad leaves it out (the next steps then divide by the second moment, not its running maximum); the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
   await page.check('[data-testid=convert-drop-amsgrad]');
   await page.selectOption('[data-testid=convert-kind]', 'adam');
   await goEnabled(page);

@@ -58,13 +58,15 @@ test('an optimizer.pt alone: its container, param groups, weights-only verdict a
 /** The cards of lm's optimizer paired with its model (the same from two files or one): every
  *  index placed, but whether mask is trained the files cannot tell (the core's condition). */
 async function assertLmPaired(page) {
-  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.equal(await text(page, '[data-testid=pair-verdict]'), `Cannot tell whether they pair: ${MASK}`);
   assert.equal(await text(page, '[data-testid=positional-verdict]'), CANNOT_TELL);
   assert.equal(await text(page, '[data-testid=not-in-optimizer]'), 'Not in the optimizer: mask.');
   assert.equal(await text(page, '[data-testid=tie-equality]'), 'slot 17 lm_head.weight and slot 1 wte.weight: saved values equal');
-  // the parameters by the model's names; lm_head shares wte's storage
+  // the parameters by the model's names; lm_head shares wte's storage (read once the health
+  // pass is done: its statistics redraw the rows)
   await waitText(page, '[data-testid=param-count]', '18 slots');
+  await page.waitForFunction(() => /^18 slots in /.test(document.querySelector('[data-testid=health-state]')?.textContent ?? ''));
   const head = page.locator('[data-testid=param-row][data-index="17"]');
   await head.scrollIntoViewIfNeeded();
   assert.deepEqual((await head.locator('span').allTextContents()).slice(0, 7), ['17', 'lm_head.weight', '[11, 4]', '44', 'yes', '→ 1 wte.weight', '3']);
@@ -135,18 +137,18 @@ test('a Lightning .ckpt: the globals torch.load(weights_only=True) refuses, its 
 test('a model.safetensors keeps no module order: it pairs by shape with the core\'s warning, by the names once they are given', async () => {
   const page = await viewer.page({ width: 800 });
   await dropFiles(page, [file('lm.opt.pt'), file('lm.model.safetensors')]);
-  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.deepEqual(await page.locator('#pair [data-testid=warning]').allTextContents(),
     ['warning: safetensors: model.safetensors keeps no module order: same-shaped parameters cannot be told apart (give --names NAMES.json)']);
   await waitText(page, '[data-testid=param-count]', '17 slots');
   // the names in module order (Slot names…): the two are paired again by them, without the warning
   await page.setInputFiles('#labels-input', path.join(tmp, 'lm.names.json'));
-  await page.waitForFunction(() => document.querySelector('[data-testid=pair-verdict].fails') && !document.querySelector('#pair [data-testid=warning]'));
+  await page.waitForFunction(() => document.querySelector('[data-testid=pair-verdict].cannot-tell') && !document.querySelector('#pair [data-testid=warning]'));
   assert.equal((await rows(page, '[data-testid=torch-index]'))[0], '0\t0\twte.weight\t1\t[11, 4]\tfloat32\t3');
   assert.equal(await page.locator('#names-note').isHidden(), true);   // the slots are named by the model, not by the list
   // dropped together with the files, the names order the model from the start
   await dropFiles(page, [file('lm.opt.pt'), file('lm.model.safetensors'), file('lm.names.json')]);
-  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.equal(await page.locator('#pair [data-testid=warning]').count(), 0);
   assert.equal((await rows(page, '[data-testid=torch-index]'))[2], '2\t0\th.0.fc.weight\t5\t[8, 4]\tfloat32\t3');
   assert.deepEqual(page.consoleErrors, []);
@@ -194,7 +196,7 @@ test('a Trainer\'s checkpoint-N/ folder (A folder…): its optimizer.pt with its
   fs.copyFileSync(path.join(tmp, 'lm.model.bin'), path.join(dir, 'rng_state.pth'));
   const page = await viewer.page({ width: 800 });
   await page.setInputFiles('[data-testid=run-folder-input]', dir);
-  await page.waitForSelector('[data-testid=pair-verdict].fails');
+  await page.waitForSelector('[data-testid=pair-verdict].cannot-tell');
   assert.equal(await text(page, '#pair .meta'), 'optimizer.pt with pytorch_model.bin');
   assert.equal(await text(page, '[data-testid=notice][data-file="rng_state.pth"]'), 'rng_state.pth: not opened: a Trainer folder\'s optimizer.pt is shown with its pytorch_model.bin.');
   await waitText(page, '[data-testid=param-count]', '18 slots');

@@ -35,7 +35,7 @@ async function assertOutRun(page) {
   assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['checkpoint-10', 'checkpoint-11', 'checkpoint-20', 'checkpoint-100']);
   assert.deepEqual(await page.locator('[data-testid=run-file] td:nth-child(2)').allTextContents(), ['10', '11', '20', '100']);
   assert.match(await text(page, '[data-testid=run-state]'), /^4 checkpoints in run order \(each checkpoint-N folder's optimizer with its model\), 3 consecutive pairs, in \d+ ms\.$/);
-  assert.deepEqual(await page.locator('[data-testid=run-pair-logged]').allTextContents(), [' lr agrees with the one logged at step 11: 9.100e-3']);
+  assert.deepEqual(await page.locator('[data-testid=run-pair-logged]').allTextContents(), [' lr 9.100e-3 agrees with the one logged at step 10: 9.100e-3']);
   assert.deepEqual(await page.locator('[data-testid=run-pair-verdict]').allTextContents(), ['continuous', 'continuous', 'continuous']);
 }
 

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import shutil
+import struct
 import sys
 import tempfile
 
@@ -891,6 +892,195 @@ torch.save({'a': 1}, os.path.join(hf, 'rng_state_0.pth'))
 real = next(c for c in cases if c['name'] == 'zero2-w2')
 cases.append({**real, 'name': 'hf-checkpoint-2', 'dir': hf, 'real': False})
 
+
+# ---- pairing with the model the user will load into (format.md 11.6) ----
+pairings = []
+
+
+def twins(seed=3):
+    """two same-shaped blocks between an embedding and its tied head: one group"""
+    return Model([('emb.weight', (10, 4)), ('blocks.0.weight', (4, 4)), ('blocks.0.bias', (4,)),
+                  ('blocks.1.weight', (4, 4)), ('blocks.1.bias', (4,))],
+                 [['emb.weight', 'blocks.0.weight', 'blocks.0.bias', 'blocks.1.weight', 'blocks.1.bias']],
+                 ties=[('head.weight', 'emb.weight')], buffers=[('scale', (1,))], seed=seed)
+
+
+def new_state(model, path, order=None, shapes=(), untie=(), tie=(), drop=(), extra=()):
+    """the new model's torch.save state dict: the checkpoint's module (model.order) in `order`,
+    some names resized, untied (alias -> its own tensor), newly tied (alias -> owner), dropped or
+    added"""
+    shapes, tie = dict(shapes), dict(tie)
+    names = [n for n in (order or [n for n, _ in model.order]) if n not in drop] + [n for n, _ in extra]
+    extra = dict(extra)
+    sd = collections.OrderedDict()
+    made = {}
+    for n in names:
+        owner = model.ties.get(n) if n not in untie else None
+        owner = tie.get(n, owner)
+        if owner is not None and owner in made:
+            sd[n] = made[owner]
+            continue
+        base = model.ties.get(n, n)
+        shape = shapes.get(n, shapes.get(base, extra.get(n, model.shapes.get(base))))
+        made[n] = sd[n] = torch.zeros(shape)
+    torch.save(sd, path)
+    return names
+
+
+def new_names(names, path):
+    with open(path, 'w') as f:
+        json.dump(names, f)
+
+
+def new_safetensors(model, path, drop=()):
+    """model.safetensors as transformers saves it: sorted names, the tied copy (an alias) dropped"""
+    header, data = {}, b''
+    for n, kind in sorted(model.order):
+        if kind == 'alias' or n in drop:
+            continue
+        t = torch.zeros(model.shapes[n])
+        b = t.numpy().tobytes()
+        header[n] = {'dtype': 'F32', 'shape': list(t.shape), 'data_offsets': [len(data), len(data) + len(b)]}
+        data += b
+    h = json.dumps(header).encode()
+    h += b' ' * ((8 - len(h) % 8) % 8)
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(h)) + h + data)
+
+
+def pairing(name, d, model_file=None, names_file=None, world_size=None, failures=(), warnings=(), note=None):
+    pairings.append({'name': name, 'dir': tagdir(d), 'model': model_file, 'names': names_file,
+                     'worldSize': world_size, 'pairs': not failures, 'failures': list(failures),
+                     'warnings': list(warnings), 'note': note})
+
+
+PASS = P + 'the new model pairs with this checkpoint as DeepSpeed pairs it: same '
+REPAIR = (P + 'only the order or the world size differs: a universal checkpoint (ds_to_universal) loads by name on any '
+          'world size, without retraining')
+FAILED = P + 'compared with the new model as DeepSpeed pairs it: '
+for stage, write in ((2, lambda d, m, W: write_zero12(d, m, W)), (3, lambda d, m, W: write_zero3(d, m, W))):
+    d = folder(f'pair-zero{stage}')
+    write(d, twins(), 2)
+    pd = os.path.join(OUT, 'pair', f'zero{stage}')
+    os.makedirs(pd)
+    f = lambda n: os.path.join(pd, n)
+    m = twins()
+    new_names(new_state(m, f('same.pt')), f('same.json'))
+    pairing(f'zero{stage}-same', d, f('same.pt'), note=PASS + 'names, shapes, ties and order in every group')
+    pairing(f'zero{stage}-same-names', d, names_file=f('same.json'), note=PASS + 'names and order in every group')
+    pairing(f'zero{stage}-same-world', d, f('same.pt'), world_size=2,
+            note=PASS + 'names, shapes, ties and order in every group')
+    new_safetensors(m, f('model.safetensors'))
+    pairing(f'zero{stage}-safetensors', d, f('model.safetensors'), note=PASS + 'names and shapes',
+            warnings=[P + 'model.safetensors keeps no module order: the order DeepSpeed pairs by is not checked (give '
+                      '--names NAMES.json or a torch.save state dict)'])
+    pairing(f'zero{stage}-safetensors-names', d, f('model.safetensors'), f('same.json'),
+            note=PASS + 'names, shapes and order in every group')
+    swapped = ['emb.weight', 'blocks.1.weight', 'blocks.1.bias', 'blocks.0.weight', 'blocks.0.bias', 'scale',
+               'head.weight']
+    new_names(new_state(m, f('reordered.pt'), order=swapped), f('reordered.json'))
+    reorder = err(82, 'group 0 position 1: DeepSpeed would load blocks.0.weight\'s moments and master weights into '
+                      'blocks.1.weight')
+    pairing(f'zero{stage}-reordered', d, f('reordered.pt'), failures=[reorder],
+            note=REPAIR if stage != 3 else FAILED + 'names, shapes, ties and order in every group')
+    pairing(f'zero{stage}-reordered-names', d, names_file=f('reordered.json'), failures=[reorder],
+            note=REPAIR if stage != 3 else FAILED + 'names and order in every group')
+    world = err(83, 'the checkpoint has 2 partitions; DeepSpeed refuses to load it on 4')
+    pairing(f'zero{stage}-world', d, f('same.pt'), world_size=4, failures=[world],
+            note=REPAIR if stage != 3 else FAILED + 'names, shapes, ties and order in every group')
+    pairing(f'zero{stage}-reordered-world', d, f('reordered.pt'), world_size=3,
+            failures=[reorder, err(83, 'the checkpoint has 2 partitions; DeepSpeed refuses to load it on 3')],
+            note=REPAIR if stage != 3 else FAILED + 'names, shapes, ties and order in every group')
+    new_state(m, f('resized.pt'), shapes=[('emb.weight', (12, 4))])
+    pairing(f'zero{stage}-resized', d, f('resized.pt'),
+            failures=[err(81, 'emb.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model'),
+                      err(81, 'head.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+    new_state(m, f('untied.pt'), untie=['head.weight'])
+    pairing(f'zero{stage}-untied', d, f('untied.pt'),
+            failures=[err(81, 'head.weight is tied to emb.weight in the checkpoint, not in the new model')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+    new_state(m, f('tied.pt'), tie=[('blocks.1.weight', 'blocks.0.weight')])
+    pairing(f'zero{stage}-tied', d, f('tied.pt'),
+            failures=[err(81, 'blocks.1.weight is tied to blocks.0.weight in the new model, not in the checkpoint')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+    new_state(m, f('renamed.pt'), drop=['scale', 'blocks.1.bias'], extra=[('blocks.2.bias', (4,))])
+    pairing(f'zero{stage}-renamed', d, f('renamed.pt'),
+            failures=[err(81, 'blocks.1.bias is in the checkpoint, not in the new model'),
+                      err(81, 'scale is in the checkpoint, not in the new model'),
+                      err(81, 'blocks.2.bias is in the new model, not in the checkpoint')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+
+
+# the new model as torch writes it: an nn.Module's state_dict() (its buffer first, its own; the
+# head tied to the embedding by assignment, one storage)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, order=('0', '1'), vocab=10, tied=True):
+        super().__init__()
+        self.register_buffer('scale', torch.ones(1))
+        self.emb = torch.nn.Embedding(vocab, 4)
+        self.blocks = torch.nn.Sequential(collections.OrderedDict((k, torch.nn.Linear(4, 4)) for k in order))
+        self.head = torch.nn.Linear(4, vocab, bias=False)
+        if tied:
+            self.head.weight = self.emb.weight
+
+
+d = folder('pair-torch')
+write_zero12(d, twins(), 2)
+pd = os.path.join(OUT, 'pair', 'torch')
+os.makedirs(pd)
+for label, net in (('net', Net()), ('net-swapped', Net(order=('1', '0'))), ('net-resized', Net(vocab=12)),
+                   ('net-untied', Net(tied=False))):
+    torch.save(net.state_dict(), os.path.join(pd, f'{label}.pt'))
+    with open(os.path.join(pd, f'{label}.json'), 'w') as f:
+        json.dump(list(net.state_dict()), f)
+f = lambda n: os.path.join(pd, n)
+pairing('torch-net', d, f('net.pt'), world_size=2, note=PASS + 'names, shapes, ties and order in every group')
+pairing('torch-net-names', d, names_file=f('net.json'), note=PASS + 'names and order in every group')
+pairing('torch-net-swapped', d, f('net-swapped.pt'), failures=[reorder], note=REPAIR)
+pairing('torch-net-resized', d, f('net-resized.pt'),
+        failures=[err(81, 'emb.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model'),
+                  err(81, 'head.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model')],
+        note=FAILED + 'names, shapes, ties and order in every group')
+pairing('torch-net-untied', d, f('net-untied.pt'),
+        failures=[err(81, 'head.weight is tied to emb.weight in the checkpoint, not in the new model')],
+        note=FAILED + 'names, shapes, ties and order in every group')
+
+# two groups (ZeRO-3 cut in sub-groups), and a frozen parameter: the order is per group
+for label, write in (('zero2', lambda d, m: write_zero12(d, m, 3)),
+                     ('zero3-subgroups', lambda d, m: write_zero3(d, m, 3, sub_group_size=4))):
+    d = folder(f'pair-groups-{label}')
+    write(d, two_groups())
+    pd = os.path.join(OUT, 'pair', f'groups-{label}')
+    os.makedirs(pd)
+    f = lambda n: os.path.join(pd, n)
+    m = two_groups()
+    new_state(m, f('same.pt'))
+    pairing(f'groups-{label}-same', d, f('same.pt'), world_size=3,
+            note=PASS + 'names, shapes, ties and order in every group')
+    new_names(new_state(m, f('moved.pt'), order=['b.weight', 'b.bias', 'a.weight', 'a.bias']), f('moved.json'))
+    moved = [err(82, "group 0 position 0: DeepSpeed would load a.weight's moments and master weights into b.weight"),
+             err(82, "group 1 position 0: DeepSpeed would load a.bias's moments and master weights into b.bias")]
+    pairing(f'groups-{label}-moved', d, f('moved.pt'), failures=moved,
+            note=REPAIR if label == 'zero2' else FAILED + 'names, shapes, ties and order in every group')
+    pairing(f'groups-{label}-moved-names', d, names_file=f('moved.json'), failures=moved,
+            note=REPAIR if label == 'zero2' else FAILED + 'names and order in every group')
+for stage, write in ((1, lambda d, m: write_zero12(d, m, 2, stage=1)), (2, lambda d, m: write_zero12(d, m, 2)),
+                     (3, lambda d, m: write_zero3(d, m, 2))):
+    d = folder(f'pair-frozen-zero{stage}')
+    write(d, small())
+    pd = os.path.join(OUT, 'pair', f'frozen-zero{stage}')
+    os.makedirs(pd)
+    f = lambda n: os.path.join(pd, n)
+    new_state(small(), f('same.pt'))
+    pairing(f'frozen-zero{stage}-same', d, f('same.pt'), note=PASS + 'names, shapes, ties and order in every group')
+    new_state(small(), f('frozen-resized.pt'), shapes=[('frozen.weight', (3, 6))])
+    pairing(f'frozen-zero{stage}-resized', d, f('frozen-resized.pt'),
+            failures=[err(81, 'frozen.weight is #[3, 5] in the checkpoint, #[3, 6] in the new model')],
+            note=FAILED + 'names, shapes, ties and order in every group')
+
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
-    json.dump({'cases': cases}, f, indent=1, ensure_ascii=False)
+    json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)
 print(f'{len(cases)} cases')

@@ -5,7 +5,8 @@
  * parameter's exp_avg, exp_avg_sq and fp32 masters read from its fragments equal bit for bit to
  * the values the writer wrote or the seed script's independent reconstruction; and the real
  * fixtures against truth.pt (a single-process AdamW run), read with the torch.save reader. Then
- * each file alone, the folder plan's answers, and a malformed folder source.
+ * each file alone, the folder plan's answers, a malformed folder source, and every pairing of the
+ * manifest with the model it will be loaded into (format.md 11.6): verdict, failures, warnings, note.
  * Usage: test_deepspeed OUT FIXTURES */
 #include "ds_folder.h"
 #include "families/deepspeed/deepspeed.h"
@@ -647,6 +648,80 @@ static void test_health(void)
     CHECK(checked > 7 * 7);
 }
 
+/* ---- pairing with the model it will be loaded into (format.md 11.6) ---- */
+
+static ckpt_file *open_bytes(const unsigned char *b, size_t len, ckpt_memory *mem)
+{
+    ckpt_source src;
+    ckpt_source_memory(&src, mem, b, len);
+    ckpt_inspect_options o = {0, NULL, NULL};
+    return ckpt_open(&src, &o);
+}
+
+static void test_pairings(void)
+{
+    const jvalue *pairings = json_get(manifest, "pairings");
+    CHECK(pairings && pairings->len >= 30);
+    for (size_t c = 0; pairings && c < pairings->len; c++) {
+        const jvalue *cs = pairings->items[c];
+        t_current = json_get(cs, "name")->text;
+        const char *dir = json_get(cs, "dir")->text;
+        size_t dlen = 0, mlen = 0;
+        unsigned char *db = ds_folder_bytes(dir, dir, &dlen, NULL), *mb = NULL;
+        CHECK(db != NULL);
+        if (!db) continue;
+        static ckpt_memory dmem, mmem;
+        ckpt_file *opt = open_bytes(db, dlen, &dmem), *model = NULL;
+        const jvalue *mpath = json_get(cs, "model"), *npath = json_get(cs, "names");
+        if (!json_is_null(mpath)) {
+            mb = ds_file_bytes(mpath->text, &mlen);
+            CHECK(mb != NULL);
+            if (mb) model = open_bytes(mb, mlen, &mmem);
+        }
+        jvalue *names = NULL;
+        const char **list = NULL;
+        ckpt_pair_options o = {0};
+        if (!json_is_null(npath)) {
+            char *text = json_read_file(npath->text);
+            names = text ? json_parse(text) : NULL;
+            free(text);
+            CHECK(names != NULL);
+            list = calloc(names ? names->len + 1 : 1, sizeof *list);
+            for (size_t k = 0; names && k < names->len; k++) list[k] = names->items[k]->text;
+            o.names = list;
+            o.name_count = names ? names->len : 0;
+        }
+        const jvalue *ws = json_get(cs, "worldSize");
+        o.world_size = json_is_null(ws) ? 0 : json_u64(ws);
+        ckpt_pair_result *r = ckpt_pair_with(opt, model, &o, NULL, NULL);
+        CHECK(r != NULL);
+        if (r) {
+            CHECK(r->error.code == 0);
+            CHECK(r->pairs == json_get(cs, "pairs")->b);
+            const jvalue *fails = json_get(cs, "failures"), *warns = json_get(cs, "warnings");
+            CHECK(r->failures_len == fails->len);
+            for (size_t k = 0; k < r->failures_len && k < fails->len; k++)
+                ds_check_error(&r->failures[k], at(fails, k));
+            CHECK(r->warnings_len == warns->len);
+            for (size_t k = 0; k < r->warnings_len && k < warns->len; k++)
+                CHECK_STR(r->warnings[k], warns->items[k]->text);
+            CHECK_STR(r->note, json_get(cs, "note")->text);
+            char *json = ckpt_pair_json(r);
+            jvalue *parsed = json ? json_parse(json) : NULL;
+            CHECK(parsed != NULL);
+            json_free(parsed);
+            free(json);
+            ckpt_pair_result_free(r);
+        }
+        free(list);
+        json_free(names);
+        if (model) ckpt_close(model);
+        ckpt_close(opt);
+        free(mb);
+        free(db);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -671,6 +746,7 @@ int main(int argc, char **argv)
         {"a malformed folder source", test_malformed_bundle},
         {"export of every valid case with values", test_export},
         {"health of every valid case with values", test_health},
+        {"pairing with the model it will be loaded into", test_pairings},
     };
     int rc = RUN_ALL(cases);
     json_free(manifest);

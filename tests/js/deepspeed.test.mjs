@@ -11,14 +11,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { open, inspect } from '../../js/index.js';
+import { open, inspect, pair } from '../../js/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = path.join(ROOT, 'tests/fixtures/deepspeed');
 const CLI = path.join(ROOT, 'js/cli.js');
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-deepspeed-'));
 execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'), FIXTURES, out], { stdio: 'ignore' });
-const { cases } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+const { cases, pairings } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
 const byName = (name) => cases.find((c) => c.name === name);
 
 const cli = (args, cwd = ROOT, columns = 80) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: String(columns) } });
@@ -205,8 +205,114 @@ test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
   // a file alone: the core refuses (its state is a partition of fragments)
   const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
   assert.equal(e.status, 1);
-  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect, health and export read its folder (inspect a file of it too); pairing, runs, diff and conversion do not yet\n');
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect and check read it, check pairs it with a model, health and export read its folder; runs, diff and conversion do not yet\n');
   assert.equal(fs.existsSync(path.join(out, 'x.safetensors')), false);
+});
+
+// ---- pairing with the model the user will load into (format.md 11.6) ----
+
+test('pair(dir, model): every pairing case\'s verdict, failures, warnings and note, as the core gives them', async () => {
+  assert.ok(pairings.length >= 30);
+  for (const c of pairings) {
+    const names = c.names ? JSON.parse(fs.readFileSync(c.names, 'utf8')) : null;
+    const r = await pair(c.dir, c.model, { names, worldSize: c.worldSize });
+    assert.equal(r.pairs, c.pairs, c.name);
+    assert.deepEqual(r.failures.map(errorOf), c.failures, c.name);
+    assert.deepEqual(r.warnings, c.warnings, c.name);
+    assert.equal(r.note, c.note, c.name);
+    assert.deepEqual(errorOf(r.pairs ? null : r.error), c.failures[0] ?? null, c.name);
+  }
+});
+
+test('pair(dir, model): error.index is the checkpoint slot of the first failing name', async () => {
+  const byPair = (name) => pairings.find((c) => c.name === name);
+  const slots = (await inspect(byPair('zero2-same').dir)).deepspeed.slots;
+  const reordered = await pair(byPair('zero2-reordered').dir, byPair('zero2-reordered').model);
+  assert.equal(reordered.error.slot, slots.indexOf('blocks.0.weight'));
+  assert.equal(reordered.error.index, slots.indexOf('blocks.0.weight'));
+  const untied = await pair(byPair('zero2-untied').dir, byPair('zero2-untied').model);
+  assert.equal(untied.error.slot, slots.indexOf('head.weight'));
+  assert.equal(untied.error.index, slots.indexOf('head.weight'));
+  const world = await pair(byPair('zero2-world').dir, byPair('zero2-world').model, { worldSize: 4 });
+  assert.equal(world.error.slot, null);
+  assert.equal(world.error.index, undefined);
+  await assert.rejects(pair(byPair('zero2-same').dir, byPair('zero2-same').model, { worldSize: 0 }), { name: 'TypeError', message: 'pair: worldSize is a positive integer' });
+});
+
+const pairDir = (name) => pairings.find((c) => c.name === name).dir;
+const pairFile = (...p) => path.join(out, 'pair', ...p);
+
+test('check TAGDIR --state MODEL: the passing verdict says what was compared; exit status 0', () => {
+  const r = cli(['check', pairDir('torch-net'), '--state', pairFile('torch', 'net.pt'), '--world-size', '2'], ROOT, 200);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stdout, `${pairDir('torch-net')} pairs with ${pairFile('torch', 'net.pt')}
+  DeepSpeed: the new model pairs with this checkpoint as DeepSpeed pairs it: same names, shapes, ties and order in every group
+`);
+  const n = cli(['check', pairDir('zero3-same'), '--names', pairFile('zero3', 'same.json')], ROOT, 200);
+  assert.equal(n.status, 0, n.stderr);
+  assert.equal(n.stdout, `${pairDir('zero3-same')} pairs with ${pairFile('zero3', 'same.json')}
+  DeepSpeed: the new model pairs with this checkpoint as DeepSpeed pairs it: same names and order in every group
+`);
+  const st = cli(['check', pairDir('zero2-same'), '--state', pairFile('zero2', 'model.safetensors')], ROOT, 200);
+  assert.equal(st.status, 0, st.stderr);
+  assert.equal(st.stdout, `${pairDir('zero2-same')} pairs with ${pairFile('zero2', 'model.safetensors')}
+  DeepSpeed: the new model pairs with this checkpoint as DeepSpeed pairs it: same names and shapes
+warning: DeepSpeed: model.safetensors keeps no module order: the order DeepSpeed pairs by is not checked (give --names NAMES.json or a torch.save state dict)
+`);
+});
+
+test('check TAGDIR --state MODEL: reordered same-shaped modules, a resized embedding, ties, names; exit status 1', () => {
+  const swapped = cli(['check', pairDir('torch-net-swapped'), '--state', pairFile('torch', 'net-swapped.pt'), '--world-size', '3'], ROOT, 200);
+  assert.equal(swapped.status, 1, swapped.stderr);
+  assert.equal(swapped.stdout, `${pairDir('torch-net-swapped')} does not pair with ${pairFile('torch', 'net-swapped.pt')}: 2 failures
+  DeepSpeed: group 0 position 1: DeepSpeed would load blocks.0.weight's moments and master weights into blocks.1.weight
+  DeepSpeed: the checkpoint has 2 partitions; DeepSpeed refuses to load it on 3
+  DeepSpeed: only the order or the world size differs: a universal checkpoint (ds_to_universal) loads by name on any world size, without retraining
+`);
+  const resized = cli(['check', pairDir('torch-net-resized'), '--state', pairFile('torch', 'net-resized.pt')], ROOT, 200);
+  assert.equal(resized.status, 1, resized.stderr);
+  assert.equal(resized.stdout, `${pairDir('torch-net-resized')} does not pair with ${pairFile('torch', 'net-resized.pt')}: 2 failures
+  DeepSpeed: emb.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model
+  DeepSpeed: head.weight is #[10, 4] in the checkpoint, #[12, 4] in the new model
+  DeepSpeed: compared with the new model as DeepSpeed pairs it: names, shapes, ties and order in every group
+`);
+  const tied = cli(['check', pairDir('zero3-tied'), '--state', pairFile('zero3', 'tied.pt')], ROOT, 200);
+  assert.equal(tied.status, 1, tied.stderr);
+  assert.equal(tied.stdout, `${pairDir('zero3-tied')} does not pair with ${pairFile('zero3', 'tied.pt')}: 1 failure
+  DeepSpeed: blocks.1.weight is tied to blocks.0.weight in the new model, not in the checkpoint
+  DeepSpeed: compared with the new model as DeepSpeed pairs it: names, shapes, ties and order in every group
+`);
+  const renamed = cli(['check', pairDir('zero2-renamed'), '--state', pairFile('zero2', 'renamed.pt')], ROOT, 200);
+  assert.equal(renamed.status, 1, renamed.stderr);
+  assert.equal(renamed.stdout, `${pairDir('zero2-renamed')} does not pair with ${pairFile('zero2', 'renamed.pt')}: 3 failures
+  DeepSpeed: blocks.1.bias is in the checkpoint, not in the new model
+  DeepSpeed: scale is in the checkpoint, not in the new model
+  DeepSpeed: blocks.2.bias is in the new model, not in the checkpoint
+  DeepSpeed: compared with the new model as DeepSpeed pairs it: names, shapes, ties and order in every group
+`);
+});
+
+test('check TAGDIR: --world-size goes with a new model, and with a DeepSpeed checkpoint only; an invalid checkpoint never pairs', () => {
+  // the usage error's text, then check's usage
+  const said = (r) => r.stderr.slice(0, r.stderr.indexOf('usage:\n'));
+  const alone = cli(['check', pairDir('zero2-same'), '--world-size', '2'], ROOT, 200);
+  assert.equal(alone.status, 2);
+  assert.equal(said(alone), 'ckptscope: --world-size goes with the model the checkpoint will be loaded into: --state MODEL or --names NAMES.json\n');
+  const bad = cli(['check', pairDir('zero2-same'), '--state', pairFile('zero2', 'same.pt'), '--world-size', 'two'], ROOT, 200);
+  assert.equal(bad.status, 2);
+  assert.equal(said(bad), 'ckptscope: --world-size must be a positive whole number, got two\n');
+  const pt = cli(['check', pairFile('zero2', 'same.pt'), '--world-size', '2'], ROOT, 200);
+  assert.equal(pt.status, 2);
+  assert.equal(said(pt), 'ckptscope: --world-size does nothing here: it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)\n');
+  const lone = cli(['check', path.join(pairDir('zero2-same'), 'zero_pp_rank_0_mp_rank_00_optim_states.pt'), '--state', pairFile('zero2', 'same.pt')], ROOT, 1000);
+  assert.equal(lone.status, 2);
+  assert.equal(lone.stderr, `ckptscope: cannot pair ${path.join(pairDir('zero2-same'), 'zero_pp_rank_0_mp_rank_00_optim_states.pt')} with ${pairFile('zero2', 'same.pt')}: DeepSpeed: pairing with a model reads the tag folder: open the folder, not one of its files\n`);
+  const folders = path.join(out, 'folders');
+  const invalid = cli(['check', 'c05-missing-rank', '--state', pairFile('zero2', 'same.pt')], folders, 200);
+  assert.equal(invalid.status, 1);
+  assert.equal(invalid.stdout, `c05-missing-rank: DeepSpeed: rank 1 of 3 is missing: no zero_pp_rank_1_mp_rank_00_optim_states.pt
+c05-missing-rank does not pair with ${pairFile('zero2', 'same.pt')}: c05-missing-rank is invalid, and an invalid file never pairs
+`);
 });
 
 const REAL = ['zero1-w2', 'zero2-w2', 'zero2-w2-bf16', 'zero2-w3', 'zero3-w2', 'zero3-w2-bf16', 'zero3-w3'];
@@ -333,9 +439,9 @@ verdict: healthy (5 ratio warnings: --strict makes them failures)
   const flags = JSON.parse(bad.stdout).flags.filter((f) => f.slot === 2 || f.slot === 4).map((f) => [f.slot, f.flag, f.severity, f.message]);
   assert.deepEqual(flags, [[2, 'momentsNonFinite', 'failure', 'parameter 2: its moments hold 1 NaN and 0 infinite values'], [4, 'negativeV', 'failure', 'parameter 4: its second moment holds 1 negative value']]);
   // --state: a DeepSpeed folder holds its own parameters
-  const e = cli(['health', 'zero2-w2', '--state', 'zero2-w3'], FIXTURES, 200);
+  const e = cli(['health', 'zero2-w2', '--state', 'zero2-w3'], FIXTURES, 400);
   assert.equal(e.status, 2);
-  assert.equal(e.stderr.split('\n')[0], 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: it is read alone, with its own parameters (its fp32 master weights)');
+  assert.equal(e.stderr.split('\n')[0], 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)');
 });
 
 

@@ -278,6 +278,33 @@ print(json.dumps({'same': same, 'config': json.loads(meta['config'])['kind'], 't
   assert.deepEqual(got, { same: true, config: null, tensors: 18 });
 });
 
+test('export of a model state dict alone: every tensor under its name, buffers too, bit for bit as torch loads them', () => {
+  for (const ext of ['npz', 'safetensors']) {
+    const out = at(`cnn.model.${ext}`);
+    const e = cli('export', 'cnn.model.bin', out);
+    assert.equal(e.status, 0, e.stderr);
+    assert.equal(e.stderr, '');
+    assert.equal(e.stdout, `wrote ${out} (${fs.statSync(out).size} bytes, ${ext})\n`);
+  }
+  const script = `
+import json, struct, sys, numpy as np, torch
+sd = torch.load(sys.argv[1])
+z = np.load(sys.argv[2])
+raw = open(sys.argv[3], 'rb').read(); (n,) = struct.unpack('<Q', raw[:8]); header = json.loads(raw[8:8 + n]); header.pop('__metadata__')
+def same(name):
+    t = sd[name]
+    a = t.numpy()
+    h = header[name]
+    b = np.frombuffer(raw[8 + n + h['data_offsets'][0]:8 + n + h['data_offsets'][1]], dtype=a.dtype).reshape(h['shape'])
+    return np.array_equal(z[name], a) and z[name].dtype == a.dtype and np.array_equal(b, a)
+print(json.dumps({'names': list(sd.keys()), 'npz': [k for k in z.keys() if k != '__metadata__'], 'st': list(header.keys()), 'same': all(same(k) for k in sd)}))`;
+  const got = JSON.parse(execFileSync(PY, ['-c', script, at('cnn.model.bin'), at('cnn.model.npz'), at('cnn.model.safetensors')], { encoding: 'utf8' }));
+  assert.deepEqual(got.npz, got.names);
+  assert.deepEqual(got.st, got.names);
+  assert.equal(got.same, true);
+  assert.ok(got.names.includes('bn1.num_batches_tracked'), got.names.join());
+});
+
 test('export of two parameter groups: each group\'s configuration and lr, no one config; the kind null where the file does not say it', () => {
   const meta = (args) => {
     const out = at(`groups-${args.length}.safetensors`);

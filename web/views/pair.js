@@ -25,7 +25,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
     renderProblem(verdict, result.error, { title: which ?? 'Cannot pair these files', label, onSlot });
     return;
   }
-  verdict.classList.add(result.pairs ? 'loads' : 'fails');
+  verdict.classList.add(result.pairs ? 'loads' : result.pairs === null ? 'cannot-tell' : 'fails');
   // structural only: the package's note says what was not compared; pairs null: the files
   // cannot tell, and the package's condition says on what the pair holds
   const head = result.pairs ? 'Pairs, in structure:' : result.pairs === null ? 'Cannot tell whether they pair:' : `Does not pair: ${plural(result.failures.length, 'failure')}.`;

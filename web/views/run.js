@@ -305,7 +305,10 @@ export class RunView {
     // a Trainer run: the recovered rate beside the one trainer_state.json logged (the core's verdict)
     const logged = pair.loggedLr;
     if (logged && logged.agrees !== null) {
-      sum.append(testid(el('span', logged.agrees ? 'meta' : 'bad', ` lr ${logged.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${count(logged.step)}: ${sci(logged.learningRate, 4)}`), 'run-pair-logged'));
+      // the slots' recovered rates as printed: one figure, or the lowest to the highest
+      const shown = [...new Set(pair.slots.filter((s) => s.lr !== null).sort((x, y) => x.lr - y.lr).map((s) => sci(s.lr, 4)))];
+      const recovered = shown.length > 1 ? `${shown[0]} to ${shown[shown.length - 1]}` : shown[0];
+      sum.append(testid(el('span', logged.agrees ? 'meta' : 'bad', ` lr ${recovered} ${logged.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${count(logged.step)}: ${sci(logged.learningRate, 4)}`), 'run-pair-logged'));
     }
     row.append(sum);
     if (!pair.slots.length) return row;

@@ -255,6 +255,10 @@ int ds_schema(ckpt_ds *ds, ckpt_report *rep);
  * against the masters rounded to its dtype: ZeRO-1/2, BF16_Optimizer), values read anyway */
 int ds_stats(ckpt_ds *ds, ckpt_report *rep, ckpt_scan *scan, ckpt_error *err);
 int ds_rounding(ckpt_ds *ds, ckpt_report *rep, ckpt_error *err);
+/* pair.c: pairing with the model the user will load into (format.md 11.6), the family's
+ * pair_new_model */
+int ckpt_ds_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
+                           ckpt_pair_result *res);
 /* json.c */
 void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 /* open.c */

@@ -284,8 +284,9 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .unhealthy = ds_unhealthy,
     .json_body = ds_report_json,
     .release = ds_release,
-    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect, health and export read "
-              "its folder (inspect a file of it too); pairing, runs, diff and conversion do not yet",
+    .pair_new_model = ckpt_ds_pair_new_model,
+    .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect and check read it, "
+              "check pairs it with a model, health and export read its folder; runs, diff and conversion do not yet",
     .items_whole = ds_items_whole,
     .slot_name = ds_slot_name,
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
