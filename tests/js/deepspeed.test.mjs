@@ -508,3 +508,35 @@ verdict: valid
   assert.equal(table(two), table(r.stdout));
 });
 
+
+/** A safetensors export's header (its tensors) and metadata. */
+const stHeader = (file) => {
+  const b = fs.readFileSync(file);
+  const h = JSON.parse(b.subarray(8, 8 + Number(b.readBigUInt64LE(0))).toString('utf8'));
+  const meta = h.__metadata__;
+  delete h.__metadata__;
+  return { tensors: Object.keys(h), meta };
+};
+
+test('export of a DeepSpeed folder: a group saved before its first step (its masters alone), an elastic checkpoint (no configuration), --names', () => {
+  const dir = fs.mkdtempSync(path.join(out, 'export-cases-'));
+  const run = (args) => {
+    const r = cli(args, ROOT, 400);
+    assert.equal(r.stderr, '');
+    assert.equal(r.status, 0);
+    return stHeader(args[2]);
+  };
+  const none = run(['export', byName('c33-no-state').dir, path.join(dir, 'c33.safetensors')]);
+  assert.deepEqual(none.tensors, ['a.weight.exp_avg', 'a.weight.exp_avg_sq', 'a.weight', 'a.bias', 'b.weight.exp_avg', 'b.weight.exp_avg_sq', 'b.weight', 'b.bias']);
+  assert.deepEqual(JSON.parse(none.meta.tensors)['a.bias'], 'fp32 master weights');
+  assert.deepEqual(JSON.parse(none.meta.steps), { 'a.weight': 2, 'a.bias': 0, 'b.weight': 2, 'b.bias': 0 });
+  const elastic = run(['export', byName('c32-elastic').dir, path.join(dir, 'c32.safetensors')]);
+  assert.equal(elastic.meta.config, 'null');
+  assert.deepEqual(JSON.parse(elastic.meta.groups), [{ lr: null, names: ['a.weight', 'a.bias', 'b.weight', 'b.bias'] }]);
+  // --names: one per slot, in place of the module's
+  const names = path.join(dir, 'names.json');
+  fs.writeFileSync(names, JSON.stringify(Array.from({ length: 10 }, (_, i) => `p${i}`)));
+  const renamed = run(['export', path.join(FIXTURES, 'zero2-w2'), path.join(dir, 'renamed.safetensors'), '--names', names]);
+  assert.deepEqual(renamed.tensors.slice(0, 6), ['p0.exp_avg', 'p0.exp_avg_sq', 'p0', 'p1.exp_avg', 'p1.exp_avg_sq', 'p1']);
+  assert.equal(renamed.tensors.length, 21);
+});
