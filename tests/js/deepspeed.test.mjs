@@ -530,6 +530,7 @@ test('export of a DeepSpeed folder: a group saved before its first step (its mas
   assert.deepEqual(none.tensors, ['a.weight.exp_avg', 'a.weight.exp_avg_sq', 'a.weight', 'a.bias', 'b.weight.exp_avg', 'b.weight.exp_avg_sq', 'b.weight', 'b.bias']);
   assert.deepEqual(JSON.parse(none.meta.tensors)['a.bias'], 'fp32 master weights');
   assert.deepEqual(JSON.parse(none.meta.steps), { 'a.weight': 2, 'a.bias': 0, 'b.weight': 2, 'b.bias': 0 });
+  assert.deepEqual([none.meta.family, none.meta.version, none.meta.dtype], ['DeepSpeed', '0', 'float32']);
   const elastic = run(['export', byName('c32-elastic').dir, path.join(dir, 'c32.safetensors')]);
   assert.equal(elastic.meta.config, 'null');
   assert.deepEqual(JSON.parse(elastic.meta.groups), [{ lr: null, names: ['a.weight', 'a.bias', 'b.weight', 'b.bias'] }]);
