@@ -267,6 +267,13 @@ async function withError(b, fn) {
  * `pairCondition` (null otherwise; absent when nothing was paired). Resolves with the health JSON; rejects when a file is invalid
  * or the two do not pair.
  */
+/** Is `x` a path (or file: URL) of a folder? (Node; false elsewhere) */
+async function isFolderPath(x) {
+  if (typeof x !== 'string' && !(x instanceof URL && x.protocol === 'file:')) return false;
+  const fs = await import('node:fs').catch(() => null);
+  return !!fs?.statSync(x, { throwIfNoEntry: false })?.isDirectory();
+}
+
 export async function health(opt, state = null, { lr, ratioBand: bandArg, onProgress, signal, slots = {}, workers, frozen, trainedModel, trainedLabel, modelLabel } = {}) {
   const folder = state === undefined || state === null ? await trainerFolderOf(opt) : null;
   if (folder) return withFolder(folder, (o, m) => health(o, m, { lr, ratioBand: bandArg, onProgress, signal, slots, workers, frozen }));
@@ -276,6 +283,8 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
   const args = { lr: Number.isNaN(rate) ? undefined : rate, ratioBand: band };
   // a PyTorch pair's slots exist in the handles that paired them, not in a worker's
   const needsModel = (x) => withOpen(x, (ck) => ck.summary.needsModel);
+  // a folder read as one source (a DeepSpeed checkpoint) is no file a worker can share: one thread
+  if (n > 1 && await isFolderPath(opt)) n = 1;
   if (n > 1 && (await needsModel(opt) || (state !== null && state !== undefined && await needsModel(state)))) n = 1;
   if (n > 1 && canSplit(opt) && (state === null || state === undefined || canSplit(state)) && slots.first === undefined && slots.count === undefined) {
     // every thread reads the same open files; the workers open them while this thread does

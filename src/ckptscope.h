@@ -718,8 +718,9 @@ typedef struct ckpt_export_options {
     void *progress_ctx;
 } ckpt_export_options;
 
-/* An optimizer file's moments ({name}.exp_avg, {name}.exp_avg_sq for each owner slot) or a state
- * file's tensors ({name}), bit for bit, with the metadata, as safetensors or .npz, streamed into
+/* An optimizer file's moments ({name}.exp_avg, {name}.exp_avg_sq for each owner slot; a DeepSpeed
+ * folder's also {name}, the fp32 master weights, each read from its fragments) or a state file's
+ * tensors ({name}), bit for bit, with the metadata, as safetensors or .npz, streamed into
  * out. The file must be valid (CKPT_E_NOT_READABLE otherwise); names are checked (one per slot,
  * unique, not empty). */
 int ckpt_export(const ckpt_file *f, const ckpt_export_options *o, const ckpt_sink *out, ckpt_error *err);

@@ -13,6 +13,7 @@ import { say } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, readNamesFile, fileStamp, stillWriting, isFresh } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
 import { trainerFolder } from '../trainer-folder.js';
+import { listed } from '../options.js';
 import { deepspeedPlan } from '../folder-source.js';
 import { UsageError, kindArg } from './args.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
@@ -71,8 +72,8 @@ export async function folderArgs(positional, seen, command, at = 0) {
   // a DeepSpeed checkpoint (a save_dir, a tag folder, a Trainer checkpoint-N saved with
   // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
   if (await isDeepSpeedFolder(file)) {
-    if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ckptscope inspect and ckptscope check do`);
-    if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected alone, and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
+    if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ${listed([...DEEPSPEED_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
+    if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
     return { kind, fallback: null, deepspeed: true };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
@@ -103,7 +104,7 @@ export async function trainedModelOf(opt, state) {
 }
 
 /** The commands that read a DeepSpeed checkpoint folder. */
-const DEEPSPEED_COMMANDS = new Set(['inspect', 'check']);
+const DEEPSPEED_COMMANDS = new Set(['inspect', 'check', 'health', 'export']);
 
 /** Is FILE a folder the core reads as a DeepSpeed checkpoint? */
 export async function isDeepSpeedFolder(file) {

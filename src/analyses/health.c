@@ -39,6 +39,9 @@ typedef struct pass {
     ckpt_error *err;
     uint8_t *m, *v; /* CHUNK * width each */
     uint8_t *theta; /* CHUNK * state_width */
+    /* no state file: the parameters are the optimizer's own fp32 master weights (a DeepSpeed
+     * checkpoint's), its items' unnamed payloads */
+    bool own_theta;
 } pass;
 
 void ckpt_health_feed_moments(const ckpt_health_kernel *k, const uint8_t *m, const uint8_t *v, size_t n,
@@ -93,41 +96,41 @@ void ckpt_health_moments_begin(const ckpt_health_kernel *k, const ckpt_entry_inf
     h->inv2 = 1.0 / (1.0 - pow(k->beta2, t1));
 }
 
-/* One slot: its owner's entry e (NULL for a frozen slot), its tensor t (NULL without a state
- * file), streamed together. vmax: where amsgrad's max_exp_avg_sq starts (CKPT_NONE: none): the
- * next step divides by its root, not v's, so the update is measured on it; the bound and the
- * counts stay v's. */
-static int slot_pass(pass *ps, const ckpt_entry_info *e, uint64_t vmax, const ckpt_tensor_info *t, uint64_t count,
-                     ckpt_health_slot *h)
+/* One slot: its owner's entry e (NULL for a frozen slot) and item (its payloads m, v, and
+ * vmax: amsgrad's max_exp_avg_sq, NULL: none; the next step divides by its root, not v's, so the
+ * update is measured on it; the bound and the counts stay v's), its parameters theta (a state
+ * file's tensor, or the optimizer's own fp32 master weights; NULL: none), streamed together. */
+static int slot_pass(pass *ps, const ckpt_entry_info *e, const ckpt_payload *mv, const ckpt_payload *vmax,
+                     const ckpt_payload *theta, uint64_t count, ckpt_health_slot *h)
 {
     memset(h, 0, sizeof *h);
     h->count = count;
     ckpt_health_moments_begin(&ps->k, e, &h->mo);
     ckpt_health_moments amsgrad;
     ckpt_health_moments_begin(&ps->k, e, &amsgrad);
-    h->pa.present = t != NULL;
-    if (!e && !t) return 0;
+    h->pa.present = theta != NULL;
+    if (!e && !theta) return 0;
     const unsigned w = ps->k.width, tw = ps->k.state_width;
     for (uint64_t k = 0; k < count; k += CHUNK) {
         size_t n = count - k < CHUNK ? (size_t)(count - k) : CHUNK;
         if (e) {
-            TRY(ckpt_read_at(ps->opt_src, e->m_offset + k * w, ps->m, n * w, "the source", ps->err));
-            TRY(ckpt_read_at(ps->opt_src, e->v_offset + k * w, ps->v, n * w, "the source", ps->err));
+            TRY(ckpt_payload_read(ps->opt_src, &mv[0], k, n, ps->m, ps->err));
+            TRY(ckpt_payload_read(ps->opt_src, &mv[1], k, n, ps->v, ps->err));
             ckpt_health_feed_moments(&ps->k, ps->m, ps->v, n, &h->mo);
-            if (vmax != CKPT_NONE) {
-                TRY(ckpt_read_at(ps->opt_src, vmax + k * w, ps->v, n * w, "the source", ps->err));
+            if (vmax) {
+                TRY(ckpt_payload_read(ps->opt_src, vmax, k, n, ps->v, ps->err));
                 ckpt_health_feed_moments(&ps->k, ps->m, ps->v, n, &amsgrad);
             }
         }
-        if (t) {
-            TRY(ckpt_read_at(ps->state_src, t->data_offset + tw * k, ps->theta, tw * n, "the source", ps->err));
+        if (theta) {
+            TRY(ckpt_payload_read(ps->own_theta ? ps->opt_src : ps->state_src, theta, k, n, ps->theta, ps->err));
             ckpt_health_feed_params(&ps->k, ps->theta, n, &h->pa);
         }
-        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (t ? tw : 0)); /* progress: m, v and theta's bytes */
+        ps->done += (uint64_t)n * ((e ? 2 * w : 0) + (theta ? tw : 0)); /* progress: m, v and theta's bytes */
         if (ps->progress && ps->progress(ps->progress_ctx, ps->done, ps->total))
             return ckpt_fail(ps->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "health pass cancelled");
     }
-    if (vmax != CKPT_NONE) {
+    if (vmax) {
         h->mo.u_sum_sq = amsgrad.u_sum_sq;
         h->mo.u_max = amsgrad.u_max;
         h->mo.u_finite = amsgrad.u_finite;
@@ -347,7 +350,8 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
     for (uint64_t i = first; i < last; i++) {
         uint64_t count = ckpt_schema_size(s, (size_t)i, NULL);
         if (ckpt_schema_representative(s, i) != CKPT_NONE) total += 2 * count * ps->k.width;
-        if (ps->state_src) total += count * ps->k.state_width;
+        if (ps->state_src || (ps->own_theta && ckpt_schema_representative(s, i) != CKPT_NONE))
+            total += count * ps->k.state_width;
     }
     return total;
 }
@@ -356,7 +360,9 @@ static uint64_t pass_total(const pass *ps, const ckpt_schema *s, uint64_t first,
 static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *err)
 {
     /* a file cut before its magic has no family: it is invalid, not of the wrong role (as pairing) */
-    if ((ro->family && ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err)) ||
+    /* an optimizer whose items hold all of its state (a DeepSpeed folder) is read through them */
+    bool whole = ro->family && ro->family->impl->items_whole && ro->family->impl->items_whole(ro);
+    if ((ro->family && !whole && ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err)) ||
         (rs && rs->family && ckpt_require_role(rs, CKPT_ROLE_MODEL, err)))
         return -1;
     if (ro->error.code || (rs && rs->error.code)) /* every entry and tensor must be there: health reads them all */
@@ -422,6 +428,16 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
     ps.opt_src = ckpt_file_source(opt);
     ps.state_src = rs ? ckpt_file_source(state) : NULL;
     ckpt_health_kernel_init(&ps.k, ro, rs);
+    if (!rs && ckpt_report_item_count(ro)) {
+        /* the optimizer's own fp32 master weights, when its items hold them */
+        ckpt_item it0 = ckpt_report_item(ro, 0);
+        for (size_t q = 0; q < it0.payloads; q++)
+            if (!*it0.payload[q].name && it0.payload[q].dtype == CKPT_FLOAT32) ps.own_theta = true;
+        if (ps.own_theta) {
+            ps.k.state_width = 4;
+            ps.k.params_chunk = ckpt_kernel_params32;
+        }
+    }
     ps.progress = o ? o->progress : NULL;
     ps.progress_ctx = o ? o->progress_ctx : NULL;
     ps.err = err;
@@ -466,6 +482,8 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         uint64_t r = ckpt_schema_representative(s, i);
         const ckpt_entry_info *e = r != CKPT_NONE ? &ro->entries[entry_of[r]] : NULL;
         const ckpt_tensor_info *t = ps.state_src ? &rs->tensors[i] : NULL;
+        ckpt_payload tp; /* a state file's tensor as a payload */
+        if (t) tp = (ckpt_payload){"", rs->tensors[i].dtype, t->data_offset, t->count, NULL, NULL, NULL, 0};
         /* the configuration of the slot whose moments these are (its owner's) */
         uint64_t cs = r != CKPT_NONE ? r : i;
         ckpt_health_kernel_slot(&ps.k, ro, cs);
@@ -474,12 +492,19 @@ char *ckpt_health_json(const ckpt_file *opt, const ckpt_file *state, const ckpt_
         double weight_decay = ckpt_double_from_bits(cfg->weight_decay);
         bool adamw = cfg->kind == CKPT_ADAMW;
         ckpt_health_slot h;
-        uint64_t vmax = CKPT_NONE;
+        const ckpt_payload *vmax = NULL, *theta = t ? &tp : NULL;
+        ckpt_item it = {0};
         if (e) {
-            ckpt_item it = ckpt_report_item(ro, entry_of[r]);
-            if (it.payloads > 2 && !strcmp(it.payload[2].name, "max_exp_avg_sq")) vmax = it.payload[2].offset;
+            it = ckpt_report_item(ro, entry_of[r]);
+            for (size_t q = 2; q < it.payloads; q++)
+                if (!strcmp(it.payload[q].name, "max_exp_avg_sq")) vmax = &it.payload[q];
+            /* the owner's master weights (a tied slot's are its owner's) */
+            for (size_t q = 0; ps.own_theta && q < it.payloads; q++)
+                if (!*it.payload[q].name) theta = &it.payload[q];
+            /* an entry saved before its first step holds no moments (a DeepSpeed group's) */
+            if (it.payloads < 2 || strcmp(it.payload[0].name, "exp_avg")) e = NULL;
         }
-        if ((rc = slot_pass(&ps, e, vmax, t, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
+        if ((rc = slot_pass(&ps, e, it.payload, vmax, theta, ckpt_schema_size(s, (size_t)i, NULL), &h))) break;
         if (i > first) sb_puts(&sb, ",");
         double slot_lr = isnan(lr) && stored ? ckpt_lr_of_slot(ro, cs) : lr;
         slot_json(&sb, &fl, i, r, ckpt_schema_requires_grad(s, (size_t)i), e, &h, slot_lr, b, weight_decay, adamw);

@@ -86,6 +86,14 @@ int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err)
                      rep->family->name);
 }
 
+int ckpt_require_items(const ckpt_report *rep, ckpt_error *err)
+{
+    if (rep->family && rep->family->impl->unread && rep->family->impl->items_whole &&
+        rep->family->impl->items_whole(rep))
+        return 0;
+    return ckpt_require_schema(rep, err);
+}
+
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err)
 {
     /* a model whose slots its pairing picks (a torch.save state dict: floating tensors less

@@ -18,6 +18,9 @@ static inline const ckpt_config *ckpt_config_of_slot(const ckpt_report *rep, uin
 int ckpt_require_role(const ckpt_report *rep, unsigned role, ckpt_error *err);
 /* CKPT_E_WRONG_FAMILY when rep's family has no parameter schema of its own (its slots not bound). */
 int ckpt_require_schema(const ckpt_report *rep, ckpt_error *err);
+/* The same for what reads a file's items only (export, health): a family whose items hold all of
+ * its state (its `items_whole`) passes though other analyses do not read it yet. */
+int ckpt_require_items(const ckpt_report *rep, ckpt_error *err);
 /* The front door of ckpt_inspect/ckpt_load/ckpt_open: a fresh report. */
 ckpt_report *ckpt_parse_file(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt);
 /* The same with a TorchLean reader's checks (format.md 8); an inspection by the default reader

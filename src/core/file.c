@@ -299,8 +299,14 @@ int ckpt_file_item_stats(const ckpt_file *f, size_t k, ckpt_progress_fn progress
     ckpt_scan scan = {progress, progress_ctx, it.payload[0].offset, ckpt_file_item_bytes(f, k), 0};
     int rc = 0;
     for (unsigned q = 0; q < payloads && !rc; q++) {
-        r->pos = it.payload[q].offset;
-        rc = ckpt_scan_payload_dtype(r, &scan, it.payload[q].count, it.payload[q].dtype, out[q], err);
+        const ckpt_payload *x = &it.payload[q];
+        if (x->spans) { /* fragments: progress by bytes scanned (their offsets are not in order) */
+            scan.start = 0;
+            rc = ckpt_scan_spans(r, &scan, x->spans, x->spans_len, x->dtype, out[q], err);
+            continue;
+        }
+        r->pos = x->offset;
+        rc = ckpt_scan_payload_dtype(r, &scan, x->count, x->dtype, out[q], err);
     }
     ckpt_reader_free(r);
     if (rc) {
@@ -350,6 +356,32 @@ int ckpt_file_attach_stats(ckpt_file *f, size_t k, ckpt_stats *a, ckpt_stats *b,
         rep->statistics = true;
         ckpt_report_warn_payloads(rep);
     }
+    return 0;
+}
+
+int ckpt_payload_read(const ckpt_source *src, const ckpt_payload *x, uint64_t first, size_t n, void *out,
+                      ckpt_error *err)
+{
+    const unsigned w = ckpt_dtype_width(x->dtype);
+    if (!x->spans) return ckpt_read_at(src, x->offset + first * w, out, n * w, "the source", err);
+    uint8_t *o = out;
+    uint64_t start = 0; /* the span's first element in the payload */
+    for (size_t j = 0; j < x->spans_len && n; j++) {
+        const ckpt_span *sp = &x->spans[j];
+        if (first >= start + sp->count) {
+            start += sp->count;
+            continue;
+        }
+        uint64_t in = first - start, take = sp->count - in < n ? sp->count - in : n;
+        TRY(ckpt_read_at(src, sp->offset + in * w, o, (size_t)take * w, "the source", err));
+        o += take * w;
+        first += take;
+        n -= (size_t)take;
+        start += sp->count;
+    }
+    if (n)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "elements past the payload's %llu",
+                         (unsigned long long)start);
     return 0;
 }
 

@@ -22,6 +22,10 @@ size_t *ckpt_item_of_slot(const ckpt_report *rep);
 ckpt_report *ckpt_file_report_mut(ckpt_file *f);
 /* After a bind changed f's report (its slots, its items): the slot -> item map again. */
 int ckpt_file_refresh_items(ckpt_file *f, ckpt_error *err);
+/* Elements [first, first + n) of a payload (in element order: its one run, or across its spans)
+ * into out, as stored. */
+int ckpt_payload_read(const ckpt_source *src, const ckpt_payload *x, uint64_t first, size_t n, void *out,
+                      ckpt_error *err);
 /* f's tensors become order[0..k) of them (a permutation, or the slots of a pairing: the others
  * are dropped), with its schema's slots. */
 int ckpt_file_view_tensors(ckpt_file *f, const size_t *order, size_t k, ckpt_error *err);

@@ -22,14 +22,19 @@ typedef struct ckpt_parse {
     ckpt_error *err;
     int reader; /* the TorchLean reader whose checks apply (ckpt_reader_id, format.md 8) */
 } ckpt_parse;
-/* One typed payload of an item: exp_avg, exp_avg_sq, max_exp_avg_sq, or a tensor's values. */
-#define CKPT_MAX_PAYLOADS 3
+/* One typed payload of an item: exp_avg, exp_avg_sq, max_exp_avg_sq, or a tensor's values (a
+ * DeepSpeed parameter's: its fp32 master weights). */
+#define CKPT_MAX_PAYLOADS 4
 typedef struct ckpt_payload {
     const char *name;       /* "exp_avg", "exp_avg_sq", "max_exp_avg_sq"; "" for a tensor's values */
     int dtype;              /* its ckpt_dtype (the dtype table gives its width) */
     uint64_t offset, count; /* where its elements start, how many */
     const int64_t *strides; /* per dim of the slot's shape, in elements; NULL: contiguous, outermost first */
     ckpt_stats **stats;     /* where its statistics are kept (NULL until computed) */
+    /* its elements lie in these runs of the source, in element order (a DeepSpeed parameter's
+     * fragments, one per rank; offset is the first's, strides NULL); NULL: one run from offset */
+    const ckpt_span *spans;
+    size_t spans_len;
 } ckpt_payload;
 /* An item: one unit of a file's payloads (TLADAMF: a moment entry, its m and v; the state
  * families: a tensor, its values), as the layers above see it whatever the family. */
@@ -113,10 +118,16 @@ struct ckpt_family_impl {
      * family pairs as the others do */
     int (*pair_new_model)(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
                           ckpt_pair_result *res);
-    /* why pairing, health, runs, diff, export and conversion do not read this family's files (a
-     * DeepSpeed parameter's state lies in fragments across files, which items do not hold):
+    /* why pairing, runs, diff and conversion (and health and export, unless `items_whole`) do not
+     * read this family's files (a DeepSpeed parameter's state lies in fragments across files):
      * ckpt_require_schema refuses with it (CKPT_E_WRONG_FAMILY); NULL: they read them */
     const char *unread;
+    /* the file's items hold all of its state (in spans where it lies in fragments): export and
+     * health read them even though `unread` refuses the rest; NULL: never */
+    bool (*items_whole)(const ckpt_report *rep);
+    /* slot i's name as the file saves it, NULL when it saves none (export's default names, else
+     * slot{i}); NULL: the file names no slot */
+    const char *(*slot_name)(const ckpt_report *rep, uint64_t slot);
     /* words for a file of this family met where another was expected (head: its first n bytes),
      * NULL when the head is not one of its own; NULL: none beyond hint_not (hints.c) */
     const char *(*hint)(const uint8_t *head, size_t n);

@@ -33,6 +33,16 @@ int ckpt_scan_payload(ckpt_reader *r, ckpt_scan *scan, uint64_t count, unsigned 
 /* The same for count elements of any dtype with statistics. */
 int ckpt_scan_payload_dtype(ckpt_reader *r, ckpt_scan *scan, uint64_t count, int dtype, ckpt_stats **out,
                             ckpt_error *err);
+/* A run of a payload's elements in the source: its first element's byte, its element count. A
+ * payload whose elements lie in several runs (a DeepSpeed parameter's fragments, one per rank) is
+ * a list of them, in element order. */
+typedef struct ckpt_span {
+    uint64_t offset, count;
+} ckpt_span;
+/* Statistics of the n runs of dtype together (one payload); progress counts their bytes from
+ * scan->done on (scan->done moves past them). *out is NULL on error. */
+int ckpt_scan_spans(ckpt_reader *r, ckpt_scan *scan, const ckpt_span *spans, size_t n, int dtype, ckpt_stats **out,
+                    ckpt_error *err);
 
 /* ---- kernels.c: the element loops of health (analyses/health.c) and runs (analyses/run.c) ----
  * The callers keep the planning, the passes and the JSON; these take a chunk of stored values

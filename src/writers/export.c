@@ -30,7 +30,11 @@ typedef struct item {
     unsigned width;  /* bytes per element: ckpt_dtype_width of its dtype */
     size_t slot;     /* its shape is this slot's */
     int dtype;       /* its ckpt_dtype, kept in the export (BF16 stays BF16) */
-    unsigned part;   /* an optimizer entry's payload: 0 exp_avg, 1 exp_avg_sq, 2 max_exp_avg_sq */
+    unsigned part;   /* an optimizer entry's payload: 0 exp_avg, 1 exp_avg_sq, 2 max_exp_avg_sq (3: masters) */
+    /* its elements' runs in the source, in order (a DeepSpeed parameter's fragments; the report
+     * owns them), NULL: count elements from offset */
+    const ckpt_span *spans;
+    size_t spans_len;
 } item;
 
 typedef struct plan {
@@ -60,11 +64,18 @@ static char *name_with(const char *base, const char *suffix)
     return s;
 }
 
-/* The slot's name: the caller's, or slot{i}. */
-static void slot_name(const ckpt_export_options *o, size_t i, char *buf, size_t cap, const char **out)
+/* The slot's name: the caller's, the file's own (a DeepSpeed module's parameter names), or
+ * slot{i}. */
+static void slot_name(const ckpt_report *rep, const ckpt_export_options *o, size_t i, char *buf, size_t cap,
+                      const char **out)
 {
     if (o->names) {
         *out = o->names[i];
+        return;
+    }
+    const char *own = rep->family && rep->family->impl->slot_name ? rep->family->impl->slot_name(rep, i) : NULL;
+    if (own) {
+        *out = own;
         return;
     }
     snprintf(buf, cap, "slot%zu", i);
@@ -213,9 +224,11 @@ static int group_metadata(strbuf *meta, const ckpt_report *rep, const ckpt_expor
     qsort(runs, g, sizeof *runs, by_first);
     const bool known = !ckpt_kind_unknown(rep);
 #define RUN_CONFIG(j) ((const ckpt_config *)keys[runs[j].start].config)
-    bool same = true;
+    /* a group whose configuration the file does not keep (a DeepSpeed elastic checkpoint's):
+     * "config" null, the group's object its lr and names only */
+    bool same = g == 0 || RUN_CONFIG(0) != NULL;
     for (size_t j = 1; j < g; j++)
-        same = same && !ckpt_config_differences(RUN_CONFIG(0), rep->dtype, RUN_CONFIG(j), rep->dtype);
+        same = same && RUN_CONFIG(j) && !ckpt_config_differences(RUN_CONFIG(0), rep->dtype, RUN_CONFIG(j), rep->dtype);
     strbuf c = {0};
     if (!g) j_config_as(&c, &rep->config, known);
     else if (same) j_config_as(&c, RUN_CONFIG(0), known);
@@ -227,15 +240,18 @@ static int group_metadata(strbuf *meta, const ckpt_report *rep, const ckpt_expor
     sb_puts(&c, "[");
     for (size_t j = 0; j < g; j++) {
         if (j) sb_puts(&c, ",");
-        j_config_as(&c, RUN_CONFIG(j), known);
-        if (!c.failed) c.len--; /* the object goes on: its closing brace */
+        if (RUN_CONFIG(j)) {
+            j_config_as(&c, RUN_CONFIG(j), known);
+            if (!c.failed) c.len--; /* the object goes on: its closing brace */
+            sb_puts(&c, ",");
+        } else sb_puts(&c, "{");
         double lr = ckpt_lr_of_slot(rep, owners[runs[j].first]);
-        sb_puts(&c, ",\"lr\":");
+        sb_puts(&c, "\"lr\":");
         j_num_or_null(&c, !isnan(lr), lr);
         sb_puts(&c, ",\"names\":[");
         for (size_t q = runs[j].start; q < runs[j].start + runs[j].len; q++) {
             const char *name;
-            slot_name(o, owners[keys[q].at], buf, sizeof buf, &name);
+            slot_name(rep, o, owners[keys[q].at], buf, sizeof buf, &name);
             if (q > runs[j].start) sb_puts(&c, ",");
             j_string(&c, name);
         }
@@ -262,8 +278,8 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     const struct ckpt_family_impl *impl = rep->family->impl;
     bool optimizer = ((impl->role_of ? impl->role_of(rep) : rep->family->role) & CKPT_ROLE_OPTIMIZER) != 0;
     /* a model's state dict (torch.save) exports its tensors as they are: which of them are slots
-     * is its pairing's question, not the export's */
-    if (optimizer || !impl->bind || impl->unread) TRY(ckpt_require_schema(rep, err));
+     * is its pairing's question, not the export's; a DeepSpeed folder reads its items */
+    if (optimizer || !impl->bind || impl->unread) TRY(ckpt_require_items(rep, err));
     if (rep->error.code)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
     const ckpt_schema *s = rep->schema;
@@ -291,7 +307,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
         free(wanted);
         return ckpt_fail_oom(err);
     }
-    strbuf meta = {0}, steps = {0};
+    strbuf meta = {0}, steps = {0}, what = {0};
     sb_puts(&meta, "{\"family\":");
     j_string(&meta, rep->family->magic);
     sb_printf(&meta, ",\"version\":\"%llu\"", (unsigned long long)rep->version);
@@ -301,6 +317,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
         /* entries in slot order (the file's order is the writer's, sorted by id); each with every
          * payload its family has (amsgrad's max_exp_avg_sq too) */
         size_t k = 0;
+        bool masters = false;
         sb_puts(&steps, "{");
         for (size_t i = 0; i < n; i++) {
             if (ckpt_schema_representative(s, i) != i) continue;
@@ -312,17 +329,24 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
             ckpt_error_clear(&none);
             if (missing || k == rep->entries_len) continue;
             const char *name;
-            slot_name(o, i, buf, sizeof buf, &name);
+            slot_name(rep, o, i, buf, sizeof buf, &name);
             const ckpt_item it = ckpt_report_item(rep, (size_t)(e - rep->entries));
             for (unsigned q = 0; q < it.payloads; q++) {
                 const ckpt_payload *x = &it.payload[q];
                 char suffix[32];
-                snprintf(suffix, sizeof suffix, ".%s", x->name);
+                /* a payload of values (a DeepSpeed parameter's fp32 master weights) is {name} */
+                snprintf(suffix, sizeof suffix, "%s%s", *x->name ? "." : "", x->name);
                 unsigned w = ckpt_dtype_width(x->dtype);
                 item *m = &p->items[p->len++];
-                *m = (item){name_with(name, suffix), x->offset, x->count, w, i, x->dtype, q};
+                *m = (item){name_with(name, suffix), x->offset, x->count, w, i, x->dtype, q, x->spans, x->spans_len};
                 if (!m->name) goto oom;
                 p->data_bytes += x->count * w;
+                /* what each tensor is, said when an entry holds values beside its moments */
+                sb_puts(&what, what.len ? "," : "{");
+                j_string(&what, m->name);
+                sb_puts(&what, ":");
+                j_string(&what, *x->name ? x->name : "fp32 master weights");
+                masters |= !*x->name;
             }
             if (k) sb_puts(&steps, ",");
             owners[k++] = i;
@@ -332,6 +356,12 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
         }
         sb_puts(&steps, "}");
         if (group_metadata(&meta, rep, o, owners, k)) goto oom;
+        if (masters) {
+            sb_puts(&what, "}");
+            sb_puts(&meta, ",\"tensors\":");
+            j_string(&meta, what.failed ? "" : what.data);
+            if (what.failed) meta.failed = true;
+        }
         sb_puts(&meta, ",\"steps\":");
         j_string(&meta, steps.failed ? "" : steps.data);
         sb_puts(&meta, ",\"representatives\":");
@@ -348,7 +378,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
         for (size_t i = 0; i < rep->tensors_len; i++) {
             if (wanted && !wanted[i]) continue;
             const char *name;
-            slot_name(o, i, buf, sizeof buf, &name);
+            slot_name(rep, o, i, buf, sizeof buf, &name);
             item *t = &p->items[p->len++];
             *t = (item){name_with(name, ""),
                         rep->tensors[i].data_offset,
@@ -356,6 +386,8 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
                         ckpt_dtype_width(rep->tensors[i].dtype),
                         i,
                         rep->tensors[i].dtype,
+                        0,
+                        NULL,
                         0};
             if (!t->name) goto oom;
             p->data_bytes += t->width * t->count;
@@ -366,7 +398,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     sb_puts(&names, "[");
     for (size_t i = 0; i < n; i++) {
         const char *name;
-        slot_name(o, i, buf, sizeof buf, &name);
+        slot_name(rep, o, i, buf, sizeof buf, &name);
         if (i) sb_puts(&names, ",");
         j_string(&names, name);
     }
@@ -377,7 +409,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     strbuf renamed = {0};
     for (size_t i = 0; o->format == CKPT_EXPORT_NPZ && i < n; i++) {
         const char *name;
-        slot_name(o, i, buf, sizeof buf, &name);
+        slot_name(rep, o, i, buf, sizeof buf, &name);
         if (npz_name_len(name) == strlen(name)) continue;
         sb_puts(&renamed, renamed.len ? "," : "{");
         strbuf member = {0};
@@ -396,6 +428,7 @@ static int make_plan(const ckpt_file *f, const ckpt_export_options *o, plan *p, 
     sb_free(&renamed);
     sb_puts(&meta, "}");
     sb_free(&steps);
+    sb_free(&what);
     free(wanted);
     free(owners);
     wanted = NULL;
@@ -406,6 +439,7 @@ oom:
     free(wanted);
     free(owners);
     sb_free(&steps);
+    sb_free(&what);
 oom_meta:
     sb_free(&meta);
     return ckpt_fail_oom(err);
@@ -449,7 +483,7 @@ static uint64_t run_end(const copier *c, uint64_t offset, uint64_t bytes)
     for (size_t j = c->at + 1; j < c->len; j++) {
         const item *it = &c->items[j];
         uint64_t next = it->offset + it->count * it->width;
-        if (it->offset < end || it->offset - end > RUN_GAP || next - offset > COPY_CHUNK) break;
+        if (it->spans || it->offset < end || it->offset - end > RUN_GAP || next - offset > COPY_CHUNK) break;
         end = next;
     }
     return end;
@@ -462,6 +496,24 @@ static int read_fully(copier *c, uint64_t offset, size_t n)
         return ckpt_fail(c->err, NULL, CKPT_E_IO, offset, 0, "could not read the source at byte %llu",
                          (unsigned long long)offset);
     return 0;
+}
+
+static int copy_payload(copier *c, uint64_t offset, uint64_t bytes);
+
+/* An item's bytes: its runs one after the other (a fragment is read alone), or its one run. */
+static int copy_item(copier *c, const item *it)
+{
+    if (!it->spans) return copy_payload(c, it->offset, it->count * it->width);
+    const item *items = c->items;
+    c->items = NULL;
+    c->win_len = 0;
+    int rc = 0;
+    for (size_t j = 0; j < it->spans_len && !rc; j++) {
+        rc = copy_payload(c, it->spans[j].offset, it->spans[j].count * it->width);
+        c->win_len = 0;
+    }
+    c->items = items;
+    return rc;
 }
 
 static int copy_payload(copier *c, uint64_t offset, uint64_t bytes)
@@ -535,19 +587,19 @@ static int write_safetensors(const plan *p, copier *c)
     sb_free(&h);
     for (size_t k = 0; k < p->len && !rc; k++) {
         c->at = k;
-        rc = copy_payload(c, p->items[k].offset, p->items[k].count * p->items[k].width);
+        rc = copy_item(c, &p->items[k]);
     }
     return rc;
 }
 
 /* A member: the head bytes (the .npy header) and a payload from the source or inline. */
-static int npz_member(ckpt_zip_writer *z, copier *c, const char *name, const strbuf *head, uint64_t offset,
+static int npz_member(ckpt_zip_writer *z, copier *c, const char *name, const strbuf *head, const item *it,
                       uint64_t bytes, const void *inline_data)
 {
     TRY(ckpt_zip_begin(z, name));
     c->zip = z;
     int rc = emit(c, head->data, head->len);
-    if (!rc) rc = inline_data ? emit(c, inline_data, (size_t)bytes) : copy_payload(c, offset, bytes);
+    if (!rc) rc = inline_data ? emit(c, inline_data, (size_t)bytes) : copy_item(c, it);
     c->zip = NULL;
     return rc ? rc : ckpt_zip_end(z);
 }
@@ -567,7 +619,7 @@ static int write_npz(const plan *p, copier *c)
                              ckpt_schema_rank(p->rep->schema, it->slot)) ||
             name.failed)
             rc = ckpt_fail_oom(c->err);
-        else rc = npz_member(&z, c, name.data, &head, it->offset, it->count * it->width, NULL);
+        else rc = npz_member(&z, c, name.data, &head, it, it->count * it->width, NULL);
         sb_free(&head);
         sb_free(&name);
     }
@@ -579,7 +631,7 @@ static int write_npz(const plan *p, copier *c)
         snprintf(descr, sizeof descr, "<U%zu", n ? n : 1);
         if (!u || !ckpt_npy_header(&head, descr, NULL, 0)) rc = ckpt_fail_oom(c->err);
         else
-            rc = npz_member(&z, c, "__metadata__.npy", &head, 0, 4 * (n ? n : 1),
+            rc = npz_member(&z, c, "__metadata__.npy", &head, NULL, 4 * (n ? n : 1),
                             n ? (const void *)u : (const void *)"\0\0\0");
         sb_free(&head);
         free(u);
@@ -632,6 +684,7 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     unsigned width;
     size_t shape_slot;
     int dtype = rep->dtype;
+    item run = {0};
     if (what == CKPT_NPY_VALUES) {
         const ckpt_tensor_info *t;
         TRY(ckpt_file_tensor(f, slot, &t, err));
@@ -639,9 +692,20 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
         offset = t->data_offset, count = t->count, width = ckpt_dtype_width(dtype), shape_slot = (size_t)slot;
     } else if (what == CKPT_NPY_M || what == CKPT_NPY_V) {
         const ckpt_entry_info *e;
+        /* a family whose state lies in fragments: read through its items, of a valid file only */
+        if (rep->family && rep->family->impl->unread) {
+            TRY(ckpt_require_items(rep, err));
+            if (rep->error.code || ckpt_report_item_count(rep) != rep->entries_len)
+                return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, "cannot export: the file is invalid");
+        }
         TRY(ckpt_file_entry(f, slot, &e, NULL, err));
         offset = what == CKPT_NPY_M ? e->m_offset : e->v_offset, count = e->count, width = ckpt_dtype_width(rep->dtype);
         shape_slot = (size_t)e->id;
+        if (ckpt_report_item_count(rep) == rep->entries_len) { /* its fragments, where it lies in several */
+            ckpt_item it = ckpt_report_item(rep, (size_t)(e - rep->entries));
+            const ckpt_payload *x = &it.payload[what == CKPT_NPY_M ? 0 : 1];
+            if (it.payloads >= 2) run.spans = x->spans, run.spans_len = x->spans_len;
+        }
     } else {
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to the exporter");
     }
@@ -657,7 +721,8 @@ int ckpt_export_npy(const ckpt_file *f, uint64_t slot, int what, const ckpt_sink
     copier c = {
         ckpt_file_source(f), out, malloc(COPY_CHUNK), NULL, NULL, NULL, 0, count * width, err, NULL, 0, 0, 0, 0};
     int rc = c.buf ? emit(&c, head.data, head.len) : ckpt_fail_oom(err);
-    if (!rc) rc = copy_payload(&c, offset, count * width);
+    run.offset = offset, run.count = count, run.width = width;
+    if (!rc) rc = copy_item(&c, &run);
     free(c.buf);
     sb_free(&head);
     return rc;

@@ -83,7 +83,7 @@ def values_of(case, parts):
     out = {}
     for name, kv in parts.items():
         entry = {'shape': list(kv['fp32'].shape), 'step': kv['step'], 'keys': {}}
-        for key in ('exp_avg', 'exp_avg_sq', 'fp32'):
+        for key in ('exp_avg', 'exp_avg_sq', 'max_exp_avg_sq', 'fp32'):
             if key in kv:
                 path = os.path.join(OUT, 'values', case, f'{name}.{key}')
                 raw(path, kv[key])
@@ -206,11 +206,12 @@ def padded(t, n):
 
 
 def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
-                 version='0.14.4', config=None, fp16=False, elastic=False):
+                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False):
     """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
     fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
     and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
-    (FusedAdam)."""
+    (FusedAdam); amsgrad: torch's Adam(amsgrad=True) state, max_exp_avg_sq beside the moments."""
+    vmax = {n: model.v[n] * 1.5 + 1e-6 for n in model.v} if amsgrad else None
     td = os.path.join(d, tag)
     os.makedirs(td, exist_ok=True)
     dt = torch.bfloat16 if bf16 else torch.float16 if fp16 else torch.float32
@@ -221,8 +222,10 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
         A = 2 * W
         pad = (A - N % A) % A
         Pg = (N + pad) // W
+        srcs = (('fp32', model.master), ('exp_avg', model.m), ('exp_avg_sq', model.v))
+        srcs += (('max_exp_avg_sq', vmax),) if amsgrad else ()
         flats = {key: padded(torch.cat([src[n].flatten() for n in names]) if names else torch.zeros(0), N + pad)
-                 for key, src in (('fp32', model.master), ('exp_avg', model.m), ('exp_avg_sq', model.v))}
+                 for key, src in srcs}
         layout.append((names, N, pad, Pg, flats))
     # the module: each group's trainable weights views into one flat storage of the module's dtype
     module = collections.OrderedDict()
@@ -262,7 +265,9 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
         for g, (names, N, pad, Pg, flats) in enumerate(layout):
             state[g] = {'step': torch.tensor(step), 'exp_avg': flats['exp_avg'][r * Pg:(r + 1) * Pg].clone(),
                         'exp_avg_sq': flats['exp_avg_sq'][r * Pg:(r + 1) * Pg].clone()}
-            groups.append({**group_config(), 'params': [g]})
+            if amsgrad:
+                state[g]['max_exp_avg_sq'] = flats['max_exp_avg_sq'][r * Pg:(r + 1) * Pg].clone()
+            groups.append({**group_config(), 'params': [g], **({'amsgrad': True} if amsgrad else {})})
             part = flats['fp32'][r * Pg:(r + 1) * Pg].clone()
             if not bf16_optimizer and r == W - 1:
                 part = part[:Pg - pad]
@@ -302,7 +307,8 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
                    os.path.join(td, name))
     with open(os.path.join(d, 'latest'), 'w') as f:
         f.write(tag)
-    return {n: {'fp32': model.master[n], 'exp_avg': model.m[n], 'exp_avg_sq': model.v[n], 'step': step}
+    return {n: {'fp32': model.master[n], 'exp_avg': model.m[n], 'exp_avg_sq': model.v[n], 'step': step,
+                **({'max_exp_avg_sq': vmax[n]} if amsgrad else {})}
             for names in model.groups for n in names}
 
 
@@ -431,6 +437,8 @@ for label, opt, said in (('adamw', {'type': 'AdamW', 'params': {'lr': 0.01}}, 'a
     d = folder(f'w-kind-{label}')
     case(f'w-kind-{label}', d, write_zero12(d, small(), 2, config=ds_config(2, False, opt)), kind='ZeRO-2', W=2,
          optimizer_kind=said)
+d = folder('w-zero2-w3-amsgrad')
+case('w-zero2-w3-amsgrad', d, write_zero12(d, two_groups(), 3, amsgrad=True), kind='ZeRO-2', W=3)
 d = folder('w-zero2-w4-bf16')
 case('w-zero2-w4-bf16', d, write_zero12(d, two_groups(), 4, bf16=True), kind='ZeRO-2', W=4)
 d = folder('w-bf16-optimizer-w2')

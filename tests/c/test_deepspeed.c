@@ -428,6 +428,226 @@ static void test_malformed_bundle(void)
     free(b);
 }
 
+/* ---- export: every parameter's exp_avg, exp_avg_sq and fp32 masters, bit for bit ---- */
+
+/* The safetensors header's tensor `name`: its bytes (into data) and its entry. */
+static const unsigned char *st_tensor(const jvalue *header, const unsigned char *data, const char *name, size_t *len,
+                                      const jvalue **entry)
+{
+    const jvalue *t = json_get(header, name);
+    *entry = t;
+    if (!t) return NULL;
+    const jvalue *off = json_get(t, "data_offsets");
+    uint64_t a = json_u64(off->items[0]), b = json_u64(off->items[1]);
+    *len = (size_t)(b - a);
+    return data + a;
+}
+
+/* every key an export holds, amsgrad's too */
+static const char *const all_keys[4] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "fp32"};
+
+static void check_export(const char *name, const unsigned char *b, size_t len, const jvalue *values)
+{
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_file *f = ckpt_open(&src, NULL);
+    CHECK(f != NULL);
+    if (!f) return;
+    ckpt_buffer buf = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &buf);
+    ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+    ckpt_error err = {0};
+    int rc = ckpt_export(f, &o, &sink, &err);
+    CHECK(rc == 0);
+    if (rc) fprintf(stderr, "  %s: export: %s\n", name, err.message);
+    uint64_t n = 0;
+    for (int k = 0; !rc && k < 8; k++) n |= (uint64_t)buf.data[k] << (8 * k);
+    char *text = rc ? NULL : malloc((size_t)n + 1);
+    if (text) {
+        memcpy(text, buf.data + 8, (size_t)n);
+        text[n] = 0;
+    }
+    jvalue *header = text ? json_parse(text) : NULL;
+    CHECK(rc || header);
+    const unsigned char *data = buf.data + 8 + n;
+    const jvalue *meta = json_get(header, "__metadata__");
+    jvalue *what = meta ? json_parse(json_get(meta, "tensors")->text) : NULL;
+    jvalue *steps = meta ? json_parse(json_get(meta, "steps")->text) : NULL;
+    CHECK(!header || (meta && what && steps && !strcmp(json_get(meta, "family")->text, "DeepSpeed")));
+    /* the tensors: three per parameter with state, and the metadata */
+    size_t tensors = 0;
+    for (size_t v = 0; header && v < values->len; v++) tensors += json_get(values->items[v], "keys")->len;
+    CHECK(!header || header->len == tensors + 1);
+    for (size_t v = 0; header && what && steps && v < values->len; v++) {
+        const char *param = values->keys[v];
+        const jvalue *e = values->items[v];
+        CHECK(json_double(json_get(steps, param)) == json_double(json_get(e, "step")));
+        for (int k = 0; k < 4; k++) {
+            const jvalue *path = json_get(json_get(e, "keys"), all_keys[k]);
+            if (json_is_null(path)) continue;
+            char tname[512];
+            snprintf(tname, sizeof tname, k == 3 ? "%s" : "%s.%s", param, all_keys[k]);
+            size_t got_len = 0, want_len = 0;
+            const jvalue *entry;
+            const unsigned char *got = st_tensor(header, data, tname, &got_len, &entry);
+            unsigned char *want = ds_file_bytes(path->text, &want_len);
+            CHECK(got && want && got_len == want_len && !memcmp(got, want, want_len));
+            if (!got || !want || got_len != want_len || memcmp(got, want, want_len))
+                fprintf(stderr, "  %s: %s differs\n", name, tname);
+            CHECK(entry && !strcmp(json_get(entry, "dtype")->text, "F32"));
+            const jvalue *shape = json_get(entry, "shape"), *ws = json_get(e, "shape");
+            CHECK(shape && shape->len == ws->len);
+            for (size_t d = 0; shape && d < shape->len && d < ws->len; d++)
+                CHECK(json_u64(shape->items[d]) == json_u64(ws->items[d]));
+            const jvalue *said = json_get(what, tname);
+            CHECK_STR(said ? said->text : NULL, k == 3 ? "fp32 master weights" : all_keys[k]);
+            free(want);
+        }
+    }
+    /* statistics of an item read from its spans: those of the open's, from the fragments */
+    ckpt_inspect_options so = {CKPT_INSPECT_STATS, NULL, NULL};
+    ckpt_report *with = ckpt_inspect(&src, &so);
+    const ckpt_report *rep = ckpt_file_report(f);
+    CHECK(with && with->entries_len == rep->entries_len);
+    for (size_t k = 0; with && k < rep->entries_len && k < with->entries_len; k++) {
+        ckpt_stats *a = NULL, *b2 = NULL;
+        ckpt_error e2 = {0};
+        CHECK(ckpt_file_item_stats(f, k, NULL, NULL, &a, &b2, &e2) == 0);
+        const ckpt_stats *m = with->entries[k].m, *v = with->entries[k].v;
+        CHECK(a && b2 && m && v);
+        if (a && b2 && m && v)
+            CHECK(a->count == m->count && a->min == m->min && a->max == m->max && a->sum == m->sum &&
+                  b2->count == v->count && b2->min == v->min && b2->max == v->max && b2->sum == v->sum &&
+                  a->count == rep->entries[k].count);
+        ckpt_stats_free(a);
+        ckpt_stats_free(b2);
+        ckpt_error_clear(&e2);
+    }
+    ckpt_report_free(with);
+    json_free(what);
+    json_free(steps);
+    json_free(header);
+    free(text);
+    ckpt_buffer_free(&buf);
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+}
+
+static void test_export(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t exported = 0;
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        const jvalue *values = json_get(cs, "values");
+        if (!json_get(cs, "ok")->b || !values || !values->len) continue;
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        size_t len = 0;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        CHECK(b != NULL);
+        if (b) check_export(name, b, len, values);
+        free(b);
+        exported++;
+    }
+    CHECK(exported > 20);
+}
+
+/* ---- health: each parameter's next step from its fragments, its masters as the parameters ----
+ * against the step computed here from the values written or reconstructed independently */
+
+static const float *raw_floats(const char *path, size_t *n, unsigned char **hold)
+{
+    size_t len = 0;
+    *hold = ds_file_bytes(path, &len);
+    *n = len / 4;
+    return (const float *)*hold;
+}
+
+static bool near(double a, double b) { return fabs(a - b) <= 1e-9 * fabs(b) + 1e-300; }
+
+static void test_health(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t checked = 0;
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        const jvalue *values = json_get(cs, "values");
+        /* an elastic checkpoint keeps no betas: health takes the file's default configuration */
+        /* (and NaN values are left out of the rms: the cases of 11.5.29's warnings are read above) */
+        if (!json_get(cs, "ok")->b || !values || !values->len || json_get(cs, "noConfig") ||
+            json_get(cs, "statsWarnings"))
+            continue;
+        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
+        t_current = name;
+        size_t len = 0;
+        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
+        ckpt_source src;
+        static ckpt_memory mem;
+        ckpt_source_memory(&src, &mem, b, len);
+        ckpt_file *f = ckpt_open(&src, NULL);
+        ckpt_health_options o = {0.01, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
+        ckpt_error err = {0};
+        char *json = f ? ckpt_health_json(f, NULL, &o, &err) : NULL;
+        CHECK(json != NULL);
+        if (!json) fprintf(stderr, "  %s: health: %s\n", name, err.message);
+        jvalue *h = json ? json_parse(json) : NULL;
+        const jvalue *slots = json_get(h, "slots");
+        const ckpt_ds *ds = f ? ckpt_ds_of(ckpt_file_report(f)) : NULL;
+        CHECK(!h || (json_get(h, "ok")->b && slots && ds && slots->len == ds->slot_count));
+        for (size_t i = 0; ds && slots && i < slots->len; i++) {
+            const jvalue *sl = slots->items[i];
+            const char *slot_name = ds->slot_names[i];
+            const jvalue *v = json_get(values, slot_name);
+            if (!v) { /* frozen (no state), or tied (its owner's) */
+                CHECK(json_is_null(json_get(sl, "update")) == json_is_null(json_get(sl, "owner")));
+                continue;
+            }
+            size_t n = 0, nm = 0, nv = 0;
+            unsigned char *hp, *hm, *hv;
+            const jvalue *keys = json_get(v, "keys");
+            const float *p = raw_floats(json_get(keys, "fp32")->text, &n, &hp);
+            const float *m = raw_floats(json_get(keys, "exp_avg")->text, &nm, &hm);
+            /* amsgrad's next step divides by max_exp_avg_sq's root */
+            const jvalue *vmax = json_get(keys, "max_exp_avg_sq");
+            const float *vv = raw_floats((vmax ? vmax : json_get(keys, "exp_avg_sq"))->text, &nv, &hv);
+            CHECK(n == nm && n == nv && n == json_u64(json_get(sl, "count")));
+            /* the parameters: the fp32 masters; the update at step 3 with betas 0.9, 0.999, eps 1e-8 */
+            double ss = 0, mx = 0, us = 0, umax = 0;
+            const double t1 = json_double(json_get(v, "step")) + 1, eps = (float)1e-8;
+            const double i1 = 1 / (1 - pow(0.9, t1)), i2 = 1 / (1 - pow(0.999, t1));
+            for (size_t k = 0; k < n; k++) {
+                ss += (double)p[k] * p[k];
+                if (fabs(p[k]) > mx) mx = fabs(p[k]);
+                double u = (m[k] * i1) / (sqrt(vv[k] * i2) + eps);
+                us += u * u;
+                if (fabs(u) > umax) umax = fabs(u);
+            }
+            const jvalue *param = json_get(sl, "param"), *upd = json_get(sl, "update");
+            CHECK(param && upd);
+            if (param && upd) {
+                CHECK(near(json_double(json_get(param, "rms")), sqrt(ss / n)));
+                CHECK(json_double(json_get(param, "maxAbs")) == mx);
+                CHECK(near(json_double(json_get(upd, "rms")), sqrt(us / n)));
+                CHECK(near(json_double(json_get(upd, "maxAbs")), umax));
+                CHECK(near(json_double(json_get(sl, "ratio")), 0.01 * sqrt(us / n) / sqrt(ss / n)));
+            }
+            free(hp);
+            free(hm);
+            free(hv);
+            checked++;
+        }
+        json_free(h);
+        free(json);
+        ckpt_error_clear(&err);
+        ckpt_close(f);
+        free(b);
+    }
+    CHECK(checked > 7 * 7);
+}
+
 /* ---- pairing with the model it will be loaded into (format.md 11.6) ---- */
 
 static ckpt_file *open_bytes(const unsigned char *b, size_t len, ckpt_memory *mem)
@@ -524,6 +744,8 @@ int main(int argc, char **argv)
         {"each file alone", test_lone_files},
         {"the folder plan", test_plan},
         {"a malformed folder source", test_malformed_bundle},
+        {"export of every valid case with values", test_export},
+        {"health of every valid case with values", test_health},
         {"pairing with the model it will be loaded into", test_pairings},
     };
     int rc = RUN_ALL(cases);

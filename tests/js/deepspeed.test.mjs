@@ -208,13 +208,14 @@ verdict: valid
 });
 
 test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
-  const r = cli(['health', 'zero2-w2'], FIXTURES, 200);
+  const r = cli(['convert', 'zero2-w2', path.join(out, 'c.ckpt')], FIXTURES, 200);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: health does not read one yet; ckptscope inspect and ckptscope check do\n');
+  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: convert does not read one yet; ckptscope inspect, ckptscope check, ckptscope health and ckptscope export do\n');
   // a file alone: the core refuses (its state is a partition of fragments)
   const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
   assert.equal(e.status, 1);
-  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect and check read it, and check pairs it with a model; health, runs, diff, export and conversion do not yet\n');
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect and check read it, check pairs it with a model, health and export read its folder; runs, diff and conversion do not yet\n');
+  assert.equal(fs.existsSync(path.join(out, 'x.safetensors')), false);
 });
 
 // ---- pairing with the model the user will load into (format.md 11.6) ----
@@ -321,4 +322,231 @@ test('check TAGDIR: --world-size goes with a new model, and with a DeepSpeed che
   assert.equal(invalid.stdout, `c05-missing-rank: DeepSpeed: rank 1 of 3 is missing: no zero_pp_rank_1_mp_rank_00_optim_states.pt
 c05-missing-rank does not pair with ${pairFile('zero2', 'same.pt')}: c05-missing-rank is invalid, and an invalid file never pairs
 `);
+});
+
+const REAL = ['zero1-w2', 'zero2-w2', 'zero2-w2-bf16', 'zero2-w3', 'zero3-w2', 'zero3-w2-bf16', 'zero3-w3'];
+const CHECK = path.join(ROOT, 'tests/js/deepspeed_export_check.py');
+
+test('export of DeepSpeed\'s own folders, ZeRO-1/2/3, float32 and bf16: every exp_avg, exp_avg_sq and fp32 master bit for bit the independent reconstruction, near truth.pt', () => {
+  const dir = fs.mkdtempSync(path.join(out, 'export-'));
+  const args = [];
+  for (const name of REAL) {
+    for (const format of ['safetensors', 'npz']) {
+      const file = path.join(dir, `${name}.${format}`);
+      const r = cli(['export', name, file], FIXTURES, 300);
+      assert.equal(r.stderr, '', name);
+      assert.equal(r.status, 0, name);
+      assert.equal(r.stdout, `wrote ${file} (${fs.statSync(file).size} bytes, ${format})\n`, name);
+      args.push(`${name}=${file}`);
+    }
+  }
+  const got = JSON.parse(execFileSync('/usr/bin/python3', [CHECK, path.join(out, 'manifest.json'), path.join(FIXTURES, 'truth.pt'), ...args], { encoding: 'utf8' }));
+  const params = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias'];
+  for (const name of REAL) {
+    for (const format of ['safetensors', 'npz']) {
+      const g = got[`${name}:${format}`];
+      assert.equal(g.family, 'DeepSpeed');
+      // three tensors per trainable owner (the tied head.weight shares emb.weight's; frozen has none)
+      assert.deepEqual(g.tensors, params.flatMap((p) => [p, `${p}.exp_avg`, `${p}.exp_avg_sq`]).sort());
+      assert.equal(g.compared, 21, name);
+      assert.equal(g.same, 21, `${name} ${format}: every tensor bit for bit`);
+      // the ranks' reduction order (float32), bf16's rounding of the module's forward pass
+      assert.ok(g.worst <= (name.includes('bf16') ? 1e-2 : 5e-8), `${name} ${format}: ${g.worst}`);
+      assert.deepEqual(g.what, Object.fromEntries(params.flatMap((p) => [[`${p}.exp_avg`, 'exp_avg'], [`${p}.exp_avg_sq`, 'exp_avg_sq'], [p, 'fp32 master weights']])));
+      assert.deepEqual(g.steps, Object.fromEntries(params.map((p) => [p, 2])));
+      assert.deepEqual(g.names, ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias', 'head.weight']);
+    }
+  }
+});
+
+test('export of the ZeRO writer\'s folders (BF16_Optimizer, groups, sub-groups, any W) through the API: every tensor bit for bit the values written', async () => {
+  const { exportTensors, exportNpy } = await import('../../js/index.js');
+  let n = 0;
+  for (const c of cases.filter((x) => x.ok && !x.real && Object.keys(x.values).length)) {
+    const bytes = await exportTensors(c.dir, { format: 'safetensors' });
+    const b = Buffer.from(bytes);
+    const len = Number(b.readBigUInt64LE(0));
+    const header = JSON.parse(b.subarray(8, 8 + len).toString('utf8'));
+    const data = b.subarray(8 + len);
+    const meta = header.__metadata__;
+    assert.equal(meta.family, 'DeepSpeed', c.name);
+    for (const [name, v] of Object.entries(c.values)) {
+      for (const [key, raw] of Object.entries(v.keys)) {
+        const t = header[key === 'fp32' ? name : `${name}.${key}`];
+        assert.ok(t, `${c.name} ${name} ${key}`);
+        assert.equal(t.dtype, 'F32');
+        assert.deepEqual(t.shape, v.shape);
+        assert.ok(data.subarray(t.data_offsets[0], t.data_offsets[1]).equals(fs.readFileSync(raw)), `${c.name} ${name} ${key}`);
+      }
+    }
+    n++;
+  }
+  assert.ok(n > 15, `${n} cases`);
+  // one payload as .npy: a parameter whose exp_avg lies on two ranks (l1.weight of zero2-w2)
+  const c = byName('zero2-w2');
+  const ck = await open(c.dir);
+  const slot = ck.report.deepspeed.entries.find((e) => e.name === 'l1.weight');
+  assert.equal(slot.fragments.length, 2);
+  ck.close();
+  const npy = Buffer.from(await exportNpy(c.dir, slot.slot, 'm'));
+  const head = 10 + npy.readUInt16LE(8);
+  assert.ok(npy.subarray(head).equals(fs.readFileSync(c.values['l1.weight'].keys.exp_avg)));
+});
+
+test('export of a DeepSpeed folder that fails a check: refused, nothing written', () => {
+  const c = cases.find((x) => !x.ok && x.name === 'c11-world-size');
+  const file = path.join(out, 'bad.npz');
+  const r = cli(['export', c.dir, file], ROOT, 300);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `ckptscope: cannot export ${c.dir}: it is not a valid checkpoint\n${c.error.message}\n`);
+  assert.equal(fs.existsSync(file), false);
+});
+
+test('health of a DeepSpeed folder: each parameter\'s next step from its fragments, its fp32 master weights as θ, at its groups\' lr', () => {
+  const r = cli(['health', 'zero2-w2'], FIXTURES, 100);
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `zero2-w2: the next Adam step per slot at lr 0.01 (the optimizer's groups')
+AdamW's decoupled decay per unit θ (lr · weight decay): 1e-4
+
+   slot  moments   step  rms(u)  max|u|   rms(θ)     ratio  v=0  bad m
+      0  owner        2  0.6962  0.8594    1.012  0.006879
+!     1  owner        2  0.6643  0.8596   0.2326   0.02857
+!     2  owner        2  0.4819  0.7649   0.2421    0.0199
+      3  owner        2  0.7776  0.8542   0.9808  0.007928
+!     4  owner        2  0.7374  0.8562  0.01754    0.4204
+!     5  owner        2  0.7639  0.8595   0.2173   0.03515
+!     6  owner        2  0.5392  0.8526   0.2217   0.02432
+      7  frozen
+      8  frozen
+      9  shares 0     2  0.6962  0.8594    1.012  0.006879
+
+warning: parameter 1: update-to-weight ratio 0.0286 is above 1e-2 at lr 0.01
+warning: parameter 2: update-to-weight ratio 0.0199 is above 1e-2 at lr 0.01
+warning: parameter 4: update-to-weight ratio 0.42 is above 1e-2 at lr 0.01
+warning: parameter 5: update-to-weight ratio 0.0352 is above 1e-2 at lr 0.01
+warning: parameter 6: update-to-weight ratio 0.0243 is above 1e-2 at lr 0.01
+verdict: healthy (5 ratio warnings: --strict makes them failures)
+`);
+  // the same numbers from every layout of the same two steps (ZeRO-1/2/3, 2 or 3 ranks): the fragments read in order
+  const json = (name) => JSON.parse(cli(['health', name, '--json'], FIXTURES).stdout);
+  const ref = json('zero2-w2');
+  for (const name of ['zero1-w2', 'zero3-w2', 'zero2-w3', 'zero3-w3']) {
+    const h = json(name);
+    assert.equal(h.ok, true, name);
+    assert.deepEqual(h.slots.map((s) => [s.slot, s.owner, s.count, s.step]), ref.slots.map((s) => [s.slot, s.owner, s.count, s.step]), name);
+    for (const [k, s] of h.slots.entries()) {
+      if (!s.update) continue;
+      assert.ok(Math.abs(s.param.rms - ref.slots[k].param.rms) <= 1e-6 * ref.slots[k].param.rms, `${name} ${k}`);
+      assert.ok(Math.abs(s.update.rms - ref.slots[k].update.rms) <= 1e-3 * ref.slots[k].update.rms, `${name} ${k}`);
+    }
+  }
+  // a NaN in m, a negative v, read from their fragments: flagged, exit status 1
+  const bad = cli(['health', byName('c29-nan').dir, '--json']);
+  assert.equal(bad.status, 1);
+  const flags = JSON.parse(bad.stdout).flags.filter((f) => f.slot === 2 || f.slot === 4).map((f) => [f.slot, f.flag, f.severity, f.message]);
+  assert.deepEqual(flags, [[2, 'momentsNonFinite', 'failure', 'parameter 2: its moments hold 1 NaN and 0 infinite values'], [4, 'negativeV', 'failure', 'parameter 4: its second moment holds 1 negative value']]);
+  // --state: a DeepSpeed folder holds its own parameters
+  const e = cli(['health', 'zero2-w2', '--state', 'zero2-w3'], FIXTURES, 400);
+  assert.equal(e.status, 2);
+  assert.equal(e.stderr.split('\n')[0], 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)');
+});
+
+
+test('health(dir) through the API: one thread whatever the workers asked (a folder is no file a worker shares), the CLI\'s numbers', async () => {
+  const { health } = await import('../../js/index.js');
+  const dir = path.join(FIXTURES, 'zero3-w3');
+  const h = await health(dir, null, { workers: 2 });
+  const cliJson = JSON.parse(cli(['health', 'zero3-w3', '--json'], FIXTURES).stdout);
+  assert.equal(h.ok, true);
+  assert.deepEqual(h.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]), cliJson.slots.map((s) => [s.slot, s.param?.rms ?? null, s.update?.rms ?? null, s.ratio]));
+});
+
+test('inspect --stats of a ZeRO-3 folder on 3 ranks: each parameter\'s m and v as a TorchLean report\'s entries have them, and its masters, from its fragments', () => {
+  const r = cli(['inspect', 'zero3-w3', '--stats'], FIXTURES, 100);
+  assert.equal(r.status, 0);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `zero3-w3: DeepSpeed ZeRO checkpoint (DeepSpeed), float32, 26,395 bytes
+deepspeed       ZeRO-3, 3 ranks, float32 module, DeepSpeed 0.14.4, tag global_step2
+files           zero_pp_rank_0_mp_rank_00_model_states.pt,
+                zero_pp_rank_0_mp_rank_00_optim_states.pt,
+                zero_pp_rank_1_mp_rank_00_model_states.pt,
+                zero_pp_rank_1_mp_rank_00_optim_states.pt,
+                zero_pp_rank_2_mp_rank_00_model_states.pt, zero_pp_rank_2_mp_rank_00_optim_states.pt
+group 0         lr 0.01  betas 0.9, 0.999  eps 1e-8  wd 0.01  amsgrad no  7 parameters, flat 183
+                step 2
+engine          global_steps 2, skipped_steps 0
+parameters      10 slots, 8 trainable, 7 optimizer states, with tied (shared) slots
+
+slot  name           shape    size  trainable  representative  step
+   0  emb.weight     [11, 6]    66  yes        owner              2
+   1  l1.weight      [7, 6]     42  yes        owner              2
+   2  l1.bias        [7]         7  yes        owner              2
+   3  ln.weight      [7]         7  yes        owner              2
+   4  ln.bias        [7]         7  yes        owner              2
+   5  l2.weight      [6, 7]     42  yes        owner              2
+   6  l2.bias        [6]         6  yes        owner              2
+   7  frozen.weight  [6, 6]     36  no         -
+   8  frozen.bias    [6]         6  no         -
+   9  head.weight    [11, 6]    66  yes        shares 0
+
+slot  name          m min   m max   m rms     v max     v rms  NaN/inf
+   0  emb.weight  -0.1226  0.1595  0.0554  0.001598  4.063e-4
+   1  l1.weight   -0.3457  0.3666  0.1759   0.01139  3.938e-3
+   2  l1.bias     -0.1987  0.1694  0.1212  0.009083  4.099e-3
+   3  ln.weight   0.05614   0.293   0.212  0.005069  3.356e-3
+   4  ln.bias     -0.1686  0.1663  0.1326  0.002467  1.573e-3
+   5  l2.weight   -0.5687  0.4437  0.2407    0.0203  5.908e-3
+   6  l2.bias     -0.1324  0.4694  0.2135   0.01237  5.324e-3
+
+slot  name        group/sub  fragments (rank:start+count)  master min  master max  master rms
+   0  emb.weight        0/0  0:0+22 1:0+22 2:0+22              -2.096       2.547       1.012
+   1  l1.weight         0/0  0:22+14 1:22+14 2:22+14          -0.4271       0.404      0.2326
+   2  l1.bias           0/0  0:36+3 1:36+3 2:36+1             -0.4046    -0.08727      0.2421
+   3  ln.weight         0/0  0:39+3 1:39+3 2:39+1              0.9799      0.9831      0.9808
+   4  ln.bias           0/0  0:42+3 1:42+3 2:42+1            -0.01826     0.01997     0.01754
+   5  l2.weight         0/0  0:45+14 1:45+14 2:45+14          -0.3587      0.3745      0.2173
+   6  l2.bias           0/0  0:59+2 1:59+2 2:59+2             -0.3251      0.2822      0.2217
+
+verdict: valid
+`);
+  // the same statistics as the ZeRO-2 folder of the same two steps on 2 ranks (another layout of the fragments)
+  const two = cli(['inspect', 'zero2-w2', '--stats'], FIXTURES, 100).stdout;
+  const table = (t) => t.slice(t.indexOf('slot  name          m min'), t.indexOf('\n\n', t.indexOf('slot  name          m min')));
+  assert.equal(table(two), table(r.stdout));
+});
+
+
+/** A safetensors export's header (its tensors) and metadata. */
+const stHeader = (file) => {
+  const b = fs.readFileSync(file);
+  const h = JSON.parse(b.subarray(8, 8 + Number(b.readBigUInt64LE(0))).toString('utf8'));
+  const meta = h.__metadata__;
+  delete h.__metadata__;
+  return { tensors: Object.keys(h), meta };
+};
+
+test('export of a DeepSpeed folder: a group saved before its first step (its masters alone), an elastic checkpoint (no configuration), --names', () => {
+  const dir = fs.mkdtempSync(path.join(out, 'export-cases-'));
+  const run = (args) => {
+    const r = cli(args, ROOT, 400);
+    assert.equal(r.stderr, '');
+    assert.equal(r.status, 0);
+    return stHeader(args[2]);
+  };
+  const none = run(['export', byName('c33-no-state').dir, path.join(dir, 'c33.safetensors')]);
+  assert.deepEqual(none.tensors, ['a.weight.exp_avg', 'a.weight.exp_avg_sq', 'a.weight', 'a.bias', 'b.weight.exp_avg', 'b.weight.exp_avg_sq', 'b.weight', 'b.bias']);
+  assert.deepEqual(JSON.parse(none.meta.tensors)['a.bias'], 'fp32 master weights');
+  assert.deepEqual(JSON.parse(none.meta.steps), { 'a.weight': 2, 'a.bias': 0, 'b.weight': 2, 'b.bias': 0 });
+  assert.deepEqual([none.meta.family, none.meta.version, none.meta.dtype], ['DeepSpeed', '0', 'float32']);
+  const elastic = run(['export', byName('c32-elastic').dir, path.join(dir, 'c32.safetensors')]);
+  assert.equal(elastic.meta.config, 'null');
+  assert.deepEqual(JSON.parse(elastic.meta.groups), [{ lr: null, names: ['a.weight', 'a.bias', 'b.weight', 'b.bias'] }]);
+  // --names: one per slot, in place of the module's
+  const names = path.join(dir, 'names.json');
+  fs.writeFileSync(names, JSON.stringify(Array.from({ length: 10 }, (_, i) => `p${i}`)));
+  const renamed = run(['export', path.join(FIXTURES, 'zero2-w2'), path.join(dir, 'renamed.safetensors'), '--names', names]);
+  assert.deepEqual(renamed.tensors.slice(0, 6), ['p0.exp_avg', 'p0.exp_avg_sq', 'p0', 'p1.exp_avg', 'p1.exp_avg_sq', 'p1']);
+  assert.equal(renamed.tensors.length, 21);
 });

@@ -202,7 +202,19 @@ typedef struct ckpt_ds {
     bool *has_config;
     int kind_said; /* ds_config.optimizer: -1 unsaid, CKPT_ADAM, CKPT_ADAMW */
     const ckpt_source *src;
+    /* the report's items (family.c), one per entry, in entry order: a parameter's keys as
+     * payloads whose spans are its fragments (none when the layout is not read) */
+    struct ds_entry_item *items;
+    size_t items_len;
+    ckpt_span *spans;
 } ckpt_ds;
+
+/* An item: param's keys, each a run spans[first[key] .. + len[key]) (len 0: not held). */
+typedef struct ds_entry_item {
+    size_t param;
+    size_t first[DS_KEYS], len[DS_KEYS];
+    int dtype[DS_KEYS];
+} ds_entry_item;
 
 /* One fragment of parameter p's state for key (DS_EXP_AVG .. DS_FP32), in rank order: the file
  * (ds->files[f.file]), the byte offset of its first element in the source and in that file, its

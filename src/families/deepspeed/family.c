@@ -106,6 +106,44 @@ static int entries(ckpt_report *rep, ckpt_ds *ds)
     return 0;
 }
 
+/* The items, one per entry (a parameter with a slot), when the layout is read: each key held on
+ * every rank of its parameter, in one dtype, a payload whose spans are its fragments. */
+static int items(ckpt_report *rep, ckpt_ds *ds)
+{
+    if (!ds->layout_ok || !rep->schema_complete || !rep->entries_len) return 0;
+    size_t total = 0;
+    for (size_t k = 0; k < ds->params_len; k++)
+        if (ds->params[k].slot != DS_NONE) total += DS_KEYS * ds->params[k].frags_len;
+    ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
+    ds->items = calloc(rep->entries_len, sizeof *ds->items);
+    ds->spans = malloc((total ? total : 1) * sizeof *ds->spans);
+    if (!frags || !ds->items || !ds->spans) {
+        free(frags);
+        return ckpt_fail_oom(&rep->error);
+    }
+    size_t at = 0, n = 0;
+    for (size_t k = 0; k < ds->params_len && n < rep->entries_len; k++) {
+        if (ds->params[k].slot == DS_NONE) continue;
+        ds_entry_item *it = &ds->items[n++];
+        it->param = k;
+        for (int key = 0; key < DS_KEYS; key++) {
+            it->first[key] = at;
+            if (!ckpt_ds_has_key(ds, k, key)) continue;
+            size_t m = ckpt_ds_fragments(ds, k, key, frags);
+            bool one = m > 0 && m <= ds->params[k].frags_len;
+            for (size_t j = 1; one && j < m; j++) one = frags[j].dtype == frags[0].dtype;
+            if (!one) continue;
+            for (size_t j = 0; j < m; j++) ds->spans[at + j] = (ckpt_span){frags[j].at, frags[j].count};
+            it->len[key] = m;
+            it->dtype[key] = frags[0].dtype;
+            at += m;
+        }
+    }
+    ds->items_len = n;
+    free(frags);
+    return 0;
+}
+
 static int ds_parse(ckpt_parse *p)
 {
     ckpt_report *rep = p->rep;
@@ -136,22 +174,50 @@ static int ds_parse(ckpt_parse *p)
         TRY(ds_stats(ds, rep, &p->scan, p->err));
         TRY(ds_rounding(ds, rep, p->err));
     }
-    return entries(rep, ds);
+    TRY(entries(rep, ds));
+    return items(rep, ds);
 }
 
 static size_t ds_item_count(const ckpt_report *rep)
 {
-    /* a parameter's state lies in fragments across files: no item of one offset per payload
-     * (statistics come with the open, from the fragments) */
-    (void)rep;
-    return 0;
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    return ds ? ds->items_len : 0;
 }
 
+/* Item k: entry k's parameter, its exp_avg and exp_avg_sq (both or neither), max_exp_avg_sq and
+ * fp32 master weights (a payload of values) where held, each a payload whose spans are its
+ * fragments (statistics: the entry's m and v, the parameter's others). */
 static ckpt_item ds_report_item(ckpt_report *rep, size_t k)
 {
-    (void)rep;
-    (void)k;
-    return (ckpt_item){0};
+    ckpt_ds *ds = rep->family_data;
+    const ds_entry_item *d = &ds->items[k];
+    ds_param *p = &ds->params[d->param];
+    ckpt_entry_info *e = &rep->entries[k];
+    ckpt_item it = {.slot = e->id, .count = p->count, .unhealthy = &e->unhealthy};
+    static const char *const names[DS_KEYS] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", ""};
+    ckpt_stats **stats[DS_KEYS] = {&e->m, &e->v, &p->stats[DS_MAX_EXP_AVG_SQ], &p->stats[DS_FP32]};
+    bool moments = d->len[DS_EXP_AVG] && d->len[DS_EXP_AVG_SQ];
+    for (int key = moments ? 0 : DS_MAX_EXP_AVG_SQ; key < DS_KEYS; key++) {
+        if (!d->len[key] || (key == DS_MAX_EXP_AVG_SQ && !moments)) continue;
+        const ckpt_span *sp = &ds->spans[d->first[key]];
+        it.payload[it.payloads++] =
+            (ckpt_payload){names[key], d->dtype[key], sp[0].offset, p->count, NULL, stats[key], sp, d->len[key]};
+    }
+    return it;
+}
+
+/* A folder: its items are its parameters' state once its layout is read (one that fails a check
+ * is refused as invalid); a file alone holds a partition of them. */
+static bool ds_items_whole(const ckpt_report *rep)
+{
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    return ds && !ds->lone && (ds->layout_ok || ds_failed(ds));
+}
+
+static const char *ds_slot_name(const ckpt_report *rep, uint64_t slot)
+{
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    return ds && slot < ds->slot_count ? ds->slot_names[slot] : NULL;
 }
 
 static uint64_t ds_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
@@ -224,7 +290,9 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .release = ds_release,
     .pair_new_model = ckpt_ds_pair_new_model,
     .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect and check read it, "
-              "and check pairs it with a model; health, runs, diff, export and conversion do not yet",
+              "check pairs it with a model, health and export read its folder; runs, diff and conversion do not yet",
+    .items_whole = ds_items_whole,
+    .slot_name = ds_slot_name,
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",
     .hint_not = "a TorchLean checkpoint",
 };

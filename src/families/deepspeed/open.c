@@ -94,6 +94,8 @@ void ds_free(ckpt_ds *ds)
     free(ds->params);
     free(ds->groups);
     free(ds->frags);
+    free(ds->items);
+    free(ds->spans);
     free(ds->optim);
     for (size_t k = 0; k < ds->failures_len; k++) ckpt_error_clear(&ds->failures[k]);
     free(ds->failures);

@@ -166,14 +166,14 @@ static ckpt_item tf_item(ckpt_report *rep, size_t k)
     ckpt_item it = {e->id,
                     e->count,
                     2,
-                    {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m},
-                     {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v}},
+                    {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m, NULL, 0},
+                     {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v, NULL, 0}},
                     &e->unhealthy};
     size_t vm = d->t->entries[d->entry_of[k]].max_exp_avg_sq;
     if (vm != CKPT_TORCH_NONE && d->t->tensors[vm].contiguous && d->t->tensors[vm].count == e->count &&
         ckpt_torch_dtype(d->t->tensors[vm].dtype) == rep->dtype)
         it.payload[it.payloads++] =
-            (ckpt_payload){"max_exp_avg_sq", rep->dtype, d->t->tensors[vm].at, e->count, NULL, &d->vmax[k]};
+            (ckpt_payload){"max_exp_avg_sq", rep->dtype, d->t->tensors[vm].at, e->count, NULL, &d->vmax[k], NULL, 0};
     return it;
 }
 

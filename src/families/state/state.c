@@ -15,7 +15,8 @@ size_t ckpt_state_item_count(const ckpt_report *rep) { return rep->tensors_len; 
 ckpt_item ckpt_state_item(ckpt_report *rep, size_t k)
 {
     ckpt_tensor_info *t = &rep->tensors[k];
-    return (ckpt_item){k, t->count, 1, {{"", t->dtype, t->data_offset, t->count, NULL, &t->values}}, &t->unhealthy};
+    return (ckpt_item){
+        k, t->count, 1, {{"", t->dtype, t->data_offset, t->count, NULL, &t->values, NULL, 0}}, &t->unhealthy};
 }
 
 static int oom_at(ckpt_error *err, uint64_t offset, uint64_t i, uint64_t count)

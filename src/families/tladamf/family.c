@@ -10,8 +10,8 @@ static ckpt_item adam_item(ckpt_report *rep, size_t k)
     return (ckpt_item){e->id,
                        e->count,
                        2,
-                       {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m},
-                        {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v}},
+                       {{"exp_avg", rep->dtype, e->m_offset, e->count, NULL, &e->m, NULL, 0},
+                        {"exp_avg_sq", rep->dtype, e->v_offset, e->count, NULL, &e->v, NULL, 0}},
                        &e->unhealthy};
 }
 
