@@ -301,7 +301,9 @@ export class HealthView {
   render() {
     const r = this.result;
     if (!r || this.card.hidden) return;
-    this.mode = r.withState && r.lr !== null && r.lr !== undefined ? 'ratio' : 'rms';
+    // the ratio where the pass gave one: a state file's parameters, or the checkpoint's own
+    // (DeepSpeed's fp32 master weights), at a learning rate typed or stored
+    this.mode = r.lr !== null && r.lr !== undefined && r.slots.some((x) => x.ratio !== null && x.ratio !== undefined) ? 'ratio' : 'rms';
     const flagged = new Set(r.flags.map((f) => f.slot));
     const what = this.mode === 'ratio'
       ? `update-to-weight ratio at ${r.lrFrom === 'file' ? 'the optimizer\'s param groups\' ' : ''}lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
