@@ -264,12 +264,15 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 /* open.c */
 int ds_open(ckpt_parse *p, ckpt_ds *ds);
 void ds_free(ckpt_ds *ds);
+/* failures.c */
 /* A failure of 11.5 (an error): listed, and the report's error when it is the first. Returns 0
  * (the checks go on) or CKPT_E_NO_MEMORY. */
 int ds_fail(ckpt_ds *ds, ckpt_report *rep, int code, const char *fmt, ...) CKPT_PRINTF(4, 5);
 /* A warning of 11.5. */
 int ds_warn(ckpt_report *rep, const char *fmt, ...) CKPT_PRINTF(2, 3);
 bool ds_failed(const ckpt_ds *ds); /* an error was found */
+/* A failure already made (a file's own error, with its hint) listed as ds_fail lists its own. */
+int ds_push_failure(ckpt_ds *ds, ckpt_report *rep, const ckpt_error *e);
 
 /* pick.c: values of the pickle's tree (a file's) */
 typedef struct ds_tree {
