@@ -302,8 +302,10 @@ export async function health(opt, state = null, { lr, ratioBand: bandArg, onProg
   }
   return withOpen(opt, (o) => withOpenOrNull(state, (s) => withModelSlots(o, s, opt, async (oo, ss, paired) => {
     const json = await healthOf(oo, ss, { ...args, ...slots, onProgress, signal });
-    // a PyTorch pair's slots are named by its model (the report's names)
+    // a PyTorch pair's slots are named by its model, a DeepSpeed checkpoint's by its module (the
+    // report's names)
     if (oo.summary.pairing?.slots) json.names = oo.summary.pairing.slots;
+    else if (oo.summary.names) json.names = oo.summary.names;
     if (paired) json.pairCondition = paired.pairs === null ? paired.error.message : null;
     return json;
   }, { frozen, trainedModel, trainedLabel, modelLabel })));

@@ -386,6 +386,8 @@ export interface DeepSpeedReport extends ReportCommon {
   slotCount: number | null;
   entries?: Entry[];
   tensors?: Tensor[];
+  /** The slots' names: the module's parameter names, in slot order (null for a file alone). */
+  names: string[] | null;
   deepspeed: DeepSpeedMembers | null;
   error: null;
 }

@@ -82,7 +82,7 @@ static void slot_name(const ckpt_report *rep, const ckpt_export_options *o, size
     *out = buf;
 }
 
-enum { NPZ_NAME_MAX = 65535 - 15 }; /* 15: strlen(".exp_avg_sq.npy") */
+enum { NPZ_NAME_MAX = 65535 - 19 }; /* 19: strlen(".max_exp_avg_sq.npy"), the longest suffix written */
 
 /* A byte a member name of an .npz does not hold as it is: a path separator (/, \), a drive's
  * colon, the escape itself (%), a control character. Written %XX (two upper-case hex digits), as

@@ -403,30 +403,30 @@ test('export of a DeepSpeed folder that fails a check: refused, nothing written'
   assert.equal(fs.existsSync(file), false);
 });
 
-test('health of a DeepSpeed folder: each parameter\'s next step from its fragments, its fp32 master weights as θ, at its groups\' lr', () => {
+test('health of a DeepSpeed folder: each parameter\'s next step from its fragments, its fp32 master weights as θ, at its groups\' lr, named by the module', () => {
   const r = cli(['health', 'zero2-w2'], FIXTURES, 100);
   assert.equal(r.status, 0);
   assert.equal(r.stderr, '');
   assert.equal(r.stdout, `zero2-w2: the next Adam step per slot at lr 0.01 (the optimizer's groups')
 AdamW's decoupled decay per unit θ (lr · weight decay): 1e-4
 
-   slot  moments   step  rms(u)  max|u|   rms(θ)     ratio  v=0  bad m
-      0  owner        2  0.6962  0.8594    1.012  0.006879
-!     1  owner        2  0.6643  0.8596   0.2326   0.02857
-!     2  owner        2  0.4819  0.7649   0.2421    0.0199
-      3  owner        2  0.7776  0.8542   0.9808  0.007928
-!     4  owner        2  0.7374  0.8562  0.01754    0.4204
-!     5  owner        2  0.7639  0.8595   0.2173   0.03515
-!     6  owner        2  0.5392  0.8526   0.2217   0.02432
-      7  frozen
-      8  frozen
-      9  shares 0     2  0.6962  0.8594    1.012  0.006879
+   slot  name           moments   step  rms(u)  max|u|   rms(θ)     ratio  v=0  bad m
+      0  emb.weight     owner        2  0.6962  0.8594    1.012  0.006879
+!     1  l1.weight      owner        2  0.6643  0.8596   0.2326   0.02857
+!     2  l1.bias        owner        2  0.4819  0.7649   0.2421    0.0199
+      3  ln.weight      owner        2  0.7776  0.8542   0.9808  0.007928
+!     4  ln.bias        owner        2  0.7374  0.8562  0.01754    0.4204
+!     5  l2.weight      owner        2  0.7639  0.8595   0.2173   0.03515
+!     6  l2.bias        owner        2  0.5392  0.8526   0.2217   0.02432
+      7  frozen.weight  frozen
+      8  frozen.bias    frozen
+      9  head.weight    shares 0     2  0.6962  0.8594    1.012  0.006879
 
-warning: parameter 1: update-to-weight ratio 0.0286 is above 1e-2 at lr 0.01
-warning: parameter 2: update-to-weight ratio 0.0199 is above 1e-2 at lr 0.01
-warning: parameter 4: update-to-weight ratio 0.42 is above 1e-2 at lr 0.01
-warning: parameter 5: update-to-weight ratio 0.0352 is above 1e-2 at lr 0.01
-warning: parameter 6: update-to-weight ratio 0.0243 is above 1e-2 at lr 0.01
+warning: [l1.weight] parameter 1: update-to-weight ratio 0.0286 is above 1e-2 at lr 0.01
+warning: [l1.bias] parameter 2: update-to-weight ratio 0.0199 is above 1e-2 at lr 0.01
+warning: [ln.bias] parameter 4: update-to-weight ratio 0.42 is above 1e-2 at lr 0.01
+warning: [l2.weight] parameter 5: update-to-weight ratio 0.0352 is above 1e-2 at lr 0.01
+warning: [l2.bias] parameter 6: update-to-weight ratio 0.0243 is above 1e-2 at lr 0.01
 verdict: healthy (5 ratio warnings: --strict makes them failures)
 `);
   // the same numbers from every layout of the same two steps (ZeRO-1/2/3, 2 or 3 ranks): the fragments read in order

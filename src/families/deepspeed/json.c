@@ -220,6 +220,16 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         ckpt_report_json_model(w, rep, bulk);
     } else ckpt_report_json_optimizer(w, rep, bulk);
     strbuf *sb = ckpt_jw_text(w);
+    /* the slots' names (the module's), as a paired PyTorch report names its slots */
+    sb_puts(sb, ",\"names\":");
+    if (ds && !model && ds->slot_count) {
+        sb_putc(sb, '[');
+        for (size_t k = 0; k < ds->slot_count; k++) {
+            if (k) sb_putc(sb, ',');
+            j_string(sb, ds->slot_names[k]);
+        }
+        sb_putc(sb, ']');
+    } else sb_puts(sb, "null");
     if (!ds) {
         sb_puts(sb, ",\"deepspeed\":null");
         return;
