@@ -284,6 +284,10 @@ export interface TorchEntry {
 }
 
 /** One range of torch versions' torch.load(weights_only=True) verdict on a torch.save file. */
+/** One torch release, or a range of releases between two read, and whether its
+ *  torch.load(weights_only=True) takes the file. A range is judged by its bounds (1.13 with
+ *  BINFLOAT and 2.6; 2.6 and 2.14): `loads` null when they disagree (cannot tell), and its
+ *  `reason` in ckptscope's words; a release's `reason` is torch's own. */
 export interface TorchWeightsOnly {
   torch: string;
   source: string | null;
@@ -318,9 +322,9 @@ export interface TorchReport extends ReportCommon {
   globalStep: number | null;
   /** torch.load(weights_only=True) of torch 2.14 and later (the newest release read) takes the file. */
   weightsOnly: boolean;
-  /** Each range of torch versions, in order (1.13, 2.0 to 2.5, 2.6, 2.7 to 2.13, 2.14 and later):
-   *  `source` the release whose unpickler was read (null: not read, `loads` null), and where a
-   *  version stops, torch's reason (format.md 10.2). */
+  /** Each release or range of torch versions, in order (1.13, 2.0 to 2.5, 2.6, 2.7 to 2.13, 2.14
+   *  and later): `source` the release whose unpickler was read (null for a range, judged by its
+   *  bounds), and where it stops, with the reason (format.md 10.2). */
   weightsOnlyBy: TorchWeightsOnly[];
   globals: string[];
   refused: string[];
@@ -804,6 +808,9 @@ export function namesOf(x: unknown, where?: string): string[];
 /** A positive finite number written as text by the CLI's rule (decimal digits, a point, an
  *  exponent, a sign: not `0x10`, `Infinity` or a blank), as --lr takes it; NaN when it is not one. */
 export function positiveNumber(text: string): number;
+/** torch.load(weights_only=True) by torch release, one line each (`torch 1.13: no, BINFLOAT at
+ *  byte 829 of "adamw/data.pkl": Unsupported operand 71`), as the CLI prints them. */
+export function weightsOnlyLines(by: TorchWeightsOnly[]): string[];
 
 export class HttpError extends Error {
   readonly url: string;

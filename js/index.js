@@ -15,6 +15,7 @@ export { toNumber, toBigInt } from './values.js';
 export { readJsonSource, BlobSource } from './sources.js';
 export { jsonKind, namesOf } from './layout.js';
 export { positiveNumber } from './options.js';
+export { weightsOnlyLines } from './weights-only.js';
 export { HttpSource, HttpError } from './http-source.js';
 export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';
 export { trainerFolder, trainerFolderRoles, trainerLayout, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';

@@ -1,3 +1,4 @@
+import { weightsOnlyLines } from '../weights-only.js';
 import { terminalLine, displayWidth, middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
@@ -327,17 +328,6 @@ function torchLines(report, out, width) {
   out.push('');
   const header = ['index', 'm min', 'm max', 'm rms', 'v max', 'v rms', ...(vmax ? ['vmax max'] : []), 'NaN/inf'];
   for (const l of table(statRows, header, new Set([0, ...cols, cols.length + 1]))) out.push(l);
-}
-
-/** torch.load(weights_only=True) by torch version, from the report's `weightsOnlyBy` (the core's
- *  verdicts): one line a version read, yes or where it stops and its reason; the versions not read
- *  on a last line. */
-export function weightsOnlyLines(by) {
-  const lines = by.filter((v) => v.loads !== null).map((v) => (v.loads ? `torch ${v.torch}: yes`
-    : `torch ${v.torch}: no, ${v.opcode} at byte ${v.byte} of ${JSON.stringify(v.member)}: ${v.reason}`));
-  const unread = by.filter((v) => v.loads === null).map((v) => v.torch);
-  if (unread.length) lines.push(`torch ${unread.join(', ')}: not read by ckptscope`);
-  return lines;
 }
 
 /** The summary of a report as lines; `names` (optional) names the slots; tables fit `width`. */

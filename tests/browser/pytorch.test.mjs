@@ -40,7 +40,11 @@ test('an optimizer.pt alone: its container, param groups, weights-only verdict a
   await page.waitForSelector('[data-testid=torch]:not([hidden])');
   assert.equal(await text(page, '[data-testid=torch-container]'), 'lm.opt.pt is a torch.save zip of 48 records; its optimizer state dict at the top level.');
   assert.equal(await text(page, '[data-testid=weights-only]'),
-    'torch.load(weights_only=True) loads it: the globals it names are torch._utils._rebuild_tensor_v2, torch.FloatStorage, collections.OrderedDict.');
+    'torch.load(weights_only=True) of torch 2.14 and later loads it: the globals it names are torch._utils._rebuild_tensor_v2, torch.FloatStorage, collections.OrderedDict.');
+  // every release read and every range between, one line each
+  assert.deepEqual(await page.$$eval('[data-testid=weights-only-by] li', (ls) => ls.map((l) => l.textContent)), [
+    'torch 1.13: no, BINFLOAT at byte 2958 of "lm.opt/data.pkl": Unsupported operand 71',
+    'torch 2.0 to 2.5: yes', 'torch 2.6: yes', 'torch 2.7 to 2.13: yes', 'torch 2.14 and later: yes']);
   assert.deepEqual(await rows(page, '[data-testid=torch-group]'), GROUPS);
   const indices = await rows(page, '[data-testid=torch-index]');
   assert.equal(indices.length, 16);
@@ -134,7 +138,7 @@ test('a Lightning .ckpt: the globals torch.load(weights_only=True) refuses, its 
   const page = await viewer.page({ width: 800 });
   await dropFiles(page, [{ bytes: fs.readFileSync(path.join(objects, 'lightning.ckpt')), name: 'lightning.ckpt' }]);
   await page.waitForSelector('[data-testid=pair-verdict].loads');
-  assert.equal(await text(page, '[data-testid=weights-only]'), 'torch.load(weights_only=True) refuses it: it names __main__.HParams. '
+  assert.equal(await text(page, '[data-testid=weights-only]'), 'torch.load(weights_only=True) of torch 2.14 and later refuses it: it names __main__.HParams. '
     + 'Every global it names: collections.OrderedDict, torch._utils._rebuild_tensor_v2, torch.BFloat16Storage, torch.FloatStorage, __main__.HParams.');
   assert.equal(await text(page, '[data-testid=torch-container]'),
     'lightning.ckpt is a torch.save zip of 16 records; its optimizer state dict at optimizer_states[0]; its model\'s state dict at state_dict.');

@@ -171,6 +171,9 @@ static void weights_only_by(const char *json, const char *prefix, const char *na
     CHECK(sscanf(at + strlen(want), "%llu", &byte) == 1);
     snprintf(want, sizeof want, "\"reason\":\"Unsupported operand 71\"},{\"torch\":\"2.0 to 2.5\"");
     CHECK(strstr(at, want) != NULL);
+    /* every release from 2.0 on takes it: both bounds of each range between do */
+    CHECK(strstr(at, "{\"torch\":\"2.0 to 2.5\",\"source\":null,\"loads\":true,") != NULL);
+    CHECK(strstr(at, "{\"torch\":\"2.7 to 2.13\",\"source\":null,\"loads\":true,") != NULL);
     CHECK(strstr(at, "{\"torch\":\"2.6\",\"source\":\"2.6.0\",\"loads\":true,") != NULL);
     CHECK(strstr(at, "{\"torch\":\"2.14 and later\",\"source\":\"2.14.1\",\"loads\":true,") != NULL);
     FILE *f = facts_file(name);

@@ -37,9 +37,10 @@ test('convert model.ckpt OUT.pt --lr: a torch.save file with weights_only\'s nam
   assert.equal(r.status, 0, r.stderr);
   assert.equal(r.stdout, 'optimizer.pt: torch.save file, AdamW state_dict, 2 parameters with state (float32), lr 0.0003\n'
     + 'weights only: torch 1.13: no, BINFLOAT at byte 872 of "optimizer/data.pkl": Unsupported operand 71\n'
+    + 'weights only: torch 2.0 to 2.5: yes\n'
     + 'weights only: torch 2.6: yes\n'
-    + 'weights only: torch 2.14 and later: yes\n'
-    + 'weights only: torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope\n');
+    + 'weights only: torch 2.7 to 2.13: yes\n'
+    + 'weights only: torch 2.14 and later: yes\n');
   const rep = await inspect(at('optimizer.pt'));
   assert.equal(rep.ok, true);
   assert.equal(rep.weightsOnly, true);

@@ -109,9 +109,10 @@ group 1         lr 0.0003  betas 0.9, 0.95  eps 0.000001  wd 0  amsgrad no
                 maximize no  params 2, 3
 weights only    torch 1.13: no, BINFLOAT at byte 829 of "adamw/data.pkl":
                   Unsupported operand 71
+                torch 2.0 to 2.5: yes
                 torch 2.6: yes
+                torch 2.7 to 2.13: yes
                 torch 2.14 and later: yes
-                torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope
 globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
                 collections.OrderedDict
 
@@ -128,6 +129,32 @@ verdict: valid
   assert.equal(s.find((l) => l.startsWith('index    m min')), 'index    m min   m max   m rms     v max     v rms  vmax max  NaN/inf');
 });
 
+test('torch 2.0 to 2.5 and 2.7 to 2.13, between the releases read: a verdict where the bounds agree, cannot tell where they differ', () => {
+  const by = (name) => JSON.parse(cli('inspect', at(name), '--json').stdout).weightsOnlyBy
+    .map((v) => [v.torch, v.source, v.loads, v.opcode, v.check, v.byte, v.reason]);
+  // a scheduler's Counter: 1.13 lacks it, 2.6 lists it; when it came between, ckptscope cannot tell
+  assert.deepEqual(by('wo-counter.pt'), [
+    ['1.13', '1.13.1', false, 'GLOBAL', 'global', 2, 'Unsupported class collections.Counter'],
+    ['2.0 to 2.5', null, null, 'GLOBAL', 'global', 2, 'GLOBAL collections.Counter: 1.13 with BINFLOAT refuses it, 2.6 takes the file: which releases between take it is not known'],
+    ['2.6', '2.6.0', true, null, null, null, null],
+    ['2.7 to 2.13', null, true, null, null, null, null],
+    ['2.14 and later', '2.14.1', true, null, null, null, null]]);
+  // a class of the training script: no release takes it; 1.13 stops earlier, at the first float
+  const lightning = by('lightning.ckpt');
+  assert.deepEqual(lightning.filter((v) => v[1] === null), [
+    ['2.0 to 2.5', null, false, 'GLOBAL', 'global', 1583, 'GLOBAL __main__.HParams: refused by both 1.13 with BINFLOAT and 2.6, the bounds of this range'],
+    ['2.7 to 2.13', null, false, 'GLOBAL', 'global', 1583, 'GLOBAL __main__.HParams: refused by both 2.6 and 2.14, the bounds of this range']]);
+  assert.deepEqual(lightning[0].slice(2, 6), [false, 'BINFLOAT', 'opcode', 1326]);
+  // the text says the same, a line a range
+  const text = cli('inspect', at('wo-counter.pt')).stdout;
+  assert.ok(text.includes(`                torch 2.0 to 2.5: cannot tell, GLOBAL at byte 2 of
+                  "archive/data.pkl": GLOBAL collections.Counter: 1.13 with
+                  BINFLOAT refuses it, 2.6 takes the file: which releases
+                  between take it is not known
+                torch 2.6: yes
+`), text);
+});
+
 test('a pickle naming os.system is read, never run: weightsOnly false, the name in the warning', () => {
   const r = cli('inspect', at('evil.pt'), '--json');
   const report = JSON.parse(r.stdout);
@@ -141,9 +168,9 @@ test('a pickle naming os.system is read, never run: weightsOnly false, the name 
   // each version's verdict: where it stops, and torch's own reason
   assert.deepEqual(report.weightsOnlyBy.map((v) => [v.torch, v.source, v.loads, v.opcode, v.check, v.member, v.byte, v.reason]), [
     ['1.13', '1.13.1', false, 'GLOBAL', 'global', 'evil/data.pkl', 759, 'Unsupported class posix.system'],
-    ['2.0 to 2.5', null, null, null, null, null, null, null],
+    ['2.0 to 2.5', null, false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'GLOBAL posix.system: refused by both 1.13 with BINFLOAT and 2.6, the bounds of this range'],
     ['2.6', '2.6.0', false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'Trying to load unsupported GLOBAL posix.system whose module posix is blocked.'],
-    ['2.7 to 2.13', null, null, null, null, null, null, null],
+    ['2.7 to 2.13', null, false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'GLOBAL posix.system: refused by both 2.6 and 2.14, the bounds of this range'],
     ['2.14 and later', '2.14.1', false, 'GLOBAL', 'blocked', 'evil/data.pkl', 759, 'Trying to load unsupported GLOBAL posix.system whose module posix is blocked.']]);
   // the offset is the GLOBAL opcode's byte in the file
   const bytes = fs.readFileSync(at('evil.pt'));
@@ -257,9 +284,10 @@ container       zip, prefix list, 2 records
 optimizer       none
 other tensors   2 tensors in no optimizer or model state dict
 weights only    torch 1.13: yes
+                torch 2.0 to 2.5: yes
                 torch 2.6: yes
+                torch 2.7 to 2.13: yes
                 torch 2.14 and later: yes
-                torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope
 globals         torch._utils._rebuild_tensor_v2, torch.FloatStorage,
                 collections.OrderedDict, torch.DoubleStorage
 

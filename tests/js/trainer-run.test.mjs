@@ -84,14 +84,15 @@ test('inspect checkpoint-N/: its optimizer paired with its model, the kind from 
   assert.equal(lines[2], 'optimizer       (the file itself): kind adamw, 1 group, 4 entries');
   // the weights-only lines, one per torch version read (format.md 10.2)
   const wo = lines.findIndex((l) => l.startsWith('weights only    '));
-  assert.deepEqual(lines.slice(wo, wo + 5).map((l) => l.replace(/ at byte \d+ /, ' at byte N ')), [
+  assert.deepEqual(lines.slice(wo, wo + 6).map((l) => l.replace(/ at byte \d+ /, ' at byte N ')), [
     'weights only    torch 1.13: no, BINFLOAT at byte N of "optimizer/data.pkl":',
     '                  Unsupported operand 71',
+    '                torch 2.0 to 2.5: yes',
     '                torch 2.6: yes',
+    '                torch 2.7 to 2.13: yes',
     '                torch 2.14 and later: yes',
-    '                torch 2.0 to 2.5, 2.7 to 2.13: not read by ckptscope',
   ]);
-  assert.deepEqual(lines.slice(14, 20), [
+  assert.deepEqual(lines.slice(15, 21), [
     'slot  name      shape   size  trainable  representative  step',
     '   0  0.weight  [8, 4]    32  yes        owner             10',
     '   1  0.bias    [8]        8  yes        owner             10',
@@ -99,7 +100,7 @@ test('inspect checkpoint-N/: its optimizer paired with its model, the kind from 
     '   3  2.bias    [3]        3  yes        owner             10',
     '',
   ]);
-  assert.deepEqual(lines.slice(20), ['verdict: valid', '', ...PAIRS('out/checkpoint-10'), '']);
+  assert.deepEqual(lines.slice(21), ['verdict: valid', '', ...PAIRS('out/checkpoint-10'), '']);
   assert.equal(r.stderr, '');
   const json = JSON.parse(cli('inspect', 'out/checkpoint-10', '--json', '--kind', 'adam').stdout);
   assert.equal(json.optimizer.kind, 'adam');

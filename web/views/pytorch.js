@@ -5,6 +5,7 @@
 // the pairing placed it on (the report's `pairing`); until then, that the model is needed.
 import { el, testid } from '../dom.js';
 import { count, plain, plural, shape } from '../format.js';
+import { weightsOnlyLines } from '/js/index.js';
 
 const MAX_ROWS = 1000;
 
@@ -79,11 +80,17 @@ function renderTorch(card, file) {
   // torch.load(weights_only=True): the report says whether it would, and what it would refuse
   const globals = s.globals ?? [];
   const refused = s.refused ?? [];
+  // the newest release read speaks for the default; every release and range has its own line
+  const by = s.weightsOnlyBy ?? [];
+  const newest = by.length ? `torch ${by[by.length - 1].torch}` : 'the newest torch';
   const wo = testid(el('p', s.weightsOnly ? 'meta good' : 'meta bad'), 'weights-only');
   wo.textContent = s.weightsOnly
-    ? `torch.load(weights_only=True) loads it${globals.length ? `: the globals it names are ${globals.join(', ')}` : ''}.`
-    : `torch.load(weights_only=True) refuses it: ${refused.length ? `it names ${refused.join(', ')}` : 'see the globals below'}.${globals.length ? ` Every global it names: ${globals.join(', ')}.` : ''}`;
+    ? `torch.load(weights_only=True) of ${newest} loads it${globals.length ? `: the globals it names are ${globals.join(', ')}` : ''}.`
+    : `torch.load(weights_only=True) of ${newest} refuses it: ${refused.length ? `it names ${refused.join(', ')}` : 'see the globals below'}.${globals.length ? ` Every global it names: ${globals.join(', ')}.` : ''}`;
   card.append(wo);
+  const list = testid(el('ul', 'meta weights-only-by'), 'weights-only-by');
+  for (const l of weightsOnlyLines(by)) list.append(el('li', '', l));
+  card.append(list);
 
   const groups = s.optimizer.groups ?? [];
   card.append(el('h3', '', `${KIND[s.optimizer.kind] ?? 'Adam or AdamW (the file does not say which)'}, ${plural(groups.length, 'param group')}`));

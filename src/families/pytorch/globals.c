@@ -290,6 +290,10 @@ static const char *const op_names[256] = {
 
 const char *ckpt_pickle_op_name(unsigned op) { return op < 256 && op_names[op] ? op_names[op] : "(no opcode)"; }
 
+/* 1.13's rules: its allowlist, no name mapping, NEWOBJ of Parameter alone, BUILD on a tensor, a
+ * parameter or an OrderedDict alone; the least of 2.0 to 2.5 keeps them (with BINFLOAT). */
+static bool rules_113(int v) { return v == CKPT_TV_1_13 || v == CKPT_TV_2_0_LEAST; }
+
 static bool op_taken(int v, unsigned op)
 {
     if (op == CKPT_OP_BINFLOAT) return v != CKPT_TV_1_13; /* 1.13: "Unsupported operand 71" */
@@ -431,6 +435,8 @@ static bool allowed(int v, pyname x)
         is_storage_class(x))
         return true;
     if (v == CKPT_TV_1_13) return IN(x, "torch._utils", rebuild_113) || IN(x, "torch", dtypes_113);
+    if (v == CKPT_TV_2_0_LEAST) return IN(x, "torch", dtypes_113);
+    if (v == CKPT_TV_2_5_MOST && IN(x, "torch._utils", rebuild_113)) return true;
     if (name_is(x, "collections", "Counter") || name_is(x, "torch", "device") || name_is(x, "_codecs", "encode") ||
         name_is(x, "builtins", "bytearray") || name_is(x, "builtins", "set") || name_is(x, "builtins", "complex") ||
         name_is(x, "torch._tensor", "_rebuild_from_type_v2") || IN(x, "torch._utils", rebuild_2x) ||
@@ -467,7 +473,7 @@ static pyname name_of(const ckpt_pickle *p, const ckpt_pnode *g)
 
 static ckpt_wo_check global_check(int v, pyname raw)
 {
-    if (v == CKPT_TV_1_13) return allowed(v, raw) ? CKPT_WO_TAKES : CKPT_WO_GLOBAL;
+    if (rules_113(v)) return allowed(v, raw) ? CKPT_WO_TAKES : CKPT_WO_GLOBAL;
     pyname x = map_name(raw);
     for (size_t k = 0; k < 4; k++)
         if (eq(x.m, x.ml, blocked_modules[k])) return CKPT_WO_BLOCKED;
@@ -641,8 +647,7 @@ static ckpt_wo_check check(int v, const ckpt_pickle *p, const ckpt_pickle_event 
             const ckpt_pnode *c = &p->nodes[n->a];
             if (c->kind != CKPT_PK_GLOBAL) return CKPT_WO_NEWOBJ;
             pyname x = name_of(p, c);
-            if (v == CKPT_TV_1_13)
-                return name_is(x, "torch.nn.parameter", "Parameter") ? CKPT_WO_TAKES : CKPT_WO_NEWOBJ;
+            if (rules_113(v)) return name_is(x, "torch.nn.parameter", "Parameter") ? CKPT_WO_TAKES : CKPT_WO_NEWOBJ;
             pytype g = global_type(map_name(x));
             return g == PT_FUNCTION || g == PT_BUILTIN || g == PT_DTYPE || g == PT_QSCHEME ? CKPT_WO_NO_NEW
                                                                                            : CKPT_WO_TAKES;
@@ -651,8 +656,8 @@ static ckpt_wo_check check(int v, const ckpt_pickle *p, const ckpt_pickle_event 
             *about = n->a;
             pytype t = type_of(p, n->a, 0);
             if (t == PT_TENSOR || t == PT_PARAMETER || t == PT_ORDERED_DICT) return CKPT_WO_TAKES;
-            if (v != CKPT_TV_1_13 && (t == PT_COUNTER || t == PT_SIZE || t == PT_DEVICE || t == PT_BYTEARRAY ||
-                                      t == PT_SET || t == PT_COMPLEX || t == PT_STORAGE))
+            if (!rules_113(v) && (t == PT_COUNTER || t == PT_SIZE || t == PT_DEVICE || t == PT_BYTEARRAY ||
+                                  t == PT_SET || t == PT_COMPLEX || t == PT_STORAGE))
                 return CKPT_WO_TAKES;
             return CKPT_WO_BUILD;
         }
@@ -733,6 +738,32 @@ static void put_value(strbuf *sb, const ckpt_pickle *p, size_t k)
     pytype t = type_of(p, k, 0);
     if (t == PT_UNKNOWN) return sb_puts(sb, "(an object ckptscope does not name)");
     sb_printf(sb, "(%s %s)", article(pt_qual[t][1]), pt_qual[t][1]);
+}
+
+void ckpt_torch_wo_subject(strbuf *sb, const ckpt_pickle *p, const ckpt_wo_refusal *r)
+{
+    const char *op = ckpt_pickle_op_name(r->op);
+    switch ((ckpt_wo_check)r->check) {
+        case CKPT_WO_TAKES: return;
+        case CKPT_WO_OPCODE: sb_printf(sb, "the opcode %s", op); return;
+        case CKPT_WO_GLOBAL:
+        case CKPT_WO_BLOCKED:
+        case CKPT_WO_NJT:
+        case CKPT_WO_DTENSOR:
+            sb_puts(sb, "GLOBAL ");
+            put_full(sb, name_of(p, &p->nodes[r->node]));
+            return;
+        case CKPT_WO_REDUCE:
+        case CKPT_WO_NEWOBJ:
+        case CKPT_WO_NO_NEW:
+            sb_printf(sb, "%s of ", op);
+            put_value(sb, p, r->node);
+            return;
+        default:
+            sb_printf(sb, "%s on ", op);
+            put_type(sb, type_of(p, r->node, 0));
+            return;
+    }
 }
 
 void ckpt_torch_wo_reason(strbuf *sb, const ckpt_pickle *p, const ckpt_wo_refusal *r, int v)

@@ -56,8 +56,14 @@ void ckpt_torch_pickle_weights_only_warning(strbuf *sb, const ckpt_pickle *p);
  *
  * The versions whose torch/_weights_only_unpickler.py ckptscope has read and models: each one's
  * opcodes, allowlist and checks of what REDUCE, NEWOBJ, BUILD, APPEND(S) and SETITEM(S) act on,
- * judged in the pickle's order, so the first refusal is where that torch stops. */
-enum { CKPT_TV_1_13 = 0, CKPT_TV_2_6, CKPT_TV_2_14, CKPT_TV_COUNT };
+ * judged in the pickle's order, so the first refusal is where that torch stops.
+ *
+ * Two more bound the releases 2.0 to 2.5, whose files ckptscope has not read: from 1.13 to 2.6
+ * the opcode list gained only BINFLOAT (in 2.0) and the allowlists only grew, but for
+ * _rebuild_sparse_csr_tensor, which 2.6 no longer lists. So CKPT_TV_2_0_LEAST (1.13's rules with
+ * BINFLOAT, without that name) refuses whatever some release of the range may refuse, and
+ * CKPT_TV_2_5_MOST (2.6's rules with that name) takes whatever some release may take. */
+enum { CKPT_TV_1_13 = 0, CKPT_TV_2_6, CKPT_TV_2_14, CKPT_TV_2_0_LEAST, CKPT_TV_2_5_MOST, CKPT_TV_COUNT };
 
 typedef enum ckpt_wo_check {
     CKPT_WO_TAKES = 0,
@@ -96,6 +102,9 @@ void ckpt_torch_wo_observe(void *ctx, const ckpt_pickle *p, const ckpt_pickle_ev
 /* The reason that version gives (the text after torch.load's "WeightsUnpickler error: "): a
  * value torch prints by its repr is named by its type, as "(a dict)". */
 void ckpt_torch_wo_reason(strbuf *sb, const ckpt_pickle *p, const ckpt_wo_refusal *r, int version);
+/* What a refusal stops at, in ckptscope's words: "GLOBAL posix.system" (as the pickle spells it),
+ * "the opcode BINFLOAT", "BUILD on <class 'dict'>", "NEWOBJ of <class '...'>". */
+void ckpt_torch_wo_subject(strbuf *sb, const ckpt_pickle *p, const ckpt_wo_refusal *r);
 /* The opcode's name as Python's pickle module spells it ("BINFLOAT"). */
 const char *ckpt_pickle_op_name(unsigned op);
 

@@ -28,17 +28,21 @@ const ckpt_wo_refusal *ckpt_torch_wo_refusal(const ckpt_torch *t, int v, const c
 
 bool ckpt_torch_weights_only(const ckpt_torch *t) { return !ckpt_torch_wo_refusal(t, CKPT_TV_2_14, NULL); }
 
-/* The ranges of torch versions, in order: those read (version >= 0) and those between them that
- * ckptscope has not read, whose verdict is not known. */
+/* The ranges of torch versions, in order: a release read (`source`), or the releases between two,
+ * judged by the models that bound them (globals.h): `least` refuses whatever any release of the
+ * range may refuse, `most` takes whatever any may take. Where the two agree, every release of
+ * the range does too; where they differ, ckptscope cannot tell which release does what. */
 static const struct {
     const char *torch, *source;
-    int version;
+    int version;               /* a release read; -1 for a range between */
+    int least, most;           /* the bounds of a range between */
+    const char *older, *newer; /* the bounds, as the reason names them */
 } ranges[] = {
-    {"1.13", "1.13.1", CKPT_TV_1_13},
-    {"2.0 to 2.5", NULL, -1},
-    {"2.6", "2.6.0", CKPT_TV_2_6},
-    {"2.7 to 2.13", NULL, -1},
-    {"2.14 and later", "2.14.1", CKPT_TV_2_14},
+    {"1.13", "1.13.1", CKPT_TV_1_13, 0, 0, NULL, NULL},
+    {"2.0 to 2.5", NULL, -1, CKPT_TV_2_0_LEAST, CKPT_TV_2_5_MOST, "1.13 with BINFLOAT", "2.6"},
+    {"2.6", "2.6.0", CKPT_TV_2_6, 0, 0, NULL, NULL},
+    {"2.7 to 2.13", NULL, -1, CKPT_TV_2_6, CKPT_TV_2_14, "2.6", "2.14"},
+    {"2.14 and later", "2.14.1", CKPT_TV_2_14, 0, 0, NULL, NULL},
 };
 
 static const char *const check_names[] = {
@@ -48,6 +52,23 @@ static const char *const check_names[] = {
     [CKPT_WO_BUILD] = "build",     [CKPT_WO_APPEND] = "append", [CKPT_WO_SETITEM] = "setitem",
     [CKPT_WO_ASSIGN] = "setitem",
 };
+
+/* A range's reason, in ckptscope's words (the releases between word theirs differently): both
+ * bounds refuse the file, or one does (`split`) and ckptscope cannot tell which releases do. */
+static void range_reason(strbuf *sb, size_t k, const ckpt_pickle *p, const ckpt_wo_refusal *least,
+                         const ckpt_wo_refusal *most, bool split)
+{
+    ckpt_torch_wo_subject(sb, p, most ? most : least);
+    if (split) {
+        sb_printf(sb, ": %s refuses it, %s takes the file: which releases between take it is not known",
+                  least ? ranges[k].older : ranges[k].newer, least ? ranges[k].newer : ranges[k].older);
+        return;
+    }
+    sb_printf(sb, ": refused by both %s and %s, the bounds of this range", ranges[k].older, ranges[k].newer);
+    if (least->at != most->at)
+        sb_printf(sb, "; %s stops earlier, at %s at byte %llu", ranges[k].older, ckpt_pickle_op_name(least->op),
+                  (unsigned long long)least->at);
+}
 
 void ckpt_torch_weights_only_json(strbuf *sb, const ckpt_torch *t)
 {
@@ -60,12 +81,29 @@ void ckpt_torch_weights_only_json(strbuf *sb, const ckpt_torch *t)
         if (ranges[k].source) j_string(sb, ranges[k].source);
         else sb_puts(sb, "null");
         const ckpt_pickle *in = NULL;
-        const ckpt_wo_refusal *r = ranges[k].version < 0 ? NULL : ckpt_torch_wo_refusal(t, ranges[k].version, &in);
-        if (ranges[k].version < 0) sb_puts(sb, ",\"loads\":null");
-        else sb_printf(sb, ",\"loads\":%s", r ? "false" : "true");
+        const ckpt_wo_refusal *r;
+        bool split = false;
+        strbuf why = {0};
+        if (ranges[k].version >= 0) {
+            r = ckpt_torch_wo_refusal(t, ranges[k].version, &in);
+            sb_printf(sb, ",\"loads\":%s", r ? "false" : "true");
+            if (r) ckpt_torch_wo_reason(&why, in, r, ranges[k].version);
+        } else {
+            const ckpt_pickle *in_least = NULL, *in_most = NULL;
+            const ckpt_wo_refusal *least = ckpt_torch_wo_refusal(t, ranges[k].least, &in_least);
+            const ckpt_wo_refusal *most = ckpt_torch_wo_refusal(t, ranges[k].most, &in_most);
+            split = !least != !most;
+            /* both refuse: where every release of the range has stopped (the newer bound's stop);
+             * split: where the refusing bound stops */
+            r = most ? most : least;
+            in = most ? in_most : in_least;
+            sb_printf(sb, ",\"loads\":%s", split ? "null" : r ? "false" : "true");
+            if (r) range_reason(&why, k, in, least, most, split);
+        }
         if (!r) {
             sb_puts(sb,
                     ",\"opcode\":null,\"check\":null,\"member\":null,\"byte\":null,\"offset\":null,\"reason\":null}");
+            sb_free(&why);
             continue;
         }
         sb_printf(sb, ",\"opcode\":\"%s\",\"check\":\"%s\",\"member\":", ckpt_pickle_op_name(r->op),
@@ -74,8 +112,6 @@ void ckpt_torch_weights_only_json(strbuf *sb, const ckpt_torch *t)
         /* a zip's pickle counts from its own first byte; a legacy file's from the file's */
         sb_printf(sb, ",\"byte\":%llu,\"offset\":%llu,\"reason\":", (unsigned long long)r->at,
                   (unsigned long long)(t->legacy ? r->at : t->pickle_at + r->at));
-        strbuf why = {0};
-        ckpt_torch_wo_reason(&why, in, r, ranges[k].version);
         if (why.failed) sb->failed = true;
         j_string(sb, why.data ? why.data : "");
         sb_free(&why);
