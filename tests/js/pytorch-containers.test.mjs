@@ -80,3 +80,26 @@ test('a torch.save file through a pipe: refused as a stream, exit status 2', () 
   assert.equal(r.status, 2);
   assert.equal(r.stderr, text);
 });
+
+test('a .distcp written by torch 1.13\'s distributed checkpoint (its own file): never valid, never empty', () => {
+  for (const name of ['__0_0.distcp', '__1_0.distcp']) {
+    const file = new URL(`../fixtures/dcp-torch113/${name}`, import.meta.url).pathname;
+    const bytes = fs.readFileSync(file);
+    // torch's writer ends each archive with ZIP64 records: the last one's directory size and
+    // stated offset, read here (the end record's 22 bytes, its locator's 20, the record's 56)
+    const end = bytes.length - 22;
+    assert.equal(bytes.readUInt32LE(end), 0x06054b50);
+    assert.equal(bytes.readUInt32LE(end - 20), 0x07064b50);
+    const z64 = end - 20 - 56;
+    assert.equal(bytes.readUInt32LE(z64), 0x06064b50);
+    const [size, stated] = [Number(bytes.readBigUInt64LE(z64 + 40)), Number(bytes.readBigUInt64LE(z64 + 48))];
+    let records = 0;
+    for (let k = bytes.indexOf('PK\x05\x06', 0, 'latin1'); k >= 0; k = bytes.indexOf('PK\x05\x06', k + 1, 'latin1')) records++;
+    assert.ok(records > 1, `${name}: ${records} end records`);
+    const r = cli(['inspect', file, '--json']);
+    assert.equal(r.status, 1);
+    const report = JSON.parse(r.stdout);
+    assert.deepEqual([report.ok, report.weightsOnly, report.error.code, report.error.offset], [false, null, 61, z64 + 48]);
+    assert.equal(report.error.message, `PyTorch: the zip's end record places its central directory at byte ${stated}, ${z64 - size - stated} bytes before the directory that ends at the record (bytes before the zip: several archives back to back, as in a DCP .distcp file, or a prefix): torch.load reads a directory at byte ${stated}, other zip readers at byte ${z64 - size}; ckptscope does not read such a file`);
+  }
+});
