@@ -11,7 +11,7 @@ import { CheckpointError, LayoutError, abortError, coreError } from './errors.js
 import { toU64 } from './values.js';
 import { canSplit, workerCount, startCrew, openWithStats, openSplit, healthInParallel, withPinned } from './parallel.js';
 import { schemaArrays, destinationOf, namesOf } from './layout.js';
-import { learningRate, ratioBand, readerId, optimizerKind, listed } from './options.js';
+import { learningRate, ratioBand, readerId } from './options.js';
 
 /**
  * The JSON report (docs/report.md) of any source. Resolves for invalid files too: `ok` is
@@ -219,19 +219,8 @@ async function pairDeepSpeedNames(opt, names, { onProgress, signal, worldSize })
   });
 }
 
-/**
- * The kind ('adam' or 'adamw') of the open PyTorch optimizer `ck` whose file does not say it
- * (torch 1.13's AdamW writes no decoupled_weight_decay): its groups' configurations take it
- * (health's decay term, a run's learning rate). Call it before pairing. Rejects with the core's
- * CheckpointError when the file says another kind or holds no optimizer.
- */
-export async function setKind(ck, kind) {
-  await loadBinding();
-  const { id } = optimizerKind(kind, (names) => new RangeError(`kind is ${listed(names, { quote: "'" })}, got ${String(kind)}`));
-  const error = withFile(ck, (b, file) => b.setKind(file, id));
-  if (error) throw new CheckpointError(error);
-  reread(ck);
-}
+export { setKind } from './kind.js';
+
 
 /**
  * Every difference between two layouts or files (any of what check accepts as a layout): slot
@@ -365,14 +354,14 @@ async function trainerFolderOf(source) {
   const [{ statSync }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:url')]);
   const dir = source instanceof URL ? fileURLToPath(source) : source;
   if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) return null;
-  const { folderFiles } = await import('./trainer-run.js');
+  const { folderFiles } = await import('./trainer-folder.js');
   return folderFiles(dir);
 }
 
 /** fn(o, m) with the folder's optimizer (given training_args.bin's kind where its file says
  *  none) and its model open; both closed after. */
 async function withFolder(folder, fn, options) {
-  const { applyKind } = await import('./trainer-run.js');
+  const { applyKind } = await import('./trainer-folder.js');
   return withOpen(folder.optimizer, async (o) => {
     await applyKind(o, folder.kind, folder.fallback);
     return withOpen(folder.model, (m) => fn(o, m));

@@ -108,7 +108,7 @@ export function sameDestination() {
 // Every line for a person fits COLUMNS columns of a terminal, but for one exception: a line that
 // is a single unbreakable token (a path or a name wider than the line) on a line of its own,
 // which no wrapping can shorten without changing it. Tables shrink their name or path column
-// and list what they shortened in full below (js/cli/text.js table); other lines wrap with a
+// and list what they shortened in full below (js/cli/table.js); other lines wrap with a
 // hanging indent (wrapLine). JSON (--json) is a machine format and is never wrapped.
 
 /** The width of output that does not go to a terminal (a pipe, a file, a CI log). */

@@ -6,43 +6,13 @@
 // core's rules: ckpt_trainer_lr_logged_at, ckpt_logged_lr_agrees). Node.
 
 import { open } from './checkpoint.js';
-import { pair, setKind } from './api.js';
+import { pair } from './api.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';
-import { trainerFolder, checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt } from './trainer-folder.js';
+import { checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt, folderFiles, applyKind, FolderError } from './trainer-folder.js';
 
-/** What stops a folder from being read as a Trainer checkpoint, in words (the CLI's exit 2). */
-export class FolderError extends Error {}
-
-/**
- * The files of the checkpoint-N/ folder `dir` that a command reads: {optimizer, model,
- * trainerState, config} paths and the kind: `kind` when given ('adam' | 'adamw'), else `fallback`,
- * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
- * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
- * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
- * holding none of a Trainer checkpoint's files gives null.
- */
-export async function folderFiles(dir, { kind = null } = {}) {
-  const f = await trainerFolder(dir);
-  if (!isTrainerFolder(f)) return null;
-  if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
-  if (f.modelShards) throw new FolderError(`${dir} holds a sharded model (${f.model}): a model in shards is not paired with its optimizer: give one model file, OPT --state MODEL`);
-  if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
-  const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
-  return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState, config: f.config };
-}
-
-/** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */
-const isTrainerFolder = (f) => !!(f.optimizer || f.model || f.trainerState || f.trainingArgs || f.scheduler);
-
-/** The open optimizer `ck` given `kind` (null: none), else `fallback` where its file does not say
- *  its kind; a given kind its file contradicts rejects with the core's CheckpointError. An
- *  invalid file is left as it is. */
-export async function applyKind(ck, kind, fallback = null) {
-  if (!ck.ok) return;   // an invalid file: its own diagnostic, from the pairing
-  if (kind !== null && kind !== undefined) await setKind(ck, kind);
-  else if (fallback && ck.report.optimizer && ck.report.optimizer.kind === null) await setKind(ck, fallback);
-}
+// where a checkpoint-N/ folder's files are found and its optimizer given its kind (trainer-folder.js)
+export { folderFiles, applyKind, FolderError };
 
 /** Is `dir` an output folder holding checkpoint-N folders? */
 export async function isOutputFolder(dir) {

@@ -3,7 +3,7 @@
 // is the core's report ("deepspeed", src/families/deepspeed/json.c).
 
 import { wrapLine } from '../terminal.js';
-import { table, numColumns } from './text.js';
+import { table, numColumns } from './table.js';
 
 const plural = (n, word, many = `${word}s`) => `${Number(n).toLocaleString('en-US')} ${Number(n) === 1 ? word : many}`;
 const flag = (b) => (b === null || b === undefined ? '?' : b ? 'yes' : 'no');

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeCheckpoint } from '../../js/index.js';
-import { table, shortName, commonPrefix } from '../../js/cli/text.js';
+import { table, shortName, commonPrefix } from '../../js/cli/table.js';
 import { cli, scratch } from './scratch.mjs';
 
 const { put } = scratch('ckptscope-names-fit-');

@@ -1,0 +1,20 @@
+// An open optimizer given its kind (Adam or AdamW) where its file does not say it: the core
+// checks the kind against the file and reads the file again with it.
+import { loadBinding } from './binding.js';
+import { withFile, reread } from './checkpoint.js';
+import { CheckpointError } from './errors.js';
+import { optimizerKind, listed } from './options.js';
+
+/**
+ * The kind ('adam' or 'adamw') of the open PyTorch optimizer `ck` whose file does not say it
+ * (torch 1.13's AdamW writes no decoupled_weight_decay): its groups' configurations take it
+ * (health's decay term, a run's learning rate). Call it before pairing. Rejects with the core's
+ * CheckpointError when the file says another kind or holds no optimizer.
+ */
+export async function setKind(ck, kind) {
+  await loadBinding();
+  const { id } = optimizerKind(kind, (names) => new RangeError(`kind is ${listed(names, { quote: "'" })}, got ${String(kind)}`));
+  const error = withFile(ck, (b, file) => b.setKind(file, id));
+  if (error) throw new CheckpointError(error);
+  reread(ck);
+}
