@@ -206,7 +206,7 @@ def padded(t, n):
 
 
 def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
-                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False):
+                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False, uinfo=None):
     """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
     fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
     and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
@@ -259,6 +259,8 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
               skipped_steps=0, global_steps=int(step), global_samples=8 * int(step), dp_world_size=W, mp_world_size=1,
               ds_config=config if config is not None else ds_config(0 if bf16_optimizer else stage, bf16),
               ds_version=version)
+    if uinfo is not None:
+        ms['universal_checkpoint_info'] = uinfo
     torch.save(ms, os.path.join(td, 'mp_rank_00_model_states.pt'))
     for r in range(W):
         state, groups, fp32, maps = {}, [], [], []
@@ -1228,6 +1230,108 @@ universal_case('u-latest-missing', missing_tag, ok=False, values=False)
 cases[-1]['error'] = err(72, 'latest_universal names global_step9, but ' + cases[-1]['dir']
                          + ' has no folder global_step9')
 cases[-1]['failures'] = [cases[-1]['error']]
+
+# ---- writing a universal checkpoint (format.md 11.7): the source folders and what ds_to_universal
+# writes for them (its merge_tp_slices for tp 1, re.match on each name), for test_ds_universal.c
+# and universal_check.py ----
+
+import re
+
+
+def expected_universal(src_tag, out, utag='global_step2'):
+    """ds_to_universal's output for tp = 1, with universal_checkpoint_info's patterns"""
+    ud = to_universal(src_tag, out, utag)
+    info = torch.load(os.path.join(src_tag, 'mp_rank_00_model_states.pt')).get('universal_checkpoint_info') or {}
+    rep = info.get('tp_replicated_parameter_patterns', [])
+    avg = info.get('parameter_to_average_patterns', [])
+    row = info.get('parameter_with_row_parallelism_patterns', [])
+    voc = info.get('vocabulary_parameter_patterns', [])
+    two = info.get('parameter_with_2_sub_params_cat_dim_0', [])
+    sub = [p for s in info.get('parameter_with_sub_params', []) for p in s['patterns']]
+
+    def one(patterns, name):
+        m = [p for p in patterns if re.match(p, name)]
+        assert len(m) <= 1
+        return m[0] if m else None
+    for name in os.listdir(os.path.join(ud, 'zero')):
+        pd = os.path.join(ud, 'zero', name)
+        if not os.path.isdir(pd):
+            continue
+        assert not any(re.match(p, name) for p in sub)
+        for k in ('fp32', 'exp_avg', 'exp_avg_sq'):
+            slices = [torch.load(os.path.join(pd, f'{k}.pt'))['param']]
+            d = {}
+            if one(rep, name):
+                param = slices[0]
+            elif one(avg, name):
+                param = sum(slices) / len(slices)
+            elif one(two, name):
+                ch = [torch.chunk(x, 2, dim=0) for x in slices]
+                param = torch.cat([torch.cat([c[0] for c in ch], dim=0), torch.cat([c[1] for c in ch], dim=0)], dim=0)
+                d['cat_dim'] = 0
+                d['param_n_sub_params'] = 2
+            else:
+                cat = 1 if one(row, name) else 0
+                param = torch.cat(slices, dim=cat)
+                d['cat_dim'] = cat
+            if one(voc, name):
+                param = param[:info['original_vocab_size'], :]
+                d['vocab_tensor'] = True
+            d['param'] = param
+            torch.save(d, os.path.join(pd, f'{k}.pt'))
+    return ud
+
+
+writes = []
+
+
+def write_case(name, write, error=None, warnings=(), expect=True):
+    src = os.path.join(OUT, 'universal-write', name, 'src')
+    os.makedirs(src)
+    write(src)
+    exp = os.path.join(OUT, 'universal-write', name, 'expected')
+    if expect and not error:
+        expected_universal(tagdir(src), exp)
+    writes.append({'name': name, 'src': src, 'out': os.path.join(OUT, 'universal-write', name, 'out', 'global_step2'),
+                   'expected': exp if expect and not error else None, 'error': error, 'warnings': list(warnings)})
+
+
+def neg_zero(m):
+    m.master['l1.bias'][0] = -0.0
+    m.m['l1.bias'][1] = -0.0
+    return m
+
+
+writes.append({'name': 'zero2-w3-for-universal', 'src': os.path.join(FIXTURES, 'zero2-w3-for-universal'),
+               'out': os.path.join(OUT, 'universal-write', 'zero2-w3-for-universal', 'out', 'global_step2'),
+               'expected': os.path.join(FIXTURES, 'zero2-w3-universal'), 'error': None, 'warnings': []})
+write_case('wu-plain', lambda d: write_zero12(d, small(8), 2, uinfo={}))
+write_case('wu-zero1-w3', lambda d: write_zero12(d, small(8), 3, stage=1, uinfo={}))
+write_case('wu-bf16-optimizer', lambda d: write_zero12(d, small(8), 2, bf16=True, bf16_optimizer=True, uinfo={}))
+write_case('wu-groups', lambda d: write_zero12(d, two_groups(), 3, uinfo={}))
+write_case('wu-no-info', lambda d: write_zero12(d, small(8), 2),
+           warnings=[P + 'the model states have no universal_checkpoint_info (ds_to_universal refuses them); written '
+                         'as for an empty one'])
+write_case('wu-patterns', lambda d: write_zero12(d, neg_zero(small(8)), 2, uinfo={
+    'tp_replicated_parameter_patterns': [r'l2\.bias'], 'parameter_to_average_patterns': [r'l1\.b\w+'],
+    'parameter_with_row_parallelism_patterns': [r'l2\.weight$'],
+    'parameter_with_2_sub_params_cat_dim_0': [r'l1\.(?:weight)'], 'vocabulary_parameter_patterns': [r'emb\.'],
+    'original_vocab_size': 9}))
+write_case('wu-unused', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'tp_replicated_parameter_patterns': [r'nothing\d+'], 'parameter_to_average_patterns': [r'l1\.bias']}),
+    warnings=[P + r'universal: pattern nothing\d+ matches no parameter (ds_to_universal refuses that unless '
+                  '--no_strict)'])
+write_case('wu-two-patterns', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'tp_replicated_parameter_patterns': ['l1', r'l1\.w']}),
+    error=err(75, 'universal: l1.weight matches 2 patterns of tp_replicated_parameter_patterns'))
+write_case('wu-sub-params', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'parameter_with_sub_params': [{'patterns': [r'l2\.weight'], 'shape': [6, 7], 'partition_dim': 0}]}),
+    error=err(75, 'universal: l2.weight matches a parameter_with_sub_params pattern: not written'))
+write_case('wu-zero3', lambda d: write_zero3(d, small(8), 2),
+           error=err(75, 'DeepSpeed v0.14.4 has no universal checkpoint for ZeRO-3 (ds_to_universal reads ZeRO-1/2 '
+                         'and BF16_Optimizer files)'))
+with open(os.path.join(OUT, 'universal-write', 'manifest.json'), 'w', encoding='utf-8') as f:
+    json.dump({'writes': writes}, f, indent=1, ensure_ascii=False)
 
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
     json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)
