@@ -588,6 +588,14 @@ export class Binding {
     }
   }
 
+  /** char *w_universal_plan(file, err): a DeepSpeed folder's universal checkpoint, {files,
+   *  warnings, tag}; null with err set (a refusal). */
+  universalPlan(file, err) { return this.#json(this.#ex.w_universal_plan(file, err)); }
+
+  /** int w_universal_write(file, index u64, sink, err): file `index` of the plan into the sink;
+   *  0, or the code with err set. */
+  universalWrite(file, index, sinkId, err) { return this.#ex.w_universal_write(file, BigInt(index), sinkId, err); }
+
   // ---- writers ------------------------------------------------------------------------------
 
   /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const

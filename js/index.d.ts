@@ -977,3 +977,23 @@ export interface TorchConvertOptions extends ScanOptions {
 export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;
+/** A DeepSpeed folder's universal checkpoint (docs/deepspeed.md "Universal checkpoints"). */
+export interface UniversalPlan {
+  /** The files of the UTAG folder, as paths in it ("zero/{name}/fp32.pt", ...). */
+  files: string[];
+  /** The core's warnings, in its words. */
+  warnings: string[];
+  /** The tag read from the source folder. */
+  tag: string | null;
+}
+export interface UniversalWritten {
+  path: string;
+  tag: string;
+  files: string[];
+  warnings: string[];
+}
+/** What convertToUniversal would write, or the core's refusal (a CheckpointError). */
+export function universalPlan(source: Source): Promise<UniversalPlan>;
+/** Node: a DeepSpeed ZeRO-1/2 or BF16_Optimizer folder written as the universal checkpoint
+ *  `outDir` (OUT/UTAG, which must not exist), and OUT/latest_universal naming UTAG. */
+export function convertToUniversal(source: Source, outDir: string | URL, options?: { signal?: AbortSignal }): Promise<UniversalWritten>;
