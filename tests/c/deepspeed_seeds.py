@@ -1327,6 +1327,15 @@ write_case('wu-two-patterns', lambda d: write_zero12(d, small(8), 2, uinfo={
 write_case('wu-sub-params', lambda d: write_zero12(d, small(8), 2, uinfo={
     'parameter_with_sub_params': [{'patterns': [r'l2\.weight'], 'shape': [6, 7], 'partition_dim': 0}]}),
     error=err(75, 'universal: l2.weight matches a parameter_with_sub_params pattern: not written'))
+write_case('wu-lookahead', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'parameter_to_average_patterns': [r'l1(?=\.)']}),
+    error=err(75, r'universal: pattern l1(?=\.) of parameter_to_average_patterns uses Python regular-expression '
+                  r'syntax that ckptscope does not read (\d, \w, \s, classes, groups, alternatives and quantifiers '
+                  'are read)'))
+write_case('wu-vocab-no-size', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'vocabulary_parameter_patterns': [r'emb\.weight']}),
+    error=err(73, 'universal: emb.weight matches a vocabulary pattern, and universal_checkpoint_info has no '
+                  'original_vocab_size'))
 write_case('wu-zero3', lambda d: write_zero3(d, small(8), 2),
            error=err(75, 'DeepSpeed v0.14.4 has no universal checkpoint for ZeRO-3 (ds_to_universal reads ZeRO-1/2 '
                          'and BF16_Optimizer files)'))

@@ -199,6 +199,32 @@ static void test_refusals(void)
     free(b);
 }
 
+/* The folder plan of a universal save_dir: the model states and every file of zero/ and
+ * zero/{name}/, nothing deeper, after latest_universal. */
+static void test_plan(void)
+{
+    t_current = "plan";
+    const char *listing =
+        "{\"root\":\"d\",\"entries\":[{\"name\":\"latest_universal\",\"size\":12},{\"name\":\"global_step2/\"},"
+        "{\"name\":\"global_step2/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"global_step2/zero/\"},"
+        "{\"name\":\"global_step2/zero/optimizer_state.pt\",\"size\":5},{\"name\":\"global_step2/zero/w/\"},"
+        "{\"name\":\"global_step2/zero/w/fp32.pt\",\"size\":7},{\"name\":\"global_step2/zero/w/deep/\"},"
+        "{\"name\":\"global_step2/zero/w/deep/x.pt\",\"size\":3}],\"texts\":{\"latest_universal\":\"global_step2\"}}";
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *p = ckpt_deepspeed_folder_json(listing, strlen(listing), &err);
+    jvalue *j = p ? json_parse(p) : NULL;
+    const jvalue *m = json_get(j, "members");
+    static const char *const want[] = {"latest_universal", "global_step2/mp_rank_00_model_states.pt",
+                                       "global_step2/zero/optimizer_state.pt", "global_step2/zero/w/fp32.pt"};
+    CHECK(m && m->len == 4);
+    for (size_t k = 0; m && k < m->len && k < 4; k++) CHECK_STR(json_get(m->items[k], "name")->text, want[k]);
+    CHECK_STR(json_get(j, "tag")->text, "global_step2");
+    json_free(j);
+    free(p);
+    ckpt_error_clear(&err);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -209,6 +235,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         {"every write of the manifest", test_writes},
         {"refusals", test_refusals},
+        {"the folder plan of a universal save_dir", test_plan},
     };
     return RUN_ALL(cases);
 }
