@@ -306,7 +306,7 @@ static int add_pattern(upatterns *ps, ds_tree c, size_t node, int list, ckpt_err
     if (!u->compiled)
         return ckpt_fail(err, DS_PREFIX, CKPT_E_DS_UNSUPPORTED, CKPT_NONE, 0,
                          "universal: pattern %.*s of %s uses Python regular-expression syntax that ckptscope does not "
-                         "read (\\d, \\w, \\s, classes, groups, alternatives and quantifiers are read)",
+                         "read",
                          (int)n, s, list_names[list]);
     return 0;
 }

@@ -22,7 +22,7 @@ execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'),
 const { writes } = JSON.parse(fs.readFileSync(path.join(out, 'universal-write', 'manifest.json'), 'utf8'));
 const byName = (name) => writes.find((w) => w.name === name);
 
-const cli = (args, cwd = ROOT) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: '200' } });
+const cli = (args, cwd = ROOT) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: '1000' } });
 const check = (written, expected) => spawnSync('/usr/bin/python3', [CHECK, written, expected], { encoding: 'utf8' });
 
 test('DeepSpeed\'s own universal checkpoint opens as a DeepSpeed checkpoint: universal, valid, one fragment per tensor', async () => {
