@@ -14,23 +14,31 @@ import { coreError, CheckpointError } from './errors.js';
 
 const nanos = () => `${BigInt(Date.now()) * 1000000n + process.hrtime.bigint() % 1000000n}`;
 
-/** The core's plan for an open DeepSpeed checkpoint: {files, warnings, tag}; a refusal thrown
- *  as the core's CheckpointError. */
-export async function universalPlan(source) {
-  const b = await loadBinding();
-  return withOpen(source, (ck) => {
-    if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
-    return withFile(ck, (_, file) => {
-      const err = b.errorNew();
-      try {
-        const plan = b.universalPlan(file, err);
-        if (plan === null) throw coreError(b, err);
-        return plan;
-      } finally {
-        b.errorFree(err);
-      }
-    });
+/** Run fn(binding, plan, json) with the core's plan for an open DeepSpeed checkpoint (its files
+ *  decided once; json: {files, warnings, tag}), freed after; a refusal thrown as the core's
+ *  CheckpointError, an invalid checkpoint as its own error. */
+function withPlan(ck, fn) {
+  if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+  return withFile(ck, async (b, file) => {
+    const err = b.errorNew();
+    let plan = 0;
+    try {
+      plan = b.universalPlan(file, err);
+      if (!plan) throw coreError(b, err);
+      const json = b.universalJSON(plan);
+      if (json === null) throw new RangeError('out of memory');
+      return await fn(b, plan, json);
+    } finally {
+      if (plan) b.universalFree(plan);
+      b.errorFree(err);
+    }
   });
+}
+
+/** What convertToUniversal would write: {files, warnings, tag}; a refusal thrown as the core's
+ *  CheckpointError. */
+export async function universalPlan(source) {
+  return withOpen(source, (ck) => withPlan(ck, (b, plan, json) => json));
 }
 
 /**
@@ -48,8 +56,7 @@ export async function convertToUniversal(source, outDir, options = {}) {
   const parent = path.dirname(target), tag = path.basename(target);
   if (fs.existsSync(target)) throw new Error(`${outDir} exists: convert --to universal writes a new folder`);
   if (!fs.statSync(parent, { throwIfNoEntry: false })?.isDirectory()) throw new Error(`${parent} is not a folder: OUT_DIR's parent must exist`);
-  return withOpen(source, async (ck) => {
-    const plan = await universalPlan(ck);
+  return withOpen(source, (ck) => withPlan(ck, async (_, handle, plan) => {
     const tmp = path.join(parent, `${tag}.tmp-${nanos()}`);
     try {
       for (let k = 0; k < plan.files.length; k++) {
@@ -58,7 +65,7 @@ export async function convertToUniversal(source, outDir, options = {}) {
         fs.mkdirSync(path.dirname(file), { recursive: true });
         const fd = fs.openSync(file, 'w');
         try {
-          await withSink((bytes) => fs.writeSync(fd, bytes), (b, sinkId, err) => withFile(ck, (_, f) => b.universalWrite(f, k, sinkId, err)), signal);
+          await withSink((bytes) => fs.writeSync(fd, bytes), (b, sinkId, err) => b.universalWrite(handle, k, sinkId, err), signal);
         } finally {
           fs.closeSync(fd);
         }
@@ -78,5 +85,5 @@ export async function convertToUniversal(source, outDir, options = {}) {
       throw err;
     }
     return { path: target, tag, files: plan.files, warnings: plan.warnings };
-  });
+  }));
 }

@@ -1,6 +1,6 @@
 /* A DeepSpeed ZeRO-1/2 or BF16_Optimizer checkpoint written as a universal checkpoint (format.md
  * 11.7, as DeepSpeed v0.14.4's ds_to_universal.py writes one with tp = pp = 1): the folder's files
- * are named by ckpt_universal_plan_json and each is written by ckpt_universal_write into a sink;
+ * are named by ckpt_universal_plan (once) and each is written by ckpt_universal_write into a sink;
  * the caller lays them out (docs/deepspeed.md: a temporary sibling folder renamed when complete,
  * latest_universal last).
  *
@@ -860,55 +860,72 @@ static int raw_chunk(void *ctx, const void *data, size_t elements)
 
 /* ---- the API ---- */
 
-char *ckpt_universal_plan_json(const ckpt_file *in, ckpt_error *err)
+struct ckpt_universal {
+    uplan p;
+    const ckpt_file *in;
+};
+
+ckpt_universal *ckpt_universal_plan(const ckpt_file *in, ckpt_error *err)
 {
-    uplan p = {0};
-    char *out = NULL;
-    if (!make_plan(&p, in, err)) {
-        strbuf sb = {0};
-        sb_puts(&sb, "{\"files\":[");
-        for (size_t k = 0; k < p.len; k++) {
-            if (k) sb_putc(&sb, ',');
-            j_string(&sb, p.files[k].path);
-        }
-        sb_puts(&sb, "],\"warnings\":[");
-        for (size_t k = 0; k < p.warnings_len; k++) {
-            if (k) sb_putc(&sb, ',');
-            j_string(&sb, p.warnings[k]);
-        }
-        sb_puts(&sb, "],\"tag\":");
-        if (p.ds->tag) j_string(&sb, p.ds->tag);
-        else sb_puts(&sb, "null");
-        sb_putc(&sb, '}');
-        if (!(out = sb_take(&sb))) ckpt_fail_oom(err);
+    ckpt_universal *u = calloc(1, sizeof *u);
+    if (!u) {
+        ckpt_fail_oom(err);
+        return NULL;
     }
-    plan_free(&p);
-    return out;
+    u->in = in;
+    if (make_plan(&u->p, in, err)) {
+        ckpt_universal_free(u);
+        return NULL;
+    }
+    return u;
 }
 
-int ckpt_universal_write(const ckpt_file *in, uint64_t index, const ckpt_sink *out, ckpt_error *err)
+void ckpt_universal_free(ckpt_universal *u)
 {
-    uplan p = {0};
-    int rc = make_plan(&p, in, err);
-    if (!rc && index >= p.len)
-        rc = ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                       "the universal checkpoint has %zu files, not %llu", p.len, (unsigned long long)index + 1);
-    if (rc) {
-        plan_free(&p);
-        return rc;
+    if (!u) return;
+    plan_free(&u->p);
+    free(u);
+}
+
+char *ckpt_universal_plan_json(const ckpt_universal *u)
+{
+    const uplan *p = &u->p;
+    strbuf sb = {0};
+    sb_puts(&sb, "{\"files\":[");
+    for (size_t k = 0; k < p->len; k++) {
+        if (k) sb_putc(&sb, ',');
+        j_string(&sb, p->files[k].path);
     }
-    const ufile *uf = &p.files[index];
+    sb_puts(&sb, "],\"warnings\":[");
+    for (size_t k = 0; k < p->warnings_len; k++) {
+        if (k) sb_putc(&sb, ',');
+        j_string(&sb, p->warnings[k]);
+    }
+    sb_puts(&sb, "],\"tag\":");
+    if (p->ds->tag) j_string(&sb, p->ds->tag);
+    else sb_puts(&sb, "null");
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
+}
+
+int ckpt_universal_write(const ckpt_universal *u, uint64_t index, const ckpt_sink *out, ckpt_error *err)
+{
+    if (!u || !out) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    const uplan *p = &u->p;
+    const ckpt_file *in = u->in;
+    if (index >= p->len)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the universal checkpoint has %zu files, not %llu", p->len, (unsigned long long)index + 1);
+    int rc = 0;
+    const ufile *uf = &p->files[index];
     if (uf->what == F_COPY) {
-        const ds_file *f = &p.ds->files[uf->param];
+        const ds_file *f = &p->ds->files[uf->param];
         ckpt_reader *r = ckpt_reader_with_prefix(ckpt_file_source(in), DS_PREFIX);
         copy_ctx cc = {out, err};
-        if (!r) rc = ckpt_fail_oom(err);
-        else {
-            r->pos = f->base;
-            rc = ckpt_stream_payload(r, f->size, 1, raw_chunk, &cc, err);
-        }
+        if (!r) return ckpt_fail_oom(err);
+        r->pos = f->base;
+        rc = ckpt_stream_payload(r, f->size, 1, raw_chunk, &cc, err);
         ckpt_reader_free(r);
-        plan_free(&p);
         return rc;
     }
     writer w = {.err = err};
@@ -916,13 +933,11 @@ int ckpt_universal_write(const ckpt_file *in, uint64_t index, const ckpt_sink *o
     w.zw.align = 64;
     /* torch.save's record prefix: the file's stem */
     const char *prefix = uf->what == F_TENSOR ? ds_key_names[uf->key] : uf->what == F_STEP ? "step" : "optimizer_state";
-    if (uf->what == F_TENSOR) {
-        rc = tensor_file(&p, in, uf, prefix, &w, err);
-    } else if (uf->what == F_STEP) rc = step_file(&p, in, uf, &w, err);
-    else rc = optimizer_file(&p, &w, err);
+    if (uf->what == F_TENSOR) rc = tensor_file(p, in, uf, prefix, &w, err);
+    else if (uf->what == F_STEP) rc = step_file(p, in, uf, &w, err);
+    else rc = optimizer_file(p, &w, err);
     if (!rc) rc = member(&w.zw, prefix, "version", "3\n", 2);
     if (!rc) rc = ckpt_zip_finish(&w.zw);
     ckpt_zip_writer_free(&w.zw);
-    plan_free(&p);
     return rc;
 }

@@ -81,10 +81,11 @@ static void test_writes(void)
         CHECK(rep->error.code == 0);
         ckpt_error err = {0};
         ckpt_error_clear(&err);
-        char *plan = ckpt_universal_plan_json(f, &err);
+        ckpt_universal *u = ckpt_universal_plan(f, &err);
+        char *plan = u ? ckpt_universal_plan_json(u) : NULL;
         const jvalue *want_err = json_get(w, "error");
         if (!json_is_null(want_err)) {
-            CHECK(plan == NULL);
+            CHECK(u == NULL);
             CHECK(err.code == (int)json_u64(json_get(want_err, "code")));
             CHECK_STR(err.message, json_get(want_err, "message")->text);
             ckpt_error_clear(&err);
@@ -97,6 +98,7 @@ static void test_writes(void)
         if (!plan) {
             fprintf(stderr, "  %s\n", err.message);
             ckpt_error_clear(&err);
+            ckpt_universal_free(u);
             ckpt_close(f);
             free(b);
             continue;
@@ -127,12 +129,16 @@ static void test_writes(void)
             CHECK(o != NULL);
             if (!o) continue;
             ckpt_sink sink = {o, file_write};
-            int rc = ckpt_universal_write(f, k, &sink, &err);
+            int rc = ckpt_universal_write(u, k, &sink, &err);
             CHECK(rc == 0);
             if (rc) fprintf(stderr, "  %s: %s\n", files->items[k]->text, err.message);
             ckpt_error_clear(&err);
             fclose(o);
         }
+        /* a file past the plan's */
+        ckpt_sink none = {NULL, file_write};
+        CHECK(ckpt_universal_write(u, files->len, &none, &err) == CKPT_E_INVALID_ARGUMENT);
+        ckpt_error_clear(&err);
         CHECK(rename(tmp, out) == 0);
         char latest[4200], parent[4096];
         snprintf(parent, sizeof parent, "%s", out);
@@ -169,6 +175,7 @@ static void test_writes(void)
         free(ub);
         json_free(pj);
         free(plan);
+        ckpt_universal_free(u);
         ckpt_close(f);
         free(b);
     }
@@ -181,7 +188,9 @@ static void test_refusals(void)
     t_current = "refusals";
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    CHECK(ckpt_universal_plan_json(NULL, &err) == NULL && err.code == CKPT_E_INVALID_ARGUMENT);
+    CHECK(ckpt_universal_plan(NULL, &err) == NULL && err.code == CKPT_E_INVALID_ARGUMENT);
+    ckpt_error_clear(&err);
+    CHECK(ckpt_universal_write(NULL, 0, NULL, &err) == CKPT_E_INVALID_ARGUMENT);
     ckpt_error_clear(&err);
     /* a universal checkpoint is one already */
     char path[4096];
@@ -190,7 +199,7 @@ static void test_refusals(void)
     unsigned char *b = ds_folder_bytes(path, path, &len, NULL);
     static ckpt_memory mem;
     ckpt_file *f = open_bytes(b, len, &mem);
-    CHECK(ckpt_universal_plan_json(f, &err) == NULL && err.code == CKPT_E_DS_UNSUPPORTED);
+    CHECK(ckpt_universal_plan(f, &err) == NULL && err.code == CKPT_E_DS_UNSUPPORTED);
     char want[4200];
     snprintf(want, sizeof want, "DeepSpeed: %s/global_step2 is a universal checkpoint already", path);
     CHECK_STR(err.message, want);
