@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { open, convertToUniversal, universalPlan } from '../../js/index.js';
+import { open, convertToUniversal, universalPlan, health } from '../../js/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = path.join(ROOT, 'tests/fixtures/deepspeed');
@@ -106,4 +106,16 @@ test('the CLI\'s warnings go to stderr; OUT_DIR that exists, a file, other optio
   const opt = cli(['convert', w.src, path.join(dir, 'v'), '--to', 'universal', '--untie']);
   assert.equal(opt.status, 2);
   assert.match(opt.stderr, /^ckptscope: --untie does nothing with --to universal: convert DIR OUT_DIR --to universal takes no other option\n/);
+});
+
+test('inspect says universal; export and health read it as the save it came from, bit for bit', async () => {
+  const universal = path.join(FIXTURES, 'zero2-w3-universal'), source = path.join(FIXTURES, 'zero2-w3-for-universal');
+  const r = cli(['inspect', universal]);
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout.split('\n')[1], 'deepspeed       ZeRO-2, universal (loads by name on any world size), float32 module, DeepSpeed 0.14.4, tag global_step2');
+  const a = path.join(out, 'universal.safetensors'), b = path.join(out, 'source.safetensors');
+  assert.equal(cli(['export', universal, a]).status, 0);
+  assert.equal(cli(['export', source, b]).status, 0);
+  assert.ok(fs.readFileSync(a).equals(fs.readFileSync(b)));
+  assert.deepEqual(await health(universal), await health(source));
 });
