@@ -520,8 +520,7 @@ static int make_plan(uplan *p, const ckpt_file *in, ckpt_error *err)
         for (int j = 0; j < 3; j++)
             TRY(push_file(p, F_TENSOR, k, keys[j], "zero/%s/%s.pt", pr->name, ds_key_names[keys[j]], err));
         /* step.pt when the group's flat state holds a step */
-        const ds_frag *fr = &ds->frags[pr->frags];
-        const ds_file *rf = pr->frags_len ? &ds->files[fr->file] : p->f0;
+        const ds_file *rf = pr->frags_len ? &ds->files[ds->frags[pr->frags].file] : p->f0;
         if (ds_get(ds_tree_of(rf), flat_state(rf, pr->flat), "step") != CKPT_PNIL)
             TRY(push_file(p, F_STEP, k, 0, "zero/%s/%s", pr->name, "step.pt", err));
     }
@@ -810,7 +809,8 @@ static int step_file(const uplan *p, const ckpt_file *in, const ufile *uf, write
 {
     const ckpt_ds *ds = p->ds;
     const ds_param *pr = &ds->params[uf->param];
-    const ds_file *f = &ds->files[ds->frags[pr->frags].file];
+    /* the lowest rank holding a fragment (a parameter of no element: rank 0's) */
+    const ds_file *f = pr->frags_len ? &ds->files[ds->frags[pr->frags].file] : p->f0;
     ds_tree c = ds_tree_of(f);
     size_t node = ds_get(c, flat_state(f, pr->flat), "step");
     strbuf sb = {0};

@@ -1327,6 +1327,17 @@ write_case('wu-two-patterns', lambda d: write_zero12(d, small(8), 2, uinfo={
 write_case('wu-sub-params', lambda d: write_zero12(d, small(8), 2, uinfo={
     'parameter_with_sub_params': [{'patterns': [r'l2\.weight'], 'shape': [6, 7], 'partition_dim': 0}]}),
     error=err(75, 'universal: l2.weight matches a parameter_with_sub_params pattern: not written'))
+def int_steps(d):
+    """FusedAdam's step: a Python int in each group's state"""
+    write_zero12(d, small(8), 2, uinfo={})
+    for r in range(2):
+        def fn(o):
+            for st in o['optimizer_state_dict']['base_optimizer_state']['state'].values():
+                st['step'] = int(st['step'])
+        rewrite(optim(d, r), fn)
+
+
+write_case('wu-int-step', int_steps)
 write_case('wu-lookahead', lambda d: write_zero12(d, small(8), 2, uinfo={
     'parameter_to_average_patterns': [r'l1(?=\.)']}),
     error=err(75, r'universal: pattern l1(?=\.) of parameter_to_average_patterns uses Python regular-expression '
