@@ -588,6 +588,15 @@ export class Binding {
     }
   }
 
+  /** ckpt_universal *w_universal_plan(file, err): a DeepSpeed folder's universal checkpoint (0
+   *  with err set: a refusal); w_universal_json(plan): {files, warnings, tag};
+   *  w_universal_write(plan, index u64, sink, err): 0, or the code with err set;
+   *  w_universal_free(plan). */
+  universalPlan(file, err) { return this.#ex.w_universal_plan(file, err) >>> 0; }
+  universalJSON(plan) { return this.#json(this.#ex.w_universal_json(plan)); }
+  universalWrite(plan, index, sinkId, err) { return this.#ex.w_universal_write(plan, BigInt(index), sinkId, err); }
+  universalFree(plan) { this.#ex.w_universal_free(plan); }
+
   // ---- writers ------------------------------------------------------------------------------
 
   /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const

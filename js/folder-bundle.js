@@ -10,34 +10,47 @@ import { coreError } from './errors.js';
 
 const byName = (a, b) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** How deep a folder's listing goes: a save_dir's universal checkpoint keeps its state in
+ *  UTAG/zero/{name}/{file} (docs/deepspeed.md). */
+export const LISTING_DEPTH = 4;
+
 /**
  * The listing the core reads, from a folder's files by their paths relative to it ("latest",
- * "global_step2/x.pt"; deeper paths are not the core's) and the folders it lists ("sub/", which
- * may hold no file): its files and folders by name, each folder followed by its files by name.
- * Gives [{name, size}] (size null for a folder).
+ * "global_step2/x.pt", "global_step2/zero/w/fp32.pt"; paths deeper than LISTING_DEPTH are not the
+ * core's) and the folders it lists ("sub/", which may hold no file): at each level its files and
+ * folders by name, each folder followed by what it holds. Gives [{name, size}] (size null for a
+ * folder).
  */
 export function folderListing(files, folders = []) {
-  const top = new Map();   // name -> {size} for a file, or {inner: [[name, size]]} for a folder
-  for (const f of folders) if (!top.has(f)) top.set(f, { inner: [] });
+  const root = { inner: new Map() };   // name -> {size} for a file, or {inner: Map} for a folder
+  const dirOf = (parts) => {
+    let at = root;
+    for (const part of parts) {
+      const key = `${part}/`;
+      if (!at.inner.has(key)) at.inner.set(key, { inner: new Map() });
+      at = at.inner.get(key);
+    }
+    return at;
+  };
+  for (const f of folders) {
+    const parts = f.replace(/\/$/, '').split('/');
+    if (parts.length <= LISTING_DEPTH - 1 && parts.every(Boolean)) dirOf(parts);
+  }
   for (const { name, size } of files) {
     const parts = name.split('/');
-    if (parts.length === 1) top.set(name, { size });
-    else if (parts.length === 2 && parts[0] && parts[1]) {
-      const dir = `${parts[0]}/`;
-      if (!top.has(dir)) top.set(dir, { inner: [] });
-      top.get(dir).inner.push([parts[1], size]);
-    }
+    if (parts.length > LISTING_DEPTH || !parts.every(Boolean)) continue;
+    dirOf(parts.slice(0, -1)).inner.set(parts[parts.length - 1], { size });
   }
   const entries = [];
-  for (const name of [...top.keys()].sort((a, b) => byName(a.replace(/\/$/, ''), b.replace(/\/$/, '')))) {
-    const e = top.get(name);
-    if (!e.inner) {
-      entries.push({ name, size: e.size });
-      continue;
+  const walk = (node, prefix) => {
+    const names = [...node.inner.keys()].sort((a, b) => byName(a.replace(/\/$/, ''), b.replace(/\/$/, '')));
+    for (const name of names) {
+      const e = node.inner.get(name);
+      entries.push({ name: `${prefix}${name}`, size: e.inner ? null : e.size });
+      if (e.inner) walk(e, `${prefix}${name}`);
     }
-    entries.push({ name, size: null });
-    for (const [sub, size] of e.inner.sort((a, b) => byName(a[0], b[0]))) entries.push({ name: `${name}${sub}`, size });
-  }
+  };
+  walk(root, '');
   return entries;
 }
 

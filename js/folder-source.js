@@ -1,7 +1,7 @@
 // A checkpoint that is a folder (a DeepSpeed save_dir, tag folder, or a Trainer checkpoint-N/
 // saved with DeepSpeed: docs/deepspeed.md) as one source (Node). The rules are the core's
-// (src/families/deepspeed/names.c, src/containers/bundle.h): this module lists the folder two
-// levels deep; js/folder-bundle.js (shared with the viewer, whose files are Files or served
+// (src/families/deepspeed/names.c, src/containers/bundle.h): this module lists the folder
+// LISTING_DEPTH levels deep; js/folder-bundle.js (shared with the viewer, whose files are Files or served
 // paths) asks the core, reads the small texts it asks for (`latest`) and lays out the bytes where
 // the core says. Files are opened when first read and read with positional reads, as a single
 // file is.
@@ -10,32 +10,35 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FileSource } from './node-io.js';
-import { folderListing, folderPlan, sourceText, BundleSource } from './folder-bundle.js';
+import { folderListing, folderPlan, sourceText, BundleSource, LISTING_DEPTH } from './folder-bundle.js';
 
-/** The folder's files two levels deep ("name", "sub/name") with their sizes, and its folders
- *  ("sub/"), as folderListing takes them; a link is followed. */
+/** The folder's files LISTING_DEPTH levels deep ("name", "sub/name", ...) with their sizes,
+ *  and its folders ("sub/"), as folderListing takes them; a link is followed. */
 function listing(dir) {
   const files = [], folders = [];
   const kind = (p) => {
     const st = fs.statSync(p, { throwIfNoEntry: false });
     return st?.isDirectory() ? 'dir' : st?.isFile() ? { size: st.size } : null;
   };
-  for (const name of fs.readdirSync(dir)) {
-    const k = kind(path.join(dir, name));
-    if (k === 'dir') {
-      folders.push(`${name}/`);
-      let inner = [];
-      try {
-        inner = fs.readdirSync(path.join(dir, name));
-      } catch {
-        continue;   // a folder that cannot be listed holds nothing the core can read
-      }
-      for (const sub of inner) {
-        const s = kind(path.join(dir, name, sub));
-        if (s && s !== 'dir') files.push({ name: `${name}/${sub}`, size: s.size });
-      }
-    } else if (k) files.push({ name, size: k.size });
-  }
+  const walk = (rel, depth) => {
+    let names = [];
+    try {
+      names = fs.readdirSync(path.join(dir, rel));
+    } catch {
+      return;   // a folder that cannot be listed holds nothing the core can read
+    }
+    for (const name of names) {
+      const r = rel ? `${rel}/${name}` : name;
+      const k = kind(path.join(dir, r));
+      if (k === 'dir') {
+        if (depth + 1 < LISTING_DEPTH) {
+          folders.push(`${r}/`);
+          walk(r, depth + 1);
+        }
+      } else if (k) files.push({ name: r, size: k.size });
+    }
+  };
+  walk('', 0);
   return folderListing(files, folders);
 }
 

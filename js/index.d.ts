@@ -346,8 +346,11 @@ export interface DeepSpeedMembers {
   stage: 1 | 2 | 3 | null;
   /** ds_config's zero_optimization.stage, when it says */
   configStage: number | null;
+  /** null for a universal checkpoint (it loads on any world size) */
   worldSize: number | null;
   bf16: boolean;
+  /** a universal checkpoint (format.md 11.7): each tensor one fragment, in its own file */
+  universal: boolean;
   /** the module's dtype (bfloat16 in a bf16 run); moments and masters are the report's dtype */
   dtype: string | null;
   dsVersion: string | null;
@@ -362,7 +365,7 @@ export interface DeepSpeedMembers {
   optimizerKind: 'adam' | 'adamw' | null;
   /** the schema's slots' names */
   slots: string[];
-  files: { name: string; rank: number | null; role: 'model' | 'optimizer' | 'refused' | 'other'; size: U64 | null; stale: boolean; dsVersion: string | null }[];
+  files: { name: string; rank: number | null; role: 'model' | 'optimizer' | 'refused' | 'state' | 'other'; size: U64 | null; stale: boolean; dsVersion: string | null }[];
   groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; amsgrad: boolean | null; params: string[] | null; paddings: (number | null)[]; flatSize: U64 | null; step: number | null; lengths?: Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'fp32', U64 | null> }[];
   subGroups?: { group: number; params: number; partition: U64; step: number | null }[];
   globalSteps: U64 | null;
@@ -984,3 +987,23 @@ export interface TorchConvertOptions extends ScanOptions {
 export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;
+/** A DeepSpeed folder's universal checkpoint (docs/deepspeed.md "Universal checkpoints"). */
+export interface UniversalPlan {
+  /** The files of the UTAG folder, as paths in it ("zero/{name}/fp32.pt", ...). */
+  files: string[];
+  /** The core's warnings, in its words. */
+  warnings: string[];
+  /** The tag read from the source folder. */
+  tag: string | null;
+}
+export interface UniversalWritten {
+  path: string;
+  tag: string;
+  files: string[];
+  warnings: string[];
+}
+/** What convertToUniversal would write, or the core's refusal (a CheckpointError). */
+export function universalPlan(source: Source): Promise<UniversalPlan>;
+/** Node: a DeepSpeed ZeRO-1/2 or BF16_Optimizer folder written as the universal checkpoint
+ *  `outDir` (OUT/UTAG, which must not exist), and OUT/latest_universal naming UTAG. */
+export function convertToUniversal(source: Source, outDir: string | URL, options?: { signal?: AbortSignal }): Promise<UniversalWritten>;

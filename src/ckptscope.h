@@ -829,6 +829,18 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
+/* A DeepSpeed ZeRO-1/2 or BF16_Optimizer folder as a universal checkpoint (writers/universal.c,
+ * format.md 11.7). The plan (NULL with err set: a refusal of 11.7, or an invalid checkpoint) names
+ * the files, decided once; its JSON, {"files": [paths in the UTAG folder], "warnings": [texts],
+ * "tag"} (malloc'ed, NULL when out of memory); file `index` of that list written into out (a
+ * torch.save zip, or the model states' bytes). The plan reads `in`: free it before closing in. The
+ * caller writes the files into a sibling folder renamed when complete, latest_universal last. */
+typedef struct ckpt_universal ckpt_universal;
+ckpt_universal *ckpt_universal_plan(const ckpt_file *in, ckpt_error *err);
+char *ckpt_universal_plan_json(const ckpt_universal *u);
+int ckpt_universal_write(const ckpt_universal *u, uint64_t index, const ckpt_sink *out, ckpt_error *err);
+void ckpt_universal_free(ckpt_universal *u);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of

@@ -297,6 +297,21 @@ int w_convert_torch(const ckpt_file *f, ckpt_file *state, int has_lr, double lr,
     return ckpt_convert_to_torch(f, state, &o, &out, err);
 }
 
+/* A DeepSpeed folder as a universal checkpoint (ckpt_universal_plan and the rest): the plan, or
+ * NULL with err set; its JSON (NULL: out of memory); file `index` of it into a JS sink, 0 or the
+ * code; the plan freed. */
+ckpt_universal *w_universal_plan(const ckpt_file *f, ckpt_error *err) { return ckpt_universal_plan(f, err); }
+
+char *w_universal_json(const ckpt_universal *u) { return ckpt_universal_plan_json(u); }
+
+int w_universal_write(const ckpt_universal *u, uint64_t index, int sink, ckpt_error *err)
+{
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_universal_write(u, index, &out, err);
+}
+
+void w_universal_free(ckpt_universal *u) { ckpt_universal_free(u); }
+
 /* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm
  * memory; slots: NULL or slot_count u64. */
 int w_export(const ckpt_file *f, int format, const char *const *names, size_t name_count, const uint64_t *slots,

@@ -59,6 +59,8 @@ function usageText({ kind, to, outs }) {
       the same optimizer state as another version, for an older TorchLean
   ckptscope convert IN OUT.pt|OUT.pth|OUT.bin --lr X [--state STATE]
       the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
+  ckptscope convert DIR OUT_DIR --to universal
+      a DeepSpeed ZeRO-1/2 folder as a universal checkpoint (ds_to_universal's)
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
                    [--frozen NAMES]
@@ -110,7 +112,7 @@ function specsOf({ kind, versions }) {
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
     convert: {
       flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing)`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT` },
+      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing); universal, with a DeepSpeed DIR: its universal checkpoint`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT` },
     },
     run: {
       gathers: ['--state'],

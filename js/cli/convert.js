@@ -23,6 +23,8 @@ const FROM_TORCH = ['--kind', '--weight-decay', '--betas', '--eps', '--drop-amsg
 
 export async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
+  // a DeepSpeed folder as a universal checkpoint (docs/deepspeed.md)
+  if (seen['--to'] === 'universal') return (await import('./convert-universal.js')).cmdConvertUniversal(positional, seen);
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
   // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
   const folder = positional.length === 2 ? await folderArgs(positional, seen, 'convert') : null;

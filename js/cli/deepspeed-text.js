@@ -12,6 +12,7 @@ const flag = (b) => (b === null || b === undefined ? '?' : b ? 'yes' : 'no');
 export function deepspeedLines(report, out, width) {
   const d = report.deepspeed;
   const facts = [d.kind ?? (report.kind === 'state' ? 'model states' : 'kind unknown')];
+  if (d.universal) facts.push('universal (loads by name on any world size)');
   if (d.worldSize !== null) facts.push(d.lone ? `rank ${d.rank ?? '?'} of ${d.worldSize}` : plural(d.worldSize, 'rank'));
   if (d.dtype) facts.push(`${d.dtype} module`);
   if (d.dsVersion !== null) facts.push(`DeepSpeed ${d.dsVersion}`);

@@ -143,12 +143,12 @@ for fx in sorted(os.listdir(FIXTURES)):
     cases.append({'name': fx, 'dir': d, 'real': True, 'bf16': 'bf16' in fx, 'ok': True,
                   'kind': KINDS[fx.split('-')[0]], 'worldSize': W, 'error': None, 'failures': [],
                   'warnings': [], 'values': values_of(fx, parts)})
+# ds_to_universal's output of zero2-w3-for-universal (format.md 11.7): each tensor one fragment,
+# equal bit for bit to the source folder's 11.3 reconstruction
+uparts, _, _ = recon(os.path.join(FIXTURES, 'zero2-w3-for-universal', 'global_step2'))
 cases.append({'name': 'zero2-w3-universal', 'dir': os.path.join(FIXTURES, 'zero2-w3-universal'), 'real': True,
-              'ok': False, 'kind': None, 'worldSize': None, 'warnings': [], 'values': {},
-              'error': {'code': 75, 'message': P + os.path.join(FIXTURES, 'zero2-w3-universal')
-                        + ' holds a universal checkpoint (latest_universal names global_step2): reading one is not '
-                          'supported yet'}})
-cases[-1]['failures'] = [cases[-1]['error']]
+              'bf16': False, 'ok': True, 'kind': 'ZeRO-2', 'worldSize': None, 'error': None, 'failures': [], 'warnings': [],
+              'values': values_of('zero2-w3-universal', uparts), 'universal': True})
 
 
 # ---- the ZeRO writer ----
@@ -206,7 +206,7 @@ def padded(t, n):
 
 
 def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
-                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False):
+                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False, uinfo=None):
     """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
     fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
     and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
@@ -259,6 +259,8 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
               skipped_steps=0, global_steps=int(step), global_samples=8 * int(step), dp_world_size=W, mp_world_size=1,
               ds_config=config if config is not None else ds_config(0 if bf16_optimizer else stage, bf16),
               ds_version=version)
+    if uinfo is not None:
+        ms['universal_checkpoint_info'] = uinfo
     torch.save(ms, os.path.join(td, 'mp_rank_00_model_states.pt'))
     for r in range(W):
         state, groups, fp32, maps = {}, [], [], []
@@ -1080,6 +1082,275 @@ for stage, write in ((1, lambda d, m: write_zero12(d, m, 2, stage=1)), (2, lambd
     pairing(f'frozen-zero{stage}-resized', d, f('frozen-resized.pt'),
             failures=[err(81, 'frozen.weight is #[3, 5] in the checkpoint, #[3, 6] in the new model')],
             note=FAILED + 'names, shapes, ties and order in every group')
+
+# ---- universal checkpoints (format.md 11.7), as ds_to_universal writes them (tp 1, no patterns) ----
+
+def to_universal(src_tag, out, utag='global_step2'):
+    """ds_to_universal.py --input_folder src_tag --output_folder out/utag, read as it reads: rank r's
+    param_slice_mappings, its flat moments and masters; optimizer_state.pt rank 0's optimizer state
+    without the sharded keys, group_paddings zeros, partition_count [W] * G, param_groups last"""
+    fs = sorted(os.listdir(src_tag))
+    optim = sorted([f for f in fs if f.endswith('optim_states.pt')],
+                   key=lambda f: int(f.split('zero_pp_rank_')[1].split('_')[0]))
+    osd = [torch.load(os.path.join(src_tag, f))['optimizer_state_dict'] for f in optim]
+    m0 = torch.load(os.path.join(src_tag, 'mp_rank_00_model_states.pt'))
+    ud = os.path.join(out, utag)
+    os.makedirs(os.path.join(ud, 'zero'))
+    shapes = {k: v for d in m0['param_shapes'] for k, v in d.items()}
+    frags = collections.defaultdict(lambda: collections.defaultdict(list))
+    steps = {}
+    for o in osd:
+        state = o['base_optimizer_state']['state']
+        for g in range(len(state)):
+            flat = {'exp_avg': state[g]['exp_avg'], 'exp_avg_sq': state[g]['exp_avg_sq'],
+                    'fp32': o['single_partition_of_fp32_groups'][g]}
+            for name, fa in o['param_slice_mappings'][g].items():
+                for k, t in flat.items():
+                    frags[name][k].append(t.narrow(0, fa.start, fa.numel).clone())
+                steps.setdefault(name, state[g]['step'])
+    for name, shape in shapes.items():
+        pd = os.path.join(ud, 'zero', name)
+        os.makedirs(pd)
+        torch.save(steps[name], os.path.join(pd, 'step.pt'))
+        for k in ('fp32', 'exp_avg', 'exp_avg_sq'):
+            torch.save({'cat_dim': 0, 'param': torch.cat(frags[name][k], dim=0).reshape(shape)},
+                       os.path.join(pd, f'{k}.pt'))
+    sd = {k: v for k, v in osd[0].items()
+          if k not in ('base_optimizer_state', 'param_slice_mappings', 'single_partition_of_fp32_groups')}
+    if sd.get('group_paddings'):
+        sd['group_paddings'] = [0] * len(sd['group_paddings'])
+    if sd.get('partition_count'):
+        sd['partition_count'] = [len(osd)] * len(sd['partition_count'])
+    sd['param_groups'] = osd[0]['base_optimizer_state']['param_groups']
+    torch.save(sd, os.path.join(ud, 'zero', 'optimizer_state.pt'))
+    shutil.copy2(os.path.join(src_tag, 'mp_rank_00_model_states.pt'), ud)
+    with open(os.path.join(out, 'latest_universal'), 'w') as f:
+        f.write(utag)
+    return ud
+
+
+def universal_case(name, edit=None, ok=True, error=None, failures=None, warnings=(), values=True, model=None,
+                   W=2, write=None):
+    src = os.path.join(OUT, 'universal-src', name)
+    os.makedirs(src)
+    m = model or small(7)
+    parts = (write or (lambda d: write_zero12(d, m, W)))(src)
+    d = folder(name)
+    ud = to_universal(tagdir(src), d)
+    if edit:
+        edit(ud)
+    case(name, d, parts if values and ok else None, ok=ok, kind='ZeRO-2' if ok else None, error=error, failures=failures,
+         warnings=warnings, model=m if ok else None)
+    cases[-1]['universal'] = True
+
+
+U = 'universal: '
+universal_case('u-zero2-w2')
+universal_case('u-zero2-w3-groups', model=two_groups(), W=3)
+universal_case('u-zero1-w2', write=lambda d: write_zero12(d, small(7), 2, stage=1))
+cases[-1]['kind'] = 'ZeRO-1'
+universal_case('u-bf16-optimizer-w2', write=lambda d: write_zero12(d, small(7), 2, bf16=True, bf16_optimizer=True))
+cases[-1]['kind'] = 'BF16_Optimizer'
+
+
+def bare(ud):
+    p = os.path.join(ud, 'zero', 'l1.bias', 'fp32.pt')
+    torch.save(torch.load(p)['param'], p)
+
+
+universal_case('u-bare-tensor', bare, warnings=[P + U + 'zero/l1.bias/fp32.pt is a bare tensor; DeepSpeed\'s '
+                                                 'load_universal expects a dict with \'param\''])
+universal_case('u-no-optimizer-state', lambda ud: os.remove(os.path.join(ud, 'zero', 'optimizer_state.pt')),
+               ok=False, error=err(72, U + 'no zero/optimizer_state.pt'))
+universal_case('u-no-step', lambda ud: os.remove(os.path.join(ud, 'zero', 'l1.bias', 'step.pt')),
+               ok=False, error=err(72, U + 'l1.bias has no step.pt'))
+universal_case('u-no-fp32', lambda ud: shutil.rmtree(os.path.join(ud, 'zero', 'l2.weight')), ok=False,
+               failures=[err(72, U + f'l2.weight has no {f}') for f in
+                         ('fp32.pt', 'exp_avg.pt', 'exp_avg_sq.pt', 'step.pt')])
+cases[-1]['error'] = cases[-1]['failures'][0]
+
+
+def reshape_u(ud):
+    p = os.path.join(ud, 'zero', 'l1.weight', 'exp_avg.pt')
+    o = torch.load(p)
+    o['param'] = o['param'].reshape(6, 7).clone()
+    torch.save(o, p)
+
+
+universal_case('u-shape', reshape_u, ok=False,
+               error=err(78, U + 'zero/l1.weight/exp_avg.pt holds #[6, 7], param_shapes says #[7, 6]'))
+
+
+def vocab_u(ud):
+    for k in ('fp32', 'exp_avg', 'exp_avg_sq'):
+        p = os.path.join(ud, 'zero', 'emb.weight', f'{k}.pt')
+        o = torch.load(p)
+        torch.save({'cat_dim': 0, 'vocab_tensor': True, 'param': o['param'][:9].clone()}, p)
+
+
+universal_case('u-vocab-tensor', vocab_u, values=False)
+
+
+def step_u(ud):
+    torch.save(torch.tensor(3.0), os.path.join(ud, 'zero', 'l2.bias', 'step.pt'))
+
+
+universal_case('u-steps', step_u, ok=False, error=err(77, U + 'group 0: l2.bias is at step 3, emb.weight at 2'))
+
+
+def groups_u(ud):
+    p = os.path.join(ud, 'zero', 'optimizer_state.pt')
+    o = torch.load(p)
+    o['param_groups'].append(dict(o['param_groups'][0]))
+    torch.save(o, p)
+
+
+universal_case('u-param-groups', groups_u, ok=False,
+               error=err(74, U + 'optimizer_state.pt has 2 param_groups, param_shapes 1'))
+
+
+def ghost_u(ud):
+    os.makedirs(os.path.join(ud, 'zero', 'ghost.weight'))
+    shutil.copy2(os.path.join(ud, 'zero', 'l1.bias', 'fp32.pt'), os.path.join(ud, 'zero', 'ghost.weight', 'fp32.pt'))
+    shutil.copy2(os.path.join(ud, 'zero', 'l1.bias', 'step.pt'), os.path.join(ud, 'zero', 'ghost.weight', 'step.pt'))
+    shutil.copy2(os.path.join(ud, 'zero', 'l1.bias', 'exp_avg.pt'), os.path.join(ud, 'zero', 'l1.bias', 'extra.pt'))
+
+
+universal_case('u-unknown-files', ghost_u,
+               warnings=[P + U + 'zero/ghost.weight is no parameter of param_shapes',
+                         P + U + 'zero/l1.bias/extra.pt is not one of fp32.pt, exp_avg.pt, exp_avg_sq.pt, step.pt'])
+
+
+def missing_tag(ud):
+    with open(os.path.join(os.path.dirname(ud), 'latest_universal'), 'w') as f:
+        f.write('global_step9')
+
+
+universal_case('u-latest-missing', missing_tag, ok=False, values=False)
+cases[-1]['error'] = err(72, 'latest_universal names global_step9, but ' + cases[-1]['dir']
+                         + ' has no folder global_step9')
+cases[-1]['failures'] = [cases[-1]['error']]
+
+# ---- writing a universal checkpoint (format.md 11.7): the source folders and what ds_to_universal
+# writes for them (its merge_tp_slices for tp 1, re.match on each name), for test_ds_universal.c
+# and universal_check.py ----
+
+import re
+
+
+def expected_universal(src_tag, out, utag='global_step2'):
+    """ds_to_universal's output for tp = 1, with universal_checkpoint_info's patterns"""
+    ud = to_universal(src_tag, out, utag)
+    info = torch.load(os.path.join(src_tag, 'mp_rank_00_model_states.pt')).get('universal_checkpoint_info') or {}
+    rep = info.get('tp_replicated_parameter_patterns', [])
+    avg = info.get('parameter_to_average_patterns', [])
+    row = info.get('parameter_with_row_parallelism_patterns', [])
+    voc = info.get('vocabulary_parameter_patterns', [])
+    two = info.get('parameter_with_2_sub_params_cat_dim_0', [])
+    sub = [p for s in info.get('parameter_with_sub_params', []) for p in s['patterns']]
+
+    def one(patterns, name):
+        m = [p for p in patterns if re.match(p, name)]
+        assert len(m) <= 1
+        return m[0] if m else None
+    for name in os.listdir(os.path.join(ud, 'zero')):
+        pd = os.path.join(ud, 'zero', name)
+        if not os.path.isdir(pd):
+            continue
+        assert not any(re.match(p, name) for p in sub)
+        for k in ('fp32', 'exp_avg', 'exp_avg_sq'):
+            slices = [torch.load(os.path.join(pd, f'{k}.pt'))['param']]
+            d = {}
+            if one(rep, name):
+                param = slices[0]
+            elif one(avg, name):
+                param = sum(slices) / len(slices)
+            elif one(two, name):
+                ch = [torch.chunk(x, 2, dim=0) for x in slices]
+                param = torch.cat([torch.cat([c[0] for c in ch], dim=0), torch.cat([c[1] for c in ch], dim=0)], dim=0)
+                d['cat_dim'] = 0
+                d['param_n_sub_params'] = 2
+            else:
+                cat = 1 if one(row, name) else 0
+                param = torch.cat(slices, dim=cat)
+                d['cat_dim'] = cat
+            if one(voc, name):
+                param = param[:info['original_vocab_size'], :]
+                d['vocab_tensor'] = True
+            d['param'] = param
+            torch.save(d, os.path.join(pd, f'{k}.pt'))
+    return ud
+
+
+writes = []
+
+
+def write_case(name, write, error=None, warnings=(), expect=True):
+    src = os.path.join(OUT, 'universal-write', name, 'src')
+    os.makedirs(src)
+    write(src)
+    exp = os.path.join(OUT, 'universal-write', name, 'expected')
+    if expect and not error:
+        expected_universal(tagdir(src), exp)
+    writes.append({'name': name, 'src': src, 'out': os.path.join(OUT, 'universal-write', name, 'out', 'global_step2'),
+                   'expected': exp if expect and not error else None, 'error': error, 'warnings': list(warnings)})
+
+
+def neg_zero(m):
+    m.master['l1.bias'][0] = -0.0
+    m.m['l1.bias'][1] = -0.0
+    return m
+
+
+writes.append({'name': 'zero2-w3-for-universal', 'src': os.path.join(FIXTURES, 'zero2-w3-for-universal'),
+               'out': os.path.join(OUT, 'universal-write', 'zero2-w3-for-universal', 'out', 'global_step2'),
+               'expected': os.path.join(FIXTURES, 'zero2-w3-universal'), 'error': None, 'warnings': []})
+write_case('wu-plain', lambda d: write_zero12(d, small(8), 2, uinfo={}))
+write_case('wu-zero1-w3', lambda d: write_zero12(d, small(8), 3, stage=1, uinfo={}))
+write_case('wu-bf16-optimizer', lambda d: write_zero12(d, small(8), 2, bf16=True, bf16_optimizer=True, uinfo={}))
+write_case('wu-groups', lambda d: write_zero12(d, two_groups(), 3, uinfo={}))
+write_case('wu-no-info', lambda d: write_zero12(d, small(8), 2),
+           warnings=[P + 'the model states have no universal_checkpoint_info (ds_to_universal refuses them); written '
+                         'as for an empty one'])
+write_case('wu-patterns', lambda d: write_zero12(d, neg_zero(small(8)), 2, uinfo={
+    'tp_replicated_parameter_patterns': [r'l2\.bias'], 'parameter_to_average_patterns': [r'l1\.b\w+'],
+    'parameter_with_row_parallelism_patterns': [r'l2\.weight$'],
+    'parameter_with_2_sub_params_cat_dim_0': [r'l1\.(?:weight)'], 'vocabulary_parameter_patterns': [r'emb\.'],
+    'original_vocab_size': 9}))
+write_case('wu-unused', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'tp_replicated_parameter_patterns': [r'nothing\d+'], 'parameter_to_average_patterns': [r'l1\.bias']}),
+    warnings=[P + r'universal: pattern nothing\d+ matches no parameter (ds_to_universal refuses that unless '
+                  '--no_strict)'])
+write_case('wu-two-patterns', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'tp_replicated_parameter_patterns': ['l1', r'l1\.w']}),
+    error=err(75, 'universal: l1.weight matches 2 patterns of tp_replicated_parameter_patterns'))
+write_case('wu-sub-params', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'parameter_with_sub_params': [{'patterns': [r'l2\.weight'], 'shape': [6, 7], 'partition_dim': 0}]}),
+    error=err(75, 'universal: l2.weight matches a parameter_with_sub_params pattern: not written'))
+def int_steps(d):
+    """FusedAdam's step: a Python int in each group's state"""
+    write_zero12(d, small(8), 2, uinfo={})
+    for r in range(2):
+        def fn(o):
+            for st in o['optimizer_state_dict']['base_optimizer_state']['state'].values():
+                st['step'] = int(st['step'])
+        rewrite(optim(d, r), fn)
+
+
+write_case('wu-int-step', int_steps)
+write_case('wu-lookahead', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'parameter_to_average_patterns': [r'l1(?=\.)']}),
+    error=err(75, r'universal: pattern l1(?=\.) of parameter_to_average_patterns uses Python regular-expression '
+                  'syntax that ckptscope does not read'))
+write_case('wu-vocab-no-size', lambda d: write_zero12(d, small(8), 2, uinfo={
+    'vocabulary_parameter_patterns': [r'emb\.weight']}),
+    error=err(73, 'universal: emb.weight matches a vocabulary pattern, and universal_checkpoint_info has no '
+                  'original_vocab_size'))
+write_case('wu-zero3', lambda d: write_zero3(d, small(8), 2),
+           error=err(75, 'DeepSpeed v0.14.4 has no universal checkpoint for ZeRO-3 (ds_to_universal reads ZeRO-1/2 '
+                         'and BF16_Optimizer files)'))
+with open(os.path.join(OUT, 'universal-write', 'manifest.json'), 'w', encoding='utf-8') as f:
+    json.dump({'writes': writes}, f, indent=1, ensure_ascii=False)
 
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
     json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)

@@ -94,7 +94,7 @@ static void list(const char *dir, const char *rel, listing *l, int depth)
             memcpy(l->names[l->n], name, nl + 1);
             if (folder) strcat(l->names[l->n], "/");
             l->sizes[l->n++] = folder ? CKPT_NONE : (uint64_t)st.st_size;
-            if (folder && depth < 1) list(dir, name, l, depth + 1);
+            if (folder && depth < 3) list(dir, name, l, depth + 1);
         }
         free(names[k]);
     }

@@ -28,6 +28,8 @@ typedef enum ds_role {
     DS_ROLE_ZMODEL,  /* zero_pp_rank_{r}_mp_rank_{mp}_model_states.pt (ZeRO-3) */
     DS_ROLE_OPTIM,   /* [bf16_|fp16_]zero_pp_rank_{r}_mp_rank_{mp}[_]optim_states.pt */
     DS_ROLE_REFUSED, /* layer_*, expp_rank_*, *expert_*, or an mp rank other than 00 */
+    DS_ROLE_USTATE,  /* a universal checkpoint's zero/{name}/{file} (11.7) */
+    DS_ROLE_UOPT,    /* a universal checkpoint's zero/optimizer_state.pt */
 } ds_role;
 enum { DS_PLAIN = 0, DS_BF16 = 1, DS_FP16 = 2 };
 
@@ -61,7 +63,7 @@ typedef struct ds_plan {
     char *tag;      /* the tag read (save_dir), NULL for a tag folder */
     bool missing;   /* the tag's folder is not in the listing (11.5.1) */
     bool guessed;   /* no latest: the tag folder with the largest number (11.5.2) */
-    bool universal; /* only latest_universal names the tag */
+    bool universal; /* the tag folder is a universal checkpoint (11.7): it holds zero/ and no partition */
     size_t *files;  /* the listing's entries of the tag folder's DeepSpeed files, in listing order */
     size_t files_len;
 } ds_plan;
@@ -134,6 +136,9 @@ typedef struct ds_file {
     uint64_t dp_world_size, mp_world_size, global_steps, skipped_steps;
     int config_bf16;  /* ds_config.bf16.enabled: -1 unsaid, 0, 1 */
     int config_stage; /* ds_config.zero_optimization.stage, -1 unsaid */
+    /* a universal state file (universal.c): the key it holds (DS_KEYS: step), its parameter */
+    int ukey;
+    size_t uparam;
 } ds_file;
 
 /* ---- the checkpoint ---- */
@@ -157,6 +162,8 @@ typedef struct ds_param {
     size_t frags, frags_len; /* into ds->frags */
     /* statistics (with CKPT_INSPECT_STATS): per key, NULL when absent */
     ckpt_stats *stats[DS_KEYS];
+    /* a universal checkpoint's files of it: fp32, exp_avg, exp_avg_sq, step (DS_NONE: none) */
+    size_t ufile[DS_KEYS + 1];
 } ds_param;
 
 /* A flat group: ZeRO-1/2 and BF16_Optimizer a parameter group, ZeRO-3 a sub-group. */
@@ -207,6 +214,12 @@ typedef struct ckpt_ds {
     struct ds_entry_item *items;
     size_t items_len;
     ckpt_span *spans;
+    /* a universal checkpoint (11.7, universal.c): its zero/optimizer_state.pt (DS_NONE) and
+     * that file's param_groups as the groups' configurations */
+    bool universal;
+    size_t ustate;
+    ckpt_torch_group *ugroups;
+    size_t ugroups_len;
 } ckpt_ds;
 
 /* An item: param's keys, each a run spans[first[key] .. + len[key]) (len 0: not held). */
@@ -259,6 +272,13 @@ int ds_rounding(ckpt_ds *ds, ckpt_report *rep, ckpt_error *err);
  * pair_new_model */
 int ckpt_ds_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
                            ckpt_pair_result *res);
+/* universal.c: a universal checkpoint's tag folder (11.7), its files listed by open.c */
+int ds_universal(ckpt_parse *p, ckpt_ds *ds);
+size_t ds_universal_fragments(const ckpt_ds *ds, size_t param, int key, ds_frag_at *out);
+/* files.c: a step, from a 0-d (or one-element) tensor or a Python number */
+int ds_number_or_tensor(const ckpt_ds *ds, const ds_file *f, size_t node, bool *has, double *x, ckpt_error *err);
+/* open.c: the optimizer's kind ds_config says (11.4): ds->kind_said */
+void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf);
 /* json.c */
 void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 /* open.c */

@@ -255,6 +255,8 @@ static double ds_lr_of_slot(const ckpt_report *rep, uint64_t slot)
         if (r != CKPT_NONE) slot = r;
     }
     size_t g = group_of_slot(ds, slot);
+    if (g != DS_NONE && ds->universal)
+        return g < ds->ugroups_len && ds->ugroups[g].has & CKPT_TG_LR ? ds->ugroups[g].lr : NAN;
     if (g == DS_NONE || !ds->optim || ds->optim[0] == DS_NONE) return NAN;
     const ds_file *f = &ds->files[ds->optim[0]];
     if (f->optimizer == DS_NONE || g >= f->t->optimizers[f->optimizer].groups_len) return NAN;

@@ -118,6 +118,11 @@ static int number_or_tensor(const ckpt_ds *ds, const ds_file *f, size_t node, bo
     return 0;
 }
 
+int ds_number_or_tensor(const ckpt_ds *ds, const ds_file *f, size_t node, bool *has, double *x, ckpt_error *err)
+{
+    return number_or_tensor(ds, f, node, has, x, err);
+}
+
 /* ---- an optimizer partition ---- */
 
 static int read_partition_count(ckpt_ds *ds, ckpt_report *rep, ds_file *f, size_t node)

@@ -10,10 +10,11 @@ static void j_opt_double(strbuf *sb, bool has, double x)
     else sb_puts(sb, "null");
 }
 
-static void j_group_config(strbuf *sb, const ds_file *f, size_t g)
+static void j_group_config(strbuf *sb, const ckpt_ds *ds, const ds_file *f, size_t g)
 {
     const ckpt_torch_group *gr = NULL;
-    if (f && f->t && f->optimizer != DS_NONE && g < f->t->optimizers[f->optimizer].groups_len)
+    if (ds->universal && g < ds->ugroups_len) gr = &ds->ugroups[g];
+    else if (f && f->t && f->optimizer != DS_NONE && g < f->t->optimizers[f->optimizer].groups_len)
         gr = &f->t->groups[f->t->optimizers[f->optimizer].groups + g];
     unsigned has = gr ? gr->has : 0;
     sb_puts(sb, "\"lr\":");
@@ -46,7 +47,7 @@ static const ds_file *rank_file(const ckpt_ds *ds, uint64_t r)
 
 static void j_files(strbuf *sb, const ckpt_ds *ds)
 {
-    static const char *const roles[] = {"other", "model", "model", "optimizer", "refused"};
+    static const char *const roles[] = {"other", "model", "model", "optimizer", "refused", "state", "optimizer"};
     sb_puts(sb, ",\"files\":[");
     for (size_t k = 0; k < ds->files_len; k++) {
         const ds_file *f = &ds->files[k];
@@ -77,7 +78,7 @@ static void j_groups(strbuf *sb, const ckpt_ds *ds)
     sb_puts(sb, ",\"groups\":[");
     for (size_t g = 0; g < ds->param_groups; g++) {
         sb_puts(sb, g ? ",{" : "{");
-        j_group_config(sb, f0, g);
+        j_group_config(sb, ds, f0, g);
         sb_puts(sb, ",\"params\":[");
         bool first = true;
         uint64_t flat = 0;
@@ -129,7 +130,7 @@ static void j_lone_groups(strbuf *sb, const ckpt_ds *ds)
     for (size_t g = 0; f->is.role == DS_ROLE_OPTIM && g < f->groups_len; g++) {
         const ds_fgroup *fg = &f->groups[g];
         sb_puts(sb, g ? ",{" : "{");
-        j_group_config(sb, f, f->kind == DS_ZERO3 ? fg->group : g);
+        j_group_config(sb, ds, f, f->kind == DS_ZERO3 ? fg->group : g);
         sb_puts(sb, ",\"params\":null,\"paddings\":[");
         if (fg->has_padding) j_u64(sb, fg->padding);
         else sb_puts(sb, "null");
@@ -247,9 +248,9 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     if (cfg && cfg->config_stage >= 0) j_u64(sb, (uint64_t)cfg->config_stage);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"worldSize\":");
-    if (ds->W) j_u64(sb, ds->W);
+    if (ds->W && !ds->universal) j_u64(sb, ds->W);
     else sb_puts(sb, "null");
-    sb_printf(sb, ",\"bf16\":%s", ds->bf16 ? "true" : "false");
+    sb_printf(sb, ",\"bf16\":%s,\"universal\":%s", ds->bf16 ? "true" : "false", ds->universal ? "true" : "false");
     /* the module's dtype: bfloat16 in a bf16 run, the moments and masters float32 in every run */
     sb_puts(sb, ",\"dtype\":");
     const char *mdt = NULL;

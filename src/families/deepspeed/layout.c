@@ -379,6 +379,7 @@ int ds_step_warnings(ckpt_ds *ds, ckpt_report *rep)
 
 size_t ckpt_ds_fragments(const ckpt_ds *ds, size_t param, int key, ds_frag_at *out)
 {
+    if (ds->universal) return ds_universal_fragments(ds, param, key, out);
     const ds_param *p = &ds->params[param];
     size_t n = 0;
     for (size_t j = p->frags; j < p->frags + p->frags_len; j++) {

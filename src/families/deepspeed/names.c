@@ -127,6 +127,41 @@ static int tag_files(const ds_listing *l, const char *tag, ds_plan *p, ckpt_erro
     return 0;
 }
 
+/* A universal checkpoint's tag folder (11.7): it lists zero/ and holds no optimizer partition.
+ * Its files are then the model states and every file of zero/ and of zero/{name}/, in listing
+ * order (what is not DeepSpeed's is told by universal.c). */
+static int universal_files(const ds_listing *l, const char *tag, ds_plan *p, ckpt_error *err)
+{
+    size_t tl = strlen(tag);
+    for (size_t j = 0; j < p->files_len; j++) {
+        const char *nm = l->names[p->files[j]] + tl + (tl > 0);
+        if (ds_name_of(nm, strlen(nm)).role != DS_ROLE_MODEL) return 0;
+    }
+    char *zero = malloc(tl + 7);
+    if (!zero) return ckpt_fail_oom(err);
+    memcpy(zero, tag, tl);
+    memcpy(zero + tl, tl ? "/zero/" : "zero/", tl ? 7 : 6);
+    size_t zl = strlen(zero);
+    bool listed = find(l, zero, zl) != SIZE_MAX;
+    for (size_t k = 0; listed && k < l->n; k++) {
+        const char *nm = l->names[k];
+        size_t len = strlen(nm);
+        if (l->sizes[k] == CKPT_NONE || len <= zl || memcmp(nm, zero, zl)) continue;
+        const char *rest = nm + zl, *slash = strchr(rest, '/');
+        if (slash && (slash == rest || strchr(slash + 1, '/'))) continue;
+        size_t *q = realloc(p->files, (p->files_len + 1) * sizeof *q);
+        if (!q) {
+            free(zero);
+            return ckpt_fail_oom(err);
+        }
+        p->files = q;
+        p->files[p->files_len++] = k;
+    }
+    free(zero);
+    p->universal = listed;
+    return 0;
+}
+
 /* The last run of digits of a name, as section 9 orders files (global_step300 -> 300). */
 static bool number_of(const char *s, size_t n, uint64_t *v)
 {
@@ -146,7 +181,7 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
     TRY(tag_files(l, "", p, err));
     if (p->files_len) {
         p->kind = DS_FOLDER_TAG;
-        return 0;
+        return universal_files(l, "", p, err);
     }
     size_t lt = find(l, "latest", 6), lu = find(l, "latest_universal", 16);
     p->has_latest = lt != SIZE_MAX && l->sizes[lt] != CKPT_NONE;
@@ -155,7 +190,6 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
         p->kind = DS_FOLDER_SAVE_DIR;
         const char *text = p->has_latest ? l->latest : l->latest_universal;
         size_t len = p->has_latest ? l->latest_len : l->latest_universal_len;
-        p->universal = !p->has_latest;
         if (!text) {
             p->need_latest = p->has_latest;
             p->need_universal = !p->has_latest;
@@ -171,7 +205,9 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
         bool plain = tl && !strchr(p->tag, '/') && strcmp(p->tag, ".") && strcmp(p->tag, "..");
         p->missing = !plain || find(l, folder, tl + 1) == SIZE_MAX;
         free(folder);
-        return p->missing ? 0 : tag_files(l, p->tag, p, err);
+        if (p->missing) return 0;
+        TRY(tag_files(l, p->tag, p, err));
+        return universal_files(l, p->tag, p, err);
     }
     /* no latest: the tag folder with the largest number (11.5.2) */
     size_t best = SIZE_MAX;
@@ -202,7 +238,8 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
     p->kind = DS_FOLDER_SAVE_DIR;
     p->guessed = true;
     if (!(p->tag = stripped(l->names[best], strlen(l->names[best]) - 1))) return ckpt_fail_oom(err);
-    return tag_files(l, p->tag, p, err);
+    TRY(tag_files(l, p->tag, p, err));
+    return universal_files(l, p->tag, p, err);
 }
 
 void ds_plan_free(ds_plan *p)

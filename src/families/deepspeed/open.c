@@ -36,6 +36,7 @@ void ds_free(ckpt_ds *ds)
     free(ds->param_of_slot);
     free(ds->configs);
     free(ds->has_config);
+    free(ds->ugroups);
     free(ds->note);
     free(ds->root);
     free(ds->dir);
@@ -256,19 +257,10 @@ static int elastic_warning(ckpt_ds *ds, ckpt_report *rep)
 
 /* ---- the groups' configurations (11.4) ---- */
 
-static int configs(ckpt_ds *ds, ckpt_report *rep)
+/* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false) */
+void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf)
 {
-    const ds_file *f0 = file0(ds);
-    const ds_file *m = ds->model == DS_NONE ? NULL : &ds->files[ds->model];
-    if (!f0) return 0;
-    size_t G = f0->optimizer == DS_NONE ? f0->groups_len : f0->t->optimizers[f0->optimizer].groups_len;
-    ds->param_groups = G;
-    ds->configs = calloc(G ? G : 1, sizeof *ds->configs);
-    ds->has_config = calloc(G ? G : 1, sizeof *ds->has_config);
-    if (!ds->configs || !ds->has_config) return ckpt_fail_oom(&rep->error);
-    /* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false) */
     ds->kind_said = -1;
-    const ds_file *cf = m && m->t ? m : f0;
     ds_tree c = ds_tree_of(cf);
     size_t opt = ds_get(c, ds_get(c, cf->root, "ds_config"), "optimizer");
     const char *ts;
@@ -281,6 +273,19 @@ static int configs(ckpt_ds *ds, ckpt_report *rep)
         if (tl < 15 && !strcmp(low, "adamw")) ds->kind_said = CKPT_ADAMW;
         else if (tl < 15 && !strcmp(low, "adam")) ds->kind_said = off ? CKPT_ADAM : CKPT_ADAMW;
     }
+}
+
+static int configs(ckpt_ds *ds, ckpt_report *rep)
+{
+    const ds_file *f0 = file0(ds);
+    const ds_file *m = ds->model == DS_NONE ? NULL : &ds->files[ds->model];
+    if (!f0) return 0;
+    size_t G = f0->optimizer == DS_NONE ? f0->groups_len : f0->t->optimizers[f0->optimizer].groups_len;
+    ds->param_groups = G;
+    ds->configs = calloc(G ? G : 1, sizeof *ds->configs);
+    ds->has_config = calloc(G ? G : 1, sizeof *ds->has_config);
+    if (!ds->configs || !ds->has_config) return ckpt_fail_oom(&rep->error);
+    ds_kind_from_config(ds, m && m->t ? m : f0);
     for (size_t g = 0; g < G && f0->optimizer != DS_NONE; g++) {
         const ckpt_torch_group *gr = &f0->t->groups[f0->t->optimizers[f0->optimizer].groups + g];
         if ((gr->has & (CKPT_TG_BETAS | CKPT_TG_EPS)) != (CKPT_TG_BETAS | CKPT_TG_EPS)) continue;
@@ -358,12 +363,7 @@ static int folder(ckpt_parse *p, ckpt_ds *ds)
         rc = ds_fail(ds, rep, CKPT_E_DS_FOLDER, "%s names %s, but %s has no folder %s", which, tag, save_dir, tag);
         goto done;
     }
-    if (plan.universal) {
-        rc = ds_fail(ds, rep, CKPT_E_DS_UNSUPPORTED,
-                     "%s holds a universal checkpoint (latest_universal names %s): reading one is not supported yet",
-                     save_dir, plan.tag);
-        goto done;
-    }
+    ds->universal = plan.universal;
     if (plan.guessed &&
         (rc = ds_warn(rep,
                       "%s has no latest file: DeepSpeed's load_checkpoint() without a tag loads nothing; reading %s",
@@ -378,7 +378,10 @@ static int folder(ckpt_parse *p, ckpt_ds *ds)
         if (e->offset == CKPT_NONE) continue; /* listed, not laid out: as if absent */
         ds_file *f = &ds->files[ds->files_len++];
         ds_file_init(f);
-        if (!(f->name = dup(base_name(e->name)))) rc = ckpt_fail_oom(p->err);
+        /* a universal checkpoint's zero/ files are named by their path in the tag folder */
+        size_t skip = plan.tag ? strlen(plan.tag) + 1 : 0;
+        const char *nm = ds->universal && strlen(e->name) > skip ? e->name + skip : base_name(e->name);
+        if (!(f->name = dup(nm))) rc = ckpt_fail_oom(p->err);
         f->is = ds_name_of(f->name, f->name ? strlen(f->name) : 0);
         f->base = e->offset;
         f->size = e->size;
@@ -665,7 +668,7 @@ int ds_open(ckpt_parse *p, ckpt_ds *ds)
     if (ckpt_bundle_probe(head, n, DS_PREFIX)) {
         TRY(folder(p, ds));
         if (ds_failed(ds) || !ds->files_len) return 0;
-        return tag_checks(p, ds);
+        return ds->universal ? ds_universal(p, ds) : tag_checks(p, ds);
     }
     return lone(p, ds);
 }
