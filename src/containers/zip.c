@@ -376,8 +376,8 @@ static int place_earlier(ckpt_zip *z, end_record *e, ckpt_error *err)
     if (e->earlier_pending && first >= END_LEN) {
         /* bytes before the first member: the tail's signatures before the record, as a search
          * of the tail would have found them */
-        uint8_t *buf;
-        uint64_t tail;
+        uint8_t *buf = NULL;
+        uint64_t tail = 0;
         TRY(read_tail(z->src, &buf, &tail, err));
         int rc = collect_earlier(buf, (size_t)(e->at - (z->src->size - tail)), z->src->size - tail, e, err);
         free(buf);
