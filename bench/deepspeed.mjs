@@ -11,7 +11,8 @@
 //      over each (1 worker), bytes per second of the folder against the TLADAMF pair's;
 //   3. the peer: bench/deepspeed_peer.py, zero_to_fp32.py's consolidation extended to the
 //      moments (torch.load through a restricted unpickler, torch.cat, slicing, one safetensors
-//      file) against `ckptscope export DIR out.safetensors`: wall time and peak memory.
+//      file; once more with its output synced, as ckptscope's is) against
+//      `ckptscope export DIR out.safetensors`: wall time and peak memory, best of 5 at least.
 // bench/run.mjs runs these (BENCH_DEEPSPEED=off leaves them out, =light leaves out the passes
 // over the 7B-like zeros); alone, it writes its part of bench/results.json (the "deepspeed" key):
 //   node bench/deepspeed.mjs [--light]        or   BENCH_ONLY=deepspeed npm run bench
@@ -188,13 +189,19 @@ export async function deepspeedBench({ data = path.join(root, 'build/bench/data'
   log('GPT-2: ckptscope export against the Python consolidation (torch.load, torch.cat, slicing)…');
   const ours = path.join(data, 'ds-gpt2-export.safetensors'), theirs = path.join(data, 'ds-gpt2-peer.safetensors');
   figures.plainTorchLoad = execFileSync(PY, [peer, '--plain', path.join(gdir, 'global_step10', 'zero_pp_rank_0_mp_rank_00_optim_states.pt')], { encoding: 'utf8' }).trim();
+  // ckptscope's export syncs its output to the disk (an atomic, durable write); the peer as
+  // zero_to_fp32.py and safetensors save do not, and once more with os.fsync, the same work
   const r = interleaved({
     ours: [node, [cli, 'export', gdir, ours], () => fs.rmSync(ours, { force: true })],
     peer: [PY, [peer, path.join(gdir, 'global_step10'), theirs], () => fs.rmSync(theirs, { force: true })],
-  }, repeat);
+    peerSynced: [PY, [peer, path.join(gdir, 'global_step10'), theirs, '--fsync'], () => fs.rmSync(theirs, { force: true })],
+  }, Math.max(repeat, 5));
   row('GPT-2: ckptscope export DIR out.safetensors', r.ours);
   row('GPT-2: Python consolidation (torch.load, torch.cat, slicing, save)', r.peer);
+  row('GPT-2: the same, its output synced (os.fsync)', r.peerSynced);
   ratios['export time: ckptscope / Python consolidation'] = r.ours.seconds / r.peer.seconds;
+  ratios['export CPU time: ckptscope / Python consolidation'] = r.ours.cpuSeconds / r.peer.cpuSeconds;
+  ratios['export time: ckptscope / Python consolidation synced'] = r.ours.seconds / r.peerSynced.seconds;
   ratios['export peak RSS: ckptscope / Python consolidation'] = r.ours.peakRssMiB / r.peer.peakRssMiB;
   targets['export time: ckptscope / Python consolidation'] = ['<=', 1 / 3];
   targets['export peak RSS: ckptscope / Python consolidation'] = ['<=', 1 / 4];

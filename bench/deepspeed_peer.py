@@ -10,7 +10,9 @@ deepspeed is not imported: torch.load alone fails on these files without DeepSpe
 files go through a restricted unpickler that maps DeepSpeed's names to inert stand-ins and
 refuses any other name outside torch's rebuild functions.
 
-  deepspeed_peer.py TAGDIR OUT.safetensors     prints {"seconds", "tensors", "bytes"}
+  deepspeed_peer.py TAGDIR OUT.safetensors [--fsync]
+      prints {"seconds", "tensors", "bytes"}; --fsync: the output synced to the disk before it
+      returns, as ckptscope's export (an atomic, durable write) does
   deepspeed_peer.py --plain FILE               torch.load alone: prints what it raises"""
 import collections
 import json
@@ -120,7 +122,7 @@ def consolidate(tag):
     return out
 
 
-def save_safetensors(tensors, path):
+def save_safetensors(tensors, path, durable=False):
     header, at = {}, 0
     for name, t in tensors.items():
         n = t.numel() * 4
@@ -132,6 +134,9 @@ def save_safetensors(tensors, path):
         f.write(struct.pack('<Q', len(text)) + text)
         for t in tensors.values():
             f.write(t.contiguous().numpy().tobytes())
+        if durable:   # on the disk before it returns, as ckptscope's export makes its output
+            f.flush()
+            os.fsync(f.fileno())
     return 8 + len(text) + at
 
 
@@ -145,7 +150,7 @@ def main():
         return
     t0 = time.perf_counter()
     tensors = consolidate(sys.argv[1])
-    size = save_safetensors(tensors, sys.argv[2])
+    size = save_safetensors(tensors, sys.argv[2], durable='--fsync' in sys.argv[3:])
     print(json.dumps({'seconds': time.perf_counter() - t0, 'tensors': len(tensors), 'bytes': size}))
 
 
