@@ -157,6 +157,10 @@ typedef struct ds_param {
     size_t frags, frags_len; /* into ds->frags */
     /* statistics (with CKPT_INSPECT_STATS): per key, NULL when absent */
     ckpt_stats *stats[DS_KEYS];
+    /* the rounding check (11.5.30) done while the statistics streamed the masters: its first
+     * element that differs, CKPT_NONE for none */
+    bool rounded;
+    uint64_t rounded_first;
 } ds_param;
 
 /* A flat group: ZeRO-1/2 and BF16_Optimizer a parameter group, ZeRO-3 a sub-group. */
