@@ -15,7 +15,12 @@
 //   9. PyTorch files (bench/pytorch.mjs): the Llama-7B-like pair as sparse torch.save files
 //      (bytes read to open, inspect, check --state), and a GPT-2-small-sized AdamW state saved by
 //      torch 1.13: inspect, --stats and health against torch.load and the same passes in torch
-//      (BENCH_PYTORCH=off leaves it out).
+//      (BENCH_PYTORCH=off leaves it out);
+//  10. DeepSpeed folders (bench/deepspeed.mjs): the Llama-7B-like ZeRO-2 and ZeRO-3 checkpoints
+//      of 8 ranks as sparse files (bytes read to open and pair against their bound), a
+//      GPT-2-small-sized ZeRO-2 folder's statistics, health and export against its TLADAMF pair,
+//      and its export against a Python consolidation (BENCH_DEEPSPEED=off leaves it out, =light
+//      the passes over the 7B-like zeros; BENCH_ONLY=deepspeed runs it alone).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,6 +33,7 @@ import { scaleBench, printScale } from './scale.mjs';
 import { viewerBench, viewerRows, viewerRatios } from './viewer.mjs';
 import { workersBench, printWorkers, speedup } from './workers.mjs';
 import { pytorchBench, printPytorch } from './pytorch.mjs';
+import { deepspeedBench, printDeepspeed } from './deepspeed.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -399,11 +405,17 @@ if (process.env.BENCH_PYTORCH !== 'off') {
   pytorch = await pytorchBench({ data, repeat: REPEAT });
   printPytorch(pytorch);
 }
+let deepspeed = null;
+if (process.env.BENCH_DEEPSPEED !== 'off') {
+  log('DeepSpeed: the 7B-like ZeRO-2 and ZeRO-3 folders (sparse), a GPT-2-small-sized folder against TLADAMF and Python…');
+  deepspeed = await deepspeedBench({ data, repeat: REPEAT, light: process.env.BENCH_DEEPSPEED === 'light' });
+  printDeepspeed(deepspeed);
+}
 
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
   ratios, layoutWasmSeconds: layoutWasm, scale, kernel,
-  workers: workers4g, pytorch,
+  workers: workers4g, pytorch, deepspeed,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

@@ -11,4 +11,6 @@ bash scripts/build.sh wasm >/dev/null
 # configured every time (quick): a build folder made before a bench target was added knows no rule for it
 cmake -S . -B build/bench -DCKPT_BENCH=ON -DCKPT_TESTS=OFF -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/bench -j"$(nproc)" >/dev/null
+# BENCH_ONLY=deepspeed: the DeepSpeed rows alone (bench/deepspeed.mjs)
+[[ ${BENCH_ONLY:-} == deepspeed ]] && exec node bench/deepspeed.mjs
 exec node bench/run.mjs

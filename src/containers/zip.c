@@ -136,22 +136,58 @@ typedef struct end_record {
     uint64_t last_signature; /* the last PK\5\6 with an end record's 22 bytes after it */
     uint64_t *earlier;       /* the other PK\5\6 signatures in the tail, before `at`, descending */
     size_t earlier_len;
+    bool earlier_pending; /* the tail was not searched (the fixed-size end held the record) */
 } end_record;
+
+/* The signatures PK\5\6 of buf[0, below), descending, as absolute offsets (base: buf's). */
+static int collect_earlier(const uint8_t *buf, size_t below, uint64_t base, end_record *e, ckpt_error *err)
+{
+    size_t sigs = 0;
+    for (size_t k = below; k-- > 0;)
+        if (get32(buf + k) == SIG_END) sigs++;
+    if (!sigs) return 0;
+    if (!(e->earlier = malloc(sigs * sizeof *e->earlier))) return ckpt_fail_oom(err);
+    for (size_t k = below; k-- > 0;)
+        if (get32(buf + k) == SIG_END) e->earlier[e->earlier_len++] = base + k;
+    return 0;
+}
+
+/* The last END_LEN + MAX_COMMENT bytes of the file (all of it when shorter), malloc'd. */
+static int read_tail(const ckpt_source *src, uint8_t **out, uint64_t *len, ckpt_error *err)
+{
+    uint64_t size = src->size, tail = size < END_LEN + MAX_COMMENT ? size : END_LEN + MAX_COMMENT;
+    uint8_t *buf = malloc(tail ? (size_t)tail : 1);
+    if (!buf) return ckpt_fail_oom(err);
+    int rc = ckpt_read_at(src, size - tail, buf, (size_t)tail, "the zip's end record", err);
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = tail;
+    return 0;
+}
 
 /* The end record: the last PK\5\6 whose comment ends the file, else the last whose comment fits.
  * Also noted: the last signature of all (what a reader that ignores the comment's length takes,
- * as torch's miniz does) and the signatures before the one taken, for the caller to place. */
+ * as torch's miniz does) and the signatures before the one taken, for the caller to place.
+ * The fixed-size end is read first (the 22-byte end record, the ZIP64 locator and record before
+ * it: FIXED_END bytes): a zip without a comment is found there, and then nothing before the
+ * record can be a later signature. Only when the last 22 bytes are no end record without a
+ * comment are the last 64 KiB searched; the earlier signatures are then known at once, else
+ * looked for when something comes before the first member (place_earlier). */
+#define FIXED_END (END64_LEN + LOCATOR_LEN + END_LEN)
 static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
 {
     uint64_t size = src->size;
     if (size == CKPT_NONE)
         return ckpt_fail(err, "zip", CKPT_E_ZIP_NOT_FOUND, CKPT_NONE, 0,
                          "the size of the source is unknown: a zip is read from its end");
-    uint64_t tail = size < END_LEN + MAX_COMMENT ? size : END_LEN + MAX_COMMENT;
-    if (tail < END_LEN)
+    if (size < END_LEN)
         return ckpt_fail(err, "zip", CKPT_E_ZIP_NOT_FOUND, 0, 0,
                          "no end-of-central-directory record in the last %llu bytes of the file",
-                         (unsigned long long)tail);
+                         (unsigned long long)size);
+    uint64_t tail = size < FIXED_END ? size : FIXED_END;
     uint8_t *buf = malloc((size_t)tail);
     if (!buf) return ckpt_fail_oom(err);
     int rc = ckpt_read_at(src, size - tail, buf, (size_t)tail, "the zip's end record", err);
@@ -159,30 +195,33 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
         free(buf);
         return rc;
     }
-    size_t found = SIZE_MAX, fits = SIZE_MAX, last = SIZE_MAX, sigs = 0;
-    for (size_t k = (size_t)tail - END_LEN + 1; k-- > 0;) {
-        if (get32(buf + k) != SIG_END) continue;
-        sigs++;
-        if (last == SIZE_MAX) last = k;
-        size_t comment = get16(buf + k + 20);
-        if (found == SIZE_MAX && k + END_LEN + comment == tail) found = k;
-        if (fits == SIZE_MAX && k + END_LEN + comment <= tail) fits = k;
-    }
-    if (found == SIZE_MAX) found = fits;
-    if (found != SIZE_MAX && sigs > 1) {
-        /* the signatures before the one taken: at most one per 4 bytes of the tail */
-        if (!(e->earlier = malloc(sigs * sizeof *e->earlier))) {
-            free(buf);
-            return ckpt_fail_oom(err);
-        }
-        for (size_t k = found; k-- > 0;)
-            if (get32(buf + k) == SIG_END) e->earlier[e->earlier_len++] = size - tail + k;
-    }
-    if (found == SIZE_MAX) {
+    size_t found = SIZE_MAX, last = SIZE_MAX;
+    if (get32(buf + tail - END_LEN) == SIG_END && get16(buf + tail - 2) == 0) {
+        found = last = (size_t)tail - END_LEN;
+        e->earlier_pending = true;
+    } else {
         free(buf);
-        return ckpt_fail(err, "zip", CKPT_E_ZIP_NOT_FOUND, CKPT_NONE, 0,
-                         "no end-of-central-directory record in the last %llu bytes of the file",
-                         (unsigned long long)tail);
+        if ((rc = read_tail(src, &buf, &tail, err))) return rc;
+        size_t fits = SIZE_MAX;
+        for (size_t k = (size_t)tail - END_LEN + 1; k-- > 0;) {
+            if (get32(buf + k) != SIG_END) continue;
+            if (last == SIZE_MAX) last = k;
+            size_t comment = get16(buf + k + 20);
+            if (found == SIZE_MAX && k + END_LEN + comment == tail) found = k;
+            if (fits == SIZE_MAX && k + END_LEN + comment <= tail) fits = k;
+        }
+        if (found == SIZE_MAX) found = fits;
+        if (found == SIZE_MAX) {
+            free(buf);
+            return ckpt_fail(err, "zip", CKPT_E_ZIP_NOT_FOUND, CKPT_NONE, 0,
+                             "no end-of-central-directory record in the last %llu bytes of the file",
+                             (unsigned long long)tail);
+        }
+        /* the signatures before the one taken: at most one per 4 bytes of the tail */
+        if ((rc = collect_earlier(buf, found, size - tail, e, err))) {
+            free(buf);
+            return rc;
+        }
     }
     const uint8_t *p = buf + found;
     e->at = size - tail + found;
@@ -203,6 +242,10 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
         loc_disks = (unsigned)get32(p - LOCATOR_LEN + 16);
         e->locator_target = record_rel;
     }
+    /* the ZIP64 end record just before the locator, when the buffer holds it */
+    uint8_t r[END64_LEN];
+    bool held = locator && found >= LOCATOR_LEN + END64_LEN;
+    if (held) memcpy(r, p - LOCATOR_LEN - END64_LEN, END64_LEN);
     free(buf);
     if (disk != 0 || cd_disk != 0 || (locator && loc_disks > 1))
         return ckpt_fail(err, "zip", CKPT_E_ZIP_UNSUPPORTED, e->at + 4, 4, "a multi-disk archive is not supported");
@@ -214,10 +257,9 @@ static int find_end(const ckpt_source *src, end_record *e, ckpt_error *err)
     }
     /* the ZIP64 end record: just before the locator (a prefix moves it from where the locator
      * says), else where the locator says */
-    uint8_t r[END64_LEN];
     uint64_t at = CKPT_NONE;
     if (loc_at >= END64_LEN) {
-        TRY(ckpt_read_at(src, loc_at - END64_LEN, r, END64_LEN, "the zip's ZIP64 end record", err));
+        if (!held) TRY(ckpt_read_at(src, loc_at - END64_LEN, r, END64_LEN, "the zip's ZIP64 end record", err));
         if (get32(r) == SIG_END64) at = loc_at - END64_LEN;
     }
     if (at == CKPT_NONE && loc_at >= END64_LEN && record_rel <= loc_at - END64_LEN) {
@@ -327,15 +369,26 @@ static int check_layout(ckpt_zip *z, ckpt_error *err)
 
 /* What lies before the first member: the nearest end-record signature there (the tail holds the
  * candidates), another archive's. One inside a member's data is that member's business. */
-static void place_earlier(ckpt_zip *z, const end_record *e)
+static int place_earlier(ckpt_zip *z, end_record *e, ckpt_error *err)
 {
     uint64_t first = z->first_local != CKPT_NONE ? z->first_local : z->cd_offset;
     z->other_end = CKPT_NONE;
+    if (e->earlier_pending && first >= END_LEN) {
+        /* bytes before the first member: the tail's signatures before the record, as a search
+         * of the tail would have found them */
+        uint8_t *buf = NULL;
+        uint64_t tail = 0;
+        TRY(read_tail(z->src, &buf, &tail, err));
+        int rc = collect_earlier(buf, (size_t)(e->at - (z->src->size - tail)), z->src->size - tail, e, err);
+        free(buf);
+        if (rc) return rc;
+    }
     for (size_t k = 0; k < e->earlier_len && z->other_end == CKPT_NONE; k++)
         if (e->earlier[k] + END_LEN <= first) z->other_end = e->earlier[k];
+    return 0;
 }
 
-static int read_directory(ckpt_zip *z, const end_record *e, ckpt_error *err)
+static int read_directory(ckpt_zip *z, end_record *e, ckpt_error *err)
 {
     uint64_t size = z->src->size;
     /* where the directory ends: the ZIP64 end record, else the end record */
@@ -454,7 +507,7 @@ static int read_directory(ckpt_zip *z, const end_record *e, ckpt_error *err)
     free(c.buf);
     for (size_t k = 0; k < z->count; k++) z->members[k].name = z->names + (uintptr_t)z->members[k].name;
     if (!rc) rc = check_layout(z, err);
-    if (!rc) place_earlier(z, e);
+    if (!rc) rc = place_earlier(z, e, err);
     return rc;
 }
 

@@ -845,6 +845,20 @@ case('c30-module-not-rounded', d, vals, kind='ZeRO-2', W=2,
      warnings=[P + "l2.weight: the module's weights are not the master weights rounded to bfloat16 (first at element "
                '5)'])
 cases[-1]['statsWarnings'] = True
+# the same past the first fragment: l1.weight's elements 24 to 41 are rank 1's
+d = folder('c30-module-not-rounded-rank1')
+vals = write_zero12(d, small(), 2, bf16=True)
+
+
+def nudge30(o):
+    o['module']['l1.weight'].view(-1)[30] += 1.0
+
+
+rewrite(os.path.join(tagdir(d), 'mp_rank_00_model_states.pt'), nudge30)
+case('c30-module-not-rounded-rank1', d, vals, kind='ZeRO-2', W=2,
+     warnings=[P + "l1.weight: the module's weights are not the master weights rounded to bfloat16 (first at element "
+               '30)'])
+cases[-1]['statsWarnings'] = True
 d = folder('w-zero2-w2-fp16')
 case('w-zero2-w2-fp16', d, write_zero12(d, two_groups(7), 2, fp16=True), kind='ZeRO-2', W=2)
 

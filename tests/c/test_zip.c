@@ -632,6 +632,60 @@ static void test_writer_round_trip(void)
     ckpt_error_clear(&err);
 }
 
+/* What opening reads, counted through the source: the fixed-size end (the 22-byte end record,
+ * the ZIP64 locator and record before it: 98 bytes) and the central directory; the last 64 KiB
+ * are searched only for a comment, or for what lies before the first member. */
+typedef struct counted {
+    ckpt_source inner;
+    uint64_t bytes, reads;
+} counted;
+
+static size_t counted_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    counted *c = ctx;
+    size_t got = c->inner.read(c->inner.ctx, offset, buf, n);
+    if (got != CKPT_READ_ERROR) c->bytes += got, c->reads++;
+    return got;
+}
+
+static uint64_t bytes_to_open(const zbuilt *z, int *rc)
+{
+    ckpt_memory mem;
+    counted c = {0};
+    ckpt_source_memory(&c.inner, &mem, z->b.d, z->b.len);
+    ckpt_source src = {&c, counted_read, z->b.len};
+    ckpt_zip *zip = NULL;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    *rc = ckpt_zip_open(&src, &zip, &err);
+    ckpt_zip_free(zip);
+    ckpt_error_clear(&err);
+    return c.bytes;
+}
+
+static void test_bytes_read(void)
+{
+    zbuilt z;
+    int rc;
+    build(&z, torch_members, NT, (zopts){0, true, true, NULL});
+    CHECK(bytes_to_open(&z, &rc) == 98 + (z.end64_at - z.cd_at) && rc == 0);
+    free(z.b.d);
+    build(&z, torch_members, NT, (zopts){0, false, false, NULL});
+    CHECK(bytes_to_open(&z, &rc) == 98 + (z.end_at - z.cd_at) && rc == 0);
+    free(z.b.d);
+    /* a comment: the fixed-size end is no end record, the whole (short) file is searched */
+    build(&z, torch_members, NT, (zopts){0, false, false, NULL});
+    z.b.len -= 2;
+    z16(&z.b, 3);
+    zput(&z.b, "abc", 3);
+    CHECK(bytes_to_open(&z, &rc) == 98 + z.b.len + (z.end_at - z.cd_at) && rc == 0);
+    free(z.b.d);
+    /* bytes before the first member: the tail is searched for another archive's end record */
+    build(&z, torch_members, NT, (zopts){100, false, false, NULL});
+    CHECK(bytes_to_open(&z, &rc) == 98 + (z.end_at - z.cd_at) + z.b.len && rc == 0);
+    free(z.b.d);
+}
+
 int main(void)
 {
     static const test_case cases[] = {
@@ -642,6 +696,7 @@ int main(void)
         {"hostile members", test_hostile_members},
         {"what other readers take", test_other_readers},
         {"writer round trip", test_writer_round_trip},
+        {"bytes read to open", test_bytes_read},
     };
     return RUN_ALL(cases);
 }

@@ -164,6 +164,10 @@ typedef struct ds_param {
     ckpt_stats *stats[DS_KEYS];
     /* a universal checkpoint's files of it: fp32, exp_avg, exp_avg_sq, step (DS_NONE: none) */
     size_t ufile[DS_KEYS + 1];
+    /* the rounding check (11.5.30) done while the statistics streamed the masters: its first
+     * element that differs, CKPT_NONE for none */
+    bool rounded;
+    uint64_t rounded_first;
 } ds_param;
 
 /* A flat group: ZeRO-1/2 and BF16_Optimizer a parameter group, ZeRO-3 a sub-group. */

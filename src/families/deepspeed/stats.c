@@ -12,18 +12,56 @@ typedef struct acc_ctx {
     ckpt_scan *scan;
     uint64_t done; /* bytes of the scan so far */
     ckpt_error *err;
+    /* the masters' rounding check beside their statistics (mdtype < 0: none) */
+    const ckpt_source *src;
+    int mdtype;
+    unsigned mwidth;
+    uint64_t mat;    /* the module tensor's first byte in the source */
+    uint64_t at;     /* elements of the parameter so far */
+    uint64_t first;  /* the first that differs, CKPT_NONE */
+    uint8_t *module; /* a chunk of the module's values */
+    size_t module_cap;
 } acc_ctx;
+
+static bool same_bits(int dtype, uint32_t master, const uint8_t *module);
+
+/* The module's values of the masters in `data` against them, until one differs. */
+static int compare_chunk(acc_ctx *c, const void *data, size_t elements)
+{
+    size_t need = elements * c->mwidth;
+    if (need > c->module_cap) {
+        uint8_t *p = realloc(c->module, need);
+        if (!p) return ckpt_fail_oom(c->err);
+        c->module = p;
+        c->module_cap = need;
+    }
+    TRY(ckpt_read_at(c->src, c->mat + (uint64_t)c->mwidth * c->at, c->module, need, "the module", c->err));
+    const uint8_t *a = data;
+    for (size_t i = 0; i < elements; i++) {
+        uint32_t u;
+        memcpy(&u, a + 4 * i, 4);
+        if (!same_bits(c->mdtype, u, c->module + (size_t)c->mwidth * i)) {
+            c->first = c->at + i;
+            break;
+        }
+    }
+    return 0;
+}
 
 static int on_chunk(void *ctx, const void *data, size_t elements)
 {
     acc_ctx *c = ctx;
     ckpt_stats_dtype(&c->acc, c->dtype, data, elements);
+    if (c->mdtype >= 0 && c->first == CKPT_NONE) TRY(compare_chunk(c, data, elements));
+    c->at += elements;
     c->done += (uint64_t)elements * c->width;
     ckpt_scan *s = c->scan;
     if (s->progress && s->progress(s->progress_ctx, c->done, s->total))
         return ckpt_fail(c->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "statistics scan cancelled");
     return 0;
 }
+
+static const ckpt_torch_tensor *module_tensor(const ckpt_ds *ds, size_t k, int *dtype);
 
 int ds_stats(ckpt_ds *ds, ckpt_report *rep, ckpt_scan *scan, ckpt_error *err)
 {
@@ -49,6 +87,9 @@ int ds_stats(ckpt_ds *ds, ckpt_report *rep, ckpt_scan *scan, ckpt_error *err)
     c->scan = scan;
     c->done = 0;
     c->err = err;
+    c->src = ds->src;
+    c->module = NULL;
+    c->module_cap = 0;
     int rc = 0;
     for (size_t k = 0; !rc && k < ds->params_len; k++) {
         ds_param *p = &ds->params[k];
@@ -61,14 +102,30 @@ int ds_stats(ckpt_ds *ds, ckpt_report *rep, ckpt_scan *scan, ckpt_error *err)
             ckpt_stats_begin(&c->acc);
             c->dtype = frags[0].dtype;
             c->width = ckpt_dtype_width(c->dtype);
+            /* the masters, float32 in every fragment: the module's values compared as they pass
+             * (ds_rounding reads them again otherwise) */
+            const ckpt_torch_tensor *x = NULL;
+            c->mdtype = -1;
+            if (key == DS_FP32 && c->dtype == CKPT_FLOAT32 && n == p->frags_len &&
+                (x = module_tensor(ds, k, &c->mdtype))) {
+                c->mwidth = ckpt_dtype_width(c->mdtype);
+                c->mat = ds->files[ds->model].base + x->at;
+            } else c->mdtype = -1;
+            c->at = 0;
+            c->first = CKPT_NONE;
             for (size_t j = 0; !rc && j < n; j++) {
                 r->pos = frags[j].at;
                 rc = ckpt_stream_payload(r, frags[j].count, c->width, on_chunk, c, err);
+            }
+            if (!rc && c->mdtype >= 0) {
+                p->rounded = true;
+                p->rounded_first = c->first;
             }
             if (!rc && !(p->stats[key] = ckpt_stats_finish(&c->acc))) rc = ckpt_fail_oom(err);
         }
     }
     ckpt_reader_free(r);
+    free(c->module);
     free(c);
     free(frags);
     return rc;
@@ -115,34 +172,48 @@ static bool same_bits(int dtype, uint32_t master, const uint8_t *module)
 
 #define CHUNK 4096
 
+/* The module's tensor of parameter k when the rounding check applies to it (ZeRO-1/2 and
+ * BF16_Optimizer, a contiguous float32, bfloat16 or float16 tensor of its size), else NULL. */
+static const ckpt_torch_tensor *module_tensor(const ckpt_ds *ds, size_t k, int *dtype)
+{
+    if (!ds->layout_ok || ds->kind == DS_ZERO3 || ds->model == DS_NONE) return NULL;
+    const ds_file *m = &ds->files[ds->model];
+    if (!m->read || m->module == DS_NONE) return NULL;
+    const ckpt_torch *t = m->t;
+    const ckpt_torch_model *md = &t->models[m->module];
+    const ds_param *p = &ds->params[k];
+    const ckpt_torch_tensor *x = NULL;
+    /* the module's value of that name: its last setting, as Python's dict keeps it */
+    for (size_t e = md->count; e-- > 0;)
+        if (!strcmp(t->named[md->first + e].name, p->name)) {
+            if (t->named[md->first + e].tensor != CKPT_TORCH_NONE) x = &t->tensors[t->named[md->first + e].tensor];
+            break;
+        }
+    *dtype = x ? ckpt_torch_dtype(x->dtype) : -1;
+    if (!x || !x->contiguous || x->count != p->count ||
+        (*dtype != CKPT_FLOAT32 && *dtype != CKPT_BFLOAT16 && *dtype != CKPT_FLOAT16))
+        return NULL;
+    return x;
+}
+
 int ds_rounding(ckpt_ds *ds, ckpt_report *rep, ckpt_error *err)
 {
     if (!ds->layout_ok || ds->kind == DS_ZERO3 || ds->model == DS_NONE) return 0;
     const ds_file *m = &ds->files[ds->model];
     if (!m->read || m->module == DS_NONE) return 0;
-    const ckpt_torch *t = m->t;
-    const ckpt_torch_model *md = &t->models[m->module];
     ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
     uint8_t *a = malloc(4 * CHUNK), *b = malloc(4 * CHUNK);
     int rc = frags && a && b ? 0 : ckpt_fail_oom(err);
     for (size_t k = 0; !rc && k < ds->params_len; k++) {
         const ds_param *p = &ds->params[k];
-        const ckpt_torch_tensor *x = NULL;
-        /* the module's value of that name: its last setting, as Python's dict keeps it */
-        for (size_t e = md->count; e-- > 0;)
-            if (!strcmp(t->named[md->first + e].name, p->name)) {
-                if (t->named[md->first + e].tensor != CKPT_TORCH_NONE) x = &t->tensors[t->named[md->first + e].tensor];
-                break;
-            }
-        int dtype = x ? ckpt_torch_dtype(x->dtype) : -1;
-        if (!x || !x->contiguous || x->count != p->count ||
-            (dtype != CKPT_FLOAT32 && dtype != CKPT_BFLOAT16 && dtype != CKPT_FLOAT16))
-            continue;
+        int dtype;
+        const ckpt_torch_tensor *x = module_tensor(ds, k, &dtype);
+        if (!x) continue;
         size_t n = ckpt_ds_fragments(ds, k, DS_FP32, frags);
         if (n != p->frags_len) continue;
         unsigned w = ckpt_dtype_width(dtype);
-        uint64_t at = 0, first = CKPT_NONE;
-        for (size_t j = 0; !rc && j < n && first == CKPT_NONE; j++) {
+        uint64_t at = 0, first = p->rounded ? p->rounded_first : CKPT_NONE;
+        for (size_t j = 0; !rc && !p->rounded && j < n && first == CKPT_NONE; j++) {
             if (frags[j].dtype != CKPT_FLOAT32) break;
             for (uint64_t off = 0; !rc && off < frags[j].count && first == CKPT_NONE; off += CHUNK) {
                 size_t c = (size_t)(frags[j].count - off < CHUNK ? frags[j].count - off : CHUNK);
