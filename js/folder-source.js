@@ -17,7 +17,12 @@ import { folderListing, folderPlan, sourceText, BundleSource } from './folder-bu
 function listing(dir) {
   const files = [], folders = [];
   const kind = (p) => {
-    const st = fs.statSync(p, { throwIfNoEntry: false });
+    let st;
+    try {
+      st = fs.statSync(p, { throwIfNoEntry: false });
+    } catch {
+      return null;   // a link that loops, an entry that cannot be read: nothing the core reads
+    }
     return st?.isDirectory() ? 'dir' : st?.isFile() ? { size: st.size } : null;
   };
   for (const name of fs.readdirSync(dir)) {
@@ -62,4 +67,11 @@ export async function deepspeedPlan(dir) {
 export async function openFolder(dir) {
   const plan = await deepspeedPlan(dir);
   return plan && plan.members ? new BundleSource(plan, (name) => FileSource.open(path.join(plan.root, name))) : null;
+}
+
+/** A DeepSpeed save_dir's tag folders in run order (the core's: the last run of digits of the
+ *  name, `run SAVE_DIR`), as paths; null when `dir` is no save_dir. */
+export async function deepspeedTagFolders(dir) {
+  const plan = await deepspeedPlan(dir);
+  return plan && Array.isArray(plan.tags) ? plan.tags.map((t) => path.join(plan.root, t)) : null;
 }

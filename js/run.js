@@ -43,6 +43,14 @@ function sources(list, what) {
   return list;
 }
 
+/** A DeepSpeed save_dir's tag folders, in run order (Node). */
+async function saveDirFolders(dir) {
+  const { deepspeedTagFolders } = await import('./folder-source.js');
+  const folders = await deepspeedTagFolders(dir);
+  if (!folders) throw new TypeError(`files must be an array, or a DeepSpeed save_dir's path: ${String(dir)} is neither`);
+  return folders;
+}
+
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
@@ -54,6 +62,8 @@ function sources(list, what) {
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
 export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal, kind } = {}) {
+  // a DeepSpeed save_dir (Node: a folder's path): its tag folders in run order
+  if (typeof files === 'string' || files instanceof URL) files = await saveDirFolders(files);
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
@@ -142,7 +152,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
           ok: f.ok,
           error: f.error,
           // an optimizer whose file does not say Adam or AdamW (torch 1.13's): no lr comes back
-          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : false,
+          // (a DeepSpeed folder's: its ds_config names no optimizer)
+          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : opts[i].report?.deepspeed ? opts[i].report.deepspeed.optimizerKind === null : false,
           ...(stateError ? { stateError, stateFile: nameOf(stateOf(i)) } : {}),
         };
       }),

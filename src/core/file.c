@@ -258,7 +258,7 @@ int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn prog
 int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
 {
     const ckpt_report *rep = f->rep;
-    TRY(ckpt_require_schema(rep, err));
+    TRY(ckpt_require_items(rep, err));
     if (!rep->family || !rep->schema_complete)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
                          "the file is invalid before its layout is complete");

@@ -15,6 +15,7 @@ OUT/manifest.json lists every case: its folder, the report expected (ok, kind, w
 code and message, every failure, every warning) and per parameter the files of its values.
 Usage: python3 deepspeed_seeds.py FIXTURES OUT"""
 import collections
+import copy
 import json
 import math
 import os
@@ -1081,6 +1082,68 @@ for stage, write in ((1, lambda d, m: write_zero12(d, m, 2, stage=1)), (2, lambd
             failures=[err(81, 'frozen.weight is #[3, 5] in the checkpoint, #[3, 6] in the new model')],
             note=FAILED + 'names, shapes, ties and order in every group')
 
+
+# ---- runs (format.md 9): tag folders of one training run, each step torch's AdamW ----
+runs = []
+
+
+def adam_step(model, step, seed, lr=0.01):
+    """the model after one step of torch's AdamW at the groups' config (group_config) from `step`,
+    with gradients drawn from `seed`: its masters and moments (frozen parameters, buffers kept)"""
+    nxt = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    for names in model.groups:
+        for n in names:
+            p = torch.nn.Parameter(model.master[n].clone())
+            opt = torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01)
+            opt.state[p] = {'step': torch.tensor(float(step)), 'exp_avg': model.m[n].clone(),
+                            'exp_avg_sq': model.v[n].clone()}
+            p.grad = torch.randn(p.shape, generator=g) * 1e-2
+            opt.step()
+            nxt.master[n], nxt.m[n] = p.detach().clone(), opt.state[p]['exp_avg'].clone()
+            nxt.v[n] = opt.state[p]['exp_avg_sq'].clone()
+    return nxt
+
+
+def trained(model, seed):
+    """the model at step 2: two AdamW steps from zero moments"""
+    for n in model.m:
+        model.m[n], model.v[n] = torch.zeros_like(model.m[n]), torch.zeros_like(model.v[n])
+    return adam_step(adam_step(model, 0, seed), 1, seed + 1)
+
+
+ADAMW = ds_config(2, False, {'type': 'AdamW', 'params': {'lr': 0.01}})
+# a save_dir of three steps, the last saved on another world size (the state is per parameter)
+d = os.path.join(OUT, 'runs', 'zero2')
+m2 = trained(small(), 20)
+m3 = adam_step(m2, 2, 10)
+m4 = adam_step(m3, 3, 11)
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, m3, 2, step=3.0, tag='global_step3', config=ADAMW)
+write_zero12(d, m4, 3, step=4.0, tag='global_step4', config=ADAMW)
+runs.append({'name': 'zero2', 'dir': d, 'tags': ['global_step2', 'global_step3', 'global_step4']})
+# ZeRO-3, two steps
+d = os.path.join(OUT, 'runs', 'zero3')
+write_zero3(d, m2, 2, step=2.0, tag='global_step2')
+write_zero3(d, m3, 3, step=3.0, tag='global_step3')
+runs.append({'name': 'zero3', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# a folder of another run (another seed) at the next step
+d = os.path.join(OUT, 'runs', 'other')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(trained(small(seed=9), 30), 2, 12), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'other', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# too few elements to tell (41: two_groups)
+d = os.path.join(OUT, 'runs', 'few')
+t2 = trained(two_groups(), 40)
+write_zero12(d, t2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(t2, 2, 13), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'few', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# another layout: the next tag folder's model has another parameter's shape
+d = os.path.join(OUT, 'runs', 'layouts')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, two_groups(), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'layouts', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
-    json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)
+    json.dump({'cases': cases, 'pairings': pairings, 'runs': runs}, f, indent=1, ensure_ascii=False)
 print(f'{len(cases)} cases')
