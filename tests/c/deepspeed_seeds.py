@@ -1091,6 +1091,7 @@ def adam_step(model, step, seed, lr=0.01):
     """the model after one step of torch's AdamW at the groups' config (group_config) from `step`,
     with gradients drawn from `seed`: its masters and moments (frozen parameters, buffers kept)"""
     nxt = copy.deepcopy(model)
+    nxt.grad_rms = {}  # each parameter's gradient of this step: its root mean square
     g = torch.Generator().manual_seed(seed)
     for names in model.groups:
         for n in names:
@@ -1099,6 +1100,7 @@ def adam_step(model, step, seed, lr=0.01):
             opt.state[p] = {'step': torch.tensor(float(step)), 'exp_avg': model.m[n].clone(),
                             'exp_avg_sq': model.v[n].clone()}
             p.grad = torch.randn(p.shape, generator=g) * 1e-2
+            nxt.grad_rms[n] = float(p.grad.double().pow(2).mean().sqrt())
             opt.step()
             nxt.master[n], nxt.m[n] = p.detach().clone(), opt.state[p]['exp_avg'].clone()
             nxt.v[n] = opt.state[p]['exp_avg_sq'].clone()
@@ -1121,7 +1123,8 @@ m4 = adam_step(m3, 3, 11)
 write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
 write_zero12(d, m3, 2, step=3.0, tag='global_step3', config=ADAMW)
 write_zero12(d, m4, 3, step=4.0, tag='global_step4', config=ADAMW)
-runs.append({'name': 'zero2', 'dir': d, 'tags': ['global_step2', 'global_step3', 'global_step4']})
+runs.append({'name': 'zero2', 'dir': d, 'tags': ['global_step2', 'global_step3', 'global_step4'], 'lr': 0.01,
+             'gradients': [m3.grad_rms, m4.grad_rms]})
 # ZeRO-3, two steps
 d = os.path.join(OUT, 'runs', 'zero3')
 write_zero3(d, m2, 2, step=2.0, tag='global_step2')
@@ -1141,8 +1144,16 @@ runs.append({'name': 'few', 'dir': d, 'tags': ['global_step2', 'global_step3']})
 # another layout: the next tag folder's model has another parameter's shape
 d = os.path.join(OUT, 'runs', 'layouts')
 write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
-write_zero12(d, two_groups(), 2, step=3.0, tag='global_step3', config=ADAMW)
+write_zero12(d, trained(two_groups(), 50), 2, step=3.0, tag='global_step3', config=ADAMW)
 runs.append({'name': 'layouts', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# the same names, one parameter resized
+d = os.path.join(OUT, 'runs', 'shapes')
+wide = Model([('emb.weight', (12, 6)), ('l1.weight', (7, 6)), ('l1.bias', (7,)), ('l2.weight', (6, 7)),
+              ('l2.bias', (6,))], [['emb.weight', 'l1.weight', 'l1.bias', 'l2.weight', 'l2.bias']],
+             ties=[('head.weight', 'emb.weight')], frozen=[('frozen.weight', (3, 5))], buffers=[('scale', (1,))])
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, trained(wide, 60), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'shapes', 'dir': d, 'tags': ['global_step2', 'global_step3']})
 
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
     json.dump({'cases': cases, 'pairings': pairings, 'runs': runs}, f, indent=1, ensure_ascii=False)

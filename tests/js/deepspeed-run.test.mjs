@@ -1,0 +1,186 @@
+// Runs over DeepSpeed tag folders (docs/deepspeed.md, docs/runs.md): `run SAVE_DIR` (its tag
+// folders in the order of their numbers), `run TAG_A TAG_B ...`, and the API's run(). The folders
+// are tests/c/deepspeed_seeds.py's: its ZeRO writer saves a small model after steps of torch's
+// own AdamW (so B continues A), a folder of another seed at the next step (broken), a model too
+// small to tell (FORMAT.md 9's 64 elements), and folders of another layout.
+import test from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { run } from '../../js/index.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = path.join(ROOT, 'js/cli.js');
+const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-deepspeed-run-'));
+execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'), path.join(ROOT, 'tests/fixtures/deepspeed'), out], { stdio: 'ignore' });
+const { runs } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+const RUNS = path.join(out, 'runs');
+const byName = (name) => runs.find((r) => r.name === name);
+const cli = (args, columns = 80) => spawnSync(process.execPath, [CLI, ...args], { cwd: RUNS, encoding: 'utf8', env: { ...process.env, COLUMNS: String(columns) } });
+const NAMES = ['emb.weight', 'l1.weight', 'l1.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'head.weight'];
+
+test('run SAVE_DIR: its tag folders in step order, every pair continuous, named by the module', () => {
+  const r = cli(['run', 'zero2']);
+  assert.equal(r.stderr, '');
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `3 checkpoints of one run:
+  file  step  flags  warnings     ratio  state  path
+     0     2      0         0  0.006138         zero2/global_step2
+     1     3      0         0  0.005259         zero2/global_step3
+     2     4      0         0  0.004841         zero2/global_step4
+
+0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)
+1 → 2: continuous (worst 1 at slot 0 (emb.weight), power 0.9939, lr on 5 slots)
+
+verdict: one run, every pair continuous
+`);
+  // the tag folders given one by one: the same run
+  const given = cli(['run', 'zero2/global_step2', 'zero2/global_step3', 'zero2/global_step4']);
+  assert.equal(given.status, 0);
+  assert.equal(given.stdout, r.stdout);
+});
+
+test('run SAVE_DIR --json: each one-step pair gives back the gradients drawn and the learning rate used', () => {
+  const c = byName('zero2');
+  const r = cli(['run', 'zero2', '--json']);
+  assert.equal(r.status, 0);
+  const j = JSON.parse(r.stdout);
+  assert.equal(j.ok, true);
+  assert.deepEqual(j.names, NAMES);
+  assert.deepEqual(j.files.map((f) => [f.path, f.step, f.state, f.ok, f.health.flags]), [
+    ['zero2/global_step2', 2, null, true, 0], ['zero2/global_step3', 3, null, true, 0], ['zero2/global_step4', 4, null, true, 0]]);
+  assert.deepEqual(j.pairs.map((p) => [p.a, p.b, p.continuous, p.verdict, p.layoutDiff, p.configDiff]), [[0, 1, true, null, null, null], [1, 2, true, null, null, null]]);
+  for (const [k, p] of j.pairs.entries()) {
+    // the trainable owners: the tied head and the frozen layer have no entry of their own
+    assert.deepEqual(p.slots.map((s) => [s.slot, s.stepA, s.stepB, s.k, s.broken]), [0, 1, 2, 3, 4].map((i) => [i, 2 + k, 3 + k, 1, 0]));
+    for (const s of p.slots) {
+      const name = NAMES[s.slot];
+      // g = Δm / (1 - β1), in float32: the gradient the writer drew, to float32 rounding
+      assert.ok(Math.abs(s.gradient.rms / c.gradients[k][name] - 1) < 1e-5, `${name}: rms ${s.gradient.rms} vs ${c.gradients[k][name]}`);
+      assert.equal(s.gradient.nonFinite, 0);
+      // the masters moved as one AdamW step at the groups' learning rate
+      assert.ok(Math.abs(s.lr / c.lr - 1) < 1e-4, `${name}: lr ${s.lr}`);
+      assert.ok(s.lrResidual < 1e-4, `${name}: residual ${s.lrResidual}`);
+    }
+  }
+});
+
+test('run(saveDir) and run([tag folders]) in the API: the same result as the CLI gives', async () => {
+  const dir = path.join(RUNS, 'zero2');
+  const whole = await run(dir);
+  const tags = byName('zero2').tags.map((t) => path.join(dir, t));
+  const given = await run(tags);
+  assert.deepEqual(whole.files.map((f) => f.path), tags);
+  assert.deepEqual(given, whole);
+  assert.equal(whole.ok, true);
+  assert.deepEqual(whole.names, NAMES);
+  // a tag folder is one checkpoint, not a run
+  await assert.rejects(run(tags[0]), { name: 'TypeError', message: `files must be an array, or a DeepSpeed save_dir's path: ${tags[0]} is neither` });
+});
+
+test('a tag folder of another run (another seed) at the next step: NOT continuous', async () => {
+  const r = cli(['run', 'other']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `2 checkpoints of one run:
+   file  step  flags  warnings     ratio  state  path
+      0     2      0         0  0.006138         other/global_step2
+!     1     3      0         0  0.005325         other/global_step3
+
+0 → 1: NOT continuous: [emb.weight] slot 0: 45 elements cannot come from Adam
+  steps 2→3 (first at element 0)
+
+verdict: something breaks at file 1 (other/global_step3)
+`);
+  const result = await run(path.join(RUNS, 'other'));
+  const p = result.pairs[0];
+  assert.equal(p.continuous, false);
+  assert.equal(p.verdict, 'slot 0: 45 elements cannot come from Adam steps 2→3 (first at element 0)');
+  assert.equal(p.verdictSlot, 0);
+  assert.equal(result.first, 1);
+  assert.ok(p.slots.every((s) => s.broken > 0), JSON.stringify(p.slots.map((s) => s.broken)));
+});
+
+test('too few elements to tell (FORMAT.md 9: 64 needed): cannot tell, exit 3', async () => {
+  const r = cli(['run', 'few']);
+  assert.equal(r.status, 3);
+  assert.equal(r.stdout, `2 checkpoints of one run:
+  file  step  flags  warnings     ratio  state  path
+     0     2      0         0  0.006904         few/global_step2
+     1     3      0         0  0.005922         few/global_step3
+
+0 → 1: cannot tell: steps 2→3: only 40 elements can tell (64 needed); 0 of 4
+  slots cannot tell
+
+verdict: nothing breaks, but 1 pair of 1 cannot tell (too far apart): not shown
+  to be one run
+`);
+  const result = await run(path.join(RUNS, 'few'));
+  assert.equal(result.ok, false);
+  assert.equal(result.cannotTell, 1);
+  assert.equal(result.first, null);
+  assert.equal(result.pairs[0].continuous, null);
+  assert.deepEqual(result.names, ['a.weight', 'a.bias', 'b.weight', 'b.bias']);
+});
+
+test('tag folders of different layouts: the first name or shape that differs, in the module\'s names', async () => {
+  const names = cli(['run', 'layouts']);
+  assert.equal(names.status, 1);
+  assert.equal(names.stdout.split('\n').slice(5).join('\n'), `0 → 1: NOT continuous: emb.weight is in file 0, not in file 1
+
+verdict: something breaks at file 1 (layouts/global_step3)
+`);
+  const shapes = cli(['run', 'shapes']);
+  assert.equal(shapes.status, 1);
+  assert.equal(shapes.stdout.split('\n').slice(5).join('\n'), `0 → 1: NOT continuous: emb.weight is #[11, 6] in file 0, #[12, 6] in file 1
+
+verdict: something breaks at file 1 (shapes/global_step3)
+`);
+  // the JSON: the verdict, and the schema's own differences (numbered slots) in layoutDiff
+  const result = await run(path.join(RUNS, 'shapes'));
+  const p = result.pairs[0];
+  assert.equal(p.verdict, 'emb.weight is #[11, 6] in file 0, #[12, 6] in file 1');
+  assert.equal(p.verdictSlot, null);
+  assert.deepEqual(p.layoutDiff.map((d) => d.message), ['parameter 0: shape #[11, 6] vs #[12, 6]', 'parameter 0: size 66 vs 72', 'parameter 6: shape #[11, 6] vs #[12, 6]', 'parameter 6: size 66 vs 72']);
+  assert.deepEqual(p.slots, []);
+});
+
+test('a run across stages and world sizes is per parameter; a ds_config naming no optimizer gives no learning rate', () => {
+  // ZeRO-3 over 2 ranks, then ZeRO-2 over 2 ranks at the next step
+  const r = cli(['run', 'zero3/global_step2', 'zero2/global_step3']);
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `2 checkpoints of one run:
+  file  step  flags  warnings     ratio  state  path
+     0     2      0         0  0.006138         zero3/global_step2
+     1     3      0         0  0.005259         zero2/global_step3
+
+0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571)
+
+verdict: one run, every pair continuous
+`);
+  assert.equal(r.stderr, `warning: 1 folder's (zero3/global_step2) ds_config names its optimizer (Adam or
+  AdamW): no learning rate comes back
+`);
+  const z3 = cli(['run', 'zero3']);
+  assert.equal(z3.status, 0);
+  assert.equal(z3.stderr, `warning: no folder's ds_config names its optimizer (Adam or AdamW): no learning
+  rate comes back
+`);
+});
+
+test('run refuses one tag folder, --state beside DeepSpeed folders, and steps given backwards', () => {
+  const one = cli(['run', 'zero2/global_step2']);
+  assert.equal(one.status, 2);
+  assert.equal(one.stderr, `ckptscope: zero2/global_step2 is one DeepSpeed checkpoint (a tag folder): a run
+  needs at least two, or their save_dir
+`);
+  const state = cli(['run', 'zero2/global_step2', 'zero2/global_step3', '--state', 'a.pt', '--state', 'b.pt']);
+  assert.equal(state.status, 2);
+  assert.ok(state.stderr.startsWith('ckptscope: --state goes with checkpoint files: a DeepSpeed folder holds its own\n  master weights\nusage:\n'), state.stderr);
+  const back = cli(['run', 'zero2/global_step3', 'zero2/global_step2', '--json']);
+  assert.equal(back.status, 1);
+  const p = JSON.parse(back.stdout).pairs[0];
+  assert.equal(p.verdict, 'slot 0: step 2 in B is before step 3 in A');
+});
