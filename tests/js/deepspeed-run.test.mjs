@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { run } from '../../js/index.js';
+import { run, diff, open } from '../../js/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = path.join(ROOT, 'js/cli.js');
@@ -178,9 +178,95 @@ test('run refuses one tag folder, --state beside DeepSpeed folders, and steps gi
 `);
   const state = cli(['run', 'zero2/global_step2', 'zero2/global_step3', '--state', 'a.pt', '--state', 'b.pt']);
   assert.equal(state.status, 2);
-  assert.ok(state.stderr.startsWith('ckptscope: --state goes with checkpoint files: a DeepSpeed folder holds its own\n  master weights\nusage:\n'), state.stderr);
+  const usage = cli(['run', '--help']);
+  assert.equal(state.stderr, `ckptscope: --state goes with checkpoint files: a DeepSpeed folder holds its own
+  master weights
+${usage.stdout.split('\n\n')[0]}
+(ckptscope run --help: its options)
+`);
   const back = cli(['run', 'zero2/global_step3', 'zero2/global_step2', '--json']);
   assert.equal(back.status, 1);
   const p = JSON.parse(back.stdout).pairs[0];
   assert.equal(p.verdict, 'slot 0: step 2 in B is before step 3 in A');
+});
+
+// ---- diff (docs/deepspeed.md): two DeepSpeed folders, named by the module ----
+
+test('diff A_DIR B_DIR: two steps of one layout, each parameter\'s step and first differing moments, named', () => {
+  const r = cli(['diff', 'zero2/global_step2', 'zero2/global_step3']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `15 differences between zero2/global_step2 and zero2/global_step3:
+  [emb.weight] parameter 0: step 2 vs 3
+  [emb.weight] parameter 0: m[0] 0.000202094598 vs -0.000635448901
+  [emb.weight] parameter 0: v[0] 2.96421021e-8 vs 9.64159526e-8
+  [l1.weight] parameter 1: step 2 vs 3
+  [l1.weight] parameter 1: m[0] 0.00102531293 vs 0.00152666355
+  [l1.weight] parameter 1: v[0] 2.27797017e-7 vs 2.64036544e-7
+  [l1.bias] parameter 2: step 2 vs 3
+  [l1.bias] parameter 2: m[0] 0.00113005098 vs 0.00171682006
+  [l1.bias] parameter 2: v[0] 7.73110429e-8 vs 1.26202139e-7
+  [l2.weight] parameter 3: step 2 vs 3
+  [l2.weight] parameter 3: m[0] -0.00217117858 vs -0.00025409137
+  [l2.weight] parameter 3: v[0] 2.61082874e-7 vs 5.49811375e-7
+  [l2.bias] parameter 4: step 2 vs 3
+  [l2.bias] parameter 4: m[0] -0.00255608745 vs -0.00209895917
+  [l2.bias] parameter 4: v[0] 6.24579968e-7 vs 6.2801638e-7
+`);
+});
+
+test('diff: one state saved by ZeRO-2 and by ZeRO-3 (other fragments, one per rank) has no differences', () => {
+  const r = cli(['diff', 'zero2/global_step2', 'zero3/global_step2']);
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, 'no differences between zero2/global_step2 and zero3/global_step2\n');
+});
+
+test('diff: a parameter resized, named by the module; --state refused beside a DeepSpeed folder', async () => {
+  const r = cli(['diff', 'shapes/global_step2', 'shapes/global_step3']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `4 differences between shapes/global_step2 and shapes/global_step3:
+  [emb.weight] parameter 0: shape #[11, 6] vs #[12, 6]
+  [emb.weight] parameter 0: size 66 vs 72
+  [head.weight] parameter 6: shape #[11, 6] vs #[12, 6]
+  [head.weight] parameter 6: size 66 vs 72
+`);
+  const s = cli(['diff', 'shapes/global_step2', 'shapes/global_step3', '--state', 'm.pt']);
+  assert.equal(s.status, 2);
+  assert.equal(s.stderr, `ckptscope: --state goes with optimizer files: a DeepSpeed folder has slots of
+  its own (its module's)
+usage:
+  ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]
+      every difference between two layouts/checkpoints (steps, counter, moments)
+(ckptscope diff --help: its options)
+`);
+  // the API: diff(dirA, dirB) and diff of open folders give the core's differences
+  const d = await diff(path.join(RUNS, 'shapes/global_step2'), path.join(RUNS, 'shapes/global_step3'));
+  assert.deepEqual(d.map((x) => [x.field, x.slot, x.message]), [
+    ['shape', 0, 'parameter 0: shape #[11, 6] vs #[12, 6]'], ['size', 0, 'parameter 0: size 66 vs 72'],
+    ['shape', 6, 'parameter 6: shape #[11, 6] vs #[12, 6]'], ['size', 6, 'parameter 6: size 66 vs 72']]);
+});
+
+test('entry(slot) of a DeepSpeed folder: the moments read through the fragments, as the writer wrote them', async () => {
+  const { cases } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
+  const floats = (file) => {
+    const b = fs.readFileSync(file);
+    return new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+  };
+  for (const name of ['w-zero2-w3-groups', 'w-zero3-w3-subgroups', 'w-zero2-w4-bf16']) {
+    const c = cases.find((x) => x.name === name);
+    const ck = await open(c.dir);
+    try {
+      for (const [slot, n] of ck.report.names.entries()) {
+        const want = c.values[n];
+        if (!want) continue;
+        const e = await ck.entry(slot);
+        assert.deepEqual(e.m, floats(want.keys.exp_avg), `${name} ${n}`);
+        assert.deepEqual(e.v, floats(want.keys.exp_avg_sq), `${name} ${n}`);
+        const st = await ck.stats(slot);
+        assert.equal(st.m.count, e.m.length, `${name} ${n}`);
+      }
+    } finally {
+      ck.close();
+    }
+  }
 });
