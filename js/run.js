@@ -62,7 +62,8 @@ async function saveDirFolders(dir) {
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
 export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal, kind } = {}) {
-  // a DeepSpeed save_dir (Node: a folder's path): its tag folders in run order
+  // a DeepSpeed save_dir (Node: a folder's path): its tag folders in run order (a Trainer output
+  // folder saved with DeepSpeed: its checkpoint-N folders)
   if (typeof files === 'string' || files instanceof URL) files = await saveDirFolders(files);
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);

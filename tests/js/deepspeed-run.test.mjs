@@ -270,3 +270,31 @@ test('entry(slot) of a DeepSpeed folder: the moments read through the fragments,
     }
   }
 });
+
+test('run OUTPUT_DIR: a Trainer\'s checkpoint-N/ folders saved with DeepSpeed, in the order of N', async () => {
+  // each checkpoint-N/ a save_dir (latest, global_stepN/) beside the Trainer's own files, no optimizer.pt
+  const dir = path.join(out, 'trainer');
+  for (const n of [4, 2, 3]) {
+    const ck = path.join(dir, 'out', `checkpoint-${n}`);
+    fs.cpSync(path.join(RUNS, 'zero2', `global_step${n}`), path.join(ck, `global_step${n}`), { recursive: true });
+    fs.writeFileSync(path.join(ck, 'latest'), `global_step${n}`);
+    fs.writeFileSync(path.join(ck, 'trainer_state.json'), '{"log_history": []}');
+  }
+  const r = spawnSync(process.execPath, [CLI, 'run', 'out'], { cwd: dir, encoding: 'utf8', env: { ...process.env, COLUMNS: '80' } });
+  assert.equal(r.stderr, '');
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `3 checkpoints of one run:
+  file  step  flags  warnings     ratio  state  path
+     0     2      0         0  0.006138         out/checkpoint-2
+     1     3      0         0  0.005259         out/checkpoint-3
+     2     4      0         0  0.004841         out/checkpoint-4
+
+0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)
+1 → 2: continuous (worst 1 at slot 0 (emb.weight), power 0.9939, lr on 5 slots)
+
+verdict: one run, every pair continuous
+`);
+  const result = await run(path.join(dir, 'out'));
+  assert.deepEqual(result.files.map((f) => path.basename(f.path)), ['checkpoint-2', 'checkpoint-3', 'checkpoint-4']);
+  assert.equal(result.ok, true);
+});
