@@ -684,6 +684,10 @@ export interface RunPair {
   configDiff: Difference[] | null;
   layoutDiff: Difference[] | null;
   slots: RunSlot[];
+  /** A pair whose A is a DeepSpeed folder: the lr A's groups stored for the next step (the
+   *  groups' distinct rates over the slots whose rate came back), and whether every recovered
+   *  rate agrees with its group's (null: none came back). */
+  storedLr?: { step: number | string | null; learningRates: number[]; agrees: boolean | null };
 }
 
 export interface RunFile {

@@ -138,6 +138,7 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
     }
     // a PyTorch pair's slots are named by its model (the first file's that has one)
     const names = opts.find((ck) => ck?.report.names)?.report.names ?? null;
+    storedRates(json, opts, b);
     return {
       ok: json.ok,
       cannotTell: json.cannotTell,
@@ -165,6 +166,30 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
   } finally {
     b.errorFree(err);
     for (const ck of owned) ck.close();
+  }
+}
+
+/**
+ * Each pair whose A is a DeepSpeed folder given the learning rate A's groups stored beside the one
+ * its one-step slots gave back (DeepSpeed steps its scheduler after the optimizer's step, so the
+ * lr saved at step t is the one step t + 1 uses): `storedLr: {step, learningRates, agrees}`, the
+ * groups' distinct rates over the slots whose rate came back, `agrees` true when every slot's
+ * rate agrees with its group's (the core's rule, ckpt_logged_lr_agrees), false when one differs,
+ * null when none came back; pairs of other files get no member.
+ */
+function storedRates(json, opts, b) {
+  for (const p of json.pairs) {
+    const d = opts[p.a]?.report.deepspeed;
+    if (!d) continue;
+    const groupOf = new Map(d.entries.map((e) => [Number(e.slot), e.group]));
+    const rated = p.slots.filter((s) => s.lr !== null && typeof d.groups[groupOf.get(Number(s.slot))]?.lr === 'number');
+    const stored = (s) => d.groups[groupOf.get(Number(s.slot))].lr;
+    const verdicts = rated.map((s) => b.loggedLrAgrees(s.lr, stored(s)));
+    p.storedLr = {
+      step: json.files[p.a].step,
+      learningRates: [...new Set(rated.map(stored))].sort((x, y) => x - y),
+      agrees: !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v),
+    };
   }
 }
 

@@ -1125,6 +1125,11 @@ write_zero12(d, m3, 2, step=3.0, tag='global_step3', config=ADAMW)
 write_zero12(d, m4, 3, step=4.0, tag='global_step4', config=ADAMW)
 runs.append({'name': 'zero2', 'dir': d, 'tags': ['global_step2', 'global_step3', 'global_step4'], 'lr': 0.01,
              'gradients': [m3.grad_rms, m4.grad_rms]})
+# the step after global_step2 taken at lr 0.02, while the groups stored 0.01 for it
+d = os.path.join(OUT, 'runs', 'lr')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(m2, 2, 10, lr=0.02), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'lr', 'dir': d, 'tags': ['global_step2', 'global_step3']})
 # ZeRO-3, two steps
 d = os.path.join(OUT, 'runs', 'zero3')
 write_zero3(d, m2, 2, step=2.0, tag='global_step2')

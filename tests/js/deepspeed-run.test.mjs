@@ -33,7 +33,9 @@ test('run SAVE_DIR: its tag folders in step order, every pair continuous, named 
      2     4      0         0  0.004841         zero2/global_step4
 
 0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)
+  lr 0.01 agrees with the groups' stored lr at step 2: 0.01
 1 → 2: continuous (worst 1 at slot 0 (emb.weight), power 0.9939, lr on 5 slots)
+  lr 0.01 agrees with the groups' stored lr at step 3: 0.01
 
 verdict: one run, every pair continuous
 `);
@@ -68,6 +70,28 @@ test('run SAVE_DIR --json: each one-step pair gives back the gradients drawn and
   }
 });
 
+test('the learning rate a one-step pair gives back, beside the one A\'s groups stored for that step', async () => {
+  const r = cli(['run', 'lr']);
+  // a difference is shown, not a break: the pair's verdict is the moments'
+  assert.equal(r.status, 0);
+  assert.equal(r.stdout, `2 checkpoints of one run:
+  file  step  flags  warnings     ratio  state  path
+     0     2      0         0  0.006138         lr/global_step2
+     1     3      0         0   0.00526         lr/global_step3
+
+0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)
+  lr 0.02 DIFFERS from the groups' stored lr at step 2: 0.01
+
+verdict: one run, every pair continuous
+`);
+  const result = await run(path.join(RUNS, 'lr'));
+  assert.deepEqual(result.pairs[0].storedLr, { step: 2, learningRates: [0.01], agrees: false });
+  assert.ok(result.pairs[0].slots.every((s) => Math.abs(s.lr / 0.02 - 1) < 1e-4));
+  // no rate back (k > 1, or no kind): agrees null, no line
+  const z3 = await run(path.join(RUNS, 'zero3'));
+  assert.deepEqual(z3.pairs[0].storedLr, { step: 2, learningRates: [], agrees: null });
+});
+
 test('run(saveDir) and run([tag folders]) in the API: the same result as the CLI gives', async () => {
   const dir = path.join(RUNS, 'zero2');
   const whole = await run(dir);
@@ -91,6 +115,7 @@ test('a tag folder of another run (another seed) at the next step: NOT continuou
 
 0 → 1: NOT continuous: [emb.weight] slot 0: 45 elements cannot come from Adam
   steps 2→3 (first at element 0)
+  lr -0.7278 to 0.6556 DIFFERS from the groups' stored lr at step 2: 0.01
 
 verdict: something breaks at file 1 (other/global_step3)
 `);
@@ -113,6 +138,7 @@ test('too few elements to tell (FORMAT.md 9: 64 needed): cannot tell, exit 3', a
 
 0 → 1: cannot tell: steps 2→3: only 40 elements can tell (64 needed); 0 of 4
   slots cannot tell
+  lr 0.01 agrees with the groups' stored lr at step 2: 0.01
 
 verdict: nothing breaks, but 1 pair of 1 cannot tell (too far apart): not shown
   to be one run
@@ -290,7 +316,9 @@ test('run OUTPUT_DIR: a Trainer\'s checkpoint-N/ folders saved with DeepSpeed, i
      2     4      0         0  0.004841         out/checkpoint-4
 
 0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)
+  lr 0.01 agrees with the groups' stored lr at step 2: 0.01
 1 → 2: continuous (worst 1 at slot 0 (emb.weight), power 0.9939, lr on 5 slots)
+  lr 0.01 agrees with the groups' stored lr at step 3: 0.01
 
 verdict: one run, every pair continuous
 `);
