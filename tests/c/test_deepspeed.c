@@ -393,6 +393,23 @@ static void test_plan(void)
     CHECK(json_get(j, "header")->len == json_u64(json_get(at(m, 0), "offset")));
     json_free(j);
     free(p);
+    /* a save_dir's tag folders in run order: by the last number of the name, those without one
+     * after them by name; a folder holding no DeepSpeed file is none */
+    p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"latest\",\"size\":13},{\"name\":\"best/\"},"
+                "{\"name\":\"best/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"global_step10/\"},"
+                "{\"name\":\"global_step10/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"global_step9/\"},"
+                "{\"name\":\"global_step9/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"logs/\"},"
+                "{\"name\":\"logs/x.txt\",\"size\":1}],\"texts\":{\"latest\":\"global_step10\"}}");
+    j = json_parse(p);
+    const jvalue *tags = json_get(j, "tags");
+    CHECK(tags && tags->len == 3);
+    if (tags && tags->len == 3) {
+        CHECK_STR(tags->items[0]->text, "global_step9");
+        CHECK_STR(tags->items[1]->text, "global_step10");
+        CHECK_STR(tags->items[2]->text, "best");
+    }
+    json_free(j);
+    free(p);
     /* not a listing */
     p = plan_of("[1]");
     CHECK_STR(p, "a folder's listing is {\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}");
