@@ -691,6 +691,10 @@ export interface RunPair {
   configDiff: Difference[] | null;
   layoutDiff: Difference[] | null;
   slots: RunSlot[];
+  /** A pair whose A is a DeepSpeed folder: the lr A's groups stored for the next step (the
+   *  groups' distinct rates over the slots whose rate came back), and whether every recovered
+   *  rate agrees with its group's (null: none came back). */
+  storedLr?: { step: number | string | null; learningRates: number[]; agrees: boolean | null };
 }
 
 export interface RunFile {
@@ -723,12 +727,14 @@ export interface RunResult {
   pairs: RunPair[];
   /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
   first: number | null;
-  /** PyTorch optimizers paired with their models: the slots by the model's names. */
+  /** PyTorch optimizers paired with their models: the slots by the model's names (a DeepSpeed
+   *  folder's: its module's). */
   names?: string[];
 }
 
-/** Checkpoints of one run in run order (at least two), with each file's state file or null. */
-export function run(files: Source[], options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; residualLimit?: number; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
+/** Checkpoints of one run in run order (at least two), with each file's state file or null; or,
+ *  in Node, a DeepSpeed save_dir's path (its tag folders in run order). */
+export function run(files: Source[] | string | URL, options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; residualLimit?: number; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
 /** The default residualLimit of run(): 0.1. */
 export const DEFAULT_RESIDUAL_LIMIT: number;
 /** The gradient of the one-step pair a → b as {name}.grad tensors (safetensors or npz). */

@@ -43,6 +43,14 @@ function sources(list, what) {
   return list;
 }
 
+/** A DeepSpeed save_dir's tag folders, in run order (Node). */
+async function saveDirFolders(dir) {
+  const { deepspeedTagFolders } = await import('./folder-source.js');
+  const folders = await deepspeedTagFolders(dir);
+  if (!folders) throw new TypeError(`files must be an array, or a DeepSpeed save_dir's path: ${String(dir)} is neither`);
+  return folders;
+}
+
 /**
  * The checkpoints `files` of one run, in run order (at least two), with `states` (an array of
  * the same length: each file's model-state file or null) for the learning rates. `lr` sets the
@@ -54,6 +62,9 @@ function sources(list, what) {
  * rejects only for I/O errors, bad arguments and cancellation: an invalid file is the report's.
  */
 export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal, kind } = {}) {
+  // a DeepSpeed save_dir (Node: a folder's path): its tag folders in run order (a Trainer output
+  // folder saved with DeepSpeed: its checkpoint-N folders)
+  if (typeof files === 'string' || files instanceof URL) files = await saveDirFolders(files);
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
@@ -127,6 +138,7 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
     }
     // a PyTorch pair's slots are named by its model (the first file's that has one)
     const names = opts.find((ck) => ck?.report.names)?.report.names ?? null;
+    storedRates(json, opts, b);
     return {
       ok: json.ok,
       cannotTell: json.cannotTell,
@@ -142,7 +154,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
           ok: f.ok,
           error: f.error,
           // an optimizer whose file does not say Adam or AdamW (torch 1.13's): no lr comes back
-          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : false,
+          // (a DeepSpeed folder's: its ds_config names no optimizer)
+          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : opts[i].report?.deepspeed ? opts[i].report.deepspeed.optimizerKind === null : false,
           ...(stateError ? { stateError, stateFile: nameOf(stateOf(i)) } : {}),
         };
       }),
@@ -153,6 +166,30 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
   } finally {
     b.errorFree(err);
     for (const ck of owned) ck.close();
+  }
+}
+
+/**
+ * Each pair whose A is a DeepSpeed folder given the learning rate A's groups stored beside the one
+ * its one-step slots gave back (DeepSpeed steps its scheduler after the optimizer's step, so the
+ * lr saved at step t is the one step t + 1 uses): `storedLr: {step, learningRates, agrees}`, the
+ * groups' distinct rates over the slots whose rate came back, `agrees` true when every slot's
+ * rate agrees with its group's (the core's rule, ckpt_logged_lr_agrees), false when one differs,
+ * null when none came back; pairs of other files get no member.
+ */
+function storedRates(json, opts, b) {
+  for (const p of json.pairs) {
+    const d = opts[p.a]?.report.deepspeed;
+    if (!d) continue;
+    const groupOf = new Map(d.entries.map((e) => [Number(e.slot), e.group]));
+    const rated = p.slots.filter((s) => s.lr !== null && typeof d.groups[groupOf.get(Number(s.slot))]?.lr === 'number');
+    const stored = (s) => d.groups[groupOf.get(Number(s.slot))].lr;
+    const verdicts = rated.map((s) => b.loggedLrAgrees(s.lr, stored(s)));
+    p.storedLr = {
+      step: json.files[p.a].step,
+      learningRates: [...new Set(rated.map(stored))].sort((x, y) => x - y),
+      agrees: !verdicts.length || verdicts.includes(null) ? null : verdicts.every((v) => v),
+    };
   }
 }
 

@@ -101,6 +101,14 @@ async function handleFiles(fileList, target = 'open') {
   if (used) setLabels(used.names, used.name);
   const pairNames = used?.names ?? null;   // names dropped with a PyTorch optimizer and its model.safetensors order it
   const noFile = (name) => notices.push({ name, text: 'open a checkpoint first, then choose the layout or checkpoint to compare it with.' });
+  // a DeepSpeed checkpoint folder open: a model dropped or picked beside it is the new model it
+  // pairs with (docs/deepspeed.md), another file opens as any file
+  const ds = store.files.a?.summary.deepspeed;
+  if (ds && !ds.lone && store.optimizer === store.files.a && (target === 'open' || target === 'state') && checkpoints.length === 1 && !expected && !trainer
+    && await opener.addNewModel(checkpoints[0])) {
+    store.setNotices(notices);
+    return;
+  }
   if (trainer?.pair) {
     notices.push(...checkpoints.map(trainer.shownWith));
     await openFiles(trainer.pair, { expected, pairNames, notices, kind: trainer.kind });   // its optimizer with its model

@@ -91,6 +91,30 @@ export class Opener {
     status(`Added ${item.name}.`);
   }
 
+  /** A file dropped or picked while a DeepSpeed checkpoint folder is open: when the core reads it
+   *  as a model (a torch.save state dict, model.safetensors), it is the new model the checkpoint
+   *  is paired with (docs/deepspeed.md; the pair card asks the core); resolves false, nothing
+   *  changed, when it is not one (the caller opens it as any file). */
+  async addNewModel(item) {
+    const { store, rpc, stats, status } = this;
+    if (stats.scanning || rpc.busy) await rpc.cancel();
+    let answer;
+    try {
+      answer = await rpc.request('open', { role: 'b', source: item.source, sniffed: item.sniffed });
+    } catch {
+      await rpc.request('close', { role: 'b' }).catch(() => {});
+      return false;   // unreadable: opened as any file, its problem shown
+    }
+    if (answer.summary.kind !== 'state') {
+      await rpc.request('close', { role: 'b' });
+      return false;
+    }
+    stats.clearState();
+    store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
+    status(`Added ${item.name}: the new model, paired as DeepSpeed pairs it.`);
+    return true;
+  }
+
   /** After the worker was replaced (Cancel), open the same files in the new one. */
   async reopen() {
     const { store, rpc } = this;

@@ -20,3 +20,6 @@ for s in 3 4 8; do
 done
 # a DeepSpeed ZeRO-2 save_dir of two ranks, written by DeepSpeed v0.14.4 (docs/deepspeed.md)
 rm -rf deepspeed && cp -r "$here/deepspeed" deepspeed
+# a ZeRO-2 save_dir saved after steps 2, 3 and 4 of torch's AdamW (the last on 3 ranks), written by
+# tests/c/deepspeed_seeds.py's ZeRO writer (its runs/zero2)
+rm -rf deepspeed-run && cp -r "$here/deepspeed-run" deepspeed-run

@@ -72,8 +72,8 @@ function usageText({ kind, to, outs }) {
                [--names NAMES.json] [--slots] [--json] [--kind ${kind}]
       checkpoints of one run: is each the continuation of the one before?
       the gradient and learning rate of one-step pairs; DIR: TorchLean files,
-      or a Trainer output folder of checkpoint-N/ folders; A B ...: files, or
-      checkpoint-N/ folders
+      a Trainer output folder of checkpoint-N/ folders or a DeepSpeed
+      save_dir; A B ...: files, checkpoint-N/ folders or DeepSpeed tag folders
   ckptscope run A B --grad ${outs} [--names NAMES.json]
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]

@@ -10,7 +10,9 @@ import { jsonKind } from '../layout.js';
 import { say } from '../terminal.js';
 import { isStream, streamName } from '../user-files.js';
 import { UsageError, parseArgs, meant } from './args.js';
-import { Failure, layoutArg, readNames, openFile, isFolder } from './inputs.js';
+import { Failure, layoutArg, readNames, openFile, isFolder, isDeepSpeedFolder } from './inputs.js';
+import { open } from '../checkpoint.js';
+import { reading } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
 import { diffLines } from './text.js';
 
@@ -22,13 +24,16 @@ export async function cmdDiff(argv) {
   const models = seen['--state'] ?? [];
   if (models.length > 2) throw new UsageError(`diff --state takes one model for both files, or A's then B's: ${models.length} given`, 'diff');
   for (const m of models) if (isStream(m)) throw new UsageError(`diff --state needs a file: ${streamName(m)} is not supported there`);
-  // a Trainer checkpoint-N/ folder: its optimizer, with its own model
-  const folders = [];
+  // a DeepSpeed folder: one checkpoint, its slots named by its module; a Trainer checkpoint-N/
+  // folder: its optimizer, with its own model
+  const deepspeed = [], folders = [];
   for (const side of [a, b]) {
-    folders.push(isFolder(side) ? await folderFiles(side).catch((err) => {
+    deepspeed.push(isFolder(side) && await isDeepSpeedFolder(side));
+    folders.push(isFolder(side) && !deepspeed[deepspeed.length - 1] ? await folderFiles(side).catch((err) => {
       throw err instanceof FolderError ? new Failure(err.message) : err;
     }) : null);
   }
+  if (deepspeed.some(Boolean) && models.length) throw new UsageError('--state goes with optimizer files: a DeepSpeed folder has slots of its own (its module\'s)', 'diff');
   if (folders.some(Boolean) && models.length) throw new UsageError('--state goes with optimizer files: a checkpoint folder is compared with its own model', 'diff');
   const sides = [];
   const opened = [];   // the models paired with the sides, closed after
@@ -36,13 +41,14 @@ export async function cmdDiff(argv) {
   try {
     for (const [k, side] of [a, b].entries()) {
       const f = folders[k];
-      sides.push(await diffSide(f ? f.optimizer : side));
+      sides.push(deepspeed[k] ? await deepspeedSide(side) : await diffSide(f ? f.optimizer : side));
       if (f) await applyKind(sides[k], f.kind, f.fallback);
     }
     await withModels(sides, [a, b], models, opened, folders.map((f) => f?.model ?? null));
     differences = await diff(sides[0], sides[1]);
-    // PyTorch optimizers paired with their models: the slots are the model's names
-    pairedNames = sides[0]?.summary?.pairing?.slots ?? null;
+    // PyTorch optimizers paired with their models: the slots are the model's names; a DeepSpeed
+    // folder's are its module's
+    pairedNames = sides[0]?.summary?.pairing?.slots ?? (deepspeed[0] ? sides[0].report.names ?? null : null);
     // two checkpoints of one layout: what they hold too (steps, counter, moments)
     const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
     if (sameSlots && sides.every((s) => typeof s?.entry === 'function') && sides[0].summary.slotCount === sides[1].summary.slotCount) {
@@ -87,6 +93,18 @@ async function withModels(sides, paths, models, opened, own = [null, null]) {
     // the slots found are what is compared; whether torch would load the pair is check's question
     if (result.pairs === false) throw new Failure(`cannot compare: ${paths[k]} does not pair with ${modelPath}: ${result.error.message}`);
   }
+}
+
+/** A DeepSpeed folder as one side of a diff: its checkpoint, open and valid (a broken one is
+ *  named, with the core's reason). */
+async function deepspeedSide(dir) {
+  const ck = await reading(dir, 'checkpoint', () => open(dir));
+  if (!ck.ok) {
+    const error = ck.summary.error;
+    ck.close();
+    throw new CheckpointError(error, { context: `cannot compare: ${dir} is not a valid checkpoint` });
+  }
+  return ck;
 }
 
 /** One side of a diff: a layout object, or an open, valid checkpoint (a broken one is named). */

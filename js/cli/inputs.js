@@ -104,7 +104,7 @@ export async function trainedModelOf(opt, state) {
 }
 
 /** The commands that read a DeepSpeed checkpoint folder. */
-const DEEPSPEED_COMMANDS = new Set(['inspect', 'check', 'health', 'export']);
+const DEEPSPEED_COMMANDS = new Set(['inspect', 'check', 'health', 'export', 'run', 'diff']);
 
 /** Is FILE a folder the core reads as a DeepSpeed checkpoint? */
 export async function isDeepSpeedFolder(file) {

@@ -14,7 +14,8 @@ import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from '../terminal
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from '../user-files.js';
 import { isOutputFolder, openOutputFolder, openCheckpointFolders, compareLogged, FolderError } from '../trainer-run.js';
 import { UsageError, parseArgs, positiveArg, ratioBandArg, kindArg, exportFormatOf, exportOutputs } from './args.js';
-import { readNames } from './inputs.js';
+import { readNames, isDeepSpeedFolder } from './inputs.js';
+import { deepspeedTagFolders } from '../folder-source.js';
 import { runLines, trainerWarnings, wroteLine } from './text.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */
@@ -79,6 +80,13 @@ async function slotCount(file) {
   }
 }
 
+/** DeepSpeed folders whose ds_config names no optimizer (`unknown`: their paths, of `total`):
+ *  AdamW's step has a decay term, Adam's none, so no learning rate comes back. */
+function deepspeedKindWarnings(unknown, total) {
+  if (!unknown.length) return [];
+  return [`warning: ${unknown.length === total ? 'no folder\'s' : `${unknown.length} folder${unknown.length === 1 ? '\'s' : 's\''} (${unknown.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back`];
+}
+
 /** The exit status of a run's result: 0 all clear, 1 something breaks, 3 a pair cannot tell. */
 export function runStatus(result) {
   if (result.ok) return 0;
@@ -89,24 +97,36 @@ export async function cmdRun(argv) {
   let { files, states, json, slots, lr, residualLimit, grad, names, band, kind } = parse(argv);
   let skipped = [];   // a folder's entries the run does not read
   if (grad !== undefined) return cmdGradient(files, grad, names);
-  if (files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
+  // DeepSpeed: a save_dir's tag folders in run order, or tag folders (and files) given
+  const tagFolders = files.length === 1 && !states && isDirectory(files[0]) ? await deepspeedTagFolders(files[0]) : null;
+  if (tagFolders) {
+    if (tagFolders.length < 2) throw new FileError(`${files[0]} holds ${tagFolders.length} tag folder${tagFolders.length === 1 ? '' : 's'}: a run needs at least two`);
+    files = tagFolders;
+  }
+  if (!tagFolders && files.length === 1 && !states && isDirectory(files[0]) && await isDeepSpeedFolder(files[0])) {
+    throw new FileError(`${files[0]} is one DeepSpeed checkpoint (a tag folder): a run needs at least two, or their save_dir`);
+  }
+  const deepspeed = tagFolders !== null || (files.length >= 2 && files.some(isDirectory) && (await Promise.all(files.filter(isDirectory).map(isDeepSpeedFolder))).every(Boolean));
+  if (deepspeed && states) throw usage('--state goes with checkpoint files: a DeepSpeed folder holds its own master weights');
+  if (!deepspeed && files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind });
   }
-  if (files.length >= 2 && files.some(isDirectory)) {
+  if (!deepspeed && files.length >= 2 && files.some(isDirectory)) {
     // checkpoint-N folders, in the order given: each its optimizer with its own model
     if (states) throw usage('--state goes with checkpoint files: a checkpoint folder is paired with its own model');
     const file = files.find((f) => !isDirectory(f));
     if (file !== undefined) throw usage(`run takes checkpoint files or checkpoint folders, not both: ${file} is a file`);
     return trainerRun(files, { json, slots, lr, residualLimit, names, band, kind });
   }
-  if (files.length === 1 && !states && isDirectory(files[0])) {
+  if (!deepspeed && files.length === 1 && !states && isDirectory(files[0])) {
     const dir = files[0];
     ({ files, states, skipped } = await folder(dir));
     if (files.length < 2) throw new FileError(`${dir} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
   } else if (files.length < 2) throw usage('run takes at least two checkpoints, or a folder');
-  else for (const f of [...files, ...(states ?? [])]) checkInput(f, 'checkpoint');
-  // the ratios need both (a folder's state files are found by their stems)
-  if (band !== undefined && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
+  else for (const f of [...files, ...(states ?? [])]) if (!(deepspeed && isDirectory(f))) checkInput(f, 'checkpoint');
+  // the ratios need both (a folder's state files are found by their stems; a DeepSpeed folder
+  // holds its master weights)
+  if (band !== undefined && !deepspeed && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
   const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
   // --kind: the kind of the PyTorch optimizers among the files (a TorchLean file's own is checked)
@@ -114,7 +134,7 @@ export async function cmdRun(argv) {
   if (skipped.length) result.skipped = skipped;
   // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
   const unknown = result.files.map((f, i) => (f.kindUnknown ? f.path ?? files[i] : null)).filter((p) => p !== null);
-  const warnings = trainerWarnings([], [], unknown, files.length, { folder: false });
+  const warnings = deepspeed ? deepspeedKindWarnings(unknown, files.length) : trainerWarnings([], [], unknown, files.length, { folder: false });
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? result.names ?? null, slots }));
   if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));

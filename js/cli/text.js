@@ -478,6 +478,14 @@ function loggedLine(p) {
   return `  lr ${recovered} ${l.agrees ? 'agrees with' : 'DIFFERS from'} the one logged at step ${l.step}: ${numColumnsOne(l.learningRate)}`;
 }
 
+/** A DeepSpeed pair's recovered learning rate beside the one A's groups stored for that step. */
+function storedLine(p) {
+  const l = p.storedLr;
+  const shown = [...new Set(p.slots.filter((s) => s.lr !== null).sort((x, y) => x.lr - y.lr).map((s) => numColumnsOne(s.lr)))];
+  const recovered = shown.length > 1 ? `${shown[0]} to ${shown[shown.length - 1]}` : shown[0];
+  return `  lr ${recovered} ${l.agrees ? 'agrees with' : 'DIFFERS from'} the groups' stored lr at step ${l.step}: ${l.learningRates.map(numColumnsOne).join(', ')}`;
+}
+
 /** A figure as the tables print it. */
 function numColumnsOne(x) {
   const rows = [[x]];
@@ -546,6 +554,7 @@ export function runLines(result, { width = COLUMNS, names = null, slots = false 
   for (const p of result.pairs) {
     out.push(pairLine(p, names));
     if (p.loggedLr && p.loggedLr.agrees !== null) out.push(...wrapLine(loggedLine(p), width));
+    if (p.storedLr && p.storedLr.agrees !== null) out.push(...wrapLine(storedLine(p), width));
     if (slots && p.slots.length) {
       out.push(...slotLines(p, names, width));
       out.push('');

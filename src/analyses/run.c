@@ -43,8 +43,13 @@ typedef struct run_file {
     uint8_t *raw_theta;       /* chunk * state_width */
     double *theta;            /* the parameters' chunk in binary64 */
     const ckpt_entry_info *e; /* the current slot's entry, NULL when not read this slot */
-    bool read_theta;          /* its parameters are read this slot (health) */
-    bool widen_theta;         /* ... and go into a learning rate */
+    ckpt_item it;             /* its item: the moments' payloads (a DeepSpeed parameter's fragments) */
+    /* no state file: the parameters are the optimizer's own fp32 master weights (a DeepSpeed
+     * checkpoint's, its items' unnamed payloads), as health reads them */
+    bool own_theta;
+    const ckpt_payload *theta_payload; /* the current slot's master weights, NULL: none */
+    bool read_theta;                   /* its parameters are read this slot (health) */
+    bool widen_theta;                  /* ... and go into a learning rate */
     ckpt_health_kernel hk;
     ckpt_health_slot *health; /* one per slot: its owner's moments, its own parameters */
 } run_file;
@@ -160,10 +165,21 @@ static uint64_t plan_slot(run *r, uint64_t s, slot_acc *acc)
         if (!rf->readable || s >= ckpt_schema_count(rf->rep->schema)) continue;
         ckpt_error ignored = {0};
         ckpt_error_clear(&ignored);
-        /* the file is valid through its entries: an owner's entry is there */
-        if (is_owner(rf->rep, s) && ckpt_file_entry(rf->file, s, &rf->e, NULL, &ignored)) rf->e = NULL;
+        /* the file is valid through its entries: an owner's entry is there (a tied slot's is its
+         * owner's: its master weights are the owner's, as health reads them) */
+        const ckpt_entry_info *owner = NULL;
+        rf->theta_payload = NULL;
+        if (ckpt_file_entry(rf->file, s, &owner, NULL, &ignored)) owner = NULL;
         ckpt_error_clear(&ignored);
-        rf->read_theta = rf->state != NULL;
+        if (owner) {
+            rf->it = ckpt_report_item(rf->rep, (size_t)(owner - rf->rep->entries));
+            for (size_t q = 0; rf->own_theta && q < rf->it.payloads; q++)
+                if (!*rf->it.payload[q].name) rf->theta_payload = &rf->it.payload[q];
+            /* an entry saved before its first step holds no moments (a DeepSpeed group's) */
+            if (is_owner(rf->rep, s) && rf->it.payloads >= 2 && !strcmp(rf->it.payload[0].name, "exp_avg"))
+                rf->e = owner;
+        }
+        rf->read_theta = rf->state != NULL || rf->theta_payload != NULL;
     }
     for (size_t p = 0; p + 1 < r->n; p++) {
         slot_acc *a = &acc[p];
@@ -248,13 +264,16 @@ static int pass_slot(run *r, uint64_t s, slot_acc *acc)
             ckpt_health_slot *h = &rf->health[s];
             unsigned w = rf->width, tw = rf->state_width;
             if (rf->e) {
-                TRY(ckpt_read_at(rf->src, rf->e->m_offset + base * w, rf->raw_m, n * w, "the source", r->err));
-                TRY(ckpt_read_at(rf->src, rf->e->v_offset + base * w, rf->raw_v, n * w, "the source", r->err));
+                TRY(ckpt_payload_read(rf->src, &rf->it.payload[0], base, n, rf->raw_m, r->err));
+                TRY(ckpt_payload_read(rf->src, &rf->it.payload[1], base, n, rf->raw_v, r->err));
                 ckpt_health_feed_moments(&rf->hk, rf->raw_m, rf->raw_v, n, &h->mo);
             }
             if (rf->read_theta) {
-                TRY(ckpt_read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta, tw * n,
-                                 "the source", r->err));
+                if (rf->theta_payload)
+                    TRY(ckpt_payload_read(rf->src, rf->theta_payload, base, n, rf->raw_theta, r->err));
+                else
+                    TRY(ckpt_read_at(rf->state_src, rf->state->tensors[s].data_offset + tw * base, rf->raw_theta,
+                                     tw * n, "the source", r->err));
                 ckpt_health_feed_params(&rf->hk, rf->raw_theta, n, &h->pa);
                 if (rf->widen_theta) widen(rf->raw_theta, tw, rf->theta, n);
             }
@@ -388,6 +407,53 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     sb_free(&weak);
 }
 
+/* Slot s's name in a family that names its slots (a DeepSpeed module's), NULL otherwise. */
+static const char *name_of(const ckpt_report *r, uint64_t s)
+{
+    return r->family && r->family->impl->slot_name ? r->family->impl->slot_name(r, s) : NULL;
+}
+
+static bool has_name(const ckpt_report *r, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(name_of(r, i), name)) return true;
+    return false;
+}
+
+/* Two files whose slots are named (DeepSpeed's, by the module): the first name or shape that
+ * differs, in those names (`sb` empty when names and shapes agree, or a file names none).
+ * O(slots). */
+static void named_layout(const ckpt_report *ra, const ckpt_report *rb, size_t p, strbuf *sb)
+{
+    size_t na = ckpt_schema_count(ra->schema), nb = ckpt_schema_count(rb->schema);
+    for (size_t i = 0; i < na; i++)
+        if (!name_of(ra, i)) return;
+    for (size_t i = 0; i < nb; i++)
+        if (!name_of(rb, i)) return;
+    size_t n = na < nb ? na : nb, i = 0;
+    while (i < n && !strcmp(name_of(ra, i), name_of(rb, i))) i++;
+    if (i < n || na != nb) {
+        const char *a = i < na ? name_of(ra, i) : NULL, *b = i < nb ? name_of(rb, i) : NULL;
+        if (a && !has_name(rb, nb, a)) sb_printf(sb, "%s is in file %zu, not in file %zu", a, p, p + 1);
+        else if (b && !has_name(ra, na, b)) sb_printf(sb, "%s is in file %zu, not in file %zu", b, p + 1, p);
+        else sb_printf(sb, "slot %zu is %s in file %zu, %s in file %zu: another module order", i, a, p, b, p + 1);
+        return;
+    }
+    for (i = 0; i < n; i++) {
+        uint64_t ra_dims = ckpt_schema_rank(ra->schema, i), rb_dims = ckpt_schema_rank(rb->schema, i);
+        if (ra_dims == rb_dims && !memcmp(ckpt_schema_dims(ra->schema, i), ckpt_schema_dims(rb->schema, i),
+                                          (size_t)ra_dims * sizeof(uint64_t)))
+            continue;
+        sb_printf(sb, "%s is ", name_of(ra, i));
+        ckpt_schema_print_shape(sb, ra->schema, i);
+        sb_printf(sb, " in file %zu, ", p);
+        ckpt_schema_print_shape(sb, rb->schema, i);
+        sb_printf(sb, " in file %zu", p + 1);
+        return;
+    }
+    return;
+}
+
 /* Can B be compared with A element by element? Sets the verdict when not. */
 static int compare_layouts(run *r, size_t p, ckpt_error *err)
 {
@@ -424,15 +490,25 @@ static int compare_layouts(run *r, size_t p, ckpt_error *err)
     }
     if (first) {
         pp->continuous = false;
-        sb_puts(&pp->verdict, first);
+        /* a layout of named slots: the first difference in its names (the schema's diff, whose
+         * texts number the slots, stays in layoutDiff) */
+        strbuf named = {0};
+        if (pp->layout_diff) named_layout(fa->rep, fb->rep, p, &named);
+        if (named.failed) {
+            free(first);
+            return ckpt_fail_oom(err);
+        }
+        sb_puts(&pp->verdict, named.len ? named.data : first);
+        sb_free(&named);
         free(first);
         return 0;
     }
     pp->comparable = true;
     /* the learning rate's d has AdamW's decay term or not: none while the kind is unknown */
-    pp->lr = fa->state && fb->state && !ckpt_kind_unknown(fa->rep) && !ckpt_kind_unknown(fb->rep);
+    pp->lr = (fa->state || fa->own_theta) && (fb->state || fb->own_theta) && !ckpt_kind_unknown(fa->rep) &&
+             !ckpt_kind_unknown(fb->rep);
     pair_config(pp, fa->rep, &fa->rep->config);
-    if (pp->lr) pp->theta_u = fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
+    if (pp->lr) pp->theta_u = fb->state && fb->state->dtype == CKPT_FLOAT64 ? 0x1p-53 : 0x1p-24;
     return 0;
 }
 
@@ -500,13 +576,23 @@ static int setup(run *r, const ckpt_file *const *opt, const ckpt_file *const *st
         rf->src = ckpt_file_source(opt[f]);
         ckpt_error_clear(&rf->state_error);
         if (!ckpt_family_has_role(rep->family, CKPT_ROLE_OPTIMIZER)) continue;
-        TRY(ckpt_require_schema(rep, r->err));
+        TRY(ckpt_require_items(rep, r->err));
         rf->rep = rep;
         rf->readable = rep->error.code == 0;
         if (!rf->readable) continue;
         rf->width = ckpt_dtype_width(rep->dtype);
         if (state && state[f]) TRY(use_state(r, rf, state[f]));
         ckpt_health_kernel_init(&rf->hk, rep, rf->state);
+        if (!rf->state && ckpt_report_item_count(rep)) {
+            /* the optimizer's own fp32 master weights, when its items hold them (health's rule) */
+            ckpt_item it0 = ckpt_report_item(rep, 0);
+            for (size_t q = 0; q < it0.payloads; q++)
+                if (!*it0.payload[q].name && it0.payload[q].dtype == CKPT_FLOAT32) rf->own_theta = true;
+            if (rf->own_theta) {
+                rf->state_width = rf->hk.state_width = 4;
+                rf->hk.params_chunk = ckpt_kernel_params32;
+            }
+        }
         size_t c = r->chunk, slots = ckpt_schema_count(rep->schema);
         rf->raw_m = malloc(c * 8);
         rf->raw_v = malloc(c * 8);
@@ -554,7 +640,10 @@ static int file_health(const run_file *rf, double lr, ckpt_ratio_band band, uint
         if (owner != CKPT_NONE && owner < n) h.mo = rf->health[owner].mo; /* a tied slot's moments are its owner's */
         double ratio;
         size_t slot_warnings;
-        *flags += ckpt_health_slot_flags(&h, i, owner, lr, band.low, band.high, &ratio, &slot_warnings);
+        /* the optimizer's own master weights at its groups' stored learning rate, as health reads
+         * them, unless one is given */
+        double slot_lr = !isnan(lr) || !rf->own_theta ? lr : ckpt_lr_of_slot(rf->rep, owner != CKPT_NONE ? owner : i);
+        *flags += ckpt_health_slot_flags(&h, i, owner, slot_lr, band.low, band.high, &ratio, &slot_warnings);
         *warnings += slot_warnings;
         if (isfinite(ratio)) ratios[k++] = ratio;
     }
@@ -699,6 +788,9 @@ char *ckpt_run_json(const ckpt_file *const *opt, const ckpt_file *const *state, 
 int ckpt_run_one_pair(const ckpt_file *a, const ckpt_file *b, double *b1, double *omb1, ckpt_error *err)
 {
     const ckpt_file *files[2] = {a, b};
+    /* the gradient is written from payloads in one run each (not a DeepSpeed parameter's fragments) */
+    TRY(ckpt_require_schema(ckpt_file_report(a), err));
+    TRY(ckpt_require_schema(ckpt_file_report(b), err));
     run r = {0};
     r.n = 2;
     r.err = err;

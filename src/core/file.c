@@ -178,10 +178,33 @@ int ckpt_file_entry(const ckpt_file *f, uint64_t slot, const ckpt_entry_info **e
     return 0;
 }
 
+/* An item in fragments holds exp_avg and exp_avg_sq unless its group was saved before its first
+ * step (a DeepSpeed group's). */
+static int has_moments(const ckpt_item *it, uint64_t slot, ckpt_error *err)
+{
+    if (it->payloads >= 2 && !strcmp(it->payload[0].name, "exp_avg") && !strcmp(it->payload[1].name, "exp_avg_sq"))
+        return 0;
+    return ckpt_fail_at(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0, slot,
+                        "parameter %llu has no moments: its group was saved before its first step",
+                        (unsigned long long)slot);
+}
+
 int ckpt_file_read_moments(const ckpt_file *f, uint64_t slot, void *m, void *v, ckpt_error *err)
 {
     const ckpt_entry_info *e;
     TRY(ckpt_file_entry(f, slot, &e, NULL, err));
+    /* moments in several runs of the source (a DeepSpeed parameter's fragments): read run by run */
+    ckpt_item it = ckpt_report_item(f->rep, (size_t)(e - f->rep->entries));
+    if (it.payloads >= 1 && it.payload[0].spans) {
+        TRY(has_moments(&it, slot, err));
+        uint64_t bytes;
+        if (ckpt_mul_overflows(e->count, ckpt_dtype_width(f->rep->dtype), &bytes) || bytes > SIZE_MAX / 2)
+            return ckpt_fail_at(err, NULL, CKPT_E_NO_MEMORY, e->offset, 24, e->id,
+                                "parameter %llu's moments are too large to copy into memory at once",
+                                (unsigned long long)e->id);
+        TRY(ckpt_payload_read(&f->src, &it.payload[0], 0, (size_t)e->count, m, err));
+        return ckpt_payload_read(&f->src, &it.payload[1], 0, (size_t)e->count, v, err);
+    }
     return read_moments(&f->src, f->rep, e, m, v, err);
 }
 
@@ -219,6 +242,13 @@ int ckpt_file_moment_stats(const ckpt_file *f, uint64_t slot, ckpt_progress_fn p
     *m = *v = NULL;
     TRY(ckpt_file_entry(f, slot, &e, NULL, err));
     if (e->m && e->v) return copies((ckpt_stats *const *[2]){&e->m, &e->v}, 2, (ckpt_stats * *[2]){m, v}, err);
+    /* moments in several runs of the source (a DeepSpeed parameter's fragments): its item's */
+    size_t k = (size_t)(e - f->rep->entries);
+    ckpt_item it = ckpt_report_item(f->rep, k);
+    if (it.payloads >= 1 && it.payload[0].spans) {
+        TRY(has_moments(&it, slot, err));
+        return ckpt_file_item_stats(f, k, progress, progress_ctx, m, v, err);
+    }
     return moment_stats(&f->src, f->rep, e, progress, progress_ctx, m, v, err);
 }
 
@@ -258,7 +288,7 @@ int ckpt_file_tensor_stats(const ckpt_file *f, uint64_t i, ckpt_progress_fn prog
 int ckpt_file_layout(const ckpt_file *f, ckpt_expected *layout, ckpt_error *err)
 {
     const ckpt_report *rep = f->rep;
-    TRY(ckpt_require_schema(rep, err));
+    TRY(ckpt_require_items(rep, err));
     if (!rep->family || !rep->schema_complete)
         return ckpt_fail(err, NULL, CKPT_E_NOT_READABLE, CKPT_NONE, 0,
                          "the file is invalid before its layout is complete");

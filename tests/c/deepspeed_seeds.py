@@ -15,6 +15,7 @@ OUT/manifest.json lists every case: its folder, the report expected (ok, kind, w
 code and message, every failure, every warning) and per parameter the files of its values.
 Usage: python3 deepspeed_seeds.py FIXTURES OUT"""
 import collections
+import copy
 import json
 import math
 import os
@@ -1366,6 +1367,84 @@ write_case('wu-zero3', lambda d: write_zero3(d, small(8), 2),
 with open(os.path.join(OUT, 'universal-write', 'manifest.json'), 'w', encoding='utf-8') as f:
     json.dump({'writes': writes}, f, indent=1, ensure_ascii=False)
 
+
+# ---- runs (format.md 9): tag folders of one training run, each step torch's AdamW ----
+runs = []
+
+
+def adam_step(model, step, seed, lr=0.01):
+    """the model after one step of torch's AdamW at the groups' config (group_config) from `step`,
+    with gradients drawn from `seed`: its masters and moments (frozen parameters, buffers kept)"""
+    nxt = copy.deepcopy(model)
+    nxt.grad_rms = {}  # each parameter's gradient of this step: its root mean square
+    g = torch.Generator().manual_seed(seed)
+    for names in model.groups:
+        for n in names:
+            p = torch.nn.Parameter(model.master[n].clone())
+            opt = torch.optim.AdamW([p], lr=lr, betas=(0.9, 0.999), eps=1e-08, weight_decay=0.01)
+            opt.state[p] = {'step': torch.tensor(float(step)), 'exp_avg': model.m[n].clone(),
+                            'exp_avg_sq': model.v[n].clone()}
+            p.grad = torch.randn(p.shape, generator=g) * 1e-2
+            nxt.grad_rms[n] = float(p.grad.double().pow(2).mean().sqrt())
+            opt.step()
+            nxt.master[n], nxt.m[n] = p.detach().clone(), opt.state[p]['exp_avg'].clone()
+            nxt.v[n] = opt.state[p]['exp_avg_sq'].clone()
+    return nxt
+
+
+def trained(model, seed):
+    """the model at step 2: two AdamW steps from zero moments"""
+    for n in model.m:
+        model.m[n], model.v[n] = torch.zeros_like(model.m[n]), torch.zeros_like(model.v[n])
+    return adam_step(adam_step(model, 0, seed), 1, seed + 1)
+
+
+ADAMW = ds_config(2, False, {'type': 'AdamW', 'params': {'lr': 0.01}})
+# a save_dir of three steps, the last saved on another world size (the state is per parameter)
+d = os.path.join(OUT, 'runs', 'zero2')
+m2 = trained(small(), 20)
+m3 = adam_step(m2, 2, 10)
+m4 = adam_step(m3, 3, 11)
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, m3, 2, step=3.0, tag='global_step3', config=ADAMW)
+write_zero12(d, m4, 3, step=4.0, tag='global_step4', config=ADAMW)
+runs.append({'name': 'zero2', 'dir': d, 'tags': ['global_step2', 'global_step3', 'global_step4'], 'lr': 0.01,
+             'gradients': [m3.grad_rms, m4.grad_rms]})
+# the step after global_step2 taken at lr 0.02, while the groups stored 0.01 for it
+d = os.path.join(OUT, 'runs', 'lr')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(m2, 2, 10, lr=0.02), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'lr', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# ZeRO-3, two steps
+d = os.path.join(OUT, 'runs', 'zero3')
+write_zero3(d, m2, 2, step=2.0, tag='global_step2')
+write_zero3(d, m3, 3, step=3.0, tag='global_step3')
+runs.append({'name': 'zero3', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# a folder of another run (another seed) at the next step
+d = os.path.join(OUT, 'runs', 'other')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(trained(small(seed=9), 30), 2, 12), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'other', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# too few elements to tell (41: two_groups)
+d = os.path.join(OUT, 'runs', 'few')
+t2 = trained(two_groups(), 40)
+write_zero12(d, t2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, adam_step(t2, 2, 13), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'few', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# another layout: the next tag folder's model has another parameter's shape
+d = os.path.join(OUT, 'runs', 'layouts')
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, trained(two_groups(), 50), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'layouts', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+# the same names, one parameter resized
+d = os.path.join(OUT, 'runs', 'shapes')
+wide = Model([('emb.weight', (12, 6)), ('l1.weight', (7, 6)), ('l1.bias', (7,)), ('l2.weight', (6, 7)),
+              ('l2.bias', (6,))], [['emb.weight', 'l1.weight', 'l1.bias', 'l2.weight', 'l2.bias']],
+             ties=[('head.weight', 'emb.weight')], frozen=[('frozen.weight', (3, 5))], buffers=[('scale', (1,))])
+write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
+write_zero12(d, trained(wide, 60), 2, step=3.0, tag='global_step3', config=ADAMW)
+runs.append({'name': 'shapes', 'dir': d, 'tags': ['global_step2', 'global_step3']})
+
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
-    json.dump({'cases': cases, 'pairings': pairings}, f, indent=1, ensure_ascii=False)
+    json.dump({'cases': cases, 'pairings': pairings, 'runs': runs}, f, indent=1, ensure_ascii=False)
 print(f'{len(cases)} cases')

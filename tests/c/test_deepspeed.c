@@ -393,6 +393,23 @@ static void test_plan(void)
     CHECK(json_get(j, "header")->len == json_u64(json_get(at(m, 0), "offset")));
     json_free(j);
     free(p);
+    /* a save_dir's tag folders in run order: by the last number of the name, those without one
+     * after them by name; a folder holding no DeepSpeed file is none */
+    p = plan_of("{\"root\":\"d\",\"entries\":[{\"name\":\"latest\",\"size\":13},{\"name\":\"best/\"},"
+                "{\"name\":\"best/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"global_step10/\"},"
+                "{\"name\":\"global_step10/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"global_step9/\"},"
+                "{\"name\":\"global_step9/mp_rank_00_model_states.pt\",\"size\":10},{\"name\":\"logs/\"},"
+                "{\"name\":\"logs/x.txt\",\"size\":1}],\"texts\":{\"latest\":\"global_step10\"}}");
+    j = json_parse(p);
+    const jvalue *tags = json_get(j, "tags");
+    CHECK(tags && tags->len == 3);
+    if (tags && tags->len == 3) {
+        CHECK_STR(tags->items[0]->text, "global_step9");
+        CHECK_STR(tags->items[1]->text, "global_step10");
+        CHECK_STR(tags->items[2]->text, "best");
+    }
+    json_free(j);
+    free(p);
     /* not a listing */
     p = plan_of("[1]");
     CHECK_STR(p, "a folder's listing is {\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}");
@@ -722,6 +739,83 @@ static void test_pairings(void)
     }
 }
 
+/* ---- runs over tag folders (format.md 9, 11.1's run SAVE_DIR) ---- */
+
+/* The run JSON of the manifest's run `name` over its tag folders, in order (NULL on error). */
+static jvalue *run_of(const char *name)
+{
+    const jvalue *runs = json_get(manifest, "runs");
+    const jvalue *r = NULL;
+    for (size_t k = 0; runs && k < runs->len && !r; k++)
+        if (!strcmp(json_get(runs->items[k], "name")->text, name)) r = runs->items[k];
+    if (!r) return NULL;
+    const jvalue *tags = json_get(r, "tags");
+    size_t n = tags->len;
+    ckpt_file *files[4] = {0};
+    ckpt_source src[4];
+    static ckpt_memory mem[4];
+    unsigned char *bytes[4] = {0};
+    for (size_t k = 0; k < n && k < 4; k++) {
+        char dir[4096];
+        snprintf(dir, sizeof dir, "%s/%s", json_get(r, "dir")->text, tags->items[k]->text);
+        size_t len = 0;
+        bytes[k] = ds_folder_bytes(dir, tags->items[k]->text, &len, NULL);
+        ckpt_source_memory(&src[k], &mem[k], bytes[k], len);
+        files[k] = ckpt_open(&src[k], NULL);
+    }
+    ckpt_error err = {0};
+    char *json = ckpt_run_json((const ckpt_file *const *)files, NULL, n, NULL, &err);
+    if (!json) fprintf(stderr, "  %s: run: %s\n", name, err.message);
+    ckpt_error_clear(&err);
+    jvalue *j = json ? json_parse(json) : NULL;
+    free(json);
+    for (size_t k = 0; k < n && k < 4; k++) {
+        ckpt_close(files[k]);
+        free(bytes[k]);
+    }
+    return j;
+}
+
+static void test_runs(void)
+{
+    t_current = "run zero2";
+    jvalue *j = run_of("zero2");
+    CHECK(j && json_get(j, "ok")->b);
+    const jvalue *pairs = json_get(j, "pairs");
+    CHECK(pairs && pairs->len == 2);
+    for (size_t p = 0; pairs && p < pairs->len; p++) {
+        const jvalue *slots = json_get(pairs->items[p], "slots");
+        CHECK(json_get(pairs->items[p], "continuous")->b && slots && slots->len == 5);
+        for (size_t i = 0; slots && i < slots->len; i++) {
+            /* the masters moved as one AdamW step at lr 0.01 */
+            double lr = json_double(json_get(slots->items[i], "lr"));
+            CHECK(fabs(lr / 0.01 - 1) < 1e-4);
+            CHECK(json_u64(json_get(slots->items[i], "broken")) == 0);
+        }
+    }
+    json_free(j);
+    t_current = "run other";
+    j = run_of("other");
+    CHECK(j && !json_get(j, "ok")->b);
+    CHECK_STR(json_get(json_get(j, "pairs")->items[0], "verdict")->text,
+              "slot 0: 45 elements cannot come from Adam steps 2\u2192"
+              "3 (first at element 0)");
+    json_free(j);
+    t_current = "run few";
+    j = run_of("few");
+    CHECK(j && json_is_null(json_get(json_get(j, "pairs")->items[0], "continuous")));
+    json_free(j);
+    t_current = "run layouts";
+    j = run_of("layouts");
+    CHECK_STR(json_get(json_get(j, "pairs")->items[0], "verdict")->text, "emb.weight is in file 0, not in file 1");
+    json_free(j);
+    t_current = "run shapes";
+    j = run_of("shapes");
+    CHECK_STR(json_get(json_get(j, "pairs")->items[0], "verdict")->text,
+              "emb.weight is #[11, 6] in file 0, #[12, 6] in file 1");
+    json_free(j);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -747,6 +841,7 @@ int main(int argc, char **argv)
         {"export of every valid case with values", test_export},
         {"health of every valid case with values", test_health},
         {"pairing with the model it will be loaded into", test_pairings},
+        {"runs over tag folders", test_runs},
     };
     int rc = RUN_ALL(cases);
     json_free(manifest);

@@ -109,7 +109,15 @@ export class HealthView {
 
   /** The state file came, or the pair verdict arrived: run again with the parameters. */
   pairChanged() {
-    if (!this.card.hidden && this.result && !this.result.withState && this.store.stateFile?.summary.ok) this.run();
+    if (!this.card.hidden && this.result && !this.result.withState && this.stateOf(this.opt)) this.run();
+  }
+
+  /** The parameters' file: the open model-state file, unless the optimizer is a DeepSpeed
+   *  checkpoint (its fp32 master weights are its parameters; a model beside it is the new model
+   *  it is paired with, docs/deepspeed.md). */
+  stateOf(opt) {
+    const st = this.store.stateFile;
+    return st?.summary.ok && !opt?.summary.deepspeed ? st : null;
   }
 
   build() {
@@ -252,7 +260,7 @@ export class HealthView {
       this.again = true;   // the learning rate changed meanwhile: run once more after this one
       return;
     }
-    const st = this.store.stateFile?.summary.ok ? this.store.stateFile : null;
+    const st = this.stateOf(opt);
     this.running = true;
     this.runButton.disabled = true;
     this.cancelButton.hidden = false;

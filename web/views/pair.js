@@ -7,11 +7,13 @@ import { renderProblem } from '../parts/problem-box.js';
 
 const MAX_TIES = 200;
 
-function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot, stateBytes, stateSize }) {
+function renderPair(card, result, { optName, stateName, cols, label = () => '', onSlot, stateBytes, stateSize, deepspeed = false }) {
   card.replaceChildren();
   card.hidden = false;
-  card.append(el('h2', '', 'Optimizer and model state'));
-  card.append(el('p', 'meta', optName === stateName ? `${optName}: its optimizer with its model` : `${optName} with ${stateName}`));
+  // a DeepSpeed checkpoint is paired with the new model it will be loaded into, as DeepSpeed
+  // pairs them (docs/deepspeed.md): the core's verdict, its failures and its note
+  card.append(el('h2', '', deepspeed ? 'DeepSpeed checkpoint and the new model' : 'Optimizer and model state'));
+  card.append(el('p', 'meta', optName === stateName ? `${optName}: its optimizer with its model` : deepspeed ? `${optName} loaded into ${stateName}` : `${optName} with ${stateName}`));
   const verdict = testid(el('div', 'verdict'), 'pair-verdict');
   card.append(verdict);
   if (!result) {
@@ -30,7 +32,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   // cannot tell, and the package's condition says on what the pair holds
   const head = result.pairs ? 'Pairs, in structure:' : result.pairs === null ? 'Cannot tell whether they pair:' : `Does not pair: ${plural(result.failures.length, 'failure')}.`;
   verdict.append(el('strong', '', head));
-  if (result.pairs) verdict.append(' ', testid(el('span', 'pair-note', result.note), 'pair-note'));
+  if (result.pairs || (deepspeed && result.note)) verdict.append(' ', testid(el('span', 'pair-note', result.note), 'pair-note'));
   if (result.pairs === null) verdict.append(' ', testid(el('span', 'pair-condition', result.error.message), 'pair-condition'));
   if (result.failures.length) {
     const list = el('ol', 'failures');
@@ -45,7 +47,9 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   for (const w of result.warnings ?? []) card.append(testid(el('p', 'meta warn-line', `warning: ${w}`), 'warning'));
   if (result.pytorch) card.append(positional(result.pytorch, result.pairs === false ? result.error : null));
 
-  // Ties: the state file must hold the same values for every slot of a tied group.
+  // Ties: the state file must hold the same values for every slot of a tied group (a DeepSpeed
+  // checkpoint's new model is compared in structure only: its ties are the failures above).
+  if (deepspeed) return;
   const sh = cols?.sharing;
   if (!sh || !sh.links) return;
   const bySlot = new Map();
@@ -123,7 +127,7 @@ export class PairView {
     this.pairedWithStats = null;
     if (this.card.hidden) return;
     const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
-      stateBytes: readBytes(st), stateSize: Number(st.summary.size) };
+      stateBytes: readBytes(st), stateSize: Number(st.summary.size), deepspeed: !!opt.summary.deepspeed };
     renderPair(this.card, null, options);
     await this.verdict(opt, st, options);
   }

@@ -242,6 +242,68 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
     return universal_files(l, p->tag, p, err);
 }
 
+/* A save_dir's tag folders (each holding a file named as in 11.1's table) in run order, as
+ * section 9 orders files: by the last run of digits of the name (global_step300 -> 300), those
+ * without one after them by name; as a JSON array of their names (`run SAVE_DIR`). */
+typedef struct ds_tag {
+    const char *name;
+    size_t len;
+    bool has;
+    uint64_t n;
+} ds_tag;
+
+static int tag_cmp(const void *x, const void *y)
+{
+    const ds_tag *a = x, *b = y;
+    if (a->has != b->has) return a->has ? -1 : 1;
+    if (a->has && a->n != b->n) return a->n < b->n ? -1 : 1;
+    size_t m = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->name, b->name, m);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+static int run_tags_json(const ds_listing *l, strbuf *sb, ckpt_error *err)
+{
+    ds_tag *tags = calloc(l->n ? l->n : 1, sizeof *tags);
+    if (!tags) return ckpt_fail_oom(err);
+    size_t k = 0;
+    ds_plan q = {0};
+    for (size_t j = 0; j < l->n; j++) {
+        const char *nm = l->names[j];
+        size_t len = strlen(nm);
+        if (l->sizes[j] != CKPT_NONE || len < 2 || nm[len - 1] != '/' || memchr(nm, '/', len - 1)) continue;
+        char *tag = malloc(len);
+        if (!tag) {
+            ds_plan_free(&q);
+            free(tags);
+            return ckpt_fail_oom(err);
+        }
+        memcpy(tag, nm, len - 1);
+        tag[len - 1] = 0;
+        int rc = tag_files(l, tag, &q, err);
+        free(tag);
+        if (rc) {
+            ds_plan_free(&q);
+            free(tags);
+            return rc;
+        }
+        if (!q.files_len) continue;
+        tags[k] = (ds_tag){nm, len - 1, false, 0};
+        tags[k].has = number_of(nm, len - 1, &tags[k].n);
+        k++;
+    }
+    ds_plan_free(&q);
+    qsort(tags, k, sizeof *tags, tag_cmp);
+    sb_putc(sb, '[');
+    for (size_t j = 0; j < k; j++) {
+        if (j) sb_putc(sb, ',');
+        j_string_n(sb, tags[j].name, tags[j].len);
+    }
+    sb_putc(sb, ']');
+    free(tags);
+    return 0;
+}
+
 void ds_plan_free(ds_plan *p)
 {
     free(p->tag);
@@ -332,6 +394,11 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
     sb_puts(&sb, "],\"tag\":");
     if (plan.tag) j_string(&sb, plan.tag);
     else sb_puts(&sb, "null");
+    /* a save_dir's tag folders, in run order */
+    if (plan.kind == DS_FOLDER_SAVE_DIR) {
+        sb_puts(&sb, ",\"tags\":");
+        if (run_tags_json(&l, &sb, err)) goto done;
+    }
     /* the members: latest and latest_universal, the tag folder's DeepSpeed files */
     for (size_t j = 0; j < n; j++)
         include[j] = sizes[j] != CKPT_NONE && (!strcmp(names[j], "latest") || !strcmp(names[j], "latest_universal"));
