@@ -829,6 +829,32 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
+/* DeepSpeed to a consolidated torch.optim state dict and its fp32 model (format.md 11.8): `in` a
+ * valid DeepSpeed folder (its 11.5 checks without error). `which` says the file written:
+ * CKPT_DS_OPTIMIZER, {'state', 'param_groups'} as Optimizer.state_dict() returns it, ids numbered
+ * as torch numbers them; CKPT_DS_MODEL, the fp32 model's torch.save state dict in module order.
+ * Payloads are streamed from the fragments. 0 or the error code; on a failure part of the file
+ * may have been written: write to a temporary. */
+enum { CKPT_DS_OPTIMIZER = 1, CKPT_DS_MODEL = 2 };
+typedef struct ckpt_ds_consolidate_options {
+    int which;
+    const char *prefix; /* the zip's folder, as ckpt_torch_options' */
+    ckpt_progress_fn progress;
+    void *progress_ctx;
+} ckpt_ds_consolidate_options;
+int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *o, const ckpt_sink *out,
+                        ckpt_error *err);
+/* What every DeepSpeed conversion refuses first (an invalid folder, one file alone, an elastic
+ * checkpoint, FusedAdam's bias_correction False): 0 or the error. */
+int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
+/* DeepSpeed to TorchLean (TLADAMF): the consolidated pair, read on demand (never written), paired
+ * as ckpt_pair_with pairs them (frozen: the names given, may be NULL) and converted by
+ * ckpt_convert with `o`: the bytes of the two-step path. A pair that fails is refused with its
+ * first failure; *cannot_tell (may be NULL) is set when the pair holds only if the slots without
+ * optimizer state are not trained, and `note` (may be NULL) then receives the text (malloc'ed). */
+int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
+                    const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
