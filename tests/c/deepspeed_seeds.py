@@ -1129,6 +1129,7 @@ def convert_case(name, d, model=None, W=None, values=None, groups=None, step=Non
         entry['expect'] = path
         entry['module'] = [[n, k, list(model.shapes[model.ties.get(n, n)])] for n, k in model.order]
         entry['groups'] = model.groups
+        entry['ties'] = dict(model.ties)
     converts.append(entry)
 
 
