@@ -897,6 +897,8 @@ export interface ConvertOptions extends ScanOptions {
   betas?: [number, number];
   eps?: number;
   dropAmsgrad?: boolean;
+  /** A DeepSpeed folder (docs/deepspeed.md "Conversions"): names of its slots trained by none. */
+  frozen?: string[];
 }
 export interface ConvertResult {
   version: 2 | 3 | 4 | 5;
@@ -906,6 +908,8 @@ export interface ConvertResult {
   maxRelativeError: number;
   /** float16 / bfloat16 moments widened to float32 (exactly). */
   widened?: true;
+  /** A DeepSpeed folder's pair holds only if its slots without state are not trained (the pairing's error). */
+  pairError?: ReportError;
 }
 /** Node: `source` converted and written to `path` atomically. */
 export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;
@@ -975,5 +979,12 @@ export interface TorchConvertOptions extends ScanOptions {
 }
 /** Node: a TLADAMF file as a torch.save file of its Adam/AdamW state_dict, written to `path` atomically. */
 export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
+/** DeepSpeed to PyTorch (docs/deepspeed.md "Conversions"): one of a DeepSpeed folder's
+ *  consolidated files streamed through write(bytes): the torch.optim state dict ('optimizer') or
+ *  the fp32 model ('model'). */
+export function consolidateTo(source: Source, which: 'optimizer' | 'model', write: (bytes: Uint8Array) => void,
+  options?: ScanOptions & { prefix?: string }): Promise<void>;
+/** Node: both files written, each atomically. */
+export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<void>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;

@@ -848,7 +848,8 @@ int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *
  * checkpoint, FusedAdam's bias_correction False): 0 or the error. */
 int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 /* DeepSpeed to TorchLean (TLADAMF): the consolidated pair, read on demand (never written), paired
- * as ckpt_pair_with pairs them (frozen: the names given, may be NULL) and converted by
+ * as ckpt_pair_with pairs them (frozen: the names given; NULL: the checkpoint's frozen parameters
+ * and buffers, which 11.4 knows) and converted by
  * ckpt_convert with `o`: the bytes of the two-step path. A pair that fails is refused with its
  * first failure; *cannot_tell (may be NULL) is set when the pair holds only if the slots without
  * optimizer state are not trained, and `note` (may be NULL) then receives the text (malloc'ed). */

@@ -973,6 +973,24 @@ int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const ch
         const ckpt_report *rep = ckpt_file_report(f);
         if (rep->error.code) rc = ckpt_error_copy(err, &rep->error); /* never: the writer's own files */
     }
+    /* no names given: the checkpoint's own, its frozen parameters and buffers (11.4 knows them) */
+    const char **own = NULL;
+    size_t own_len = 0;
+    if (!rc && !frozen) {
+        const ckpt_ds *ds = ckpt_ds_of(ckpt_file_report(in));
+        const ds_file *m = &ds->files[ds->model];
+        const ckpt_torch_model *md = &m->t->models[m->module];
+        if (!(own = malloc((md->count ? md->count : 1) * sizeof *own))) rc = ckpt_fail_oom(err);
+        for (size_t e = 0; !rc && e < md->count; e++) {
+            const char *name = m->t->named[md->first + e].name;
+            size_t j = slot_named(ds, name);
+            bool seen = false;
+            for (size_t k = 0; k < own_len && !seen; k++) seen = !strcmp(own[k], name);
+            if (!seen && (j == DS_NONE || !ckpt_schema_requires_grad(ckpt_file_report(in)->schema, j)))
+                own[own_len++] = name;
+        }
+        frozen = own, frozen_count = own_len;
+    }
     if (!rc) {
         ckpt_pair_options po = {0};
         po.frozen = frozen, po.frozen_count = frozen_count;
@@ -992,6 +1010,7 @@ int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const ch
         ckpt_pair_result_free(r);
     }
     if (!rc) rc = ckpt_convert(fo, o, out, res, err);
+    free(own);
     ckpt_close(fm);
     ckpt_close(fo);
     ckpt_ds_virtual_free(vm);
