@@ -100,14 +100,15 @@ export function convertToTorch(source, path, options) {
  * through write(bytes). `which`: 'optimizer' (the torch.optim state dict that
  * optimizer.load_state_dict takes: ids group by group as torch numbers them) or 'model' (the fp32
  * model's state dict in module order: masters, ties as one storage, frozen parameters and floating
- * buffers widened to float32). Options: `prefix` (the zip's folder; default "archive"),
+ * buffers widened to float32), or 'model.safetensors' (the same tensors as a safetensors file, a
+ * tied alias left out as safetensors keeps one copy). Options: `prefix` (the zip's folder; default "archive"),
  * `onProgress`, `signal`. Rejects with the folder's own diagnostic (also as `fileError`) when it
  * is invalid, and with the core's refusal otherwise.
  */
 export async function consolidateTo(source, which, write, options = {}) {
   const { prefix, onProgress, signal } = options;
-  const id = { optimizer: 1, model: 2 }[which];
-  if (id === undefined) throw new RangeError(`which must be 'optimizer' or 'model', got ${JSON.stringify(which)}`);
+  const id = { optimizer: 1, model: 2, 'model.safetensors': 3 }[which];
+  if (id === undefined) throw new RangeError(`which must be 'optimizer', 'model' or 'model.safetensors', got ${JSON.stringify(which)}`);
   await withOpen(source, (ck) => {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
@@ -116,10 +117,11 @@ export async function consolidateTo(source, which, write, options = {}) {
 }
 
 /** Node: a DeepSpeed folder's consolidated optimizer and fp32 model written to `optimizerPath`
- *  and `modelPath`, each atomically (a temporary sibling renamed over it); the zips' folders are
- *  the files' stems, as torch.save names them. */
+ *  and `modelPath` (a .safetensors name: a safetensors file), each atomically (a temporary
+ *  sibling renamed over it); the zips' folders are the files' stems, as torch.save names them. */
 export async function consolidate(source, optimizerPath, modelPath, options = {}) {
   const stem = (p) => String(p).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  const model = /\.safetensors$/i.test(String(modelPath)) ? 'model.safetensors' : 'model';
   await saveAtomically(optimizerPath, (write) => consolidateTo(source, 'optimizer', write, { ...options, prefix: stem(optimizerPath) }));
-  await saveAtomically(modelPath, (write) => consolidateTo(source, 'model', write, { ...options, prefix: stem(modelPath) }));
+  await saveAtomically(modelPath, (write) => consolidateTo(source, model, write, { ...options, prefix: stem(modelPath) }));
 }

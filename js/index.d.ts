@@ -982,7 +982,7 @@ export function convertToTorch(source: Source, path: string | URL, options: Torc
 /** DeepSpeed to PyTorch (docs/deepspeed.md "Conversions"): one of a DeepSpeed folder's
  *  consolidated files streamed through write(bytes): the torch.optim state dict ('optimizer') or
  *  the fp32 model ('model'). */
-export function consolidateTo(source: Source, which: 'optimizer' | 'model', write: (bytes: Uint8Array) => void,
+export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
   options?: ScanOptions & { prefix?: string }): Promise<void>;
 /** Node: both files written, each atomically. */
 export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<void>;

@@ -832,10 +832,11 @@ int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torc
 /* DeepSpeed to a consolidated torch.optim state dict and its fp32 model (format.md 11.8): `in` a
  * valid DeepSpeed folder (its 11.5 checks without error). `which` says the file written:
  * CKPT_DS_OPTIMIZER, {'state', 'param_groups'} as Optimizer.state_dict() returns it, ids numbered
- * as torch numbers them; CKPT_DS_MODEL, the fp32 model's torch.save state dict in module order.
+ * as torch numbers them; CKPT_DS_MODEL, the fp32 model's torch.save state dict in module order;
+ * CKPT_DS_MODEL_SAFETENSORS, the same tensors as a safetensors file (a tied alias left out).
  * Payloads are streamed from the fragments. 0 or the error code; on a failure part of the file
  * may have been written: write to a temporary. */
-enum { CKPT_DS_OPTIMIZER = 1, CKPT_DS_MODEL = 2 };
+enum { CKPT_DS_OPTIMIZER = 1, CKPT_DS_MODEL = 2, CKPT_DS_MODEL_SAFETENSORS = 3 };
 typedef struct ckpt_ds_consolidate_options {
     int which;
     const char *prefix; /* the zip's folder, as ckpt_torch_options' */

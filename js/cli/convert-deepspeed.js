@@ -41,16 +41,17 @@ async function consolidatePair(dir, output, seen) {
     if (seen[option] !== undefined) throw new UsageError(`${option} goes with a TLADAMF OUT: ${shown(output, PATH_ECHO_MAX)} is written as a torch.save file (its extension)`, 'convert');
   }
   const model = seen['--model'];
-  if (model === undefined) throw new UsageError(`convert ${shown(dir, PATH_ECHO_MAX)} ${shown(output, PATH_ECHO_MAX)} needs --model MODEL.pt: the fp32 model written beside the optimizer`, 'convert');
-  if (!TORCH_OUT.test(model)) throw new UsageError(`--model takes a torch.save file name (.pt, .pth or .bin), not ${shown(model, PATH_ECHO_MAX)}`, 'convert');
   if (model === STDIN) throw new UsageError('--model needs a file name, not -', 'convert');
+  if (model === undefined) throw new UsageError(`convert ${shown(dir, PATH_ECHO_MAX)} ${shown(output, PATH_ECHO_MAX)} needs --model MODEL.pt: the fp32 model written beside the optimizer`, 'convert');
+  const safetensors = /\.safetensors$/i.test(model);
+  if (!TORCH_OUT.test(model) && !safetensors) throw new UsageError(`--model takes a torch.save file name (.pt, .pth or .bin) or a .safetensors one, not ${shown(model, PATH_ECHO_MAX)}`, 'convert');
   const ck = await openFolder(dir);
   try {
     const { consolidateTo } = await import('../convert.js');
     const { saveAtomically } = await import('../sink.js');
     const stem = (p) => displayName(p).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
     await writing(output, () => saveAtomically(output, (write) => consolidateTo(ck, 'optimizer', write, { prefix: stem(output) })));
-    await writing(model, () => saveAtomically(model, (write) => consolidateTo(ck, 'model', write, { prefix: stem(model) })));
+    await writing(model, () => saveAtomically(model, (write) => consolidateTo(ck, safetensors ? 'model.safetensors' : 'model', write, { prefix: stem(model) })));
   } finally {
     ck.close();
   }
@@ -62,8 +63,8 @@ async function consolidatePair(dir, output, seen) {
         const s = f.summary;
         const head = what === 'optimizer'
           ? `${displayName(file)}: torch.save file, torch.optim state_dict, ${s.entryCount} parameter${s.entryCount === 1 ? '' : 's'} with state (${[...new Set(s.entries.map((e) => e.dtype))].join(', ') || 'no moments'}), ${s.optimizer.groups.length} group${s.optimizer.groups.length === 1 ? '' : 's'}`
-          : `${displayName(file)}: torch.save file, the fp32 model: ${s.tensorCount} tensor${s.tensorCount === 1 ? '' : 's'}`;
-        return [head, ...weightsOnlyLines(s.weightsOnlyBy).map((l) => `weights only: ${l}`)];
+          : `${displayName(file)}: ${safetensors ? 'safetensors' : 'torch.save'} file, the fp32 model: ${s.tensorCount} tensor${s.tensorCount === 1 ? '' : 's'}`;
+        return [head, ...(s.weightsOnlyBy ? weightsOnlyLines(s.weightsOnlyBy).map((l) => `weights only: ${l}`) : [])];
       } finally {
         f.close();
       }

@@ -16,6 +16,7 @@
  * reads the files it wrote. */
 #include "families/deepspeed/deepspeed.h"
 #include "containers/zip.h"
+#include "base/json_write.h"
 #include "writers/ds_consolidate.h"
 
 #include <math.h>
@@ -179,8 +180,19 @@ typedef struct storage {
     uint64_t bytes; /* numel * width */
 } storage;
 
+/* A model key: its storage and shape (for a safetensors header); an alias shares its owner's. */
+typedef struct model_key {
+    const char *name;
+    size_t storage;
+    const uint64_t *dims;
+    size_t rank;
+    bool alias;
+} model_key;
+
 typedef struct plan {
     const ckpt_ds *ds;
+    model_key *keys;
+    size_t keys_len;
     const ckpt_report *rep;
     storage *st;
     size_t st_len, st_cap;
@@ -192,6 +204,7 @@ typedef struct plan {
 
 static void plan_free(plan *p)
 {
+    free(p->keys);
     free(p->st);
     free(p->runs);
     sb_free(&p->pickle);
@@ -597,8 +610,9 @@ static int plan_model(plan *p)
     const ckpt_torch_model *md = &t->models[m->module];
     const ckpt_schema *schema = p->rep->schema;
     size_t *key_of_slot = malloc((ds->slot_count ? ds->slot_count : 1) * sizeof *key_of_slot);
+    p->keys = malloc((md->count ? md->count : 1) * sizeof *p->keys);
     ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
-    int rc = key_of_slot && frags ? 0 : ckpt_fail_oom(p->err);
+    int rc = key_of_slot && frags && p->keys ? 0 : ckpt_fail_oom(p->err);
     for (size_t j = 0; j < ds->slot_count && key_of_slot; j++) key_of_slot[j] = DS_NONE;
     strbuf *sb = &p->pickle;
     uint8_t proto[2] = {P_PROTO, 2};
@@ -656,6 +670,10 @@ static int plan_model(plan *p)
             if (!rc) key_of_slot[j] = key;
         }
         if (!rc) rc = p_tensor(p, key, dims, rank);
+        if (!rc) {
+            uint64_t r = j == DS_NONE ? CKPT_NONE : ckpt_schema_representative(schema, j);
+            p->keys[p->keys_len++] = (model_key){name, key, dims, rank, r != CKPT_NONE && r != j};
+        }
     }
     if (md->count) op(sb, P_SETITEMS);
     op(sb, P_STOP);
@@ -790,6 +808,88 @@ static int write_zip(const plan *p, const ckpt_ds_consolidate_options *o, const 
     return rc;
 }
 
+/* ---- the fp32 model as safetensors ---- */
+
+static const char *st_dtype(int dtype)
+{
+    switch (dtype) {
+        case CKPT_FLOAT32: return "F32";
+        case CKPT_FLOAT64: return "F64";
+        case CKPT_FLOAT16: return "F16";
+        case CKPT_BFLOAT16: return "BF16";
+        case CKPT_INT64: return "I64";
+        case CKPT_INT32: return "I32";
+        case CKPT_INT16: return "I16";
+        case CKPT_INT8: return "I8";
+        case CKPT_UINT8: return "U8";
+        case CKPT_BOOL: return "BOOL";
+        default: return NULL;
+    }
+}
+
+typedef struct sink_out {
+    const ckpt_sink *out;
+    const ckpt_ds_consolidate_options *o;
+    uint64_t done;
+    ckpt_error *err;
+} sink_out;
+
+static int to_sink(void *ctx, const void *data, size_t n)
+{
+    sink_out *z = ctx;
+    TRY(ckpt_sink_bytes(z->out, data, n, z->err));
+    z->done += n;
+    if (z->o && z->o->progress && z->o->progress(z->o->progress_ctx, z->done, CKPT_NONE))
+        return ckpt_fail(z->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "convert cancelled");
+    return 0;
+}
+
+/* The header (module order; a tied alias left out, as safetensors keeps one copy of shared
+ * storage), padded with spaces to 8 bytes, then each storage's bytes in order. */
+static int write_safetensors(const plan *p, const ckpt_ds_consolidate_options *o, const ckpt_sink *out, ckpt_error *err)
+{
+    strbuf h = {0};
+    uint64_t at = 0;
+    sb_putc(&h, '{');
+    bool first = true;
+    for (size_t k = 0; k < p->keys_len; k++) {
+        const model_key *mk = &p->keys[k];
+        if (mk->alias) continue;
+        const storage *st = &p->st[mk->storage];
+        if (!st_dtype(st->dtype)) {
+            sb_free(&h);
+            return ckpt_fail(err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "%s: a dtype safetensors does not hold", mk->name);
+        }
+        if (!first) sb_putc(&h, ',');
+        first = false;
+        j_string(&h, mk->name);
+        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":", st_dtype(st->dtype));
+        j_dims(&h, mk->dims, mk->rank);
+        sb_printf(&h, ",\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + st->bytes));
+        at += st->bytes;
+    }
+    sb_printf(&h, "%s\"__metadata__\":{\"format\":\"pt\"}}", first ? "" : ",");
+    while (!h.failed && h.len % 8) sb_putc(&h, ' ');
+    if (h.failed) {
+        sb_free(&h);
+        return ckpt_fail_oom(err);
+    }
+    uint8_t len[8];
+    ckpt_put_u64le(len, h.len);
+    int rc = ckpt_sink_bytes(out, len, 8, err);
+    if (!rc) rc = ckpt_sink_bytes(out, h.data, h.len, err);
+    sb_free(&h);
+    ckpt_reader *r = rc ? NULL : ckpt_reader_with_prefix(p->ds->src, DS_PREFIX);
+    if (!rc && !r) rc = ckpt_fail_oom(err);
+    sink_out z = {out, o, 0, err};
+    emit e = {to_sink, &z, -1, err};
+    for (size_t k = 0; !rc && k < p->keys_len; k++)
+        if (!p->keys[k].alias) rc = storage_bytes(p, r, p->keys[k].storage, 0, p->st[p->keys[k].storage].numel, &e);
+    ckpt_reader_free(r);
+    return rc;
+}
+
 static int make_plan(plan *p, const ckpt_file *in, int which, ckpt_error *err)
 {
     *p = (plan){0};
@@ -798,7 +898,7 @@ static int make_plan(plan *p, const ckpt_file *in, int which, ckpt_error *err)
     p->rep = ckpt_file_report(in);
     p->ds = ckpt_ds_of(p->rep);
     if (which == CKPT_DS_OPTIMIZER) return plan_optimizer(p);
-    if (which == CKPT_DS_MODEL) return plan_model(p);
+    if (which == CKPT_DS_MODEL || which == CKPT_DS_MODEL_SAFETENSORS) return plan_model(p);
     return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "convert writes the optimizer or the model");
 }
 
@@ -809,7 +909,9 @@ int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
     plan p;
     int rc = make_plan(&p, in, o->which, err);
-    if (!rc) rc = write_zip(&p, o, out, NULL, NULL, err);
+    if (!rc)
+        rc = o->which == CKPT_DS_MODEL_SAFETENSORS ? write_safetensors(&p, o, out, err)
+                                                   : write_zip(&p, o, out, NULL, NULL, err);
     plan_free(&p);
     return rc;
 }

@@ -89,6 +89,31 @@ def load_pair(name):
     return opt_sd, model_sd
 
 
+ST_DTYPES = {'F32': torch.float32, 'F64': torch.float64, 'I64': torch.int64, 'I32': torch.int32, 'U8': torch.uint8,
+             'BOOL': torch.bool}
+
+
+def safetensors_model(name, model_sd, aliases):
+    """model.safetensors (when written): read as the format says (8-byte length, JSON header, data
+    back to back), the same tensors as model.pt, bit for bit, in module order, the aliases left out"""
+    path = os.path.join(OUT, name, 'model.safetensors')
+    if not os.path.exists(path):
+        return
+    data = open(path, 'rb').read()
+    n = int.from_bytes(data[:8], 'little')
+    header = json.loads(data[8:8 + n])
+    check(header.pop('__metadata__') == {'format': 'pt'}, f'{name}: safetensors metadata')
+    check(list(header) == [k for k in model_sd if k not in aliases], f'{name}: safetensors names {list(header)}')
+    end = 0
+    for k, e in header.items():
+        a, b = e['data_offsets']
+        check(a == end, f'{name}: safetensors {k} follows the previous tensor')
+        end = b
+        t = torch.frombuffer(bytearray(data[8 + n + a:8 + n + b]), dtype=ST_DTYPES[e['dtype']]).reshape(e['shape'])
+        check(same(t, model_sd[k]), f'{name}: safetensors {k} equals model.pt\'s')
+    check(8 + n + end == len(data), f'{name}: safetensors data ends the file')
+
+
 def storages_apart(name, opt_sd):
     ptrs = [t.storage().data_ptr() for st in opt_sd['state'].values() for t in st.values() if torch.is_tensor(t)
             and t.numel()]
@@ -118,6 +143,7 @@ def writer_case(c):
     for n, owner in c['ties'].items():
         check(model_sd[n].storage().data_ptr() == model_sd[owner].storage().data_ptr(),
               f'{name}: {n} shares {owner}\'s storage')
+    safetensors_model(name, model_sd, set(c['ties']))
     resume(name, c['module'], c['ties'], c['groups'], opt_sd, model_sd)
 
 
@@ -224,6 +250,7 @@ def real_case(c):
     check(model_sd['head.weight'].storage().data_ptr() == model_sd['emb.weight'].storage().data_ptr(),
           f'{name}: head.weight shares emb.weight\'s storage')
     check(list(model_sd) == list(ms[0]['module']), f'{name}: the module\'s order')
+    safetensors_model(name, model_sd, {'head.weight'})
     # resume: load, then one more step against the same step from truth.pt
     model = Tiny()
     model.load_state_dict(model_sd, strict=True)
