@@ -21,7 +21,7 @@ const seeds = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-ds-convert-seeds-
 execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'), FIXTURES, seeds], { stdio: 'ignore' });
 const { converts } = JSON.parse(fs.readFileSync(path.join(seeds, 'manifest.json'), 'utf8'));
 const out = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-ds-convert-'));
-const cli = (args, cwd = out) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: '200' } });
+const cli = (args, cwd = out) => spawnSync(process.execPath, [CLI, ...args], { cwd, encoding: 'utf8', env: { ...process.env, COLUMNS: '1000' } });
 const valid = converts.filter((c) => !c.error);
 const P = 'DeepSpeed: ';
 
@@ -52,6 +52,13 @@ test('the CLI writes the same bytes as consolidate(), and says what it wrote', a
   assert.equal(lines[1], 'opt.pt: torch.save file, torch.optim state_dict, 7 parameters with state (float32), 1 group');
   assert.equal(lines[6], 'm.pt: torch.save file, the fp32 model: 11 tensors');
   assert.equal(lines[7], 'weights only: torch 1.13: yes');
+  // the fp32 model as safetensors: the tied alias left out, the bytes consolidateTo() streams
+  const st = cli(['convert', path.join(FIXTURES, 'zero2-w2'), 'opt2.pt', '--model', 'm.safetensors']);
+  assert.equal(st.status, 0, st.stderr);
+  assert.equal(st.stdout.trim().split('\n').at(-1), 'm.safetensors: safetensors file, the fp32 model: 10 tensors');
+  const chunks = [];
+  await consolidateTo(path.join(FIXTURES, 'zero2-w2'), 'model.safetensors', (b) => chunks.push(Buffer.from(b)));
+  assert.ok(Buffer.concat(chunks).equals(fs.readFileSync(path.join(out, 'm.safetensors'))));
 });
 
 test('TorchLean from a folder: the bytes of the two-step path (the pair written, converted with --state), or its refusal', async () => {
@@ -79,9 +86,9 @@ test('TorchLean from a folder: the bytes of the two-step path (the pair written,
   assert.equal(last(direct.stderr), last(two.stderr));
   assert.equal(last(direct.stderr), 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
   assert.ok(!fs.existsSync(path.join(out, 'nokind.ckpt')));
-  // decay and no-decay groups: --weight-decay X
-  const groups = valid.find((c) => c.name === 'conv-zero2-w8-groups');
-  await assert.rejects(convert(groups.dir, path.join(out, 'g.ckpt'), { to: 'oldest', kind: 'adamw' }), (err) => err instanceof CheckpointError && err.code === 50);
+  // the API refuses alike, with the PyTorch route's code and text
+  await assert.rejects(convert(real.dir, path.join(out, 'nokind3.ckpt'), { to: 'oldest' }), (err) => err instanceof CheckpointError && err.code === 50 &&
+    err.message === 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
 });
 
 test('a refused folder: its failure with its text, from the API and the CLI, nothing written', async () => {
@@ -116,6 +123,6 @@ test('usage: --model is needed with OPTIMIZER.pt, and goes with a DeepSpeed fold
   assert.equal(r.stderr.split('\n')[0], 'ckptscope: --model goes with a DeepSpeed checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt');
 });
 
-test('consolidateTo() takes optimizer or model', async () => {
-  await assert.rejects(consolidateTo(path.join(FIXTURES, 'zero2-w2'), 'masters', () => {}), { name: 'RangeError', message: 'which must be \'optimizer\' or \'model\', got "masters"' });
+test('consolidateTo() takes optimizer, model or model.safetensors', async () => {
+  await assert.rejects(consolidateTo(path.join(FIXTURES, 'zero2-w2'), 'masters', () => {}), { name: 'RangeError', message: 'which must be \'optimizer\', \'model\' or \'model.safetensors\', got "masters"' });
 });
