@@ -1157,6 +1157,18 @@ for label, W, write, m, kw in (
                  tladamf={'ok': True})
 
 
+# decay and no-decay groups (Hugging Face's): group 1 without weight decay
+d = folder('conv-zero2-w3-decay-no-decay')
+m = two_groups()
+vals = write_zero12(d, m, 3)
+for r in range(3):
+    rewrite(optim(d, r), lambda o: o['optimizer_state_dict']['base_optimizer_state']['param_groups'][1].update(
+        weight_decay=0.0))
+convert_case('conv-zero2-w3-decay-no-decay', d, m, 3, vals,
+             [{**group_config(), 'params': [0]}, {**group_config(wd=0.0), 'params': [1]}], torch.tensor(2.0),
+             tladamf={'ok': True})
+
+
 def fused(o, step, bias_correction=True):
     """FusedAdam's state: the step a Python int, groups with bias_correction"""
     b = o['optimizer_state_dict']['base_optimizer_state']

@@ -86,6 +86,13 @@ test('TorchLean from a folder: the bytes of the two-step path (the pair written,
   assert.equal(last(direct.stderr), last(two.stderr));
   assert.equal(last(direct.stderr), 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
   assert.ok(!fs.existsSync(path.join(out, 'nokind.ckpt')));
+  // decay and no-decay groups: --weight-decay X, as for a PyTorch pair
+  const decay = valid.find((c) => c.name === 'conv-zero2-w3-decay-no-decay');
+  const d1 = cli(['convert', decay.dir, 'decay.ckpt', '--kind', 'adamw']);
+  const d2 = cli(['convert', path.join(out, decay.name, 'optimizer.pt'), 'decay2.ckpt', '--state', path.join(out, decay.name, 'model.pt'), '--kind', 'adamw']);
+  assert.equal(d1.status, 1);
+  assert.equal(last(d1.stderr), last(d2.stderr));
+  assert.equal(last(d1.stderr), 'the groups\' weight decays differ (group 0: 0.01, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one');
   // the API refuses alike, with the PyTorch route's code and text
   await assert.rejects(convert(real.dir, path.join(out, 'nokind3.ckpt'), { to: 'oldest' }), (err) => err instanceof CheckpointError && err.code === 50 &&
     err.message === 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
