@@ -36,7 +36,7 @@ test('consolidate() writes every folder\'s pair; in torch they load into the mod
   assert.match(r.stdout, /^\d+ checks, 0 failed$/m);
 });
 
-test('the CLI writes the same bytes as consolidate(), and says what it wrote', async () => {
+test('the CLI writes the same bytes as consolidate() (from a save_dir, a tag folder, a Trainer checkpoint-N/), and says what it wrote', async () => {
   for (const c of valid.filter((x) => /real-zero2-w2$|conv-zero3-w8-subgroups|conv-zero2-w3-amsgrad/.test(x.name))) {
     const dir = path.join(out, `cli-${c.name}`);
     fs.mkdirSync(dir);
@@ -52,6 +52,15 @@ test('the CLI writes the same bytes as consolidate(), and says what it wrote', a
   assert.equal(lines[1], 'opt.pt: torch.save file, torch.optim state_dict, 7 parameters with state (float32), 1 group');
   assert.equal(lines[6], 'm.pt: torch.save file, the fp32 model: 11 tensors');
   assert.equal(lines[7], 'weights only: torch 1.13: yes');
+  // a tag folder and a Trainer checkpoint-N/ holding a save_dir convert as their save_dir does
+  const { cases } = JSON.parse(fs.readFileSync(path.join(seeds, 'manifest.json'), 'utf8'));
+  const hf = cases.find((c) => c.name === 'hf-checkpoint-2').dir;
+  for (const [dir, name] of [[path.join(FIXTURES, 'zero3-w2/global_step2'), 'real-zero3-w2'], [hf, 'real-zero2-w2']]) {
+    const sub = fs.mkdtempSync(path.join(out, 'where-'));
+    const w = cli(['convert', dir, 'optimizer.pt', '--model', 'model.pt'], sub);
+    assert.equal(w.status, 0, w.stderr);
+    for (const f of ['optimizer.pt', 'model.pt']) assert.ok(fs.readFileSync(path.join(sub, f)).equals(fs.readFileSync(path.join(out, name, f))), `${dir} ${f}`);
+  }
   // the fp32 model as safetensors: the tied alias left out, the bytes consolidateTo() streams
   const st = cli(['convert', path.join(FIXTURES, 'zero2-w2'), 'opt2.pt', '--model', 'm.safetensors']);
   assert.equal(st.status, 0, st.stderr);
