@@ -1194,10 +1194,16 @@ for r in range(2):
     rewrite(optim(d, r), lambda o: fused(o, 2, bias_correction=False))
 convert_case('conv-fusedadam-no-bias-correction', d, error=err(
     50, 'group 0 has bias_correction False: no torch.optim or TorchLean Adam skips bias correction'))
+# a large parameter (16 MB per tensor, 8 MB per rank): the conversions' memory stays bounded
+# (tests/c/test_ds_convert_memory.c; not a "converts" entry, which every conversion test writes)
+d = folder('conv-zero2-w2-large')
+m = Model([('big.weight', (4096, 1024)), ('big.bias', (1024,))], [['big.weight', 'big.bias']], seed=9)
+write_zero12(d, m, 2)
+large = {'name': 'conv-zero2-w2-large', 'dir': d}
 # a folder with an error of 11.5 is not converted: its failure, with its text
 broken = next(c for c in cases if c['name'] == 'c20-steps')
 convert_case('conv-broken-steps', broken['dir'], error=broken['error'])
 
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
-    json.dump({'cases': cases, 'pairings': pairings, 'converts': converts}, f, indent=1, ensure_ascii=False)
+    json.dump({'cases': cases, 'pairings': pairings, 'converts': converts, 'large': large}, f, indent=1, ensure_ascii=False)
 print(f'{len(cases)} cases')
