@@ -77,7 +77,7 @@ async function consolidatePair(dir, output, seen) {
 
 /** convert DIR OUT.ckpt [--to V | --for READER] [--kind K] ... */
 async function toTorchLean(dir, output, seen) {
-  if (seen['--lr'] !== undefined || seen['--drop-random-counter'] !== undefined) {
+  if (seen['--drop-random-counter'] !== undefined) {
     throw new UsageError(`--drop-random-counter does nothing here: ${shown(dir, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it holds no random counter (--random-counter N supplies one)`, 'convert');
   }
   if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');

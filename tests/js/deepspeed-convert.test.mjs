@@ -102,6 +102,10 @@ test('TorchLean from a folder: the bytes of the two-step path (the pair written,
   assert.equal(d1.status, 1);
   assert.equal(last(d1.stderr), last(d2.stderr));
   assert.equal(last(d1.stderr), 'the groups\' weight decays differ (group 0: 0.01, group 1: 0): TorchLean\'s file holds one configuration: --weight-decay X gives every slot one');
+  // frozen: [] tells the pairing nothing: the pair then holds only if the slots without state are not trained
+  const told = await convert(real.dir, path.join(out, 'told.ckpt'), { to: 'oldest', kind: 'adamw', frozen: [] });
+  assert.equal(told.pairError.code, 79);
+  assert.equal(told.pairError.message, 'PyTorch: scale, frozen.weight and frozen.bias have no optimizer state: the pair holds only if the training code does not train them (frozen parameters, or buffers: --frozen scale,frozen.weight,frozen.bias says so); if it trains them, torch\'s load_state_dict refuses this state (loaded state dict contains a parameter group that doesn\'t match the size of optimizer\'s group)');
   // the API refuses alike, with the PyTorch route's code and text
   await assert.rejects(convert(real.dir, path.join(out, 'nokind3.ckpt'), { to: 'oldest' }), (err) => err instanceof CheckpointError && err.code === 50 &&
     err.message === 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it');
