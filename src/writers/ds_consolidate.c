@@ -12,7 +12,7 @@
  * A plan lists the storages and, for each, its runs: byte ranges of the tag folder's files (the
  * fragments of 11.3), copied or widened chunk by chunk; the pickle is built in memory (it grows
  * with the parameters, not their elements). The same plan gives each file as a source read on
- * demand (ckpt_ds_consolidated_source), which the TorchLean conversion reads as the two-step path
+ * demand (ckpt_ds_virtual_new), which the TorchLean conversion reads as the two-step path
  * reads the files it wrote. */
 #include "families/deepspeed/deepspeed.h"
 #include "containers/zip.h"
