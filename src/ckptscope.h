@@ -845,6 +845,9 @@ typedef struct ckpt_ds_consolidate_options {
 } ckpt_ds_consolidate_options;
 int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *o, const ckpt_sink *out,
                         ckpt_error *err);
+/* The warnings of a DeepSpeed conversion (format.md 11.8: a group stored in round-robin order is
+ * numbered in module order) as a JSON array of texts; malloc'ed, NULL when out of memory. */
+char *ckpt_ds_consolidate_warnings(const ckpt_file *in);
 /* What every DeepSpeed conversion refuses first (an invalid folder, one file alone, an elastic
  * checkpoint, FusedAdam's bias_correction False): 0 or the error. */
 int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);

@@ -404,6 +404,61 @@ static bool in_group(const ckpt_ds *ds, size_t s, size_t g)
     return ds->kind == DS_ZERO3 ? ds->groups[s].group == g : s == g;
 }
 
+/* zero_optimization.round_robin_gradients of the model states' ds_config (ZeRO-1/2): each
+ * group's param_shapes is then the round-robin permutation of the training code's order */
+static bool round_robin(const ckpt_ds *ds)
+{
+    if (ds->kind == DS_ZERO3 || ds->model == DS_NONE) return false;
+    const ds_file *m = &ds->files[ds->model];
+    ds_tree c = ds_tree_of(m);
+    size_t z = ds_get(c, ds_get(c, m->root, "ds_config"), "zero_optimization");
+    size_t rr = z == CKPT_PNIL ? CKPT_PNIL : ds_get(c, z, "round_robin_gradients");
+    const ckpt_pnode *n = rr == CKPT_PNIL ? NULL : ds_node(c, rr);
+    return n && n->kind == CKPT_PK_BOOL && n->truth;
+}
+
+/* Flat group fs's params in the order their ids take: param_shapes' order, or, stored in
+ * round-robin order, the module's (their slots'). Returns whether that differs from the stored one. */
+static bool id_order(const ckpt_ds *ds, size_t fs, bool rr, size_t *order)
+{
+    const ds_group *gr = &ds->groups[fs];
+    bool moved = false;
+    for (size_t k = 0; k < gr->count; k++) order[k] = gr->first + k;
+    for (size_t k = 1; rr && k < gr->count; k++) /* insertion sort by slot: a group is short */
+        for (size_t j = k; j > 0 && ds->params[order[j - 1]].slot > ds->params[order[j]].slot; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+            moved = true;
+        }
+    return moved;
+}
+
+char *ckpt_ds_consolidate_warnings(const ckpt_file *in)
+{
+    strbuf sb = {0};
+    sb_putc(&sb, '[');
+    const ckpt_report *rep = in ? ckpt_file_report(in) : NULL;
+    const ckpt_ds *ds = rep ? ckpt_ds_of(rep) : NULL;
+    bool rr = ds && !rep->error.code && ds->layout_ok && round_robin(ds), first = true;
+    size_t most = 0;
+    for (size_t fs = 0; rr && fs < ds->groups_len; fs++)
+        if (ds->groups[fs].count > most) most = ds->groups[fs].count;
+    size_t *order = rr ? malloc((most ? most : 1) * sizeof *order) : NULL;
+    if (rr && !order) sb.failed = true;
+    for (size_t fs = 0; order && fs < ds->groups_len; fs++) {
+        if (!id_order(ds, fs, true, order)) continue;
+        char text[160];
+        snprintf(text, sizeof text, "%s: group %zu is stored in round-robin order; numbered in module order", DS_PREFIX,
+                 fs);
+        if (!first) sb_putc(&sb, ',');
+        first = false;
+        j_string(&sb, text);
+    }
+    free(order);
+    sb_putc(&sb, ']');
+    return sb_take(&sb);
+}
+
 static int plan_optimizer(plan *p)
 {
     const ckpt_ds *ds = p->ds;
@@ -433,13 +488,20 @@ static int plan_optimizer(plan *p)
     int rc = 0;
     int64_t id = 0;
     ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
-    if (!frags) rc = ckpt_fail_oom(p->err);
+    size_t most = 0;
+    for (size_t fs = 0; fs < ds->groups_len; fs++)
+        if (ds->groups[fs].count > most) most = ds->groups[fs].count;
+    size_t *order = malloc((most ? most : 1) * sizeof *order);
+    const bool rr = round_robin(ds);
+    if (!frags || !order) rc = ckpt_fail_oom(p->err);
     for (size_t g = 0; !rc && g < G; g++)
         for (size_t fs = 0; !rc && fs < ds->groups_len; fs++) {
             if (!in_group(ds, fs, g)) continue;
             const ds_group *gr = &ds->groups[fs];
             size_t st = state_of(c, state, ids[fs]);
-            for (size_t q = gr->first; !rc && q < gr->first + gr->count; q++, id++) {
+            id_order(ds, fs, rr, order);
+            for (size_t k = 0; !rc && k < gr->count; k++, id++) {
+                const size_t q = order[k];
                 const ds_param *pa = &ds->params[q];
                 if (st == CKPT_PNIL || !ds_len(c, st)) continue; /* no state: before the first step */
                 p_int(sb, id);
@@ -531,6 +593,7 @@ static int plan_optimizer(plan *p)
     op(sb, P_STOP);
     free(ids);
     free(frags);
+    free(order);
     if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);
     return rc;
 }

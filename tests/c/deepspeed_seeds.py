@@ -1087,12 +1087,12 @@ for stage, write in ((1, lambda d, m: write_zero12(d, m, 2, stage=1)), (2, lambd
 converts = []
 
 
-def expected(model, W, values, groups, step, stage=2, bf16=False):
+def expected(model, W, values, groups, step, stage=2, bf16=False, id_groups=None):
     """the torch.optim state dict and the fp32 model a conversion must give: ids group by group,
     state keys and group keys in stored order, an alias its owner's tensor, frozen parameters as
     the module (or ZeRO-3 fragments) holds them widened to float32"""
     state, pgs, i = {}, [], 0
-    for g, names in enumerate(model.groups):
+    for g, names in enumerate(id_groups or model.groups):
         ids = []
         for n in names:
             v = values[n]
@@ -1128,7 +1128,7 @@ def convert_case(name, d, model=None, W=None, values=None, groups=None, step=Non
         torch.save(expected(model, W, values, groups, step, **kw), path)
         entry['expect'] = path
         entry['module'] = [[n, k, list(model.shapes[model.ties.get(n, n)])] for n, k in model.order]
-        entry['groups'] = model.groups
+        entry['groups'] = kw.get('id_groups') or model.groups
         entry['ties'] = dict(model.ties)
     converts.append(entry)
 
@@ -1167,6 +1167,27 @@ for r in range(3):
 convert_case('conv-zero2-w3-decay-no-decay', d, m, 3, vals,
              [{**group_config(), 'params': [0]}, {**group_config(wd=0.0), 'params': [1]}], torch.tensor(2.0),
              tladamf={'ok': True})
+
+
+# round_robin_gradients: each group's flat buffer (and param_shapes) in stage_1_and_2.py's
+# _round_robin_reorder order; the ids are numbered in module order, with a warning
+def round_robin(names, W):
+    parts = {}
+    for i, n in enumerate(names):
+        parts.setdefault(i % W, []).append(n)
+    return [n for k in parts for n in parts[k]]
+
+
+d = folder('conv-zero2-w2-round-robin')
+plain = small(2)
+m = small(2)
+m.groups = [round_robin(names, 2) for names in plain.groups]
+cfg = ds_config(2, False)
+cfg['zero_optimization']['round_robin_gradients'] = True
+vals = write_zero12(d, m, 2, config=cfg)
+convert_case('conv-zero2-w2-round-robin', d, m, 2, vals, [{**group_config(), 'params': [0]}], torch.tensor(2.0),
+             tladamf={'ok': True}, id_groups=plain.groups)
+converts[-1]['warnings'] = [P + 'group 0 is stored in round-robin order; numbered in module order']
 
 
 def fused(o, step, bias_correction=True):

@@ -110,6 +110,15 @@ static void test_converts(void)
             ckpt_report_free(sr);
             free(sb);
         }
+        /* the warnings (a group stored in round-robin order), exactly */
+        char *warnings = ckpt_ds_consolidate_warnings(f);
+        jvalue *got = warnings ? json_parse(warnings) : NULL;
+        const jvalue *expect = json_get(cs, "warnings");
+        CHECK(got && got->type == JARR && got->len == (expect ? expect->len : 0));
+        for (size_t k = 0; got && expect && k < got->len && k < expect->len; k++)
+            CHECK_STR(got->items[k]->text, expect->items[k]->text);
+        json_free(got);
+        free(warnings);
         const jvalue *want = json_get(cs, "error");
         if (!json_is_null(want)) {
             want_error(&e1, want);
