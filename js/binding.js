@@ -599,6 +599,9 @@ export class Binding {
     }
   }
 
+  /** char *w_ds_consolidate_warnings(file): a DeepSpeed conversion's warnings, texts. */
+  dsConsolidateWarnings(file) { return this.#json(this.#ex.w_ds_consolidate_warnings(file)); }
+
   /** char *w_ds_convert(file, the options of w_convert, frozen names): DeepSpeed to TLADAMF
    *  through the consolidated pair; the result JSON, or null with err set. */
   dsConvert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false,

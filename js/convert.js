@@ -53,6 +53,7 @@ export async function convertTo(source, write, options = {}) {
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
     withProgress(b, { onProgress, signal }, (pid) => {
       result = deepspeed ? b.dsConvert(file, { ...target, frozen: frozen ?? null }, sinkId, pid, err) : b.convert(file, target, sinkId, pid, err);
+      if (result && deepspeed) result.warnings = b.dsConsolidateWarnings(file);
       return result ? 0 : 1;
     })), signal);
   });
@@ -102,18 +103,25 @@ export function convertToTorch(source, path, options) {
  * model's state dict in module order: masters, ties as one storage, frozen parameters and floating
  * buffers widened to float32), or 'model.safetensors' (the same tensors as a safetensors file, a
  * tied alias left out as safetensors keeps one copy). Options: `prefix` (the zip's folder; default "archive"),
- * `onProgress`, `signal`. Rejects with the folder's own diagnostic (also as `fileError`) when it
- * is invalid, and with the core's refusal otherwise.
+ * `onProgress`, `signal`. Resolves with {warnings} (texts: a group stored in round-robin order is
+ * numbered in module order); rejects with the folder's own diagnostic (also as `fileError`) when
+ * it is invalid, and with the core's refusal otherwise.
  */
 export async function consolidateTo(source, which, write, options = {}) {
   const { prefix, onProgress, signal } = options;
   const id = { optimizer: 1, model: 2, 'model.safetensors': 3 }[which];
   if (id === undefined) throw new RangeError(`which must be 'optimizer', 'model' or 'model.safetensors', got ${JSON.stringify(which)}`);
+  let warnings = [];
   await withOpen(source, (ck) => {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
-      withProgress(b, { onProgress, signal }, (pid) => b.dsConsolidate(file, id, prefix ?? null, sinkId, pid, err))), signal);
+      withProgress(b, { onProgress, signal }, (pid) => {
+        const rc = b.dsConsolidate(file, id, prefix ?? null, sinkId, pid, err);
+        if (!rc) warnings = b.dsConsolidateWarnings(file);
+        return rc;
+      })), signal);
   });
+  return { warnings };
 }
 
 /** Node: a DeepSpeed folder's consolidated optimizer and fp32 model written to `optimizerPath`
@@ -122,6 +130,10 @@ export async function consolidateTo(source, which, write, options = {}) {
 export async function consolidate(source, optimizerPath, modelPath, options = {}) {
   const stem = (p) => String(p).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
   const model = /\.safetensors$/i.test(String(modelPath)) ? 'model.safetensors' : 'model';
-  await saveAtomically(optimizerPath, (write) => consolidateTo(source, 'optimizer', write, { ...options, prefix: stem(optimizerPath) }));
+  let result;
+  await saveAtomically(optimizerPath, async (write) => {
+    result = await consolidateTo(source, 'optimizer', write, { ...options, prefix: stem(optimizerPath) });
+  });
   await saveAtomically(modelPath, (write) => consolidateTo(source, model, write, { ...options, prefix: stem(modelPath) }));
+  return result;
 }

@@ -910,6 +910,8 @@ export interface ConvertResult {
   widened?: true;
   /** A DeepSpeed folder's pair holds only if its slots without state are not trained (the pairing's error). */
   pairError?: ReportError;
+  /** A DeepSpeed folder's conversion warnings (a group stored in round-robin order is numbered in module order). */
+  warnings?: string[];
 }
 /** Node: `source` converted and written to `path` atomically. */
 export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;
@@ -983,8 +985,8 @@ export function convertToTorch(source: Source, path: string | URL, options: Torc
  *  consolidated files streamed through write(bytes): the torch.optim state dict ('optimizer') or
  *  the fp32 model ('model'). */
 export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
-  options?: ScanOptions & { prefix?: string }): Promise<void>;
+  options?: ScanOptions & { prefix?: string }): Promise<{ warnings: string[] }>;
 /** Node: both files written, each atomically. */
-export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<void>;
+export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<{ warnings: string[] }>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;

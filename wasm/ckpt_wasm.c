@@ -306,6 +306,10 @@ int w_ds_consolidate(const ckpt_file *f, int which, const char *prefix, int sink
     return ckpt_ds_consolidate(f, &o, &out, err);
 }
 
+/* A DeepSpeed conversion's warnings (ckpt_ds_consolidate_warnings): a JSON array of texts, or
+ * NULL when out of memory. */
+char *w_ds_consolidate_warnings(const ckpt_file *f) { return ckpt_ds_consolidate_warnings(f); }
+
 /* DeepSpeed to TorchLean through the consolidated pair (ckpt_ds_convert), the options as
  * w_convert's; frozen: NULL or frozen_count UTF-8 names. The result JSON, with "pairError" when the
  * pair holds only if the slots without state are not trained; or NULL with err set. */

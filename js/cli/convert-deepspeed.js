@@ -50,7 +50,11 @@ async function consolidatePair(dir, output, seen) {
     const { consolidateTo } = await import('../convert.js');
     const { saveAtomically } = await import('../sink.js');
     const stem = (p) => displayName(p).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
-    await writing(output, () => saveAtomically(output, (write) => consolidateTo(ck, 'optimizer', write, { prefix: stem(output) })));
+    let warnings = [];
+    await writing(output, () => saveAtomically(output, async (write) => {
+      ({ warnings } = await consolidateTo(ck, 'optimizer', write, { prefix: stem(output) }));
+    }));
+    for (const w of warnings) say(process.stderr, `warning: ${w}`);
     await writing(model, () => saveAtomically(model, (write) => consolidateTo(ck, safetensors ? 'model.safetensors' : 'model', write, { prefix: stem(model) })));
   } finally {
     ck.close();
@@ -102,6 +106,7 @@ async function toTorchLean(dir, output, seen) {
   } finally {
     ck.close();
   }
+  for (const w of result.warnings ?? []) say(process.stderr, `warning: ${w}`);
   if (result.pairError) say(process.stderr, `warning: ${result.pairError.message}`);
   const readers = await readBack(output, async (written) => {
     const f = await open(written);
