@@ -597,6 +597,39 @@ export class Binding {
   universalWrite(plan, index, sinkId, err) { return this.#ex.w_universal_write(plan, BigInt(index), sinkId, err); }
   universalFree(plan) { this.#ex.w_universal_free(plan); }
 
+  /** int w_ds_consolidate(file, which (1 optimizer, 2 model), prefix char* (0: none), sink,
+   *  progress, err): DeepSpeed to a consolidated torch.save file; 0, or the code with err set. */
+  dsConsolidate(file, which, prefix, sinkId, pid, err) {
+    const p = prefix === null || prefix === undefined ? 0 : this.#core.stringIn(String(prefix));
+    try {
+      return this.#ex.w_ds_consolidate(file, which, p, sinkId, pid, err);
+    } finally {
+      if (p) this.#core.free(p);
+    }
+  }
+
+  /** char *w_ds_consolidate_warnings(file): a DeepSpeed conversion's warnings, texts. */
+  dsConsolidateWarnings(file) { return this.#json(this.#ex.w_ds_consolidate_warnings(file)); }
+
+  /** char *w_ds_convert(file, the options of w_convert, frozen names): DeepSpeed to TLADAMF
+   *  through the consolidated pair; the result JSON, or null with err set. */
+  dsConvert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false,
+    kind = 0, weightDecay = null, betas = null, eps = null, dropAmsgrad = false, frozen = null }, sinkId, pid, err) {
+    const has = (x) => (x === null || x === undefined ? 0 : 1);
+    const core = this.#core;
+    const names = frozen ? frozen.map((n) => core.stringIn(String(n))) : [];
+    const table = frozen ? this.pointerTable(names) : 0;
+    try {
+      return this.#json(this.#ex.w_ds_convert(file, version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n,
+        dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err,
+        kind, has(weightDecay), weightDecay ?? 0, has(betas), betas?.[0] ?? 0, betas?.[1] ?? 0, has(eps), eps ?? 0, dropAmsgrad ? 1 : 0,
+        table, names.length));
+    } finally {
+      names.forEach((p) => core.free(p));
+      if (table) core.free(table);
+    }
+  }
+
   // ---- writers ------------------------------------------------------------------------------
 
   /** int w_write(schema, dtype, const ckpt_config *, counter u64* (0: none), const

@@ -16,10 +16,14 @@ import { CheckpointError } from './errors.js';
  * or supplied: `randomCounter` (a counter for a file without one), `dropRandomCounter`, `untie`,
  * `roundToFloat32`. Resolves with {version, dtype, rounded, maxRelativeError}; rejects with the
  * core's CheckpointError when the conversion would lose something not allowed, and with the
- * file's own diagnostic (also as `fileError`) when it is invalid.
+ * file's own diagnostic (also as `fileError`) when it is invalid. A DeepSpeed folder converts
+ * through its consolidated pair (consolidate's two files, read where they are needed, never
+ * written) as `convert optimizer.pt OUT --state model.pt` would: the PyTorch options (`kind`,
+ * `weightDecay`, `betas`, `eps`, `dropAmsgrad`, and `frozen`: names trained by none) apply, and
+ * the result has `pairError` when the pair holds only if its slots without state are not trained.
  */
 export async function convertTo(source, write, options = {}) {
-  const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal, kind, weightDecay, betas, eps, dropAmsgrad } = options;
+  const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal, kind, weightDecay, betas, eps, dropAmsgrad, frozen } = options;
   const reader = options.for;
   const b = await loadBinding();
   const targets = listed([...convertVersions(), '"oldest"']);
@@ -43,9 +47,13 @@ export async function convertTo(source, write, options = {}) {
   await withOpen(source, (ck) => {
     // an invalid file is not converted: its own diagnostic (the core's verdict on it)
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+    // a DeepSpeed folder: through its consolidated pair (format.md 11.8), never written
+    const deepspeed = ck.summary.family === 'DeepSpeed';
+    if (frozen !== undefined && frozen !== null && !deepspeed) throw new TypeError('frozen goes with a DeepSpeed folder here (convert of a PyTorch pair takes it through pair())');
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
     withProgress(b, { onProgress, signal }, (pid) => {
-      result = b.convert(file, target, sinkId, pid, err);
+      result = deepspeed ? b.dsConvert(file, { ...target, frozen: frozen ?? null }, sinkId, pid, err) : b.convert(file, target, sinkId, pid, err);
+      if (result && deepspeed) result.warnings = b.dsConsolidateWarnings(file);
       return result ? 0 : 1;
     })), signal);
   });
@@ -86,4 +94,46 @@ export async function convertToTorchTo(source, write, options = {}) {
 /** Node: `source` as a torch.save file written to `path` atomically (as convert writes). */
 export function convertToTorch(source, path, options) {
   return saveAtomically(path, (write) => convertToTorchTo(source, write, options));
+}
+
+/**
+ * DeepSpeed to PyTorch (format.md 11.8): stream one of a DeepSpeed folder's consolidated files
+ * through write(bytes). `which`: 'optimizer' (the torch.optim state dict that
+ * optimizer.load_state_dict takes: ids group by group as torch numbers them) or 'model' (the fp32
+ * model's state dict in module order: masters, ties as one storage, frozen parameters and floating
+ * buffers widened to float32), or 'model.safetensors' (the same tensors as a safetensors file, a
+ * tied alias left out as safetensors keeps one copy). Options: `prefix` (the zip's folder; default "archive"),
+ * `onProgress`, `signal`. Resolves with {warnings} (texts: a group stored in round-robin order is
+ * numbered in module order); rejects with the folder's own diagnostic (also as `fileError`) when
+ * it is invalid, and with the core's refusal otherwise.
+ */
+export async function consolidateTo(source, which, write, options = {}) {
+  const { prefix, onProgress, signal } = options;
+  const id = { optimizer: 1, model: 2, 'model.safetensors': 3 }[which];
+  if (id === undefined) throw new RangeError(`which must be 'optimizer', 'model' or 'model.safetensors', got ${JSON.stringify(which)}`);
+  let warnings = [];
+  await withOpen(source, (ck) => {
+    if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+    return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+      withProgress(b, { onProgress, signal }, (pid) => {
+        const rc = b.dsConsolidate(file, id, prefix ?? null, sinkId, pid, err);
+        if (!rc) warnings = b.dsConsolidateWarnings(file);
+        return rc;
+      })), signal);
+  });
+  return { warnings };
+}
+
+/** Node: a DeepSpeed folder's consolidated optimizer and fp32 model written to `optimizerPath`
+ *  and `modelPath` (a .safetensors name: a safetensors file), each atomically (a temporary
+ *  sibling renamed over it); the zips' folders are the files' stems, as torch.save names them. */
+export async function consolidate(source, optimizerPath, modelPath, options = {}) {
+  const stem = (p) => String(p).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  const model = /\.safetensors$/i.test(String(modelPath)) ? 'model.safetensors' : 'model';
+  let result;
+  await saveAtomically(optimizerPath, async (write) => {
+    result = await consolidateTo(source, 'optimizer', write, { ...options, prefix: stem(optimizerPath) });
+  });
+  await saveAtomically(modelPath, (write) => consolidateTo(source, model, write, { ...options, prefix: stem(modelPath) }));
+  return result;
 }

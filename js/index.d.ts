@@ -913,6 +913,8 @@ export interface ConvertOptions extends ScanOptions {
   betas?: [number, number];
   eps?: number;
   dropAmsgrad?: boolean;
+  /** A DeepSpeed folder (docs/deepspeed.md "Conversions"): names of its slots trained by none. */
+  frozen?: string[];
 }
 export interface ConvertResult {
   version: 2 | 3 | 4 | 5;
@@ -922,6 +924,10 @@ export interface ConvertResult {
   maxRelativeError: number;
   /** float16 / bfloat16 moments widened to float32 (exactly). */
   widened?: true;
+  /** A DeepSpeed folder's pair holds only if its slots without state are not trained (the pairing's error). */
+  pairError?: ReportError;
+  /** A DeepSpeed folder's conversion warnings (a group stored in round-robin order is numbered in module order). */
+  warnings?: string[];
 }
 /** Node: `source` converted and written to `path` atomically. */
 export function convert(source: Source, path: string | URL, options: ConvertOptions): Promise<ConvertResult>;
@@ -991,6 +997,13 @@ export interface TorchConvertOptions extends ScanOptions {
 }
 /** Node: a TLADAMF file as a torch.save file of its Adam/AdamW state_dict, written to `path` atomically. */
 export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
+/** DeepSpeed to PyTorch (docs/deepspeed.md "Conversions"): one of a DeepSpeed folder's
+ *  consolidated files streamed through write(bytes): the torch.optim state dict ('optimizer') or
+ *  the fp32 model ('model'). */
+export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
+  options?: ScanOptions & { prefix?: string }): Promise<{ warnings: string[] }>;
+/** Node: both files written, each atomically. */
+export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<{ warnings: string[] }>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;
 /** A DeepSpeed folder's universal checkpoint (docs/deepspeed.md "Universal checkpoints"). */

@@ -841,6 +841,37 @@ char *ckpt_universal_plan_json(const ckpt_universal *u);
 int ckpt_universal_write(const ckpt_universal *u, uint64_t index, const ckpt_sink *out, ckpt_error *err);
 void ckpt_universal_free(ckpt_universal *u);
 
+/* DeepSpeed to a consolidated torch.optim state dict and its fp32 model (format.md 11.8): `in` a
+ * valid DeepSpeed folder (its 11.5 checks without error). `which` says the file written:
+ * CKPT_DS_OPTIMIZER, {'state', 'param_groups'} as Optimizer.state_dict() returns it, ids numbered
+ * as torch numbers them; CKPT_DS_MODEL, the fp32 model's torch.save state dict in module order;
+ * CKPT_DS_MODEL_SAFETENSORS, the same tensors as a safetensors file (a tied alias left out).
+ * Payloads are streamed from the fragments. 0 or the error code; on a failure part of the file
+ * may have been written: write to a temporary. */
+enum { CKPT_DS_OPTIMIZER = 1, CKPT_DS_MODEL = 2, CKPT_DS_MODEL_SAFETENSORS = 3 };
+typedef struct ckpt_ds_consolidate_options {
+    int which;
+    const char *prefix; /* the zip's folder, as ckpt_torch_options' */
+    ckpt_progress_fn progress;
+    void *progress_ctx;
+} ckpt_ds_consolidate_options;
+int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *o, const ckpt_sink *out,
+                        ckpt_error *err);
+/* The warnings of a DeepSpeed conversion (format.md 11.8: a group stored in round-robin order is
+ * numbered in module order) as a JSON array of texts; malloc'ed, NULL when out of memory. */
+char *ckpt_ds_consolidate_warnings(const ckpt_file *in);
+/* What every DeepSpeed conversion refuses first (an invalid folder, one file alone, an elastic
+ * checkpoint, FusedAdam's bias_correction False): 0 or the error. */
+int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
+/* DeepSpeed to TorchLean (TLADAMF): the consolidated pair, read on demand (never written), paired
+ * as ckpt_pair_with pairs them (frozen: the names given; NULL: the checkpoint's frozen parameters
+ * and buffers, which 11.4 knows) and converted by
+ * ckpt_convert with `o`: the bytes of the two-step path. A pair that fails is refused with its
+ * first failure; *cannot_tell (may be NULL) is set when the pair holds only if the slots without
+ * optimizer state are not trained, and `note` (may be NULL) then receives the text (malloc'ed). */
+int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
+                    const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of

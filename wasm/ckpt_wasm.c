@@ -312,6 +312,74 @@ int w_universal_write(const ckpt_universal *u, uint64_t index, int sink, ckpt_er
 
 void w_universal_free(ckpt_universal *u) { ckpt_universal_free(u); }
 
+/* DeepSpeed to a consolidated torch.save file into a JS sink (ckpt_ds_consolidate): which
+ * CKPT_DS_OPTIMIZER or CKPT_DS_MODEL; prefix NULL or UTF-8. 0, or the code with err set. */
+int w_ds_consolidate(const ckpt_file *f, int which, const char *prefix, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_ds_consolidate_options o = {which, prefix, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_ds_consolidate(f, &o, &out, err);
+}
+
+/* A DeepSpeed conversion's warnings (ckpt_ds_consolidate_warnings): a JSON array of texts, or
+ * NULL when out of memory. */
+char *w_ds_consolidate_warnings(const ckpt_file *f) { return ckpt_ds_consolidate_warnings(f); }
+
+/* DeepSpeed to TorchLean through the consolidated pair (ckpt_ds_convert), the options as
+ * w_convert's; frozen: NULL or frozen_count UTF-8 names. The result JSON, with "pairError" when the
+ * pair holds only if the slots without state are not trained; or NULL with err set. */
+char *w_ds_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
+                   int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err,
+                   int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
+                   int has_eps, double eps, int drop_amsgrad, const char *const *frozen, size_t frozen_count)
+{
+    ckpt_convert_options o = {version,
+                              oldest != 0,
+                              reader,
+                              supply_counter != 0,
+                              counter,
+                              drop_counter != 0,
+                              untie != 0,
+                              round_to_float32 != 0,
+                              PROGRESS(progress_token),
+                              kind,
+                              has_weight_decay != 0,
+                              has_betas != 0,
+                              has_eps != 0,
+                              weight_decay,
+                              beta1,
+                              beta2,
+                              eps,
+                              drop_amsgrad != 0};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    ckpt_convert_result res;
+    char *note = NULL;
+    if (ckpt_ds_convert(f, &o, frozen, frozen_count, &out, &res, &note, err)) return NULL;
+    char *json = ckpt_convert_result_json(&res);
+    if (json && note) { /* the result's object with the pairing's "pairError" (as ckpt_pair_json's "error") */
+        ckpt_error e = {0};
+        ckpt_error_clear(&e);
+        e.code = CKPT_E_TORCH_UNTRAINED;
+        e.message = note;
+        char *ej = ckpt_error_json(&e);
+        size_t a = strlen(json), b = ej ? strlen(ej) : 0;
+        char *both = ej ? malloc(a + b + 16) : NULL;
+        if (both) {
+            memcpy(both, json, a - 1);
+            memcpy(both + a - 1, ",\"pairError\":", 13);
+            memcpy(both + a + 12, ej, b);
+            both[a + 12 + b] = '}';
+            both[a + 13 + b] = 0;
+        }
+        free(ej);
+        free(json);
+        json = both;
+    }
+    free(note);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}
+
 /* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm
  * memory; slots: NULL or slot_count u64. */
 int w_export(const ckpt_file *f, int format, const char *const *names, size_t name_count, const uint64_t *slots,

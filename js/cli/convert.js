@@ -12,7 +12,8 @@ import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
 import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { readNames, modelFacts, folderArgs, giveKind } from './inputs.js';
+import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder } from './inputs.js';
+import { convertDeepSpeed } from './convert-deepspeed.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
@@ -25,6 +26,9 @@ export async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
   // a DeepSpeed folder as a universal checkpoint (docs/deepspeed.md)
   if (seen['--to'] === 'universal') return (await import('./convert-universal.js')).cmdConvertUniversal(positional, seen);
+  // a DeepSpeed folder: its consolidated pair, or TorchLean through it (js/cli/convert-deepspeed.js)
+  if (positional.length === 2 && !isStream(positional[0]) && await isDeepSpeedFolder(positional[0])) return convertDeepSpeed(positional, seen);
+  if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
   // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
   const folder = positional.length === 2 ? await folderArgs(positional, seen, 'convert') : null;

@@ -1445,6 +1445,151 @@ write_zero12(d, m2, 2, step=2.0, tag='global_step2', config=ADAMW)
 write_zero12(d, trained(wide, 60), 2, step=3.0, tag='global_step3', config=ADAMW)
 runs.append({'name': 'shapes', 'dir': d, 'tags': ['global_step2', 'global_step3']})
 
+
+# ---- conversions (format.md 11.8): the consolidated optimizer and fp32 model expected, built here
+# from the writer's values (tests/c/test_ds_convert.c, tests/c/ds_convert_check.py) ----
+converts = []
+
+
+def expected(model, W, values, groups, step, stage=2, bf16=False, id_groups=None):
+    """the torch.optim state dict and the fp32 model a conversion must give: ids group by group,
+    state keys and group keys in stored order, an alias its owner's tensor, frozen parameters as
+    the module (or ZeRO-3 fragments) holds them widened to float32"""
+    state, pgs, i = {}, [], 0
+    for g, names in enumerate(id_groups or model.groups):
+        ids = []
+        for n in names:
+            v = values[n]
+            st = {'step': step}
+            st['exp_avg'] = v['exp_avg']
+            st['exp_avg_sq'] = v['exp_avg_sq']
+            if 'max_exp_avg_sq' in v:
+                st['max_exp_avg_sq'] = v['max_exp_avg_sq']
+            state[i] = st
+            ids.append(i)
+            i += 1
+        pgs.append({**{k: x for k, x in groups[g].items() if k != 'params'}, 'params': ids})
+    dt = torch.bfloat16 if bf16 else torch.float32
+    out = collections.OrderedDict()
+    for name, kind in model.order:
+        if kind == 'param':
+            out[name] = values[name]['fp32']
+        elif kind == 'alias':
+            out[name] = out[model.ties[name]]
+        elif kind == 'frozen':
+            out[name] = model.master[name].to(dt).to(torch.float32)
+        else:
+            out[name] = model.master[name]
+    return {'optimizer': {'state': state, 'param_groups': pgs}, 'model': out}
+
+
+def convert_case(name, d, model=None, W=None, values=None, groups=None, step=None, error=None, tladamf=None,
+                 refused=None, real=False, **kw):
+    entry = {'name': name, 'dir': d, 'error': error, 'real': real, 'tladamf': tladamf, 'refused': refused}
+    if model is not None:
+        path = os.path.join(OUT, 'converts', name + '.pt')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        torch.save(expected(model, W, values, groups, step, **kw), path)
+        entry['expect'] = path
+        entry['module'] = [[n, k, list(model.shapes[model.ties.get(n, n)])] for n, k in model.order]
+        entry['groups'] = kw.get('id_groups') or model.groups
+        entry['ties'] = dict(model.ties)
+    converts.append(entry)
+
+
+NO_KIND = None  # a torch 1.13 AdamW group names no kind: TorchLean needs --kind (docs/pytorch.md)
+for fx in ('zero1-w2', 'zero2-w2', 'zero2-w2-bf16', 'zero2-w3', 'zero3-w2', 'zero3-w3', 'zero3-w2-bf16'):
+    convert_case('real-' + fx, os.path.join(FIXTURES, fx), real=True, tladamf={'ok': True})
+sm = lambda W: small(W)
+for label, W, write, m, kw in (
+        ('zero1-w2', 2, lambda d, m: write_zero12(d, m, 2, stage=1), sm(2), {}),
+        ('zero2-w3', 3, lambda d, m: write_zero12(d, m, 3), sm(3), {}),
+        ('zero3-w3', 3, lambda d, m: write_zero3(d, m, 3), sm(3), {}),
+        ('zero2-w4-bf16', 4, lambda d, m: write_zero12(d, m, 4, bf16=True), sm(4), {'bf16': True}),
+        ('zero3-w2-bf16', 2, lambda d, m: write_zero3(d, m, 2, bf16=True), sm(2), {'bf16': True}),
+        ('bf16-optimizer-w2', 2, lambda d, m: write_zero12(d, m, 2, bf16=True, bf16_optimizer=True), sm(2),
+         {'bf16': True}),
+        ('zero2-w8-groups', 8, lambda d, m: write_zero12(d, m, 8), two_groups(), {}),
+        ('zero3-w8-subgroups', 8, lambda d, m: write_zero3(d, m, 8, sub_group_size=2), two_groups(), {}),
+        ('zero3-w3-subgroups', 3, lambda d, m: write_zero3(d, m, 3, sub_group_size=4), two_groups(), {}),
+        ('zero2-w3-amsgrad', 3, lambda d, m: write_zero12(d, m, 3, amsgrad=True), two_groups(), {})):
+    d = folder('conv-' + label)
+    vals = write(d, m)
+    gc = [{**group_config(), 'params': [g], **({'amsgrad': True} if 'amsgrad' in label else {})}
+          for g in range(len(m.groups))]
+    convert_case('conv-' + label, d, m, W, vals, gc, torch.tensor(2.0), **kw,
+                 tladamf={'ok': True})
+
+
+# decay and no-decay groups (Hugging Face's): group 1 without weight decay
+d = folder('conv-zero2-w3-decay-no-decay')
+m = two_groups()
+vals = write_zero12(d, m, 3)
+for r in range(3):
+    rewrite(optim(d, r), lambda o: o['optimizer_state_dict']['base_optimizer_state']['param_groups'][1].update(
+        weight_decay=0.0))
+convert_case('conv-zero2-w3-decay-no-decay', d, m, 3, vals,
+             [{**group_config(), 'params': [0]}, {**group_config(wd=0.0), 'params': [1]}], torch.tensor(2.0),
+             tladamf={'ok': True})
+
+
+# round_robin_gradients: each group's flat buffer (and param_shapes) in stage_1_and_2.py's
+# _round_robin_reorder order; the ids are numbered in module order, with a warning
+def round_robin(names, W):
+    parts = {}
+    for i, n in enumerate(names):
+        parts.setdefault(i % W, []).append(n)
+    return [n for k in parts for n in parts[k]]
+
+
+d = folder('conv-zero2-w2-round-robin')
+plain = small(2)
+m = small(2)
+m.groups = [round_robin(names, 2) for names in plain.groups]
+cfg = ds_config(2, False)
+cfg['zero_optimization']['round_robin_gradients'] = True
+vals = write_zero12(d, m, 2, config=cfg)
+convert_case('conv-zero2-w2-round-robin', d, m, 2, vals, [{**group_config(), 'params': [0]}], torch.tensor(2.0),
+             tladamf={'ok': True}, id_groups=plain.groups)
+converts[-1]['warnings'] = [P + 'group 0 is stored in round-robin order; numbered in module order']
+
+
+def fused(o, step, bias_correction=True):
+    """FusedAdam's state: the step a Python int, groups with bias_correction"""
+    b = o['optimizer_state_dict']['base_optimizer_state']
+    for st in b['state'].values():
+        st['step'] = step
+    for g in b['param_groups']:
+        g['bias_correction'] = bias_correction
+
+
+for label, step in (('fusedadam-w2', 2), ('fusedadam-w2-big-step', 2 ** 24 + 2)):
+    d = folder('conv-' + label)
+    m = small(2)
+    vals = write_zero12(d, m, 2, step=float(step))
+    for r in range(2):
+        rewrite(optim(d, r), lambda o: fused(o, step))
+    gc = [{**group_config(), 'bias_correction': True, 'params': [0]}]
+    convert_case('conv-' + label, d, m, 2, vals, gc,
+                 torch.tensor(float(step), dtype=torch.float64 if step >= 2 ** 24 else torch.float32),
+                 tladamf={'ok': True})
+d = folder('conv-fusedadam-no-bias-correction')
+write_zero12(d, small(2), 2)
+for r in range(2):
+    rewrite(optim(d, r), lambda o: fused(o, 2, bias_correction=False))
+convert_case('conv-fusedadam-no-bias-correction', d, error=err(
+    50, 'group 0 has bias_correction False: no torch.optim or TorchLean Adam skips bias correction'))
+# a large parameter (16 MB per tensor, 8 MB per rank): the conversions' memory stays bounded
+# (tests/c/test_ds_convert_memory.c; not a "converts" entry, which every conversion test writes)
+d = folder('conv-zero2-w2-large')
+m = Model([('big.weight', (4096, 1024)), ('big.bias', (1024,))], [['big.weight', 'big.bias']], seed=9)
+write_zero12(d, m, 2)
+large = {'name': 'conv-zero2-w2-large', 'dir': d}
+# a folder with an error of 11.5 is not converted: its failure, with its text
+broken = next(c for c in cases if c['name'] == 'c20-steps')
+convert_case('conv-broken-steps', broken['dir'], error=broken['error'])
+
 with open(os.path.join(OUT, 'manifest.json'), 'w', encoding='utf-8') as f:
-    json.dump({'cases': cases, 'pairings': pairings, 'runs': runs}, f, indent=1, ensure_ascii=False)
+    json.dump({'cases': cases, 'pairings': pairings, 'runs': runs, 'converts': converts, 'large': large}, f, indent=1,
+              ensure_ascii=False)
 print(f'{len(cases)} cases')

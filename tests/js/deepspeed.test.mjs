@@ -207,14 +207,13 @@ verdict: valid
   assert.equal(j.tensors.length, 11);
 });
 
-test('commands that do not read a DeepSpeed checkpoint yet say so', () => {
-  const r = cli(['convert', 'zero2-w2', path.join(out, 'c.ckpt')], FIXTURES, 200);
-  assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: zero2-w2 is a DeepSpeed checkpoint: convert does not read one yet; ckptscope inspect, ckptscope check, ckptscope health, ckptscope export, ckptscope run and ckptscope diff do\n');
+test('convert reads a DeepSpeed folder (tests/js/deepspeed-convert.test.mjs); a file alone is refused', () => {
+  const r = cli(['convert', 'zero2-w2', path.join(out, 'c.ckpt'), '--kind', 'adamw'], FIXTURES, 200);
+  assert.equal(r.status, 0, r.stderr);
   // a file alone: the core refuses (its state is a partition of fragments)
   const e = cli(['export', 'zero_pp_rank_0_mp_rank_00_optim_states.pt', path.join(out, 'x.safetensors')], path.join(FIXTURES, 'zero2-w2/global_step2'), 300);
   assert.equal(e.status, 1);
-  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect and check read it, check pairs it with a model, health, export, run and diff read its folder; conversion does not yet\n');
+  assert.equal(e.stderr, 'a DeepSpeed ZeRO checkpoint\'s state lies in fragments across its files: inspect and check read it, check pairs it with a model, health, export, run, diff and convert read its folder\n');
   assert.equal(fs.existsSync(path.join(out, 'x.safetensors')), false);
 });
 

@@ -292,7 +292,7 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .release = ds_release,
     .pair_new_model = ckpt_ds_pair_new_model,
     .unread = "a DeepSpeed ZeRO checkpoint's state lies in fragments across its files: inspect and check read it, "
-              "check pairs it with a model, health, export, run and diff read its folder; conversion does not yet",
+              "check pairs it with a model, health, export, run, diff and convert read its folder",
     .items_whole = ds_items_whole,
     .slot_name = ds_slot_name,
     .holds = "a DeepSpeed ZeRO checkpoint's optimizer state",

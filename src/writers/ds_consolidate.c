@@ -1,0 +1,1184 @@
+/* DeepSpeed to a consolidated torch.optim state dict and its fp32 model (format.md 11.8): two
+ * torch.save zips, laid out as torch_write.c lays one out ({prefix}/data.pkl, byteorder, one
+ * {prefix}/data/{key} per storage, version; data 64-byte aligned).
+ *
+ * The optimizer: {'state': {id: {the flat state's keys in stored order}}, 'param_groups': [{the
+ * stored group's keys but params, then 'params': [ids]}]}, ids numbered as torch numbers them
+ * (group after group in stored order, within a group the names of param_shapes[g], ZeRO-3 of its
+ * sub-groups in order). The model: an OrderedDict in module order, trainable owners their masters,
+ * an alias its owner's storage, frozen parameters and floating buffers widened exactly to float32,
+ * other buffers as stored.
+ *
+ * A plan lists the storages and, for each, its runs: byte ranges of the tag folder's files (the
+ * fragments of 11.3), copied or widened chunk by chunk; the pickle is built in memory (it grows
+ * with the parameters, not their elements). The same plan gives each file as a source read on
+ * demand (ckpt_ds_virtual_new), which the TorchLean conversion reads as the two-step path
+ * reads the files it wrote. */
+#include "families/deepspeed/deepspeed.h"
+#include "containers/zip.h"
+#include "base/json_write.h"
+#include "writers/ds_consolidate.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define F32_EXACT (UINT64_C(1) << 24)
+#define F64_EXACT (UINT64_C(1) << 53)
+#define CHUNK 4096
+
+/* ---- the pickle (protocol 2) ---- */
+
+enum {
+    P_MARK = '(',
+    P_STOP = '.',
+    P_BINFLOAT = 'G',
+    P_BININT = 'J',
+    P_BININT1 = 'K',
+    P_BININT2 = 'M',
+    P_BINPERSID = 'Q',
+    P_REDUCE = 'R',
+    P_BINUNICODE = 'X',
+    P_APPEND = 'a',
+    P_APPENDS = 'e',
+    P_GLOBAL = 'c',
+    P_EMPTY_DICT = '}',
+    P_EMPTY_LIST = ']',
+    P_EMPTY_TUPLE = ')',
+    P_NONE = 'N',
+    P_SETITEMS = 'u',
+    P_TUPLE = 't',
+    P_PROTO = 0x80,
+    P_TUPLE1 = 0x85,
+    P_TUPLE2 = 0x86,
+    P_TUPLE3 = 0x87,
+    P_NEWTRUE = 0x88,
+    P_NEWFALSE = 0x89,
+    P_LONG1 = 0x8a,
+};
+
+static void op(strbuf *sb, int code) { sb_putc(sb, (char)code); }
+
+static void p_int(strbuf *sb, int64_t v)
+{
+    uint8_t b[10];
+    if (v >= 0 && v < 256) {
+        b[0] = P_BININT1, b[1] = (uint8_t)v;
+        sb_put(sb, (const char *)b, 2);
+    } else if (v >= 0 && v < 65536) {
+        b[0] = P_BININT2, b[1] = (uint8_t)v, b[2] = (uint8_t)(v >> 8);
+        sb_put(sb, (const char *)b, 3);
+    } else if (v >= -(INT64_C(1) << 31) && v < (INT64_C(1) << 31)) {
+        b[0] = P_BININT;
+        for (int k = 0; k < 4; k++) b[1 + k] = (uint8_t)((uint64_t)v >> (8 * k));
+        sb_put(sb, (const char *)b, 5);
+    } else { /* LONG1: little-endian two's complement, as few bytes as hold the sign */
+        uint64_t u = (uint64_t)v;
+        unsigned n = 8;
+        while (n > 1) {
+            uint8_t top = (uint8_t)(u >> (8 * (n - 1))), next = (uint8_t)(u >> (8 * (n - 2)));
+            if ((top == 0 && !(next & 0x80)) || (top == 0xff && (next & 0x80))) n--;
+            else break;
+        }
+        b[0] = P_LONG1, b[1] = (uint8_t)n;
+        for (unsigned k = 0; k < n; k++) b[2 + k] = (uint8_t)(u >> (8 * k));
+        sb_put(sb, (const char *)b, 2 + n);
+    }
+}
+
+static void p_float(strbuf *sb, double x)
+{
+    uint64_t bits;
+    memcpy(&bits, &x, 8);
+    uint8_t b[9];
+    b[0] = P_BINFLOAT;
+    for (int k = 0; k < 8; k++) b[1 + k] = (uint8_t)(bits >> (56 - 8 * k));
+    sb_put(sb, (const char *)b, 9);
+}
+
+static void p_strn(strbuf *sb, const char *s, size_t n)
+{
+    uint8_t b[5] = {P_BINUNICODE, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    sb_put(sb, (const char *)b, 5);
+    sb_put(sb, s, n);
+}
+
+static void p_str(strbuf *sb, const char *s) { p_strn(sb, s, strlen(s)); }
+
+static void p_global(strbuf *sb, const char *module, const char *name)
+{
+    op(sb, P_GLOBAL);
+    sb_puts(sb, module);
+    sb_putc(sb, '\n');
+    sb_puts(sb, name);
+    sb_putc(sb, '\n');
+}
+
+static void p_uint_tuple(strbuf *sb, const uint64_t *v, size_t n)
+{
+    if (n == 0) return op(sb, P_EMPTY_TUPLE);
+    if (n > 3) op(sb, P_MARK);
+    for (size_t k = 0; k < n; k++) p_int(sb, (int64_t)v[k]);
+    op(sb, n == 1 ? P_TUPLE1 : n == 2 ? P_TUPLE2 : n == 3 ? P_TUPLE3 : P_TUPLE);
+}
+
+/* A stored value again, as Python's pickler writes it: None, bools, ints, floats (their exact
+ * bits), str, tuples and lists of them. false for anything else. */
+static bool p_value(strbuf *sb, ds_tree c, size_t k, int depth)
+{
+    const ckpt_pnode *n = ds_node(c, k);
+    if (!n || depth > 32) return false;
+    switch (n->kind) {
+        case CKPT_PK_NONE: op(sb, P_NONE); return true;
+        case CKPT_PK_BOOL: op(sb, n->truth ? P_NEWTRUE : P_NEWFALSE); return true;
+        case CKPT_PK_INT: p_int(sb, n->i); return true;
+        case CKPT_PK_FLOAT: p_float(sb, n->f); return true;
+        case CKPT_PK_BIGINT: {
+            if ((n->flags & CKPT_PF_TEXT) || n->len > 255) return false;
+            uint8_t b[2] = {P_LONG1, (uint8_t)n->len};
+            sb_put(sb, (const char *)b, 2);
+            sb_put(sb, (const char *)c.p->data + n->at, n->len);
+            return true;
+        }
+        case CKPT_PK_STR:
+            if (n->flags & CKPT_PF_TEXT) return false;
+            p_strn(sb, (const char *)c.p->data + n->at, n->len);
+            return true;
+        case CKPT_PK_TUPLE:
+        case CKPT_PK_LIST: {
+            size_t len = ds_len(c, k);
+            bool tuple = n->kind == CKPT_PK_TUPLE;
+            if (tuple && len == 0) return op(sb, P_EMPTY_TUPLE), true;
+            if (!tuple) op(sb, P_EMPTY_LIST);
+            if (!tuple || len > 3) op(sb, P_MARK);
+            for (size_t j = 0; j < len; j++)
+                if (!p_value(sb, c, ds_item(c, k, j), depth + 1)) return false;
+            if (tuple) op(sb, len == 1 ? P_TUPLE1 : len == 2 ? P_TUPLE2 : len == 3 ? P_TUPLE3 : P_TUPLE);
+            else op(sb, P_APPENDS);
+            return true;
+        }
+        default: return false;
+    }
+}
+
+/* ---- the plan ---- */
+
+typedef struct run {
+    uint64_t at;    /* absolute, in the folder's source */
+    uint64_t count; /* elements */
+    int dtype;      /* the source's */
+} run;
+
+typedef struct storage {
+    const char *cls;  /* torch's storage class: FloatStorage, ... */
+    int dtype;        /* written */
+    uint64_t numel;   /* elements written */
+    size_t runs, len; /* into plan.runs */
+    bool literal;     /* lit holds the bytes (a step) */
+    uint8_t lit[8];
+    uint64_t bytes; /* numel * width */
+} storage;
+
+/* A model key: its storage and shape (for a safetensors header); an alias shares its owner's. */
+typedef struct model_key {
+    const char *name;
+    size_t storage;
+    const uint64_t *dims;
+    size_t rank;
+    bool alias;
+} model_key;
+
+typedef struct plan {
+    const ckpt_ds *ds;
+    model_key *keys;
+    size_t keys_len;
+    const ckpt_report *rep;
+    storage *st;
+    size_t st_len, st_cap;
+    run *runs;
+    size_t runs_len, runs_cap;
+    strbuf pickle;
+    ckpt_error *err;
+} plan;
+
+static void plan_free(plan *p)
+{
+    free(p->keys);
+    free(p->st);
+    free(p->runs);
+    sb_free(&p->pickle);
+}
+
+static const struct {
+    int dtype;
+    const char *cls;
+} STORAGES[] = {
+    {CKPT_FLOAT32, "FloatStorage"},     {CKPT_FLOAT64, "DoubleStorage"}, {CKPT_FLOAT16, "HalfStorage"},
+    {CKPT_BFLOAT16, "BFloat16Storage"}, {CKPT_INT64, "LongStorage"},     {CKPT_INT32, "IntStorage"},
+    {CKPT_INT16, "ShortStorage"},       {CKPT_INT8, "CharStorage"},      {CKPT_UINT8, "ByteStorage"},
+    {CKPT_BOOL, "BoolStorage"},
+};
+
+static const char *class_of(int dtype)
+{
+    for (size_t k = 0; k < sizeof STORAGES / sizeof *STORAGES; k++)
+        if (STORAGES[k].dtype == dtype) return STORAGES[k].cls;
+    return NULL;
+}
+
+/* A new storage written as dtype (16-bit floats of its runs widen to float32). Its index, or
+ * SIZE_MAX out of memory. */
+static size_t new_storage(plan *p, int dtype, uint64_t numel)
+{
+    if (p->st_len == p->st_cap) {
+        size_t cap = p->st_cap ? 2 * p->st_cap : 16;
+        storage *s = realloc(p->st, cap * sizeof *s);
+        if (!s) return SIZE_MAX;
+        p->st = s, p->st_cap = cap;
+    }
+    p->st[p->st_len] = (storage){class_of(dtype), dtype, numel, p->runs_len, 0, false, {0}, 0};
+    p->st[p->st_len].bytes = numel * ckpt_dtype_width(dtype);
+    return p->st_len++;
+}
+
+static int add_run(plan *p, size_t s, uint64_t at, uint64_t count, int dtype)
+{
+    if (!count) return 0;
+    if (p->runs_len == p->runs_cap) {
+        size_t cap = p->runs_cap ? 2 * p->runs_cap : 64;
+        run *r = realloc(p->runs, cap * sizeof *r);
+        if (!r) return ckpt_fail_oom(p->err);
+        p->runs = r, p->runs_cap = cap;
+    }
+    p->runs[p->runs_len++] = (run){at, count, dtype};
+    p->st[s].len++;
+    return 0;
+}
+
+static int widened(int dtype) { return dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16 ? CKPT_FLOAT32 : dtype; }
+
+/* _rebuild_tensor_v2(('storage', torch.{cls}, key, 'cpu', numel), 0, size, stride, False,
+ * OrderedDict()): a contiguous tensor filling its storage. */
+static int p_tensor(plan *p, size_t key, const uint64_t *dims, size_t rank)
+{
+    strbuf *sb = &p->pickle;
+    const storage *s = &p->st[key];
+    uint64_t stride[8], acc = 1;
+    if (rank > 8)
+        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a tensor of more than 8 dims");
+    for (size_t d = rank; d-- > 0;) {
+        stride[d] = acc;
+        acc *= dims[d] ? dims[d] : 1;
+    }
+    char k[24];
+    snprintf(k, sizeof k, "%zu", key);
+    p_global(sb, "torch._utils", "_rebuild_tensor_v2");
+    op(sb, P_MARK);
+    op(sb, P_MARK);
+    p_str(sb, "storage");
+    p_global(sb, "torch", s->cls);
+    p_str(sb, k);
+    p_str(sb, "cpu");
+    p_int(sb, (int64_t)s->numel);
+    op(sb, P_TUPLE);
+    op(sb, P_BINPERSID);
+    p_int(sb, 0);
+    p_uint_tuple(sb, dims, rank);
+    p_uint_tuple(sb, stride, rank);
+    op(sb, P_NEWFALSE);
+    p_global(sb, "collections", "OrderedDict");
+    op(sb, P_EMPTY_TUPLE);
+    op(sb, P_REDUCE);
+    op(sb, P_TUPLE);
+    op(sb, P_REDUCE);
+    return 0;
+}
+
+/* ---- the checks every conversion makes first ---- */
+
+static const ds_file *rank0(const ckpt_ds *ds)
+{
+    return ds->optim && ds->optim[0] != DS_NONE ? &ds->files[ds->optim[0]] : NULL;
+}
+
+/* rank 0's base optimizer: its state and param_groups nodes */
+static bool base_of(const ckpt_ds *ds, size_t *state, size_t *pgs)
+{
+    const ds_file *f = rank0(ds);
+    if (!f || !f->read || f->elastic) return false;
+    ds_tree c = ds_tree_of(f);
+    size_t osd = ds_get(c, f->root, "optimizer_state_dict");
+    size_t base = ds_get(c, osd, ds->kind == DS_ZERO3 ? "optimizer_state_dict" : "base_optimizer_state");
+    *state = ds_get(c, base, "state");
+    *pgs = ds_get(c, base, "param_groups");
+    return *pgs != CKPT_PNIL && ds_is_seq(c, *pgs);
+}
+
+int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err)
+{
+    const ckpt_report *rep = in ? ckpt_file_report(in) : NULL;
+    if (!rep) return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    const ckpt_ds *ds = ckpt_ds_of(rep);
+    if (!ds)
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0, "this is not a DeepSpeed checkpoint folder");
+    if (rep->error.code) return ckpt_error_copy(err, &rep->error); /* its own failure, with its text */
+    if (ds->lone)
+        return ckpt_fail(err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "one file of a checkpoint is not converted: give its folder %s", ds->dir ? ds->dir : "");
+    size_t state, pgs;
+    if (!ds->layout_ok || ds->model == DS_NONE || !rep->schema || !base_of(ds, &state, &pgs))
+        return ckpt_fail(err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "an elastic checkpoint keeps no param_groups: it is not converted");
+    ds_tree c = ds_tree_of(rank0(ds));
+    for (size_t g = 0; g < ds_len(c, pgs); g++) {
+        size_t bc = ds_get(c, ds_item(c, pgs, g), "bias_correction");
+        const ckpt_pnode *n = bc == CKPT_PNIL ? NULL : ds_node(c, bc);
+        if (n && ((n->kind == CKPT_PK_BOOL && !n->truth) || (n->kind == CKPT_PK_INT && n->i == 0)))
+            return ckpt_fail(err, DS_PREFIX, CKPT_E_CONVERSION_LOSES, CKPT_NONE, 0,
+                             "group %zu has bias_correction False: no torch.optim or TorchLean Adam skips bias "
+                             "correction",
+                             g);
+    }
+    return 0;
+}
+
+/* ---- the optimizer ---- */
+
+static size_t state_of(ds_tree c, size_t state, int64_t id)
+{
+    ds_dict_it it;
+    size_t k, v, found = CKPT_PNIL;
+    int64_t x;
+    if (state == CKPT_PNIL || !ds_dict_begin(c, state, &it)) return CKPT_PNIL;
+    while (ds_dict_next(c, &it, &k, &v))
+        if (ds_int(c, k, &x) && x == id) found = v;
+    return found;
+}
+
+static int key_index(const char *s, size_t n)
+{
+    for (int k = 0; k < DS_FP32; k++)
+        if (strlen(ds_key_names[k]) == n && !memcmp(ds_key_names[k], s, n)) return k;
+    return -1;
+}
+
+/* The step as the base optimizer saved it: a tensor copied as stored, a number a 0-d float32
+ * tensor (float64 from 2^24 on). */
+static int step_storage(plan *p, const ds_file *f, size_t v, size_t *key, const uint64_t **dims, size_t *rank)
+{
+    ds_tree c = ds_tree_of(f);
+    size_t t = ds_tensor(c, v);
+    if (t != DS_NONE) {
+        const ckpt_torch_tensor *x = &f->t->tensors[t];
+        int dtype = ckpt_torch_dtype(x->dtype);
+        if (dtype < 0 || !class_of(dtype) || !x->contiguous || x->count != 1)
+            return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "%s: a step that is not a one-element tensor: not converted", f->name);
+        size_t s = new_storage(p, dtype, 1);
+        if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
+        TRY(add_run(p, s, f->base + x->at, 1, dtype));
+        *key = s, *dims = ckpt_torch_size(f->t, t), *rank = x->rank;
+        return 0;
+    }
+    double step;
+    if (!ds_number(c, v, &step) || !(step >= 0) || step != floor(step) || step >= (double)F64_EXACT)
+        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "%s: a step that is not a step count: not converted", f->name);
+    bool wide = step >= (double)F32_EXACT;
+    size_t s = new_storage(p, wide ? CKPT_FLOAT64 : CKPT_FLOAT32, 1);
+    if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
+    p->st[s].literal = true;
+    if (wide) memcpy(p->st[s].lit, &step, 8);
+    else {
+        float x = (float)step;
+        memcpy(p->st[s].lit, &x, 4);
+    }
+    *key = s, *dims = NULL, *rank = 0;
+    return 0;
+}
+
+/* The flat groups of group g, in order (ZeRO-1/2, BF16_Optimizer: g itself). */
+static bool in_group(const ckpt_ds *ds, size_t s, size_t g)
+{
+    return ds->kind == DS_ZERO3 ? ds->groups[s].group == g : s == g;
+}
+
+/* zero_optimization.round_robin_gradients of the model states' ds_config (ZeRO-1/2): each
+ * group's param_shapes is then the round-robin permutation of the training code's order */
+static bool round_robin(const ckpt_ds *ds)
+{
+    if (ds->kind == DS_ZERO3 || ds->model == DS_NONE) return false;
+    const ds_file *m = &ds->files[ds->model];
+    ds_tree c = ds_tree_of(m);
+    size_t z = ds_get(c, ds_get(c, m->root, "ds_config"), "zero_optimization");
+    size_t rr = z == CKPT_PNIL ? CKPT_PNIL : ds_get(c, z, "round_robin_gradients");
+    const ckpt_pnode *n = rr == CKPT_PNIL ? NULL : ds_node(c, rr);
+    return n && n->kind == CKPT_PK_BOOL && n->truth;
+}
+
+/* Flat group fs's params in the order their ids take: param_shapes' order, or, stored in
+ * round-robin order, the module's (their slots'). Returns whether that differs from the stored one. */
+static bool id_order(const ckpt_ds *ds, size_t fs, bool rr, size_t *order)
+{
+    const ds_group *gr = &ds->groups[fs];
+    bool moved = false;
+    for (size_t k = 0; k < gr->count; k++) order[k] = gr->first + k;
+    for (size_t k = 1; rr && k < gr->count; k++) /* insertion sort by slot: a group is short */
+        for (size_t j = k; j > 0 && ds->params[order[j - 1]].slot > ds->params[order[j]].slot; j--) {
+            size_t t = order[j];
+            order[j] = order[j - 1], order[j - 1] = t;
+            moved = true;
+        }
+    return moved;
+}
+
+char *ckpt_ds_consolidate_warnings(const ckpt_file *in)
+{
+    strbuf sb = {0};
+    sb_putc(&sb, '[');
+    const ckpt_report *rep = in ? ckpt_file_report(in) : NULL;
+    const ckpt_ds *ds = rep ? ckpt_ds_of(rep) : NULL;
+    bool rr = ds && !rep->error.code && ds->layout_ok && round_robin(ds), first = true;
+    size_t most = 0;
+    for (size_t fs = 0; rr && fs < ds->groups_len; fs++)
+        if (ds->groups[fs].count > most) most = ds->groups[fs].count;
+    size_t *order = rr ? malloc((most ? most : 1) * sizeof *order) : NULL;
+    if (rr && !order) sb.failed = true;
+    for (size_t fs = 0; order && fs < ds->groups_len; fs++) {
+        if (!id_order(ds, fs, true, order)) continue;
+        char text[160];
+        snprintf(text, sizeof text, "%s: group %zu is stored in round-robin order; numbered in module order", DS_PREFIX,
+                 fs);
+        if (!first) sb_putc(&sb, ',');
+        first = false;
+        j_string(&sb, text);
+    }
+    free(order);
+    sb_putc(&sb, ']');
+    return sb_take(&sb);
+}
+
+static int plan_optimizer(plan *p)
+{
+    const ckpt_ds *ds = p->ds;
+    const ds_file *f = rank0(ds);
+    ds_tree c = ds_tree_of(f);
+    size_t state, pgs;
+    base_of(ds, &state, &pgs);
+    size_t G = ds_len(c, pgs);
+    /* flat group s's id in the base optimizer: group by group, params in order (ZeRO-1/2: the first) */
+    int64_t *ids = calloc(ds->groups_len ? ds->groups_len : 1, sizeof *ids);
+    if (!ids) return ckpt_fail_oom(p->err);
+    size_t s = 0;
+    for (size_t g = 0; g < G; g++) {
+        size_t params = ds_get(c, ds_item(c, pgs, g), "params");
+        size_t n = ds_len(c, params);
+        if (ds->kind != DS_ZERO3 && n > 1) n = 1;
+        for (size_t j = 0; j < n && s < ds->groups_len; j++) ds_int(c, ds_item(c, params, j), &ids[s++]);
+    }
+    strbuf *sb = &p->pickle;
+    uint8_t proto[2] = {P_PROTO, 2};
+    sb_put(sb, (const char *)proto, 2);
+    op(sb, P_EMPTY_DICT);
+    op(sb, P_MARK);
+    p_str(sb, "state");
+    op(sb, P_EMPTY_DICT);
+    op(sb, P_MARK);
+    int rc = 0;
+    int64_t id = 0;
+    ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
+    size_t most = 0;
+    for (size_t fs = 0; fs < ds->groups_len; fs++)
+        if (ds->groups[fs].count > most) most = ds->groups[fs].count;
+    size_t *order = malloc((most ? most : 1) * sizeof *order);
+    const bool rr = round_robin(ds);
+    if (!frags || !order) rc = ckpt_fail_oom(p->err);
+    for (size_t g = 0; !rc && g < G; g++)
+        for (size_t fs = 0; !rc && fs < ds->groups_len; fs++) {
+            if (!in_group(ds, fs, g)) continue;
+            const ds_group *gr = &ds->groups[fs];
+            size_t st = state_of(c, state, ids[fs]);
+            id_order(ds, fs, rr, order);
+            for (size_t k = 0; !rc && k < gr->count; k++, id++) {
+                const size_t q = order[k];
+                const ds_param *pa = &ds->params[q];
+                if (st == CKPT_PNIL || !ds_len(c, st)) continue; /* no state: before the first step */
+                p_int(sb, id);
+                op(sb, P_EMPTY_DICT);
+                op(sb, P_MARK);
+                ds_dict_it it;
+                size_t k, v;
+                ds_dict_begin(c, st, &it);
+                while (!rc && ds_dict_next(c, &it, &k, &v)) {
+                    const char *name;
+                    size_t nl;
+                    if (!ds_str(c, k, &name, &nl)) {
+                        rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                                       "group %zu: a state key that is not a str: not converted", g);
+                        break;
+                    }
+                    p_strn(sb, name, nl);
+                    int key = key_index(name, nl);
+                    if (nl == 4 && !memcmp(name, "step", 4)) {
+                        size_t sk, rank;
+                        const uint64_t *dims;
+                        rc = step_storage(p, f, v, &sk, &dims, &rank);
+                        if (!rc) rc = p_tensor(p, sk, dims, rank);
+                    } else if (key >= 0) {
+                        size_t n = ckpt_ds_fragments(ds, q, key, frags);
+                        int dtype = n ? frags[0].dtype : CKPT_FLOAT32;
+                        for (size_t j = 1; j < n; j++)
+                            if (frags[j].dtype != dtype) dtype = -1;
+                        if (n != pa->frags_len || dtype < 0 || !class_of(dtype)) {
+                            rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                                           "%s: its %.*s is not held whole by its fragments: not converted", pa->name,
+                                           (int)nl, name);
+                            break;
+                        }
+                        size_t sk = new_storage(p, dtype, pa->count);
+                        if (sk == SIZE_MAX) rc = ckpt_fail_oom(p->err);
+                        for (size_t j = 0; !rc && j < n; j++) rc = add_run(p, sk, frags[j].at, frags[j].count, dtype);
+                        if (!rc) rc = p_tensor(p, sk, pa->dims, pa->rank_dims);
+                    } else if (ds_tensor(c, v) != DS_NONE || !p_value(sb, c, v, 0)) {
+                        rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                                       "group %zu: state key %.*s holds a value the conversion does not know: not "
+                                       "converted",
+                                       g, (int)nl, name);
+                    }
+                }
+                op(sb, P_SETITEMS);
+            }
+        }
+    op(sb, P_SETITEMS);
+    p_str(sb, "param_groups");
+    op(sb, P_EMPTY_LIST);
+    id = 0;
+    for (size_t g = 0; !rc && g < G; g++) {
+        size_t pg = ds_item(c, pgs, g);
+        op(sb, P_EMPTY_DICT);
+        op(sb, P_MARK);
+        ds_dict_it it;
+        size_t k, v;
+        ds_dict_begin(c, pg, &it);
+        while (!rc && ds_dict_next(c, &it, &k, &v)) {
+            if (ds_str_is(c, k, "params")) continue;
+            const char *name;
+            size_t nl;
+            if (!ds_str(c, k, &name, &nl)) {
+                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                               "group %zu: a key that is not a str: not converted", g);
+                break;
+            }
+            p_strn(sb, name, nl);
+            if (!p_value(sb, c, v, 0))
+                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                               "group %zu: %.*s holds a value the conversion does not know: not converted", g, (int)nl,
+                               name);
+        }
+        p_str(sb, "params");
+        op(sb, P_EMPTY_LIST);
+        size_t count = 0;
+        for (size_t fs = 0; fs < ds->groups_len; fs++)
+            if (in_group(ds, fs, g)) count += ds->groups[fs].count;
+        if (count) {
+            op(sb, P_MARK);
+            for (size_t j = 0; j < count; j++) p_int(sb, id++);
+            op(sb, P_APPENDS);
+        }
+        op(sb, P_SETITEMS);
+        op(sb, P_APPEND);
+    }
+    op(sb, P_SETITEMS);
+    op(sb, P_STOP);
+    free(ids);
+    free(frags);
+    free(order);
+    if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);
+    return rc;
+}
+
+/* ---- the fp32 model ---- */
+
+static size_t slot_named(const ckpt_ds *ds, const char *name)
+{
+    for (size_t j = 0; j < ds->slot_count; j++)
+        if (!strcmp(ds->slot_names[j], name)) return j;
+    return DS_NONE;
+}
+
+/* A module tensor's elements as one run (it must be contiguous). */
+static int module_run(plan *p, const ds_file *f, size_t t, const char *name, size_t *key)
+{
+    const ckpt_torch_tensor *x = &f->t->tensors[t];
+    int dtype = ckpt_torch_dtype(x->dtype);
+    if (dtype < 0 || !class_of(dtype) || !x->contiguous)
+        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "%s: the module saves it %s: not converted", name,
+                         x->contiguous ? "in a dtype the conversion does not write" : "not contiguous");
+    size_t s = new_storage(p, widened(dtype), x->count);
+    if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
+    TRY(add_run(p, s, f->base + x->at, x->count, dtype));
+    *key = s;
+    return 0;
+}
+
+/* ZeRO-3: a frozen parameter's fragments, ceil(n / W) elements per rank, the first n */
+static int frozen_runs(plan *p, const char *name, uint64_t n, size_t *key)
+{
+    const ckpt_ds *ds = p->ds;
+    uint64_t q = ds->W ? n / ds->W + (n % ds->W != 0) : 0;
+    int dtype = -1;
+    size_t s = DS_NONE;
+    for (uint64_t r = 0; r < ds->W; r++) {
+        uint64_t lo = r * q, c = lo >= n ? 0 : n - lo < q ? n - lo : q;
+        const ckpt_torch_tensor *x = NULL;
+        const ds_file *f = NULL;
+        for (size_t k = 0; k < ds->files_len && !x; k++) {
+            f = &ds->files[k];
+            if (f->is.role != DS_ROLE_ZMODEL || f->is.rank != r || !f->read || f->stale || f->frozen_model == DS_NONE)
+                continue;
+            const ckpt_torch_model *fm = &f->t->models[f->frozen_model];
+            for (size_t e = fm->count; e-- > 0;) {
+                const ckpt_torch_named *nm = &f->t->named[fm->first + e];
+                if (!strcmp(nm->name, name) && nm->tensor != CKPT_TORCH_NONE) {
+                    x = &f->t->tensors[nm->tensor];
+                    break;
+                }
+            }
+        }
+        if (!x || !x->contiguous || x->count < c || (dtype >= 0 && ckpt_torch_dtype(x->dtype) != dtype))
+            return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "frozen parameter %s: rank %llu's fragment is not read: not converted", name,
+                             (unsigned long long)r);
+        dtype = ckpt_torch_dtype(x->dtype);
+        if (s == DS_NONE) {
+            if (dtype < 0 || !class_of(dtype))
+                return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                                 "frozen parameter %s: a dtype the conversion does not write", name);
+            if ((s = new_storage(p, widened(dtype), n)) == SIZE_MAX) return ckpt_fail_oom(p->err);
+        }
+        TRY(add_run(p, s, f->base + x->at, c, dtype));
+    }
+    if (s == DS_NONE && (s = new_storage(p, CKPT_FLOAT32, 0)) == SIZE_MAX) return ckpt_fail_oom(p->err);
+    *key = s;
+    return 0;
+}
+
+static int plan_model(plan *p)
+{
+    const ckpt_ds *ds = p->ds;
+    const ds_file *m = &ds->files[ds->model];
+    const ckpt_torch *t = m->t;
+    const ckpt_torch_model *md = &t->models[m->module];
+    const ckpt_schema *schema = p->rep->schema;
+    size_t *key_of_slot = malloc((ds->slot_count ? ds->slot_count : 1) * sizeof *key_of_slot);
+    p->keys = malloc((md->count ? md->count : 1) * sizeof *p->keys);
+    ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
+    int rc = key_of_slot && frags && p->keys ? 0 : ckpt_fail_oom(p->err);
+    for (size_t j = 0; j < ds->slot_count && key_of_slot; j++) key_of_slot[j] = DS_NONE;
+    strbuf *sb = &p->pickle;
+    uint8_t proto[2] = {P_PROTO, 2};
+    sb_put(sb, (const char *)proto, 2);
+    p_global(sb, "collections", "OrderedDict");
+    op(sb, P_EMPTY_TUPLE);
+    op(sb, P_REDUCE);
+    if (md->count) op(sb, P_MARK);
+    for (size_t e = 0; !rc && e < md->count; e++) {
+        const char *name = t->named[md->first + e].name;
+        bool earlier = false;
+        for (size_t j = 0; j < e && !earlier; j++) earlier = !strcmp(t->named[md->first + j].name, name);
+        if (earlier) continue; /* a dict holds a key once, at its first place */
+        size_t last = e;       /* ... with its last value */
+        for (size_t j = e + 1; j < md->count; j++)
+            if (!strcmp(t->named[md->first + j].name, name)) last = j;
+        size_t tensor = t->named[md->first + last].tensor;
+        if (tensor == CKPT_TORCH_NONE) {
+            rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                           "%s: the module saves a value that is not a tensor: not converted", name);
+            break;
+        }
+        p_str(sb, name);
+        size_t j = slot_named(ds, name), key = DS_NONE;
+        const uint64_t *dims;
+        size_t rank;
+        if (j == DS_NONE) { /* a buffer, or a tensor that is not floating: as stored, 16-bit floats widened */
+            rc = module_run(p, m, tensor, name, &key);
+            dims = ckpt_torch_size(t, tensor);
+            rank = t->tensors[tensor].rank;
+        } else {
+            dims = ckpt_schema_dims(schema, j);
+            rank = (size_t)ckpt_schema_rank(schema, j);
+            uint64_t r = ckpt_schema_representative(schema, j);
+            size_t pa = ds->param_of_slot[j];
+            if (r != CKPT_NONE && r != j) key = key_of_slot[r]; /* an alias: its owner's storage */
+            else if (r != CKPT_NONE && pa != DS_NONE) {         /* a trainable owner: its masters */
+                const ds_param *q = &ds->params[pa];
+                size_t n = ckpt_ds_fragments(ds, pa, DS_FP32, frags);
+                int dtype = n ? frags[0].dtype : CKPT_FLOAT32;
+                for (size_t k = 1; k < n; k++)
+                    if (frags[k].dtype != dtype) dtype = -1;
+                if (n != q->frags_len || dtype < 0 || !class_of(dtype))
+                    rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                                   "%s: its master weights are not held whole by its fragments: not converted", name);
+                else if ((key = new_storage(p, widened(dtype), q->count)) == SIZE_MAX) rc = ckpt_fail_oom(p->err);
+                for (size_t k = 0; !rc && k < n; k++) rc = add_run(p, key, frags[k].at, frags[k].count, dtype);
+            } else if (ds->kind == DS_ZERO3) { /* frozen: its fragments in every rank's model states */
+                bool big = false;
+                rc = frozen_runs(p, name, ckpt_schema_size(schema, j, &big), &key);
+            } else rc = module_run(p, m, tensor, name, &key);
+            if (!rc && key == DS_NONE)
+                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                               "%s: tied to a parameter that has no weights: not converted", name);
+            if (!rc) key_of_slot[j] = key;
+        }
+        if (!rc) rc = p_tensor(p, key, dims, rank);
+        if (!rc) {
+            uint64_t r = j == DS_NONE ? CKPT_NONE : ckpt_schema_representative(schema, j);
+            p->keys[p->keys_len++] = (model_key){name, key, dims, rank, r != CKPT_NONE && r != j};
+        }
+    }
+    if (md->count) op(sb, P_SETITEMS);
+    op(sb, P_STOP);
+    free(key_of_slot);
+    free(frags);
+    if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);
+    return rc;
+}
+
+/* ---- the zip ---- */
+
+/* The storages' bytes: runs copied, or 16-bit floats widened exactly to float32. */
+typedef struct emit {
+    int (*bytes)(void *ctx, const void *data, size_t n); /* where they go */
+    void *ctx;
+    int widen; /* the run's dtype when it widens, else -1 */
+    ckpt_error *err;
+} emit;
+
+static int on_chunk(void *ctx, const void *data, size_t elements)
+{
+    emit *e = ctx;
+    if (e->widen < 0) return e->bytes(e->ctx, data, elements);
+    const uint8_t *p = data;
+    for (size_t k = 0; k < elements;) {
+        size_t n = elements - k < 1024 ? elements - k : 1024;
+        double wide[1024];
+        float buf[1024];
+        ckpt_dtype_widen(e->widen, p + 2 * k, n, wide);
+        for (size_t j = 0; j < n; j++) buf[j] = (float)wide[j];
+        TRY(e->bytes(e->ctx, buf, n * 4));
+        k += n;
+    }
+    return 0;
+}
+
+/* The bytes of storage s from element `from` on, `count` elements, through e. */
+static int storage_bytes(const plan *p, ckpt_reader *r, size_t s, uint64_t from, uint64_t count, emit *e)
+{
+    const storage *st = &p->st[s];
+    unsigned w = ckpt_dtype_width(st->dtype);
+    if (st->literal) return e->bytes(e->ctx, st->lit + from * w, (size_t)(count * w));
+    uint64_t at = 0;
+    for (size_t k = st->runs; k < st->runs + st->len && count; k++) {
+        const run *ru = &p->runs[k];
+        if (from >= at + ru->count) {
+            at += ru->count;
+            continue;
+        }
+        uint64_t skip = from - at, n = ru->count - skip < count ? ru->count - skip : count;
+        unsigned sw = ckpt_dtype_width(ru->dtype);
+        e->widen = ru->dtype != st->dtype ? ru->dtype : -1;
+        r->pos = ru->at + skip * sw;
+        /* copies stream bytes (width 1); widening streams elements */
+        if (e->widen < 0) TRY(ckpt_stream_payload(r, n * sw, 1, on_chunk, e, e->err));
+        else TRY(ckpt_stream_payload(r, n, sw, on_chunk, e, e->err));
+        from += n, count -= n;
+        at += ru->count;
+    }
+    return 0;
+}
+
+typedef struct zip_out {
+    ckpt_zip_writer *zw;
+    const ckpt_ds_consolidate_options *o;
+    uint64_t done;
+    ckpt_error *err;
+} zip_out;
+
+static int to_zip(void *ctx, const void *data, size_t n)
+{
+    zip_out *z = ctx;
+    TRY(ckpt_zip_write(z->zw, data, n));
+    z->done += n;
+    if (z->o && z->o->progress && z->o->progress(z->o->progress_ctx, z->done, CKPT_NONE))
+        return ckpt_fail(z->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "convert cancelled");
+    return 0;
+}
+
+static bool plain_name(const char *s)
+{
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 64) return false;
+    for (size_t k = 0; k < n; k++) {
+        char ch = s[k];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
+            return false;
+    }
+    return true;
+}
+
+static int member(ckpt_zip_writer *zw, const char *prefix, const char *name, const void *data, size_t n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", prefix, name);
+    TRY(ckpt_zip_begin(zw, path));
+    TRY(ckpt_zip_write(zw, data, n));
+    return ckpt_zip_end(zw);
+}
+
+/* The zip: every member through zw; `mark`, when given, is told which storage's data the next
+ * bytes are (SIZE_MAX: none), for a source read on demand. */
+typedef void (*mark_fn)(void *ctx, size_t storage);
+
+static int write_zip(const plan *p, const ckpt_ds_consolidate_options *o, const ckpt_sink *out, mark_fn mark,
+                     void *mark_ctx, ckpt_error *err)
+{
+    const char *prefix = o && plain_name(o->prefix) ? o->prefix : "archive";
+    ckpt_zip_writer zw;
+    ckpt_zip_writer_init(&zw, out, err);
+    zw.align = 64;
+    ckpt_reader *r = ckpt_reader_with_prefix(p->ds->src, DS_PREFIX);
+    if (!r) return ckpt_fail_oom(err);
+    zip_out z = {&zw, o, 0, err};
+    emit e = {to_zip, &z, -1, err};
+    int rc = member(&zw, prefix, "data.pkl", p->pickle.data, p->pickle.len);
+    if (!rc) rc = member(&zw, prefix, "byteorder", "little", 6);
+    for (size_t s = 0; s < p->st_len && !rc; s++) {
+        char name[160];
+        snprintf(name, sizeof name, "%s/data/%zu", prefix, s);
+        rc = ckpt_zip_begin(&zw, name);
+        if (!rc && mark) mark(mark_ctx, s);
+        if (!rc) rc = storage_bytes(p, r, s, 0, p->st[s].numel, &e);
+        if (mark) mark(mark_ctx, SIZE_MAX);
+        if (!rc) rc = ckpt_zip_end(&zw);
+    }
+    if (!rc) rc = member(&zw, prefix, "version", "3\n", 2);
+    if (!rc) rc = ckpt_zip_finish(&zw);
+    ckpt_reader_free(r);
+    ckpt_zip_writer_free(&zw);
+    return rc;
+}
+
+/* ---- the fp32 model as safetensors ---- */
+
+static const char *st_dtype(int dtype)
+{
+    switch (dtype) {
+        case CKPT_FLOAT32: return "F32";
+        case CKPT_FLOAT64: return "F64";
+        case CKPT_FLOAT16: return "F16";
+        case CKPT_BFLOAT16: return "BF16";
+        case CKPT_INT64: return "I64";
+        case CKPT_INT32: return "I32";
+        case CKPT_INT16: return "I16";
+        case CKPT_INT8: return "I8";
+        case CKPT_UINT8: return "U8";
+        case CKPT_BOOL: return "BOOL";
+        default: return NULL;
+    }
+}
+
+typedef struct sink_out {
+    const ckpt_sink *out;
+    const ckpt_ds_consolidate_options *o;
+    uint64_t done;
+    ckpt_error *err;
+} sink_out;
+
+static int to_sink(void *ctx, const void *data, size_t n)
+{
+    sink_out *z = ctx;
+    TRY(ckpt_sink_bytes(z->out, data, n, z->err));
+    z->done += n;
+    if (z->o && z->o->progress && z->o->progress(z->o->progress_ctx, z->done, CKPT_NONE))
+        return ckpt_fail(z->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "convert cancelled");
+    return 0;
+}
+
+/* The header (module order; a tied alias left out, as safetensors keeps one copy of shared
+ * storage), padded with spaces to 8 bytes, then each storage's bytes in order. */
+static int write_safetensors(const plan *p, const ckpt_ds_consolidate_options *o, const ckpt_sink *out, ckpt_error *err)
+{
+    strbuf h = {0};
+    uint64_t at = 0;
+    sb_putc(&h, '{');
+    bool first = true;
+    for (size_t k = 0; k < p->keys_len; k++) {
+        const model_key *mk = &p->keys[k];
+        if (mk->alias) continue;
+        const storage *st = &p->st[mk->storage];
+        if (!st_dtype(st->dtype)) {
+            sb_free(&h);
+            return ckpt_fail(err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "%s: a dtype safetensors does not hold", mk->name);
+        }
+        if (!first) sb_putc(&h, ',');
+        first = false;
+        j_string(&h, mk->name);
+        sb_printf(&h, ":{\"dtype\":\"%s\",\"shape\":", st_dtype(st->dtype));
+        j_dims(&h, mk->dims, mk->rank);
+        sb_printf(&h, ",\"data_offsets\":[%llu,%llu]}", (unsigned long long)at, (unsigned long long)(at + st->bytes));
+        at += st->bytes;
+    }
+    sb_printf(&h, "%s\"__metadata__\":{\"format\":\"pt\"}}", first ? "" : ",");
+    while (!h.failed && h.len % 8) sb_putc(&h, ' ');
+    if (h.failed) {
+        sb_free(&h);
+        return ckpt_fail_oom(err);
+    }
+    uint8_t len[8];
+    ckpt_put_u64le(len, h.len);
+    int rc = ckpt_sink_bytes(out, len, 8, err);
+    if (!rc) rc = ckpt_sink_bytes(out, h.data, h.len, err);
+    sb_free(&h);
+    ckpt_reader *r = rc ? NULL : ckpt_reader_with_prefix(p->ds->src, DS_PREFIX);
+    if (!rc && !r) rc = ckpt_fail_oom(err);
+    sink_out z = {out, o, 0, err};
+    emit e = {to_sink, &z, -1, err};
+    for (size_t k = 0; !rc && k < p->keys_len; k++)
+        if (!p->keys[k].alias) rc = storage_bytes(p, r, p->keys[k].storage, 0, p->st[p->keys[k].storage].numel, &e);
+    ckpt_reader_free(r);
+    return rc;
+}
+
+static int make_plan(plan *p, const ckpt_file *in, int which, ckpt_error *err)
+{
+    *p = (plan){0};
+    p->err = err;
+    TRY(ckpt_ds_consolidate_check(in, err));
+    p->rep = ckpt_file_report(in);
+    p->ds = ckpt_ds_of(p->rep);
+    if (which == CKPT_DS_OPTIMIZER) return plan_optimizer(p);
+    if (which == CKPT_DS_MODEL || which == CKPT_DS_MODEL_SAFETENSORS) return plan_model(p);
+    return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "convert writes the optimizer or the model");
+}
+
+int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *o, const ckpt_sink *out,
+                        ckpt_error *err)
+{
+    if (!in || !o || !out)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    plan p;
+    int rc = make_plan(&p, in, o->which, err);
+    if (!rc)
+        rc = o->which == CKPT_DS_MODEL_SAFETENSORS ? write_safetensors(&p, o, out, err)
+                                                   : write_zip(&p, o, out, NULL, NULL, err);
+    plan_free(&p);
+    return rc;
+}
+
+/* ---- a consolidated file as a source read on demand ---- */
+
+/* The file's bytes but the storages' data are kept; a storage's data is read from its runs. */
+typedef struct seg {
+    uint64_t at, len; /* in the file */
+    size_t storage;   /* SIZE_MAX: kept bytes, at `kept` */
+    uint64_t kept;
+} seg;
+
+struct ckpt_ds_virtual {
+    plan p;
+    ckpt_reader *r;
+    seg *segs;
+    size_t segs_len, segs_cap;
+    ckpt_buffer kept;
+    ckpt_sink kept_sink;
+    uint64_t size;
+    size_t storage; /* while recording: the storage whose data flows, SIZE_MAX none */
+    ckpt_source src;
+};
+
+static bool push_seg(ckpt_ds_virtual *v, seg s)
+{
+    seg *last = v->segs_len ? &v->segs[v->segs_len - 1] : NULL;
+    if (last && last->storage == s.storage && last->at + last->len == s.at) {
+        last->len += s.len; /* one run on */
+        return true;
+    }
+    if (v->segs_len == v->segs_cap) {
+        size_t cap = v->segs_cap ? 2 * v->segs_cap : 64;
+        seg *g = realloc(v->segs, cap * sizeof *g);
+        if (!g) return false;
+        v->segs = g, v->segs_cap = cap;
+    }
+    v->segs[v->segs_len++] = s;
+    return true;
+}
+
+/* The recording sink: a storage's data counted, everything else kept. */
+static int record(void *ctx, const void *buf, size_t n)
+{
+    ckpt_ds_virtual *v = ctx;
+    if (v->storage != SIZE_MAX) {
+        if (!push_seg(v, (seg){v->size, n, v->storage, 0})) return -1;
+    } else {
+        uint64_t before = v->kept.len;
+        if (v->kept_sink.write(v->kept_sink.ctx, buf, n) || !push_seg(v, (seg){v->size, n, SIZE_MAX, before}))
+            return -1;
+    }
+    v->size += n;
+    return 0;
+}
+
+static void mark_storage(void *ctx, size_t storage) { ((ckpt_ds_virtual *)ctx)->storage = storage; }
+
+/* Bytes [lo, hi) of a storage's data, copied to dst as they stream by. */
+typedef struct cut {
+    uint8_t *dst;
+    uint64_t pos, lo, hi;
+} cut;
+
+static int copy_cut(void *ctx, const void *data, size_t n)
+{
+    cut *c = ctx;
+    uint64_t a = c->pos > c->lo ? c->pos : c->lo, b = c->pos + n < c->hi ? c->pos + n : c->hi;
+    if (a < b) memcpy(c->dst + (a - c->lo), (const uint8_t *)data + (a - c->pos), (size_t)(b - a));
+    c->pos += n;
+    return 0;
+}
+
+static size_t virtual_read(void *ctx, uint64_t offset, void *buf, size_t n)
+{
+    ckpt_ds_virtual *v = ctx;
+    uint8_t *out = buf;
+    size_t done = 0;
+    size_t lo = 0, hi = v->segs_len;
+    while (hi - lo > 1) { /* the segment holding offset */
+        size_t mid = lo + (hi - lo) / 2;
+        if (v->segs[mid].at <= offset) lo = mid;
+        else hi = mid;
+    }
+    for (size_t k = lo; k < v->segs_len && done < n; k++) {
+        const seg *s = &v->segs[k];
+        uint64_t at = offset + done;
+        if (at < s->at || at >= s->at + s->len) continue;
+        uint64_t skip = at - s->at;
+        size_t take = (size_t)(s->len - skip < n - done ? s->len - skip : n - done);
+        if (s->storage == SIZE_MAX) memcpy(out + done, v->kept.data + s->kept + skip, take);
+        else {
+            const storage *st = &v->p.st[s->storage];
+            unsigned w = ckpt_dtype_width(st->dtype);
+            uint64_t first = skip / w, last = (skip + take + w - 1) / w;
+            cut c = {out + done, first * w, skip, skip + take};
+            ckpt_error e = {0};
+            ckpt_error_clear(&e);
+            emit em = {copy_cut, &c, -1, &e};
+            int rc = storage_bytes(&v->p, v->r, s->storage, first, last - first, &em);
+            ckpt_error_clear(&e);
+            if (rc) return CKPT_READ_ERROR;
+        }
+        done += take;
+    }
+    return done;
+}
+
+void ckpt_ds_virtual_free(ckpt_ds_virtual *v)
+{
+    if (!v) return;
+    plan_free(&v->p);
+    ckpt_reader_free(v->r);
+    free(v->segs);
+    ckpt_buffer_free(&v->kept);
+    free(v);
+}
+
+ckpt_ds_virtual *ckpt_ds_virtual_new(const ckpt_file *in, int which, const char *prefix, ckpt_error *err)
+{
+    ckpt_ds_virtual *v = calloc(1, sizeof *v);
+    if (!v) return ckpt_fail_oom(err), NULL;
+    v->storage = SIZE_MAX;
+    ckpt_sink_buffer(&v->kept_sink, &v->kept);
+    ckpt_ds_consolidate_options o = {which, prefix, NULL, NULL};
+    int rc = make_plan(&v->p, in, which, err);
+    if (!rc && !(v->r = ckpt_reader_with_prefix(v->p.ds->src, DS_PREFIX))) rc = ckpt_fail_oom(err);
+    ckpt_sink rec = {v, record};
+    if (!rc) rc = write_zip(&v->p, &o, &rec, mark_storage, v, err);
+    if (rc) {
+        if (!err || !err->code) ckpt_fail_oom(err);
+        ckpt_ds_virtual_free(v);
+        return NULL;
+    }
+    v->src = (ckpt_source){v, virtual_read, v->size};
+    return v;
+}
+
+const ckpt_source *ckpt_ds_virtual_source(const ckpt_ds_virtual *v) { return &v->src; }
+
+/* ---- DeepSpeed to TorchLean through the pair ---- */
+
+int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
+                    const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err)
+{
+    if (note) *note = NULL;
+    if (!in || !o || !out)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    ckpt_ds_virtual *vo = ckpt_ds_virtual_new(in, CKPT_DS_OPTIMIZER, "optimizer", err);
+    if (!vo) return err->code;
+    ckpt_ds_virtual *vm = ckpt_ds_virtual_new(in, CKPT_DS_MODEL, "model", err);
+    if (!vm) {
+        ckpt_ds_virtual_free(vo);
+        return err->code;
+    }
+    ckpt_file *fo = ckpt_open(ckpt_ds_virtual_source(vo), NULL);
+    ckpt_file *fm = fo ? ckpt_open(ckpt_ds_virtual_source(vm), NULL) : NULL;
+    int rc = fo && fm ? 0 : ckpt_fail_oom(err);
+    for (ckpt_file *f = fo; !rc && f; f = f == fo ? fm : NULL) {
+        const ckpt_report *rep = ckpt_file_report(f);
+        if (rep->error.code) rc = ckpt_error_copy(err, &rep->error); /* never: the writer's own files */
+    }
+    /* no names given: the checkpoint's own, its frozen parameters and buffers (11.4 knows them) */
+    const char **own = NULL;
+    size_t own_len = 0;
+    if (!rc && !frozen) {
+        const ckpt_ds *ds = ckpt_ds_of(ckpt_file_report(in));
+        const ds_file *m = &ds->files[ds->model];
+        const ckpt_torch_model *md = &m->t->models[m->module];
+        if (!(own = malloc((md->count ? md->count : 1) * sizeof *own))) rc = ckpt_fail_oom(err);
+        for (size_t e = 0; !rc && e < md->count; e++) {
+            const char *name = m->t->named[md->first + e].name;
+            size_t j = slot_named(ds, name);
+            bool seen = false;
+            for (size_t k = 0; k < own_len && !seen; k++) seen = !strcmp(own[k], name);
+            if (!seen && (j == DS_NONE || !ckpt_schema_requires_grad(ckpt_file_report(in)->schema, j)))
+                own[own_len++] = name;
+        }
+        frozen = own, frozen_count = own_len;
+    }
+    if (!rc) {
+        ckpt_pair_options po = {0};
+        po.frozen = frozen, po.frozen_count = frozen_count;
+        ckpt_pair_result *r = ckpt_pair_with(fo, fm, &po, o->progress, o->progress_ctx);
+        if (!r) rc = ckpt_fail_oom(err);
+        else if (r->failures_len) {
+            rc = r->failures[0].code;
+            ckpt_error_move(err, &r->failures[0]);
+        } else if (r->error.code && !r->cannot_tell) {
+            rc = r->error.code;
+            ckpt_error_move(err, &r->error);
+        } else if (r->cannot_tell && note && r->error.message) {
+            size_t n = strlen(r->error.message) + 1;
+            if (!(*note = malloc(n))) rc = ckpt_fail_oom(err);
+            else memcpy(*note, r->error.message, n);
+        }
+        ckpt_pair_result_free(r);
+    }
+    if (!rc) rc = ckpt_convert(fo, o, out, res, err);
+    free(own);
+    ckpt_close(fm);
+    ckpt_close(fo);
+    ckpt_ds_virtual_free(vm);
+    ckpt_ds_virtual_free(vo);
+    return rc;
+}
