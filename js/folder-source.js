@@ -71,21 +71,3 @@ export async function openFolder(dir) {
   const plan = await deepspeedPlan(dir);
   return plan && plan.members ? new BundleSource(plan, (name) => FileSource.open(path.join(plan.root, name))) : null;
 }
-
-/** The checkpoints of a DeepSpeed run in a folder, as paths in run order: a save_dir's tag
- *  folders (the core's order: the last run of digits of the name, `run SAVE_DIR`), or a Hugging
- *  Face Trainer output folder's checkpoint-N/ folders saved with DeepSpeed (in the order of N, the
- *  core's; each a save_dir, with no optimizer.pt); null when `dir` is neither. */
-export async function deepspeedTagFolders(dir) {
-  const plan = await deepspeedPlan(dir);
-  if (plan) return Array.isArray(plan.tags) ? plan.tags.map((t) => path.join(plan.root, t)) : null;
-  const root = dir instanceof URL ? fileURLToPath(dir) : String(dir);
-  if (!fs.statSync(root, { throwIfNoEntry: false })?.isDirectory()) return null;
-  const { checkpointFolders, trainerFolder } = await import('./trainer-folder.js');
-  const folders = await checkpointFolders(root).catch(() => []);
-  if (!folders.length) return null;
-  for (const f of folders) {
-    if ((await trainerFolder(f.path)).optimizer || !(await deepspeedPlan(f.path))) return null;
-  }
-  return folders.map((f) => f.path);
-}

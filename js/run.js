@@ -45,7 +45,7 @@ function sources(list, what) {
 
 /** A DeepSpeed save_dir's tag folders, in run order (Node). */
 async function saveDirFolders(dir) {
-  const { deepspeedTagFolders } = await import('./folder-source.js');
+  const { deepspeedTagFolders } = await import('./run-folders.js');
   const folders = await deepspeedTagFolders(dir);
   if (!folders) throw new TypeError(`files must be an array, or a DeepSpeed save_dir's path: ${String(dir)} is neither`);
   return folders;

@@ -9,7 +9,8 @@ import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, writing, displayName, sourceOf, readBack } from '../user-files.js';
 import { UsageError, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { convertedLines, weightsOnlyLines } from './text.js';
+import { convertedLines } from './text.js';
+import { weightsOnlyLines } from '../weights-only.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
 const TORCH_OUT = /\.(pt|pth|bin)$/i;

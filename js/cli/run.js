@@ -15,7 +15,7 @@ import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from '.
 import { isOutputFolder, openOutputFolder, openCheckpointFolders, compareLogged, FolderError } from '../trainer-run.js';
 import { UsageError, parseArgs, positiveArg, ratioBandArg, kindArg, exportFormatOf, exportOutputs } from './args.js';
 import { readNames, isDeepSpeedFolder } from './inputs.js';
-import { deepspeedTagFolders } from '../folder-source.js';
+import { deepspeedTagFolders } from '../run-folders.js';
 import { runLines, trainerWarnings, wroteLine } from './text.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */

@@ -51,8 +51,8 @@ test('the CLI writes the same bytes as consolidate() (from a save_dir, a tag fol
   assert.equal(r.status, 0);
   const lines = r.stdout.trim().split('\n');
   assert.equal(lines[1], 'opt.pt: torch.save file, torch.optim state_dict, 7 parameters with state (float32), 1 group');
-  assert.equal(lines[6], 'm.pt: torch.save file, the fp32 model: 11 tensors');
-  assert.equal(lines[7], 'weights only: torch 1.13: yes');
+  assert.equal(lines[7], 'm.pt: torch.save file, the fp32 model: 11 tensors');
+  assert.equal(lines[8], 'weights only: torch 1.13: yes');
   // a tag folder and a Trainer checkpoint-N/ holding a save_dir convert as their save_dir does
   const { cases } = JSON.parse(fs.readFileSync(path.join(seeds, 'manifest.json'), 'utf8'));
   const hf = cases.find((c) => c.name === 'hf-checkpoint-2').dir;
