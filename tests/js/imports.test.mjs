@@ -57,3 +57,36 @@ test('no JS module imports itself back, in js/ and web/', () => {
 test('the cycle finder finds a cycle', () => {
   assert.deepEqual(cycles(new Map([['a', ['b']], ['b', ['c']], ['c', ['a']]])), ['a -> b -> c -> a']);
 });
+
+/** Each module's static imports only (import() loads on demand, where it runs). */
+function staticGraph(files) {
+  const g = new Map();
+  for (const f of files) {
+    const text = fs.readFileSync(path.join(ROOT, f), 'utf8');
+    const to = [];
+    for (const m of text.matchAll(/^(?:import|export)\b[^;]*?\bfrom\s+'([^']+)'|^import\s+'([^']+)'/gm)) {
+      const spec = m[1] ?? m[2];
+      if (spec.startsWith('node:')) to.push(spec);
+      else if (spec.startsWith('/js/')) to.push(path.normalize(spec.slice(1)));
+      else if (spec.startsWith('.')) to.push(path.normalize(path.join(path.dirname(f), spec)));
+    }
+    g.set(f, to);
+  }
+  return g;
+}
+
+test('the viewer loads no Node module: nothing web/ imports statically imports node:', () => {
+  const g = staticGraph([...modules('js'), ...modules('web')]);
+  const seen = new Set(), bad = [];
+  const walk = (f, via) => {
+    if (seen.has(f)) return;
+    seen.add(f);
+    for (const to of g.get(f) ?? []) {
+      if (to.startsWith('node:')) bad.push([...via, f, to].join(' -> '));
+      else walk(to, [...via, f]);
+    }
+  };
+  for (const f of g.keys()) if (f.startsWith('web/')) walk(f, []);
+  assert.ok(seen.has('js/index.js') && seen.has('js/checkpoint.js'), 'the page imports the package');
+  assert.deepEqual(bad, []);
+});
