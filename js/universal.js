@@ -4,9 +4,8 @@
 // folder OUT_DIR is written as a sibling {UTAG}.tmp-{nanos} and renamed when complete, then
 // latest_universal (UTAG, no newline) beside it, by a temporary file renamed.
 
-import fs from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+// node:fs, node:path and node:url are imported where a folder is written: the package's index
+// exports this module to browsers too (universalPlan reads in any of them).
 import { withOpen, withFile } from './checkpoint.js';
 import { withSink } from './sink.js';
 import { loadBinding } from './binding.js';
@@ -52,6 +51,7 @@ export async function universalPlan(source) {
  */
 export async function convertToUniversal(source, outDir, options = {}) {
   const { signal } = options;
+  const [{ default: fs }, { default: path }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:path'), import('node:url')]);
   const target = path.resolve(outDir instanceof URL ? fileURLToPath(outDir) : String(outDir));
   const parent = path.dirname(target), tag = path.basename(target);
   if (fs.existsSync(target)) throw new Error(`${outDir} exists: convert --to universal writes a new folder`);
