@@ -148,3 +148,38 @@ test('a DeepSpeed folder that fails a check: Convert… shows its own diagnostic
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
+
+// Cancel works from the click on: with the service worker stubbed silent (it never answers, as in
+// export-stream.test.mjs), Cancel ends the conversion as cancelled at once, nothing downloaded.
+// The dialog opens here from the Export menu.
+test('Convert… from the Export menu; Cancel while the download has not begun: cancelled, nothing saved, the dialog usable', async () => {
+  const page = await viewer.page({ acceptDownloads: true });
+  await page.context().addInitScript(() => {
+    const registration = { active: { postMessage() {} } };
+    Object.defineProperty(ServiceWorkerContainer.prototype, 'ready', { get: () => Promise.resolve(registration) });
+    ServiceWorkerContainer.prototype.register = () => Promise.resolve(registration);
+  });
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=run-folder-input]', W2);
+  await page.waitForSelector('#export-menu:not([hidden]) [data-testid=export-convert]', { state: 'attached', timeout: 60000 });
+  await page.click('#export-menu summary');
+  assert.equal(await text(page, '[data-testid=export-convert]'), 'Convert… (optimizer.pt and model, or TorchLean TLADAMF)');
+  await page.click('[data-testid=export-convert]');
+  await page.waitForSelector('[data-testid=convert-dialog][data-direction=deepspeed]');
+  let downloads = 0;
+  page.on('download', () => downloads++);
+  assert.equal(await page.isHidden('[data-testid=convert-cancel]'), true);
+  await page.waitForSelector('[data-testid=ds-save-optimizer]:not([disabled])');
+  await page.click('[data-testid=ds-save-optimizer]');
+  await page.waitForSelector('[data-testid=convert-cancel]', { state: 'visible' });
+  assert.equal(await page.isDisabled('[data-testid=ds-save-model]'), true);
+  await page.click('[data-testid=convert-cancel]');
+  await waitText(page, '[data-testid=convert-result]', 'Conversion cancelled.');
+  assert.equal(downloads, 0);
+  assert.equal(await page.isHidden('[data-testid=convert-cancel]'), true);
+  assert.equal(await page.isHidden('[data-testid=convert-progress]'), true);
+  await page.waitForSelector('[data-testid=ds-save-model]:not([disabled])');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
