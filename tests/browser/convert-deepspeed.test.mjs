@@ -124,6 +124,22 @@ test('a DeepSpeed folder as TLADAMF: the missing kind is the core\'s refusal; wi
   await page.context().close();
 });
 
+test('a ZeRO-3 bf16 folder: optimizer.pt and model.safetensors, the Node API\'s consolidate bytes', async () => {
+  const dir = path.join(FIXTURES, 'zero3-w2-bf16');
+  const page = await openDialog(dir);
+  await page.selectOption('[data-testid=ds-model-format]', 'safetensors');
+  await consolidate(dir, at('zero3-w2-bf16-optimizer.pt'), at('zero3-w2-bf16-model.safetensors'));
+  const opt = await saveAndRead(page, '[data-testid=ds-save-optimizer]');
+  assert.equal(opt.name, 'zero3-w2-bf16-optimizer.pt');
+  assert.ok(opt.bytes.equals(fs.readFileSync(at('zero3-w2-bf16-optimizer.pt'))), 'the optimizer download is consolidate\'s, byte for byte');
+  await result(page, 'Saved zero3-w2-bf16-optimizer.pt:');
+  const model = await saveAndRead(page, '[data-testid=ds-save-model]');
+  assert.equal(model.name, 'zero3-w2-bf16-model.safetensors');
+  assert.ok(model.bytes.equals(fs.readFileSync(at('zero3-w2-bf16-model.safetensors'))), 'the model download is consolidate\'s, byte for byte');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
 test('a DeepSpeed folder that fails a check: Convert… shows its own diagnostic and saves nothing', async () => {
   const norank = at('norank');
   fs.cpSync(W2, norank, { recursive: true });
