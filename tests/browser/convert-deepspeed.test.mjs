@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startViewer, shotAt } from './browser.mjs';
 import { text, waitText } from './fixtures.mjs';
-import { consolidate, convert, open } from '../../js/index.js';
+import { consolidate, convert, open, universalPlan, convertToUniversal } from '../../js/index.js';
 
 const FIXTURES = new URL('../fixtures/deepspeed/', import.meta.url).pathname;
 const W2 = path.join(FIXTURES, 'zero2-w2');
@@ -197,5 +197,86 @@ test('Convert… from the Export menu; Cancel while the download has not begun: 
   assert.equal(await page.isHidden('[data-testid=convert-progress]'), true);
   await page.waitForSelector('[data-testid=ds-save-model]:not([disabled])');
   assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+/** A page whose showDirectoryPicker answers the origin's private file system (a folder dialog has
+ *  no automation), the folder `dir` open and its Convert… dialog showing. */
+async function withFolderPicker(dir, picker = true) {
+  const page = await viewer.page({ width: 1280 });
+  await page.context().addInitScript((picker) => {
+    if (picker) window.showDirectoryPicker = () => navigator.storage.getDirectory();
+    else delete window.showDirectoryPicker;
+  }, picker);
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=run-folder-input]', dir);
+  await page.waitForSelector('[data-testid=deepspeed]:not([hidden]) [data-testid=ds-convert]', { timeout: 60000 });
+  await page.click('[data-testid=ds-convert]');
+  await page.waitForSelector('[data-testid=convert-dialog][data-direction=deepspeed]');
+  return page;
+}
+
+/** Every file under the private file system's root: {path: bytes}. */
+async function privateFiles(page) {
+  const listed = await page.evaluate(async () => {
+    const out = {};
+    const walk = async (dir, at) => {
+      for await (const [name, h] of dir.entries()) {
+        if (h.kind === 'directory') await walk(h, `${at}${name}/`);
+        else out[`${at}${name}`] = Array.from(new Uint8Array(await (await h.getFile()).arrayBuffer()));
+      }
+    };
+    await walk(await navigator.storage.getDirectory(), '');
+    return out;
+  });
+  return Object.fromEntries(Object.entries(listed).map(([k, v]) => [k, Buffer.from(v)]));
+}
+
+test('where the page can write a folder: the universal checkpoint, file for file convertToUniversal\'s; ZeRO-3 refused in the core\'s words', async () => {
+  const page = await withFolderPicker(W2);
+  await page.check('[data-testid=ds-target-universal] input');
+  await page.waitForSelector('[data-testid=ds-save-universal]:not([disabled])');
+  assert.equal(await page.isHidden('[data-testid=ds-save-optimizer]'), true);
+  await page.click('[data-testid=ds-save-universal]');
+  await result(page, 'Wrote ');
+  const { tag, files, warnings } = await universalPlan(W2);
+  const out = at('universal');
+  fs.mkdirSync(out);
+  await convertToUniversal(W2, path.join(out, tag));
+  assert.equal(await text(page, '[data-testid=convert-result]'),
+    `Wrote ${tag}: a DeepSpeed universal checkpoint of ${files.length} files, and latest_universal naming it, into the folder picked.${warnings.map((w) => `warning: ${w}`).join('')}`);
+  // the fixture's model states have no universal_checkpoint_info: the core's warning, as it is
+  assert.deepEqual(await page.locator('[data-testid=convert-warning]').allTextContents(), warnings.map((w) => `warning: ${w}`));
+  assert.deepEqual(warnings, ['DeepSpeed: the model states have no universal_checkpoint_info (ds_to_universal refuses them); written as for an empty one']);
+  const got = await privateFiles(page);
+  const want = { latest_universal: fs.readFileSync(path.join(out, 'latest_universal')) };
+  for (const f of files) want[`${tag}/${f}`] = fs.readFileSync(path.join(out, tag, ...f.split('/')));
+  assert.deepEqual(Object.keys(got).sort(), Object.keys(want).sort());
+  for (const k of Object.keys(want)) assert.ok(got[k].equals(want[k]), `${k}: convertToUniversal's bytes`);
+  // written again into the same folder: refused, the folder there kept
+  await page.click('[data-testid=ds-save-universal]');
+  await result(page, 'Conversion failed:');
+  assert.equal(await text(page, '[data-testid=convert-result]'),
+    `Conversion failed: ${tag} is already in the folder picked: a universal checkpoint is written as a new folder`);
+  assert.equal(Object.keys(await privateFiles(page)).length, Object.keys(want).length);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+  // ZeRO-3: the core's refusal, the button unavailable
+  const z3 = path.join(FIXTURES, 'zero3-w2');
+  const refused = await universalPlan(z3).then(() => null, (err) => err.message);
+  assert.ok(refused);
+  const p3 = await withFolderPicker(z3);
+  await p3.check('[data-testid=ds-target-universal] input');
+  await waitText(p3, '[data-testid=convert-dialog] [data-testid=convert-refusal]', refused);
+  assert.equal(await p3.isDisabled('[data-testid=ds-save-universal]'), true);
+  await shotAt(p3, 'convert-deepspeed-universal-refused');
+  assert.deepEqual(p3.consoleErrors, []);
+  await p3.context().close();
+});
+
+test('where the page cannot write a folder (no showDirectoryPicker): no universal checkpoint offered', async () => {
+  const page = await withFolderPicker(W2, false);
+  assert.equal(await page.locator('[data-testid=ds-target-universal]').count(), 0);
   await page.context().close();
 });

@@ -4,8 +4,8 @@
 // the click), or as a TorchLean TLADAMF file through them with the options `convert DIR OUT.ckpt`
 // takes. The worker asks the core whether it converts (a real attempt, stopped at its first
 // byte) and the dialog shows the core's refusal as it is; the bytes stream to disk as exports do,
-// with their progress and Cancel. The universal checkpoint (a folder of many files) is left to the
-// CLI.
+// with their progress and Cancel. The universal checkpoint, a folder of many files, is written
+// where the browser lets a page write into a folder the user picks (showDirectoryPicker).
 import { el, button, testid, download } from '../dom.js';
 import { bytes as byteText } from '../format.js';
 import { canStream, streamTo } from './save-stream.js';
@@ -122,6 +122,11 @@ class DeepSpeedConvert {
 
   /** The core's first refusal of what is picked (null: it converts). */
   async plan() {
+    if (this.target === 'universal') {
+      const { refusal } = await this.ctx.rpc.request('dsUniversalBegin', { role: this.ctx.store.roleOf(this.file) });
+      await this.ctx.rpc.request('dsUniversalEnd');
+      return refusal;
+    }
     const jobs = this.target === 'pair' ? [this.job('optimizer'), this.job('model')] : [this.job('tladamf')];
     for (const job of jobs) {
       const refusal = await this.ctx.rpc.request('dsConvertPlan', { job });
@@ -177,6 +182,10 @@ class DeepSpeedConvert {
     what.append(radio('pair', 'PyTorch: optimizer.pt and the fp32 model', 'two files (convert DIR OPTIMIZER.pt --model MODEL.pt)'),
       line('The model as', this.modelFormat),
       radio('tladamf', 'TorchLean (TLADAMF .ckpt)', 'one file (convert DIR OUT.ckpt), with the options below'));
+    // a folder of files: only where the page can write into a folder the user picks
+    if (typeof globalThis.showDirectoryPicker === 'function') {
+      what.append(radio('universal', 'DeepSpeed universal checkpoint', 'a folder of files and latest_universal, written into a folder you pick (convert DIR OUT_DIR --to universal)'));
+    }
     this.radios[0].checked = true;
     const box = testid(el('fieldset', 'convert-options'), 'ds-tladamf-options');
     box.append(el('legend', '', 'TorchLean options'));
@@ -225,9 +234,10 @@ class DeepSpeedConvert {
     this.saveOptimizer = button('Save optimizer.pt', { testid: 'ds-save-optimizer', onClick: () => this.convert('optimizer') });
     this.saveModel = button('Save the model', { testid: 'ds-save-model', onClick: () => this.convert('model') });
     this.go = button('Convert and download', { testid: 'convert-go', onClick: () => this.convert('tladamf') });
+    this.saveUniversal = button('Write into a folder…', { testid: 'ds-save-universal', onClick: () => this.writeUniversal() });
     this.stop = button('Cancel', { testid: 'convert-cancel', onClick: () => this.cancel?.() });
     const tools = el('div', 'tools');
-    tools.append(this.saveOptimizer, this.saveModel, this.go, this.stop, button('Close', { testid: 'convert-close', onClick: () => this.dialog.close() }));
+    tools.append(this.saveOptimizer, this.saveModel, this.go, this.saveUniversal, this.stop, button('Close', { testid: 'convert-close', onClick: () => this.dialog.close() }));
     d.append(this.refusalBox, this.out, this.progress, tools);
     this.sync();
   }
@@ -238,7 +248,9 @@ class DeepSpeedConvert {
     const names = this.names();
     const ready = !this.busy && !!this.planner?.ready && !this.tooBig;
     this.saveOptimizer.hidden = this.saveModel.hidden = !pair;
-    this.go.hidden = pair;
+    this.go.hidden = this.target !== 'tladamf';
+    this.saveUniversal.hidden = this.target !== 'universal';
+    this.saveUniversal.disabled = !ready;
     this.saveOptimizer.textContent = `Save ${names.optimizer}`;
     this.saveModel.textContent = `Save ${names.model}`;
     this.saveOptimizer.disabled = this.saveModel.disabled = this.go.disabled = !ready;
@@ -246,7 +258,7 @@ class DeepSpeedConvert {
     this.stop.hidden = !this.busy;
     for (const r of this.radios) r.disabled = this.busy;
     this.modelFormat.disabled = this.busy || !pair;
-    for (const x of [this.version, this.kind, ...Object.values(this.inputs)]) x.disabled = this.busy || pair;
+    for (const x of [this.version, this.kind, ...Object.values(this.inputs)]) x.disabled = this.busy || this.target !== 'tladamf';
   }
 
   /** Convert one file ('optimizer', 'model' or 'tladamf') and save it. */
@@ -279,6 +291,67 @@ class DeepSpeedConvert {
       }
     } catch (err) {
       if (!this.closed) this.out.textContent = err.name === 'AbortError' ? 'Conversion cancelled.' : `Conversion failed: ${err.message}`;
+    }
+    this.cancel = null;
+    this.busy = false;
+    if (!this.closed) {
+      this.progress.hidden = true;
+      this.sync();
+    }
+  }
+
+  /** The universal checkpoint written into a folder the user picks: the folder UTAG (which must
+   *  not be there) file by file, each made by the core in the worker, then latest_universal naming
+   *  it, as convert --to universal lays them out. A failure or Cancel removes UTAG. */
+  async writeUniversal() {
+    const { rpc, status } = this.ctx;
+    let parent;
+    try {
+      parent = await globalThis.showDirectoryPicker({ mode: 'readwrite' });   // first: it needs the click
+    } catch (err) {
+      if (err.name === 'AbortError') {
+        this.out.textContent = 'Not saved: no folder was picked.';
+        return;
+      }
+      throw err;
+    }
+    this.busy = true;
+    let cancelled = false;
+    this.cancel = () => (cancelled = true);
+    this.sync();
+    this.progress.hidden = false;
+    this.progress.removeAttribute('value');
+    let folder = null, tag = null;
+    try {
+      const plan = await rpc.request('dsUniversalBegin', { role: this.ctx.store.roleOf(this.file) });
+      if (plan.refusal) throw new Error(plan.refusal.message);
+      tag = plan.tag;
+      const there = await parent.getDirectoryHandle(tag).then(() => true, () => false);
+      if (there) throw new Error(`${tag} is already in the folder picked: a universal checkpoint is written as a new folder`);
+      folder = await parent.getDirectoryHandle(tag, { create: true });
+      for (let k = 0; k < plan.files.length; k++) {
+        if (cancelled) throw new DOMException('cancelled', 'AbortError');
+        this.out.textContent = `Writing ${tag}… file ${k + 1} of ${plan.files.length}`;
+        this.progress.value = k / plan.files.length;
+        const { blob } = await rpc.request('dsUniversalFile', { k });
+        const parts = plan.files[k].split('/');
+        let dir = folder;
+        for (const p of parts.slice(0, -1)) dir = await dir.getDirectoryHandle(p, { create: true });
+        const out = await (await dir.getFileHandle(parts.at(-1), { create: true })).createWritable();
+        await out.write(blob);
+        await out.close();
+      }
+      const latest = await (await parent.getFileHandle('latest_universal', { create: true })).createWritable();
+      await latest.write(tag);
+      await latest.close();
+      this.out.textContent = `Wrote ${tag}: a DeepSpeed universal checkpoint of ${plan.files.length} files, and latest_universal naming it, into the folder picked.`;
+      for (const w of plan.warnings) this.out.append(el('br'), testid(el('span', 'warn-line', `warning: ${w}`), 'convert-warning'));
+      status(this.out.textContent);
+    } catch (err) {
+      if (folder) await parent.removeEntry(tag, { recursive: true }).catch(() => {});
+      if (!this.closed) this.out.textContent = err.name === 'AbortError' ? 'Conversion cancelled.' : `Conversion failed: ${err.message}`;
+    } finally {
+      await rpc.request('dsUniversalEnd').catch(() => {});
     }
     this.cancel = null;
     this.busy = false;

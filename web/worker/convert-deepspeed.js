@@ -2,7 +2,7 @@
 // parts/convert-deepspeed.js): its consolidated torch.optim optimizer and fp32 model, or a
 // TLADAMF file through them, streamed as the other conversions are. The core writes every byte
 // and says every refusal; here the panel's values cross into the package's API.
-import { convertTo, consolidateTo } from '/js/index.js';
+import { convertTo, consolidateTo, openUniversal } from '/js/index.js';
 import { handle, throttled } from './handles.js';
 import { streamOut, blobOut } from './stream-out.js';
 import { Planned } from './convert.js';
@@ -47,5 +47,39 @@ export const dsConvertRequests = {
   async dsConvert({ job }, progress) {
     const { blob, result } = await blobOut((write) => dsConversion(job, write, throttled(progress)));
     return { blob, result: result ?? null };
+  },
+};
+
+/** The universal checkpoint being written (one at a time): the core's plan, kept between the
+ *  page's requests for its files. */
+let universal = null;
+
+export const dsUniversalRequests = {
+  /** Start the universal checkpoint of the open folder: {files, warnings, tag}, or the core's
+   *  refusal {refusal: {code, message, hint}} (ZeRO-3, a folder that fails a check). */
+  async dsUniversalBegin({ role = 'a' }) {
+    await universal?.close();
+    universal = null;
+    try {
+      universal = await openUniversal(handle(role).ck);
+    } catch (err) {
+      if (err.name !== 'CheckpointError') throw err;
+      return { refusal: { code: err.code ?? null, message: err.message, hint: err.hint ?? null } };
+    }
+    const { files, warnings, tag } = universal;
+    return { files, warnings, tag, refusal: null };
+  },
+
+  /** File k of the universal checkpoint begun, as a Blob (one parameter's tensor). */
+  async dsUniversalFile({ k }) {
+    const { blob } = await blobOut((write) => universal.write(k, write));
+    return { blob };
+  },
+
+  /** The plan freed. */
+  async dsUniversalEnd() {
+    await universal?.close();
+    universal = null;
+    return null;
   },
 };
