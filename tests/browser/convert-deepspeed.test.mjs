@@ -280,3 +280,51 @@ test('where the page cannot write a folder (no showDirectoryPicker): no universa
   assert.equal(await page.locator('[data-testid=ds-target-universal]').count(), 0);
   await page.context().close();
 });
+
+// Cancel while the universal checkpoint is written: the folder picked is the private file system's
+// root behind a gate that holds the creation of UTAG/ until the test has clicked Cancel; the
+// UTAG/ begun is removed, latest_universal never written.
+test('Cancel while the universal checkpoint is written: cancelled, the folder begun removed', async () => {
+  const page = await viewer.page({ width: 1280 });
+  await page.context().addInitScript(() => {
+    let release;
+    window.gate = new Promise((r) => (release = r));
+    window.release = release;
+    window.showDirectoryPicker = async () => {
+      const root = await navigator.storage.getDirectory();
+      return {
+        kind: 'directory',
+        name: root.name,
+        getDirectoryHandle: async (name, options) => {
+          const d = await root.getDirectoryHandle(name, options);
+          if (options?.create) await window.gate;
+          return d;
+        },
+        getFileHandle: (...a) => root.getFileHandle(...a),
+        removeEntry: (...a) => root.removeEntry(...a),
+      };
+    };
+  });
+  await page.reload();
+  await page.waitForSelector('#examples button', { state: 'attached' });
+  await page.setInputFiles('[data-testid=run-folder-input]', W2);
+  await page.waitForSelector('[data-testid=deepspeed]:not([hidden]) [data-testid=ds-convert]', { timeout: 60000 });
+  await page.click('[data-testid=ds-convert]');
+  await page.check('[data-testid=ds-target-universal] input');
+  await page.waitForSelector('[data-testid=ds-save-universal]:not([disabled])');
+  await page.click('[data-testid=ds-save-universal]');
+  await page.waitForSelector('[data-testid=convert-cancel]', { state: 'visible' });
+  await page.click('[data-testid=convert-cancel]');
+  await page.evaluate(() => window.release());
+  await waitText(page, '[data-testid=convert-result]', 'Conversion cancelled.');
+  const names = await page.evaluate(async () => {
+    const out = [];
+    for await (const name of (await navigator.storage.getDirectory()).keys()) out.push(name);
+    return out;
+  });
+  assert.deepEqual(names, [], 'nothing left in the folder picked, not even an empty UTAG/');
+  assert.equal(await page.isHidden('[data-testid=convert-cancel]'), true);
+  await page.waitForSelector('[data-testid=ds-save-universal]:not([disabled])');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
