@@ -1026,3 +1026,6 @@ export function universalPlan(source: Source): Promise<UniversalPlan>;
 /** Node: a DeepSpeed ZeRO-1/2 or BF16_Optimizer folder written as the universal checkpoint
  *  `outDir` (OUT/UTAG, which must not exist), and OUT/latest_universal naming UTAG. */
 export function convertToUniversal(source: Source, outDir: string | URL, options?: { signal?: AbortSignal }): Promise<UniversalWritten>;
+/** The universal checkpoint file by file (a writer other than Node's file system): the plan
+ *  decided once; write(k, fn) streams file k (a path in the folder) through fn; close() frees it. */
+export function openUniversal(source: Source): Promise<UniversalPlan & { write(k: number, write: (bytes: Uint8Array) => void): Promise<void>; close(): Promise<void> }>;

@@ -4,6 +4,8 @@
 // folder OUT_DIR is written as a sibling {UTAG}.tmp-{nanos} and renamed when complete, then
 // latest_universal (UTAG, no newline) beside it, by a temporary file renamed.
 
+// node:fs, node:path and node:url are imported where a folder is written: the package's index
+// exports this module to browsers too (universalPlan reads in any of them).
 import { withOpen, withFile } from './checkpoint.js';
 import { withSink } from './sink.js';
 import { loadBinding } from './binding.js';
@@ -49,7 +51,6 @@ export async function universalPlan(source) {
  */
 export async function convertToUniversal(source, outDir, options = {}) {
   const { signal } = options;
-  // Node's modules, imported here: the package's index is also the viewer's (no node: there)
   const [{ default: fs }, { default: path }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:path'), import('node:url')]);
   const target = path.resolve(outDir instanceof URL ? fileURLToPath(outDir) : String(outDir));
   const parent = path.dirname(target), tag = path.basename(target);
@@ -85,4 +86,34 @@ export async function convertToUniversal(source, outDir, options = {}) {
     }
     return { path: target, tag, files: plan.files, warnings: plan.warnings };
   }));
+}
+
+/**
+ * The universal checkpoint of `source` file by file, for a writer that is not Node's file system
+ * (the viewer writes into a folder the user picks): resolves {files, warnings, tag, write(k,
+ * write), close()}, the plan decided once (its files as convertToUniversal writes them, paths in
+ * the folder); write(k, fn) streams file k's bytes through fn(bytes). close() frees the plan and
+ * the opened checkpoint. A refusal is thrown as the core's CheckpointError.
+ */
+export async function openUniversal(source) {
+  const { open } = await import('./checkpoint.js');
+  const ck = typeof source?.summary === 'object' ? source : await open(source);
+  const owned = ck !== source;
+  if (!ck.ok) {
+    if (owned) ck.close();
+    throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+  }
+  let done, finished;
+  const closed = new Promise((resolve) => (done = resolve));
+  const ready = new Promise((resolve, reject) => {
+    finished = withPlan(ck, async (_, handle, plan) => {
+      resolve({ ...plan, write: (k, write) => withSink(write, (b, sinkId, err) => b.universalWrite(handle, k, sinkId, err)) });
+      await closed;
+    }).catch(reject).finally(() => owned && ck.close());
+  });
+  const out = await ready;
+  return { ...out, close: () => {
+    done();
+    return finished;
+  } };
 }

@@ -13,5 +13,6 @@ import { exportRequests } from './worker/export.js';
 import { runRequests } from './worker/run.js';
 import { convertRequests } from './worker/convert.js';
 import { torchConvertRequests } from './worker/convert-torch.js';
+import { dsConvertRequests, dsUniversalRequests } from './worker/convert-deepspeed.js';
 
-serve({ ...fileRequests, ...statsRequests, ...checkRequests, ...healthRequests, ...exportRequests, ...runRequests, ...convertRequests, ...torchConvertRequests });
+serve({ ...fileRequests, ...statsRequests, ...checkRequests, ...healthRequests, ...exportRequests, ...runRequests, ...convertRequests, ...torchConvertRequests, ...dsConvertRequests, ...dsUniversalRequests });

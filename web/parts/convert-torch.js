@@ -9,14 +9,14 @@ import { bytes as byteText } from '../format.js';
 import { canStream, streamTo } from './save-stream.js';
 
 /** Without streaming (a page served without cross-origin isolation) the page holds the file. */
-const IN_MEMORY_LIMIT = 400 * 1024 * 1024;
+export const IN_MEMORY_LIMIT = 400 * 1024 * 1024;
 /** A pause in typing before the core is asked again. */
 const PLAN_DELAY_MS = 200;
 
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i;
 
 /** A typed number: null when empty, else the number, else a TypeError naming the field. */
-function typedNumber(text, what) {
+export function typedNumber(text, what) {
   const t = text.trim();
   if (t === '') return null;
   if (!DECIMAL.test(t)) throw new TypeError(`${what} takes a number, not ${t}`);
@@ -25,7 +25,7 @@ function typedNumber(text, what) {
 
 /** The panel's values as the core takes them; a value that is no number is said here, as the
  *  CLI's usage errors say it (the core never sees it). */
-function typedBetas(text) {
+export function typedBetas(text) {
   const t = text.trim();
   if (t === '') return null;
   const parts = t.split(',');
@@ -46,11 +46,11 @@ async function saveConversion(rpc, name, job, { onProgress, onStart } = {}) {
   return saved && { bytes: saved.bytes, result: saved.result.result, via: saved.via };
 }
 
-const savedVia = (via) => (via === 'file' ? ', streamed to the file picked' : via === 'download' ? ', streamed to a download' : '');
+export const savedVia = (via) => (via === 'file' ? ', streamed to the file picked' : via === 'download' ? ', streamed to a download' : '');
 
 /** Asks the core again after each change, the last answer only; `ask()` resolves the refusal
  *  (null: it converts) or throws a local TypeError; `show(state)` draws {planning, refusal, error}. */
-class Planner {
+export class Planner {
   constructor(ask, show) {
     this.ask = ask;
     this.show = show;
@@ -88,7 +88,7 @@ class Planner {
 }
 
 /** The refusal (the core's text, its hint beside) or the local error, in `box`. */
-function showRefusal(box, { refusal, error }) {
+export function showRefusal(box, { refusal, error }) {
   box.replaceChildren();
   box.hidden = !refusal && !error;
   if (refusal) {
@@ -221,7 +221,7 @@ const BOXES = [
 ];
 
 /** How the panel names the core's optimizer kinds (PyTorch's class names). */
-const KIND_LABELS = { adam: 'Adam', adamw: 'AdamW' };
+export const KIND_LABELS = { adam: 'Adam', adamw: 'AdamW' };
 
 class TorchToTorchLean {
   constructor(ctx, file, dialog) {

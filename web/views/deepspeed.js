@@ -3,9 +3,10 @@
 // tag; the files of the tag folder that were read (each rank's partition with its size and the
 // padding it records per group, a stale rank's marked); the parameter groups; the engine's
 // steps; a file alone's note (which folder to open); and every failure of the checks, in the
-// core's order and words.
-import { el, testid } from '../dom.js';
+// core's order and words. A folder's card offers Convert… (parts/convert-deepspeed.js).
+import { el, button, testid } from '../dom.js';
 import { count, plain, plural } from '../format.js';
+import { openDeepSpeedConvert } from '../parts/convert-deepspeed.js';
 
 function line(text, id, cls = 'meta') {
   const p = el('p', cls, text);
@@ -45,9 +46,17 @@ function facts(d, kind) {
   return out.join(', ');
 }
 
-function renderDeepSpeed(card, file) {
+function renderDeepSpeed(card, file, ctx) {
   const s = file.summary, d = s.deepspeed;
-  card.replaceChildren(el('h2', '', `DeepSpeed ${d.kind ?? 'checkpoint'}`));
+  const head = el('div', 'card-head');
+  head.append(el('h2', '', `DeepSpeed ${d.kind ?? 'checkpoint'}`));
+  // a folder converts (a file alone is one rank's part); one that fails a check says why there
+  if (!d.lone) {
+    const tools = el('div', 'tools');
+    tools.append(button('Convert…', { testid: 'ds-convert', title: 'As the torch.optim optimizer.pt and fp32 model, or a TorchLean TLADAMF file', onClick: () => openDeepSpeedConvert(ctx, file) }));
+    head.append(tools);
+  }
+  card.replaceChildren(head);
   card.append(line(facts(d, s.kind), 'ds-facts'));
   if (d.note) card.append(line(d.note, 'ds-note'));
   if (!d.lone && d.files.length) {
@@ -74,8 +83,9 @@ function renderDeepSpeed(card, file) {
 
 /** The card of a DeepSpeed checkpoint (a folder, or one of its files alone): shown while one is open. */
 export class DeepSpeedView {
-  constructor({ store }) {
-    this.store = store;
+  constructor(ctx) {
+    this.ctx = ctx;
+    this.store = ctx.store;
   }
 
   mount(root) {
@@ -88,7 +98,7 @@ export class DeepSpeedView {
   onFiles() {
     const main = this.store.primary;
     this.card.hidden = !main?.summary.deepspeed;
-    if (!this.card.hidden) renderDeepSpeed(this.card, main);
+    if (!this.card.hidden) renderDeepSpeed(this.card, main, this.ctx);
   }
 
   onSelect() {}

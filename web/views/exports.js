@@ -4,6 +4,7 @@ import { el, button } from '../dom.js';
 import { saveFile, saveReport } from '../parts/exports.js';
 import { openConvert } from '../parts/convert.js';
 import { openTorchConvert } from '../parts/convert-torch.js';
+import { openDeepSpeedConvert } from '../parts/convert-deepspeed.js';
 
 export class ExportsView {
   constructor(ctx) {
@@ -63,7 +64,9 @@ export class ExportsView {
       add('Moments as safetensors', 'export-safetensors', () => saveFile(this.ctx, opt, 'safetensors', this.line));
       add('Moments as .npz', 'export-npz', () => saveFile(this.ctx, opt, 'npz', this.line));
       // a PyTorch optimizer converts once paired with its model (its slots are the model's)
-      if (opt.summary.family !== 'PyTorch') add('Convert… (another version, or for PyTorch)', 'export-convert', () => openConvert(this.ctx, opt));
+      if (opt.summary.deepspeed) {
+        if (!opt.summary.deepspeed.lone) add('Convert… (optimizer.pt and model, or TorchLean TLADAMF)', 'export-convert', () => openDeepSpeedConvert(this.ctx, opt));
+      } else if (opt.summary.family !== 'PyTorch') add('Convert… (another version, or for PyTorch)', 'export-convert', () => openConvert(this.ctx, opt));
       else if (opt.summary.schema) add('Convert… (TorchLean TLADAMF .ckpt)', 'export-convert', () => openTorchConvert(this.ctx, opt));
     }
     if (st?.summary.ok) {
