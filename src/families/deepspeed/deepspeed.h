@@ -264,8 +264,6 @@ int ds_walk(ckpt_ds *ds, ckpt_report *rep);
 int ds_lengths(ckpt_ds *ds, ckpt_report *rep);
 int ds_steps(ckpt_ds *ds, ckpt_report *rep);
 int ds_step_warnings(ckpt_ds *ds, ckpt_report *rep);
-/* a number as the texts print it: an integer without a point, else its shortest form */
-void ds_num_text(strbuf *sb, double x);
 /* schema.c */
 int ds_schema(ckpt_ds *ds, ckpt_report *rep);
 /* stats.c: statistics of every owner's keys from its fragments; 11.5.30 (the module's weights
@@ -281,7 +279,9 @@ int ds_universal(ckpt_parse *p, ckpt_ds *ds);
 size_t ds_universal_fragments(const ckpt_ds *ds, size_t param, int key, ds_frag_at *out);
 /* files.c: a step, from a 0-d (or one-element) tensor or a Python number */
 int ds_number_or_tensor(const ckpt_ds *ds, const ds_file *f, size_t node, bool *has, double *x, ckpt_error *err);
-/* open.c: the optimizer's kind ds_config says (11.4): ds->kind_said */
+/* pick.c: a number as the texts print it (an integer without a point, else its shortest form);
+ * the optimizer's kind ds_config says (11.4): ds->kind_said */
+void ds_num_text(strbuf *sb, double x);
 void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf);
 /* json.c */
 void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);

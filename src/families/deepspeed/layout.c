@@ -7,19 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void ds_num_text(strbuf *sb, double x)
-{
-    if (x == floor(x) && fabs(x) < 9.2e18) sb_printf(sb, "%.0f", x);
-    else {
-        char buf[40];
-        for (int prec = 1; prec <= 17; prec++) {
-            snprintf(buf, sizeof buf, "%.*g", prec, x);
-            if (strtod(buf, NULL) == x) break;
-        }
-        sb_puts(sb, buf);
-    }
-}
-
 static const ds_file *rank_file(const ckpt_ds *ds, uint64_t r)
 {
     return ds->optim && r < ds->W && ds->optim[r] != DS_NONE ? &ds->files[ds->optim[r]] : NULL;

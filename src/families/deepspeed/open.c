@@ -257,24 +257,6 @@ static int elastic_warning(ckpt_ds *ds, ckpt_report *rep)
 
 /* ---- the groups' configurations (11.4) ---- */
 
-/* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false) */
-void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf)
-{
-    ds->kind_said = -1;
-    ds_tree c = ds_tree_of(cf);
-    size_t opt = ds_get(c, ds_get(c, cf->root, "ds_config"), "optimizer");
-    const char *ts;
-    size_t tl;
-    if (ds_is_dict(c, opt) && ds_str(c, ds_get(c, opt, "type"), &ts, &tl)) {
-        char low[16] = {0};
-        for (size_t j = 0; j < tl && j < 15; j++) low[j] = (char)(ts[j] >= 'A' && ts[j] <= 'Z' ? ts[j] + 32 : ts[j]);
-        size_t mode = ds_get(c, ds_get(c, opt, "params"), "adam_w_mode");
-        bool off = mode != CKPT_PNIL && ds_node(c, mode)->kind == CKPT_PK_BOOL && !ds_node(c, mode)->truth;
-        if (tl < 15 && !strcmp(low, "adamw")) ds->kind_said = CKPT_ADAMW;
-        else if (tl < 15 && !strcmp(low, "adam")) ds->kind_said = off ? CKPT_ADAM : CKPT_ADAMW;
-    }
-}
-
 static int configs(ckpt_ds *ds, ckpt_report *rep)
 {
     const ds_file *f0 = file0(ds);

@@ -4,8 +4,10 @@
  * read as the data it pickles. Nothing a file names is called. */
 #include "families/deepspeed/deepspeed.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const ckpt_pnode *ds_node(ds_tree c, size_t k) { return ckpt_pickle_node(c.p, k); }
 
@@ -342,4 +344,35 @@ bool ds_fragment_address(ds_tree c, size_t k, uint64_t *start, uint64_t *numel)
     *start = (uint64_t)s;
     *numel = (uint64_t)n;
     return true;
+}
+
+void ds_num_text(strbuf *sb, double x)
+{
+    if (x == floor(x) && fabs(x) < 9.2e18) sb_printf(sb, "%.0f", x);
+    else {
+        char buf[40];
+        for (int prec = 1; prec <= 17; prec++) {
+            snprintf(buf, sizeof buf, "%.*g", prec, x);
+            if (strtod(buf, NULL) == x) break;
+        }
+        sb_puts(sb, buf);
+    }
+}
+
+/* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false) */
+void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf)
+{
+    ds->kind_said = -1;
+    ds_tree c = ds_tree_of(cf);
+    size_t opt = ds_get(c, ds_get(c, cf->root, "ds_config"), "optimizer");
+    const char *ts;
+    size_t tl;
+    if (ds_is_dict(c, opt) && ds_str(c, ds_get(c, opt, "type"), &ts, &tl)) {
+        char low[16] = {0};
+        for (size_t j = 0; j < tl && j < 15; j++) low[j] = (char)(ts[j] >= 'A' && ts[j] <= 'Z' ? ts[j] + 32 : ts[j]);
+        size_t mode = ds_get(c, ds_get(c, opt, "params"), "adam_w_mode");
+        bool off = mode != CKPT_PNIL && ds_node(c, mode)->kind == CKPT_PK_BOOL && !ds_node(c, mode)->truth;
+        if (tl < 15 && !strcmp(low, "adamw")) ds->kind_said = CKPT_ADAMW;
+        else if (tl < 15 && !strcmp(low, "adam")) ds->kind_said = off ? CKPT_ADAM : CKPT_ADAMW;
+    }
 }
