@@ -220,7 +220,7 @@ test('every viewer hook (data-testid) is there once its state is shown', async (
 test('the worker dispatches: one module per kind of request in web/worker/, worker.js only imports and serves', () => {
   const worker = read(path.join(WEB, 'worker.js'));
   const modules = [...worker.matchAll(/from '\.\/worker\/([a-z-]+\.js)'/g)].map((m) => m[1]);
-  assert.deepEqual(modules, ['files.js', 'stats.js', 'check.js', 'health.js', 'export.js', 'run.js', 'convert.js', 'convert-torch.js']);
+  assert.deepEqual(modules, ['files.js', 'stats.js', 'check.js', 'health.js', 'export.js', 'run.js', 'convert.js', 'convert-torch.js', 'convert-deepspeed.js']);
   assert.ok(worker.split('\n').length < 40, 'worker.js is a small dispatcher');
   for (const file of sources()) assert.ok(read(file).split('\n').length <= 600, `${path.relative(WEB, file)} is at most 600 lines`);
 });
