@@ -89,6 +89,18 @@ function describe(json) {
 }
 
 /** Named access to rows of u64 words (the columns' entries and tensors): rows.get(k, 'step'). */
+/** The arguments of a conversion to TLADAMF after the file, as w_convert and w_ds_convert take
+ *  them: version u64, oldest, reader, supply_counter, counter u64, drop_counter, untie,
+ *  round_to_float32, sink, progress, err, kind, has_weight_decay, weight decay, has_betas, beta1,
+ *  beta2, has_eps, eps, drop_amsgrad. */
+function convertArgs({ version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false,
+  round = false, kind = 0, weightDecay = null, betas = null, eps = null, dropAmsgrad = false }, sinkId, pid, err) {
+  const has = (x) => (x === null || x === undefined ? 0 : 1);
+  return [version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n, dropCounter ? 1 : 0, untie ? 1 : 0,
+    round ? 1 : 0, sinkId, pid, err, kind, has(weightDecay), weightDecay ?? 0, has(betas), betas?.[0] ?? 0,
+    betas?.[1] ?? 0, has(eps), eps ?? 0, dropAmsgrad ? 1 : 0];
+}
+
 export class Rows {
   #words;
   #at;
@@ -569,12 +581,8 @@ export class Binding {
    *  drop_counter, untie, round_to_float32, sink, progress, err, kind, has_weight_decay, weight
    *  decay, has_betas, beta1, beta2, has_eps, eps, drop_amsgrad): the result JSON, or null with
    *  err set. */
-  convert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false,
-    kind = 0, weightDecay = null, betas = null, eps = null, dropAmsgrad = false }, sinkId, pid, err) {
-    const has = (x) => (x === null || x === undefined ? 0 : 1);
-    return this.#json(this.#ex.w_convert(file, version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n,
-      dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err,
-      kind, has(weightDecay), weightDecay ?? 0, has(betas), betas?.[0] ?? 0, betas?.[1] ?? 0, has(eps), eps ?? 0, dropAmsgrad ? 1 : 0));
+  convert(file, options, sinkId, pid, err) {
+    return this.#json(this.#ex.w_convert(file, ...convertArgs(options, sinkId, pid, err)));
   }
 
   /** int w_convert_torch(file, state file (0: none), has_lr, lr double, prefix char* (0: none),
@@ -613,17 +621,13 @@ export class Binding {
 
   /** char *w_ds_convert(file, the options of w_convert, frozen names): DeepSpeed to TLADAMF
    *  through the consolidated pair; the result JSON, or null with err set. */
-  dsConvert(file, { version = 0n, oldest = false, reader = 0, counter = null, dropCounter = false, untie = false, round = false,
-    kind = 0, weightDecay = null, betas = null, eps = null, dropAmsgrad = false, frozen = null }, sinkId, pid, err) {
-    const has = (x) => (x === null || x === undefined ? 0 : 1);
+  dsConvert(file, options, sinkId, pid, err) {
+    const { frozen = null } = options;
     const core = this.#core;
     const names = frozen ? frozen.map((n) => core.stringIn(String(n))) : [];
     const table = frozen ? this.pointerTable(names) : 0;
     try {
-      return this.#json(this.#ex.w_ds_convert(file, version, oldest ? 1 : 0, reader, counter === null ? 0 : 1, counter ?? 0n,
-        dropCounter ? 1 : 0, untie ? 1 : 0, round ? 1 : 0, sinkId, pid, err,
-        kind, has(weightDecay), weightDecay ?? 0, has(betas), betas?.[0] ?? 0, betas?.[1] ?? 0, has(eps), eps ?? 0, dropAmsgrad ? 1 : 0,
-        table, names.length));
+      return this.#json(this.#ex.w_ds_convert(file, ...convertArgs(options, sinkId, pid, err), table, names.length));
     } finally {
       names.forEach((p) => core.free(p));
       if (table) core.free(table);

@@ -804,8 +804,9 @@ int ckpt_convert_plan(const ckpt_file *in, const ckpt_convert_options *o, ckpt_c
 int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_sink *out, ckpt_convert_result *res,
                  ckpt_error *err);
 /* A result as JSON {"version","dtype","rounded","maxRelativeError"} (caller frees), NULL when out of
- * memory. */
-char *ckpt_convert_result_json(const ckpt_convert_result *res);
+ * memory. untrained_note: NULL, or the text of a pair that holds only if its slots without state
+ * are not trained (ckpt_ds_convert's note), given as "pairError" with CKPT_E_TORCH_UNTRAINED. */
+char *ckpt_convert_result_json(const ckpt_convert_result *res, const char *untrained_note);
 
 /* TorchLean to PyTorch (writers/torch_write.c): the state of a valid TLADAMF file as the torch.save
  * zip of an Adam/AdamW optimizer's state_dict (format.md 10.1, 10.2), which

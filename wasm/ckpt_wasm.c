@@ -297,6 +297,34 @@ int w_convert_torch(const ckpt_file *f, ckpt_file *state, int has_lr, double lr,
     return ckpt_convert_to_torch(f, state, &o, &out, err);
 }
 
+/* The options of a conversion to TLADAMF, as w_convert and w_ds_convert take them (format.md 8
+ * "Conversion"; the PyTorch options of 10.6). */
+static ckpt_convert_options convert_options(uint64_t version, int oldest, int reader, int supply_counter,
+                                            uint64_t counter, int drop_counter, int untie, int round_to_float32,
+                                            int progress_token, int kind, int has_weight_decay, double weight_decay,
+                                            int has_betas, double beta1, double beta2, int has_eps, double eps,
+                                            int drop_amsgrad)
+{
+    return (ckpt_convert_options){version,
+                                  oldest != 0,
+                                  reader,
+                                  supply_counter != 0,
+                                  counter,
+                                  drop_counter != 0,
+                                  untie != 0,
+                                  round_to_float32 != 0,
+                                  PROGRESS(progress_token),
+                                  kind,
+                                  has_weight_decay != 0,
+                                  has_betas != 0,
+                                  has_eps != 0,
+                                  weight_decay,
+                                  beta1,
+                                  beta2,
+                                  eps,
+                                  drop_amsgrad != 0};
+}
+
 /* A DeepSpeed folder as a universal checkpoint (ckpt_universal_plan and the rest): the plan, or
  * NULL with err set; its JSON (NULL: out of memory); file `index` of it into a JS sink, 0 or the
  * code; the plan freed. */
@@ -333,48 +361,14 @@ char *w_ds_convert(const ckpt_file *f, uint64_t version, int oldest, int reader,
                    int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
                    int has_eps, double eps, int drop_amsgrad, const char *const *frozen, size_t frozen_count)
 {
-    ckpt_convert_options o = {version,
-                              oldest != 0,
-                              reader,
-                              supply_counter != 0,
-                              counter,
-                              drop_counter != 0,
-                              untie != 0,
-                              round_to_float32 != 0,
-                              PROGRESS(progress_token),
-                              kind,
-                              has_weight_decay != 0,
-                              has_betas != 0,
-                              has_eps != 0,
-                              weight_decay,
-                              beta1,
-                              beta2,
-                              eps,
-                              drop_amsgrad != 0};
+    ckpt_convert_options o = convert_options(version, oldest, reader, supply_counter, counter, drop_counter, untie,
+                                             round_to_float32, progress_token, kind, has_weight_decay, weight_decay,
+                                             has_betas, beta1, beta2, has_eps, eps, drop_amsgrad);
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     ckpt_convert_result res;
     char *note = NULL;
     if (ckpt_ds_convert(f, &o, frozen, frozen_count, &out, &res, &note, err)) return NULL;
-    char *json = ckpt_convert_result_json(&res);
-    if (json && note) { /* the result's object with the pairing's "pairError" (as ckpt_pair_json's "error") */
-        ckpt_error e = {0};
-        ckpt_error_clear(&e);
-        e.code = CKPT_E_TORCH_UNTRAINED;
-        e.message = note;
-        char *ej = ckpt_error_json(&e);
-        size_t a = strlen(json), b = ej ? strlen(ej) : 0;
-        char *both = ej ? malloc(a + b + 16) : NULL;
-        if (both) {
-            memcpy(both, json, a - 1);
-            memcpy(both + a - 1, ",\"pairError\":", 13);
-            memcpy(both + a + 12, ej, b);
-            both[a + 12 + b] = '}';
-            both[a + 13 + b] = 0;
-        }
-        free(ej);
-        free(json);
-        json = both;
-    }
+    char *json = ckpt_convert_result_json(&res, note);
     free(note);
     if (!json) ckpt_error_set_oom(err);
     return json;
@@ -455,28 +449,13 @@ char *w_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, in
                 int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
                 int has_eps, double eps, int drop_amsgrad)
 {
-    ckpt_convert_options o = {version,
-                              oldest != 0,
-                              reader,
-                              supply_counter != 0,
-                              counter,
-                              drop_counter != 0,
-                              untie != 0,
-                              round_to_float32 != 0,
-                              PROGRESS(progress_token),
-                              kind,
-                              has_weight_decay != 0,
-                              has_betas != 0,
-                              has_eps != 0,
-                              weight_decay,
-                              beta1,
-                              beta2,
-                              eps,
-                              drop_amsgrad != 0};
+    ckpt_convert_options o = convert_options(version, oldest, reader, supply_counter, counter, drop_counter, untie,
+                                             round_to_float32, progress_token, kind, has_weight_decay, weight_decay,
+                                             has_betas, beta1, beta2, has_eps, eps, drop_amsgrad);
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     ckpt_convert_result res;
     if (ckpt_convert(f, &o, &out, &res, err)) return NULL;
-    char *json = ckpt_convert_result_json(&res);
+    char *json = ckpt_convert_result_json(&res, NULL);
     if (!json) ckpt_error_set_oom(err);
     return json;
 }

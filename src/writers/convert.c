@@ -228,13 +228,27 @@ int ckpt_convert(const ckpt_file *in, const ckpt_convert_options *o, const ckpt_
     return rc;
 }
 
-char *ckpt_convert_result_json(const ckpt_convert_result *res)
+char *ckpt_convert_result_json(const ckpt_convert_result *res, const char *untrained_note)
 {
     strbuf sb = {0};
     sb_printf(&sb, "{\"version\":%llu,\"dtype\":\"%s\",\"rounded\":%s,\"maxRelativeError\":",
               (unsigned long long)res->version, ckpt_dtype_name(res->dtype), res->rounded ? "true" : "false");
     j_double(&sb, res->max_relative_error);
     if (res->widened) sb_puts(&sb, ",\"widened\":true"); /* float16 / bfloat16 moments, exactly */
+    if (untrained_note) {                                /* as ckpt_pair_json's "error" */
+        ckpt_error e;
+        ckpt_error_clear(&e);
+        e.code = CKPT_E_TORCH_UNTRAINED;
+        e.message = (char *)untrained_note;
+        char *ej = ckpt_error_json(&e);
+        if (!ej) {
+            sb_free(&sb);
+            return NULL;
+        }
+        sb_puts(&sb, ",\"pairError\":");
+        sb_puts(&sb, ej);
+        free(ej);
+    }
     sb_putc(&sb, '}');
     return sb_take(&sb);
 }
