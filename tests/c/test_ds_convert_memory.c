@@ -1,50 +1,13 @@
 /* The DeepSpeed conversions' memory (format.md 11.8: payloads streamed from the fragments, never
- * a flat buffer): every allocation is counted (linked with -Wl,--wrap for malloc, calloc, realloc
- * and free, as test_pickle_memory.c), and while the folder conv-zero2-w2-large of the DeepSpeed
- * manifest (a parameter of 16 MB per tensor, 8 MB on each of two ranks) is written as the
- * consolidated optimizer, the fp32 model (torch.save and safetensors) and a TLADAMF file, the most
- * alive at once stays under 8 MB: no tensor, nor one rank's fragment of it, is ever gathered (the
- * readers' chunks are 1 MB). Usage: test_ds_convert_memory SEEDS_OUT */
+ * a flat buffer): every allocation is counted (alloc_count.h), and while the folder conv-zero2-w2-large of the
+ * DeepSpeed manifest (a parameter of 16 MB per tensor, 8 MB on each of two ranks) is written as the consolidated
+ * optimizer, the fp32 model (torch.save and safetensors) and a TLADAMF file, the most alive at once stays under 8 MB:
+ * no tensor, nor one rank's fragment of it, is ever gathered (the readers' chunks are 1 MB). Usage:
+ * test_ds_convert_memory SEEDS_OUT */
+#include "alloc_count.h"
 #include "ds_folder.h"
 #include "minijson.h"
 #include "testutil.h"
-
-#include <malloc.h>
-
-static size_t live, peak;
-static bool counting;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t k, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
-
-static void *took(void *p)
-{
-    if (p && counting) {
-        live += malloc_usable_size(p);
-        if (live > peak) peak = live;
-    }
-    return p;
-}
-void *__wrap_malloc(size_t n) { return took(__real_malloc(n)); }
-void *__wrap_calloc(size_t k, size_t n) { return took(__real_calloc(k, n)); }
-void *__wrap_realloc(void *p, size_t n)
-{
-    size_t old = p && counting ? malloc_usable_size(p) : 0;
-    void *q = took(__real_realloc(p, n));
-    if (q && counting) live -= old;
-    return q;
-}
-void __wrap_free(void *p)
-{
-    if (p && counting) live -= malloc_usable_size(p);
-    __real_free(p);
-}
 
 enum { BOUND = 8 << 20 };
 
@@ -83,8 +46,7 @@ static void test_bounded(void)
         ckpt_error err = {0};
         ckpt_error_clear(&err);
         written = 0;
-        live = peak = 0;
-        counting = true;
+        alloc_count_start();
         int rc;
         if (k < 3) {
             ckpt_ds_consolidate_options o = {k + 1, NULL, NULL, NULL};
@@ -95,7 +57,7 @@ static void test_bounded(void)
             o.kind = 1 + CKPT_ADAMW;
             rc = ckpt_ds_convert(f, &o, NULL, 0, &out, NULL, NULL, &err);
         }
-        counting = false;
+        size_t peak = alloc_count_stop().peak;
         CHECK(rc == 0);
         CHECK(written > 2 * BOUND); /* at least one whole tensor went through */
         CHECK(peak < BOUND);

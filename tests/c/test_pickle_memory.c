@@ -1,49 +1,10 @@
 /* The pickle reader's memory per input byte (src/containers/pickle.h): every allocation is
- * counted (this test links with -Wl,--wrap for malloc, calloc, realloc and free, and adds up the
- * usable sizes of the blocks alive), and the most alive at once while a hostile pickle is read
+ * counted (alloc_count.h), and the most alive at once while a hostile pickle is read
  * is at most 80 bytes per pickle byte plus a constant. Each array is allocated once: a read makes
  * a handful of allocations however long the pickle is. */
 #include "testutil.h"
+#include "alloc_count.h"
 #include "containers/pickle.h"
-
-#include <malloc.h>
-
-static size_t live, peak, calls;
-static bool counting;
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t k, size_t n);
-void *__real_realloc(void *p, size_t n);
-void __real_free(void *p);
-void *__wrap_malloc(size_t n);
-void *__wrap_calloc(size_t k, size_t n);
-void *__wrap_realloc(void *p, size_t n);
-void __wrap_free(void *p);
-
-static void *took(void *p)
-{
-    if (p && counting) {
-        live += malloc_usable_size(p);
-        calls++;
-        if (live > peak) peak = live;
-    }
-    return p;
-}
-void *__wrap_malloc(size_t n) { return took(__real_malloc(n)); }
-void *__wrap_calloc(size_t k, size_t n) { return took(__real_calloc(k, n)); }
-void *__wrap_realloc(void *p, size_t n)
-{
-    /* counted as the new block alive beside the old one until the old is released: a copy */
-    size_t old = p && counting ? malloc_usable_size(p) : 0;
-    void *q = took(__real_realloc(p, n));
-    if (q && counting) live -= old;
-    return q;
-}
-void __wrap_free(void *p)
-{
-    if (p && counting) live -= malloc_usable_size(p);
-    __real_free(p);
-}
 
 enum { K = 1000000, BOUND = 80, SLACK = 8192 };
 
@@ -52,12 +13,11 @@ static void measure_read(const uint8_t *d, size_t n, const char *what)
 {
     ckpt_error err = {0};
     ckpt_pickle *p = NULL;
-    live = peak = calls = 0;
-    counting = true;
+    alloc_count_start();
     int rc = ckpt_pickle_read(d, n, "PyTorch", "archive/data.pkl", 0, CKPT_NONE, &p, &err);
-    size_t top = peak, made = calls;
     ckpt_pickle_free(p);
-    counting = false;
+    alloc_count c = alloc_count_stop();
+    size_t top = c.peak, made = c.calls;
     t_current = what;
     CHECK(rc == 0);
     CHECK(top <= (size_t)BOUND * n + SLACK);
