@@ -226,6 +226,12 @@ typedef struct ckpt_ds {
     size_t ugroups_len;
 } ckpt_ds;
 
+/* Rank r's optimizer file, NULL when it has none. */
+static inline const ds_file *ds_rank_file(const ckpt_ds *ds, uint64_t r)
+{
+    return ds->optim && r < ds->W && ds->optim[r] != DS_NONE ? &ds->files[ds->optim[r]] : NULL;
+}
+
 /* An item: param's keys, each a run spans[first[key] .. + len[key]) (len 0: not held). */
 typedef struct ds_entry_item {
     size_t param;
@@ -297,6 +303,8 @@ int ds_warn(ckpt_report *rep, const char *fmt, ...) CKPT_PRINTF(2, 3);
 bool ds_failed(const ckpt_ds *ds); /* an error was found */
 /* A failure already made (a file's own error, with its hint) listed as ds_fail lists its own. */
 int ds_push_failure(ckpt_ds *ds, ckpt_report *rep, const ckpt_error *e);
+/* "DS: {file}: {key} is {found}, expected {type}" (11.2), {found} the node's type in words. */
+int ds_fail_type(ckpt_ds *ds, ckpt_report *rep, const ds_file *f, const char *key, size_t node, const char *expected);
 
 /* pick.c: values of the pickle's tree (a file's) */
 typedef struct ds_tree {

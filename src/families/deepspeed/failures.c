@@ -71,3 +71,13 @@ int ds_warn(ckpt_report *rep, const char *fmt, ...)
 }
 
 bool ds_failed(const ckpt_ds *ds) { return ds->failures_len > 0; }
+
+int ds_fail_type(ckpt_ds *ds, ckpt_report *rep, const ds_file *f, const char *key, size_t node, const char *expected)
+{
+    strbuf found = {0};
+    ds_type_text(&found, ds_tree_of(f), node);
+    if (found.failed) return ckpt_fail_oom(&rep->error);
+    int rc = ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: %s is %s, expected %s", f->name, key, found.data, expected);
+    sb_free(&found);
+    return rc;
+}

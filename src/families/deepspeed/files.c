@@ -34,18 +34,6 @@ static int no_key(ckpt_ds *ds, ckpt_report *rep, const ds_file *f, const char *k
     return ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: no %s", f->name, key);
 }
 
-/* "DS: {file}: {key} is {found}, expected {type}" */
-static int wrong_type(ckpt_ds *ds, ckpt_report *rep, const ds_file *f, const char *key, size_t node,
-                      const char *expected)
-{
-    strbuf found = {0};
-    ds_type_text(&found, ds_tree_of(f), node);
-    if (found.failed) return ckpt_fail_oom(&rep->error);
-    int rc = ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: %s is %s, expected %s", f->name, key, found.data, expected);
-    sb_free(&found);
-    return rc;
-}
-
 /* A required key of dict `at` (path `in` + "." + key): its node, or CKPT_PNIL with the failure
  * listed (*bad set). */
 static size_t required(ckpt_ds *ds, ckpt_report *rep, const ds_file *f, size_t at, const char *in, const char *key,
@@ -69,7 +57,7 @@ static int flat_of(ckpt_ds *ds, ckpt_report *rep, ds_file *f, size_t node, const
     size_t x = ds_tensor(c, node);
     if (x == DS_NONE) {
         *bad = true;
-        return wrong_type(ds, rep, f, path, node, "a tensor");
+        return ds_fail_type(ds, rep, f, path, node, "a tensor");
     }
     const ckpt_torch_tensor *tx = &f->t->tensors[x];
     const uint64_t *size = ckpt_torch_size(f->t, x), *stride = ckpt_torch_stride(f->t, x);
@@ -134,18 +122,19 @@ static int read_partition_count(ckpt_ds *ds, ckpt_report *rep, ds_file *f, size_
         return 0;
     }
     if (ds_node(c, node)->kind != CKPT_PK_LIST || !ds_len(c, node))
-        return wrong_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "an int or a list of ints");
+        return ds_fail_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "an int or a list of ints");
     size_t n = ds_len(c, node);
     if (!(f->partitions = calloc(n, sizeof *f->partitions))) return ckpt_fail_oom(&rep->error);
     f->partition_list = true;
     for (size_t j = 0; j < n; j++) {
         if (!ds_int(c, ds_item(c, node, j), &v) || v <= 0)
-            return wrong_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "an int or a list of ints");
+            return ds_fail_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "an int or a list of ints");
         f->partitions[f->partitions_len++] = (uint64_t)v;
     }
     f->W = f->partitions[0];
     if (f->W > DS_MAX_WORLD)
-        return wrong_type(ds, rep, f, "optimizer_state_dict.partition_count", node, "a world size of at most 1048576");
+        return ds_fail_type(ds, rep, f, "optimizer_state_dict.partition_count", node,
+                            "a world size of at most 1048576");
     for (size_t j = 1; j < n; j++)
         if (f->partitions[j] != f->W) {
             strbuf sb = {0};
@@ -223,7 +212,7 @@ static int read_elastic(ckpt_ds *ds, ckpt_report *rep, ds_file *f, size_t osd, s
         char path[160];
         if (!ds_is_dict(c, d)) {
             snprintf(path, sizeof path, "optimizer_state_dict.base_optimizer_state[%zu]", g);
-            TRY(wrong_type(ds, rep, f, path, d, "a dict"));
+            TRY(ds_fail_type(ds, rep, f, path, d, "a dict"));
             *bad = true;
             continue;
         }
@@ -250,7 +239,7 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     size_t osd = required(ds, rep, f, f->root, "", "optimizer_state_dict", &bad, &rc);
     TRY(rc);
     if (bad) return 0;
-    if (!ds_is_dict(c, osd)) return wrong_type(ds, rep, f, "optimizer_state_dict", osd, "a dict");
+    if (!ds_is_dict(c, osd)) return ds_fail_type(ds, rep, f, "optimizer_state_dict", osd, "a dict");
     size_t v = ds_get(c, f->root, "ds_version");
     const char *s;
     size_t n;
@@ -272,7 +261,7 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     int stage = ds_zero_stage(c, stage_node);
     bool zero3 = ds_get(c, osd, "fp32_flat_groups") != CKPT_PNIL || stage == 3;
     if (stage_node != CKPT_PNIL && stage < 0) {
-        TRY(wrong_type(ds, rep, f, "optimizer_state_dict.zero_stage", stage_node, "a ZeroStageEnum"));
+        TRY(ds_fail_type(ds, rep, f, "optimizer_state_dict.zero_stage", stage_node, "a ZeroStageEnum"));
         bad = true;
     }
     const char *base_key = zero3 ? "optimizer_state_dict" : "base_optimizer_state";
@@ -285,7 +274,7 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
         TRY(rc);
         if (z != CKPT_PNIL && stage >= 1) f->kind = stage == 1 ? DS_ZERO1 : stage == 2 ? DS_ZERO2 : DS_ZERO3;
         else if (z != CKPT_PNIL && stage == 0) {
-            TRY(wrong_type(ds, rep, f, "optimizer_state_dict.zero_stage", z, "stage 1, 2 or 3"));
+            TRY(ds_fail_type(ds, rep, f, "optimizer_state_dict.zero_stage", z, "stage 1, 2 or 3"));
             bad = true;
         }
     }
@@ -306,7 +295,7 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     if (ds_node(c, flats)->kind != CKPT_PK_LIST) {
         char key[96];
         snprintf(key, sizeof key, "optimizer_state_dict.%s", flat_key);
-        return wrong_type(ds, rep, f, key, flats, "a list of tensors");
+        return ds_fail_type(ds, rep, f, key, flats, "a list of tensors");
     }
     size_t nflat = ds_len(c, flats);
     f->flat_count = nflat;
@@ -314,7 +303,7 @@ static int read_partition(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     else {
         f->optimizer = optimizer_at(f->t, in);
         if (f->optimizer == DS_NONE)
-            return wrong_type(ds, rep, f, in, base, "a torch.optim state_dict (state and param_groups)");
+            return ds_fail_type(ds, rep, f, in, base, "a torch.optim state_dict (state and param_groups)");
         const ckpt_torch_optimizer *o = &f->t->optimizers[f->optimizer];
         const ckpt_torch *t = f->t;
         f->param_groups = o->groups_len;
@@ -405,7 +394,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     if (module != CKPT_PNIL) {
         f->module = model_at(f->t, "module");
         if (f->module == DS_NONE && ds_len(c, module)) {
-            TRY(wrong_type(ds, rep, f, "module", module, "a dict of names to tensors"));
+            TRY(ds_fail_type(ds, rep, f, "module", module, "a dict of names to tensors"));
             bad = true;
         }
     }
@@ -414,7 +403,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
         for (size_t j = 0; ok && j < ds_len(c, buffers); j++)
             ok = ds_node(c, ds_item(c, buffers, j))->kind == CKPT_PK_STR;
         if (!ok) {
-            TRY(wrong_type(ds, rep, f, "buffer_names", buffers, "a list of str"));
+            TRY(ds_fail_type(ds, rep, f, "buffer_names", buffers, "a list of str"));
             bad = true;
         } else f->buffer_names = buffers;
     }
@@ -432,7 +421,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
             }
         }
         if (!ok) {
-            TRY(wrong_type(ds, rep, f, "param_shapes", shapes, "a list of dicts of names to shapes"));
+            TRY(ds_fail_type(ds, rep, f, "param_shapes", shapes, "a list of dicts of names to shapes"));
             bad = true;
         } else f->param_shapes = shapes;
     }
@@ -445,7 +434,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
         while (ok && ds_dict_next(c, &it, &key, &value))
             ok = ds_node(c, key)->kind == CKPT_PK_STR && ds_node(c, value)->kind == CKPT_PK_STR;
         if (!ok) {
-            TRY(wrong_type(ds, rep, f, "shared_params", shared, "a dict of str to str"));
+            TRY(ds_fail_type(ds, rep, f, "shared_params", shared, "a dict of str to str"));
             bad = true;
         } else f->shared_params = shared;
     }
@@ -462,7 +451,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
             ok = ds_node(c, key)->kind == CKPT_PK_STR && ds_shape(c, value, dims, 8, &r, &deep);
         }
         if (!ok) {
-            TRY(wrong_type(ds, rep, f, "frozen_param_shapes", fs, "a dict of names to shapes"));
+            TRY(ds_fail_type(ds, rep, f, "frozen_param_shapes", fs, "a dict of names to shapes"));
             bad = true;
         } else f->frozen_shapes = fs;
     }
@@ -470,7 +459,7 @@ static int read_model_states(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     if (ff != CKPT_PNIL && ds_node(c, ff)->kind != CKPT_PK_NONE) {
         f->frozen_model = model_at(f->t, "frozen_param_fragments");
         if (f->frozen_model == DS_NONE && ds_len(c, ff)) {
-            TRY(wrong_type(ds, rep, f, "frozen_param_fragments", ff, "a dict of names to tensors"));
+            TRY(ds_fail_type(ds, rep, f, "frozen_param_fragments", ff, "a dict of names to tensors"));
             bad = true;
         } else f->frozen_frags = ff;
     }
@@ -522,7 +511,7 @@ int ds_read_file(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
 {
     ds_file_init(f);
     f->root = f->t->pickle->root;
-    if (!ds_is_dict(ds_tree_of(f), f->root)) return wrong_type(ds, rep, f, "the file", f->root, "a dict");
+    if (!ds_is_dict(ds_tree_of(f), f->root)) return ds_fail_type(ds, rep, f, "the file", f->root, "a dict");
     if (f->is.role == DS_ROLE_OPTIM) return read_partition(ds, rep, f);
     return read_model_states(ds, rep, f);
 }

@@ -40,11 +40,6 @@ static void j_stats_or_null(strbuf *sb, const ckpt_stats *s)
     else sb_puts(sb, "null");
 }
 
-static const ds_file *rank_file(const ckpt_ds *ds, uint64_t r)
-{
-    return ds->optim && r < ds->W && ds->optim[r] != DS_NONE ? &ds->files[ds->optim[r]] : NULL;
-}
-
 static void j_files(strbuf *sb, const ckpt_ds *ds)
 {
     static const char *const roles[] = {"other", "model", "model", "optimizer", "refused", "state", "optimizer"};
@@ -74,7 +69,7 @@ static void j_files(strbuf *sb, const ckpt_ds *ds)
 /* a folder's parameter groups: configuration, names, paddings per rank, flat size */
 static void j_groups(strbuf *sb, const ckpt_ds *ds)
 {
-    const ds_file *f0 = rank_file(ds, 0);
+    const ds_file *f0 = ds_rank_file(ds, 0);
     sb_puts(sb, ",\"groups\":[");
     for (size_t g = 0; g < ds->param_groups; g++) {
         sb_puts(sb, g ? ",{" : "{");
@@ -97,7 +92,7 @@ static void j_groups(strbuf *sb, const ckpt_ds *ds)
         }
         sb_puts(sb, "],\"paddings\":[");
         for (uint64_t r = 0; r < ds->W && ds->kind != DS_ZERO3; r++) {
-            const ds_file *f = rank_file(ds, r);
+            const ds_file *f = ds_rank_file(ds, r);
             if (r) sb_putc(sb, ',');
             if (f && f->layout_ok && g < f->groups_len && f->groups[g].has_padding) j_u64(sb, f->groups[g].padding);
             else sb_puts(sb, "null");
@@ -236,7 +231,7 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         return;
     }
     const ds_file *m = ds->model == DS_NONE ? NULL : &ds->files[ds->model];
-    const ds_file *f0 = ds->lone ? &ds->files[0] : rank_file(ds, 0);
+    const ds_file *f0 = ds->lone ? &ds->files[0] : ds_rank_file(ds, 0);
     sb_puts(sb, ",\"deepspeed\":{\"kind\":");
     if (ds->kind) j_string(sb, ds_kind_name(ds->kind));
     else sb_puts(sb, "null");

@@ -7,11 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static const ds_file *rank_file(const ckpt_ds *ds, uint64_t r)
-{
-    return ds->optim && r < ds->W && ds->optim[r] != DS_NONE ? &ds->files[ds->optim[r]] : NULL;
-}
-
 static bool zero3(const ckpt_ds *ds) { return ds->kind == DS_ZERO3; }
 
 /* ---- the walk: params and fragments ---- */
@@ -36,7 +31,7 @@ static int walk(ckpt_ds *ds, ckpt_report *rep)
     size_t total = 0;
     for (size_t g = 0; g < G; g++) total += ds_len(c, ds_item(c, m->param_shapes, g));
     if (!(ds->params = calloc(total ? total : 1, sizeof *ds->params))) return ckpt_fail_oom(&rep->error);
-    const ds_file *f0 = rank_file(ds, 0);
+    const ds_file *f0 = ds_rank_file(ds, 0);
     const uint64_t W = ds->W;
     for (size_t g = 0; g < G; g++) {
         ds_group *gr = &ds->groups[g];
@@ -139,7 +134,7 @@ static int lengths(ckpt_ds *ds, ckpt_report *rep)
     for (size_t g = 0; g < ds->groups_len; g++) {
         const ds_group *gr = &ds->groups[g];
         for (uint64_t r = 0; r < W; r++) {
-            const ds_file *f = rank_file(ds, r);
+            const ds_file *f = ds_rank_file(ds, r);
             if (!f || !f->layout_ok) {
                 ok = false;
                 continue;
@@ -178,7 +173,7 @@ static int lengths(ckpt_ds *ds, ckpt_report *rep)
         if (zero3(ds)) continue;
         /* 11.5.16: group_paddings is pad_g on the last rank, 0 on the others */
         for (uint64_t r = 0; r < W; r++) {
-            const ds_file *f = rank_file(ds, r);
+            const ds_file *f = ds_rank_file(ds, r);
             if (!f || !f->layout_ok || !f->groups[g].has_padding) continue;
             uint64_t want = r == W - 1 ? gr->padding : 0;
             if (f->groups[g].padding != want) {
@@ -219,7 +214,7 @@ static int mappings(ckpt_ds *ds, ckpt_report *rep)
 {
     if (zero3(ds)) return 0;
     for (uint64_t r = 0; r < ds->W; r++) {
-        const ds_file *f = rank_file(ds, r);
+        const ds_file *f = ds_rank_file(ds, r);
         if (!f || !f->layout_ok) continue;
         ds_tree c = ds_tree_of(f);
         for (size_t g = 0; g < ds->groups_len; g++) {
@@ -289,7 +284,7 @@ static int step_text(strbuf *sb, double x)
 
 int ds_steps(ckpt_ds *ds, ckpt_report *rep)
 {
-    const ds_file *f0 = rank_file(ds, 0);
+    const ds_file *f0 = ds_rank_file(ds, 0);
     if (!f0 || !f0->layout_ok) return 0;
     const char *what = zero3(ds) ? "sub-group" : "group";
     for (size_t g = 0; g < ds->groups_len; g++) {
@@ -297,7 +292,7 @@ int ds_steps(ckpt_ds *ds, ckpt_report *rep)
         gr->has_step = f0->groups[g].has_step;
         gr->step = f0->groups[g].step;
         for (uint64_t r = 1; r < ds->W; r++) {
-            const ds_file *f = rank_file(ds, r);
+            const ds_file *f = ds_rank_file(ds, r);
             if (!f || !f->layout_ok) continue;
             const ds_fgroup *fg = &f->groups[g];
             if (fg->has_step == gr->has_step && (!fg->has_step || fg->step == gr->step)) continue;
@@ -321,7 +316,7 @@ int ds_steps(ckpt_ds *ds, ckpt_report *rep)
 /* 11.5.21, 22, 33: warnings, after every error's check */
 int ds_step_warnings(ckpt_ds *ds, ckpt_report *rep)
 {
-    const ds_file *f0 = rank_file(ds, 0);
+    const ds_file *f0 = ds_rank_file(ds, 0);
     if (!f0 || !f0->layout_ok || !ds->groups_len) return 0;
     const char *what = zero3(ds) ? "sub-group" : "group";
     const ds_group *g0 = &ds->groups[0];

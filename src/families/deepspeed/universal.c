@@ -70,28 +70,15 @@ static int tensor_file(ckpt_ds *ds, ckpt_report *rep, ds_file *f, const ds_param
     if (ds_tensor(c, root) != DS_NONE)
         TRY(ds_warn(rep, "universal: %s is a bare tensor; DeepSpeed's load_universal expects a dict with 'param'",
                     f->name));
-    else if (!ds_is_dict(c, root)) {
-        strbuf t = {0};
-        ds_type_text(&t, c, root);
-        int rc = t.failed ? ckpt_fail_oom(&rep->error)
-                          : ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: the file is %s, expected a dict", f->name, t.data);
-        sb_free(&t);
-        return rc;
-    } else {
+    else if (!ds_is_dict(c, root)) return ds_fail_type(ds, rep, f, "the file", root, "a dict");
+    else {
         node = ds_get(c, root, "param");
         if (node == CKPT_PNIL) return ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: no param", f->name);
         size_t v = ds_get(c, root, "vocab_tensor");
         vocab = v != CKPT_PNIL && ds_node(c, v)->kind == CKPT_PK_BOOL && ds_node(c, v)->truth;
     }
     size_t x = ds_tensor(c, node);
-    if (x == DS_NONE) {
-        strbuf t = {0};
-        ds_type_text(&t, c, node);
-        int rc = t.failed ? ckpt_fail_oom(&rep->error)
-                          : ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: param is %s, expected a tensor", f->name, t.data);
-        sb_free(&t);
-        return rc;
-    }
+    if (x == DS_NONE) return ds_fail_type(ds, rep, f, "param", node, "a tensor");
     const ckpt_torch_tensor *tx = &f->t->tensors[x];
     const uint64_t *dims = ckpt_torch_size(f->t, x);
     bool same = !p->too_deep && tx->rank == p->rank_dims;
@@ -123,12 +110,7 @@ static int optimizer_state(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     ds_tree c = ds_tree_of(f);
     size_t root = c.p->root;
     if (!ds_is_dict(c, root)) {
-        strbuf t = {0};
-        ds_type_text(&t, c, root);
-        int rc = t.failed ? ckpt_fail_oom(&rep->error)
-                          : ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: the file is %s, expected a dict", f->name, t.data);
-        sb_free(&t);
-        return rc;
+        return ds_fail_type(ds, rep, f, "the file", root, "a dict");
     }
     f->root = root;
     size_t zs = ds_get(c, root, "zero_stage");
@@ -145,12 +127,7 @@ static int optimizer_state(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
     size_t pgs = ds_get(c, root, "param_groups");
     if (pgs == CKPT_PNIL) return ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: no param_groups", f->name);
     if (!ds_is_seq(c, pgs)) {
-        strbuf t = {0};
-        ds_type_text(&t, c, pgs);
-        int rc = t.failed ? ckpt_fail_oom(&rep->error)
-                          : ds_fail(ds, rep, CKPT_E_DS_KEY, "%s: param_groups is %s, expected a list", f->name, t.data);
-        sb_free(&t);
-        return rc;
+        return ds_fail_type(ds, rep, f, "param_groups", pgs, "a list");
     }
     size_t G = ds_len(c, pgs);
     if (!(ds->ugroups = calloc(G ? G : 1, sizeof *ds->ugroups))) return ckpt_fail_oom(&rep->error);
