@@ -277,6 +277,26 @@ def main():
         write(out, name, its_items or items, planner, mutate=mutate, **kw)
         manifest[name] = {"check": check, "code": code, "text": text}
 
+    # statistics through runs: b.weight and its moments sharded on dim 1 (2 runs of 2 and 2 runs
+    # of 1 element per row), and c.weight, without state, equal to b.weight bit for bit: its alias
+    # (12.4's ties), while a.weight stays frozen
+    bw = items[1][2]
+    cols = [((0, 0), (2, 2), 0), ((0, 2), (2, 1), 1)]
+    its = [items[0], (items[1][0], "tensor", bw, cols), ("c.weight", "tensor", bw.clone(), [((0, 0), (2, 3), 1)])]
+    its += [(k, kind, v, cols if k.endswith(("exp_avg", "exp_avg_sq")) else ch) for k, kind, v, ch in items[2:]]
+    write(out, "columns", its, ["b.weight", "a.weight", "c.weight"] + planner[2:])
+
+    def facts(t):
+        t = t.double().flatten()
+        return {"min": t.min().item(), "max": t.max().item(), "mean": t.mean().item(),
+                "rms": (t * t).mean().sqrt().item(), "negative": int((t < 0).sum().item())}
+
+    manifest["columns"] = {"classes": "torch>=2.3", "version": "1.0.0", "plannerData": True, "form": "F",
+                           "slots": ["b.weight", "a.weight", "c.weight"], "trainable": [True, False, False],
+                           "groups": 1, "warnings": [],
+                           "roles": ["owner", "frozen", "tied"], "representatives": [0, None, 0],
+                           "m": facts(items[3][2]), "v": facts(items[4][2])}
+
     # 2, 3
     def not_metadata(ctx):
         ctx.kw["root"] = {"state_dict_metadata": {}}

@@ -28,16 +28,26 @@ static jvalue *inspect_memory(const unsigned char *data, size_t len, char **text
     return v;
 }
 
-static jvalue *inspect_folder(const char *dir)
+static jvalue *inspect_folder_opts(const char *dir, unsigned flags)
 {
     size_t len = 0;
     unsigned char *b = dcp_folder_bytes(dir, "ckpt", &len, NULL);
     CHECK(b != NULL);
     if (!b) return NULL;
-    jvalue *v = inspect_memory(b, len, NULL);
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_inspect_options o = {flags, NULL, NULL};
+    ckpt_report *rep = ckpt_inspect(&src, &o);
+    char *text = ckpt_report_json(rep);
+    jvalue *v = text ? json_parse(text) : NULL;
+    free(text);
+    ckpt_report_free(rep);
     free(b);
     return v;
 }
+
+static jvalue *inspect_folder(const char *dir) { return inspect_folder_opts(dir, 0); }
 
 static const char *str(const jvalue *v) { return v && v->type == JSTR ? v->text : NULL; }
 
@@ -139,6 +149,31 @@ static void test_folder_index(void)
     CHECK(json_u64(json_get(r, "entryCount")) == 7);
     CHECK(json_get(r, "warnings")->len == 0);
     CHECK(json_get(d, "diagnostics")->len == 0);
+    json_free(r);
+}
+
+/* with statistics: each moment streamed run by run from both ranks' records; the values below are
+ * torch's of the two records of optim.state.emb.weight.exp_avg concatenated (torch.load of bytes
+ * 9147..10022 of __0_0.distcp and 6979..7790 of __1_0.distcp, in float64) */
+static void test_folder_stats(void)
+{
+    jvalue *r = inspect_folder_opts(fixture, CKPT_INSPECT_STATS);
+    CHECK(r && json_get(r, "statistics")->b == true);
+    if (!r) return;
+    const jvalue *e = json_get(r, "entries")->items[0], *m = json_get(e, "m");
+    CHECK(json_u64(json_get(m, "count")) == 66);
+    CHECK(json_double(json_get(m, "min")) == -0.12261361628770828);
+    CHECK(json_double(json_get(m, "max")) == 0.15952140092849731);
+    CHECK(json_double(json_get(m, "mean")) == 0.00793354705820093);
+    CHECK(json_double(json_get(m, "rms")) == 0.05539534102804231);
+    CHECK(json_u64(json_get(m, "negative")) == 30);
+    /* its exp_avg's first run: the data of the record at 9147 of rank 0's file */
+    CHECK(json_u64(json_get(e, "offset")) > 9147);
+    /* frozen.weight has no owner of its shape: frozen; frozen.bias's values differ from l2.bias's */
+    const jvalue *es = json_get(json_get(r, "dcp"), "entries");
+    CHECK_STR(str(json_get(es->items[7], "role")), "frozen");
+    CHECK_STR(str(json_get(es->items[8], "role")), "frozen");
+    CHECK_STR(str(json_get(es->items[0], "role")), "owner");
     json_free(r);
 }
 
@@ -347,12 +382,13 @@ static void test_seeds(void)
         const jvalue *want = m->items[k];
         t_current = name;
         snprintf(path, sizeof path, "%s/%s", seeds, name);
-        jvalue *r = inspect_folder(path);
+        const bool valid = !json_get(want, "check");
+        jvalue *r = inspect_folder_opts(path, valid ? CKPT_INSPECT_STATS : 0);
         CHECK(r != NULL);
         if (!r) continue;
         CHECK_STR(str(json_get(r, "family")), "DCP");
         const jvalue *d = json_get(r, "dcp");
-        if (json_get(want, "check")) {
+        if (!valid) {
             const jvalue *code = json_get(want, "code");
             first_diag(r, (int)json_u64(json_get(want, "check")), (int)json_u64(code), str(json_get(want, "text")));
             const jvalue *also = json_get(want, "also");
@@ -382,6 +418,27 @@ static void test_seeds(void)
         const jvalue *w = json_get(want, "warnings"), *got = json_get(r, "warnings");
         CHECK(got->len == w->len);
         for (size_t j = 0; j < w->len && j < got->len; j++) CHECK_STR(str(got->items[j]), str(w->items[j]));
+        /* the ties by equal values, once values are read */
+        const jvalue *roles = json_get(want, "roles"), *reps = json_get(want, "representatives");
+        for (size_t j = 0; roles && j < roles->len && j < es->len; j++) {
+            CHECK_STR(str(json_get(es->items[j], "role")), str(roles->items[j]));
+            if (json_is_null(reps->items[j])) CHECK(json_is_null(json_get(es->items[j], "representative")));
+            else CHECK(json_u64(json_get(es->items[j], "representative")) == json_u64(reps->items[j]));
+        }
+        /* the first entry's moments streamed run by run, against Python's values of the whole tensor */
+        static const char *const moments[] = {"m", "v"};
+        for (size_t q = 0; q < 2 && json_get(want, moments[q]); q++) {
+            const jvalue *f = json_get(want, moments[q]);
+            const jvalue *st = json_get(json_get(r, "entries")->items[0], moments[q]);
+            CHECK(st != NULL);
+            if (!st) continue;
+            CHECK(json_double(json_get(st, "min")) == json_double(json_get(f, "min")));
+            CHECK(json_double(json_get(st, "max")) == json_double(json_get(f, "max")));
+            CHECK(json_u64(json_get(st, "negative")) == json_u64(json_get(f, "negative")));
+            double mean = json_double(json_get(st, "mean")), rms = json_double(json_get(st, "rms"));
+            double wm = json_double(json_get(f, "mean")), wr = json_double(json_get(f, "rms"));
+            CHECK(mean - wm < 1e-12 && wm - mean < 1e-12 && rms - wr < 1e-12 && wr - rms < 1e-12);
+        }
         json_free(r);
     }
     json_free(m);
@@ -398,6 +455,7 @@ int main(int argc, char **argv)
     seeds = argv[3];
     static const test_case cases[] = {
         {"the 1.13 folder's index, chunks and byte ranges", test_folder_index},
+        {"the 1.13 folder's statistics and roles", test_folder_stats},
         {"a lone .metadata", test_lone_metadata},
         {"a lone .distcp", test_lone_distcp},
         {"1: no .metadata", test_no_metadata},

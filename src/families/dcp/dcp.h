@@ -107,7 +107,19 @@ typedef struct dcp_slot {
     size_t group; /* DCP_NONE */
     bool has_step;
     double step;
+    size_t representative; /* an earlier owner whose values it equals (12.4's ties), DCP_NONE */
+    bool values_read;      /* its values were compared: without a representative, it is frozen */
 } dcp_slot;
+
+/* An entry's payloads (runs.c): exp_avg, exp_avg_sq, max_exp_avg_sq, the parameter's values,
+ * each the spans of its runs in element order (NULL: not readable) */
+#define DCP_PAYLOADS 4
+typedef struct dcp_item {
+    ckpt_span *spans[DCP_PAYLOADS];
+    size_t len[DCP_PAYLOADS];
+    int dtype[DCP_PAYLOADS];
+    ckpt_stats *stats[DCP_PAYLOADS];
+} dcp_item;
 
 typedef struct ckpt_dcp {
     const ckpt_source *src;
@@ -146,6 +158,8 @@ typedef struct ckpt_dcp {
     dcp_diag *diags;
     size_t diags_len;
     char *note;
+    dcp_item *items; /* one per entry (a slot with state) */
+    size_t items_len;
     /* a lone .distcp: its last record's window */
     uint64_t record_at, record_len;
     ckpt_torch *record;
@@ -168,6 +182,13 @@ int dcp_open(ckpt_parse *p, ckpt_dcp *d);
 /* parts.c: the model and optimizer parts, the form, the slots, the groups (12.2, 12.4), and
  * checks 22-27 and 30. */
 int dcp_parts(ckpt_dcp *d, ckpt_report *rep);
+
+/* runs.c: each entry's payloads as runs (12.3), their statistics, and the ties by equal values
+ * (12.4) of the slots without state */
+int dcp_items(ckpt_dcp *d, ckpt_report *rep);
+void dcp_items_free(ckpt_dcp *d);
+int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err);
+int dcp_ties(ckpt_dcp *d, ckpt_report *rep);
 
 /* json.c: the report's members */
 void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);

@@ -36,8 +36,8 @@ static void dcp_release(ckpt_report *rep)
 }
 
 /* The schema (12.4): the slots' shapes, trainable = has state, each owner its own
- * representative; a slot without state is "frozen or tied" until values are compared, so it
- * gets none. An entry per trainable slot. */
+ * representative, an alias (values equal to an earlier owner's) its owner; a slot without state
+ * is "frozen or tied" until values are compared, and gets none. An entry per slot with state. */
 static int schema(ckpt_report *rep, const ckpt_dcp *d)
 {
     if (!(rep->schema = ckpt_schema_empty())) return ckpt_fail_oom(&rep->error);
@@ -50,9 +50,13 @@ static int schema(ckpt_report *rep, const ckpt_dcp *d)
         const dcp_key *k = &d->keys[d->slots[s].key];
         ok = ckpt_schema_push_slot(rep->schema);
         for (uint32_t j = 0; ok && j < k->rank; j++) ok = ckpt_schema_push_dim(rep->schema, d->pool[k->dims + j]);
-        map[s] = d->slots[s].trainable ? s : CKPT_NONE;
+        map[s] = d->slots[s].trainable                    ? s
+                 : d->slots[s].representative != DCP_NONE ? d->slots[s].representative
+                                                          : CKPT_NONE;
     }
-    for (size_t s = 0; ok && s < d->slots_len; s++) ok = ckpt_schema_push_flag(rep->schema, d->slots[s].trainable);
+    /* an alias is trainable through its owner (format.md 3) */
+    for (size_t s = 0; ok && s < d->slots_len; s++)
+        ok = ckpt_schema_push_flag(rep->schema, d->slots[s].trainable || d->slots[s].representative != DCP_NONE);
     if (ok) ok = ckpt_schema_set_map(rep->schema, map, d->slots_len);
     free(map);
     if (!ok) return ckpt_fail_oom(&rep->error);
@@ -100,21 +104,48 @@ static int dcp_parse(ckpt_parse *p)
     }
     if (rc) return rc;
     if (!d->meta_ok) return rep->error.code;
+    /* values are read with statistics: the ties first (they make the schema), then the moments */
+    const bool values = (p->flags & CKPT_INSPECT_STATS) && !dcp_failed(d) && !d->lone_metadata;
+    if (values) TRY(dcp_ties(d, rep));
     TRY(schema(rep, d));
+    if (!dcp_failed(d) && !d->lone_metadata) TRY(dcp_items(d, rep));
+    if (values) {
+        p->scan.start = 0;
+        TRY(dcp_stats(d, rep, p->r, &p->scan, p->err));
+    }
     return rep->error.code;
 }
 
 static size_t dcp_item_count(const ckpt_report *rep)
 {
-    (void)rep;
-    return 0;
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return d ? d->items_len : 0;
 }
 
-static ckpt_item dcp_item(ckpt_report *rep, size_t k)
+/* Item k: entry k's slot, its exp_avg and exp_avg_sq (both or neither), max_exp_avg_sq and the
+ * parameter's values where readable, each a payload whose spans are its runs */
+static ckpt_item dcp_report_item(ckpt_report *rep, size_t k)
 {
-    (void)rep;
-    (void)k;
-    return (ckpt_item){0};
+    ckpt_dcp *d = rep->family_data;
+    dcp_item *di = &d->items[k];
+    ckpt_entry_info *e = &rep->entries[k];
+    ckpt_item it = {.slot = e->id, .count = e->count, .unhealthy = &e->unhealthy};
+    static const char *const names[DCP_PAYLOADS] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", ""};
+    ckpt_stats **stats[DCP_PAYLOADS] = {&e->m, &e->v, &di->stats[2], &di->stats[3]};
+    bool moments = di->spans[0] && di->spans[1];
+    for (int q = moments ? 0 : 3; q < DCP_PAYLOADS; q++) {
+        if (!di->spans[q] || (q == 2 && !moments)) continue;
+        it.payload[it.payloads++] = (ckpt_payload){names[q], di->dtype[q], di->spans[q][0].offset, e->count,
+                                                   NULL,     stats[q],     di->spans[q],           di->len[q]};
+    }
+    return it;
+}
+
+/* A folder without errors: its items hold each slot's state in runs */
+static bool dcp_items_whole(const ckpt_report *rep)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return d && d->items_len && !dcp_failed(d);
 }
 
 static uint64_t dcp_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
@@ -133,12 +164,13 @@ static const struct ckpt_family_impl dcp_impl = {
     .parse = dcp_parse,
     .payloads = 2,
     .item_count = dcp_item_count,
-    .item = dcp_item,
+    .item = dcp_report_item,
     .unhealthy = dcp_unhealthy,
     .json_body = dcp_report_json,
     .release = dcp_release,
-    .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read its index "
-              "and records; pairing, health, export, run, diff and convert do not read it yet",
+    .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health "
+              "and export read its folder; pairing, run, diff and convert do not read it yet",
+    .items_whole = dcp_items_whole,
     .slot_name = dcp_slot_name,
     .holds = "a distributed checkpoint's model and optimizer state",
     .hint_not = "a TorchLean checkpoint",

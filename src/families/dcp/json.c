@@ -65,6 +65,12 @@ static void j_entries(strbuf *sb, const ckpt_dcp *d, const ckpt_report *rep)
                          ? ckpt_schema_representative(rep->schema, s)
                          : CKPT_NONE;
         j_slot(sb, r);
+        /* 12.4: a slot without state is frozen or tied until its values are compared */
+        sb_printf(sb, ",\"role\":\"%s\"",
+                  sl->trainable                    ? "owner"
+                  : sl->representative != DCP_NONE ? "tied"
+                  : sl->values_read                ? "frozen"
+                                                   : "frozen or tied");
         sb_puts(sb, ",\"chunks\":");
         j_chunks(sb, d, key);
         sb_puts(sb, ",\"state\":{");

@@ -84,6 +84,7 @@ void dcp_free(ckpt_dcp *d)
     for (size_t k = 0; k < d->strays_len; k++) free(d->strays[k]);
     free(d->strays);
     free(d->slots);
+    dcp_items_free(d);
     free(d->groups);
     for (size_t k = 0; k < d->names_len; k++) free(d->names[k]);
     free(d->names);

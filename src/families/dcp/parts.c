@@ -352,7 +352,7 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
     free(placed);
     for (size_t s = 0; s < d->slots_len; s++) {
         dcp_slot *sl = &d->slots[s];
-        sl->group = DCP_NONE;
+        sl->group = sl->representative = DCP_NONE;
         for (int q = 0; q < DCP_STATE_KEYS; q++) sl->state[q] = DCP_NONE;
     }
     slot_index x = {d, malloc((d->slots_len ? d->slots_len : 1) * sizeof(size_t))};
