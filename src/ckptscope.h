@@ -881,6 +881,24 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
+/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; format.md
+ * 12.8 the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
+ * optim.param_groups.{g}.{key} (form N of 12.2), one rank. `opt` a torch.save file holding an
+ * optimizer state dict, `model` the model's torch.save state dict: the pair is checked first as
+ * ckpt_pair_named checks it (its ids are placed on the model's names), a pair that fails is
+ * refused with its first failure. The records of __0_0.distcp are streamed into `data` (payloads
+ * in chunks), then the .metadata pickle into `metadata`: the caller writes that file last, through
+ * a temporary renamed (DCP's finish). 0 or the error code. */
+typedef struct ckpt_dcp_write_options {
+    bool torch113;             /* torch 1.13's _shard form; false: torch >= 2.4's */
+    const char *checkpoint_id; /* StorageMeta.checkpoint_id: the folder's absolute path, or NULL */
+    const char *save_id;       /* StorageMeta.save_id (a UUID), or NULL */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_dcp_write_options;
+int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
+                   const ckpt_sink *metadata, ckpt_error *err);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
