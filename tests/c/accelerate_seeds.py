@@ -33,7 +33,7 @@ def model_of(seed):
 def train(model, opt, steps, seed):
     g = torch.Generator().manual_seed(seed)
     for _ in range(steps):
-        x = torch.randn(5, 4, generator=g)
+        x = torch.randn(5, model[0].in_features, generator=g)
         loss = model(x).pow(2).mean()
         opt.zero_grad()
         loss.backward()
@@ -145,9 +145,11 @@ with open(os.path.join(d, 'latest'), 'w') as f:
 save_common(d, 2, 2)
 
 # project: automatic_checkpoint_naming: checkpoints/checkpoint_{k} after each save_state, k by
-# save iteration (10 after 9 by number, not by text); one optimizer trained on between saves
+# save iteration (10 after 2 by number, not by text); one optimizer trained one step between
+# saves; safe_serialization=False (pytorch_model.bin keeps module order)
 project = folder('project')
-m = model_of(5)
+torch.manual_seed(5)
+m = nn.Sequential(nn.Linear(16, 12), nn.LayerNorm(12), nn.Linear(12, 8))
 opt = torch.optim.Adam(m.parameters(), lr=1e-2)
 step = 0
 for k in (0, 1, 2, 10):
@@ -155,7 +157,7 @@ for k in (0, 1, 2, 10):
     step += 1
     d = os.path.join(project, 'checkpoints', f'checkpoint_{k}')
     os.makedirs(d)
-    save_safetensors(m.state_dict(), os.path.join(d, 'model.safetensors'))
+    torch.save(m.state_dict(), os.path.join(d, 'pytorch_model.bin'))
     torch.save(opt.state_dict(), os.path.join(d, 'optimizer.bin'))
     save_common(d, 1, step)
 
