@@ -10,7 +10,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { inspect, accelerateFolder, accelerateCheckpoints, readRandomStates, checkpointFolders } from '../../js/index.js';
+import { inspect, pair, health, accelerateFolder, accelerateCheckpoints, readRandomStates, checkpointFolders } from '../../js/index.js';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-accelerate-'));
@@ -81,6 +81,9 @@ test('--pair I: optimizer_I.bin with model I; a pair the folder does not hold, o
   assert.equal(j.optimizer.groups[0].lr, 0.002);
   assert.deepEqual(j.accelerate.pairs.map((p) => [p.optimizer, p.model]), [['optimizer.bin', 'pytorch_model.bin'], ['optimizer_1.bin', 'pytorch_model_1.bin']]);
   const text = cli('inspect', 'two', '--pair', '1');
+  // the docs' example, as far as it goes
+  const doc = fs.readFileSync(new URL('../../docs/distributed.md', import.meta.url), 'utf8').split('$ ckptscope inspect two --pair 1\n')[1].split('…')[0];
+  assert.equal(text.stdout.slice(0, doc.length), doc);
   assert.deepEqual(text.stdout.split('\n').slice(0, 4), [
     'Accelerate save_state folder two',
     '  pair 0: optimizer.bin with pytorch_model.bin',
@@ -155,14 +158,19 @@ test('run PROJECT: checkpoints/checkpoint_{k} by k (10 after 2), each optimizer.
   assert.deepEqual(j.files.map((f) => f.step), [1, 2, 3, 4]);
   assert.equal(j.ok, true);
   assert.deepEqual(j.pairs.map((p) => p.continuous), [true, true, true]);
+  const inner = cli('run', 'project/checkpoints', '--kind', 'adam', '--json');
+  assert.equal(inner.status, 0, inner.stderr);
+  assert.deepEqual(JSON.parse(inner.stdout).files.map((f) => path.basename(f.path)), ['checkpoint_0', 'checkpoint_1', 'checkpoint_2', 'checkpoint_10']);
   const lines = cli('run', 'project', '--kind', 'adam');
   assert.equal(lines.status, 0);
-  assert.match(lines.stdout, /verdict: one run, every pair continuous/);
+  assert.equal(lines.stdout, fs.readFileSync(new URL('../../docs/distributed.md', import.meta.url), 'utf8').split('$ ckptscope run project --kind adam\n')[1].split('```')[0]);
 });
 
 test('the API: inspect(dir) with its `accelerate` member, the folder\'s reading, checkpoint_{k} by k, random states as torch.load reads them', async () => {
   const report = await inspect(at('plain'));
   assert.equal(report.slotCount, 6);
+  assert.equal((await pair(at('two'))).pairs, true);
+  assert.equal((await health(at('two'))).slots.length, 6);
   assert.equal(report.accelerate.step, 3);
   assert.deepEqual(report.accelerate.files, PLAIN_FILES);
   const f = await accelerateFolder(at('fsdp-sharded'));
