@@ -79,10 +79,17 @@ export async function folderArgs(positional, seen, command, at = 0) {
   if (await isDeepSpeedFolder(file)) {
     if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ${listed([...DEEPSPEED_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
-    // an Accelerate folder saved under DeepSpeed: its pytorch_model tag folder is that checkpoint
+    // an Accelerate folder saved under DeepSpeed: pair i is its pytorch_model[_{i}] tag folder
     const acc = await accelerateFolder(file).catch(() => null);
-    if (pair !== null && (pair !== 0 || !acc?.accelerate)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint, read whole: --pair ${pair} picks nothing in it`);
-    return { kind, fallback: null, deepspeed: true, accelerate: acc?.accelerate ? acc : null, pair: acc?.accelerate ? 0 : null };
+    if (!acc?.accelerate) {
+      if (pair !== null) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint, read whole: --pair ${pair} picks nothing in it`);
+      return { kind, fallback: null, deepspeed: true };
+    }
+    const index = pair ?? 0;
+    const tag = acc.pairs.find((p) => p.index === index && p.reader === 'deepspeed');
+    if (!tag) throw new Failure(`${shown(file, PATH_ECHO_MAX)} holds no DeepSpeed tag folder for pair ${index} (${index ? `pytorch_model_${index}` : 'pytorch_model'}/): its pairs are ${acc.pairs.map((p) => p.index).join(', ')}`);
+    positional[at] = tag.modelPath.replace(/[/\\]$/, '');
+    return { kind, fallback: null, deepspeed: true, accelerate: acc, pair: index };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
   const f = await folderFiles(file, { kind, pair }).catch((err) => {

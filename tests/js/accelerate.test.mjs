@@ -108,6 +108,9 @@ test('check, health and export DIR read pair 0 as a pair of files', () => {
   const health = cli('health', 'two', '--pair', '1', '--json');
   assert.equal(health.status, 0, health.stderr);
   assert.equal(JSON.parse(health.stdout).slots.length, 6);
+  const out1 = at('pair1.npz');
+  assert.equal(cli('export', 'two', out1, '--pair', '1').status, 0);
+  assert.ok(fs.statSync(out1).size > 0);
   const out = at('pair0.safetensors');
   const exp = cli('export', 'two', out);
   assert.equal(exp.status, 0, exp.stderr);
@@ -142,12 +145,20 @@ test('DeepSpeed: the pytorch_model tag folder is read as section 11\'s checkpoin
   assert.equal(r.status, 0, r.stderr);
   const j = JSON.parse(r.stdout);
   assert.equal(j.family, 'DeepSpeed');
-  assert.equal(j.deepspeed.tag, 'pytorch_model');
+  assert.equal(j.slotCount, 10);
+  assert.equal(j.accelerate.pair, 0);
   assert.equal(j.accelerate.distributed, 'deepspeed');
   assert.equal(j.accelerate.step, 2);
   assert.deepEqual(j.accelerate.pairs, [{ index: 0, model: 'pytorch_model/', modelForm: 'deepspeed', optimizer: 'pytorch_model/', optimizerForm: 'deepspeed', reader: 'deepspeed', note: null }]);
   const text = cli('inspect', 'deepspeed');
   assert.equal(text.stdout.split('\n')[1], '* pair 0: pytorch_model/, DeepSpeed\'s tag folder (its optimizer and model)');
+  // pair i is the tag folder pytorch_model_{i}/ (latest names the last model saved)
+  const other = cli('health', 'deepspeed', '--pair', '1');
+  assert.equal(other.status, 2);
+  assert.equal(other.stderr, 'ckptscope: deepspeed holds no DeepSpeed tag folder for pair 1 (pytorch_model_1/): its pairs are 0\n');
+  const health = cli('health', 'deepspeed', '--json');
+  assert.equal(health.status, 0, health.stderr);
+  assert.equal(JSON.parse(health.stdout).slots.length, 10);
 });
 
 test('run PROJECT: checkpoints/checkpoint_{k} by k (10 after 2), each optimizer.bin with its own model', () => {
