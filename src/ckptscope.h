@@ -1169,6 +1169,37 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
  * out after the bundle header. NULL with err set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
 char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err);
 
+/* ---- Accelerate folders (docs/distributed.md, "Accelerate folders") ------------------------ */
+
+/* What each entry of an Accelerate save_state folder is, by its name: the names given (files, and
+ * subfolders ending in '/') as JSON {"accelerate": whether a name only Accelerate writes is among
+ * them, "distributed": "fsdp" | "deepspeed" | null, "files": [{"name", "role" (null: not
+ * Accelerate's), "index", "process", "rank"}], "pairs": [{"index", "model", "modelForm",
+ * "optimizer", "optimizerForm", "reader": "pytorch" | "deepspeed" | "dcp" | null, "note"}]}:
+ * optimizer i with model i, by i; `reader` is what reads the pair (section 10's pair of files,
+ * section 11's tag folder, the DCP folders opened), `note` says in words why this folder's pair is
+ * not read as files (null when it is). NULL when out of memory. */
+char *ckpt_accelerate_folder_json(const char *const *names, size_t n);
+/* A project's checkpoints/ folder's checkpoint_{k} entries among names, by k, as JSON
+ * [{"name", "iteration"}]; other names are left out. NULL when out of memory. */
+char *ckpt_accelerate_checkpoints_json(const char *const *names, size_t n);
+
+/* random_states_{p}.pkl read as data: Accelerate's `step` (has_step false when the file saves
+ * none) and the dict's keys (the first 64, as a JSON array). */
+typedef struct ckpt_accelerate_random_states {
+    bool has_step;
+    uint64_t step;
+    size_t key_count;
+    char *keys_json;
+} ckpt_accelerate_random_states;
+/* 0 with *out filled (ckpt_accelerate_random_states_free), or the torch.save reader's code, or
+ * CKPT_E_TRAINER_FILE (not a dict, or a step that is no count), err set. `name` names it in texts. */
+int ckpt_accelerate_random_states_read(const ckpt_source *src, const char *name, ckpt_accelerate_random_states *out,
+                                       ckpt_error *err);
+void ckpt_accelerate_random_states_free(ckpt_accelerate_random_states *s);
+/* {"step": n | null, "keys": [...], "keyCount"}; NULL when out of memory. */
+char *ckpt_accelerate_random_states_json(const ckpt_accelerate_random_states *s);
+
 #ifdef __cplusplus
 }
 #endif
