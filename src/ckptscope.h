@@ -118,7 +118,9 @@ typedef enum ckpt_code {
     /* DeepSpeed pairing with the model the user will load into (format.md 11.6) */
     CKPT_E_DS_PAIR_MODEL = 81, /* DS: the new model's names, shapes or ties are not the checkpoint's */
     CKPT_E_DS_PAIR_ORDER = 82, /* DS: group {g} position {k}: DeepSpeed would load a's moments and masters into b */
-    CKPT_E_DS_PAIR_WORLD = 83  /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
+    CKPT_E_DS_PAIR_WORLD = 83, /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
+    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    CKPT_E_BY_NAME = 84 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the

@@ -104,6 +104,7 @@ static const struct {
     CODE(DS_PAIR_MODEL),
     CODE(DS_PAIR_ORDER),
     CODE(DS_PAIR_WORLD),
+    CODE(BY_NAME),
 };
 #undef CODE
 

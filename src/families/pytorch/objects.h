@@ -69,8 +69,9 @@ typedef struct ckpt_torch_group {
 } ckpt_torch_group;
 
 typedef struct ckpt_torch_entry {
-    int64_t index;
-    size_t group; /* CKPT_TORCH_NONE: no group lists it */
+    int64_t index; /* a name-keyed optimizer's: its position in the stored order (groups' lists, then state) */
+    size_t name;   /* into strings: the FQN a name-keyed optimizer keys it by; CKPT_TORCH_NONE for ids */
+    size_t group;  /* CKPT_TORCH_NONE: no group lists it */
     bool has_step;
     double step;
     size_t exp_avg, exp_avg_sq, max_exp_avg_sq; /* tensors, CKPT_TORCH_NONE when absent */
@@ -83,9 +84,20 @@ typedef enum ckpt_torch_kind {
     CKPT_TORCH_KIND_ADAMW
 } ckpt_torch_kind;
 
+/* How an optimizer state dict keys its parameters (format.md 10.3, 12.6): by torch.optim's ids,
+ * by FQN (FSDP's full_optim_state_dict, get_optimizer_state_dict), or in form F's flat keys
+ * (`state.{fqn}.{key}`, `param_groups.{fqn}.{key}`). Name-keyed groups list their FQNs in
+ * `names` (and position numbers in `params`). */
+typedef enum ckpt_torch_keying {
+    CKPT_TORCH_KEYED_IDS = 0,
+    CKPT_TORCH_KEYED_NAMES,
+    CKPT_TORCH_KEYED_FLAT
+} ckpt_torch_keying;
+
 typedef struct ckpt_torch_optimizer {
     char *path;
     ckpt_torch_kind kind;
+    ckpt_torch_keying keying;
     size_t groups, groups_len;   /* into groups */
     size_t entries, entries_len; /* into entries */
 } ckpt_torch_optimizer;
