@@ -246,6 +246,76 @@ static void test_convert(void)
     free(b.data);
 }
 
+/* --to ids: the consolidated id-keyed file written to OUT/{name}, for tests/c/fsdp_ids_check.py
+ * (torch loads it, compares it with the Adam's own state_dict and steps on); the warnings. */
+static int file_sink(void *ctx, const void *buf, size_t n) { return fwrite(buf, 1, n, ctx) == n ? 0 : -1; }
+
+static void write_ids(const char *opt, const char *model, const char *out, bool stored, const char *const *warn,
+                      size_t nw)
+{
+    t_current = out;
+    opened o, m;
+    ckpt_pair_result *r = pair(opt, model, NULL, 0, &o, &m);
+    CHECK(r->pairs);
+    ckpt_pair_result_free(r);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, out);
+    FILE *fp = fopen(path, "wb");
+    CHECK(fp != NULL);
+    ckpt_sink sink = {fp, file_sink};
+    ckpt_ids_options io = {0};
+    io.group_order_stored = stored;
+    io.prefix = "optimizer";
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(ckpt_convert_to_ids(o.f, &io, &sink, &err) == 0);
+    if (err.message) fprintf(stderr, "%s: %s\n", out, err.message);
+    fclose(fp);
+    char *w = ckpt_convert_to_ids_warnings(o.f, &io, &err);
+    jvalue *wj = w ? json_parse(w) : NULL;
+    CHECK(wj && wj->len == nw);
+    for (size_t k = 0; wj && k < nw && k < wj->len; k++) CHECK_STR(wj->items[k]->text, warn[k]);
+    json_free(wj);
+    free(w);
+    ckpt_error_clear(&err);
+    close_seed(&o);
+    close_seed(&m);
+}
+
+static void test_ids(void)
+{
+    static const char *const one[] = {"DCP: group 0 lists norm.bias before blocks.0.lin.weight, the module the other "
+                                      "way round: numbered in module order (--group-order stored keeps the list)"};
+    write_ids("names.pt", "model.pt", "names-ids.pt", false, one, 1);
+    static const char *const stored[] = {
+        "DCP: group 0 lists norm.bias before blocks.0.lin.weight, the module the other way round: numbered as "
+        "listed (--group-order stored)"};
+    write_ids("names.pt", "model.pt", "names-stored-ids.pt", true, stored, 1);
+    static const char *const two[] = {
+        "DCP: group 1 lists norm.bias before blocks.0.lin.bias, the module the other way round: numbered in module "
+        "order (--group-order stored keeps the list)"};
+    write_ids("names2.pt", "model2.pt", "names2-ids.pt", false, two, 1);
+    write_ids("flat.pt", "model2.pt", "flat-ids.pt", false, two, 1);
+    write_ids("nested.pt", "model.pt", "nested-ids.pt", false, one, 1);
+
+    /* an id-keyed optimizer is refused, saying why */
+    opened o, m;
+    ckpt_pair_result *r = pair("ids.pt", "model.pt", NULL, 0, &o, &m);
+    ckpt_pair_result_free(r);
+    ckpt_buffer b = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &b);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(ckpt_convert_to_ids(o.f, NULL, &sink, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "--to ids converts an optimizer keyed by parameter names (FSDP's); this one is keyed by "
+                           "ids already");
+    ckpt_error_clear(&err);
+    ckpt_buffer_free(&b);
+    close_seed(&o);
+    close_seed(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -253,6 +323,7 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
-    static const test_case cases[] = {{"search", test_search}, {"pair", test_pair}, {"convert", test_convert}};
+    static const test_case cases[] = {
+        {"search", test_search}, {"pair", test_pair}, {"convert", test_convert}, {"ids", test_ids}};
     return RUN_ALL(cases);
 }

@@ -900,7 +900,9 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         sb_putc(sb, '}');
         differs = differs || s != ps;
     }
-    sb_printf(sb, "],\"positionalKnown\":%s,\"positionalDiffers\":", d->positional_known ? "true" : "false");
+    sb_printf(sb, "],\"byName\":%s,\"positionalKnown\":%s,\"positionalDiffers\":",
+              t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS ? "true" : "false",
+              d->positional_known ? "true" : "false");
     sb_puts(sb, !d->positional_known ? "null" : differs ? "true" : "false");
     sb_printf(sb, ",\"groups\":%zu,\"slots\":[", t->optimizers[0].groups_len);
     for (size_t i = 0; i < d->slot_count; i++) {

@@ -264,6 +264,16 @@ static int push_int(tctx *c, const ckpt_pnode *charge, int64_t v)
     return 0;
 }
 
+/* A key (len bytes at s, inside the pickle's bytes) and its value node, as stored. */
+static int push_kv(tctx *c, const ckpt_pnode *charge, const char *s, size_t len, size_t value)
+{
+    ckpt_torch *t = c->t;
+    TRY(torch_charge(c, charge, 1));
+    if (!PUSH(t, kvs, kvs_len, CAP_KV)) return ckpt_fail_oom(c->err);
+    t->kvs[t->kvs_len++] = (ckpt_torch_kv){(uint32_t)(s - (const char *)t->pickle->data), (uint32_t)len, value};
+    return 0;
+}
+
 static int begin_optimizer(tctx *c, size_t k, ckpt_torch_keying keying, size_t *oi)
 {
     ckpt_torch *t = c->t;
@@ -320,6 +330,7 @@ static int begin_entry(tctx *c, size_t oi, const ckpt_pnode *charge, int64_t ind
     e->group = group;
     e->exp_avg = e->exp_avg_sq = e->max_exp_avg_sq = CKPT_TORCH_NONE;
     e->other = t->named_len;
+    e->kv = t->kvs_len;
     *ei = t->entries_len++;
     t->optimizers[oi].entries_len++;
     return 0;
@@ -403,6 +414,19 @@ static int add_optimizer(tctx *c, size_t k, bool named)
         ckpt_torch_group *gr;
         TRY(begin_group(c, N(c, g), 1 + (uint64_t)N(c, g)->count, &gr)); /* and its keys, looked up below */
         read_group(c, gr, group_dict_get, &g);
+        gr->kv = t->kvs_len;
+        {
+            dict_it gi;
+            size_t gk, gv;
+            torch_dict_begin(&gi, c, g);
+            while (torch_dict_next(&gi, &gk, &gv)) {
+                const ckpt_pnode *kn = N(c, gk);
+                if (kn->kind != CKPT_PK_STR || torch_str_is(c, gk, "params")) continue;
+                TRY(push_kv(c, N(c, g), span(c, kn), kn->len, gv));
+                t->groups[t->groups_len].kv_len++;
+            }
+        }
+        gr = &t->groups[t->groups_len];
         size_t params = torch_dict_get(c, g, "params");
         for (uint32_t pc = N(c, params)->first; pc != CKPT_PNIL; pc = p->cells[pc].next) {
             const ckpt_pnode *v = N(c, p->cells[pc].node);
@@ -484,6 +508,8 @@ static int add_optimizer(tctx *c, size_t k, bool named)
             size_t m2 = torch_path_push_key(c, sk);
             rc = put_state(c, ei, span(c, skn), skn->len, sv);
             torch_path_pop(c, m2);
+            if (!rc) rc = push_kv(c, skn, span(c, skn), skn->len, sv);
+            if (!rc) t->entries[ei].kv_len++;
         }
         torch_path_pop(c, mark);
     }
@@ -681,6 +707,12 @@ static int add_flat_optimizer(tctx *c, size_t k)
         size_t mark = torch_path_push_key(c, key);
         if (!rc) rc = put_state(c, ei, rest + dot + 1, rl - dot - 1, value);
         torch_path_pop(c, mark);
+        /* a FQN's keys come together (torch's flattening writes them so); one that comes back later
+         * is listed by name, not written again */
+        if (!rc && t->entries[ei].kv + t->entries[ei].kv_len == t->kvs_len) {
+            rc = push_kv(c, kn, rest + dot + 1, rl - dot - 1, value);
+            if (!rc) t->entries[ei].kv_len++;
+        }
         last = ei;
     }
     /* the FQNs of the group values, each a run of the sorted array */
@@ -721,6 +753,13 @@ static int add_flat_optimizer(tctx *c, size_t k)
         if (rc) break;
         flat_get_at at = {gv, &fq[i]};
         read_group(c, gr, flat_get, &at);
+        gr->kv = t->kvs_len;
+        for (size_t q = 0; !rc && q < fq[i].len; q++) {
+            const flat_gv *x = &gv[fq[i].first + q];
+            rc = push_kv(c, N(c, k), x->key, x->key_len, x->value);
+            if (!rc) t->groups[t->groups_len].kv_len++;
+        }
+        if (rc) break;
         t->groups_len++;
         t->optimizers[oi].groups_len++;
     }
