@@ -256,7 +256,8 @@ export interface TorchGroup {
   weightDecay: number | null;
   amsgrad: boolean | null;
   maximize: boolean | null;
-  params: number[];
+  /** ids; a name-keyed optimizer's (FSDP, docs/pytorch.md) FQNs as stored */
+  params: number[] | string[];
   paramNames: string[] | null;
 }
 
@@ -265,9 +266,10 @@ export interface TorchGroup {
  *  slot's name. */
 export interface TorchEntry {
   id: U64;
+  /** a name-keyed optimizer's (FSDP): the entry's place in the stored order (groups' lists, then state) */
   index: number;
-  /** Paired only: the slot's name (the model's). */
-  name?: string;
+  /** Paired: the slot's name (the model's); unpaired: the FQN a name-keyed optimizer keys it by, else null. */
+  name?: string | null;
   group: number | null;
   shape: U64[] | null;
   dtype: string | null;
@@ -312,7 +314,9 @@ export interface TorchReport extends ReportCommon {
   version: null;
   dtype: Dtype | null;
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
-  optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
+  optimizer: { path: string; kind: 'adam' | 'adamw' | null;
+    /** how it keys its parameters: torch.optim's ids, FQNs (FSDP), or form F's flat keys (docs/pytorch.md) */
+    keying: 'ids' | 'names' | 'flat'; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
   /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
    *  each with its path in the object ('' for the object itself). */
@@ -543,6 +547,8 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
+  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;
   positionalDiffers: boolean | null;

@@ -125,7 +125,9 @@ typedef enum ckpt_code {
     CKPT_E_DCP_STORAGE = 86,  /* DCP: storage entries: missing, twice, past a file's end, overlapping (6-13) */
     CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
     CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
-    CKPT_E_DCP_STATE = 89     /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
+    CKPT_E_DCP_STATE = 89,    /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
+    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    CKPT_E_BY_NAME = 90 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -837,6 +839,23 @@ typedef struct ckpt_torch_options {
  * been written: write to a temporary. */
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
+
+/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
+ * dict keyed by ids (writers/torch_ids.c, 12.8): `in` paired with its model by name first
+ * (ckpt_pair_with; a model that keeps no module order needs its names). Ids group after group,
+ * each group's names in module order, or as stored with group_order_stored. Returns 0 or the
+ * code with err set (CKPT_E_CONVERSION_LOSES naming a value it does not write again); on a
+ * failure part of the file may have been written: write to a temporary. */
+typedef struct ckpt_ids_options {
+    bool group_order_stored;   /* --group-order stored: each group's ids in its stored list's order */
+    const char *prefix;        /* the zip's folder (the file's stem); NULL or not a plain name: "archive" */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_ids_options;
+int ckpt_convert_to_ids(const ckpt_file *in, const ckpt_ids_options *o, const ckpt_sink *out, ckpt_error *err);
+/* That conversion's warnings as a JSON array of texts ("DCP: group {g} lists {a} before {b}, ..."),
+ * NULL with err set when it is refused. */
+char *ckpt_convert_to_ids_warnings(const ckpt_file *in, const ckpt_ids_options *o, ckpt_error *err);
 
 /* A DeepSpeed ZeRO-1/2 or BF16_Optimizer folder as a universal checkpoint (writers/universal.c,
  * format.md 11.7). The plan (NULL with err set: a refusal of 11.7, or an invalid checkpoint) names
