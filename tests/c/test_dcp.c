@@ -383,7 +383,8 @@ static void test_seeds(void)
         t_current = name;
         snprintf(path, sizeof path, "%s/%s", seeds, name);
         const bool valid = !json_get(want, "check");
-        jvalue *r = inspect_folder_opts(path, valid ? CKPT_INSPECT_STATS : 0);
+        const bool stats = valid || json_get(want, "stats");
+        jvalue *r = inspect_folder_opts(path, stats ? CKPT_INSPECT_STATS : 0);
         CHECK(r != NULL);
         if (!r) continue;
         CHECK_STR(str(json_get(r, "family")), "DCP");
@@ -418,6 +419,14 @@ static void test_seeds(void)
         const jvalue *w = json_get(want, "warnings"), *got = json_get(r, "warnings");
         CHECK(got->len == w->len);
         for (size_t j = 0; j < w->len && j < got->len; j++) CHECK_STR(str(got->items[j]), str(w->items[j]));
+        /* the groups' learning rates, read from their records, and each slot's group */
+        const jvalue *lrs = json_get(want, "groupLr"), *gof = json_get(want, "groupOf");
+        for (size_t j = 0; lrs && j < lrs->len && j < json_get(d, "groups")->len; j++)
+            CHECK(json_double(json_get(json_get(d, "groups")->items[j], "lr")) == json_double(lrs->items[j]));
+        for (size_t j = 0; gof && j < gof->len && j < es->len; j++) {
+            if (json_is_null(gof->items[j])) CHECK(json_is_null(json_get(es->items[j], "group")));
+            else CHECK(json_u64(json_get(es->items[j], "group")) == json_u64(gof->items[j]));
+        }
         /* the ties by equal values, once values are read */
         const jvalue *roles = json_get(want, "roles"), *reps = json_get(want, "representatives");
         for (size_t j = 0; roles && j < roles->len && j < es->len; j++) {
