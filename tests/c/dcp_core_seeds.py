@@ -479,6 +479,11 @@ def main():
                        "slots": ["a.weight", "b.weight", "c.weight"], "trainable": [False, True, True],
                        "groups": 2, "groupLr": [0.001, 0.002], "groupOf": [None, 0, 1], "warnings": []}
 
+    # an optimizer part alone (Accelerate's optimizer_{i}/): 23 against exp_avg
+    its = [i if i[0] != "optimizer.state.b.weight.exp_avg_sq" else
+           (i[0], "tensor", torch.zeros(3, 2), [((0, 0), (3, 2), 0)]) for i in items[2:]]
+    case("optimizer-alone", 23, E_STATE, "DCP: b.weight: exp_avg_sq is #[3, 2], exp_avg is #[2, 3]", its_items=its)
+
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
