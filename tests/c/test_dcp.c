@@ -148,6 +148,8 @@ static void test_folder_index(void)
     /* the generic report: 9 slots, 7 entries, no diagnostics */
     CHECK(json_u64(json_get(r, "slotCount")) == 9);
     CHECK(json_u64(json_get(r, "entryCount")) == 7);
+    /* its group stores lr and betas only: no configuration (eps unknown), so health cannot tell */
+    CHECK(json_is_null(json_get(r, "config")));
     CHECK(json_get(r, "warnings")->len == 0);
     CHECK(json_get(d, "diagnostics")->len == 0);
     json_free(r);
@@ -197,6 +199,8 @@ static void test_lone_metadata(void)
               "not here");
     CHECK(json_is_null(json_get(json_get(d, "files")->items[0], "size")));
     CHECK(json_get(d, "entries")->len == 9);
+    /* no values here: a slot without state may be frozen or tied */
+    CHECK_STR(str(json_get(json_get(d, "entries")->items[8], "role")), "frozen or tied");
     CHECK(json_get(d, "groups")->len == 1);
     CHECK(json_get(json_get(d, "groups")->items[0], "params")->len == 0); /* in a record not here */
     CHECK(json_get(r, "warnings")->len == 0);
@@ -420,6 +424,15 @@ static void test_seeds(void)
         const jvalue *w = json_get(want, "warnings"), *got = json_get(r, "warnings");
         CHECK(got->len == w->len);
         for (size_t j = 0; j < w->len && j < got->len; j++) CHECK_STR(str(got->items[j]), str(w->items[j]));
+        /* the configuration: the first group's betas, eps and weight decay, as stored */
+        const jvalue *cfg = json_get(want, "config");
+        if (cfg) {
+            const jvalue *got_cfg = json_get(r, "config");
+            CHECK(got_cfg && !json_is_null(got_cfg));
+            static const char *const fields[] = {"beta1", "beta2", "epsilon", "weightDecay"};
+            for (size_t j = 0; got_cfg && j < 4; j++)
+                CHECK(json_double(json_get(got_cfg, fields[j])) == json_double(json_get(cfg, fields[j])));
+        }
         /* the groups' learning rates, read from their records, and each slot's group */
         const jvalue *lrs = json_get(want, "groupLr"), *gof = json_get(want, "groupOf");
         for (size_t j = 0; lrs && j < lrs->len && j < json_get(d, "groups")->len; j++)
