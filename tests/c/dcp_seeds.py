@@ -1,0 +1,713 @@
+"""PyTorch Distributed Checkpoint (DCP) folders of torch >= 2.0, written without torch.distributed.
+
+torch >= 2.0 cannot be installed here, so this file writes its folders as torch's FileSystemWriter
+does (torch/distributed/checkpoint/{filesystem, default_planner, planner_helpers, _dedup_save_plans,
+_traverse, state_dict}.py), with Debian's torch 1.13 only for torch.save of each record:
+
+* `.metadata` is pickle.dump (protocol 4) of stand-in classes registered under torch's module and
+  class names (FORMAT.md 12.1's table), so the pickle names exactly what torch's does: NEWOBJ,
+  BUILD with the dataclass's __dict__ or __getstate__, the memory-format enum as CPython 3.11
+  reduces it (builtins.getattr), torch.Size, torch.{dtype}, torch.serialization._get_layout.
+* data files `__{r}_{n}.distcp` hold torch.save records back to back, each exactly what
+  `_write_item` writes: torch.save into the stream at its offset (a file's bytes items first, then
+  its tensors); chunks come from the planner's steps: every rank's local plan, dedup_save_plans,
+  create_default_global_save_plan (index hints), planner_data as dict(ChainMap(*mappings)).
+
+FOLDERS lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and broken ones, one per
+check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT` writes them
+all under OUT and OUT/cases.json (the table of tests/cases/dcp.json with every folder's path).
+Import it to write one folder: `write_case(name, out_dir)`."""
+import copy
+import enum
+import io
+import json
+import os
+import pickle
+import shutil
+import struct
+import sys
+import types
+import zipfile
+from collections import ChainMap
+from pathlib import PosixPath
+
+import torch
+
+# ---- stand-in classes under torch's names ------------------------------------------------------
+
+def _module(name):
+    """A module object in sys.modules for pickle's lookup of a stand-in class (never torch's own)."""
+    m = sys.modules.get(name)
+    if m is None or not getattr(m, '_dcp_standin', False):
+        m = types.ModuleType(name)
+        m._dcp_standin = True
+        sys.modules[name] = m
+    return m
+
+
+def _class(module, name, getstate=None):
+    have = getattr(_module(module), name, None)
+    if have is not None:  # one class per (module, name), shared by the sets of paths
+        return have
+    ns = {'__module__': module, '__qualname__': name}
+    if getstate is not None:
+        ns['__getstate__'] = getstate
+    cls = type(name, (), ns)
+    setattr(_module(module), name, cls)
+    return cls
+
+
+def _enum(module, name):
+    have = getattr(_module(module), name, None)
+    if have is not None:
+        return have
+    cls = enum.Enum(name, [('TORCH_CONTIGUOUS_FORMAT', 0), ('TORCH_CHANNELS_LAST', 1),
+                           ('TORCH_PRESERVE_FORMAT', 2)], module=module, qualname=name)
+    setattr(_module(module), name, cls)
+    return cls
+
+
+def _storage_info_state(self):
+    # filesystem.py _StorageInfo.__getstate__: None fields are left out
+    return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+def _tensor_properties_state(self):
+    # TensorProperties.__getstate__: a 5-tuple, the memory format as its enum member
+    return (self.dtype, self.layout, self.requires_grad, self.mem, self.pin_memory)
+
+
+CK = 'torch.distributed.checkpoint'
+SH = 'torch.distributed._shard'
+
+
+class Classes:
+    """One set of class paths: 'new' (torch >= 2.3), 'old' (2.0-2.2: TensorProperties under _shard),
+    '1.13' (everything under _shard)."""
+
+    def __init__(self, paths):
+        md = CK + '.metadata' if paths != '1.13' else SH + '.checkpoint.metadata'
+        fs = CK + '.filesystem' if paths != '1.13' else SH + '.checkpoint.filesystem'
+        self.Metadata = _class(md, 'Metadata')
+        self.TensorStorageMetadata = _class(md, 'TensorStorageMetadata')
+        self.ChunkStorageMetadata = _class(md, 'ChunkStorageMetadata')
+        self.BytesStorageMetadata = _class(md, 'BytesStorageMetadata')
+        self.MetadataIndex = _class(md, 'MetadataIndex')
+        self.StorageMeta = _class(CK + '.metadata', 'StorageMeta')
+        self._StorageInfo = _class(fs, '_StorageInfo', _storage_info_state)
+        if paths == 'new':
+            self.TensorProperties = _class(CK + '.metadata', 'TensorProperties', _tensor_properties_state)
+            self.mem = _enum(CK + '.metadata', '_MEM_FORMAT_ENCODING')
+        else:
+            tp = SH + '.sharded_tensor.metadata'
+            self.TensorProperties = _class(tp, 'TensorProperties', _tensor_properties_state)
+            self.mem = _enum(tp, 'MEM_FORMAT_ENCODING')
+
+
+_CLASSES = {}
+
+
+def classes(paths):
+    if paths not in _CLASSES:
+        _CLASSES[paths] = Classes(paths)
+    return _CLASSES[paths]
+
+
+def obj(cls, **fields):
+    """An instance whose __dict__ holds fields in this order (a dataclass's field order)."""
+    o = cls.__new__(cls)
+    o.__dict__.update(fields)
+    return o
+
+
+def metadata_index(C, fqn, offsets=None, index=None):
+    # MetadataIndex.__init__ sets fqn, index, then offset only when given
+    o = obj(C.MetadataIndex, fqn=fqn, index=index)
+    if offsets is not None:
+        o.offset = torch.Size(offsets)
+    return o
+
+
+def tensor_properties(C, dtype):
+    o = obj(C.TensorProperties, dtype=dtype, layout=torch.strided, requires_grad=False,
+            mem=C.mem.TORCH_CONTIGUOUS_FORMAT, pin_memory=False)
+    return o
+
+
+# ---- the state dicts --------------------------------------------------------------------------
+
+def tiny_model(V=11, E=6, H=7, dtype=torch.float32, seed=0):
+    """The fixtures' Tiny model's parameters in module order: emb, l1, ln, l2, frozen, head (tied
+    to emb). Returns (state dict, trainable FQNs in named_parameters() order, aliases)."""
+    g = torch.Generator().manual_seed(seed)
+
+    def t(*shape):
+        return torch.randn(*shape, generator=g).to(dtype)
+
+    emb = t(V, E)
+    sd = {
+        'emb.weight': emb, 'l1.weight': t(H, E), 'l1.bias': t(H), 'ln.weight': t(H), 'ln.bias': t(H),
+        'l2.weight': t(E, H), 'l2.bias': t(E), 'frozen.weight': t(E, E), 'frozen.bias': t(E),
+        'head.weight': emb,
+    }
+    trainable = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias']
+    return sd, trainable
+
+
+ADAMW_GROUP = [('lr', 0.001), ('betas', (0.9, 0.999)), ('eps', 1e-08), ('weight_decay', 0.01),
+               ('amsgrad', False), ('foreach', None), ('maximize', False), ('capturable', False),
+               ('differentiable', False), ('fused', None)]
+
+
+def adamw_state(model, trainable, dtype=None, step=3.0, seed=1):
+    """get_optimizer_state_dict's {'state': {fqn: {step, exp_avg, exp_avg_sq}}, 'param_groups'}."""
+    g = torch.Generator().manual_seed(seed)
+    state = {}
+    for fqn in trainable:
+        p = model[fqn]
+        dt = dtype or p.dtype
+        state[fqn] = {
+            'step': torch.tensor(step),
+            'exp_avg': (0.1 * torch.randn(p.shape, generator=g)).to(dt),
+            'exp_avg_sq': (0.01 * torch.rand(p.shape, generator=g)).to(dt),
+        }
+    group = dict(ADAMW_GROUP)
+    group['params'] = list(trainable)
+    return {'state': state, 'param_groups': [group]}
+
+
+def form_i(osd):
+    """A plain optimizer.state_dict(): ids instead of FQNs."""
+    ids = {}
+    for grp in osd['param_groups']:
+        for fqn in grp['params']:
+            ids[fqn] = len(ids)
+    groups = []
+    for grp in osd['param_groups']:
+        g = {k: v for k, v in grp.items() if k != 'params'}
+        g['params'] = [ids[f] for f in grp['params']]
+        groups.append(g)
+    return {'state': {ids[f]: v for f, v in osd['state'].items()}, 'param_groups': groups}
+
+
+def form_f(osd):
+    """state_dict.py _flatten_optim_state_dict: state.{fqn}.{key}, param_groups.{fqn}.{key}."""
+    ret = {}
+    for fqn, st in osd['state'].items():
+        for k, v in st.items():
+            ret[f'state.{fqn}.{k}'] = v
+    for grp in osd['param_groups']:
+        for fqn in grp['params']:
+            for k, v in grp.items():
+                if k != 'params':
+                    ret[f'param_groups.{fqn}.{k}'] = v
+    return ret
+
+
+# ---- _traverse: flat keys and their paths -----------------------------------------------------
+
+def _holds_tensor(v):
+    if isinstance(v, torch.Tensor):
+        return True
+    if isinstance(v, dict):
+        return any(_holds_tensor(x) for x in v.values())
+    if isinstance(v, list):
+        return any(_holds_tensor(x) for x in v)
+    return False
+
+
+def flatten(sd, walk):
+    """(flat dict, mappings) as flatten_state_dict gives them. walk '2.4': every dict is walked, a
+    list when it holds a tensor or a dict at any depth; walk '2.0': a dict or list holding no tensor
+    is one leaf."""
+    flat, mappings = {}, {}
+
+    def terminal(v):
+        if isinstance(v, dict):
+            if walk == '2.4':
+                return False
+            values = list(v.values())
+        elif isinstance(v, list):
+            values = v
+        else:
+            return True
+        for e in values:
+            if isinstance(e, (dict, list)) and not terminal(e):
+                return False
+            if isinstance(e, torch.Tensor):
+                return False
+        return True
+
+    def visit(path, v):
+        if walk == '2.4' and isinstance(v, dict):
+            for k, x in v.items():
+                visit(path + (str(k),), x)
+        elif terminal(v):
+            key = '.'.join(map(str, path))
+            flat[key] = v
+            mappings[key] = path
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                visit(path + (str(k),), x)
+        else:
+            for i, x in enumerate(v):
+                visit(path + (i,), x)
+
+    for k, v in sd.items():
+        visit((str(k),), v)
+    return flat, mappings
+
+
+# ---- sharding: which boxes each rank holds ----------------------------------------------------
+
+def chunk_sizes(n, w):
+    """torch.chunk's sizes of n over w (DTensor Shard): ceil(n / w) each, the last fewer or none."""
+    c = -(-n // w) if n else 0
+    out, at = [], 0
+    while at < n:
+        out.append((at, min(c, n - at)))
+        at += c
+    return out
+
+
+def boxes(spec, shape, rank, world):
+    """The chunks (offsets, sizes) rank holds of a tensor of this shape, or None: a plain tensor
+    every rank offers (DCP deduplicates it)."""
+    shape = list(shape)
+    if spec == 'rep' or not shape:
+        return None
+    if spec in ('row', 'col'):
+        d = 0 if spec == 'row' or len(shape) < 2 else 1
+        parts = chunk_sizes(shape[d], world)
+        if rank >= len(parts):
+            return []
+        off, size = parts[rank]
+        offs = [0] * len(shape)
+        sizes = list(shape)
+        offs[d], sizes[d] = off, size
+        return [(offs, sizes)]
+    if spec[0] == 'block':  # 2-D mesh (a, b): rows over a, columns over b
+        a, b = spec[1], spec[2]
+        if len(shape) < 2:
+            return boxes('row', shape, rank // b, a) if rank % b == 0 else []
+        rows, cols = chunk_sizes(shape[0], a), chunk_sizes(shape[1], b)
+        i, j = rank // b, rank % b
+        if i >= len(rows) or j >= len(cols):
+            return []
+        return [([rows[i][0], cols[j][0]] + [0] * (len(shape) - 2),
+                 [rows[i][1], cols[j][1]] + shape[2:])]
+    if spec[0] == 'explicit':  # {rank: [(offsets, sizes)]}: any boxes, also broken ones
+        return spec[1].get(rank, [])
+    raise ValueError(spec)
+
+
+def box_of(t, offs, sizes):
+    """The chunk's values: a fresh tensor of exactly its elements (_SerialCpuLoader clones views);
+    parts outside t (broken chunks) are zeros."""
+    out = torch.zeros(sizes, dtype=t.dtype)
+    src, dst = [], []
+    for o, s, n in zip(offs, sizes, t.shape):
+        lo, hi = max(o, 0), min(o + s, n)
+        if hi <= lo:
+            return out
+        src.append(slice(lo, hi))
+        dst.append(slice(lo - o, hi - o))
+    out[tuple(dst)] = t[tuple(src)]
+    return out.clone()
+
+
+# ---- records and the writer -------------------------------------------------------------------
+
+def torch_save_bytes(value):
+    b = io.BytesIO()
+    torch.save(value, b)
+    return b.getvalue()
+
+
+def zstd_raw_frame(data):
+    """A zstd frame of raw (stored) blocks: what stream.zstd/1 writes, without compressing."""
+    out = bytearray(struct.pack('<IB', 0xFD2FB528, 0xA0)) + struct.pack('<I', len(data))
+    blocks = [data[i:i + 131072] for i in range(0, len(data), 131072)] or [b'']
+    for i, blk in enumerate(blocks):
+        last = 1 if i == len(blocks) - 1 else 0
+        out += struct.pack('<I', last | (len(blk) << 3))[:3] + blk
+    return bytes(out)
+
+
+SOURCES = {}  # folder -> the flat dict it saves, for the self-check against dcp_truth
+
+
+class Item:
+    def __init__(self, fqn, kind, value=None, offs=None, sizes=None, tensor=None):
+        self.fqn, self.kind, self.value = fqn, kind, value
+        self.offs, self.sizes, self.tensor = offs, sizes, tensor
+        self.hint = None
+
+    @property
+    def key(self):
+        return (self.fqn, tuple(self.offs) if self.offs is not None else None)
+
+    def storage_size(self):
+        if self.kind == 'bytes':
+            return 0
+        n = 1
+        for s in self.sizes:
+            n *= s
+        return n * self.tensor.element_size()
+
+
+def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file_per_rank=True,
+         thread_count=1, dedup_lowest=False, records=None, transforms=None, fields=None,
+         checkpoint_id=None):
+    """Writes sd as `dcp.save(sd, checkpoint_id=out)` run on `world` ranks would.
+
+    spec(flat key, tensor) -> 'rep' | 'row' | 'col' | ('block', a, b) | ('explicit', {...});
+    era: '2.4' (torch >= 2.4: every dict walked, every rank offers bytes items, class paths 'new',
+    storage_meta and version '1.0.0'), '2.3' (2.3: lists of non-tensors are leaves, bytes items on
+    the coordinator only, class paths 'new', no storage_meta nor version), '2.0' (as 2.3 with
+    TensorProperties under _shard), '1.13'; records {(fqn, offsets tuple): value} replaces what a
+    record holds (broken folders); transforms {(fqn, offsets): [descriptor]}; fields overrides the
+    Metadata's fields. Returns the metadata object and the storage entries, for the broken cases'
+    edits."""
+    C = classes({'2.4': 'new', '2.3': 'new', '2.0': 'old', '1.13': '1.13'}[era])
+    spec = spec or (lambda k, t: 'row')
+    records = records or {}
+    transforms = transforms or {}
+    os.makedirs(out, exist_ok=True)
+    if flatten_sd:
+        flat, mappings = flatten(sd, '2.4' if era == '2.4' else '2.0')
+    else:
+        flat, mappings = dict(sd), None
+    SOURCES[os.path.abspath(out)] = flat
+
+    # every rank's local plan (default_planner create_default_local_save_plan)
+    plans = []
+    for r in range(world):
+        items = []
+        for fqn, v in flat.items():
+            if isinstance(v, torch.Tensor):
+                bx = boxes(spec(fqn, v), v.shape, r, world)
+                if bx is None:
+                    items.append(Item(fqn, 'tensor', offs=[0] * v.dim(), sizes=list(v.shape), tensor=v))
+                else:
+                    for offs, sizes in bx:
+                        items.append(Item(fqn, 'tensor', offs=list(offs), sizes=list(sizes), tensor=v))
+            elif era == '2.4' or r == 0:
+                items.append(Item(fqn, 'bytes', value=v))
+        plans.append(items)
+
+    # _dedup_save_plans: each item once, in the plan with the fewest planned bytes so far
+    where, first = {}, {}
+    for p, items in enumerate(plans):
+        for it in items:
+            where.setdefault(it.key, set()).add(p)
+            first[it.key] = it
+    size = [0] * world
+    keep = {}
+    for key, ps in where.items():
+        pick = min(ps) if dedup_lowest else min(sorted(ps), key=lambda i: size[i])
+        size[pick] += first[key].storage_size() or 1
+        keep[key] = pick
+    plans = [[it for it in items if keep[it.key] == p] for p, items in enumerate(plans)]
+
+    # create_default_global_save_plan: state_dict_metadata in plan order, index hints
+    sdm = {}
+    for items in plans:
+        for it in items:
+            if it.kind == 'bytes':
+                sdm[it.fqn] = obj(C.BytesStorageMetadata)
+            else:
+                tmd = sdm.setdefault(it.fqn, obj(C.TensorStorageMetadata,
+                                                 properties=tensor_properties(C, it.tensor.dtype),
+                                                 size=torch.Size(it.tensor.shape), chunks=[]))
+                it.hint = len(tmd.chunks)
+                tmd.chunks.append(obj(C.ChunkStorageMetadata, offsets=torch.Size(it.offs),
+                                      sizes=torch.Size(it.sizes)))
+
+    # FileSystemWriter.write_data: files per rank, bytes items first, then tensors
+    storage = []  # [(MetadataIndex, _StorageInfo)] in finish's order
+    for r, items in enumerate(plans):
+        if single_file_per_rank:
+            buckets = split_by_size_and_type(thread_count, items)
+        else:
+            buckets = [[it] for it in items]
+        for n, bucket in enumerate(buckets):
+            name = f'__{r}_{n}.distcp'
+            with open(os.path.join(out, name), 'wb') as f:
+                ordered = [it for it in bucket if it.kind == 'bytes'] + \
+                          [it for it in bucket if it.kind != 'bytes']
+                for it in ordered:
+                    if it.key in records:
+                        data = torch_save_bytes(records[it.key])
+                    elif it.kind == 'bytes':
+                        data = torch_save_bytes(it.value)
+                    else:
+                        data = torch_save_bytes(box_of(it.tensor, it.offs, it.sizes))
+                    desc = transforms.get(it.key)
+                    if desc:
+                        data = zstd_raw_frame(data)
+                    offset = f.tell()
+                    f.write(data)
+                    info = obj(C._StorageInfo, relative_path=name, offset=offset, length=len(data),
+                               transform_descriptors=list(desc) if desc else None)
+                    if it.kind == 'bytes':
+                        idx = metadata_index(C, it.fqn)
+                    else:
+                        idx = metadata_index(C, it.fqn, it.offs, it.hint)
+                    storage.append((idx, info))
+
+    planner_data = None
+    if mappings is not None and era != '1.13':
+        # every rank flattens the whole dict: dict(ChainMap(*mappings)) keeps the last rank's order
+        planner_data = dict(ChainMap(*[mappings for _ in range(world)]))
+    md_fields = {'state_dict_metadata': sdm, 'planner_data': planner_data, 'storage_data': None}
+    if era == '2.4':
+        md_fields['storage_meta'] = obj(C.StorageMeta,
+                                        checkpoint_id=PosixPath(checkpoint_id or '/ckpt/' + os.path.basename(out)),
+                                        save_id='5b0f3c9e-1d2a-4c7e-9f00-0123456789ab', load_id=None,
+                                        modules=[])
+        md_fields['version'] = '1.0.0'
+    md_fields.update(fields or {})
+    return C, md_fields, storage
+
+
+def split_by_size_and_type(bins, items):
+    """filesystem.py _split_by_size_and_type: bytes items round-robin, tensors (largest first) to
+    the least-filled file."""
+    if bins == 1:
+        return [items]
+    bytes_w = [it for it in items if it.kind == 'bytes']
+    tensor_w = sorted([it for it in items if it.kind != 'bytes'], key=lambda it: it.storage_size(),
+                      reverse=True)
+    buckets, sizes = [[] for _ in range(bins)], [0] * bins
+    for i, it in enumerate(bytes_w):
+        buckets[i % bins].append(it)
+    for it in tensor_w:
+        k = min(range(bins), key=lambda b: sizes[b])
+        buckets[k].append(it)
+        sizes[k] += it.storage_size()
+    return buckets
+
+
+def write_metadata(out, C, md_fields, storage, name='.metadata'):
+    md = obj(C.Metadata, **md_fields)
+    # MetadataIndex stand-ins hash by identity, so a broken file may list one (fqn, offset) twice
+    md.storage_data = dict(storage)
+    with open(os.path.join(out, name), 'wb') as f:
+        pickle.dump(md, f, protocol=4)
+
+
+# ---- the folders ------------------------------------------------------------------------------
+
+def shape_text(s):
+    return '#[' + ', '.join(str(int(x)) for x in s) + ']'
+
+
+def nested(model, osd, m='model', p='optim'):
+    return {m: model, p: osd}
+
+
+def base_sd(dtype=torch.float32, state_dtype=None, **dims):
+    model, trainable = tiny_model(dtype=dtype, **dims)
+    return model, trainable, adamw_state(model, trainable, dtype=state_dtype)
+
+
+def write(out, sd, **kw):
+    """save() then .metadata: a valid folder. Returns (C, fields, storage) as written."""
+    C, fields, storage = save(sd, out, **kw)
+    write_metadata(out, C, fields, storage)
+    return C, fields, storage
+
+
+def entry(storage, fqn, offs=None):
+    for idx, info in storage:
+        if idx.fqn == fqn and (offs is None or list(idx.__dict__.get('offset', [])) == list(offs)):
+            return idx, info
+    raise KeyError((fqn, offs))
+
+
+def n_folder(out, **kw):
+    model, trainable, osd = base_sd()
+    return write(out, nested(model, osd), **kw)
+
+
+CASES = []
+
+
+def case(name, what, check=None, severity=None):
+    def add(fn):
+        CASES.append({'name': name, 'what': what, 'check': check, 'severity': severity, 'build': fn})
+        return fn
+    return add
+
+
+# valid folders
+
+@case('n', 'form N (torch >= 2.4): model.{fqn} and optim.state.{fqn}.{key}, optim.param_groups.0.{key}; '
+      '2 ranks, row chunks (torch.chunk sizes 6+5, 4+3, 3+3), planner_data, storage_meta, version 1.0.0, '
+      'class paths of torch >= 2.3; steps and bytes items deduplicated onto rank 1; head.weight tied to '
+      'emb.weight (both in the model, emb.weight in the optimizer); frozen.* without state')
+def _(out):
+    n_folder(out)
+
+
+@case('n23-old', 'form N23 (torch 2.0-2.2): optim.param_groups one bytes item (the whole list), bytes '
+      'items on the coordinator only, TensorProperties and MEM_FORMAT_ENCODING under '
+      'torch.distributed._shard.sharded_tensor.metadata, Metadata of three fields (no storage_meta, no version)')
+def _(out):
+    model, trainable, osd = base_sd()
+    write(out, nested(model, osd), era='2.0')
+
+
+@case('n23', 'form N23 with the class paths of torch >= 2.3 (TensorProperties, _MEM_FORMAT_ENCODING in '
+      'torch.distributed.checkpoint.metadata), Metadata of three fields')
+def _(out):
+    model, trainable, osd = base_sd()
+    write(out, nested(model, osd), era='2.3')
+
+
+@case('f', "form F (torchtitan step-N/): bare model FQNs at the top level, optimizer.state.{fqn}.{key} and "
+      "optimizer.param_groups.{fqn}.{key} (flatten_optimizer_state_dict), lr_scheduler and train_state "
+      "bytes items; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
+def _(out):
+    model, trainable, osd = base_sd()
+    sd = {'optimizer': form_f(osd),
+          'lr_scheduler': {'base_lrs': [0.001], 'last_epoch': 3, '_step_count': 4, 'verbose': False,
+                           '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]},
+          'train_state': {'step': 3, 'global_avg_losses': [2.5, 2.25, 2.0], 'global_max_losses': [3.0, 2.75, 2.5],
+                          'log_steps': [1, 2, 3]}}
+    sd.update(model)
+    write(out, sd, checkpoint_id='/ckpt/step-3')
+
+
+@case('i', 'form I: a plain optimizer.state_dict() given to dcp.save: optim.state.{i}.{key}, params lists of '
+      'ints (the ids of named_parameters() order less frozen ones)')
+def _(out):
+    model, trainable, osd = base_sd()
+    write(out, nested(model, form_i(osd)))
+
+
+@case('accelerate', "Accelerate's save_state under FSDP SHARDED_STATE_DICT: pytorch_model_fsdp_0/ "
+      "(model.{fqn}) and optimizer_0/ (optimizer in form N), two DCP folders of one checkpoint")
+def _(out):
+    model, trainable, osd = base_sd()
+    write(os.path.join(out, 'pytorch_model_fsdp_0'), {'model': model})
+    write(os.path.join(out, 'optimizer_0'), {'optimizer': osd})
+
+
+@case('prefix-app', "DCP's tutorial nesting: app.model.{fqn} and app.optim.state.{fqn}.{key}, "
+      "planner_data paths ('app', 'model', 'l1.weight')")
+def _(out):
+    model, trainable, osd = base_sd()
+    write(out, {'app': nested(model, osd)})
+
+
+@case('version-none', 'form N with storage_meta and version None (an unversioned Metadata of five fields)')
+def _(out):
+    n_folder(out, fields={'version': None})
+
+
+@case('file-per-item', 'single_file_per_rank=False: one file per record (__0_0.distcp ... __1_{n}.distcp), '
+      'each a torch.save file of one value at offset 0')
+def _(out):
+    n_folder(out, single_file_per_rank=False)
+
+
+@case('threads2', 'thread_count=2: two files per rank, bytes items dealt round-robin, tensors (largest '
+      'first) to the least-filled file')
+def _(out):
+    n_folder(out, thread_count=2)
+
+
+@case('ddp-dedup', 'DDP (every tensor plain, 4 ranks): dedup_save_plans spreads the unsharded items over '
+      'ranks 0-3 (the fewest planned bytes so far), so state_dict_metadata is not module order; '
+      'planner_data is')
+def _(out):
+    n_folder(out, world=4, spec=lambda k, t: 'rep')
+
+
+@case('w8', '8 ranks, every dim a multiple of 8 (emb 16x8, l1 16x8, ln 16): one row chunk per rank and '
+      'parameter, 1-row chunks for frozen.weight 8x8')
+def _(out):
+    model, trainable, osd = base_sd(V=16, E=8, H=16)
+    write(out, nested(model, osd), world=8)
+
+
+@case('cols', 'column-sharded 2-D tensors (RowwiseParallel, dim 1; torch.chunk sizes), 1-D tensors on '
+      'dim 0: each 2-D record holds rows of a column block, so a global row is several runs')
+def _(out):
+    n_folder(out, spec=lambda k, t: 'col')
+
+
+@case('blocks', '2-D blocks on a 2x2 mesh (4 ranks): rows over the first mesh dim, columns over the '
+      'second; 1-D tensors by rows on the first mesh row')
+def _(out):
+    n_folder(out, world=4, spec=lambda k, t: ('block', 2, 2))
+
+
+@case('bf16', 'bf16 model (model.* bfloat16), AdamW state float32 (mixed precision)')
+def _(out):
+    model, trainable, osd = base_sd(dtype=torch.bfloat16, state_dtype=torch.float32)
+    write(out, nested(model, osd))
+
+
+# ---- writing the folders, and a self-check with the independent reader ------------------------
+
+def tensor_sha256(t):
+    import hashlib
+    return hashlib.sha256(t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
+
+
+def self_check(out):
+    """dcp_truth's reading of every folder written under out equals the tensors saved: same keys,
+    shapes, dtypes and row-major bytes."""
+    import dcp_truth
+    for folder, flat in SOURCES.items():
+        if not folder.startswith(os.path.abspath(out)) or \
+                not os.path.exists(os.path.join(folder, '.metadata')):
+            continue
+        got = {k['key']: k for k in dcp_truth.truth(folder)['keys']}
+        if set(got) != set(flat):
+            raise SystemExit(f'{folder}: keys differ: {sorted(set(got) ^ set(flat))}')
+        for key, v in flat.items():
+            if isinstance(v, torch.Tensor):
+                k = got[key]
+                if k['kind'] != 'tensor' or k['shape'] != list(v.shape) or k['dtype'] != str(v.dtype):
+                    raise SystemExit(f'{folder}: {key}: {k.get("dtype")} {k.get("shape")}, saved {v.dtype} {list(v.shape)}')
+                if k['sha256'] != tensor_sha256(v):
+                    raise SystemExit(f'{folder}: {key}: values differ from the saved tensor')
+            elif got[key]['kind'] != 'bytes':
+                raise SystemExit(f'{folder}: {key} is no bytes item')
+
+
+def write_case(name, out):
+    c = next(c for c in CASES if c['name'] == name)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    return c['build'](out)
+
+
+def table():
+    rows = []
+    for c in CASES:
+        row = {k: c[k] for k in ('name', 'what')}
+        if c['check'] is not None:
+            row.update(check=c['check'], severity=c['severity'], code=None)
+        rows.append(row)
+    return rows
+
+
+def main(argv):
+    out = argv[1]
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    for c in CASES:
+        c['expect'] = write_case(c['name'], os.path.join(out, c['name']))
+    self_check(out)
+    with open(os.path.join(out, 'cases.json'), 'w') as f:
+        json.dump({'cases': table()}, f, indent=1)
+    print(f'{len(CASES)} folders in {out}')
+
+
+if __name__ == '__main__':
+    main(sys.argv)
