@@ -33,6 +33,8 @@ from pathlib import PosixPath
 
 import torch
 
+sys.dont_write_bytecode = True  # dcp_truth is imported from the source tree: leave no __pycache__ there
+
 # ---- stand-in classes under torch's names ------------------------------------------------------
 
 def _module(name):
@@ -318,6 +320,10 @@ def box_of(t, offs, sizes):
 
 # ---- records and the writer -------------------------------------------------------------------
 
+class Raw(bytes):
+    """A record's bytes as given (not torch.save of a value): a broken record."""
+
+
 def torch_save_bytes(value):
     b = io.BytesIO()
     torch.save(value, b)
@@ -437,7 +443,9 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
                 ordered = [it for it in bucket if it.kind == 'bytes'] + \
                           [it for it in bucket if it.kind != 'bytes']
                 for it in ordered:
-                    if it.key in records:
+                    if it.key in records and isinstance(records[it.key], Raw):
+                        data = bytes(records[it.key])
+                    elif it.key in records:
                         data = torch_save_bytes(records[it.key])
                     elif it.kind == 'bytes':
                         data = torch_save_bytes(it.value)
@@ -489,10 +497,12 @@ def split_by_size_and_type(bins, items):
     return buckets
 
 
-def write_metadata(out, C, md_fields, storage, name='.metadata'):
+def write_metadata(out, C, md_fields, storage, name='.metadata', drop=()):
     md = obj(C.Metadata, **md_fields)
     # MetadataIndex stand-ins hash by identity, so a broken file may list one (fqn, offset) twice
     md.storage_data = dict(storage)
+    for k in drop:
+        del md.__dict__[k]
     with open(os.path.join(out, name), 'wb') as f:
         pickle.dump(md, f, protocol=4)
 
@@ -651,6 +661,359 @@ def _(out):
     write(out, nested(model, osd))
 
 
+# broken folders: one per check of FORMAT.md 12.5. Each builder returns what the core must report:
+# `message` the verdict (the first error, 12.5's order), `failures` every error when the case is
+# known to give exactly those, `warnings` the DCP warnings it must give. {dir} stands for the
+# folder's path as the test passes it.
+
+def at(storage, fqn, offs=None):
+    for idx, info in storage:
+        if idx.fqn == fqn and list(getattr(idx, 'offset', [])) == list(offs or []) and \
+                (offs is not None or not hasattr(idx, 'offset')):
+            return idx, info
+    raise KeyError((fqn, offs))
+
+
+def only(msg):
+    return {'message': msg, 'failures': [msg], 'warnings': []}
+
+
+def warns(*texts):
+    return {'message': None, 'failures': [], 'warnings': list(texts)}
+
+
+def broken_n(out, osd_edit=None, model_edit=None, **kw):
+    model, trainable, osd = base_sd()
+    if model_edit:
+        model_edit(model)
+    if osd_edit:
+        osd_edit(osd)
+    return save(nested(model, osd), out, **kw)
+
+
+class Evil:
+    """A value whose pickle names posix.system: pickling never runs it, loading would."""
+
+    def __reduce__(self):
+        return (os.system, ('true',))
+
+
+L1 = 'model.l1.weight'  # [7, 6]: rank 0 holds rows 0..4, rank 1 rows 4..7
+
+
+@case('no-metadata', 'data files of an unfinished save: no .metadata', 1, 'error')
+def _(out):
+    broken_n(out)
+    return only('DCP: {dir} has 2 data files but no .metadata: the save did not finish (DCP writes .metadata last)')
+
+
+@case('metadata-tmp', 'an unfinished save: only .metadata.tmp (finish renames it last)', 1, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    write_metadata(out, C, f, s, name='.metadata.tmp')
+    return only('DCP: {dir} has 2 data files but no .metadata: the save did not finish (DCP writes .metadata last)')
+
+
+@case('not-metadata', '.metadata holds a dict, not a Metadata', 2, 'error')
+def _(out):
+    broken_n(out)
+    with open(os.path.join(out, '.metadata'), 'wb') as f:
+        pickle.dump({'state_dict_metadata': {}}, f, protocol=4)
+    return only('DCP: .metadata holds a dict, not a DCP Metadata')
+
+
+@case('no-storage-data', 'a Metadata without its storage_data field', 3, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    write_metadata(out, C, f, s, drop=('storage_data',))
+    return only('DCP: .metadata: no storage_data')
+
+
+@case('version-9.9', 'a Metadata of version 9.9', 4, 'warning')
+def _(out):
+    C, f, s = broken_n(out, fields={'version': '9.9'})
+    write_metadata(out, C, f, s)
+    return warns('DCP: .metadata has version 9.9; ckptscope reads version 1.0.0 and unversioned metadata')
+
+
+@case('metadata-callable', '.metadata names posix.system (a REDUCE in an extra field), beyond DCP\'s classes',
+      5, 'warning')
+def _(out):
+    C, f, s = broken_n(out)
+    f['extra'] = Evil()
+    write_metadata(out, C, f, s)
+    return warns("DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: posix.system")
+
+
+@case('no-entry', 'a chunk without its storage entry (its record left unreferenced)', 6, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    drop = at(s, L1, [4, 0])
+    write_metadata(out, C, f, [e for e in s if e is not drop])
+    return only(f'DCP: {L1}: chunk at #[4, 0] has no storage entry')
+
+
+@case('no-entry-bytes', 'a bytes item without its storage entry', 6, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    drop = at(s, 'optim.param_groups.0.lr')
+    write_metadata(out, C, f, [e for e in s if e is not drop])
+    return only('DCP: optim.param_groups.0.lr: no storage entry')
+
+
+@case('duplicate-entry', 'storage_data lists one (fqn, offsets) twice (two equal MetadataIndex keys)', 7, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    idx, info = at(s, L1, [0, 0])
+    twin = metadata_index(C, L1, [0, 0], 0)
+    write_metadata(out, C, f, s + [(twin, obj(C._StorageInfo, **info.__dict__))])
+    return {'message': f'DCP: storage_data lists {L1} at #[0, 0] twice', 'warnings': []}
+
+
+@case('stray-entry', 'a storage entry for a chunk state_dict_metadata does not list (its record appended)', 8,
+      'warning')
+def _(out):
+    C, f, s = broken_n(out)
+    name = '__0_0.distcp'
+    data = torch_save_bytes(torch.zeros(2, 6))
+    path = os.path.join(out, name)
+    offset = os.path.getsize(path)
+    with open(path, 'ab') as fh:
+        fh.write(data)
+    extra = (metadata_index(C, L1, [2, 0], 2),
+             obj(C._StorageInfo, relative_path=name, offset=offset, length=len(data), transform_descriptors=None))
+    write_metadata(out, C, f, s + [extra])
+    return warns(f'DCP: storage_data names {L1} at #[2, 0], which state_dict_metadata has no chunk for')
+
+
+@case('dotdot', "a storage entry's relative_path with '..'", 9, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    idx, info = s[0]
+    bad = '../' + info.relative_path
+    info.relative_path = bad
+    return_text = f'DCP: the storage entry of {idx.fqn} names {bad}, which is not a file name inside {{dir}}'
+    write_metadata(out, C, f, s)
+    return only(return_text)
+
+
+@case('missing-file', 'a data file .metadata names is missing', 10, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    write_metadata(out, C, f, s)
+    os.remove(os.path.join(out, '__1_0.distcp'))
+    named = [idx for idx, info in s if info.relative_path == '__1_0.distcp']
+    return only(f'DCP: __1_0.distcp is missing: it holds {len(named)} records (the first: {named[0].fqn})')
+
+
+@case('past-end', 'a data file cut short: its last record lies past its end', 11, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    write_metadata(out, C, f, s)
+    path = os.path.join(out, '__1_0.distcp')
+    size = os.path.getsize(path) - 16
+    with open(path, 'r+b') as fh:
+        fh.truncate(size)
+    idx, info = max(((i, n) for i, n in s if n.relative_path == '__1_0.distcp'), key=lambda e: e[1].offset)
+    return only(f'DCP: {idx.fqn}: bytes {info.offset}..{info.offset + info.length} of __1_0.distcp '
+                f'lie past its end ({size} bytes)')
+
+
+@case('overlap', "two storage entries name one byte range: model.ln.bias's rank-0 chunk points at "
+      "model.ln.weight's record (both #[4])", 12, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    _, w = at(s, 'model.ln.weight', [0])
+    _, b = at(s, 'model.ln.bias', [0])
+    assert w.relative_path == b.relative_path
+    b.offset, b.length = w.offset, w.length
+    write_metadata(out, C, f, s)
+    return only(f'DCP: {w.relative_path}: the records of model.ln.weight and model.ln.bias overlap at byte {w.offset}')
+
+
+@case('zstd', "a record stored through the stream.zstd/1 transform (a zstd frame of the torch.save bytes; "
+      "transform_descriptors in its _StorageInfo)", 13, 'error')
+def _(out):
+    C, f, s = broken_n(out, transforms={(L1, (4, 0)): ['stream.zstd/1']})
+    write_metadata(out, C, f, s)
+    return only(f'DCP: {L1}: stored through stream.zstd/1; ckptscope undoes no stream transform')
+
+
+def zip_without_data_pkl():
+    b = io.BytesIO()
+    with zipfile.ZipFile(b, 'w', zipfile.ZIP_STORED) as z:
+        z.writestr('archive/version', '3\n')
+    return Raw(b.getvalue())
+
+
+@case('not-torch-save', "a chunk's record is a zip without data.pkl", 14, 'error')
+def _(out):
+    C, f, s = broken_n(out, records={(L1, (4, 0)): zip_without_data_pkl()})
+    write_metadata(out, C, f, s)
+    _, info = at(s, L1, [4, 0])
+    return only(f'DCP: {L1}: bytes {info.offset}..{info.offset + info.length} of {info.relative_path} are not a '
+                f'torch.save record: P: no data.pkl in this zip: not a torch.save file')
+
+
+@case('not-tensor', "a chunk's record holds a list", 15, 'error')
+def _(out):
+    C, f, s = broken_n(out, records={(L1, (4, 0)): [1, 2, 3]})
+    write_metadata(out, C, f, s)
+    _, info = at(s, L1, [4, 0])
+    return only(f'DCP: {L1}: the record at byte {info.offset} of {info.relative_path} holds a list, not a tensor')
+
+
+@case('record-shape', "a chunk's record holds #[2, 6], its chunk is #[3, 6]", 16, 'error')
+def _(out):
+    C, f, s = broken_n(out, records={(L1, (4, 0)): torch.zeros(2, 6)})
+    write_metadata(out, C, f, s)
+    _, info = at(s, L1, [4, 0])
+    return only(f'DCP: {L1}: the record at byte {info.offset} of {info.relative_path} holds #[2, 6], '
+                f'its chunk is #[3, 6]')
+
+
+@case('record-dtype', "a chunk's record holds float64, the metadata says float32", 17, 'warning')
+def _(out):
+    model, _, _ = base_sd()
+    C, f, s = broken_n(out, records={(L1, (4, 0)): model['l1.weight'][4:].double().clone()})
+    write_metadata(out, C, f, s)
+    _, info = at(s, L1, [4, 0])
+    return warns(f'DCP: {L1}: the record at byte {info.offset} of {info.relative_path} holds float64, '
+                 f'the metadata says float32')
+
+
+@case('bytes-callable', "a bytes item (top-level key 'extra') whose record names posix.system", 18, 'warning')
+def _(out):
+    model, trainable, osd = base_sd()
+    sd = nested(model, osd)
+    sd['extra'] = Evil()
+    C, f, s = save(sd, out)
+    write_metadata(out, C, f, s)
+    _, info = at(s, 'extra')
+    return warns(f"DCP: extra: the record at byte {info.offset} of {info.relative_path} names Python callables "
+                 f"that DCP's load runs (bytes items load with weights_only=False): posix.system")
+
+
+def l1_boxes(r0, r1):
+    return lambda k, t: ('explicit', {0: [r0], 1: [r1]}) if k == L1 else 'row'
+
+
+@case('chunk-outside', 'a chunk of model.l1.weight [7, 6] at #[4, 0] of size #[4, 6] (its record too)', 19, 'error')
+def _(out):
+    C, f, s = broken_n(out, spec=l1_boxes(([0, 0], [4, 6]), ([4, 0], [4, 6])))
+    write_metadata(out, C, f, s)
+    return {'message': f'DCP: {L1}: chunk at #[4, 0] of size #[4, 6] lies outside #[7, 6]', 'warnings': []}
+
+
+@case('chunks-overlap', 'chunks of model.l1.weight at #[0, 0] and #[3, 0], both #[4, 6]', 20, 'error')
+def _(out):
+    C, f, s = broken_n(out, spec=l1_boxes(([0, 0], [4, 6]), ([3, 0], [4, 6])))
+    write_metadata(out, C, f, s)
+    return {'message': f'DCP: {L1}: chunks at #[0, 0] and #[3, 0] overlap', 'warnings': []}
+
+
+@case('coverage-gap', 'chunks of model.l1.weight [7, 6] leave row 4 out (#[0, 0] #[4, 6] and #[5, 0] #[2, 6])',
+      21, 'error')
+def _(out):
+    C, f, s = broken_n(out, spec=l1_boxes(([0, 0], [4, 6]), ([5, 0], [2, 6])))
+    write_metadata(out, C, f, s)
+    return only(f'DCP: {L1}: its chunks cover 36 of 42 elements')
+
+
+def ghost(osd):
+    osd['state']['ghost.weight'] = {'step': torch.tensor(3.0), 'exp_avg': torch.full((3,), 0.5),
+                                    'exp_avg_sq': torch.full((3,), 0.25)}
+    osd['param_groups'][0]['params'].append('ghost.weight')
+
+
+@case('ghost-state', 'optimizer state (and a group entry) for ghost.weight, which the model part lacks', 22, 'error')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=ghost)
+    write_metadata(out, C, f, s)
+    return only('DCP: optimizer state for ghost.weight, which the model part does not hold')
+
+
+def short_exp_avg_sq(osd):
+    osd['state']['l1.bias']['exp_avg_sq'] = torch.full((6,), 0.25)
+
+
+@case('state-shape', "l1.bias's exp_avg_sq is #[6], the parameter #[7]", 23, 'error')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=short_exp_avg_sq)
+    write_metadata(out, C, f, s)
+    return only('DCP: l1.bias: exp_avg_sq is #[6], the parameter is #[7]')
+
+
+@case('state-shape-alone', "Accelerate's optimizer_0/ alone (no model part): l1.bias's exp_avg_sq is #[6], its "
+      "exp_avg #[7]", 23, 'error')
+def _(out):
+    model, trainable, osd = base_sd()
+    short_exp_avg_sq(osd)
+    write(out, {'optimizer': osd})
+    return only('DCP: l1.bias: exp_avg_sq is #[6], exp_avg is #[7]')
+
+
+@case('bad-step', "l2.bias's step is 2.5", 24, 'error')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=lambda o: o['state']['l2.bias'].update(step=torch.tensor(2.5)))
+    write_metadata(out, C, f, s)
+    return {'message': 'DCP: l2.bias: step 2.5 is not a step count'}
+
+
+def two_groups(osd):
+    g0 = osd['param_groups'][0]
+    g1 = dict(g0)
+    g1['weight_decay'] = 0.0
+    g0['params'] = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias']
+    g1['params'] = ['l1.bias', 'l2.weight', 'l2.bias']
+    osd['param_groups'].append(g1)
+
+
+@case('fqn-two-groups', 'l1.bias listed in parameter groups 0 and 1', 25, 'error')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=two_groups)
+    write_metadata(out, C, f, s)
+    return only('DCP: l1.bias is listed in parameter groups 0 and 1')
+
+
+@case('state-without-group', "l2.bias has state, but no group's params lists it", 26, 'warning')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=lambda o: o['param_groups'][0]['params'].remove('l2.bias'))
+    write_metadata(out, C, f, s)
+    return warns('DCP: l2.bias has optimizer state but no parameter group lists it')
+
+
+@case('steps-differ', 'group 0: l1.weight at step 5, the others at 3', 27, 'warning')
+def _(out):
+    C, f, s = broken_n(out, osd_edit=lambda o: o['state']['l1.weight'].update(step=torch.tensor(5.0)))
+    write_metadata(out, C, f, s)
+    return warns('DCP: group 0: l1.weight is at step 5, emb.weight at step 3')
+
+
+@case('never-stepped', 'every trainable parameter at step 1 with all-zero moments (_init_optim_state)', 28,
+      'warning')
+def _(out):
+    def zero(osd):
+        for st in osd['state'].values():
+            st['step'] = torch.tensor(1.0)
+            st['exp_avg'].zero_()
+            st['exp_avg_sq'].zero_()
+    C, f, s = broken_n(out, osd_edit=zero)
+    write_metadata(out, C, f, s)
+    return warns(*[f'DCP: {fqn}: step 1 and all-zero moments: the state get_optimizer_state_dict creates for an '
+                   f'optimizer that never stepped' for fqn in tiny_model()[1]])
+
+
+@case('no-planner-data', 'flatten_state_dict=False with keys already flat (model.{fqn}, optim.state.{fqn}.{key}): '
+      'planner_data None', 30, 'warning')
+def _(out):
+    model, trainable, osd = base_sd()
+    flat, _ = flatten(nested(model, osd), '2.4')
+    write(out, flat, flatten_sd=False)
+    return warns("DCP: {dir} keeps no planner_data: slots follow the metadata's key order, which is module order "
+                 "only when one rank wrote every unsharded item (give --names NAMES.json)")
+
+
 # ---- writing the folders, and a self-check with the independent reader ------------------------
 
 def tensor_sha256(t):
@@ -659,12 +1022,12 @@ def tensor_sha256(t):
 
 
 def self_check(out):
-    """dcp_truth's reading of every folder written under out equals the tensors saved: same keys,
-    shapes, dtypes and row-major bytes."""
+    """dcp_truth's reading of every valid folder written under out equals the tensors saved: same
+    keys, shapes, dtypes and row-major bytes."""
     import dcp_truth
+    valid = [os.path.abspath(os.path.join(out, c['name'])) for c in CASES if c['check'] is None]
     for folder, flat in SOURCES.items():
-        if not folder.startswith(os.path.abspath(out)) or \
-                not os.path.exists(os.path.join(folder, '.metadata')):
+        if not any(folder == v or folder.startswith(v + os.sep) for v in valid):
             continue
         got = {k['key']: k for k in dcp_truth.truth(folder)['keys']}
         if set(got) != set(flat):
@@ -687,26 +1050,62 @@ def write_case(name, out):
     return c['build'](out)
 
 
-def table():
+TABLE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'cases', 'dcp.json')
+ABOUT = ('DCP folders (FORMAT.md 12) written by tests/c/dcp_seeds.py, for the C, JS API and CLI tests: '
+         'per folder its name (the folder under the writer\'s OUT), what it demonstrates and, for a broken '
+         'one, the check of 12.5 it fails, its severity, the code the core gives it (filled by the core), '
+         'the verdict `message` (the first error in 12.5\'s order; null when only warnings), `failures` '
+         '(every error, when the folder is known to give exactly those) and `warnings` (the DCP warnings '
+         'it must give). Texts are exact; {dir} stands for the folder path as the test passes it. Numbers '
+         'print as Python does (step 5.0 as 5); a byte range {o}..{e} is offset..offset + length. '
+         'Valid folders give no error and none of the broken folders\' warnings; dcp_truth.py gives '
+         'their facts (keys, chunks, byte ranges, planner_data, sha256 of every tensor).')
+
+
+def table(codes=None):
+    codes = codes or {}
     rows = []
     for c in CASES:
         row = {k: c[k] for k in ('name', 'what')}
         if c['check'] is not None:
-            row.update(check=c['check'], severity=c['severity'], code=None)
+            row.update(check=c['check'], severity=c['severity'], code=codes.get(c['name']))
+            row.update(c['expect'])
         rows.append(row)
-    return rows
+    return {'about': ABOUT, 'cases': rows}
+
+
+def committed_codes():
+    if not os.path.exists(TABLE):
+        return {}
+    with open(TABLE) as f:
+        return {c['name']: c.get('code') for c in json.load(f)['cases']}
 
 
 def main(argv):
-    out = argv[1]
+    """dcp_seeds.py OUT: every folder under OUT, OUT/cases.json, and a check that the committed
+    tests/cases/dcp.json states what the folders give; dcp_seeds.py --table rewrites that table
+    (keeping the codes filled in it)."""
+    rewrite = argv[1] == '--table'
+    out = os.path.join(os.environ.get('TMPDIR', '/tmp'), 'dcp_seeds_table') if rewrite else argv[1]
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
     for c in CASES:
         c['expect'] = write_case(c['name'], os.path.join(out, c['name']))
     self_check(out)
+    t = table(committed_codes())
+    text = json.dumps(t, indent=1, ensure_ascii=False) + '\n'
+    if rewrite:
+        shutil.rmtree(out)
+        with open(TABLE, 'w') as f:
+            f.write(text)
+        print(f'{len(CASES)} cases in {TABLE}')
+        return
     with open(os.path.join(out, 'cases.json'), 'w') as f:
-        json.dump({'cases': table()}, f, indent=1)
-    print(f'{len(CASES)} folders in {out}')
+        f.write(text)
+    with open(TABLE) as f:
+        if f.read() != text:
+            raise SystemExit(f'{TABLE} differs from what the folders give: run dcp_seeds.py --table')
+    print(f'{len(CASES)} folders in {out}, as {TABLE} states')
 
 
 if __name__ == '__main__':

@@ -128,6 +128,8 @@ def row_major_bytes(t):
 
 def truth(dirname):
     md, names = read_metadata(os.path.join(dirname, '.metadata'))
+    if not isinstance(md, Record) or md.name != 'Metadata':
+        raise SystemExit(f'{dirname}/.metadata holds no DCP Metadata')
     out = {'classes': names, 'fields': list(md.state.keys()) if isinstance(md.state, dict) else None}
     out['version'] = md.get('version')
     sm = md.get('storage_meta')
