@@ -364,7 +364,7 @@ class Item:
 
 def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file_per_rank=True,
          thread_count=1, dedup_lowest=False, records=None, transforms=None, fields=None,
-         checkpoint_id=None):
+         checkpoint_id=None, record=None):
     """Writes sd as `dcp.save(sd, checkpoint_id=out)` run on `world` ranks would.
 
     spec(flat key, tensor) -> 'rep' | 'row' | 'col' | ('block', a, b) | ('explicit', {...});
@@ -373,8 +373,9 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
     the coordinator only, class paths 'new', no storage_meta nor version), '2.0' (as 2.3 with
     TensorProperties under _shard), '1.13'; records {(fqn, offsets tuple): value} replaces what a
     record holds (broken folders); transforms {(fqn, offsets): [descriptor]}; fields overrides the
-    Metadata's fields. Returns the metadata object and the storage entries, for the broken cases'
-    edits."""
+    Metadata's fields; record(item, stream), when given, writes each record instead (the scale
+    bench's sparse records). Returns the classes, the Metadata's fields and the storage entries, for
+    the broken cases' edits."""
     C = classes({'2.4': 'new', '2.3': 'new', '2.0': 'old', '1.13': '1.13'}[era])
     spec = spec or (lambda k, t: 'row')
     records = records or {}
@@ -443,6 +444,14 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
                 ordered = [it for it in bucket if it.kind == 'bytes'] + \
                           [it for it in bucket if it.kind != 'bytes']
                 for it in ordered:
+                    if record is not None:
+                        offset = f.tell()
+                        record(it, f)
+                        info = obj(C._StorageInfo, relative_path=name, offset=offset, length=f.tell() - offset,
+                                   transform_descriptors=None)
+                        storage.append((metadata_index(C, it.fqn, it.offs, it.hint) if it.kind != 'bytes'
+                                        else metadata_index(C, it.fqn), info))
+                        continue
                     if it.key in records and isinstance(records[it.key], Raw):
                         data = bytes(records[it.key])
                     elif it.key in records:
