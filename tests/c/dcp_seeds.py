@@ -371,7 +371,8 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
     era: '2.4' (torch >= 2.4: every dict walked, every rank offers bytes items, class paths 'new',
     storage_meta and version '1.0.0'), '2.3' (2.3: lists of non-tensors are leaves, bytes items on
     the coordinator only, class paths 'new', no storage_meta nor version), '2.0' (as 2.3 with
-    TensorProperties under _shard), '1.13'; records {(fqn, offsets tuple): value} replaces what a
+    TensorProperties under _shard, duplicates kept on the lowest rank), '1.13';
+    records {(fqn, offsets tuple): value} replaces what a
     record holds (broken folders); transforms {(fqn, offsets): [descriptor]}; fields overrides the
     Metadata's fields; record(item, stream), when given, writes each record instead (the scale
     bench's sparse records). Returns the classes, the Metadata's fields and the storage entries, for
@@ -403,7 +404,9 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
                 items.append(Item(fqn, 'bytes', value=v))
         plans.append(items)
 
-    # _dedup_save_plans: each item once, in the plan with the fewest planned bytes so far
+    # _dedup_save_plans: each item once, in the plan with the fewest planned bytes so far; torch
+    # 2.0's _dedup_tensors kept the first plan's copy
+    dedup_lowest = dedup_lowest or era in ('2.0', '1.13')
     where, first = {}, {}
     for p, items in enumerate(plans):
         for it in items:
@@ -571,8 +574,8 @@ def _(out):
 
 
 @case('n23-old', 'form N23 (torch 2.0-2.2): optim.param_groups one bytes item (the whole list), bytes '
-      'items on the coordinator only, TensorProperties and MEM_FORMAT_ENCODING under '
-      'torch.distributed._shard.sharded_tensor.metadata, Metadata of three fields (no storage_meta, no version)')
+      'items on the coordinator only, unsharded tensors kept on rank 0 (_dedup_tensors), TensorProperties '
+      'and MEM_FORMAT_ENCODING under torch.distributed._shard.sharded_tensor.metadata, Metadata of three fields (no storage_meta, no version)')
 def _(out):
     model, trainable, osd = base_sd()
     write(out, nested(model, osd), era='2.0')
@@ -1045,7 +1048,8 @@ def self_check(out):
             if isinstance(v, torch.Tensor):
                 k = got[key]
                 if k['kind'] != 'tensor' or k['shape'] != list(v.shape) or k['dtype'] != str(v.dtype):
-                    raise SystemExit(f'{folder}: {key}: {k.get("dtype")} {k.get("shape")}, saved {v.dtype} {list(v.shape)}')
+                    raise SystemExit(f'{folder}: {key}: {k.get("dtype")} {k.get("shape")}, '
+                                     f'saved {v.dtype} {list(v.shape)}')
                 if k['sha256'] != tensor_sha256(v):
                     raise SystemExit(f'{folder}: {key}: values differ from the saved tensor')
             elif got[key]['kind'] != 'bytes':
