@@ -1056,6 +1056,23 @@ def self_check(out):
                 raise SystemExit(f'{folder}: {key} is no bytes item')
 
 
+FIXTURE = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', 'fixtures', 'dcp-torch113')
+
+
+def check_fixture():
+    """The independent reader on the real torch 1.13 folder (FORMAT.md 12.8's facts): its 33 keys,
+    56 records (33 in __0_0.distcp, 23 in __1_0.distcp), every tensor reassembled from its chunks."""
+    import dcp_truth
+    t = dcp_truth.truth(FIXTURE)
+    tensors = [k for k in t['keys'] if k['kind'] == 'tensor']
+    got = (len(t['keys']), len(t['entries']), {f: v['records'] for f, v in t['files'].items()},
+           all(k['sha256'] for k in tensors), t['plannerData'], t['fields'])
+    want = (33, 56, {'__0_0.distcp': 33, '__1_0.distcp': 23}, True, None,
+            ['state_dict_metadata', 'planner_data', 'storage_data'])
+    if got != want:
+        raise SystemExit(f'{FIXTURE}: the reader gives {got}, expected {want}')
+
+
 def write_case(name, out):
     c = next(c for c in CASES if c['name'] == name)
     shutil.rmtree(out, ignore_errors=True)
@@ -1105,6 +1122,7 @@ def main(argv):
     for c in CASES:
         c['expect'] = write_case(c['name'], os.path.join(out, c['name']))
     self_check(out)
+    check_fixture()
     t = table(committed_codes())
     text = json.dumps(t, indent=1, ensure_ascii=False) + '\n'
     if rewrite:
