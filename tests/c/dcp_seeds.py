@@ -705,7 +705,8 @@ def _(out):
 # broken folders: one per check of FORMAT.md 12.5. Each builder returns what the core must report:
 # `message` the verdict (the first error, 12.5's order), `failures` every error when the case is
 # known to give exactly those, `warnings` the DCP warnings it must give. {dir} stands for the
-# folder's path as the test passes it.
+# folder's path as the test passes it; section 10's texts inside are spelled out (`PyTorch: `), names
+# are listed quoted as section 10's weights-only warning lists them.
 
 def at(storage, fqn, offs=None):
     for idx, info in storage:
@@ -783,7 +784,7 @@ def _(out):
     C, f, s = broken_n(out)
     f['extra'] = Evil()
     write_metadata(out, C, f, s)
-    return warns("DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: posix.system")
+    return warns("DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: \"posix.system\"")
 
 
 @case('no-entry', 'a chunk without its storage entry (its record left unreferenced)', 6, 'error')
@@ -893,7 +894,16 @@ def _(out):
     write_metadata(out, C, f, s)
     _, info = at(s, L1, [4, 0])
     return only(f'DCP: {L1}: bytes {info.offset}..{info.offset + info.length} of {info.relative_path} are not a '
-                f'torch.save record: P: no data.pkl in this zip: not a torch.save file')
+                f'torch.save record: PyTorch: no data.pkl in this zip: not a torch.save file')
+
+
+@case('not-archive', "a chunk's record is 130 zero bytes: neither a zip nor a pickle", 14, 'error')
+def _(out):
+    C, f, s = broken_n(out, records={(L1, (4, 0)): Raw(bytes(130))})
+    write_metadata(out, C, f, s)
+    _, info = at(s, L1, [4, 0])
+    return only(f'DCP: {L1}: bytes {info.offset}..{info.offset + info.length} of {info.relative_path} are not a '
+                f'torch.save record: PyTorch: neither a zip nor a pickle: not a torch.save file')
 
 
 @case('not-tensor', "a chunk's record holds a list", 15, 'error')
@@ -932,7 +942,7 @@ def _(out):
     write_metadata(out, C, f, s)
     _, info = at(s, 'extra')
     return warns(f"DCP: extra: the record at byte {info.offset} of {info.relative_path} names Python callables "
-                 f"that DCP's load runs (bytes items load with weights_only=False): posix.system")
+                 f"that DCP's load runs (bytes items load with weights_only=False): \"posix.system\"")
 
 
 def l1_boxes(r0, r1):
