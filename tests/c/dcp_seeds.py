@@ -784,7 +784,8 @@ def _(out):
     C, f, s = broken_n(out)
     f['extra'] = Evil()
     write_metadata(out, C, f, s)
-    return warns("DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: \"posix.system\"")
+    return warns("DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: "
+                 "\"posix.system\"")
 
 
 @case('no-entry', 'a chunk without its storage entry (its record left unreferenced)', 6, 'error')
