@@ -582,7 +582,8 @@ def _(out):
 
 @case('n23-old', 'form N23 (torch 2.0-2.2): optim.param_groups one bytes item (the whole list), bytes '
       'items on the coordinator only, unsharded tensors kept on rank 0 (_dedup_tensors), TensorProperties '
-      'and MEM_FORMAT_ENCODING under torch.distributed._shard.sharded_tensor.metadata, Metadata of three fields (no storage_meta, no version)')
+      'and MEM_FORMAT_ENCODING under torch.distributed._shard.sharded_tensor.metadata, Metadata of three '
+      'fields (no storage_meta, no version)')
 def _(out):
     model, trainable, osd = base_sd()
     write(out, nested(model, osd), era='2.0')
