@@ -793,7 +793,7 @@ def _(out):
 def _(out):
     C, f, s = broken_n(out)
     drop = at(s, L1, [4, 0])
-    write_metadata(out, C, f, [e for e in s if e is not drop])
+    write_metadata(out, C, f, [e for e in s if e[0] is not drop[0]])
     return only(f'DCP: {L1}: chunk at #[4, 0] has no storage entry')
 
 
@@ -801,7 +801,7 @@ def _(out):
 def _(out):
     C, f, s = broken_n(out)
     drop = at(s, 'optim.param_groups.0.lr')
-    write_metadata(out, C, f, [e for e in s if e is not drop])
+    write_metadata(out, C, f, [e for e in s if e[0] is not drop[0]])
     return only('DCP: optim.param_groups.0.lr: no storage entry')
 
 
