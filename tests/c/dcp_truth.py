@@ -7,6 +7,9 @@ tensor key the sha256 of its full row-major bytes reassembled from its chunks (n
 cannot be read: a stream transform, a window that is no torch.save record, a chunk that does not
 fit; "cannot tell", never a guess).
 
+`python3 dcp_truth.py --index DIR` prints only what `.metadata` says (no record is read): for the
+scale bench's folder, whose records hold tens of GB.
+
 `.metadata` is read with a restricted unpickler that builds plain records from DCP's class names
 and calls nothing (torch.distributed is never imported); each record is torch.load of its byte
 window, weights_only=True."""
@@ -126,7 +129,7 @@ def row_major_bytes(t):
     return t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
-def truth(dirname):
+def truth(dirname, records=True):
     md, names = read_metadata(os.path.join(dirname, '.metadata'))
     if not isinstance(md, Record) or md.name != 'Metadata':
         raise SystemExit(f'{dirname}/.metadata holds no DCP Metadata')
@@ -166,8 +169,9 @@ def truth(dirname):
         k['memoryFormat'] = props[3]
         k['shape'] = list(smd.get('size'))
         chunks = []
-        full = torch.zeros(k['shape'], dtype=getattr(torch, props[0].split('.')[1]))
-        seen = torch.zeros(k['shape'], dtype=torch.int32)  # how many chunks hold each element
+        if records:
+            full = torch.zeros(k['shape'], dtype=getattr(torch, props[0].split('.')[1]))
+            seen = torch.zeros(k['shape'], dtype=torch.int32)  # how many chunks hold each element
         ok = True
         for c in smd.get('chunks'):
             offs, sizes = list(c.get('offsets')), list(c.get('sizes'))
@@ -179,6 +183,9 @@ def truth(dirname):
                           transforms=info.get('transform_descriptors'))
             chunks.append(ch)
             t = None
+            if not records:
+                ok = False
+                continue
             if hits and not hits[0].get('transform_descriptors'):
                 data = window(dirname, hits[0])
                 t = load_record(data) if data is not None else None
@@ -191,12 +198,16 @@ def truth(dirname):
             seen[box] += 1
         k['chunks'] = chunks
         ok = ok and bool((seen == 1).all())  # every element from exactly one chunk
-        k['sha256'] = hashlib.sha256(row_major_bytes(full)).hexdigest() if ok else None
+        if records:
+            k['sha256'] = hashlib.sha256(row_major_bytes(full)).hexdigest() if ok else None
         keys.append(k)
     out['keys'] = keys
     return out
 
 
 if __name__ == '__main__':
-    json.dump(truth(sys.argv[1]), sys.stdout, indent=1)
+    if sys.argv[1] == '--index':
+        json.dump(truth(sys.argv[2], records=False), sys.stdout)
+    else:
+        json.dump(truth(sys.argv[1]), sys.stdout, indent=1)
     sys.stdout.write('\n')
