@@ -245,6 +245,9 @@ export interface InvalidReport extends ReportCommon {
   tensors?: Tensor[];
   /** a DeepSpeed checkpoint's members, every failure among them (docs/deepspeed.md) */
   deepspeed?: DeepSpeedMembers | null;
+  /** a distributed checkpoint's members and entries, every failure among them (docs/distributed.md) */
+  dcp?: DcpMembers | null;
+  errors?: DcpDiagnostic[];
   error: ReportError;
 }
 
@@ -399,7 +402,83 @@ export interface DeepSpeedReport extends ReportCommon {
   error: null;
 }
 
-export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | InvalidReport;
+/** One chunk of a distributed checkpoint's tensor (docs/distributed.md): a box of the global
+ *  tensor (`offsets`, `sizes`), stored as the torch.save record at bytes [offset, offset +
+ *  length) of data file `file`, written by rank `rank` (null: a file not named `__{r}_{n}.distcp`). */
+export interface DcpChunk {
+  offsets: U64[];
+  sizes: U64[];
+  file: string;
+  offset: U64;
+  length: U64;
+  rank: number | null;
+}
+
+/** A distributed checkpoint's tensor of the model part, one per slot in slot order, with its
+ *  optimizer state's chunks when it has any. */
+export interface DcpEntry {
+  name: string;
+  group: number | null;
+  shape: U64[];
+  dtype: string;
+  step: number | null;
+  trainable: boolean;
+  /** the slot it is an alias of (a tied weight), else null */
+  representative: number | null;
+  chunks: DcpChunk[];
+  state: Partial<Record<'exp_avg' | 'exp_avg_sq', { dtype: string; chunks: DcpChunk[] }>>;
+  /** With statistics: exp_avg and exp_avg_sq. */
+  m?: Stats | null;
+  v?: Stats | null;
+}
+
+/** A diagnostic of a distributed checkpoint: its code and text, and the facts it is about. */
+export interface DcpDiagnostic {
+  code: number;
+  text: string;
+  fqn?: string | null;
+  file?: string | null;
+  offset?: U64 | null;
+}
+
+/** A distributed checkpoint's own members (docs/distributed.md): what its .metadata is, its data
+ *  files, its keys by part, the optimizer part's groups, the bytes items. */
+export interface DcpMembers {
+  /** Metadata.version; null: unversioned (torch before 2.4, 1.13) */
+  version: string | null;
+  /** the module paths of the classes .metadata names */
+  classes: 'torch>=2.3' | 'torch 2.0-2.2' | 'torch 1.13';
+  plannerData: boolean;
+  /** the optimizer part's key form (null: no optimizer part) */
+  form: 'N' | 'N23' | 'F' | 'I' | null;
+  /** the data files .metadata names, by name; size null for a missing one */
+  files: { name: string; size: U64 | null; items: number; rank?: number | null }[];
+  /** other files in the folder */
+  strays: string[];
+  keys: { model: number; optimizer: number; other: number };
+  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; params: string[] }[];
+  bytesItems: { key: string; file: string; offset: U64; length: U64 }[];
+}
+
+/** A distributed checkpoint's report (a DCP folder, its .metadata or a data file alone): the
+ *  generic report with `dcp` and an entry per tensor of the model part. An invalid one is an
+ *  InvalidReport with `dcp` and `errors`. */
+export interface DcpReport extends ReportCommon {
+  ok: true;
+  family: 'DCP';
+  name: string;
+  kind: 'optimizer' | 'state';
+  version: null;
+  dcp: DcpMembers;
+  entries: DcpEntry[];
+  notes?: string[];
+  errors?: DcpDiagnostic[];
+  schema?: SchemaReport | null;
+  slotCount?: number | null;
+  error: null;
+}
+
+export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | DcpReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */

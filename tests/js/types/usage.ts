@@ -129,3 +129,20 @@ async function plumbingUsage(ck: import('ckptscope').Checkpoint): Promise<number
   return itemCount(ck) + versions.length + kinds.length;
 }
 void plumbingUsage;
+
+// a distributed checkpoint (a DCP folder): its data files, and each tensor's chunks with the rank
+// that wrote them
+async function distributed(dir: string): Promise<void> {
+  const report = await inspect(dir);
+  if (report.ok && report.family === 'DCP') {
+    const files: string[] = report.dcp.files.map((f) => `${f.name} ${f.size === null ? 'missing' : toNumber(f.size)} ${f.items}`);
+    const ranks: (number | null)[] = report.entries.flatMap((e) => e.chunks.map((c) => c.rank));
+    const boxes: number[][] = report.entries.flatMap((e) => e.chunks.map((c) => c.sizes.map(toNumber)));
+    const form: string = report.dcp.form ?? 'no optimizer part';
+    const moments = report.entries.map((e) => e.state.exp_avg?.chunks.length ?? 0);
+    console.log(files, ranks, boxes, form, moments, report.dcp.version, report.dcp.keys.model, report.entries[0]?.m?.rms);
+  } else if (!report.ok && report.dcp) {
+    console.log(report.errors?.map((e) => `${e.code} ${e.text} ${e.fqn ?? ''}`), report.error.message);
+  }
+}
+void distributed;
