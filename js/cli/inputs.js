@@ -69,12 +69,21 @@ export async function folderArgs(positional, seen, command, at = 0) {
   const kind = kindArg(seen, command);
   const file = positional[at];
   if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  const family = await folderFamilyOf(file);
+  // a distributed checkpoint (a DCP folder: .metadata and its data files) is one checkpoint,
+  // opened whole (js/folder-source.js)
+  if (family === 'DCP') {
+    const what = `${shown(file, PATH_ECHO_MAX)} is a distributed checkpoint (DCP)`;
+    if (!DCP_COMMANDS.has(command)) throw new Failure(`${what}: ${command} does not read one yet; ${listed([...DCP_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
+    if (seen['--expect'] !== undefined || seen['--state'] !== undefined) throw new UsageError(`${what}: it is inspected, checked, exported and its health computed alone (its model part holds its parameters)`, command);
+    return { kind, fallback: null, whole: true, dcp: true };
+  }
   // a DeepSpeed checkpoint (a save_dir, a tag folder, a Trainer checkpoint-N saved with
   // DeepSpeed) is one checkpoint, opened whole (js/folder-source.js)
-  if (await isDeepSpeedFolder(file)) {
+  if (family === 'DeepSpeed') {
     if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ${listed([...DEEPSPEED_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
-    return { kind, fallback: null, deepspeed: true };
+    return { kind, fallback: null, whole: true, deepspeed: true };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
   const f = await folderFiles(file, { kind }).catch((err) => {
@@ -106,9 +115,18 @@ export async function trainedModelOf(opt, state) {
 /** The commands that read a DeepSpeed checkpoint folder. */
 const DEEPSPEED_COMMANDS = new Set(['inspect', 'check', 'health', 'export', 'run', 'diff']);
 
+/** The commands that read a distributed checkpoint (DCP) folder. */
+const DCP_COMMANDS = new Set(['inspect', 'check', 'health', 'export']);
+
+/** The family of the checkpoint the core reads FILE as, when FILE is a folder it reads as one
+ *  ('DeepSpeed', 'DCP'); else null. */
+export async function folderFamilyOf(file) {
+  return isFolder(file) ? (await deepspeedPlan(file))?.family ?? null : null;
+}
+
 /** Is FILE a folder the core reads as a DeepSpeed checkpoint? */
 export async function isDeepSpeedFolder(file) {
-  return isFolder(file) && (await deepspeedPlan(file)) !== null;
+  return (await folderFamilyOf(file)) === 'DeepSpeed';
 }
 
 /** Does folderArgs's answer give the optimizer a kind? */
