@@ -245,9 +245,8 @@ export interface InvalidReport extends ReportCommon {
   tensors?: Tensor[];
   /** a DeepSpeed checkpoint's members, every failure among them (docs/deepspeed.md) */
   deepspeed?: DeepSpeedMembers | null;
-  /** a distributed checkpoint's members and entries, every failure among them (docs/distributed.md) */
+  /** a distributed checkpoint's members, every failure among them (docs/distributed.md) */
   dcp?: DcpMembers | null;
-  errors?: DcpDiagnostic[];
   error: ReportError;
 }
 
@@ -404,77 +403,89 @@ export interface DeepSpeedReport extends ReportCommon {
 
 /** One chunk of a distributed checkpoint's tensor (docs/distributed.md): a box of the global
  *  tensor (`offsets`, `sizes`), stored as the torch.save record at bytes [offset, offset +
- *  length) of data file `file`, written by rank `rank` (null: a file not named `__{r}_{n}.distcp`). */
+ *  length) of data file `file` (null: no storage entry), written by rank `rank` (null: a file not
+ *  named `__{r}_{n}.distcp`). */
 export interface DcpChunk {
   offsets: U64[];
   sizes: U64[];
-  file: string;
-  offset: U64;
-  length: U64;
-  rank: number | null;
+  file: string | null;
+  offset: U64 | null;
+  length: U64 | null;
+  rank: U64 | null;
 }
 
-/** A distributed checkpoint's tensor of the model part, one per slot in slot order, with its
+/** A distributed checkpoint's tensor of the model part (one per slot, in slot order), with its
  *  optimizer state's chunks when it has any. */
 export interface DcpEntry {
+  /** the FQN, and the flat key it is saved under */
   name: string;
-  group: number | null;
+  key: string;
+  group: U64 | null;
   shape: U64[];
-  dtype: string;
+  dtype: string | null;
   step: number | null;
   trainable: boolean;
-  /** the slot it is an alias of (a tied weight), else null */
-  representative: number | null;
+  /** the schema's representative: itself when trainable, null when it has no state */
+  representative: U64 | null;
   chunks: DcpChunk[];
-  state: Partial<Record<'exp_avg' | 'exp_avg_sq', { dtype: string; chunks: DcpChunk[] }>>;
-  /** With statistics: exp_avg and exp_avg_sq. */
-  m?: Stats | null;
-  v?: Stats | null;
+  state: Partial<Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'step', { key: string; dtype: string | null; shape: U64[]; chunks: DcpChunk[] }>>;
 }
 
-/** A diagnostic of a distributed checkpoint: its code and text, and the facts it is about. */
+/** A check of a distributed checkpoint that failed (docs/distributed.md): an error (its code) or
+ *  a warning, its text, and the facts it is about. */
 export interface DcpDiagnostic {
-  code: number;
+  check: number;
+  code: number | null;
+  severity: 'error' | 'warning';
   text: string;
-  fqn?: string | null;
-  file?: string | null;
-  offset?: U64 | null;
+  fqn: string | null;
+  file: string | null;
+  offset: U64 | null;
 }
 
-/** A distributed checkpoint's own members (docs/distributed.md): what its .metadata is, its data
- *  files, its keys by part, the optimizer part's groups, the bytes items. */
+/** A distributed checkpoint's own members (docs/distributed.md): what was opened and what its
+ *  .metadata is, its data files, its keys by part, the optimizer part's groups, the bytes items,
+ *  each tensor with its chunks, and every check that failed. */
 export interface DcpMembers {
+  opened: 'folder' | 'metadata' | 'distcp';
+  root: string | null;
   /** Metadata.version; null: unversioned (torch before 2.4, 1.13) */
   version: string | null;
-  /** the module paths of the classes .metadata names */
-  classes: 'torch>=2.3' | 'torch 2.0-2.2' | 'torch 1.13';
+  /** the module paths of the classes .metadata names (null: not a Metadata) */
+  classes: 'torch>=2.3' | 'torch 2.0-2.2' | 'torch 1.13' | null;
   plannerData: boolean;
+  storageMeta: boolean;
   /** the optimizer part's key form (null: no optimizer part) */
   form: 'N' | 'N23' | 'F' | 'I' | null;
+  /** a lone .metadata's or .distcp's note */
+  note: string | null;
   /** the data files .metadata names, by name; size null for a missing one */
-  files: { name: string; size: U64 | null; items: number; rank?: number | null }[];
+  files: { name: string; size: U64 | null; items: U64; rank: U64 | null }[];
   /** other files in the folder */
   strays: string[];
   keys: { model: number; optimizer: number; other: number };
   groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; params: string[] }[];
-  bytesItems: { key: string; file: string; offset: U64; length: U64 }[];
+  bytesItems: { key: string; file: string | null; offset: U64 | null; length: U64 | null }[];
+  entries: DcpEntry[];
+  /** a data file alone: its last record */
+  record: { offset: U64; length: U64; dtype: string | null; shape: U64[] | null } | null;
+  diagnostics: DcpDiagnostic[];
 }
 
-/** A distributed checkpoint's report (a DCP folder, its .metadata or a data file alone): the
- *  generic report with `dcp` and an entry per tensor of the model part. An invalid one is an
- *  InvalidReport with `dcp` and `errors`. */
+/** A valid distributed checkpoint's report (a DCP folder, its .metadata or a data file alone): an
+ *  optimizer's (the schema, an entry per slot with optimizer state, its moments' statistics with
+ *  --stats), with `dcp`. An invalid one is an InvalidReport with `dcp`. */
 export interface DcpReport extends ReportCommon {
   ok: true;
   family: 'DCP';
   name: string;
-  kind: 'optimizer' | 'state';
+  kind: 'optimizer';
   version: null;
+  dtype: Dtype | null;
+  schema: SchemaReport | null;
+  slotCount: number | null;
+  entries: Entry[];
   dcp: DcpMembers;
-  entries: DcpEntry[];
-  notes?: string[];
-  errors?: DcpDiagnostic[];
-  schema?: SchemaReport | null;
-  slotCount?: number | null;
   error: null;
 }
 

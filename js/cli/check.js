@@ -10,7 +10,7 @@ import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg, worldSizeArg } from './args.js';
 import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
-import { said } from './dcp-text.js';
+import { dcpErrors } from './dcp-text.js';
 import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines, deepspeedPairLines } from './text.js';
 
 export async function cmdCheck(argv) {
@@ -102,12 +102,13 @@ async function checkDcp(dir) {
   const ck = await reading(dir, 'checkpoint', () => open(dir));
   try {
     const r = ck.report;
-    for (const w of r.warnings) say(process.stderr, `warning: ${said(w)}`);
+    for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
     if (r.ok) {
       say(process.stdout, `${displayName(dir)}: a distributed checkpoint (DCP) that passes every check`);
       return 0;
     }
-    const failures = r.errors?.length ? r.errors.map(said) : [r.error.message];
+    const errors = dcpErrors(r);
+    const failures = errors.length ? errors.map((g) => g.text) : [r.error.message];
     say(process.stdout, `${displayName(dir)}: a distributed checkpoint (DCP) that fails ${failures.length === 1 ? 'a check' : `${failures.length} checks`}`, ...failures);
     if (!sameDestination()) say(process.stderr, r.error.message);
     return 1;

@@ -1,8 +1,8 @@
 // A distributed checkpoint's summary lines (docs/distributed.md): what its .metadata says (version,
 // the classes' module paths, the optimizer part's key form), its data files with their records
 // and ranks, its parameter groups, and a table of the model part's tensors with their chunks.
-// Every fact is the core's report (its `dcp` member and entries); nothing here reads a name, a
-// key or a byte range of the format.
+// Every fact is the core's report (its `dcp` member, src/families/dcp/json.c); nothing here
+// reads a name, a key or a byte range of the format.
 
 import { wrapLine } from '../terminal.js';
 import { table, numColumns } from './table.js';
@@ -19,14 +19,8 @@ export const FORM_NAMES = {
   I: 'by index (I)',
 };
 
-/** A data file's rank: the core's, for the file or, failing that, for a chunk it holds. */
-export function fileRanks(d, entries) {
-  const ranks = new Map();
-  for (const e of entries ?? []) {
-    for (const c of e.chunks ?? []) if (c.rank !== null && c.rank !== undefined && !ranks.has(c.file)) ranks.set(c.file, c.rank);
-  }
-  return d.files.map((f) => (f.rank !== undefined && f.rank !== null ? f.rank : ranks.get(f.name) ?? null));
-}
+/** What was opened, when it is not the folder. */
+const OPENED = { metadata: 'the index (.metadata) alone', distcp: 'a data file alone' };
 
 /** The ranks whose files hold an entry's chunks, lowest first ('?' for a file of no rank). */
 export function chunkRanks(e) {
@@ -34,25 +28,24 @@ export function chunkRanks(e) {
   return [...ranks].sort((a, b) => (a === null ? 1 : b === null ? -1 : a - b)).map((r) => (r === null ? '?' : String(r)));
 }
 
-/** How an entry is trained: 'yes' (it has optimizer state), 'tied to NAME' (an alias of an
- *  earlier slot), or 'no'. */
+/** How an entry is trained: 'yes' (it has optimizer state), 'tied to NAME' (the core found it
+ *  an alias of an earlier slot), else 'frozen or tied' (no state: the core cannot tell which
+ *  until values are compared). */
 export function trainText(e, entries) {
   if (e.trainable) return 'yes';
   const k = e.representative;
   if (k !== null && k !== undefined && entries[k] && entries[k] !== e) return `tied to ${entries[k].name}`;
-  return 'no';
+  return 'frozen or tied';
 }
 
 /** The lines of report.dcp before the parameters: what .metadata is, the files, the keys, the
  *  groups, the bytes items. */
 export function dcpLines(report, out, width) {
   const d = report.dcp;
-  const entries = report.entries ?? [];
-  const facts = [d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes ${d.classes}`,
+  const facts = [...(OPENED[d.opened] ? [OPENED[d.opened]] : []), d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes ${d.classes ?? 'unknown'}`,
     d.form === null ? 'no optimizer part' : `optimizer ${FORM_NAMES[d.form] ?? d.form}`, d.plannerData ? 'planner_data' : 'no planner_data'];
   out.push(...wrapLine(`dcp             ${facts.join(', ')}`, width, HANG));
-  const ranks = fileRanks(d, entries);
-  const files = d.files.map((f, k) => `${f.name} (${f.size === null ? 'missing' : plural(f.size, 'byte')}, ${plural(f.items, 'record')}${ranks[k] === null ? '' : `, rank ${ranks[k]}`})`);
+  const files = d.files.map((f) => `${f.name} (${f.size === null ? 'missing' : plural(f.size, 'byte')}, ${plural(f.items, 'record')}${f.rank === null ? '' : `, rank ${f.rank}`})`);
   if (files.length) out.push(...wrapLine(`files           ${files.join(', ')}`, width, HANG));
   if (d.strays.length) out.push(...wrapLine(`other files     ${d.strays.join(', ')}`, width, HANG));
   out.push(`keys            ${plural(d.keys.model, 'model key')}, ${plural(d.keys.optimizer, 'optimizer key')}, ${plural(d.keys.other, 'other key')}`);
@@ -61,12 +54,15 @@ export function dcpLines(report, out, width) {
     out.push(...wrapLine(line, width, HANG));
   });
   if (d.bytesItems.length) out.push(...wrapLine(`bytes items     ${d.bytesItems.map((b) => b.key).join(', ')}`, width, HANG));
+  const r = d.record;   // a data file alone: its last record
+  if (r) out.push(...wrapLine(`last record     ${plural(r.length, 'byte')} at byte ${r.offset}${r.dtype ? `: a ${r.dtype} tensor of shape ${fmtShape(r.shape)}` : ''}`, width, HANG));
+  if (d.note) out.push(...wrapLine(`note            ${d.note}`, width, HANG));
 }
 
 /** The model part's tensors (one row a slot): name, shape, dtype, chunks, the ranks holding
  *  them, step, and whether it is trained; with statistics the moments' in a table of their own. */
 export function dcpParamLines(report, out, width) {
-  const entries = report.entries ?? [];
+  const entries = report.dcp.entries;
   if (!entries.length) return;
   const rows = entries.map((e, i) => [i, e.name, fmtShape(e.shape), e.dtype ?? '?', e.chunks.length, chunkRanks(e).join(','), e.step ?? '-', trainText(e, entries)]);
   out.push('');
@@ -74,13 +70,14 @@ export function dcpParamLines(report, out, width) {
   const fit = { width, shrink: 1, key: 0, what: 'parameter names', shown, short: { 4: 'ch' } };
   for (const l of table(rows, ['slot', 'name', 'shape', 'dtype', 'chunks', 'ranks', 'step', 'trainable'], new Set([0, 4, 6]), fit)) out.push(l);
   if (!report.statistics) return;
+  // the moments' statistics are the report's entries' (one per slot with state, by slot)
   const statRows = [];
-  entries.forEach((e, i) => {
-    if (!e.m && !e.v) return;
+  for (const e of report.entries ?? []) {
+    if (!e.m && !e.v) continue;
     const all = [e.m, e.v].filter(Boolean);
     const nan = all.reduce((a, x) => a + Number(x.nan), 0), inf = all.reduce((a, x) => a + Number(x.inf), 0);
-    statRows.push([i, e.name, e.m?.min ?? null, e.m?.max ?? null, e.m?.rms ?? null, e.v?.max ?? null, e.v?.rms ?? null, nan || inf ? `${nan}/${inf}` : '']);
-  });
+    statRows.push([e.id, entries[Number(e.id)]?.name ?? '', e.m?.min ?? null, e.m?.max ?? null, e.m?.rms ?? null, e.v?.max ?? null, e.v?.rms ?? null, nan || inf ? `${nan}/${inf}` : '']);
+  }
   if (!statRows.length) return;
   numColumns(statRows, [2, 3, 4, 5, 6]);
   out.push('');
@@ -88,10 +85,10 @@ export function dcpParamLines(report, out, width) {
   for (const l of table(statRows, ['slot', 'name', 'm min', 'm max', 'm rms', 'v max', 'v rms', 'NaN/inf'], new Set([0, 2, 3, 4, 5, 6, 7]), fit2)) out.push(l);
 }
 
-/** A diagnostic's words: a text as such, or the core's object's text. */
-export const said = (x) => (typeof x === 'string' ? x : x.text ?? x.message);
+/** The errors of the core's diagnostics, in its order (the first is the verdict's). */
+export const dcpErrors = (report) => (report.dcp?.diagnostics ?? []).filter((g) => g.severity === 'error');
 
 /** Every error after the first (the verdict's), in the core's order. */
 export function dcpFailureLines(report) {
-  return (report.errors ?? []).slice(1).map((f) => `failure: ${said(f)}`);
+  return dcpErrors(report).slice(1).map((g) => `failure: ${g.text}`);
 }

@@ -2,7 +2,7 @@ import { weightsOnlyLines } from '../weights-only.js';
 import { middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
-import { dcpLines, dcpParamLines, dcpFailureLines, said } from './dcp-text.js';
+import { dcpLines, dcpParamLines, dcpFailureLines } from './dcp-text.js';
 import { table, num, numColumns } from './table.js';
 
 export { num, numColumns };
@@ -193,8 +193,7 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
     else if (!report.optimizer && report.tensors.length) stateLines(report, names, out, width);
   } else if (report.kind === 'state') stateLines(report, names, out, width);
   else optimizerLines(report, names, out, width);
-  for (const n of report.notes ?? []) out.push(...wrapLine(`note: ${said(n)}`, width, '      '));
-  for (const w of report.warnings) out.push(`warning: ${said(w)}`);
+  for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push(...failureLines(report));
   if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');

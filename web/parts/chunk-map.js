@@ -47,6 +47,7 @@ const svg = (tag, attrs = {}) => {
 function chunkTitle(c) {
   const where = `offsets [${c.offsets.join(', ')}], sizes [${c.sizes.join(', ')}]`;
   const rank = c.rank === null || c.rank === undefined ? 'no rank' : `rank ${c.rank}`;
+  if (c.file === null) return `${where}: no storage entry`;
   return `${where}: ${c.file}, ${rank}, ${Number(c.length).toLocaleString('en-US')} bytes at byte ${Number(c.offset).toLocaleString('en-US')}`;
 }
 

@@ -1,5 +1,5 @@
 // A distributed checkpoint's own card (docs/distributed.md), from the report alone (its `dcp`
-// member and entries): what its .metadata is (version, the classes' module paths, the optimizer
+// member, src/families/dcp/json.c): what its .metadata is (version, the classes' module paths, the optimizer
 // part's key form, planner_data), its data files with their sizes, records and ranks, the other
 // files beside them, its keys, parameter groups and bytes items, and the model part's tensors,
 // each with its chunk map (parts/chunk-map.js) over its global shape, coloured by rank.
@@ -41,15 +41,7 @@ function table(headers, rows, rowId) {
   return box;
 }
 
-const said = (x) => (typeof x === 'string' ? x : x.text ?? x.message);
 const rankText = (r) => (r === null || r === undefined ? '—' : String(r));
-
-/** Each data file's rank: the core's for the file, else the one of a chunk it holds. */
-function fileRanks(d, entries) {
-  const ranks = new Map();
-  for (const e of entries) for (const c of e.chunks ?? []) if (c.rank !== null && c.rank !== undefined && !ranks.has(c.file)) ranks.set(c.file, c.rank);
-  return d.files.map((f) => (f.rank !== undefined && f.rank !== null ? f.rank : ranks.get(f.name) ?? null));
-}
 
 /** The ranks of an entry's chunks, lowest first (null last). */
 function ranksOf(chunks) {
@@ -60,26 +52,29 @@ function trained(e, entries) {
   if (e.trainable) return 'yes';
   const k = e.representative;
   if (k !== null && k !== undefined && entries[k] && entries[k] !== e) return `tied to ${entries[k].name}`;
-  return 'no';
+  return 'frozen or tied';   // no state: the core cannot tell which until values are compared
 }
 
+const OPENED = { metadata: 'the index (.metadata) alone', distcp: 'a data file alone' };
+
 function facts(d) {
-  return [d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes of ${d.classes}`,
+  return [...(OPENED[d.opened] ? [OPENED[d.opened]] : []), d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes of ${d.classes ?? 'unknown'}`,
     d.form === null ? 'no optimizer part' : `optimizer keys ${FORM_NAMES[d.form] ?? d.form}`, d.plannerData ? 'planner_data kept' : 'no planner_data'].join(', ');
 }
 
 function renderDcp(card, file) {
-  const s = file.summary, d = s.dcp;
-  const entries = s.entries ?? [];
+  const d = file.summary.dcp;
+  const entries = d.entries;
   const head = el('div', 'card-head');
   head.append(el('h2', '', 'Distributed checkpoint (DCP)'));
   card.replaceChildren(head);
   card.append(line(facts(d), 'dcp-facts'));
-  for (const n of s.notes ?? []) card.append(line(said(n), 'dcp-note'));
+  if (d.note) card.append(line(d.note, 'dcp-note'));
+  const r = d.record;   // a data file alone: its last record
+  if (r) card.append(line(`Its last record: ${plural(r.length, 'byte')} at byte ${count(r.offset)}${r.dtype ? `, a ${r.dtype} tensor of shape ${shape(r.shape)}` : ''}.`, 'dcp-record'));
   if (d.files.length) {
     card.append(el('h3', '', `Data files (${plural(d.files.length, 'file')})`));
-    const ranks = fileRanks(d, entries);
-    const rows = d.files.map((f, k) => [f.name, rankText(ranks[k]), f.size === null ? 'missing' : count(f.size), count(f.items)]);
+    const rows = d.files.map((f) => [f.name, rankText(f.rank), f.size === null ? 'missing' : count(f.size), count(f.items)]);
     card.append(table(['file', 'rank', 'bytes', 'records'], rows, 'dcp-file-row'));
   }
   if (d.strays.length) card.append(line(`Other files, not named by .metadata: ${d.strays.join(', ')}.`, 'dcp-strays'));
@@ -103,11 +98,11 @@ function renderDcp(card, file) {
     card.append(table(['name', 'shape', 'dtype', 'chunks', 'ranks', 'step', 'trained'], rows, 'dcp-entry-row'));
     if (entries.length > shown.length) card.append(line(`The first ${count(shown.length)} of ${count(entries.length)} tensors; the parameter table lists them all.`));
   }
-  const errors = s.errors ?? [];
+  const errors = d.diagnostics.filter((g) => g.severity === 'error');
   if (errors.length) {
     card.append(el('h3', '', `Fails ${errors.length === 1 ? 'a check' : `${errors.length} checks`}`));
     const ul = el('ul');
-    for (const f of errors) ul.append(testid(el('li', 'bad', said(f)), 'dcp-failure'));
+    for (const g of errors) ul.append(testid(el('li', 'bad', g.text), 'dcp-failure'));
     card.append(ul);
   }
 }
