@@ -118,7 +118,14 @@ typedef enum ckpt_code {
     /* DeepSpeed pairing with the model the user will load into (format.md 11.6) */
     CKPT_E_DS_PAIR_MODEL = 81, /* DS: the new model's names, shapes or ties are not the checkpoint's */
     CKPT_E_DS_PAIR_ORDER = 82, /* DS: group {g} position {k}: DeepSpeed would load a's moments and masters into b */
-    CKPT_E_DS_PAIR_WORLD = 83  /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
+    CKPT_E_DS_PAIR_WORLD = 83, /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
+    /* PyTorch Distributed Checkpoint folders (format.md 12.5) */
+    CKPT_E_DCP_FOLDER = 84,   /* DCP: no .metadata, a path outside the folder, a missing data file (1, 9, 10) */
+    CKPT_E_DCP_METADATA = 85, /* DCP: .metadata is no Metadata, or a field is missing or of another type (2, 3) */
+    CKPT_E_DCP_STORAGE = 86,  /* DCP: storage entries: missing, twice, past a file's end, overlapping (6-13) */
+    CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
+    CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
+    CKPT_E_DCP_STATE = 89     /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -213,7 +220,8 @@ typedef enum ckpt_family_id {
     CKPT_FAMILY_TLPF32B = 3,     /* older model state: parameters, float32 */
     CKPT_FAMILY_SAFETENSORS = 4, /* model state: a safetensors file (format.md 10.1) */
     CKPT_FAMILY_PYTORCH = 5,     /* optimizer state: a torch.save file, zip or legacy (format.md 10) */
-    CKPT_FAMILY_DEEPSPEED = 6    /* a DeepSpeed ZeRO checkpoint: a tag folder, or one of its files (format.md 11) */
+    CKPT_FAMILY_DEEPSPEED = 6,   /* a DeepSpeed ZeRO checkpoint: a tag folder, or one of its files (format.md 11) */
+    CKPT_FAMILY_DCP = 7 /* a PyTorch Distributed Checkpoint: a folder, its .metadata or a .distcp (format.md 12) */
 } ckpt_family_id;
 
 /* What a family's files hold: optimizer state (moments per parameter), model state (tensors), or
@@ -1133,6 +1141,15 @@ int ckpt_bundle_header(const char *family, const char *root, const char *const *
  * is the header at 0 and each member's bytes at its offset (ckpt_bundle_header's layout). NULL
  * with err set (CKPT_E_INVALID_ARGUMENT: not such a listing; CKPT_E_NO_MEMORY). */
 char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *err);
+
+/* ---- PyTorch Distributed Checkpoint folders (format.md 12) ------------------------------ */
+
+/* What a folder is to DCP (format.md 12.1), from its listing as ckpt_deepspeed_folder_json takes
+ * it ({"root", "entries": [{"name", "size"}]}): {"family": null, "read": []} when its top holds no
+ * .metadata, .metadata.tmp or .distcp file, else {"family": "DCP", "read": [], "tag": null,
+ * "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: every file at its top laid
+ * out after the bundle header. NULL with err set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
+char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err);
 
 #ifdef __cplusplus
 }
