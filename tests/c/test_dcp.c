@@ -14,6 +14,7 @@ static const char *fixture; /* tests/fixtures/dcp-torch113 */
 static const char *work;    /* a scratch folder */
 static const char *seeds;   /* the folders tests/c/dcp_core_seeds.py wrote, and its manifest */
 static const char *written; /* the folders src/writers/dcp_write.c wrote (test_dcp_write), or NULL */
+static const char *cases;   /* the folders tests/c/dcp_seeds.py wrote, with its cases.json, or NULL */
 
 static jvalue *inspect_memory(const unsigned char *data, size_t len, char **text_out)
 {
@@ -499,15 +500,151 @@ static void test_written(void)
     }
 }
 
+/* ---- the case table of tests/cases/dcp.json (tests/c/dcp_seeds.py's folders) ---- */
+
+static char *replace_dir(const char *text, const char *dir)
+{
+    if (!text) return NULL;
+    size_t n = strlen(text) + 1, dl = strlen(dir);
+    for (const char *p = strstr(text, "{dir}"); p; p = strstr(p + 5, "{dir}")) n += dl;
+    char *out = malloc(n), *o = out;
+    for (const char *p = text; *p;) {
+        if (!strncmp(p, "{dir}", 5)) {
+            memcpy(o, dir, dl);
+            o += dl;
+            p += 5;
+        } else *o++ = *p++;
+    }
+    *o = 0;
+    return out;
+}
+
+static bool has_warning(const jvalue *r, const char *text)
+{
+    const jvalue *w = json_get(r, "warnings");
+    for (size_t k = 0; w && k < w->len; k++)
+        if (!strcmp(str(w->items[k]), text)) return true;
+    return false;
+}
+
+/* every folder: a broken one's verdict (its code and exact text), every error when the table
+ * lists them, the warnings it must give; a valid one no error and none of the broken folders'
+ * warnings. Accelerate's folder holds two DCP folders: each read alone. */
+static void test_cases(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cases.json", cases);
+    size_t len;
+    unsigned char *text = ds_file_bytes(path, &len);
+    CHECK(text != NULL);
+    if (!text) return;
+    char *t = malloc(len + 1);
+    memcpy(t, text, len);
+    t[len] = 0;
+    free(text);
+    jvalue *table = json_parse(t);
+    free(t);
+    const jvalue *cs = json_get(table, "cases");
+    CHECK(cs && cs->len >= 40);
+    for (size_t k = 0; cs && k < cs->len; k++) {
+        const jvalue *c = cs->items[k];
+        const char *name = str(json_get(c, "name"));
+        t_current = name;
+        static const char *const accelerate[] = {"pytorch_model_fsdp_0", "optimizer_0"};
+        bool acc = !strcmp(name, "accelerate");
+        for (size_t part = 0; part < (acc ? 2u : 1u); part++) {
+            if (acc) snprintf(path, sizeof path, "%s/%s/%s", cases, name, accelerate[part]);
+            else snprintf(path, sizeof path, "%s/%s", cases, name);
+            size_t blen = 0;
+            unsigned char *b = dcp_folder_bytes(path, path, &blen, NULL);
+            CHECK(b != NULL);
+            if (!b) continue;
+            ckpt_source src;
+            ckpt_memory mem;
+            ckpt_source_memory(&src, &mem, b, blen);
+            ckpt_inspect_options o = {CKPT_INSPECT_STATS, NULL, NULL};
+            ckpt_report *rep = ckpt_inspect(&src, &o);
+            char *json = ckpt_report_json(rep);
+            jvalue *r = json ? json_parse(json) : NULL;
+            free(json);
+            ckpt_report_free(rep);
+            free(b);
+            CHECK(r != NULL);
+            if (!r) continue;
+            CHECK_STR(str(json_get(r, "family")), "DCP");
+            const jvalue *check = json_get(c, "check");
+            if (!check) {
+                CHECK(json_is_null(json_get(r, "error")));
+                if (!json_is_null(json_get(r, "error")))
+                    fprintf(stderr, "  error: %s\n", str(json_get(json_get(r, "error"), "message")));
+                /* none of the broken folders' warnings */
+                for (size_t j = 0; j < cs->len; j++) {
+                    const jvalue *w = json_get(cs->items[j], "warnings");
+                    for (size_t q = 0; w && q < w->len; q++) {
+                        char *x = replace_dir(str(w->items[q]), path);
+                        CHECK(!has_warning(r, x));
+                        free(x);
+                    }
+                }
+                json_free(r);
+                continue;
+            }
+            const jvalue *msg = json_get(c, "message"), *code = json_get(c, "code");
+            if (json_is_null(msg)) CHECK(json_is_null(json_get(r, "error")));
+            else {
+                char *x = replace_dir(str(msg), path);
+                CHECK_STR(str(json_get(json_get(r, "error"), "message")), x);
+                CHECK(json_u64(json_get(json_get(r, "error"), "code")) == json_u64(code));
+                free(x);
+            }
+            const jvalue *diags = json_get(json_get(r, "dcp"), "diagnostics");
+            const jvalue *failures = json_get(c, "failures");
+            if (failures) {
+                size_t errors = 0;
+                for (size_t j = 0; diags && j < diags->len; j++) {
+                    const jvalue *g = diags->items[j];
+                    if (strcmp(str(json_get(g, "severity")), "error")) continue;
+                    if (errors < failures->len) {
+                        char *x = replace_dir(str(failures->items[errors]), path);
+                        CHECK_STR(str(json_get(g, "text")), x);
+                        free(x);
+                    }
+                    errors++;
+                }
+                CHECK(errors == failures->len);
+            }
+            const jvalue *w = json_get(c, "warnings");
+            for (size_t q = 0; w && q < w->len; q++) {
+                char *x = replace_dir(str(w->items[q]), path);
+                CHECK(has_warning(r, x));
+                if (!has_warning(r, x)) fprintf(stderr, "  missing warning: %s\n", x);
+                free(x);
+            }
+            /* the check's number is the first diagnostic's of its severity */
+            bool found = false;
+            for (size_t j = 0; diags && j < diags->len && !found; j++)
+                found = json_u64(json_get(diags->items[j], "check")) == json_u64(check);
+            CHECK(found);
+            json_free(r);
+        }
+    }
+    json_free(table);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: test_dcp FIXTURE WORKDIR SEEDS [WRITTEN]\n");
+        fprintf(stderr, "usage: test_dcp FIXTURE WORKDIR SEEDS [WRITTEN | --cases CASES]\n");
         return 2;
     }
     fixture = argv[1];
     work = argv[2];
     seeds = argv[3];
+    if (argc > 5 && !strcmp(argv[4], "--cases")) {
+        cases = argv[5];
+        static const test_case table[] = {{"tests/cases/dcp.json: every folder of dcp_seeds.py", test_cases}};
+        return RUN_ALL(table);
+    }
     written = argc > 4 ? argv[4] : NULL;
     if (written) {
         static const test_case cases[] = {{"the core's own writer's folders, read back", test_written}};
