@@ -1,8 +1,11 @@
 /* PyTorch Distributed Checkpoint folders (format.md 12): torch 1.13's own folder
  * (tests/fixtures/dcp-torch113: 2 ranks, row chunks) read through the bundle the JS package lays
  * out, its .metadata alone and a .distcp alone, and each check of 12.5 on a copy of the folder
- * changed here. Keys, shapes, chunks and byte ranges are compared exactly with what the files
- * hold (the record offsets below were read from the fixture with Python's pickle). */
+ * changed here or on a folder of torch >= 2.0's classes written by dcp_core_seeds.py. Keys, shapes,
+ * chunks and byte ranges are compared exactly with what the files hold (the record offsets below
+ * were read from the fixture with Python's pickle). Two more modes: WRITTEN, the folders the core's
+ * own writer wrote (c_dcp_written); --cases CASES, every folder of tests/cases/dcp.json
+ * (dcp_seeds.py's), each valid one exported into WORKDIR for dcp_core_truth.py (c_dcp_table). */
 #include "ds_folder.h"
 #include "minijson.h"
 #include "testutil.h"
@@ -527,6 +530,34 @@ static bool has_warning(const jvalue *r, const char *text)
     return false;
 }
 
+static int file_write(void *ctx, const void *buf, size_t n) { return fwrite(buf, 1, n, ctx) != n; }
+
+/* a valid folder's export (every slot's moments and values, read run by run) for dcp_core_truth.py
+ * to compare with dcp_truth's reassembled tensors: work/{name}.safetensors */
+static void export_folder(const unsigned char *b, size_t blen, const char *name)
+{
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, blen);
+    ckpt_file *f = ckpt_open(&src, NULL);
+    CHECK(f != NULL);
+    if (!f) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.safetensors", work, name);
+    mkdir(work, 0777);
+    FILE *out = fopen(path, "wb");
+    CHECK(out != NULL);
+    ckpt_sink sink = {out, file_write};
+    ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    int rc = out ? ckpt_export(f, &o, &sink, &err) : 1;
+    if (out) fclose(out);
+    if (rc) unlink(path); /* a folder health and export do not read (no eps stored, form I) */
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+}
+
 /* every folder: a broken one's verdict (its code and exact text), every error when the table
  * lists them, the warnings it must give; a valid one no error and none of the broken folders'
  * warnings. Accelerate's folder holds two DCP folders: each read alone. */
@@ -568,11 +599,16 @@ static void test_cases(void)
             jvalue *r = json ? json_parse(json) : NULL;
             free(json);
             ckpt_report_free(rep);
+            const jvalue *check = json_get(c, "check");
+            if (!check) {
+                char en[300];
+                snprintf(en, sizeof en, "%s%s%s", name, acc ? "-" : "", acc ? accelerate[part] : "");
+                export_folder(b, blen, en);
+            }
             free(b);
             CHECK(r != NULL);
             if (!r) continue;
             CHECK_STR(str(json_get(r, "family")), "DCP");
-            const jvalue *check = json_get(c, "check");
             if (!check) {
                 CHECK(json_is_null(json_get(r, "error")));
                 if (!json_is_null(json_get(r, "error")))
