@@ -1,14 +1,14 @@
 // Accelerate save_state folders in the viewer (docs/distributed.md "Accelerate folders"), laid
 // out as Accelerate's source writes them (tests/c/accelerate_seeds.py): a save_state folder
-// picked whole opens its pair 0, optimizer.bin with its model, its other files said and not
-// opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
+// picked or dropped whole opens its pair 0, optimizer.bin with its model, its other files said
+// and not opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startViewer } from './browser.mjs';
+import { startViewer, dropFolder } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-accelerate-view-'));
@@ -31,6 +31,18 @@ test('a save_state folder picked whole: optimizer.bin with its model.safetensors
   const notices = await page.locator('[data-testid=notice]').allTextContents();
   const shown = 'not opened: an Accelerate folder\'s optimizer.bin is shown with its model.safetensors.';
   assert.deepEqual(notices.sort(), ['custom_checkpoint_0.pkl', 'random_states_0.pkl', 'random_states_1.pkl', 'scaler.pt', 'scheduler.bin'].map((n) => `${n}: ${shown}`));
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a save_state folder of two pairs dropped as a folder: pair 0 shown, pair 1\'s files said', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, path.join(tmp, 'two'));
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.equal(await text(page, '#pair .meta'), 'optimizer.bin with pytorch_model.bin');
+  const notices = await page.locator('[data-testid=notice]').allTextContents();
+  assert.deepEqual(notices.sort(), ['optimizer_1.bin', 'pytorch_model_1.bin', 'random_states_0.pkl']
+    .map((n) => `${n}: not opened: an Accelerate folder's optimizer.bin is shown with its pytorch_model.bin.`));
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
