@@ -54,6 +54,7 @@ test('a project picked whole: a run of its checkpoint_{k} folders by k, each opt
   assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['checkpoint_0', 'checkpoint_1', 'checkpoint_2', 'checkpoint_10']);
   assert.deepEqual(await page.locator('[data-testid=run-pair-verdict]').allTextContents(), ['continuous', 'continuous', 'continuous']);
   assert.equal(await text(page, '[data-testid=run-first]'), 'One run: every pair continuous, no file flagged.');
+  assert.match(await text(page, '[data-testid=run-state]'), /^4 checkpoints in run order \(each checkpoint_K folder's optimizer with its model\), 3 consecutive pairs, in \d+ ms\.$/);
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
