@@ -750,6 +750,22 @@ export class Binding {
     }
   }
 
+  // ---- DCP folders (src/families/dcp/folder.c) -------------------------------------------
+
+  /** char *ckpt_dcp_folder_json(listing, len, err): what a folder is to DCP, from its listing
+   *  (a JSON text, as deepspeedFolder takes it): {family: null, read: []} or {family: 'DCP',
+   *  read: [], tag: null, members, size, header}; null with err set for a listing that is not one. */
+  dcpFolder(listing, err) {
+    const core = this.#core;
+    const bytes = new TextEncoder().encode(listing);
+    const text = core.copyIn(bytes);
+    try {
+      return this.#json(this.#ex.ckpt_dcp_folder_json(text, bytes.byteLength, err));
+    } finally {
+      core.free(text);
+    }
+  }
+
   /** int ckpt_trainer_lr_logged_at(text, len): which entry logs an update's rate, by config.json's
    *  transformers_version (bytes: its text): 'a' (A's step), 'b' (B's step), or null (unknown). */
   trainerLrLoggedAt(bytes) {

@@ -245,6 +245,8 @@ export interface InvalidReport extends ReportCommon {
   tensors?: Tensor[];
   /** a DeepSpeed checkpoint's members, every failure among them (docs/deepspeed.md) */
   deepspeed?: DeepSpeedMembers | null;
+  /** a distributed checkpoint's members, every failure among them (docs/distributed.md) */
+  dcp?: DcpMembers | null;
   error: ReportError;
 }
 
@@ -256,7 +258,8 @@ export interface TorchGroup {
   weightDecay: number | null;
   amsgrad: boolean | null;
   maximize: boolean | null;
-  params: number[];
+  /** ids; a name-keyed optimizer's (FSDP, docs/pytorch.md) FQNs as stored */
+  params: number[] | string[];
   paramNames: string[] | null;
 }
 
@@ -265,9 +268,10 @@ export interface TorchGroup {
  *  slot's name. */
 export interface TorchEntry {
   id: U64;
+  /** a name-keyed optimizer's (FSDP): the entry's place in the stored order (groups' lists, then state) */
   index: number;
-  /** Paired only: the slot's name (the model's). */
-  name?: string;
+  /** Paired: the slot's name (the model's); unpaired: the FQN a name-keyed optimizer keys it by, else null. */
+  name?: string | null;
   group: number | null;
   shape: U64[] | null;
   dtype: string | null;
@@ -312,7 +316,9 @@ export interface TorchReport extends ReportCommon {
   version: null;
   dtype: Dtype | null;
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
-  optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
+  optimizer: { path: string; kind: 'adam' | 'adamw' | null;
+    /** how it keys its parameters: torch.optim's ids, FQNs (FSDP), or form F's flat keys (docs/pytorch.md) */
+    keying: 'ids' | 'names' | 'flat'; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
   /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
    *  each with its path in the object ('' for the object itself). */
@@ -399,7 +405,95 @@ export interface DeepSpeedReport extends ReportCommon {
   error: null;
 }
 
-export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | InvalidReport;
+/** One chunk of a distributed checkpoint's tensor (docs/distributed.md): a box of the global
+ *  tensor (`offsets`, `sizes`), stored as the torch.save record at bytes [offset, offset +
+ *  length) of data file `file` (null: no storage entry), written by rank `rank` (null: a file not
+ *  named `__{r}_{n}.distcp`). */
+export interface DcpChunk {
+  offsets: U64[];
+  sizes: U64[];
+  file: string | null;
+  offset: U64 | null;
+  length: U64 | null;
+  rank: U64 | null;
+}
+
+/** A distributed checkpoint's tensor of the model part (one per slot, in slot order), with its
+ *  optimizer state's chunks when it has any. */
+export interface DcpEntry {
+  /** the FQN, and the flat key it is saved under */
+  name: string;
+  key: string;
+  group: U64 | null;
+  shape: U64[];
+  dtype: string | null;
+  step: number | null;
+  trainable: boolean;
+  /** the schema's representative: itself when trainable, null when it has no state */
+  representative: U64 | null;
+  chunks: DcpChunk[];
+  state: Partial<Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'step', { key: string; dtype: string | null; shape: U64[]; chunks: DcpChunk[] }>>;
+}
+
+/** A check of a distributed checkpoint that failed (docs/distributed.md): an error (its code) or
+ *  a warning, its text, and the facts it is about. */
+export interface DcpDiagnostic {
+  check: number;
+  code: number | null;
+  severity: 'error' | 'warning';
+  text: string;
+  fqn: string | null;
+  file: string | null;
+  offset: U64 | null;
+}
+
+/** A distributed checkpoint's own members (docs/distributed.md): what was opened and what its
+ *  .metadata is, its data files, its keys by part, the optimizer part's groups, the bytes items,
+ *  each tensor with its chunks, and every check that failed. */
+export interface DcpMembers {
+  opened: 'folder' | 'metadata' | 'distcp';
+  root: string | null;
+  /** Metadata.version; null: unversioned (torch before 2.4, 1.13) */
+  version: string | null;
+  /** the module paths of the classes .metadata names (null: not a Metadata) */
+  classes: 'torch>=2.3' | 'torch 2.0-2.2' | 'torch 1.13' | null;
+  plannerData: boolean;
+  storageMeta: boolean;
+  /** the optimizer part's key form (null: no optimizer part) */
+  form: 'N' | 'N23' | 'F' | 'I' | null;
+  /** a lone .metadata's or .distcp's note */
+  note: string | null;
+  /** the data files .metadata names, by name; size null for a missing one */
+  files: { name: string; size: U64 | null; items: U64; rank: U64 | null }[];
+  /** other files in the folder */
+  strays: string[];
+  keys: { model: number; optimizer: number; other: number };
+  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; params: string[] }[];
+  bytesItems: { key: string; file: string | null; offset: U64 | null; length: U64 | null }[];
+  entries: DcpEntry[];
+  /** a data file alone: its last record */
+  record: { offset: U64; length: U64; dtype: string | null; shape: U64[] | null } | null;
+  diagnostics: DcpDiagnostic[];
+}
+
+/** A valid distributed checkpoint's report (a DCP folder, its .metadata or a data file alone): an
+ *  optimizer's (the schema, an entry per slot with optimizer state, its moments' statistics with
+ *  --stats), with `dcp`. An invalid one is an InvalidReport with `dcp`. */
+export interface DcpReport extends ReportCommon {
+  ok: true;
+  family: 'DCP';
+  name: string;
+  kind: 'optimizer';
+  version: null;
+  dtype: Dtype | null;
+  schema: SchemaReport | null;
+  slotCount: number | null;
+  entries: Entry[];
+  dcp: DcpMembers;
+  error: null;
+}
+
+export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | DcpReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */
@@ -543,6 +637,8 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
+  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;
   positionalDiffers: boolean | null;

@@ -29,10 +29,10 @@ export async function cmdInspect(argv) {
   const stats = !!seen['--stats'];
   const workers = workersArg(seen);
   // Statistics of a real file by several workers; a pipe is read once, in order.
-  // a DeepSpeed folder's statistics come with its open, from its fragments (one thread)
-  const n = stats && !isStream(file) && seen['--state'] === undefined && !kind.deepspeed ? await workerCount(workers, [file]) : 1;
+  // a folder's statistics (DeepSpeed, DCP) come with its open, from its fragments (one thread)
+  const n = stats && !isStream(file) && seen['--state'] === undefined && !kind.whole ? await workerCount(workers, [file]) : 1;
   const parallel = n > 1;
-  if (!kind.deepspeed) checkInput(file, 'checkpoint');
+  if (!kind.whole) checkInput(file, 'checkpoint');
   const stamp = fileStamp(file);   // a file still being written is named as such
   // Every thread reads this one open file (a file renamed over the path mid-run changes nothing).
   const source = parallel ? reading(file, 'checkpoint', () => fs.openSync(file, 'r')) : sourceOf(file);
