@@ -17,8 +17,8 @@ FOLDERS lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and
 check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT` writes them
 all under OUT and OUT/cases.json (the table of tests/cases/dcp.json with every folder's path).
 Import it to write one folder: `write_case(name, out_dir)`."""
-import copy
 import enum
+import hashlib
 import io
 import json
 import os
@@ -324,9 +324,41 @@ class Raw(bytes):
     """A record's bytes as given (not torch.save of a value): a broken record."""
 
 
-def torch_save_bytes(value):
+class _RecordsAfterPickle:
+    """torch.serialization._save's zip writer, with the records newer torch writes right after
+    data.pkl."""
+
+    def __init__(self, real, after):
+        self.real, self.after = real, after
+
+    def write_record(self, name, data, size):
+        self.real.write_record(name, data, size)
+        if name == 'data.pkl':
+            for n, v in self.after:
+                self.real.write_record(n, v, len(v))
+
+
+def torch_save_bytes(value, form='1.13'):
+    """torch.save(value) into a stream, as torch of this form writes it, through torch's own zip
+    writer: '1.13' (this torch: data.pkl, data/{key}, version); '2.x' (byteorder after data.pkl,
+    then .data/serialization_id after version: serialization.py _save since the byteorder record,
+    PyTorchStreamWriter::writeEndOfFile); 'main' (.format_version and .storage_alignment before
+    byteorder, current serialization.py). The serialization id here is 40 digits derived from the
+    record, not torch's own value (nothing reads it as a number)."""
     b = io.BytesIO()
-    torch.save(value, b)
+    if form == '1.13':
+        torch.save(value, b)
+        return b.getvalue()
+    after = [('byteorder', 'little')]
+    if form == 'main':
+        after = [('.format_version', '1'), ('.storage_alignment', '64')] + after
+    real = torch._C.PyTorchFileWriter(b)
+    torch.serialization._save(value, _RecordsAfterPickle(real, after), pickle, 2)
+    real.write_record('version', '3\n', 2)
+    digest = hashlib.sha1(b.getvalue()).digest()
+    sid = str(int.from_bytes(digest, 'big'))[:40].rjust(40, '0')
+    real.write_record('.data/serialization_id', sid, len(sid))
+    real.write_end_of_file()
     return b.getvalue()
 
 
@@ -364,7 +396,7 @@ class Item:
 
 def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file_per_rank=True,
          thread_count=1, dedup_lowest=False, records=None, transforms=None, fields=None,
-         checkpoint_id=None, record=None):
+         checkpoint_id=None, record=None, torch_form=None):
     """Writes sd as `dcp.save(sd, checkpoint_id=out)` run on `world` ranks would.
 
     spec(flat key, tensor) -> 'rep' | 'row' | 'col' | ('block', a, b) | ('explicit', {...});
@@ -374,13 +406,15 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
     TensorProperties under _shard, duplicates kept on the lowest rank), '1.13';
     records {(fqn, offsets tuple): value} replaces what a
     record holds (broken folders); transforms {(fqn, offsets): [descriptor]}; fields overrides the
-    Metadata's fields; record(item, stream), when given, writes each record instead (the scale
+    Metadata's fields; torch_form the records' torch.save form (torch_save_bytes; by era: '2.x'
+    from 2.3, else '1.13'); record(item, stream), when given, writes each record instead (the scale
     bench's sparse records). Returns the classes, the Metadata's fields and the storage entries, for
     the broken cases' edits."""
     C = classes({'2.4': 'new', '2.3': 'new', '2.0': 'old', '1.13': '1.13'}[era])
     spec = spec or (lambda k, t: 'row')
     records = records or {}
     transforms = transforms or {}
+    torch_form = torch_form or ('2.x' if era in ('2.4', '2.3') else '1.13')
     os.makedirs(out, exist_ok=True)
     if flatten_sd:
         flat, mappings = flatten(sd, '2.4' if era == '2.4' else '2.0')
@@ -458,11 +492,11 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
                     if it.key in records and isinstance(records[it.key], Raw):
                         data = bytes(records[it.key])
                     elif it.key in records:
-                        data = torch_save_bytes(records[it.key])
+                        data = torch_save_bytes(records[it.key], torch_form)
                     elif it.kind == 'bytes':
-                        data = torch_save_bytes(it.value)
+                        data = torch_save_bytes(it.value, torch_form)
                     else:
-                        data = torch_save_bytes(box_of(it.tensor, it.offs, it.sizes))
+                        data = torch_save_bytes(box_of(it.tensor, it.offs, it.sizes), torch_form)
                     desc = transforms.get(it.key)
                     if desc:
                         data = zstd_raw_frame(data)
@@ -695,6 +729,14 @@ def torch113_flat():
       "hold other values")
 def _(out):
     write(out, torch113_flat(), era='1.13', flatten_sd=False)
+
+
+@case('records-main', "form N whose records are torch.save zips as current torch writes them: data.pkl, "
+      ".format_version, .storage_alignment, byteorder, data/0, version, .data/serialization_id (the other "
+      "torch >= 2.3 folders: data.pkl, byteorder, data/0, version, .data/serialization_id; torch 2.0's and "
+      "1.13's: data.pkl, data/0, version)")
+def _(out):
+    n_folder(out, torch_form='main')
 
 
 @case('bf16', 'bf16 model (model.* bfloat16), AdamW state float32 (mixed precision)')
