@@ -814,6 +814,14 @@ def _(out):
     return only('DCP: .metadata: no storage_data')
 
 
+@case('sizes-list', "a chunk's sizes pickled as a list, not a torch.Size", 3, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    f['state_dict_metadata'][L1].chunks[1].sizes = [3, 6]
+    write_metadata(out, C, f, s)
+    return only(f'DCP: .metadata: state_dict_metadata[{L1}].chunks[1].sizes is a list, expected a torch.Size')
+
+
 @case('version-9.9', 'a Metadata of version 9.9', 4, 'warning')
 def _(out):
     C, f, s = broken_n(out, fields={'version': '9.9'})
