@@ -630,18 +630,46 @@ def _(out):
     write(out, nested(model, osd), era='2.3')
 
 
-@case('f', "form F (torchtitan step-N/): bare model FQNs at the top level, optimizer.state.{fqn}.{key} and "
-      "optimizer.param_groups.{fqn}.{key} (flatten_optimizer_state_dict), lr_scheduler and train_state "
-      "bytes items; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
-def _(out):
+LR_SCHEDULER = {'base_lrs': [0.001], 'last_epoch': 3, 'verbose': False, '_step_count': 4,
+                '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]}
+
+
+def torchtitan_sd(train_state):
+    """torchtitan's step-N/: states minus the model, then the model's keys (_flattened_model_states_sd)."""
     model, trainable, osd = base_sd()
-    sd = {'optimizer': form_f(osd),
-          'lr_scheduler': {'base_lrs': [0.001], 'last_epoch': 3, '_step_count': 4, 'verbose': False,
-                           '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]},
-          'train_state': {'step': 3, 'global_avg_losses': [2.5, 2.25, 2.0], 'global_max_losses': [3.0, 2.75, 2.5],
-                          'log_steps': [1, 2, 3]}}
+    sd = {'optimizer': form_f(osd), 'lr_scheduler': dict(LR_SCHEDULER), 'train_state': train_state}
     sd.update(model)
-    write(out, sd, checkpoint_id='/ckpt/step-3')
+    return sd
+
+
+@case('f', "form F (torchtitan step-N/): bare model FQNs at the top level, optimizer.state.{fqn}.{key} and "
+      "optimizer.param_groups.{fqn}.{key} (flatten_optimizer_state_dict), an lr_scheduler dict of bytes items, "
+      "train_state.step a 0-d int32 tensor; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
+def _(out):
+    write(out, torchtitan_sd({'step': torch.tensor(3, dtype=torch.int32)}), checkpoint_id='/ckpt/step-3')
+
+
+def torch_saved(value):
+    b = io.BytesIO()
+    torch.save(value, b)
+    return b
+
+
+@case('f-bytesio', "form F with torchtitan's earlier TrainState: global_avg_losses, global_max_losses and "
+      "log_steps as io.BytesIO objects holding torch.save of their lists, so each record pickles an _io.BytesIO "
+      "(DefaultSavePlanner.transform_object torch.saves every bytes item): valid, with 12.5.18's warning",
+      18, 'warning')
+def _(out):
+    ts = {'step': torch.tensor(3, dtype=torch.int32), 'global_avg_losses': torch_saved([2.5, 2.25, 2.0]),
+          'global_max_losses': torch_saved([3.0, 2.75, 2.5]), 'log_steps': torch_saved([1, 2, 3])}
+    C, f, s = save(torchtitan_sd(ts), out, checkpoint_id='/ckpt/step-3')
+    write_metadata(out, C, f, s)
+    texts = []
+    for key in ('global_avg_losses', 'global_max_losses', 'log_steps'):
+        _, info = at(s, 'train_state.' + key)
+        texts.append(f"DCP: train_state.{key}: the record at byte {info.offset} of {info.relative_path} names Python "
+                     f"callables that DCP's load runs (bytes items load with weights_only=False): \"_io.BytesIO\"")
+    return warns(*texts)
 
 
 @case('i', 'form I: a plain optimizer.state_dict() given to dcp.save: optim.state.{i}.{key}, params lists of '
