@@ -13,9 +13,13 @@ _traverse, state_dict}.py), with Debian's torch 1.13 only for torch.save of each
   its tensors); chunks come from the planner's steps: every rank's local plan, dedup_save_plans,
   create_default_global_save_plan (index hints), planner_data as dict(ChainMap(*mappings)).
 
-FOLDERS lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and broken ones, one per
-check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT` writes them
-all under OUT and OUT/cases.json (the table of tests/cases/dcp.json with every folder's path).
+CASES lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and broken ones, one
+or more per check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT`
+writes them all under OUT, with OUT/cases.json, and checks them: the independent reader
+(dcp_truth.py) finds in every valid folder the tensors saved, bit for bit; it reads the real torch
+1.13 folder (tests/fixtures/dcp-torch113) whole; this writer's redo of that save gives its
+.metadata byte for byte; and tests/cases/dcp.json states what the folders give.
+`python3 dcp_seeds.py --table` rewrites that table (keeping the codes filled in it).
 Import it to write one folder: `write_case(name, out_dir)`."""
 import enum
 import hashlib
