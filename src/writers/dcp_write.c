@@ -1,4 +1,5 @@
-/* A PyTorch optimizer.pt and its model written as a DCP folder (format.md 12.8's other way round:
+/* A PyTorch optimizer.pt and its model written as a DCP folder (DCP's conversion the other way round,
+ * docs/distributed.md "Writing a DCP folder":
  * what torch's torch_save_to_dcp would save of {'model': model_state_dict, 'optim': osd}, osd keyed
  * by FQN as get_optimizer_state_dict keys it), one rank:
  *
@@ -7,7 +8,8 @@
  *                                    item per other value, ids in the file's state order
  *   optim.param_groups.{g}.{key}     a bytes item per group value, `params` the group's FQNs
  *
- * (form N of 12.2). The optimizer's ids are placed on the model's names by the pairing of 10.4
+ * (DCP's nested form, one key per group value). The optimizer's ids are placed on the model's
+ * names by the pairing of format.md 10.4
  * (ckpt_pair_named, the pairing `check --state` gives); a pair that fails is refused with its
  * first failure.
  *
@@ -23,6 +25,7 @@
 #include "containers/pickle_write.h"
 #include "families/deepspeed/deepspeed.h"
 #include "families/pytorch/data.h"
+#include "base/json_write.h"
 #include "writers/dcp_write.h"
 
 #include <stdio.h>
@@ -642,8 +645,9 @@ static bool is_torch(const ckpt_file *f)
 }
 
 int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
-                   const ckpt_sink *metadata, ckpt_error *err)
+                   const ckpt_sink *metadata, ckpt_dcp_write_result *res, ckpt_error *err)
 {
+    if (res) memset(res, 0, sizeof *res);
     if (!opt || !model || !o || !data || !metadata)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
     const ckpt_report *ro = ckpt_file_report(opt), *rm = ckpt_file_report(model);
@@ -679,8 +683,34 @@ int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_option
         free(items);
     }
     if (!rc) rc = metadata->write(metadata->ctx, meta.data, meta.len);
+    for (size_t k = 0; !rc && res && k < p.len; k++) {
+        res->keys++;
+        res->model_keys += !strncmp(p.keys[k].name, "model.", 6);
+        res->tensors += p.keys[k].it.tensor;
+        res->bytes_items += !p.keys[k].it.tensor;
+    }
+    if (!rc && res) res->data_bytes = out.at;
     if (rc && !err->code) ckpt_fail(err, NULL, rc, CKPT_NONE, 0, "could not write the DCP folder");
     sb_free(&meta);
     plan_free(&p);
     return rc;
+}
+
+char *ckpt_dcp_write_result_json(const ckpt_dcp_write_result *res)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "{\"keys\":");
+    j_u64(&sb, res->keys);
+    sb_puts(&sb, ",\"modelKeys\":");
+    j_u64(&sb, res->model_keys);
+    sb_puts(&sb, ",\"tensors\":");
+    j_u64(&sb, res->tensors);
+    sb_puts(&sb, ",\"bytesItems\":");
+    j_u64(&sb, res->bytes_items);
+    sb_puts(&sb, ",\"dataBytes\":");
+    j_u64(&sb, res->data_bytes);
+    sb_puts(&sb, ",\"dataFile\":");
+    j_string(&sb, DATA_FILE);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
 }

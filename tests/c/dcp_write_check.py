@@ -1,5 +1,5 @@
-"""DCP folders written by ckptscope from an optimizer.pt and its model (format.md 12.8, the other way
-round), checked against PyTorch.
+"""DCP folders written by ckptscope from an optimizer.pt and its model (DCP's conversion the other
+way round, docs/distributed.md), checked against PyTorch.
 
   dcp_write_check.py seed DIR    trains a small model a few AdamW steps and saves DIR/optimizer.pt,
                                  DIR/model.pt and DIR/expect.json (the FQN of each optimizer id)

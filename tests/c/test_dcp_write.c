@@ -104,7 +104,7 @@ static void metadata_torch113(void)
     int protocol = 0;
     char *names = globals_of(&sb, &protocol);
     CHECK(protocol == 4);
-    /* the classes of the fixture tests/fixtures/dcp-torch113 (format.md 12.1), no StorageMeta */
+    /* the classes of the fixture tests/fixtures/dcp-torch113 (written by torch 1.13), no StorageMeta */
     CHECK_STR(names, "\"torch.distributed._shard.checkpoint.metadata.Metadata\" "
                      "\"torch.distributed._shard.checkpoint.metadata.TensorStorageMetadata\" "
                      "\"torch.distributed._shard.sharded_tensor.metadata.TensorProperties\" \"torch.float32\" "
@@ -178,7 +178,21 @@ static int write_folder(const char *name, const char *model, bool torch113, ckpt
     CHECK(d.f && m.f);
     ckpt_sink data = {&d, file_write}, meta = {&m, file_write};
     ckpt_dcp_write_options o = {torch113, real, "00000000-0000-4000-8000-000000000000", NULL, NULL};
-    int rc = ckpt_dcp_write(opt.f, mod.f, &o, &data, &meta, err);
+    ckpt_dcp_write_result res;
+    int rc = ckpt_dcp_write(opt.f, mod.f, &o, &data, &meta, &res, err);
+    if (!rc) {
+        /* the seed: 13 model tensors (a tie under both names, the buffers); 7 trainable parameters'
+         * step, exp_avg, exp_avg_sq; AdamW's 9 group values (torch 1.13) */
+        CHECK(res.keys == 13 + 21 + 9 && res.model_keys == 13 && res.tensors == 13 + 21 && res.bytes_items == 9);
+        char *json = ckpt_dcp_write_result_json(&res);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "{\"keys\":43,\"modelKeys\":13,\"tensors\":34,\"bytesItems\":9,\"dataBytes\":%llu,"
+                 "\"dataFile\":\"__0_0.distcp\"}",
+                 (unsigned long long)res.data_bytes);
+        CHECK_STR(json, want);
+        free(json);
+    }
     if (rc && !strcmp(model, "model.pt")) fprintf(stderr, "%s: %s\n", name, err->message ? err->message : "");
     fclose(d.f);
     fclose(m.f);
