@@ -70,20 +70,46 @@ static const classes CLASSES_113 = {"torch.distributed._shard.checkpoint.metadat
                                     "torch.distributed._shard.sharded_tensor.metadata",
                                     "torch.distributed._shard.sharded_tensor.metadata", "MEM_FORMAT_ENCODING"};
 
+/* The globals named so far, each memoized once (MEMOIZE after its STACK_GLOBAL, BINGET after):
+ * as Python's pickler writes a class it met before. */
+typedef struct mctx {
+    const classes *k;
+    struct {
+        const char *module, *name;
+    } memo[32];
+    unsigned n;
+} mctx;
+
+static void m_global(strbuf *sb, mctx *c, const char *module, const char *name)
+{
+    for (unsigned j = 0; j < c->n; j++)
+        if (!strcmp(c->memo[j].module, module) && !strcmp(c->memo[j].name, name)) {
+            uint8_t b[2] = {CKPT_OP_BINGET, (uint8_t)j};
+            sb_put(sb, (const char *)b, 2);
+            return;
+        }
+    ckpt_pw_stack_global(sb, module, name);
+    if (c->n == sizeof c->memo / sizeof *c->memo) return; /* more than this file names: not memoized */
+    ckpt_pw_op(sb, CKPT_OP_MEMOIZE);
+    c->memo[c->n].module = module;
+    c->memo[c->n].name = name;
+    c->n++;
+}
+
 static void m_str(strbuf *sb, const char *s) { ckpt_pw_str4(sb, s, strlen(s)); }
 
 /* A dataclass as copyreg.__newobj__ pickles it: the class, an empty tuple, NEWOBJ. */
-static void m_new(strbuf *sb, const char *module, const char *name)
+static void m_new(strbuf *sb, mctx *c, const char *module, const char *name)
 {
-    ckpt_pw_stack_global(sb, module, name);
+    m_global(sb, c, module, name);
     ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
     ckpt_pw_op(sb, CKPT_OP_NEWOBJ);
 }
 
 /* torch.Size(dims): REDUCE of a tuple. */
-static void m_size(strbuf *sb, const uint64_t *dims, size_t rank, bool zeros)
+static void m_size(strbuf *sb, mctx *c, const uint64_t *dims, size_t rank, bool zeros)
 {
-    ckpt_pw_stack_global(sb, "torch", "Size");
+    m_global(sb, c, "torch", "Size");
     ckpt_pw_tuple_begin(sb, rank);
     for (size_t d = 0; d < rank; d++) ckpt_pw_uint(sb, zeros ? 0 : dims[d]);
     ckpt_pw_tuple_end(sb, rank);
@@ -92,19 +118,19 @@ static void m_size(strbuf *sb, const uint64_t *dims, size_t rank, bool zeros)
 }
 
 /* TensorProperties' __getstate__: (dtype, layout, requires_grad, memory format, pin_memory). */
-static void m_properties(strbuf *sb, const classes *c, const char *dtype)
+static void m_properties(strbuf *sb, mctx *c, const char *dtype)
 {
-    m_new(sb, c->props, "TensorProperties");
+    m_new(sb, c, c->k->props, "TensorProperties");
     ckpt_pw_op(sb, CKPT_OP_MARK);
-    ckpt_pw_stack_global(sb, "torch", dtype);
-    ckpt_pw_stack_global(sb, "torch.serialization", "_get_layout");
+    m_global(sb, c, "torch", dtype);
+    m_global(sb, c, "torch.serialization", "_get_layout");
     m_str(sb, "torch.strided");
     ckpt_pw_op(sb, CKPT_OP_TUPLE1);
     ckpt_pw_op(sb, CKPT_OP_REDUCE);
     ckpt_pw_bool(sb, false);
     /* Enum.__reduce_ex__ (CPython 3.11): getattr(enum class, member name) */
-    ckpt_pw_stack_global(sb, "builtins", "getattr");
-    ckpt_pw_stack_global(sb, c->mem, c->mem_name);
+    m_global(sb, c, "builtins", "getattr");
+    m_global(sb, c, c->k->mem, c->k->mem_name);
     m_str(sb, "TORCH_CONTIGUOUS_FORMAT");
     ckpt_pw_op(sb, CKPT_OP_TUPLE2);
     ckpt_pw_op(sb, CKPT_OP_REDUCE);
@@ -113,30 +139,30 @@ static void m_properties(strbuf *sb, const classes *c, const char *dtype)
     ckpt_pw_op(sb, CKPT_OP_BUILD);
 }
 
-static bool m_storage_metadata(strbuf *sb, const classes *c, const ckpt_dcp_item *it)
+static bool m_storage_metadata(strbuf *sb, mctx *c, const ckpt_dcp_item *it)
 {
     if (!it->tensor) {
-        m_new(sb, c->meta, "BytesStorageMetadata"); /* an empty __dict__: no BUILD */
+        m_new(sb, c, c->k->meta, "BytesStorageMetadata"); /* an empty __dict__: no BUILD */
         return true;
     }
     int t = torch_dtype_at(it->dtype);
     if (t < 0) return false;
-    m_new(sb, c->meta, "TensorStorageMetadata");
+    m_new(sb, c, c->k->meta, "TensorStorageMetadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "properties");
     m_properties(sb, c, TORCH_DTYPES[t].name);
     m_str(sb, "size");
-    m_size(sb, it->dims, it->rank, false);
+    m_size(sb, c, it->dims, it->rank, false);
     m_str(sb, "chunks");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
-    m_new(sb, c->meta, "ChunkStorageMetadata");
+    m_new(sb, c, c->k->meta, "ChunkStorageMetadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "offsets");
-    m_size(sb, it->dims, it->rank, true);
+    m_size(sb, c, it->dims, it->rank, true);
     m_str(sb, "sizes");
-    m_size(sb, it->dims, it->rank, false);
+    m_size(sb, c, it->dims, it->rank, false);
     ckpt_pw_op(sb, CKPT_OP_SETITEMS);
     ckpt_pw_op(sb, CKPT_OP_BUILD);
     ckpt_pw_op(sb, CKPT_OP_APPEND); /* one chunk */
@@ -148,9 +174,9 @@ static bool m_storage_metadata(strbuf *sb, const classes *c, const ckpt_dcp_item
 /* MetadataIndex(fqn, offset) as its __init__ sets it: fqn, index (None), then offset for a
  * tensor's chunk only; _StorageInfo: relative_path, offset, length (its __getstate__ drops
  * transform_descriptors when None). */
-static void m_storage_entry(strbuf *sb, const classes *c, const ckpt_dcp_item *it)
+static void m_storage_entry(strbuf *sb, mctx *c, const ckpt_dcp_item *it)
 {
-    m_new(sb, c->meta, "MetadataIndex");
+    m_new(sb, c, c->k->meta, "MetadataIndex");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "fqn");
@@ -159,11 +185,11 @@ static void m_storage_entry(strbuf *sb, const classes *c, const ckpt_dcp_item *i
     ckpt_pw_none(sb);
     if (it->tensor) {
         m_str(sb, "offset");
-        m_size(sb, it->dims, it->rank, true);
+        m_size(sb, c, it->dims, it->rank, true);
     }
     ckpt_pw_op(sb, CKPT_OP_SETITEMS);
     ckpt_pw_op(sb, CKPT_OP_BUILD);
-    m_new(sb, c->fs, "_StorageInfo");
+    m_new(sb, c, c->k->fs, "_StorageInfo");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "relative_path");
@@ -189,9 +215,9 @@ static void m_dict_end(strbuf *sb, size_t n)
 }
 
 /* pathlib.PosixPath's __reduce__: the class and its parts ('/', 'a', 'b'). */
-static void m_posix_path(strbuf *sb, const char *path)
+static void m_posix_path(strbuf *sb, mctx *c, const char *path)
 {
-    ckpt_pw_stack_global(sb, "pathlib", "PosixPath");
+    m_global(sb, c, "pathlib", "PosixPath");
     size_t parts = path[0] == '/';
     for (const char *s = path; *s;) {
         while (*s == '/') s++;
@@ -223,14 +249,14 @@ static int by_record(const void *a, const void *b)
 
 bool ckpt_dcp_metadata(const ckpt_dcp_item *items, size_t n, const ckpt_dcp_meta_options *o, strbuf *sb)
 {
-    const classes *c = o->torch113 ? &CLASSES_113 : &CLASSES_2;
+    mctx ctx = {o->torch113 ? &CLASSES_113 : &CLASSES_2, {{0}}, 0}, *c = &ctx;
     const ckpt_dcp_item **order = malloc((n ? n : 1) * sizeof *order);
     if (!order) return false;
     for (size_t k = 0; k < n; k++) order[k] = &items[k];
     qsort(order, n, sizeof *order, by_record);
     bool ok = true;
     ckpt_pw_proto(sb, 4);
-    m_new(sb, c->meta, "Metadata");
+    m_new(sb, c, c->k->meta, "Metadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "state_dict_metadata");
@@ -262,11 +288,11 @@ bool ckpt_dcp_metadata(const ckpt_dcp_item *items, size_t n, const ckpt_dcp_meta
     m_dict_end(sb, n);
     if (!o->torch113) {
         m_str(sb, "storage_meta");
-        m_new(sb, c->meta, "StorageMeta");
+        m_new(sb, c, c->k->meta, "StorageMeta");
         ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
         ckpt_pw_op(sb, CKPT_OP_MARK);
         m_str(sb, "checkpoint_id");
-        if (o->checkpoint_id && o->checkpoint_id[0]) m_posix_path(sb, o->checkpoint_id);
+        if (o->checkpoint_id && o->checkpoint_id[0]) m_posix_path(sb, c, o->checkpoint_id);
         else ckpt_pw_none(sb);
         m_str(sb, "save_id");
         if (o->save_id) m_str(sb, o->save_id);
