@@ -2,6 +2,7 @@ import { weightsOnlyLines } from '../weights-only.js';
 import { middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
+import { dcpLines, dcpParamLines, dcpFailureLines } from './dcp-text.js';
 import { table, num, numColumns } from './table.js';
 
 export { num, numColumns };
@@ -24,7 +25,7 @@ function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
   // a container (safetensors, torch.save) has no version of its own
-  const version = 'container' in report || report.deepspeed ? '' : ` version ${report.version ?? '?'}`;
+  const version = 'container' in report || report.deepspeed || report.dcp ? '' : ` version ${report.version ?? '?'}`;
   return `${name}: ${report.name} (${report.family})${version}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
@@ -153,9 +154,12 @@ function torchLines(report, out, width) {
     for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
-  const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
+  // a name-keyed optimizer (FSDP, format.md 12.6) keys its entries by FQN: shown beside the stored order
+  const named = report.entries.some((e) => e.name !== null && e.name !== undefined);
+  const rows = report.entries.map((e) => [e.index, ...(named ? [e.name ?? '-'] : []), e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
   out.push('');
-  for (const l of table(rows, ['index', 'group', 'shape', 'dtype', 'step'], new Set([0, 1, 4]))) out.push(l);
+  const heads = named ? ['index', 'name', 'group', 'shape', 'dtype', 'step'] : ['index', 'group', 'shape', 'dtype', 'step'];
+  for (const l of table(rows, heads, new Set(named ? [0, 2, 5] : [0, 1, 4]))) out.push(l);
   if (!report.statistics) return;
   const vmax = report.entries.some((e) => e.vmax !== undefined);
   const statRows = [];
@@ -183,6 +187,9 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
       optimizerLines(report, names ?? report.deepspeed.slots, out, width);
       fragmentLines(report, out, width);
     }
+  } else if (report.dcp) {   // a distributed checkpoint, or its .metadata or a data file (js/cli/dcp-text.js)
+    dcpLines(report, out, width);
+    dcpParamLines(report, out, width);
   } else if (report.weightsOnly !== undefined) {
     torchLines(report, out, width);
     if (report.pairing?.paired) optimizerLines(report, names ?? report.pairing.slots, out, width);
@@ -191,6 +198,7 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
   else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push(...failureLines(report));
+  if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');
   if (report.ok) out.push('verdict: valid');
   else {
@@ -271,6 +279,8 @@ function notInOptimizerLine(pairing) {
  *  give another parameter than the placement found, and the slots not in the optimizer. */
 export function positionalLines(pairing, failure = null) {
   const out = [];
+  // paired by name (format.md 12.8): a load by name gives each name its state, whatever the order
+  if (pairing.byName) return notInOptimizerLine(pairing);
   if (!pairing.positionalKnown) {
     out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');
     out.push(...notInOptimizerLine(pairing));
