@@ -230,6 +230,18 @@ async function convertDcp(positional, seen) {
   } finally {
     ck.close();
   }
-  say(process.stdout, `wrote ${output}: a DCP folder (${torch === '1.13' ? 'torch 1.13' : 'torch >= 2.4'}) of ${displayName(input)} and ${displayName(model)}: ${result.keys} keys (${result.modelKeys} of the model), ${result.dataFile} and .metadata`);
+  const lines = [`wrote ${output}: a DCP folder (${torch === '1.13' ? 'torch 1.13' : 'torch >= 2.4'}) of ${displayName(input)} and ${displayName(model)}: ${result.keys} keys (${result.modelKeys} of the model), ${result.dataFile} and .metadata`];
+  // what ckptscope's own DCP reader makes of it
+  const back = await readBack(output, async (written) => {
+    const d = await open(written);
+    try {
+      const s = d.summary;
+      return s.ok ? `${output}: read back as a DCP folder: valid` : `${output}: read back: ${s.error.message}`;
+    } finally {
+      d.close();
+    }
+  });
+  if (back) lines.push(back);
+  say(process.stdout, ...lines);
   return 0;
 }

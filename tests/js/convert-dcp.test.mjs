@@ -1,7 +1,7 @@
 // convert optimizer.pt OUT_DIR --to dcp --state MODEL [--torch 1.13] (docs/distributed.md "Writing a
 // DCP folder") through the CLI and the API: the seed of tests/c/dcp_write_check.py (torch 1.13's
 // AdamW state of a small model with a tie, a frozen layer and buffers) written as both forms of
-// folder, which that script then loads with torch 1.13's load_state_dict (dcp113/) and checks
+// folder, read back by ckptscope's own DCP reader, which that script then loads with torch 1.13's load_state_dict (dcp113/) and checks
 // class by class and byte range by byte range (dcp2/); the API's bytes; the refusals, with no
 // stack trace and nothing left behind.
 import { test } from 'node:test';
@@ -32,10 +32,12 @@ assert.equal(seed.status, 0, seed.stderr);
 test('both forms written by the CLI, then loaded by torch 1.13 and checked against torch >= 2.4\'s writer', () => {
   let r = run('convert', 'optimizer.pt', 'dcp113', '--to', 'dcp', '--state', 'model.pt', '--torch', '1.13');
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, 'wrote dcp113: a DCP folder (torch 1.13) of optimizer.pt and model.pt: 43 keys (13 of the model), __0_0.distcp and .metadata\n');
+  assert.equal(r.stdout, 'wrote dcp113: a DCP folder (torch 1.13) of optimizer.pt and model.pt: 43 keys (13 of the model), __0_0.distcp and .metadata\n'
+    + 'dcp113: read back as a DCP folder: valid\n');
   r = run('convert', 'optimizer.pt', 'dcp2', '--to', 'dcp', '--state', 'model.pt');
   assert.equal(r.status, 0, r.stderr);
-  assert.equal(r.stdout, 'wrote dcp2: a DCP folder (torch >= 2.4) of optimizer.pt and model.pt: 43 keys (13 of the model), __0_0.distcp and .metadata\n');
+  assert.equal(r.stdout, 'wrote dcp2: a DCP folder (torch >= 2.4) of optimizer.pt and model.pt: 43 keys (13 of the model), __0_0.distcp and .metadata\n'
+    + 'dcp2: read back as a DCP folder: valid\n');
   for (const dir of ['dcp113', 'dcp2']) assert.deepEqual(fs.readdirSync(at(dir)).sort(), ['.metadata', '__0_0.distcp']);
   const py = spawnSync(PYTHON, [CHECK, 'check', tmp], { encoding: 'utf8' });
   assert.equal(py.status, 0, py.stderr);
