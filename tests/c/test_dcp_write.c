@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static const char *seed_dir;
+static const char *seed_dir, *fixture_dir;
 
 /* ---- .metadata alone ---- */
 
@@ -114,6 +114,20 @@ static void metadata_torch113(void)
                      "\"torch.distributed._shard.checkpoint.metadata.BytesStorageMetadata\" "
                      "\"torch.distributed._shard.checkpoint.metadata.MetadataIndex\" "
                      "\"torch.distributed._shard.checkpoint.filesystem._StorageInfo\"");
+    /* the same names, in the same order, as the .metadata torch 1.13 wrote */
+    size_t len = 0;
+    uint8_t *fixture = read_file_in(fixture_dir, ".metadata", &len);
+    CHECK(fixture != NULL);
+    if (fixture) {
+        strbuf theirs = {0};
+        sb_put(&theirs, (const char *)fixture, len);
+        int p = 0;
+        char *names113 = globals_of(&theirs, &p);
+        CHECK_STR(names, names113);
+        free(names113);
+        sb_free(&theirs);
+        free(fixture);
+    }
     CHECK(HAS(&sb, "\x8c\x0cplanner_data\x4e") != NULL); /* None */
     CHECK(HAS(&sb, "version") == NULL);
     free(names);
@@ -237,11 +251,12 @@ static void refusals(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_dcp_write SEED_DIR\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_dcp_write SEED_DIR FIXTURE_DIR (tests/fixtures/dcp-torch113)\n");
         return 2;
     }
     seed_dir = argv[1];
+    fixture_dir = argv[2];
     static const test_case cases[] = {
         {".metadata of torch >= 2.4", metadata_torch2},
         {".metadata of torch 1.13", metadata_torch113},
