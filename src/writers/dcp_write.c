@@ -429,12 +429,11 @@ static size_t optimizer_node(ds_tree c, const ckpt_torch_optimizer *o)
 }
 
 /* The FQN of an optimizer id: where the pairing placed it. */
-static const char *fqn_of(const tf_data *d, int64_t id, size_t *group)
+static const char *fqn_of(const tf_data *d, int64_t id)
 {
     for (size_t j = 0; j < d->idx_len; j++) {
         if (d->idx[j].index != id) continue;
         uint64_t s = d->binding.slot_of ? d->binding.slot_of[j] : CKPT_NONE;
-        if (group) *group = d->idx[j].group;
         return s != CKPT_NONE && s < d->slot_count ? d->slot_names[s] : NULL;
     }
     return NULL;
@@ -447,7 +446,7 @@ static int plan_state(plan *p, const ckpt_file *opt, const tf_data *d, ds_tree c
     if (!ds_dict_begin(c, state, &it)) return 0;
     while (ds_dict_next(c, &it, &ik, &iv)) {
         int64_t id;
-        const char *fqn = ds_int(c, ik, &id) ? fqn_of(d, id, NULL) : NULL;
+        const char *fqn = ds_int(c, ik, &id) ? fqn_of(d, id) : NULL;
         if (!fqn)
             return ckpt_fail(p->err, DCP, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                              "optimizer state at byte %llu names no parameter of the model: no group lists its id",
@@ -503,7 +502,7 @@ static int plan_groups(plan *p, const tf_data *d, ds_tree c, size_t groups)
             if (np > 1) ckpt_pw_op(sb, CKPT_OP_MARK);
             for (size_t j = 0; j < np; j++) {
                 int64_t id;
-                const char *fqn = ds_int(c, ds_item(c, gv, j), &id) ? fqn_of(d, id, NULL) : NULL;
+                const char *fqn = ds_int(c, ds_item(c, gv, j), &id) ? fqn_of(d, id) : NULL;
                 if (!fqn)
                     return ckpt_fail(p->err, DCP, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                      "parameter group %zu: its parameter %zu names no parameter of the model", g, j);

@@ -3,7 +3,8 @@ way round, docs/distributed.md), checked against PyTorch.
 
   dcp_write_check.py seed DIR    trains a small model a few AdamW steps and saves DIR/optimizer.pt,
                                  DIR/model.pt and DIR/expect.json (the FQN of each optimizer id);
-                                 DIR/other.pt, a model the optimizer does not fit; and DIR/large/,
+                                 DIR/other.pt, a model the optimizer does not fit; DIR/nested.pt and
+                                 DIR/deep.pt, the optimizer under a top-level key and deeper; and DIR/large/,
                                  one 16 MB parameter's optimizer.pt and model.pt
   dcp_write_check.py check DIR   DIR/dcp113/: torch 1.13's own loader
                                  (torch.distributed._shard.checkpoint.load_state_dict with
@@ -59,6 +60,9 @@ def seed(out):
         opt.step()
     torch.save(opt.state_dict(), os.path.join(out, "optimizer.pt"))
     torch.save(model.state_dict(), os.path.join(out, "model.pt"))
+    # the optimizer under a top-level key beside other values (written), and deeper (refused)
+    torch.save({"optimizer": opt.state_dict(), "epoch": 3}, os.path.join(out, "nested.pt"))
+    torch.save({"a": {"optimizer": opt.state_dict()}}, os.path.join(out, "deep.pt"))
     other = model.state_dict()  # a model whose l1 is wider: the pairing refuses it
     other["l1.weight"] = torch.zeros(8, 6)
     torch.save(other, os.path.join(out, "other.pt"))

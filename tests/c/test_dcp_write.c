@@ -174,10 +174,10 @@ static int file_write(void *ctx, const void *buf, size_t n)
 
 /* dir/name written through sinks, as the CLI writes a folder: the data file, then .metadata
  * through .metadata.tmp renamed. */
-static int write_folder(const char *name, const char *model, bool torch113, ckpt_error *err)
+static int write_folder(const char *name, const char *optimizer, const char *model, bool torch113, ckpt_error *err)
 {
     opened opt, mod;
-    if (!open_seed(&opt, "optimizer.pt")) return -1;
+    if (!open_seed(&opt, optimizer)) return -1;
     if (!open_seed(&mod, model)) {
         close_seed(&opt);
         return -1;
@@ -222,16 +222,23 @@ static void folders_written(void)
 {
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    CHECK(write_folder("dcp113", "model.pt", true, &err) == 0);
+    CHECK(write_folder("dcp113", "optimizer.pt", "model.pt", true, &err) == 0);
     CHECK(err.code == 0);
     ckpt_error_clear(&err);
-    CHECK(write_folder("dcp2", "model.pt", false, &err) == 0);
+    CHECK(write_folder("dcp2", "optimizer.pt", "model.pt", false, &err) == 0);
     CHECK(err.code == 0);
     ckpt_error_clear(&err);
     /* the data file is records back to back: its first is a zip's local header */
     size_t len = 0;
     uint8_t *data = read_file_in(seed_dir, "dcp2/__0_0.distcp", &len);
     CHECK(data && len > 4 && !memcmp(data, "PK\x03\x04", 4));
+    /* the optimizer under a top-level key beside other values: the same records */
+    CHECK(write_folder("nested", "nested.pt", "model.pt", false, &err) == 0);
+    ckpt_error_clear(&err);
+    size_t len2 = 0;
+    uint8_t *nested = read_file_in(seed_dir, "nested/__0_0.distcp", &len2);
+    CHECK(data && nested && len == len2 && !memcmp(data, nested, len));
+    free(nested);
     free(data);
 }
 
@@ -240,12 +247,17 @@ static void refusals(void)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     /* the optimizer given as the model: pairing finds no model state dict in it */
-    CHECK(write_folder("refused", "optimizer.pt", false, &err) != 0);
+    CHECK(write_folder("refused", "optimizer.pt", "optimizer.pt", false, &err) != 0);
     CHECK_STR(err.message, "PyTorch: the model file holds no model state dict (a dict of names to tensors)");
     ckpt_error_clear(&err);
     /* a model the optimizer's ids do not fit: the pairing's first failure */
-    CHECK(write_folder("refused", "other.pt", false, &err) != 0);
+    CHECK(write_folder("refused", "optimizer.pt", "other.pt", false, &err) != 0);
     CHECK_STR(err.message, "PyTorch: l1.weight is [8, 6] in the model, [7, 6] in the optimizer's state (index 1)");
+    ckpt_error_clear(&err);
+    /* an optimizer deeper inside the file */
+    CHECK(write_folder("refused", "deep.pt", "model.pt", false, &err) != 0);
+    CHECK_STR(err.message, "DCP: the optimizer state dict lies at a.optimizer, inside another value: ckptscope writes "
+                           "one at the top of the file or under a top-level key");
     ckpt_error_clear(&err);
 }
 
