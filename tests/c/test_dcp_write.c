@@ -207,7 +207,6 @@ static int write_folder(const char *name, const char *optimizer, const char *mod
         CHECK_STR(json, want);
         free(json);
     }
-    if (rc && !strcmp(model, "model.pt")) fprintf(stderr, "%s: %s\n", name, err->message ? err->message : "");
     fclose(d.f);
     fclose(m.f);
     snprintf(path, sizeof path, "%s/.metadata", dir);
@@ -261,6 +260,32 @@ static void refusals(void)
     ckpt_error_clear(&err);
 }
 
+/* a safetensors model: its names would pair, but ckptscope writes model tensors from a torch.save
+ * state dict only */
+static void safetensors_model_refused(void)
+{
+    static const char HEADER[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    uint8_t st[8 + sizeof HEADER - 1 + 4] = {0};
+    st[0] = (uint8_t)(sizeof HEADER - 1);
+    memcpy(st + 8, HEADER, sizeof HEADER - 1);
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_source_memory(&src, &mem, st, sizeof st);
+    ckpt_file *model = ckpt_open(&src, NULL);
+    opened opt;
+    if (!open_seed(&opt, "optimizer.pt")) return;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_sink none = {NULL, NULL};
+    ckpt_dcp_write_options o = {0};
+    CHECK(ckpt_dcp_write(opt.f, model, &o, &none, &none, NULL, &err) != 0);
+    CHECK_STR(err.message, "DCP: --state must be the model's torch.save state dict (pytorch_model.bin, model.pt): its "
+                           "names key the DCP folder");
+    ckpt_error_clear(&err);
+    ckpt_close(model);
+    close_seed(&opt);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -274,6 +299,7 @@ int main(int argc, char **argv)
         {".metadata of torch 1.13", metadata_torch113},
         {"the seed written as both folders", folders_written},
         {"what is refused", refusals},
+        {"a safetensors model is refused", safetensors_model_refused},
     };
     return RUN_ALL(cases);
 }
