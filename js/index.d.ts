@@ -1149,6 +1149,31 @@ export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'mo
 export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<{ warnings: string[] }>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;
+/** convertToDcp(): a PyTorch optimizer file and its model as a DCP folder (docs/distributed.md
+ *  "Writing a DCP folder"). */
+export interface DcpConvertOptions extends ScanOptions {
+  /** The model's torch.save state dict (required): its names key the folder. */
+  state: Source;
+  /** '1.13': torch 1.13's form; default torch >= 2.4's. */
+  torch?: '1.13' | '2';
+  /** StorageMeta's checkpoint_id: the folder's absolute path (convertToDcp sets it). */
+  checkpointId?: string;
+  /** StorageMeta's save_id; default a new UUID. */
+  saveId?: string;
+}
+export interface DcpWritten {
+  keys: number;
+  modelKeys: number;
+  tensors: number;
+  bytesItems: number;
+  dataBytes: number;
+  dataFile: string;
+}
+/** The data file streamed through writeData(bytes), then .metadata through writeMetadata(bytes). */
+export function convertToDcpTo(source: Source, writeData: (bytes: Uint8Array) => void, writeMetadata: (bytes: Uint8Array) => void,
+  options: DcpConvertOptions): Promise<DcpWritten>;
+/** Node: the folder written (created, or empty), .metadata last, each file a temporary renamed. */
+export function convertToDcp(source: Source, outDir: string | URL, options: DcpConvertOptions): Promise<DcpWritten>;
 /** A DeepSpeed folder's universal checkpoint (docs/deepspeed.md "Universal checkpoints"). */
 export interface UniversalPlan {
   /** The files of the UTAG folder, as paths in it ("zero/{name}/fp32.pt", ...). */

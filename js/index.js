@@ -9,6 +9,7 @@ export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';
 export { convert, convertTo, convertToTorch, convertToTorchTo, consolidate, consolidateTo } from './convert.js';
+export { convertToDcp, convertToDcpTo } from './convert.js';
 export { convertToUniversal, universalPlan, openUniversal } from './universal.js';
 export { CheckpointError, LayoutError } from './errors.js';
 export { loadCore } from './wasm.js';

@@ -900,9 +900,9 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
-/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; format.md
- * 12.8 the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
- * optim.param_groups.{g}.{key} (form N of 12.2), one rank. `opt` a torch.save file holding an
+/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; DCP's
+ * conversion the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
+ * optim.param_groups.{g}.{key} (DCP's nested form), one rank. `opt` a torch.save file holding an
  * optimizer state dict, `model` the model's torch.save state dict: the pair is checked first as
  * ckpt_pair_named checks it (its ids are placed on the model's names), a pair that fails is
  * refused with its first failure. The records of __0_0.distcp are streamed into `data` (payloads
@@ -915,8 +915,18 @@ typedef struct ckpt_dcp_write_options {
     ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
 } ckpt_dcp_write_options;
+typedef struct ckpt_dcp_write_result {
+    uint64_t keys;        /* state_dict_metadata's */
+    uint64_t model_keys;  /* model.{fqn} */
+    uint64_t tensors;     /* tensor keys (each one record of one chunk) */
+    uint64_t bytes_items; /* pickled values */
+    uint64_t data_bytes;  /* __0_0.distcp's size */
+} ckpt_dcp_write_result;
 int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
-                   const ckpt_sink *metadata, ckpt_error *err);
+                   const ckpt_sink *metadata, ckpt_dcp_write_result *res, ckpt_error *err);
+/* A result as JSON {"keys","modelKeys","tensors","bytesItems","dataBytes","dataFile"} (caller
+ * frees), NULL when out of memory. */
+char *ckpt_dcp_write_result_json(const ckpt_dcp_write_result *res);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 

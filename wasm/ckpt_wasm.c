@@ -349,6 +349,21 @@ int w_ds_consolidate(const ckpt_file *f, int which, const char *prefix, int sink
     return ckpt_ds_consolidate(f, &o, &out, err);
 }
 
+/* A PyTorch optimizer file and its model written as a DCP folder (ckpt_dcp_write): torch113 nonzero
+ * for torch 1.13's form; checkpoint_id and save_id NULL or UTF-8; the data file's bytes into one
+ * JS sink, then .metadata's into another. The result's JSON, or NULL with err set. */
+char *w_dcp_write(ckpt_file *opt, ckpt_file *model, int torch113, const char *checkpoint_id, const char *save_id,
+                  int data_sink, int metadata_sink, int progress_token, ckpt_error *err)
+{
+    ckpt_dcp_write_options o = {torch113 != 0, checkpoint_id, save_id, PROGRESS(progress_token)};
+    ckpt_sink data = {(void *)(intptr_t)data_sink, sink_write}, meta = {(void *)(intptr_t)metadata_sink, sink_write};
+    ckpt_dcp_write_result res;
+    if (ckpt_dcp_write(opt, model, &o, &data, &meta, &res, err)) return NULL;
+    char *json = ckpt_dcp_write_result_json(&res);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}
+
 /* A DeepSpeed conversion's warnings (ckpt_ds_consolidate_warnings): a JSON array of texts, or
  * NULL when out of memory. */
 char *w_ds_consolidate_warnings(const ckpt_file *f) { return ckpt_ds_consolidate_warnings(f); }
