@@ -910,7 +910,9 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         j_string(sb, d->slot_names[i]);
     }
     /* the slots no index reaches (a tie is reached through its representative); of them, the
-     * owners the files do not say are untrained (neither given as frozen nor known buffers) */
+     * owners the files do not say are untrained (neither given as frozen nor known buffers); by
+     * name, a parameter without state is untrained (format.md 12.6) */
+    const bool by_name = t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS;
     for (int list = 0; list < 2; list++) {
         sb_puts(sb, list ? "],\"untold\":[" : "],\"notInOptimizer\":[");
         if (!rep->slots_bound) continue;
@@ -920,7 +922,7 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         for (size_t i = 0, k = 0; reached && i < d->slot_count; i++) {
             uint64_t r = ckpt_schema_representative(rep->schema, i);
             if (reached[i] || (r != CKPT_NONE && reached[r])) continue;
-            if (list && d->known[i]) continue; /* known untrained, or a tie (its owner is listed) */
+            if (list && (d->known[i] || by_name)) continue; /* known untrained, or a tie (its owner is listed) */
             if (k++) sb_putc(sb, ',');
             j_string(sb, d->slot_names[i]);
         }
