@@ -90,6 +90,7 @@ Model, trainable = ns['Model'], ns['trainable']
 
 compare('names-ids.pt', 'ids.pt')
 compare('nested-ids.pt', 'ids.pt')
+compare('safetensors-ids.pt', 'ids.pt')
 compare('names2-ids.pt', 'ids2.pt')
 compare('flat-ids.pt', 'ids2.pt')
 # stored order: FSDP's list numbered as it stands

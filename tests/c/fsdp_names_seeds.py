@@ -18,6 +18,8 @@ Files (OUT/):
   ids2.pt           the two-group Adam's state_dict()
   renamed.pt        a model with blocks.1.lin renamed blocks.1.proj and norm.weight resized
   untied.pt         the model with head.weight a copy (no tie)
+  model.safetensors model.pt as save_pretrained writes it (names sorted, head.weight dropped)
+  names.json        the model's state-dict keys in module order
   tiedstate.pt      names.pt with state for head.weight too (the model ties it to emb.weight)
   bad-step.pt       names.pt with blocks.0.lin.bias's step 1.5
   manifest.json     what each file holds (names in module order, ids, groups)
@@ -156,6 +158,28 @@ bad = {'state': {k: dict(v) for k, v in osd['state'].items()}, 'param_groups': o
 bad['state']['blocks.0.lin.bias']['step'] = 1.5
 torch.save(bad, os.path.join(OUT, 'bad-step.pt'))
 
+
+
+def save_safetensors(sd, path):
+    # safetensors' layout (format.md 10.1), as save_pretrained writes it: names sorted, a tied copy dropped
+    import struct
+    header, blobs, at, seen = {}, [], 0, {}
+    for name in sorted(sd):
+        t = sd[name].contiguous()
+        if t.data_ptr() in seen:
+            continue
+        seen[t.data_ptr()] = name
+        b = t.numpy().tobytes()
+        header[name] = {'dtype': 'F32', 'shape': list(t.shape), 'data_offsets': [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    text = json.dumps(header).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + b''.join(blobs))
+
+
+save_safetensors(model.state_dict(), os.path.join(OUT, 'model.safetensors'))
+json.dump(list(model.state_dict().keys()), open(os.path.join(OUT, 'names.json'), 'w'))
 module_names = [n for n, _ in model.named_parameters()]
 json.dump({
     'module': list(sd.keys()),

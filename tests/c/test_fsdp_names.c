@@ -124,7 +124,13 @@ static void test_search(void)
     free(b);
 }
 
-/* Pair `opt` with `model`; the failures' texts (NULL-terminated `want`, or none). */
+/* The model's names in module order (names.json), for a safetensors model. */
+static const char *const module_names[] = {
+    "pos",         "emb.weight", "blocks.0.lin.weight", "blocks.0.lin.bias", "blocks.1.lin.weight", "blocks.1.lin.bias",
+    "norm.weight", "norm.bias",  "head.weight"};
+static bool with_names;
+
+/* Pair `opt` with `model` (with_names: the model's names given). */
 static ckpt_pair_result *pair(const char *opt, const char *model, const char *const *frozen, size_t nf, opened *o,
                               opened *m)
 {
@@ -133,6 +139,7 @@ static ckpt_pair_result *pair(const char *opt, const char *model, const char *co
     ckpt_pair_options po = {0};
     po.frozen = frozen;
     po.frozen_count = nf;
+    if (with_names) po.names = module_names, po.name_count = 9;
     return ckpt_pair_with(o->f, m->f, &po, NULL, NULL);
 }
 
@@ -297,6 +304,10 @@ static void test_ids(void)
     write_ids("names2.pt", "model2.pt", "names2-ids.pt", false, two, 1);
     write_ids("flat.pt", "model2.pt", "flat-ids.pt", false, two, 1);
     write_ids("nested.pt", "model.pt", "nested-ids.pt", false, one, 1);
+    /* a safetensors model pairs by name; its names give the module order */
+    with_names = true;
+    write_ids("names.pt", "model.safetensors", "safetensors-ids.pt", false, one, 1);
+    with_names = false;
 
     /* an id-keyed optimizer is refused, saying why */
     opened o, m;
@@ -316,6 +327,33 @@ static void test_ids(void)
     close_seed(&m);
 }
 
+/* A safetensors model keeps no module order: it pairs by name, but no positional output is
+ * written from it without its names. */
+static void test_unordered(void)
+{
+    opened o, m;
+    ckpt_pair_result *r = pair("names.pt", "model.safetensors", NULL, 0, &o, &m);
+    CHECK(r->pairs && !r->failures_len);
+    ckpt_pair_result_free(r);
+    ckpt_buffer b = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &b);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(ckpt_convert_to_ids(o.f, NULL, &sink, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "DCP: the model keeps no module order: give --names NAMES.json to number the parameters");
+    ckpt_error_clear(&err);
+    ckpt_convert_options co = {0};
+    co.kind = CKPT_ADAM + 1;
+    co.oldest = true;
+    CHECK(ckpt_convert(o.f, &co, &sink, NULL, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "DCP: the model keeps no module order: give --names NAMES.json to order the slots");
+    ckpt_error_clear(&err);
+    ckpt_buffer_free(&b);
+    close_seed(&o);
+    close_seed(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -323,7 +361,10 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
-    static const test_case cases[] = {
-        {"search", test_search}, {"pair", test_pair}, {"convert", test_convert}, {"ids", test_ids}};
+    static const test_case cases[] = {{"search", test_search},
+                                      {"pair", test_pair},
+                                      {"convert", test_convert},
+                                      {"ids", test_ids},
+                                      {"unordered", test_unordered}};
     return RUN_ALL(cases);
 }

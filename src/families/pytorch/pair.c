@@ -964,6 +964,10 @@ int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options
     const ckpt_torch *t = d->t;
     const ckpt_torch_optimizer *op = &t->optimizers[0];
     const ckpt_torch_group *g0 = &t->groups[op->groups];
+    /* paired by name with a model that keeps no module order: TorchLean's slots need that order */
+    if (d->unordered_model)
+        return ckpt_fail(err, "DCP", CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the model keeps no module order: give --names NAMES.json to order the slots");
     strbuf sb = {0};
     bool amsgrad = false, maximize = false, wd = true, betas = true, eps = true;
     for (size_t g = 0; g < op->groups_len; g++) {
