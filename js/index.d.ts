@@ -547,7 +547,7 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
-  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  /** A name-keyed optimizer paired by name (docs/pytorch.md): no positional pairing applies. */
   byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;

@@ -119,7 +119,7 @@ typedef enum ckpt_code {
     CKPT_E_DS_PAIR_MODEL = 81, /* DS: the new model's names, shapes or ties are not the checkpoint's */
     CKPT_E_DS_PAIR_ORDER = 82, /* DS: group {g} position {k}: DeepSpeed would load a's moments and masters into b */
     CKPT_E_DS_PAIR_WORLD = 83, /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
-    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    /* a name-keyed optimizer (FSDP, docs/pytorch.md) paired with its model by name */
     CKPT_E_BY_NAME = 84 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
@@ -832,8 +832,8 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
-/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
- * dict keyed by ids (writers/torch_ids.c, 12.8): `in` paired with its model by name first
+/* A name-keyed PyTorch optimizer (FSDP's, docs/pytorch.md) as a consolidated torch.optim state
+ * dict keyed by ids (writers/torch_ids.c): `in` paired with its model by name first
  * (ckpt_pair_with; a model that keeps no module order needs its names). Ids group after group,
  * each group's names in module order, or as stored with group_order_stored. Returns 0 or the
  * code with err set (CKPT_E_CONVERSION_LOSES naming a value it does not write again); on a

@@ -1,5 +1,5 @@
-/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
- * dict keyed by ids (12.8), once paired with its model by name: {'state': {id: {its state as
+/* A name-keyed PyTorch optimizer (FSDP's, docs/pytorch.md) as a consolidated torch.optim state
+ * dict keyed by ids, once paired with its model by name: {'state': {id: {its state as
  * stored}}, 'param_groups': [{the group's keys as stored but params, then 'params': [ids]}]}.
  * Ids as torch numbers them (optimizer.py state_dict: group after group, consecutive from 0);
  * names do not tell the live list order, so each group's names take module order (the pair's

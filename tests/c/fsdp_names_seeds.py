@@ -1,4 +1,4 @@
-"""Name-keyed optimizer files (format.md 12.6) made at test time with torch, for
+"""Name-keyed optimizer files (docs/pytorch.md) made at test time with torch, for
 tests/c/test_fsdp_names.c and tests/js/fsdp-names.test.mjs.
 
 FSDP.full_optim_state_dict needs a process group, so the dicts it returns are built here by hand

@@ -1,4 +1,4 @@
-/* Name-keyed optimizer files (format.md 12.6) and their pairing by name (12.8), on files made at
+/* Name-keyed optimizer files (docs/pytorch.md) and their pairing by name, on files made at
  * test time by tests/c/fsdp_names_seeds.py: the search finds them keyed by names, in form F and
  * nested as dcp_to_torch_save writes them; the pair's checks in order with their exact texts; and
  * the TorchLean conversion through the pair equals, byte for byte, the one of the Adam's own

@@ -1,6 +1,6 @@
-// FSDP's name-keyed optimizer files (format.md 12.6) through the package and the CLI, on files
+// FSDP's name-keyed optimizer files (docs/pytorch.md) through the package and the CLI, on files
 // torch makes at test time (tests/c/fsdp_names_seeds.py): the report's keying and names, the
-// pairing by name (12.8) with its exact texts and exit statuses, and both conversions: to TLADAMF
+// pairing by name with its exact texts and exit statuses, and both conversions: to TLADAMF
 // (the same bytes as the Adam's own id-keyed file gives) and to an id-keyed torch.optim state
 // dict (--to ids, --group-order stored).
 import test from 'node:test';

@@ -85,7 +85,7 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
 function positional(pairing, failure) {
   const box = testid(el('div', 'positional'), 'pair-positional');
   const say = (text, id) => box.append(testid(el('p', 'meta', text), id));
-  // a name-keyed optimizer (FSDP) pairs by name: no position is involved (format.md 12.8)
+  // a name-keyed optimizer (FSDP) pairs by name: no position is involved (docs/pytorch.md)
   if (pairing.byName) {
     box.append(el('h3', '', 'Paired by name'));
     say('The optimizer keys its state by parameter names: a load by name gives each parameter its own state, whatever the order.', 'positional-verdict');

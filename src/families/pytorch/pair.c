@@ -619,7 +619,7 @@ static char *pair_note(const ckpt_pair_options *o, bool compared, bool ties)
     return sb_take(&sb);
 }
 
-/* ---- by name: a name-keyed optimizer (format.md 12.6) and its model (12.8) ---- */
+/* ---- by name: a name-keyed optimizer (docs/pytorch.md) and its model ---- */
 
 static bool push_by_name(ckpt_pair_result *res, uint64_t slot, strbuf *text)
 {
@@ -647,7 +647,7 @@ static bool push_warning(ckpt_pair_result *res, strbuf *text)
     return w[res->warnings_len++] != NULL;
 }
 
-/* 12.8's checks in order, every failure listed: names, shapes, ties, requires grad. Each FQN
+/* The checks by name in order, every failure listed: names, shapes, ties, requires grad. Each FQN
  * is the model state dict key of that name; trainable is having state; a state under a tied
  * name is the checkpoint not knowing the tie. Given frozen names (complete, as a layout's
  * requiresGrad is), a slot neither frozen nor a buffer must have state. Then the slots the
@@ -836,7 +836,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         }
     }
     if (!rc && by_name) {
-        /* passing: 12.8's text; else what was compared */
+        /* passing: the by-name text; else what was compared */
         if (!(res->note = ckpt_torch_dup(
                   res->failures_len
                       ? "by name: names, shapes, ties and requires grad; order is not compared (the "
@@ -911,7 +911,7 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
     }
     /* the slots no index reaches (a tie is reached through its representative); of them, the
      * owners the files do not say are untrained (neither given as frozen nor known buffers); by
-     * name, a parameter without state is untrained (format.md 12.6) */
+     * name, a parameter without state is untrained (docs/pytorch.md) */
     const bool by_name = t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS;
     for (int list = 0; list < 2; list++) {
         sb_puts(sb, list ? "],\"untold\":[" : "],\"notInOptimizer\":[");

@@ -30,7 +30,7 @@ static bool is_str_list(const tctx *c, size_t k)
 enum { SEEN = 1, VALID = 2, NAMED = 4 };
 
 /* An optimizer state dict (format.md 10.3): `state` keyed by ints and groups' `params` lists of
- * ints, or (12.6, name-keyed) `state` keyed by str and `params` lists of str; never a mix. */
+ * ints, or (FSDP's, name-keyed) `state` keyed by str and `params` lists of str; never a mix. */
 static bool is_optimizer(tctx *c, size_t k, bool *named)
 {
     size_t state = torch_dict_get(c, k, "state"), groups = torch_dict_get(c, k, "param_groups");
@@ -74,7 +74,7 @@ static size_t last_dot(const char *s, size_t n)
     return SIZE_MAX;
 }
 
-/* Form F (format.md 12.2, 12.6): a dict of str keys, each `state.{fqn}.{key}` or
+/* Form F (torch's flatten_optimizer_state_dict; docs/pytorch.md): a dict of str keys, each `state.{fqn}.{key}` or
  * `param_groups.{fqn}.{key}`, at least one of them `state.`. */
 static bool has_prefix(const tctx *c, size_t key, const char *pre)
 {
@@ -518,7 +518,7 @@ static int add_optimizer(tctx *c, size_t k, bool named)
     return rc;
 }
 
-/* ---- form F: flat keys (format.md 12.2, 12.6) ---- */
+/* ---- form F: flat keys (torch's flatten_optimizer_state_dict; docs/pytorch.md) ---- */
 
 /* One `param_groups.{fqn}.{key}` value. */
 typedef struct flat_gv {
@@ -538,7 +538,7 @@ static int cmp_gv(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Two values equal as stored, floats bit for bit (format.md 12.4's groups), depth bounded. */
+/* Two values equal as stored, floats bit for bit (form F's groups), depth bounded. */
 static bool same_value(const tctx *c, size_t a, size_t b, unsigned depth)
 {
     if (a == b) return true;
@@ -655,7 +655,7 @@ static size_t flat_get(const tctx *c, const void *at, const char *key)
 
 /* Form F: entries from `state.{fqn}.{key}` in dict order (one entry per FQN, at its first key);
  * groups the largest sets of FQNs with equal group values, in order of their first member in the
- * dict (format.md 12.4; the pairing puts them in module order). */
+ * dict (the pairing puts them in module order). */
 static int add_flat_optimizer(tctx *c, size_t k)
 {
     ckpt_torch *t = c->t;
