@@ -1,4 +1,5 @@
-// A folder read as one source (a DeepSpeed save_dir or tag folder, docs/deepspeed.md), wherever
+// A folder read as one source (a DeepSpeed save_dir or tag folder, docs/deepspeed.md; a DCP
+// folder, docs/distributed.md), wherever
 // its files are: on a disk (Node: js/folder-source.js), or Files and served paths in a browser
 // (the viewer's worker). The rules are the core's (src/families/deepspeed/names.c,
 // src/containers/bundle.h): this module makes the listing the core reads from the files' paths,
@@ -58,6 +59,11 @@ async function ask(listing) {
   const b = await loadBinding();
   const err = b.errorNew();
   try {
+    // a DCP folder (.metadata or .distcp files at its top: src/families/dcp/folder.c), else
+    // whatever DeepSpeed makes of it
+    const dcp = b.dcpFolder(JSON.stringify({ root: listing.root, entries: listing.entries }), err);
+    if (dcp === null) throw coreError(b, err);
+    if (dcp.family) return dcp;
     const plan = b.deepspeedFolder(JSON.stringify(listing), err);
     if (plan === null) throw coreError(b, err);
     return plan;
@@ -66,7 +72,7 @@ async function ask(listing) {
   }
 }
 
-/** Whether the core takes a folder with these entries for a DeepSpeed checkpoint (its family, or
+/** Whether the core takes a folder with these entries for a DCP or DeepSpeed checkpoint (its family, or
  *  null): by their names alone, so a caller whose files cost a request to size (served paths)
  *  asks this first, with any sizes. */
 export async function folderFamily(root, entries) {

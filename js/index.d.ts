@@ -245,6 +245,8 @@ export interface InvalidReport extends ReportCommon {
   tensors?: Tensor[];
   /** a DeepSpeed checkpoint's members, every failure among them (docs/deepspeed.md) */
   deepspeed?: DeepSpeedMembers | null;
+  /** a distributed checkpoint's members, every failure among them (docs/distributed.md) */
+  dcp?: DcpMembers | null;
   error: ReportError;
 }
 
@@ -403,7 +405,95 @@ export interface DeepSpeedReport extends ReportCommon {
   error: null;
 }
 
-export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | InvalidReport;
+/** One chunk of a distributed checkpoint's tensor (docs/distributed.md): a box of the global
+ *  tensor (`offsets`, `sizes`), stored as the torch.save record at bytes [offset, offset +
+ *  length) of data file `file` (null: no storage entry), written by rank `rank` (null: a file not
+ *  named `__{r}_{n}.distcp`). */
+export interface DcpChunk {
+  offsets: U64[];
+  sizes: U64[];
+  file: string | null;
+  offset: U64 | null;
+  length: U64 | null;
+  rank: U64 | null;
+}
+
+/** A distributed checkpoint's tensor of the model part (one per slot, in slot order), with its
+ *  optimizer state's chunks when it has any. */
+export interface DcpEntry {
+  /** the FQN, and the flat key it is saved under */
+  name: string;
+  key: string;
+  group: U64 | null;
+  shape: U64[];
+  dtype: string | null;
+  step: number | null;
+  trainable: boolean;
+  /** the schema's representative: itself when trainable, null when it has no state */
+  representative: U64 | null;
+  chunks: DcpChunk[];
+  state: Partial<Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'step', { key: string; dtype: string | null; shape: U64[]; chunks: DcpChunk[] }>>;
+}
+
+/** A check of a distributed checkpoint that failed (docs/distributed.md): an error (its code) or
+ *  a warning, its text, and the facts it is about. */
+export interface DcpDiagnostic {
+  check: number;
+  code: number | null;
+  severity: 'error' | 'warning';
+  text: string;
+  fqn: string | null;
+  file: string | null;
+  offset: U64 | null;
+}
+
+/** A distributed checkpoint's own members (docs/distributed.md): what was opened and what its
+ *  .metadata is, its data files, its keys by part, the optimizer part's groups, the bytes items,
+ *  each tensor with its chunks, and every check that failed. */
+export interface DcpMembers {
+  opened: 'folder' | 'metadata' | 'distcp';
+  root: string | null;
+  /** Metadata.version; null: unversioned (torch before 2.4, 1.13) */
+  version: string | null;
+  /** the module paths of the classes .metadata names (null: not a Metadata) */
+  classes: 'torch>=2.3' | 'torch 2.0-2.2' | 'torch 1.13' | null;
+  plannerData: boolean;
+  storageMeta: boolean;
+  /** the optimizer part's key form (null: no optimizer part) */
+  form: 'N' | 'N23' | 'F' | 'I' | null;
+  /** a lone .metadata's or .distcp's note */
+  note: string | null;
+  /** the data files .metadata names, by name; size null for a missing one */
+  files: { name: string; size: U64 | null; items: U64; rank: U64 | null }[];
+  /** other files in the folder */
+  strays: string[];
+  keys: { model: number; optimizer: number; other: number };
+  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; params: string[] }[];
+  bytesItems: { key: string; file: string | null; offset: U64 | null; length: U64 | null }[];
+  entries: DcpEntry[];
+  /** a data file alone: its last record */
+  record: { offset: U64; length: U64; dtype: string | null; shape: U64[] | null } | null;
+  diagnostics: DcpDiagnostic[];
+}
+
+/** A valid distributed checkpoint's report (a DCP folder, its .metadata or a data file alone): an
+ *  optimizer's (the schema, an entry per slot with optimizer state, its moments' statistics with
+ *  --stats), with `dcp`. An invalid one is an InvalidReport with `dcp`. */
+export interface DcpReport extends ReportCommon {
+  ok: true;
+  family: 'DCP';
+  name: string;
+  kind: 'optimizer';
+  version: null;
+  dtype: Dtype | null;
+  schema: SchemaReport | null;
+  slotCount: number | null;
+  entries: Entry[];
+  dcp: DcpMembers;
+  error: null;
+}
+
+export type Report = OptimizerReport | StateReport | SafetensorsReport | TorchReport | DeepSpeedReport | DcpReport | InvalidReport;
 
 export interface Progress {
   /** Bytes of this scan done so far, and in all (null when unknown). */
@@ -967,12 +1057,59 @@ export function trainerLayout(paths: string[]): Promise<TrainerLayout | null>;
 export interface TrainerRoles {
   optimizer: number | null; model: number | null; modelIndex: number | null;
   trainerState: number | null; trainingArgs: number | null; scheduler: number | null;
+  /** An Accelerate save_state folder read as one checkpoint (its pair 0): every file of a role
+   *  Accelerate writes. */
+  accelerate?: number[];
 }
 export type TrainerLayout =
   | { checkpoint: TrainerRoles; used: number[] }
-  | { checkpoints: { name: string; step: U64; dir: string; roles: TrainerRoles }[]; used: number[] };
-/** An output folder's checkpoint-{N} folders in the order of N (Node). */
-export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
+  | { checkpoints: { name: string; step: U64; iteration?: number; dir: string; roles: TrainerRoles }[]; used: number[] };
+/** An output folder's checkpoint-{N} folders in the order of N (Node); else an Accelerate
+ *  project's checkpoint_{k} folders (in it or in its checkpoints/), by k (step and iteration: k). */
+export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64; iteration?: number }[]>;
+
+// ---- Accelerate save_state folders (docs/distributed.md "Accelerate folders") ----
+
+export type AccelerateRole =
+  | 'model' | 'optimizer' | 'scheduler' | 'sampler' | 'dataloaderState' | 'scaler' | 'randomStates'
+  | 'customCheckpoint' | 'fsdpModel' | 'fsdpModelRank' | 'optimizerRank' | 'dcpModel' | 'dcpOptimizer'
+  | 'deepspeedTag' | 'deepspeedLatest';
+export interface AccelerateFile {
+  /** a subfolder's name ends in '/' */
+  name: string; path: string; role: AccelerateRole | null;
+  index: number | null; process: number | null; rank: number | null;
+}
+export interface AcceleratePair {
+  index: number;
+  model: string | null; modelPath: string | null;
+  modelForm: 'torch' | 'safetensors' | 'fsdpFull' | 'dcp' | 'deepspeed' | 'rankFiles' | null;
+  optimizer: string | null; optimizerPath: string | null;
+  optimizerForm: 'torch' | 'nameKeyed' | 'dcp' | 'deepspeed' | 'rankFiles' | null;
+  /** what reads the pair: section 10's pair of files, DeepSpeed's tag folder, the DCP folders opened */
+  reader: 'pytorch' | 'deepspeed' | 'dcp' | null;
+  /** the core's words for a pair this folder's files do not give (null when they do) */
+  note: string | null;
+}
+export interface AccelerateFolder {
+  dir: string;
+  accelerate: boolean;
+  distributed: 'fsdp' | 'deepspeed' | null;
+  files: AccelerateFile[];
+  pairs: AcceleratePair[];
+  randomStates: { name: string; path: string; process: number; step: number | null; keys: string[] | null; error: string | null }[];
+  /** Accelerate's step counter (process 0's random states); null when not saved */
+  step: number | null;
+}
+/** An Accelerate save_state folder on disk (Node), by the core's names; random states read as data. */
+export function accelerateFolder(dir: string): Promise<AccelerateFolder>;
+/** The same from names alone (subfolders ending in '/'); random states not read. */
+export function accelerateFolderRoles(names: string[]): Promise<Omit<AccelerateFolder, 'dir'>>;
+/** A project's checkpoint_{k} folders (in dir, or dir/checkpoints), by k (Node). */
+export function accelerateCheckpoints(dir: string): Promise<{ path: string; name: string; iteration: number }[]>;
+/** random_states_{p}.pkl read as data: Accelerate's step (null: not saved) and the dict's keys. */
+export function readRandomStates(source: Source, name?: string): Promise<{ step: number | null; keys: string[]; keyCount: number }>;
+/** A folder as the report's `accelerate` member: names, not paths. */
+export function accelerateJson(folder: AccelerateFolder, pair?: number | null): unknown;
 
 /** training_args.bin read as data: kind 'adamw' when optim starts with "adamw", else null (unknown). */
 export interface TrainingArgs {

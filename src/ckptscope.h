@@ -119,8 +119,15 @@ typedef enum ckpt_code {
     CKPT_E_DS_PAIR_MODEL = 81, /* DS: the new model's names, shapes or ties are not the checkpoint's */
     CKPT_E_DS_PAIR_ORDER = 82, /* DS: group {g} position {k}: DeepSpeed would load a's moments and masters into b */
     CKPT_E_DS_PAIR_WORLD = 83, /* DS: the checkpoint has {W} partitions; DeepSpeed refuses to load it on {N} */
+    /* PyTorch Distributed Checkpoint folders (format.md 12.5) */
+    CKPT_E_DCP_FOLDER = 84,   /* DCP: no .metadata, a path outside the folder, a missing data file (1, 9, 10) */
+    CKPT_E_DCP_METADATA = 85, /* DCP: .metadata is no Metadata, or a field is missing or of another type (2, 3) */
+    CKPT_E_DCP_STORAGE = 86,  /* DCP: storage entries: missing, twice, past a file's end, overlapping (6-13) */
+    CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
+    CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
+    CKPT_E_DCP_STATE = 89,    /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
     /* a name-keyed optimizer (FSDP, docs/pytorch.md) paired with its model by name */
-    CKPT_E_BY_NAME = 84 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
+    CKPT_E_BY_NAME = 90 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -215,7 +222,8 @@ typedef enum ckpt_family_id {
     CKPT_FAMILY_TLPF32B = 3,     /* older model state: parameters, float32 */
     CKPT_FAMILY_SAFETENSORS = 4, /* model state: a safetensors file (format.md 10.1) */
     CKPT_FAMILY_PYTORCH = 5,     /* optimizer state: a torch.save file, zip or legacy (format.md 10) */
-    CKPT_FAMILY_DEEPSPEED = 6    /* a DeepSpeed ZeRO checkpoint: a tag folder, or one of its files (format.md 11) */
+    CKPT_FAMILY_DEEPSPEED = 6,   /* a DeepSpeed ZeRO checkpoint: a tag folder, or one of its files (format.md 11) */
+    CKPT_FAMILY_DCP = 7 /* a PyTorch Distributed Checkpoint: a folder, its .metadata or a .distcp (format.md 12) */
 } ckpt_family_id;
 
 /* What a family's files hold: optimizer state (moments per parameter), model state (tensors), or
@@ -892,6 +900,24 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
+/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; format.md
+ * 12.8 the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
+ * optim.param_groups.{g}.{key} (form N of 12.2), one rank. `opt` a torch.save file holding an
+ * optimizer state dict, `model` the model's torch.save state dict: the pair is checked first as
+ * ckpt_pair_named checks it (its ids are placed on the model's names), a pair that fails is
+ * refused with its first failure. The records of __0_0.distcp are streamed into `data` (payloads
+ * in chunks), then the .metadata pickle into `metadata`: the caller writes that file last, through
+ * a temporary renamed (DCP's finish). 0 or the error code. */
+typedef struct ckpt_dcp_write_options {
+    bool torch113;             /* torch 1.13's _shard form; false: torch >= 2.4's */
+    const char *checkpoint_id; /* StorageMeta.checkpoint_id: the folder's absolute path, or NULL */
+    const char *save_id;       /* StorageMeta.save_id (a UUID), or NULL */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_dcp_write_options;
+int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
+                   const ckpt_sink *metadata, ckpt_error *err);
+
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
 /* The report as a NUL-terminated JSON string (malloc'ed; caller frees), NULL when out of
@@ -1152,6 +1178,46 @@ int ckpt_bundle_header(const char *family, const char *root, const char *const *
  * is the header at 0 and each member's bytes at its offset (ckpt_bundle_header's layout). NULL
  * with err set (CKPT_E_INVALID_ARGUMENT: not such a listing; CKPT_E_NO_MEMORY). */
 char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *err);
+
+/* ---- PyTorch Distributed Checkpoint folders (format.md 12) ------------------------------ */
+
+/* What a folder is to DCP (format.md 12.1), from its listing as ckpt_deepspeed_folder_json takes
+ * it ({"root", "entries": [{"name", "size"}]}): {"family": null, "read": []} when its top holds no
+ * .metadata, .metadata.tmp or .distcp file, else {"family": "DCP", "read": [], "tag": null,
+ * "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: every file at its top laid
+ * out after the bundle header. NULL with err set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
+char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err);
+
+/* ---- Accelerate folders (docs/distributed.md, "Accelerate folders") ------------------------ */
+
+/* What each entry of an Accelerate save_state folder is, by its name: the names given (files, and
+ * subfolders ending in '/') as JSON {"accelerate": whether a name only Accelerate writes is among
+ * them, "distributed": "fsdp" | "deepspeed" | null, "files": [{"name", "role" (null: not
+ * Accelerate's), "index", "process", "rank"}], "pairs": [{"index", "model", "modelForm",
+ * "optimizer", "optimizerForm", "reader": "pytorch" | "deepspeed" | "dcp" | null, "note"}]}:
+ * optimizer i with model i, by i; `reader` is what reads the pair (section 10's pair of files,
+ * section 11's tag folder, the DCP folders opened), `note` says in words why this folder's pair is
+ * not read as files (null when it is). NULL when out of memory. */
+char *ckpt_accelerate_folder_json(const char *const *names, size_t n);
+/* A project's checkpoints/ folder's checkpoint_{k} entries among names, by k, as JSON
+ * [{"name", "iteration"}]; other names are left out. NULL when out of memory. */
+char *ckpt_accelerate_checkpoints_json(const char *const *names, size_t n);
+
+/* random_states_{p}.pkl read as data: Accelerate's `step` (has_step false when the file saves
+ * none) and the dict's keys (the first 64, as a JSON array). */
+typedef struct ckpt_accelerate_random_states {
+    bool has_step;
+    uint64_t step;
+    size_t key_count;
+    char *keys_json;
+} ckpt_accelerate_random_states;
+/* 0 with *out filled (ckpt_accelerate_random_states_free), or the torch.save reader's code, or
+ * CKPT_E_TRAINER_FILE (not a dict, or a step that is no count), err set. `name` names it in texts. */
+int ckpt_accelerate_random_states_read(const ckpt_source *src, const char *name, ckpt_accelerate_random_states *out,
+                                       ckpt_error *err);
+void ckpt_accelerate_random_states_free(ckpt_accelerate_random_states *s);
+/* {"step": n | null, "keys": [...], "keyCount"}; NULL when out of memory. */
+char *ckpt_accelerate_random_states_json(const ckpt_accelerate_random_states *s);
 
 #ifdef __cplusplus
 }

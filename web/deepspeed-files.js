@@ -20,7 +20,8 @@ export async function deepspeedFiles(rpc, files, notices) {
   const folder = files.map((f, k) => ({ path: paths[k], source: f.source ?? f }));
   const found = await rpc.request('deepspeedFolder', { files: folder }).catch(() => null);
   if (!found) return null;
-  const why = found.tag === null ? 'a DeepSpeed checkpoint dropped as files is read from its model states and optimizer partitions' : `the DeepSpeed checkpoint reads \`latest\` and the files of its tag folder ${found.tag}`;
+  // a distributed checkpoint (DCP, docs/distributed.md) reads its .metadata and the files it names
+  const why = found.family === 'DCP' ? 'a distributed checkpoint reads its .metadata and the data files it names' : found.tag === null ? 'a DeepSpeed checkpoint dropped as files is read from its model states and optimizer partitions' : `the DeepSpeed checkpoint reads \`latest\` and the files of its tag folder ${found.tag}`;
   for (const k of found.unused) notices.push({ name: paths[k], text: `not used: ${why}.` });
   const name = found.root || found.members.join(' and ');
   return { item: { name, source: { folder } } };   // every file: the worker's listing is the same again

@@ -21,6 +21,7 @@ import { TensorsView } from './views/state-tensors.js';
 import { RunView } from './views/run.js';
 import { TorchView } from './views/pytorch.js';
 import { DeepSpeedView } from './views/deepspeed.js';
+import { DcpView } from './views/dcp.js';
 
 export const VIEWS = [
   { name: 'exports', View: ExportsView, place: 'bar' },
@@ -36,6 +37,7 @@ export const VIEWS = [
   { name: 'pair', View: PairView },
   { name: 'torch', View: TorchView },
   { name: 'deepspeed', View: DeepSpeedView },
+  { name: 'dcp', View: DcpView },
   { name: 'health', View: HealthView },
   { name: 'sharing-map', View: MapView },
   { name: 'params', View: ParamsView },

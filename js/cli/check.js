@@ -10,6 +10,7 @@ import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg, worldSizeArg } from './args.js';
 import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
+import { dcpErrors } from './dcp-text.js';
 import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines, deepspeedPairLines } from './text.js';
 
 export async function cmdCheck(argv) {
@@ -24,6 +25,10 @@ export async function cmdCheck(argv) {
     return checkDeepSpeed(positional[0]);
   }
   refuseIdle('check', seen, '--world-size', false, 'it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)');
+  if (kind.dcp) {
+    refuseIdle('check', seen, '--names', false, 'a distributed checkpoint names its own tensors');
+    return checkDcp(positional[0]);
+  }
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
   if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind, frozen, true);
   if (positional.length !== 1 || (!seen['--expect'] === !seen['--state'])) throw new UsageError(`check takes FILE --expect LAYOUT, or OPT --state STATE${await checkOrder(positional, seen)}`, 'check');
@@ -83,6 +88,28 @@ async function checkDeepSpeed(dir) {
     }
     const failures = r.deepspeed?.failures?.length ? r.deepspeed.failures : [r.error];
     say(process.stdout, `${displayName(dir)}: ${what} that fails ${failures.length === 1 ? 'a check' : `${failures.length} checks`}`, ...failures.map((f) => f.message));
+    if (!sameDestination()) say(process.stderr, r.error.message);
+    return 1;
+  } finally {
+    ck.close();
+  }
+}
+
+/** check DIR for a distributed checkpoint (DCP): the checks of docs/distributed.md, every
+ *  failure listed in the core's order (the first is the verdict), the warnings on stderr; exit
+ *  status 1 on an error. */
+async function checkDcp(dir) {
+  const ck = await reading(dir, 'checkpoint', () => open(dir));
+  try {
+    const r = ck.report;
+    for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
+    if (r.ok) {
+      say(process.stdout, `${displayName(dir)}: a distributed checkpoint (DCP) that passes every check`);
+      return 0;
+    }
+    const errors = dcpErrors(r);
+    const failures = errors.length ? errors.map((g) => g.text) : [r.error.message];
+    say(process.stdout, `${displayName(dir)}: a distributed checkpoint (DCP) that fails ${failures.length === 1 ? 'a check' : `${failures.length} checks`}`, ...failures);
     if (!sameDestination()) say(process.stderr, r.error.message);
     return 1;
   } finally {

@@ -26,8 +26,8 @@ export async function cmdExport(argv) {
   const kind = await folderArgs(positional, seen, 'export');
   const file = positional[0];
   const frozen = frozenArg(seen, 'export');
-  // a DeepSpeed folder is opened whole (its files laid out as one source)
-  const ck = kind.deepspeed ? await reading(file, 'checkpoint', () => open(sourceOf(file))) : await openFile(file, 'checkpoint');
+  // a DeepSpeed or DCP folder is opened whole (its files laid out as one source)
+  const ck = kind.whole ? await reading(file, 'checkpoint', () => open(sourceOf(file))) : await openFile(file, 'checkpoint');
   let model = null, written;
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });

@@ -26,15 +26,16 @@ export async function cmdHealth(argv) {
   refuseIdle('health', seen, '--sort', !seen['--json'], 'it orders the table; the JSON keeps slot order');
   // one rule for both: the ratios need --lr and --state (lr · rms(u) / rms(θ))
   // a PyTorch file holding its model has its parameters (and its groups' lr) with it
-  // a DeepSpeed folder holds its parameters too: the fp32 master weights
-  const facts = kind.deepspeed ? { needsModel: false, holdsBoth: false } : await modelFacts(opt);
-  const withParams = state !== undefined || facts.holdsBoth || !!kind.deepspeed;
+  // a DeepSpeed folder holds its parameters too (the fp32 master weights), a DCP folder its
+  // model part
+  const facts = kind.whole ? { needsModel: false, holdsBoth: false } : await modelFacts(opt);
+  const withParams = state !== undefined || facts.holdsBoth || !!kind.whole;
   refuseIdle('health', seen, '--lr', withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   refuseIdle('health', seen, '--ratio-band', (seen['--lr'] !== undefined || facts.needsModel) && withParams, 'the ratios need --lr and --state (lr · rms(u) / rms(θ))');
   const band = await ratioBandArg(seen['--ratio-band'], (text) => new UsageError(text, 'health'));
   refuseIdle('health', seen, '--frozen', facts.needsModel && withParams, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (--state MODEL)');
   const frozen = frozenArg(seen, 'health');
-  if (!kind.deepspeed) checkInput(opt, 'checkpoint');
+  if (!kind.whole) checkInput(opt, 'checkpoint');
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
   // with a kind: the optimizer opened here, given it before health pairs it with its model
@@ -43,7 +44,7 @@ export async function cmdHealth(argv) {
     if (optimizer) await giveKind(optimizer, kind, opt);
     const model = state ?? (optimizer && facts.holdsBoth ? opt : null);
     const trained = state === undefined ? {} : { modelLabel: state, ...(await trainedModelOf(opt, state)) };
-    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: kind.deepspeed ? 1 : workersArg(seen), frozen, ...trained }));
+    result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: kind.whole ? 1 : workersArg(seen), frozen, ...trained }));
   } catch (err) {
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: err.message });

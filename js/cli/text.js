@@ -2,6 +2,7 @@ import { weightsOnlyLines } from '../weights-only.js';
 import { middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
+import { dcpLines, dcpParamLines, dcpFailureLines } from './dcp-text.js';
 import { table, num, numColumns } from './table.js';
 
 export { num, numColumns };
@@ -24,7 +25,7 @@ function head(report, name) {
   const size = report.size === null || report.size === undefined ? 'size unknown (a stream)' : plural(report.size, 'byte');
   if (!report.family) return `${name}: ${size}, not a TorchLean checkpoint`;
   // a container (safetensors, torch.save) has no version of its own
-  const version = 'container' in report || report.deepspeed ? '' : ` version ${report.version ?? '?'}`;
+  const version = 'container' in report || report.deepspeed || report.dcp ? '' : ` version ${report.version ?? '?'}`;
   return `${name}: ${report.name} (${report.family})${version}${report.dtype ? `, ${report.dtype}` : ''}, ${size}`;
 }
 
@@ -186,6 +187,9 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
       optimizerLines(report, names ?? report.deepspeed.slots, out, width);
       fragmentLines(report, out, width);
     }
+  } else if (report.dcp) {   // a distributed checkpoint, or its .metadata or a data file (js/cli/dcp-text.js)
+    dcpLines(report, out, width);
+    dcpParamLines(report, out, width);
   } else if (report.weightsOnly !== undefined) {
     torchLines(report, out, width);
     if (report.pairing?.paired) optimizerLines(report, names ?? report.pairing.slots, out, width);
@@ -194,6 +198,7 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
   else optimizerLines(report, names, out, width);
   for (const w of report.warnings) out.push(`warning: ${w}`);
   out.push(...failureLines(report));
+  if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');
   if (report.ok) out.push('verdict: valid');
   else {

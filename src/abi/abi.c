@@ -104,6 +104,12 @@ static const struct {
     CODE(DS_PAIR_MODEL),
     CODE(DS_PAIR_ORDER),
     CODE(DS_PAIR_WORLD),
+    CODE(DCP_FOLDER),
+    CODE(DCP_METADATA),
+    CODE(DCP_STORAGE),
+    CODE(DCP_RECORD),
+    CODE(DCP_CHUNKS),
+    CODE(DCP_STATE),
     CODE(BY_NAME),
 };
 #undef CODE

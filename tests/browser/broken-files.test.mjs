@@ -103,7 +103,7 @@ test('two files dropped together: each is shown or listed as not used, with the 
   const state = { name: 'model.tlsf', bytes: await writeState({ family: 'TLSF32B', shapes: [[3]], values: [new Float32Array(3)] }) };
   const other = { name: 'model.tlsf.2', bytes: await writeState({ family: 'TLSF32B', shapes: [[2]], values: [new Float32Array(2)] }) };
   const notes = { name: 'notes.txt', bytes: new TextEncoder().encode('lr 3e-4, batch 32, resumed at step 1200\n') };
-  const NOTES = 'notes.txt: not used: unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DeepSpeed or PyTorch file (this looks like a text file, not a checkpoint).';
+  const NOTES = 'notes.txt: not used: unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DCP, DeepSpeed or PyTorch file (this looks like a text file, not a checkpoint).';
   const notices = () => page.locator('[data-testid=notice]').allTextContents();
   for (const [files, shown] of [[[notes, state], 'model.tlsf'], [[state, notes], 'model.tlsf'], [[opt, notes], 'opt.ckpt']]) {
     await page.evaluate(() => document.querySelector('[data-testid=notices]').setAttribute('hidden', ''));

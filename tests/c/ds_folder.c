@@ -129,14 +129,16 @@ static char *listing_json(const char *root, const listing *l, const char *const 
     return out;
 }
 
-unsigned char *ds_folder_bytes(const char *dir, const char *root, size_t *len, char **plan_out)
+typedef char *(*ask_fn)(const char *listing, size_t len, ckpt_error *err);
+
+static unsigned char *folder_bytes(const char *dir, const char *root, size_t *len, char **plan_out, ask_fn ask)
 {
     listing l = {0};
     list(dir, "", &l, 0);
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     char *text = listing_json(root, &l, NULL, NULL, 0);
-    char *plan = ckpt_deepspeed_folder_json(text, strlen(text), &err);
+    char *plan = ask(text, strlen(text), &err);
     free(text);
     unsigned char *out = NULL;
     jvalue *p = plan ? json_parse(plan) : NULL;
@@ -160,7 +162,7 @@ unsigned char *ds_folder_bytes(const char *dir, const char *root, size_t *len, c
         text = listing_json(root, &l, names, texts, nt);
         for (size_t k = 0; k < nt; k++) free(texts[k]);
         free(plan);
-        plan = ckpt_deepspeed_folder_json(text, strlen(text), &err);
+        plan = ask(text, strlen(text), &err);
         free(text);
         jvalue *q = plan ? json_parse(plan) : NULL;
         json_free(p);
@@ -191,6 +193,16 @@ unsigned char *ds_folder_bytes(const char *dir, const char *root, size_t *len, c
     else free(plan);
     ckpt_error_clear(&err);
     return out;
+}
+
+unsigned char *ds_folder_bytes(const char *dir, const char *root, size_t *len, char **plan_out)
+{
+    return folder_bytes(dir, root, len, plan_out, ckpt_deepspeed_folder_json);
+}
+
+unsigned char *dcp_folder_bytes(const char *dir, const char *root, size_t *len, char **plan_out)
+{
+    return folder_bytes(dir, root, len, plan_out, ckpt_dcp_folder_json);
 }
 
 unsigned char *ds_file_bytes(const char *path, size_t *len) { return slurp(path, len, SIZE_MAX); }

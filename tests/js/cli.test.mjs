@@ -297,7 +297,7 @@ test('cli check --state: pairs, does not pair (every failure), cannot pair', asy
   const st = file('st.tlsf', await writeBase('state'));
   r = run('check', st, '--state', opt);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, `ckptscope: cannot pair ${st} with ${opt}: the first file is not an optimizer checkpoint (TLADAMF, DeepSpeed or PyTorch): did you mean \`ckptscope check ${opt} --state ${st}\`?\n`);
+  assert.equal(r.stderr, `ckptscope: cannot pair ${st} with ${opt}: the first file is not an optimizer checkpoint (TLADAMF, DCP, DeepSpeed or PyTorch): did you mean \`ckptscope check ${opt} --state ${st}\`?\n`);
 });
 
 test('cli diff: differences exit 1, none exit 0; configuration decoded first', async () => {
@@ -488,6 +488,8 @@ options:
                       training code does not train (frozen parameters, or
                       buffers): no index goes to them, and their missing state
                       is no question
+  --pair I            an Accelerate save_state folder: its optimizer_I with
+                      model_I (default 0)
 
 more: docs/cli.md, or ckptscope --help for every command
 `);

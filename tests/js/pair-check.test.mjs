@@ -89,7 +89,7 @@ test('check STATE --state OPT (swapped): exit 2, the command meant', async () =>
   await files();
   const r = run('check', 'st.tlsf', '--state', 'opt.ckpt');
   assert.equal(r.status, 2);
-  assert.equal(r.stderr, 'ckptscope: cannot pair st.tlsf with opt.ckpt: the first file is not an optimizer checkpoint (TLADAMF, DeepSpeed or PyTorch): did you mean `ckptscope check opt.ckpt --state st.tlsf`?\n');
+  assert.equal(r.stderr, 'ckptscope: cannot pair st.tlsf with opt.ckpt: the first file is not an optimizer checkpoint (TLADAMF, DCP, DeepSpeed or PyTorch): did you mean `ckptscope check opt.ckpt --state st.tlsf`?\n');
 });
 
 test('health: --lr without --state is refused as --ratio-band is (one rule)', async () => {

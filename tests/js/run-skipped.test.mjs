@@ -51,6 +51,6 @@ test('run --state: each state file not used says why, in the text and the JSON',
   assert.equal(j.files[0].stateFile, junk);
   assert.equal(j.files[1].stateFile, wrong);
   assert.deepEqual(lines, [`warning: state file ${junk} not used for file 0: ${j.files[0].stateError}`, `warning: state file ${wrong} not used for file 1: ${j.files[1].stateError}`]);
-  assert.equal(j.files[0].stateError, 'not a file of a known family: unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DeepSpeed or PyTorch file');
+  assert.equal(j.files[0].stateError, 'not a file of a known family: unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DCP, DeepSpeed or PyTorch file');
   assert.equal(j.files[1].stateError, "parameter 0: state shape [4] differs from the optimizer's #[3]");
 });

@@ -160,7 +160,7 @@ test('what is not a TLADAMF checkpoint is named: the reference text first, then 
   const future = (await writeCheckpoint({ shapes: [[1]], requiresGrad: [true], config: cfg(0), entries: [{ id: 0, step: 1, m: [0], v: [0] }] })).slice();
   new DataView(future.buffer).setBigUint64(7, 6n, true);
   // a file of no family, inspected: named in words of what ckptscope reads, not in one family's text
-  const U = 'unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DeepSpeed or PyTorch file';
+  const U = 'unsupported checkpoint family: not a TLADAMF, TLSF32B, TLPF32B, safetensors, DCP, DeepSpeed or PyTorch file';
   const cases = [
     [new Uint8Array(0), `${F}truncated checkpoint (wanted 7 bytes, got 0)`, /empty/],
     [enc('abc'), U, null],   // shorter than a magic: no hint

@@ -56,13 +56,14 @@ export const fileRequests = {
 
   /** Whether files (`files` [{path, source}]: a picked, dropped or served folder's, by their
    *  paths, or files dropped together) are a DeepSpeed checkpoint the core reads as one: null,
-   *  or {root, tag, members: [names], unused: [indices of files it does not read]}. */
+   *  or {root, tag, family ('DeepSpeed', 'DCP'), members: [names], unused: [indices of files it
+   *  does not read]}. */
   async deepspeedFolder({ files }) {
     const found = await folderPlanOf(files);
     if (!found) return null;
     for (const src of found.sources.values()) src.close();
-    const { root, tag, members } = found.plan;
-    return { root, tag, members: members.map((m) => m.name), unused: found.unused };
+    const { root, tag, members, family } = found.plan;
+    return { root, tag, family, members: members.map((m) => m.name), unused: found.unused };
   },
 
   /** Bytes [offset, offset + length) of an open file, for the hex view. */

@@ -129,3 +129,23 @@ async function plumbingUsage(ck: import('ckptscope').Checkpoint): Promise<number
   return itemCount(ck) + versions.length + kinds.length;
 }
 void plumbingUsage;
+
+// a distributed checkpoint (a DCP folder): its data files, and each tensor's chunks with the rank
+// that wrote them
+async function distributed(dir: string): Promise<void> {
+  const report = await inspect(dir, { stats: true });
+  if (report.ok && report.family === 'DCP') {
+    const d = report.dcp;
+    const files: string[] = d.files.map((f) => `${f.name} ${f.size === null ? 'missing' : toNumber(f.size)} ${toNumber(f.items)} ${f.rank === null ? '-' : toNumber(f.rank)}`);
+    const ranks: (number | null)[] = d.entries.flatMap((e) => e.chunks.map((c) => (c.rank === null ? null : toNumber(c.rank))));
+    const boxes: number[][] = d.entries.flatMap((e) => e.chunks.map((c) => c.sizes.map(toNumber)));
+    const form: string = d.form ?? 'no optimizer part';
+    const moments = d.entries.map((e) => e.state.exp_avg?.chunks.length ?? 0);
+    const rms = report.entries[0]?.m?.rms;
+    console.log(files, ranks, boxes, form, moments, d.version, d.keys.model, rms);
+  } else if (!report.ok && report.dcp) {
+    const failed = report.dcp.diagnostics.filter((g) => g.severity === 'error').map((g) => `${g.code} ${g.text} ${g.fqn ?? ''}`);
+    console.log(failed, report.error.message);
+  }
+}
+void distributed;

@@ -1,0 +1,181 @@
+/* The DCP family (format.md 12): a PyTorch Distributed Checkpoint folder read as one source
+ * (containers/bundle.h: the JS package lays a folder out with ckpt_dcp_folder_json), a lone
+ * `.metadata` (its index), or a lone `.distcp` (torch.save records back to back: the note and
+ * its last record). A file whose first record is torch.save's to a buffer but holds one record
+ * is a torch.save file: the PyTorch family reads it. The report is an optimizer's: the schema of
+ * 12.4, an entry per slot with optimizer state, and "dcp" (json.c). */
+#include "families/dcp/dcp.h"
+
+#include <stdlib.h>
+
+extern const ckpt_family ckpt_family_dcp;
+extern const ckpt_family ckpt_family_pytorch;
+
+const ckpt_dcp *ckpt_dcp_of(const ckpt_report *rep)
+{
+    return rep && rep->family == &ckpt_family_dcp ? rep->family_data : NULL;
+}
+
+/* A folder's source, a pickled Metadata, or a zip whose first member is in torch.save's folder
+ * for a buffer ("archive/", as DCP's _write_item writes every record). */
+static bool dcp_probe(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
+{
+    (void)f;
+    (void)size;
+    if (ckpt_bundle_probe(head, n, DCP_PREFIX)) return true;
+    if (dcp_metadata_head(head, n)) return true;
+    if (n < 38 || memcmp(head, "PK\x03\x04", 4)) return false;
+    size_t len = (size_t)head[26] | (size_t)head[27] << 8;
+    return len >= 8 && !memcmp(head + 30, "archive/", 8);
+}
+
+static void dcp_release(ckpt_report *rep)
+{
+    dcp_free(rep->family_data);
+    rep->family_data = NULL;
+}
+
+/* The schema (12.4): the slots' shapes, trainable = has state, each owner its own
+ * representative, an alias (values equal to an earlier owner's) its owner; a slot without state
+ * is "frozen or tied" until values are compared, and gets none. An entry per slot with state. */
+static int schema(ckpt_report *rep, const ckpt_dcp *d)
+{
+    if (!(rep->schema = ckpt_schema_empty())) return ckpt_fail_oom(&rep->error);
+    rep->schema_complete = d->meta_ok;
+    uint64_t *map = malloc((d->slots_len ? d->slots_len : 1) * sizeof *map);
+    if (!map) return ckpt_fail_oom(&rep->error);
+    bool ok = true;
+    int dtype = -2;
+    for (size_t s = 0; ok && s < d->slots_len; s++) {
+        const dcp_key *k = &d->keys[d->slots[s].key];
+        ok = ckpt_schema_push_slot(rep->schema);
+        for (uint32_t j = 0; ok && j < k->rank; j++) ok = ckpt_schema_push_dim(rep->schema, d->pool[k->dims + j]);
+        map[s] = d->slots[s].trainable                    ? s
+                 : d->slots[s].representative != DCP_NONE ? d->slots[s].representative
+                                                          : CKPT_NONE;
+    }
+    /* an alias is trainable through its owner (format.md 3) */
+    for (size_t s = 0; ok && s < d->slots_len; s++)
+        ok = ckpt_schema_push_flag(rep->schema, d->slots[s].trainable || d->slots[s].representative != DCP_NONE);
+    if (ok) ok = ckpt_schema_set_map(rep->schema, map, d->slots_len);
+    free(map);
+    if (!ok) return ckpt_fail_oom(&rep->error);
+    rep->schema_declared_count = d->slots_len;
+    for (size_t s = 0; s < d->slots_len; s++) {
+        const dcp_slot *sl = &d->slots[s];
+        if (!sl->trainable) continue;
+        ckpt_entry_info e = {0};
+        e.id = s;
+        e.step = sl->has_step && sl->step < 18446744073709551616.0 ? (uint64_t)sl->step : 0;
+        const dcp_key *k = &d->keys[sl->key];
+        bool big = !ckpt_shape_size(d->pool + k->dims, k->rank, &e.count);
+        if (big) e.count = 0;
+        /* the moments lie in chunks across files (dcp.entries[].state) */
+        e.offset = e.m_offset = e.v_offset = CKPT_NONE;
+        for (int q = DCP_EXP_AVG; q <= DCP_EXP_AVG_SQ; q++) {
+            size_t m = sl->state[q];
+            if (m == DCP_NONE) continue;
+            int dt = d->keys[m].dtype;
+            dtype = dtype == -2 ? dt : dtype == dt ? dtype : CKPT_DTYPE_ANY;
+        }
+        if (!ckpt_report_push_entry(rep, &e)) return ckpt_fail_oom(&rep->error);
+    }
+    rep->has_entry_count = true;
+    rep->entry_count = rep->entries_len;
+    rep->dtype = dtype == -2 ? CKPT_DTYPE_ANY : dtype;
+    return 0;
+}
+
+static int dcp_parse(ckpt_parse *p)
+{
+    ckpt_report *rep = p->rep;
+    ckpt_dcp *d = calloc(1, sizeof *d);
+    if (!d) return ckpt_fail_oom(p->err);
+    rep->family_data = d;
+    rep->dtype = CKPT_DTYPE_ANY;
+    int rc = dcp_open(p, d);
+    if (rc == 1) {
+        /* one torch.save record: section 10's file */
+        dcp_release(rep);
+        p->family = rep->family = &ckpt_family_pytorch;
+        rep->dtype = ckpt_family_pytorch.element_dtype;
+        p->r->prefix = ckpt_family_pytorch.name;
+        return ckpt_family_pytorch.impl->parse(p);
+    }
+    if (rc) return rc;
+    if (!d->meta_ok) return rep->error.code;
+    /* values are read with statistics: the ties first (they make the schema), then the moments */
+    const bool values = (p->flags & CKPT_INSPECT_STATS) && !dcp_failed(d) && !d->lone_metadata;
+    if (values) TRY(dcp_ties(d, rep));
+    TRY(schema(rep, d));
+    if (!dcp_failed(d) && !d->lone_metadata) TRY(dcp_items(d, rep));
+    if (values) {
+        p->scan.start = 0;
+        TRY(dcp_stats(d, rep, p->r, &p->scan, p->err));
+    }
+    return rep->error.code;
+}
+
+static size_t dcp_item_count(const ckpt_report *rep)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return d ? d->items_len : 0;
+}
+
+/* Item k: entry k's slot, its exp_avg and exp_avg_sq (both or neither), max_exp_avg_sq and the
+ * parameter's values where readable, each a payload whose spans are its runs */
+static ckpt_item dcp_report_item(ckpt_report *rep, size_t k)
+{
+    ckpt_dcp *d = rep->family_data;
+    dcp_item *di = &d->items[k];
+    ckpt_entry_info *e = &rep->entries[k];
+    ckpt_item it = {.slot = e->id, .count = e->count, .unhealthy = &e->unhealthy};
+    static const char *const names[DCP_PAYLOADS] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", ""};
+    ckpt_stats **stats[DCP_PAYLOADS] = {&e->m, &e->v, &di->stats[2], &di->stats[3]};
+    bool moments = di->spans[0] && di->spans[1];
+    for (int q = moments ? 0 : 3; q < DCP_PAYLOADS; q++) {
+        if (!di->spans[q] || (q == 2 && !moments)) continue;
+        it.payload[it.payloads++] = (ckpt_payload){names[q], di->dtype[q], di->spans[q][0].offset, e->count,
+                                                   NULL,     stats[q],     di->spans[q],           di->len[q]};
+    }
+    return it;
+}
+
+/* A folder without errors: its items hold each slot's state in runs */
+static bool dcp_items_whole(const ckpt_report *rep)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return d && d->items_len && !dcp_failed(d);
+}
+
+static uint64_t dcp_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
+{
+    return b ? ckpt_entry_unhealthy(a, b) : ckpt_tensor_unhealthy(a, b);
+}
+
+static const char *dcp_slot_name(const ckpt_report *rep, uint64_t slot)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return d && slot < d->slots_len ? d->keys[d->slots[slot].key].fqn : NULL;
+}
+
+static const struct ckpt_family_impl dcp_impl = {
+    .probe = dcp_probe,
+    .parse = dcp_parse,
+    .payloads = 2,
+    .item_count = dcp_item_count,
+    .item = dcp_report_item,
+    .unhealthy = dcp_unhealthy,
+    .json_body = dcp_report_json,
+    .release = dcp_release,
+    .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health "
+              "and export read its folder; pairing, run, diff and convert do not read it yet",
+    .items_whole = dcp_items_whole,
+    .slot_name = dcp_slot_name,
+    .holds = "a distributed checkpoint's model and optimizer state",
+    .hint_not = "a TorchLean checkpoint",
+};
+
+const ckpt_family ckpt_family_dcp = {
+    CKPT_FAMILY_DCP, "DCP",    "PyTorch Distributed Checkpoint", DCP_PREFIX, 0, 0, CKPT_ROLE_OPTIMIZER,
+    CKPT_DTYPE_ANY,  &dcp_impl};

@@ -1,0 +1,690 @@
+/* Opening a DCP checkpoint (format.md 12.1, 12.3, 12.5): a folder laid out as one source
+ * (containers/bundle.h), a lone `.metadata`, or a lone `.distcp`. The checks run in 12.5's order;
+ * every failure is listed with its facts, the first error is the report's. Each record is read
+ * as a torch.save file of its own through a byte window of its data file: nothing outside the
+ * window, nothing called. */
+#include "families/dcp/dcp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+char *dcp_dup(const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+/* ---- diagnostics ---- */
+
+bool dcp_failed(const ckpt_dcp *d)
+{
+    for (size_t k = 0; k < d->diags_len; k++)
+        if (d->diags[k].code) return true;
+    return false;
+}
+
+int dcp_diag_add(ckpt_dcp *d, ckpt_report *rep, int check, int code, const char *fqn, const char *file, uint64_t offset,
+                 const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    va_list aq;
+    va_copy(aq, ap);
+    int n = vsnprintf(NULL, 0, fmt, aq);
+    va_end(aq);
+    char *text = n < 0 ? NULL : malloc((size_t)n + 1);
+    if (text) vsnprintf(text, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    dcp_diag *q = text ? realloc(d->diags, (d->diags_len + 1) * sizeof *q) : NULL;
+    if (!q) {
+        free(text);
+        return ckpt_fail_oom(&rep->error);
+    }
+    d->diags = q;
+    dcp_diag *g = &q[d->diags_len++];
+    *g = (dcp_diag){check, code, text, fqn ? dcp_dup(fqn) : NULL, file ? dcp_dup(file) : NULL, offset};
+    if ((fqn && !g->fqn) || (file && !g->file)) return ckpt_fail_oom(&rep->error);
+    if (!code) {
+        /* a warning is the report's too */
+        return ckpt_report_warn(rep, "%s", text) ? 0 : ckpt_fail_oom(&rep->error);
+    }
+    if (!rep->error.code) {
+        /* the text is the diagnostic's whole (it carries its own prefix) */
+        ckpt_fail(&rep->error, NULL, code, offset, 0, "%s", text);
+    }
+    return 0;
+}
+
+void dcp_free(ckpt_dcp *d)
+{
+    if (!d) return;
+    free(d->root);
+    free(d->meta_bytes);
+    ckpt_pickle_free(d->meta);
+    free(d->version);
+    for (size_t k = 0; k < d->keys_len; k++) {
+        free(d->keys[k].name);
+        free(d->keys[k].dtype_name);
+    }
+    free(d->keys);
+    free(d->chunks);
+    for (size_t k = 0; k < d->storages_len; k++) {
+        free(d->storages[k].fqn);
+        free(d->storages[k].path);
+        free(d->storages[k].transforms);
+        ckpt_torch_free(d->storages[k].t);
+    }
+    free(d->storages);
+    free(d->pool);
+    for (size_t k = 0; k < d->files_len; k++) free(d->files[k].name);
+    free(d->files);
+    for (size_t k = 0; k < d->strays_len; k++) free(d->strays[k]);
+    free(d->strays);
+    free(d->slots);
+    dcp_items_free(d);
+    free(d->groups);
+    for (size_t k = 0; k < d->names_len; k++) free(d->names[k]);
+    free(d->names);
+    for (size_t k = 0; k < d->diags_len; k++) {
+        free(d->diags[k].text);
+        free(d->diags[k].fqn);
+        free(d->diags[k].file);
+    }
+    free(d->diags);
+    free(d->note);
+    ckpt_torch_free(d->record);
+    free(d);
+}
+
+static int shape_text(strbuf *sb, const uint64_t *dims, uint32_t rank)
+{
+    sb->len = 0;
+    if (sb->data) sb->data[0] = 0;
+    ckpt_shape_print(sb, dims, rank);
+    return sb->failed ? CKPT_E_NO_MEMORY : 0;
+}
+
+/* ---- the index: names sorted for lookups ---- */
+
+static const ckpt_dcp *sort_ctx;
+static int by_key_name(const void *a, const void *b)
+{
+    return strcmp(sort_ctx->keys[*(const size_t *)a].name, sort_ctx->keys[*(const size_t *)b].name);
+}
+
+static size_t find_key(const ckpt_dcp *d, const size_t *sorted, const char *name)
+{
+    size_t lo = 0, hi = d->keys_len;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(d->keys[sorted[mid]].name, name);
+        if (!c) {
+            /* the first of equal names (a pickle dict keeps one; a crafted one may not) */
+            while (mid > lo && !strcmp(d->keys[sorted[mid - 1]].name, name)) mid--;
+            return sorted[mid];
+        }
+        if (c < 0) lo = mid + 1;
+        else hi = mid;
+    }
+    return DCP_NONE;
+}
+
+static bool same_dims(const uint64_t *a, uint32_t ra, const uint64_t *b, uint32_t rb)
+{
+    return ra == rb && (!ra || !memcmp(a, b, ra * sizeof *a));
+}
+
+/* 6-8: each storage entry matched to its chunk or bytes item by (fqn, offsets) */
+static int match_storage(ckpt_dcp *d, ckpt_report *rep)
+{
+    size_t *sorted = malloc((d->keys_len ? d->keys_len : 1) * sizeof *sorted);
+    if (!sorted) return ckpt_fail_oom(&rep->error);
+    for (size_t k = 0; k < d->keys_len; k++) sorted[k] = k;
+    sort_ctx = d;
+    qsort(sorted, d->keys_len, sizeof *sorted, by_key_name);
+    int rc = 0;
+    strbuf sh = {0};
+    /* 7 and 8 are found while matching; 6 after. The texts come in 12.5's order. */
+    size_t *dup = calloc(d->storages_len ? d->storages_len : 1, sizeof *dup);
+    if (!dup) rc = ckpt_fail_oom(&rep->error);
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        dup[s] = 0;
+        size_t k = find_key(d, sorted, st->fqn);
+        if (k == DCP_NONE) continue;
+        dcp_key *key = &d->keys[k];
+        if (key->kind == DCP_BYTES && !st->has_offsets) {
+            if (key->storage != DCP_NONE) dup[s] = 1;
+            else {
+                key->storage = s;
+                st->key = k;
+            }
+            continue;
+        }
+        if (key->kind != DCP_TENSOR || !st->has_offsets) continue;
+        for (size_t j = key->chunks; j < key->chunks + key->chunks_len; j++) {
+            dcp_chunk *ch = &d->chunks[j];
+            if (!same_dims(d->pool + ch->offsets, ch->orank, d->pool + st->offsets, st->rank)) continue;
+            if (ch->storage != DCP_NONE) dup[s] = 1;
+            else {
+                ch->storage = s;
+                st->key = k;
+                st->chunk = j;
+            }
+            break;
+        }
+    }
+    /* 6 */
+    for (size_t k = 0; !rc && k < d->keys_len; k++) {
+        const dcp_key *key = &d->keys[k];
+        if (key->kind == DCP_BYTES && key->storage == DCP_NONE)
+            rc = dcp_diag_add(d, rep, 6, CKPT_E_DCP_STORAGE, key->name, NULL, CKPT_NONE, "DCP: %s: no storage entry",
+                              key->name);
+        for (size_t j = key->chunks; !rc && key->kind == DCP_TENSOR && j < key->chunks + key->chunks_len; j++) {
+            const dcp_chunk *ch = &d->chunks[j];
+            if (ch->storage != DCP_NONE) continue;
+            rc = shape_text(&sh, d->pool + ch->offsets, ch->orank);
+            if (!rc)
+                rc = dcp_diag_add(d, rep, 6, CKPT_E_DCP_STORAGE, key->name, NULL, CKPT_NONE,
+                                  "DCP: %s: chunk at %s has no storage entry", key->name, sh.data);
+        }
+    }
+    /* 7 */
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        if (!dup[s]) continue;
+        const dcp_storage *st = &d->storages[s];
+        d->storages[s].bad = true;
+        rc = shape_text(&sh, st->has_offsets ? d->pool + st->offsets : NULL, st->has_offsets ? st->rank : 0);
+        if (!rc)
+            rc = dcp_diag_add(d, rep, 7, CKPT_E_DCP_STORAGE, st->fqn, st->path, st->offset,
+                              "DCP: storage_data lists %s at %s twice", st->fqn, sh.data);
+    }
+    /* 8 */
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        const dcp_storage *st = &d->storages[s];
+        if (st->key != DCP_NONE || dup[s]) continue;
+        d->storages[s].bad = true;
+        rc = shape_text(&sh, st->has_offsets ? d->pool + st->offsets : NULL, st->has_offsets ? st->rank : 0);
+        if (!rc)
+            rc = dcp_diag_add(d, rep, 8, 0, st->fqn, st->path, st->offset,
+                              "DCP: storage_data names %s at %s, which state_dict_metadata has no chunk for", st->fqn,
+                              sh.data);
+    }
+    if (sh.failed && !rc) rc = ckpt_fail_oom(&rep->error);
+    sb_free(&sh);
+    free(dup);
+    free(sorted);
+    return rc;
+}
+
+/* ---- the data files ---- */
+
+/* r of __{r}_{n}.distcp, CKPT_NONE otherwise */
+static uint64_t rank_of(const char *name)
+{
+    if (strncmp(name, "__", 2)) return CKPT_NONE;
+    const char *s = name + 2;
+    uint64_t r = 0;
+    size_t k = 0;
+    for (; s[k] >= '0' && s[k] <= '9'; k++) {
+        if (r > (UINT64_MAX - 9) / 10) return CKPT_NONE;
+        r = r * 10 + (uint64_t)(s[k] - '0');
+    }
+    if (!k || s[k] != '_') return CKPT_NONE;
+    s += k + 1;
+    for (k = 0; s[k] >= '0' && s[k] <= '9'; k++) {
+    }
+    return k && !strcmp(s + k, ".distcp") ? r : CKPT_NONE;
+}
+
+/* a plain file name inside the folder: no separator, not "." or "..", not empty */
+static bool plain_name(const char *p)
+{
+    return *p && !strchr(p, '/') && !strchr(p, '\\') && strcmp(p, ".") && strcmp(p, "..");
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* The files the storage entries name, in name order; 9 for a path that is not a plain name. */
+static int list_files(ckpt_dcp *d, ckpt_report *rep, const char *dir)
+{
+    char **names = malloc((d->storages_len ? d->storages_len : 1) * sizeof *names);
+    if (!names) return ckpt_fail_oom(&rep->error);
+    size_t n = 0;
+    int rc = 0;
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        if (!plain_name(st->path)) {
+            st->bad = true;
+            rc = dcp_diag_add(d, rep, 9, CKPT_E_DCP_FOLDER, st->fqn, st->path, CKPT_NONE,
+                              "DCP: the storage entry of %s names %s, which is not a file name inside %s", st->fqn,
+                              st->path, dir);
+            continue;
+        }
+        names[n++] = st->path;
+    }
+    if (!rc) qsort(names, n, sizeof *names, by_name);
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (!m || strcmp(names[m - 1], names[k])) names[m++] = names[k];
+    if (!rc && !(d->files = calloc(m ? m : 1, sizeof *d->files))) rc = ckpt_fail_oom(&rep->error);
+    for (size_t k = 0; !rc && k < m; k++) {
+        dcp_file *f = &d->files[d->files_len++];
+        f->base = f->size = CKPT_NONE;
+        f->first = DCP_NONE;
+        f->rank = rank_of(names[k]);
+        if (!(f->name = dcp_dup(names[k]))) rc = ckpt_fail_oom(&rep->error);
+    }
+    free(names);
+    /* each entry's file: a binary search of the sorted names */
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        if (!plain_name(st->path)) continue;
+        size_t lo = 0, hi = d->files_len;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            int c = strcmp(d->files[mid].name, st->path);
+            if (!c) {
+                lo = mid;
+                break;
+            }
+            if (c < 0) lo = mid + 1;
+            else hi = mid;
+        }
+        st->file = lo;
+        dcp_file *f = &d->files[lo];
+        if (!f->items++) f->first = s;
+    }
+    return rc;
+}
+
+static const dcp_storage **sort_storages;
+static int by_offset(const void *a, const void *b)
+{
+    const dcp_storage *x = *(const dcp_storage *const *)a, *y = *(const dcp_storage *const *)b;
+    if (x->file != y->file) return x->file < y->file ? -1 : 1;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* 10-13: missing files, ranges past an end, overlapping records, stream transforms */
+static int check_ranges(ckpt_dcp *d, ckpt_report *rep)
+{
+    int rc = 0;
+    for (size_t k = 0; !rc && k < d->files_len; k++) {
+        const dcp_file *f = &d->files[k];
+        if (f->size != CKPT_NONE) continue;
+        const char *first = f->first != DCP_NONE ? d->storages[f->first].fqn : "";
+        rc = dcp_diag_add(d, rep, 10, CKPT_E_DCP_FOLDER, first, f->name, CKPT_NONE,
+                          "DCP: %s is missing: it holds %zu records (the first: %s)", f->name, f->items, first);
+    }
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        if (st->file == DCP_NONE || d->files[st->file].size == CKPT_NONE) continue;
+        const dcp_file *f = &d->files[st->file];
+        uint64_t end;
+        bool over = ckpt_add_overflows(st->offset, st->length, &end);
+        if (over || end > f->size) {
+            st->bad = true;
+            rc = dcp_diag_add(d, rep, 11, CKPT_E_DCP_STORAGE, st->fqn, f->name, st->offset,
+                              "DCP: %s: bytes %llu..%llu of %s lie past its end (%llu bytes)", st->fqn,
+                              (unsigned long long)st->offset, (unsigned long long)(over ? UINT64_MAX : end), f->name,
+                              (unsigned long long)f->size);
+        }
+    }
+    if (!rc && d->storages_len) {
+        const dcp_storage **o = malloc(d->storages_len * sizeof *o);
+        if (!o) return ckpt_fail_oom(&rep->error);
+        size_t n = 0;
+        for (size_t s = 0; s < d->storages_len; s++)
+            if (d->storages[s].file != DCP_NONE && d->storages[s].length) o[n++] = &d->storages[s];
+        sort_storages = o;
+        qsort(o, n, sizeof *o, by_offset);
+        for (size_t k = 1; !rc && k < n; k++) {
+            const dcp_storage *a = o[k - 1], *b = o[k];
+            if (a->file != b->file || a->offset + a->length <= b->offset) continue;
+            if (a->offset > UINT64_MAX - a->length) continue; /* 11 said it */
+            d->storages[(size_t)(a - d->storages)].bad = d->storages[(size_t)(b - d->storages)].bad = true;
+            rc = dcp_diag_add(d, rep, 12, CKPT_E_DCP_STORAGE, a->fqn, d->files[a->file].name, b->offset,
+                              "DCP: %s: the records of %s and %s overlap at byte %llu", d->files[a->file].name, a->fqn,
+                              b->fqn, (unsigned long long)b->offset);
+        }
+        free(o);
+    }
+    for (size_t s = 0; !rc && s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        if (!st->transforms) continue;
+        st->bad = true;
+        rc = dcp_diag_add(d, rep, 13, CKPT_E_DCP_STORAGE, st->fqn, st->path, st->offset,
+                          "DCP: %s: stored through %s; ckptscope undoes no stream transform", st->fqn, st->transforms);
+    }
+    return rc;
+}
+
+/* ---- the records (12.3, 14-18) ---- */
+
+static bool refused_name(const char *m, size_t ml, const char *n, size_t nl)
+{
+    return !ckpt_torch_weights_only_global(m, ml, n, nl);
+}
+
+/* what a record holds, for 15 */
+static void record_found(strbuf *sb, const ckpt_torch *t)
+{
+    const ckpt_pnode *n = ckpt_pickle_node(t->pickle, t->pickle->root);
+    static const char *const kinds[] = {"None",      "a bool",    "an int",    "an int",         "a float", "a str",
+                                        "bytes",     "a tuple",   "a list",    "a dict",         "a set",   "an object",
+                                        "an object", "an object", "an object", "a persistent id"};
+    sb_puts(sb, n->kind < sizeof kinds / sizeof kinds[0] ? kinds[n->kind] : "an object");
+}
+
+static int open_record(ckpt_dcp *d, ckpt_report *rep, dcp_storage *st)
+{
+    const dcp_file *f = &d->files[st->file];
+    ckpt_window w;
+    ckpt_source s;
+    ckpt_source_window(&s, &w, d->src, f->base + st->offset, st->length);
+    ckpt_error e = {0};
+    ckpt_error_clear(&e);
+    int code = ckpt_torch_open(&s, "archive", &st->t, &e);
+    uint64_t end = st->offset + st->length;
+    if (code == CKPT_E_NO_MEMORY) {
+        ckpt_error_clear(&e);
+        return ckpt_fail_oom(&rep->error);
+    }
+    if (code) {
+        st->bad = true;
+        int rc =
+            dcp_diag_add(d, rep, 14, CKPT_E_DCP_RECORD, st->fqn, f->name, st->offset,
+                         "DCP: %s: bytes %llu..%llu of %s are not a torch.save record: %s", st->fqn,
+                         (unsigned long long)st->offset, (unsigned long long)end, f->name, e.message ? e.message : "");
+        ckpt_error_clear(&e);
+        return rc;
+    }
+    const dcp_key *key = &d->keys[st->key];
+    const ckpt_torch *t = st->t;
+    if (key->kind == DCP_BYTES) {
+        /* 18 */
+        strbuf names = {0};
+        ckpt_pickle_globals(&names, t->pickle, refused_name, ", ");
+        int rc = names.failed ? ckpt_fail_oom(&rep->error)
+                 : names.len  ? dcp_diag_add(d, rep, 18, 0, st->fqn, f->name, st->offset,
+                                             "DCP: %s: the record at byte %llu of %s names Python callables that DCP's "
+                                              "load runs (bytes items load with weights_only=False): %s",
+                                             st->fqn, (unsigned long long)st->offset, f->name, names.data)
+                              : 0;
+        sb_free(&names);
+        return rc;
+    }
+    /* the record is torch.save of one tensor: the object itself */
+    size_t x = DCP_NONE;
+    if (t->loose_len == 1 && !t->named[t->loose[0]].name[0] && t->named[t->loose[0]].tensor != CKPT_TORCH_NONE &&
+        !t->optimizers_len && t->model == CKPT_TORCH_NONE)
+        x = t->named[t->loose[0]].tensor;
+    if (x == DCP_NONE) {
+        st->bad = true;
+        strbuf found = {0};
+        record_found(&found, t);
+        int rc = found.failed ? ckpt_fail_oom(&rep->error)
+                              : dcp_diag_add(d, rep, 15, CKPT_E_DCP_RECORD, st->fqn, f->name, st->offset,
+                                             "DCP: %s: the record at byte %llu of %s holds %s, not a tensor", st->fqn,
+                                             (unsigned long long)st->offset, f->name, found.data);
+        sb_free(&found);
+        return rc;
+    }
+    st->tensor = x;
+    const dcp_chunk *ch = &d->chunks[st->chunk];
+    const ckpt_torch_tensor *tt = &t->tensors[x];
+    if (!same_dims(ckpt_torch_size(t, x), tt->rank, d->pool + ch->sizes, ch->srank)) {
+        st->bad = true;
+        strbuf a = {0}, b = {0};
+        ckpt_shape_print(&a, ckpt_torch_size(t, x), tt->rank);
+        ckpt_shape_print(&b, d->pool + ch->sizes, ch->srank);
+        int rc = a.failed || b.failed ? ckpt_fail_oom(&rep->error)
+                                      : dcp_diag_add(d, rep, 16, CKPT_E_DCP_RECORD, st->fqn, f->name, st->offset,
+                                                     "DCP: %s: the record at byte %llu of %s holds %s, its chunk is %s",
+                                                     st->fqn, (unsigned long long)st->offset, f->name, a.data, b.data);
+        sb_free(&a);
+        sb_free(&b);
+        return rc;
+    }
+    if (key->dtype_name && strcmp(tt->dtype, key->dtype_name))
+        return dcp_diag_add(d, rep, 17, 0, st->fqn, f->name, st->offset,
+                            "DCP: %s: the record at byte %llu of %s holds %s, the metadata says %s", st->fqn,
+                            (unsigned long long)st->offset, f->name, tt->dtype, key->dtype_name);
+    return 0;
+}
+
+static int read_records(ckpt_dcp *d, ckpt_report *rep)
+{
+    for (size_t s = 0; s < d->storages_len; s++) {
+        dcp_storage *st = &d->storages[s];
+        if (st->bad || st->key == DCP_NONE || st->file == DCP_NONE || d->files[st->file].base == CKPT_NONE) continue;
+        TRY(open_record(d, rep, st));
+    }
+    return 0;
+}
+
+/* ---- the chunks (19-21): the metadata alone ---- */
+
+static int check_chunks(ckpt_dcp *d, ckpt_report *rep)
+{
+    strbuf a = {0}, b = {0}, g = {0};
+    int rc = 0;
+    for (size_t k = 0; !rc && k < d->keys_len; k++) {
+        const dcp_key *key = &d->keys[k];
+        if (key->kind != DCP_TENSOR) continue;
+        const uint64_t *G = d->pool + key->dims;
+        bool ok = true;
+        /* 19 */
+        for (size_t j = key->chunks; !rc && j < key->chunks + key->chunks_len; j++) {
+            const dcp_chunk *ch = &d->chunks[j];
+            const uint64_t *o = d->pool + ch->offsets, *s = d->pool + ch->sizes;
+            bool in = ch->orank == key->rank && ch->srank == key->rank;
+            for (uint32_t q = 0; in && q < key->rank; q++)
+                in = o[q] <= (uint64_t)INT64_MAX && s[q] <= (uint64_t)INT64_MAX && o[q] <= G[q] && s[q] <= G[q] - o[q];
+            if (in) continue;
+            ok = false;
+            /* negative values print as read */
+            a.len = b.len = g.len = 0;
+            sb_puts(&a, "#[");
+            for (uint32_t q = 0; q < ch->orank; q++) sb_printf(&a, q ? ", %lld" : "%lld", (long long)(int64_t)o[q]);
+            sb_puts(&a, "]");
+            sb_puts(&b, "#[");
+            for (uint32_t q = 0; q < ch->srank; q++) sb_printf(&b, q ? ", %lld" : "%lld", (long long)(int64_t)s[q]);
+            sb_puts(&b, "]");
+            ckpt_shape_print(&g, G, key->rank);
+            rc = a.failed || b.failed || g.failed
+                     ? ckpt_fail_oom(&rep->error)
+                     : dcp_diag_add(d, rep, 19, CKPT_E_DCP_CHUNKS, key->name, NULL, CKPT_NONE,
+                                    "DCP: %s: chunk at %s of size %s lies outside %s", key->name, a.data, b.data,
+                                    g.data);
+        }
+        if (rc || !ok) continue;
+        /* 20: an intersection of positive volume */
+        for (size_t i = key->chunks; !rc && ok && i < key->chunks + key->chunks_len; i++)
+            for (size_t j = i + 1; !rc && ok && j < key->chunks + key->chunks_len; j++) {
+                const uint64_t *oi = d->pool + d->chunks[i].offsets, *si = d->pool + d->chunks[i].sizes;
+                const uint64_t *oj = d->pool + d->chunks[j].offsets, *sj = d->pool + d->chunks[j].sizes;
+                bool meet = true;
+                for (uint32_t q = 0; meet && q < key->rank; q++) meet = oi[q] < oj[q] + sj[q] && oj[q] < oi[q] + si[q];
+                if (!meet) continue;
+                ok = false;
+                if (shape_text(&a, oi, key->rank) || shape_text(&b, oj, key->rank)) rc = ckpt_fail_oom(&rep->error);
+                else
+                    rc = dcp_diag_add(d, rep, 20, CKPT_E_DCP_CHUNKS, key->name, NULL, CKPT_NONE,
+                                      "DCP: %s: chunks at %s and %s overlap", key->name, a.data, b.data);
+            }
+        if (rc || !ok) continue;
+        /* 21: disjoint boxes inside the tensor: their volumes add up */
+        uint64_t n = 1, cover = 0;
+        bool big = !ckpt_shape_size(G, key->rank, &n);
+        for (size_t j = key->chunks; !big && j < key->chunks + key->chunks_len; j++) {
+            uint64_t v;
+            big = !ckpt_shape_size(d->pool + d->chunks[j].sizes, key->rank, &v) || ckpt_add_overflows(cover, v, &cover);
+        }
+        if (!big && cover != n)
+            rc = dcp_diag_add(d, rep, 21, CKPT_E_DCP_CHUNKS, key->name, NULL, CKPT_NONE,
+                              "DCP: %s: its chunks cover %llu of %llu elements", key->name, (unsigned long long)cover,
+                              (unsigned long long)n);
+    }
+    sb_free(&a);
+    sb_free(&b);
+    sb_free(&g);
+    return rc;
+}
+
+/* ---- a folder ---- */
+
+static bool ends_with(const char *s, const char *t)
+{
+    size_t a = strlen(s), b = strlen(t);
+    return a >= b && !strcmp(s + a - b, t);
+}
+
+static int read_meta_bytes(ckpt_dcp *d, ckpt_report *rep, uint64_t at, uint64_t size)
+{
+    if (size > CKPT_PICKLE_MAX_LEN)
+        return dcp_diag_add(d, rep, 2, CKPT_E_DCP_METADATA, NULL, ".metadata", CKPT_NONE,
+                            "DCP: .metadata holds %llu bytes, not a DCP Metadata", (unsigned long long)size);
+    if (!(d->meta_bytes = malloc(size ? (size_t)size : 1))) return ckpt_fail_oom(&rep->error);
+    TRY(ckpt_read_at(d->src, at, d->meta_bytes, (size_t)size, ".metadata", &rep->error));
+    return dcp_read_metadata(d, rep, d->meta_bytes, (size_t)size);
+}
+
+/* The checks after .metadata, in 12.5's order: storage entries, files, records, chunks, parts. */
+static int checks(ckpt_dcp *d, ckpt_report *rep, const char *dir, bool here)
+{
+    TRY(match_storage(d, rep));
+    TRY(list_files(d, rep, dir));
+    if (here) {
+        TRY(check_ranges(d, rep));
+        TRY(read_records(d, rep));
+    }
+    TRY(check_chunks(d, rep));
+    return dcp_parts(d, rep);
+}
+
+static int folder(ckpt_parse *p, ckpt_dcp *d)
+{
+    ckpt_report *rep = p->rep;
+    ckpt_bundle *b = NULL;
+    TRY(ckpt_bundle_open(d->src, &b, p->err));
+    int rc = 0;
+    if (!(d->root = dcp_dup(b->root))) rc = ckpt_fail_oom(&rep->error);
+    const ckpt_bundle_entry *meta = ckpt_bundle_find(b, ".metadata");
+    if (!rc && (!meta || meta->offset == CKPT_NONE)) {
+        /* 1 */
+        size_t n = 0;
+        for (size_t k = 0; k < b->count; k++) n += ends_with(b->entries[k].name, ".distcp");
+        rc = dcp_diag_add(d, rep, 1, CKPT_E_DCP_FOLDER, NULL, NULL, CKPT_NONE,
+                          "DCP: %s has %zu data files but no .metadata: the save did not finish (DCP writes "
+                          ".metadata last)",
+                          d->root, n);
+        ckpt_bundle_free(b);
+        return rc;
+    }
+    if (!rc) rc = read_meta_bytes(d, rep, meta->offset, meta->size);
+    if (!rc && d->meta_ok) {
+        rc = match_storage(d, rep);
+        if (!rc) rc = list_files(d, rep, d->root);
+        /* each file here: where its bytes are */
+        for (size_t k = 0; !rc && k < d->files_len; k++) {
+            const ckpt_bundle_entry *e = ckpt_bundle_find(b, d->files[k].name);
+            if (e && e->offset != CKPT_NONE && e->size != CKPT_NONE) {
+                d->files[k].base = e->offset;
+                d->files[k].size = e->size;
+            }
+        }
+        if (!rc) rc = check_ranges(d, rep);
+        if (!rc) rc = read_records(d, rep);
+        if (!rc) rc = check_chunks(d, rep);
+        if (!rc) rc = dcp_parts(d, rep);
+    }
+    /* the strays: files of the folder that are neither .metadata nor named by it */
+    for (size_t k = 0; !rc && k < b->count; k++) {
+        const ckpt_bundle_entry *e = &b->entries[k];
+        if (e->size == CKPT_NONE || strchr(e->name, '/') || !strcmp(e->name, ".metadata")) continue;
+        bool named = false;
+        for (size_t f = 0; f < d->files_len && !named; f++) named = !strcmp(d->files[f].name, e->name);
+        if (named) continue;
+        char **q = realloc(d->strays, (d->strays_len + 1) * sizeof *q);
+        if (!q || !(q[d->strays_len] = dcp_dup(e->name))) {
+            if (q) d->strays = q;
+            rc = ckpt_fail_oom(&rep->error);
+            break;
+        }
+        d->strays = q;
+        d->strays_len++;
+    }
+    ckpt_bundle_free(b);
+    return rc;
+}
+
+/* ---- a lone .metadata ---- */
+
+static int lone_metadata(ckpt_parse *p, ckpt_dcp *d)
+{
+    ckpt_report *rep = p->rep;
+    d->lone_metadata = true;
+    if (d->src->size == CKPT_NONE)
+        return ckpt_fail(&rep->error, DCP_PREFIX, CKPT_E_DCP_METADATA, CKPT_NONE, 0,
+                         ".metadata of unknown size: ckptscope reads it from a file");
+    TRY(read_meta_bytes(d, rep, 0, d->src->size));
+    if (!d->meta_ok) return 0;
+    TRY(checks(d, rep, ".", false));
+    if (!d->files_len) return 0;
+    strbuf note = {0};
+    sb_printf(&note,
+              "DCP: this is the index of a distributed checkpoint; its data is in %zu files (%s%s) that are not here",
+              d->files_len, d->files[0].name, d->files_len > 1 ? ", …" : "");
+    if (!(d->note = sb_take(&note))) return ckpt_fail_oom(&rep->error);
+    return 0;
+}
+
+/* ---- a lone .distcp: 1 when it is one record (a torch.save file: the PyTorch family's) ---- */
+
+static int lone_distcp(ckpt_parse *p, ckpt_dcp *d)
+{
+    ckpt_report *rep = p->rep;
+    ckpt_zip *z = NULL;
+    ckpt_error quiet = {0};
+    ckpt_error_clear(&quiet);
+    int code = ckpt_zip_open(d->src, &z, &quiet);
+    ckpt_error_clear(&quiet);
+    if (code == CKPT_E_NO_MEMORY) return ckpt_fail_oom(&rep->error);
+    if (code || !z->start || z->start >= d->src->size) {
+        ckpt_zip_free(z);
+        return 1;
+    }
+    d->lone_distcp = true;
+    d->record_at = z->start;
+    d->record_len = d->src->size - z->start;
+    ckpt_zip_free(z);
+    /* the last record, read as section 10 reads a file: on its window */
+    ckpt_window w;
+    ckpt_source s;
+    ckpt_source_window(&s, &w, d->src, d->record_at, d->record_len);
+    ckpt_error e = {0};
+    ckpt_error_clear(&e);
+    code = ckpt_torch_open(&s, "archive", &d->record, &e);
+    ckpt_error_clear(&e);
+    if (code == CKPT_E_NO_MEMORY) return ckpt_fail_oom(&rep->error);
+    d->note = dcp_dup("DCP: this file is a data file of a distributed checkpoint: torch.save records back to back, "
+                      "found only through the folder's .metadata; open its folder");
+    return d->note ? 0 : ckpt_fail_oom(&rep->error);
+}
+
+int dcp_open(ckpt_parse *p, ckpt_dcp *d)
+{
+    d->src = p->r->src;
+    d->planner = CKPT_PNIL;
+    const uint8_t *head;
+    size_t n = ckpt_reader_head(p->r, &head);
+    if (ckpt_bundle_probe(head, n, DCP_PREFIX)) return folder(p, d);
+    if (dcp_metadata_head(head, n)) return lone_metadata(p, d);
+    return lone_distcp(p, d);
+}

@@ -1,0 +1,468 @@
+/* PyTorch Distributed Checkpoint folders (format.md 12): torch 1.13's own folder
+ * (tests/fixtures/dcp-torch113: 2 ranks, row chunks) read through the bundle the JS package lays
+ * out, its .metadata alone and a .distcp alone, and each check of 12.5 on a copy of the folder
+ * changed here. Keys, shapes, chunks and byte ranges are compared exactly with what the files
+ * hold (the record offsets below were read from the fixture with Python's pickle). */
+#include "ds_folder.h"
+#include "minijson.h"
+#include "testutil.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *fixture; /* tests/fixtures/dcp-torch113 */
+static const char *work;    /* a scratch folder */
+static const char *seeds;   /* the folders tests/c/dcp_core_seeds.py wrote, and its manifest */
+
+static jvalue *inspect_memory(const unsigned char *data, size_t len, char **text_out)
+{
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, data, len);
+    ckpt_report *rep = ckpt_inspect(&src, NULL);
+    char *text = ckpt_report_json(rep);
+    jvalue *v = text ? json_parse(text) : NULL;
+    if (text_out) *text_out = text;
+    else free(text);
+    ckpt_report_free(rep);
+    return v;
+}
+
+static jvalue *inspect_folder_opts(const char *dir, unsigned flags)
+{
+    size_t len = 0;
+    unsigned char *b = dcp_folder_bytes(dir, "ckpt", &len, NULL);
+    CHECK(b != NULL);
+    if (!b) return NULL;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_inspect_options o = {flags, NULL, NULL};
+    ckpt_report *rep = ckpt_inspect(&src, &o);
+    char *text = ckpt_report_json(rep);
+    jvalue *v = text ? json_parse(text) : NULL;
+    free(text);
+    ckpt_report_free(rep);
+    free(b);
+    return v;
+}
+
+static jvalue *inspect_folder(const char *dir) { return inspect_folder_opts(dir, 0); }
+
+static const char *str(const jvalue *v) { return v && v->type == JSTR ? v->text : NULL; }
+
+static bool dims_are(const jvalue *v, size_t n, const uint64_t *want)
+{
+    if (!v || v->type != JARR || v->len != n) return false;
+    for (size_t k = 0; k < n; k++)
+        if (json_u64(v->items[k]) != want[k]) return false;
+    return true;
+}
+
+static void test_folder_index(void)
+{
+    jvalue *r = inspect_folder(fixture);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_STR(str(json_get(r, "family")), "DCP");
+    CHECK(json_get(r, "ok")->b == true);
+    const jvalue *d = json_get(r, "dcp");
+    CHECK_STR(str(json_get(d, "opened")), "folder");
+    CHECK_STR(str(json_get(d, "root")), "ckpt");
+    CHECK(json_is_null(json_get(d, "version")));
+    CHECK_STR(str(json_get(d, "classes")), "torch 1.13");
+    CHECK(json_get(d, "plannerData")->b == false);
+    CHECK_STR(str(json_get(d, "form")), "N");
+    const jvalue *keys = json_get(d, "keys");
+    CHECK(json_u64(json_get(keys, "model")) == 9);
+    CHECK(json_u64(json_get(keys, "optimizer")) == 24);
+    CHECK(json_u64(json_get(keys, "other")) == 0);
+    const jvalue *files = json_get(d, "files");
+    CHECK(files->len == 2);
+    CHECK_STR(str(json_get(files->items[0], "name")), "__0_0.distcp");
+    CHECK(json_u64(json_get(files->items[0], "size")) == 24599);
+    CHECK(json_u64(json_get(files->items[0], "items")) == 33);
+    CHECK(json_u64(json_get(files->items[0], "rank")) == 0);
+    CHECK_STR(str(json_get(files->items[1], "name")), "__1_0.distcp");
+    CHECK(json_u64(json_get(files->items[1], "size")) == 17821);
+    CHECK(json_u64(json_get(files->items[1], "items")) == 23);
+    CHECK(json_u64(json_get(files->items[1], "rank")) == 1);
+    CHECK(json_get(d, "strays")->len == 0);
+    /* the group: its values read from the bytes items' records */
+    const jvalue *groups = json_get(d, "groups");
+    CHECK(groups->len == 1);
+    CHECK(json_double(json_get(groups->items[0], "lr")) == 0.01);
+    CHECK(json_double(json_get(groups->items[0], "betas")->items[0]) == 0.9);
+    CHECK(json_double(json_get(groups->items[0], "betas")->items[1]) == 0.999);
+    CHECK(json_is_null(json_get(groups->items[0], "eps")));
+    const jvalue *params = json_get(groups->items[0], "params");
+    static const char *const trained[] = {"emb.weight", "l1.weight", "l1.bias", "ln.weight",
+                                          "ln.bias",    "l2.weight", "l2.bias"};
+    CHECK(params->len == 7);
+    for (size_t k = 0; k < 7 && k < params->len; k++) CHECK_STR(str(params->items[k]), trained[k]);
+    const jvalue *bi = json_get(d, "bytesItems");
+    CHECK(bi->len == 3);
+    CHECK_STR(str(json_get(bi->items[0], "key")), "optim.param_groups.0.lr");
+    CHECK_STR(str(json_get(bi->items[0], "file")), "__0_0.distcp");
+    CHECK(json_u64(json_get(bi->items[0], "offset")) == 0 && json_u64(json_get(bi->items[0], "length")) == 431);
+    CHECK(json_u64(json_get(bi->items[2], "offset")) == 862 && json_u64(json_get(bi->items[2], "length")) == 495);
+    /* the slots: the model's 9 tensors in module order, 7 with state */
+    static const char *const slots[] = {"emb.weight", "l1.weight", "l1.bias",       "ln.weight",  "ln.bias",
+                                        "l2.weight",  "l2.bias",   "frozen.weight", "frozen.bias"};
+    const jvalue *es = json_get(d, "entries");
+    CHECK(es->len == 9);
+    for (size_t k = 0; k < 9 && k < es->len; k++) {
+        const jvalue *e = es->items[k];
+        CHECK_STR(str(json_get(e, "name")), slots[k]);
+        CHECK_STR(str(json_get(e, "dtype")), "F32");
+        CHECK((json_get(e, "trainable")->b == true) == (k < 7));
+        if (k < 7) {
+            CHECK(json_u64(json_get(e, "group")) == 0);
+            CHECK(json_double(json_get(e, "step")) == 2.0);
+        } else CHECK(json_is_null(json_get(e, "group")) && json_is_null(json_get(e, "step")));
+        CHECK(json_get(e, "chunks")->len == 2);
+    }
+    /* model.emb.weight: [11, 6] as torch.chunk's 6 + 5 rows, one record in each rank's file */
+    const jvalue *emb = es->items[0];
+    CHECK(dims_are(json_get(emb, "shape"), 2, (uint64_t[]){11, 6}));
+    const jvalue *c0 = json_get(emb, "chunks")->items[0], *c1 = json_get(emb, "chunks")->items[1];
+    CHECK(dims_are(json_get(c0, "offsets"), 2, (uint64_t[]){0, 0}));
+    CHECK(dims_are(json_get(c0, "sizes"), 2, (uint64_t[]){6, 6}));
+    CHECK_STR(str(json_get(c0, "file")), "__0_0.distcp");
+    CHECK(json_u64(json_get(c0, "offset")) == 1357 && json_u64(json_get(c0, "length")) == 875);
+    CHECK(json_u64(json_get(c0, "rank")) == 0);
+    CHECK(dims_are(json_get(c1, "offsets"), 2, (uint64_t[]){6, 0}));
+    CHECK(dims_are(json_get(c1, "sizes"), 2, (uint64_t[]){5, 6}));
+    CHECK_STR(str(json_get(c1, "file")), "__1_0.distcp");
+    CHECK(json_u64(json_get(c1, "offset")) == 0 && json_u64(json_get(c1, "length")) == 811);
+    CHECK(json_u64(json_get(c1, "rank")) == 1);
+    /* its state: exp_avg_sq's second chunk at byte 7790 of rank 1's file */
+    const jvalue *v = json_get(json_get(emb, "state"), "exp_avg_sq");
+    CHECK_STR(str(json_get(v, "dtype")), "F32");
+    const jvalue *v1 = json_get(v, "chunks")->items[1];
+    CHECK(json_u64(json_get(v1, "offset")) == 7790 && json_u64(json_get(v1, "length")) == 811);
+    const jvalue *step = json_get(json_get(emb, "state"), "step");
+    CHECK(dims_are(json_get(step, "shape"), 0, NULL));
+    CHECK(json_u64(json_get(json_get(step, "chunks")->items[0], "offset")) == 8400);
+    /* the generic report: 9 slots, 7 entries, no diagnostics */
+    CHECK(json_u64(json_get(r, "slotCount")) == 9);
+    CHECK(json_u64(json_get(r, "entryCount")) == 7);
+    CHECK(json_get(r, "warnings")->len == 0);
+    CHECK(json_get(d, "diagnostics")->len == 0);
+    json_free(r);
+}
+
+/* with statistics: each moment streamed run by run from both ranks' records; the values below are
+ * torch's of the two records of optim.state.emb.weight.exp_avg concatenated (torch.load of bytes
+ * 9147..10022 of __0_0.distcp and 6979..7790 of __1_0.distcp, in float64) */
+static void test_folder_stats(void)
+{
+    jvalue *r = inspect_folder_opts(fixture, CKPT_INSPECT_STATS);
+    CHECK(r && json_get(r, "statistics")->b == true);
+    if (!r) return;
+    const jvalue *e = json_get(r, "entries")->items[0], *m = json_get(e, "m");
+    CHECK(json_u64(json_get(m, "count")) == 66);
+    CHECK(json_double(json_get(m, "min")) == -0.12261361628770828);
+    CHECK(json_double(json_get(m, "max")) == 0.15952140092849731);
+    CHECK(json_double(json_get(m, "mean")) == 0.00793354705820093);
+    CHECK(json_double(json_get(m, "rms")) == 0.05539534102804231);
+    CHECK(json_u64(json_get(m, "negative")) == 30);
+    /* its exp_avg's first run: the data of the record at 9147 of rank 0's file */
+    CHECK(json_u64(json_get(e, "offset")) > 9147);
+    /* frozen.weight has no owner of its shape: frozen; frozen.bias's values differ from l2.bias's */
+    const jvalue *es = json_get(json_get(r, "dcp"), "entries");
+    CHECK_STR(str(json_get(es->items[7], "role")), "frozen");
+    CHECK_STR(str(json_get(es->items[8], "role")), "frozen");
+    CHECK_STR(str(json_get(es->items[0], "role")), "owner");
+    json_free(r);
+}
+
+/* .metadata alone: the index, and the note naming the data files that are not here */
+static void test_lone_metadata(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/.metadata", fixture);
+    size_t len;
+    unsigned char *b = ds_file_bytes(path, &len);
+    CHECK(b != NULL);
+    jvalue *r = inspect_memory(b, len, NULL);
+    free(b);
+    CHECK_STR(str(json_get(r, "family")), "DCP");
+    CHECK(json_get(r, "ok")->b == true);
+    const jvalue *d = json_get(r, "dcp");
+    CHECK_STR(str(json_get(d, "opened")), "metadata");
+    CHECK_STR(str(json_get(d, "note")),
+              "DCP: this is the index of a distributed checkpoint; its data is in 2 files (__0_0.distcp, …) that are "
+              "not here");
+    CHECK(json_is_null(json_get(json_get(d, "files")->items[0], "size")));
+    CHECK(json_get(d, "entries")->len == 9);
+    CHECK(json_get(d, "groups")->len == 1);
+    CHECK(json_get(json_get(d, "groups")->items[0], "params")->len == 0); /* in a record not here */
+    CHECK(json_get(r, "warnings")->len == 0);
+    CHECK(json_get(d, "diagnostics")->len == 0);
+    json_free(r);
+}
+
+/* a .distcp alone: the note, its last record, nothing else */
+static void test_lone_distcp(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/__1_0.distcp", fixture);
+    size_t len;
+    unsigned char *b = ds_file_bytes(path, &len);
+    jvalue *r = inspect_memory(b, len, NULL);
+    free(b);
+    CHECK_STR(str(json_get(r, "family")), "DCP");
+    const jvalue *d = json_get(r, "dcp");
+    CHECK_STR(str(json_get(d, "opened")), "distcp");
+    CHECK_STR(str(json_get(d, "note")),
+              "DCP: this file is a data file of a distributed checkpoint: torch.save records back to back, found only "
+              "through the folder's .metadata; open its folder");
+    const jvalue *rec = json_get(d, "record");
+    /* the last record: model... optim.state.l2.bias.exp_avg_sq at 17074, 747 bytes */
+    CHECK(json_u64(json_get(rec, "offset")) == 17074);
+    CHECK(json_u64(json_get(rec, "length")) == 747);
+    CHECK_STR(str(json_get(rec, "dtype")), "float32");
+    CHECK(dims_are(json_get(rec, "shape"), 1, (uint64_t[]){3}));
+    json_free(r);
+}
+
+/* ---- broken folders: the fixture copied, one thing changed ---- */
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t len;
+    unsigned char *b = ds_file_bytes(from, &len);
+    FILE *f = fopen(to, "wb");
+    if (f && b) fwrite(b, 1, len, f);
+    if (f) fclose(f);
+    free(b);
+}
+
+/* a copy of the fixture in work/name; skip: a file not copied */
+static const char *copy_fixture(const char *name, const char *skip)
+{
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s", work, name);
+    mkdir(work, 0777);
+    mkdir(dir, 0777);
+    static const char *const files[] = {".metadata", "__0_0.distcp", "__1_0.distcp"};
+    for (size_t k = 0; k < 3; k++) {
+        char from[4096], to[8300];
+        snprintf(from, sizeof from, "%s/%s", fixture, files[k]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[k]);
+        if (skip && !strcmp(skip, files[k])) {
+            unlink(to);
+            continue;
+        }
+        copy_file(from, to);
+    }
+    return dir;
+}
+
+static void patch(const char *dir, const char *file, long at, const void *bytes, size_t n)
+{
+    char p[8300];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    FILE *f = fopen(p, "r+b");
+    if (!f) return;
+    fseek(f, at, SEEK_SET);
+    fwrite(bytes, 1, n, f);
+    fclose(f);
+}
+
+static void truncate_to(const char *dir, const char *file, long len)
+{
+    char p[8300];
+    snprintf(p, sizeof p, "%s/%s", dir, file);
+    size_t n;
+    unsigned char *b = ds_file_bytes(p, &n);
+    FILE *f = fopen(p, "wb");
+    CHECK(b && f && (size_t)len <= n);
+    if (f && b) fwrite(b, 1, (size_t)len, f);
+    if (f) fclose(f);
+    free(b);
+}
+
+/* the first diagnostic: its check, code and text */
+static void first_diag(const jvalue *r, int check, int code, const char *text)
+{
+    const jvalue *ds = json_get(json_get(r, "dcp"), "diagnostics");
+    CHECK(ds && ds->len >= 1);
+    if (!ds || !ds->len) return;
+    const jvalue *g = ds->items[0];
+    CHECK(json_u64(json_get(g, "check")) == (uint64_t)check);
+    if (code) CHECK(json_u64(json_get(g, "code")) == (uint64_t)code);
+    else CHECK(json_is_null(json_get(g, "code")));
+    CHECK_STR(str(json_get(g, "text")), text);
+    if (code) {
+        CHECK(json_get(r, "ok")->b == false);
+        CHECK(json_u64(json_get(json_get(r, "error"), "code")) == (uint64_t)code);
+        CHECK_STR(str(json_get(json_get(r, "error"), "message")), text);
+    }
+}
+
+static void test_no_metadata(void)
+{
+    const char *dir = copy_fixture("no-metadata", ".metadata");
+    jvalue *r = inspect_folder(dir);
+    CHECK_STR(str(json_get(r, "family")), "DCP");
+    first_diag(r, 1, CKPT_E_DCP_FOLDER,
+               "DCP: ckpt has 2 data files but no .metadata: the save did not finish (DCP writes .metadata last)");
+    json_free(r);
+}
+
+static void test_missing_file(void)
+{
+    const char *dir = copy_fixture("missing", "__1_0.distcp");
+    jvalue *r = inspect_folder(dir);
+    first_diag(r, 10, CKPT_E_DCP_FOLDER,
+               "DCP: __1_0.distcp is missing: it holds 23 records (the first: model.emb.weight)");
+    json_free(r);
+}
+
+static void test_past_end(void)
+{
+    const char *dir = copy_fixture("short", NULL);
+    truncate_to(dir, "__1_0.distcp", 17821 - 10);
+    jvalue *r = inspect_folder(dir);
+    first_diag(
+        r, 11, CKPT_E_DCP_STORAGE,
+        "DCP: optim.state.l2.bias.exp_avg_sq: bytes 17074..17821 of __1_0.distcp lie past its end (17811 bytes)");
+    json_free(r);
+}
+
+static void test_not_a_record(void)
+{
+    const char *dir = copy_fixture("not-a-record", NULL);
+    /* the record of model.l1.bias's second chunk (bytes 1622..2369 of rank 1's file): its first
+     * local header's signature broken, and its end record's: no zip in the window */
+    patch(dir, "__1_0.distcp", 2369 - 22, "XXXX", 4);
+    jvalue *r = inspect_folder(dir);
+    const jvalue *g = json_get(json_get(r, "dcp"), "diagnostics")->items[0];
+    CHECK(json_u64(json_get(g, "check")) == 14);
+    CHECK(json_u64(json_get(g, "code")) == CKPT_E_DCP_RECORD);
+    /* section 10's text for that window: the zip layer's */
+    CHECK_STR(str(json_get(g, "text")), "DCP: model.l1.bias: bytes 1622..2369 of __1_0.distcp are not a torch.save "
+                                        "record: zip: no end-of-central-directory record in the last 747 bytes of "
+                                        "the file");
+    CHECK_STR(str(json_get(g, "fqn")), "model.l1.bias");
+    CHECK_STR(str(json_get(g, "file")), "__1_0.distcp");
+    CHECK(json_u64(json_get(g, "offset")) == 1622);
+    json_free(r);
+}
+
+/* ---- torch >= 2.0's classes: the folders of dcp_core_seeds.py, each with what the core says ---- */
+
+static bool has_text(const jvalue *diags, const char *text)
+{
+    for (size_t k = 0; diags && k < diags->len; k++)
+        if (str(json_get(diags->items[k], "text")) && !strcmp(str(json_get(diags->items[k], "text")), text))
+            return true;
+    return false;
+}
+
+static void test_seeds(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", seeds);
+    size_t len;
+    unsigned char *text = ds_file_bytes(path, &len);
+    CHECK(text != NULL);
+    if (!text) return;
+    char *t = malloc(len + 1);
+    memcpy(t, text, len);
+    t[len] = 0;
+    free(text);
+    jvalue *m = json_parse(t);
+    free(t);
+    CHECK(m && m->type == JOBJ && m->len >= 20);
+    for (size_t k = 0; m && k < m->len; k++) {
+        const char *name = m->keys[k];
+        const jvalue *want = m->items[k];
+        t_current = name;
+        snprintf(path, sizeof path, "%s/%s", seeds, name);
+        const bool valid = !json_get(want, "check");
+        jvalue *r = inspect_folder_opts(path, valid ? CKPT_INSPECT_STATS : 0);
+        CHECK(r != NULL);
+        if (!r) continue;
+        CHECK_STR(str(json_get(r, "family")), "DCP");
+        const jvalue *d = json_get(r, "dcp");
+        if (!valid) {
+            const jvalue *code = json_get(want, "code");
+            first_diag(r, (int)json_u64(json_get(want, "check")), (int)json_u64(code), str(json_get(want, "text")));
+            const jvalue *also = json_get(want, "also");
+            for (size_t j = 0; also && j < also->len; j++) {
+                CHECK(has_text(json_get(d, "diagnostics"), str(also->items[j])));
+                if (!has_text(json_get(d, "diagnostics"), str(also->items[j])))
+                    fprintf(stderr, "  missing: %s\n", str(also->items[j]));
+            }
+            json_free(r);
+            continue;
+        }
+        /* a valid folder: its facts */
+        CHECK(json_get(r, "ok")->b == true);
+        CHECK_STR(str(json_get(d, "classes")), str(json_get(want, "classes")));
+        if (json_is_null(json_get(want, "version"))) CHECK(json_is_null(json_get(d, "version")));
+        else CHECK_STR(str(json_get(d, "version")), str(json_get(want, "version")));
+        CHECK(json_get(d, "plannerData")->b == json_get(want, "plannerData")->b);
+        CHECK_STR(str(json_get(d, "form")), str(json_get(want, "form")));
+        const jvalue *es = json_get(d, "entries"), *slots = json_get(want, "slots");
+        CHECK(es->len == slots->len);
+        for (size_t j = 0; j < es->len && j < slots->len; j++) {
+            CHECK_STR(str(json_get(es->items[j], "name")), str(slots->items[j]));
+            CHECK(json_get(es->items[j], "trainable")->b == json_get(want, "trainable")->items[j]->b);
+        }
+        CHECK(json_get(d, "groups")->len == json_u64(json_get(want, "groups")));
+        if (json_get(want, "note")) CHECK_STR(str(json_get(d, "note")), str(json_get(want, "note")));
+        const jvalue *w = json_get(want, "warnings"), *got = json_get(r, "warnings");
+        CHECK(got->len == w->len);
+        for (size_t j = 0; j < w->len && j < got->len; j++) CHECK_STR(str(got->items[j]), str(w->items[j]));
+        /* the ties by equal values, once values are read */
+        const jvalue *roles = json_get(want, "roles"), *reps = json_get(want, "representatives");
+        for (size_t j = 0; roles && j < roles->len && j < es->len; j++) {
+            CHECK_STR(str(json_get(es->items[j], "role")), str(roles->items[j]));
+            if (json_is_null(reps->items[j])) CHECK(json_is_null(json_get(es->items[j], "representative")));
+            else CHECK(json_u64(json_get(es->items[j], "representative")) == json_u64(reps->items[j]));
+        }
+        /* the first entry's moments streamed run by run, against Python's values of the whole tensor */
+        static const char *const moments[] = {"m", "v"};
+        for (size_t q = 0; q < 2 && json_get(want, moments[q]); q++) {
+            const jvalue *f = json_get(want, moments[q]);
+            const jvalue *st = json_get(json_get(r, "entries")->items[0], moments[q]);
+            CHECK(st != NULL);
+            if (!st) continue;
+            CHECK(json_double(json_get(st, "min")) == json_double(json_get(f, "min")));
+            CHECK(json_double(json_get(st, "max")) == json_double(json_get(f, "max")));
+            CHECK(json_u64(json_get(st, "negative")) == json_u64(json_get(f, "negative")));
+            double mean = json_double(json_get(st, "mean")), rms = json_double(json_get(st, "rms"));
+            double wm = json_double(json_get(f, "mean")), wr = json_double(json_get(f, "rms"));
+            CHECK(mean - wm < 1e-12 && wm - mean < 1e-12 && rms - wr < 1e-12 && wr - rms < 1e-12);
+        }
+        json_free(r);
+    }
+    json_free(m);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: test_dcp FIXTURE WORKDIR SEEDS\n");
+        return 2;
+    }
+    fixture = argv[1];
+    work = argv[2];
+    seeds = argv[3];
+    static const test_case cases[] = {
+        {"the 1.13 folder's index, chunks and byte ranges", test_folder_index},
+        {"the 1.13 folder's statistics and roles", test_folder_stats},
+        {"a lone .metadata", test_lone_metadata},
+        {"a lone .distcp", test_lone_distcp},
+        {"1: no .metadata", test_no_metadata},
+        {"10: a missing data file", test_missing_file},
+        {"11: a record past its file's end", test_past_end},
+        {"14: a window that is no torch.save record", test_not_a_record},
+        {"torch >= 2.0's classes, and the checks on folders of them", test_seeds},
+    };
+    return RUN_ALL(cases);
+}
