@@ -93,6 +93,7 @@ compare('nested-ids.pt', 'ids.pt')
 compare('safetensors-ids.pt', 'ids.pt')
 compare('names2-ids.pt', 'ids2.pt')
 compare('flat-ids.pt', 'ids2.pt')
+compare('flat-reversed-ids.pt', 'ids2.pt')
 # stored order: FSDP's list numbered as it stands
 ids = manifest['ids']
 renumber = {ids[n]: k for k, n in enumerate(manifest['fsdp'])}

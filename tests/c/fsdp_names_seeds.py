@@ -13,6 +13,7 @@ Files (OUT/):
   names.pt          one group, FSDP order
   names2.pt         two groups (decay / no decay), each in FSDP order
   flat.pt           form F of names2.pt's optimizer (two learning rates: two groups)
+  flat-reversed.pt  the same, the no-decay group's keys first
   nested.pt         {'model': model state dict, 'optimizer': names.pt's dict}
   ids.pt            the Adam's own state_dict() (ids in module order over trainable parameters)
   ids2.pt           the two-group Adam's state_dict()
@@ -137,6 +138,14 @@ for g in osd2['param_groups']:
             if k != 'params':
                 flat[f'param_groups.{n}.{k}'] = v
 torch.save(flat, os.path.join(OUT, 'flat.pt'))
+# the same with the no-decay group's keys first: form F keeps no group order
+flat_reversed = {k: v for k, v in flat.items() if k.startswith('state.')}
+for g in reversed(osd2['param_groups']):
+    for n in g['params']:
+        for k, v in g.items():
+            if k != 'params':
+                flat_reversed[f'param_groups.{n}.{k}'] = v
+torch.save(flat_reversed, os.path.join(OUT, 'flat-reversed.pt'))
 
 # models that do not pair by name
 sd = model.state_dict()

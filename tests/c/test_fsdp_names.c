@@ -303,6 +303,8 @@ static void test_ids(void)
         "order (--group-order stored keeps the list)"};
     write_ids("names2.pt", "model2.pt", "names2-ids.pt", false, two, 1);
     write_ids("flat.pt", "model2.pt", "flat-ids.pt", false, two, 1);
+    /* form F's groups by their first member in module order, whatever the keys' order */
+    write_ids("flat-reversed.pt", "model2.pt", "flat-reversed-ids.pt", false, two, 1);
     write_ids("nested.pt", "model.pt", "nested-ids.pt", false, one, 1);
     /* a safetensors model pairs by name; its names give the module order */
     with_names = true;
