@@ -14,6 +14,7 @@ Files (OUT/):
   names2.pt         two groups (decay / no decay), each in FSDP order
   flat.pt           form F of names2.pt's optimizer (two learning rates: two groups)
   flat-reversed.pt  the same, the no-decay group's keys first
+  flat-interleaved.pt  the same, state keys interleaved across parameters
   nested.pt         {'model': model state dict, 'optimizer': names.pt's dict}
   ids.pt            the Adam's own state_dict() (ids in module order over trainable parameters)
   ids2.pt           the two-group Adam's state_dict()
@@ -146,6 +147,13 @@ for g in reversed(osd2['param_groups']):
             if k != 'params':
                 flat_reversed[f'param_groups.{n}.{k}'] = v
 torch.save(flat_reversed, os.path.join(OUT, 'flat-reversed.pt'))
+# state keys interleaved across FQNs (every exp_avg, then every exp_avg_sq, then every step)
+interleaved = {}
+for key in ('exp_avg', 'exp_avg_sq', 'step'):
+    for n, st in osd2['state'].items():
+        interleaved[f'state.{n}.{key}'] = st[key]
+interleaved.update({k: v for k, v in flat.items() if k.startswith('param_groups.')})
+torch.save(interleaved, os.path.join(OUT, 'flat-interleaved.pt'))
 
 # models that do not pair by name
 sd = model.state_dict()

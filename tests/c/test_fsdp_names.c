@@ -100,6 +100,21 @@ static void test_search(void)
     json_free(r);
     close_seed(&o);
 
+    /* state keys interleaved across parameters: one entry per name, in the order of its first key */
+    open_seed(&o, "flat-interleaved.pt");
+    r = report_of(&o);
+    entries = json_get(r, "entries");
+    CHECK(entries && entries->len == 7);
+    static const char *const fsdp2[] = {"emb.weight", "blocks.0.lin.weight", "blocks.1.lin.weight", "norm.weight",
+                                        "norm.bias",  "blocks.0.lin.bias",   "blocks.1.lin.bias"};
+    for (size_t k = 0; entries && k < entries->len && k < 7; k++) {
+        CHECK_STR(json_get(entries->items[k], "name")->text, fsdp2[k]);
+        CHECK(json_double(json_get(entries->items[k], "step")) == 3);
+        CHECK(!json_is_null(json_get(entries->items[k], "shape")));
+    }
+    json_free(r);
+    close_seed(&o);
+
     /* nested as dcp_to_torch_save writes it: the model and the optimizer found by their paths */
     open_seed(&o, "nested.pt");
     r = report_of(&o);
