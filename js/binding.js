@@ -629,6 +629,24 @@ export class Binding {
     }
   }
 
+  /** int w_convert_ids(file, stored, prefix char* (0: none), sink, progress, err): a name-keyed
+   *  PyTorch optimizer paired with its model as an id-keyed torch.optim state dict; 0, or the
+   *  code with err set. */
+  convertIds(file, stored, prefix, sinkId, pid, err) {
+    const p = prefix === null || prefix === undefined ? 0 : this.#core.stringIn(String(prefix));
+    try {
+      return this.#ex.w_convert_ids(file, stored ? 1 : 0, p, sinkId, pid, err);
+    } finally {
+      if (p) this.#core.free(p);
+    }
+  }
+
+  /** char *w_convert_ids_warnings(file, stored, err): that conversion's warnings, texts; null
+   *  with err set when it is refused. */
+  convertIdsWarnings(file, stored, err) {
+    return this.#json(this.#ex.w_convert_ids_warnings(file, stored ? 1 : 0, err));
+  }
+
   /** char *w_ds_consolidate_warnings(file): a DeepSpeed conversion's warnings, texts. */
   dsConsolidateWarnings(file) { return this.#json(this.#ex.w_ds_consolidate_warnings(file)); }
 

@@ -200,3 +200,38 @@ export async function convertToDcp(source, outDir, options = {}) {
     throw err;
   }
 }
+
+/**
+ * A name-keyed PyTorch optimizer (FSDP's full_optim_state_dict, form F's flat keys; docs/pytorch.md)
+ * as a consolidated torch.optim state dict keyed by ids, through write(bytes): `ck` an open
+ * Checkpoint already paired with its model by pair() (the ids follow the model's module order).
+ * Options: `groupOrder` ('module', the default: each group's ids in module order, as
+ * Adam(model.parameters()) numbers them; 'stored': in the group's stored list order), `prefix`
+ * (the zip's folder; default "archive"), `onProgress`, `signal`. Resolves with {warnings} (a
+ * group whose stored list goes against module order); rejects with the core's refusal.
+ */
+export async function convertToIdsTo(ck, write, options = {}) {
+  const { groupOrder = 'module', prefix, onProgress, signal } = options;
+  if (groupOrder !== 'module' && groupOrder !== 'stored') throw new RangeError(`groupOrder must be 'module' or 'stored', got ${JSON.stringify(groupOrder)}`);
+  const stored = groupOrder === 'stored';
+  if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+  let warnings = [];
+  await withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+    withProgress(b, { onProgress, signal }, (pid) => {
+      const rc = b.convertIds(file, stored, prefix ?? null, sinkId, pid, err);
+      if (!rc) warnings = b.convertIdsWarnings(file, stored, err) ?? [];
+      return rc;
+    })), signal);
+  return { warnings };
+}
+
+/** Node: convertToIdsTo written to `path` atomically (as convert writes); the zip's folder is
+ *  the file's stem, as torch.save names it. */
+export async function convertToIds(ck, path, options = {}) {
+  const stem = String(path).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  let result;
+  await saveAtomically(path, async (write) => {
+    result = await convertToIdsTo(ck, write, { prefix: stem, ...options });
+  });
+  return result;
+}

@@ -637,7 +637,7 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
-  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  /** A name-keyed optimizer paired by name (docs/pytorch.md): no positional pairing applies. */
   byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;
@@ -1145,6 +1145,13 @@ export function convertToTorch(source: Source, path: string | URL, options: Torc
  *  the fp32 model ('model'). */
 export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
   options?: ScanOptions & { prefix?: string }): Promise<{ warnings: string[] }>;
+/** A name-keyed PyTorch optimizer (FSDP, docs/pytorch.md "Name-keyed optimizer files (FSDP)"),
+ *  already paired with its model by pair(), as a consolidated torch.optim state dict keyed by ids
+ *  streamed through write(bytes): each group's ids in module order, or as stored. */
+export function convertToIdsTo(ck: Checkpoint, write: (bytes: Uint8Array) => void,
+  options?: ScanOptions & { groupOrder?: 'module' | 'stored'; prefix?: string }): Promise<{ warnings: string[] }>;
+/** Node: written to `path` atomically, the zip's folder the file's stem. */
+export function convertToIds(ck: Checkpoint, path: string | URL, options?: ScanOptions & { groupOrder?: 'module' | 'stored' }): Promise<{ warnings: string[] }>;
 /** Node: both files written, each atomically. */
 export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<{ warnings: string[] }>;
 /** The torch.save file streamed through write(bytes). */

@@ -8,7 +8,7 @@ export { workerCount } from './parallel.js';
 export { writeCheckpoint, saveCheckpoint, writeState, saveState } from './write.js';
 export { exportTensors, exportTo, saveExport, exportNpy } from './export.js';
 export { Schema } from './schema.js';
-export { convert, convertTo, convertToTorch, convertToTorchTo, consolidate, consolidateTo } from './convert.js';
+export { convert, convertTo, convertToTorch, convertToTorchTo, consolidate, consolidateTo, convertToIds, convertToIdsTo } from './convert.js';
 export { convertToDcp, convertToDcpTo } from './convert.js';
 export { convertToUniversal, universalPlan, openUniversal } from './universal.js';
 export { CheckpointError, LayoutError } from './errors.js';

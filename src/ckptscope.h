@@ -126,7 +126,7 @@ typedef enum ckpt_code {
     CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
     CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
     CKPT_E_DCP_STATE = 89,    /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
-    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    /* a name-keyed optimizer (FSDP, docs/pytorch.md) paired with its model by name */
     CKPT_E_BY_NAME = 90 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
@@ -840,8 +840,8 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
-/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
- * dict keyed by ids (writers/torch_ids.c, 12.8): `in` paired with its model by name first
+/* A name-keyed PyTorch optimizer (FSDP's, docs/pytorch.md) as a consolidated torch.optim state
+ * dict keyed by ids (writers/torch_ids.c): `in` paired with its model by name first
  * (ckpt_pair_with; a model that keeps no module order needs its names). Ids group after group,
  * each group's names in module order, or as stored with group_order_stored. Returns 0 or the
  * code with err set (CKPT_E_CONVERSION_LOSES naming a value it does not write again); on a
