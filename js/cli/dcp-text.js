@@ -42,6 +42,11 @@ export function trainText(e, entries) {
  *  groups, the bytes items. */
 export function dcpLines(report, out, width) {
   const d = report.dcp;
+  if (d.opened === 'distcp') {
+    // a data file alone: no index was read, so no metadata, form or keys to state
+    out.push(`dcp             ${OPENED.distcp}, without its .metadata`);
+    return recordLines(d, out, width);
+  }
   const facts = [...(OPENED[d.opened] ? [OPENED[d.opened]] : []), d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes ${d.classes ?? 'unknown'}`,
     d.form === null ? 'no optimizer part' : `optimizer ${FORM_NAMES[d.form] ?? d.form}`, d.plannerData ? 'planner_data' : 'no planner_data'];
   out.push(...wrapLine(`dcp             ${facts.join(', ')}`, width, HANG));
@@ -54,6 +59,11 @@ export function dcpLines(report, out, width) {
     out.push(...wrapLine(line, width, HANG));
   });
   if (d.bytesItems.length) out.push(...wrapLine(`bytes items     ${d.bytesItems.map((b) => b.key).join(', ')}`, width, HANG));
+  recordLines(d, out, width);
+}
+
+/** A data file alone's last record, and the core's note. */
+function recordLines(d, out, width) {
   const r = d.record;   // a data file alone: its last record
   if (r) out.push(...wrapLine(`last record     ${plural(r.length, 'byte')} at byte ${r.offset}${r.dtype ? `: a ${r.dtype} tensor of shape ${fmtShape(r.shape)}` : ''}`, width, HANG));
   if (d.note) out.push(...wrapLine(`note            ${d.note}`, width, HANG));
