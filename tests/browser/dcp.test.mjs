@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { startViewer, shotAt } from './browser.mjs';
+import { startViewer, dropFiles, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
@@ -85,11 +85,16 @@ async function assertCard(page) {
   assert.equal(await page.locator('[data-testid=dcp-failure]').count(), 0);
 }
 
-/** The usual cards read it too: the summary, the parameter table's 9 slots. */
+/** The usual cards read it too: the summary, the parameter table's 9 slots, the 7 moment
+ *  entries, and health over its own parameters (the model part's), which needs only an lr. */
 async function assertUsual(page, name) {
   assert.equal(await text(page, '[data-testid=summary] .title-line .file'), name);
   assert.equal(await text(page, '[data-testid=summary] .badge'), 'valid');
   assert.equal(await text(page, '[data-testid=param-count]'), '9 slots');
+  assert.equal(await text(page, '#entry-count'), '7');
+  await page.waitForFunction(() => !/^(Not run yet|Running)/.test(document.querySelector('[data-testid=health-state]')?.textContent ?? 'Not run yet'), null, { timeout: 60000 });
+  assert.match(await text(page, '[data-testid=health-state]'),
+    /^9 slots in \d+ ms: no slot flagged\. The chart shows the rms of the next step per unit learning rate, rms\(u\) \(log scale\); enter the learning rate to see the update-to-weight ratio\.$/);
 }
 
 /** Nothing wider than the window. */
@@ -115,6 +120,30 @@ test('a DCP folder picked with Open a run… → A folder…: the same checkpoin
   await page.setInputFiles('[data-testid=run-folder-input]', DIR);
   await assertCard(page);
   await assertUsual(page, 'dcp-torch113');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a .metadata or a data file dropped alone: the index with its files missing, or the last record, and the core\'s note', async () => {
+  let page = await viewer.page({ width: 800 });
+  await dropFiles(page, [{ name: '.metadata', bytes: fs.readFileSync(path.join(DIR, '.metadata')) }]);
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=dcp-facts]'), 'the index (.metadata) alone, unversioned metadata, classes of torch 1.13, optimizer keys nested (N), no planner_data');
+  assert.equal(await text(page, '[data-testid=dcp-note]'), 'DCP: this is the index of a distributed checkpoint; its data is in 2 files (__0_0.distcp, …) that are not here');
+  assert.deepEqual(await rows(page, 'dcp-file-row'), [['__0_0.distcp', '0', 'missing', '33'], ['__1_0.distcp', '1', 'missing', '23']]);
+  assert.deepEqual(await rows(page, 'dcp-group'), [['0', '—', '—', '—', '—', '—']]);
+  assert.equal(await page.locator('[data-testid=dcp-entry-row] [data-testid=chunk-map]').count(), 9);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+
+  page = await viewer.page({ width: 800 });
+  await dropFiles(page, [{ name: '__1_0.distcp', bytes: fs.readFileSync(path.join(DIR, '__1_0.distcp')) }]);
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=dcp-facts]'), 'a data file alone');
+  assert.equal(await text(page, '[data-testid=dcp-record]'), 'Its last record: 747 bytes at byte 17,074, a float32 tensor of shape [3].');
+  assert.equal(await text(page, '[data-testid=dcp-note]'), 'DCP: this file is a data file of a distributed checkpoint: torch.save records back to back, found only through the folder\'s .metadata; open its folder');
+  assert.equal(await page.locator('[data-testid=dcp-keys]').count(), 0);
+  assert.equal(await page.locator('[data-testid=dcp-entry-row]').count(), 0);
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
