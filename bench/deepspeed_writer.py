@@ -351,4 +351,5 @@ def main():
                       'elements': sum(math.prod(s) for _, s in params)}))
 
 
-main()
+if __name__ == "__main__":
+    main()

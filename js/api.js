@@ -21,7 +21,10 @@ export async function inspect(source, { stats = false, onProgress, signal, varia
   const folder = await trainerFolderOf(source);
   if (folder) return withFolder(folder, async (o, m) => {
     await pair(o, m).catch(() => {});   // a pair that fails: the optimizer's report says it has no slots
-    return o.report;
+    if (!folder.accelerate) return o.report;
+    // an Accelerate folder: its reading as the report's `accelerate` member
+    const { accelerateJson } = await import('./accelerate-folder.js');
+    return { ...o.report, accelerate: accelerateJson(folder.accelerate, folder.pair) };
   }, { stats, onProgress, signal, variant });
   const n = await workerCount(workers, [source]);
   if (!stats || n === 1 || !canSplit(source)) return withOpen(source, (ck) => ck.report, { stats, onProgress, signal, variant });

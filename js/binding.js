@@ -712,6 +712,28 @@ export class Binding {
     }
   }
 
+  // ---- Accelerate folders (src/families/accelerate/) -------------------------------
+
+  /** char *ckpt_accelerate_folder_json(names char**, n): {accelerate, distributed, files:
+   *  [{name, role, index, process, rank}], pairs: [{index, model, modelForm, optimizer,
+   *  optimizerForm, reader, note}]}; subfolders' names end in '/'. */
+  accelerateFolder(names) { return this.#withNames(names, (t, n) => this.#core.takeJSON(this.#ex.ckpt_accelerate_folder_json(t, n))); }
+
+  /** char *ckpt_accelerate_checkpoints_json(names char**, n): [{name, iteration}] of the
+   *  checkpoint_{k} names, by k. */
+  accelerateCheckpoints(names) { return this.#withNames(names, (t, n) => this.#core.takeJSON(this.#ex.ckpt_accelerate_checkpoints_json(t, n))); }
+
+  /** char *w_accelerate_random_states(source, size, name, err): {step, keys, keyCount}, or null
+   *  with err set. */
+  accelerateRandomStates(srcId, size, name, err) {
+    const nm = this.#core.stringIn(String(name));
+    try {
+      return this.#json(this.#ex.w_accelerate_random_states(srcId, size, nm, err));
+    } finally {
+      this.#core.free(nm);
+    }
+  }
+
   // ---- DeepSpeed folders (src/families/deepspeed/names.c) --------------------------
 
   /** char *ckpt_deepspeed_folder_json(listing, len, err): what a folder is to DeepSpeed, from

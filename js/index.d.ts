@@ -258,7 +258,8 @@ export interface TorchGroup {
   weightDecay: number | null;
   amsgrad: boolean | null;
   maximize: boolean | null;
-  params: number[];
+  /** ids; a name-keyed optimizer's (FSDP, docs/pytorch.md) FQNs as stored */
+  params: number[] | string[];
   paramNames: string[] | null;
 }
 
@@ -267,9 +268,10 @@ export interface TorchGroup {
  *  slot's name. */
 export interface TorchEntry {
   id: U64;
+  /** a name-keyed optimizer's (FSDP): the entry's place in the stored order (groups' lists, then state) */
   index: number;
-  /** Paired only: the slot's name (the model's). */
-  name?: string;
+  /** Paired: the slot's name (the model's); unpaired: the FQN a name-keyed optimizer keys it by, else null. */
+  name?: string | null;
   group: number | null;
   shape: U64[] | null;
   dtype: string | null;
@@ -314,7 +316,9 @@ export interface TorchReport extends ReportCommon {
   version: null;
   dtype: Dtype | null;
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
-  optimizer: { path: string; kind: 'adam' | 'adamw' | null; groups: TorchGroup[]; entryCount: number } | null;
+  optimizer: { path: string; kind: 'adam' | 'adamw' | null;
+    /** how it keys its parameters: torch.optim's ids, FQNs (FSDP), or form F's flat keys (docs/pytorch.md) */
+    keying: 'ids' | 'names' | 'flat'; groups: TorchGroup[]; entryCount: number } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
   /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
    *  each with its path in the object ('' for the object itself). */
@@ -636,6 +640,8 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
+  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;
   positionalDiffers: boolean | null;
@@ -1054,12 +1060,59 @@ export function trainerLayout(paths: string[]): Promise<TrainerLayout | null>;
 export interface TrainerRoles {
   optimizer: number | null; model: number | null; modelIndex: number | null;
   trainerState: number | null; trainingArgs: number | null; scheduler: number | null;
+  /** An Accelerate save_state folder read as one checkpoint (its pair 0): every file of a role
+   *  Accelerate writes. */
+  accelerate?: number[];
 }
 export type TrainerLayout =
   | { checkpoint: TrainerRoles; used: number[] }
-  | { checkpoints: { name: string; step: U64; dir: string; roles: TrainerRoles }[]; used: number[] };
-/** An output folder's checkpoint-{N} folders in the order of N (Node). */
-export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64 }[]>;
+  | { checkpoints: { name: string; step: U64; iteration?: number; dir: string; roles: TrainerRoles }[]; used: number[] };
+/** An output folder's checkpoint-{N} folders in the order of N (Node); else an Accelerate
+ *  project's checkpoint_{k} folders (in it or in its checkpoints/), by k (step and iteration: k). */
+export function checkpointFolders(outputDir: string): Promise<{ path: string; name: string; step: U64; iteration?: number }[]>;
+
+// ---- Accelerate save_state folders (docs/distributed.md "Accelerate folders") ----
+
+export type AccelerateRole =
+  | 'model' | 'optimizer' | 'scheduler' | 'sampler' | 'dataloaderState' | 'scaler' | 'randomStates'
+  | 'customCheckpoint' | 'fsdpModel' | 'fsdpModelRank' | 'optimizerRank' | 'dcpModel' | 'dcpOptimizer'
+  | 'deepspeedTag' | 'deepspeedLatest';
+export interface AccelerateFile {
+  /** a subfolder's name ends in '/' */
+  name: string; path: string; role: AccelerateRole | null;
+  index: number | null; process: number | null; rank: number | null;
+}
+export interface AcceleratePair {
+  index: number;
+  model: string | null; modelPath: string | null;
+  modelForm: 'torch' | 'safetensors' | 'fsdpFull' | 'dcp' | 'deepspeed' | 'rankFiles' | null;
+  optimizer: string | null; optimizerPath: string | null;
+  optimizerForm: 'torch' | 'nameKeyed' | 'dcp' | 'deepspeed' | 'rankFiles' | null;
+  /** what reads the pair: section 10's pair of files, DeepSpeed's tag folder, the DCP folders opened */
+  reader: 'pytorch' | 'deepspeed' | 'dcp' | null;
+  /** the core's words for a pair this folder's files do not give (null when they do) */
+  note: string | null;
+}
+export interface AccelerateFolder {
+  dir: string;
+  accelerate: boolean;
+  distributed: 'fsdp' | 'deepspeed' | null;
+  files: AccelerateFile[];
+  pairs: AcceleratePair[];
+  randomStates: { name: string; path: string; process: number; step: number | null; keys: string[] | null; error: string | null }[];
+  /** Accelerate's step counter (process 0's random states); null when not saved */
+  step: number | null;
+}
+/** An Accelerate save_state folder on disk (Node), by the core's names; random states read as data. */
+export function accelerateFolder(dir: string): Promise<AccelerateFolder>;
+/** The same from names alone (subfolders ending in '/'); random states not read. */
+export function accelerateFolderRoles(names: string[]): Promise<Omit<AccelerateFolder, 'dir'>>;
+/** A project's checkpoint_{k} folders (in dir, or dir/checkpoints), by k (Node). */
+export function accelerateCheckpoints(dir: string): Promise<{ path: string; name: string; iteration: number }[]>;
+/** random_states_{p}.pkl read as data: Accelerate's step (null: not saved) and the dict's keys. */
+export function readRandomStates(source: Source, name?: string): Promise<{ step: number | null; keys: string[]; keyCount: number }>;
+/** A folder as the report's `accelerate` member: names, not paths. */
+export function accelerateJson(folder: AccelerateFolder, pair?: number | null): unknown;
 
 /** training_args.bin read as data: kind 'adamw' when optim starts with "adamw", else null (unknown). */
 export interface TrainingArgs {

@@ -7,6 +7,7 @@ import { sourceSize } from './checkpoint.js';
 import { openSource } from './sources.js';
 import { coreError } from './errors.js';
 import { setKind } from './kind.js';
+import { accelerateFolder, accelerateCheckpoints, accelerateFilePair } from './accelerate-folder.js';
 
 async function nodeModules() {
   const [fs, path] = await Promise.all([import('node:fs/promises'), import('node:path')]);
@@ -79,12 +80,16 @@ export async function trainerFolderRoles(names) {
 }
 
 /** An output folder's checkpoint-{N} folders in the order of N (numeric): [{path, name, step}],
- *  step a number (a decimal string past 2^53 - 1). Other entries are left out. */
+ *  step a number (a decimal string past 2^53 - 1). Other entries are left out. Without any, an
+ *  Accelerate project's checkpoint_{k} folders by k (step and iteration: k). */
 export async function checkpointFolders(outputDir) {
   const { fs, path } = await nodeModules();
   const names = await entries(fs, path, String(outputDir), true);
   const b = await loadBinding();
-  return b.trainerCheckpoints(names).map(({ name, step }) => ({ path: path.join(String(outputDir), name), name, step }));
+  const trainer = b.trainerCheckpoints(names).map(({ name, step }) => ({ path: path.join(String(outputDir), name), name, step }));
+  if (trainer.length) return trainer;
+  // an Accelerate project's checkpoint_{k} folders (in it, or in its checkpoints/), by k
+  return (await accelerateCheckpoints(outputDir)).map(({ path: p, name, iteration }) => ({ path: p, name, step: iteration, iteration }));
 }
 
 async function readWith(source, call) {
@@ -122,7 +127,9 @@ export function readTrainerState(source) {
  * {checkpoints: [{name, step, dir, roles}]} for an output folder's two or more checkpoint-N
  * folders in the order of N; null when neither. `roles` as trainerFolderRoles gives them, each
  * the index of a path instead of a name (or null); `used` lists the indices of every path a
- * role names. Paths are split at '/'; a folder's path is the text before its last '/'.
+ * role names. An Accelerate save_state folder (and a project's checkpoint_{k} folders, by k) is
+ * read the same way: its pair 0 of files as optimizer and model, `roles.accelerate` the indices
+ * of every file of a role Accelerate writes. Paths are split at '/'; a folder's path is the text before its last '/'.
  */
 export async function trainerLayout(paths) {
   const b = await loadBinding();
@@ -138,9 +145,17 @@ export async function trainerLayout(paths) {
     const names = indices.map(base);
     if (new Set(names).size !== names.length) return null;
     const roles = b.trainerFolder(names);
-    return Object.fromEntries(Object.entries(roles).map(([k, name]) => [k, name === null ? null : indices[names.indexOf(name)]]));
+    const index = (name) => (name === null ? null : indices[names.indexOf(name)]);
+    // an Accelerate save_state folder: its pair 0 of files, and every file of a role it names
+    const acc = roles.optimizer === null ? b.accelerateFolder(names) : null;
+    const pair = acc?.accelerate ? acc.pairs.find((p) => p.index === 0 && p.reader === 'pytorch') : null;
+    if (pair) {
+      const none = Object.fromEntries(Object.keys(roles).map((k) => [k, null]));
+      return { ...none, optimizer: index(pair.optimizer), model: index(pair.model), accelerate: acc.files.filter((e) => e.role !== null).map((e) => index(e.name)) };
+    }
+    return Object.fromEntries(Object.entries(roles).map(([k, name]) => [k, index(name)]));
   };
-  const used = (roles) => Object.values(roles).filter((i) => i !== null);
+  const used = (roles) => Object.entries(roles).flatMap(([k, i]) => (k === 'accelerate' ? i : i === null ? [] : [i]));
   // the checkpoint-N folders among the folders (by the last part of their path), one of each name
   const last = new Map();
   for (const dir of dirs.keys()) {
@@ -149,7 +164,9 @@ export async function trainerLayout(paths) {
     if (last.has(name)) return null;   // two folders of one name: not one Trainer's
     last.set(name, dir);
   }
-  const found = b.trainerCheckpoints([...last.keys()]);
+  const trainerFound = b.trainerCheckpoints([...last.keys()]);
+  // else an Accelerate project's checkpoint_{k} folders, by k
+  const found = trainerFound.length ? trainerFound : b.accelerateCheckpoints([...last.keys()]).map(({ name, iteration }) => ({ name, step: iteration, iteration }));
   if (found.length >= 2) {
     const checkpoints = [];
     for (const { name, step } of found) {
@@ -203,7 +220,10 @@ export class FolderError extends Error {}
  * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
  * holding none of a Trainer checkpoint's files gives null.
  */
-export async function folderFiles(dir, { kind = null } = {}) {
+export async function folderFiles(dir, { kind = null, pair = null } = {}) {
+  const acc = await accelerateFolder(dir);
+  if (acc.accelerate) return accelerateFiles(acc, { kind, pair });
+  if (pair !== null) throw new FolderError(`--pair picks one of an Accelerate folder's pairs: ${dir} is no Accelerate save_state folder`);
   const f = await trainerFolder(dir);
   if (!isTrainerFolder(f)) return null;
   if (!f.optimizer) throw new FolderError(`${dir} holds no optimizer.pt: not a Trainer checkpoint folder`);
@@ -211,6 +231,23 @@ export async function folderFiles(dir, { kind = null } = {}) {
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
   const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
   return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState, config: f.config };
+}
+
+/** An Accelerate save_state folder's pair `pair` (default 0) as folderFiles gives a Trainer
+ *  folder's files, with `accelerate` (accelerateFolder's reading) and `pair`; null for a pair
+ *  DeepSpeed reads (the folder is opened whole, as a DeepSpeed checkpoint). A pair that is no
+ *  pair of files (DCP folders, rank files, an optimizer without its model) is refused with a
+ *  FolderError in the core's words. */
+function accelerateFiles(acc, { kind, pair }) {
+  const index = pair ?? 0;
+  if (acc.pairs.find((p) => p.index === index)?.reader === 'deepspeed') return null;
+  let files;
+  try {
+    files = accelerateFilePair(acc, index);
+  } catch (err) {
+    throw new FolderError(err.message);
+  }
+  return { optimizer: files.optimizer, model: files.model, kind, fallback: null, trainerState: null, config: null, accelerate: acc, pair: index };
 }
 
 /** Does a folder's listing (trainerFolder) hold any of a Trainer checkpoint's files? */

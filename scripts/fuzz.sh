@@ -10,7 +10,7 @@ seconds=${1:-20}
 cmake --build build/fuzz -j"$(nproc)" >/dev/null
 mkdir -p build/fuzz/findings
 status=0
-for t in inspect load roundtrip state zip pickle safetensors torch trainer deepspeed; do
+for t in inspect load roundtrip state zip pickle safetensors torch trainer deepspeed dcp; do
   work=build/fuzz/work/$t
   mkdir -p "$work"
   cp -n build/fuzz/tests/fuzz/corpus/$t/* "$work"/ 2>/dev/null || true

@@ -125,7 +125,9 @@ typedef enum ckpt_code {
     CKPT_E_DCP_STORAGE = 86,  /* DCP: storage entries: missing, twice, past a file's end, overlapping (6-13) */
     CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
     CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
-    CKPT_E_DCP_STATE = 89     /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
+    CKPT_E_DCP_STATE = 89,    /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
+    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    CKPT_E_BY_NAME = 90 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
 /* Which input an error is about: the file read (the usual case) or the expected layout (the
@@ -838,6 +840,23 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
+/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
+ * dict keyed by ids (writers/torch_ids.c, 12.8): `in` paired with its model by name first
+ * (ckpt_pair_with; a model that keeps no module order needs its names). Ids group after group,
+ * each group's names in module order, or as stored with group_order_stored. Returns 0 or the
+ * code with err set (CKPT_E_CONVERSION_LOSES naming a value it does not write again); on a
+ * failure part of the file may have been written: write to a temporary. */
+typedef struct ckpt_ids_options {
+    bool group_order_stored;   /* --group-order stored: each group's ids in its stored list's order */
+    const char *prefix;        /* the zip's folder (the file's stem); NULL or not a plain name: "archive" */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_ids_options;
+int ckpt_convert_to_ids(const ckpt_file *in, const ckpt_ids_options *o, const ckpt_sink *out, ckpt_error *err);
+/* That conversion's warnings as a JSON array of texts ("DCP: group {g} lists {a} before {b}, ..."),
+ * NULL with err set when it is refused. */
+char *ckpt_convert_to_ids_warnings(const ckpt_file *in, const ckpt_ids_options *o, ckpt_error *err);
+
 /* A DeepSpeed ZeRO-1/2 or BF16_Optimizer folder as a universal checkpoint (writers/universal.c,
  * format.md 11.7). The plan (NULL with err set: a refusal of 11.7, or an invalid checkpoint) names
  * the files, decided once; its JSON, {"files": [paths in the UTAG folder], "warnings": [texts],
@@ -880,6 +899,24 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
  * optimizer state are not trained, and `note` (may be NULL) then receives the text (malloc'ed). */
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
+
+/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; format.md
+ * 12.8 the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
+ * optim.param_groups.{g}.{key} (form N of 12.2), one rank. `opt` a torch.save file holding an
+ * optimizer state dict, `model` the model's torch.save state dict: the pair is checked first as
+ * ckpt_pair_named checks it (its ids are placed on the model's names), a pair that fails is
+ * refused with its first failure. The records of __0_0.distcp are streamed into `data` (payloads
+ * in chunks), then the .metadata pickle into `metadata`: the caller writes that file last, through
+ * a temporary renamed (DCP's finish). 0 or the error code. */
+typedef struct ckpt_dcp_write_options {
+    bool torch113;             /* torch 1.13's _shard form; false: torch >= 2.4's */
+    const char *checkpoint_id; /* StorageMeta.checkpoint_id: the folder's absolute path, or NULL */
+    const char *save_id;       /* StorageMeta.save_id (a UUID), or NULL */
+    ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
+    void *progress_ctx;
+} ckpt_dcp_write_options;
+int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
+                   const ckpt_sink *metadata, ckpt_error *err);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 
@@ -1150,6 +1187,37 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
  * "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: every file at its top laid
  * out after the bundle header. NULL with err set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
 char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err);
+
+/* ---- Accelerate folders (docs/distributed.md, "Accelerate folders") ------------------------ */
+
+/* What each entry of an Accelerate save_state folder is, by its name: the names given (files, and
+ * subfolders ending in '/') as JSON {"accelerate": whether a name only Accelerate writes is among
+ * them, "distributed": "fsdp" | "deepspeed" | null, "files": [{"name", "role" (null: not
+ * Accelerate's), "index", "process", "rank"}], "pairs": [{"index", "model", "modelForm",
+ * "optimizer", "optimizerForm", "reader": "pytorch" | "deepspeed" | "dcp" | null, "note"}]}:
+ * optimizer i with model i, by i; `reader` is what reads the pair (section 10's pair of files,
+ * section 11's tag folder, the DCP folders opened), `note` says in words why this folder's pair is
+ * not read as files (null when it is). NULL when out of memory. */
+char *ckpt_accelerate_folder_json(const char *const *names, size_t n);
+/* A project's checkpoints/ folder's checkpoint_{k} entries among names, by k, as JSON
+ * [{"name", "iteration"}]; other names are left out. NULL when out of memory. */
+char *ckpt_accelerate_checkpoints_json(const char *const *names, size_t n);
+
+/* random_states_{p}.pkl read as data: Accelerate's `step` (has_step false when the file saves
+ * none) and the dict's keys (the first 64, as a JSON array). */
+typedef struct ckpt_accelerate_random_states {
+    bool has_step;
+    uint64_t step;
+    size_t key_count;
+    char *keys_json;
+} ckpt_accelerate_random_states;
+/* 0 with *out filled (ckpt_accelerate_random_states_free), or the torch.save reader's code, or
+ * CKPT_E_TRAINER_FILE (not a dict, or a step that is no count), err set. `name` names it in texts. */
+int ckpt_accelerate_random_states_read(const ckpt_source *src, const char *name, ckpt_accelerate_random_states *out,
+                                       ckpt_error *err);
+void ckpt_accelerate_random_states_free(ckpt_accelerate_random_states *s);
+/* {"step": n | null, "keys": [...], "keyCount"}; NULL when out of memory. */
+char *ckpt_accelerate_random_states_json(const ckpt_accelerate_random_states *s);
 
 #ifdef __cplusplus
 }

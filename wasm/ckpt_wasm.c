@@ -485,3 +485,18 @@ char *w_trainer_state(int source, uint64_t size, ckpt_error *err)
     if (!json) ckpt_error_set_oom(err);
     return json;
 }
+
+/* ---- Accelerate folders ---- */
+
+/* random_states_{p}.pkl read from a JS source (`name` names it in texts), as JSON
+ * (ckpt_accelerate_random_states_json), or NULL with err set. */
+char *w_accelerate_random_states(int source, uint64_t size, const char *name, ckpt_error *err)
+{
+    ckpt_source src = make_source(source, size);
+    ckpt_accelerate_random_states s;
+    if (ckpt_accelerate_random_states_read(&src, name, &s, err)) return NULL;
+    char *json = ckpt_accelerate_random_states_json(&s);
+    ckpt_accelerate_random_states_free(&s);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}

@@ -52,7 +52,8 @@ export async function trainerFiles(rpc, files, notices) {
     const runFiles = files.map(itemOf).map((f, i) => ({ ...f, name: pathOf(files[i]) }));
     const trainer = layout.checkpoints.map(({ name, roles }) => ({ name, optimizer: roles.optimizer, model: roles.model, trainingArgs: roles.trainingArgs, trainerState: roles.trainerState, config: roles.config }));
     const read = new Set(trainer.flatMap((c) => [c.optimizer, c.model, c.trainingArgs, c.trainerState, c.config]).filter((k) => k !== null));
-    notices.push(...files.filter((_, i) => !read.has(i)).map(unusedBy('a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin, trainer_state.json and config.json')));
+    const accelerate = layout.checkpoints.some(({ roles }) => roles.accelerate);
+    notices.push(...files.filter((_, i) => !read.has(i)).map(unusedBy(accelerate ? 'an Accelerate run reads each checkpoint_K folder\'s optimizer and model' : 'a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin, trainer_state.json and config.json')));
     return { run: { files: runFiles, trainer }, rest: [] };
   }
   const roles = layout.checkpoint;
@@ -64,8 +65,11 @@ export async function trainerFiles(rpc, files, notices) {
       return null;
     });
   }
-  const shownWith = (f) => ({ name: itemOf(f).name, text: `not opened: a Trainer folder's ${itemOf(opt).name} is shown with its ${itemOf(model).name}.` });
+  const whose = roles.accelerate ? 'an Accelerate folder\'s' : 'a Trainer folder\'s';
+  const shownWith = (f) => ({ name: itemOf(f).name, text: `not opened: ${whose} ${itemOf(opt).name} is shown with its ${itemOf(model).name}.` });
   for (const k of [roles.trainerState, roles.scheduler, roles.modelIndex]) if (k !== null) notices.push(shownWith(files[k]));
+  // an Accelerate folder's other files (scheduler, random states, …): said, not opened
+  for (const k of roles.accelerate ?? []) if (k !== roles.optimizer && k !== roles.model) notices.push(shownWith(files[k]));
   const rest = files.filter((_, i) => !used.has(i));
   return { pair: [itemOf(opt), itemOf(model)], kind, rest, shownWith };
 }

@@ -91,6 +91,7 @@ function usageText({ kind, to, outs }) {
 const NAMES_HELP = 'slot names: a JSON array of strings, one per slot';
 const WORKERS_HELP = 'threads that read the payloads (1 to 64; default: what pays for the files\' size, docs/cli.md)';
 const kindHelp = (kind) => `${kind}  a PyTorch optimizer's kind, when its file does not say it (torch 1.13's AdamW does not); a Trainer folder's default: its training_args.bin's optim`;
+const PAIR_HELP = 'I  an Accelerate save_state folder: its optimizer_I with model_I (default 0)';
 const PORT_HELP = 'the port (0 to 65535); else PORT, else';
 const FROZEN_HELP = 'NAMES  NAME[,NAME...]: the model\'s tensors a PyTorch optimizer\'s training code does not train (frozen parameters, or buffers): no index goes to them, and their missing state is no question';
 
@@ -101,18 +102,18 @@ function specsOf({ kind, versions }) {
   return {
     inspect: {
       flags: { '--json': 'the JSON report (docs/report.md) instead of the summary', '--stats': 'read the payloads: min, max, rms, NaN and inf per moment or tensor' },
-      options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP },
+      options: { '--state': 'MODEL  an optimizer\'s model: the pair\'s slots and its verdict (a PyTorch file holding its model needs none)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  with --stats: ${WORKERS_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP, '--pair': PAIR_HELP },
     },
     check: {
       flags: {},
-      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP, '--world-size': 'N  a DeepSpeed checkpoint: the data-parallel world size it will be loaded on' },
+      options: { '--expect': 'LAYOUT  a layout .json, a report, or another checkpoint: would FILE load into it?', '--state': 'STATE  a model-state file: same slots, shapes and ties as OPT? (structural: the values are not compared)', '--reader': 'NAME  with --expect: the TorchLean reader that loads (v2, v2-lists, v2-v3, v2-v4, v2-v4-f32, v2-v5; default v2-v5), or all: a verdict per reader', '--names': `NAMES.json  ${NAMES_HELP}`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP, '--world-size': 'N  a DeepSpeed checkpoint: the data-parallel world size it will be loaded on', '--pair': PAIR_HELP },
     },
     diff: { gathers: ['--state'], flags: {}, options: { '--names': `NAMES.json  ${NAMES_HELP}`, '--state': 'MODEL [MODEL_B]  PyTorch optimizers\' model (one for both, or A\'s then B\'s): their slots come from it' } },
     health: {
       flags: { '--json': 'the health JSON (docs/health.md) instead of the table', '--strict': 'ratio flags (ratioHigh, ratioLow) fail too (exit 1); without it they are warnings' },
-      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP, '--sort': 'KEY  the table\'s order: ratio or rms, the largest update/weight ratio or rms(u) first; name, by name (default: slot order)', '--frozen': FROZEN_HELP },
+      options: { '--state': 'STATE  the model-state file: parameters for the update/weight ratio', '--lr': 'X  the learning rate (the checkpoint does not store it)', '--ratio-band': 'LO,HI  with --lr and --state: the update/weight ratios outside it are flagged (default 1e-5,1e-2)', '--names': `NAMES.json  ${NAMES_HELP}`, '--workers': `N  ${WORKERS_HELP}`, '--kind': KIND_HELP, '--sort': 'KEY  the table\'s order: ratio or rms, the largest update/weight ratio or rms(u) first; name, by name (default: slot order)', '--frozen': FROZEN_HELP, '--pair': PAIR_HELP },
     },
-    export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP } },
+    export: { flags: {}, options: { '--state': 'MODEL  a PyTorch optimizer\'s model: its slots, and their names', '--names': `NAMES.json  ${NAMES_HELP}; else the model's names, else slot0, slot1, ...`, '--kind': KIND_HELP, '--frozen': FROZEN_HELP, '--pair': PAIR_HELP } },
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
     convert: {
       flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
@@ -309,6 +310,14 @@ export function kindArg(seen, command) {
   const kind = seen['--kind'];
   if (kind === undefined) return null;
   return optimizerKind(kind, (names) => new UsageError(`--kind takes ${listed(names)}, not ${shown(kind, PATH_ECHO_MAX)}`, command)).name;
+}
+
+/** --pair I: an Accelerate folder's pair index (a decimal count), or null when not given. */
+export function pairArg(seen, command) {
+  const text = seen['--pair'];
+  if (text === undefined) return null;
+  if (!/^[0-9]{1,9}$/.test(text)) throw new UsageError(`--pair takes a pair's index (0, 1, ...), not ${shown(text, PATH_ECHO_MAX)}`, command);
+  return Number(text);
 }
 
 /** What --to takes: the versions convert writes, then oldest (the lowest that loses nothing). */

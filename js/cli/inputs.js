@@ -15,7 +15,8 @@ import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
 import { trainerFolder } from '../trainer-folder.js';
 import { listed } from '../options.js';
 import { deepspeedPlan } from '../folder-source.js';
-import { UsageError, kindArg } from './args.js';
+import { UsageError, kindArg, pairArg } from './args.js';
+import { accelerateFolder } from '../accelerate-folder.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
 /** Anything else the user can act on, said in words; exit status 2. */
@@ -67,13 +68,18 @@ export const isFolder = (file) => !isStream(file) && fs.statSync(file, { throwIf
  *  (null: none), and in a folder {fallback} from training_args.bin, where the file says none. */
 export async function folderArgs(positional, seen, command, at = 0) {
   const kind = kindArg(seen, command);
+  const pair = pairArg(seen, command);
   const file = positional[at];
-  if (file === undefined || !isFolder(file)) return { kind, fallback: null };
+  if (file === undefined || !isFolder(file)) {
+    if (pair !== null) throw new UsageError(`--pair picks one of an Accelerate folder's pairs: ${shown(String(file), PATH_ECHO_MAX)} is no folder`, command);
+    return { kind, fallback: null };
+  }
   const family = await folderFamilyOf(file);
   // a distributed checkpoint (a DCP folder: .metadata and its data files) is one checkpoint,
   // opened whole (js/folder-source.js)
   if (family === 'DCP') {
     const what = `${shown(file, PATH_ECHO_MAX)} is a distributed checkpoint (DCP)`;
+    if (pair !== null) throw new Failure(`${what}, read whole: --pair ${pair} picks nothing in it`);
     if (!DCP_COMMANDS.has(command)) throw new Failure(`${what}: ${command} does not read one yet; ${listed([...DCP_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || seen['--state'] !== undefined) throw new UsageError(`${what}: it is inspected, checked, exported and its health computed alone (its model part holds its parameters)`, command);
     return { kind, fallback: null, whole: true, dcp: true };
@@ -83,16 +89,26 @@ export async function folderArgs(positional, seen, command, at = 0) {
   if (family === 'DeepSpeed') {
     if (!DEEPSPEED_COMMANDS.has(command)) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: ${command} does not read one yet; ${listed([...DEEPSPEED_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it is inspected, exported and its health computed alone (its fp32 master weights are its parameters), and checked alone or with the model it will be loaded into (check TAGDIR --state MODEL)`, command);
-    return { kind, fallback: null, whole: true, deepspeed: true };
+    // an Accelerate folder saved under DeepSpeed: pair i is its pytorch_model[_{i}] tag folder
+    const acc = await accelerateFolder(file).catch(() => null);
+    if (!acc?.accelerate) {
+      if (pair !== null) throw new Failure(`${shown(file, PATH_ECHO_MAX)} is a DeepSpeed checkpoint, read whole: --pair ${pair} picks nothing in it`);
+      return { kind, fallback: null, whole: true, deepspeed: true };
+    }
+    const index = pair ?? 0;
+    const tag = acc.pairs.find((p) => p.index === index && p.reader === 'deepspeed');
+    if (!tag) throw new Failure(`${shown(file, PATH_ECHO_MAX)} holds no DeepSpeed tag folder for pair ${index} (${index ? `pytorch_model_${index}` : 'pytorch_model'}/): its pairs are ${acc.pairs.map((p) => p.index).join(', ')}`);
+    positional[at] = tag.modelPath.replace(/[/\\]$/, '');
+    return { kind, fallback: null, whole: true, deepspeed: true, accelerate: acc, pair: index };
   }
   if (seen['--state'] !== undefined) throw new UsageError(`--state goes with an optimizer file: ${shown(file, PATH_ECHO_MAX)} is a checkpoint folder, paired with its own model`, command);
-  const f = await folderFiles(file, { kind }).catch((err) => {
+  const f = await folderFiles(file, { kind, pair }).catch((err) => {
     throw err instanceof FolderError ? new Failure(err.message) : err;
   });
   if (!f) return { kind, fallback: null };   // not a Trainer's: a folder, refused as one
   positional[at] = f.optimizer;
   seen['--state'] = f.model;
-  return { kind, fallback: f.fallback };
+  return { kind, fallback: f.fallback, accelerate: f.accelerate ?? null, pair: f.pair ?? null };
 }
 
 const sameFile = (a, b) => {

@@ -13,6 +13,8 @@ import { checkInput, reading, displayName, sourceOf, isStream, fileStamp } from 
 import { UsageError, parseArgs, refuseIdle, workersArg, frozenArg } from './args.js';
 import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedModelOf, refuseUnreadStream } from './inputs.js';
 import { summaryLines, loadsInLine, inspectPairLines, unpairedLine, pairStatus } from './text.js';
+import { accelerateLines } from './accelerate-text.js';
+import { accelerateJson } from '../accelerate-folder.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
 const REPORT_INDENT_LIMIT = 4 << 20;
@@ -60,9 +62,12 @@ export async function cmdInspect(argv) {
     }
     const summary = ck.summary;
     const slots = summary.kind === 'state' ? summary.tensorCount : summary.slotCount;
+    // an Accelerate folder: its reading as the report's `accelerate` member, or lines first
+    const accelerate = kind.accelerate ? { accelerate: accelerateJson(kind.accelerate, kind.pair) } : {};
+    if (kind.accelerate && !seen['--json']) say(process.stdout, accelerateLines(kind.accelerate, kind.pair));
     if (seen['--json'] && pairing) {
       // the pair's names are the report's own (the core's `names`)
-      writeStdout(terminalJSON({ ...JSON.parse(ck.reportText()), pair: pairing.result }, 2) + '\n');
+      writeStdout(terminalJSON({ ...JSON.parse(ck.reportText()), pair: pairing.result, ...accelerate }, 2) + '\n');
     } else if (seen['--json']) {
       // --names become the report's `names`, after the core's members
       const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null);
@@ -74,7 +79,7 @@ export async function cmdInspect(argv) {
         const write = names ? withNamesMember(writeStdout, names) : writeStdout;
         ck.writeReport(write);
         write.end?.();
-      } else writeStdout(terminalJSON(names ? { ...JSON.parse(text), names } : JSON.parse(text), 2) + '\n');
+      } else writeStdout(terminalJSON({ ...JSON.parse(text), ...(names ? { names } : {}), ...accelerate }, 2) + '\n');
     } else {
       const names = readNames(seen['--names'], slots, () => ck.report.schema?.effectiveRepresentatives ?? null) ?? summary.pairing?.slots ?? null;
       say(process.stdout, summaryLines(ck.report, displayName(file), names, { width: outputColumns(process.stdout) }));

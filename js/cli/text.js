@@ -154,9 +154,12 @@ function torchLines(report, out, width) {
     for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
-  const rows = report.entries.map((e) => [e.index, e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
+  // a name-keyed optimizer (FSDP, format.md 12.6) keys its entries by FQN: shown beside the stored order
+  const named = report.entries.some((e) => e.name !== null && e.name !== undefined);
+  const rows = report.entries.map((e) => [e.index, ...(named ? [e.name ?? '-'] : []), e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
   out.push('');
-  for (const l of table(rows, ['index', 'group', 'shape', 'dtype', 'step'], new Set([0, 1, 4]))) out.push(l);
+  const heads = named ? ['index', 'name', 'group', 'shape', 'dtype', 'step'] : ['index', 'group', 'shape', 'dtype', 'step'];
+  for (const l of table(rows, heads, new Set(named ? [0, 2, 5] : [0, 1, 4]))) out.push(l);
   if (!report.statistics) return;
   const vmax = report.entries.some((e) => e.vmax !== undefined);
   const statRows = [];
@@ -276,6 +279,8 @@ function notInOptimizerLine(pairing) {
  *  give another parameter than the placement found, and the slots not in the optimizer. */
 export function positionalLines(pairing, failure = null) {
   const out = [];
+  // paired by name (format.md 12.8): a load by name gives each name its state, whatever the order
+  if (pairing.byName) return notInOptimizerLine(pairing);
   if (!pairing.positionalKnown) {
     out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');
     out.push(...notInOptimizerLine(pairing));

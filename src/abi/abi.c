@@ -110,6 +110,7 @@ static const struct {
     CODE(DCP_RECORD),
     CODE(DCP_CHUNKS),
     CODE(DCP_STATE),
+    CODE(BY_NAME),
 };
 #undef CODE
 

@@ -16,6 +16,7 @@
  * reads the files it wrote. */
 #include "families/deepspeed/deepspeed.h"
 #include "containers/zip.h"
+#include "containers/pickle_write.h"
 #include "base/json_write.h"
 #include "writers/ds_consolidate.h"
 
@@ -28,100 +29,7 @@
 #define F64_EXACT (UINT64_C(1) << 53)
 #define CHUNK 4096
 
-/* ---- the pickle (protocol 2) ---- */
-
-enum {
-    P_MARK = '(',
-    P_STOP = '.',
-    P_BINFLOAT = 'G',
-    P_BININT = 'J',
-    P_BININT1 = 'K',
-    P_BININT2 = 'M',
-    P_BINPERSID = 'Q',
-    P_REDUCE = 'R',
-    P_BINUNICODE = 'X',
-    P_APPEND = 'a',
-    P_APPENDS = 'e',
-    P_GLOBAL = 'c',
-    P_EMPTY_DICT = '}',
-    P_EMPTY_LIST = ']',
-    P_EMPTY_TUPLE = ')',
-    P_NONE = 'N',
-    P_SETITEMS = 'u',
-    P_TUPLE = 't',
-    P_PROTO = 0x80,
-    P_TUPLE1 = 0x85,
-    P_TUPLE2 = 0x86,
-    P_TUPLE3 = 0x87,
-    P_NEWTRUE = 0x88,
-    P_NEWFALSE = 0x89,
-    P_LONG1 = 0x8a,
-};
-
-static void op(strbuf *sb, int code) { sb_putc(sb, (char)code); }
-
-static void p_int(strbuf *sb, int64_t v)
-{
-    uint8_t b[10];
-    if (v >= 0 && v < 256) {
-        b[0] = P_BININT1, b[1] = (uint8_t)v;
-        sb_put(sb, (const char *)b, 2);
-    } else if (v >= 0 && v < 65536) {
-        b[0] = P_BININT2, b[1] = (uint8_t)v, b[2] = (uint8_t)(v >> 8);
-        sb_put(sb, (const char *)b, 3);
-    } else if (v >= -(INT64_C(1) << 31) && v < (INT64_C(1) << 31)) {
-        b[0] = P_BININT;
-        for (int k = 0; k < 4; k++) b[1 + k] = (uint8_t)((uint64_t)v >> (8 * k));
-        sb_put(sb, (const char *)b, 5);
-    } else { /* LONG1: little-endian two's complement, as few bytes as hold the sign */
-        uint64_t u = (uint64_t)v;
-        unsigned n = 8;
-        while (n > 1) {
-            uint8_t top = (uint8_t)(u >> (8 * (n - 1))), next = (uint8_t)(u >> (8 * (n - 2)));
-            if ((top == 0 && !(next & 0x80)) || (top == 0xff && (next & 0x80))) n--;
-            else break;
-        }
-        b[0] = P_LONG1, b[1] = (uint8_t)n;
-        for (unsigned k = 0; k < n; k++) b[2 + k] = (uint8_t)(u >> (8 * k));
-        sb_put(sb, (const char *)b, 2 + n);
-    }
-}
-
-static void p_float(strbuf *sb, double x)
-{
-    uint64_t bits;
-    memcpy(&bits, &x, 8);
-    uint8_t b[9];
-    b[0] = P_BINFLOAT;
-    for (int k = 0; k < 8; k++) b[1 + k] = (uint8_t)(bits >> (56 - 8 * k));
-    sb_put(sb, (const char *)b, 9);
-}
-
-static void p_strn(strbuf *sb, const char *s, size_t n)
-{
-    uint8_t b[5] = {P_BINUNICODE, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
-    sb_put(sb, (const char *)b, 5);
-    sb_put(sb, s, n);
-}
-
-static void p_str(strbuf *sb, const char *s) { p_strn(sb, s, strlen(s)); }
-
-static void p_global(strbuf *sb, const char *module, const char *name)
-{
-    op(sb, P_GLOBAL);
-    sb_puts(sb, module);
-    sb_putc(sb, '\n');
-    sb_puts(sb, name);
-    sb_putc(sb, '\n');
-}
-
-static void p_uint_tuple(strbuf *sb, const uint64_t *v, size_t n)
-{
-    if (n == 0) return op(sb, P_EMPTY_TUPLE);
-    if (n > 3) op(sb, P_MARK);
-    for (size_t k = 0; k < n; k++) p_int(sb, (int64_t)v[k]);
-    op(sb, n == 1 ? P_TUPLE1 : n == 2 ? P_TUPLE2 : n == 3 ? P_TUPLE3 : P_TUPLE);
-}
+/* ---- the pickle (protocol 2, containers/pickle_write.h) ---- */
 
 /* A stored value again, as Python's pickler writes it: None, bools, ints, floats (their exact
  * bits), str, tuples and lists of them. false for anything else. */
@@ -130,32 +38,36 @@ static bool p_value(strbuf *sb, ds_tree c, size_t k, int depth)
     const ckpt_pnode *n = ds_node(c, k);
     if (!n || depth > 32) return false;
     switch (n->kind) {
-        case CKPT_PK_NONE: op(sb, P_NONE); return true;
-        case CKPT_PK_BOOL: op(sb, n->truth ? P_NEWTRUE : P_NEWFALSE); return true;
-        case CKPT_PK_INT: p_int(sb, n->i); return true;
-        case CKPT_PK_FLOAT: p_float(sb, n->f); return true;
+        case CKPT_PK_NONE: ckpt_pw_op(sb, CKPT_OP_NONE); return true;
+        case CKPT_PK_BOOL: ckpt_pw_op(sb, n->truth ? CKPT_OP_NEWTRUE : CKPT_OP_NEWFALSE); return true;
+        case CKPT_PK_INT: ckpt_pw_int(sb, n->i); return true;
+        case CKPT_PK_FLOAT: ckpt_pw_float(sb, n->f); return true;
         case CKPT_PK_BIGINT: {
             if ((n->flags & CKPT_PF_TEXT) || n->len > 255) return false;
-            uint8_t b[2] = {P_LONG1, (uint8_t)n->len};
+            uint8_t b[2] = {CKPT_OP_LONG1, (uint8_t)n->len};
             sb_put(sb, (const char *)b, 2);
             sb_put(sb, (const char *)c.p->data + n->at, n->len);
             return true;
         }
         case CKPT_PK_STR:
             if (n->flags & CKPT_PF_TEXT) return false;
-            p_strn(sb, (const char *)c.p->data + n->at, n->len);
+            ckpt_pw_strn(sb, (const char *)c.p->data + n->at, n->len);
             return true;
         case CKPT_PK_TUPLE:
         case CKPT_PK_LIST: {
             size_t len = ds_len(c, k);
             bool tuple = n->kind == CKPT_PK_TUPLE;
-            if (tuple && len == 0) return op(sb, P_EMPTY_TUPLE), true;
-            if (!tuple) op(sb, P_EMPTY_LIST);
-            if (!tuple || len > 3) op(sb, P_MARK);
+            if (tuple && len == 0) return ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE), true;
+            if (!tuple) ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
+            if (!tuple || len > 3) ckpt_pw_op(sb, CKPT_OP_MARK);
             for (size_t j = 0; j < len; j++)
                 if (!p_value(sb, c, ds_item(c, k, j), depth + 1)) return false;
-            if (tuple) op(sb, len == 1 ? P_TUPLE1 : len == 2 ? P_TUPLE2 : len == 3 ? P_TUPLE3 : P_TUPLE);
-            else op(sb, P_APPENDS);
+            if (tuple)
+                ckpt_pw_op(sb, len == 1   ? CKPT_OP_TUPLE1
+                               : len == 2 ? CKPT_OP_TUPLE2
+                               : len == 3 ? CKPT_OP_TUPLE3
+                                          : CKPT_OP_TUPLE);
+            else ckpt_pw_op(sb, CKPT_OP_APPENDS);
             return true;
         }
         default: return false;
@@ -273,25 +185,25 @@ static int p_tensor(plan *p, size_t key, const uint64_t *dims, size_t rank)
     }
     char k[24];
     snprintf(k, sizeof k, "%zu", key);
-    p_global(sb, "torch._utils", "_rebuild_tensor_v2");
-    op(sb, P_MARK);
-    op(sb, P_MARK);
-    p_str(sb, "storage");
-    p_global(sb, "torch", s->cls);
-    p_str(sb, k);
-    p_str(sb, "cpu");
-    p_int(sb, (int64_t)s->numel);
-    op(sb, P_TUPLE);
-    op(sb, P_BINPERSID);
-    p_int(sb, 0);
-    p_uint_tuple(sb, dims, rank);
-    p_uint_tuple(sb, stride, rank);
-    op(sb, P_NEWFALSE);
-    p_global(sb, "collections", "OrderedDict");
-    op(sb, P_EMPTY_TUPLE);
-    op(sb, P_REDUCE);
-    op(sb, P_TUPLE);
-    op(sb, P_REDUCE);
+    ckpt_pw_global(sb, "torch._utils", "_rebuild_tensor_v2");
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "storage");
+    ckpt_pw_global(sb, "torch", s->cls);
+    ckpt_pw_str(sb, k);
+    ckpt_pw_str(sb, "cpu");
+    ckpt_pw_int(sb, (int64_t)s->numel);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_BINPERSID);
+    ckpt_pw_int(sb, 0);
+    ckpt_pw_uint_tuple(sb, dims, rank);
+    ckpt_pw_uint_tuple(sb, stride, rank);
+    ckpt_pw_op(sb, CKPT_OP_NEWFALSE);
+    ckpt_pw_global(sb, "collections", "OrderedDict");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
     return 0;
 }
 
@@ -478,13 +390,12 @@ static int plan_optimizer(plan *p)
         for (size_t j = 0; j < n && s < ds->groups_len; j++) ds_int(c, ds_item(c, params, j), &ids[s++]);
     }
     strbuf *sb = &p->pickle;
-    uint8_t proto[2] = {P_PROTO, 2};
-    sb_put(sb, (const char *)proto, 2);
-    op(sb, P_EMPTY_DICT);
-    op(sb, P_MARK);
-    p_str(sb, "state");
-    op(sb, P_EMPTY_DICT);
-    op(sb, P_MARK);
+    ckpt_pw_proto(sb, 2);
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "state");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
     int rc = 0;
     int64_t id = 0;
     ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
@@ -504,9 +415,9 @@ static int plan_optimizer(plan *p)
                 const size_t q = order[k];
                 const ds_param *pa = &ds->params[q];
                 if (st == CKPT_PNIL || !ds_len(c, st)) continue; /* no state: before the first step */
-                p_int(sb, id);
-                op(sb, P_EMPTY_DICT);
-                op(sb, P_MARK);
+                ckpt_pw_int(sb, id);
+                ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 ds_dict_it it;
                 size_t k, v;
                 ds_dict_begin(c, st, &it);
@@ -518,7 +429,7 @@ static int plan_optimizer(plan *p)
                                        "group %zu: a state key that is not a str: not converted", g);
                         break;
                     }
-                    p_strn(sb, name, nl);
+                    ckpt_pw_strn(sb, name, nl);
                     int key = key_index(name, nl);
                     if (nl == 4 && !memcmp(name, "step", 4)) {
                         size_t sk, rank;
@@ -547,17 +458,17 @@ static int plan_optimizer(plan *p)
                                        g, (int)nl, name);
                     }
                 }
-                op(sb, P_SETITEMS);
+                ckpt_pw_op(sb, CKPT_OP_SETITEMS);
             }
         }
-    op(sb, P_SETITEMS);
-    p_str(sb, "param_groups");
-    op(sb, P_EMPTY_LIST);
+    ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+    ckpt_pw_str(sb, "param_groups");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
     id = 0;
     for (size_t g = 0; !rc && g < G; g++) {
         size_t pg = ds_item(c, pgs, g);
-        op(sb, P_EMPTY_DICT);
-        op(sb, P_MARK);
+        ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+        ckpt_pw_op(sb, CKPT_OP_MARK);
         ds_dict_it it;
         size_t k, v;
         ds_dict_begin(c, pg, &it);
@@ -570,27 +481,27 @@ static int plan_optimizer(plan *p)
                                "group %zu: a key that is not a str: not converted", g);
                 break;
             }
-            p_strn(sb, name, nl);
+            ckpt_pw_strn(sb, name, nl);
             if (!p_value(sb, c, v, 0))
                 rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                "group %zu: %.*s holds a value the conversion does not know: not converted", g, (int)nl,
                                name);
         }
-        p_str(sb, "params");
-        op(sb, P_EMPTY_LIST);
+        ckpt_pw_str(sb, "params");
+        ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
         size_t count = 0;
         for (size_t fs = 0; fs < ds->groups_len; fs++)
             if (in_group(ds, fs, g)) count += ds->groups[fs].count;
         if (count) {
-            op(sb, P_MARK);
-            for (size_t j = 0; j < count; j++) p_int(sb, id++);
-            op(sb, P_APPENDS);
+            ckpt_pw_op(sb, CKPT_OP_MARK);
+            for (size_t j = 0; j < count; j++) ckpt_pw_int(sb, id++);
+            ckpt_pw_op(sb, CKPT_OP_APPENDS);
         }
-        op(sb, P_SETITEMS);
-        op(sb, P_APPEND);
+        ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+        ckpt_pw_op(sb, CKPT_OP_APPEND);
     }
-    op(sb, P_SETITEMS);
-    op(sb, P_STOP);
+    ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+    ckpt_pw_op(sb, CKPT_OP_STOP);
     free(ids);
     free(frags);
     free(order);
@@ -678,12 +589,11 @@ static int plan_model(plan *p)
     int rc = key_of_slot && frags && p->keys ? 0 : ckpt_fail_oom(p->err);
     for (size_t j = 0; j < ds->slot_count && key_of_slot; j++) key_of_slot[j] = DS_NONE;
     strbuf *sb = &p->pickle;
-    uint8_t proto[2] = {P_PROTO, 2};
-    sb_put(sb, (const char *)proto, 2);
-    p_global(sb, "collections", "OrderedDict");
-    op(sb, P_EMPTY_TUPLE);
-    op(sb, P_REDUCE);
-    if (md->count) op(sb, P_MARK);
+    ckpt_pw_proto(sb, 2);
+    ckpt_pw_global(sb, "collections", "OrderedDict");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
+    if (md->count) ckpt_pw_op(sb, CKPT_OP_MARK);
     for (size_t e = 0; !rc && e < md->count; e++) {
         const char *name = t->named[md->first + e].name;
         bool earlier = false;
@@ -698,7 +608,7 @@ static int plan_model(plan *p)
                            "%s: the module saves a value that is not a tensor: not converted", name);
             break;
         }
-        p_str(sb, name);
+        ckpt_pw_str(sb, name);
         size_t j = slot_named(ds, name), key = DS_NONE;
         const uint64_t *dims;
         size_t rank;
@@ -738,8 +648,8 @@ static int plan_model(plan *p)
             p->keys[p->keys_len++] = (model_key){name, key, dims, rank, r != CKPT_NONE && r != j};
         }
     }
-    if (md->count) op(sb, P_SETITEMS);
-    op(sb, P_STOP);
+    if (md->count) ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+    ckpt_pw_op(sb, CKPT_OP_STOP);
     free(key_of_slot);
     free(frags);
     if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);

@@ -13,6 +13,7 @@
  * memory (it grows with the slots, not the moments); the moments are copied chunk by chunk. */
 #include "core/core.h"
 #include "containers/zip.h"
+#include "containers/pickle_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -23,97 +24,6 @@
 #define F32_EXACT (UINT64_C(1) << 24)
 #define F64_EXACT (UINT64_C(1) << 53)
 
-/* ---- the pickle's opcodes (protocol 2) ---- */
-
-enum {
-    P_MARK = '(',
-    P_STOP = '.',
-    P_BINFLOAT = 'G',
-    P_BININT = 'J',
-    P_BININT1 = 'K',
-    P_BININT2 = 'M',
-    P_BINPERSID = 'Q',
-    P_REDUCE = 'R',
-    P_BINUNICODE = 'X',
-    P_APPENDS = 'e',
-    P_GLOBAL = 'c',
-    P_EMPTY_DICT = '}',
-    P_EMPTY_LIST = ']',
-    P_EMPTY_TUPLE = ')',
-    P_NONE = 'N',
-    P_SETITEMS = 'u',
-    P_TUPLE = 't',
-    P_PROTO = 0x80,
-    P_TUPLE1 = 0x85,
-    P_TUPLE2 = 0x86,
-    P_TUPLE3 = 0x87,
-    P_NEWTRUE = 0x88,
-    P_NEWFALSE = 0x89,
-    P_LONG1 = 0x8a,
-};
-
-static void op(strbuf *sb, int code) { sb_putc(sb, (char)code); }
-
-static void p_int(strbuf *sb, uint64_t v)
-{
-    uint8_t b[10];
-    if (v < 256) {
-        b[0] = P_BININT1, b[1] = (uint8_t)v;
-        sb_put(sb, (const char *)b, 2);
-    } else if (v < 65536) {
-        b[0] = P_BININT2, b[1] = (uint8_t)v, b[2] = (uint8_t)(v >> 8);
-        sb_put(sb, (const char *)b, 3);
-    } else if (v < UINT64_C(0x80000000)) {
-        b[0] = P_BININT;
-        for (int k = 0; k < 4; k++) b[1 + k] = (uint8_t)(v >> (8 * k));
-        sb_put(sb, (const char *)b, 5);
-    } else { /* LONG1: little-endian two's complement, a zero byte on top keeps it positive */
-        unsigned n = 0;
-        for (uint64_t x = v; x; x >>= 8) n++;
-        if (v >> (8 * n - 1)) n++;
-        b[0] = P_LONG1, b[1] = (uint8_t)n;
-        for (unsigned k = 0; k < n; k++) b[2 + k] = k < 8 ? (uint8_t)(v >> (8 * k)) : 0;
-        sb_put(sb, (const char *)b, 2 + n);
-    }
-}
-
-/* BINFLOAT: the binary64 bits, big-endian. */
-static void p_float_bits(strbuf *sb, uint64_t bits)
-{
-    uint8_t b[9];
-    b[0] = P_BINFLOAT;
-    for (int k = 0; k < 8; k++) b[1 + k] = (uint8_t)(bits >> (56 - 8 * k));
-    sb_put(sb, (const char *)b, 9);
-}
-
-static void p_str(strbuf *sb, const char *s)
-{
-    size_t n = strlen(s);
-    uint8_t b[5] = {P_BINUNICODE, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
-    sb_put(sb, (const char *)b, 5);
-    sb_put(sb, s, n);
-}
-
-static void p_global(strbuf *sb, const char *module, const char *name)
-{
-    op(sb, P_GLOBAL);
-    sb_puts(sb, module);
-    sb_putc(sb, '\n');
-    sb_puts(sb, name);
-    sb_putc(sb, '\n');
-}
-
-static void p_bool(strbuf *sb, bool v) { op(sb, v ? P_NEWTRUE : P_NEWFALSE); }
-
-/* A tuple of ints, as Python's pickler writes one of that length. */
-static void p_int_tuple(strbuf *sb, const uint64_t *v, size_t n)
-{
-    if (n == 0) return op(sb, P_EMPTY_TUPLE);
-    if (n > 3) op(sb, P_MARK);
-    for (size_t k = 0; k < n; k++) p_int(sb, v[k]);
-    op(sb, n == 1 ? P_TUPLE1 : n == 2 ? P_TUPLE2 : n == 3 ? P_TUPLE3 : P_TUPLE);
-}
-
 /* _rebuild_tensor_v2(('storage', torch.{Float,Double}Storage, key, 'cpu', numel) as a persistent
  * id, 0, size, stride, False, OrderedDict()): a contiguous tensor filling its storage. */
 static void p_tensor(strbuf *sb, bool f64, uint64_t key, uint64_t numel, const uint64_t *size, const uint64_t *stride,
@@ -121,25 +31,25 @@ static void p_tensor(strbuf *sb, bool f64, uint64_t key, uint64_t numel, const u
 {
     char k[24];
     snprintf(k, sizeof k, "%llu", (unsigned long long)key);
-    p_global(sb, "torch._utils", "_rebuild_tensor_v2");
-    op(sb, P_MARK);
-    op(sb, P_MARK);
-    p_str(sb, "storage");
-    p_global(sb, "torch", f64 ? "DoubleStorage" : "FloatStorage");
-    p_str(sb, k);
-    p_str(sb, "cpu");
-    p_int(sb, numel);
-    op(sb, P_TUPLE);
-    op(sb, P_BINPERSID);
-    p_int(sb, 0);
-    p_int_tuple(sb, size, rank);
-    p_int_tuple(sb, stride, rank);
-    p_bool(sb, false);
-    p_global(sb, "collections", "OrderedDict");
-    op(sb, P_EMPTY_TUPLE);
-    op(sb, P_REDUCE);
-    op(sb, P_TUPLE);
-    op(sb, P_REDUCE);
+    ckpt_pw_global(sb, "torch._utils", "_rebuild_tensor_v2");
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "storage");
+    ckpt_pw_global(sb, "torch", f64 ? "DoubleStorage" : "FloatStorage");
+    ckpt_pw_str(sb, k);
+    ckpt_pw_str(sb, "cpu");
+    ckpt_pw_uint(sb, numel);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_BINPERSID);
+    ckpt_pw_uint(sb, 0);
+    ckpt_pw_uint_tuple(sb, size, rank);
+    ckpt_pw_uint_tuple(sb, stride, rank);
+    ckpt_pw_bool(sb, false);
+    ckpt_pw_global(sb, "collections", "OrderedDict");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
 }
 
 /* ---- the plan: the owner slots and their storages ---- */
@@ -201,52 +111,52 @@ static int strides_of(const uint64_t *dims, size_t rank, uint64_t *stride, ckpt_
 static void p_group(strbuf *sb, const ckpt_config *c, double lr, size_t params)
 {
     bool adamw = c->kind == CKPT_ADAMW;
-    op(sb, P_EMPTY_DICT);
-    op(sb, P_MARK);
-    p_str(sb, "lr");
-    p_float_bits(sb, ckpt_bits_from_double(lr));
-    p_str(sb, "betas");
-    p_float_bits(sb, c->beta1);
-    p_float_bits(sb, c->beta2);
-    op(sb, P_TUPLE2);
-    p_str(sb, "eps");
-    p_float_bits(sb, c->epsilon);
-    p_str(sb, "weight_decay");
-    p_float_bits(sb, c->weight_decay);
-    p_str(sb, "amsgrad");
-    p_bool(sb, false);
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "lr");
+    ckpt_pw_float_bits(sb, ckpt_bits_from_double(lr));
+    ckpt_pw_str(sb, "betas");
+    ckpt_pw_float_bits(sb, c->beta1);
+    ckpt_pw_float_bits(sb, c->beta2);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE2);
+    ckpt_pw_str(sb, "eps");
+    ckpt_pw_float_bits(sb, c->epsilon);
+    ckpt_pw_str(sb, "weight_decay");
+    ckpt_pw_float_bits(sb, c->weight_decay);
+    ckpt_pw_str(sb, "amsgrad");
+    ckpt_pw_bool(sb, false);
     /* the keys and order of torch's Adam and AdamW groups (torch 1.13) */
     if (adamw) {
-        p_str(sb, "foreach");
-        op(sb, P_NONE);
-        p_str(sb, "maximize");
-        p_bool(sb, false);
-        p_str(sb, "capturable");
-        p_bool(sb, false);
+        ckpt_pw_str(sb, "foreach");
+        ckpt_pw_op(sb, CKPT_OP_NONE);
+        ckpt_pw_str(sb, "maximize");
+        ckpt_pw_bool(sb, false);
+        ckpt_pw_str(sb, "capturable");
+        ckpt_pw_bool(sb, false);
     } else {
-        p_str(sb, "maximize");
-        p_bool(sb, false);
-        p_str(sb, "foreach");
-        op(sb, P_NONE);
-        p_str(sb, "capturable");
-        p_bool(sb, false);
-        p_str(sb, "differentiable");
-        p_bool(sb, false);
-        p_str(sb, "fused");
-        p_bool(sb, false);
+        ckpt_pw_str(sb, "maximize");
+        ckpt_pw_bool(sb, false);
+        ckpt_pw_str(sb, "foreach");
+        ckpt_pw_op(sb, CKPT_OP_NONE);
+        ckpt_pw_str(sb, "capturable");
+        ckpt_pw_bool(sb, false);
+        ckpt_pw_str(sb, "differentiable");
+        ckpt_pw_bool(sb, false);
+        ckpt_pw_str(sb, "fused");
+        ckpt_pw_bool(sb, false);
     }
     /* the kind, as torch's Adam names it (decoupled: AdamW): readers of the file (ckptscope's
      * own, format.md 10.3) tell Adam from AdamW by it; torch 1.13 keeps it unused */
-    p_str(sb, "decoupled_weight_decay");
-    p_bool(sb, adamw);
-    p_str(sb, "params");
-    op(sb, P_EMPTY_LIST);
+    ckpt_pw_str(sb, "decoupled_weight_decay");
+    ckpt_pw_bool(sb, adamw);
+    ckpt_pw_str(sb, "params");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
     if (params) {
-        op(sb, P_MARK);
-        for (size_t k = 0; k < params; k++) p_int(sb, k);
-        op(sb, P_APPENDS);
+        ckpt_pw_op(sb, CKPT_OP_MARK);
+        for (size_t k = 0; k < params; k++) ckpt_pw_uint(sb, k);
+        ckpt_pw_op(sb, CKPT_OP_APPENDS);
     }
-    op(sb, P_SETITEMS);
+    ckpt_pw_op(sb, CKPT_OP_SETITEMS);
 }
 
 static int plan_pickle(plan *p, double lr, ckpt_error *err)
@@ -254,13 +164,12 @@ static int plan_pickle(plan *p, double lr, ckpt_error *err)
     const ckpt_schema *s = p->rep->schema;
     bool f64 = p->rep->dtype == CKPT_FLOAT64;
     strbuf *sb = &p->pickle;
-    uint8_t proto[2] = {P_PROTO, 2};
-    sb_put(sb, (const char *)proto, 2);
-    op(sb, P_EMPTY_DICT);
-    op(sb, P_MARK);
-    p_str(sb, "state");
-    op(sb, P_EMPTY_DICT);
-    if (p->len) op(sb, P_MARK);
+    ckpt_pw_proto(sb, 2);
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "state");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+    if (p->len) ckpt_pw_op(sb, CKPT_OP_MARK);
     for (size_t k = 0; k < p->len && !sb->failed; k++) {
         const owner *o = &p->owners[k];
         size_t rank = (size_t)ckpt_schema_rank(s, o->slot);
@@ -272,25 +181,25 @@ static int plan_pickle(plan *p, double lr, ckpt_error *err)
             free(stride);
             return rc;
         }
-        p_int(sb, k);
-        op(sb, P_EMPTY_DICT);
-        op(sb, P_MARK);
-        p_str(sb, "step");
+        ckpt_pw_uint(sb, k);
+        ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
+        ckpt_pw_op(sb, CKPT_OP_MARK);
+        ckpt_pw_str(sb, "step");
         p_tensor(sb, o->step >= F32_EXACT, 3 * k, 1, NULL, NULL, 0);
-        p_str(sb, "exp_avg");
+        ckpt_pw_str(sb, "exp_avg");
         p_tensor(sb, f64, 3 * k + 1, o->count, dims, stride, rank);
-        p_str(sb, "exp_avg_sq");
+        ckpt_pw_str(sb, "exp_avg_sq");
         p_tensor(sb, f64, 3 * k + 2, o->count, dims, stride, rank);
-        op(sb, P_SETITEMS);
+        ckpt_pw_op(sb, CKPT_OP_SETITEMS);
         free(stride);
     }
-    if (p->len) op(sb, P_SETITEMS);
-    p_str(sb, "param_groups");
-    op(sb, P_EMPTY_LIST);
+    if (p->len) ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+    ckpt_pw_str(sb, "param_groups");
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
     p_group(sb, &p->rep->config, lr, p->len);
-    sb_putc(sb, 'a'); /* APPEND: the one group */
-    op(sb, P_SETITEMS);
-    op(sb, P_STOP);
+    ckpt_pw_op(sb, CKPT_OP_APPEND); /* the one group */
+    ckpt_pw_op(sb, CKPT_OP_SETITEMS);
+    ckpt_pw_op(sb, CKPT_OP_STOP);
     return sb->failed ? ckpt_fail_oom(err) : 0;
 }
 

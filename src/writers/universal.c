@@ -14,6 +14,7 @@
  * states are copied byte for byte. */
 #include "core/core.h"
 #include "containers/zip.h"
+#include "containers/pickle_write.h"
 #include "families/deepspeed/deepspeed.h"
 
 #include <regex.h>
@@ -22,64 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- pickle opcodes (protocol 2, and what a value read may need) ---- */
-
-static void op(strbuf *sb, int code) { sb_putc(sb, (char)code); }
-
-static void u_int(strbuf *sb, int64_t v)
-{
-    uint8_t b[10];
-    if (v >= 0 && v < 256) {
-        b[0] = CKPT_OP_BININT1, b[1] = (uint8_t)v;
-        sb_put(sb, (const char *)b, 2);
-    } else if (v >= 0 && v < 65536) {
-        b[0] = CKPT_OP_BININT2, b[1] = (uint8_t)v, b[2] = (uint8_t)(v >> 8);
-        sb_put(sb, (const char *)b, 3);
-    } else if (v >= INT32_MIN && v <= INT32_MAX) {
-        b[0] = CKPT_OP_BININT;
-        for (int k = 0; k < 4; k++) b[1 + k] = (uint8_t)((uint64_t)v >> (8 * k));
-        sb_put(sb, (const char *)b, 5);
-    } else { /* LONG1: 8 bytes of two's complement hold every int64 */
-        b[0] = CKPT_OP_LONG1, b[1] = 8;
-        for (int k = 0; k < 8; k++) b[2 + k] = (uint8_t)((uint64_t)v >> (8 * k));
-        sb_put(sb, (const char *)b, 10);
-    }
-}
-
-static void u_float(strbuf *sb, double x)
-{
-    uint64_t bits = ckpt_bits_from_double(x);
-    uint8_t b[9];
-    b[0] = CKPT_OP_BINFLOAT;
-    for (int k = 0; k < 8; k++) b[1 + k] = (uint8_t)(bits >> (56 - 8 * k));
-    sb_put(sb, (const char *)b, 9);
-}
-
-static void u_strn(strbuf *sb, const char *s, size_t n)
-{
-    uint8_t b[5] = {CKPT_OP_BINUNICODE, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
-    sb_put(sb, (const char *)b, 5);
-    sb_put(sb, s, n);
-}
-
-static void u_str(strbuf *sb, const char *s) { u_strn(sb, s, strlen(s)); }
-
-static void u_global(strbuf *sb, const char *module, size_t ml, const char *name, size_t nl)
-{
-    op(sb, CKPT_OP_GLOBAL);
-    sb_put(sb, module, ml);
-    sb_putc(sb, '\n');
-    sb_put(sb, name, nl);
-    sb_putc(sb, '\n');
-}
-
-static void u_ints(strbuf *sb, const uint64_t *v, size_t n)
-{
-    if (n == 0) return op(sb, CKPT_OP_EMPTY_TUPLE);
-    if (n > 3) op(sb, CKPT_OP_MARK);
-    for (size_t k = 0; k < n; k++) u_int(sb, (int64_t)v[k]);
-    op(sb, n == 1 ? CKPT_OP_TUPLE1 : n == 2 ? CKPT_OP_TUPLE2 : n == 3 ? CKPT_OP_TUPLE3 : CKPT_OP_TUPLE);
-}
+/* ---- the pickle (protocol 2, containers/pickle_write.h) ---- */
 
 static const char *storage_of(int dtype)
 {
@@ -102,25 +46,25 @@ static void u_tensor(strbuf *sb, const char *storage, uint64_t numel, const uint
         stride[j] = s;
         s *= dims[j] ? dims[j] : 1;
     }
-    u_global(sb, "torch._utils", 12, "_rebuild_tensor_v2", 18);
-    op(sb, CKPT_OP_MARK);
-    op(sb, CKPT_OP_MARK);
-    u_str(sb, "storage");
-    u_global(sb, "torch", 5, storage, strlen(storage));
-    u_str(sb, "0");
-    u_str(sb, "cpu");
-    u_int(sb, (int64_t)numel);
-    op(sb, CKPT_OP_TUPLE);
-    op(sb, CKPT_OP_BINPERSID);
-    u_int(sb, 0);
-    u_ints(sb, dims, rank);
-    u_ints(sb, stride, rank);
-    op(sb, CKPT_OP_NEWFALSE);
-    u_global(sb, "collections", 11, "OrderedDict", 11);
-    op(sb, CKPT_OP_EMPTY_TUPLE);
-    op(sb, CKPT_OP_REDUCE);
-    op(sb, CKPT_OP_TUPLE);
-    op(sb, CKPT_OP_REDUCE);
+    ckpt_pw_global_n(sb, "torch._utils", 12, "_rebuild_tensor_v2", 18);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_op(sb, CKPT_OP_MARK);
+    ckpt_pw_str(sb, "storage");
+    ckpt_pw_global_n(sb, "torch", 5, storage, strlen(storage));
+    ckpt_pw_str(sb, "0");
+    ckpt_pw_str(sb, "cpu");
+    ckpt_pw_int(sb, (int64_t)numel);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_BINPERSID);
+    ckpt_pw_int(sb, 0);
+    ckpt_pw_uint_tuple(sb, dims, rank);
+    ckpt_pw_uint_tuple(sb, stride, rank);
+    ckpt_pw_op(sb, CKPT_OP_NEWFALSE);
+    ckpt_pw_global_n(sb, "collections", 11, "OrderedDict", 11);
+    ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
+    ckpt_pw_op(sb, CKPT_OP_TUPLE);
+    ckpt_pw_op(sb, CKPT_OP_REDUCE);
 }
 
 /* ---- the plan ---- */
@@ -595,26 +539,25 @@ static int tensor_file(const uplan *p, const ckpt_file *in, const ufile *uf, con
         numel = u->rows * per_row;
     }
     strbuf sb = {0};
-    op(&sb, CKPT_OP_PROTO);
-    sb_putc(&sb, 2);
-    op(&sb, CKPT_OP_EMPTY_DICT);
-    op(&sb, CKPT_OP_MARK);
+    ckpt_pw_proto(&sb, 2);
+    ckpt_pw_op(&sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(&sb, CKPT_OP_MARK);
     if (u->mode != U_REPLICATED && u->mode != U_AVERAGE) {
-        u_str(&sb, "cat_dim");
-        u_int(&sb, u->mode == U_ROW ? 1 : 0);
+        ckpt_pw_str(&sb, "cat_dim");
+        ckpt_pw_int(&sb, u->mode == U_ROW ? 1 : 0);
     }
     if (u->mode == U_SUB2) {
-        u_str(&sb, "param_n_sub_params");
-        u_int(&sb, 2);
+        ckpt_pw_str(&sb, "param_n_sub_params");
+        ckpt_pw_int(&sb, 2);
     }
     if (u->vocab) {
-        u_str(&sb, "vocab_tensor");
-        op(&sb, CKPT_OP_NEWTRUE);
+        ckpt_pw_str(&sb, "vocab_tensor");
+        ckpt_pw_op(&sb, CKPT_OP_NEWTRUE);
     }
-    u_str(&sb, "param");
+    ckpt_pw_str(&sb, "param");
     u_tensor(&sb, storage, numel, dims, pr->rank_dims);
-    op(&sb, CKPT_OP_SETITEMS);
-    op(&sb, CKPT_OP_STOP);
+    ckpt_pw_op(&sb, CKPT_OP_SETITEMS);
+    ckpt_pw_op(&sb, CKPT_OP_STOP);
     int rc = sb.failed ? ckpt_fail_oom(err) : member(&w->zw, prefix, "data.pkl", sb.data, sb.len);
     sb_free(&sb);
     ckpt_reader *r = rc ? NULL : ckpt_reader_with_prefix(ckpt_file_source(in), DS_PREFIX);
@@ -669,13 +612,13 @@ static int value(strbuf *sb, ds_tree c, size_t k, int depth, const char *file, c
     const ckpt_pnode *n = ds_node(c, k);
     const char *d = (const char *)c.p->data;
     switch (n->kind) {
-        case CKPT_PK_NONE: op(sb, CKPT_OP_NONE); return 0;
-        case CKPT_PK_BOOL: op(sb, n->truth ? CKPT_OP_NEWTRUE : CKPT_OP_NEWFALSE); return 0;
-        case CKPT_PK_INT: u_int(sb, n->i); return 0;
-        case CKPT_PK_FLOAT: u_float(sb, n->f); return 0;
+        case CKPT_PK_NONE: ckpt_pw_op(sb, CKPT_OP_NONE); return 0;
+        case CKPT_PK_BOOL: ckpt_pw_op(sb, n->truth ? CKPT_OP_NEWTRUE : CKPT_OP_NEWFALSE); return 0;
+        case CKPT_PK_INT: ckpt_pw_int(sb, n->i); return 0;
+        case CKPT_PK_FLOAT: ckpt_pw_float(sb, n->f); return 0;
         case CKPT_PK_BIGINT:
             if (n->flags & CKPT_PF_TEXT) {
-                op(sb, CKPT_OP_INT);
+                ckpt_pw_op(sb, CKPT_OP_INT);
                 sb_put(sb, d + n->at, n->len);
                 sb_putc(sb, '\n');
             } else {
@@ -687,10 +630,10 @@ static int value(strbuf *sb, ds_tree c, size_t k, int depth, const char *file, c
             return 0;
         case CKPT_PK_STR:
             if (n->flags & CKPT_PF_TEXT) {
-                op(sb, CKPT_OP_UNICODE);
+                ckpt_pw_op(sb, CKPT_OP_UNICODE);
                 sb_put(sb, d + n->at, n->len);
                 sb_putc(sb, '\n');
-            } else u_strn(sb, d + n->at, n->len);
+            } else ckpt_pw_strn(sb, d + n->at, n->len);
             return 0;
         case CKPT_PK_BYTES: {
             if (n->flags & CKPT_PF_TEXT) break;
@@ -702,56 +645,56 @@ static int value(strbuf *sb, ds_tree c, size_t k, int depth, const char *file, c
             return 0;
         }
         case CKPT_PK_TUPLE:
-            op(sb, CKPT_OP_MARK);
+            ckpt_pw_op(sb, CKPT_OP_MARK);
             TRY(items(sb, c, n, depth, file, err));
-            op(sb, CKPT_OP_TUPLE);
+            ckpt_pw_op(sb, CKPT_OP_TUPLE);
             return 0;
         case CKPT_PK_LIST:
-            op(sb, CKPT_OP_EMPTY_LIST);
+            ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
             if (n->count) {
-                op(sb, CKPT_OP_MARK);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 TRY(items(sb, c, n, depth, file, err));
-                op(sb, CKPT_OP_APPENDS);
+                ckpt_pw_op(sb, CKPT_OP_APPENDS);
             }
             return 0;
         case CKPT_PK_DICT:
-            op(sb, CKPT_OP_EMPTY_DICT);
+            ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
             if (n->count) {
-                op(sb, CKPT_OP_MARK);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 TRY(items(sb, c, n, depth, file, err));
-                op(sb, CKPT_OP_SETITEMS);
+                ckpt_pw_op(sb, CKPT_OP_SETITEMS);
             }
             return 0;
         case CKPT_PK_SET:
             if (n->flags & CKPT_PF_FROZEN) {
-                op(sb, CKPT_OP_MARK);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 TRY(items(sb, c, n, depth, file, err));
-                op(sb, CKPT_OP_FROZENSET);
+                ckpt_pw_op(sb, CKPT_OP_FROZENSET);
                 return 0;
             }
-            op(sb, CKPT_OP_EMPTY_SET);
+            ckpt_pw_op(sb, CKPT_OP_EMPTY_SET);
             if (n->count) {
-                op(sb, CKPT_OP_MARK);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 TRY(items(sb, c, n, depth, file, err));
-                op(sb, CKPT_OP_ADDITEMS);
+                ckpt_pw_op(sb, CKPT_OP_ADDITEMS);
             }
             return 0;
-        case CKPT_PK_GLOBAL: u_global(sb, d + n->at, n->len, d + n->at2, n->len2); return 0;
+        case CKPT_PK_GLOBAL: ckpt_pw_global_n(sb, d + n->at, n->len, d + n->at2, n->len2); return 0;
         case CKPT_PK_REDUCE:
         case CKPT_PK_BUILD:
         case CKPT_PK_NEWOBJ:
             if (n->kind == CKPT_PK_NEWOBJ && n->c != CKPT_PNIL) break;
             TRY(value(sb, c, n->a, depth + 1, file, err));
             TRY(value(sb, c, n->b, depth + 1, file, err));
-            op(sb, n->kind == CKPT_PK_REDUCE  ? CKPT_OP_REDUCE
-                   : n->kind == CKPT_PK_BUILD ? CKPT_OP_BUILD
-                                              : CKPT_OP_NEWOBJ);
+            ckpt_pw_op(sb, n->kind == CKPT_PK_REDUCE  ? CKPT_OP_REDUCE
+                           : n->kind == CKPT_PK_BUILD ? CKPT_OP_BUILD
+                                                      : CKPT_OP_NEWOBJ);
             if (n->count) {
                 /* what SETITEMS (an OrderedDict's) or APPENDS added */
                 bool pairs = is_global(c, n->a, "collections", "OrderedDict");
-                op(sb, CKPT_OP_MARK);
+                ckpt_pw_op(sb, CKPT_OP_MARK);
                 TRY(items(sb, c, n, depth, file, err));
-                op(sb, pairs ? CKPT_OP_SETITEMS : CKPT_OP_APPENDS);
+                ckpt_pw_op(sb, pairs ? CKPT_OP_SETITEMS : CKPT_OP_APPENDS);
             }
             return 0;
         default: break;
@@ -768,10 +711,9 @@ static int optimizer_file(const uplan *p, writer *w, ckpt_error *err)
     size_t osd = ds_get(c, f->root, "optimizer_state_dict");
     const char *file = "zero/optimizer_state.pt";
     strbuf sb = {0};
-    op(&sb, CKPT_OP_PROTO);
-    sb_putc(&sb, 2);
-    op(&sb, CKPT_OP_EMPTY_DICT);
-    op(&sb, CKPT_OP_MARK);
+    ckpt_pw_proto(&sb, 2);
+    ckpt_pw_op(&sb, CKPT_OP_EMPTY_DICT);
+    ckpt_pw_op(&sb, CKPT_OP_MARK);
     ds_dict_it it;
     size_t key, val;
     int rc = 0;
@@ -784,21 +726,21 @@ static int optimizer_file(const uplan *p, writer *w, ckpt_error *err)
         bool paddings = ds_str_is(c, key, "group_paddings"), counts = ds_str_is(c, key, "partition_count");
         if ((paddings || counts) && ds_is_seq(c, val) && ds_len(c, val)) {
             rc = value(&sb, c, key, 0, file, err);
-            op(&sb, CKPT_OP_EMPTY_LIST);
-            op(&sb, CKPT_OP_MARK);
-            for (size_t g = 0; g < ds_len(c, val); g++) u_int(&sb, paddings ? 0 : (int64_t)p->ds->W);
-            op(&sb, CKPT_OP_APPENDS);
+            ckpt_pw_op(&sb, CKPT_OP_EMPTY_LIST);
+            ckpt_pw_op(&sb, CKPT_OP_MARK);
+            for (size_t g = 0; g < ds_len(c, val); g++) ckpt_pw_int(&sb, paddings ? 0 : (int64_t)p->ds->W);
+            ckpt_pw_op(&sb, CKPT_OP_APPENDS);
             continue;
         }
         rc = value(&sb, c, key, 0, file, err);
         if (!rc) rc = value(&sb, c, val, 0, file, err);
     }
     if (!rc) {
-        u_str(&sb, "param_groups");
+        ckpt_pw_str(&sb, "param_groups");
         rc = value(&sb, c, ds_get(c, ds_get(c, osd, "base_optimizer_state"), "param_groups"), 0, file, err);
     }
-    op(&sb, CKPT_OP_SETITEMS);
-    op(&sb, CKPT_OP_STOP);
+    ckpt_pw_op(&sb, CKPT_OP_SETITEMS);
+    ckpt_pw_op(&sb, CKPT_OP_STOP);
     if (!rc) rc = sb.failed ? ckpt_fail_oom(err) : member(&w->zw, "optimizer_state", "data.pkl", sb.data, sb.len);
     sb_free(&sb);
     return rc;
@@ -814,8 +756,7 @@ static int step_file(const uplan *p, const ckpt_file *in, const ufile *uf, write
     ds_tree c = ds_tree_of(f);
     size_t node = ds_get(c, flat_state(f, pr->flat), "step");
     strbuf sb = {0};
-    op(&sb, CKPT_OP_PROTO);
-    sb_putc(&sb, 2);
+    ckpt_pw_proto(&sb, 2);
     size_t x = ds_tensor(c, node);
     const ckpt_torch_tensor *tx = x == DS_NONE ? NULL : &f->t->tensors[x];
     int rc = 0;
@@ -831,7 +772,7 @@ static int step_file(const uplan *p, const ckpt_file *in, const ufile *uf, write
         for (uint32_t j = 0; j < tx->rank; j++) dd[j] = dims[j];
         u_tensor(&sb, storage, tx->count, dd, tx->rank);
     } else rc = value(&sb, c, node, 0, "step.pt", err);
-    op(&sb, CKPT_OP_STOP);
+    ckpt_pw_op(&sb, CKPT_OP_STOP);
     if (!rc) rc = sb.failed ? ckpt_fail_oom(err) : member(&w->zw, "step", "data.pkl", sb.data, sb.len);
     sb_free(&sb);
     if (!rc && tx) {

@@ -123,6 +123,25 @@ static int deepspeed_seeds(const char *out)
     return failed;
 }
 
+/* ---- fuzz_dcp's seeds: torch 1.13's DCP folder (tests/fixtures/dcp-torch113, CKPT_DCP_FIXTURE)
+ * as its input, records of each file at the folder's top; and .metadata alone ---- */
+static int dcp_seeds(const char *out)
+{
+    static const char *const names[] = {".metadata", "__0_0.distcp", "__1_0.distcp"};
+    ds_buf all = {0}, meta = {0};
+    for (size_t k = 0; k < 3; k++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", CKPT_DCP_FIXTURE, names[k]);
+        ds_record(&all, path, names[k]);
+        if (!k) ds_record(&meta, path, names[k]);
+    }
+    int failed = save(out, "dcp", "dcp-torch113", "", 0, all.data, all.len);
+    failed |= save(out, "dcp", "metadata-only", "", 0, meta.data, meta.len);
+    free(all.data);
+    free(meta.data);
+    return failed;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) return fprintf(stderr, "usage: make_corpus DIR\n"), 2;
@@ -333,5 +352,6 @@ int main(int argc, char **argv)
         failed |= save(argv[1], "inspect", name, "", 0, file, 8 + n + data_len[k]);
     }
     failed |= deepspeed_seeds(argv[1]);
+    failed |= dcp_seeds(argv[1]);
     return failed;
 }

@@ -488,6 +488,8 @@ options:
                       training code does not train (frozen parameters, or
                       buffers): no index goes to them, and their missing state
                       is no question
+  --pair I            an Accelerate save_state folder: its optimizer_I with
+                      model_I (default 0)
 
 more: docs/cli.md, or ckptscope --help for every command
 `);

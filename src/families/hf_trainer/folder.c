@@ -3,6 +3,7 @@
  * checkpoint-{N} folders in the order of N. */
 #include "core/core.h"
 #include "base/json_read.h"
+#include "core/numbered.h"
 
 #include <stdlib.h>
 
@@ -126,50 +127,7 @@ char *ckpt_model_index_shards_json(const void *text, size_t len, const char *nam
 
 /* ---- an output folder's checkpoints ---- */
 
-typedef struct checkpoint {
-    const char *name;
-    uint64_t step;
-} checkpoint;
-
-/* checkpoint-{N}: N decimal digits that fit in 64 bits. */
-static bool checkpoint_step(const char *name, uint64_t *step)
-{
-    size_t p = strlen(CHECKPOINT_PREFIX);
-    if (strncmp(name, CHECKPOINT_PREFIX, p) || !name[p]) return false;
-    uint64_t v = 0;
-    for (const char *c = name + p; *c; c++) {
-        if (*c < '0' || *c > '9') return false;
-        if (ckpt_mul_overflows(v, 10, &v) || ckpt_add_overflows(v, (uint64_t)(*c - '0'), &v)) return false;
-    }
-    *step = v;
-    return true;
-}
-
-static int cmp_checkpoint(const void *a, const void *b)
-{
-    const checkpoint *x = a, *y = b;
-    if (x->step != y->step) return x->step < y->step ? -1 : 1;
-    return strcmp(x->name, y->name);
-}
-
 char *ckpt_trainer_checkpoints_json(const char *const *names, size_t n)
 {
-    checkpoint *cs = malloc((n ? n : 1) * sizeof *cs);
-    if (!cs) return NULL;
-    size_t m = 0;
-    for (size_t k = 0; k < n; k++)
-        if (names[k] && checkpoint_step(names[k], &cs[m].step)) cs[m++].name = names[k];
-    qsort(cs, m, sizeof *cs, cmp_checkpoint);
-    strbuf sb = {0};
-    sb_putc(&sb, '[');
-    for (size_t k = 0; k < m; k++) {
-        sb_puts(&sb, k ? ",{\"name\":" : "{\"name\":");
-        j_string(&sb, cs[k].name);
-        sb_lit(&sb, ",\"step\":");
-        j_u64(&sb, cs[k].step);
-        sb_putc(&sb, '}');
-    }
-    sb_putc(&sb, ']');
-    free(cs);
-    return sb_take(&sb);
+    return ckpt_numbered_names_json(names, n, CHECKPOINT_PREFIX, "step");
 }

@@ -138,6 +138,12 @@ static int tf_parse(ckpt_parse *p)
         return ckpt_fail_oom(p->err);
     }
     sb_free(&w);
+    if (t->optimizers_len && t->optimizers[0].keying == CKPT_TORCH_KEYED_FLAT &&
+        !ckpt_report_warn(rep,
+                          "DCP: the flattened optimizer state keeps no group boundaries: parameters with equal "
+                          "hyperparameters form one group (%zu groups)",
+                          t->optimizers[0].groups_len))
+        return ckpt_fail_oom(p->err);
     if (!(p->flags & CKPT_INSPECT_STATS)) return 0;
     p->scan.start = 0;
     p->scan.total = rep->size;

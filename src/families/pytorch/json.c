@@ -18,7 +18,7 @@ static void j_opt_bool(strbuf *sb, const char *name, bool has, bool x)
 
 /* One parameter group as JSON: {lr, betas, eps, weightDecay, amsgrad, maximize, params,
  * paramNames}, null for what the file does not hold. */
-static void group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *gr)
+static void group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *gr, bool named)
 {
     sb_puts(sb, "{\"lr\":");
     if (gr->has & CKPT_TG_LR) j_double(sb, gr->lr);
@@ -36,7 +36,11 @@ static void group_json(strbuf *sb, const ckpt_torch *t, const ckpt_torch_group *
     j_opt_bool(sb, "amsgrad", gr->has & CKPT_TG_AMSGRAD, gr->amsgrad);
     j_opt_bool(sb, "maximize", gr->has & CKPT_TG_MAXIMIZE, gr->maximize);
     sb_puts(sb, ",\"params\":[");
-    for (size_t j = 0; j < gr->params_len; j++) sb_printf(sb, j ? ",%lld" : "%lld", (long long)t->ints[gr->params + j]);
+    for (size_t j = 0; j < gr->params_len; j++) {
+        if (j) sb_putc(sb, ',');
+        if (named) j_string(sb, t->strings[gr->names + j]); /* a name-keyed group lists FQNs */
+        else sb_printf(sb, "%lld", (long long)t->ints[gr->params + j]);
+    }
     sb_puts(sb, "],\"paramNames\":");
     if (gr->has & CKPT_TG_PARAM_NAMES) {
         sb_putc(sb, '[');
@@ -62,7 +66,10 @@ static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, 
                         : e->exp_avg_sq != CKPT_TORCH_NONE                             ? e->exp_avg_sq
                         : e->other_len && t->named[e->other].tensor != CKPT_TORCH_NONE ? t->named[e->other].tensor
                                                                                        : CKPT_TORCH_NONE;
-    sb_printf(sb, "{\"index\":%lld,\"id\":%lld,\"group\":", (long long)e->index, (long long)e->index);
+    sb_printf(sb, "{\"index\":%lld,\"id\":%lld,\"name\":", (long long)e->index, (long long)e->index);
+    if (e->name != CKPT_TORCH_NONE) j_string(sb, t->strings[e->name]);
+    else sb_puts(sb, "null");
+    sb_puts(sb, ",\"group\":");
     if (e->group == CKPT_TORCH_NONE) sb_puts(sb, "null");
     else j_u64(sb, e->group);
     sb_puts(sb, ",\"shape\":");
@@ -98,13 +105,14 @@ static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, 
 static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *const *stats)
 {
     static const char *const kinds[] = {"null", "\"adam\"", "\"adamw\""};
+    static const char *const keyings[] = {"ids", "names", "flat"};
     const ckpt_torch_optimizer *o = &t->optimizers[k];
     sb_puts(sb, "{\"path\":");
     j_string(sb, o->path);
-    sb_printf(sb, ",\"kind\":%s,\"groups\":[", kinds[o->kind]);
+    sb_printf(sb, ",\"kind\":%s,\"keying\":\"%s\",\"groups\":[", kinds[o->kind], keyings[o->keying]);
     for (size_t g = 0; g < o->groups_len; g++) {
         if (g) sb_putc(sb, ',');
-        group_json(sb, t, &t->groups[o->groups + g]);
+        group_json(sb, t, &t->groups[o->groups + g], o->keying != CKPT_TORCH_KEYED_IDS);
     }
     sb_printf(sb, "],\"entryCount\":%zu}", o->entries_len);
     (void)stats;

@@ -60,8 +60,16 @@ enum {
     CKPT_TG_PARAM_NAMES = 128,
 };
 
+/* A key and its value as stored (a group's keys, an entry's state), for a writer that writes them
+ * again: the key a span of the pickle's bytes, the value a node of its tree. */
+typedef struct ckpt_torch_kv {
+    uint32_t key_at, key_len;
+    size_t value;
+} ckpt_torch_kv;
+
 typedef struct ckpt_torch_group {
-    unsigned has; /* CKPT_TG_* */
+    unsigned has;      /* CKPT_TG_* */
+    size_t kv, kv_len; /* its keys as stored, `params` left out (form F: its first member's) */
     double lr, beta1, beta2, eps, weight_decay;
     bool amsgrad, maximize, decoupled;
     size_t params, params_len; /* into ints */
@@ -69,12 +77,14 @@ typedef struct ckpt_torch_group {
 } ckpt_torch_group;
 
 typedef struct ckpt_torch_entry {
-    int64_t index;
-    size_t group; /* CKPT_TORCH_NONE: no group lists it */
+    int64_t index; /* a name-keyed optimizer's: its position in the stored order (groups' lists, then state) */
+    size_t name;   /* into strings: the FQN a name-keyed optimizer keys it by; CKPT_TORCH_NONE for ids */
+    size_t group;  /* CKPT_TORCH_NONE: no group lists it */
     bool has_step;
     double step;
     size_t exp_avg, exp_avg_sq, max_exp_avg_sq; /* tensors, CKPT_TORCH_NONE when absent */
     size_t other, other_len;                    /* the other state, into named */
+    size_t kv, kv_len;                          /* its state as stored, into kvs */
 } ckpt_torch_entry;
 
 typedef enum ckpt_torch_kind {
@@ -83,9 +93,20 @@ typedef enum ckpt_torch_kind {
     CKPT_TORCH_KIND_ADAMW
 } ckpt_torch_kind;
 
+/* How an optimizer state dict keys its parameters (format.md 10.3, 12.6): by torch.optim's ids,
+ * by FQN (FSDP's full_optim_state_dict, get_optimizer_state_dict), or in form F's flat keys
+ * (`state.{fqn}.{key}`, `param_groups.{fqn}.{key}`). Name-keyed groups list their FQNs in
+ * `names` (and position numbers in `params`). */
+typedef enum ckpt_torch_keying {
+    CKPT_TORCH_KEYED_IDS = 0,
+    CKPT_TORCH_KEYED_NAMES,
+    CKPT_TORCH_KEYED_FLAT
+} ckpt_torch_keying;
+
 typedef struct ckpt_torch_optimizer {
     char *path;
     ckpt_torch_kind kind;
+    ckpt_torch_keying keying;
     size_t groups, groups_len;   /* into groups */
     size_t entries, entries_len; /* into entries */
 } ckpt_torch_optimizer;
@@ -126,6 +147,8 @@ typedef struct ckpt_torch {
     size_t ints_len;
     char **strings;
     size_t strings_len;
+    ckpt_torch_kv *kvs; /* groups' and entries' keys as stored */
+    size_t kvs_len;
     /* the tensors found outside every optimizer and model state dict (a bare tensor, a list of
      * them, a dict that also holds numbers), each once, in search order: into named, its name
      * the tensor's path ("" for the object itself) */
@@ -136,7 +159,7 @@ typedef struct ckpt_torch {
     bool has_epoch, has_global_step;
     int64_t epoch, global_step;
     /* private: capacities and the node -> tensor map */
-    size_t caps[11];
+    size_t caps[12];
     size_t *tensor_of_node;
 } ckpt_torch;
 

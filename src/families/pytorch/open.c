@@ -416,6 +416,7 @@ void ckpt_torch_free(ckpt_torch *t)
     free(t->groups);
     free(t->entries);
     free(t->ints);
+    free(t->kvs);
     for (size_t k = 0; k < t->strings_len; k++) free(t->strings[k]);
     free(t->strings);
     free(t->loose);

@@ -184,16 +184,40 @@ int ckpt_torch_model_slots(const ckpt_report *rm, size_t **view, uint64_t **ties
 }
 
 /* The optimizer's indices in the order of its groups' params. */
+static void index_state(const ckpt_torch *t, ckpt_bind_index *x)
+{
+    const ckpt_torch_optimizer *o = &t->optimizers[0];
+    for (size_t e = 0; e < o->entries_len; e++) {
+        const ckpt_torch_entry *en = &t->entries[o->entries + e];
+        if (en->index != x->index) continue;
+        size_t lead = en->exp_avg != CKPT_TORCH_NONE ? en->exp_avg : en->exp_avg_sq;
+        for (size_t q = 0; lead == CKPT_TORCH_NONE && q < en->other_len; q++) lead = t->named[en->other + q].tensor;
+        if (lead != CKPT_TORCH_NONE) {
+            x->has_state = true;
+            x->rank = t->tensors[lead].rank;
+            x->dims = ckpt_torch_size(t, lead);
+        }
+        return;
+    }
+}
+
+/* The optimizer's indices in the order of its groups' params; a name-keyed optimizer's by their
+ * FQNs, then the names with state that no group lists (group SIZE_MAX). */
 static int gather_indices(tf_data *d, bool *param_names, ckpt_pair_result *res)
 {
     const ckpt_torch *t = d->t;
     const ckpt_torch_optimizer *o = &t->optimizers[0];
+    const bool named = o->keying != CKPT_TORCH_KEYED_IDS;
     size_t total = 0;
     *param_names = o->groups_len > 0;
     for (size_t g = 0; g < o->groups_len; g++) {
         const ckpt_torch_group *gr = &t->groups[o->groups + g];
         total += gr->params_len;
         *param_names = *param_names && (gr->has & CKPT_TG_PARAM_NAMES) && gr->names_len == gr->params_len;
+    }
+    if (named) {
+        *param_names = false;
+        for (size_t e = 0; e < o->entries_len; e++) total += t->entries[o->entries + e].group == CKPT_TORCH_NONE;
     }
     if (!(d->idx = calloc(total ? total : 1, sizeof *d->idx))) return ckpt_fail_oom(&res->error);
     for (size_t g = 0; g < o->groups_len; g++) {
@@ -202,21 +226,18 @@ static int gather_indices(tf_data *d, bool *param_names, ckpt_pair_result *res)
             ckpt_bind_index *x = &d->idx[d->idx_len++];
             x->index = t->ints[gr->params + j];
             x->group = g;
-            x->name = *param_names ? t->strings[gr->names + j] : NULL;
-            for (size_t e = 0; e < o->entries_len; e++) {
-                const ckpt_torch_entry *en = &t->entries[o->entries + e];
-                if (en->index != x->index) continue;
-                size_t lead = en->exp_avg != CKPT_TORCH_NONE ? en->exp_avg : en->exp_avg_sq;
-                for (size_t q = 0; lead == CKPT_TORCH_NONE && q < en->other_len; q++)
-                    lead = t->named[en->other + q].tensor;
-                if (lead != CKPT_TORCH_NONE) {
-                    x->has_state = true;
-                    x->rank = t->tensors[lead].rank;
-                    x->dims = ckpt_torch_size(t, lead);
-                }
-                break;
-            }
+            x->name = *param_names || named ? t->strings[gr->names + j] : NULL;
+            index_state(t, x);
         }
+    }
+    for (size_t e = 0; named && e < o->entries_len; e++) {
+        const ckpt_torch_entry *en = &t->entries[o->entries + e];
+        if (en->group != CKPT_TORCH_NONE) continue;
+        ckpt_bind_index *x = &d->idx[d->idx_len++];
+        x->index = en->index;
+        x->group = SIZE_MAX;
+        x->name = t->strings[en->name];
+        index_state(t, x);
     }
     return 0;
 }
@@ -598,6 +619,116 @@ static char *pair_note(const ckpt_pair_options *o, bool compared, bool ties)
     return sb_take(&sb);
 }
 
+/* ---- by name: a name-keyed optimizer (format.md 12.6) and its model (12.8) ---- */
+
+static bool push_by_name(ckpt_pair_result *res, uint64_t slot, strbuf *text)
+{
+    if (text->failed) return false;
+    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
+    if (!f) return false;
+    res->failures = f;
+    ckpt_error *e = &f[res->failures_len];
+    memset(e, 0, sizeof *e);
+    ckpt_error_clear(e);
+    ckpt_fail_at(e, "DCP", CKPT_E_BY_NAME, CKPT_NONE, 0, slot, "%s", text->data);
+    sb_free(text);
+    if (!e->message) return false;
+    res->failures_len++;
+    return true;
+}
+
+static bool push_warning(ckpt_pair_result *res, strbuf *text)
+{
+    if (text->failed) return false;
+    char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
+    if (!w) return false;
+    res->warnings = w;
+    w[res->warnings_len] = sb_take(text);
+    return w[res->warnings_len++] != NULL;
+}
+
+/* 12.8's checks in order, every failure listed: names, shapes, ties, requires grad. Each FQN
+ * is the model state dict key of that name; trainable is having state; a state under a tied
+ * name is the checkpoint not knowing the tie. Given frozen names (complete, as a layout's
+ * requiresGrad is), a slot neither frozen nor a buffer must have state. Then the slots the
+ * names reached, for install. */
+static int bind_names(tf_data *d, const bind_in *in, bool frozen_given, ckpt_pair_result *res)
+{
+    named *sorted = sort_names(in);
+    uint8_t *reached = calloc(in->n ? in->n : 1, 1);
+    if (!sorted || !reached || !(d->binding.slot_of = malloc((d->idx_len ? d->idx_len : 1) * sizeof(uint64_t)))) {
+        free(sorted);
+        free(reached);
+        return ckpt_fail_oom(&res->error);
+    }
+    int rc = 0;
+    for (size_t j = 0; j < d->idx_len; j++) d->binding.slot_of[j] = CKPT_NONE;
+    /* 1. names */
+    for (size_t j = 0; !rc && j < d->idx_len; j++) {
+        size_t q = find_slot(sorted, in->n, d->idx[j].name);
+        if (q != SIZE_MAX) continue;
+        strbuf t = {0};
+        sb_printf(&t, "%s is in the checkpoint, not in the model", d->idx[j].name);
+        if (!push_by_name(res, CKPT_NONE, &t)) rc = ckpt_fail_oom(&res->error);
+    }
+    /* 2. shapes */
+    for (size_t j = 0; !rc && j < d->idx_len; j++) {
+        const ckpt_bind_index *x = &d->idx[j];
+        size_t q = find_slot(sorted, in->n, x->name);
+        if (q == SIZE_MAX || !x->dims) continue;
+        const ckpt_bind_slot *sl = &in->slots[q];
+        if (x->rank == sl->rank && !memcmp(x->dims, sl->dims, x->rank * sizeof *x->dims)) continue;
+        strbuf t = {0};
+        sb_printf(&t, "%s is ", x->name);
+        ckpt_shape_print(&t, x->dims, x->rank);
+        sb_puts(&t, " in the checkpoint, ");
+        ckpt_shape_print(&t, sl->dims, sl->rank);
+        sb_puts(&t, " in the model");
+        if (!push_by_name(res, q, &t)) rc = ckpt_fail_oom(&res->error);
+    }
+    /* 3. ties: the optimizer keys a shared parameter once, under its first name */
+    for (size_t j = 0; !rc && j < d->idx_len; j++) {
+        size_t q = find_slot(sorted, in->n, d->idx[j].name);
+        if (q == SIZE_MAX || in->slots[q].tie == CKPT_NONE) continue;
+        strbuf t = {0};
+        sb_printf(&t, "%s is tied to %s in the model, not in the checkpoint", d->idx[j].name,
+                  in->slots[in->slots[q].tie].name);
+        if (!push_by_name(res, q, &t)) rc = ckpt_fail_oom(&res->error);
+    }
+    /* 4. requires grad */
+    for (size_t j = 0; !rc && j < d->idx_len; j++) {
+        size_t q = find_slot(sorted, in->n, d->idx[j].name);
+        if (q == SIZE_MAX) continue;
+        reached[q] = 1;
+        if (!in->slots[q].frozen || !d->idx[j].has_state) continue;
+        strbuf t = {0};
+        sb_printf(&t, "DCP: %s is frozen in the model but has optimizer state in the checkpoint", d->idx[j].name);
+        if (!push_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
+    }
+    for (size_t q = 0; !rc && frozen_given && q < in->n; q++) {
+        if (reached[q] || in->slots[q].tie != CKPT_NONE || in->slots[q].frozen || in->buffer[q]) continue;
+        strbuf t = {0};
+        sb_printf(&t, "%s requires grad in the model but has no optimizer state in the checkpoint", in->slots[q].name);
+        if (!push_by_name(res, q, &t)) rc = ckpt_fail_oom(&res->error);
+    }
+    /* a name no group lists: its hyperparameters are unknown (the first group's are taken) */
+    for (size_t j = 0; !rc && j < d->idx_len; j++) {
+        if (d->idx[j].group != SIZE_MAX) continue;
+        strbuf t = {0};
+        sb_printf(&t, "DCP: %s has optimizer state but no parameter group lists it", d->idx[j].name);
+        if (!push_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
+        d->idx[j].group = 0;
+    }
+    /* the placement; a frozen slot's state is dropped, as a load drops it (a warning above) */
+    for (size_t j = 0; !rc && !res->failures_len && j < d->idx_len; j++) {
+        size_t q = find_slot(sorted, in->n, d->idx[j].name);
+        if (!in->slots[q].frozen) d->binding.slot_of[j] = q;
+    }
+    free(sorted);
+    free(reached);
+    return rc;
+}
+
 int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, const ckpt_pair_options *o,
                     const ckpt_report *trained, size_t **view, size_t *view_len, ckpt_pair_result *res)
 {
@@ -631,9 +762,14 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
     for (size_t q = 0; !rc && q < in.n; q++)
         d->known[q] = (uint8_t)((in.slots[q].frozen ? TF_KNOWN_FROZEN : 0) | (in.buffer[q] ? TF_KNOWN_BUFFER : 0) |
                                 (in.slots[q].tie != CKPT_NONE ? TF_KNOWN_TIE : 0));
+    const bool by_name = d->t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS;
     uint8_t *undecided = rc ? NULL : calloc(in.n ? in.n : 1, 1);
     if (!rc && !undecided) rc = ckpt_fail_oom(&res->error);
-    if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))
+    if (!rc && by_name) {
+        rc = bind_names(d, &in, o->frozen_count > 0 || own, res);
+        d->unordered_model = in.shape_only; /* names pair it; only positional outputs need the order */
+        in.shape_only = false;
+    } else if (!rc && ckpt_bind_map(in.slots, in.n, d->idx, d->idx_len, in.shape_only, &d->binding, undecided))
         rc = ckpt_fail_oom(&res->error);
     /* PyTorch's own pairing: the k-th index <-> the k-th parameter of the optimizer the training
      * code builds again. One group of every parameter (Adam(model.parameters())) numbers them in
@@ -643,7 +779,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         rc = ckpt_fail_oom(&res->error);
     size_t owners = 0;
     for (size_t q = 0; !rc && q < in.n; q++) owners += in.slots[q].tie == CKPT_NONE;
-    d->positional_known = !rc && d->t->optimizers[0].groups_len == 1 && d->idx_len == owners;
+    d->positional_known = !rc && !by_name && d->t->optimizers[0].groups_len == 1 && d->idx_len == owners;
     for (size_t j = 0, q = 0; !rc && j < d->idx_len; j++) {
         while (q < in.n && in.slots[q].tie != CKPT_NONE) q++;
         d->positional[j] = d->positional_known && q < in.n ? q++ : CKPT_NONE;
@@ -672,7 +808,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
     /* with every index placed: the slots without state must be known untrained; with a complete
      * frozen list that is a failure of its own (before the failures are copied), else the
      * condition of a pair the files cannot tell, once the pair's slots are installed */
-    if (!rc && own && !d->binding.failures_len && !res->failures_len) rc = untold(d, &in, true, res);
+    if (!rc && own && !by_name && !d->binding.failures_len && !res->failures_len) rc = untold(d, &in, true, res);
     if (!rc && (d->binding.failures_len || res->failures_len)) {
         size_t before = res->failures_len;
         ckpt_error *f = realloc(res->failures, (before + d->binding.failures_len + 1) * sizeof *f);
@@ -692,14 +828,22 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         if (!rc) rc = keep_slot_names(d, &in, res);
     } else if (!rc) {
         rc = install(ro, d, &in, res);
-        if (!rc && !own) rc = untold(d, &in, false, res);
+        if (!rc && !own && !by_name) rc = untold(d, &in, false, res); /* by name: trainable is having state */
         if (!rc) {
             *view = in.view;
             *view_len = in.n;
             in.view = NULL;
         }
     }
-    if (!rc && !(res->note = pair_note(o, trained != NULL, ties))) rc = ckpt_fail_oom(&res->error);
+    if (!rc && by_name) {
+        /* passing: 12.8's text; else what was compared */
+        if (!(res->note = ckpt_torch_dup(
+                  res->failures_len
+                      ? "by name: names, shapes, ties and requires grad; order is not compared (the "
+                        "checkpoint loads by name)"
+                      : "DCP: the model pairs with this checkpoint by name: same names, shapes and ties")))
+            rc = ckpt_fail_oom(&res->error);
+    } else if (!rc && !(res->note = pair_note(o, trained != NULL, ties))) rc = ckpt_fail_oom(&res->error);
     if (!rc) {
         strbuf sb = {0};
         ckpt_torch_pairing_json(&sb, d, ro);
@@ -756,7 +900,9 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         sb_putc(sb, '}');
         differs = differs || s != ps;
     }
-    sb_printf(sb, "],\"positionalKnown\":%s,\"positionalDiffers\":", d->positional_known ? "true" : "false");
+    sb_printf(sb, "],\"byName\":%s,\"positionalKnown\":%s,\"positionalDiffers\":",
+              t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS ? "true" : "false",
+              d->positional_known ? "true" : "false");
     sb_puts(sb, !d->positional_known ? "null" : differs ? "true" : "false");
     sb_printf(sb, ",\"groups\":%zu,\"slots\":[", t->optimizers[0].groups_len);
     for (size_t i = 0; i < d->slot_count; i++) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { CAP_ST, CAP_TE, CAP_DI, CAP_NA, CAP_MO, CAP_OP, CAP_GR, CAP_EN, CAP_IN, CAP_SR, CAP_LO };
+enum { CAP_ST, CAP_TE, CAP_DI, CAP_NA, CAP_MO, CAP_OP, CAP_GR, CAP_EN, CAP_IN, CAP_SR, CAP_LO, CAP_KV };
 
 typedef struct tctx {
     ckpt_torch *t;

@@ -1,0 +1,47 @@
+// Accelerate save_state folders in the viewer (docs/distributed.md "Accelerate folders"), laid
+// out as Accelerate's source writes them (tests/c/accelerate_seeds.py): a save_state folder
+// picked whole opens its pair 0, optimizer.bin with its model, its other files said and not
+// opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startViewer } from './browser.mjs';
+import { text } from './fixtures.mjs';
+
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-accelerate-view-'));
+let viewer;
+before(async () => {
+  execFileSync('/usr/bin/python3', [new URL('../c/accelerate_seeds.py', import.meta.url).pathname, tmp], { stdio: 'ignore' });
+  viewer = await startViewer();
+});
+after(async () => {
+  await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+test('a save_state folder picked whole: optimizer.bin with its model.safetensors, the other files said', async () => {
+  const page = await viewer.page({ width: 800 });
+  await page.setInputFiles('[data-testid=run-folder-input]', path.join(tmp, 'plain'));
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.equal(await text(page, '#pair .meta'), 'optimizer.bin with model.safetensors');
+  assert.equal(await text(page, '[data-testid=summary] .title-line .file'), 'optimizer.bin');
+  const notices = await page.locator('[data-testid=notice]').allTextContents();
+  const shown = 'not opened: an Accelerate folder\'s optimizer.bin is shown with its model.safetensors.';
+  assert.deepEqual(notices.sort(), ['custom_checkpoint_0.pkl', 'random_states_0.pkl', 'random_states_1.pkl', 'scaler.pt', 'scheduler.bin'].map((n) => `${n}: ${shown}`));
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a project picked whole: a run of its checkpoint_{k} folders by k, each optimizer with its own model', async () => {
+  const page = await viewer.page({ width: 800 });
+  await page.setInputFiles('[data-testid=run-folder-input]', path.join(tmp, 'project'));
+  await page.waitForSelector('[data-testid=run-first]', { timeout: 60000 });
+  assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['checkpoint_0', 'checkpoint_1', 'checkpoint_2', 'checkpoint_10']);
+  assert.deepEqual(await page.locator('[data-testid=run-pair-verdict]').allTextContents(), ['continuous', 'continuous', 'continuous']);
+  assert.equal(await text(page, '[data-testid=run-first]'), 'One run: every pair continuous, no file flagged.');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
