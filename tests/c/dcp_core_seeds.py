@@ -426,6 +426,64 @@ def main():
            for i in items]
     case("bad-step", 24, E_STATE, "DCP: b.weight: step -1.5 is not a step count", its_items=its)
 
+    # 18: a bytes item whose record names a callable (pickled by reference)
+    its = items + [("train_state", "bytes", {"hook": os.getcwd}, None)]
+    case("callable", 18, 0, "DCP: train_state: the record at byte {} of __0_0.distcp names Python callables that "
+         "DCP's load runs (bytes items load with weights_only=False): \"posix.getcwd\"", its_items=its)
+    # its offset: after every other bytes item and rank 0's tensors, as written
+    with open(os.path.join(out, "callable", "__0_0.distcp"), "rb") as f:
+        data = f.read()
+    tail = record({"hook": os.getcwd})
+    manifest["callable"]["text"] = manifest["callable"]["text"].format(len(data) - len(tail))
+
+    # form N (torch >= 2.4's nested keys), two groups: 25, 26, 27; and 28 on a folder of its own
+    def nested(group_of, steps, params, zero=False):
+        bw = items[1][2]
+        out_items = [items[0], items[1], ("c.weight", "tensor", torch.full((2,), 2.0), [((0,), (2,), 0)])]
+        for fqn, shape in (("b.weight", (2, 3)), ("c.weight", (2,))):
+            m = torch.zeros(shape) if zero else torch.full(shape, 0.5)
+            out_items += [(f"optim.state.{fqn}.step", "tensor", torch.tensor(float(steps[fqn])), [((), (), 0)]),
+                          (f"optim.state.{fqn}.exp_avg", "tensor", m, [(tuple(0 for _ in shape), shape, 0)]),
+                          (f"optim.state.{fqn}.exp_avg_sq", "tensor", m.clone(), [(tuple(0 for _ in shape), shape, 0)])]
+        for g, names in enumerate(params):
+            out_items += [(f"optim.param_groups.{g}.lr", "bytes", 0.001 * (g + 1), None),
+                          (f"optim.param_groups.{g}.betas", "bytes", (0.9, 0.999), None),
+                          (f"optim.param_groups.{g}.params", "bytes", names, None)]
+        return out_items
+
+    its = nested(None, {"b.weight": 2, "c.weight": 2}, [["b.weight"], ["b.weight", "c.weight"]])
+    case("two-groups", 25, E_STATE, "DCP: b.weight is listed in parameter groups 0 and 1", its_items=its)
+    its = nested(None, {"b.weight": 2, "c.weight": 2}, [["b.weight"]])
+    case("no-group", 26, 0, "DCP: c.weight has optimizer state but no parameter group lists it", its_items=its)
+    its = nested(None, {"b.weight": 2, "c.weight": 3}, [["b.weight", "c.weight"]])
+    case("steps", 27, 0, "DCP: group 0: c.weight is at step 3, b.weight at step 2", its_items=its)
+    its = nested(None, {"b.weight": 1, "c.weight": 1}, [["b.weight", "c.weight"]], zero=True)
+    case("never-stepped", 28, 0, "DCP: b.weight: step 1 and all-zero moments: the state get_optimizer_state_dict "
+         "creates for an optimizer that never stepped", its_items=its)
+    manifest["never-stepped"]["stats"] = True
+    its = nested(None, {"b.weight": 2, "c.weight": 2}, [["b.weight"], ["c.weight"]])
+    write(out, "nested", its, None, version=None, storage_meta=False)
+    manifest["nested"] = {"classes": "torch>=2.3", "version": None, "plannerData": False, "form": "N",
+                          "slots": ["a.weight", "b.weight", "c.weight"], "trainable": [False, True, True],
+                          "groups": 2, "groupLr": [0.001, 0.002], "groupOf": [None, 0, 1],
+                          "warnings": ["DCP: ckpt keeps no planner_data: slots follow the metadata's key order, which "
+                                       "is module order only when one rank wrote every unsharded item (give --names "
+                                       "NAMES.json)"]}
+    # form N23 (torch 2.0-2.3): param_groups one bytes item, the whole list
+    its = [i for i in nested(None, {"b.weight": 2, "c.weight": 2}, [["b.weight"], ["c.weight"]])
+           if not i[0].startswith("optim.param_groups")]
+    its.append(("optim.param_groups", "bytes", [{"lr": 0.001, "betas": (0.9, 0.999), "params": ["b.weight"]},
+                                                 {"lr": 0.002, "betas": (0.9, 0.999), "params": ["c.weight"]}], None))
+    write(out, "n23", its, [k for k, *_ in its], new_properties=False)
+    manifest["n23"] = {"classes": "torch 2.0-2.2", "version": "1.0.0", "plannerData": True, "form": "N23",
+                       "slots": ["a.weight", "b.weight", "c.weight"], "trainable": [False, True, True],
+                       "groups": 2, "groupLr": [0.001, 0.002], "groupOf": [None, 0, 1], "warnings": []}
+
+    # an optimizer part alone (Accelerate's optimizer_{i}/): 23 against exp_avg
+    its = [i if i[0] != "optimizer.state.b.weight.exp_avg_sq" else
+           (i[0], "tensor", torch.zeros(3, 2), [((0, 0), (3, 2), 0)]) for i in items[2:]]
+    case("optimizer-alone", 23, E_STATE, "DCP: b.weight: exp_avg_sq is #[3, 2], exp_avg is #[2, 3]", its_items=its)
+
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 

@@ -13,6 +13,7 @@
 static const char *fixture; /* tests/fixtures/dcp-torch113 */
 static const char *work;    /* a scratch folder */
 static const char *seeds;   /* the folders tests/c/dcp_core_seeds.py wrote, and its manifest */
+static const char *written; /* the folders src/writers/dcp_write.c wrote (test_dcp_write), or NULL */
 
 static jvalue *inspect_memory(const unsigned char *data, size_t len, char **text_out)
 {
@@ -383,7 +384,8 @@ static void test_seeds(void)
         t_current = name;
         snprintf(path, sizeof path, "%s/%s", seeds, name);
         const bool valid = !json_get(want, "check");
-        jvalue *r = inspect_folder_opts(path, valid ? CKPT_INSPECT_STATS : 0);
+        const bool stats = valid || json_get(want, "stats");
+        jvalue *r = inspect_folder_opts(path, stats ? CKPT_INSPECT_STATS : 0);
         CHECK(r != NULL);
         if (!r) continue;
         CHECK_STR(str(json_get(r, "family")), "DCP");
@@ -418,6 +420,14 @@ static void test_seeds(void)
         const jvalue *w = json_get(want, "warnings"), *got = json_get(r, "warnings");
         CHECK(got->len == w->len);
         for (size_t j = 0; j < w->len && j < got->len; j++) CHECK_STR(str(got->items[j]), str(w->items[j]));
+        /* the groups' learning rates, read from their records, and each slot's group */
+        const jvalue *lrs = json_get(want, "groupLr"), *gof = json_get(want, "groupOf");
+        for (size_t j = 0; lrs && j < lrs->len && j < json_get(d, "groups")->len; j++)
+            CHECK(json_double(json_get(json_get(d, "groups")->items[j], "lr")) == json_double(lrs->items[j]));
+        for (size_t j = 0; gof && j < gof->len && j < es->len; j++) {
+            if (json_is_null(gof->items[j])) CHECK(json_is_null(json_get(es->items[j], "group")));
+            else CHECK(json_u64(json_get(es->items[j], "group")) == json_u64(gof->items[j]));
+        }
         /* the ties by equal values, once values are read */
         const jvalue *roles = json_get(want, "roles"), *reps = json_get(want, "representatives");
         for (size_t j = 0; roles && j < roles->len && j < es->len; j++) {
@@ -444,15 +454,52 @@ static void test_seeds(void)
     json_free(m);
 }
 
+/* the folders the core's own writer wrote (torch 1.13's classes and torch >= 2.4's), read back:
+ * valid, every key placed, head.weight (tied to emb.weight in the model written) its alias */
+static void test_written(void)
+{
+    static const char *const forms[] = {"dcp113", "dcp2"};
+    for (size_t k = 0; written && k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s", written, forms[k]);
+        t_current = forms[k];
+        jvalue *r = inspect_folder_opts(path, CKPT_INSPECT_STATS);
+        CHECK(r != NULL);
+        if (!r) continue;
+        const jvalue *d = json_get(r, "dcp");
+        CHECK(json_get(r, "ok")->b == true);
+        CHECK(json_get(d, "diagnostics")->len == 0);
+        CHECK(json_u64(json_get(json_get(d, "keys"), "other")) == 0);
+        CHECK_STR(str(json_get(d, "form")), "N");
+        const jvalue *es = json_get(d, "entries");
+        CHECK(es->len >= 2);
+        size_t head = SIZE_MAX;
+        for (size_t j = 0; j < es->len; j++)
+            if (!strcmp(str(json_get(es->items[j], "name")), "head.weight")) head = j;
+        CHECK(head != SIZE_MAX);
+        if (head != SIZE_MAX) {
+            CHECK_STR(str(json_get(es->items[head], "role")), "tied");
+            CHECK(json_u64(json_get(es->items[head], "representative")) == 0);
+            CHECK_STR(str(json_get(es->items[0], "name")), "emb.weight");
+        }
+        json_free(r);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: test_dcp FIXTURE WORKDIR SEEDS\n");
+        fprintf(stderr, "usage: test_dcp FIXTURE WORKDIR SEEDS [WRITTEN]\n");
         return 2;
     }
     fixture = argv[1];
     work = argv[2];
     seeds = argv[3];
+    written = argc > 4 ? argv[4] : NULL;
+    if (written) {
+        static const test_case cases[] = {{"the core's own writer's folders, read back", test_written}};
+        return RUN_ALL(cases);
+    }
     static const test_case cases[] = {
         {"the 1.13 folder's index, chunks and byte ranges", test_folder_index},
         {"the 1.13 folder's statistics and roles", test_folder_stats},

@@ -135,6 +135,7 @@ typedef struct ckpt_dcp {
     size_t planner; /* planner_data's dict node, CKPT_PNIL */
     dcp_key *keys;
     size_t keys_len;
+    size_t *sorted; /* the keys by name (open.c), for lookups */
     dcp_chunk *chunks;
     size_t chunks_len;
     dcp_storage *storages;
@@ -178,6 +179,9 @@ bool dcp_metadata_head(const uint8_t *head, size_t n);
 
 /* open.c: the folder, a lone .metadata or .distcp; every check in 12.5's order. */
 int dcp_open(ckpt_parse *p, ckpt_dcp *d);
+
+/* the key of that name (n bytes), DCP_NONE; once the storage entries are matched */
+size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);
 
 /* parts.c: the model and optimizer parts, the form, the slots, the groups (12.2, 12.4), and
  * checks 22-27 and 30. */

@@ -70,6 +70,7 @@ void dcp_free(ckpt_dcp *d)
         free(d->keys[k].dtype_name);
     }
     free(d->keys);
+    free(d->sorted);
     free(d->chunks);
     for (size_t k = 0; k < d->storages_len; k++) {
         free(d->storages[k].fqn);
@@ -115,16 +116,23 @@ static int by_key_name(const void *a, const void *b)
     return strcmp(sort_ctx->keys[*(const size_t *)a].name, sort_ctx->keys[*(const size_t *)b].name);
 }
 
-static size_t find_key(const ckpt_dcp *d, const size_t *sorted, const char *name)
+/* span s[0, n) against a NUL-terminated name */
+static int cmp_span(const char *name, const char *s, size_t n)
 {
-    size_t lo = 0, hi = d->keys_len;
+    int c = strncmp(name, s, n);
+    return c ? c : name[n] ? 1 : 0;
+}
+
+size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n)
+{
+    size_t lo = 0, hi = d->sorted ? d->keys_len : 0;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = strcmp(d->keys[sorted[mid]].name, name);
+        int c = cmp_span(d->keys[d->sorted[mid]].name, name, n);
         if (!c) {
             /* the first of equal names (a pickle dict keeps one; a crafted one may not) */
-            while (mid > lo && !strcmp(d->keys[sorted[mid - 1]].name, name)) mid--;
-            return sorted[mid];
+            while (mid > lo && !cmp_span(d->keys[d->sorted[mid - 1]].name, name, n)) mid--;
+            return d->sorted[mid];
         }
         if (c < 0) lo = mid + 1;
         else hi = mid;
@@ -145,6 +153,8 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
     for (size_t k = 0; k < d->keys_len; k++) sorted[k] = k;
     sort_ctx = d;
     qsort(sorted, d->keys_len, sizeof *sorted, by_key_name);
+    free(d->sorted);
+    d->sorted = sorted;
     int rc = 0;
     strbuf sh = {0};
     /* 7 and 8 are found while matching; 6 after. The texts come in 12.5's order. */
@@ -153,7 +163,7 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
     for (size_t s = 0; !rc && s < d->storages_len; s++) {
         dcp_storage *st = &d->storages[s];
         dup[s] = 0;
-        size_t k = find_key(d, sorted, st->fqn);
+        size_t k = dcp_find_key(d, st->fqn, strlen(st->fqn));
         if (k == DCP_NONE) continue;
         dcp_key *key = &d->keys[k];
         if (key->kind == DCP_BYTES && !st->has_offsets) {
@@ -216,7 +226,6 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
     if (sh.failed && !rc) rc = ckpt_fail_oom(&rep->error);
     sb_free(&sh);
     free(dup);
-    free(sorted);
     return rc;
 }
 

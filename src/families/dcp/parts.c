@@ -330,16 +330,13 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
             const ckpt_pnode *kn = ckpt_pickle_node(p, p->cells[c].node);
             c = vc == CKPT_PNIL ? CKPT_PNIL : p->cells[vc].next;
             if (kn->kind != CKPT_PK_STR) continue;
-            for (size_t k = 0; k < d->keys_len; k++)
-                if (!placed[k] && strlen(d->keys[k].name) == kn->len &&
-                    !memcmp(d->keys[k].name, p->data + kn->at, kn->len)) {
-                    placed[k] = 1;
-                    const dcp_key *key = &d->keys[k];
-                    if (key->part == DCP_PART_MODEL && key->kind == DCP_TENSOR && floating(key->dtype) &&
-                        !batchnorm_buffer(key->fqn))
-                        d->slots[d->slots_len++].key = k;
-                    break;
-                }
+            size_t k = dcp_find_key(d, (const char *)p->data + kn->at, kn->len);
+            if (k == DCP_NONE || placed[k]) continue;
+            placed[k] = 1;
+            const dcp_key *key = &d->keys[k];
+            if (key->part == DCP_PART_MODEL && key->kind == DCP_TENSOR && floating(key->dtype) &&
+                !batchnorm_buffer(key->fqn))
+                d->slots[d->slots_len++].key = k;
         }
     }
     for (size_t k = 0; k < d->keys_len; k++) {
@@ -407,16 +404,12 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
         for (size_t k = 0; !rc && k < d->keys_len; k++) {
             const dcp_key *v = &d->keys[k];
             if (v->part != DCP_PART_OPTIM || v->group_key || !v->skey || strcmp(v->skey, "exp_avg_sq")) continue;
-            for (size_t j = 0; j < d->keys_len; j++) {
-                const dcp_key *m = &d->keys[j];
-                if (m->part != DCP_PART_OPTIM || m->group_key || !m->skey || strcmp(m->skey, "exp_avg") ||
-                    m->fqn_len != v->fqn_len || memcmp(m->fqn, v->fqn, v->fqn_len))
-                    continue;
-                if (m->kind == DCP_TENSOR && v->kind == DCP_TENSOR &&
-                    (m->rank != v->rank || (m->rank && memcmp(d->pool + m->dims, d->pool + v->dims, m->rank * 8))))
-                    rc = shape_diag(d, rep, v->fqn, v->fqn_len, "exp_avg_sq", v, m, "exp_avg");
-                break;
-            }
+            /* its exp_avg: the same key but its last segment */
+            size_t j = dcp_find_key(d, v->name, (size_t)(v->skey - v->name) + 7);
+            const dcp_key *m = j == DCP_NONE ? NULL : &d->keys[j];
+            if (m && m->kind == DCP_TENSOR && v->kind == DCP_TENSOR &&
+                (m->rank != v->rank || (m->rank && memcmp(d->pool + m->dims, d->pool + v->dims, m->rank * 8))))
+                rc = shape_diag(d, rep, v->fqn, v->fqn_len, "exp_avg_sq", v, m, "exp_avg");
         }
     }
     /* 24: steps */

@@ -227,6 +227,13 @@ int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ck
             e->v = it->stats[1];
             it->stats[0] = it->stats[1] = NULL;
             e->unhealthy = ckpt_entry_unhealthy(e->m, e->v);
+            /* 28: the state get_optimizer_state_dict makes by stepping once at lr 0 */
+            const dcp_slot *sl = &d->slots[e->id];
+            if (sl->has_step && sl->step == 1 && e->m->zero == e->m->count && e->v->zero == e->v->count)
+                TRY(dcp_diag_add(d, rep, 28, 0, d->keys[sl->key].fqn, NULL, CKPT_NONE,
+                                 "DCP: %s: step 1 and all-zero moments: the state get_optimizer_state_dict creates "
+                                 "for an optimizer that never stepped",
+                                 d->keys[sl->key].fqn));
         }
     }
     return 0;
