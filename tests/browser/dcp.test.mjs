@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { startViewer, dropFiles, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
@@ -15,12 +16,14 @@ const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 const DIR = path.join(FIXTURES, 'dcp-torch113');
 const NAMES = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias'];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-dcp-view-'));
 let viewer;
 before(async () => {
   viewer = await startViewer();
 });
 after(async () => {
   await viewer?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 const rows = (page, id) => page.locator(`[data-testid=${id}]`).evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
@@ -120,6 +123,23 @@ test('a DCP folder picked with Open a run… → A folder…: the same checkpoin
   await page.setInputFiles('[data-testid=run-folder-input]', DIR);
   await assertCard(page);
   await assertUsual(page, 'dcp-torch113');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('a DCP folder missing a data file: the core\'s failure in the card and the problem card, the file said missing', async () => {
+  const missing = path.join(tmp, 'missing');
+  fs.cpSync(DIR, missing, { recursive: true });
+  fs.rmSync(path.join(missing, '__1_0.distcp'));
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, missing);
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  const gone = 'DCP: __1_0.distcp is missing: it holds 23 records (the first: model.emb.weight)';
+  assert.deepEqual(await page.locator('[data-testid=dcp-failure]').allTextContents(), [gone]);
+  assert.equal(await text(page, '#dcp h3:last-of-type'), 'Fails a check');
+  assert.deepEqual(await rows(page, 'dcp-file-row'), [['__0_0.distcp', '0', '24,599', '33'], ['__1_0.distcp', '1', 'missing', '23']]);
+  assert.equal(await text(page, '[data-testid=summary] .badge'), 'invalid');
+  assert.match(await text(page, '#problem'), new RegExp(`^Why this file is broken${gone.replace(/[.()]/g, '\\$&')}`));
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
