@@ -265,7 +265,8 @@ def main():
     manifest["v23"] = {"classes": "torch>=2.3", "version": "1.0.0", "plannerData": True, "form": "F",
                        "slots": ["b.weight", "a.weight"], "trainable": [True, False], "groups": 1,
                        "note": "DCP: the flattened optimizer state keeps no group boundaries: parameters with equal "
-                               "hyperparameters form one group (1 groups)", "warnings": []}
+                               "hyperparameters form one group (1 groups)", "warnings": [],
+                       "config": {"beta1": 0.9, "beta2": 0.95, "epsilon": 1e-08, "weightDecay": 0.1}}
     write(out, "v20", items, None, new_properties=False, version=None, storage_meta=False)
     manifest["v20"] = {"classes": "torch 2.0-2.2", "version": None, "plannerData": False, "form": "F",
                        "slots": ["a.weight", "b.weight"], "trainable": [False, True], "groups": 1,

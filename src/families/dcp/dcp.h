@@ -153,7 +153,9 @@ typedef struct ckpt_dcp {
     size_t slots_len;
     dcp_group *groups;
     size_t groups_len;
-    char **names; /* the groups' params */
+    ckpt_config *configs; /* per group (family.c) */
+    bool *has_config;     /* its betas and eps are stored */
+    char **names;         /* the groups' params */
     size_t names_len;
     /* the diagnostics, in 12.5's order */
     dcp_diag *diags;

@@ -6,6 +6,7 @@
  * 12.4, an entry per slot with optimizer state, and "dcp" (json.c). */
 #include "families/dcp/dcp.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 extern const ckpt_family ckpt_family_dcp;
@@ -86,6 +87,20 @@ static int schema(ckpt_report *rep, const ckpt_dcp *d)
     return 0;
 }
 
+/* group g's configuration when it stores betas and eps (weight_decay 0 when it stores none) */
+static bool group_config(const ckpt_dcp *d, size_t g, ckpt_config *c)
+{
+    if (g == DCP_NONE || g >= d->groups_len) return false;
+    const dcp_group *gr = &d->groups[g];
+    if (!gr->has_betas || !gr->has_eps) return false;
+    c->kind = CKPT_ADAM;
+    c->beta1 = ckpt_bits_from_double(gr->beta1);
+    c->beta2 = ckpt_bits_from_double(gr->beta2);
+    c->epsilon = ckpt_bits_from_double(gr->eps);
+    c->weight_decay = ckpt_bits_from_double(gr->has_wd ? gr->wd : 0.0);
+    return true;
+}
+
 static int dcp_parse(ckpt_parse *p)
 {
     ckpt_report *rep = p->rep;
@@ -104,10 +119,20 @@ static int dcp_parse(ckpt_parse *p)
     }
     if (rc) return rc;
     if (!d->meta_ok) return rep->error.code;
-    /* values are read with statistics: the ties first (they make the schema), then the moments */
-    const bool values = (p->flags & CKPT_INSPECT_STATS) && !dcp_failed(d) && !d->lone_metadata;
-    if (values) TRY(dcp_ties(d, rep));
+    /* a folder whose records are read: the ties by values first (they make the schema; comparing
+     * stops at the first differing element), and with statistics the moments */
+    const bool readable = !dcp_failed(d) && !d->lone_metadata && !d->lone_distcp;
+    const bool values = (p->flags & CKPT_INSPECT_STATS) && readable;
+    if (readable) TRY(dcp_ties(d, rep));
     TRY(schema(rep, d));
+    /* each group's configuration; the report's is the first group's */
+    if (d->groups_len) {
+        d->configs = calloc(d->groups_len, sizeof *d->configs);
+        d->has_config = calloc(d->groups_len, sizeof *d->has_config);
+        if (!d->configs || !d->has_config) return ckpt_fail_oom(p->err);
+        for (size_t g = 0; g < d->groups_len; g++) d->has_config[g] = group_config(d, g, &d->configs[g]);
+        if ((rep->has_config = d->has_config[0])) rep->config = d->configs[0];
+    }
     if (!dcp_failed(d) && !d->lone_metadata) TRY(dcp_items(d, rep));
     if (values) {
         p->scan.start = 0;
@@ -141,11 +166,43 @@ static ckpt_item dcp_report_item(ckpt_report *rep, size_t k)
     return it;
 }
 
-/* A folder without errors: its items hold each slot's state in runs */
+static size_t group_of_slot(const ckpt_report *rep, const ckpt_dcp *d, uint64_t slot)
+{
+    if (!d || slot >= d->slots_len) return DCP_NONE;
+    uint64_t r = rep->schema ? ckpt_schema_representative(rep->schema, slot) : CKPT_NONE;
+    return d->slots[r != CKPT_NONE && r < d->slots_len ? r : slot].group;
+}
+
+static const ckpt_config *dcp_config_of_slot(const ckpt_report *rep, uint64_t slot)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    size_t g = group_of_slot(rep, d, slot);
+    return g != DCP_NONE && g < d->groups_len && d->configs && d->has_config[g] ? &d->configs[g] : NULL;
+}
+
+static double dcp_lr_of_slot(const ckpt_report *rep, uint64_t slot)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    size_t g = group_of_slot(rep, d, slot);
+    return g != DCP_NONE && g < d->groups_len && d->groups[g].has_lr ? d->groups[g].lr : NAN;
+}
+
+/* DCP keeps no optimizer class: Adam or AdamW is a guess */
+static bool dcp_kind_unknown(const ckpt_report *rep)
+{
+    (void)rep;
+    return true;
+}
+
+/* A folder without errors whose every slot with state has its group's configuration: its items
+ * hold each slot's state in runs (without betas and eps, health cannot tell) */
 static bool dcp_items_whole(const ckpt_report *rep)
 {
     const ckpt_dcp *d = ckpt_dcp_of(rep);
-    return d && d->items_len && !dcp_failed(d);
+    if (!d || !d->items_len || dcp_failed(d)) return false;
+    for (size_t k = 0; k < rep->entries_len; k++)
+        if (!dcp_config_of_slot(rep, rep->entries[k].id)) return false;
+    return true;
 }
 
 static uint64_t dcp_unhealthy(const ckpt_stats *a, const ckpt_stats *b)
@@ -171,6 +228,9 @@ static const struct ckpt_family_impl dcp_impl = {
     .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health "
               "and export read its folder; pairing, run, diff and convert do not read it yet",
     .items_whole = dcp_items_whole,
+    .config_of_slot = dcp_config_of_slot,
+    .lr_of_slot = dcp_lr_of_slot,
+    .kind_unknown = dcp_kind_unknown,
     .slot_name = dcp_slot_name,
     .holds = "a distributed checkpoint's model and optimizer state",
     .hint_not = "a TorchLean checkpoint",

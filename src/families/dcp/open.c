@@ -87,6 +87,8 @@ void dcp_free(ckpt_dcp *d)
     free(d->slots);
     dcp_items_free(d);
     free(d->groups);
+    free(d->configs);
+    free(d->has_config);
     for (size_t k = 0; k < d->names_len; k++) free(d->names[k]);
     free(d->names);
     for (size_t k = 0; k < d->diags_len; k++) {
