@@ -25,3 +25,6 @@ rm -rf deepspeed && cp -r "$here/deepspeed" deepspeed
 rm -rf deepspeed-run && cp -r "$here/deepspeed-run" deepspeed-run
 # a PyTorch distributed checkpoint of two ranks, written by torch 1.13's save_state_dict (docs/distributed.md)
 rm -rf dcp-torch113 && cp -r "$here/dcp-torch113" dcp-torch113
+# a DCP folder of torch >= 2.3's classes: b.weight column-sharded over two ranks, c.weight tied to
+# it, a.weight frozen (tests/c/dcp_core_seeds.py's `columns`, written with torch's own torch.save)
+rm -rf dcp-columns && cp -r "$here/dcp-columns" dcp-columns
