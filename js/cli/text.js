@@ -154,7 +154,7 @@ function torchLines(report, out, width) {
     for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
-  // a name-keyed optimizer (FSDP, format.md 12.6) keys its entries by FQN: shown beside the stored order
+  // a name-keyed optimizer (FSDP, docs/pytorch.md) keys its entries by FQN: shown beside the stored order
   const named = report.entries.some((e) => e.name !== null && e.name !== undefined);
   const rows = report.entries.map((e) => [e.index, ...(named ? [e.name ?? '-'] : []), e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
   out.push('');
@@ -279,7 +279,7 @@ function notInOptimizerLine(pairing) {
  *  give another parameter than the placement found, and the slots not in the optimizer. */
 export function positionalLines(pairing, failure = null) {
   const out = [];
-  // paired by name (format.md 12.8): a load by name gives each name its state, whatever the order
+  // paired by name (docs/pytorch.md): a load by name gives each name its state, whatever the order
   if (pairing.byName) return notInOptimizerLine(pairing);
   if (!pairing.positionalKnown) {
     out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');

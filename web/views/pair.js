@@ -85,8 +85,15 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
  *  reached (frozen, or buffers). */
 function positional(pairing, failure) {
   const box = testid(el('div', 'positional'), 'pair-positional');
-  box.append(el('h3', '', 'PyTorch\'s own pairing (load_state_dict, by position)'));
   const say = (text, id) => box.append(testid(el('p', 'meta', text), id));
+  // a name-keyed optimizer (FSDP) pairs by name: no position is involved (docs/pytorch.md)
+  if (pairing.byName) {
+    box.append(el('h3', '', 'Paired by name'));
+    say('The optimizer keys its state by parameter names: a load by name gives each parameter its own state, whatever the order.', 'positional-verdict');
+    if (pairing.notInOptimizer.length) say(`Not in the optimizer (frozen, or buffers): ${pairing.notInOptimizer.join(', ')}.`, 'not-in-optimizer');
+    return box;
+  }
+  box.append(el('h3', '', 'PyTorch\'s own pairing (load_state_dict, by position)'));
   if (!pairing.positionalKnown) {
     say('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell).', 'positional-verdict');
   } else {
