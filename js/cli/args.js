@@ -41,7 +41,7 @@ function usageText({ kind, to, outs }) {
       folder): do they pair?
   ckptscope check TAGDIR [--state MODEL] [--names NAMES.json] [--world-size N]
       a DeepSpeed checkpoint's checks; with the model it will be loaded into:
-      does DeepSpeed pair them as they were trained?
+      does DeepSpeed pair them as they were trained? (a DCP folder: by name)
   ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]

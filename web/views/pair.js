@@ -11,8 +11,9 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   card.replaceChildren();
   card.hidden = false;
   // a DeepSpeed checkpoint is paired with the new model it will be loaded into, as DeepSpeed
-  // pairs them (docs/deepspeed.md): the core's verdict, its failures and its note
-  card.append(el('h2', '', deepspeed ? 'DeepSpeed checkpoint and the new model' : 'Optimizer and model state'));
+  // pairs them (docs/deepspeed.md), a DCP folder by name (deepspeed 'dcp', docs/distributed.md):
+  // the core's verdict, its failures and its note
+  card.append(el('h2', '', deepspeed === 'dcp' ? 'Distributed checkpoint and the model, by name' : deepspeed ? 'DeepSpeed checkpoint and the new model' : 'Optimizer and model state'));
   card.append(el('p', 'meta', optName === stateName ? `${optName}: its optimizer with its model` : deepspeed ? `${optName} loaded into ${stateName}` : `${optName} with ${stateName}`));
   const verdict = testid(el('div', 'verdict'), 'pair-verdict');
   card.append(verdict);
@@ -134,7 +135,7 @@ export class PairView {
     this.pairedWithStats = null;
     if (this.card.hidden) return;
     const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
-      stateBytes: readBytes(st), stateSize: Number(st.summary.size), deepspeed: !!opt.summary.deepspeed };
+      stateBytes: readBytes(st), stateSize: Number(st.summary.size), deepspeed: opt.summary.dcp ? 'dcp' : !!opt.summary.deepspeed };
     renderPair(this.card, null, options);
     await this.verdict(opt, st, options);
   }

@@ -200,6 +200,13 @@ int dcp_items(ckpt_dcp *d, ckpt_report *rep);
 void dcp_items_free(ckpt_dcp *d);
 int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err);
 int dcp_ties(ckpt_dcp *d, ckpt_report *rep);
+/* Do keys ka and kb hold the same bits? 1 yes, 0 no (*first: the first element that differs),
+ * 2 cannot tell (shapes or dtypes differ, or their runs cannot be read), -1 a read error (err) */
+int dcp_first_difference(const ckpt_dcp *d, size_t ka, size_t kb, uint64_t *first, ckpt_error *err);
+
+/* pair.c: the pairing with the model the user will load into (12.8): the family's pair_new_model */
+int ckpt_dcp_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
+                            ckpt_pair_result *res);
 
 /* json.c: the report's members */
 void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);

@@ -241,6 +241,7 @@ static const struct ckpt_family_impl dcp_impl = {
     .lr_of_slot = dcp_lr_of_slot,
     .kind_unknown = dcp_kind_unknown,
     .slot_name = dcp_slot_name,
+    .pair_new_model = ckpt_dcp_pair_new_model,
     .holds = "a distributed checkpoint's model and optimizer state",
     .hint_not = "a TorchLean checkpoint",
 };
