@@ -187,9 +187,6 @@ char *dcp_distcp_note(const char *name);
 /* whether the name given ends in a data file's name, __{r}_{n}.distcp */
 bool dcp_distcp_name(const char *name);
 
-/* the key of that name (n bytes), DCP_NONE; once the storage entries are matched */
-size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);
-
 /* parts.c: the model and optimizer parts, the form, the slots, the groups (12.2, 12.4), and
  * checks 22-27 and 30. */
 int dcp_parts(ckpt_dcp *d, ckpt_report *rep);
@@ -197,7 +194,6 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep);
 /* runs.c: each entry's payloads as runs (12.3), their statistics, and the ties by equal values
  * (12.4) of the slots without state */
 int dcp_items(ckpt_dcp *d, ckpt_report *rep);
-void dcp_items_free(ckpt_dcp *d);
 int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err);
 int dcp_ties(ckpt_dcp *d, ckpt_report *rep);
 /* Do keys ka and kb hold the same bits? 1 yes, 0 no (*first: the first element that differs),
@@ -211,7 +207,13 @@ int ckpt_dcp_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const 
 /* json.c: the report's members */
 void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 
-/* diagnostics (open.c): an error of that code, or a warning (code 0), with its facts; the
+/* index.c: the index's memory, diagnostics and lookups by name */
+void dcp_items_free(ckpt_dcp *d);
+/* the keys sorted by name (d->sorted), for dcp_find_key; false when out of memory */
+bool dcp_sort_keys(ckpt_dcp *d);
+/* the key of that name (n bytes), DCP_NONE; once the keys are sorted */
+size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);
+/* diagnostics: an error of that code, or a warning (code 0), with its facts; the
  * first error is the report's. 0 or CKPT_E_NO_MEMORY. */
 int dcp_diag_add(ckpt_dcp *d, ckpt_report *rep, int check, int code, const char *fqn, const char *file, uint64_t offset,
                  const char *fmt, ...) CKPT_PRINTF(8, 9);

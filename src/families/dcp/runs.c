@@ -186,18 +186,6 @@ static int same_values(const ckpt_source *src, const ckpt_span *a, size_t na, co
 
 /* ---- the items, statistics and ties ---- */
 
-void dcp_items_free(ckpt_dcp *d)
-{
-    for (size_t k = 0; k < d->items_len; k++)
-        for (int q = 0; q < DCP_PAYLOADS; q++) {
-            free(d->items[k].spans[q]);
-            ckpt_stats_free(d->items[k].stats[q]);
-        }
-    free(d->items);
-    d->items = NULL;
-    d->items_len = 0;
-}
-
 int dcp_items(ckpt_dcp *d, ckpt_report *rep)
 {
     if (!rep->entries_len) return 0;
