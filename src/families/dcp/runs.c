@@ -215,7 +215,11 @@ int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ck
 {
     for (size_t k = 0; k < d->items_len; k++) {
         dcp_item *it = &d->items[k];
-        for (int q = 0; q < DCP_PAYLOADS; q++) {
+        /* the item's statistics, as ckpt_file_item_stats gives them: m and v where it has both,
+         * else the parameter's values; max_exp_avg_sq and the values of an item with moments are
+         * in no report (a bf16 model's values would cost more than both moments) */
+        const bool moments = it->spans[0] && it->spans[1];
+        for (int q = moments ? 0 : DCP_PAYLOADS - 1; q < (moments ? 2 : DCP_PAYLOADS); q++) {
             if (!it->spans[q] || !ckpt_dtype_has_stats(it->dtype[q])) continue;
             scan->start = 0;
             TRY(ckpt_scan_spans(r, scan, it->spans[q], it->len[q], it->dtype[q], &it->stats[q], err));
