@@ -4,19 +4,19 @@ planner steps and stand-in classes), but SPARSE: every record is what `_write_it
 (torch.save into the rank's stream at its offset), its storages over 64 KiB holes (zeros that
 cost no disk), through bench/deepspeed_writer.py's zip writer; the files have their true sizes.
 
-  dcp_writer.py OUT [TL.ckpt]
+  dcp_writer.py OUT
       OUT/: `.metadata` and `__{r}_0.distcp` for r < 8: `model.{fqn}` bfloat16 and
       `optim.state.{fqn}.{step, exp_avg, exp_avg_sq}` float32 (AdamW), Hugging Face's decay and
       no-decay groups as `optim.param_groups.{g}.{key}`; every parameter and moment row-sharded
       on dim 0 with torch.chunk sizes (FSDP2's Shard(0)), the 0-d steps and the groups' values
       deduplicated as dedup_save_plans places them; planner_data, storage_meta, version 1.0.0.
-      TL.ckpt: the same model's moments as a TorchLean TLADAMF v2 file (AdamW), sparse too.
+The same model's TLADAMF file, its peer in bench/dcp.mjs, is tests/js/llama.mjs's (the same
+slots: bench/deepspeed_writer.py llama7b).
 Prints a JSON line: keys, tensor keys, chunks, records (items), files and their sizes, bytes,
 .metadata's size, the parameter and element counts."""
 import json
 import math
 import os
-import struct
 import sys
 
 import torch
@@ -87,21 +87,6 @@ def state_dict(params):
     return {'model': model, 'optim': {'state': {n: state[n] for n in order}, 'param_groups': groups}}
 
 
-def torchlean_sparse(params, path):
-    """TLADAMF v2 (bench/deepspeed_writer.py torchlean's layout): headers written, moments holes."""
-    def u64(*v):
-        return struct.pack(f'<{len(v)}Q', *v)
-    with open(path, 'wb') as f:
-        f.write(b'TLADAMF' + u64(2, 1) + struct.pack('<4d', 0.9, 0.999, 1e-8, 0.1) + u64(len(params)))
-        for n, s in params:
-            f.write(u64(len(s), *s, math.prod(s), 1))
-        f.write(u64(len(params)))
-        for i, (n, s) in enumerate(params):
-            f.write(u64(i, STEP, math.prod(s)))
-            f.seek(8 * math.prod(s), 1)
-        f.truncate()
-
-
 def main():
     out = sys.argv[1]
     params = llama7b()
@@ -111,8 +96,6 @@ def main():
     C, fields, storage = dcp_seeds.save(state_dict(params), out, world=WORLD, record=sparse_record,
                                         checkpoint_id='/checkpoints/llama7b/step-10')
     dcp_seeds.write_metadata(out, C, fields, storage)
-    if len(sys.argv) > 2:
-        torchlean_sparse(params, sys.argv[2])
     sdm = fields['state_dict_metadata']
     tensors = [k for k, v in sdm.items() if hasattr(v, 'chunks')]
     files = {n: os.path.getsize(os.path.join(out, n)) for n in sorted(os.listdir(out))}

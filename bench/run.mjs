@@ -21,6 +21,10 @@
 //      GPT-2-small-sized ZeRO-2 folder's statistics, health and export against its TLADAMF pair,
 //      and its export against a Python consolidation (BENCH_DEEPSPEED=off leaves it out, =light
 //      the passes over the 7B-like zeros; BENCH_ONLY=deepspeed runs it alone).
+//  11. DCP folders (bench/dcp.mjs): the Llama-7B-like model saved by torch.distributed.checkpoint
+//      from 8 ranks as sparse files (bytes read to open against their bound, inspect, check) and
+//      its statistics against its TLADAMF file's (BENCH_DCP=off leaves it out, =light the
+//      statistics passes; BENCH_ONLY=dcp runs it alone).
 // Prints a table and the ratios; writes bench/results.json (not committed).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -34,6 +38,7 @@ import { viewerBench, viewerRows, viewerRatios } from './viewer.mjs';
 import { workersBench, printWorkers, speedup } from './workers.mjs';
 import { pytorchBench, printPytorch } from './pytorch.mjs';
 import { deepspeedBench, printDeepspeed } from './deepspeed.mjs';
+import { dcpBench, printDcp } from './dcp.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const data = path.join(root, 'build/bench/data');
@@ -411,11 +416,23 @@ if (process.env.BENCH_DEEPSPEED !== 'off') {
   deepspeed = await deepspeedBench({ data, repeat: REPEAT, light: process.env.BENCH_DEEPSPEED === 'light' });
   printDeepspeed(deepspeed);
 }
+let dcp = null;
+if (process.env.BENCH_DCP !== 'off') {
+  log('DCP: the 7B-like folder of 8 ranks (sparse), its statistics against TLADAMF…');
+  try {
+    dcp = await dcpBench({ data, repeat: REPEAT, light: process.env.BENCH_DCP === 'light' });
+    printDcp(dcp);
+  } catch (e) {
+    // a package that reads no DCP folder: said, and the rest of the run kept
+    dcp = { error: e.message };
+    console.log(`\nDCP: not measured: ${e.message}`);
+  }
+}
 
 fs.writeFileSync(path.join(root, 'bench/results.json'), JSON.stringify({
   date: new Date().toISOString(), node: process.version, statsBytes,
   rows: rows.map(([name, seconds, gbPerSecond, peakRssMiB]) => ({ name, seconds, gbPerSecond, peakRssMiB })),
   ratios, layoutWasmSeconds: layoutWasm, scale, kernel,
-  workers: workers4g, pytorch, deepspeed,
+  workers: workers4g, pytorch, deepspeed, dcp,
 }, null, 2) + '\n');
 console.log('\nwritten to bench/results.json');

@@ -13,4 +13,6 @@ cmake -S . -B build/bench -DCKPT_BENCH=ON -DCKPT_TESTS=OFF -DCMAKE_BUILD_TYPE=Re
 cmake --build build/bench -j"$(nproc)" >/dev/null
 # BENCH_ONLY=deepspeed: the DeepSpeed rows alone (bench/deepspeed.mjs)
 [[ ${BENCH_ONLY:-} == deepspeed ]] && exec node bench/deepspeed.mjs
+# BENCH_ONLY=dcp: the DCP rows alone (bench/dcp.mjs)
+[[ ${BENCH_ONLY:-} == dcp ]] && exec node bench/dcp.mjs
 exec node bench/run.mjs

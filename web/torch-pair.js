@@ -50,9 +50,9 @@ export async function trainerFiles(rpc, files, notices) {
   const used = new Set(layout.used);
   if (layout.checkpoints) {
     const runFiles = files.map(itemOf).map((f, i) => ({ ...f, name: pathOf(files[i]) }));
-    const trainer = layout.checkpoints.map(({ name, roles }) => ({ name, optimizer: roles.optimizer, model: roles.model, trainingArgs: roles.trainingArgs, trainerState: roles.trainerState, config: roles.config }));
+    const trainer = layout.checkpoints.map(({ name, roles }) => ({ name, optimizer: roles.optimizer, model: roles.model, trainingArgs: roles.trainingArgs, trainerState: roles.trainerState, config: roles.config, accelerate: !!roles.accelerate }));
     const read = new Set(trainer.flatMap((c) => [c.optimizer, c.model, c.trainingArgs, c.trainerState, c.config]).filter((k) => k !== null));
-    const accelerate = layout.checkpoints.some(({ roles }) => roles.accelerate);
+    const accelerate = trainer.some((c) => c.accelerate);
     notices.push(...files.filter((_, i) => !read.has(i)).map(unusedBy(accelerate ? 'an Accelerate run reads each checkpoint_K folder\'s optimizer and model' : 'a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin, trainer_state.json and config.json')));
     return { run: { files: runFiles, trainer }, rest: [] };
   }

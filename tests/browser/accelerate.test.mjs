@@ -1,14 +1,14 @@
 // Accelerate save_state folders in the viewer (docs/distributed.md "Accelerate folders"), laid
 // out as Accelerate's source writes them (tests/c/accelerate_seeds.py): a save_state folder
-// picked whole opens its pair 0, optimizer.bin with its model, its other files said and not
-// opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
+// picked or dropped whole opens its pair 0, optimizer.bin with its model, its other files said
+// and not opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startViewer } from './browser.mjs';
+import { startViewer, dropFolder } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-accelerate-view-'));
@@ -35,6 +35,18 @@ test('a save_state folder picked whole: optimizer.bin with its model.safetensors
   await page.context().close();
 });
 
+test('a save_state folder of two pairs dropped as a folder: pair 0 shown, pair 1\'s files said', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, path.join(tmp, 'two'));
+  await page.waitForSelector('[data-testid=pair-verdict].loads');
+  assert.equal(await text(page, '#pair .meta'), 'optimizer.bin with pytorch_model.bin');
+  const notices = await page.locator('[data-testid=notice]').allTextContents();
+  assert.deepEqual(notices.sort(), ['optimizer_1.bin', 'pytorch_model_1.bin', 'random_states_0.pkl']
+    .map((n) => `${n}: not opened: an Accelerate folder's optimizer.bin is shown with its pytorch_model.bin.`));
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
 test('a project picked whole: a run of its checkpoint_{k} folders by k, each optimizer with its own model', async () => {
   const page = await viewer.page({ width: 800 });
   await page.setInputFiles('[data-testid=run-folder-input]', path.join(tmp, 'project'));
@@ -42,6 +54,7 @@ test('a project picked whole: a run of its checkpoint_{k} folders by k, each opt
   assert.deepEqual(await page.locator('[data-testid=run-file] td:last-child').allTextContents(), ['checkpoint_0', 'checkpoint_1', 'checkpoint_2', 'checkpoint_10']);
   assert.deepEqual(await page.locator('[data-testid=run-pair-verdict]').allTextContents(), ['continuous', 'continuous', 'continuous']);
   assert.equal(await text(page, '[data-testid=run-first]'), 'One run: every pair continuous, no file flagged.');
+  assert.match(await text(page, '[data-testid=run-state]'), /^4 checkpoints in run order \(each checkpoint_K folder's optimizer with its model\), 3 consecutive pairs, in \d+ ms\.$/);
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });

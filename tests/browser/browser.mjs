@@ -148,3 +148,28 @@ export function lcgValues(n, seed, scale) {
   }
   return out;
 }
+
+/** Drop the folder `dir` as Chromium gives a dropped folder: a DataTransfer whose item is a
+ *  directory entry (webkitGetAsEntry), read with createReader().readEntries() in batches and
+ *  file(); the entries are made on the page from the folder's files (a test cannot drag from
+ *  the desktop). */
+export async function dropFolder(page, dir) {
+  const tree = (d) => fs.readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory()
+    ? { name: e.name, entries: tree(path.join(d, e.name)) }
+    : { name: e.name, data: Array.from(fs.readFileSync(path.join(d, e.name))) }));
+  await page.evaluate((root) => {
+    const entry = (node) => (node.entries
+      ? { isFile: false, isDirectory: true, name: node.name, createReader: () => {
+        const batches = [node.entries.slice(0, 1).map(entry), node.entries.slice(1).map(entry), []];
+        return { readEntries: (ok) => setTimeout(() => ok(batches.shift())) };
+      } }
+      : { isFile: true, isDirectory: false, name: node.name, file: (ok) => setTimeout(() => ok(new File([new Uint8Array(node.data)], node.name))) });
+    const dt = { items: [{ webkitGetAsEntry: () => entry(root) }], files: [new File([], root.name)] };
+    const target = document.querySelector('#dropzone');
+    for (const type of ['dragenter', 'dragover', 'drop']) {
+      const ev = new Event(type, { bubbles: true, cancelable: true });
+      Object.defineProperty(ev, 'dataTransfer', { value: dt });
+      target.dispatchEvent(ev);
+    }
+  }, { name: path.basename(dir), entries: tree(dir) });
+}

@@ -13,12 +13,16 @@ _traverse, state_dict}.py), with Debian's torch 1.13 only for torch.save of each
   its tensors); chunks come from the planner's steps: every rank's local plan, dedup_save_plans,
   create_default_global_save_plan (index hints), planner_data as dict(ChainMap(*mappings)).
 
-FOLDERS lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and broken ones, one per
-check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT` writes them
-all under OUT and OUT/cases.json (the table of tests/cases/dcp.json with every folder's path).
+CASES lists every folder: valid ones (forms N, N23, F, I, Accelerate, ...) and broken ones, one
+or more per check of FORMAT.md 12.5, each with the exact diagnostic text. `python3 dcp_seeds.py OUT`
+writes them all under OUT, with OUT/cases.json, and checks them: the independent reader
+(dcp_truth.py) finds in every valid folder the tensors saved, bit for bit; it reads the real torch
+1.13 folder (tests/fixtures/dcp-torch113) whole; this writer's redo of that save gives its
+.metadata byte for byte; and tests/cases/dcp.json states what the folders give.
+`python3 dcp_seeds.py --table` rewrites that table (keeping the codes filled in it).
 Import it to write one folder: `write_case(name, out_dir)`."""
-import copy
 import enum
+import hashlib
 import io
 import json
 import os
@@ -324,9 +328,41 @@ class Raw(bytes):
     """A record's bytes as given (not torch.save of a value): a broken record."""
 
 
-def torch_save_bytes(value):
+class _RecordsAfterPickle:
+    """torch.serialization._save's zip writer, with the records newer torch writes right after
+    data.pkl."""
+
+    def __init__(self, real, after):
+        self.real, self.after = real, after
+
+    def write_record(self, name, data, size):
+        self.real.write_record(name, data, size)
+        if name == 'data.pkl':
+            for n, v in self.after:
+                self.real.write_record(n, v, len(v))
+
+
+def torch_save_bytes(value, form='1.13'):
+    """torch.save(value) into a stream, as torch of this form writes it, through torch's own zip
+    writer: '1.13' (this torch: data.pkl, data/{key}, version); '2.x' (byteorder after data.pkl,
+    then .data/serialization_id after version: serialization.py _save since the byteorder record,
+    PyTorchStreamWriter::writeEndOfFile); 'main' (.format_version and .storage_alignment before
+    byteorder, current serialization.py). The serialization id here is 40 digits derived from the
+    record, not torch's own value (nothing reads it as a number)."""
     b = io.BytesIO()
-    torch.save(value, b)
+    if form == '1.13':
+        torch.save(value, b)
+        return b.getvalue()
+    after = [('byteorder', 'little')]
+    if form == 'main':
+        after = [('.format_version', '1'), ('.storage_alignment', '64')] + after
+    real = torch._C.PyTorchFileWriter(b)
+    torch.serialization._save(value, _RecordsAfterPickle(real, after), pickle, 2)
+    real.write_record('version', '3\n', 2)
+    digest = hashlib.sha1(b.getvalue()).digest()
+    sid = str(int.from_bytes(digest, 'big'))[:40].rjust(40, '0')
+    real.write_record('.data/serialization_id', sid, len(sid))
+    real.write_end_of_file()
     return b.getvalue()
 
 
@@ -364,7 +400,7 @@ class Item:
 
 def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file_per_rank=True,
          thread_count=1, dedup_lowest=False, records=None, transforms=None, fields=None,
-         checkpoint_id=None, record=None):
+         checkpoint_id=None, record=None, torch_form=None):
     """Writes sd as `dcp.save(sd, checkpoint_id=out)` run on `world` ranks would.
 
     spec(flat key, tensor) -> 'rep' | 'row' | 'col' | ('block', a, b) | ('explicit', {...});
@@ -374,13 +410,15 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
     TensorProperties under _shard, duplicates kept on the lowest rank), '1.13';
     records {(fqn, offsets tuple): value} replaces what a
     record holds (broken folders); transforms {(fqn, offsets): [descriptor]}; fields overrides the
-    Metadata's fields; record(item, stream), when given, writes each record instead (the scale
+    Metadata's fields; torch_form the records' torch.save form (torch_save_bytes; by era: '2.x'
+    from 2.3, else '1.13'); record(item, stream), when given, writes each record instead (the scale
     bench's sparse records). Returns the classes, the Metadata's fields and the storage entries, for
     the broken cases' edits."""
     C = classes({'2.4': 'new', '2.3': 'new', '2.0': 'old', '1.13': '1.13'}[era])
     spec = spec or (lambda k, t: 'row')
     records = records or {}
     transforms = transforms or {}
+    torch_form = torch_form or ('2.x' if era in ('2.4', '2.3') else '1.13')
     os.makedirs(out, exist_ok=True)
     if flatten_sd:
         flat, mappings = flatten(sd, '2.4' if era == '2.4' else '2.0')
@@ -458,11 +496,11 @@ def save(sd, out, *, world=2, spec=None, era='2.4', flatten_sd=True, single_file
                     if it.key in records and isinstance(records[it.key], Raw):
                         data = bytes(records[it.key])
                     elif it.key in records:
-                        data = torch_save_bytes(records[it.key])
+                        data = torch_save_bytes(records[it.key], torch_form)
                     elif it.kind == 'bytes':
-                        data = torch_save_bytes(it.value)
+                        data = torch_save_bytes(it.value, torch_form)
                     else:
-                        data = torch_save_bytes(box_of(it.tensor, it.offs, it.sizes))
+                        data = torch_save_bytes(box_of(it.tensor, it.offs, it.sizes), torch_form)
                     desc = transforms.get(it.key)
                     if desc:
                         data = zstd_raw_frame(data)
@@ -596,18 +634,46 @@ def _(out):
     write(out, nested(model, osd), era='2.3')
 
 
-@case('f', "form F (torchtitan step-N/): bare model FQNs at the top level, optimizer.state.{fqn}.{key} and "
-      "optimizer.param_groups.{fqn}.{key} (flatten_optimizer_state_dict), lr_scheduler and train_state "
-      "bytes items; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
-def _(out):
+LR_SCHEDULER = {'base_lrs': [0.001], 'last_epoch': 3, 'verbose': False, '_step_count': 4,
+                '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]}
+
+
+def torchtitan_sd(train_state):
+    """torchtitan's step-N/: states minus the model, then the model's keys (_flattened_model_states_sd)."""
     model, trainable, osd = base_sd()
-    sd = {'optimizer': form_f(osd),
-          'lr_scheduler': {'base_lrs': [0.001], 'last_epoch': 3, '_step_count': 4, 'verbose': False,
-                           '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]},
-          'train_state': {'step': 3, 'global_avg_losses': [2.5, 2.25, 2.0], 'global_max_losses': [3.0, 2.75, 2.5],
-                          'log_steps': [1, 2, 3]}}
+    sd = {'optimizer': form_f(osd), 'lr_scheduler': dict(LR_SCHEDULER), 'train_state': train_state}
     sd.update(model)
-    write(out, sd, checkpoint_id='/ckpt/step-3')
+    return sd
+
+
+@case('f', "form F (torchtitan step-N/): bare model FQNs at the top level, optimizer.state.{fqn}.{key} and "
+      "optimizer.param_groups.{fqn}.{key} (flatten_optimizer_state_dict), an lr_scheduler dict of bytes items, "
+      "train_state.step a 0-d int32 tensor; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
+def _(out):
+    write(out, torchtitan_sd({'step': torch.tensor(3, dtype=torch.int32)}), checkpoint_id='/ckpt/step-3')
+
+
+def torch_saved(value):
+    b = io.BytesIO()
+    torch.save(value, b)
+    return b
+
+
+@case('f-bytesio', "form F with torchtitan's earlier TrainState: global_avg_losses, global_max_losses and "
+      "log_steps as io.BytesIO objects holding torch.save of their lists, so each record pickles an _io.BytesIO "
+      "(DefaultSavePlanner.transform_object torch.saves every bytes item): valid, with 12.5.18's warning",
+      18, 'warning')
+def _(out):
+    ts = {'step': torch.tensor(3, dtype=torch.int32), 'global_avg_losses': torch_saved([2.5, 2.25, 2.0]),
+          'global_max_losses': torch_saved([3.0, 2.75, 2.5]), 'log_steps': torch_saved([1, 2, 3])}
+    C, f, s = save(torchtitan_sd(ts), out, checkpoint_id='/ckpt/step-3')
+    write_metadata(out, C, f, s)
+    texts = []
+    for key in ('global_avg_losses', 'global_max_losses', 'log_steps'):
+        _, info = at(s, 'train_state.' + key)
+        texts.append(f"DCP: train_state.{key}: the record at byte {info.offset} of {info.relative_path} names Python "
+                     f"callables that DCP's load runs (bytes items load with weights_only=False): \"_io.BytesIO\"")
+    return warns(*texts)
 
 
 @case('i', 'form I: a plain optimizer.state_dict() given to dcp.save: optim.state.{i}.{key}, params lists of '
@@ -697,6 +763,14 @@ def _(out):
     write(out, torch113_flat(), era='1.13', flatten_sd=False)
 
 
+@case('records-main', "form N whose records are torch.save zips as current torch writes them: data.pkl, "
+      ".format_version, .storage_alignment, byteorder, data/0, version, .data/serialization_id (the other "
+      "torch >= 2.3 folders: data.pkl, byteorder, data/0, version, .data/serialization_id; torch 2.0's and "
+      "1.13's: data.pkl, data/0, version)")
+def _(out):
+    n_folder(out, torch_form='main')
+
+
 @case('bf16', 'bf16 model (model.* bfloat16), AdamW state float32 (mixed precision)')
 def _(out):
     model, trainable, osd = base_sd(dtype=torch.bfloat16, state_dtype=torch.float32)
@@ -770,6 +844,14 @@ def _(out):
     C, f, s = broken_n(out)
     write_metadata(out, C, f, s, drop=('storage_data',))
     return only('DCP: .metadata: no storage_data')
+
+
+@case('sizes-list', "a chunk's sizes pickled as a list, not a torch.Size", 3, 'error')
+def _(out):
+    C, f, s = broken_n(out)
+    f['state_dict_metadata'][L1].chunks[1].sizes = [3, 6]
+    write_metadata(out, C, f, s)
+    return only(f'DCP: .metadata: state_dict_metadata[{L1}].chunks[1].sizes is a list, expected a torch.Size')
 
 
 @case('version-9.9', 'a Metadata of version 9.9', 4, 'warning')

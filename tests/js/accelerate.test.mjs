@@ -124,6 +124,10 @@ test('FSDP: DCP subfolders and rank files are said in words (exit 2), never read
   assert.equal(sharded.status, 2);
   assert.equal(sharded.stdout, '');
   assert.equal(sharded.stderr, 'ckptscope: fsdp-sharded: optimizer_0/ and pytorch_model_fsdp_0/ are DCP folders (FSDP SHARDED_STATE_DICT): their state is read by opening each folder, not from this folder\'s names\n');
+  // each DCP folder opens as a checkpoint of its own
+  const own = cli('inspect', 'fsdp-sharded/optimizer_0', '--json');
+  assert.equal(own.status, 0, own.stderr);
+  assert.equal(JSON.parse(own.stdout).family, 'DCP');
   const local = cli('check', 'fsdp-local');
   assert.equal(local.status, 2);
   assert.equal(local.stderr, 'ckptscope: fsdp-local: pytorch_model_fsdp_rank0.bin is one rank\'s FSDP file (LOCAL_STATE_DICT, or SHARDED_STATE_DICT saved without DCP): it holds that rank\'s flat shards, listed without per-parameter values\n');
@@ -132,9 +136,16 @@ test('FSDP: DCP subfolders and rank files are said in words (exit 2), never read
   assert.equal(none.stderr, 'ckptscope: bad holds no pair 0 (optimizer_0, model_0): it holds no optimizer and no model\n');
 });
 
-test('FSDP FULL_STATE_DICT: the name-keyed optimizer.bin goes to the torch.save reader with pytorch_model_fsdp.bin as its model', () => {
+test('FSDP FULL_STATE_DICT: the name-keyed optimizer.bin goes to the torch.save reader with pytorch_model_fsdp.bin as its model, paired by name', () => {
+  const text = cli('inspect', 'fsdp-full');
+  assert.equal(text.status, 0, text.stderr);
+  // the verdict line, its wrapped lines joined
+  assert.ok(text.stdout.replace(/\n +/g, ' ').includes('\nfsdp-full/optimizer.bin pairs with fsdp-full/pytorch_model_fsdp.bin: DCP: the model pairs with this checkpoint by name: same names, shapes and ties\n'), text.stdout);
   const r = cli('inspect', 'fsdp-full', '--json');
+  assert.equal(r.status, 0, r.stderr);
   const j = JSON.parse(r.stdout);
+  assert.equal(j.pair.pairs, true);
+  assert.deepEqual(j.optimizer.groups[0].params, ['0.weight', '0.bias', '1.weight', '1.bias', '2.weight', '2.bias']);
   assert.equal(j.family, 'PyTorch');
   assert.deepEqual(j.accelerate.pairs, [{ index: 0, model: 'pytorch_model_fsdp.bin', modelForm: 'fsdpFull', optimizer: 'optimizer.bin', optimizerForm: 'nameKeyed', reader: 'pytorch', note: null }]);
   assert.equal(j.accelerate.distributed, 'fsdp');

@@ -188,7 +188,8 @@ export class RunView {
     body.replaceChildren();
     this.mode = series.some((x) => x && x.ratio.some((r) => !Number.isNaN(r))) ? 'ratio' : 'rms';
     const states = result.files.filter((f) => f.state !== null).length;
-    const with_ = this.trainer ? 'each checkpoint-N folder\'s optimizer with its model' : states ? `${count(states)} with the model-state file of the same stem` : 'no model-state files';
+    const folders = this.trainer?.some((c) => c.accelerate) ? 'checkpoint_K' : 'checkpoint-N';
+    const with_ = this.trainer ? `each ${folders} folder's optimizer with its model` : states ? `${count(states)} with the model-state file of the same stem` : 'no model-state files';
     this.showState(`${plural(result.files.length, 'checkpoint')} in run order (${with_}), ${plural(result.pairs.length, 'consecutive pair')}, in ${this.ms} ms.`);
 
     // The verdict: the first file where something breaks, and why (the core's texts).
