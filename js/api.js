@@ -166,6 +166,10 @@ export async function pair(opt, state, { onProgress, signal, names, frozen, trai
   if ((state === undefined || state === null) && names !== undefined && names !== null && await isDeepSpeed(opt)) {
     return pairDeepSpeedNames(opt, namesOf(names, 'names'), { onProgress, signal, worldSize });
   }
+  // so does a distributed checkpoint (DCP), by name (docs/distributed.md)
+  if ((state === undefined || state === null) && names !== undefined && names !== null && await isDcp(opt)) {
+    return pairDeepSpeedNames(opt, namesOf(names, 'names'), { onProgress, signal, frozen: frozen === undefined || frozen === null ? null : namesOf(frozen, 'frozen') });
+  }
   const folder = state === undefined || state === null ? await trainerFolderOf(opt) : null;
   if (folder) return withFolder(folder, (o, m) => pair(o, m, { onProgress, signal, names, frozen }));
   const b = await loadBinding();
@@ -207,13 +211,14 @@ export async function pair(opt, state, { onProgress, signal, names, frozen, trai
 /** Is `source` a DeepSpeed checkpoint (a folder, or one of its files)? A source that does not
  *  open (a Trainer folder, which pair opens as its two files) is not. */
 const isDeepSpeed = (source) => withOpen(source, (o) => o.summary.family === 'DeepSpeed').catch(() => false);
+const isDcp = (source) => withOpen(source, (o) => o.summary.family === 'DCP').catch(() => false);
 
 /** A DeepSpeed checkpoint paired with the new model's names alone (format.md 11.6): names and
  *  order, and the world size when given. */
-async function pairDeepSpeedNames(opt, names, { onProgress, signal, worldSize }) {
+async function pairDeepSpeedNames(opt, names, { onProgress, signal, worldSize, frozen }) {
   const b = await loadBinding();
   return withOpen(opt, (o) => {
-    const result = withFile(o, (_, fo) => withProgress(b, { onProgress, signal }, (pid) => b.pairWith(fo, 0, { names, worldSize: worldSize ?? 0 }, pid)));
+    const result = withFile(o, (_, fo) => withProgress(b, { onProgress, signal }, (pid) => b.pairWith(fo, 0, { names, frozen: frozen ?? null, worldSize: worldSize ?? 0 }, pid)));
     if (result.error?.code === b.codes.CANCELLED) throw abortError(signal);
     if (result.error && !result.failures.length && result.pairs !== null) {
       throw new CheckpointError(result.error, { result, fileError: result.invalid === 'optimizer' ? o.summary.error ?? null : null, subject: result.invalid ?? 'file' });

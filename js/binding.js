@@ -316,9 +316,15 @@ export class Binding {
 
   // ---- open files ---------------------------------------------------------------------------
 
-  /** ckpt_file *w_open(source, size, flags, progress): 0 when out of memory. */
-  open(srcId, size, { stats = false } = {}, pid = 0) {
-    return this.#ex.w_open(srcId, size, stats ? this.abi.constants.INSPECT_STATS : 0, pid) >>> 0;
+  /** ckpt_file *w_open(source, size, flags, progress, name): 0 when out of memory. `name`: the
+   *  file's name or path as the caller gave it (a fact the core may state), or null. */
+  open(srcId, size, { stats = false, name = null } = {}, pid = 0) {
+    const p = name === null || name === undefined ? 0 : this.#core.stringIn(String(name));
+    try {
+      return this.#ex.w_open(srcId, size, stats ? this.abi.constants.INSPECT_STATS : 0, pid, p) >>> 0;
+    } finally {
+      if (p) this.#core.free(p);
+    }
   }
 
   close(file) { this.#ex.ckpt_close(file); }
@@ -614,6 +620,37 @@ export class Binding {
     } finally {
       if (p) this.#core.free(p);
     }
+  }
+
+  /** char *w_dcp_write(opt file, model file, torch113, checkpoint_id char* (0: none), save_id char*
+   *  (0: none), data sink, metadata sink, progress, err): an optimizer file and its model as a DCP
+   *  folder, __0_0.distcp's bytes then .metadata's; the result {keys, modelKeys, tensors,
+   *  bytesItems, dataBytes, dataFile}, or null with err set. */
+  dcpWrite(opt, model, { torch113, checkpointId, saveId }, dataSink, metaSink, pid, err) {
+    const strings = [checkpointId, saveId].map((s) => (s === null || s === undefined ? 0 : this.#core.stringIn(String(s))));
+    try {
+      return this.#json(this.#ex.w_dcp_write(opt, model, torch113 ? 1 : 0, strings[0], strings[1], dataSink, metaSink, pid, err));
+    } finally {
+      strings.forEach((p) => p && this.#core.free(p));
+    }
+  }
+
+  /** int w_convert_ids(file, stored, prefix char* (0: none), sink, progress, err): a name-keyed
+   *  PyTorch optimizer paired with its model as an id-keyed torch.optim state dict; 0, or the
+   *  code with err set. */
+  convertIds(file, stored, prefix, sinkId, pid, err) {
+    const p = prefix === null || prefix === undefined ? 0 : this.#core.stringIn(String(prefix));
+    try {
+      return this.#ex.w_convert_ids(file, stored ? 1 : 0, p, sinkId, pid, err);
+    } finally {
+      if (p) this.#core.free(p);
+    }
+  }
+
+  /** char *w_convert_ids_warnings(file, stored, err): that conversion's warnings, texts; null
+   *  with err set when it is refused. */
+  convertIdsWarnings(file, stored, err) {
+    return this.#json(this.#ex.w_convert_ids_warnings(file, stored ? 1 : 0, err));
   }
 
   /** char *w_ds_consolidate_warnings(file): a DeepSpeed conversion's warnings, texts. */

@@ -137,3 +137,101 @@ export async function consolidate(source, optimizerPath, modelPath, options = {}
   await saveAtomically(modelPath, (write) => consolidateTo(source, model, write, { ...options, prefix: stem(modelPath) }));
   return result;
 }
+
+/**
+ * A PyTorch optimizer file and its model as a DCP folder (docs/distributed.md "Writing a DCP
+ * folder"): the optimizer's ids placed on the model's names as check --state pairs them, keys
+ * model.{fqn}, optim.state.{fqn}.{key} and optim.param_groups.{g}.{key}. The data file
+ * (__0_0.distcp) streams through writeData(bytes), then .metadata through writeMetadata(bytes).
+ * Options: `state` (required: the model's torch.save state dict), `torch` ('1.13' for torch 1.13's
+ * form; default torch >= 2.4's), `checkpointId` (the folder's absolute path, StorageMeta's),
+ * `saveId` (a UUID; default a new one), `onProgress`, `signal`. Resolves with {keys, modelKeys,
+ * tensors, bytesItems, dataBytes, dataFile}; rejects with the core's refusal (a pair that fails:
+ * its first failure), or a file's own diagnostic (also as `fileError`) when it is invalid.
+ */
+export async function convertToDcpTo(source, writeData, writeMetadata, options = {}) {
+  const { state, torch, checkpointId, saveId, onProgress, signal } = options;
+  if (state === undefined || state === null) throw new TypeError('state is required: the model\'s names key the DCP folder');
+  if (torch !== undefined && torch !== null && torch !== '1.13' && torch !== '2') throw new RangeError(`torch must be '1.13' or '2', got ${JSON.stringify(torch)}`);
+  const id = saveId ?? globalThis.crypto.randomUUID();
+  let result;
+  const invalid = (ck) => {
+    if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+  };
+  await withOpen(source, (ck) => withOpen(state, (st) => {
+    invalid(ck);
+    invalid(st);
+    return withSink(writeData, (b, dataId) => withSink(writeMetadata, (_, metaId, err) =>
+      withFile(ck, (__, file) => withFile(st, (___, model) =>
+        withProgress(b, { onProgress, signal }, (pid) => {
+          result = b.dcpWrite(file, model, { torch113: torch === '1.13', checkpointId: checkpointId ?? null, saveId: id }, dataId, metaId, pid, err);
+          return result ? 0 : 1;
+        }))), signal).then(() => 0), signal);
+  }));
+  return result;
+}
+
+/**
+ * Node: the DCP folder written to `outDir` (created; a folder that exists must be empty):
+ * __0_0.distcp, then .metadata last, each a temporary file renamed (DCP's finish renames
+ * .metadata.tmp), so a folder without .metadata is an unfinished write. StorageMeta's
+ * checkpoint_id is outDir's absolute path. Resolves as convertToDcpTo; on a failure nothing is
+ * left of what it wrote.
+ */
+export async function convertToDcp(source, outDir, options = {}) {
+  const [{ default: fs }, { default: path }, { fileURLToPath }] = await Promise.all([import('node:fs'), import('node:path'), import('node:url')]);
+  const target = path.resolve(outDir instanceof URL ? fileURLToPath(outDir) : String(outDir));
+  const there = fs.statSync(target, { throwIfNoEntry: false });
+  if (there && !there.isDirectory()) throw new Error(`${outDir} is not a folder: convert --to dcp writes a folder`);
+  if (there && fs.readdirSync(target).length) throw new Error(`${outDir} is not empty: convert --to dcp writes a new folder (or an empty one)`);
+  if (!there) fs.mkdirSync(target, { recursive: true });
+  const data = path.join(target, '__0_0.distcp');
+  const meta = [];
+  try {
+    let result;
+    await saveAtomically(data, async (write) => {
+      result = await convertToDcpTo(source, write, (bytes) => meta.push(bytes.slice()), { ...options, checkpointId: target });
+    });
+    await saveAtomically(path.join(target, '.metadata'), (write) => meta.forEach((bytes) => write(bytes)));
+    return result;
+  } catch (err) {
+    fs.rmSync(data, { force: true });
+    if (!there) fs.rmSync(target, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+/**
+ * A name-keyed PyTorch optimizer (FSDP's full_optim_state_dict, form F's flat keys; docs/pytorch.md)
+ * as a consolidated torch.optim state dict keyed by ids, through write(bytes): `ck` an open
+ * Checkpoint already paired with its model by pair() (the ids follow the model's module order).
+ * Options: `groupOrder` ('module', the default: each group's ids in module order, as
+ * Adam(model.parameters()) numbers them; 'stored': in the group's stored list order), `prefix`
+ * (the zip's folder; default "archive"), `onProgress`, `signal`. Resolves with {warnings} (a
+ * group whose stored list goes against module order); rejects with the core's refusal.
+ */
+export async function convertToIdsTo(ck, write, options = {}) {
+  const { groupOrder = 'module', prefix, onProgress, signal } = options;
+  if (groupOrder !== 'module' && groupOrder !== 'stored') throw new RangeError(`groupOrder must be 'module' or 'stored', got ${JSON.stringify(groupOrder)}`);
+  const stored = groupOrder === 'stored';
+  if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
+  let warnings = [];
+  await withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
+    withProgress(b, { onProgress, signal }, (pid) => {
+      const rc = b.convertIds(file, stored, prefix ?? null, sinkId, pid, err);
+      if (!rc) warnings = b.convertIdsWarnings(file, stored, err) ?? [];
+      return rc;
+    })), signal);
+  return { warnings };
+}
+
+/** Node: convertToIdsTo written to `path` atomically (as convert writes); the zip's folder is
+ *  the file's stem, as torch.save names it. */
+export async function convertToIds(ck, path, options = {}) {
+  const stem = String(path).replace(/^.*[\\/]/, '').replace(/\.[^.]*$/, '');
+  let result;
+  await saveAtomically(path, async (write) => {
+    result = await convertToIdsTo(ck, write, { prefix: stem, ...options });
+  });
+  return result;
+}

@@ -429,8 +429,11 @@ export interface DcpEntry {
   dtype: string | null;
   step: number | null;
   trainable: boolean;
-  /** the schema's representative: itself when trainable, null when it has no state */
+  /** the schema's representative: itself when trainable, the slot it is tied to, else null */
   representative: U64 | null;
+  /** owner: it has optimizer state; tied: its values equal an earlier owner's; frozen: compared,
+   *  no alias; 'frozen or tied': no state, values not compared */
+  role: 'owner' | 'tied' | 'frozen' | 'frozen or tied';
   chunks: DcpChunk[];
   state: Partial<Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'step', { key: string; dtype: string | null; shape: U64[]; chunks: DcpChunk[] }>>;
 }
@@ -637,7 +640,7 @@ export interface TorchPairing {
   paired: boolean;
   indices: { index: number; group: number; slot: U64 | null; name: string | null; decided: boolean;
     positionalSlot: U64 | null; positionalName: string | null; shape: U64[] | null; dtype: string | null; step: number | null }[];
-  /** A name-keyed optimizer paired by name (format 12.8): no positional pairing applies. */
+  /** A name-keyed optimizer paired by name (docs/pytorch.md): no positional pairing applies. */
   byName: boolean;
   /** One group of every parameter: load_state_dict's positional pairing is known. */
   positionalKnown: boolean;
@@ -1145,10 +1148,42 @@ export function convertToTorch(source: Source, path: string | URL, options: Torc
  *  the fp32 model ('model'). */
 export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
   options?: ScanOptions & { prefix?: string }): Promise<{ warnings: string[] }>;
+/** A name-keyed PyTorch optimizer (FSDP, docs/pytorch.md "Name-keyed optimizer files (FSDP)"),
+ *  already paired with its model by pair(), as a consolidated torch.optim state dict keyed by ids
+ *  streamed through write(bytes): each group's ids in module order, or as stored. */
+export function convertToIdsTo(ck: Checkpoint, write: (bytes: Uint8Array) => void,
+  options?: ScanOptions & { groupOrder?: 'module' | 'stored'; prefix?: string }): Promise<{ warnings: string[] }>;
+/** Node: written to `path` atomically, the zip's folder the file's stem. */
+export function convertToIds(ck: Checkpoint, path: string | URL, options?: ScanOptions & { groupOrder?: 'module' | 'stored' }): Promise<{ warnings: string[] }>;
 /** Node: both files written, each atomically. */
 export function consolidate(source: Source, optimizerPath: string | URL, modelPath: string | URL, options?: ScanOptions): Promise<{ warnings: string[] }>;
 /** The torch.save file streamed through write(bytes). */
 export function convertToTorchTo(source: Source, write: (bytes: Uint8Array) => void, options: TorchConvertOptions): Promise<void>;
+/** convertToDcp(): a PyTorch optimizer file and its model as a DCP folder (docs/distributed.md
+ *  "Writing a DCP folder"). */
+export interface DcpConvertOptions extends ScanOptions {
+  /** The model's torch.save state dict (required): its names key the folder. */
+  state: Source;
+  /** '1.13': torch 1.13's form; default torch >= 2.4's. */
+  torch?: '1.13' | '2';
+  /** StorageMeta's checkpoint_id: the folder's absolute path (convertToDcp sets it). */
+  checkpointId?: string;
+  /** StorageMeta's save_id; default a new UUID. */
+  saveId?: string;
+}
+export interface DcpWritten {
+  keys: number;
+  modelKeys: number;
+  tensors: number;
+  bytesItems: number;
+  dataBytes: number;
+  dataFile: string;
+}
+/** The data file streamed through writeData(bytes), then .metadata through writeMetadata(bytes). */
+export function convertToDcpTo(source: Source, writeData: (bytes: Uint8Array) => void, writeMetadata: (bytes: Uint8Array) => void,
+  options: DcpConvertOptions): Promise<DcpWritten>;
+/** Node: the folder written (created, or empty), .metadata last, each file a temporary renamed. */
+export function convertToDcp(source: Source, outDir: string | URL, options: DcpConvertOptions): Promise<DcpWritten>;
 /** A DeepSpeed folder's universal checkpoint (docs/deepspeed.md "Universal checkpoints"). */
 export interface UniversalPlan {
   /** The files of the UTAG folder, as paths in it ("zero/{name}/fp32.pt", ...). */

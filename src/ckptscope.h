@@ -126,7 +126,7 @@ typedef enum ckpt_code {
     CKPT_E_DCP_RECORD = 87,   /* DCP: a record is no torch.save file, no tensor, or not its chunk's size (14-16) */
     CKPT_E_DCP_CHUNKS = 88,   /* DCP: chunks outside their tensor, overlapping, not covering it (19-21) */
     CKPT_E_DCP_STATE = 89,    /* DCP: the optimizer part against the model part: names, shapes, steps, groups (22-25) */
-    /* a name-keyed optimizer (FSDP, format.md 12.6) paired with its model by name (12.8) */
+    /* a name-keyed optimizer (FSDP, docs/pytorch.md) paired with its model by name */
     CKPT_E_BY_NAME = 90 /* DCP: names, shapes, ties or requires grad of the model and the checkpoint differ */
 } ckpt_code;
 
@@ -559,6 +559,11 @@ typedef struct ckpt_file ckpt_file;
  * reads: the source's ctx must stay valid until ckpt_close. NULL only when out of memory; an
  * invalid file opens too (its report says why). */
 ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt);
+
+/* ckpt_open with the file's name or path as the caller knows it (NULL: none): a fact a family
+ * may state, never opened (a DCP data file's note names the file and its folder, format.md
+ * 12.1). The name is read during the call only. */
+ckpt_file *ckpt_open_named(const ckpt_source *src, const ckpt_inspect_options *opt, const char *name);
 void ckpt_close(ckpt_file *f);
 const ckpt_report *ckpt_file_report(const ckpt_file *f);
 const ckpt_source *ckpt_file_source(const ckpt_file *f);
@@ -840,8 +845,8 @@ typedef struct ckpt_torch_options {
 int ckpt_convert_to_torch(const ckpt_file *in, ckpt_file *state, const ckpt_torch_options *o, const ckpt_sink *out,
                           ckpt_error *err);
 
-/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
- * dict keyed by ids (writers/torch_ids.c, 12.8): `in` paired with its model by name first
+/* A name-keyed PyTorch optimizer (FSDP's, docs/pytorch.md) as a consolidated torch.optim state
+ * dict keyed by ids (writers/torch_ids.c): `in` paired with its model by name first
  * (ckpt_pair_with; a model that keeps no module order needs its names). Ids group after group,
  * each group's names in module order, or as stored with group_order_stored. Returns 0 or the
  * code with err set (CKPT_E_CONVERSION_LOSES naming a value it does not write again); on a
@@ -900,9 +905,9 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
-/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; format.md
- * 12.8 the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
- * optim.param_groups.{g}.{key} (form N of 12.2), one rank. `opt` a torch.save file holding an
+/* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; DCP's
+ * conversion the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
+ * optim.param_groups.{g}.{key} (DCP's nested form), one rank. `opt` a torch.save file holding an
  * optimizer state dict, `model` the model's torch.save state dict: the pair is checked first as
  * ckpt_pair_named checks it (its ids are placed on the model's names), a pair that fails is
  * refused with its first failure. The records of __0_0.distcp are streamed into `data` (payloads
@@ -915,8 +920,18 @@ typedef struct ckpt_dcp_write_options {
     ckpt_progress_fn progress; /* payload bytes copied; may be NULL */
     void *progress_ctx;
 } ckpt_dcp_write_options;
+typedef struct ckpt_dcp_write_result {
+    uint64_t keys;        /* state_dict_metadata's */
+    uint64_t model_keys;  /* model.{fqn} */
+    uint64_t tensors;     /* tensor keys (each one record of one chunk) */
+    uint64_t bytes_items; /* pickled values */
+    uint64_t data_bytes;  /* __0_0.distcp's size */
+} ckpt_dcp_write_result;
 int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
-                   const ckpt_sink *metadata, ckpt_error *err);
+                   const ckpt_sink *metadata, ckpt_dcp_write_result *res, ckpt_error *err);
+/* A result as JSON {"keys","modelKeys","tensors","bytesItems","dataBytes","dataFile"} (caller
+ * frees), NULL when out of memory. */
+char *ckpt_dcp_write_result_json(const ckpt_dcp_write_result *res);
 
 /* ---- JSON (docs/report.md) --------------------------------------------------------------- */
 

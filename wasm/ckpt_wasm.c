@@ -156,11 +156,11 @@ char *w_diff(const w_layout *a, const w_layout *b)
 
 /* ---- open files ---- */
 
-ckpt_file *w_open(int source, uint64_t size, unsigned flags, int progress_token)
+ckpt_file *w_open(int source, uint64_t size, unsigned flags, int progress_token, const char *name)
 {
     ckpt_source src = make_source(source, size);
     ckpt_inspect_options opt = {flags, PROGRESS(progress_token)};
-    return ckpt_open(&src, &opt);
+    return ckpt_open_named(&src, &opt, name);
 }
 
 char *w_file_report_json(const ckpt_file *f, unsigned opts) { return ckpt_report_json_opts(ckpt_file_report(f), opts); }
@@ -297,6 +297,24 @@ int w_convert_torch(const ckpt_file *f, ckpt_file *state, int has_lr, double lr,
     return ckpt_convert_to_torch(f, state, &o, &out, err);
 }
 
+/* A name-keyed PyTorch optimizer, paired with its model, as a consolidated torch.optim state dict
+ * keyed by ids into a JS sink (ckpt_convert_to_ids): stored nonzero keeps each group's stored
+ * order; prefix NULL or UTF-8 in wasm memory. 0, or the code with err set. */
+int w_convert_ids(const ckpt_file *f, int stored, const char *prefix, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_ids_options o = {stored != 0, prefix, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_convert_to_ids(f, &o, &out, err);
+}
+
+/* That conversion's warnings (ckpt_convert_to_ids_warnings): a JSON array of texts, or NULL
+ * with err set. */
+char *w_convert_ids_warnings(const ckpt_file *f, int stored, ckpt_error *err)
+{
+    ckpt_ids_options o = {stored != 0, NULL, NULL, NULL};
+    return ckpt_convert_to_ids_warnings(f, &o, err);
+}
+
 /* The options of a conversion to TLADAMF, as w_convert and w_ds_convert take them (format.md 8
  * "Conversion"; the PyTorch options of 10.6). */
 static ckpt_convert_options convert_options(uint64_t version, int oldest, int reader, int supply_counter,
@@ -347,6 +365,21 @@ int w_ds_consolidate(const ckpt_file *f, int which, const char *prefix, int sink
     ckpt_ds_consolidate_options o = {which, prefix, PROGRESS(progress_token)};
     ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
     return ckpt_ds_consolidate(f, &o, &out, err);
+}
+
+/* A PyTorch optimizer file and its model written as a DCP folder (ckpt_dcp_write): torch113 nonzero
+ * for torch 1.13's form; checkpoint_id and save_id NULL or UTF-8; the data file's bytes into one
+ * JS sink, then .metadata's into another. The result's JSON, or NULL with err set. */
+char *w_dcp_write(ckpt_file *opt, ckpt_file *model, int torch113, const char *checkpoint_id, const char *save_id,
+                  int data_sink, int metadata_sink, int progress_token, ckpt_error *err)
+{
+    ckpt_dcp_write_options o = {torch113 != 0, checkpoint_id, save_id, PROGRESS(progress_token)};
+    ckpt_sink data = {(void *)(intptr_t)data_sink, sink_write}, meta = {(void *)(intptr_t)metadata_sink, sink_write};
+    ckpt_dcp_write_result res;
+    if (ckpt_dcp_write(opt, model, &o, &data, &meta, &res, err)) return NULL;
+    char *json = ckpt_dcp_write_result_json(&res);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
 }
 
 /* A DeepSpeed conversion's warnings (ckpt_ds_consolidate_warnings): a JSON array of texts, or

@@ -104,7 +104,9 @@ async function handleFiles(fileList, target = 'open') {
   // a DeepSpeed checkpoint folder open: a model dropped or picked beside it is the new model it
   // pairs with (docs/deepspeed.md), another file opens as any file
   const ds = store.files.a?.summary.deepspeed;
-  if (ds && !ds.lone && store.optimizer === store.files.a && (target === 'open' || target === 'state') && checkpoints.length === 1 && !expected && !trainer
+  // a distributed checkpoint (DCP) folder likewise, paired by name (docs/distributed.md)
+  const dcp = store.files.a?.summary.dcp?.opened === 'folder';
+  if (((ds && !ds.lone) || dcp) && store.optimizer === store.files.a && (target === 'open' || target === 'state') && checkpoints.length === 1 && !expected && !trainer
     && await opener.addNewModel(checkpoints[0])) {
     store.setNotices(notices);
     return;

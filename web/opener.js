@@ -111,7 +111,7 @@ export class Opener {
     }
     stats.clearState();
     store.addFile('b', { name: item.name, source: item.source, summary: answer.summary, cols: columnsOf(answer), io: answer.io });
-    status(`Added ${item.name}: the new model, paired as DeepSpeed pairs it.`);
+    status(`Added ${item.name}: the new model, paired as ${store.files.a?.summary.dcp ? 'DCP loads it, by name' : 'DeepSpeed pairs it'}.`);
     return true;
   }
 

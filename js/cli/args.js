@@ -41,7 +41,7 @@ function usageText({ kind, to, outs }) {
       folder): do they pair?
   ckptscope check TAGDIR [--state MODEL] [--names NAMES.json] [--world-size N]
       a DeepSpeed checkpoint's checks; with the model it will be loaded into:
-      does DeepSpeed pair them as they were trained?
+      does DeepSpeed pair them as they were trained? (a DCP folder: by name)
   ckptscope diff A B [--names NAMES.json] [--state MODEL [MODEL_B]]
       every difference between two layouts/checkpoints (steps, counter, moments)
   ckptscope health OPT [--state STATE] [--lr X] [--ratio-band LO,HI]
@@ -61,11 +61,17 @@ function usageText({ kind, to, outs }) {
       the optimizer state as a torch.save file, for PyTorch's Adam/AdamW
   ckptscope convert DIR OUT_DIR --to universal
       a DeepSpeed ZeRO-1/2 folder as a universal checkpoint (ds_to_universal's)
+  ckptscope convert optimizer.pt OUT_DIR --to dcp --state MODEL [--torch 1.13]
+      a PyTorch optimizer and its model as a DCP folder, for dcp.load
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
                    [--frozen NAMES]
       a PyTorch optimizer's state as a TLADAMF file, on its model's slots;
       optimizer.pt may be a checkpoint-N/ folder (its optimizer and model)
+  ckptscope convert optimizer.pt OUT.pt --state MODEL --to ids
+                   [--group-order stored] [--names NAMES.json]
+      a name-keyed PyTorch optimizer (FSDP's) as a torch.optim state dict
+      keyed by ids, numbered in its model's module order
   ckptscope convert DIR OPTIMIZER.pt --model MODEL.pt|MODEL.safetensors
       a DeepSpeed checkpoint as a torch.optim state dict and its fp32 model
   ckptscope convert DIR OUT [--to V] [--kind ${kind}] [--weight-decay X] ...
@@ -117,7 +123,7 @@ function specsOf({ kind, versions }) {
     write: { flags: {}, options: {}, more: 'DESCRIPTION.json: docs/layout.md#descriptions-for-write' },
     convert: {
       flags: { '--drop-amsgrad': 'a PyTorch IN with amsgrad: max_exp_avg_sq is left out (TorchLean\'s Adam keeps two moments)', '--drop-random-counter': 'write a version without a random counter, dropping it (stochastic training cannot resume exactly)', '--untie': 'every alias its own owner, with a copy of its owner\'s moments (for a reader without ties)', '--round-to-float32': 'float64 moments rounded to float32 (the largest relative error is reported)' },
-      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing); universal, with a DeepSpeed DIR: its universal checkpoint`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT`, '--model': 'MODEL.pt|MODEL.safetensors  a DeepSpeed DIR with OPTIMIZER.pt: where its fp32 model is written' },
+      options: { '--to': `V  the version to write: ${versions.join(', ')}, or oldest (the lowest that loses nothing); universal, with a DeepSpeed DIR: its universal checkpoint; dcp, with a PyTorch optimizer and --state MODEL: a DCP folder; ids, with a name-keyed PyTorch optimizer (FSDP) and OUT.pt: keyed by ids`, '--for': 'READER  the newest version that TorchLean reader reads, losing nothing', '--random-counter': 'N  supply a random counter for a file without one (to write version 4)', '--lr': 'X  with OUT.pt: the learning rate of the group (TorchLean does not store it)', '--state': 'STATE  with OUT.pt: the model-state file, paired first (as check --state); with a PyTorch IN: its model', '--kind': `${kind}  a PyTorch IN whose file does not say`, '--weight-decay': 'X  a PyTorch IN: one weight decay for every group', '--betas': 'B1,B2  a PyTorch IN: one pair of betas for every group', '--eps': 'X  a PyTorch IN: one epsilon for every group', '--names': 'NAMES.json  a PyTorch IN with a model.safetensors: the model\'s names in order', '--frozen': `${FROZEN_HELP}; they are frozen slots of OUT`, '--model': 'MODEL.pt|MODEL.safetensors  a DeepSpeed DIR with OPTIMIZER.pt: where its fp32 model is written', '--torch': 'VERSION  with --to dcp: 1.13 writes torch 1.13\'s form (default: torch >= 2.4\'s)', '--group-order': 'module|stored  with --to ids: each group\'s ids in module order (default) or in its stored list\'s order' },
     },
     run: {
       gathers: ['--state'],

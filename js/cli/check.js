@@ -26,7 +26,8 @@ export async function cmdCheck(argv) {
   }
   refuseIdle('check', seen, '--world-size', false, 'it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)');
   if (kind.dcp) {
-    refuseIdle('check', seen, '--names', false, 'a distributed checkpoint names its own tensors');
+    // the model it will be loaded into, compared by name (docs/distributed.md "Pairing with a model")
+    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], undefined, frozen);
     return checkDcp(positional[0]);
   }
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
@@ -119,8 +120,9 @@ async function checkDcp(dir) {
 
 /** check TAGDIR --state MODEL | --names NAMES.json [--world-size N]: does DeepSpeed pair the
  *  checkpoint with the model it will be loaded into as it was trained (format.md 11.6)? Every
- *  failure listed, the first the verdict; exit status 0 pairs, 1 not. */
-async function checkDeepSpeedPair(dir, model, namesPath, worldSize) {
+ *  failure listed, the first the verdict; exit status 0 pairs, 1 not. A DCP folder (DIR --state
+ *  MODEL | --names NAMES.json [--frozen NAMES]) pairs the same way, by its own rule (12.8). */
+async function checkDeepSpeedPair(dir, model, namesPath, worldSize, frozen = undefined) {
   if (model !== undefined) {
     if (isStream(model)) throw new UsageError(`check --state needs a file: ${streamName(model)} works for OPT only`);
     checkInput(model, 'checkpoint');
@@ -129,7 +131,7 @@ async function checkDeepSpeedPair(dir, model, namesPath, worldSize) {
   const label = model ?? namesPath;
   let result;
   try {
-    result = await reading(model ?? dir, 'checkpoint', () => pair(dir, model ?? null, { names, worldSize }));
+    result = await reading(model ?? dir, 'checkpoint', () => pair(dir, model ?? null, { names, worldSize, frozen }));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
     if (err.result.invalid) {

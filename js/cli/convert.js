@@ -12,7 +12,7 @@ import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
 import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder } from './inputs.js';
+import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder, Failure } from './inputs.js';
 import { convertDeepSpeed } from './convert-deepspeed.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
@@ -26,6 +26,12 @@ export async function cmdConvert(argv) {
   const { positional, seen } = parseArgs('convert', argv);
   // a DeepSpeed folder as a universal checkpoint (docs/deepspeed.md)
   if (seen['--to'] === 'universal') return (await import('./convert-universal.js')).cmdConvertUniversal(positional, seen);
+  // a PyTorch optimizer and its model as a DCP folder (docs/distributed.md)
+  if (seen['--to'] === 'dcp') return convertDcp(positional, seen);
+  if (seen['--torch'] !== undefined) throw new UsageError('--torch goes with --to dcp: convert optimizer.pt OUT_DIR --to dcp --state MODEL --torch 1.13', 'convert');
+  // a name-keyed PyTorch optimizer (FSDP) as an id-keyed torch.optim state dict (docs/pytorch.md)
+  if (seen['--to'] === 'ids') return convertIds(positional, seen);
+  if (seen['--group-order'] !== undefined) throw new UsageError('--group-order goes with --to ids: convert optimizer.pt OUT.pt --state MODEL --to ids --group-order stored', 'convert');
   // a DeepSpeed folder: its consolidated pair, or TorchLean through it (js/cli/convert-deepspeed.js)
   if (positional.length === 2 && !isStream(positional[0]) && await isDeepSpeedFolder(positional[0])) return convertDeepSpeed(positional, seen);
   if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
@@ -106,6 +112,54 @@ async function convertFromTorch([input, output], seen, folder = null) {
     ck.close();
   }
   say(process.stdout, fromTorchLine(displayName(output), result, displayName(input), modelPath), convertedLines(displayName(output), result, await readersOf(output)));
+  return 0;
+}
+
+/** convert optimizer.pt OUT.pt --state MODEL --to ids [--group-order stored]: a name-keyed
+ *  optimizer (FSDP's, docs/pytorch.md) paired with its model by name, then written keyed by ids:
+ *  each group's ids in the model's module order, or in the stored list's (--group-order stored). */
+async function convertIds(positional, seen) {
+  if (positional.length !== 2) throw new UsageError('convert --to ids takes IN OUT.pt: convert optimizer.pt OUT.pt --state MODEL --to ids', 'convert');
+  const [input, output] = positional;
+  for (const option of ['--for', '--lr', '--random-counter', '--drop-random-counter', '--untie', '--round-to-float32', '--drop-amsgrad', '--kind', '--weight-decay', '--betas', '--eps', '--model']) {
+    if (seen[option] !== undefined) throw new UsageError(`${option} does nothing with --to ids: the optimizer's state and groups are written as stored`, 'convert');
+  }
+  const order = seen['--group-order'] ?? 'module';
+  if (order !== 'module' && order !== 'stored') throw new UsageError(`--group-order takes module or stored, not ${shown(order, PATH_ECHO_MAX)}`, 'convert');
+  if (!TORCH_OUT.test(output)) throw new UsageError(`--to ids writes a torch.save file: OUT must end .pt, .pth or .bin, not ${shown(output, PATH_ECHO_MAX)}`, 'convert');
+  if (isStream(input)) throw new UsageError(`convert needs a file: ${streamName(input)} cannot be read twice over`, 'convert');
+  checkInput(input, 'checkpoint');
+  const modelPath = seen['--state'] ?? ((await modelFacts(input)).holdsBoth ? input : undefined);
+  if (modelPath === undefined) throw new UsageError(`convert ${displayName(input)} --to ids needs its model: the ids follow its module order (--state MODEL)`, 'convert');
+  if (modelPath !== input) checkInput(modelPath, 'checkpoint');
+  const ck = await reading(input, 'checkpoint', () => open(sourceOf(input)));
+  const model = await reading(modelPath, 'checkpoint', () => open(sourceOf(modelPath))).catch((err) => {
+    ck.close();
+    throw err;
+  });
+  let result;
+  try {
+    const paired = await pair(ck, model, { names: readNames(seen['--names'], null), frozen: frozenArg(seen, 'convert'), modelLabel: modelPath }).catch((err) => {
+      if (err instanceof CheckpointError && err.result?.invalid) throw new CheckpointError(err.fileError ?? err, { context: `cannot convert ${displayName(input)}: ${err.result.invalid === 'state' ? modelPath : displayName(input)} is not a valid checkpoint` });
+      throw err;
+    });
+    if (paired.pairs === false) throw new CheckpointError(paired.error, { context: `cannot convert ${displayName(input)}: it does not pair with ${modelPath}` });
+    const { convertToIds } = await import('../convert.js');
+    result = await writing(output, () => convertToIds(ck, output, { groupOrder: order }));
+  } finally {
+    model.close();
+    ck.close();
+  }
+  for (const w of result.warnings) say(process.stderr, `warning: ${w}`);
+  say(process.stdout, `${displayName(output)}: keyed by ids, from ${displayName(input)} numbered by ${modelPath} (${order === 'stored' ? 'each group as stored' : 'module order'})`);
+  say(process.stdout, (await readBack(output, async (written) => {
+    const back = await open(written);
+    try {
+      return torchFileLines(displayName(output), back.summary);
+    } finally {
+      back.close();
+    }
+  })) ?? []);
   return 0;
 }
 
@@ -190,4 +244,55 @@ async function convertTorchFile(input, output, { lr, state }) {
       ck.close();
     }
   })) ?? [];
+}
+
+/** convert optimizer.pt OUT_DIR --to dcp --state MODEL [--torch 1.13]: a PyTorch optimizer and its
+ *  model as a DCP folder (docs/distributed.md "Writing a DCP folder"). */
+async function convertDcp(positional, seen) {
+  for (const option of Object.keys(seen)) {
+    if (!['--to', '--state', '--torch'].includes(option)) throw new UsageError(`${option} does nothing with --to dcp: convert optimizer.pt OUT_DIR --to dcp --state MODEL [--torch 1.13]`, 'convert');
+  }
+  if (positional.length !== 2) throw new UsageError('convert --to dcp takes optimizer.pt OUT_DIR: a PyTorch optimizer file and the DCP folder to write', 'convert');
+  const [input, output] = positional;
+  const model = seen['--state'];
+  if (model === undefined) throw new UsageError(`convert --to dcp needs --state MODEL: the model's torch.save state dict, whose names key the DCP folder`, 'convert');
+  const torch = seen['--torch'];
+  if (torch !== undefined && torch !== '1.13') throw new UsageError(`--torch takes 1.13 (torch 1.13's form; without it, torch >= 2.4's), not ${shown(torch, PATH_ECHO_MAX)}`, 'convert');
+  for (const [what, file] of [['optimizer.pt', input], ['--state', model]]) {
+    if (file === STDIN || isStream(file)) throw new UsageError(`convert --to dcp needs a file for ${what}: ${file === STDIN ? 'the standard input' : streamName(file)} cannot be read twice over`, 'convert');
+  }
+  if (output === STDIN) throw new UsageError('convert --to dcp needs a folder name for OUT_DIR, not -', 'convert');
+  checkInput(input, 'checkpoint');
+  checkInput(model, 'checkpoint');
+  const { convertToDcp } = await import('../convert.js');
+  const ck = await reading(input, 'checkpoint', () => open(sourceOf(input)));
+  let result;
+  try {
+    const st = await reading(model, 'checkpoint', () => open(sourceOf(model)));
+    try {
+      result = await convertToDcp(ck, output, { state: st, torch: torch ?? '2' }).catch((err) => {
+        if (err instanceof CheckpointError) throw new CheckpointError(err, { context: `cannot convert ${displayName(input)}${err.fileError ? '' : ` with ${displayName(model)}`}` });
+        if (err instanceof Error && !err.code && / is not empty: | is not a folder: /.test(err.message)) throw new Failure(err.message);
+        throw err;
+      });
+    } finally {
+      st.close();
+    }
+  } finally {
+    ck.close();
+  }
+  const lines = [`wrote ${output}: a DCP folder (${torch === '1.13' ? 'torch 1.13' : 'torch >= 2.4'}) of ${displayName(input)} and ${displayName(model)}: ${result.keys} keys (${result.modelKeys} of the model), ${result.dataFile} and .metadata`];
+  // what ckptscope's own DCP reader makes of it
+  const back = await readBack(output, async (written) => {
+    const d = await open(written);
+    try {
+      const s = d.summary;
+      return s.ok ? `${output}: read back as a DCP folder: valid` : `${output}: read back: ${s.error.message}`;
+    } finally {
+      d.close();
+    }
+  });
+  if (back) lines.push(back);
+  say(process.stdout, ...lines);
+  return 0;
 }

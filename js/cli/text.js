@@ -154,7 +154,7 @@ function torchLines(report, out, width) {
     for (const l of table(rows, ['tensor', 'path', 'shape', 'dtype', 'count'], new Set([0, 4]), fit)) out.push(l);
   }
   if (report.pairing?.paired || !report.entries.length) return;   // paired: its slots follow
-  // a name-keyed optimizer (FSDP, format.md 12.6) keys its entries by FQN: shown beside the stored order
+  // a name-keyed optimizer (FSDP, docs/pytorch.md) keys its entries by FQN: shown beside the stored order
   const named = report.entries.some((e) => e.name !== null && e.name !== undefined);
   const rows = report.entries.map((e) => [e.index, ...(named ? [e.name ?? '-'] : []), e.group ?? '-', e.shape ? fmtShape(e.shape) : '-', e.dtype ?? '-', e.step ?? '-']);
   out.push('');
@@ -200,7 +200,10 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
   out.push(...failureLines(report));
   if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');
-  if (report.ok) out.push('verdict: valid');
+  // a DCP data file alone (format.md 12.1): its records are found only through the folder's
+  // .metadata, so it is neither valid nor invalid here: the core's note says where to look
+  if (report.ok && report.dcp?.opened === 'distcp') out.push('verdict: cannot tell (a data file alone: open its folder)');
+  else if (report.ok) out.push('verdict: valid');
   else {
     out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);
     out.push(...errorLines(report.error));
@@ -279,7 +282,7 @@ function notInOptimizerLine(pairing) {
  *  give another parameter than the placement found, and the slots not in the optimizer. */
 export function positionalLines(pairing, failure = null) {
   const out = [];
-  // paired by name (format.md 12.8): a load by name gives each name its state, whatever the order
+  // paired by name (docs/pytorch.md): a load by name gives each name its state, whatever the order
   if (pairing.byName) return notInOptimizerLine(pairing);
   if (!pairing.positionalKnown) {
     out.push('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell)');

@@ -1,4 +1,5 @@
-/* A PyTorch optimizer.pt and its model written as a DCP folder (format.md 12.8's other way round:
+/* A PyTorch optimizer.pt and its model written as a DCP folder (DCP's conversion the other way round,
+ * docs/distributed.md "Writing a DCP folder":
  * what torch's torch_save_to_dcp would save of {'model': model_state_dict, 'optim': osd}, osd keyed
  * by FQN as get_optimizer_state_dict keys it), one rank:
  *
@@ -7,7 +8,8 @@
  *                                    item per other value, ids in the file's state order
  *   optim.param_groups.{g}.{key}     a bytes item per group value, `params` the group's FQNs
  *
- * (form N of 12.2). The optimizer's ids are placed on the model's names by the pairing of 10.4
+ * (DCP's nested form, one key per group value). The optimizer's ids are placed on the model's
+ * names by the pairing of format.md 10.4
  * (ckpt_pair_named, the pairing `check --state` gives); a pair that fails is refused with its
  * first failure.
  *
@@ -23,6 +25,7 @@
 #include "containers/pickle_write.h"
 #include "families/deepspeed/deepspeed.h"
 #include "families/pytorch/data.h"
+#include "base/json_write.h"
 #include "writers/dcp_write.h"
 
 #include <stdio.h>
@@ -67,20 +70,46 @@ static const classes CLASSES_113 = {"torch.distributed._shard.checkpoint.metadat
                                     "torch.distributed._shard.sharded_tensor.metadata",
                                     "torch.distributed._shard.sharded_tensor.metadata", "MEM_FORMAT_ENCODING"};
 
+/* The globals named so far, each memoized once (MEMOIZE after its STACK_GLOBAL, BINGET after):
+ * as Python's pickler writes a class it met before. */
+typedef struct mctx {
+    const classes *k;
+    struct {
+        const char *module, *name;
+    } memo[32];
+    unsigned n;
+} mctx;
+
+static void m_global(strbuf *sb, mctx *c, const char *module, const char *name)
+{
+    for (unsigned j = 0; j < c->n; j++)
+        if (!strcmp(c->memo[j].module, module) && !strcmp(c->memo[j].name, name)) {
+            uint8_t b[2] = {CKPT_OP_BINGET, (uint8_t)j};
+            sb_put(sb, (const char *)b, 2);
+            return;
+        }
+    ckpt_pw_stack_global(sb, module, name);
+    if (c->n == sizeof c->memo / sizeof *c->memo) return; /* more than this file names: not memoized */
+    ckpt_pw_op(sb, CKPT_OP_MEMOIZE);
+    c->memo[c->n].module = module;
+    c->memo[c->n].name = name;
+    c->n++;
+}
+
 static void m_str(strbuf *sb, const char *s) { ckpt_pw_str4(sb, s, strlen(s)); }
 
 /* A dataclass as copyreg.__newobj__ pickles it: the class, an empty tuple, NEWOBJ. */
-static void m_new(strbuf *sb, const char *module, const char *name)
+static void m_new(strbuf *sb, mctx *c, const char *module, const char *name)
 {
-    ckpt_pw_stack_global(sb, module, name);
+    m_global(sb, c, module, name);
     ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
     ckpt_pw_op(sb, CKPT_OP_NEWOBJ);
 }
 
 /* torch.Size(dims): REDUCE of a tuple. */
-static void m_size(strbuf *sb, const uint64_t *dims, size_t rank, bool zeros)
+static void m_size(strbuf *sb, mctx *c, const uint64_t *dims, size_t rank, bool zeros)
 {
-    ckpt_pw_stack_global(sb, "torch", "Size");
+    m_global(sb, c, "torch", "Size");
     ckpt_pw_tuple_begin(sb, rank);
     for (size_t d = 0; d < rank; d++) ckpt_pw_uint(sb, zeros ? 0 : dims[d]);
     ckpt_pw_tuple_end(sb, rank);
@@ -89,19 +118,19 @@ static void m_size(strbuf *sb, const uint64_t *dims, size_t rank, bool zeros)
 }
 
 /* TensorProperties' __getstate__: (dtype, layout, requires_grad, memory format, pin_memory). */
-static void m_properties(strbuf *sb, const classes *c, const char *dtype)
+static void m_properties(strbuf *sb, mctx *c, const char *dtype)
 {
-    m_new(sb, c->props, "TensorProperties");
+    m_new(sb, c, c->k->props, "TensorProperties");
     ckpt_pw_op(sb, CKPT_OP_MARK);
-    ckpt_pw_stack_global(sb, "torch", dtype);
-    ckpt_pw_stack_global(sb, "torch.serialization", "_get_layout");
+    m_global(sb, c, "torch", dtype);
+    m_global(sb, c, "torch.serialization", "_get_layout");
     m_str(sb, "torch.strided");
     ckpt_pw_op(sb, CKPT_OP_TUPLE1);
     ckpt_pw_op(sb, CKPT_OP_REDUCE);
     ckpt_pw_bool(sb, false);
     /* Enum.__reduce_ex__ (CPython 3.11): getattr(enum class, member name) */
-    ckpt_pw_stack_global(sb, "builtins", "getattr");
-    ckpt_pw_stack_global(sb, c->mem, c->mem_name);
+    m_global(sb, c, "builtins", "getattr");
+    m_global(sb, c, c->k->mem, c->k->mem_name);
     m_str(sb, "TORCH_CONTIGUOUS_FORMAT");
     ckpt_pw_op(sb, CKPT_OP_TUPLE2);
     ckpt_pw_op(sb, CKPT_OP_REDUCE);
@@ -110,30 +139,30 @@ static void m_properties(strbuf *sb, const classes *c, const char *dtype)
     ckpt_pw_op(sb, CKPT_OP_BUILD);
 }
 
-static bool m_storage_metadata(strbuf *sb, const classes *c, const ckpt_dcp_item *it)
+static bool m_storage_metadata(strbuf *sb, mctx *c, const ckpt_dcp_item *it)
 {
     if (!it->tensor) {
-        m_new(sb, c->meta, "BytesStorageMetadata"); /* an empty __dict__: no BUILD */
+        m_new(sb, c, c->k->meta, "BytesStorageMetadata"); /* an empty __dict__: no BUILD */
         return true;
     }
     int t = torch_dtype_at(it->dtype);
     if (t < 0) return false;
-    m_new(sb, c->meta, "TensorStorageMetadata");
+    m_new(sb, c, c->k->meta, "TensorStorageMetadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "properties");
     m_properties(sb, c, TORCH_DTYPES[t].name);
     m_str(sb, "size");
-    m_size(sb, it->dims, it->rank, false);
+    m_size(sb, c, it->dims, it->rank, false);
     m_str(sb, "chunks");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
-    m_new(sb, c->meta, "ChunkStorageMetadata");
+    m_new(sb, c, c->k->meta, "ChunkStorageMetadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "offsets");
-    m_size(sb, it->dims, it->rank, true);
+    m_size(sb, c, it->dims, it->rank, true);
     m_str(sb, "sizes");
-    m_size(sb, it->dims, it->rank, false);
+    m_size(sb, c, it->dims, it->rank, false);
     ckpt_pw_op(sb, CKPT_OP_SETITEMS);
     ckpt_pw_op(sb, CKPT_OP_BUILD);
     ckpt_pw_op(sb, CKPT_OP_APPEND); /* one chunk */
@@ -145,9 +174,9 @@ static bool m_storage_metadata(strbuf *sb, const classes *c, const ckpt_dcp_item
 /* MetadataIndex(fqn, offset) as its __init__ sets it: fqn, index (None), then offset for a
  * tensor's chunk only; _StorageInfo: relative_path, offset, length (its __getstate__ drops
  * transform_descriptors when None). */
-static void m_storage_entry(strbuf *sb, const classes *c, const ckpt_dcp_item *it)
+static void m_storage_entry(strbuf *sb, mctx *c, const ckpt_dcp_item *it)
 {
-    m_new(sb, c->meta, "MetadataIndex");
+    m_new(sb, c, c->k->meta, "MetadataIndex");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "fqn");
@@ -156,11 +185,11 @@ static void m_storage_entry(strbuf *sb, const classes *c, const ckpt_dcp_item *i
     ckpt_pw_none(sb);
     if (it->tensor) {
         m_str(sb, "offset");
-        m_size(sb, it->dims, it->rank, true);
+        m_size(sb, c, it->dims, it->rank, true);
     }
     ckpt_pw_op(sb, CKPT_OP_SETITEMS);
     ckpt_pw_op(sb, CKPT_OP_BUILD);
-    m_new(sb, c->fs, "_StorageInfo");
+    m_new(sb, c, c->k->fs, "_StorageInfo");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "relative_path");
@@ -186,9 +215,9 @@ static void m_dict_end(strbuf *sb, size_t n)
 }
 
 /* pathlib.PosixPath's __reduce__: the class and its parts ('/', 'a', 'b'). */
-static void m_posix_path(strbuf *sb, const char *path)
+static void m_posix_path(strbuf *sb, mctx *c, const char *path)
 {
-    ckpt_pw_stack_global(sb, "pathlib", "PosixPath");
+    m_global(sb, c, "pathlib", "PosixPath");
     size_t parts = path[0] == '/';
     for (const char *s = path; *s;) {
         while (*s == '/') s++;
@@ -220,14 +249,14 @@ static int by_record(const void *a, const void *b)
 
 bool ckpt_dcp_metadata(const ckpt_dcp_item *items, size_t n, const ckpt_dcp_meta_options *o, strbuf *sb)
 {
-    const classes *c = o->torch113 ? &CLASSES_113 : &CLASSES_2;
+    mctx ctx = {o->torch113 ? &CLASSES_113 : &CLASSES_2, {{0}}, 0}, *c = &ctx;
     const ckpt_dcp_item **order = malloc((n ? n : 1) * sizeof *order);
     if (!order) return false;
     for (size_t k = 0; k < n; k++) order[k] = &items[k];
     qsort(order, n, sizeof *order, by_record);
     bool ok = true;
     ckpt_pw_proto(sb, 4);
-    m_new(sb, c->meta, "Metadata");
+    m_new(sb, c, c->k->meta, "Metadata");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
     m_str(sb, "state_dict_metadata");
@@ -259,11 +288,11 @@ bool ckpt_dcp_metadata(const ckpt_dcp_item *items, size_t n, const ckpt_dcp_meta
     m_dict_end(sb, n);
     if (!o->torch113) {
         m_str(sb, "storage_meta");
-        m_new(sb, c->meta, "StorageMeta");
+        m_new(sb, c, c->k->meta, "StorageMeta");
         ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
         ckpt_pw_op(sb, CKPT_OP_MARK);
         m_str(sb, "checkpoint_id");
-        if (o->checkpoint_id && o->checkpoint_id[0]) m_posix_path(sb, o->checkpoint_id);
+        if (o->checkpoint_id && o->checkpoint_id[0]) m_posix_path(sb, c, o->checkpoint_id);
         else ckpt_pw_none(sb);
         m_str(sb, "save_id");
         if (o->save_id) m_str(sb, o->save_id);
@@ -400,12 +429,11 @@ static size_t optimizer_node(ds_tree c, const ckpt_torch_optimizer *o)
 }
 
 /* The FQN of an optimizer id: where the pairing placed it. */
-static const char *fqn_of(const tf_data *d, int64_t id, size_t *group)
+static const char *fqn_of(const tf_data *d, int64_t id)
 {
     for (size_t j = 0; j < d->idx_len; j++) {
         if (d->idx[j].index != id) continue;
         uint64_t s = d->binding.slot_of ? d->binding.slot_of[j] : CKPT_NONE;
-        if (group) *group = d->idx[j].group;
         return s != CKPT_NONE && s < d->slot_count ? d->slot_names[s] : NULL;
     }
     return NULL;
@@ -418,7 +446,7 @@ static int plan_state(plan *p, const ckpt_file *opt, const tf_data *d, ds_tree c
     if (!ds_dict_begin(c, state, &it)) return 0;
     while (ds_dict_next(c, &it, &ik, &iv)) {
         int64_t id;
-        const char *fqn = ds_int(c, ik, &id) ? fqn_of(d, id, NULL) : NULL;
+        const char *fqn = ds_int(c, ik, &id) ? fqn_of(d, id) : NULL;
         if (!fqn)
             return ckpt_fail(p->err, DCP, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                              "optimizer state at byte %llu names no parameter of the model: no group lists its id",
@@ -474,7 +502,7 @@ static int plan_groups(plan *p, const tf_data *d, ds_tree c, size_t groups)
             if (np > 1) ckpt_pw_op(sb, CKPT_OP_MARK);
             for (size_t j = 0; j < np; j++) {
                 int64_t id;
-                const char *fqn = ds_int(c, ds_item(c, gv, j), &id) ? fqn_of(d, id, NULL) : NULL;
+                const char *fqn = ds_int(c, ds_item(c, gv, j), &id) ? fqn_of(d, id) : NULL;
                 if (!fqn)
                     return ckpt_fail(p->err, DCP, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                      "parameter group %zu: its parameter %zu names no parameter of the model", g, j);
@@ -642,8 +670,9 @@ static bool is_torch(const ckpt_file *f)
 }
 
 int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_options *o, const ckpt_sink *data,
-                   const ckpt_sink *metadata, ckpt_error *err)
+                   const ckpt_sink *metadata, ckpt_dcp_write_result *res, ckpt_error *err)
 {
+    if (res) memset(res, 0, sizeof *res);
     if (!opt || !model || !o || !data || !metadata)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
     const ckpt_report *ro = ckpt_file_report(opt), *rm = ckpt_file_report(model);
@@ -679,8 +708,34 @@ int ckpt_dcp_write(ckpt_file *opt, ckpt_file *model, const ckpt_dcp_write_option
         free(items);
     }
     if (!rc) rc = metadata->write(metadata->ctx, meta.data, meta.len);
+    for (size_t k = 0; !rc && res && k < p.len; k++) {
+        res->keys++;
+        res->model_keys += !strncmp(p.keys[k].name, "model.", 6);
+        res->tensors += p.keys[k].it.tensor;
+        res->bytes_items += !p.keys[k].it.tensor;
+    }
+    if (!rc && res) res->data_bytes = out.at;
     if (rc && !err->code) ckpt_fail(err, NULL, rc, CKPT_NONE, 0, "could not write the DCP folder");
     sb_free(&meta);
     plan_free(&p);
     return rc;
+}
+
+char *ckpt_dcp_write_result_json(const ckpt_dcp_write_result *res)
+{
+    strbuf sb = {0};
+    sb_puts(&sb, "{\"keys\":");
+    j_u64(&sb, res->keys);
+    sb_puts(&sb, ",\"modelKeys\":");
+    j_u64(&sb, res->model_keys);
+    sb_puts(&sb, ",\"tensors\":");
+    j_u64(&sb, res->tensors);
+    sb_puts(&sb, ",\"bytesItems\":");
+    j_u64(&sb, res->bytes_items);
+    sb_puts(&sb, ",\"dataBytes\":");
+    j_u64(&sb, res->data_bytes);
+    sb_puts(&sb, ",\"dataFile\":");
+    j_string(&sb, DATA_FILE);
+    sb_putc(&sb, '}');
+    return sb_take(&sb);
 }

@@ -1,5 +1,5 @@
-/* A name-keyed PyTorch optimizer (FSDP's, format.md 12.6) as a consolidated torch.optim state
- * dict keyed by ids (12.8), once paired with its model by name: {'state': {id: {its state as
+/* A name-keyed PyTorch optimizer (FSDP's, docs/pytorch.md) as a consolidated torch.optim state
+ * dict keyed by ids, once paired with its model by name: {'state': {id: {its state as
  * stored}}, 'param_groups': [{the group's keys as stored but params, then 'params': [ids]}]}.
  * Ids as torch numbers them (optimizer.py state_dict: group after group, consecutive from 0);
  * names do not tell the live list order, so each group's names take module order (the pair's
@@ -108,6 +108,7 @@ typedef struct plan {
     int64_t *id_of; /* per pair index (d->idx): its id, -1 none */
     size_t *by_id;  /* id -> pair index */
     size_t ids;
+    size_t *groups;   /* the groups in the order written: stored; form F's by first member in module order */
     size_t *storages; /* storage key -> the optimizer's tensor */
     size_t storages_len, storages_cap;
     strbuf pk;
@@ -256,6 +257,13 @@ static int by_slot(const void *a, const void *b)
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
 
+static int by_slot_then_j(const void *a, const void *b)
+{
+    const slot_at *x = a, *y = b;
+    if (x->slot != y->slot) return x->slot < y->slot ? -1 : 1;
+    return x->j < y->j ? -1 : x->j > y->j;
+}
+
 /* Each group's placed names, numbered group after group: in module order (the pair's slots), or
  * as stored. The warnings say where a stored list goes against module order. */
 static int number(plan *p, char ***warnings, size_t *warnings_len)
@@ -274,17 +282,35 @@ static int number(plan *p, char ***warnings, size_t *warnings_len)
         return ckpt_fail_oom(p->err);
     }
     for (size_t j = 0; j < n; j++) p->id_of[j] = -1;
-    size_t at = 0, end = listed(t);
-    for (size_t g = 0; g < o->groups_len; g++) {
-        size_t len = 0, first = at;
-        at += t->groups[o->groups + g].params_len;
-        for (size_t j = first; j < at && j < end; j++)
+    size_t ng = o->groups_len, end = listed(t);
+    size_t *start = malloc((ng + 1) * sizeof *start);
+    slot_at *firsts = malloc((ng ? ng : 1) * sizeof *firsts);
+    p->groups = malloc((ng ? ng : 1) * sizeof *p->groups);
+    if (!start || !firsts || !p->groups) {
+        free(start), free(firsts), free(list), free(sorted);
+        return ckpt_fail_oom(p->err);
+    }
+    /* each group's span of the pair's indices, and its first member in module order */
+    start[0] = 0;
+    for (size_t g = 0; g < ng; g++) {
+        start[g + 1] = start[g] + t->groups[o->groups + g].params_len;
+        firsts[g] = (slot_at){CKPT_NONE, g};
+        for (size_t j = start[g]; j < start[g + 1] && j < end; j++)
+            if (d->binding.slot_of[j] < firsts[g].slot) firsts[g].slot = d->binding.slot_of[j];
+    }
+    /* form F keeps no group order: its groups by their first member in module order (stable) */
+    if (o->keying == CKPT_TORCH_KEYED_FLAT) qsort(firsts, ng, sizeof *firsts, by_slot_then_j);
+    for (size_t q = 0; q < ng; q++) p->groups[q] = firsts[q].j;
+    free(firsts);
+    for (size_t q = 0; q < ng; q++) {
+        size_t g = p->groups[q], len = 0;
+        for (size_t j = start[g]; j < start[g + 1] && j < end; j++)
             if (d->binding.slot_of[j] != CKPT_NONE) list[len++] = j;
         /* the first pair the stored list holds against module order */
         for (size_t k = 1; warnings && k < len; k++) {
             if (d->binding.slot_of[list[k - 1]] < d->binding.slot_of[list[k]]) continue;
             strbuf w = {0};
-            sb_printf(&w, "DCP: group %zu lists %s before %s, the module the other way round: %s", g,
+            sb_printf(&w, "DCP: group %zu lists %s before %s, the module the other way round: %s", q,
                       d->idx[list[k - 1]].name, d->idx[list[k]].name,
                       p->o->group_order_stored ? "numbered as listed (--group-order stored)"
                                                : "numbered in module order (--group-order stored keeps the list)");
@@ -293,6 +319,7 @@ static int number(plan *p, char ***warnings, size_t *warnings_len)
                 sb_free(&w);
                 free(list);
                 free(sorted);
+                free(start);
                 return ckpt_fail_oom(p->err);
             }
             *warnings = grown;
@@ -311,6 +338,7 @@ static int number(plan *p, char ***warnings, size_t *warnings_len)
     }
     free(list);
     free(sorted);
+    free(start);
     return 0;
 }
 
@@ -364,7 +392,9 @@ static int build(plan *p, char ***warnings, size_t *warnings_len)
     p_str(sb, "param_groups");
     op(sb, P_EMPTY_LIST);
     op(sb, P_MARK);
-    for (size_t g = 0; g < o->groups_len; g++) {
+    const size_t end = listed(t);
+    for (size_t q = 0; q < o->groups_len; q++) {
+        size_t g = p->groups[q];
         const ckpt_torch_group *gr = &t->groups[o->groups + g];
         char what[32];
         snprintf(what, sizeof what, "group %zu", g);
@@ -375,7 +405,7 @@ static int build(plan *p, char ***warnings, size_t *warnings_len)
         op(sb, P_EMPTY_LIST);
         op(sb, P_MARK);
         for (size_t id = 0; id < p->ids; id++)
-            if (p->d->idx[p->by_id[id]].group == g && p->by_id[id] < listed(t)) p_int(sb, (int64_t)id);
+            if (p->d->idx[p->by_id[id]].group == g && p->by_id[id] < end) p_int(sb, (int64_t)id);
         op(sb, P_APPENDS);
         op(sb, P_SETITEMS);
     }
@@ -389,6 +419,7 @@ static void plan_free(plan *p)
 {
     free(p->id_of);
     free(p->by_id);
+    free(p->groups);
     free(p->storages);
     sb_free(&p->pk);
 }
@@ -420,7 +451,7 @@ int ckpt_convert_to_ids(const ckpt_file *in, const ckpt_ids_options *o, const ck
     const tf_data *d = NULL;
     TRY(check(in, &d, err));
     static const ckpt_ids_options none = {0};
-    plan p = {d->t, d, o ? o : &none, NULL, NULL, 0, NULL, 0, 0, {0}, err};
+    plan p = {d->t, d, o ? o : &none, NULL, NULL, 0, NULL, NULL, 0, 0, {0}, err};
     int rc = build(&p, NULL, NULL);
     if (rc) {
         plan_free(&p);
@@ -466,7 +497,7 @@ char *ckpt_convert_to_ids_warnings(const ckpt_file *in, const ckpt_ids_options *
     const tf_data *d = NULL;
     if (check(in, &d, err)) return NULL;
     static const ckpt_ids_options none = {0};
-    plan p = {d->t, d, o ? o : &none, NULL, NULL, 0, NULL, 0, 0, {0}, err};
+    plan p = {d->t, d, o ? o : &none, NULL, NULL, 0, NULL, NULL, 0, 0, {0}, err};
     char **w = NULL;
     size_t wl = 0;
     int rc = number(&p, &w, &wl);

@@ -1,8 +1,11 @@
-"""DCP folders written by ckptscope from an optimizer.pt and its model (format.md 12.8, the other way
-round), checked against PyTorch.
+"""DCP folders written by ckptscope from an optimizer.pt and its model (DCP's conversion the other
+way round, docs/distributed.md), checked against PyTorch.
 
   dcp_write_check.py seed DIR    trains a small model a few AdamW steps and saves DIR/optimizer.pt,
-                                 DIR/model.pt and DIR/expect.json (the FQN of each optimizer id)
+                                 DIR/model.pt and DIR/expect.json (the FQN of each optimizer id);
+                                 DIR/other.pt, a model the optimizer does not fit; DIR/nested.pt and
+                                 DIR/deep.pt, the optimizer under a top-level key and deeper; and DIR/large/,
+                                 one 16 MB parameter's optimizer.pt and model.pt
   dcp_write_check.py check DIR   DIR/dcp113/: torch 1.13's own loader
                                  (torch.distributed._shard.checkpoint.load_state_dict with
                                  FileSystemReader, no_dist=True) into a freshly built flat state dict
@@ -57,9 +60,20 @@ def seed(out):
         opt.step()
     torch.save(opt.state_dict(), os.path.join(out, "optimizer.pt"))
     torch.save(model.state_dict(), os.path.join(out, "model.pt"))
+    # the optimizer under a top-level key beside other values (written), and deeper (refused)
+    torch.save({"optimizer": opt.state_dict(), "epoch": 3}, os.path.join(out, "nested.pt"))
+    torch.save({"a": {"optimizer": opt.state_dict()}}, os.path.join(out, "deep.pt"))
     other = model.state_dict()  # a model whose l1 is wider: the pairing refuses it
     other["l1.weight"] = torch.zeros(8, 6)
     torch.save(other, os.path.join(out, "other.pt"))
+    # large/: one 16 MB parameter, for the writer's memory bound (test_dcp_write_memory)
+    os.makedirs(os.path.join(out, "large"), exist_ok=True)
+    big = nn.Linear(2048, 2048, bias=False)
+    big_opt = torch.optim.Adam(big.parameters())
+    big(torch.randn(2, 2048)).sum().backward()
+    big_opt.step()
+    torch.save(big_opt.state_dict(), os.path.join(out, "large", "optimizer.pt"))
+    torch.save(big.state_dict(), os.path.join(out, "large", "model.pt"))
     names = [n for n, p in model.named_parameters() if p.requires_grad]  # a tie once, as ids number it
     with open(os.path.join(out, "expect.json"), "w") as f:
         json.dump({"fqns": names}, f)

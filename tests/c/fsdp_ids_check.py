@@ -1,5 +1,5 @@
 """The id-keyed optimizer files tests/c/test_fsdp_names.c converted from name-keyed ones
-(format.md 12.8, `convert optimizer.pt OUT.pt --state MODEL --to ids`), loaded in torch:
+(docs/pytorch.md, `convert optimizer.pt OUT.pt --state MODEL --to ids`), loaded in torch:
 
 * each equals the Adam's own state_dict() saved beside it (keys and their order, groups' values
   and types, ids, every state tensor bit for bit and its dtype), or, with --group-order stored,
@@ -90,8 +90,10 @@ Model, trainable = ns['Model'], ns['trainable']
 
 compare('names-ids.pt', 'ids.pt')
 compare('nested-ids.pt', 'ids.pt')
+compare('safetensors-ids.pt', 'ids.pt')
 compare('names2-ids.pt', 'ids2.pt')
 compare('flat-ids.pt', 'ids2.pt')
+compare('flat-reversed-ids.pt', 'ids2.pt')
 # stored order: FSDP's list numbered as it stands
 ids = manifest['ids']
 renumber = {ids[n]: k for k, n in enumerate(manifest['fsdp'])}

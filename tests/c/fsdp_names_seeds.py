@@ -1,4 +1,4 @@
-"""Name-keyed optimizer files (format.md 12.6) made at test time with torch, for
+"""Name-keyed optimizer files (docs/pytorch.md) made at test time with torch, for
 tests/c/test_fsdp_names.c and tests/js/fsdp-names.test.mjs.
 
 FSDP.full_optim_state_dict needs a process group, so the dicts it returns are built here by hand
@@ -13,11 +13,15 @@ Files (OUT/):
   names.pt          one group, FSDP order
   names2.pt         two groups (decay / no decay), each in FSDP order
   flat.pt           form F of names2.pt's optimizer (two learning rates: two groups)
+  flat-reversed.pt  the same, the no-decay group's keys first
+  flat-interleaved.pt  the same, state keys interleaved across parameters
   nested.pt         {'model': model state dict, 'optimizer': names.pt's dict}
   ids.pt            the Adam's own state_dict() (ids in module order over trainable parameters)
   ids2.pt           the two-group Adam's state_dict()
   renamed.pt        a model with blocks.1.lin renamed blocks.1.proj and norm.weight resized
   untied.pt         the model with head.weight a copy (no tie)
+  model.safetensors model.pt as save_pretrained writes it (names sorted, head.weight dropped)
+  names.json        the model's state-dict keys in module order
   tiedstate.pt      names.pt with state for head.weight too (the model ties it to emb.weight)
   bad-step.pt       names.pt with blocks.0.lin.bias's step 1.5
   manifest.json     what each file holds (names in module order, ids, groups)
@@ -135,6 +139,21 @@ for g in osd2['param_groups']:
             if k != 'params':
                 flat[f'param_groups.{n}.{k}'] = v
 torch.save(flat, os.path.join(OUT, 'flat.pt'))
+# the same with the no-decay group's keys first: form F keeps no group order
+flat_reversed = {k: v for k, v in flat.items() if k.startswith('state.')}
+for g in reversed(osd2['param_groups']):
+    for n in g['params']:
+        for k, v in g.items():
+            if k != 'params':
+                flat_reversed[f'param_groups.{n}.{k}'] = v
+torch.save(flat_reversed, os.path.join(OUT, 'flat-reversed.pt'))
+# state keys interleaved across FQNs (every exp_avg, then every exp_avg_sq, then every step)
+interleaved = {}
+for key in ('exp_avg', 'exp_avg_sq', 'step'):
+    for n, st in osd2['state'].items():
+        interleaved[f'state.{n}.{key}'] = st[key]
+interleaved.update({k: v for k, v in flat.items() if k.startswith('param_groups.')})
+torch.save(interleaved, os.path.join(OUT, 'flat-interleaved.pt'))
 
 # models that do not pair by name
 sd = model.state_dict()
@@ -156,6 +175,28 @@ bad = {'state': {k: dict(v) for k, v in osd['state'].items()}, 'param_groups': o
 bad['state']['blocks.0.lin.bias']['step'] = 1.5
 torch.save(bad, os.path.join(OUT, 'bad-step.pt'))
 
+
+
+def save_safetensors(sd, path):
+    # safetensors' layout (format.md 10.1), as save_pretrained writes it: names sorted, a tied copy dropped
+    import struct
+    header, blobs, at, seen = {}, [], 0, {}
+    for name in sorted(sd):
+        t = sd[name].contiguous()
+        if t.data_ptr() in seen:
+            continue
+        seen[t.data_ptr()] = name
+        b = t.numpy().tobytes()
+        header[name] = {'dtype': 'F32', 'shape': list(t.shape), 'data_offsets': [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    text = json.dumps(header).encode()
+    with open(path, 'wb') as f:
+        f.write(struct.pack('<Q', len(text)) + text + b''.join(blobs))
+
+
+save_safetensors(model.state_dict(), os.path.join(OUT, 'model.safetensors'))
+json.dump(list(model.state_dict().keys()), open(os.path.join(OUT, 'names.json'), 'w'))
 module_names = [n for n, _ in model.named_parameters()]
 json.dump({
     'module': list(sd.keys()),

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static const char *seed_dir;
+static const char *seed_dir, *fixture_dir;
 
 /* ---- .metadata alone ---- */
 
@@ -104,7 +104,7 @@ static void metadata_torch113(void)
     int protocol = 0;
     char *names = globals_of(&sb, &protocol);
     CHECK(protocol == 4);
-    /* the classes of the fixture tests/fixtures/dcp-torch113 (format.md 12.1), no StorageMeta */
+    /* the classes of the fixture tests/fixtures/dcp-torch113 (written by torch 1.13), no StorageMeta */
     CHECK_STR(names, "\"torch.distributed._shard.checkpoint.metadata.Metadata\" "
                      "\"torch.distributed._shard.checkpoint.metadata.TensorStorageMetadata\" "
                      "\"torch.distributed._shard.sharded_tensor.metadata.TensorProperties\" \"torch.float32\" "
@@ -114,6 +114,20 @@ static void metadata_torch113(void)
                      "\"torch.distributed._shard.checkpoint.metadata.BytesStorageMetadata\" "
                      "\"torch.distributed._shard.checkpoint.metadata.MetadataIndex\" "
                      "\"torch.distributed._shard.checkpoint.filesystem._StorageInfo\"");
+    /* the same names, in the same order, as the .metadata torch 1.13 wrote */
+    size_t len = 0;
+    uint8_t *fixture = read_file_in(fixture_dir, ".metadata", &len);
+    CHECK(fixture != NULL);
+    if (fixture) {
+        strbuf theirs = {0};
+        sb_put(&theirs, (const char *)fixture, len);
+        int p = 0;
+        char *names113 = globals_of(&theirs, &p);
+        CHECK_STR(names, names113);
+        free(names113);
+        sb_free(&theirs);
+        free(fixture);
+    }
     CHECK(HAS(&sb, "\x8c\x0cplanner_data\x4e") != NULL); /* None */
     CHECK(HAS(&sb, "version") == NULL);
     free(names);
@@ -160,10 +174,10 @@ static int file_write(void *ctx, const void *buf, size_t n)
 
 /* dir/name written through sinks, as the CLI writes a folder: the data file, then .metadata
  * through .metadata.tmp renamed. */
-static int write_folder(const char *name, const char *model, bool torch113, ckpt_error *err)
+static int write_folder(const char *name, const char *optimizer, const char *model, bool torch113, ckpt_error *err)
 {
     opened opt, mod;
-    if (!open_seed(&opt, "optimizer.pt")) return -1;
+    if (!open_seed(&opt, optimizer)) return -1;
     if (!open_seed(&mod, model)) {
         close_seed(&opt);
         return -1;
@@ -178,8 +192,21 @@ static int write_folder(const char *name, const char *model, bool torch113, ckpt
     CHECK(d.f && m.f);
     ckpt_sink data = {&d, file_write}, meta = {&m, file_write};
     ckpt_dcp_write_options o = {torch113, real, "00000000-0000-4000-8000-000000000000", NULL, NULL};
-    int rc = ckpt_dcp_write(opt.f, mod.f, &o, &data, &meta, err);
-    if (rc && !strcmp(model, "model.pt")) fprintf(stderr, "%s: %s\n", name, err->message ? err->message : "");
+    ckpt_dcp_write_result res;
+    int rc = ckpt_dcp_write(opt.f, mod.f, &o, &data, &meta, &res, err);
+    if (!rc) {
+        /* the seed: 13 model tensors (a tie under both names, the buffers); 7 trainable parameters'
+         * step, exp_avg, exp_avg_sq; AdamW's 9 group values (torch 1.13) */
+        CHECK(res.keys == 13 + 21 + 9 && res.model_keys == 13 && res.tensors == 13 + 21 && res.bytes_items == 9);
+        char *json = ckpt_dcp_write_result_json(&res);
+        char want[200];
+        snprintf(want, sizeof want,
+                 "{\"keys\":43,\"modelKeys\":13,\"tensors\":34,\"bytesItems\":9,\"dataBytes\":%llu,"
+                 "\"dataFile\":\"__0_0.distcp\"}",
+                 (unsigned long long)res.data_bytes);
+        CHECK_STR(json, want);
+        free(json);
+    }
     fclose(d.f);
     fclose(m.f);
     snprintf(path, sizeof path, "%s/.metadata", dir);
@@ -194,16 +221,23 @@ static void folders_written(void)
 {
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    CHECK(write_folder("dcp113", "model.pt", true, &err) == 0);
+    CHECK(write_folder("dcp113", "optimizer.pt", "model.pt", true, &err) == 0);
     CHECK(err.code == 0);
     ckpt_error_clear(&err);
-    CHECK(write_folder("dcp2", "model.pt", false, &err) == 0);
+    CHECK(write_folder("dcp2", "optimizer.pt", "model.pt", false, &err) == 0);
     CHECK(err.code == 0);
     ckpt_error_clear(&err);
     /* the data file is records back to back: its first is a zip's local header */
     size_t len = 0;
     uint8_t *data = read_file_in(seed_dir, "dcp2/__0_0.distcp", &len);
     CHECK(data && len > 4 && !memcmp(data, "PK\x03\x04", 4));
+    /* the optimizer under a top-level key beside other values: the same records */
+    CHECK(write_folder("nested", "nested.pt", "model.pt", false, &err) == 0);
+    ckpt_error_clear(&err);
+    size_t len2 = 0;
+    uint8_t *nested = read_file_in(seed_dir, "nested/__0_0.distcp", &len2);
+    CHECK(data && nested && len == len2 && !memcmp(data, nested, len));
+    free(nested);
     free(data);
 }
 
@@ -212,27 +246,60 @@ static void refusals(void)
     ckpt_error err = {0};
     ckpt_error_clear(&err);
     /* the optimizer given as the model: pairing finds no model state dict in it */
-    CHECK(write_folder("refused", "optimizer.pt", false, &err) != 0);
+    CHECK(write_folder("refused", "optimizer.pt", "optimizer.pt", false, &err) != 0);
     CHECK_STR(err.message, "PyTorch: the model file holds no model state dict (a dict of names to tensors)");
     ckpt_error_clear(&err);
     /* a model the optimizer's ids do not fit: the pairing's first failure */
-    CHECK(write_folder("refused", "other.pt", false, &err) != 0);
+    CHECK(write_folder("refused", "optimizer.pt", "other.pt", false, &err) != 0);
     CHECK_STR(err.message, "PyTorch: l1.weight is [8, 6] in the model, [7, 6] in the optimizer's state (index 1)");
     ckpt_error_clear(&err);
+    /* an optimizer deeper inside the file */
+    CHECK(write_folder("refused", "deep.pt", "model.pt", false, &err) != 0);
+    CHECK_STR(err.message, "DCP: the optimizer state dict lies at a.optimizer, inside another value: ckptscope writes "
+                           "one at the top of the file or under a top-level key");
+    ckpt_error_clear(&err);
+}
+
+/* a safetensors model: its names would pair, but ckptscope writes model tensors from a torch.save
+ * state dict only */
+static void safetensors_model_refused(void)
+{
+    static const char HEADER[] = "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    uint8_t st[8 + sizeof HEADER - 1 + 4] = {0};
+    st[0] = (uint8_t)(sizeof HEADER - 1);
+    memcpy(st + 8, HEADER, sizeof HEADER - 1);
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_source_memory(&src, &mem, st, sizeof st);
+    ckpt_file *model = ckpt_open(&src, NULL);
+    opened opt;
+    if (!open_seed(&opt, "optimizer.pt")) return;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_sink none = {NULL, NULL};
+    ckpt_dcp_write_options o = {0};
+    CHECK(ckpt_dcp_write(opt.f, model, &o, &none, &none, NULL, &err) != 0);
+    CHECK_STR(err.message, "DCP: --state must be the model's torch.save state dict (pytorch_model.bin, model.pt): its "
+                           "names key the DCP folder");
+    ckpt_error_clear(&err);
+    ckpt_close(model);
+    close_seed(&opt);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: test_dcp_write SEED_DIR\n");
+    if (argc != 3) {
+        fprintf(stderr, "usage: test_dcp_write SEED_DIR FIXTURE_DIR (tests/fixtures/dcp-torch113)\n");
         return 2;
     }
     seed_dir = argv[1];
+    fixture_dir = argv[2];
     static const test_case cases[] = {
         {".metadata of torch >= 2.4", metadata_torch2},
         {".metadata of torch 1.13", metadata_torch113},
         {"the seed written as both folders", folders_written},
         {"what is refused", refusals},
+        {"a safetensors model is refused", safetensors_model_refused},
     };
     return RUN_ALL(cases);
 }

@@ -1,4 +1,4 @@
-/* Name-keyed optimizer files (format.md 12.6) and their pairing by name (12.8), on files made at
+/* Name-keyed optimizer files (docs/pytorch.md) and their pairing by name, on files made at
  * test time by tests/c/fsdp_names_seeds.py: the search finds them keyed by names, in form F and
  * nested as dcp_to_torch_save writes them; the pair's checks in order with their exact texts; and
  * the TorchLean conversion through the pair equals, byte for byte, the one of the Adam's own
@@ -100,6 +100,21 @@ static void test_search(void)
     json_free(r);
     close_seed(&o);
 
+    /* state keys interleaved across parameters: one entry per name, in the order of its first key */
+    open_seed(&o, "flat-interleaved.pt");
+    r = report_of(&o);
+    entries = json_get(r, "entries");
+    CHECK(entries && entries->len == 7);
+    static const char *const fsdp2[] = {"emb.weight", "blocks.0.lin.weight", "blocks.1.lin.weight", "norm.weight",
+                                        "norm.bias",  "blocks.0.lin.bias",   "blocks.1.lin.bias"};
+    for (size_t k = 0; entries && k < entries->len && k < 7; k++) {
+        CHECK_STR(json_get(entries->items[k], "name")->text, fsdp2[k]);
+        CHECK(json_double(json_get(entries->items[k], "step")) == 3);
+        CHECK(!json_is_null(json_get(entries->items[k], "shape")));
+    }
+    json_free(r);
+    close_seed(&o);
+
     /* nested as dcp_to_torch_save writes it: the model and the optimizer found by their paths */
     open_seed(&o, "nested.pt");
     r = report_of(&o);
@@ -124,7 +139,13 @@ static void test_search(void)
     free(b);
 }
 
-/* Pair `opt` with `model`; the failures' texts (NULL-terminated `want`, or none). */
+/* The model's names in module order (names.json), for a safetensors model. */
+static const char *const module_names[] = {
+    "pos",         "emb.weight", "blocks.0.lin.weight", "blocks.0.lin.bias", "blocks.1.lin.weight", "blocks.1.lin.bias",
+    "norm.weight", "norm.bias",  "head.weight"};
+static bool with_names;
+
+/* Pair `opt` with `model` (with_names: the model's names given). */
 static ckpt_pair_result *pair(const char *opt, const char *model, const char *const *frozen, size_t nf, opened *o,
                               opened *m)
 {
@@ -133,6 +154,7 @@ static ckpt_pair_result *pair(const char *opt, const char *model, const char *co
     ckpt_pair_options po = {0};
     po.frozen = frozen;
     po.frozen_count = nf;
+    if (with_names) po.names = module_names, po.name_count = 9;
     return ckpt_pair_with(o->f, m->f, &po, NULL, NULL);
 }
 
@@ -296,7 +318,13 @@ static void test_ids(void)
         "order (--group-order stored keeps the list)"};
     write_ids("names2.pt", "model2.pt", "names2-ids.pt", false, two, 1);
     write_ids("flat.pt", "model2.pt", "flat-ids.pt", false, two, 1);
+    /* form F's groups by their first member in module order, whatever the keys' order */
+    write_ids("flat-reversed.pt", "model2.pt", "flat-reversed-ids.pt", false, two, 1);
     write_ids("nested.pt", "model.pt", "nested-ids.pt", false, one, 1);
+    /* a safetensors model pairs by name; its names give the module order */
+    with_names = true;
+    write_ids("names.pt", "model.safetensors", "safetensors-ids.pt", false, one, 1);
+    with_names = false;
 
     /* an id-keyed optimizer is refused, saying why */
     opened o, m;
@@ -316,6 +344,33 @@ static void test_ids(void)
     close_seed(&m);
 }
 
+/* A safetensors model keeps no module order: it pairs by name, but no positional output is
+ * written from it without its names. */
+static void test_unordered(void)
+{
+    opened o, m;
+    ckpt_pair_result *r = pair("names.pt", "model.safetensors", NULL, 0, &o, &m);
+    CHECK(r->pairs && !r->failures_len);
+    ckpt_pair_result_free(r);
+    ckpt_buffer b = {0};
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, &b);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(ckpt_convert_to_ids(o.f, NULL, &sink, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "DCP: the model keeps no module order: give --names NAMES.json to number the parameters");
+    ckpt_error_clear(&err);
+    ckpt_convert_options co = {0};
+    co.kind = CKPT_ADAM + 1;
+    co.oldest = true;
+    CHECK(ckpt_convert(o.f, &co, &sink, NULL, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "DCP: the model keeps no module order: give --names NAMES.json to order the slots");
+    ckpt_error_clear(&err);
+    ckpt_buffer_free(&b);
+    close_seed(&o);
+    close_seed(&m);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -323,7 +378,10 @@ int main(int argc, char **argv)
         return 2;
     }
     dir = argv[1];
-    static const test_case cases[] = {
-        {"search", test_search}, {"pair", test_pair}, {"convert", test_convert}, {"ids", test_ids}};
+    static const test_case cases[] = {{"search", test_search},
+                                      {"pair", test_pair},
+                                      {"convert", test_convert},
+                                      {"ids", test_ids},
+                                      {"unordered", test_unordered}};
     return RUN_ALL(cases);
 }

@@ -11,8 +11,9 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
   card.replaceChildren();
   card.hidden = false;
   // a DeepSpeed checkpoint is paired with the new model it will be loaded into, as DeepSpeed
-  // pairs them (docs/deepspeed.md): the core's verdict, its failures and its note
-  card.append(el('h2', '', deepspeed ? 'DeepSpeed checkpoint and the new model' : 'Optimizer and model state'));
+  // pairs them (docs/deepspeed.md), a DCP folder by name (deepspeed 'dcp', docs/distributed.md):
+  // the core's verdict, its failures and its note
+  card.append(el('h2', '', deepspeed === 'dcp' ? 'Distributed checkpoint and the model, by name' : deepspeed ? 'DeepSpeed checkpoint and the new model' : 'Optimizer and model state'));
   card.append(el('p', 'meta', optName === stateName ? `${optName}: its optimizer with its model` : deepspeed ? `${optName} loaded into ${stateName}` : `${optName} with ${stateName}`));
   const verdict = testid(el('div', 'verdict'), 'pair-verdict');
   card.append(verdict);
@@ -84,8 +85,15 @@ function renderPair(card, result, { optName, stateName, cols, label = () => '', 
  *  reached (frozen, or buffers). */
 function positional(pairing, failure) {
   const box = testid(el('div', 'positional'), 'pair-positional');
-  box.append(el('h3', '', 'PyTorch\'s own pairing (load_state_dict, by position)'));
   const say = (text, id) => box.append(testid(el('p', 'meta', text), id));
+  // a name-keyed optimizer (FSDP) pairs by name: no position is involved (docs/pytorch.md)
+  if (pairing.byName) {
+    box.append(el('h3', '', 'Paired by name'));
+    say('The optimizer keys its state by parameter names: a load by name gives each parameter its own state, whatever the order.', 'positional-verdict');
+    if (pairing.notInOptimizer.length) say(`Not in the optimizer (frozen, or buffers): ${pairing.notInOptimizer.join(', ')}.`, 'not-in-optimizer');
+    return box;
+  }
+  box.append(el('h3', '', 'PyTorch\'s own pairing (load_state_dict, by position)'));
   if (!pairing.positionalKnown) {
     say('load_state_dict pairs by position with the parameters the training code gives the optimizer again: the files do not say which (cannot tell).', 'positional-verdict');
   } else {
@@ -127,7 +135,7 @@ export class PairView {
     this.pairedWithStats = null;
     if (this.card.hidden) return;
     const options = { optName: opt.name, stateName: st.name, cols: opt.cols, label: (i) => store.label(i), onSlot: (i) => store.select(i, 'pair'),
-      stateBytes: readBytes(st), stateSize: Number(st.summary.size), deepspeed: !!opt.summary.deepspeed };
+      stateBytes: readBytes(st), stateSize: Number(st.summary.size), deepspeed: opt.summary.dcp ? 'dcp' : !!opt.summary.deepspeed };
     renderPair(this.card, null, options);
     await this.verdict(opt, st, options);
   }

@@ -45,7 +45,9 @@ function groupsTable(groups) {
 function indexTable(rows, paired) {
   const table = el('table', 'torch-table');
   const head = el('tr');
-  for (const h of ['index', 'group', ...(paired ? ['parameter', 'slot'] : []), 'shape', 'dtype', 'step']) head.append(el('th', '', h));
+  // a name-keyed optimizer's entries (FSDP) carry their names before pairing too
+  const named = !paired && rows.some((x) => x.name !== null && x.name !== undefined);
+  for (const h of ['index', 'group', ...(paired ? ['parameter', 'slot'] : named ? ['name'] : []), 'shape', 'dtype', 'step']) head.append(el('th', '', h));
   const thead = el('thead');
   thead.append(head);
   table.append(thead);
@@ -55,6 +57,7 @@ function indexTable(rows, paired) {
     tr.dataset.index = String(x.index);
     const cells = [String(x.index), x.group === null || x.group === undefined ? '—' : String(x.group)];
     if (paired) cells.push(x.name ?? (x.decided === false ? 'not told apart' : 'not placed'), x.slot === null ? '—' : String(x.slot));
+    else if (named) cells.push(x.name ?? '—');
     cells.push(x.shape ? shape(x.shape) : '—', x.dtype ?? '—', x.step === null || x.step === undefined ? '—' : count(x.step));
     cells.forEach((c, j) => tr.append(el('td', paired && j === 2 && x.slot === null ? 'bad' : '', c)));
     body.append(tr);
@@ -100,7 +103,8 @@ function renderTorch(card, file) {
 
   const pairing = s.pairing;
   const rows = pairing?.indices ?? s.entries ?? [];
-  card.append(el('h3', '', `State by index (${plural(rows.length, 'index', 'indices')})`));
+  const byName = s.optimizer.keying === 'names' || s.optimizer.keying === 'flat';
+  card.append(el('h3', '', byName ? `State by name (${plural(rows.length, 'parameter')})` : `State by index (${plural(rows.length, 'index', 'indices')})`));
   if (s.needsModel && !pairing) {
     card.append(line('Its slots (which parameter each index is) come from its model: drop the optimizer with its model (pytorch_model.bin, a .pt, model.safetensors), or add the model with Add model state….', 'needs-model'));
   }

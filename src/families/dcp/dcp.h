@@ -181,6 +181,11 @@ bool dcp_metadata_head(const uint8_t *head, size_t n);
 
 /* open.c: the folder, a lone .metadata or .distcp; every check in 12.5's order. */
 int dcp_open(ckpt_parse *p, ckpt_dcp *d);
+/* 12.1's note on a data file opened alone, naming the file and its folder from the name the
+ * caller gave (NULL: "this file", "its folder"); NULL when out of memory */
+char *dcp_distcp_note(const char *name);
+/* whether the name given ends in a data file's name, __{r}_{n}.distcp */
+bool dcp_distcp_name(const char *name);
 
 /* the key of that name (n bytes), DCP_NONE; once the storage entries are matched */
 size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);
@@ -195,6 +200,13 @@ int dcp_items(ckpt_dcp *d, ckpt_report *rep);
 void dcp_items_free(ckpt_dcp *d);
 int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err);
 int dcp_ties(ckpt_dcp *d, ckpt_report *rep);
+/* Do keys ka and kb hold the same bits? 1 yes, 0 no (*first: the first element that differs),
+ * 2 cannot tell (shapes or dtypes differ, or their runs cannot be read), -1 a read error (err) */
+int dcp_first_difference(const ckpt_dcp *d, size_t ka, size_t kb, uint64_t *first, ckpt_error *err);
+
+/* pair.c: the pairing with the model the user will load into (12.8): the family's pair_new_model */
+int ckpt_dcp_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const ckpt_pair_options *o,
+                            ckpt_pair_result *res);
 
 /* json.c: the report's members */
 void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);

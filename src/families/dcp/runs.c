@@ -133,9 +133,10 @@ static size_t span_read(span_reader *r, uint8_t *buf, size_t want, ckpt_error *e
     return got;
 }
 
-/* Do two span lists of one dtype hold the same bits? 1 yes, 0 no, negative: an error */
+/* Do two span lists of one dtype hold the same bits? 1 yes, 0 no (*first: the first element that
+ * differs), negative: an error */
 static int same_values(const ckpt_source *src, const ckpt_span *a, size_t na, const ckpt_span *b, size_t nb,
-                       unsigned width, ckpt_error *err)
+                       unsigned width, uint64_t *first, ckpt_error *err)
 {
     enum { CHUNK = 4096 };
     uint8_t *x = malloc((size_t)CHUNK * width), *y = malloc((size_t)CHUNK * width);
@@ -147,6 +148,7 @@ static int same_values(const ckpt_source *src, const ckpt_span *a, size_t na, co
     span_reader ra = {src, a, na, 0, 0, width}, rb = {src, b, nb, 0, 0, width};
     size_t ha = 0, hb = 0, pa = 0, pb = 0; /* held and consumed in x and y */
     int same = 1;
+    uint64_t done = 0; /* elements compared equal */
     for (;;) {
         if (pa == ha) {
             ha = span_read(&ra, x, CHUNK, err);
@@ -162,15 +164,20 @@ static int same_values(const ckpt_source *src, const ckpt_span *a, size_t na, co
         }
         if (!ha || !hb) {
             same = !ha && !hb;
+            if (!same) *first = done;
             break;
         }
         size_t n = ha - pa < hb - pb ? ha - pa : hb - pb;
         if (memcmp(x + pa * width, y + pb * width, n * width)) {
+            size_t j = 0;
+            while (!memcmp(x + (pa + j) * width, y + (pb + j) * width, width)) j++;
+            *first = done + j;
             same = 0;
             break;
         }
         pa += n;
         pb += n;
+        done += n;
     }
     free(x);
     free(y);
@@ -304,7 +311,8 @@ int dcp_ties(ckpt_dcp *d, ckpt_report *rep)
             size_t nb;
             int dtb;
             if (!key_spans(d, ow->key, &b, &nb, &dtb)) continue;
-            int same = dta == dtb ? same_values(d->src, a, na, b, nb, ckpt_dtype_width(dta), &rep->error) : 0;
+            uint64_t first;
+            int same = dta == dtb ? same_values(d->src, a, na, b, nb, ckpt_dtype_width(dta), &first, &rep->error) : 0;
             free(b);
             if (same < 0) {
                 free(a);
@@ -317,4 +325,20 @@ int dcp_ties(ckpt_dcp *d, ckpt_report *rep)
         free(a);
     }
     return 0;
+}
+
+int dcp_first_difference(const ckpt_dcp *d, size_t ka, size_t kb, uint64_t *first, ckpt_error *err)
+{
+    const dcp_key *x = &d->keys[ka], *y = &d->keys[kb];
+    if (x->rank != y->rank || (x->rank && memcmp(d->pool + x->dims, d->pool + y->dims, x->rank * sizeof(uint64_t))))
+        return 2;
+    ckpt_span *a = NULL, *b = NULL;
+    size_t na, nb;
+    int dta, dtb;
+    int rc = 2;
+    if (key_spans(d, ka, &a, &na, &dta) && key_spans(d, kb, &b, &nb, &dtb) && dta == dtb)
+        rc = same_values(d->src, a, na, b, nb, ckpt_dtype_width(dta), first, err);
+    free(a);
+    free(b);
+    return rc < 0 ? -1 : rc;
 }

@@ -5,65 +5,10 @@
  * and shapes, no order) or its names alone (names, order). Checked in order: names, shapes,
  * ties, each group's order, the world size; every failure listed, the first the verdict. */
 #include "families/deepspeed/deepspeed.h"
+#include "core/new_model.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* A name and where it came from, for lookups by name. */
-typedef struct named_at {
-    const char *name;
-    size_t at;
-} named_at;
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(((const named_at *)a)->name, ((const named_at *)b)->name);
-}
-
-typedef struct name_index {
-    named_at *v;
-    size_t n;
-} name_index;
-
-static bool index_make(name_index *x, const char *const *names, size_t n)
-{
-    x->n = 0;
-    if (!(x->v = malloc((n ? n : 1) * sizeof *x->v))) return false;
-    for (size_t k = 0; k < n; k++)
-        if (names[k]) x->v[x->n++] = (named_at){names[k], k};
-    qsort(x->v, x->n, sizeof *x->v, by_name);
-    return true;
-}
-
-/* Where name is (its first entry), DS_NONE. */
-static size_t index_find(const name_index *x, const char *name)
-{
-    named_at key = {name, 0};
-    const named_at *hit = x->n ? bsearch(&key, x->v, x->n, sizeof *x->v, by_name) : NULL;
-    if (!hit) return DS_NONE;
-    while (hit > x->v && !strcmp(hit[-1].name, name)) hit--;
-    return hit->at;
-}
-
-/* The new model as the pairing sees it. */
-typedef struct new_model {
-    const char **names; /* in its order (when ordered) */
-    size_t n;
-    bool ordered;
-    const ckpt_report *rm; /* shapes: tensor k's (NULL: names alone) */
-    size_t *tensor_of;     /* name k's tensor in rm */
-    bool has_ties;
-    size_t *owner; /* name k's tie: the name index of the earlier tensor of its storage, DS_NONE */
-    name_index by;
-} new_model;
-
-static void new_model_free(new_model *m)
-{
-    free(m->names);
-    free(m->tensor_of);
-    free(m->owner);
-    free(m->by.v);
-}
 
 static bool add_failure(ckpt_pair_result *res, int code, size_t slot, strbuf *sb)
 {
@@ -92,80 +37,12 @@ static bool add_warning(ckpt_pair_result *res, const char *text)
     return w[res->warnings_len - 1] != NULL;
 }
 
-/* The new model from its file (names in file order; ties from a torch.save layout's storages),
- * or from the names given; names given order a file that keeps no module order. */
-static int new_model_make(const ckpt_report *rm, const ckpt_pair_options *o, new_model *m, ckpt_error *err)
-{
-    memset(m, 0, sizeof *m);
-    if (!rm) {
-        m->n = o->name_count;
-        m->ordered = true;
-        if (!(m->names = malloc((m->n ? m->n : 1) * sizeof *m->names))) return ckpt_fail_oom(err);
-        for (size_t k = 0; k < m->n; k++) m->names[k] = o->names[k] ? o->names[k] : "";
-        return index_make(&m->by, m->names, m->n) ? 0 : ckpt_fail_oom(err);
-    }
-    m->rm = rm;
-    m->n = rm->tensors_len;
-    m->names = malloc((m->n ? m->n : 1) * sizeof *m->names);
-    m->tensor_of = malloc((m->n ? m->n : 1) * sizeof *m->tensor_of);
-    m->owner = malloc((m->n ? m->n : 1) * sizeof *m->owner);
-    if (!m->names || !m->tensor_of || !m->owner) return ckpt_fail_oom(err);
-    for (size_t k = 0; k < m->n; k++) {
-        m->names[k] = rm->tensors[k].name ? rm->tensors[k].name : "";
-        m->tensor_of[k] = k;
-        m->owner[k] = DS_NONE;
-    }
-    const struct ckpt_family_impl *impl = rm->family ? rm->family->impl : NULL;
-    m->ordered = !(impl && impl->unordered);
-    if (!index_make(&m->by, m->names, m->n)) return ckpt_fail_oom(err);
-    if (impl && impl->model_slots && !rm->slots_bound) {
-        size_t *view = NULL, len = 0;
-        uint64_t *ties = NULL;
-        TRY(impl->model_slots(rm, &view, &ties, &len, err));
-        for (size_t k = 0; k < len; k++)
-            if (ties[k] != CKPT_NONE && ties[k] < len) m->owner[view[k]] = view[ties[k]];
-        m->has_ties = true;
-        free(view);
-        free(ties);
-    }
-    if (o->names && !m->ordered) { /* the names given order the file's tensors */
-        size_t *order = malloc((m->n ? m->n : 1) * sizeof *order);
-        uint8_t *taken = calloc(m->n ? m->n : 1, 1);
-        const char **names = malloc((m->n ? m->n : 1) * sizeof *names);
-        if (!order || !taken || !names) {
-            free(order);
-            free(taken);
-            free(names);
-            return ckpt_fail_oom(err);
-        }
-        size_t k = 0;
-        for (size_t j = 0; j < o->name_count; j++) {
-            size_t at = o->names[j] ? index_find(&m->by, o->names[j]) : DS_NONE;
-            if (at == DS_NONE || taken[at]) continue;
-            taken[at] = 1;
-            order[k++] = at;
-        }
-        for (size_t j = 0; j < m->n; j++)
-            if (!taken[j]) order[k++] = j;
-        for (size_t j = 0; j < m->n; j++) names[j] = m->names[order[j]];
-        free(m->names);
-        m->names = names;
-        free(m->tensor_of);
-        m->tensor_of = order;
-        free(taken);
-        free(m->by.v);
-        if (!index_make(&m->by, m->names, m->n)) return ckpt_fail_oom(err);
-        m->ordered = true;
-    }
-    return 0;
-}
-
 /* The checkpoint's module keys in order, each with its shape. */
 typedef struct ckpt_side {
     const ds_file *f;
     const ckpt_torch_model *md;
-    name_index slots;  /* ds->slot_names */
-    name_index params; /* ds->params' names */
+    ckpt_name_index slots;  /* ds->slot_names */
+    ckpt_name_index params; /* ds->params' names */
 } ckpt_side;
 
 static const char *module_name(const ckpt_side *c, size_t i) { return c->f->t->named[c->md->first + i].name; }
@@ -173,7 +50,7 @@ static const char *module_name(const ckpt_side *c, size_t i) { return c->f->t->n
 /* Module key i's shape: a slot's the schema's (ZeRO-3: param_shapes), a buffer's its tensor's. */
 static void module_shape(const ckpt_report *ro, const ckpt_side *c, size_t i, const uint64_t **dims, uint64_t *rank)
 {
-    size_t s = index_find(&c->slots, module_name(c, i));
+    size_t s = ckpt_name_index_find(&c->slots, module_name(c, i));
     if (s != DS_NONE) {
         *dims = ckpt_schema_dims(ro->schema, s);
         *rank = ckpt_schema_rank(ro->schema, s);
@@ -185,30 +62,31 @@ static void module_shape(const ckpt_report *ro, const ckpt_side *c, size_t i, co
 }
 
 /* 1. names, both ways */
-static bool check_names(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_side *c, const new_model *m,
+static bool check_names(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_side *c, const ckpt_new_model *m,
                         ckpt_pair_result *res, bool safetensors)
 {
     size_t n = c->md->count;
     for (size_t i = 0; i < n; i++) {
         const char *name = module_name(c, i);
-        if (index_find(&m->by, name) != DS_NONE) continue;
-        size_t s = index_find(&c->slots, name);
+        if (ckpt_name_index_find(&m->by, name) != DS_NONE) continue;
+        size_t s = ckpt_name_index_find(&c->slots, name);
         if (safetensors && s != DS_NONE) { /* a dropped tied copy: an alias whose owner it holds */
             uint64_t r = ckpt_schema_representative(ro->schema, s);
-            if (r != CKPT_NONE && r != s && r < ds->slot_count && index_find(&m->by, ds->slot_names[r]) != DS_NONE)
+            if (r != CKPT_NONE && r != s && r < ds->slot_count &&
+                ckpt_name_index_find(&m->by, ds->slot_names[r]) != DS_NONE)
                 continue;
         }
         strbuf sb = {0};
         sb_printf(&sb, "%s is in the checkpoint, not in the new model", name);
         if (!add_failure(res, CKPT_E_DS_PAIR_MODEL, s, &sb)) return false;
     }
-    name_index ck;
+    ckpt_name_index ck;
     const char **cn = malloc((n ? n : 1) * sizeof *cn);
     if (!cn) return false;
     for (size_t i = 0; i < n; i++) cn[i] = module_name(c, i);
-    bool ok = index_make(&ck, cn, n);
+    bool ok = ckpt_name_index_make(&ck, cn, n);
     for (size_t k = 0; ok && k < m->n; k++) {
-        if (index_find(&ck, m->names[k]) != DS_NONE) continue;
+        if (ckpt_name_index_find(&ck, m->names[k]) != DS_NONE) continue;
         strbuf sb = {0};
         sb_printf(&sb, "%s is in the new model, not in the checkpoint", m->names[k]);
         ok = add_failure(res, CKPT_E_DS_PAIR_MODEL, DS_NONE, &sb);
@@ -219,11 +97,11 @@ static bool check_names(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_sid
 }
 
 /* 2. shapes, in checkpoint order */
-static bool check_shapes(const ckpt_report *ro, const ckpt_side *c, const new_model *m, ckpt_pair_result *res)
+static bool check_shapes(const ckpt_report *ro, const ckpt_side *c, const ckpt_new_model *m, ckpt_pair_result *res)
 {
     for (size_t i = 0; i < c->md->count; i++) {
         const char *name = module_name(c, i);
-        size_t k = index_find(&m->by, name);
+        size_t k = ckpt_name_index_find(&m->by, name);
         if (k == DS_NONE) continue;
         const uint64_t *a, *b = ckpt_schema_dims(m->rm->schema, m->tensor_of[k]);
         uint64_t ra, rb = ckpt_schema_rank(m->rm->schema, m->tensor_of[k]);
@@ -235,19 +113,19 @@ static bool check_shapes(const ckpt_report *ro, const ckpt_side *c, const new_mo
         sb_puts(&sb, " in the checkpoint, ");
         ckpt_shape_print(&sb, b, rb);
         sb_puts(&sb, " in the new model");
-        if (!add_failure(res, CKPT_E_DS_PAIR_MODEL, index_find(&c->slots, name), &sb)) return false;
+        if (!add_failure(res, CKPT_E_DS_PAIR_MODEL, ckpt_name_index_find(&c->slots, name), &sb)) return false;
     }
     return true;
 }
 
 /* 3. ties (torch.save layouts): a trainable slot's owner in the checkpoint (shared_params)
  * against the earlier tensor of its storage in the new model */
-static bool check_ties(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_side *c, const new_model *m,
+static bool check_ties(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_side *c, const ckpt_new_model *m,
                        ckpt_pair_result *res)
 {
     for (size_t i = 0; i < c->md->count; i++) {
         const char *name = module_name(c, i);
-        size_t s = index_find(&c->slots, name), k = index_find(&m->by, name);
+        size_t s = ckpt_name_index_find(&c->slots, name), k = ckpt_name_index_find(&m->by, name);
         if (s == DS_NONE || k == DS_NONE || !ckpt_schema_requires_grad(ro->schema, s)) continue;
         uint64_t r = ckpt_schema_representative(ro->schema, s);
         const char *had = r != CKPT_NONE && r != s && r < ds->slot_count ? ds->slot_names[r] : NULL;
@@ -268,7 +146,7 @@ static bool check_ties(const ckpt_ds *ds, const ckpt_report *ro, const ckpt_side
 
 /* 4. order, per group: param_shapes[g] (ZeRO-3: g's sub-groups in order) against the group's
  * names in the new model's order, both of the names the two have */
-static bool check_order(const ckpt_ds *ds, const ckpt_side *c, const new_model *m, ckpt_pair_result *res)
+static bool check_order(const ckpt_ds *ds, const ckpt_side *c, const ckpt_new_model *m, ckpt_pair_result *res)
 {
     size_t n = ds->params_len;
     size_t *a = malloc((n ? n : 1) * sizeof *a), *b = malloc((n ? n : 1) * sizeof *b);
@@ -279,10 +157,10 @@ static bool check_order(const ckpt_ds *ds, const ckpt_side *c, const new_model *
     for (size_t g = 0; ok && g < groups; g++) {
         size_t na = 0, nb = 0;
         for (size_t p = 0; p < n; p++)
-            if (ds->params[p].group == g && index_find(&m->by, ds->params[p].name) != DS_NONE) a[na++] = p;
+            if (ds->params[p].group == g && ckpt_name_index_find(&m->by, ds->params[p].name) != DS_NONE) a[na++] = p;
         for (size_t k = 0; k < m->n && nb < n; k++) {
-            size_t p = index_find(&c->params, m->names[k]);
-            if (p != DS_NONE && ds->params[p].group == g && index_find(&m->by, m->names[k]) == k) b[nb++] = p;
+            size_t p = ckpt_name_index_find(&c->params, m->names[k]);
+            if (p != DS_NONE && ds->params[p].group == g && ckpt_name_index_find(&m->by, m->names[k]) == k) b[nb++] = p;
         }
         for (size_t k = 0; k < na && k < nb; k++) {
             if (a[k] == b[k]) continue;
@@ -299,7 +177,7 @@ static bool check_order(const ckpt_ds *ds, const ckpt_side *c, const new_model *
 }
 
 /* What the passing verdict compared: "same names, shapes, ties and order in every group". */
-static char *compared(const new_model *m, bool pass)
+static char *compared(const ckpt_new_model *m, bool pass)
 {
     const char *what[4];
     size_t n = 0;
@@ -324,16 +202,16 @@ int ckpt_ds_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const c
         return ckpt_fail(&res->error, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "%s: pairing with a model reads the tag folder: open the folder, not one of its files",
                          DS_PREFIX);
-    new_model m;
+    ckpt_new_model m;
     ckpt_side c = {0};
     c.f = &ds->files[ds->model];
     c.md = &c.f->t->models[c.f->module];
-    int rc = new_model_make(rm, o, &m, &res->error);
+    int rc = ckpt_new_model_make(rm, o, &m, &res->error);
     const char **pn = rc ? NULL : malloc((ds->params_len ? ds->params_len : 1) * sizeof *pn);
     if (!rc && !pn) rc = ckpt_fail_oom(&res->error);
     for (size_t p = 0; !rc && p < ds->params_len; p++) pn[p] = ds->params[p].name;
-    if (!rc && (!index_make(&c.slots, (const char *const *)ds->slot_names, ds->slot_count) ||
-                !index_make(&c.params, pn, ds->params_len)))
+    if (!rc && (!ckpt_name_index_make(&c.slots, (const char *const *)ds->slot_names, ds->slot_count) ||
+                !ckpt_name_index_make(&c.params, pn, ds->params_len)))
         rc = ckpt_fail_oom(&res->error);
     const bool safetensors = rm && !o->names && !m.ordered;
     if (!rc && !check_names(ds, ro, &c, &m, res, rm && rm->family && rm->family->impl->unordered))
@@ -370,6 +248,6 @@ int ckpt_ds_pair_new_model(const ckpt_report *ro, const ckpt_report *rm, const c
     free(pn);
     free(c.slots.v);
     free(c.params.v);
-    new_model_free(&m);
+    ckpt_new_model_free(&m);
     return rc;
 }

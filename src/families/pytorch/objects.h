@@ -93,8 +93,8 @@ typedef enum ckpt_torch_kind {
     CKPT_TORCH_KIND_ADAMW
 } ckpt_torch_kind;
 
-/* How an optimizer state dict keys its parameters (format.md 10.3, 12.6): by torch.optim's ids,
- * by FQN (FSDP's full_optim_state_dict, get_optimizer_state_dict), or in form F's flat keys
+/* How an optimizer state dict keys its parameters (format.md 10.3; FSDP's names: docs/pytorch.md): by torch.optim's
+ * ids, by FQN (FSDP's full_optim_state_dict, get_optimizer_state_dict), or in form F's flat keys
  * (`state.{fqn}.{key}`, `param_groups.{fqn}.{key}`). Name-keyed groups list their FQNs in
  * `names` (and position numbers in `params`). */
 typedef enum ckpt_torch_keying {

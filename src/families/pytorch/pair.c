@@ -619,7 +619,7 @@ static char *pair_note(const ckpt_pair_options *o, bool compared, bool ties)
     return sb_take(&sb);
 }
 
-/* ---- by name: a name-keyed optimizer (format.md 12.6) and its model (12.8) ---- */
+/* ---- by name: a name-keyed optimizer (docs/pytorch.md) and its model ---- */
 
 static bool push_by_name(ckpt_pair_result *res, uint64_t slot, strbuf *text)
 {
@@ -647,7 +647,7 @@ static bool push_warning(ckpt_pair_result *res, strbuf *text)
     return w[res->warnings_len++] != NULL;
 }
 
-/* 12.8's checks in order, every failure listed: names, shapes, ties, requires grad. Each FQN
+/* The checks by name in order, every failure listed: names, shapes, ties, requires grad. Each FQN
  * is the model state dict key of that name; trainable is having state; a state under a tied
  * name is the checkpoint not knowing the tie. Given frozen names (complete, as a layout's
  * requiresGrad is), a slot neither frozen nor a buffer must have state. Then the slots the
@@ -836,7 +836,7 @@ int ckpt_torch_bind(ckpt_report *ro, const ckpt_report *rm, bool torch_model, co
         }
     }
     if (!rc && by_name) {
-        /* passing: 12.8's text; else what was compared */
+        /* passing: the by-name text; else what was compared */
         if (!(res->note = ckpt_torch_dup(
                   res->failures_len
                       ? "by name: names, shapes, ties and requires grad; order is not compared (the "
@@ -910,7 +910,9 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         j_string(sb, d->slot_names[i]);
     }
     /* the slots no index reaches (a tie is reached through its representative); of them, the
-     * owners the files do not say are untrained (neither given as frozen nor known buffers) */
+     * owners the files do not say are untrained (neither given as frozen nor known buffers); by
+     * name, a parameter without state is untrained (docs/pytorch.md) */
+    const bool by_name = t->optimizers[0].keying != CKPT_TORCH_KEYED_IDS;
     for (int list = 0; list < 2; list++) {
         sb_puts(sb, list ? "],\"untold\":[" : "],\"notInOptimizer\":[");
         if (!rep->slots_bound) continue;
@@ -920,7 +922,7 @@ void ckpt_torch_pairing_json(strbuf *sb, const tf_data *d, const ckpt_report *re
         for (size_t i = 0, k = 0; reached && i < d->slot_count; i++) {
             uint64_t r = ckpt_schema_representative(rep->schema, i);
             if (reached[i] || (r != CKPT_NONE && reached[r])) continue;
-            if (list && d->known[i]) continue; /* known untrained, or a tie (its owner is listed) */
+            if (list && (d->known[i] || by_name)) continue; /* known untrained, or a tie (its owner is listed) */
             if (k++) sb_putc(sb, ',');
             j_string(sb, d->slot_names[i]);
         }
@@ -962,6 +964,10 @@ int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options
     const ckpt_torch *t = d->t;
     const ckpt_torch_optimizer *op = &t->optimizers[0];
     const ckpt_torch_group *g0 = &t->groups[op->groups];
+    /* paired by name with a model that keeps no module order: TorchLean's slots need that order */
+    if (d->unordered_model)
+        return ckpt_fail(err, "DCP", CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "the model keeps no module order: give --names NAMES.json to order the slots");
     strbuf sb = {0};
     bool amsgrad = false, maximize = false, wd = true, betas = true, eps = true;
     for (size_t g = 0; g < op->groups_len; g++) {

@@ -30,7 +30,7 @@ static bool is_str_list(const tctx *c, size_t k)
 enum { SEEN = 1, VALID = 2, NAMED = 4 };
 
 /* An optimizer state dict (format.md 10.3): `state` keyed by ints and groups' `params` lists of
- * ints, or (12.6, name-keyed) `state` keyed by str and `params` lists of str; never a mix. */
+ * ints, or (FSDP's, name-keyed) `state` keyed by str and `params` lists of str; never a mix. */
 static bool is_optimizer(tctx *c, size_t k, bool *named)
 {
     size_t state = torch_dict_get(c, k, "state"), groups = torch_dict_get(c, k, "param_groups");
@@ -74,7 +74,7 @@ static size_t last_dot(const char *s, size_t n)
     return SIZE_MAX;
 }
 
-/* Form F (format.md 12.2, 12.6): a dict of str keys, each `state.{fqn}.{key}` or
+/* Form F (torch's flatten_optimizer_state_dict; docs/pytorch.md): a dict of str keys, each `state.{fqn}.{key}` or
  * `param_groups.{fqn}.{key}`, at least one of them `state.`. */
 static bool has_prefix(const tctx *c, size_t key, const char *pre)
 {
@@ -518,7 +518,7 @@ static int add_optimizer(tctx *c, size_t k, bool named)
     return rc;
 }
 
-/* ---- form F: flat keys (format.md 12.2, 12.6) ---- */
+/* ---- form F: flat keys (torch's flatten_optimizer_state_dict; docs/pytorch.md) ---- */
 
 /* One `param_groups.{fqn}.{key}` value. */
 typedef struct flat_gv {
@@ -526,6 +526,7 @@ typedef struct flat_gv {
     size_t fqn_len, key_len;
     size_t value; /* node */
     size_t pos;   /* in the dict */
+    size_t key_node;
 } flat_gv;
 
 static int cmp_gv(const void *a, const void *b)
@@ -538,7 +539,7 @@ static int cmp_gv(const void *a, const void *b)
     return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
-/* Two values equal as stored, floats bit for bit (format.md 12.4's groups), depth bounded. */
+/* Two values equal as stored, floats bit for bit (form F's groups), depth bounded. */
 static bool same_value(const tctx *c, size_t a, size_t b, unsigned depth)
 {
     if (a == b) return true;
@@ -655,7 +656,7 @@ static size_t flat_get(const tctx *c, const void *at, const char *key)
 
 /* Form F: entries from `state.{fqn}.{key}` in dict order (one entry per FQN, at its first key);
  * groups the largest sets of FQNs with equal group values, in order of their first member in the
- * dict (format.md 12.4; the pairing puts them in module order). */
+ * dict (the pairing puts them in module order). */
 static int add_flat_optimizer(tctx *c, size_t k)
 {
     ckpt_torch *t = c->t;
@@ -669,52 +670,50 @@ static int add_flat_optimizer(tctx *c, size_t k)
         while (torch_dict_next(&it, &key, &value)) total++;
     }
     flat_gv *gv = malloc((total ? total : 1) * sizeof *gv);
+    flat_gv *sv = malloc((total ? total : 1) * sizeof *sv);
     flat_fqn *fq = malloc((total ? total : 1) * sizeof *fq);
     hash_pos *hp = malloc((total ? total : 1) * sizeof *hp);
-    int rc = gv && fq && hp ? 0 : ckpt_fail_oom(c->err);
-    size_t ng = 0, nf = 0;
-    /* the state, entry by entry in dict order; the group values gathered */
+    int rc = gv && sv && fq && hp ? 0 : ckpt_fail_oom(c->err);
+    size_t ng = 0, ns = 0, nf = 0;
+    /* the keys split: state values and group values, each with its place in the dict */
     dict_it it;
     size_t key, value, pos = 0;
     if (!rc) torch_dict_begin(&it, c, k);
-    size_t last = CKPT_TORCH_NONE; /* the entry of the previous state key: keys of one FQN come together */
     while (!rc && torch_dict_next(&it, &key, &value)) {
         const ckpt_pnode *kn = N(c, key);
         bool st = has_prefix(c, key, "state.");
         size_t skip = st ? 6 : 13;
         const char *rest = span(c, kn) + skip;
         size_t rl = kn->len - skip, dot = last_dot(rest, rl);
-        if (!st) {
-            gv[ng++] = (flat_gv){rest, rest + dot + 1, dot, rl - dot - 1, value, pos++};
-            continue;
-        }
-        pos++;
-        size_t ei = CKPT_TORCH_NONE;
-        const ckpt_torch_optimizer *o = &t->optimizers[oi];
-        if (last != CKPT_TORCH_NONE) {
-            const char *prev = t->strings[t->entries[last].name];
-            if (strlen(prev) == dot && !memcmp(prev, rest, dot)) ei = last;
-        }
-        for (size_t e = o->entries; ei == CKPT_TORCH_NONE && e < o->entries + o->entries_len; e++) {
-            const char *nm = t->strings[t->entries[e].name];
-            if (strlen(nm) == dot && !memcmp(nm, rest, dot)) ei = e;
-        }
-        if (ei == CKPT_TORCH_NONE) {
-            size_t name;
-            rc = push_string(c, kn, rest, dot, &name);
-            if (!rc) rc = begin_entry(c, oi, kn, (int64_t)o->entries_len, name, CKPT_TORCH_NONE, &ei);
-        }
-        size_t mark = torch_path_push_key(c, key);
-        if (!rc) rc = put_state(c, ei, rest + dot + 1, rl - dot - 1, value);
-        torch_path_pop(c, mark);
-        /* a FQN's keys come together (torch's flattening writes them so); one that comes back later
-         * is listed by name, not written again */
-        if (!rc && t->entries[ei].kv + t->entries[ei].kv_len == t->kvs_len) {
-            rc = push_kv(c, kn, rest + dot + 1, rl - dot - 1, value);
+        flat_gv x = {rest, rest + dot + 1, dot, rl - dot - 1, value, pos++, key};
+        if (st) sv[ns++] = x;
+        else gv[ng++] = x;
+    }
+    /* the entries: one per FQN, in the order of its first state key, its keys in dict order
+     * (a sort by FQN, then by place: memory and time grow with the keys, not their square) */
+    if (!rc) qsort(sv, ns, sizeof *sv, cmp_gv);
+    for (size_t i = 0; !rc && i < ns;) {
+        size_t j = i + 1;
+        while (j < ns && sv[j].fqn_len == sv[i].fqn_len && !memcmp(sv[j].fqn, sv[i].fqn, sv[i].fqn_len)) j++;
+        fq[nf++] = (flat_fqn){i, j - i, sv[i].pos, 0, CKPT_TORCH_NONE};
+        i = j;
+    }
+    if (!rc) qsort(fq, nf, sizeof *fq, cmp_fqn_pos);
+    for (size_t f = 0; !rc && f < nf; f++) {
+        const flat_gv *first = &sv[fq[f].first];
+        size_t name, ei = 0;
+        rc = push_string(c, N(c, first->key_node), first->fqn, first->fqn_len, &name);
+        if (!rc) rc = begin_entry(c, oi, N(c, first->key_node), (int64_t)f, name, CKPT_TORCH_NONE, &ei);
+        for (size_t q = 0; !rc && q < fq[f].len; q++) {
+            const flat_gv *x = &sv[fq[f].first + q];
+            size_t mark = torch_path_push_key(c, x->key_node);
+            rc = put_state(c, ei, x->key, x->key_len, x->value);
+            torch_path_pop(c, mark);
+            if (!rc) rc = push_kv(c, N(c, x->key_node), x->key, x->key_len, x->value);
             if (!rc) t->entries[ei].kv_len++;
         }
-        last = ei;
     }
+    nf = 0;
     /* the FQNs of the group values, each a run of the sorted array */
     if (!rc) qsort(gv, ng, sizeof *gv, cmp_gv);
     for (size_t i = 0; !rc && i < ng;) {
@@ -801,6 +800,7 @@ static int add_flat_optimizer(tctx *c, size_t k)
     free(nmap);
     if (!rc) decide_kind(t, o);
     free(gv);
+    free(sv);
     free(fq);
     free(hp);
     return rc;
