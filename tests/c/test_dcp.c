@@ -162,6 +162,38 @@ static void test_folder_index(void)
 /* with statistics: each moment streamed run by run from both ranks' records; the values below are
  * torch's of the two records of optim.state.emb.weight.exp_avg concatenated (torch.load of bytes
  * 9147..10022 of __0_0.distcp and 6979..7790 of __1_0.distcp, in float64) */
+/* The statistics an open with CKPT_INSPECT_STATS keeps are, word for word, what each item's own
+ * pass reads (ckpt_file_item_stats of the folder opened without them, as the workers read it) */
+static void stats_as_items(const unsigned char *b, size_t blen)
+{
+    ckpt_source s1, s2;
+    ckpt_memory m1, m2;
+    ckpt_source_memory(&s1, &m1, b, blen);
+    ckpt_source_memory(&s2, &m2, b, blen);
+    ckpt_inspect_options o = {CKPT_INSPECT_STATS, NULL, NULL};
+    ckpt_file *with = ckpt_open(&s1, &o), *without = ckpt_open(&s2, NULL);
+    CHECK(with && without);
+    const ckpt_report *rep = with ? ckpt_file_report(with) : NULL;
+    for (size_t k = 0; rep && without && k < rep->entries_len; k++) {
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        uint64_t *x = ckpt_file_item_stats_packed(with, k, NULL, NULL, &err);
+        ckpt_error_clear(&err);
+        uint64_t *y = ckpt_file_item_stats_packed(without, k, NULL, NULL, &err);
+        ckpt_error_clear(&err);
+        CHECK((x == NULL) == (y == NULL));
+        if (x && y) {
+            const ckpt_packed_stats *h = (const ckpt_packed_stats *)x;
+            size_t words = sizeof *h / sizeof *x + h->a_words + h->b_words;
+            CHECK(!memcmp(x, y, words * sizeof *x));
+        }
+        free(x);
+        free(y);
+    }
+    ckpt_close(with);
+    ckpt_close(without);
+}
+
 static void test_folder_stats(void)
 {
     jvalue *r = inspect_folder_opts(fixture, CKPT_INSPECT_STATS);
@@ -182,6 +214,11 @@ static void test_folder_stats(void)
     CHECK_STR(str(json_get(es->items[8], "role")), "frozen");
     CHECK_STR(str(json_get(es->items[0], "role")), "owner");
     json_free(r);
+    size_t len = 0;
+    unsigned char *b = dcp_folder_bytes(fixture, "ckpt", &len, NULL);
+    CHECK(b != NULL);
+    if (b) stats_as_items(b, len);
+    free(b);
 }
 
 /* .metadata alone: the index, and the note naming the data files that are not here */
@@ -604,6 +641,7 @@ static void test_cases(void)
                 char en[300];
                 snprintf(en, sizeof en, "%s%s%s", name, acc ? "-" : "", acc ? accelerate[part] : "");
                 export_folder(b, blen, en);
+                stats_as_items(b, blen);
             }
             free(b);
             CHECK(r != NULL);

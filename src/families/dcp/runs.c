@@ -206,15 +206,56 @@ int dcp_items(ckpt_dcp *d, ckpt_report *rep)
     return 0;
 }
 
+/* an item by where its first payload scanned starts in the folder */
+typedef struct item_at {
+    uint64_t at;
+    size_t k;
+} item_at;
+
+static int by_place(const void *a, const void *b)
+{
+    const item_at *x = a, *y = b;
+    if (x->at != y->at) return x->at < y->at ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+/* The payloads of item k that statistics read: m and v where it has both (the report's), else the
+ * parameter's values (the item's only payload); max_exp_avg_sq and the values of an item with
+ * moments are in no report (a bf16 model's values would cost more than both moments). */
+static void scanned(const dcp_item *it, int *first, int *end)
+{
+    const bool moments = it->spans[0] && it->spans[1];
+    *first = moments ? 0 : DCP_PAYLOADS - 1;
+    *end = moments ? 2 : DCP_PAYLOADS;
+}
+
 int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err)
 {
+    /* read in the order the records lie in the files (each rank's file holds them in its plan's
+     * order, not the schema's), so that every file is read front to back; the results do not
+     * depend on the order */
+    item_at *order = malloc((d->items_len ? d->items_len : 1) * sizeof *order);
+    if (!order) return ckpt_fail_oom(err);
     for (size_t k = 0; k < d->items_len; k++) {
-        dcp_item *it = &d->items[k];
-        for (int q = 0; q < DCP_PAYLOADS; q++) {
+        int q, end;
+        scanned(&d->items[k], &q, &end);
+        order[k] = (item_at){d->items[k].spans[q] ? d->items[k].spans[q][0].offset : UINT64_MAX, k};
+    }
+    qsort(order, d->items_len, sizeof *order, by_place);
+    int rc = 0;
+    for (size_t j = 0; j < d->items_len && !rc; j++) {
+        dcp_item *it = &d->items[order[j].k];
+        int q, end;
+        for (scanned(it, &q, &end); q < end && !rc; q++) {
             if (!it->spans[q] || !ckpt_dtype_has_stats(it->dtype[q])) continue;
             scan->start = 0;
-            TRY(ckpt_scan_spans(r, scan, it->spans[q], it->len[q], it->dtype[q], &it->stats[q], err));
+            rc = ckpt_scan_spans(r, scan, it->spans[q], it->len[q], it->dtype[q], &it->stats[q], err);
         }
+    }
+    free(order);
+    if (rc) return rc;
+    for (size_t k = 0; k < d->items_len; k++) {
+        dcp_item *it = &d->items[k];
         ckpt_entry_info *e = &rep->entries[k];
         if (it->stats[0] && it->stats[1]) {
             /* m and v: the report owns them from here */
