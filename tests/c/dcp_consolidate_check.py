@@ -1,6 +1,7 @@
 """DCP folders converted to a consolidated torch.optim state dict and its model (format.md 12.8),
 checked with torch 1.13 against dcp_truth.py's independent reassembly of the records.
 
+`python3 dcp_consolidate_check.py --files DIR OPTIMIZER.pt MODEL.pt` checks files written by the CLI.
 `python3 dcp_consolidate_check.py TOOL FIXTURE CASES OUT`: TOOL is dcp_consolidate_tool (the core's
 conversion as a command), FIXTURE tests/fixtures/dcp-torch113, CASES the folders dcp_seeds.py
 wrote. For each converted folder: both files torch.load; the optimizer is {'state',
@@ -71,6 +72,10 @@ def check(name, folder, out, warnings='[]'):
         return fail(f'{name}: not converted: {r.stdout.strip()} {r.stderr.strip()}')
     if r.stdout.strip() != warnings:
         fail(f'{name}: warnings {r.stdout.strip()}, expected {warnings}')
+    verify(name, folder, opt_path, model_path)
+
+
+def verify(name, folder, opt_path, model_path):
     tr = dcp_truth.truth(folder)
     keys = {k['key']: k for k in tr['keys']}
     order = list(tr['plannerData']) if tr['plannerData'] else [k['key'] for k in tr['keys']]
@@ -166,7 +171,7 @@ def check(name, folder, out, warnings='[]'):
     except Exception as e:  # noqa: BLE001
         fail(f'{name}: Adam.load_state_dict: {e}')
     print(f'{name}: {len(want_ids)} ids, {len(opt["state"])} with state, {len(groups)} groups, '
-          f'{len(model)} model keys; warnings {r.stdout.strip()}')
+          f'{len(model)} model keys')
 
 
 def refused(name, folder, out, text):
@@ -181,6 +186,9 @@ def refused(name, folder, out, text):
 
 
 if __name__ == '__main__':
+    if sys.argv[1] == '--files':  # files written by the CLI: DIR OPTIMIZER.pt MODEL.pt
+        verify('files', *sys.argv[2:5])
+        sys.exit(1 if failures else 0)
     TOOL, FIXTURE, CASES, OUT = sys.argv[1:5]
     os.makedirs(OUT, exist_ok=True)
     check('fixture', FIXTURE, OUT)
