@@ -316,9 +316,15 @@ export class Binding {
 
   // ---- open files ---------------------------------------------------------------------------
 
-  /** ckpt_file *w_open(source, size, flags, progress): 0 when out of memory. */
-  open(srcId, size, { stats = false } = {}, pid = 0) {
-    return this.#ex.w_open(srcId, size, stats ? this.abi.constants.INSPECT_STATS : 0, pid) >>> 0;
+  /** ckpt_file *w_open(source, size, flags, progress, name): 0 when out of memory. `name`: the
+   *  file's name or path as the caller gave it (a fact the core may state), or null. */
+  open(srcId, size, { stats = false, name = null } = {}, pid = 0) {
+    const p = name === null || name === undefined ? 0 : this.#core.stringIn(String(name));
+    try {
+      return this.#ex.w_open(srcId, size, stats ? this.abi.constants.INSPECT_STATS : 0, pid, p) >>> 0;
+    } finally {
+      if (p) this.#core.free(p);
+    }
   }
 
   close(file) { this.#ex.ckpt_close(file); }

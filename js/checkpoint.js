@@ -4,7 +4,7 @@
 
 import { exact } from './wasm.js';
 import { loadBinding } from './binding.js';
-import { openSource } from './sources.js';
+import { openSource, sourceName } from './sources.js';
 import { CheckpointError, coreError, abortError } from './errors.js';
 import { toU64 } from './values.js';
 
@@ -40,7 +40,7 @@ export async function open(source, { stats = false, onProgress, signal, variant 
   try {
     srcId = core.register(src);
     errPtr = b.errorNew();
-    file = withProgress(b, { onProgress, signal }, (pid) => b.open(srcId, sourceSize(b, src), { stats }, pid));
+    file = withProgress(b, { onProgress, signal }, (pid) => b.open(srcId, sourceSize(b, src), { stats, name: sourceName(source) }, pid));
     if (!file) throw new RangeError('out of WebAssembly memory opening the file');
     if (src.error) throw src.error;   // the source's own I/O error, as thrown
     if (b.fileErrorCode(file) === b.codes.CANCELLED) throw abortError(signal);

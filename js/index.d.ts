@@ -429,8 +429,11 @@ export interface DcpEntry {
   dtype: string | null;
   step: number | null;
   trainable: boolean;
-  /** the schema's representative: itself when trainable, null when it has no state */
+  /** the schema's representative: itself when trainable, the slot it is tied to, else null */
   representative: U64 | null;
+  /** owner: it has optimizer state; tied: its values equal an earlier owner's; frozen: compared,
+   *  no alias; 'frozen or tied': no state, values not compared */
+  role: 'owner' | 'tied' | 'frozen' | 'frozen or tied';
   chunks: DcpChunk[];
   state: Partial<Record<'exp_avg' | 'exp_avg_sq' | 'max_exp_avg_sq' | 'step', { key: string; dtype: string | null; shape: U64[]; chunks: DcpChunk[] }>>;
 }

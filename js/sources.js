@@ -104,6 +104,15 @@ export async function openSource(source) {
   throw new TypeError('a checkpoint source must be a Uint8Array, an ArrayBuffer, a Blob or File, an http(s) URL, or (in Node) a file path, file: URL or descriptor');
 }
 
+/** The file name or path a source carries (a path, a URL's path, a File's or a custom source's
+ *  name), or null (bytes, a descriptor): given to the core as a fact, never opened by it. */
+export function sourceName(source) {
+  if (typeof source === 'string') return source;
+  if (source instanceof URL) return decodeURIComponent(source.pathname);
+  if ((isBlob(source) || isCustom(source)) && typeof source.name === 'string' && source.name) return source.name;
+  return null;
+}
+
 /** The first bytes of a source, for telling a JSON file from a checkpoint. */
 async function head(source, n) {
   const src = await openSource(source);

@@ -559,6 +559,11 @@ typedef struct ckpt_file ckpt_file;
  * reads: the source's ctx must stay valid until ckpt_close. NULL only when out of memory; an
  * invalid file opens too (its report says why). */
 ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt);
+
+/* ckpt_open with the file's name or path as the caller knows it (NULL: none): a fact a family
+ * may state, never opened (a DCP data file's note names the file and its folder, format.md
+ * 12.1). The name is read during the call only. */
+ckpt_file *ckpt_open_named(const ckpt_source *src, const ckpt_inspect_options *opt, const char *name);
 void ckpt_close(ckpt_file *f);
 const ckpt_report *ckpt_file_report(const ckpt_file *f);
 const ckpt_source *ckpt_file_source(const ckpt_file *f);

@@ -156,11 +156,11 @@ char *w_diff(const w_layout *a, const w_layout *b)
 
 /* ---- open files ---- */
 
-ckpt_file *w_open(int source, uint64_t size, unsigned flags, int progress_token)
+ckpt_file *w_open(int source, uint64_t size, unsigned flags, int progress_token, const char *name)
 {
     ckpt_source src = make_source(source, size);
     ckpt_inspect_options opt = {flags, PROGRESS(progress_token)};
-    return ckpt_open(&src, &opt);
+    return ckpt_open_named(&src, &opt, name);
 }
 
 char *w_file_report_json(const ckpt_file *f, unsigned opts) { return ckpt_report_json_opts(ckpt_file_report(f), opts); }

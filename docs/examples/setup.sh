@@ -23,3 +23,8 @@ rm -rf deepspeed && cp -r "$here/deepspeed" deepspeed
 # a ZeRO-2 save_dir saved after steps 2, 3 and 4 of torch's AdamW (the last on 3 ranks), written by
 # tests/c/deepspeed_seeds.py's ZeRO writer (its runs/zero2)
 rm -rf deepspeed-run && cp -r "$here/deepspeed-run" deepspeed-run
+# a PyTorch distributed checkpoint of two ranks, written by torch 1.13's save_state_dict (docs/distributed.md)
+rm -rf dcp-torch113 && cp -r "$here/dcp-torch113" dcp-torch113
+# a DCP folder of torch >= 2.3's classes: b.weight column-sharded over two ranks, c.weight tied to
+# it, a.weight frozen (tests/c/dcp_core_seeds.py's `columns`, written with torch's own torch.save)
+rm -rf dcp-columns && cp -r "$here/dcp-columns" dcp-columns

@@ -62,7 +62,7 @@ function usageText({ kind, to, outs }) {
   ckptscope convert DIR OUT_DIR --to universal
       a DeepSpeed ZeRO-1/2 folder as a universal checkpoint (ds_to_universal's)
   ckptscope convert optimizer.pt OUT_DIR --to dcp --state MODEL [--torch 1.13]
-      a PyTorch optimizer and its model as a DCP folder (torch.distributed.checkpoint)
+      a PyTorch optimizer and its model as a DCP folder, for dcp.load
   ckptscope convert optimizer.pt OUT --state MODEL [--to V] [--kind ${kind}]
                    [--weight-decay X] [--betas B1,B2] [--eps X] [--drop-amsgrad]
                    [--frozen NAMES]

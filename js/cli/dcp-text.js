@@ -28,20 +28,25 @@ export function chunkRanks(e) {
   return [...ranks].sort((a, b) => (a === null ? 1 : b === null ? -1 : a - b)).map((r) => (r === null ? '?' : String(r)));
 }
 
-/** How an entry is trained: 'yes' (it has optimizer state), 'tied to NAME' (the core found it
- *  an alias of an earlier slot), else 'frozen or tied' (no state: the core cannot tell which
- *  until values are compared). */
+/** How an entry is trained, from the core's role: 'yes' (it has optimizer state), 'tied to NAME'
+ *  (its values equal an earlier trained slot's), 'no' (frozen: values compared, no alias), or
+ *  'frozen or tied' (no state, values not compared: the core cannot tell which). */
 export function trainText(e, entries) {
-  if (e.trainable) return 'yes';
-  const k = e.representative;
-  if (k !== null && k !== undefined && entries[k] && entries[k] !== e) return `tied to ${entries[k].name}`;
-  return 'frozen or tied';
+  if (e.role === 'owner') return 'yes';
+  if (e.role === 'tied') return `tied to ${entries[Number(e.representative)]?.name ?? e.representative}`;
+  if (e.role === 'frozen') return 'no';
+  return e.role;
 }
 
 /** The lines of report.dcp before the parameters: what .metadata is, the files, the keys, the
  *  groups, the bytes items. */
 export function dcpLines(report, out, width) {
   const d = report.dcp;
+  if (d.opened === 'distcp') {
+    // a data file alone: no index was read, so no metadata, form or keys to state
+    out.push(`dcp             ${OPENED.distcp}, without its .metadata`);
+    return recordLines(d, out, width);
+  }
   const facts = [...(OPENED[d.opened] ? [OPENED[d.opened]] : []), d.version === null ? 'unversioned metadata' : `metadata version ${d.version}`, `classes ${d.classes ?? 'unknown'}`,
     d.form === null ? 'no optimizer part' : `optimizer ${FORM_NAMES[d.form] ?? d.form}`, d.plannerData ? 'planner_data' : 'no planner_data'];
   out.push(...wrapLine(`dcp             ${facts.join(', ')}`, width, HANG));
@@ -50,10 +55,17 @@ export function dcpLines(report, out, width) {
   if (d.strays.length) out.push(...wrapLine(`other files     ${d.strays.join(', ')}`, width, HANG));
   out.push(`keys            ${plural(d.keys.model, 'model key')}, ${plural(d.keys.optimizer, 'optimizer key')}, ${plural(d.keys.other, 'other key')}`);
   d.groups.forEach((g, k) => {
-    const line = `group ${k}${' '.repeat(Math.max(1, 10 - String(k).length))}lr ${g.lr ?? '?'}  betas ${g.betas ? g.betas.join(', ') : '?'}  eps ${g.eps ?? '?'}  wd ${g.weightDecay ?? '?'}  ${plural(g.params.length, 'parameter')}`;
+    // the index alone: the groups' values are bytes items in the data files, not read
+    const params = d.opened === 'metadata' ? 'parameters ?' : plural(g.params.length, 'parameter');
+    const line = `group ${k}${' '.repeat(Math.max(1, 10 - String(k).length))}lr ${g.lr ?? '?'}  betas ${g.betas ? g.betas.join(', ') : '?'}  eps ${g.eps ?? '?'}  wd ${g.weightDecay ?? '?'}  ${params}`;
     out.push(...wrapLine(line, width, HANG));
   });
   if (d.bytesItems.length) out.push(...wrapLine(`bytes items     ${d.bytesItems.map((b) => b.key).join(', ')}`, width, HANG));
+  recordLines(d, out, width);
+}
+
+/** A data file alone's last record, and the core's note. */
+function recordLines(d, out, width) {
   const r = d.record;   // a data file alone: its last record
   if (r) out.push(...wrapLine(`last record     ${plural(r.length, 'byte')} at byte ${r.offset}${r.dtype ? `: a ${r.dtype} tensor of shape ${fmtShape(r.shape)}` : ''}`, width, HANG));
   if (d.note) out.push(...wrapLine(`note            ${d.note}`, width, HANG));

@@ -55,6 +55,8 @@ export async function cmdExport(argv) {
     const { saveExport } = await import('../export.js');
     const { codes } = await loadBinding();
     written = await writing(out, () => saveExport(out, ck, { format, names })).catch((err) => {
+      // a DCP folder whose state export cannot read (the core says why): which folder
+      if (kind.dcp && err instanceof CheckpointError && !err.context) throw new CheckpointError(err, { context: `cannot export ${file}` });
       // names the core refuses (empty, alike, too long for a zip): the names file is at fault, as
       // when it has too few; the file itself is fine (exit status 2, not 1)
       if (seen['--names'] !== undefined && err instanceof CheckpointError && err.code === codes.INVALID_ARGUMENT) throw new LayoutError(`${seen['--names']}: ${err.message}`);

@@ -46,6 +46,8 @@ export async function cmdHealth(argv) {
     const trained = state === undefined ? {} : { modelLabel: state, ...(await trainedModelOf(opt, state)) };
     result = await reading(opt, 'checkpoint', () => health(optimizer ?? opt, model, { lr, ratioBand: band, workers: kind.whole ? 1 : workersArg(seen), frozen, ...trained }));
   } catch (err) {
+    // a DCP folder whose state health cannot read (the core says why): which folder
+    if (err instanceof CheckpointError && kind.dcp && !err.context && !err.fileError && !err.result) throw new CheckpointError(err, { context: `cannot compute the health of ${displayName(opt)}` });
     if (err instanceof CheckpointError && err.fileError) {
       throw new CheckpointError(err.fileError, { context: err.message });
     }

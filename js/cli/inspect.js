@@ -92,6 +92,8 @@ export async function cmdInspect(argv) {
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
     await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
     if (!summary.ok) return 1;
+    // a DCP data file alone: not an all-clear (its note says to open the folder)
+    if (ck.report.dcp?.opened === 'distcp') return 3;
     return pairing ? (pairing.unpaired ? 1 : pairStatus(pairing.result)) : 0;
   } finally {
     model?.close();

@@ -200,7 +200,10 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
   out.push(...failureLines(report));
   if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');
-  if (report.ok) out.push('verdict: valid');
+  // a DCP data file alone (format.md 12.1): its records are found only through the folder's
+  // .metadata, so it is neither valid nor invalid here: the core's note says where to look
+  if (report.ok && report.dcp?.opened === 'distcp') out.push('verdict: cannot tell (a data file alone: open its folder)');
+  else if (report.ok) out.push('verdict: valid');
   else {
     out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);
     out.push(...errorLines(report.error));

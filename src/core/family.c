@@ -216,6 +216,12 @@ ckpt_report *ckpt_parse_file(const ckpt_source *src, const ckpt_expected *exp, c
 ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
                                     int reader)
 {
+    return ckpt_parse_file_named(src, exp, opt, reader, NULL);
+}
+
+ckpt_report *ckpt_parse_file_named(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                                   int reader, const char *name)
+{
     ckpt_report *rep = calloc(1, sizeof *rep);
     if (!rep) return NULL;
     report_init(rep, src);
@@ -224,6 +230,7 @@ ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected 
     p.rep = rep;
     p.err = &rep->error;
     p.reader = reader;
+    p.name = name;
     if (reader < CKPT_READER_DEFAULT || reader > CKPT_READER_COUNT) {
         ckpt_fail(p.err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "unknown TorchLean reader %d", reader);
         return rep;

@@ -27,5 +27,8 @@ ckpt_report *ckpt_parse_file(const ckpt_source *src, const ckpt_expected *exp, c
  * also gives the family's own verdicts (its judge). */
 ckpt_report *ckpt_parse_file_reader(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
                                     int reader);
+/* The same with the file's name as the caller gave it (ckpt_open_named), or NULL. */
+ckpt_report *ckpt_parse_file_named(const ckpt_source *src, const ckpt_expected *exp, const ckpt_inspect_options *opt,
+                                   int reader, const char *name);
 
 #endif

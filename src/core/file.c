@@ -17,10 +17,15 @@ struct ckpt_file {
 
 ckpt_file *ckpt_open(const ckpt_source *src, const ckpt_inspect_options *opt)
 {
+    return ckpt_open_named(src, opt, NULL);
+}
+
+ckpt_file *ckpt_open_named(const ckpt_source *src, const ckpt_inspect_options *opt, const char *name)
+{
     ckpt_file *f = calloc(1, sizeof *f);
     if (!f) return NULL;
     f->src = *src;
-    if (!(f->rep = ckpt_parse_file(&f->src, NULL, opt))) {
+    if (!(f->rep = ckpt_parse_file_named(&f->src, NULL, opt, CKPT_READER_DEFAULT, name))) {
         free(f);
         return NULL;
     }

@@ -20,7 +20,8 @@ typedef struct ckpt_parse {
     ckpt_scan scan;
     ckpt_report *rep;
     ckpt_error *err;
-    int reader; /* the TorchLean reader whose checks apply (ckpt_reader_id, format.md 8) */
+    int reader;       /* the TorchLean reader whose checks apply (ckpt_reader_id, format.md 8) */
+    const char *name; /* the file's name as the caller gave it (ckpt_open_named), or NULL */
 } ckpt_parse;
 /* One typed payload of an item: exp_avg, exp_avg_sq, max_exp_avg_sq, or a tensor's values (a
  * DeepSpeed parameter's: its fp32 master weights). */

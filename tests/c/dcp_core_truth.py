@@ -9,6 +9,7 @@ usage: dcp_core_truth.py CASES WORK
 import hashlib
 import json
 import os
+import re
 import struct
 import sys
 
@@ -26,12 +27,22 @@ def tensors(path):
     return {k: body[v['data_offsets'][0]:v['data_offsets'][1]] for k, v in header.items() if k != '__metadata__'}
 
 
-def key_of(keys, name):
-    """the key of an exported name: {fqn}.exp_avg[_sq] is a state key ending in state.{fqn}.{key};
-    {fqn} the model's key (bare, or under a prefix)"""
+def form_i_ids():
+    """form I's ids as the writer gave them (dcp_seeds.form_i): the trainable FQNs in its groups'
+    order, numbered from 0"""
+    import dcp_seeds
+    _, trainable, _ = dcp_seeds.base_sd()
+    return {fqn: i for i, fqn in enumerate(trainable)}
+
+
+def key_of(keys, name, ids=None):
+    """the key of an exported name: {fqn}.exp_avg[_sq] is a state key ending in state.{fqn}.{key}
+    (form I: state.{id}.{key}, ids from the writer); {fqn} the model's key (bare, or under a prefix)"""
     for suffix in ('.exp_avg_sq', '.exp_avg'):
         if name.endswith(suffix):
             fqn = name[:-len(suffix)]
+            if ids is not None:
+                fqn = ids.get(fqn, fqn)
             hits = [k for k in keys if k.endswith(f'state.{fqn}{suffix}')]
             return hits[0] if len(hits) == 1 else None
     hits = [k for k in keys if (k == name or k.endswith('.' + name)) and '.state.' not in k and not k.startswith('state.')]
@@ -52,8 +63,10 @@ def main():
         truth = {k['key']: k for k in dcp_truth.truth(path)['keys']}
         got = tensors(os.path.join(work, name))
         folders += 1
+        # form I keys its state by ids: the exported FQNs are the core's positional placing
+        ids = form_i_ids() if any(re.search(r'(^|\.)state\.\d+\.', k) for k in truth) else None
         for tname, raw in got.items():
-            key = key_of(truth, tname)
+            key = key_of(truth, tname, ids)
             if key is None:
                 raise SystemExit(f'{folder}: {tname} is no key of the folder')
             want = truth[key]['sha256']

@@ -553,7 +553,7 @@ static void export_folder(const unsigned char *b, size_t blen, const char *name)
     ckpt_error_clear(&err);
     int rc = out ? ckpt_export(f, &o, &sink, &err) : 1;
     if (out) fclose(out);
-    if (rc) unlink(path); /* a folder health and export do not read (no eps stored, form I) */
+    if (rc) unlink(path); /* a folder health and export do not read (no eps stored) */
     ckpt_error_clear(&err);
     ckpt_close(f);
 }
@@ -667,6 +667,76 @@ static void test_cases(void)
     json_free(table);
 }
 
+/* a case folder's report (with statistics), parsed */
+static jvalue *case_report(const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", cases, name);
+    size_t blen = 0;
+    unsigned char *b = dcp_folder_bytes(path, path, &blen, NULL);
+    CHECK(b != NULL);
+    if (!b) return NULL;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, blen);
+    ckpt_inspect_options o = {CKPT_INSPECT_STATS, NULL, NULL};
+    ckpt_report *rep = ckpt_inspect(&src, &o);
+    char *json = ckpt_report_json(rep);
+    jvalue *r = json ? json_parse(json) : NULL;
+    free(json);
+    ckpt_report_free(rep);
+    free(b);
+    CHECK(r != NULL);
+    return r;
+}
+
+/* form I (ids: a plain optimizer.state_dict() saved by DCP) is placed by position as 10.4 places
+ * an optimizer: the same folder in form N (keyed by names) gives the same slots, roles, entries
+ * (their steps, sizes and moments' statistics) and group */
+static void test_form_i(void)
+{
+    jvalue *i = case_report("i"), *n = case_report("n");
+    if (!i || !n) {
+        json_free(i);
+        json_free(n);
+        return;
+    }
+    CHECK_STR(str(json_get(json_get(i, "dcp"), "form")), "I");
+    CHECK(json_is_null(json_get(i, "error")));
+    CHECK(json_get(i, "warnings")->len == 0);
+    CHECK(json_get(json_get(i, "dcp"), "diagnostics")->len == 0);
+    const jvalue *ei = json_get(json_get(i, "dcp"), "entries"), *en = json_get(json_get(n, "dcp"), "entries");
+    CHECK(ei && en && ei->len == en->len && ei->len == 10);
+    for (size_t k = 0; ei && en && k < ei->len && k < en->len; k++) {
+        CHECK_STR(str(json_get(ei->items[k], "role")), str(json_get(en->items[k], "role")));
+        CHECK(json_u64(json_get(ei->items[k], "group")) == json_u64(json_get(en->items[k], "group")));
+    }
+    const jvalue *oi = json_get(i, "entries"), *on = json_get(n, "entries");
+    CHECK(oi && on && oi->len == 7 && on->len == 7);
+    for (size_t k = 0; oi && on && k < oi->len && k < on->len; k++) {
+        static const char *const fields[] = {"id", "step", "count"};
+        for (size_t q = 0; q < 3; q++)
+            CHECK(json_u64(json_get(oi->items[k], fields[q])) == json_u64(json_get(on->items[k], fields[q])));
+        /* the moments read through the placed ids' records equal the named ones' */
+        for (size_t q = 0; q < 2; q++) {
+            const char *m = q ? "v" : "m";
+            const jvalue *a = json_get(oi->items[k], m), *b = json_get(on->items[k], m);
+            CHECK(a && b && json_double(json_get(a, "rms")) > 0);
+            CHECK(a && b && json_double(json_get(a, "rms")) == json_double(json_get(b, "rms")));
+            CHECK(a && b && json_double(json_get(a, "mean")) == json_double(json_get(b, "mean")));
+        }
+    }
+    const jvalue *gi = json_get(json_get(i, "dcp"), "groups"), *gn = json_get(json_get(n, "dcp"), "groups");
+    CHECK(gi && gn && gi->len == 1 && gn->len == 1);
+    if (gi && gn && gi->len == 1 && gn->len == 1) {
+        CHECK(json_double(json_get(gi->items[0], "lr")) == json_double(json_get(gn->items[0], "lr")));
+        CHECK(json_double(json_get(gi->items[0], "weightDecay")) == 0.01);
+        CHECK(json_get(gi->items[0], "params")->len == 7);
+    }
+    json_free(i);
+    json_free(n);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -678,7 +748,8 @@ int main(int argc, char **argv)
     seeds = argv[3];
     if (argc > 5 && !strcmp(argv[4], "--cases")) {
         cases = argv[5];
-        static const test_case table[] = {{"tests/cases/dcp.json: every folder of dcp_seeds.py", test_cases}};
+        static const test_case table[] = {{"tests/cases/dcp.json: every folder of dcp_seeds.py", test_cases},
+                                          {"form I placed by position, as form N by name", test_form_i}};
         return RUN_ALL(table);
     }
     written = argc > 4 ? argv[4] : NULL;

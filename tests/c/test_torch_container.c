@@ -3,7 +3,8 @@
  * (another zip reader) found are in DIR/facts.txt; they differ, so ckptscope refuses the file with
  * its text, code and offset, and never says what torch.load(weights_only=True) would do with a
  * pickle it does not run. A zip after another archive, offsets from byte 0, is read as torch
- * reads it, with a warning. Usage: test_torch_container DIR */
+ * reads it, with a warning. torch.save records back to back from byte 0 are a DCP data file
+ * (format.md 12.1), not refused: its note and last record. Usage: test_torch_container DIR */
 #include "testutil.h"
 
 static const char *dir;
@@ -118,20 +119,70 @@ static void test_two_directories(void)
     refused(f, CKPT_E_TORCH_UNSUPPORTED, want, number(f, "field"));
 }
 
-/* torch.save records back to back: torch.load reads the first one's directory, zipfile the last */
+/* `file` opened as the caller names it (`name`, NULL: no name): its report's JSON */
+static char *open_named(const char *file, const char *name)
+{
+    size_t len;
+    uint8_t *data = read_file_in(dir, file, &len);
+    CHECK(data != NULL);
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_source_memory(&src, &mem, data ? data : (const uint8_t *)"", data ? len : 0);
+    ckpt_file *f = ckpt_open_named(&src, NULL, name);
+    char *js = f ? ckpt_report_json(ckpt_file_report(f)) : NULL;
+    ckpt_close(f);
+    free(data);
+    return js;
+}
+
+/* torch.save records back to back: torch.load reads the first one's directory, zipfile the last.
+ * Each record's end record ends where the next begins and the first starts at byte 0: a DCP data
+ * file (format.md 12.1), its note and its last record, not section 10's refusal */
 static void test_records(void)
 {
     const char *f = "records.distcp";
     readers_differ(f, "0.001", "0.5");
-    unsigned long long stated = number(f, "stated"), before = number(f, "before");
-    char want[1024];
-    snprintf(want, sizeof want,
-             "PyTorch: the zip's end record places its central directory at byte %llu, %llu bytes before the "
-             "directory that ends at the record (bytes before the zip: several archives back to back, as in a DCP "
-             ".distcp file, or a prefix): torch.load reads a directory at byte %llu, other zip readers at byte %llu; "
-             "ckptscope does not read such a file",
-             stated, before, stated, stated + before);
-    refused(f, CKPT_E_TORCH_UNSUPPORTED, want, number(f, "field"));
+    unsigned long long before = number(f, "before");
+    uint8_t *d;
+    ckpt_report *rep = inspect_file(f, &d);
+    CHECK(rep && rep->error.code == 0 && rep->family && !strcmp(rep->family->magic, "DCP"));
+    char *js = rep ? ckpt_report_json(rep) : NULL;
+    char want[512];
+    snprintf(want, sizeof want, "\"record\":{\"offset\":%llu,", before);
+    CHECK(js && strstr(js, "\"opened\":\"distcp\"") && strstr(js, want));
+    CHECK(js && strstr(js, "\"note\":\"DCP: this file is a data file of a distributed checkpoint: torch.save records "
+                           "back to back, found only through the folder's .metadata; open its folder\""));
+    free(js);
+    ckpt_report_free(rep);
+    free(d);
+    /* the name given: the note names the file and its folder */
+    js = open_named(f, "run/step-3/records.distcp");
+    CHECK(js && strstr(js, "\"note\":\"DCP: records.distcp is a data file of a distributed checkpoint: torch.save "
+                           "records back to back, found only through the folder's .metadata; open run/step-3\""));
+    free(js);
+    js = open_named(f, "records.distcp");
+    CHECK(js && strstr(js, "\"note\":\"DCP: records.distcp is a data file of a distributed checkpoint: torch.save "
+                           "records back to back, found only through the folder's .metadata; open its folder\""));
+    free(js);
+}
+
+/* one record: a torch.save file (section 10); named __{r}_{n}.distcp, with 12.1's note */
+static void test_one_record(void)
+{
+    const char *f = "__0_3.distcp";
+    readers_differ(f, "0.25", "0.25");
+    char *js = open_named(f, "ckpt/__0_3.distcp");
+    CHECK(js && strstr(js, "\"ok\":true,\"family\":\"PyTorch\"") && strstr(js, "\"lr\":0.25"));
+    CHECK(js && strstr(js, "\"warnings\":[\"DCP: __0_3.distcp is a data file of a distributed checkpoint: torch.save "
+                           "records back to back, found only through the folder's .metadata; open ckpt\"]"));
+    free(js);
+    /* without the name, or under another name: the torch.save file, no note */
+    js = open_named(f, NULL);
+    CHECK(js && strstr(js, "\"family\":\"PyTorch\"") && strstr(js, "\"warnings\":[]"));
+    free(js);
+    js = open_named(f, "ckpt/optimizer.pt");
+    CHECK(js && strstr(js, "\"family\":\"PyTorch\"") && strstr(js, "\"warnings\":[]"));
+    free(js);
 }
 
 static void test_two_zip64_records(void)
@@ -230,6 +281,7 @@ int main(int argc, char **argv)
         {"two names equal but for case", test_same_name_case},
         {"a second directory after the stated one", test_two_directories},
         {"torch.save records back to back", test_records},
+        {"one record named as a DCP data file", test_one_record},
         {"two ZIP64 end records", test_two_zip64_records},
         {"an end record in the end record's comment", test_end_record_in_comment},
         {"a member outside the folder", test_other_folder},

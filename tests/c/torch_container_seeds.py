@@ -189,6 +189,9 @@ where['records.distcp'] = {'stated': struct.unpack_from('<Q', records[2], r64 + 
                            'before': len(records[0]) + len(records[1]),
                            'field': len(records[0]) + len(records[1]) + r64 + 48}
 
+# one record, named as DCP names a data file of one item (single_file_per_rank=False)
+files['__0_3.distcp'] = saved(0.25)
+
 # A after another archive (B), its offsets counted from byte 0: one directory for every reader
 body = Body(B)
 body.add('a', 'archive/data.pkl', A_PKL)

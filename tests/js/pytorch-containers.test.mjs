@@ -2,6 +2,8 @@
 // tests/c/torch_container_seeds.py with torch at test time: the CLI refuses each (exit status 1,
 // the core's text on stderr, no weights-only verdict in the JSON); a zip after another archive is
 // read with its warning; a torch.save file through a pipe is refused as a stream (exit status 2).
+// torch.save records back to back from byte 0 are a DCP data file (format.md 12.1): its note and
+// last record, exit status 3; one record named __{r}_{n}.distcp is a torch.save file with the note.
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -37,16 +39,30 @@ test('two members named archive/data.pkl: torch.load reads the second, the CLI r
     [false, null, 61, text, Number(f.entry)]);
 });
 
-test('torch.save records back to back (a .distcp file): never valid, never empty', () => {
+/** 12.1's note on a DCP data file opened alone */
+const distcpNote = (file, folder) => `DCP: ${file} is a data file of a distributed checkpoint: torch.save records back to back, found only through the folder's .metadata; open ${folder}`;
+
+test('torch.save records back to back (a .distcp file): a DCP data file, its note and last record, exit status 3 (never valid, never empty)', () => {
   const f = facts('records.distcp');
   assert.deepEqual([f.torch, f.other], ['0.001', '0.5']);
-  const [stated, before] = [Number(f.stated), Number(f.before)];
   const r = cli(['inspect', at('records.distcp'), '--json']);
-  assert.equal(r.status, 1);
+  assert.equal(r.status, 3);
   const report = JSON.parse(r.stdout);
-  assert.equal(report.ok, false);
-  assert.equal(report.weightsOnly, null);
-  assert.equal(report.error.message, `PyTorch: the zip's end record places its central directory at byte ${stated}, ${before} bytes before the directory that ends at the record (bytes before the zip: several archives back to back, as in a DCP .distcp file, or a prefix): torch.load reads a directory at byte ${stated}, other zip readers at byte ${stated + before}; ckptscope does not read such a file`);
+  assert.deepEqual([report.family, report.error, report.dcp.opened, report.dcp.note, report.dcp.record.offset],
+    ['DCP', null, 'distcp', distcpNote('records.distcp', dir), Number(f.before)]);
+  const t = cli(['inspect', at('records.distcp')]);
+  assert.equal(t.status, 3);
+  assert.match(t.stdout, /\nverdict: cannot tell \(a data file alone: open its folder\)\n$/);
+  assert.equal(t.stderr, '');
+});
+
+test('one torch.save record named as a DCP data file (__{r}_{n}.distcp): section 10 reads it, with the note', () => {
+  assert.deepEqual([facts('__0_3.distcp').torch, facts('__0_3.distcp').other], ['0.25', '0.25']);
+  const r = cli(['inspect', at('__0_3.distcp'), '--json']);
+  assert.equal(r.status, 0);
+  const report = JSON.parse(r.stdout);
+  assert.deepEqual([report.ok, report.family, report.optimizer.groups[0].lr], [true, 'PyTorch', 0.25]);
+  assert.deepEqual(report.warnings, [distcpNote('__0_3.distcp', dir)]);
 });
 
 test('a legacy file whose first 512 bytes are a tar header: torch.load takes the tar path; refused', () => {
@@ -81,7 +97,7 @@ test('a torch.save file through a pipe: refused as a stream, exit status 2', () 
   assert.equal(r.stderr, text);
 });
 
-test('a .distcp written by torch 1.13\'s distributed checkpoint (its own file): never valid, never empty', () => {
+test('a .distcp written by torch 1.13\'s distributed checkpoint (its own file): its note and last record, exit status 3', () => {
   for (const name of ['__0_0.distcp', '__1_0.distcp']) {
     const file = new URL(`../fixtures/dcp-torch113/${name}`, import.meta.url).pathname;
     const bytes = fs.readFileSync(file);
@@ -97,9 +113,11 @@ test('a .distcp written by torch 1.13\'s distributed checkpoint (its own file): 
     for (let k = bytes.indexOf('PK\x05\x06', 0, 'latin1'); k >= 0; k = bytes.indexOf('PK\x05\x06', k + 1, 'latin1')) records++;
     assert.ok(records > 1, `${name}: ${records} end records`);
     const r = cli(['inspect', file, '--json']);
-    assert.equal(r.status, 1);
+    assert.equal(r.status, 3);
     const report = JSON.parse(r.stdout);
-    assert.deepEqual([report.ok, report.weightsOnly, report.error.code, report.error.offset], [false, null, 61, z64 + 48]);
-    assert.equal(report.error.message, `PyTorch: the zip's end record places its central directory at byte ${stated}, ${z64 - size - stated} bytes before the directory that ends at the record (bytes before the zip: several archives back to back, as in a DCP .distcp file, or a prefix): torch.load reads a directory at byte ${stated}, other zip readers at byte ${z64 - size}; ckptscope does not read such a file`);
+    // the last record starts where its directory's end less its size and stated offset says
+    assert.deepEqual([report.family, report.error, report.dcp.opened, report.dcp.record.offset, report.dcp.record.length],
+      ['DCP', null, 'distcp', z64 - size - stated, bytes.length - (z64 - size - stated)]);
+    assert.equal(report.dcp.note, distcpNote(name, path.dirname(file)));
   }
 });

@@ -48,11 +48,13 @@ function ranksOf(chunks) {
   return [...new Set(chunks.map((c) => (c.rank === undefined ? null : c.rank)))].sort((a, b) => (a === null ? 1 : b === null ? -1 : a - b));
 }
 
+/** How a tensor is trained, from the core's role (a slot without state whose values were not
+ *  compared is "frozen or tied": the core cannot tell which). */
 function trained(e, entries) {
-  if (e.trainable) return 'yes';
-  const k = e.representative;
-  if (k !== null && k !== undefined && entries[k] && entries[k] !== e) return `tied to ${entries[k].name}`;
-  return 'frozen or tied';   // no state: the core cannot tell which until values are compared
+  if (e.role === 'owner') return 'yes';
+  if (e.role === 'tied') return `tied to ${entries[Number(e.representative)]?.name ?? e.representative}`;
+  if (e.role === 'frozen') return 'no';
+  return e.role;
 }
 
 const OPENED = { metadata: 'the index (.metadata) alone', distcp: 'a data file alone' };
@@ -68,7 +70,8 @@ function renderDcp(card, file) {
   const head = el('div', 'card-head');
   head.append(el('h2', '', 'Distributed checkpoint (DCP)'));
   card.replaceChildren(head);
-  card.append(line(facts(d), 'dcp-facts'));
+  // a data file alone has no index: what it is, its last record and the note
+  card.append(line(d.opened === 'distcp' ? OPENED.distcp : facts(d), 'dcp-facts'));
   if (d.note) card.append(line(d.note, 'dcp-note'));
   const r = d.record;   // a data file alone: its last record
   if (r) card.append(line(`Its last record: ${plural(r.length, 'byte')} at byte ${count(r.offset)}${r.dtype ? `, a ${r.dtype} tensor of shape ${shape(r.shape)}` : ''}.`, 'dcp-record'));
@@ -78,10 +81,11 @@ function renderDcp(card, file) {
     card.append(table(['file', 'rank', 'bytes', 'records'], rows, 'dcp-file-row'));
   }
   if (d.strays.length) card.append(line(`Other files, not named by .metadata: ${d.strays.join(', ')}.`, 'dcp-strays'));
-  card.append(line(`Keys: ${plural(d.keys.model, 'model key')}, ${plural(d.keys.optimizer, 'optimizer key')}, ${plural(d.keys.other, 'other key')}.`, 'dcp-keys'));
+  if (d.opened !== 'distcp') card.append(line(`Keys: ${plural(d.keys.model, 'model key')}, ${plural(d.keys.optimizer, 'optimizer key')}, ${plural(d.keys.other, 'other key')}.`, 'dcp-keys'));
   if (d.groups.length) {
     card.append(el('h3', '', plural(d.groups.length, 'parameter group')));
-    const rows = d.groups.map((g, k) => [String(k), plain(g.lr), g.betas ? g.betas.map(plain).join(', ') : '—', plain(g.eps), plain(g.weightDecay), count(g.params.length)]);
+    // the index alone: the groups' values are bytes items in the data files, not read
+    const rows = d.groups.map((g, k) => [String(k), plain(g.lr), g.betas ? g.betas.map(plain).join(', ') : '—', plain(g.eps), plain(g.weightDecay), d.opened === 'metadata' ? '—' : count(g.params.length)]);
     card.append(table(['group', 'lr', 'betas', 'eps', 'weight decay', 'parameters'], rows, 'dcp-group'));
   }
   if (d.bytesItems.length) {

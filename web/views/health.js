@@ -14,6 +14,10 @@ import { VirtualTable } from '../parts/vtable.js';
 import { lrInput } from '../parts/lr-input.js';
 import { css, decades, yOf, logAxis, axisTitle } from '../parts/log-axis.js';
 
+/** Whether the pass read the checkpoint's own parameters (a DCP folder's model part): the
+ *  ratio then needs only a learning rate. */
+const ownParams = (r) => r.slots.some((x) => x.param);
+
 const PAD = { left: 52, right: 12, top: 12, bottom: 26 };
 const LANE = 22;
 const FLAGS_IN_VIEW = 8;   // up to this many flags the list has no scroll of its own   // the lane under the plot for slots with no value (frozen)
@@ -315,7 +319,7 @@ export class HealthView {
     const flagged = new Set(r.flags.map((f) => f.slot));
     const what = this.mode === 'ratio'
       ? `update-to-weight ratio at ${r.lrFrom === 'file' ? 'the optimizer\'s param groups\' ' : ''}lr ${r.lr} (log scale; ratio warnings fire outside ${bound(r.ratioBand[0])}…${bound(r.ratioBand[1])}, the shaded band)`
-      : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
+      : `rms of the next step per unit learning rate, rms(u) (log scale)${r.withState || ownParams(r) ? '; enter the learning rate to see the update-to-weight ratio' : '; add the model-state file and the learning rate to see the update-to-weight ratio'}`;
     if (this.inputError) this.showState(this.inputError, true);
     else this.showState(`${plural(r.slots.length, 'slot')} in ${this.ms} ms${ranOn(r.server)}: ${flagged.size ? `${plural(flagged.size, 'slot')} flagged` : 'no slot flagged'}${r.pairs === false ? ' (the files do not pair: see above)' : ''}. The chart shows the ${what}.`);
     this.chartBox.dataset.mode = this.mode;

@@ -181,6 +181,11 @@ bool dcp_metadata_head(const uint8_t *head, size_t n);
 
 /* open.c: the folder, a lone .metadata or .distcp; every check in 12.5's order. */
 int dcp_open(ckpt_parse *p, ckpt_dcp *d);
+/* 12.1's note on a data file opened alone, naming the file and its folder from the name the
+ * caller gave (NULL: "this file", "its folder"); NULL when out of memory */
+char *dcp_distcp_note(const char *name);
+/* whether the name given ends in a data file's name, __{r}_{n}.distcp */
+bool dcp_distcp_name(const char *name);
 
 /* the key of that name (n bytes), DCP_NONE; once the storage entries are matched */
 size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);

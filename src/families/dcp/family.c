@@ -1,8 +1,9 @@
 /* The DCP family (format.md 12): a PyTorch Distributed Checkpoint folder read as one source
  * (containers/bundle.h: the JS package lays a folder out with ckpt_dcp_folder_json), a lone
  * `.metadata` (its index), or a lone `.distcp` (torch.save records back to back: the note and
- * its last record). A file whose first record is torch.save's to a buffer but holds one record
- * is a torch.save file: the PyTorch family reads it. The report is an optimizer's: the schema of
+ * its last record). A file whose first record is torch.save's to a buffer but holds one record,
+ * or whose zip is not records back to back, is a torch.save file: the PyTorch family reads it
+ * (with 12.1's note when its name is a data file's). The report is an optimizer's: the schema of
  * 12.4, an entry per slot with optimizer state, and "dcp" (json.c). */
 #include "families/dcp/dcp.h"
 
@@ -115,7 +116,15 @@ static int dcp_parse(ckpt_parse *p)
         p->family = rep->family = &ckpt_family_pytorch;
         rep->dtype = ckpt_family_pytorch.element_dtype;
         p->r->prefix = ckpt_family_pytorch.name;
-        return ckpt_family_pytorch.impl->parse(p);
+        rc = ckpt_family_pytorch.impl->parse(p);
+        /* one record named as DCP names its data files (one per item): 12.1's note, as a warning */
+        if (dcp_distcp_name(p->name)) {
+            char *note = dcp_distcp_note(p->name);
+            bool ok = note && ckpt_report_warn(rep, "%s", note);
+            free(note);
+            if (!ok) return ckpt_fail_oom(&rep->error);
+        }
+        return rc;
     }
     if (rc) return rc;
     if (!d->meta_ok) return rep->error.code;

@@ -656,36 +656,118 @@ static int lone_metadata(ckpt_parse *p, ckpt_dcp *d)
     return 0;
 }
 
-/* ---- a lone .distcp: 1 when it is one record (a torch.save file: the PyTorch family's) ---- */
+/* ---- a lone .distcp: 1 when it is one record or not records back to back (section 10's) ---- */
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Where the torch.save record that ends at byte `end` starts (format.md 12.1: b = the directory's
+ * end, its ZIP64 record when there, less the directory's size and stated offset), or CKPT_NONE
+ * when no end record of torch.save's (22 bytes, no comment) ends there. */
+static int record_before(const ckpt_source *src, uint64_t end, uint64_t *start, ckpt_error *err)
+{
+    enum { END = 22, LOCATOR = 20, RECORD64 = 56 };
+    uint8_t e[END], l[LOCATOR], r[RECORD64];
+    *start = CKPT_NONE;
+    if (end < END) return 0;
+    uint64_t at = end - END;
+    TRY(ckpt_read_at(src, at, e, END, "an end record", err));
+    if (le32(e) != 0x06054b50u || e[20] || e[21]) return 0;
+    uint64_t cd_end = at, cd_size = le32(e + 12), cd_offset = le32(e + 16);
+    if (at >= LOCATOR + RECORD64) {
+        TRY(ckpt_read_at(src, at - LOCATOR, l, LOCATOR, "a ZIP64 locator", err));
+        if (le32(l) == 0x07064b50u) {
+            cd_end = at - LOCATOR - RECORD64;
+            TRY(ckpt_read_at(src, cd_end, r, RECORD64, "a ZIP64 end record", err));
+            if (le32(r) != 0x06064b50u) return 0;
+            cd_size = ckpt_get_u64le(r + 40);
+            cd_offset = ckpt_get_u64le(r + 48);
+            /* the locator points at that record, counted from the record's start */
+            if (cd_offset > UINT64_MAX - cd_size || ckpt_get_u64le(l + 8) != cd_offset + cd_size) return 0;
+        }
+    }
+    if (cd_size > cd_end || cd_offset > cd_end - cd_size) return 0;
+    *start = cd_end - cd_size - cd_offset;
+    return 0;
+}
+
+/* The last record's start when the file is torch.save records back to back: each record's end
+ * record ends where the next one starts and the first starts at byte 0 (CKPT_NONE otherwise:
+ * one record, or a zip whose readers disagree, section 10's). */
+static int last_record(const ckpt_source *src, uint64_t *last, ckpt_error *err)
+{
+    *last = CKPT_NONE;
+    if (src->size == CKPT_NONE) return 0;
+    uint64_t b;
+    TRY(record_before(src, src->size, &b, err));
+    if (b == CKPT_NONE || b == 0) return 0;
+    /* each step goes back by 22 bytes or more: the walk ends */
+    for (uint64_t at = b; at;) {
+        TRY(record_before(src, at, &at, err));
+        if (at == CKPT_NONE) return 0;
+    }
+    *last = b;
+    return 0;
+}
+
+/* the file's name and folder from the name the caller gave (NULL: none) */
+static void name_parts(const char *name, const char **file, char **dir)
+{
+    *file = NULL;
+    *dir = NULL;
+    if (!name || !*name) return;
+    const char *slash = strrchr(name, '/');
+    *file = slash ? slash + 1 : name;
+    if (!slash) return;
+    size_t n = slash == name ? 1 : (size_t)(slash - name);
+    if ((*dir = malloc(n + 1))) {
+        memcpy(*dir, name, n);
+        (*dir)[n] = 0;
+    }
+}
+
+char *dcp_distcp_note(const char *name)
+{
+    const char *file;
+    char *dir;
+    name_parts(name, &file, &dir);
+    strbuf note = {0};
+    sb_printf(&note,
+              "DCP: %s is a data file of a distributed checkpoint: torch.save records back to back, found only "
+              "through the folder's .metadata; open %s",
+              file && *file ? file : "this file", dir ? dir : "its folder");
+    free(dir);
+    return sb_take(&note);
+}
+
+bool dcp_distcp_name(const char *name)
+{
+    const char *file, *slash = name ? strrchr(name, '/') : NULL;
+    file = slash ? slash + 1 : name;
+    return file && rank_of(file) != CKPT_NONE;
+}
 
 static int lone_distcp(ckpt_parse *p, ckpt_dcp *d)
 {
     ckpt_report *rep = p->rep;
-    ckpt_zip *z = NULL;
-    ckpt_error quiet = {0};
-    ckpt_error_clear(&quiet);
-    int code = ckpt_zip_open(d->src, &z, &quiet);
-    ckpt_error_clear(&quiet);
-    if (code == CKPT_E_NO_MEMORY) return ckpt_fail_oom(&rep->error);
-    if (code || !z->start || z->start >= d->src->size) {
-        ckpt_zip_free(z);
-        return 1;
-    }
+    uint64_t b;
+    TRY(last_record(d->src, &b, &rep->error));
+    if (b == CKPT_NONE) return 1;
     d->lone_distcp = true;
-    d->record_at = z->start;
-    d->record_len = d->src->size - z->start;
-    ckpt_zip_free(z);
+    d->record_at = b;
+    d->record_len = d->src->size - b;
     /* the last record, read as section 10 reads a file: on its window */
     ckpt_window w;
     ckpt_source s;
     ckpt_source_window(&s, &w, d->src, d->record_at, d->record_len);
     ckpt_error e = {0};
     ckpt_error_clear(&e);
-    code = ckpt_torch_open(&s, "archive", &d->record, &e);
+    int code = ckpt_torch_open(&s, "archive", &d->record, &e);
     ckpt_error_clear(&e);
     if (code == CKPT_E_NO_MEMORY) return ckpt_fail_oom(&rep->error);
-    d->note = dcp_dup("DCP: this file is a data file of a distributed checkpoint: torch.save records back to back, "
-                      "found only through the folder's .metadata; open its folder");
+    d->note = dcp_distcp_note(p->name);
     return d->note ? 0 : ckpt_fail_oom(&rep->error);
 }
 

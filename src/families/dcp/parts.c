@@ -5,6 +5,7 @@
  * items), and checks 22-27 and 30. Slots without state are "frozen or tied" until values are
  * compared: they get no representative here. */
 #include "families/dcp/dcp.h"
+#include "families/pytorch/schema.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -240,6 +241,140 @@ static void num_text(char *buf, size_t n, double x)
     }
 }
 
+/* ---- form I: optimizer ids placed on the model's slots as 10.4 places them ---- */
+
+/* an optimizer id: its number, group, and state keys (DCP_NONE each) */
+typedef struct form_i_id {
+    int64_t id;
+    size_t group;
+    size_t state[DCP_STATE_KEYS];
+    size_t first_key; /* any of its state keys (a tensor's gives the shape), DCP_NONE */
+} form_i_id;
+
+static int by_id(const void *a, const void *b)
+{
+    int64_t x = ((const form_i_id *)a)->id, y = ((const form_i_id *)b)->id;
+    return (x > y) - (x < y);
+}
+
+static size_t find_id(const form_i_id *ids, size_t n, int64_t id)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (ids[mid].id == id) return mid;
+        if (ids[mid].id < id) lo = mid + 1;
+        else hi = mid;
+    }
+    return DCP_NONE;
+}
+
+/* a key's id: the decimal number of its FQN segment (form I), -1 when none fits in 18 digits */
+static int64_t id_of(const dcp_key *key)
+{
+    if (!key->fqn || !all_digits(key->fqn, key->fqn_len) || key->fqn_len > 18) return -1;
+    int64_t v = 0;
+    for (size_t k = 0; k < key->fqn_len; k++) v = v * 10 + (key->fqn[k] - '0');
+    return v;
+}
+
+/* The ids of the state keys, in the order of the groups' `params` (param_groups.{g}.params, read
+ * where its record is here; ids no group lists follow, ascending), placed on the model part's
+ * slots by 10.4's positional rule (ckpt_bind_map); each placed id's state keys become its slot's.
+ * The rule's failures are errors and its ambiguities warnings, in its own words (12.5.22). */
+static int map_form_i(ckpt_dcp *d, ckpt_report *rep)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < d->keys_len; k++)
+        n += d->keys[k].part == DCP_PART_OPTIM && !d->keys[k].group_key && id_of(&d->keys[k]) >= 0;
+    form_i_id *ids = calloc(n ? n : 1, sizeof *ids);
+    ckpt_bind_index *idx = calloc(n ? n : 1, sizeof *idx);
+    ckpt_bind_slot *slots = calloc(d->slots_len ? d->slots_len : 1, sizeof *slots);
+    size_t *order = calloc(n ? n : 1, sizeof *order);
+    uint8_t *taken = calloc(n ? n : 1, 1);
+    int rc = 0;
+    if (!ids || !idx || !slots || !order || !taken) rc = ckpt_fail_oom(&rep->error);
+    /* the distinct ids, sorted; then each key to its id */
+    size_t m = 0;
+    for (size_t k = 0; !rc && k < d->keys_len; k++) {
+        const dcp_key *key = &d->keys[k];
+        int64_t id = key->part == DCP_PART_OPTIM && !key->group_key ? id_of(key) : -1;
+        if (id >= 0) ids[m++] = (form_i_id){id, DCP_NONE, {DCP_NONE, DCP_NONE, DCP_NONE, DCP_NONE}, DCP_NONE};
+    }
+    if (!rc) qsort(ids, m, sizeof *ids, by_id);
+    size_t u = 0;
+    for (size_t k = 0; k < m; k++)
+        if (!u || ids[u - 1].id != ids[k].id) ids[u++] = ids[k];
+    m = u;
+    for (size_t k = 0; !rc && k < d->keys_len; k++) {
+        const dcp_key *key = &d->keys[k];
+        int64_t id = key->part == DCP_PART_OPTIM && !key->group_key ? id_of(key) : -1;
+        size_t j = id >= 0 ? find_id(ids, m, id) : DCP_NONE;
+        if (j == DCP_NONE) continue;
+        int q = state_index(key->skey, strlen(key->skey));
+        if (q >= 0 && ids[j].state[q] == DCP_NONE) ids[j].state[q] = k;
+        /* the shape 10.4 places by: exp_avg's, else any state tensor's but step's */
+        if (key->kind == DCP_TENSOR && q != DCP_STEP && (ids[j].first_key == DCP_NONE || q == DCP_EXP_AVG))
+            ids[j].first_key = k;
+    }
+    /* the groups' order: each group's params, group after group */
+    size_t placed = 0;
+    for (size_t g = 0; !rc; g++) {
+        size_t pk = DCP_NONE;
+        for (size_t k = 0; k < d->keys_len && pk == DCP_NONE; k++)
+            if (d->keys[k].group_key && d->keys[k].group == g && d->keys[k].skey && !strcmp(d->keys[k].skey, "params"))
+                pk = k;
+        if (pk == DCP_NONE) break;
+        const dcp_storage *st = storage_of(d, pk);
+        if (!st || !st->t || st->bad) continue;
+        const ckpt_pickle *p = st->t->pickle;
+        const ckpt_pnode *list = ckpt_pickle_node(p, p->root);
+        if (list->kind != CKPT_PK_LIST && list->kind != CKPT_PK_TUPLE) continue;
+        for (uint32_t c = list->first; c != CKPT_PNIL; c = p->cells[c].next) {
+            const ckpt_pnode *v = ckpt_pickle_node(p, p->cells[c].node);
+            size_t j = v->kind == CKPT_PK_INT ? find_id(ids, m, v->i) : DCP_NONE;
+            if (j == DCP_NONE || taken[j]) continue;
+            taken[j] = 1;
+            ids[j].group = g;
+            order[placed++] = j;
+        }
+    }
+    for (size_t j = 0; !rc && j < m; j++)
+        if (!taken[j]) order[placed++] = j;
+    for (size_t r = 0; !rc && r < m; r++) {
+        const form_i_id *x = &ids[order[r]];
+        const dcp_key *t = x->first_key == DCP_NONE ? NULL : &d->keys[x->first_key];
+        idx[r] = (ckpt_bind_index){x->id,           x->group == DCP_NONE ? 0 : x->group, t != NULL,
+                                   t ? t->rank : 0, t ? d->pool + t->dims : NULL,        NULL};
+    }
+    for (size_t s = 0; !rc && s < d->slots_len; s++) {
+        const dcp_key *key = &d->keys[d->slots[s].key];
+        slots[s] = (ckpt_bind_slot){key->fqn, key->rank, d->pool + key->dims, CKPT_NONE, false};
+    }
+    ckpt_binding b = {0};
+    if (!rc && ckpt_bind_map(slots, d->slots_len, idx, m, false, &b, NULL)) rc = ckpt_fail_oom(&rep->error);
+    for (size_t r = 0; !rc && r < m; r++) {
+        uint64_t s = b.slot_of[r];
+        if (s == CKPT_NONE || s >= d->slots_len) continue;
+        const form_i_id *x = &ids[order[r]];
+        d->slots[s].trainable = true;
+        if (x->group != DCP_NONE) d->slots[s].group = x->group;
+        for (int q = 0; q < DCP_STATE_KEYS; q++)
+            if (x->state[q] != DCP_NONE) d->slots[s].state[q] = x->state[q];
+    }
+    for (size_t f = 0; !rc && f < b.failures_len; f++)
+        rc = dcp_diag_add(d, rep, 22, CKPT_E_DCP_STATE, NULL, NULL, CKPT_NONE, "%s", b.failures[f].message);
+    for (size_t w = 0; !rc && w < b.warnings_len; w++)
+        rc = dcp_diag_add(d, rep, 22, 0, NULL, NULL, CKPT_NONE, "%s", b.warnings[w]);
+    ckpt_binding_free(&b);
+    free(ids);
+    free(idx);
+    free(slots);
+    free(order);
+    free(taken);
+    return rc;
+}
+
 int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
 {
     /* the optimizer's root P: the prefix of the first param_groups key, else of the first state key */
@@ -360,6 +495,8 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
 
     int rc = 0;
     const bool model = d->counts[DCP_PART_MODEL] > 0;
+    /* form I: its ids placed by position (10.4) */
+    if (d->form == DCP_FORM_I && model) rc = map_form_i(d, rep);
     /* 22: optimizer state for an FQN the model part lacks; each state key to its slot */
     const char *said = NULL;
     size_t said_len = 0;
@@ -431,10 +568,11 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
     /* the groups: N's param_groups.{g}.*, N23's one list, F's per-FQN values (equal ones form
      * a group) */
     size_t ng = 0;
-    for (size_t k = 0; d->form == DCP_FORM_N && k < d->keys_len; k++)
+    const bool numbered = d->form == DCP_FORM_N || d->form == DCP_FORM_I; /* param_groups.{g}.{key} */
+    for (size_t k = 0; numbered && k < d->keys_len; k++)
         if (d->keys[k].group_key && d->keys[k].group != DCP_NONE && d->keys[k].group + 1 > ng)
             ng = d->keys[k].group + 1;
-    if (!rc && d->form == DCP_FORM_N && ng) {
+    if (!rc && numbered && ng) {
         if (!(d->groups = calloc(ng, sizeof *d->groups))) rc = ckpt_fail_oom(&rep->error);
         else d->groups_len = ng;
         for (size_t k = 0; !rc && k < d->keys_len; k++) {
