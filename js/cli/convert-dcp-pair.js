@@ -16,7 +16,6 @@ const USAGE = 'convert DIR OPTIMIZER.pt --model MODEL.pt';
 
 export async function convertDcpFolder([dir, output], seen) {
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
-  if (!TORCH_OUT.test(output)) throw new UsageError(`${shown(dir, PATH_ECHO_MAX)} is a distributed checkpoint (DCP): convert writes it as a torch.save pair (.pt, .pth or .bin): ${USAGE}`, 'convert');
   for (const option of Object.keys(seen)) {
     if (option !== '--model') throw new UsageError(`${option} does nothing here: ${shown(dir, PATH_ECHO_MAX)} is a distributed checkpoint (DCP): ${USAGE}`, 'convert');
   }

@@ -35,7 +35,7 @@ export async function cmdConvert(argv) {
   // a DeepSpeed folder: its consolidated pair, or TorchLean through it (js/cli/convert-deepspeed.js)
   if (positional.length === 2 && !isStream(positional[0]) && await isDeepSpeedFolder(positional[0])) return convertDeepSpeed(positional, seen);
   // a DCP folder: its consolidated pair (js/cli/convert-dcp-pair.js)
-  if (positional.length === 2 && !isStream(positional[0]) && await folderFamilyOf(positional[0]) === 'DCP') return (await import('./convert-dcp-pair.js')).convertDcpFolder(positional, seen);
+  if (positional.length === 2 && TORCH_OUT.test(positional[1]) && !isStream(positional[0]) && await folderFamilyOf(positional[0]) === 'DCP') return (await import('./convert-dcp-pair.js')).convertDcpFolder(positional, seen);
   if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed or DCP checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
   // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
