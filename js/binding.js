@@ -653,6 +653,20 @@ export class Binding {
     return this.#json(this.#ex.w_convert_ids_warnings(file, stored ? 1 : 0, err));
   }
 
+  /** int w_dcp_consolidate(file, which (1 optimizer, 2 model), prefix char* (0: none), sink,
+   *  progress, err): a DCP folder to a consolidated torch.save file; 0, or the code with err set. */
+  dcpConsolidate(file, which, prefix, sinkId, pid, err) {
+    const p = prefix === null || prefix === undefined ? 0 : this.#core.stringIn(String(prefix));
+    try {
+      return this.#ex.w_dcp_consolidate(file, which, p, sinkId, pid, err);
+    } finally {
+      if (p) this.#core.free(p);
+    }
+  }
+
+  /** char *w_dcp_consolidate_warnings(file): a DCP conversion's warnings, texts. */
+  dcpConsolidateWarnings(file) { return this.#json(this.#ex.w_dcp_consolidate_warnings(file)); }
+
   /** char *w_ds_consolidate_warnings(file): a DeepSpeed conversion's warnings, texts. */
   dsConsolidateWarnings(file) { return this.#json(this.#ex.w_ds_consolidate_warnings(file)); }
 

@@ -97,7 +97,8 @@ export function convertToTorch(source, path, options) {
 }
 
 /**
- * DeepSpeed to PyTorch (format.md 11.8): stream one of a DeepSpeed folder's consolidated files
+ * DeepSpeed to PyTorch (format.md 11.8), or a DCP folder (12.8: 'optimizer' and 'model', the
+ * model part as stored, ids numbered in module order): stream one of the folder's consolidated files
  * through write(bytes). `which`: 'optimizer' (the torch.optim state dict that
  * optimizer.load_state_dict takes: ids group by group as torch numbers them) or 'model' (the fp32
  * model's state dict in module order: masters, ties as one storage, frozen parameters and floating
@@ -116,8 +117,10 @@ export async function consolidateTo(source, which, write, options = {}) {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
       withProgress(b, { onProgress, signal }, (pid) => {
-        const rc = b.dsConsolidate(file, id, prefix ?? null, sinkId, pid, err);
-        if (!rc) warnings = b.dsConsolidateWarnings(file);
+        // a DCP folder (format.md 12.8) or a DeepSpeed one (11.8): the same two files
+        const dcp = ck.summary.family === 'DCP';
+        const rc = (dcp ? b.dcpConsolidate : b.dsConsolidate).call(b, file, id, prefix ?? null, sinkId, pid, err);
+        if (!rc) warnings = dcp ? b.dcpConsolidateWarnings(file) : b.dsConsolidateWarnings(file);
         return rc;
       })), signal);
   });

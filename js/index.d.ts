@@ -1145,7 +1145,9 @@ export interface TorchConvertOptions extends ScanOptions {
 export function convertToTorch(source: Source, path: string | URL, options: TorchConvertOptions): Promise<Written>;
 /** DeepSpeed to PyTorch (docs/deepspeed.md "Conversions"): one of a DeepSpeed folder's
  *  consolidated files streamed through write(bytes): the torch.optim state dict ('optimizer') or
- *  the fp32 model ('model'). */
+ *  the fp32 model ('model'). A DCP folder (docs/distributed.md "Converting") gives the same two
+ *  files: ids numbered in module order, 'model' its model part as stored ('model.safetensors' is
+ *  refused). */
 export function consolidateTo(source: Source, which: 'optimizer' | 'model' | 'model.safetensors', write: (bytes: Uint8Array) => void,
   options?: ScanOptions & { prefix?: string }): Promise<{ warnings: string[] }>;
 /** A name-keyed PyTorch optimizer (FSDP, docs/pytorch.md "Name-keyed optimizer files (FSDP)"),

@@ -905,6 +905,18 @@ int ckpt_ds_consolidate_check(const ckpt_file *in, ckpt_error *err);
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
+/* A DCP folder to a consolidated torch.optim state dict and its model (format.md 12.8): `in` a
+ * DCP folder without errors whose module order is trusted; o->which CKPT_DS_OPTIMIZER ({'state',
+ * 'param_groups'}, ids group after group in stored order, each group's names in module order) or
+ * CKPT_DS_MODEL (the model part's torch.save state dict in module order, an alias its owner's
+ * storage). Payloads are streamed from the records. 0 or the error code (12.8's refusals); on a
+ * failure part of the file may have been written: write to a temporary. */
+int ckpt_dcp_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *o, const ckpt_sink *out,
+                         ckpt_error *err);
+/* Its warnings (12.8: a group's stored list in another order than the module's) as a JSON array
+ * of texts; malloc'ed, NULL when out of memory. */
+char *ckpt_dcp_consolidate_warnings(const ckpt_file *in);
+
 /* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; DCP's
  * conversion the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},
  * optim.param_groups.{g}.{key} (DCP's nested form), one rank. `opt` a torch.save file holding an

@@ -367,6 +367,18 @@ int w_ds_consolidate(const ckpt_file *f, int which, const char *prefix, int sink
     return ckpt_ds_consolidate(f, &o, &out, err);
 }
 
+/* A DCP folder to a consolidated torch.save file into a JS sink (ckpt_dcp_consolidate): which
+ * CKPT_DS_OPTIMIZER or CKPT_DS_MODEL; prefix NULL or UTF-8. 0, or the code with err set. */
+int w_dcp_consolidate(const ckpt_file *f, int which, const char *prefix, int sink, int progress_token, ckpt_error *err)
+{
+    ckpt_ds_consolidate_options o = {which, prefix, PROGRESS(progress_token)};
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    return ckpt_dcp_consolidate(f, &o, &out, err);
+}
+
+/* Its warnings (ckpt_dcp_consolidate_warnings): a JSON array of texts, or NULL out of memory. */
+char *w_dcp_consolidate_warnings(const ckpt_file *f) { return ckpt_dcp_consolidate_warnings(f); }
+
 /* A PyTorch optimizer file and its model written as a DCP folder (ckpt_dcp_write): torch113 nonzero
  * for torch 1.13's form; checkpoint_id and save_id NULL or UTF-8; the data file's bytes into one
  * JS sink, then .metadata's into another. The result's JSON, or NULL with err set. */

@@ -12,7 +12,7 @@ import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
 import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder, Failure } from './inputs.js';
+import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder, folderFamilyOf, Failure } from './inputs.js';
 import { convertDeepSpeed } from './convert-deepspeed.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
@@ -34,7 +34,9 @@ export async function cmdConvert(argv) {
   if (seen['--group-order'] !== undefined) throw new UsageError('--group-order goes with --to ids: convert optimizer.pt OUT.pt --state MODEL --to ids --group-order stored', 'convert');
   // a DeepSpeed folder: its consolidated pair, or TorchLean through it (js/cli/convert-deepspeed.js)
   if (positional.length === 2 && !isStream(positional[0]) && await isDeepSpeedFolder(positional[0])) return convertDeepSpeed(positional, seen);
-  if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
+  // a DCP folder: its consolidated pair (js/cli/convert-dcp-pair.js)
+  if (positional.length === 2 && TORCH_OUT.test(positional[1]) && !isStream(positional[0]) && await folderFamilyOf(positional[0]) === 'DCP') return (await import('./convert-dcp-pair.js')).convertDcpFolder(positional, seen);
+  if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed or DCP checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
   // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
   const folder = positional.length === 2 ? await folderArgs(positional, seen, 'convert') : null;

@@ -19,6 +19,7 @@
 #include "containers/pickle_write.h"
 #include "base/json_write.h"
 #include "writers/ds_consolidate.h"
+#include "writers/torch_zip.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -29,68 +30,7 @@
 #define F64_EXACT (UINT64_C(1) << 53)
 #define CHUNK 4096
 
-/* ---- the pickle (protocol 2, containers/pickle_write.h) ---- */
-
-/* A stored value again, as Python's pickler writes it: None, bools, ints, floats (their exact
- * bits), str, tuples and lists of them. false for anything else. */
-static bool p_value(strbuf *sb, ds_tree c, size_t k, int depth)
-{
-    const ckpt_pnode *n = ds_node(c, k);
-    if (!n || depth > 32) return false;
-    switch (n->kind) {
-        case CKPT_PK_NONE: ckpt_pw_op(sb, CKPT_OP_NONE); return true;
-        case CKPT_PK_BOOL: ckpt_pw_op(sb, n->truth ? CKPT_OP_NEWTRUE : CKPT_OP_NEWFALSE); return true;
-        case CKPT_PK_INT: ckpt_pw_int(sb, n->i); return true;
-        case CKPT_PK_FLOAT: ckpt_pw_float(sb, n->f); return true;
-        case CKPT_PK_BIGINT: {
-            if ((n->flags & CKPT_PF_TEXT) || n->len > 255) return false;
-            uint8_t b[2] = {CKPT_OP_LONG1, (uint8_t)n->len};
-            sb_put(sb, (const char *)b, 2);
-            sb_put(sb, (const char *)c.p->data + n->at, n->len);
-            return true;
-        }
-        case CKPT_PK_STR:
-            if (n->flags & CKPT_PF_TEXT) return false;
-            ckpt_pw_strn(sb, (const char *)c.p->data + n->at, n->len);
-            return true;
-        case CKPT_PK_TUPLE:
-        case CKPT_PK_LIST: {
-            size_t len = ds_len(c, k);
-            bool tuple = n->kind == CKPT_PK_TUPLE;
-            if (tuple && len == 0) return ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE), true;
-            if (!tuple) ckpt_pw_op(sb, CKPT_OP_EMPTY_LIST);
-            if (!tuple || len > 3) ckpt_pw_op(sb, CKPT_OP_MARK);
-            for (size_t j = 0; j < len; j++)
-                if (!p_value(sb, c, ds_item(c, k, j), depth + 1)) return false;
-            if (tuple)
-                ckpt_pw_op(sb, len == 1   ? CKPT_OP_TUPLE1
-                               : len == 2 ? CKPT_OP_TUPLE2
-                               : len == 3 ? CKPT_OP_TUPLE3
-                                          : CKPT_OP_TUPLE);
-            else ckpt_pw_op(sb, CKPT_OP_APPENDS);
-            return true;
-        }
-        default: return false;
-    }
-}
-
 /* ---- the plan ---- */
-
-typedef struct run {
-    uint64_t at;    /* absolute, in the folder's source */
-    uint64_t count; /* elements */
-    int dtype;      /* the source's */
-} run;
-
-typedef struct storage {
-    const char *cls;  /* torch's storage class: FloatStorage, ... */
-    int dtype;        /* written */
-    uint64_t numel;   /* elements written */
-    size_t runs, len; /* into plan.runs */
-    bool literal;     /* lit holds the bytes (a step) */
-    uint8_t lit[8];
-    uint64_t bytes; /* numel * width */
-} storage;
 
 /* A model key: its storage and shape (for a safetensors header); an alias shares its owner's. */
 typedef struct model_key {
@@ -102,109 +42,17 @@ typedef struct model_key {
 } model_key;
 
 typedef struct plan {
+    tz_plan z; /* the storages, their runs and the pickle */
     const ckpt_ds *ds;
     model_key *keys;
     size_t keys_len;
     const ckpt_report *rep;
-    storage *st;
-    size_t st_len, st_cap;
-    run *runs;
-    size_t runs_len, runs_cap;
-    strbuf pickle;
-    ckpt_error *err;
 } plan;
 
 static void plan_free(plan *p)
 {
     free(p->keys);
-    free(p->st);
-    free(p->runs);
-    sb_free(&p->pickle);
-}
-
-static const struct {
-    int dtype;
-    const char *cls;
-} STORAGES[] = {
-    {CKPT_FLOAT32, "FloatStorage"},     {CKPT_FLOAT64, "DoubleStorage"}, {CKPT_FLOAT16, "HalfStorage"},
-    {CKPT_BFLOAT16, "BFloat16Storage"}, {CKPT_INT64, "LongStorage"},     {CKPT_INT32, "IntStorage"},
-    {CKPT_INT16, "ShortStorage"},       {CKPT_INT8, "CharStorage"},      {CKPT_UINT8, "ByteStorage"},
-    {CKPT_BOOL, "BoolStorage"},
-};
-
-static const char *class_of(int dtype)
-{
-    for (size_t k = 0; k < sizeof STORAGES / sizeof *STORAGES; k++)
-        if (STORAGES[k].dtype == dtype) return STORAGES[k].cls;
-    return NULL;
-}
-
-/* A new storage written as dtype (16-bit floats of its runs widen to float32). Its index, or
- * SIZE_MAX out of memory. */
-static size_t new_storage(plan *p, int dtype, uint64_t numel)
-{
-    if (p->st_len == p->st_cap) {
-        size_t cap = p->st_cap ? 2 * p->st_cap : 16;
-        storage *s = realloc(p->st, cap * sizeof *s);
-        if (!s) return SIZE_MAX;
-        p->st = s, p->st_cap = cap;
-    }
-    p->st[p->st_len] = (storage){class_of(dtype), dtype, numel, p->runs_len, 0, false, {0}, 0};
-    p->st[p->st_len].bytes = numel * ckpt_dtype_width(dtype);
-    return p->st_len++;
-}
-
-static int add_run(plan *p, size_t s, uint64_t at, uint64_t count, int dtype)
-{
-    if (!count) return 0;
-    if (p->runs_len == p->runs_cap) {
-        size_t cap = p->runs_cap ? 2 * p->runs_cap : 64;
-        run *r = realloc(p->runs, cap * sizeof *r);
-        if (!r) return ckpt_fail_oom(p->err);
-        p->runs = r, p->runs_cap = cap;
-    }
-    p->runs[p->runs_len++] = (run){at, count, dtype};
-    p->st[s].len++;
-    return 0;
-}
-
-static int widened(int dtype) { return dtype == CKPT_FLOAT16 || dtype == CKPT_BFLOAT16 ? CKPT_FLOAT32 : dtype; }
-
-/* _rebuild_tensor_v2(('storage', torch.{cls}, key, 'cpu', numel), 0, size, stride, False,
- * OrderedDict()): a contiguous tensor filling its storage. */
-static int p_tensor(plan *p, size_t key, const uint64_t *dims, size_t rank)
-{
-    strbuf *sb = &p->pickle;
-    const storage *s = &p->st[key];
-    uint64_t stride[8], acc = 1;
-    if (rank > 8)
-        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a tensor of more than 8 dims");
-    for (size_t d = rank; d-- > 0;) {
-        stride[d] = acc;
-        acc *= dims[d] ? dims[d] : 1;
-    }
-    char k[24];
-    snprintf(k, sizeof k, "%zu", key);
-    ckpt_pw_global(sb, "torch._utils", "_rebuild_tensor_v2");
-    ckpt_pw_op(sb, CKPT_OP_MARK);
-    ckpt_pw_op(sb, CKPT_OP_MARK);
-    ckpt_pw_str(sb, "storage");
-    ckpt_pw_global(sb, "torch", s->cls);
-    ckpt_pw_str(sb, k);
-    ckpt_pw_str(sb, "cpu");
-    ckpt_pw_int(sb, (int64_t)s->numel);
-    ckpt_pw_op(sb, CKPT_OP_TUPLE);
-    ckpt_pw_op(sb, CKPT_OP_BINPERSID);
-    ckpt_pw_int(sb, 0);
-    ckpt_pw_uint_tuple(sb, dims, rank);
-    ckpt_pw_uint_tuple(sb, stride, rank);
-    ckpt_pw_op(sb, CKPT_OP_NEWFALSE);
-    ckpt_pw_global(sb, "collections", "OrderedDict");
-    ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
-    ckpt_pw_op(sb, CKPT_OP_REDUCE);
-    ckpt_pw_op(sb, CKPT_OP_TUPLE);
-    ckpt_pw_op(sb, CKPT_OP_REDUCE);
-    return 0;
+    tz_plan_free(&p->z);
 }
 
 /* ---- the checks every conversion makes first ---- */
@@ -284,27 +132,27 @@ static int step_storage(plan *p, const ds_file *f, size_t v, size_t *key, const 
     if (t != DS_NONE) {
         const ckpt_torch_tensor *x = &f->t->tensors[t];
         int dtype = ckpt_torch_dtype(x->dtype);
-        if (dtype < 0 || !class_of(dtype) || !x->contiguous || x->count != 1)
-            return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+        if (dtype < 0 || !tz_class_of(dtype) || !x->contiguous || x->count != 1)
+            return ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                              "%s: a step that is not a one-element tensor: not converted", f->name);
-        size_t s = new_storage(p, dtype, 1);
-        if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
-        TRY(add_run(p, s, f->base + x->at, 1, dtype));
+        size_t s = tz_new_storage(&p->z, dtype, 1);
+        if (s == SIZE_MAX) return ckpt_fail_oom(p->z.err);
+        TRY(tz_add_run(&p->z, s, f->base + x->at, 1, dtype));
         *key = s, *dims = ckpt_torch_size(f->t, t), *rank = x->rank;
         return 0;
     }
     double step;
     if (!ds_number(c, v, &step) || !(step >= 0) || step != floor(step) || step >= (double)F64_EXACT)
-        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+        return ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "%s: a step that is not a step count: not converted", f->name);
     bool wide = step >= (double)F32_EXACT;
-    size_t s = new_storage(p, wide ? CKPT_FLOAT64 : CKPT_FLOAT32, 1);
-    if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
-    p->st[s].literal = true;
-    if (wide) memcpy(p->st[s].lit, &step, 8);
+    size_t s = tz_new_storage(&p->z, wide ? CKPT_FLOAT64 : CKPT_FLOAT32, 1);
+    if (s == SIZE_MAX) return ckpt_fail_oom(p->z.err);
+    p->z.st[s].literal = true;
+    if (wide) memcpy(p->z.st[s].lit, &step, 8);
     else {
         float x = (float)step;
-        memcpy(p->st[s].lit, &x, 4);
+        memcpy(p->z.st[s].lit, &x, 4);
     }
     *key = s, *dims = NULL, *rank = 0;
     return 0;
@@ -381,7 +229,7 @@ static int plan_optimizer(plan *p)
     size_t G = ds_len(c, pgs);
     /* flat group s's id in the base optimizer: group by group, params in order (ZeRO-1/2: the first) */
     int64_t *ids = calloc(ds->groups_len ? ds->groups_len : 1, sizeof *ids);
-    if (!ids) return ckpt_fail_oom(p->err);
+    if (!ids) return ckpt_fail_oom(p->z.err);
     size_t s = 0;
     for (size_t g = 0; g < G; g++) {
         size_t params = ds_get(c, ds_item(c, pgs, g), "params");
@@ -389,7 +237,7 @@ static int plan_optimizer(plan *p)
         if (ds->kind != DS_ZERO3 && n > 1) n = 1;
         for (size_t j = 0; j < n && s < ds->groups_len; j++) ds_int(c, ds_item(c, params, j), &ids[s++]);
     }
-    strbuf *sb = &p->pickle;
+    strbuf *sb = &p->z.pickle;
     ckpt_pw_proto(sb, 2);
     ckpt_pw_op(sb, CKPT_OP_EMPTY_DICT);
     ckpt_pw_op(sb, CKPT_OP_MARK);
@@ -404,7 +252,7 @@ static int plan_optimizer(plan *p)
         if (ds->groups[fs].count > most) most = ds->groups[fs].count;
     size_t *order = malloc((most ? most : 1) * sizeof *order);
     const bool rr = round_robin(ds);
-    if (!frags || !order) rc = ckpt_fail_oom(p->err);
+    if (!frags || !order) rc = ckpt_fail_oom(p->z.err);
     for (size_t g = 0; !rc && g < G; g++)
         for (size_t fs = 0; !rc && fs < ds->groups_len; fs++) {
             if (!in_group(ds, fs, g)) continue;
@@ -425,7 +273,7 @@ static int plan_optimizer(plan *p)
                     const char *name;
                     size_t nl;
                     if (!ds_str(c, k, &name, &nl)) {
-                        rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                        rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                        "group %zu: a state key that is not a str: not converted", g);
                         break;
                     }
@@ -435,24 +283,25 @@ static int plan_optimizer(plan *p)
                         size_t sk, rank;
                         const uint64_t *dims;
                         rc = step_storage(p, f, v, &sk, &dims, &rank);
-                        if (!rc) rc = p_tensor(p, sk, dims, rank);
+                        if (!rc) rc = tz_tensor(&p->z, sk, dims, rank);
                     } else if (key >= 0) {
                         size_t n = ckpt_ds_fragments(ds, q, key, frags);
                         int dtype = n ? frags[0].dtype : CKPT_FLOAT32;
                         for (size_t j = 1; j < n; j++)
                             if (frags[j].dtype != dtype) dtype = -1;
-                        if (n != pa->frags_len || dtype < 0 || !class_of(dtype)) {
-                            rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                        if (n != pa->frags_len || dtype < 0 || !tz_class_of(dtype)) {
+                            rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                            "%s: its %.*s is not held whole by its fragments: not converted", pa->name,
                                            (int)nl, name);
                             break;
                         }
-                        size_t sk = new_storage(p, dtype, pa->count);
-                        if (sk == SIZE_MAX) rc = ckpt_fail_oom(p->err);
-                        for (size_t j = 0; !rc && j < n; j++) rc = add_run(p, sk, frags[j].at, frags[j].count, dtype);
-                        if (!rc) rc = p_tensor(p, sk, pa->dims, pa->rank_dims);
-                    } else if (ds_tensor(c, v) != DS_NONE || !p_value(sb, c, v, 0)) {
-                        rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                        size_t sk = tz_new_storage(&p->z, dtype, pa->count);
+                        if (sk == SIZE_MAX) rc = ckpt_fail_oom(p->z.err);
+                        for (size_t j = 0; !rc && j < n; j++)
+                            rc = tz_add_run(&p->z, sk, frags[j].at, frags[j].count, dtype);
+                        if (!rc) rc = tz_tensor(&p->z, sk, pa->dims, pa->rank_dims);
+                    } else if (ds_tensor(c, v) != DS_NONE || !tz_value(sb, c.p, v, 0)) {
+                        rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                        "group %zu: state key %.*s holds a value the conversion does not know: not "
                                        "converted",
                                        g, (int)nl, name);
@@ -477,13 +326,13 @@ static int plan_optimizer(plan *p)
             const char *name;
             size_t nl;
             if (!ds_str(c, k, &name, &nl)) {
-                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                "group %zu: a key that is not a str: not converted", g);
                 break;
             }
             ckpt_pw_strn(sb, name, nl);
-            if (!p_value(sb, c, v, 0))
-                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+            if (!tz_value(sb, c.p, v, 0))
+                rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                "group %zu: %.*s holds a value the conversion does not know: not converted", g, (int)nl,
                                name);
         }
@@ -505,7 +354,7 @@ static int plan_optimizer(plan *p)
     free(ids);
     free(frags);
     free(order);
-    if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);
+    if (!rc && sb->failed) rc = ckpt_fail_oom(p->z.err);
     return rc;
 }
 
@@ -523,13 +372,13 @@ static int module_run(plan *p, const ds_file *f, size_t t, const char *name, siz
 {
     const ckpt_torch_tensor *x = &f->t->tensors[t];
     int dtype = ckpt_torch_dtype(x->dtype);
-    if (dtype < 0 || !class_of(dtype) || !x->contiguous)
-        return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+    if (dtype < 0 || !tz_class_of(dtype) || !x->contiguous)
+        return ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "%s: the module saves it %s: not converted", name,
                          x->contiguous ? "in a dtype the conversion does not write" : "not contiguous");
-    size_t s = new_storage(p, widened(dtype), x->count);
-    if (s == SIZE_MAX) return ckpt_fail_oom(p->err);
-    TRY(add_run(p, s, f->base + x->at, x->count, dtype));
+    size_t s = tz_new_storage(&p->z, tz_widened(dtype), x->count);
+    if (s == SIZE_MAX) return ckpt_fail_oom(p->z.err);
+    TRY(tz_add_run(&p->z, s, f->base + x->at, x->count, dtype));
     *key = s;
     return 0;
 }
@@ -559,19 +408,19 @@ static int frozen_runs(plan *p, const char *name, uint64_t n, size_t *key)
             }
         }
         if (!x || !x->contiguous || x->count < c || (dtype >= 0 && ckpt_torch_dtype(x->dtype) != dtype))
-            return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+            return ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                              "frozen parameter %s: rank %llu's fragment is not read: not converted", name,
                              (unsigned long long)r);
         dtype = ckpt_torch_dtype(x->dtype);
         if (s == DS_NONE) {
-            if (dtype < 0 || !class_of(dtype))
-                return ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+            if (dtype < 0 || !tz_class_of(dtype))
+                return ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                  "frozen parameter %s: a dtype the conversion does not write", name);
-            if ((s = new_storage(p, widened(dtype), n)) == SIZE_MAX) return ckpt_fail_oom(p->err);
+            if ((s = tz_new_storage(&p->z, tz_widened(dtype), n)) == SIZE_MAX) return ckpt_fail_oom(p->z.err);
         }
-        TRY(add_run(p, s, f->base + x->at, c, dtype));
+        TRY(tz_add_run(&p->z, s, f->base + x->at, c, dtype));
     }
-    if (s == DS_NONE && (s = new_storage(p, CKPT_FLOAT32, 0)) == SIZE_MAX) return ckpt_fail_oom(p->err);
+    if (s == DS_NONE && (s = tz_new_storage(&p->z, CKPT_FLOAT32, 0)) == SIZE_MAX) return ckpt_fail_oom(p->z.err);
     *key = s;
     return 0;
 }
@@ -586,9 +435,9 @@ static int plan_model(plan *p)
     size_t *key_of_slot = malloc((ds->slot_count ? ds->slot_count : 1) * sizeof *key_of_slot);
     p->keys = malloc((md->count ? md->count : 1) * sizeof *p->keys);
     ds_frag_at *frags = malloc((size_t)(ds->W ? ds->W : 1) * sizeof *frags);
-    int rc = key_of_slot && frags && p->keys ? 0 : ckpt_fail_oom(p->err);
+    int rc = key_of_slot && frags && p->keys ? 0 : ckpt_fail_oom(p->z.err);
     for (size_t j = 0; j < ds->slot_count && key_of_slot; j++) key_of_slot[j] = DS_NONE;
-    strbuf *sb = &p->pickle;
+    strbuf *sb = &p->z.pickle;
     ckpt_pw_proto(sb, 2);
     ckpt_pw_global(sb, "collections", "OrderedDict");
     ckpt_pw_op(sb, CKPT_OP_EMPTY_TUPLE);
@@ -604,7 +453,7 @@ static int plan_model(plan *p)
             if (!strcmp(t->named[md->first + j].name, name)) last = j;
         size_t tensor = t->named[md->first + last].tensor;
         if (tensor == CKPT_TORCH_NONE) {
-            rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+            rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                            "%s: the module saves a value that is not a tensor: not converted", name);
             break;
         }
@@ -628,21 +477,22 @@ static int plan_model(plan *p)
                 int dtype = n ? frags[0].dtype : CKPT_FLOAT32;
                 for (size_t k = 1; k < n; k++)
                     if (frags[k].dtype != dtype) dtype = -1;
-                if (n != q->frags_len || dtype < 0 || !class_of(dtype))
-                    rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                if (n != q->frags_len || dtype < 0 || !tz_class_of(dtype))
+                    rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                    "%s: its master weights are not held whole by its fragments: not converted", name);
-                else if ((key = new_storage(p, widened(dtype), q->count)) == SIZE_MAX) rc = ckpt_fail_oom(p->err);
-                for (size_t k = 0; !rc && k < n; k++) rc = add_run(p, key, frags[k].at, frags[k].count, dtype);
+                else if ((key = tz_new_storage(&p->z, tz_widened(dtype), q->count)) == SIZE_MAX)
+                    rc = ckpt_fail_oom(p->z.err);
+                for (size_t k = 0; !rc && k < n; k++) rc = tz_add_run(&p->z, key, frags[k].at, frags[k].count, dtype);
             } else if (ds->kind == DS_ZERO3) { /* frozen: its fragments in every rank's model states */
                 bool big = false;
                 rc = frozen_runs(p, name, ckpt_schema_size(schema, j, &big), &key);
             } else rc = module_run(p, m, tensor, name, &key);
             if (!rc && key == DS_NONE)
-                rc = ckpt_fail(p->err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                rc = ckpt_fail(p->z.err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                                "%s: tied to a parameter that has no weights: not converted", name);
             if (!rc) key_of_slot[j] = key;
         }
-        if (!rc) rc = p_tensor(p, key, dims, rank);
+        if (!rc) rc = tz_tensor(&p->z, key, dims, rank);
         if (!rc) {
             uint64_t r = j == DS_NONE ? CKPT_NONE : ckpt_schema_representative(schema, j);
             p->keys[p->keys_len++] = (model_key){name, key, dims, rank, r != CKPT_NONE && r != j};
@@ -652,134 +502,11 @@ static int plan_model(plan *p)
     ckpt_pw_op(sb, CKPT_OP_STOP);
     free(key_of_slot);
     free(frags);
-    if (!rc && sb->failed) rc = ckpt_fail_oom(p->err);
+    if (!rc && sb->failed) rc = ckpt_fail_oom(p->z.err);
     return rc;
 }
 
 /* ---- the zip ---- */
-
-/* The storages' bytes: runs copied, or 16-bit floats widened exactly to float32. */
-typedef struct emit {
-    int (*bytes)(void *ctx, const void *data, size_t n); /* where they go */
-    void *ctx;
-    int widen; /* the run's dtype when it widens, else -1 */
-    ckpt_error *err;
-} emit;
-
-static int on_chunk(void *ctx, const void *data, size_t elements)
-{
-    emit *e = ctx;
-    if (e->widen < 0) return e->bytes(e->ctx, data, elements);
-    const uint8_t *p = data;
-    for (size_t k = 0; k < elements;) {
-        size_t n = elements - k < 1024 ? elements - k : 1024;
-        double wide[1024];
-        float buf[1024];
-        ckpt_dtype_widen(e->widen, p + 2 * k, n, wide);
-        for (size_t j = 0; j < n; j++) buf[j] = (float)wide[j];
-        TRY(e->bytes(e->ctx, buf, n * 4));
-        k += n;
-    }
-    return 0;
-}
-
-/* The bytes of storage s from element `from` on, `count` elements, through e. */
-static int storage_bytes(const plan *p, ckpt_reader *r, size_t s, uint64_t from, uint64_t count, emit *e)
-{
-    const storage *st = &p->st[s];
-    unsigned w = ckpt_dtype_width(st->dtype);
-    if (st->literal) return e->bytes(e->ctx, st->lit + from * w, (size_t)(count * w));
-    uint64_t at = 0;
-    for (size_t k = st->runs; k < st->runs + st->len && count; k++) {
-        const run *ru = &p->runs[k];
-        if (from >= at + ru->count) {
-            at += ru->count;
-            continue;
-        }
-        uint64_t skip = from - at, n = ru->count - skip < count ? ru->count - skip : count;
-        unsigned sw = ckpt_dtype_width(ru->dtype);
-        e->widen = ru->dtype != st->dtype ? ru->dtype : -1;
-        r->pos = ru->at + skip * sw;
-        /* copies stream bytes (width 1); widening streams elements */
-        if (e->widen < 0) TRY(ckpt_stream_payload(r, n * sw, 1, on_chunk, e, e->err));
-        else TRY(ckpt_stream_payload(r, n, sw, on_chunk, e, e->err));
-        from += n, count -= n;
-        at += ru->count;
-    }
-    return 0;
-}
-
-typedef struct zip_out {
-    ckpt_zip_writer *zw;
-    const ckpt_ds_consolidate_options *o;
-    uint64_t done;
-    ckpt_error *err;
-} zip_out;
-
-static int to_zip(void *ctx, const void *data, size_t n)
-{
-    zip_out *z = ctx;
-    TRY(ckpt_zip_write(z->zw, data, n));
-    z->done += n;
-    if (z->o && z->o->progress && z->o->progress(z->o->progress_ctx, z->done, CKPT_NONE))
-        return ckpt_fail(z->err, NULL, CKPT_E_CANCELLED, CKPT_NONE, 0, "convert cancelled");
-    return 0;
-}
-
-static bool plain_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 64) return false;
-    for (size_t k = 0; k < n; k++) {
-        char ch = s[k];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-'))
-            return false;
-    }
-    return true;
-}
-
-static int member(ckpt_zip_writer *zw, const char *prefix, const char *name, const void *data, size_t n)
-{
-    char path[128];
-    snprintf(path, sizeof path, "%s/%s", prefix, name);
-    TRY(ckpt_zip_begin(zw, path));
-    TRY(ckpt_zip_write(zw, data, n));
-    return ckpt_zip_end(zw);
-}
-
-/* The zip: every member through zw; `mark`, when given, is told which storage's data the next
- * bytes are (SIZE_MAX: none), for a source read on demand. */
-typedef void (*mark_fn)(void *ctx, size_t storage);
-
-static int write_zip(const plan *p, const ckpt_ds_consolidate_options *o, const ckpt_sink *out, mark_fn mark,
-                     void *mark_ctx, ckpt_error *err)
-{
-    const char *prefix = o && plain_name(o->prefix) ? o->prefix : "archive";
-    ckpt_zip_writer zw;
-    ckpt_zip_writer_init(&zw, out, err);
-    zw.align = 64;
-    ckpt_reader *r = ckpt_reader_with_prefix(p->ds->src, DS_PREFIX);
-    if (!r) return ckpt_fail_oom(err);
-    zip_out z = {&zw, o, 0, err};
-    emit e = {to_zip, &z, -1, err};
-    int rc = member(&zw, prefix, "data.pkl", p->pickle.data, p->pickle.len);
-    if (!rc) rc = member(&zw, prefix, "byteorder", "little", 6);
-    for (size_t s = 0; s < p->st_len && !rc; s++) {
-        char name[160];
-        snprintf(name, sizeof name, "%s/data/%zu", prefix, s);
-        rc = ckpt_zip_begin(&zw, name);
-        if (!rc && mark) mark(mark_ctx, s);
-        if (!rc) rc = storage_bytes(p, r, s, 0, p->st[s].numel, &e);
-        if (mark) mark(mark_ctx, SIZE_MAX);
-        if (!rc) rc = ckpt_zip_end(&zw);
-    }
-    if (!rc) rc = member(&zw, prefix, "version", "3\n", 2);
-    if (!rc) rc = ckpt_zip_finish(&zw);
-    ckpt_reader_free(r);
-    ckpt_zip_writer_free(&zw);
-    return rc;
-}
 
 /* ---- the fp32 model as safetensors ---- */
 
@@ -828,7 +555,7 @@ static int write_safetensors(const plan *p, const ckpt_ds_consolidate_options *o
     for (size_t k = 0; k < p->keys_len; k++) {
         const model_key *mk = &p->keys[k];
         if (mk->alias) continue;
-        const storage *st = &p->st[mk->storage];
+        const tz_storage *st = &p->z.st[mk->storage];
         if (!st_dtype(st->dtype)) {
             sb_free(&h);
             return ckpt_fail(err, DS_PREFIX, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
@@ -856,9 +583,10 @@ static int write_safetensors(const plan *p, const ckpt_ds_consolidate_options *o
     ckpt_reader *r = rc ? NULL : ckpt_reader_with_prefix(p->ds->src, DS_PREFIX);
     if (!rc && !r) rc = ckpt_fail_oom(err);
     sink_out z = {out, o, 0, err};
-    emit e = {to_sink, &z, -1, err};
+    tz_emit e = {to_sink, &z, -1, err};
     for (size_t k = 0; !rc && k < p->keys_len; k++)
-        if (!p->keys[k].alias) rc = storage_bytes(p, r, p->keys[k].storage, 0, p->st[p->keys[k].storage].numel, &e);
+        if (!p->keys[k].alias)
+            rc = tz_storage_bytes(&p->z, r, p->keys[k].storage, 0, p->z.st[p->keys[k].storage].numel, &e);
     ckpt_reader_free(r);
     return rc;
 }
@@ -866,7 +594,8 @@ static int write_safetensors(const plan *p, const ckpt_ds_consolidate_options *o
 static int make_plan(plan *p, const ckpt_file *in, int which, ckpt_error *err)
 {
     *p = (plan){0};
-    p->err = err;
+    p->z.err = err;
+    p->z.prefix = DS_PREFIX;
     TRY(ckpt_ds_consolidate_check(in, err));
     p->rep = ckpt_file_report(in);
     p->ds = ckpt_ds_of(p->rep);
@@ -883,8 +612,9 @@ int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *
     plan p;
     int rc = make_plan(&p, in, o->which, err);
     if (!rc)
-        rc = o->which == CKPT_DS_MODEL_SAFETENSORS ? write_safetensors(&p, o, out, err)
-                                                   : write_zip(&p, o, out, NULL, NULL, err);
+        rc = o->which == CKPT_DS_MODEL_SAFETENSORS
+                 ? write_safetensors(&p, o, out, err)
+                 : tz_write_zip(&p.z, p.ds->src, o->prefix, o->progress, o->progress_ctx, out, NULL, NULL, err);
     plan_free(&p);
     return rc;
 }
@@ -978,14 +708,14 @@ static size_t virtual_read(void *ctx, uint64_t offset, void *buf, size_t n)
         size_t take = (size_t)(s->len - skip < n - done ? s->len - skip : n - done);
         if (s->storage == SIZE_MAX) memcpy(out + done, v->kept.data + s->kept + skip, take);
         else {
-            const storage *st = &v->p.st[s->storage];
+            const tz_storage *st = &v->p.z.st[s->storage];
             unsigned w = ckpt_dtype_width(st->dtype);
             uint64_t first = skip / w, last = (skip + take + w - 1) / w;
             cut c = {out + done, first * w, skip, skip + take};
             ckpt_error e = {0};
             ckpt_error_clear(&e);
-            emit em = {copy_cut, &c, -1, &e};
-            int rc = storage_bytes(&v->p, v->r, s->storage, first, last - first, &em);
+            tz_emit em = {copy_cut, &c, -1, &e};
+            int rc = tz_storage_bytes(&v->p.z, v->r, s->storage, first, last - first, &em);
             ckpt_error_clear(&e);
             if (rc) return CKPT_READ_ERROR;
         }
@@ -1014,7 +744,7 @@ ckpt_ds_virtual *ckpt_ds_virtual_new(const ckpt_file *in, int which, const char 
     int rc = make_plan(&v->p, in, which, err);
     if (!rc && !(v->r = ckpt_reader_with_prefix(v->p.ds->src, DS_PREFIX))) rc = ckpt_fail_oom(err);
     ckpt_sink rec = {v, record};
-    if (!rc) rc = write_zip(&v->p, &o, &rec, mark_storage, v, err);
+    if (!rc) rc = tz_write_zip(&v->p.z, v->p.ds->src, o.prefix, o.progress, o.progress_ctx, &rec, mark_storage, v, err);
     if (rc) {
         if (!err || !err->code) ckpt_fail_oom(err);
         ckpt_ds_virtual_free(v);

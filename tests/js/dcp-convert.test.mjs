@@ -93,3 +93,45 @@ test('pair(dir, model) and pair(dir, null, {names}): the failures by code and te
   assert.equal(r.pairs, false);
   assert.deepEqual(r.failures.map((f) => f.message), ['DCP: emb.weight is in the checkpoint, not in the model']);
 });
+
+// convert DIR OPTIMIZER.pt --model MODEL.pt (docs/distributed.md "Converting"): torch 1.13's folder
+// as a consolidated torch.optim state dict and its model, which tests/c/dcp_consolidate_check.py
+// loads with torch 1.13 against dcp_truth.py's reassembly (Adam.load_state_dict takes it); the
+// refusals in the core's words (exit 1; usage errors exit 2), no stack trace, nothing left behind.
+const CONSOLIDATE_CHECK = new URL('../c/dcp_consolidate_check.py', import.meta.url).pathname;
+
+test('convert DIR OPTIMIZER.pt --model MODEL.pt: the consolidated pair, loaded by torch', () => {
+  const r = cli('convert', 'ckpt', 'optimizer.pt', '--model', 'consolidated-model.pt');
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, ['converted ckpt to optimizer.pt and consolidated-model.pt',
+    'optimizer.pt: torch.save file, torch.optim state_dict, 7 parameters with state, 1 group',
+    'consolidated-model.pt: torch.save file, the model: 9 tensors', ''].join('\n'));
+  const py = spawnSync('/usr/bin/python3', [CONSOLIDATE_CHECK, '--files', at('ckpt'), at('optimizer.pt'), at('consolidated-model.pt')], { encoding: 'utf8' });
+  assert.equal(py.status, 0, py.stdout + py.stderr);
+  assert.equal(py.stdout, 'files: 7 ids, 7 with state, 1 groups, 9 model keys\n');
+});
+
+test('convert DIR OPTIMIZER.pt --model MODEL.pt: refusals, no stack trace, nothing written', () => {
+  // an optimizer part alone: the core's refusal (format.md 12.8)
+  fs.mkdirSync(at('alone'), { recursive: true });
+  const py = spawnSync('/usr/bin/python3', ['-c', `
+import sys; sys.path.insert(0, ${JSON.stringify(new URL('../c', import.meta.url).pathname)})
+import dcp_seeds
+model, trainable, osd = dcp_seeds.base_sd()
+dcp_seeds.write(${JSON.stringify(at('alone'))}, {'optim': osd})
+`], { encoding: 'utf8' });
+  assert.equal(py.status, 0, py.stderr);
+  let r = cli('convert', 'alone', 'alone-opt.pt', '--model', 'alone-model.pt');
+  assert.equal(r.status, 1);
+  assert.doesNotMatch(r.stderr, /\n\s+at .*:\d+:\d+/);
+  assert.equal(r.stderr, "DCP: alone holds optimizer state but no model part: give --state MODEL (a torch.save state dict, a safetensors file or the model's DCP folder)\n");
+  assert.ok(!fs.existsSync(at('alone-opt.pt')) && !fs.existsSync(at('alone-model.pt')));
+  assert.deepEqual(fs.readdirSync(tmp).filter((f) => f.includes('.tmp') || f.startsWith('.alone')), []);
+  r = cli('convert', 'ckpt', 'optimizer2.pt');
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr.split('\n')[0], 'ckptscope: convert ckpt optimizer2.pt needs --model MODEL.pt: the model part written beside the optimizer');
+  r = cli('convert', 'ckpt', 'optimizer2.pt', '--model', 'm.pt', '--kind', 'adam');
+  assert.equal(r.status, 2);
+  assert.equal(r.stderr.split('\n')[0], 'ckptscope: --kind does nothing here: ckpt is a distributed checkpoint (DCP): convert DIR OPTIMIZER.pt --model MODEL.pt');
+});

@@ -151,7 +151,7 @@ test('usage: --model is needed with OPTIMIZER.pt, and goes with a DeepSpeed fold
   assert.equal(r.stderr.split('\n')[0], `ckptscope: --state does nothing here: ${dir} is a DeepSpeed checkpoint, which holds its own parameters (convert DIR OPTIMIZER.pt --model MODEL.pt, or DIR OUT.ckpt)`);
   r = cli(['convert', path.join(ROOT, 'docs/examples/model.json'), 'x.pt', '--model', 'm.pt']);
   assert.equal(r.status, 2);
-  assert.equal(r.stderr.split('\n')[0], 'ckptscope: --model goes with a DeepSpeed checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt');
+  assert.equal(r.stderr.split('\n')[0], 'ckptscope: --model goes with a DeepSpeed or DCP checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt');
 });
 
 test('consolidateTo() takes optimizer, model or model.safetensors', async () => {

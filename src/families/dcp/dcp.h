@@ -196,6 +196,9 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep);
 int dcp_items(ckpt_dcp *d, ckpt_report *rep);
 int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ckpt_error *err);
 int dcp_ties(ckpt_dcp *d, ckpt_report *rep);
+/* key k's runs (12.3) as spans of the source in element order (malloc'ed), and its dtype; false
+ * when they cannot be read or do not tile the tensor */
+bool dcp_key_spans(const ckpt_dcp *d, size_t k, ckpt_span **out, size_t *n, int *dtype);
 /* Do keys ka and kb hold the same bits? 1 yes, 0 no (*first: the first element that differs),
  * 2 cannot tell (shapes or dtypes differ, or their runs cannot be read), -1 a read error (err) */
 int dcp_first_difference(const ckpt_dcp *d, size_t ka, size_t kb, uint64_t *first, ckpt_error *err);

@@ -23,9 +23,9 @@ static int by_start(const void *a, const void *b)
     return x->start < y->start ? -1 : x->start > y->start;
 }
 
-/* key's runs as spans in element order, its dtype; false when they cannot be read (a record not
+/* dcp.h: key's runs as spans in element order, its dtype; false when they cannot be read (a record not
  * read, not row-major, of another dtype, or runs that do not tile the tensor) */
-static bool key_spans(const ckpt_dcp *d, size_t k, ckpt_span **out, size_t *n, int *dtype)
+bool dcp_key_spans(const ckpt_dcp *d, size_t k, ckpt_span **out, size_t *n, int *dtype)
 {
     const dcp_key *key = &d->keys[k];
     *out = NULL;
@@ -197,7 +197,7 @@ int dcp_items(ckpt_dcp *d, ckpt_report *rep)
         const size_t keys[DCP_PAYLOADS] = {sl->state[DCP_EXP_AVG], sl->state[DCP_EXP_AVG_SQ],
                                            sl->state[DCP_MAX_EXP_AVG_SQ], sl->key};
         for (int q = 0; q < DCP_PAYLOADS; q++)
-            if (keys[q] != DCP_NONE && !key_spans(d, keys[q], &it->spans[q], &it->len[q], &it->dtype[q]))
+            if (keys[q] != DCP_NONE && !dcp_key_spans(d, keys[q], &it->spans[q], &it->len[q], &it->dtype[q]))
                 it->spans[q] = NULL, it->len[q] = 0;
         /* where its moments start, for the report's entry */
         if (it->spans[0]) rep->entries[k].offset = rep->entries[k].m_offset = it->spans[0][0].offset;
@@ -293,12 +293,12 @@ int dcp_ties(ckpt_dcp *d, ckpt_report *rep)
                 continue;
             if (!read) {
                 read = true;
-                if (!key_spans(d, sl->key, &a, &na, &dta)) break;
+                if (!dcp_key_spans(d, sl->key, &a, &na, &dta)) break;
             }
             ckpt_span *b;
             size_t nb;
             int dtb;
-            if (!key_spans(d, ow->key, &b, &nb, &dtb)) continue;
+            if (!dcp_key_spans(d, ow->key, &b, &nb, &dtb)) continue;
             uint64_t first;
             int same = dta == dtb ? same_values(d->src, a, na, b, nb, ckpt_dtype_width(dta), &first, &rep->error) : 0;
             free(b);
@@ -324,7 +324,7 @@ int dcp_first_difference(const ckpt_dcp *d, size_t ka, size_t kb, uint64_t *firs
     size_t na, nb;
     int dta, dtb;
     int rc = 2;
-    if (key_spans(d, ka, &a, &na, &dta) && key_spans(d, kb, &b, &nb, &dtb) && dta == dtb)
+    if (dcp_key_spans(d, ka, &a, &na, &dta) && dcp_key_spans(d, kb, &b, &nb, &dtb) && dta == dtb)
         rc = same_values(d->src, a, na, b, nb, ckpt_dtype_width(dta), first, err);
     free(a);
     free(b);
