@@ -15,6 +15,7 @@ import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedMode
 import { summaryLines, loadsInLine, inspectPairLines, unpairedLine, pairStatus } from './text.js';
 import { accelerateLines } from './accelerate-text.js';
 import { accelerateJson } from '../accelerate-folder.js';
+import { dcpAlone } from './dcp-text.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
 const REPORT_INDENT_LIMIT = 4 << 20;
@@ -92,8 +93,8 @@ export async function cmdInspect(argv) {
     if (!summary.ok && !sameDestination()) say(process.stderr, summary.error.message);
     await warnStillWriting(file, stamp, summary.ok ? null : summary.error.code);
     if (!summary.ok) return 1;
-    // a DCP data file alone: not an all-clear (its note says to open the folder)
-    if (ck.report.dcp?.opened === 'distcp') return 3;
+    // a DCP data file or index alone: not an all-clear (its note says to open the folder)
+    if (dcpAlone(ck.report)) return 3;
     return pairing ? (pairing.unpaired ? 1 : pairStatus(pairing.result)) : 0;
   } finally {
     model?.close();

@@ -2,7 +2,7 @@ import { weightsOnlyLines } from '../weights-only.js';
 import { middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
-import { dcpLines, dcpParamLines, dcpFailureLines } from './dcp-text.js';
+import { dcpLines, dcpParamLines, dcpFailureLines, dcpAlone } from './dcp-text.js';
 import { table, num, numColumns } from './table.js';
 
 export { num, numColumns };
@@ -200,9 +200,9 @@ export function summaryLines(report, name, names = null, { width = COLUMNS } = {
   out.push(...failureLines(report));
   if (report.dcp) out.push(...dcpFailureLines(report));
   out.push('');
-  // a DCP data file alone (format.md 12.1): its records are found only through the folder's
-  // .metadata, so it is neither valid nor invalid here: the core's note says where to look
-  if (report.ok && report.dcp?.opened === 'distcp') out.push('verdict: cannot tell (a data file alone: open its folder)');
+  // a DCP data file or index alone (format.md 12.1): the records' checks need both, so it is
+  // neither valid nor invalid here: the core's note says where to look
+  if (report.ok && dcpAlone(report)) out.push(`verdict: cannot tell (${dcpAlone(report)})`);
   else if (report.ok) out.push('verdict: valid');
   else {
     out.push(`verdict: invalid at byte ${report.error.offset ?? '-'}`);

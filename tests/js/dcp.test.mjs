@@ -342,7 +342,7 @@ test('ckptscope health DIR: each trained tensor\'s next step, its parameters the
   // a folder holds its own parameters
   const s = wide(['health', 'dcp-torch113', '--state', 'x.pt']);
   assert.equal(s.status, 2);
-  assert.match(s.stderr, /^ckptscope: dcp-torch113 is a distributed checkpoint \(DCP\): it is inspected, checked, exported and its health computed alone \(its model part holds its parameters\)\n/);
+  assert.match(s.stderr, /^ckptscope: dcp-torch113 is a distributed checkpoint \(DCP\): it is inspected, exported and its health computed alone \(its model part holds its parameters\), and checked alone or with the model it will be loaded into \(check DIR --state MODEL\)\n/);
 });
 
 test('ckptscope export DIR OUT.safetensors: each trained tensor\'s moments and parameters under its name; refused, the folder named, where health is', () => {
@@ -362,8 +362,10 @@ test('ckptscope export DIR OUT.safetensors: each trained tensor\'s moments and p
 });
 
 test('a lone .metadata: its index, its data files missing, the core\'s note; a lone .distcp: its last record and the note', () => {
+  // the records' checks need the data files: an index alone is no all-clear (exit 3)
   const meta = cli(['inspect', 'dcp-torch113/.metadata']);
-  assert.equal(meta.status, 0, meta.stderr);
+  assert.equal(meta.status, 3, meta.stderr);
+  assert.match(meta.stdout, /\nverdict: cannot tell \(the index alone: its data files are not here\)\n$/);
   assert.deepEqual(meta.stdout.split('\n').slice(0, 13), [
     'dcp-torch113/.metadata: PyTorch Distributed Checkpoint (DCP), float32, 10,697',
     '  bytes',
@@ -380,23 +382,25 @@ test('a lone .metadata: its index, its data files missing, the core\'s note; a l
     '',
   ]);
   const data = cli(['inspect', 'dcp-torch113/__1_0.distcp']);
-  assert.equal(data.status, 0, data.stderr);
+  assert.equal(data.status, 3, data.stderr);
   assert.equal(data.stdout, `dcp-torch113/__1_0.distcp: PyTorch Distributed Checkpoint (DCP), 17,821 bytes
-dcp             a data file alone
+dcp             a data file alone, without its .metadata
 last record     747 bytes at byte 17074: a float32 tensor of shape [3]
-note            DCP: this file is a data file of a distributed checkpoint:
+note            DCP: __1_0.distcp is a data file of a distributed checkpoint:
                 torch.save records back to back, found only through the folder's
-                .metadata; open its folder
+                .metadata; open dcp-torch113
 
-verdict: valid
+verdict: cannot tell (a data file alone: open its folder)
 `);
 });
 
-test('commands that do not read a DCP folder say so (exit 2)', () => {
+test('commands that do not read a DCP folder say so, and what does (exit 2)', () => {
   const c = wide(['convert', 'dcp-torch113', path.join(tmp, 'x.ckpt')]);
   assert.equal(c.status, 2);
-  assert.equal(c.stderr, 'ckptscope: dcp-torch113 is a distributed checkpoint (DCP): convert does not read one yet; ckptscope inspect, ckptscope check, ckptscope health and ckptscope export do\n');
+  assert.equal(c.stderr, 'ckptscope: dcp-torch113 is a distributed checkpoint (DCP): convert DIR OPTIMIZER.pt --model MODEL.pt writes its optimizer and model as torch.save files; to TLADAMF, convert that pair: convert OPTIMIZER.pt OUT --state MODEL.pt\n');
+  const d = wide(['diff', 'dcp-torch113', 'dcp-torch113']);
+  assert.equal(d.status, 2);
   const e = wide(['check', 'dcp-torch113', '--expect', 'x.json']);
   assert.equal(e.status, 2);
-  assert.match(e.stderr, /^ckptscope: dcp-torch113 is a distributed checkpoint \(DCP\): it is inspected, checked, exported and its health computed alone/);
+  assert.match(e.stderr, /^ckptscope: dcp-torch113 is a distributed checkpoint \(DCP\): it is inspected, exported and its health computed alone \(its model part holds its parameters\), and checked alone or with the model it will be loaded into \(check DIR --state MODEL\)\n/);
 });
