@@ -180,3 +180,88 @@ void ckpt_bundle_member_source(const ckpt_bundle *b, size_t k, ckpt_source *out,
 {
     ckpt_source_window(out, w, b->src, b->entries[k].offset, b->entries[k].size);
 }
+
+/* ---- a folder's listing, and the answer's source ---- */
+
+static const char *listing_str(const ckpt_jdoc *d, const ckpt_jv *v)
+{
+    if (!v || v->kind != CKPT_JV_STRING) return NULL;
+    const char *s = ckpt_jv_str(d, v);
+    return strlen(s) == v->len ? s : NULL; /* a NUL byte in a name: refused */
+}
+
+void ckpt_listing_free(ckpt_listing *l)
+{
+    free(l->names);
+    free(l->sizes);
+    ckpt_jdoc_free(&l->doc);
+    memset(l, 0, sizeof *l);
+}
+
+int ckpt_listing_read(const char *listing, size_t len, const char *form, ckpt_listing *out, ckpt_error *err)
+{
+    memset(out, 0, sizeof *out);
+    size_t at;
+    const char *why;
+    int rc = ckpt_json_parse(listing, len, 8, &out->doc, &at, &why);
+    if (rc == -2) return ckpt_fail_oom(err);
+    const ckpt_jv *top = rc ? NULL : &out->doc.v[0];
+    const ckpt_jv *name = top && top->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&out->doc, top, "root") : NULL;
+    const ckpt_jv *entries = name ? ckpt_jv_get(&out->doc, top, "entries") : NULL;
+    out->root = listing_str(&out->doc, name);
+    if (!out->root || !entries || entries->kind != CKPT_JV_ARRAY)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a folder's listing is %s", form);
+    out->top = top;
+    size_t n = entries->len;
+    out->names = calloc(n ? n : 1, sizeof *out->names);
+    out->sizes = calloc(n ? n : 1, sizeof *out->sizes);
+    if (!out->names || !out->sizes) return ckpt_fail_oom(err);
+    size_t k = 0;
+    for (const ckpt_jv *e = ckpt_jv_first(&out->doc, entries); e; e = ckpt_jv_next(&out->doc, e), k++) {
+        const ckpt_jv *sz = e->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&out->doc, e, "size") : NULL;
+        const char *nm = e->kind == CKPT_JV_OBJECT ? listing_str(&out->doc, ckpt_jv_get(&out->doc, e, "name")) : NULL;
+        bool size_ok = !sz || sz->kind == CKPT_JV_NULL || (sz->kind == CKPT_JV_NUMBER && sz->is_u64);
+        out->names[k] = nm;
+        out->sizes[k] = sz && sz->kind == CKPT_JV_NUMBER && sz->is_u64 ? sz->u : CKPT_NONE;
+        if (!nm || !*nm || nm[0] == '/' || !size_ok)
+            return ckpt_fail(
+                err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                "entry %zu of a folder's listing is not {\"name\": a relative path, \"size\": bytes or null}", k);
+    }
+    out->count = n;
+    return 0;
+}
+
+int ckpt_listing_members_json(const ckpt_listing *l, const char *family, const uint8_t *include, strbuf *sb,
+                              ckpt_error *err)
+{
+    ckpt_buffer header = {0};
+    uint64_t *offsets = calloc(l->count ? l->count : 1, sizeof *offsets);
+    if (!offsets) return ckpt_fail_oom(err);
+    int rc = ckpt_bundle_header(family, l->root, l->names, l->sizes, include, l->count, &header, offsets, err);
+    if (rc) goto done;
+    sb_puts(sb, ",\"members\":[");
+    bool first = true;
+    uint64_t total = header.len;
+    for (size_t j = 0; j < l->count; j++) {
+        if (!include[j]) continue;
+        sb_puts(sb, first ? "{\"name\":" : ",{\"name\":");
+        first = false;
+        j_string(sb, l->names[j]);
+        sb_puts(sb, ",\"offset\":");
+        j_u64(sb, offsets[j]);
+        sb_puts(sb, ",\"size\":");
+        j_u64(sb, l->sizes[j]);
+        sb_putc(sb, '}');
+        total = offsets[j] + l->sizes[j];
+    }
+    sb_puts(sb, "],\"size\":");
+    j_u64(sb, total);
+    sb_puts(sb, ",\"header\":[");
+    for (size_t j = 0; j < header.len; j++) sb_printf(sb, j ? ",%u" : "%u", header.data[j]);
+    sb_putc(sb, ']');
+done:
+    ckpt_buffer_free(&header);
+    free(offsets);
+    return rc;
+}

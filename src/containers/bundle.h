@@ -57,4 +57,26 @@ const ckpt_bundle_entry *ckpt_bundle_find(const ckpt_bundle *b, const char *name
 /* An included entry's bytes as a source of their own. `w` must outlive `out`. */
 void ckpt_bundle_member_source(const ckpt_bundle *b, size_t k, ckpt_source *out, ckpt_window *w);
 
+/* A folder's listing as the JS package gives it to a family's folder question (ckptscope.h,
+ * ckpt_deepspeed_folder_json, ckpt_dcp_folder_json): {"root": the folder's name, "entries":
+ * [{"name": a relative path, "size": bytes or null}], ...}, every entry checked. */
+typedef struct ckpt_listing {
+    ckpt_jdoc doc;
+    const ckpt_jv *top; /* the listing's object, for a family's own members */
+    const char *root;
+    const char **names;
+    uint64_t *sizes; /* CKPT_NONE: a folder, or no size given */
+    size_t count;
+} ckpt_listing;
+
+/* 0 with *out set (ckpt_listing_free, also after a failure), or CKPT_E_INVALID_ARGUMENT (`form`,
+ * the listing's expected form, in the text) or CKPT_E_NO_MEMORY, err set. */
+int ckpt_listing_read(const char *listing, size_t len, const char *form, ckpt_listing *out, ckpt_error *err);
+void ckpt_listing_free(ckpt_listing *l);
+/* The answer's source: the entries with include[k] laid out after a bundle header for `family`,
+ * appended to sb as ,"members":[{"name","offset","size"}],"size":n,"header":[bytes]. 0, or the
+ * header writer's code with err set. */
+int ckpt_listing_members_json(const ckpt_listing *l, const char *family, const uint8_t *include, strbuf *sb,
+                              ckpt_error *err);
+
 #endif

@@ -313,74 +313,33 @@ void ds_plan_free(ds_plan *p)
 
 /* ---- the JS package's question (ckptscope.h) ---- */
 
-static const char *jstr(const ckpt_jdoc *d, const ckpt_jv *v)
-{
-    if (!v || v->kind != CKPT_JV_STRING) return NULL;
-    const char *s = ckpt_jv_str(d, v);
-    return strlen(s) == v->len ? s : NULL; /* a NUL byte in a name: refused */
-}
-
 char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *err)
 {
-    ckpt_jdoc doc = {0};
-    size_t at;
-    const char *why;
+    ckpt_listing l;
     char *out = NULL;
-    const char **names = NULL;
-    uint64_t *sizes = NULL, *offsets = NULL;
     uint8_t *include = NULL;
     ds_plan plan = {0};
     strbuf sb = {0};
-    ckpt_buffer header = {0};
-    int rc = ckpt_json_parse(listing, len, 8, &doc, &at, &why);
-    if (rc == -2) {
+    static const char form[] = "{\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}";
+    if (ckpt_listing_read(listing, len, form, &l, err)) goto done;
+    const ckpt_jv *texts = ckpt_jv_get(&l.doc, l.top, "texts");
+    if (texts && texts->kind != CKPT_JV_OBJECT && texts->kind != CKPT_JV_NULL) {
+        ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "a folder's listing is %s", form);
+        goto done;
+    }
+    size_t n = l.count;
+    if (!(include = calloc(n ? n : 1, 1))) {
         ckpt_fail_oom(err);
         goto done;
     }
-    const ckpt_jv *root = rc ? NULL : &doc.v[0];
-    const ckpt_jv *name = root && root->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, root, "root") : NULL;
-    const ckpt_jv *entries = name ? ckpt_jv_get(&doc, root, "entries") : NULL;
-    const ckpt_jv *texts = name ? ckpt_jv_get(&doc, root, "texts") : NULL;
-    if (!jstr(&doc, name) || !entries || entries->kind != CKPT_JV_ARRAY ||
-        (texts && texts->kind != CKPT_JV_OBJECT && texts->kind != CKPT_JV_NULL)) {
-        ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                  "a folder's listing is {\"root\", \"entries\": [{\"name\", \"size\"}], \"texts\"}");
-        goto done;
-    }
-    size_t n = entries->len;
-    names = calloc(n ? n : 1, sizeof *names);
-    sizes = calloc(n ? n : 1, sizeof *sizes);
-    include = calloc(n ? n : 1, 1);
-    offsets = calloc(n ? n : 1, sizeof *offsets);
-    if (!names || !sizes || !include || !offsets) {
-        ckpt_fail_oom(err);
-        goto done;
-    }
-    size_t k = 0;
-    for (const ckpt_jv *e = ckpt_jv_first(&doc, entries); e; e = ckpt_jv_next(&doc, e), k++) {
-        const ckpt_jv *sz = e->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, e, "size") : NULL;
-        names[k] = e->kind == CKPT_JV_OBJECT ? jstr(&doc, ckpt_jv_get(&doc, e, "name")) : NULL;
-        sizes[k] = CKPT_NONE;
-        bool size_ok = !sz || sz->kind == CKPT_JV_NULL || (sz->kind == CKPT_JV_NUMBER && sz->is_u64);
-        if (sz && sz->kind == CKPT_JV_NUMBER && sz->is_u64) sizes[k] = sz->u;
-        if (!names[k] || !*names[k] || names[k][0] == '/' || !size_ok) {
-            ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                      "entry %zu of a folder's listing is not {\"name\": a relative path, \"size\": bytes or null}", k);
-            goto done;
-        }
-    }
-    const ckpt_jv *lt = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, texts, "latest") : NULL;
-    const ckpt_jv *lu = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&doc, texts, "latest_universal") : NULL;
+    const ckpt_jv *lt = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&l.doc, texts, "latest") : NULL;
+    const ckpt_jv *lu = texts && texts->kind == CKPT_JV_OBJECT ? ckpt_jv_get(&l.doc, texts, "latest_universal") : NULL;
     lt = lt && lt->kind == CKPT_JV_STRING ? lt : NULL;
     lu = lu && lu->kind == CKPT_JV_STRING ? lu : NULL;
-    ds_listing l = {names,
-                    sizes,
-                    n,
-                    lt ? ckpt_jv_str(&doc, lt) : NULL,
-                    lu ? ckpt_jv_str(&doc, lu) : NULL,
-                    lt ? lt->len : 0,
-                    lu ? lu->len : 0};
-    if (ds_plan_make(&l, &plan, err)) goto done;
+    ds_listing dl = {
+        l.names,          l.sizes,         n, lt ? ckpt_jv_str(&l.doc, lt) : NULL, lu ? ckpt_jv_str(&l.doc, lu) : NULL,
+        lt ? lt->len : 0, lu ? lu->len : 0};
+    if (ds_plan_make(&dl, &plan, err)) goto done;
     if (plan.kind == DS_FOLDER_NONE) {
         sb_puts(&sb, "{\"family\":null,\"read\":[]}");
         goto take;
@@ -397,43 +356,21 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
     /* a save_dir's tag folders, in run order */
     if (plan.kind == DS_FOLDER_SAVE_DIR) {
         sb_puts(&sb, ",\"tags\":");
-        if (run_tags_json(&l, &sb, err)) goto done;
+        if (run_tags_json(&dl, &sb, err)) goto done;
     }
     /* the members: latest and latest_universal, the tag folder's DeepSpeed files */
     for (size_t j = 0; j < n; j++)
-        include[j] = sizes[j] != CKPT_NONE && (!strcmp(names[j], "latest") || !strcmp(names[j], "latest_universal"));
+        include[j] =
+            l.sizes[j] != CKPT_NONE && (!strcmp(l.names[j], "latest") || !strcmp(l.names[j], "latest_universal"));
     for (size_t j = 0; j < plan.files_len; j++) include[plan.files[j]] = 1;
-    if (ckpt_bundle_header(DS_PREFIX, jstr(&doc, name), names, sizes, include, n, &header, offsets, err)) goto done;
-    sb_puts(&sb, ",\"members\":[");
-    bool first = true;
-    uint64_t total = header.len;
-    for (size_t j = 0; j < n; j++) {
-        if (!include[j]) continue;
-        sb_puts(&sb, first ? "{\"name\":" : ",{\"name\":");
-        first = false;
-        j_string(&sb, names[j]);
-        sb_puts(&sb, ",\"offset\":");
-        j_u64(&sb, offsets[j]);
-        sb_puts(&sb, ",\"size\":");
-        j_u64(&sb, sizes[j]);
-        sb_putc(&sb, '}');
-        total = offsets[j] + sizes[j];
-    }
-    sb_puts(&sb, "],\"size\":");
-    j_u64(&sb, total);
-    sb_puts(&sb, ",\"header\":[");
-    for (size_t j = 0; j < header.len; j++) sb_printf(&sb, j ? ",%u" : "%u", header.data[j]);
-    sb_puts(&sb, "]}");
+    if (ckpt_listing_members_json(&l, DS_PREFIX, include, &sb, err)) goto done;
+    sb_putc(&sb, '}');
 take:
     if (!(out = sb_take(&sb))) ckpt_fail_oom(err);
 done:
     sb_free(&sb);
-    ckpt_buffer_free(&header);
     ds_plan_free(&plan);
-    free(names);
-    free(sizes);
     free(include);
-    free(offsets);
-    ckpt_jdoc_free(&doc);
+    ckpt_listing_free(&l);
     return out;
 }
