@@ -1113,6 +1113,9 @@ export function accelerateCheckpoints(dir: string): Promise<{ path: string; name
 export function readRandomStates(source: Source, name?: string): Promise<{ step: number | null; keys: string[]; keyCount: number }>;
 /** A folder as the report's `accelerate` member: names, not paths. */
 export function accelerateJson(folder: AccelerateFolder, pair?: number | null): unknown;
+/** Why a DCP file opened alone (a data file without its .metadata, or a .metadata without its
+ *  data files) is no all-clear, or null: its verdict is "cannot tell" (docs/distributed.md). */
+export function dcpAlone(report: { dcp?: DcpMembers | null } | null | undefined): string | null;
 
 /** training_args.bin read as data: kind 'adamw' when optim starts with "adamw", else null (unknown). */
 export interface TrainingArgs {

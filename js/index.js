@@ -21,4 +21,5 @@ export { weightsOnlyLines } from './weights-only.js';
 export { HttpSource, HttpError } from './http-source.js';
 export { run, runOrder, runFiles, largestStep, numberInName, stemOf, exportGradient, exportGradientTo, saveGradient, DEFAULT_RESIDUAL_LIMIT } from './run.js';
 export { trainerFolder, trainerFolderRoles, trainerLayout, checkpointFolders, readTrainingArgs, readTrainerState } from './trainer-folder.js';
+export { dcpAlone } from './dcp.js';
 export { accelerateFolder, accelerateFolderRoles, accelerateCheckpoints, readRandomStates, accelerateJson } from './accelerate-folder.js';

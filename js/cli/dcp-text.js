@@ -104,12 +104,3 @@ export const dcpErrors = (report) => (report.dcp?.diagnostics ?? []).filter((g) 
 export function dcpFailureLines(report) {
   return dcpErrors(report).slice(1).map((g) => `failure: ${g.text}`);
 }
-
-/** Why a DCP file opened alone is no all-clear (format.md 12.1), or null: a data file without its
- *  index, or an index whose data files are not beside it. Its verdict is "cannot tell" (exit 3). */
-export function dcpAlone(report) {
-  const d = report.dcp;
-  if (d?.opened === 'distcp') return 'a data file alone: open its folder';
-  if (d?.opened === 'metadata' && d.files.length) return 'the index alone: its data files are not here';
-  return null;
-}

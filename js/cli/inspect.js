@@ -15,7 +15,7 @@ import { Failure, readNames, folderArgs, giveKind, warnStillWriting, trainedMode
 import { summaryLines, loadsInLine, inspectPairLines, unpairedLine, pairStatus } from './text.js';
 import { accelerateLines } from './accelerate-text.js';
 import { accelerateJson } from '../accelerate-folder.js';
-import { dcpAlone } from './dcp-text.js';
+import { dcpAlone } from '../dcp.js';
 
 /** The longest report inspect --json indents (its indented form is several times longer). */
 const REPORT_INDENT_LIMIT = 4 << 20;

@@ -2,7 +2,8 @@ import { weightsOnlyLines } from '../weights-only.js';
 import { middleEllipsis, wrapLine, COLUMNS } from '../terminal.js';
 import { kindNames } from '../options.js';
 import { deepspeedLines, fragmentLines, failureLines } from './deepspeed-text.js';
-import { dcpLines, dcpParamLines, dcpFailureLines, dcpAlone } from './dcp-text.js';
+import { dcpLines, dcpParamLines, dcpFailureLines } from './dcp-text.js';
+import { dcpAlone } from '../dcp.js';
 import { table, num, numColumns } from './table.js';
 
 export { num, numColumns };

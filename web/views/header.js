@@ -4,6 +4,7 @@
 // bytes were read (asked for again after each pass that reads payloads), and the verdict badge. One view shows the main file (#summary), another the
 // model-state file of a pair (#state-summary, with its own problem when it is broken).
 import { el, testid } from '../dom.js';
+import { dcpAlone } from '/js/index.js';
 import { count, plain, plural, bytes, ioText } from '../format.js';
 import { renderFileProblem } from '../parts/problem-box.js';
 
@@ -63,7 +64,9 @@ function renderHeader(container, file, { role = 'main' } = {}) {
   const title = el('div', 'title-line');
   if (role !== 'main') title.append(el('span', 'role', role));
   title.append(el('span', 'file', name));
-  title.append(s.ok ? el('span', 'badge ok', 'valid') : el('span', 'badge bad', 'invalid'));
+  // a DCP file alone is neither valid nor invalid: its records' checks need the whole folder
+  const alone = dcpAlone(s);
+  title.append(!s.ok ? el('span', 'badge bad', 'invalid') : alone ? Object.assign(el('span', 'badge warn', 'cannot tell'), { title: alone }) : el('span', 'badge ok', 'valid'));
   if (s.warnings.length) title.append(el('span', 'badge warn', plural(s.warnings.length, 'warning')));
   title.append(testid(el('span', 'meta io-line'), role === 'main' ? 'io' : 'io-b'));
   container.append(title);

@@ -3,7 +3,7 @@
 import {
   open, inspect, check, diff, pair, health, readEntry, writeCheckpoint, writeState, exportTensors, Schema,
   CheckpointError, toNumber, toBigInt, type Report, type Layout,
-  withModelSlots,
+  withModelSlots, dcpAlone,
 } from 'ckptscope';
 
 async function main(): Promise<void> {
@@ -142,7 +142,8 @@ async function distributed(dir: string): Promise<void> {
     const form: string = d.form ?? 'no optimizer part';
     const moments = d.entries.map((e) => e.state.exp_avg?.chunks.length ?? 0);
     const rms = report.entries[0]?.m?.rms;
-    console.log(files, ranks, boxes, form, moments, d.version, d.keys.model, rms);
+    const alone: string | null = dcpAlone(report);   // a file alone: "cannot tell", not valid
+    console.log(files, ranks, boxes, form, moments, d.version, d.keys.model, rms, alone);
   } else if (!report.ok && report.dcp) {
     const failed = report.dcp.diagnostics.filter((g) => g.severity === 'error').map((g) => `${g.code} ${g.text} ${g.fqn ?? ''}`);
     console.log(failed, report.error.message);
