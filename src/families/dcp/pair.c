@@ -6,35 +6,15 @@
 #include "families/dcp/dcp.h"
 #include "core/impl.h"
 #include "core/new_model.h"
+#include "core/pair_result.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static bool add_failure(ckpt_pair_result *res, size_t slot, strbuf *sb)
 {
-    if (sb->failed) return false;
-    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
-    if (!f) return false;
-    res->failures = f;
-    ckpt_error *e = &f[res->failures_len];
-    memset(e, 0, sizeof *e);
-    ckpt_error_clear(e);
-    ckpt_fail_at(e, DCP_PREFIX, CKPT_E_BY_NAME, CKPT_NONE, 0, slot == DCP_NONE ? CKPT_NONE : (uint64_t)slot, "%s",
-                 sb->data);
-    sb_free(sb);
-    if (!e->message) return false;
-    res->failures_len++;
-    return true;
-}
-
-static bool add_warning(ckpt_pair_result *res, strbuf *sb)
-{
-    if (sb->failed) return false;
-    char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
-    if (!w) return false;
-    res->warnings = w;
-    w[res->warnings_len] = sb_take(sb);
-    return w[res->warnings_len++] != NULL;
+    return ckpt_pair_add_failure(res, DCP_PREFIX, CKPT_E_BY_NAME, slot == DCP_NONE ? CKPT_NONE : (uint64_t)slot,
+                                 CKPT_NONE, sb);
 }
 
 /* The checkpoint's model part: its tensor keys, each with its slot (DCP_NONE: not a slot). */
@@ -178,7 +158,7 @@ static bool check_grad(const ckpt_side *c, const ckpt_new_model *m, const ckpt_p
         strbuf sb = {0};
         if (is_frozen && sl->trainable) {
             sb_printf(&sb, "%s: %s is frozen in the model but has optimizer state in the checkpoint", DCP_PREFIX, name);
-            ok = add_warning(res, &sb);
+            ok = ckpt_pair_add_warning(res, &sb);
         } else if (!is_frozen && !sl->trainable && sl->representative == DCP_NONE) {
             sb_printf(&sb, "%s requires grad in the model but has no optimizer state in the checkpoint", name);
             ok = add_failure(res, s, &sb);

@@ -4,6 +4,7 @@
  * report made the pair's: a schema of slots, entries by slot, per-slot configurations. Also the
  * pairing's JSON and the one configuration a conversion to TorchLean writes. */
 #include "families/pytorch/pair.h"
+#include "core/pair_result.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -419,19 +420,7 @@ static int keep_slot_names(tf_data *d, const bind_in *in, ckpt_pair_result *res)
 /* A failure of the pair (prefixed "PyTorch: "), about a slot and an index (CKPT_NONE / -1). */
 static bool push_failure(ckpt_pair_result *res, int code, uint64_t slot, int64_t index, strbuf *text)
 {
-    if (text->failed) return false;
-    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
-    if (!f) return false;
-    res->failures = f;
-    ckpt_error *e = &f[res->failures_len];
-    memset(e, 0, sizeof *e);
-    ckpt_error_clear(e);
-    ckpt_fail_at(e, "PyTorch", code, CKPT_NONE, 0, slot, "%s", text->data);
-    if (index >= 0) e->index = (uint64_t)index;
-    sb_free(text);
-    if (!e->message) return false;
-    res->failures_len++;
-    return true;
+    return ckpt_pair_add_failure(res, "PyTorch", code, slot, index >= 0 ? (uint64_t)index : CKPT_NONE, text);
 }
 
 /* "a", "a and b", "a, b and c"; past 8 names, the first 8 "and {n} more". */
@@ -623,28 +612,7 @@ static char *pair_note(const ckpt_pair_options *o, bool compared, bool ties)
 
 static bool push_by_name(ckpt_pair_result *res, uint64_t slot, strbuf *text)
 {
-    if (text->failed) return false;
-    ckpt_error *f = realloc(res->failures, (res->failures_len + 1) * sizeof *f);
-    if (!f) return false;
-    res->failures = f;
-    ckpt_error *e = &f[res->failures_len];
-    memset(e, 0, sizeof *e);
-    ckpt_error_clear(e);
-    ckpt_fail_at(e, "DCP", CKPT_E_BY_NAME, CKPT_NONE, 0, slot, "%s", text->data);
-    sb_free(text);
-    if (!e->message) return false;
-    res->failures_len++;
-    return true;
-}
-
-static bool push_warning(ckpt_pair_result *res, strbuf *text)
-{
-    if (text->failed) return false;
-    char **w = realloc(res->warnings, (res->warnings_len + 1) * sizeof *w);
-    if (!w) return false;
-    res->warnings = w;
-    w[res->warnings_len] = sb_take(text);
-    return w[res->warnings_len++] != NULL;
+    return ckpt_pair_add_failure(res, "DCP", CKPT_E_BY_NAME, slot, CKPT_NONE, text);
 }
 
 /* The checks by name in order, every failure listed: names, shapes, ties, requires grad. Each FQN
@@ -703,7 +671,7 @@ static int bind_names(tf_data *d, const bind_in *in, bool frozen_given, ckpt_pai
         if (!in->slots[q].frozen || !d->idx[j].has_state) continue;
         strbuf t = {0};
         sb_printf(&t, "DCP: %s is frozen in the model but has optimizer state in the checkpoint", d->idx[j].name);
-        if (!push_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
+        if (!ckpt_pair_add_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
     }
     for (size_t q = 0; !rc && frozen_given && q < in->n; q++) {
         if (reached[q] || in->slots[q].tie != CKPT_NONE || in->slots[q].frozen || in->buffer[q]) continue;
@@ -716,7 +684,7 @@ static int bind_names(tf_data *d, const bind_in *in, bool frozen_given, ckpt_pai
         if (d->idx[j].group != SIZE_MAX) continue;
         strbuf t = {0};
         sb_printf(&t, "DCP: %s has optimizer state but no parameter group lists it", d->idx[j].name);
-        if (!push_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
+        if (!ckpt_pair_add_warning(res, &t)) rc = ckpt_fail_oom(&res->error);
         d->idx[j].group = 0;
     }
     /* the placement; a frozen slot's state is dropped, as a load drops it (a warning above) */
