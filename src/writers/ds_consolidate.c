@@ -280,8 +280,8 @@ static int plan_optimizer(plan *p)
                     ckpt_pw_strn(sb, name, nl);
                     int key = key_index(name, nl);
                     if (nl == 4 && !memcmp(name, "step", 4)) {
-                        size_t sk, rank;
-                        const uint64_t *dims;
+                        size_t sk = 0, rank = 0;
+                        const uint64_t *dims = NULL;
                         rc = step_storage(p, f, v, &sk, &dims, &rank);
                         if (!rc) rc = tz_tensor(&p->z, sk, dims, rank);
                     } else if (key >= 0) {

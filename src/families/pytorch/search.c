@@ -411,7 +411,7 @@ static int add_optimizer(tctx *c, size_t k, bool named)
     int64_t pos = 0;
     for (uint32_t cell = N(c, groups)->first; cell != CKPT_PNIL; cell = p->cells[cell].next) {
         size_t g = p->cells[cell].node;
-        ckpt_torch_group *gr;
+        ckpt_torch_group *gr = NULL;
         TRY(begin_group(c, N(c, g), 1 + (uint64_t)N(c, g)->count, &gr)); /* and its keys, looked up below */
         read_group(c, gr, group_dict_get, &g);
         gr->kv = t->kvs_len;
@@ -747,7 +747,7 @@ static int add_flat_optimizer(tctx *c, size_t k)
         }
         if (fq[i].group != CKPT_TORCH_NONE) continue;
         fq[i].group = groups++;
-        ckpt_torch_group *gr;
+        ckpt_torch_group *gr = NULL;
         rc = begin_group(c, N(c, k), 1 + fq[i].len, &gr);
         if (rc) break;
         flat_get_at at = {gv, &fq[i]};
