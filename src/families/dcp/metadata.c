@@ -23,6 +23,8 @@ typedef struct mctx {
 
 static const ckpt_pnode *nd(const mctx *c, size_t k) { return ckpt_pickle_node(c->p, k); }
 
+static bool is_dict(const mctx *c, size_t k) { return k != CKPT_PNIL && nd(c, k)->kind == CKPT_PK_DICT; }
+
 static bool span_is(const mctx *c, uint32_t at, uint32_t len, const char *s)
 {
     size_t l = strlen(s);
@@ -149,6 +151,7 @@ static void found_text(strbuf *sb, const mctx *c, size_t k)
         const ckpt_pnode *g = nd(c, cls);
         sb_printf(sb, "a %.*s.%.*s", (int)g->len, (const char *)c->p->data + g->at, (int)g->len2,
                   (const char *)c->p->data + g->at2);
+        if (!is_dict(c, st)) sb_puts(sb, " without its fields"); /* NEWOBJ with no BUILD, or a BUILD of no dict */
         return;
     }
     if (n->kind == CKPT_PK_GLOBAL) {
@@ -354,12 +357,12 @@ static int read_storage(mctx *c, size_t sd)
         char path[64];
         snprintf(path, sizeof path, "storage_data[%zu]", j);
         size_t ks, vs;
-        if (!object_is(c, kn, MOD_NEW, MOD_OLD, "MetadataIndex", &ks, NULL) || nd(c, ks)->kind != CKPT_PK_DICT) {
+        if (!object_is(c, kn, MOD_NEW, MOD_OLD, "MetadataIndex", &ks, NULL) || !is_dict(c, ks)) {
             char kp[80];
             snprintf(kp, sizeof kp, "%s's key", path);
             return bad_field(c, kp, kn, "a MetadataIndex");
         }
-        if (!object_is(c, vn, FS_NEW, FS_OLD, "_StorageInfo", &vs, NULL) || nd(c, vs)->kind != CKPT_PK_DICT)
+        if (!object_is(c, vn, FS_NEW, FS_OLD, "_StorageInfo", &vs, NULL) || !is_dict(c, vs))
             return bad_field(c, path, vn, "a _StorageInfo");
         if (!grow((void **)&d->storages, &d->caps[3], d->storages_len, sizeof *d->storages))
             return ckpt_fail_oom(&c->rep->error);
