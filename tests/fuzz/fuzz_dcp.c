@@ -1,17 +1,17 @@
 /* libFuzzer target: PyTorch Distributed Checkpoint folders (src/families/dcp/), several files read
  * as one source. The input is a folder: records [name length: 1 byte][name][size: 4 bytes LE]
  * [bytes], each a file at the folder's top (".metadata", "__0_0.distcp"; a size past the input's
- * end takes what is left). The folder is laid out as the JS package lays it out
- * (js/folder-bundle.js): its listing, the core's plan (ckpt_dcp_folder_json), then the core's
- * header and each member's bytes at the offset the plan gives. The bundle is opened, with and
- * without statistics, and the report must keep its promises: every diagnostic with a code is one
+ * end takes what is left). The folder is laid out as the JS package lays it out (folder.c): its
+ * listing, the core's plan (ckpt_dcp_folder_json), then the core's header and each member's bytes
+ * at the offset the plan gives. The bundle is opened, with and without statistics, and the report
+ * must keep its promises: every diagnostic with a code is one
  * of its code's templates (the report's error its first); every storage entry's file is one of
  * the files; every run of every item lies inside the source, the runs of a payload adding up to
  * its entry's elements; each entry a slot with state; the schema well formed, each owner its own
  * representative and each tie an earlier owner; and the report serialises. Every diagnostic (the
  * plan's, the report's error) must be one of its code's templates. */
+#include "folder.h"
 #include "oracle.h"
-#include "base/json_read.h"
 #include "families/dcp/dcp.h"
 
 #include <stdio.h>
@@ -20,34 +20,11 @@
 
 #define MAX_FILES 16
 
-typedef struct file {
-    char name[256];
-    const uint8_t *data;
-    uint64_t size;
-} file;
-
-static void jstr(strbuf *sb, const char *s)
-{
-    sb_putc(sb, '"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_printf(sb, "\\%c", c);
-        else if (c < 0x20) sb_printf(sb, "\\u%04x", c);
-        else sb_putc(sb, (char)c);
-    }
-    sb_putc(sb, '"');
-}
-
-static char *listing_json(const file *fs, size_t n)
+static char *listing_json(const fuzz_file *fs, size_t n)
 {
     strbuf sb = {0};
-    sb_puts(&sb, "{\"root\":\"fuzz\",\"entries\":[");
-    for (size_t k = 0; k < n; k++) {
-        sb_puts(&sb, k ? ",{\"name\":" : "{\"name\":");
-        jstr(&sb, fs[k].name);
-        sb_printf(&sb, ",\"size\":%llu}", (unsigned long long)fs[k].size);
-    }
-    sb_puts(&sb, "]}");
+    fuzz_listing_entries(&sb, fs, n);
+    sb_putc(&sb, '}');
     return sb_take(&sb);
 }
 
@@ -103,82 +80,10 @@ static void check_bound(const ckpt_report *rep, uint64_t size)
     }
 }
 
-static void open_bundle(const file *fs, size_t n, const char *answer)
-{
-    ckpt_jdoc doc = {0};
-    size_t at;
-    const char *why;
-    if (ckpt_json_parse(answer, strlen(answer), 8, &doc, &at, &why)) abort(); /* the core writes JSON */
-    const ckpt_jv *root = &doc.v[0];
-    const ckpt_jv *members = ckpt_jv_get(&doc, root, "members");
-    const ckpt_jv *header = ckpt_jv_get(&doc, root, "header");
-    const ckpt_jv *total = ckpt_jv_get(&doc, root, "size");
-    if (!members) goto done; /* no DCP folder */
-    if (!header || !total || !total->is_u64 || header->kind != CKPT_JV_ARRAY || members->kind != CKPT_JV_ARRAY) abort();
-    if (total->u > ((uint64_t)64 << 20)) goto done;
-    uint8_t *bytes = calloc(total->u ? (size_t)total->u : 1, 1);
-    if (!bytes) abort();
-    size_t h = 0;
-    for (const ckpt_jv *b = ckpt_jv_first(&doc, header); b; b = ckpt_jv_next(&doc, b), h++) {
-        if (!b->is_u64 || b->u > 255 || h >= total->u) abort();
-        bytes[h] = (uint8_t)b->u;
-    }
-    uint64_t end = h;
-    for (const ckpt_jv *m = ckpt_jv_first(&doc, members); m; m = ckpt_jv_next(&doc, m)) {
-        const ckpt_jv *name = ckpt_jv_get(&doc, m, "name"), *off = ckpt_jv_get(&doc, m, "offset"),
-                      *sz = ckpt_jv_get(&doc, m, "size");
-        if (!name || name->kind != CKPT_JV_STRING || !off || !off->is_u64 || !sz || !sz->is_u64) abort();
-        if (off->u < end || off->u > total->u || sz->u > total->u - off->u) abort();
-        const file *f = NULL;
-        for (size_t k = 0; k < n && !f; k++)
-            if (!strcmp(fs[k].name, ckpt_jv_str(&doc, name))) f = &fs[k];
-        if (!f || f->size != sz->u) abort();
-        memcpy(bytes + off->u, f->data, (size_t)f->size);
-        end = off->u + sz->u;
-    }
-    if (end != total->u) abort();
-    ckpt_memory mem;
-    ckpt_source src;
-    ckpt_source_memory(&src, &mem, bytes, (size_t)total->u);
-    for (unsigned flags = 0; flags <= CKPT_INSPECT_STATS; flags++) {
-        ckpt_inspect_options opt = {flags, NULL, NULL};
-        ckpt_file *cf = ckpt_open(&src, &opt);
-        if (!cf) abort();
-        const ckpt_report *rep = ckpt_file_report(cf);
-        oracle_check(&rep->error);
-        check_bound(rep, total->u);
-        char *json = ckpt_report_json(rep);
-        if (!json) abort();
-        free(json);
-        ckpt_close(cf);
-    }
-    free(bytes);
-done:
-    ckpt_jdoc_free(&doc);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    file fs[MAX_FILES];
-    size_t n = 0, i = 0;
-    while (i < size && n < MAX_FILES) {
-        size_t nl = data[i++];
-        if (!nl || nl > size - i) break;
-        memcpy(fs[n].name, data + i, nl);
-        fs[n].name[nl] = 0;
-        i += nl;
-        /* a name as a listing gives it: printable, at the folder's top, once */
-        for (size_t k = 0; k < nl; k++)
-            if (fs[n].name[k] < 0x20 || fs[n].name[k] >= 0x7f || fs[n].name[k] == '/') fs[n].name[k] = '_';
-        bool dup = false;
-        for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(fs[k].name, fs[n].name);
-        uint32_t len = 0;
-        for (int b = 0; b < 4; b++) len |= (uint32_t)(i < size ? data[i++] : 0) << (8 * b);
-        fs[n].data = data + i;
-        fs[n].size = len < size - i ? len : size - i;
-        i += (size_t)fs[n].size;
-        if (!dup) n++;
-    }
+    fuzz_file fs[MAX_FILES];
+    size_t n = fuzz_folder_files(data, size, fs, MAX_FILES, false);
     if (!n) return 0;
     ckpt_error err = {0};
     ckpt_error_clear(&err);
@@ -189,7 +94,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     oracle_check(&err);
     ckpt_error_clear(&err);
     if (!answer) return 0;
-    open_bundle(fs, n, answer);
+    fuzz_open_bundle(fs, n, answer, check_bound);
     free(answer);
     return 0;
 }

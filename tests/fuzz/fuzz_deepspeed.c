@@ -11,6 +11,7 @@
  * owner's entry has its m and v exactly where every rank holds them; the schema is well formed, its slots the model
  * states' names, each trainable owner's slot its own representative, each tie pointing at an owner, and the report
  * serialises. Every diagnostic (the plan's, the report's error, every failure) must be one of its code's templates. */
+#include "folder.h"
 #include "oracle.h"
 #include "base/json_read.h"
 #include "families/deepspeed/deepspeed.h"
@@ -21,54 +22,12 @@
 
 #define MAX_FILES 24
 
-typedef struct file {
-    char name[256];
-    const uint8_t *data;
-    uint64_t size;
-} file;
-
-/* A JSON string of s (bytes as they are, quotes, backslashes and control bytes escaped). */
-static void jstr(strbuf *sb, const char *s)
-{
-    sb_putc(sb, '"');
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') sb_printf(sb, "\\%c", c);
-        else if (c < 0x20) sb_printf(sb, "\\u%04x", c);
-        else sb_putc(sb, (char)c);
-    }
-    sb_putc(sb, '"');
-}
-
 /* The listing as the package sends it: each file once, a subfolder ("sub/") before its first
  * file; the texts of `latest` and `latest_universal` when `texts`. */
-static char *listing_json(const file *fs, size_t n, bool texts, size_t limit)
+static char *listing_json(const fuzz_file *fs, size_t n, bool texts, size_t limit)
 {
     strbuf sb = {0};
-    sb_puts(&sb, "{\"root\":\"fuzz\",\"entries\":[");
-    bool first = true;
-    for (size_t k = 0; k < n; k++) {
-        const char *slash = strchr(fs[k].name, '/');
-        if (slash) {
-            bool seen = false;
-            size_t dl = (size_t)(slash - fs[k].name) + 1;
-            for (size_t j = 0; j < k && !seen; j++) seen = !strncmp(fs[j].name, fs[k].name, dl);
-            if (!seen) {
-                char dir[256];
-                memcpy(dir, fs[k].name, dl);
-                dir[dl] = 0;
-                sb_puts(&sb, first ? "{\"name\":" : ",{\"name\":");
-                jstr(&sb, dir);
-                sb_puts(&sb, ",\"size\":null}");
-                first = false;
-            }
-        }
-        sb_puts(&sb, first ? "{\"name\":" : ",{\"name\":");
-        jstr(&sb, fs[k].name);
-        sb_printf(&sb, ",\"size\":%llu}", (unsigned long long)fs[k].size);
-        first = false;
-    }
-    sb_puts(&sb, "]");
+    fuzz_listing_entries(&sb, fs, n);
     if (texts) {
         bool any = false;
         for (size_t k = 0; k < n; k++) {
@@ -82,9 +41,9 @@ static char *listing_json(const file *fs, size_t n, bool texts, size_t limit)
                 text[j] = fs[k].data[j] < 0x80 ? (char)fs[k].data[j] : '?';
             text[j] = 0;
             sb_puts(&sb, any ? "," : ",\"texts\":{");
-            jstr(&sb, fs[k].name);
+            fuzz_json_string(&sb, fs[k].name);
             sb_putc(&sb, ':');
-            jstr(&sb, text);
+            fuzz_json_string(&sb, text);
             any = true;
         }
         if (any) sb_putc(&sb, '}');
@@ -94,7 +53,7 @@ static char *listing_json(const file *fs, size_t n, bool texts, size_t limit)
 }
 
 /* The core's answer to the listing; NULL with err set. */
-static char *ask(const file *fs, size_t n, bool texts, size_t limit, ckpt_error *err)
+static char *ask(const fuzz_file *fs, size_t n, bool texts, size_t limit, ckpt_error *err)
 {
     char *listing = listing_json(fs, n, texts, limit);
     if (!listing) abort();
@@ -177,85 +136,10 @@ static void check_bound(const ckpt_report *rep, uint64_t size)
 }
 
 /* Lay the folder out as the plan says and open it. */
-static void open_bundle(const file *fs, size_t n, const char *answer)
-{
-    ckpt_jdoc doc = {0};
-    size_t at;
-    const char *why;
-    if (ckpt_json_parse(answer, strlen(answer), 8, &doc, &at, &why)) abort(); /* the core writes JSON */
-    const ckpt_jv *root = &doc.v[0];
-    const ckpt_jv *members = ckpt_jv_get(&doc, root, "members");
-    const ckpt_jv *header = ckpt_jv_get(&doc, root, "header");
-    const ckpt_jv *total = ckpt_jv_get(&doc, root, "size");
-    if (!members) goto done; /* no DeepSpeed folder, or no tag to read */
-    if (!header || !total || !total->is_u64 || header->kind != CKPT_JV_ARRAY || members->kind != CKPT_JV_ARRAY) abort();
-    if (total->u > ((uint64_t)64 << 20)) goto done; /* listed sizes are the files' own: never past the input */
-    uint8_t *bytes = calloc(total->u ? (size_t)total->u : 1, 1);
-    if (!bytes) abort();
-    size_t h = 0;
-    for (const ckpt_jv *b = ckpt_jv_first(&doc, header); b; b = ckpt_jv_next(&doc, b), h++) {
-        if (!b->is_u64 || b->u > 255 || h >= total->u) abort();
-        bytes[h] = (uint8_t)b->u;
-    }
-    uint64_t end = h;
-    for (const ckpt_jv *m = ckpt_jv_first(&doc, members); m; m = ckpt_jv_next(&doc, m)) {
-        const ckpt_jv *name = ckpt_jv_get(&doc, m, "name"), *off = ckpt_jv_get(&doc, m, "offset"),
-                      *sz = ckpt_jv_get(&doc, m, "size");
-        if (!name || name->kind != CKPT_JV_STRING || !off || !off->is_u64 || !sz || !sz->is_u64) abort();
-        /* members back to back after the header, in the listing's order, inside the source */
-        if (off->u < end || off->u > total->u || sz->u > total->u - off->u) abort();
-        const file *f = NULL;
-        for (size_t k = 0; k < n && !f; k++)
-            if (!strcmp(fs[k].name, ckpt_jv_str(&doc, name))) f = &fs[k];
-        if (!f || f->size != sz->u) abort(); /* a member is a file of the listing, at its size */
-        memcpy(bytes + off->u, f->data, (size_t)f->size);
-        end = off->u + sz->u;
-    }
-    if (end != total->u) abort();
-    ckpt_memory mem;
-    ckpt_source src;
-    ckpt_source_memory(&src, &mem, bytes, (size_t)total->u);
-    for (unsigned flags = 0; flags <= CKPT_INSPECT_STATS; flags++) {
-        ckpt_inspect_options opt = {flags, NULL, NULL};
-        ckpt_file *cf = ckpt_open(&src, &opt);
-        if (!cf) abort();
-        const ckpt_report *rep = ckpt_file_report(cf);
-        oracle_check(&rep->error);
-        check_bound(rep, total->u);
-        char *json = ckpt_report_json(rep);
-        if (!json) abort();
-        free(json);
-        ckpt_close(cf);
-    }
-    free(bytes);
-done:
-    ckpt_jdoc_free(&doc);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    file fs[MAX_FILES];
-    size_t n = 0, i = 0;
-    while (i < size && n < MAX_FILES) {
-        size_t nl = data[i++];
-        if (!nl || nl > size - i) break;
-        memcpy(fs[n].name, data + i, nl);
-        fs[n].name[nl] = 0;
-        i += nl;
-        /* a name as a listing gives it: printable, "name" or "sub/name" (the package lists two
-         * levels), once (a second record of a name is skipped) */
-        for (size_t k = 0; k < nl; k++)
-            if (fs[n].name[k] < 0x20 || fs[n].name[k] >= 0x7f) fs[n].name[k] = '_';
-        const char *slash = strchr(fs[n].name, '/');
-        bool dup = slash && (slash == fs[n].name || !slash[1] || strchr(slash + 1, '/'));
-        for (size_t k = 0; k < n && !dup; k++) dup = !strcmp(fs[k].name, fs[n].name);
-        uint32_t len = 0;
-        for (int b = 0; b < 4; b++) len |= (uint32_t)(i < size ? data[i++] : 0) << (8 * b);
-        fs[n].data = data + i;
-        fs[n].size = len < size - i ? len : size - i;
-        i += (size_t)fs[n].size;
-        if (!dup) n++;
-    }
+    fuzz_file fs[MAX_FILES];
+    size_t n = fuzz_folder_files(data, size, fs, MAX_FILES, true);
     if (!n) return 0;
     ckpt_error err = {0};
     ckpt_error_clear(&err);
@@ -280,7 +164,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         ckpt_error_clear(&err);
         if (!answer) return 0;
     }
-    open_bundle(fs, n, answer);
+    fuzz_open_bundle(fs, n, answer, check_bound);
     free(answer);
     return 0;
 }
