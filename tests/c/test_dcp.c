@@ -221,6 +221,46 @@ static void test_folder_stats(void)
     free(b);
 }
 
+typedef struct progress_seen {
+    uint64_t calls, done, total;
+    bool backwards;
+} progress_seen;
+
+static int on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+    progress_seen *p = ctx;
+    if (p->calls && (done < p->done || total != p->total)) p->backwards = true;
+    p->calls++;
+    p->done = done;
+    p->total = total;
+    return 0;
+}
+
+/* The statistics pass's progress runs over the moments it reads, ending at its total: two float32
+ * moments of every entry's elements, counted from the report */
+static void test_folder_progress(void)
+{
+    size_t len = 0;
+    unsigned char *b = dcp_folder_bytes(fixture, "ckpt", &len, NULL);
+    CHECK(b != NULL);
+    if (!b) return;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    progress_seen seen = {0};
+    ckpt_inspect_options o = {CKPT_INSPECT_STATS, on_progress, &seen};
+    ckpt_report *rep = ckpt_inspect(&src, &o);
+    CHECK(rep && !rep->error.code);
+    uint64_t want = 0;
+    for (size_t k = 0; rep && k < rep->entries_len; k++) want += 2 * rep->entries[k].count * 4;
+    CHECK(want == 2 * 4 * (66 + 42 + 7 + 7 + 7 + 42 + 6)); /* the fixture's 7 trainable parameters (dcp_truth.py) */
+    CHECK(seen.calls > 1 && !seen.backwards);
+    CHECK(seen.total == want);
+    CHECK(seen.done == want);
+    ckpt_report_free(rep);
+    free(b);
+}
+
 /* .metadata alone: the index, and the note naming the data files that are not here */
 static void test_lone_metadata(void)
 {
@@ -798,6 +838,7 @@ int main(int argc, char **argv)
     static const test_case cases[] = {
         {"the 1.13 folder's index, chunks and byte ranges", test_folder_index},
         {"the 1.13 folder's statistics and roles", test_folder_stats},
+        {"the statistics pass's progress ends at its total", test_folder_progress},
         {"a lone .metadata", test_lone_metadata},
         {"a lone .distcp", test_lone_distcp},
         {"1: no .metadata", test_no_metadata},

@@ -242,6 +242,16 @@ int dcp_stats(ckpt_dcp *d, ckpt_report *rep, ckpt_reader *r, ckpt_scan *scan, ck
         order[k] = (item_at){d->items[k].spans[q] ? d->items[k].spans[q][0].offset : UINT64_MAX, k};
     }
     qsort(order, d->items_len, sizeof *order, by_place);
+    /* progress over the payloads read, not the folder: the bar ends at 100% */
+    scan->done = scan->total = 0;
+    for (size_t k = 0; k < d->items_len; k++) {
+        const dcp_item *it = &d->items[k];
+        int q, end;
+        for (scanned(it, &q, &end); q < end; q++)
+            if (it->spans[q] && ckpt_dtype_has_stats(it->dtype[q]))
+                for (size_t j = 0; j < it->len[q]; j++)
+                    scan->total += it->spans[q][j].count * ckpt_dtype_width(it->dtype[q]);
+    }
     int rc = 0;
     for (size_t j = 0; j < d->items_len && !rc; j++) {
         dcp_item *it = &d->items[order[j].k];
