@@ -1139,6 +1139,21 @@ def _(out):
                    f'optimizer that never stepped' for fqn in tiny_model()[1]])
 
 
+@case('bad-moments', "l1.weight's exp_avg holds 2 NaN and 1 inf, l2.bias's exp_avg_sq 1 negative value: section 5's "
+      'warnings, per slot (slots in module order: l1.weight is 1, l2.bias 6), counted by the statistics', 29,
+      'warning')
+def _(out):
+    def spoil(osd):
+        m = osd['state']['l1.weight']['exp_avg']
+        m[0, 0], m[3, 2], m[6, 5] = float('nan'), float('nan'), float('inf')
+        osd['state']['l2.bias']['exp_avg_sq'][4] = -0.5
+    C, f, s = broken_n(out, osd_edit=spoil)
+    write_metadata(out, C, f, s)
+    return {'message': None, 'failures': [], 'diagnostic': False,
+            'warnings': ['DCP: parameter 1: m holds 2 NaN and 1 infinite values',
+                         'DCP: parameter 6: v holds 1 negative value (a second moment is never negative)']}
+
+
 @case('no-planner-data', 'flatten_state_dict=False with keys already flat (model.{fqn}, optim.state.{fqn}.{key}): '
       'planner_data None', 30, 'warning')
 def _(out):
@@ -1223,7 +1238,8 @@ ABOUT = ('DCP folders (FORMAT.md 12) written by tests/c/dcp_seeds.py, for the C,
          'one, the check of 12.5 it fails, its severity, the code the core gives it (filled by the core), '
          'the verdict `message` (the first error in 12.5\'s order; null when only warnings), `failures` '
          '(every error, when the folder is known to give exactly those) and `warnings` (the DCP warnings '
-         'it must give). Texts are exact; {dir} stands for the folder path as the test passes it. Numbers '
+         'it must give, with statistics read; `diagnostic: false` when they are the report\'s own warnings of '
+         'section 5, which carry no check number). Texts are exact; {dir} stands for the folder path as the test passes it. Numbers '
          'print as Python does (step 5.0 as 5); a byte range {o}..{e} is offset..offset + length. '
          'Valid folders give no error and none of the broken folders\' warnings; dcp_truth.py gives '
          'their facts (keys, chunks, byte ranges, planner_data, sha256 of every tensor).')
