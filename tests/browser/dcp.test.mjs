@@ -9,7 +9,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { startViewer, dropFiles, shotAt } from './browser.mjs';
+import { startViewer, dropFiles, dropFolder, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
@@ -27,30 +27,6 @@ after(async () => {
 });
 
 const rows = (page, id) => page.locator(`[data-testid=${id}]`).evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
-
-/** Drop the folder `dir` as Chromium gives a dropped folder: a DataTransfer whose item is a
- *  directory entry, read with createReader().readEntries() and file() (as
- *  tests/browser/deepspeed.test.mjs does). */
-async function dropFolder(page, dir) {
-  const tree = (d) => fs.readdirSync(d, { withFileTypes: true }).map((e) => (e.isDirectory()
-    ? { name: e.name, entries: tree(path.join(d, e.name)) }
-    : { name: e.name, data: Array.from(fs.readFileSync(path.join(d, e.name))) }));
-  await page.evaluate((root) => {
-    const entry = (node) => (node.entries
-      ? { isFile: false, isDirectory: true, name: node.name, createReader: () => {
-        const batches = [node.entries.map(entry), []];
-        return { readEntries: (ok) => setTimeout(() => ok(batches.shift())) };
-      } }
-      : { isFile: true, isDirectory: false, name: node.name, file: (ok) => setTimeout(() => ok(new File([new Uint8Array(node.data)], node.name))) });
-    const dt = { items: [{ webkitGetAsEntry: () => entry(root) }], files: [new File([], root.name)] };
-    const target = document.querySelector('#dropzone');
-    for (const type of ['dragenter', 'dragover', 'drop']) {
-      const ev = new Event(type, { bubbles: true, cancelable: true });
-      Object.defineProperty(ev, 'dataTransfer', { value: dt });
-      target.dispatchEvent(ev);
-    }
-  }, { name: path.basename(dir), entries: tree(dir) });
-}
 
 /** The DCP card of the fixture: its facts, its two data files (rank, bytes, records), its group,
  *  a row per tensor of the model part with a chunk map of two boxes, rank 0's over the first rows
