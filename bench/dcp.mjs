@@ -16,11 +16,13 @@
 //   node bench/dcp.mjs [--light]        or   BENCH_ONLY=dcp npm run bench
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { open } from '../js/index.js';
 import { countedFolder } from '../tests/js/ds-counting.mjs';
 import { writeLlama } from '../tests/js/llama.mjs';
+import { zipFactsAt } from '../tests/js/zip-facts.mjs';
+import { log, once } from './timing.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const cli = path.join(root, 'js/cli.js');
@@ -30,51 +32,6 @@ const writer = path.join(root, 'bench/dcp_writer.py');
 const truth = path.join(root, 'tests/c/dcp_truth.py');
 const MiB = 2 ** 20;
 
-function log(s) {
-  process.stderr.write(`${s}\n`);
-}
-
-/** One run under /usr/bin/time -v: wall and CPU seconds, peak RSS, standard output. */
-function once(cmd, args, { timeout = 1800 } = {}) {
-  const t0 = performance.now();
-  const p = spawnSync('/usr/bin/time', ['-v', 'timeout', '-s', 'KILL', String(timeout), cmd, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
-  const seconds = (performance.now() - t0) / 1000;
-  if (p.status === 137 || p.status === 124) return { seconds: null, timedOut: timeout };
-  if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
-  const rss = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr)?.[1] ?? 0) / 1024;
-  const cpu = ['User', 'System'].reduce((t, k) => t + Number(new RegExp(`${k} time \\(seconds\\): ([0-9.]+)`).exec(p.stderr)?.[1] ?? 0), 0);
-  return { seconds, cpuSeconds: cpu, peakRssMiB: rss, out: p.stdout };
-}
-
-function readAt(fd, at, n) {
-  const b = Buffer.alloc(n);
-  fs.readSync(fd, b, 0, n, at);
-  return b;
-}
-
-/** {centralDirectory, pkl, members} of the torch.save zip in bytes [offset, offset + length) of a file:
- *  its end record ends the window, its offsets count from the window's start. */
-function recordFacts(fd, offset, length) {
-  const end = readAt(fd, offset + length - 22, 22);
-  if (end.readUInt32LE(0) !== 0x06054b50) throw new Error(`no end record at ${offset + length - 22}`);
-  let count = end.readUInt16LE(10), cdSize = end.readUInt32LE(12), cdAt = end.readUInt32LE(16);
-  const loc = readAt(fd, offset + length - 42, 20);
-  if (loc.readUInt32LE(0) === 0x07064b50) {
-    const rec = readAt(fd, offset + Number(loc.readBigUInt64LE(8)), 56);
-    count = Number(rec.readBigUInt64LE(32));
-    cdSize = Number(rec.readBigUInt64LE(40));
-    cdAt = Number(rec.readBigUInt64LE(48));
-  }
-  const cd = readAt(fd, offset + cdAt, cdSize);
-  let pkl = 0;
-  for (let k = 0, at = 0; k < count; k++) {
-    const nlen = cd.readUInt16LE(at + 28), xlen = cd.readUInt16LE(at + 30), clen = cd.readUInt16LE(at + 32);
-    if (cd.toString('utf8', at + 46, at + 46 + nlen).endsWith('/data.pkl')) pkl = cd.readUInt32LE(at + 24);
-    at += 46 + nlen + xlen + clen;
-  }
-  return { centralDirectory: cdSize, pkl, members: count };
-}
-
 /** The bound on what opening the folder reads, from .metadata's storage entries as
  *  tests/c/dcp_truth.py reads them (Python, not the package) and the records' zips. */
 function openBoundOf(dir) {
@@ -83,7 +40,7 @@ function openBoundOf(dir) {
   let centralDirectories = 0, pkl = 0, members = 0;
   for (const e of index.entries) {
     if (!fds.has(e.file)) fds.set(e.file, fs.openSync(path.join(dir, e.file), 'r'));
-    const f = recordFacts(fds.get(e.file), e.offset, e.length);
+    const f = zipFactsAt(fds.get(e.file), e.offset, e.length);
     centralDirectories += f.centralDirectory;
     pkl += f.pkl;
     members += f.members;

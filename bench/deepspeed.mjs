@@ -18,12 +18,13 @@
 //   node bench/deepspeed.mjs [--light]        or   BENCH_ONLY=deepspeed npm run bench
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { open, pair } from '../js/index.js';
 import { CountingFile } from '../tests/js/counting.mjs';
 import { countedFolder } from '../tests/js/ds-counting.mjs';
 import { openBoundOf } from '../tests/js/zip-facts.mjs';
+import { log, once } from './timing.mjs';
 import { writeLlamaSafetensors } from '../tests/js/llama.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -34,22 +35,6 @@ const writer = path.join(root, 'bench/deepspeed_writer.py');
 const peer = path.join(root, 'bench/deepspeed_peer.py');
 const exportScript = path.join(root, 'bench/export_bench.mjs');
 const MiB = 2 ** 20;
-
-function log(s) {
-  process.stderr.write(`${s}\n`);
-}
-
-/** One run under /usr/bin/time -v: wall and CPU seconds, peak RSS, standard output. */
-function once(cmd, args, { timeout = 900 } = {}) {
-  const t0 = performance.now();
-  const p = spawnSync('/usr/bin/time', ['-v', 'timeout', '-s', 'KILL', String(timeout), cmd, ...args], { encoding: 'utf8', maxBuffer: 1 << 28 });
-  const seconds = (performance.now() - t0) / 1000;
-  if (p.status === 137 || p.status === 124) return { seconds: null, timedOut: timeout };
-  if (p.status !== 0 && p.status !== 1) throw new Error(`${cmd} ${args.join(' ')} failed: ${p.stderr}`);
-  const rss = Number(/Maximum resident set size \(kbytes\): (\d+)/.exec(p.stderr)?.[1] ?? 0) / 1024;
-  const cpu = ['User', 'System'].reduce((t, k) => t + Number(new RegExp(`${k} time \\(seconds\\): ([0-9.]+)`).exec(p.stderr)?.[1] ?? 0), 0);
-  return { seconds, cpuSeconds: cpu, peakRssMiB: rss, out: p.stdout };
-}
 
 /** Each command of `sides` run `repeat` times, the sides interleaved (a shared machine's load
  *  falls on both): per side the best wall seconds, the CPU seconds of that run, the peak RSS of
