@@ -39,26 +39,8 @@ static int two_step(const ckpt_file *f, const ckpt_convert_options *o, ckpt_buff
         ckpt_buffer_free(&mb);
         return rc;
     }
-    ckpt_source osrc, msrc;
-    ckpt_memory om, mm;
-    ckpt_source_memory(&osrc, &om, ob.data, ob.len);
-    ckpt_source_memory(&msrc, &mm, mb.data, mb.len);
-    ckpt_file *fo = ckpt_open(&osrc, NULL), *fm = ckpt_open(&msrc, NULL);
-    CHECK(fo && fm && !ckpt_file_report(fo)->error.code && !ckpt_file_report(fm)->error.code);
-    ckpt_pair_result *r = ckpt_pair_with(fo, fm, NULL, NULL, NULL);
-    if (r->failures_len) {
-        rc = r->failures[0].code;
-        ckpt_error_copy(err, &r->failures[0]);
-    } else if (r->error.code && !r->cannot_tell) {
-        rc = r->error.code;
-        ckpt_error_copy(err, &r->error);
-    }
-    ckpt_pair_result_free(r);
-    ckpt_sink sink;
-    ckpt_sink_buffer(&sink, out);
-    if (!rc) rc = ckpt_convert(fo, o, &sink, NULL, err);
-    ckpt_close(fm);
-    ckpt_close(fo);
+    rc = pair_convert_bytes(ob.data, ob.len, mb.data, mb.len, o, out, err);
+    CHECK(rc != -1);
     ckpt_buffer_free(&ob);
     ckpt_buffer_free(&mb);
     return rc;
@@ -235,6 +217,10 @@ static void test_refusals(void)
     refused(path, CKPT_E_CONVERSION_LOSES,
             "DCP: ckpt holds optimizer state but no model part: give --state MODEL (a torch.save state dict, a "
             "safetensors file or the model's DCP folder)");
+    t_current = "accelerate/pytorch_model_fsdp_0";
+    snprintf(path, sizeof path, "%s/accelerate/pytorch_model_fsdp_0", cases);
+    refused(path, CKPT_E_CONVERSION_LOSES, /* a model part alone: the pair route finds no group */
+            "the optimizer has no parameter groups: TorchLean's file has no configuration to take");
     t_current = "not a DCP folder";
     static const unsigned char junk[16] = "not a checkpoint";
     ckpt_source src;
