@@ -89,7 +89,7 @@ function describe(json) {
 }
 
 /** Named access to rows of u64 words (the columns' entries and tensors): rows.get(k, 'step'). */
-/** The arguments of a conversion to TLADAMF after the file, as w_convert and w_ds_convert take
+/** The arguments of a conversion to TLADAMF after the file, as w_convert, w_ds_convert and w_dcp_convert take
  *  them: version u64, oldest, reader, supply_counter, counter u64, drop_counter, untie,
  *  round_to_float32, sink, progress, err, kind, has_weight_decay, weight decay, has_betas, beta1,
  *  beta2, has_eps, eps, drop_amsgrad. */
@@ -672,13 +672,19 @@ export class Binding {
 
   /** char *w_ds_convert(file, the options of w_convert, frozen names): DeepSpeed to TLADAMF
    *  through the consolidated pair; the result JSON, or null with err set. */
-  dsConvert(file, options, sinkId, pid, err) {
+  dsConvert(file, options, sinkId, pid, err) { return this.#pairConvert(this.#ex.w_ds_convert, file, options, sinkId, pid, err); }
+
+  /** char *w_dcp_convert(file, the options of w_convert, frozen names): a DCP folder to TLADAMF
+   *  through the consolidated pair; the result JSON, or null with err set. */
+  dcpConvert(file, options, sinkId, pid, err) { return this.#pairConvert(this.#ex.w_dcp_convert, file, options, sinkId, pid, err); }
+
+  #pairConvert(fn, file, options, sinkId, pid, err) {
     const { frozen = null } = options;
     const core = this.#core;
     const names = frozen ? frozen.map((n) => core.stringIn(String(n))) : [];
     const table = frozen ? this.pointerTable(names) : 0;
     try {
-      return this.#json(this.#ex.w_ds_convert(file, ...convertArgs(options, sinkId, pid, err), table, names.length));
+      return this.#json(fn(file, ...convertArgs(options, sinkId, pid, err), table, names.length));
     } finally {
       names.forEach((p) => core.free(p));
       if (table) core.free(table);

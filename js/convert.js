@@ -16,11 +16,12 @@ import { CheckpointError } from './errors.js';
  * or supplied: `randomCounter` (a counter for a file without one), `dropRandomCounter`, `untie`,
  * `roundToFloat32`. Resolves with {version, dtype, rounded, maxRelativeError}; rejects with the
  * core's CheckpointError when the conversion would lose something not allowed, and with the
- * file's own diagnostic (also as `fileError`) when it is invalid. A DeepSpeed folder converts
- * through its consolidated pair (consolidate's two files, read where they are needed, never
- * written) as `convert optimizer.pt OUT --state model.pt` would: the PyTorch options (`kind`,
- * `weightDecay`, `betas`, `eps`, `dropAmsgrad`, and `frozen`: names trained by none) apply, and
- * the result has `pairError` when the pair holds only if its slots without state are not trained.
+ * file's own diagnostic (also as `fileError`) when it is invalid. A DeepSpeed or DCP folder
+ * converts through its consolidated pair (consolidate's two files, read where they are needed,
+ * never written) as `convert optimizer.pt OUT --state model.pt` would: the PyTorch options
+ * (`kind`, `weightDecay`, `betas`, `eps`, `dropAmsgrad`, and `frozen`: names trained by none)
+ * apply, `warnings` lists consolidate's, and the result has `pairError` when the pair holds only
+ * if its slots without state are not trained.
  */
 export async function convertTo(source, write, options = {}) {
   const { to, randomCounter, dropRandomCounter, untie, roundToFloat32, onProgress, signal, kind, weightDecay, betas, eps, dropAmsgrad, frozen } = options;
@@ -47,13 +48,15 @@ export async function convertTo(source, write, options = {}) {
   await withOpen(source, (ck) => {
     // an invalid file is not converted: its own diagnostic (the core's verdict on it)
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { fileError: ck.summary.error, report: ck.report });
-    // a DeepSpeed folder: through its consolidated pair (format.md 11.8), never written
-    const deepspeed = ck.summary.family === 'DeepSpeed';
-    if (frozen !== undefined && frozen !== null && !deepspeed) throw new TypeError('frozen goes with a DeepSpeed folder here (convert of a PyTorch pair takes it through pair())');
+    // a DeepSpeed or DCP folder: through its consolidated pair (format.md 11.8, 12.8), never written
+    const deepspeed = ck.summary.family === 'DeepSpeed', dcp = ck.summary.family === 'DCP';
+    if (frozen !== undefined && frozen !== null && !deepspeed && !dcp) throw new TypeError('frozen goes with a DeepSpeed or DCP folder here (convert of a PyTorch pair takes it through pair())');
     return withSink(write, (b, sinkId, err) => withFile(ck, (_, file) =>
     withProgress(b, { onProgress, signal }, (pid) => {
-      result = deepspeed ? b.dsConvert(file, { ...target, frozen: frozen ?? null }, sinkId, pid, err) : b.convert(file, target, sinkId, pid, err);
+      const folder = { ...target, frozen: frozen ?? null };
+      result = deepspeed ? b.dsConvert(file, folder, sinkId, pid, err) : dcp ? b.dcpConvert(file, folder, sinkId, pid, err) : b.convert(file, target, sinkId, pid, err);
       if (result && deepspeed) result.warnings = b.dsConsolidateWarnings(file);
+      if (result && dcp) result.warnings = b.dcpConsolidateWarnings(file);
       return result ? 0 : 1;
     })), signal);
   });

@@ -1012,7 +1012,7 @@ export interface ConvertOptions extends ScanOptions {
   betas?: [number, number];
   eps?: number;
   dropAmsgrad?: boolean;
-  /** A DeepSpeed folder (docs/deepspeed.md "Conversions"): names of its slots trained by none. */
+  /** A DeepSpeed or DCP folder (docs/deepspeed.md "Conversions", docs/distributed.md "Converting"): names of its slots trained by none. */
   frozen?: string[];
 }
 export interface ConvertResult {
@@ -1023,9 +1023,9 @@ export interface ConvertResult {
   maxRelativeError: number;
   /** float16 / bfloat16 moments widened to float32 (exactly). */
   widened?: true;
-  /** A DeepSpeed folder's pair holds only if its slots without state are not trained (the pairing's error). */
+  /** A DeepSpeed or DCP folder's pair holds only if its slots without state are not trained (the pairing's error). */
   pairError?: ReportError;
-  /** A DeepSpeed folder's conversion warnings (a group stored in round-robin order is numbered in module order). */
+  /** A DeepSpeed or DCP folder's conversion warnings (a group stored in round-robin order, or a DCP group's list against module order, is numbered in module order). */
   warnings?: string[];
 }
 /** Node: `source` converted and written to `path` atomically. */

@@ -916,6 +916,14 @@ int ckpt_dcp_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options 
 /* Its warnings (12.8: a group's stored list in another order than the module's) as a JSON array
  * of texts; malloc'ed, NULL when out of memory. */
 char *ckpt_dcp_consolidate_warnings(const ckpt_file *in);
+/* DCP to TorchLean (TLADAMF, format.md 12.8): the consolidated pair of ckpt_dcp_consolidate, read
+ * on demand (never written), paired as ckpt_pair_with pairs them (frozen: the names given; NULL:
+ * the slots 12.4 knows are frozen) and converted by ckpt_convert with `o`: the bytes of the
+ * two-step path. ckpt_dcp_consolidate's refusals first, then the pair's first failure and the
+ * conversion's; `note` (may be NULL) receives the text of a pair that holds only if the slots
+ * without optimizer state are not trained (malloc'ed). */
+int ckpt_dcp_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
+                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err);
 
 /* A PyTorch optimizer file and its model written as a DCP folder (writers/dcp_write.c; DCP's
  * conversion the other way round, docs/distributed.md): keys model.{fqn} and optim.state.{fqn}.{key},

@@ -315,7 +315,7 @@ char *w_convert_ids_warnings(const ckpt_file *f, int stored, ckpt_error *err)
     return ckpt_convert_to_ids_warnings(f, &o, err);
 }
 
-/* The options of a conversion to TLADAMF, as w_convert and w_ds_convert take them (format.md 8
+/* The options of a conversion to TLADAMF, as w_convert, w_ds_convert and w_dcp_convert take them (format.md 8
  * "Conversion"; the PyTorch options of 10.6). */
 static ckpt_convert_options convert_options(uint64_t version, int oldest, int reader, int supply_counter,
                                             uint64_t counter, int drop_counter, int untie, int round_to_float32,
@@ -398,9 +398,26 @@ char *w_dcp_write(ckpt_file *opt, ckpt_file *model, int torch113, const char *ch
  * NULL when out of memory. */
 char *w_ds_consolidate_warnings(const ckpt_file *f) { return ckpt_ds_consolidate_warnings(f); }
 
-/* DeepSpeed to TorchLean through the consolidated pair (ckpt_ds_convert), the options as
- * w_convert's; frozen: NULL or frozen_count UTF-8 names. The result JSON, with "pairError" when the
- * pair holds only if the slots without state are not trained; or NULL with err set. */
+/* A folder to TorchLean through its consolidated pair (ckpt_ds_convert, ckpt_dcp_convert), the
+ * options as w_convert's; frozen: NULL or frozen_count UTF-8 names. The result JSON, with
+ * "pairError" when the pair holds only if the slots without state are not trained; or NULL with
+ * err set. */
+typedef int (*pair_convert_fn)(const ckpt_file *, const ckpt_convert_options *, const char *const *, size_t,
+                               const ckpt_sink *, ckpt_convert_result *, char **, ckpt_error *);
+
+static char *pair_convert(pair_convert_fn fn, const ckpt_file *f, const ckpt_convert_options *o,
+                          const char *const *frozen, size_t frozen_count, int sink, ckpt_error *err)
+{
+    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
+    ckpt_convert_result res;
+    char *note = NULL;
+    if (fn(f, o, frozen, frozen_count, &out, &res, &note, err)) return NULL;
+    char *json = ckpt_convert_result_json(&res, note);
+    free(note);
+    if (!json) ckpt_error_set_oom(err);
+    return json;
+}
+
 char *w_ds_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
                    int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err,
                    int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
@@ -409,14 +426,18 @@ char *w_ds_convert(const ckpt_file *f, uint64_t version, int oldest, int reader,
     ckpt_convert_options o = convert_options(version, oldest, reader, supply_counter, counter, drop_counter, untie,
                                              round_to_float32, progress_token, kind, has_weight_decay, weight_decay,
                                              has_betas, beta1, beta2, has_eps, eps, drop_amsgrad);
-    ckpt_sink out = {(void *)(intptr_t)sink, sink_write};
-    ckpt_convert_result res;
-    char *note = NULL;
-    if (ckpt_ds_convert(f, &o, frozen, frozen_count, &out, &res, &note, err)) return NULL;
-    char *json = ckpt_convert_result_json(&res, note);
-    free(note);
-    if (!json) ckpt_error_set_oom(err);
-    return json;
+    return pair_convert(ckpt_ds_convert, f, &o, frozen, frozen_count, sink, err);
+}
+
+char *w_dcp_convert(const ckpt_file *f, uint64_t version, int oldest, int reader, int supply_counter, uint64_t counter,
+                    int drop_counter, int untie, int round_to_float32, int sink, int progress_token, ckpt_error *err,
+                    int kind, int has_weight_decay, double weight_decay, int has_betas, double beta1, double beta2,
+                    int has_eps, double eps, int drop_amsgrad, const char *const *frozen, size_t frozen_count)
+{
+    ckpt_convert_options o = convert_options(version, oldest, reader, supply_counter, counter, drop_counter, untie,
+                                             round_to_float32, progress_token, kind, has_weight_decay, weight_decay,
+                                             has_betas, beta1, beta2, has_eps, eps, drop_amsgrad);
+    return pair_convert(ckpt_dcp_convert, f, &o, frozen, frozen_count, sink, err);
 }
 
 /* Export into a JS sink. names: NULL, or name_count pointers to NUL-terminated UTF-8 in wasm

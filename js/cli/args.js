@@ -75,7 +75,8 @@ function usageText({ kind, to, outs }) {
   ckptscope convert DIR OPTIMIZER.pt --model MODEL.pt|MODEL.safetensors
       a DeepSpeed checkpoint as a torch.optim state dict and its fp32 model
   ckptscope convert DIR OUT [--to V] [--kind ${kind}] [--weight-decay X] ...
-      a DeepSpeed checkpoint as a TLADAMF file, through that pair
+      a DeepSpeed or DCP checkpoint as a TLADAMF file, through its consolidated
+      pair (never written)
   ckptscope run A B [C ...] [--state SA SB ...] [--lr X] [--ratio-band LO,HI]
                [--residual-limit X] [--names NAMES.json] [--slots] [--json]
   ckptscope run DIR [--lr X] [--ratio-band LO,HI] [--residual-limit X]
@@ -350,6 +351,27 @@ export function numberArg(seen, option, command) {
   const x = decimalNumber(seen[option]);
   if (Number.isNaN(x)) throw new UsageError(`${option} takes a number, not ${shown(seen[option], PATH_ECHO_MAX)}`, command);
   return x;
+}
+
+/** The options of a conversion to TorchLean from a PyTorch optimizer (docs/pytorch.md), for
+ *  convert(): the target (--to, --for; the lowest version that holds it by default), --untie,
+ *  --round-to-float32, --random-counter, and TorchLean's one configuration (--kind,
+ *  --weight-decay, --betas, --eps, --drop-amsgrad); the core checks the values. */
+export async function fromTorchArgs(seen, command) {
+  if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError(`${command} takes one of --to and --for`, command);
+  const to = versionArg(seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined), command);
+  if (seen['--for'] !== undefined) await readerArg('--for', seen['--for'], '');
+  let betas;
+  if (seen['--betas'] !== undefined) {
+    betas = seen['--betas'].split(',').map((x) => decimalNumber(x));
+    if (betas.length !== 2 || betas.some(Number.isNaN)) throw new UsageError(`--betas takes B1,B2 (two numbers), not ${shown(seen['--betas'], PATH_ECHO_MAX)}`, command);
+  }
+  return {
+    ...(to === undefined ? { for: seen['--for'] } : { to }),
+    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind: kindArg(seen, command) ?? undefined, betas,
+    randomCounter: randomCounterArg(seen, command), weightDecay: numberArg(seen, '--weight-decay', command),
+    eps: numberArg(seen, '--eps', command), dropAmsgrad: !!seen['--drop-amsgrad'],
+  };
 }
 
 /** The export format a file name asks for by its extension (the core's formats), or null. */

@@ -1,8 +1,10 @@
-// ckptscope convert DIR OPTIMIZER.pt --model MODEL.pt for a DCP folder (docs/distributed.md
-// "Converting", format.md 12.8): the consolidated torch.optim state dict that
+// ckptscope convert DIR ... for a DCP folder (docs/distributed.md "Converting", format.md 12.8):
+// DIR OPTIMIZER.pt --model MODEL.pt, the consolidated torch.optim state dict that
 // optimizer.load_state_dict takes and the model part's torch.save state dict, each written
-// atomically (a temporary sibling renamed over it), payloads streamed from the folder's records.
-// The core numbers the ids and refuses what it cannot number; nothing here restates a rule.
+// atomically (a temporary sibling renamed over it), payloads streamed from the folder's records;
+// DIR OUT.ckpt [--to V] [--kind K] ..., TorchLean through that pair (never written,
+// js/cli/convert-folder.js), with the PyTorch route's options and refusals. The core numbers the
+// ids and refuses what it cannot number; nothing here restates a rule.
 
 import { open } from '../checkpoint.js';
 import { CheckpointError } from '../errors.js';
@@ -10,12 +12,19 @@ import { say } from '../terminal.js';
 import { STDIN, writing, displayName, sourceOf, readBack } from '../user-files.js';
 import { UsageError } from './args.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
+import { toTorchLean } from './convert-folder.js';
 
 const TORCH_OUT = /\.(pt|pth|bin)$/i;
 const USAGE = 'convert DIR OPTIMIZER.pt --model MODEL.pt';
 
 export async function convertDcpFolder([dir, output], seen) {
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
+  if (!TORCH_OUT.test(output)) {
+    for (const option of ['--state', '--lr', '--names', '--model']) {
+      if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${shown(dir, PATH_ECHO_MAX)} is a distributed checkpoint (DCP), converted with its own model part: convert DIR OUT.ckpt (or ${USAGE})`, 'convert');
+    }
+    return toTorchLean(dir, output, seen, { what: 'a distributed checkpoint (DCP)', pair: 'optimizer and model' });
+  }
   for (const option of Object.keys(seen)) {
     if (option !== '--model') throw new UsageError(`${option} does nothing here: ${shown(dir, PATH_ECHO_MAX)} is a distributed checkpoint (DCP): ${USAGE}`, 'convert');
   }

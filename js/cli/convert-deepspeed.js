@@ -1,30 +1,18 @@
 // ckptscope convert DIR ... for a DeepSpeed checkpoint folder (docs/deepspeed.md "Conversions",
 // format.md 11.8): DIR OPTIMIZER.pt --model MODEL.pt, the consolidated torch.optim state dict and
 // its fp32 model; DIR OUT.ckpt [--to V] [--kind K] ..., TorchLean through that pair (never
-// written), with the PyTorch route's options and refusals. Files are written atomically.
+// written, js/cli/convert-folder.js), with the PyTorch route's options and refusals. Files are
+// written atomically.
 
 import { open } from '../checkpoint.js';
-import { CheckpointError } from '../errors.js';
-import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
-import { STDIN, writing, displayName, sourceOf, readBack } from '../user-files.js';
-import { UsageError, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
-import { convertedLines } from './text.js';
+import { STDIN, writing, displayName, readBack } from '../user-files.js';
+import { UsageError } from './args.js';
+import { openFolder, toTorchLean } from './convert-folder.js';
 import { weightsOnlyLines } from '../weights-only.js';
 import { shown, PATH_ECHO_MAX } from '../suggest.js';
 
 const TORCH_OUT = /\.(pt|pth|bin)$/i;
-
-/** The folder, opened whole; an invalid one is refused with its own failure. */
-async function openFolder(dir) {
-  const ck = await open(sourceOf(dir));
-  if (!ck.summary.ok) {
-    const error = ck.summary.error;
-    ck.close();
-    throw new CheckpointError(error, { context: `cannot convert ${displayName(dir)}: it is not a valid checkpoint` });
-  }
-  return ck;
-}
 
 export async function convertDeepSpeed([dir, output], seen) {
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
@@ -33,7 +21,7 @@ export async function convertDeepSpeed([dir, output], seen) {
   }
   if (TORCH_OUT.test(output)) return consolidatePair(dir, output, seen);
   if (seen['--model'] !== undefined) throw new UsageError(`--model goes with a torch.save OUT (.pt, .pth or .bin): convert DIR OPTIMIZER.pt --model MODEL.pt`, 'convert');
-  return toTorchLean(dir, output, seen);
+  return toTorchLean(dir, output, seen, { what: 'a DeepSpeed checkpoint', pair: 'optimizer and fp32 model' });
 }
 
 /** convert DIR OPTIMIZER.pt --model MODEL.pt */
@@ -77,47 +65,5 @@ async function consolidatePair(dir, output, seen) {
     if (read) lines.push(...read);
   }
   say(process.stdout, [`converted ${displayName(dir)} to ${displayName(output)} and ${displayName(model)}`, ...lines]);
-  return 0;
-}
-
-/** convert DIR OUT.ckpt [--to V | --for READER] [--kind K] ... */
-async function toTorchLean(dir, output, seen) {
-  if (seen['--drop-random-counter'] !== undefined) {
-    throw new UsageError(`--drop-random-counter does nothing here: ${shown(dir, PATH_ECHO_MAX)} is a DeepSpeed checkpoint: it holds no random counter (--random-counter N supplies one)`, 'convert');
-  }
-  if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');
-  const to = versionArg(seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined), 'convert');
-  if (seen['--for'] !== undefined) await readerArg('--for', seen['--for'], '');
-  let betas;
-  if (seen['--betas'] !== undefined) {
-    betas = seen['--betas'].split(',').map((x) => decimalNumber(x));
-    if (betas.length !== 2 || betas.some(Number.isNaN)) throw new UsageError(`--betas takes B1,B2 (two numbers), not ${shown(seen['--betas'], PATH_ECHO_MAX)}`, 'convert');
-  }
-  const options = {
-    ...(to === undefined ? { for: seen['--for'] } : { to }),
-    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind: kindArg(seen, 'convert') ?? undefined, betas,
-    randomCounter: randomCounterArg(seen, 'convert'), weightDecay: numberArg(seen, '--weight-decay', 'convert'),
-    eps: numberArg(seen, '--eps', 'convert'), dropAmsgrad: !!seen['--drop-amsgrad'], frozen: frozenArg(seen, 'convert') ?? undefined,
-  };
-  const ck = await openFolder(dir);
-  let result;
-  try {
-    const { convert } = await import('../convert.js');
-    result = await writing(output, () => convert(ck, output, options));
-  } finally {
-    ck.close();
-  }
-  for (const w of result.warnings ?? []) say(process.stderr, `warning: ${w}`);
-  if (result.pairError) say(process.stderr, `warning: ${result.pairError.message}`);
-  const readers = await readBack(output, async (written) => {
-    const f = await open(written);
-    try {
-      return f.readers;
-    } finally {
-      f.close();
-    }
-  });
-  say(process.stdout, `converted ${displayName(dir)} to ${displayName(output)}: TLADAMF version ${result.version}, through its consolidated optimizer and fp32 model`,
-    convertedLines(displayName(output), result, readers));
   return 0;
 }

@@ -8,10 +8,9 @@ import { open } from '../checkpoint.js';
 import { pair } from '../api.js';
 import { CheckpointError } from '../errors.js';
 import { loadBinding } from '../binding.js';
-import { decimalNumber } from '../options.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, displayName, sourceOf, isStream, streamName, readBack } from '../user-files.js';
-import { UsageError, parseArgs, versionTargets, versionArg, kindArg, randomCounterArg, numberArg, readerArg, frozenArg } from './args.js';
+import { UsageError, parseArgs, versionTargets, versionArg, randomCounterArg, numberArg, readerArg, frozenArg, fromTorchArgs } from './args.js';
 import { readNames, modelFacts, folderArgs, giveKind, isDeepSpeedFolder, folderFamilyOf, Failure } from './inputs.js';
 import { convertDeepSpeed } from './convert-deepspeed.js';
 import { convertLines, convertedLines, fromTorchLine, torchFileLines } from './text.js';
@@ -34,8 +33,8 @@ export async function cmdConvert(argv) {
   if (seen['--group-order'] !== undefined) throw new UsageError('--group-order goes with --to ids: convert optimizer.pt OUT.pt --state MODEL --to ids --group-order stored', 'convert');
   // a DeepSpeed folder: its consolidated pair, or TorchLean through it (js/cli/convert-deepspeed.js)
   if (positional.length === 2 && !isStream(positional[0]) && await isDeepSpeedFolder(positional[0])) return convertDeepSpeed(positional, seen);
-  // a DCP folder: its consolidated pair (js/cli/convert-dcp-pair.js)
-  if (positional.length === 2 && TORCH_OUT.test(positional[1]) && !isStream(positional[0]) && await folderFamilyOf(positional[0]) === 'DCP') return (await import('./convert-dcp-pair.js')).convertDcpFolder(positional, seen);
+  // a DCP folder: its consolidated pair, or TorchLean through it (js/cli/convert-dcp-pair.js)
+  if (positional.length === 2 && !isStream(positional[0]) && await folderFamilyOf(positional[0]) === 'DCP') return (await import('./convert-dcp-pair.js')).convertDcpFolder(positional, seen);
   if (seen['--model'] !== undefined) throw new UsageError('--model goes with a DeepSpeed or DCP checkpoint folder IN: convert DIR OPTIMIZER.pt --model MODEL.pt', 'convert');
   if (positional.length === 2 && TORCH_OUT.test(positional[1])) return convertTorch(positional, seen);
   // a Trainer checkpoint-N/ folder: its optimizer.pt, with its model as --state
@@ -72,22 +71,9 @@ async function convertFromTorch([input, output], seen, folder = null) {
   for (const option of ['--lr', '--drop-random-counter']) {
     if (seen[option] !== undefined) throw new UsageError(`${option} does nothing here: ${displayName(input)} is a PyTorch optimizer: it holds no random counter (--random-counter N supplies one)`, 'convert');
   }
-  const counter = randomCounterArg(seen, 'convert');
+  randomCounterArg(seen, 'convert');   // a bad --random-counter is said before OUT's name
   if (output === STDIN) throw new UsageError('convert needs a file name for OUT, not -: the file is written to a temporary file beside it, then renamed', 'convert');
-  if (seen['--to'] !== undefined && seen['--for'] !== undefined) throw new UsageError('convert takes one of --to and --for', 'convert');
-  const to = versionArg(seen['--to'] ?? (seen['--for'] === undefined ? 'oldest' : undefined), 'convert');
-  if (seen['--for'] !== undefined) await readerArg('--for', seen['--for'], '');
-  const kind = kindArg(seen, 'convert') ?? undefined;
-  let betas;
-  if (seen['--betas'] !== undefined) {
-    betas = seen['--betas'].split(',').map((x) => decimalNumber(x));
-    if (betas.length !== 2 || betas.some(Number.isNaN)) throw new UsageError(`--betas takes B1,B2 (two numbers), not ${shown(seen['--betas'], PATH_ECHO_MAX)}`, 'convert');
-  }
-  const options = {
-    ...(to === undefined ? { for: seen['--for'] } : { to }),
-    untie: !!seen['--untie'], roundToFloat32: !!seen['--round-to-float32'], kind, betas, randomCounter: counter,
-    weightDecay: numberArg(seen, '--weight-decay', 'convert'), eps: numberArg(seen, '--eps', 'convert'), dropAmsgrad: !!seen['--drop-amsgrad'],
-  };
+  const options = await fromTorchArgs(seen, 'convert');
   const modelPath = seen['--state'] ?? ((await modelFacts(input)).holdsBoth ? input : undefined);
   if (modelPath === undefined) throw new UsageError(`convert ${displayName(input)} needs its model: a PyTorch optimizer's slots come from it (--state MODEL)`, 'convert');
   if (modelPath !== input) checkInput(modelPath, 'checkpoint');

@@ -80,9 +80,6 @@ export async function folderArgs(positional, seen, command, at = 0) {
   if (family === 'DCP') {
     const what = `${shown(file, PATH_ECHO_MAX)} is a distributed checkpoint (DCP)`;
     if (pair !== null) throw new Failure(`${what}, read whole: --pair ${pair} picks nothing in it`);
-    // convert reads one only to its consolidated PyTorch pair (js/cli/convert-dcp-pair.js), and
-    // TorchLean's file is that pair's conversion
-    if (command === 'convert') throw new Failure(`${what}: convert DIR OPTIMIZER.pt --model MODEL.pt writes its optimizer and model as torch.save files; to TLADAMF, convert that pair: convert OPTIMIZER.pt OUT --state MODEL.pt`);
     if (!DCP_COMMANDS.has(command)) throw new Failure(`${what}: ${command} does not read one yet; ${listed([...DCP_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${what}: it is inspected, exported and its health computed alone (its model part holds its parameters), and checked alone or with the model it will be loaded into (check DIR --state MODEL)`, command);
     return { kind, fallback: null, whole: true, dcp: true };

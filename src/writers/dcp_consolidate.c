@@ -6,10 +6,11 @@
  * group's keys in stored order but params, then 'params': [ids]}]}; ids as torch numbers them,
  * group after group in stored order, each group's names in module order (the slots' order). The
  * model: an OrderedDict of the model part in module order, an alias (12.4's ties) its owner's
- * storage. Only a folder without errors, whose module order is trusted, is converted. */
+ * storage. Only a folder without errors, whose module order is trusted, is converted. The same
+ * plans, read on demand (torch_zip_virtual.h), take a folder to TorchLean in one step. */
 #include "families/dcp/dcp.h"
 #include "containers/pickle_write.h"
-#include "writers/torch_zip.h"
+#include "writers/torch_zip_virtual.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -380,4 +381,41 @@ char *ckpt_dcp_consolidate_warnings(const ckpt_file *in)
     plan_free(&p);
     ckpt_error_clear(&err);
     return sb_take(&sb);
+}
+
+/* ---- DCP to TorchLean through the pair ---- */
+
+int ckpt_dcp_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
+                     const ckpt_sink *out, ckpt_convert_result *res, char **note, ckpt_error *err)
+{
+    if (note) *note = NULL;
+    if (!in || !o || !out)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
+    plan po, pm;
+    int rc = make_plan(&po, in, CKPT_DS_OPTIMIZER, err);
+    if (rc) {
+        plan_free(&po);
+        return rc;
+    }
+    if ((rc = make_plan(&pm, in, CKPT_DS_MODEL, err))) {
+        plan_free(&pm);
+        plan_free(&po);
+        return rc;
+    }
+    /* no names given: the slots 12.4 knows are frozen (no state, no owner whose values they equal) */
+    const ckpt_dcp *d = po.d;
+    const char **own = NULL;
+    size_t own_len = 0;
+    if (!frozen) {
+        if (!(own = malloc((d->slots_len ? d->slots_len : 1) * sizeof *own))) rc = ckpt_fail_oom(err);
+        for (size_t s = 0; !rc && s < d->slots_len; s++)
+            if (!d->slots[s].trainable && d->slots[s].representative == DCP_NONE)
+                own[own_len++] = d->keys[d->slots[s].key].fqn;
+        frozen = own, frozen_count = own_len;
+    }
+    if (!rc) rc = tz_convert_pair(&po.z, &pm.z, d->src, frozen, frozen_count, o, out, res, note, err);
+    free(own);
+    plan_free(&pm);
+    plan_free(&po);
+    return rc;
 }

@@ -11,15 +11,14 @@
  *
  * A plan lists the storages and, for each, its runs: byte ranges of the tag folder's files (the
  * fragments of 11.3), copied or widened chunk by chunk; the pickle is built in memory (it grows
- * with the parameters, not their elements). The same plan gives each file as a source read on
- * demand (ckpt_ds_virtual_new), which the TorchLean conversion reads as the two-step path
+ * with the parameters, not their elements). The same plans give the two files as sources read
+ * on demand (torch_zip_virtual.h), which the TorchLean conversion reads as the two-step path
  * reads the files it wrote. */
 #include "families/deepspeed/deepspeed.h"
 #include "containers/zip.h"
 #include "containers/pickle_write.h"
 #include "base/json_write.h"
-#include "writers/ds_consolidate.h"
-#include "writers/torch_zip.h"
+#include "writers/torch_zip_virtual.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -619,143 +618,6 @@ int ckpt_ds_consolidate(const ckpt_file *in, const ckpt_ds_consolidate_options *
     return rc;
 }
 
-/* ---- a consolidated file as a source read on demand ---- */
-
-/* The file's bytes but the storages' data are kept; a storage's data is read from its runs. */
-typedef struct seg {
-    uint64_t at, len; /* in the file */
-    size_t storage;   /* SIZE_MAX: kept bytes, at `kept` */
-    uint64_t kept;
-} seg;
-
-struct ckpt_ds_virtual {
-    plan p;
-    ckpt_reader *r;
-    seg *segs;
-    size_t segs_len, segs_cap;
-    ckpt_buffer kept;
-    ckpt_sink kept_sink;
-    uint64_t size;
-    size_t storage; /* while recording: the storage whose data flows, SIZE_MAX none */
-    ckpt_source src;
-};
-
-static bool push_seg(ckpt_ds_virtual *v, seg s)
-{
-    seg *last = v->segs_len ? &v->segs[v->segs_len - 1] : NULL;
-    if (last && last->storage == s.storage && last->at + last->len == s.at) {
-        last->len += s.len; /* one run on */
-        return true;
-    }
-    if (v->segs_len == v->segs_cap) {
-        size_t cap = v->segs_cap ? 2 * v->segs_cap : 64;
-        seg *g = realloc(v->segs, cap * sizeof *g);
-        if (!g) return false;
-        v->segs = g, v->segs_cap = cap;
-    }
-    v->segs[v->segs_len++] = s;
-    return true;
-}
-
-/* The recording sink: a storage's data counted, everything else kept. */
-static int record(void *ctx, const void *buf, size_t n)
-{
-    ckpt_ds_virtual *v = ctx;
-    if (v->storage != SIZE_MAX) {
-        if (!push_seg(v, (seg){v->size, n, v->storage, 0})) return -1;
-    } else {
-        uint64_t before = v->kept.len;
-        if (v->kept_sink.write(v->kept_sink.ctx, buf, n) || !push_seg(v, (seg){v->size, n, SIZE_MAX, before}))
-            return -1;
-    }
-    v->size += n;
-    return 0;
-}
-
-static void mark_storage(void *ctx, size_t storage) { ((ckpt_ds_virtual *)ctx)->storage = storage; }
-
-/* Bytes [lo, hi) of a storage's data, copied to dst as they stream by. */
-typedef struct cut {
-    uint8_t *dst;
-    uint64_t pos, lo, hi;
-} cut;
-
-static int copy_cut(void *ctx, const void *data, size_t n)
-{
-    cut *c = ctx;
-    uint64_t a = c->pos > c->lo ? c->pos : c->lo, b = c->pos + n < c->hi ? c->pos + n : c->hi;
-    if (a < b) memcpy(c->dst + (a - c->lo), (const uint8_t *)data + (a - c->pos), (size_t)(b - a));
-    c->pos += n;
-    return 0;
-}
-
-static size_t virtual_read(void *ctx, uint64_t offset, void *buf, size_t n)
-{
-    ckpt_ds_virtual *v = ctx;
-    uint8_t *out = buf;
-    size_t done = 0;
-    size_t lo = 0, hi = v->segs_len;
-    while (hi - lo > 1) { /* the segment holding offset */
-        size_t mid = lo + (hi - lo) / 2;
-        if (v->segs[mid].at <= offset) lo = mid;
-        else hi = mid;
-    }
-    for (size_t k = lo; k < v->segs_len && done < n; k++) {
-        const seg *s = &v->segs[k];
-        uint64_t at = offset + done;
-        if (at < s->at || at >= s->at + s->len) continue;
-        uint64_t skip = at - s->at;
-        size_t take = (size_t)(s->len - skip < n - done ? s->len - skip : n - done);
-        if (s->storage == SIZE_MAX) memcpy(out + done, v->kept.data + s->kept + skip, take);
-        else {
-            const tz_storage *st = &v->p.z.st[s->storage];
-            unsigned w = ckpt_dtype_width(st->dtype);
-            uint64_t first = skip / w, last = (skip + take + w - 1) / w;
-            cut c = {out + done, first * w, skip, skip + take};
-            ckpt_error e = {0};
-            ckpt_error_clear(&e);
-            tz_emit em = {copy_cut, &c, -1, &e};
-            int rc = tz_storage_bytes(&v->p.z, v->r, s->storage, first, last - first, &em);
-            ckpt_error_clear(&e);
-            if (rc) return CKPT_READ_ERROR;
-        }
-        done += take;
-    }
-    return done;
-}
-
-void ckpt_ds_virtual_free(ckpt_ds_virtual *v)
-{
-    if (!v) return;
-    plan_free(&v->p);
-    ckpt_reader_free(v->r);
-    free(v->segs);
-    ckpt_buffer_free(&v->kept);
-    free(v);
-}
-
-ckpt_ds_virtual *ckpt_ds_virtual_new(const ckpt_file *in, int which, const char *prefix, ckpt_error *err)
-{
-    ckpt_ds_virtual *v = calloc(1, sizeof *v);
-    if (!v) return ckpt_fail_oom(err), NULL;
-    v->storage = SIZE_MAX;
-    ckpt_sink_buffer(&v->kept_sink, &v->kept);
-    ckpt_ds_consolidate_options o = {which, prefix, NULL, NULL};
-    int rc = make_plan(&v->p, in, which, err);
-    if (!rc && !(v->r = ckpt_reader_with_prefix(v->p.ds->src, DS_PREFIX))) rc = ckpt_fail_oom(err);
-    ckpt_sink rec = {v, record};
-    if (!rc) rc = tz_write_zip(&v->p.z, v->p.ds->src, o.prefix, o.progress, o.progress_ctx, &rec, mark_storage, v, err);
-    if (rc) {
-        if (!err || !err->code) ckpt_fail_oom(err);
-        ckpt_ds_virtual_free(v);
-        return NULL;
-    }
-    v->src = (ckpt_source){v, virtual_read, v->size};
-    return v;
-}
-
-const ckpt_source *ckpt_ds_virtual_source(const ckpt_ds_virtual *v) { return &v->src; }
-
 /* ---- DeepSpeed to TorchLean through the pair ---- */
 
 int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const char *const *frozen, size_t frozen_count,
@@ -764,25 +626,22 @@ int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const ch
     if (note) *note = NULL;
     if (!in || !o || !out)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "invalid arguments to convert");
-    ckpt_ds_virtual *vo = ckpt_ds_virtual_new(in, CKPT_DS_OPTIMIZER, "optimizer", err);
-    if (!vo) return err->code;
-    ckpt_ds_virtual *vm = ckpt_ds_virtual_new(in, CKPT_DS_MODEL, "model", err);
-    if (!vm) {
-        ckpt_ds_virtual_free(vo);
-        return err->code;
+    plan po, pm;
+    int rc = make_plan(&po, in, CKPT_DS_OPTIMIZER, err);
+    if (rc) {
+        plan_free(&po);
+        return rc;
     }
-    ckpt_file *fo = ckpt_open(ckpt_ds_virtual_source(vo), NULL);
-    ckpt_file *fm = fo ? ckpt_open(ckpt_ds_virtual_source(vm), NULL) : NULL;
-    int rc = fo && fm ? 0 : ckpt_fail_oom(err);
-    for (ckpt_file *f = fo; !rc && f; f = f == fo ? fm : NULL) {
-        const ckpt_report *rep = ckpt_file_report(f);
-        if (rep->error.code) rc = ckpt_error_copy(err, &rep->error); /* never: the writer's own files */
+    if ((rc = make_plan(&pm, in, CKPT_DS_MODEL, err))) {
+        plan_free(&pm);
+        plan_free(&po);
+        return rc;
     }
     /* no names given: the checkpoint's own, its frozen parameters and buffers (11.4 knows them) */
     const char **own = NULL;
     size_t own_len = 0;
-    if (!rc && !frozen) {
-        const ckpt_ds *ds = ckpt_ds_of(ckpt_file_report(in));
+    if (!frozen) {
+        const ckpt_ds *ds = po.ds;
         const ds_file *m = &ds->files[ds->model];
         const ckpt_torch_model *md = &m->t->models[m->module];
         if (!(own = malloc((md->count ? md->count : 1) * sizeof *own))) rc = ckpt_fail_oom(err);
@@ -791,34 +650,13 @@ int ckpt_ds_convert(const ckpt_file *in, const ckpt_convert_options *o, const ch
             size_t j = slot_named(ds, name);
             bool seen = false;
             for (size_t k = 0; k < own_len && !seen; k++) seen = !strcmp(own[k], name);
-            if (!seen && (j == DS_NONE || !ckpt_schema_requires_grad(ckpt_file_report(in)->schema, j)))
-                own[own_len++] = name;
+            if (!seen && (j == DS_NONE || !ckpt_schema_requires_grad(po.rep->schema, j))) own[own_len++] = name;
         }
         frozen = own, frozen_count = own_len;
     }
-    if (!rc) {
-        ckpt_pair_options po = {0};
-        po.frozen = frozen, po.frozen_count = frozen_count;
-        ckpt_pair_result *r = ckpt_pair_with(fo, fm, &po, o->progress, o->progress_ctx);
-        if (!r) rc = ckpt_fail_oom(err);
-        else if (r->failures_len) {
-            rc = r->failures[0].code;
-            ckpt_error_move(err, &r->failures[0]);
-        } else if (r->error.code && !r->cannot_tell) {
-            rc = r->error.code;
-            ckpt_error_move(err, &r->error);
-        } else if (r->cannot_tell && note && r->error.message) {
-            size_t n = strlen(r->error.message) + 1;
-            if (!(*note = malloc(n))) rc = ckpt_fail_oom(err);
-            else memcpy(*note, r->error.message, n);
-        }
-        ckpt_pair_result_free(r);
-    }
-    if (!rc) rc = ckpt_convert(fo, o, out, res, err);
+    if (!rc) rc = tz_convert_pair(&po.z, &pm.z, po.ds->src, frozen, frozen_count, o, out, res, note, err);
     free(own);
-    ckpt_close(fm);
-    ckpt_close(fo);
-    ckpt_ds_virtual_free(vm);
-    ckpt_ds_virtual_free(vo);
+    plan_free(&pm);
+    plan_free(&po);
     return rc;
 }

@@ -2,6 +2,7 @@
  * out: the folder listed two levels deep, the core asked which files (and which texts first),
  * then the header the core gives and each member's bytes at its offset, in memory. */
 #include "ds_folder.h"
+#include "base/error.h"
 #include "minijson.h"
 
 #include <dirent.h>
@@ -206,3 +207,29 @@ unsigned char *dcp_folder_bytes(const char *dir, const char *root, size_t *len, 
 }
 
 unsigned char *ds_file_bytes(const char *path, size_t *len) { return slurp(path, len, SIZE_MAX); }
+
+int pair_convert_bytes(const unsigned char *opt, size_t opt_len, const unsigned char *model, size_t model_len,
+                       const ckpt_convert_options *o, ckpt_buffer *out, ckpt_error *err)
+{
+    ckpt_source os, ms;
+    ckpt_memory om, mm;
+    ckpt_source_memory(&os, &om, opt, opt_len);
+    ckpt_source_memory(&ms, &mm, model, model_len);
+    ckpt_file *fo = ckpt_open(&os, NULL), *fm = ckpt_open(&ms, NULL);
+    int rc = fo && fm && !ckpt_file_report(fo)->error.code && !ckpt_file_report(fm)->error.code ? 0 : -1;
+    ckpt_pair_result *r = rc ? NULL : ckpt_pair_with(fo, fm, NULL, NULL, NULL);
+    if (r && r->failures_len) {
+        rc = r->failures[0].code;
+        ckpt_error_copy(err, &r->failures[0]);
+    } else if (r && r->error.code && !r->cannot_tell) {
+        rc = r->error.code;
+        ckpt_error_copy(err, &r->error);
+    }
+    ckpt_pair_result_free(r);
+    ckpt_sink sink;
+    ckpt_sink_buffer(&sink, out);
+    if (!rc) rc = ckpt_convert(fo, o, &sink, NULL, err);
+    ckpt_close(fm);
+    ckpt_close(fo);
+    return rc;
+}

@@ -11,5 +11,11 @@ unsigned char *ds_folder_bytes(const char *dir, const char *root, size_t *len, c
 unsigned char *dcp_folder_bytes(const char *dir, const char *root, size_t *len, char **plan);
 /* A whole file's bytes (caller frees). */
 unsigned char *ds_file_bytes(const char *path, size_t *len);
+/* The second step of a consolidation's two-step path: a written optimizer file and its model
+ * (bytes in memory) opened, paired as ckpt_pair_with pairs them (no names given) and converted
+ * by ckpt_convert with o into out. 0, or the first failure's, the pair's or the conversion's code
+ * with err set; -1 when a file does not open without error. */
+int pair_convert_bytes(const unsigned char *opt, size_t opt_len, const unsigned char *model, size_t model_len,
+                       const ckpt_convert_options *o, ckpt_buffer *out, ckpt_error *err);
 
 #endif

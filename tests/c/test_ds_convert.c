@@ -40,27 +40,8 @@ static int two_step(const char *opt_path, const char *model_path, const ckpt_con
 {
     size_t ol, ml;
     unsigned char *ob = ds_file_bytes(opt_path, &ol), *mb = ds_file_bytes(model_path, &ml);
-    ckpt_source os, ms;
-    ckpt_memory om, mm;
-    ckpt_source_memory(&os, &om, ob, ol);
-    ckpt_source_memory(&ms, &mm, mb, ml);
-    ckpt_file *fo = ckpt_open(&os, NULL), *fm = ckpt_open(&ms, NULL);
-    CHECK(fo && fm && !ckpt_file_report(fo)->error.code && !ckpt_file_report(fm)->error.code);
-    int rc = 0;
-    ckpt_pair_result *r = ckpt_pair_with(fo, fm, NULL, NULL, NULL);
-    if (r->failures_len) {
-        rc = r->failures[0].code;
-        ckpt_error_copy(err, &r->failures[0]);
-    } else if (r->error.code && !r->cannot_tell) {
-        rc = r->error.code;
-        ckpt_error_copy(err, &r->error);
-    }
-    ckpt_pair_result_free(r);
-    ckpt_sink sink;
-    ckpt_sink_buffer(&sink, out);
-    if (!rc) rc = ckpt_convert(fo, o, &sink, NULL, err);
-    ckpt_close(fm);
-    ckpt_close(fo);
+    int rc = pair_convert_bytes(ob, ol, mb, ml, o, out, err);
+    CHECK(rc != -1);
     free(ob);
     free(mb);
     return rc;

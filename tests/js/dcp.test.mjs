@@ -298,7 +298,7 @@ test('ckptscope check DIR: passes every check (exit 0); a missing data file and 
  *  with AdamW state, a frozen a.weight and c.weight tied to b.weight. */
 let seedsDir = null;
 /** The core's words for a folder whose state health and export cannot read. */
-const UNREAD = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health and export read its folder; pairing, run, diff and convert do not read it yet';
+const UNREAD = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health and export read its folder, convert its consolidated pair; pairing, run and diff do not read it yet';
 function seeds() {
   if (!seedsDir) {
     seedsDir = path.join(tmp, 'seeds');
@@ -395,9 +395,12 @@ verdict: cannot tell (a data file alone: open its folder)
 });
 
 test('commands that do not read a DCP folder say so, and what does (exit 2)', () => {
+  // convert reads one through its consolidated pair (tests/js/dcp-convert-tladamf.test.mjs): the
+  // pair route's refusal of a file that does not say its kind, nothing written
   const c = wide(['convert', 'dcp-torch113', path.join(tmp, 'x.ckpt')]);
-  assert.equal(c.status, 2);
-  assert.equal(c.stderr, 'ckptscope: dcp-torch113 is a distributed checkpoint (DCP): convert DIR OPTIMIZER.pt --model MODEL.pt writes its optimizer and model as torch.save files; to TLADAMF, convert that pair: convert OPTIMIZER.pt OUT --state MODEL.pt\n');
+  assert.equal(c.status, 1);
+  assert.equal(c.stderr, 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it\n');
+  assert.ok(!fs.existsSync(path.join(tmp, 'x.ckpt')));
   const d = wide(['diff', 'dcp-torch113', 'dcp-torch113']);
   assert.equal(d.status, 2);
   const e = wide(['check', 'dcp-torch113', '--expect', 'x.json']);

@@ -931,6 +931,10 @@ int ckpt_torch_convert_config(const ckpt_report *rep, const ckpt_convert_options
     const tf_data *d = rep->family_data;
     const ckpt_torch *t = d->t;
     const ckpt_torch_optimizer *op = &t->optimizers[0];
+    /* a model alone, consolidated: an optimizer of no groups has no configuration to write */
+    if (!op->groups_len)
+        return ckpt_fail(err, NULL, CKPT_E_CONVERSION_LOSES, CKPT_NONE, 0,
+                         "the optimizer has no parameter groups: TorchLean's file has no configuration to take");
     const ckpt_torch_group *g0 = &t->groups[op->groups];
     /* paired by name with a model that keeps no module order: TorchLean's slots need that order */
     if (d->unordered_model)
