@@ -907,6 +907,29 @@ static void test_accelerate(void)
     CHECK(json_get(d, "indices")->len == 1);
     CHECK(json_get(d, "entries")->len == 0);
     json_free(r);
+    /* both folders holding the same keys (each a copy of "n"): refused, naming the first key */
+    static const char *const sub[] = {"optimizer_0", "pytorch_model_fsdp_0"};
+    snprintf(alone, sizeof alone, "%s/both", work);
+    mkdir(alone, 0777);
+    for (size_t f = 0; f < 2; f++) {
+        snprintf(to, sizeof to, "%s/both/%s", work, sub[f]);
+        mkdir(to, 0777);
+        for (size_t k = 0; k < 3; k++) {
+            snprintf(from, sizeof from, "%s/n/%s", cases, own[k]);
+            snprintf(to, sizeof to, "%s/both/%s/%s", work, sub[f], own[k]);
+            unlink(to);
+            CHECK(symlink(from, to) == 0);
+        }
+    }
+    b = dcp_folder_bytes(alone, "ckpt", &blen, NULL);
+    CHECK(b != NULL);
+    r = b ? inspect_memory(b, blen, NULL) : NULL;
+    free(b);
+    CHECK_STR(str(json_get(json_get(r, "error"), "message")),
+              "DCP: model.emb.weight is a key of both ckpt/optimizer_0 and ckpt/pytorch_model_fsdp_0: read as one "
+              "checkpoint, each key is in one of them");
+    CHECK(json_u64(json_get(json_get(r, "error"), "code")) == CKPT_E_DCP_METADATA);
+    json_free(r);
 done:
     json_free(n);
     json_free(acc);
@@ -914,8 +937,8 @@ done:
 }
 
 /* The folder question's answers for Accelerate's names (format.md 12.7, 12.8): checkpoint_{k}/
- * lays out pair i's two folders ("pair", else 0); optimizer_{i}/ asks for its model part's folder
- * beside it, and takes it once listed; a root that names no optimizer_{i} asks for nothing */
+ * lays out pair i's two folders ("pair", else 0), and nothing without both; optimizer_{i}/ asks for its model part's
+ * folder beside it, and takes it once listed; a root that names no optimizer_{i} asks for nothing */
 static void test_accelerate_plans(void)
 {
     static const struct {
@@ -927,6 +950,9 @@ static void test_accelerate_plans(void)
          "1/.metadata\",\"size\":7},{\"name\":\"random_states_0.pkl\",\"size\":11}],\"pair\":1}",
          "\"members\":[{\"name\":\"optimizer_1/.metadata\",\"offset\":"},
         {"{\"root\":\"run/checkpoint_2\",\"entries\":[{\"name\":\"random_states_0.pkl\",\"size\":11}]}",
+         "{\"family\":null,\"read\":[]}"},
+        {"{\"root\":\"run/checkpoint_2\",\"entries\":[{\"name\":\"optimizer_0/\",\"size\":null},{\"name\":"
+         "\"optimizer_0/.metadata\",\"size\":3},{\"name\":\"pytorch_model_fsdp_rank0.bin\",\"size\":11}]}",
          "{\"family\":null,\"read\":[]}"},
         {"{\"root\":\"run/optimizer_3/\",\"entries\":[{\"name\":\".metadata\",\"size\":3}]}",
          "{\"family\":\"DCP\",\"read\":[],\"list\":[\"../pytorch_model_fsdp_3/\"],\"tag\":null,"},
@@ -948,7 +974,7 @@ static void test_accelerate_plans(void)
         if (k == 0)
             CHECK(strstr(j, "pytorch_model_fsdp_1/.metadata") && !strstr(j, "optimizer_0/") &&
                   !strstr(j, "random_states"));
-        if (k == 3) CHECK(strstr(j, "\"name\":\"../pytorch_model_fsdp_3/.metadata\"") != NULL);
+        if (k == 4) CHECK(strstr(j, "\"name\":\"../pytorch_model_fsdp_3/.metadata\"") != NULL);
         free(j);
         ckpt_error_clear(&err);
     }

@@ -5,8 +5,8 @@
  *
  * Accelerate's FSDP SHARDED_STATE_DICT save is two DCP folders of one checkpoint (12.7), read
  * together: an Accelerate checkpoint_{k}/ whose top holds none of those files but whose
- * optimizer_{i}/ does (i the listing's "pair", else 0) is laid out as that folder's files and its
- * pytorch_model_fsdp_{i}/'s; optimizer_{i}/ opened itself takes ../pytorch_model_fsdp_{i}/ beside
+ * optimizer_{i}/ and pytorch_model_fsdp_{i}/ do (i the listing's "pair", else 0) is laid out as
+ * those two folders' files; optimizer_{i}/ opened itself takes ../pytorch_model_fsdp_{i}/ beside
  * it without asking (12.8). When the listing lacks that folder, the answer asks for it: "list"
  * names it, and the caller that can list it asks again with its entries ("../…/.metadata", …);
  * one that cannot (the viewer's dropped folder) opens the answer's source, the optimizer part
@@ -94,14 +94,17 @@ char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err)
             if (!take_dir(&l, dir, include) && !listed(&l, dir)) snprintf(want, sizeof want, "%s", dir);
         }
     } else {
-        /* checkpoint_{k}: pair i's optimizer_{i}/ and its pytorch_model_fsdp_{i}/ */
+        /* checkpoint_{k}: pair i's optimizer_{i}/ and pytorch_model_fsdp_{i}/, both DCP folders (an
+         * optimizer_{i}/ beside rank files or no model is Accelerate's folder's to say) */
         const ckpt_jv *pair = ckpt_jv_get(&l.doc, l.top, "pair");
         i = pair && pair->kind == CKPT_JV_NUMBER && pair->is_u64 ? pair->u : 0;
+        char opt[96];
         ckpt_accelerate_dcp_name(name, sizeof name, i, false);
+        snprintf(opt, sizeof opt, "%s/", name);
+        ckpt_accelerate_dcp_name(name, sizeof name, i, true);
         snprintf(dir, sizeof dir, "%s/", name);
-        if ((dcp = take_dir(&l, dir, include))) {
-            ckpt_accelerate_dcp_name(name, sizeof name, i, true);
-            snprintf(dir, sizeof dir, "%s/", name);
+        if ((dcp = take_dir(&l, opt, NULL) && take_dir(&l, dir, NULL))) {
+            take_dir(&l, opt, include);
             take_dir(&l, dir, include);
         }
     }

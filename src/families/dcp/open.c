@@ -156,7 +156,8 @@ static int list_files(ckpt_dcp *d, ckpt_report *rep, const char *dir)
         dcp_file *f = &d->files[d->files_len++];
         f->base = f->size = CKPT_NONE;
         f->first = DCP_NONE;
-        f->rank = rank_of(names[k]);
+        const char *base = strrchr(names[k], '/'); /* a joined index's file: inside its folder */
+        f->rank = rank_of(base ? base + 1 : names[k]);
         if (!(f->name = dcp_dup(names[k]))) rc = ckpt_fail_oom(&rep->error);
     }
     free(names);
