@@ -73,3 +73,14 @@ test('an FSDP sharded save dropped as a folder: one DCP checkpoint, its optimize
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });
+
+test('optimizer_0/ dropped alone: the viewer reaches no folder beside it, so it is an optimizer part without a model part', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, path.join(tmp, 'fsdp-sharded', 'optimizer_0'));
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=dcp-keys]'), 'Keys: 0 model keys, 32 optimizer keys, 0 other keys.');
+  assert.equal(await page.locator('[data-testid=dcp-note]').count(), 0);
+  assert.equal(await page.locator('[data-testid=dcp-entry-row]').count(), 0);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});

@@ -497,7 +497,7 @@ int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, size_t m, size_t n)
     /* 5 comes with the index: the names are known once the pickle is read */
     strbuf names = {0};
     ckpt_pickle_globals(&names, me->pickle, foreign, ", ");
-    if (names.failed) return sb_free(&label), ckpt_fail_oom(&rep->error);
+    if (names.failed) return sb_free(&names), sb_free(&label), ckpt_fail_oom(&rep->error);
     if (!object_is(&c, root, MOD_NEW, MOD_OLD, "Metadata", &st, &which)) {
         strbuf f = {0};
         found_text(&f, &c, root);
