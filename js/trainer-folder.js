@@ -240,7 +240,7 @@ export async function folderFiles(dir, { kind = null, pair = null } = {}) {
 
 /** The family of the checkpoint the core reads the folder `dir` as, whole ('DCP', 'DeepSpeed'),
  *  or null. */
-async function wholeFamily(dir) {
+export async function wholeFamily(dir) {
   const { deepspeedPlan } = await import('./folder-source.js');
   return (await deepspeedPlan(dir))?.family ?? null;
 }

@@ -171,6 +171,15 @@ test('FSDP SHARDED_STATE_DICT: the folder is one DCP checkpoint, its optimizer p
   const conv = cli('convert', 'fsdp-sharded', at('sharded.pt'), '--model', at('sharded.model.pt'));
   assert.equal(conv.status, 0, conv.stderr);
   execFileSync('/usr/bin/python3', [new URL('../c/dcp_consolidate_check.py', import.meta.url).pathname, '--files', at('fsdp-sharded'), at('sharded.pt'), at('sharded.model.pt')], { stdio: 'pipe' });
+  // a project of such checkpoints: run does not read DCP checkpoints yet, and says so
+  for (const k of [0, 1]) fs.cpSync(at('fsdp-sharded'), at('sharded-project', 'checkpoints', `checkpoint_${k}`), { recursive: true });
+  const run = cli('run', 'sharded-project', '--kind', 'adam');
+  assert.equal(run.status, 2);
+  assert.equal(run.stderr, 'ckptscope: sharded-project/checkpoints/checkpoint_0 is a distributed checkpoint (DCP), read whole: a run of them is not read yet\n');
+  // the model it converts to pairs with the checkpoint by name (format.md 12.8): names, shapes, the tie
+  const paired = cli('check', 'fsdp-sharded', '--state', at('sharded.model.pt'));
+  assert.equal(paired.status, 0, paired.stderr);
+  assert.equal(paired.stdout, `fsdp-sharded pairs with ${at('sharded.model.pt')}\n  DCP: the model pairs with this checkpoint by name: same names, shapes and ties\n`);
 });
 
 test('FSDP: rank files are said in words (exit 2), never read as an all-clear', () => {
