@@ -159,6 +159,13 @@ test('FSDP SHARDED_STATE_DICT: the folder is one DCP checkpoint, its optimizer p
   assert.equal(own.dcp.note, 'DCP: one checkpoint of two DCP folders: the model part from ../pytorch_model_fsdp_0, the optimizer part from optimizer_0');
   assert.deepEqual(own.dcp.entries.map((e) => e.name), j.dcp.entries.map((e) => e.name));
   assert.equal(cli('check', 'fsdp-sharded/optimizer_0').status, 0);
+  // --pair I: pair I's optimizer_{I}/, with its model part beside it
+  const picked = JSON.parse(cli('inspect', 'fsdp-sharded', '--pair', '0', '--json').stdout);
+  assert.equal(picked.dcp.root, 'fsdp-sharded/optimizer_0');
+  assert.equal(picked.dcp.note, own.dcp.note);
+  const none = cli('inspect', 'fsdp-sharded', '--pair', '1');
+  assert.equal(none.status, 2);
+  assert.equal(none.stderr, 'ckptscope: fsdp-sharded is a distributed checkpoint (DCP), read whole: --pair 1 picks nothing in it\n');
   // alone, it is an optimizer part without a model part: converting it says what is missing
   fs.cpSync(at('fsdp-sharded', 'optimizer_0'), at('alone', 'optimizer_0'), { recursive: true });
   const alone = JSON.parse(cli('inspect', 'alone/optimizer_0', '--json').stdout);
