@@ -59,9 +59,9 @@ async function ask(listing) {
   const b = await loadBinding();
   const err = b.errorNew();
   try {
-    // a DCP folder (.metadata or .distcp files at its top: src/families/dcp/folder.c), else
-    // whatever DeepSpeed makes of it
-    const dcp = b.dcpFolder(JSON.stringify({ root: listing.root, entries: listing.entries }), err);
+    // a DCP folder (.metadata or .distcp files at its top, or Accelerate's two DCP folders:
+    // src/families/dcp/folder.c), else whatever DeepSpeed makes of it
+    const dcp = b.dcpFolder(JSON.stringify({ root: listing.root, folder: listing.folder, entries: listing.entries }), err);
     if (dcp === null) throw coreError(b, err);
     if (dcp.family) return dcp;
     const plan = b.deepspeedFolder(JSON.stringify(listing), err);
@@ -82,14 +82,28 @@ export async function folderFamily(root, entries) {
 /** The core's plan for a folder named `root` with `entries` (folderListing's): null when it is
  *  no DeepSpeed folder, else {root, family, tag, members: [{name, offset, size}] (null: none to
  *  read), size, header} (ckpt_deepspeed_folder_json). `readText(name, limit)` gives the first
- *  `limit` bytes of a file as text (`latest`). */
-export async function folderPlan(root, entries, readText) {
-  let plan = await ask({ root, entries });
+ *  `limit` bytes of a file as text (`latest`). A folder the core asks for besides (`list`: the
+ *  model part beside Accelerate's optimizer_{i}/, "../pytorch_model_fsdp_{i}/") is listed by
+ *  `listFolder(name)` ([{name, size}] relative to it, or null: none there) and the core asked
+ *  once more; without listFolder (the viewer's picked folder) the first answer stands. `folder`:
+ *  the folder's own name when `root` does not end in it ("."). */
+export async function folderPlan(root, entries, readText, { listFolder = null, folder } = {}) {
+  let plan = await ask({ root, folder, entries });
   if (!plan.family) return null;
+  if (plan.list?.length && listFolder) {
+    const more = [];
+    for (const dir of plan.list) {
+      const inside = await listFolder(dir);
+      if (inside) more.push({ name: dir, size: null }, ...inside.map((e) => ({ name: `${dir}${e.name}`, size: e.size })));
+      else more.push({ name: dir, size: null });   // listed: nothing there, not asked for again
+    }
+    entries = [...entries, ...more];
+    plan = await ask({ root, folder, entries });
+  }
   if (plan.read.length) {
     const texts = {};
     for (const name of plan.read) texts[name] = await readText(name, plan.readLimit);
-    plan = await ask({ root, entries, texts });
+    plan = await ask({ root, folder, entries, texts });
   }
   return { root, ...plan, members: plan.members ?? null };
 }

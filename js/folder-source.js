@@ -62,7 +62,11 @@ function text(file, limit) {
 export async function deepspeedPlan(dir) {
   const root = dir instanceof URL ? fileURLToPath(dir) : String(dir);
   if (!fs.statSync(root, { throwIfNoEntry: false })?.isDirectory()) return null;
-  return folderPlan(root, listing(root), (name, limit) => text(path.join(root, name), limit));
+  // a folder the core asks for besides (the model part beside optimizer_{i}/): its own files
+  const listFolder = (name) => (fs.statSync(path.join(root, name), { throwIfNoEntry: false })?.isDirectory()
+    ? listing(path.join(root, name)).filter((e) => e.size !== null && !e.name.includes('/')) : null);
+  return folderPlan(root, listing(root), (name, limit) => text(path.join(root, name), limit),
+    { listFolder, folder: path.basename(path.resolve(root)) });
 }
 
 /** The folder as one source: {size, read(offset, dest), close()}; null when the folder is no

@@ -464,9 +464,15 @@ export interface DcpMembers {
   storageMeta: boolean;
   /** the optimizer part's key form (null: no optimizer part) */
   form: 'N' | 'N23' | 'F' | 'I' | null;
-  /** a lone .metadata's or .distcp's note */
+  /** a lone .metadata's or .distcp's note; for Accelerate's two folders read as one checkpoint,
+   *  which part came from which folder */
   note: string | null;
-  /** the data files .metadata names, by name; size null for a missing one */
+  /** the .metadata indices read: one (dir ''), or Accelerate's two folders of one checkpoint
+   *  ('optimizer_0/', 'pytorch_model_fsdp_0/'; '../pytorch_model_fsdp_0/' beside optimizer_0/),
+   *  each with its keys by part */
+  indices: { dir: string; keys: { model: number; optimizer: number; other: number } }[];
+  /** the data files .metadata names, by name (inside their folder for two folders read as one);
+   *  size null for a missing one */
   files: { name: string; size: U64 | null; items: U64; rank: U64 | null }[];
   /** other files in the folder */
   strays: string[];

@@ -18,7 +18,7 @@ export async function deepspeedTagFolders(dir) {
   const folders = await checkpointFolders(root).catch(() => []);
   if (!folders.length) return null;
   for (const f of folders) {
-    if ((await trainerFolder(f.path)).optimizer || !(await deepspeedPlan(f.path))) return null;
+    if ((await trainerFolder(f.path)).optimizer || (await deepspeedPlan(f.path))?.family !== 'DeepSpeed') return null;
   }
   return folders.map((f) => f.path);
 }

@@ -218,11 +218,16 @@ export class FolderError extends Error {}
  * training_args.bin's ('adamw', or null when it does not say), which gives way to a kind the
  * optimizer's own file says (format.md 10.3's order). A folder without an optimizer or a model,
  * or with a sharded model (its shards are not paired), is refused with a FolderError; a folder
- * holding none of a Trainer checkpoint's files gives null.
+ * holding none of a Trainer checkpoint's files gives null, as does an Accelerate folder the core reads
+ * whole as one DCP checkpoint (FSDP SHARDED_STATE_DICT: optimizer_{i}/ with pytorch_model_fsdp_{i}/).
  */
 export async function folderFiles(dir, { kind = null, pair = null } = {}) {
   const acc = await accelerateFolder(dir);
-  if (acc.accelerate) return accelerateFiles(acc, { kind, pair });
+  if (acc.accelerate) {
+    // Accelerate's FSDP sharded save: one DCP checkpoint of its two folders, opened whole
+    if (pair === null && (await wholeFamily(dir)) === 'DCP') return null;
+    return accelerateFiles(acc, { kind, pair });
+  }
   if (pair !== null) throw new FolderError(`--pair picks one of an Accelerate folder's pairs: ${dir} is no Accelerate save_state folder`);
   const f = await trainerFolder(dir);
   if (!isTrainerFolder(f)) return null;
@@ -231,6 +236,13 @@ export async function folderFiles(dir, { kind = null, pair = null } = {}) {
   if (!f.model) throw new FolderError(`${dir} holds no model (pytorch_model.bin or model.safetensors) to pair optimizer.pt with`);
   const fallback = kind === null && f.trainingArgs ? (await readTrainingArgs(f.trainingArgs)).kind : null;
   return { optimizer: f.optimizer, model: f.model, kind, fallback, trainerState: f.trainerState, config: f.config };
+}
+
+/** The family of the checkpoint the core reads the folder `dir` as, whole ('DCP', 'DeepSpeed'),
+ *  or null. */
+export async function wholeFamily(dir) {
+  const { deepspeedPlan } = await import('./folder-source.js');
+  return (await deepspeedPlan(dir))?.family ?? null;
 }
 
 /** An Accelerate save_state folder's pair `pair` (default 0) as folderFiles gives a Trainer

@@ -9,7 +9,7 @@ import { open } from './checkpoint.js';
 import { pair } from './api.js';
 import { loadBinding } from './binding.js';
 import { CheckpointError } from './errors.js';
-import { checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt, folderFiles, applyKind, FolderError } from './trainer-folder.js';
+import { checkpointFolders, readTrainingArgs, readTrainerState, lrLoggedAt, folderFiles, applyKind, FolderError, wholeFamily } from './trainer-folder.js';
 
 // where a checkpoint-N/ folder's files are found and its optimizer given its kind (trainer-folder.js)
 export { folderFiles, applyKind, FolderError };
@@ -31,6 +31,13 @@ export async function openOutputFolder(dir, { kind = null } = {}) {
   return openCheckpointFolders((await checkpointFolders(dir)).map((f) => f.path), { kind });
 }
 
+/** Why the folder `dir` gives no pair of files, in words: a checkpoint the core reads whole (an
+ *  Accelerate FSDP sharded save: one DCP checkpoint), or none of a Trainer checkpoint's files. */
+export async function notAPair(dir) {
+  if ((await wholeFamily(dir)) === 'DCP') return `${dir} is a distributed checkpoint (DCP), read whole: a run of them is not read yet`;
+  return `${dir} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`;
+}
+
 /** Checkpoint-N folders given by their paths, in that order (`run A_DIR B_DIR …`): as
  *  openOutputFolder opens an output folder's. */
 export async function openCheckpointFolders(dirs, { kind = null } = {}) {
@@ -38,7 +45,7 @@ export async function openCheckpointFolders(dirs, { kind = null } = {}) {
   try {
     for (const dir of dirs) {
       const files = await folderFiles(dir, { kind });
-      if (!files) throw new FolderError(`${dir} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
+      if (!files) throw new FolderError(await notAPair(dir));
       const at = (p) => (p === null ? null : { name: p, source: p });
       await addTrainerCheckpoint(out, { label: dir, optimizer: at(files.optimizer), model: at(files.model), trainerState: at(files.trainerState), config: at(files.config), kind: files.kind, fallback: files.fallback });
     }

@@ -74,12 +74,24 @@ export async function folderArgs(positional, seen, command, at = 0) {
     if (pair !== null) throw new UsageError(`--pair picks one of an Accelerate folder's pairs: ${shown(String(file), PATH_ECHO_MAX)} is no folder`, command);
     return { kind, fallback: null };
   }
-  const family = await folderFamilyOf(file);
-  // a distributed checkpoint (a DCP folder: .metadata and its data files) is one checkpoint,
-  // opened whole (js/folder-source.js)
+  let family = await folderFamilyOf(file);
+  // an Accelerate FSDP sharded save's pair I: its optimizer_{I}/ DCP folder, which takes the model
+  // part beside it (the core's folder plan)
+  let picked = false;
+  if (pair !== null && family !== 'DeepSpeed') {
+    const acc = await accelerateFolder(file).catch(() => null);
+    const p = acc?.accelerate ? acc.pairs.find((x) => x.index === pair && x.optimizerForm === 'dcp' && x.modelForm === 'dcp') : null;
+    if (p) {
+      positional[at] = p.optimizerPath.replace(/[/\\]$/, '');
+      family = 'DCP';
+      picked = true;
+    }
+  }
+  // a distributed checkpoint (a DCP folder: .metadata and its data files; an Accelerate FSDP
+  // sharded save's two) is one checkpoint, opened whole (js/folder-source.js)
   if (family === 'DCP') {
     const what = `${shown(file, PATH_ECHO_MAX)} is a distributed checkpoint (DCP)`;
-    if (pair !== null) throw new Failure(`${what}, read whole: --pair ${pair} picks nothing in it`);
+    if (pair !== null && !picked) throw new Failure(`${what}, read whole: --pair ${pair} picks nothing in it`);
     if (!DCP_COMMANDS.has(command)) throw new Failure(`${what}: ${command} does not read one yet; ${listed([...DCP_COMMANDS].map((c) => `ckptscope ${c}`), { last: ' and ' })} do`);
     if (seen['--expect'] !== undefined || (seen['--state'] !== undefined && command !== 'check')) throw new UsageError(`${what}: it is inspected, exported and its health computed alone (its model part holds its parameters), and checked alone or with the model it will be loaded into (check DIR --state MODEL)`, command);
     return { kind, fallback: null, whole: true, dcp: true };

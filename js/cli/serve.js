@@ -67,7 +67,7 @@ async function folderItems(dir) {
   const plan = await deepspeedPlan(dir);
   const base = path.basename(path.resolve(dir));
   if (plan?.members) return plan.members.map((m) => ({ path: path.join(dir, m.name), as: `${base}/${m.name}` }));
-  const { folderFiles, isOutputFolder, FolderError } = await import('../trainer-run.js');
+  const { folderFiles, isOutputFolder, FolderError, notAPair } = await import('../trainer-run.js');
   const { trainerFolder, checkpointFolders } = await import('../trainer-folder.js');
   const serveAs = (folderName, file) => (file === null ? [] : [{ path: file, as: `${folderName}/${path.basename(file)}` }]);
   const refuse = (err) => {
@@ -77,7 +77,7 @@ async function folderItems(dir) {
     const items = [];
     for (const folder of await checkpointFolders(dir)) {
       const f = await folderFiles(folder.path).catch(refuse);
-      if (!f) throw new Failure(`${folder.path} holds none of a Trainer checkpoint's files (optimizer.pt, the model, trainer_state.json)`);
+      if (!f) throw new Failure(await notAPair(folder.path));
       const args = (await trainerFolder(folder.path)).trainingArgs;
       items.push(...[f.optimizer, f.model, args, f.trainerState].flatMap((file) => serveAs(folder.name, file)));
     }

@@ -89,20 +89,16 @@ static int stored_order(plan *p)
         free(placed);
         return ckpt_fail_oom(p->z.err);
     }
-    size_t n = 0;
-    if (d->planner != CKPT_PNIL) {
-        const ckpt_pickle *pk = d->meta;
-        for (uint32_t c = ckpt_pickle_node(pk, d->planner)->first; c != CKPT_PNIL;) {
-            uint32_t vc = pk->cells[c].next;
-            const ckpt_pnode *kn = ckpt_pickle_node(pk, pk->cells[c].node);
-            c = vc == CKPT_PNIL ? CKPT_PNIL : pk->cells[vc].next;
-            if (kn->kind != CKPT_PK_STR) continue;
-            size_t k = dcp_find_key(d, (const char *)pk->data + kn->at, kn->len);
-            if (k == DCP_NONE || placed[k]) continue;
-            placed[k] = 1;
-            p->order[n++] = k;
-        }
+    size_t n = 0, *walk = dcp_planner_keys(d, &n);
+    if (!walk) {
+        free(placed);
+        return ckpt_fail_oom(p->z.err);
     }
+    for (size_t j = 0; j < n; j++) {
+        placed[walk[j]] = 1;
+        p->order[j] = walk[j];
+    }
+    free(walk);
     for (size_t k = 0; k < d->keys_len; k++)
         if (!placed[k]) p->order[n++] = k;
     for (size_t k = 0; k < d->keys_len; k++) p->storage[k] = SIZE_MAX;

@@ -1,7 +1,8 @@
 // Accelerate save_state folders in the viewer (docs/distributed.md "Accelerate folders"), laid
 // out as Accelerate's source writes them (tests/c/accelerate_seeds.py): a save_state folder
 // picked or dropped whole opens its pair 0, optimizer.bin with its model, its other files said
-// and not opened; a project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
+// and not opened; an FSDP sharded save dropped whole is one DCP checkpoint of its two folders; a
+// project picked whole is a run of its checkpoints/checkpoint_{k} folders by k.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -55,6 +56,31 @@ test('a project picked whole: a run of its checkpoint_{k} folders by k, each opt
   assert.deepEqual(await page.locator('[data-testid=run-pair-verdict]').allTextContents(), ['continuous', 'continuous', 'continuous']);
   assert.equal(await text(page, '[data-testid=run-first]'), 'One run: every pair continuous, no file flagged.');
   assert.match(await text(page, '[data-testid=run-state]'), /^4 checkpoints in run order \(each checkpoint_K folder's optimizer with its model\), 3 consecutive pairs, in \d+ ms\.$/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('an FSDP sharded save dropped as a folder: one DCP checkpoint, its optimizer part from optimizer_0/ and its model part from pytorch_model_fsdp_0/', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, path.join(tmp, 'fsdp-sharded'));
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=dcp-note]'), 'DCP: one checkpoint of two DCP folders: the model part from pytorch_model_fsdp_0, the optimizer part from optimizer_0');
+  const files = await page.locator('[data-testid=dcp-file-row]').evaluateAll((trs) => trs.map((tr) => tr.cells[0].textContent));
+  assert.deepEqual(files, ['optimizer_0/__0_0.distcp', 'optimizer_0/__1_0.distcp', 'pytorch_model_fsdp_0/__0_0.distcp', 'pytorch_model_fsdp_0/__1_0.distcp']);
+  const entries = await page.locator('[data-testid=dcp-entry-row]').evaluateAll((trs) => trs.map((tr) => [tr.cells[0].textContent, tr.cells[tr.cells.length - 1].textContent]));
+  assert.deepEqual(entries, [['emb.weight', 'yes'], ['l1.weight', 'yes'], ['l1.bias', 'yes'], ['ln.weight', 'yes'], ['ln.bias', 'yes'],
+    ['l2.weight', 'yes'], ['l2.bias', 'yes'], ['frozen.weight', 'no'], ['frozen.bias', 'no'], ['head.weight', 'tied to emb.weight']]);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.context().close();
+});
+
+test('optimizer_0/ dropped alone: the viewer reaches no folder beside it, so it is an optimizer part without a model part', async () => {
+  const page = await viewer.page({ width: 800 });
+  await dropFolder(page, path.join(tmp, 'fsdp-sharded', 'optimizer_0'));
+  await page.waitForSelector('[data-testid=dcp-card]:not([hidden])', { timeout: 60000 });
+  assert.equal(await text(page, '[data-testid=dcp-keys]'), 'Keys: 0 model keys, 32 optimizer keys, 0 other keys.');
+  assert.equal(await page.locator('[data-testid=dcp-note]').count(), 0);
+  assert.equal(await page.locator('[data-testid=dcp-entry-row]').count(), 0);
   assert.deepEqual(page.consoleErrors, []);
   await page.context().close();
 });

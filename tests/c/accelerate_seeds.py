@@ -123,11 +123,16 @@ torch.save({'state': {names[k]: v for k, v in sd['state'].items()},
            os.path.join(d, 'optimizer.bin'))
 save_common(d, 2, 2)
 
-# fsdp-sharded: SHARDED_STATE_DICT: pytorch_model_fsdp_0/ and optimizer_0/, DCP folders (their
-# files here: a DCP folder's data files, torch 1.13's save_state_dict)
+# fsdp-sharded: SHARDED_STATE_DICT: pytorch_model_fsdp_0/ ({'model': state dict}) and optimizer_0/
+# ({'optimizer': form N}), DCP folders of one checkpoint (fsdp_utils.py save_fsdp_model,
+# save_fsdp_optimizer), written by dcp_seeds.py's DCP writer (2 ranks, torch >= 2.4's classes)
+sys.path.insert(0, here)
+import dcp_seeds  # noqa: E402
+
 d = folder('fsdp-sharded')
-for sub in ('pytorch_model_fsdp_0', 'optimizer_0'):
-    shutil.copytree(os.path.join(fixtures, 'dcp-torch113'), os.path.join(d, sub))
+dm, _, dosd = dcp_seeds.base_sd()
+dcp_seeds.write(os.path.join(d, 'pytorch_model_fsdp_0'), {'model': dm})
+dcp_seeds.write(os.path.join(d, 'optimizer_0'), {'optimizer': dosd})
 save_common(d, 2, 5)
 
 # fsdp-local: LOCAL_STATE_DICT: a rank file per rank; the optimizer goes to DCP

@@ -14,6 +14,7 @@ texts."""
 import hashlib
 import io
 import os
+import shutil
 import subprocess
 import sys
 
@@ -22,13 +23,14 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dcp_truth  # noqa: E402
 
+# Accelerate's checkpoint_{k} (its two folders read as one), and optimizer_0/ with its model part beside it
 CONVERTED = ['n', 'n23-old', 'n23', 'f', 'w8', 'bf16', 'cols', 'blocks', 'torch113', 'prefix-app', 'ddp-dedup',
-             'records-main']
+             'records-main', 'accelerate', 'accelerate/optimizer_0']
 REFUSED = {
     'no-planner-data': 'DCP: ckpt keeps no module order (no planner_data): give --names NAMES.json to number '
                        'the parameters',
-    'accelerate/optimizer_0': 'DCP: ckpt holds optimizer state but no model part: give --state MODEL (a torch.save '
-                              'state dict, a safetensors file or the model\'s DCP folder)',
+    'optimizer_0': 'DCP: ckpt holds optimizer state but no model part: give --state MODEL (a torch.save '
+                   'state dict, a safetensors file or the model\'s DCP folder)',
 }
 failures = []
 
@@ -43,8 +45,9 @@ def sha(t):
 
 
 def bytes_value(folder, entry):
-    data = dcp_truth.window(folder, {'relative_path': entry['file'], 'offset': entry['offset'],
-                                     'length': entry['length']})
+    sub, name = os.path.split(entry['file'])  # a file of one of Accelerate's two folders: inside it
+    data = dcp_truth.window(os.path.join(folder, sub), {'relative_path': name, 'offset': entry['offset'],
+                                                        'length': entry['length']})
     return torch.load(io.BytesIO(data), map_location='cpu')
 
 
@@ -66,7 +69,8 @@ def two_groups(out):
 
 
 def check(name, folder, out, warnings='[]'):
-    opt_path, model_path = os.path.join(out, name + '.optimizer.pt'), os.path.join(out, name + '.model.pt')
+    stem = os.path.join(out, name.replace('/', '-'))
+    opt_path, model_path = stem + '.optimizer.pt', stem + '.model.pt'
     r = subprocess.run([TOOL, folder, opt_path, model_path], capture_output=True, text=True)
     if r.returncode != 0:
         return fail(f'{name}: not converted: {r.stdout.strip()} {r.stderr.strip()}')
@@ -196,8 +200,12 @@ if __name__ == '__main__':
         check(c, os.path.join(CASES, c), OUT)
     folder, want = two_groups(OUT)
     check('two-groups', folder, OUT, want)
+    # optimizer_0/ with no model part beside it: a copy alone
+    alone = os.path.join(OUT, 'alone', 'optimizer_0')
+    shutil.rmtree(os.path.dirname(alone), ignore_errors=True)
+    shutil.copytree(os.path.join(CASES, 'accelerate', 'optimizer_0'), alone)
     for c, text in REFUSED.items():
-        refused(c, os.path.join(CASES, c), OUT, text)
+        refused(c, alone if c == 'optimizer_0' else os.path.join(CASES, c), OUT, text)
     if failures:
         print(f'{len(failures)} failures')
         sys.exit(1)

@@ -1179,7 +1179,7 @@ def self_check(out):
     for folder, flat in SOURCES.items():
         if not any(folder == v or folder.startswith(v + os.sep) for v in valid):
             continue
-        got = {k['key']: k for k in dcp_truth.truth(folder)['keys']}
+        got = {k['key']: k for k in dcp_truth.one_folder(folder)['keys']}
         if set(got) != set(flat):
             raise SystemExit(f'{folder}: keys differ: {sorted(set(got) ^ set(flat))}')
         for key, v in flat.items():

@@ -129,7 +129,46 @@ def row_major_bytes(t):
     return t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
 
 
+def accelerate_parts(dirname):
+    """Accelerate's FSDP save read as one checkpoint (format.md 12.7): the two folders of
+    checkpoint_{k}/ (pytorch_model_fsdp_0/, optimizer_0/), or optimizer_{i}/ with the model part
+    beside it, each as its path from dirname ('' for dirname itself); None for one DCP folder."""
+    if not os.path.exists(os.path.join(dirname, '.metadata')):
+        if os.path.isdir(os.path.join(dirname, 'optimizer_0')):
+            return ['pytorch_model_fsdp_0/', 'optimizer_0/']
+        return None
+    base = os.path.basename(os.path.normpath(dirname))
+    if base.startswith('optimizer_') and base[len('optimizer_'):].isdigit():
+        sib = f'../pytorch_model_fsdp_{base[len("optimizer_"):]}/'
+        if os.path.exists(os.path.join(dirname, sib, '.metadata')):
+            return [sib, '']
+    return None
+
+
 def truth(dirname, records=True):
+    parts = accelerate_parts(dirname)
+    if parts:
+        # the folders' keys side by side, each data file named by its path from dirname
+        out = {'keys': [], 'entries': [], 'files': {}, 'plannerData': {}}
+        for sub in parts:
+            t = one_folder(os.path.join(dirname, sub) if sub else dirname, records)
+            for e in t['entries']:
+                e['file'] = sub + e['file']
+            for k in t['keys']:
+                for c in k.get('chunks', []):
+                    if 'file' in c:
+                        c['file'] = sub + c['file']
+                if k.get('entry'):
+                    k['entry']['file'] = sub + k['entry']['file']
+            out['keys'] += t['keys']
+            out['entries'] += t['entries']
+            out['files'].update({sub + f: v for f, v in t['files'].items()})
+            out['plannerData'].update(t['plannerData'] or {})
+        return out
+    return one_folder(dirname, records)
+
+
+def one_folder(dirname, records=True):
     md, names = read_metadata(os.path.join(dirname, '.metadata'))
     if not isinstance(md, Record) or md.name != 'Metadata':
         raise SystemExit(f'{dirname}/.metadata holds no DCP Metadata')

@@ -102,14 +102,18 @@ static void list(const char *dir, const char *rel, listing *l, int depth)
     free(names);
 }
 
-static char *listing_json(const char *root, const listing *l, const char *const *text_names, char *const *texts,
-                          size_t ntexts)
+static char *listing_json(const char *dir, const char *root, const listing *l, const char *const *text_names,
+                          char *const *texts, size_t ntexts)
 {
     size_t len = 0, cap = 256;
     char *out = malloc(cap);
     out[0] = 0;
     append(&out, &len, &cap, "{\"root\":");
     json_str(&out, &len, &cap, root);
+    /* the folder's own name, as the package gives it: the last name of its path */
+    const char *slash = strrchr(dir, '/');
+    append(&out, &len, &cap, ",\"folder\":");
+    json_str(&out, &len, &cap, slash && slash[1] ? slash + 1 : dir);
     append(&out, &len, &cap, ",\"entries\":[");
     for (size_t k = 0; k < l->n; k++) {
         append(&out, &len, &cap, k ? ",{\"name\":" : "{\"name\":");
@@ -138,11 +142,33 @@ static unsigned char *folder_bytes(const char *dir, const char *root, size_t *le
     list(dir, "", &l, 0);
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    char *text = listing_json(root, &l, NULL, NULL, 0);
+    char *text = listing_json(dir, root, &l, NULL, NULL, 0);
     char *plan = ask(text, strlen(text), &err);
     free(text);
     unsigned char *out = NULL;
     jvalue *p = plan ? json_parse(plan) : NULL;
+    /* a folder the answer asks for (the model part beside optimizer_{i}/): listed, asked again */
+    const jvalue *more = p ? json_get(p, "list") : NULL;
+    if (more && more->len) {
+        for (size_t k = 0; k < more->len; k++) {
+            const char *f = more->items[k]->text;
+            size_t fl = strlen(f);
+            l.names = realloc(l.names, (l.n + 1) * sizeof *l.names);
+            l.sizes = realloc(l.sizes, (l.n + 1) * sizeof *l.sizes);
+            l.names[l.n] = malloc(fl + 1);
+            memcpy(l.names[l.n], f, fl + 1);
+            l.sizes[l.n++] = CKPT_NONE;
+            char rel[4096];
+            snprintf(rel, sizeof rel, "%.*s", (int)(fl && f[fl - 1] == '/' ? fl - 1 : fl), f);
+            list(dir, rel, &l, 3);
+        }
+        text = listing_json(dir, root, &l, NULL, NULL, 0);
+        free(plan);
+        plan = ask(text, strlen(text), &err);
+        free(text);
+        json_free(p);
+        p = plan ? json_parse(plan) : NULL;
+    }
     const jvalue *read = p ? json_get(p, "read") : NULL;
     if (read && read->len) {
         const char *names[2];
@@ -160,7 +186,7 @@ static unsigned char *folder_bytes(const char *dir, const char *root, size_t *le
             free(t);
             nt++;
         }
-        text = listing_json(root, &l, names, texts, nt);
+        text = listing_json(dir, root, &l, names, texts, nt);
         for (size_t k = 0; k < nt; k++) free(texts[k]);
         free(plan);
         plan = ask(text, strlen(text), &err);

@@ -5,6 +5,7 @@
  * random_states_{p}.pkl's step and keys equal to what torch.load reads back (expected.json);
  * files that are not Accelerate's random states with their exact texts. Usage: test_accelerate DIR */
 #include "core/core.h"
+#include "ds_folder.h"
 #include "minijson.h"
 #include "testutil.h"
 
@@ -110,8 +111,8 @@ static void test_fsdp(void)
     check_member(j, "\"pairs\"",
                  "\"pairs\":[{\"index\":0,\"model\":\"pytorch_model_fsdp_0/\",\"modelForm\":\"dcp\","
                  "\"optimizer\":\"optimizer_0/\",\"optimizerForm\":\"dcp\",\"reader\":\"dcp\",\"note\":"
-                 "\"optimizer_0/ and pytorch_model_fsdp_0/ are DCP folders (FSDP SHARDED_STATE_DICT): their state is "
-                 "read by opening each folder, not from this folder's names\"}]}");
+                 "\"optimizer_0/ and pytorch_model_fsdp_0/ are DCP folders (FSDP SHARDED_STATE_DICT), read together "
+                 "as one checkpoint: its optimizer part and its model part\"}]}");
     free(j);
 
     j = listing_json("fsdp-local");
@@ -123,6 +124,18 @@ static void test_fsdp(void)
         "\"optimizer\":\"optimizer_0/\",\"optimizerForm\":\"dcp\",\"reader\":\"dcp\",\"note\":"
         "\"pytorch_model_fsdp_rank0.bin is one rank's FSDP file (LOCAL_STATE_DICT, or SHARDED_STATE_DICT saved "
         "without DCP): it holds that rank's flat shards, listed without per-parameter values\"}]}");
+    free(j);
+
+    /* one of the two DCP folders without the other */
+    const char *opt_only[] = {"optimizer_2/", "random_states_0.pkl"};
+    j = ckpt_accelerate_folder_json(opt_only, 2);
+    check_has(j, "\"reader\":\"dcp\",\"note\":\"optimizer_2/ is a DCP folder (FSDP SHARDED_STATE_DICT) with no "
+                 "pytorch_model_fsdp_2/ beside it: an optimizer part without a model part\"}]}");
+    free(j);
+    const char *model_only[] = {"pytorch_model_fsdp_0/", "random_states_0.pkl"};
+    j = ckpt_accelerate_folder_json(model_only, 2);
+    check_has(j, "\"reader\":\"dcp\",\"note\":\"pytorch_model_fsdp_0/ is a DCP folder (FSDP SHARDED_STATE_DICT) "
+                 "with no optimizer_0/ beside it: a model part without an optimizer part\"}]}");
     free(j);
 
     /* names only seen in Accelerate's source: an i > 0 rank file and an optimizer rank file */
@@ -262,6 +275,55 @@ static void test_random_states(void)
     ckpt_error_clear(&err);
 }
 
+/* FSDP SHARDED_STATE_DICT (format.md 12.7): the folder is read as one checkpoint, laid out by the
+ * DCP folder question (the JS package's route): the optimizer part from optimizer_0/, the model
+ * part from pytorch_model_fsdp_0/, the checks across both, the schema from the two */
+static void test_fsdp_sharded(void)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/fsdp-sharded", dir);
+    size_t len = 0;
+    unsigned char *b = dcp_folder_bytes(path, "fsdp-sharded", &len, NULL);
+    CHECK(b != NULL);
+    if (!b) return;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_report *rep = ckpt_inspect(&src, NULL);
+    char *text = ckpt_report_json(rep);
+    jvalue *r = text ? json_parse(text) : NULL;
+    ckpt_report_free(rep);
+    free(text);
+    free(b);
+    CHECK(r != NULL);
+    if (!r) return;
+    CHECK_STR(json_get(r, "family")->text, "DCP");
+    CHECK(json_get(r, "ok")->b == true);
+    CHECK(json_get(r, "warnings")->len == 0);
+    const jvalue *d = json_get(r, "dcp");
+    CHECK_STR(json_get(d, "root")->text, "fsdp-sharded");
+    CHECK_STR(json_get(d, "note")->text, "DCP: one checkpoint of two DCP folders: the model part from "
+                                         "pytorch_model_fsdp_0, the optimizer part from optimizer_0");
+    CHECK_STR(json_get(d, "form")->text, "N");
+    /* the other files of the folder are not the checkpoint's: not laid out, no strays */
+    CHECK(json_get(d, "strays")->len == 0);
+    static const char *const names[] = {"emb.weight", "l1.weight", "l1.bias",       "ln.weight",   "ln.bias",
+                                        "l2.weight",  "l2.bias",   "frozen.weight", "frozen.bias", "head.weight"};
+    static const char *const roles[] = {"owner", "owner", "owner",  "owner",  "owner",
+                                        "owner", "owner", "frozen", "frozen", "tied"};
+    const jvalue *es = json_get(d, "entries");
+    CHECK(es->len == 10);
+    for (size_t k = 0; k < es->len && k < 10; k++) {
+        CHECK_STR(json_get(es->items[k], "name")->text, names[k]);
+        CHECK_STR(json_get(es->items[k], "role")->text, roles[k]);
+        CHECK(json_get(es->items[k], "trainable")->b == (k < 7)); /* has state */
+    }
+    /* the schema: 10 slots, an entry per slot with state */
+    CHECK(json_u64(json_get(r, "slotCount")) == 10);
+    CHECK(json_u64(json_get(r, "entryCount")) == 7);
+    json_free(r);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -273,6 +335,7 @@ int main(int argc, char **argv)
         {"plain", test_plain},
         {"two", test_two},
         {"fsdp", test_fsdp},
+        {"fsdp sharded: one checkpoint", test_fsdp_sharded},
         {"deepspeed", test_deepspeed},
         {"not accelerate", test_not_accelerate},
         {"checkpoints", test_checkpoints},

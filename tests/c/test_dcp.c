@@ -6,6 +6,7 @@
  * were read from the fixture with Python's pickle). Two more modes: WRITTEN, the folders the core's
  * own writer wrote (c_dcp_written); --cases CASES, every folder of tests/cases/dcp.json
  * (dcp_seeds.py's), each valid one exported into WORKDIR for dcp_core_truth.py (c_dcp_table). */
+#define _DEFAULT_SOURCE /* symlink */
 #include "ds_folder.h"
 #include "minijson.h"
 #include "testutil.h"
@@ -637,7 +638,8 @@ static void export_folder(const unsigned char *b, size_t blen, const char *name)
 
 /* every folder: a broken one's verdict (its code and exact text), every error when the table
  * lists them, the warnings it must give; a valid one no error and none of the broken folders'
- * warnings. Accelerate's folder holds two DCP folders: each read alone. */
+ * warnings. Accelerate's folder holds two DCP folders: read as one checkpoint, from optimizer_0/
+ * (which takes its model part beside it), and the model part alone. */
 static void test_cases(void)
 {
     char path[4096];
@@ -658,11 +660,10 @@ static void test_cases(void)
         const jvalue *c = cs->items[k];
         const char *name = str(json_get(c, "name"));
         t_current = name;
-        static const char *const accelerate[] = {"pytorch_model_fsdp_0", "optimizer_0"};
+        static const char *const accelerate[] = {"", "optimizer_0", "pytorch_model_fsdp_0"};
         bool acc = !strcmp(name, "accelerate");
-        for (size_t part = 0; part < (acc ? 2u : 1u); part++) {
-            if (acc) snprintf(path, sizeof path, "%s/%s/%s", cases, name, accelerate[part]);
-            else snprintf(path, sizeof path, "%s/%s", cases, name);
+        for (size_t part = 0; part < (acc ? 3u : 1u); part++) {
+            snprintf(path, sizeof path, "%s/%s%s%s", cases, name, acc && part ? "/" : "", acc ? accelerate[part] : "");
             size_t blen = 0;
             unsigned char *b = dcp_folder_bytes(path, path, &blen, NULL);
             CHECK(b != NULL);
@@ -679,7 +680,7 @@ static void test_cases(void)
             const jvalue *check = json_get(c, "check");
             if (!check) {
                 char en[300];
-                snprintf(en, sizeof en, "%s%s%s", name, acc ? "-" : "", acc ? accelerate[part] : "");
+                snprintf(en, sizeof en, "%s%s%s", name, acc && part ? "-" : "", acc ? accelerate[part] : "");
                 export_folder(b, blen, en);
                 stats_as_items(b, blen);
             }
@@ -816,6 +817,210 @@ static void test_form_i(void)
     json_free(n);
 }
 
+/* Accelerate's FSDP SHARDED_STATE_DICT save (format.md 12.7): checkpoint_{k}/ read as one
+ * checkpoint, its model part from pytorch_model_fsdp_0/ and its optimizer part from optimizer_0/,
+ * gives what the one folder of the same state dict ("n": model.{fqn} and optim.*) gives: the
+ * slots in module order, trainable = having state, the tie, shapes, steps, groups and the
+ * moments' statistics. optimizer_0/ opened itself takes ../pytorch_model_fsdp_0/ without asking;
+ * alone (no model part beside it) it is an optimizer part without a model part. */
+static void same_entries(const jvalue *a, const jvalue *n)
+{
+    const jvalue *ea = json_get(json_get(a, "dcp"), "entries"), *en = json_get(json_get(n, "dcp"), "entries");
+    CHECK(ea && en && ea->len == en->len && ea->len == 10);
+    static const char *const slots[] = {"emb.weight", "l1.weight", "l1.bias",       "ln.weight",   "ln.bias",
+                                        "l2.weight",  "l2.bias",   "frozen.weight", "frozen.bias", "head.weight"};
+    for (size_t k = 0; ea && en && k < ea->len && k < en->len && k < 10; k++) {
+        const jvalue *x = ea->items[k], *y = en->items[k];
+        CHECK_STR(str(json_get(x, "name")), slots[k]);
+        CHECK_STR(str(json_get(x, "name")), str(json_get(y, "name")));
+        CHECK_STR(str(json_get(x, "role")), str(json_get(y, "role")));
+        CHECK(json_get(x, "trainable")->b == json_get(y, "trainable")->b);
+        CHECK((json_get(x, "trainable")->b == true) == (k < 7));
+        const jvalue *sa = json_get(x, "shape"), *sn = json_get(y, "shape");
+        CHECK(sa && sn && sa->len == sn->len);
+        for (size_t q = 0; sa && sn && q < sa->len && q < sn->len; q++)
+            CHECK(json_u64(sa->items[q]) == json_u64(sn->items[q]));
+        CHECK(json_u64(json_get(x, "group")) == json_u64(json_get(y, "group")));
+    }
+    CHECK_STR(str(json_get(ea->items[9], "role")), "tied");
+    CHECK_STR(str(json_get(ea->items[7], "role")), "frozen");
+    const jvalue *oa = json_get(a, "entries"), *on = json_get(n, "entries");
+    CHECK(oa && on && oa->len == 7 && on->len == 7);
+    for (size_t k = 0; oa && on && k < oa->len && k < on->len; k++) {
+        CHECK(json_u64(json_get(oa->items[k], "id")) == json_u64(json_get(on->items[k], "id")));
+        CHECK(json_u64(json_get(oa->items[k], "step")) == json_u64(json_get(on->items[k], "step")));
+        for (size_t q = 0; q < 2; q++) {
+            const jvalue *x = json_get(oa->items[k], q ? "v" : "m"), *y = json_get(on->items[k], q ? "v" : "m");
+            CHECK(x && y && json_double(json_get(x, "rms")) > 0);
+            CHECK(x && y && json_double(json_get(x, "rms")) == json_double(json_get(y, "rms")));
+        }
+    }
+    const jvalue *ga = json_get(json_get(a, "dcp"), "groups");
+    CHECK(ga && ga->len == 1);
+    if (ga && ga->len == 1) CHECK(json_get(ga->items[0], "params")->len == 7);
+}
+
+static void check_index(const jvalue *ix, const char *dir, uint64_t model, uint64_t optimizer)
+{
+    CHECK_STR(str(json_get(ix, "dir")), dir);
+    CHECK(json_u64(json_get(json_get(ix, "keys"), "model")) == model);
+    CHECK(json_u64(json_get(json_get(ix, "keys"), "optimizer")) == optimizer);
+    CHECK(json_u64(json_get(json_get(ix, "keys"), "other")) == 0);
+}
+
+static void test_accelerate(void)
+{
+    jvalue *n = case_report("n"), *acc = case_report("accelerate"), *opt = case_report("accelerate/optimizer_0");
+    if (!n || !acc || !opt) goto done;
+    uint64_t model = json_u64(json_get(json_get(json_get(n, "dcp"), "keys"), "model"));
+    uint64_t optimizer = json_u64(json_get(json_get(json_get(n, "dcp"), "keys"), "optimizer"));
+    CHECK(model == 10 && optimizer > 20);
+    for (int w = 0; w < 2; w++) {
+        const jvalue *r = w ? opt : acc, *d = json_get(r, "dcp");
+        CHECK_STR(str(json_get(r, "family")), "DCP");
+        CHECK(json_is_null(json_get(r, "error")));
+        CHECK(json_get(r, "warnings")->len == 0);
+        CHECK(json_get(d, "diagnostics")->len == 0);
+        CHECK_STR(str(json_get(d, "form")), "N");
+        CHECK(json_get(d, "plannerData")->b == true);
+        CHECK(json_u64(json_get(json_get(d, "keys"), "model")) == model);
+        CHECK(json_u64(json_get(json_get(d, "keys"), "optimizer")) == optimizer);
+        CHECK(json_get(d, "strays")->len == 0);
+        CHECK_STR(str(json_get(d, "note")),
+                  w ? "DCP: one checkpoint of two DCP folders: the model part from ../pytorch_model_fsdp_0, the "
+                      "optimizer part from optimizer_0"
+                    : "DCP: one checkpoint of two DCP folders: the model part from pytorch_model_fsdp_0, the "
+                      "optimizer part from optimizer_0");
+        const jvalue *ix = json_get(d, "indices");
+        CHECK(ix && ix->len == 2);
+        if (ix && ix->len == 2) {
+            /* in the listing's order */
+            if (w) {
+                check_index(ix->items[0], "", 0, optimizer);
+                check_index(ix->items[1], "../pytorch_model_fsdp_0/", model, 0);
+            } else {
+                check_index(ix->items[0], "optimizer_0/", 0, optimizer);
+                check_index(ix->items[1], "pytorch_model_fsdp_0/", model, 0);
+            }
+        }
+        /* each data file named by its folder inside the source */
+        const jvalue *files = json_get(d, "files");
+        CHECK(files && files->len == 4);
+        static const char *const names[2][4] = {
+            {"optimizer_0/__0_0.distcp", "optimizer_0/__1_0.distcp", "pytorch_model_fsdp_0/__0_0.distcp",
+             "pytorch_model_fsdp_0/__1_0.distcp"},
+            {"../pytorch_model_fsdp_0/__0_0.distcp", "../pytorch_model_fsdp_0/__1_0.distcp", "__0_0.distcp",
+             "__1_0.distcp"}};
+        for (size_t k = 0; files && k < files->len && k < 4; k++)
+            CHECK_STR(str(json_get(files->items[k], "name")), names[w][k]);
+        same_entries(r, n);
+    }
+    /* optimizer_0/ with no model part beside it: the optimizer part alone, as before */
+    char alone[4096], from[4096], to[8300];
+    snprintf(alone, sizeof alone, "%s/alone", work);
+    mkdir(work, 0777);
+    mkdir(alone, 0777);
+    snprintf(alone, sizeof alone, "%s/alone/optimizer_0", work);
+    mkdir(alone, 0777);
+    static const char *const own[] = {".metadata", "__0_0.distcp", "__1_0.distcp"};
+    for (size_t k = 0; k < 3; k++) {
+        snprintf(from, sizeof from, "%s/accelerate/optimizer_0/%s", cases, own[k]);
+        snprintf(to, sizeof to, "%s/%s", alone, own[k]);
+        unlink(to);
+        CHECK(symlink(from, to) == 0);
+    }
+    size_t blen = 0;
+    char *plan = NULL;
+    unsigned char *b = dcp_folder_bytes(alone, alone, &blen, &plan);
+    CHECK(b != NULL);
+    /* asked for the model part's folder (test_accelerate_plans), listed: nothing there, nothing more asked */
+    jvalue *pl = plan ? json_parse(plan) : NULL;
+    CHECK(pl && json_get(pl, "list")->len == 0 && json_get(pl, "members")->len == 3);
+    json_free(pl);
+    free(plan);
+    jvalue *r = b ? inspect_memory(b, blen, NULL) : NULL;
+    free(b);
+    CHECK(r && json_is_null(json_get(r, "error")));
+    const jvalue *d = json_get(r, "dcp");
+    CHECK(json_u64(json_get(json_get(d, "keys"), "model")) == 0);
+    CHECK(json_u64(json_get(json_get(d, "keys"), "optimizer")) == optimizer);
+    CHECK(json_is_null(json_get(d, "note")));
+    CHECK(json_get(d, "indices")->len == 1);
+    CHECK(json_get(d, "entries")->len == 0);
+    json_free(r);
+    /* both folders holding the same keys (each a copy of "n"): refused, naming the first key */
+    static const char *const sub[] = {"optimizer_0", "pytorch_model_fsdp_0"};
+    snprintf(alone, sizeof alone, "%s/both", work);
+    mkdir(alone, 0777);
+    for (size_t f = 0; f < 2; f++) {
+        snprintf(to, sizeof to, "%s/both/%s", work, sub[f]);
+        mkdir(to, 0777);
+        for (size_t k = 0; k < 3; k++) {
+            snprintf(from, sizeof from, "%s/n/%s", cases, own[k]);
+            snprintf(to, sizeof to, "%s/both/%s/%s", work, sub[f], own[k]);
+            unlink(to);
+            CHECK(symlink(from, to) == 0);
+        }
+    }
+    b = dcp_folder_bytes(alone, "ckpt", &blen, NULL);
+    CHECK(b != NULL);
+    r = b ? inspect_memory(b, blen, NULL) : NULL;
+    free(b);
+    CHECK_STR(str(json_get(json_get(r, "error"), "message")),
+              "DCP: model.emb.weight is a key of both ckpt/optimizer_0 and ckpt/pytorch_model_fsdp_0: read as one "
+              "checkpoint, each key is in one of them");
+    CHECK(json_u64(json_get(json_get(r, "error"), "code")) == CKPT_E_DCP_METADATA);
+    json_free(r);
+done:
+    json_free(n);
+    json_free(acc);
+    json_free(opt);
+}
+
+/* The folder question's answers for Accelerate's names (format.md 12.7, 12.8): checkpoint_{k}/
+ * lays out pair i's two folders ("pair", else 0), and nothing without both; optimizer_{i}/ asks for its model part's
+ * folder beside it, and takes it once listed; a root that names no optimizer_{i} asks for nothing */
+static void test_accelerate_plans(void)
+{
+    static const struct {
+        const char *listing, *want;
+    } cases_[] = {
+        {"{\"root\":\"run/checkpoint_2\",\"entries\":[{\"name\":\"optimizer_0/\",\"size\":null},{\"name\":"
+         "\"optimizer_0/.metadata\",\"size\":3},{\"name\":\"optimizer_1/\",\"size\":null},{\"name\":\"optimizer_1/"
+         ".metadata\",\"size\":5},{\"name\":\"pytorch_model_fsdp_1/\",\"size\":null},{\"name\":\"pytorch_model_fsdp_"
+         "1/.metadata\",\"size\":7},{\"name\":\"random_states_0.pkl\",\"size\":11}],\"pair\":1}",
+         "\"members\":[{\"name\":\"optimizer_1/.metadata\",\"offset\":"},
+        {"{\"root\":\"run/checkpoint_2\",\"entries\":[{\"name\":\"random_states_0.pkl\",\"size\":11}]}",
+         "{\"family\":null,\"read\":[]}"},
+        {"{\"root\":\"run/checkpoint_2\",\"entries\":[{\"name\":\"optimizer_0/\",\"size\":null},{\"name\":"
+         "\"optimizer_0/.metadata\",\"size\":3},{\"name\":\"pytorch_model_fsdp_rank0.bin\",\"size\":11}]}",
+         "{\"family\":null,\"read\":[]}"},
+        {"{\"root\":\"run/optimizer_3/\",\"entries\":[{\"name\":\".metadata\",\"size\":3}]}",
+         "{\"family\":\"DCP\",\"read\":[],\"list\":[\"../pytorch_model_fsdp_3/\"],\"tag\":null,"},
+        {"{\"root\":\".\",\"folder\":\"optimizer_3\",\"entries\":[{\"name\":\".metadata\",\"size\":3},{\"name\":"
+         "\"../pytorch_model_fsdp_3/\",\"size\":null},{\"name\":\"../pytorch_model_fsdp_3/.metadata\",\"size\":4}]}",
+         "{\"family\":\"DCP\",\"read\":[],\"list\":[],\"tag\":null,\"members\":[{\"name\":\".metadata\",\"offset\":"},
+        {"{\"root\":\"run/step_3\",\"entries\":[{\"name\":\".metadata\",\"size\":3}]}",
+         "{\"family\":\"DCP\",\"read\":[],\"list\":[],\"tag\":null,"},
+    };
+    for (size_t k = 0; k < sizeof cases_ / sizeof cases_[0]; k++) {
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        char *j = ckpt_dcp_folder_json(cases_[k].listing, strlen(cases_[k].listing), &err);
+        CHECK(j != NULL);
+        if (!j) continue;
+        if (!strstr(j, cases_[k].want)) fprintf(stderr, "  case %zu: %s\n", k, j);
+        CHECK(strstr(j, cases_[k].want) != NULL);
+        /* pair 1's two folders, nothing else */
+        if (k == 0)
+            CHECK(strstr(j, "pytorch_model_fsdp_1/.metadata") && !strstr(j, "optimizer_0/") &&
+                  !strstr(j, "random_states"));
+        if (k == 4) CHECK(strstr(j, "\"name\":\"../pytorch_model_fsdp_3/.metadata\"") != NULL);
+        free(j);
+        ckpt_error_clear(&err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -828,7 +1033,8 @@ int main(int argc, char **argv)
     if (argc > 5 && !strcmp(argv[4], "--cases")) {
         cases = argv[5];
         static const test_case table[] = {{"tests/cases/dcp.json: every folder of dcp_seeds.py", test_cases},
-                                          {"form I placed by position, as form N by name", test_form_i}};
+                                          {"form I placed by position, as form N by name", test_form_i},
+                                          {"Accelerate's two folders read as one checkpoint", test_accelerate}};
         return RUN_ALL(table);
     }
     written = argc > 4 ? argv[4] : NULL;
@@ -847,6 +1053,7 @@ int main(int argc, char **argv)
         {"11: a record past its file's end", test_past_end},
         {"14: a window that is no torch.save record", test_not_a_record},
         {"torch >= 2.0's classes, and the checks on folders of them", test_seeds},
+        {"the folder question on Accelerate's names", test_accelerate_plans},
     };
     return RUN_ALL(cases);
 }

@@ -2,8 +2,9 @@
 // "Accelerate folders"), on folders laid out as Accelerate's source writes them
 // (tests/c/accelerate_seeds.py, torch 1.13): inspect, check, health and export read pair 0 (or
 // --pair I) as a pair of files; run orders a project's checkpoint_{k} folders by k; a DeepSpeed
-// folder is routed to its tag folder; FSDP's DCP subfolders and rank files are said in words,
-// exit 2, never an all-clear; the JSON's `accelerate` member; the API's inspect(dir).
+// folder is routed to its tag folder; FSDP's two DCP folders are read as one checkpoint, rank
+// files are said in words, exit 2, never an all-clear; the JSON's `accelerate` member; the API's
+// inspect(dir).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -119,15 +120,76 @@ test('check, health and export DIR read pair 0 as a pair of files', () => {
     .flatMap((n) => [`${n}.exp_avg`, `${n}.exp_avg_sq`]).sort());
 });
 
-test('FSDP: DCP subfolders and rank files are said in words (exit 2), never read as an all-clear', () => {
-  const sharded = cli('inspect', 'fsdp-sharded');
-  assert.equal(sharded.status, 2);
-  assert.equal(sharded.stdout, '');
-  assert.equal(sharded.stderr, 'ckptscope: fsdp-sharded: optimizer_0/ and pytorch_model_fsdp_0/ are DCP folders (FSDP SHARDED_STATE_DICT): their state is read by opening each folder, not from this folder\'s names\n');
-  // each DCP folder opens as a checkpoint of its own
-  const own = cli('inspect', 'fsdp-sharded/optimizer_0', '--json');
-  assert.equal(own.status, 0, own.stderr);
-  assert.equal(JSON.parse(own.stdout).family, 'DCP');
+test('FSDP SHARDED_STATE_DICT: the folder is one DCP checkpoint, its optimizer part from optimizer_0/ and its model part from pytorch_model_fsdp_0/', () => {
+  const JOINED = 'DCP: one checkpoint of two DCP folders: the model part from pytorch_model_fsdp_0, the optimizer part from optimizer_0';
+  const text = cli('inspect', 'fsdp-sharded');
+  assert.equal(text.status, 0, text.stderr);
+  const lines = text.stdout.replace(/\n {16}/g, ' ').split('\n');   // wrapped lines joined
+  assert.match(lines[0], /^fsdp-sharded: PyTorch Distributed Checkpoint \(DCP\), float32, [\d,]+ bytes$/);
+  assert.ok(lines.includes(`note            ${JOINED}`), text.stdout);
+  assert.match(lines[2], /^files +optimizer_0\/__0_0\.distcp \([\d,]+ bytes, 15 records, rank 0\), optimizer_0\/__1_0\.distcp .*, pytorch_model_fsdp_0\/__1_0\.distcp \([\d,]+ bytes, 10 records, rank 1\)$/);
+  assert.ok(lines.includes('   9  head.weight    [11, 6]  F32         2  0,1       -  tied to emb.weight'), text.stdout);
+  assert.equal(lines.at(-2), 'verdict: valid');
+  const j = JSON.parse(cli('inspect', 'fsdp-sharded', '--json').stdout);
+  assert.equal(j.family, 'DCP');
+  assert.equal(j.ok, true);
+  assert.deepEqual(j.warnings, []);
+  assert.equal(j.dcp.note, JOINED);
+  assert.deepEqual(j.dcp.indices, [
+    { dir: 'optimizer_0/', keys: { model: 0, optimizer: j.dcp.keys.optimizer, other: 0 } },
+    { dir: 'pytorch_model_fsdp_0/', keys: { model: 10, optimizer: 0, other: 0 } },
+  ]);
+  // the schema of the two: module order from the model part, trainable = having state, the tie
+  assert.deepEqual(j.dcp.entries.map((e) => [e.name, e.role]), [
+    ['emb.weight', 'owner'], ['l1.weight', 'owner'], ['l1.bias', 'owner'], ['ln.weight', 'owner'], ['ln.bias', 'owner'],
+    ['l2.weight', 'owner'], ['l2.bias', 'owner'], ['frozen.weight', 'frozen'], ['frozen.bias', 'frozen'], ['head.weight', 'tied']]);
+  assert.deepEqual(j.dcp.entries[0].shape, [11, 6]);
+  assert.equal(j.slotCount, 10);
+  // check, health: the checks across both parts
+  const check = cli('check', 'fsdp-sharded');
+  assert.equal(check.status, 0, check.stderr);
+  // health reads the moments through both folders' records (these seeds' moments are random: flagged, exit 1)
+  const health = cli('health', 'fsdp-sharded', '--json');
+  assert.equal(health.status, 1, health.stderr);
+  const h = JSON.parse(health.stdout);
+  assert.equal(h.slots.length, 10);
+  assert.deepEqual(h.slots.map((x) => x.trainable), [true, true, true, true, true, true, true, false, false, true]);
+  // optimizer_0/ opened itself takes ../pytorch_model_fsdp_0/ beside it without asking
+  const own = JSON.parse(cli('inspect', 'fsdp-sharded/optimizer_0', '--json').stdout);
+  assert.equal(own.dcp.note, 'DCP: one checkpoint of two DCP folders: the model part from ../pytorch_model_fsdp_0, the optimizer part from optimizer_0');
+  assert.deepEqual(own.dcp.entries.map((e) => e.name), j.dcp.entries.map((e) => e.name));
+  assert.equal(cli('check', 'fsdp-sharded/optimizer_0').status, 0);
+  // --pair I: pair I's optimizer_{I}/, with its model part beside it
+  const picked = JSON.parse(cli('inspect', 'fsdp-sharded', '--pair', '0', '--json').stdout);
+  assert.equal(picked.dcp.root, 'fsdp-sharded/optimizer_0');
+  assert.equal(picked.dcp.note, own.dcp.note);
+  const none = cli('inspect', 'fsdp-sharded', '--pair', '1');
+  assert.equal(none.status, 2);
+  assert.equal(none.stderr, 'ckptscope: fsdp-sharded is a distributed checkpoint (DCP), read whole: --pair 1 picks nothing in it\n');
+  // alone, it is an optimizer part without a model part: converting it says what is missing
+  fs.cpSync(at('fsdp-sharded', 'optimizer_0'), at('alone', 'optimizer_0'), { recursive: true });
+  const alone = JSON.parse(cli('inspect', 'alone/optimizer_0', '--json').stdout);
+  assert.equal(alone.dcp.note, null);
+  assert.deepEqual(alone.dcp.keys, { model: 0, optimizer: j.dcp.keys.optimizer, other: 0 });
+  const refused = cli('convert', 'alone/optimizer_0', at('alone.pt'), '--model', at('alone.model.pt'));
+  assert.equal(refused.status, 1);
+  assert.equal(refused.stderr, 'DCP: alone/optimizer_0 holds optimizer state but no model part: give --state MODEL (a torch.save state dict, a safetensors file or the model\'s DCP folder)\n');
+  // converted: the consolidated optimizer and its model, checked with torch against the records
+  const conv = cli('convert', 'fsdp-sharded', at('sharded.pt'), '--model', at('sharded.model.pt'));
+  assert.equal(conv.status, 0, conv.stderr);
+  execFileSync('/usr/bin/python3', [new URL('../c/dcp_consolidate_check.py', import.meta.url).pathname, '--files', at('fsdp-sharded'), at('sharded.pt'), at('sharded.model.pt')], { stdio: 'pipe' });
+  // a project of such checkpoints: run does not read DCP checkpoints yet, and says so
+  for (const k of [0, 1]) fs.cpSync(at('fsdp-sharded'), at('sharded-project', 'checkpoints', `checkpoint_${k}`), { recursive: true });
+  const run = cli('run', 'sharded-project', '--kind', 'adam');
+  assert.equal(run.status, 2);
+  assert.equal(run.stderr, 'ckptscope: sharded-project/checkpoints/checkpoint_0 is a distributed checkpoint (DCP), read whole: a run of them is not read yet\n');
+  // the model it converts to pairs with the checkpoint by name (format.md 12.8): names, shapes, the tie
+  const paired = cli('check', 'fsdp-sharded', '--state', at('sharded.model.pt'));
+  assert.equal(paired.status, 0, paired.stderr);
+  assert.equal(paired.stdout, `fsdp-sharded pairs with ${at('sharded.model.pt')}\n  DCP: the model pairs with this checkpoint by name: same names, shapes and ties\n`);
+});
+
+test('FSDP: rank files are said in words (exit 2), never read as an all-clear', () => {
   const local = cli('check', 'fsdp-local');
   assert.equal(local.status, 2);
   assert.equal(local.stderr, 'ckptscope: fsdp-local: pytorch_model_fsdp_rank0.bin is one rank\'s FSDP file (LOCAL_STATE_DICT, or SHARDED_STATE_DICT saved without DCP): it holds that rank\'s flat shards, listed without per-parameter values\n');
@@ -198,6 +260,12 @@ test('the API: inspect(dir) with its `accelerate` member, the folder\'s reading,
   const f = await accelerateFolder(at('fsdp-sharded'));
   assert.equal(f.accelerate, true);
   assert.deepEqual(f.pairs.map((p) => [p.reader, p.modelPath, p.optimizerPath]), [['dcp', at('fsdp-sharded', 'pytorch_model_fsdp_0/'), at('fsdp-sharded', 'optimizer_0/')]]);
+  // inspect(dir) of an FSDP sharded save: the one DCP checkpoint of its two folders
+  const sharded = await inspect(at('fsdp-sharded'), { stats: true });
+  assert.equal(sharded.family, 'DCP');
+  assert.equal(sharded.dcp.note, 'DCP: one checkpoint of two DCP folders: the model part from pytorch_model_fsdp_0, the optimizer part from optimizer_0');
+  assert.equal(sharded.entries.length, 7);
+  assert.ok(sharded.entries.every((e) => e.m && e.v));
   assert.deepEqual((await accelerateCheckpoints(at('project'))).map((c) => [c.name, c.iteration]), [['checkpoint_0', 0], ['checkpoint_1', 1], ['checkpoint_2', 2], ['checkpoint_10', 10]]);
   assert.deepEqual((await checkpointFolders(at('project'))).map((c) => c.name), ['checkpoint_0', 'checkpoint_1', 'checkpoint_2', 'checkpoint_10']);
   for (const [folder, files] of Object.entries(expected)) {

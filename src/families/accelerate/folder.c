@@ -74,6 +74,21 @@ static bool rank_file(const char *name, const char *stem, bool index_optional, u
     return ckpt_numbered_name(digits, "", NULL, i) && ckpt_numbered_name(cut + 1, "rank", ".bin", r);
 }
 
+#define DCP_MODEL_STEM "pytorch_model_fsdp_"
+#define DCP_OPTIMIZER_STEM "optimizer_"
+
+bool ckpt_accelerate_dcp_folder(const char *name, uint64_t *i, bool *model)
+{
+    if (ckpt_numbered_name(name, DCP_MODEL_STEM, NULL, i)) return *model = true;
+    if (ckpt_numbered_name(name, DCP_OPTIMIZER_STEM, NULL, i)) return !(*model = false);
+    return false;
+}
+
+void ckpt_accelerate_dcp_name(char *buf, size_t n, uint64_t i, bool model)
+{
+    snprintf(buf, n, "%s%llu", model ? DCP_MODEL_STEM : DCP_OPTIMIZER_STEM, (unsigned long long)i);
+}
+
 /* What a name of the listing is; folders end in '/'. */
 static named classify(const char *name)
 {
@@ -85,8 +100,8 @@ static named classify(const char *name)
         memcpy(folder, name, len - 1);
         folder[len - 1] = 0;
         n.folder = true;
-        if (ckpt_numbered_name(folder, "pytorch_model_fsdp_", NULL, &n.index)) n.role = R_DCP_MODEL;
-        else if (ckpt_numbered_name(folder, "optimizer_", NULL, &n.index)) n.role = R_DCP_OPTIMIZER;
+        bool model;
+        if (ckpt_accelerate_dcp_folder(folder, &n.index, &model)) n.role = model ? R_DCP_MODEL : R_DCP_OPTIMIZER;
         else if (!strcmp(folder, "pytorch_model")) n.role = R_DEEPSPEED_TAG, n.index = 0;
         else if (ckpt_numbered_name(folder, "pytorch_model_", NULL, &n.index)) n.role = R_DEEPSPEED_TAG;
         return n;
@@ -193,13 +208,16 @@ static void pair_json(strbuf *sb, uint64_t i, const pair_files *p)
                   "%s is one rank's FSDP file (LOCAL_STATE_DICT, or SHARDED_STATE_DICT saved without DCP): it holds "
                   "that rank's flat shards, listed without per-parameter values",
                   form_is(p->optimizer_form, "rankFiles") ? p->optimizer : p->model);
-    else if (reader && !strcmp(reader, "dcp"))
+    else if (reader && !strcmp(reader, "dcp") && p->optimizer && p->model)
         sb_printf(&note,
-                  "%s%s%s %s DCP folder%s (FSDP SHARDED_STATE_DICT): %s state is read by opening %s, not from "
-                  "this folder's names",
-                  p->optimizer ? p->optimizer : "", p->optimizer && p->model ? " and " : "", p->model ? p->model : "",
-                  p->optimizer && p->model ? "are" : "is a", p->optimizer && p->model ? "s" : "",
-                  p->optimizer && p->model ? "their" : "its", p->optimizer && p->model ? "each folder" : "the folder");
+                  "%s and %s are DCP folders (FSDP SHARDED_STATE_DICT), read together as one checkpoint: its optimizer "
+                  "part and its model part",
+                  p->optimizer, p->model);
+    else if (reader && !strcmp(reader, "dcp"))
+        sb_printf(&note, "%s is a DCP folder (FSDP SHARDED_STATE_DICT) with no %s%llu/ beside it: %s",
+                  p->optimizer ? p->optimizer : p->model, p->optimizer ? DCP_MODEL_STEM : DCP_OPTIMIZER_STEM,
+                  (unsigned long long)i,
+                  p->optimizer ? "an optimizer part without a model part" : "a model part without an optimizer part");
     else if (!p->model && p->optimizer)
         sb_printf(&note, "%s has no model %llu beside it: its slots cannot be placed (format.md 10.4)", p->optimizer,
                   (unsigned long long)i);

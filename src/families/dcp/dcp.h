@@ -69,7 +69,12 @@ typedef struct dcp_storage {
     ckpt_torch *t;
     size_t tensor; /* the record's tensor, DCP_NONE */
     bool bad;      /* a check failed on it: its values are not read */
+    size_t meta;   /* the index that lists it (into metas) */
+    char *name;    /* its data file inside the source: the index's folder and path, NULL: path itself */
 } dcp_storage;
+
+/* its data file's name inside the source */
+static inline const char *dcp_storage_file(const dcp_storage *st) { return st->name ? st->name : st->path; }
 
 /* A data file .metadata names. */
 typedef struct dcp_file {
@@ -121,18 +126,34 @@ typedef struct dcp_item {
     ckpt_stats *stats[DCP_PAYLOADS];
 } dcp_item;
 
+/* One `.metadata` read. A folder holds one; Accelerate's FSDP save (format.md 12.7) is two
+ * folders of one checkpoint, optimizer_{i}/ and pytorch_model_fsdp_{i}/, whose indices are read
+ * into one: their keys, chunks and storage entries side by side, each data file named by its
+ * folder inside the source ("optimizer_0/__0_0.distcp"). */
+typedef struct dcp_meta {
+    char *dir;   /* its folder inside the source: "" (the source's own), "pytorch_model_fsdp_0/" */
+    char *where; /* that folder as texts name it ("ckpt/pytorch_model_fsdp_0"; the root for "") */
+    char *name;  /* and as the note names it ("pytorch_model_fsdp_0", "../pytorch_model_fsdp_0"; the
+                    root's last name for "") */
+    uint8_t *bytes;
+    ckpt_pickle *pickle;
+    size_t planner;   /* planner_data's dict node, CKPT_PNIL */
+    size_t keys_from; /* its first key */
+} dcp_meta;
+#define DCP_MAX_METAS 2
+
 typedef struct ckpt_dcp {
     const ckpt_source *src;
     bool lone_metadata, lone_distcp;
     char *root; /* the folder's name, or NULL */
-    /* .metadata */
-    uint8_t *meta_bytes;
-    ckpt_pickle *meta;
-    bool meta_ok; /* read as a Metadata (12.5.2-3 passed) */
+    /* the .metadata files read (one, or Accelerate's two) */
+    dcp_meta metas[DCP_MAX_METAS];
+    size_t metas_len;
+    bool meta_ok; /* every one read as a Metadata (12.5.2-3 passed) */
     dcp_classes classes;
-    char *version; /* NULL: unversioned */
-    bool planner_data, storage_meta;
-    size_t planner; /* planner_data's dict node, CKPT_PNIL */
+    char *version;     /* NULL: unversioned (the first index's) */
+    bool planner_data; /* every index keeps planner_data */
+    bool storage_meta;
     dcp_key *keys;
     size_t keys_len;
     size_t *sorted; /* the keys by name (open.c), for lookups */
@@ -173,9 +194,13 @@ typedef struct ckpt_dcp {
 const ckpt_dcp *ckpt_dcp_of(const ckpt_report *rep);
 void dcp_free(ckpt_dcp *d);
 
-/* metadata.c: read .metadata (bytes of n) as data into d's index; checks 2-5. 0, or
- * CKPT_E_NO_MEMORY; a failed check is a diagnostic (d->meta_ok false). */
-int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, const uint8_t *bytes, size_t n);
+/* metadata.c: read index m's .metadata (its bytes, n) as data into d's index, after the keys and
+ * storage entries of the indices before it; checks 2-5. 0, or CKPT_E_NO_MEMORY; a failed check
+ * is a diagnostic (d->meta_ok false). */
+int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, size_t m, size_t n);
+/* The keys planner_data names, each once, index after index, in its order (malloc'ed, *n of
+ * them; NULL when out of memory): the walk of each saved dict (12.4). */
+size_t *dcp_planner_keys(const ckpt_dcp *d, size_t *n);
 /* Is head (n bytes) the start of a pickled Metadata? */
 bool dcp_metadata_head(const uint8_t *head, size_t n);
 
@@ -184,6 +209,9 @@ int dcp_open(ckpt_parse *p, ckpt_dcp *d);
 /* 12.1's note on a data file opened alone, naming the file and its folder from the name the
  * caller gave (NULL: "this file", "its folder"); NULL when out of memory */
 char *dcp_distcp_note(const char *name);
+/* folder.c: whether a file name is one of a DCP folder's own (.metadata, .metadata.tmp, *.distcp) */
+bool dcp_folder_file(const char *name);
+
 /* whether the name given ends in a data file's name, __{r}_{n}.distcp */
 bool dcp_distcp_name(const char *name);
 
@@ -212,6 +240,9 @@ void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 
 /* index.c: the index's memory, diagnostics and lookups by name */
 void dcp_items_free(ckpt_dcp *d);
+/* the index that lists key k (into metas), and how many of index m's keys are of each part */
+size_t dcp_key_meta(const ckpt_dcp *d, size_t k);
+void dcp_meta_counts(const ckpt_dcp *d, size_t m, size_t counts[3]);
 /* the keys sorted by name (d->sorted), for dcp_find_key; false when out of memory */
 bool dcp_sort_keys(ckpt_dcp *d);
 /* the key of that name (n bytes), DCP_NONE; once the keys are sorted */

@@ -75,8 +75,13 @@ void dcp_free(ckpt_dcp *d)
 {
     if (!d) return;
     free(d->root);
-    free(d->meta_bytes);
-    ckpt_pickle_free(d->meta);
+    for (size_t m = 0; m < d->metas_len; m++) {
+        free(d->metas[m].dir);
+        free(d->metas[m].where);
+        free(d->metas[m].name);
+        free(d->metas[m].bytes);
+        ckpt_pickle_free(d->metas[m].pickle);
+    }
     free(d->version);
     for (size_t k = 0; k < d->keys_len; k++) {
         free(d->keys[k].name);
@@ -88,6 +93,7 @@ void dcp_free(ckpt_dcp *d)
     for (size_t k = 0; k < d->storages_len; k++) {
         free(d->storages[k].fqn);
         free(d->storages[k].path);
+        free(d->storages[k].name);
         free(d->storages[k].transforms);
         ckpt_torch_free(d->storages[k].t);
     }
@@ -157,4 +163,46 @@ size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n)
         else hi = mid;
     }
     return DCP_NONE;
+}
+
+size_t *dcp_planner_keys(const ckpt_dcp *d, size_t *n)
+{
+    *n = 0;
+    uint8_t *placed = calloc(d->keys_len ? d->keys_len : 1, 1);
+    size_t *out = malloc((d->keys_len ? d->keys_len : 1) * sizeof *out);
+    if (!placed || !out) {
+        free(placed);
+        free(out);
+        return NULL;
+    }
+    for (size_t m = 0; m < d->metas_len; m++) {
+        const ckpt_pickle *p = d->metas[m].pickle;
+        if (d->metas[m].planner == CKPT_PNIL) continue;
+        for (uint32_t c = ckpt_pickle_node(p, d->metas[m].planner)->first; c != CKPT_PNIL;) {
+            uint32_t vc = p->cells[c].next;
+            const ckpt_pnode *kn = ckpt_pickle_node(p, p->cells[c].node);
+            c = vc == CKPT_PNIL ? CKPT_PNIL : p->cells[vc].next;
+            if (kn->kind != CKPT_PK_STR) continue;
+            size_t k = dcp_find_key(d, (const char *)p->data + kn->at, kn->len);
+            if (k == DCP_NONE || placed[k]) continue;
+            placed[k] = 1;
+            out[(*n)++] = k;
+        }
+    }
+    free(placed);
+    return out;
+}
+
+size_t dcp_key_meta(const ckpt_dcp *d, size_t k)
+{
+    size_t m = 0;
+    while (m + 1 < d->metas_len && k >= d->metas[m + 1].keys_from) m++;
+    return m;
+}
+
+void dcp_meta_counts(const ckpt_dcp *d, size_t m, size_t counts[3])
+{
+    counts[0] = counts[1] = counts[2] = 0;
+    size_t end = m + 1 < d->metas_len ? d->metas[m + 1].keys_from : d->keys_len;
+    for (size_t k = d->metas[m].keys_from; k < end; k++) counts[d->keys[k].part]++;
 }

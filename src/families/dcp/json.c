@@ -23,7 +23,7 @@ static void j_chunks(strbuf *sb, const ckpt_dcp *d, const dcp_key *key)
         const dcp_storage *st = ch->storage == DCP_NONE ? NULL : &d->storages[ch->storage];
         const dcp_file *f = st && st->file != DCP_NONE ? &d->files[st->file] : NULL;
         sb_puts(sb, ",\"file\":");
-        j_str_or_null(sb, st ? st->path : NULL);
+        j_str_or_null(sb, st ? dcp_storage_file(st) : NULL);
         sb_puts(sb, ",\"offset\":");
         j_slot(sb, st ? st->offset : CKPT_NONE);
         sb_puts(sb, ",\"length\":");
@@ -169,6 +169,17 @@ void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     j_str_or_null(sb, forms[d->form]);
     sb_puts(sb, ",\"note\":");
     j_str_or_null(sb, d->note);
+    /* the indices read: one, or Accelerate's two folders of one checkpoint (format.md 12.7) */
+    sb_puts(sb, ",\"indices\":[");
+    for (size_t m = 0; m < d->metas_len; m++) {
+        size_t counts[3];
+        dcp_meta_counts(d, m, counts);
+        sb_puts(sb, m ? ",{\"dir\":" : "{\"dir\":");
+        j_string(sb, d->metas[m].dir ? d->metas[m].dir : "");
+        sb_printf(sb, ",\"keys\":{\"model\":%zu,\"optimizer\":%zu,\"other\":%zu}}", counts[DCP_PART_MODEL],
+                  counts[DCP_PART_OPTIM], counts[DCP_PART_OTHER]);
+    }
+    sb_putc(sb, ']');
     sb_puts(sb, ",\"files\":[");
     for (size_t k = 0; k < d->files_len; k++) {
         const dcp_file *f = &d->files[k];
@@ -200,7 +211,7 @@ void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
         first = false;
         j_string(sb, key->name);
         sb_puts(sb, ",\"file\":");
-        j_str_or_null(sb, st ? st->path : NULL);
+        j_str_or_null(sb, st ? dcp_storage_file(st) : NULL);
         sb_puts(sb, ",\"offset\":");
         j_slot(sb, st ? st->offset : CKPT_NONE);
         sb_puts(sb, ",\"length\":");

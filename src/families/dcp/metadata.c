@@ -19,6 +19,8 @@ typedef struct mctx {
     ckpt_report *rep;
     const ckpt_pickle *p;
     bool old_properties; /* a TensorProperties of torch 2.0-2.2's path */
+    size_t meta;         /* the index read */
+    const char *file;    /* its .metadata as texts name it: ".metadata", "optimizer_0/.metadata" */
 } mctx;
 
 static const ckpt_pnode *nd(const mctx *c, size_t k) { return ckpt_pickle_node(c->p, k); }
@@ -176,10 +178,10 @@ static int bad_field(mctx *c, const char *path, size_t node, const char *expecte
     if (node != CKPT_PNIL) found_text(&f, c, node);
     int rc = f.failed ? ckpt_fail_oom(&c->rep->error)
              : node == CKPT_PNIL
-                 ? dcp_diag_add(c->d, c->rep, 3, CKPT_E_DCP_METADATA, NULL, ".metadata", CKPT_NONE,
-                                "DCP: .metadata: no %s", path)
-                 : dcp_diag_add(c->d, c->rep, 3, CKPT_E_DCP_METADATA, NULL, ".metadata", nd(c, node)->offset,
-                                "DCP: .metadata: %s is %s, expected %s", path, f.data, expected);
+                 ? dcp_diag_add(c->d, c->rep, 3, CKPT_E_DCP_METADATA, NULL, c->file, CKPT_NONE, "DCP: %s: no %s",
+                                c->file, path)
+                 : dcp_diag_add(c->d, c->rep, 3, CKPT_E_DCP_METADATA, NULL, c->file, nd(c, node)->offset,
+                                "DCP: %s: %s is %s, expected %s", c->file, path, f.data, expected);
     sb_free(&f);
     return rc ? rc : 1;
 }
@@ -389,10 +391,18 @@ static int read_storage(mctx *c, size_t sd)
             s->has_offsets = true;
             if (!dcp_pool_push(d, dims, s->rank, &s->offsets)) return ckpt_fail_oom(&c->rep->error);
         }
+        s->meta = c->meta;
         if (!(s->path = str_dup(c, rp))) {
             if (rp != CKPT_PNIL && nd(c, rp)->kind == CKPT_PK_STR) return ckpt_fail_oom(&c->rep->error);
             snprintf(sub, sizeof sub, "%s.relative_path", path);
             return bad_field(c, sub, rp, "a str");
+        }
+        /* a joined index's file: inside its folder */
+        const char *dir = d->metas[c->meta].dir;
+        if (dir && *dir) {
+            strbuf nm = {0};
+            sb_printf(&nm, "%s%s", dir, s->path);
+            if (!(s->name = sb_take(&nm))) return ckpt_fail_oom(&c->rep->error);
         }
         if (!int_of(c, of, &o) || o < 0) {
             snprintf(sub, sizeof sub, "%s.offset", path);
@@ -462,33 +472,45 @@ bool dcp_metadata_head(const uint8_t *head, size_t n)
     return false;
 }
 
-int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, const uint8_t *bytes, size_t n)
+int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, size_t m, size_t n)
 {
+    dcp_meta *me = &d->metas[m];
+    me->planner = CKPT_PNIL;
+    me->keys_from = d->keys_len;
+    strbuf label = {0};
+    sb_printf(&label, "%s.metadata", me->dir ? me->dir : "");
+    if (label.failed) return ckpt_fail_oom(&rep->error);
+    const bool first = m == 0;
+    bool ok = false;
     ckpt_error perr = {0};
     ckpt_error_clear(&perr);
-    int code = ckpt_pickle_read(bytes, n, DCP_PREFIX, ".metadata", 0, 0, &d->meta, &perr);
+    int code = ckpt_pickle_read(me->bytes, n, DCP_PREFIX, label.data, 0, 0, &me->pickle, &perr);
     if (code) {
         int rc = code == CKPT_E_NO_MEMORY ? ckpt_fail_oom(&rep->error)
-                                          : dcp_diag_add(d, rep, 2, code, NULL, ".metadata", perr.offset, "%s",
+                                          : dcp_diag_add(d, rep, 2, code, NULL, label.data, perr.offset, "%s",
                                                          perr.message ? perr.message : "");
         ckpt_error_clear(&perr);
+        d->meta_ok = false;
+        sb_free(&label);
         return rc;
     }
-    mctx c = {d, rep, d->meta, false};
-    size_t root = d->meta->root, st;
+    mctx c = {d, rep, me->pickle, false, m, label.data};
+    size_t root = me->pickle->root, st;
     const char *which = NULL;
     /* 5 comes with the index: the names are known once the pickle is read */
     strbuf names = {0};
-    ckpt_pickle_globals(&names, d->meta, foreign, ", ");
-    if (names.failed) return ckpt_fail_oom(&rep->error);
+    ckpt_pickle_globals(&names, me->pickle, foreign, ", ");
+    if (names.failed) return sb_free(&names), sb_free(&label), ckpt_fail_oom(&rep->error);
     if (!object_is(&c, root, MOD_NEW, MOD_OLD, "Metadata", &st, &which)) {
         strbuf f = {0};
         found_text(&f, &c, root);
         int rc = f.failed ? ckpt_fail_oom(&rep->error)
-                          : dcp_diag_add(d, rep, 2, CKPT_E_DCP_METADATA, NULL, ".metadata", nd(&c, root)->offset,
-                                         "DCP: .metadata holds %s, not a DCP Metadata", f.data);
+                          : dcp_diag_add(d, rep, 2, CKPT_E_DCP_METADATA, NULL, label.data, nd(&c, root)->offset,
+                                         "DCP: %s holds %s, not a DCP Metadata", label.data, f.data);
         sb_free(&f);
         sb_free(&names);
+        sb_free(&label);
+        d->meta_ok = false;
         return rc;
     }
     int rc = 0;
@@ -496,14 +518,15 @@ int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, const uint8_t *bytes, size_
     if (!rc) rc = read_keys(&c, dict_get(&c, st, "state_dict_metadata"));
     if (!rc) rc = read_storage(&c, dict_get(&c, st, "storage_data"));
     size_t pd = rc ? CKPT_PNIL : dict_get(&c, st, "planner_data");
-    d->planner = CKPT_PNIL;
+    bool planner = false;
     if (!rc && pd != CKPT_PNIL && nd(&c, pd)->kind != CKPT_PK_NONE) {
         if (nd(&c, pd)->kind != CKPT_PK_DICT) rc = bad_field(&c, "planner_data", pd, "a dict or None");
         else {
-            d->planner_data = true;
-            d->planner = pd;
+            planner = true;
+            me->planner = pd;
         }
     }
+    d->planner_data = planner && (first || d->planner_data);
     size_t sm = rc ? CKPT_PNIL : dict_get(&c, st, "storage_meta");
     if (!rc && sm != CKPT_PNIL && nd(&c, sm)->kind != CKPT_PK_NONE) {
         size_t ss;
@@ -511,26 +534,31 @@ int dcp_read_metadata(ckpt_dcp *d, ckpt_report *rep, const uint8_t *bytes, size_
             rc = bad_field(&c, "storage_meta", sm, "a StorageMeta or None");
         else d->storage_meta = true;
     }
+    char *version = NULL;
     size_t v = rc ? CKPT_PNIL : dict_get(&c, st, "version");
     if (!rc && v != CKPT_PNIL && nd(&c, v)->kind != CKPT_PK_NONE) {
-        if (!(d->version = str_dup(&c, v))) {
+        if (!(version = str_dup(&c, v))) {
             if (nd(&c, v)->kind == CKPT_PK_STR) rc = ckpt_fail_oom(&rep->error);
             else rc = bad_field(&c, "version", v, "a str or None");
         }
     }
     d->classes = which == MOD_OLD ? DCP_CLASSES_113 : c.old_properties ? DCP_CLASSES_20 : DCP_CLASSES_23;
     if (rc > 0) rc = 0; /* a check failed: a diagnostic, the index as far as read */
-    else if (!rc) d->meta_ok = true;
+    else if (!rc) ok = true;
+    d->meta_ok = ok && (first || d->meta_ok);
     /* 4 */
-    if (!rc && d->version && strcmp(d->version, "1.0.0"))
-        rc = dcp_diag_add(d, rep, 4, 0, NULL, ".metadata", CKPT_NONE,
-                          "DCP: .metadata has version %s; ckptscope reads version 1.0.0 and unversioned metadata",
-                          d->version);
+    if (!rc && version && strcmp(version, "1.0.0"))
+        rc = dcp_diag_add(d, rep, 4, 0, NULL, label.data, CKPT_NONE,
+                          "DCP: %s has version %s; ckptscope reads version 1.0.0 and unversioned metadata", label.data,
+                          version);
+    if (first) d->version = version;
+    else free(version);
     /* 5 */
     if (!rc && names.len)
-        rc = dcp_diag_add(d, rep, 5, 0, NULL, ".metadata", CKPT_NONE,
-                          "DCP: .metadata names Python callables that pickle.load runs, beyond DCP's own classes: %s",
-                          names.data);
+        rc = dcp_diag_add(d, rep, 5, 0, NULL, label.data, CKPT_NONE,
+                          "DCP: %s names Python callables that pickle.load runs, beyond DCP's own classes: %s",
+                          label.data, names.data);
     sb_free(&names);
+    sb_free(&label);
     return rc;
 }

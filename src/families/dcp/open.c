@@ -35,7 +35,7 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
         dcp_storage *st = &d->storages[s];
         dup[s] = 0;
         size_t k = dcp_find_key(d, st->fqn, strlen(st->fqn));
-        if (k == DCP_NONE) continue;
+        if (k == DCP_NONE || dcp_key_meta(d, k) != st->meta) continue;
         dcp_key *key = &d->keys[k];
         if (key->kind == DCP_BYTES && !st->has_offsets) {
             if (key->storage != DCP_NONE) dup[s] = 1;
@@ -80,7 +80,7 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
         d->storages[s].bad = true;
         rc = shape_text(&sh, st->has_offsets ? d->pool + st->offsets : NULL, st->has_offsets ? st->rank : 0);
         if (!rc)
-            rc = dcp_diag_add(d, rep, 7, CKPT_E_DCP_STORAGE, st->fqn, st->path, st->offset,
+            rc = dcp_diag_add(d, rep, 7, CKPT_E_DCP_STORAGE, st->fqn, dcp_storage_file(st), st->offset,
                               "DCP: storage_data lists %s at %s twice", st->fqn, sh.data);
     }
     /* 8 */
@@ -90,7 +90,7 @@ static int match_storage(ckpt_dcp *d, ckpt_report *rep)
         d->storages[s].bad = true;
         rc = shape_text(&sh, st->has_offsets ? d->pool + st->offsets : NULL, st->has_offsets ? st->rank : 0);
         if (!rc)
-            rc = dcp_diag_add(d, rep, 8, 0, st->fqn, st->path, st->offset,
+            rc = dcp_diag_add(d, rep, 8, 0, st->fqn, dcp_storage_file(st), st->offset,
                               "DCP: storage_data names %s at %s, which state_dict_metadata has no chunk for", st->fqn,
                               sh.data);
     }
@@ -139,12 +139,13 @@ static int list_files(ckpt_dcp *d, ckpt_report *rep, const char *dir)
         dcp_storage *st = &d->storages[s];
         if (!plain_name(st->path)) {
             st->bad = true;
+            const char *where = d->metas[st->meta].where ? d->metas[st->meta].where : dir;
             rc = dcp_diag_add(d, rep, 9, CKPT_E_DCP_FOLDER, st->fqn, st->path, CKPT_NONE,
                               "DCP: the storage entry of %s names %s, which is not a file name inside %s", st->fqn,
-                              st->path, dir);
+                              st->path, where);
             continue;
         }
-        names[n++] = st->path;
+        names[n++] = (char *)dcp_storage_file(st);
     }
     if (!rc) qsort(names, n, sizeof *names, by_name);
     size_t m = 0;
@@ -155,7 +156,8 @@ static int list_files(ckpt_dcp *d, ckpt_report *rep, const char *dir)
         dcp_file *f = &d->files[d->files_len++];
         f->base = f->size = CKPT_NONE;
         f->first = DCP_NONE;
-        f->rank = rank_of(names[k]);
+        const char *base = strrchr(names[k], '/'); /* a joined index's file: inside its folder */
+        f->rank = rank_of(base ? base + 1 : names[k]);
         if (!(f->name = dcp_dup(names[k]))) rc = ckpt_fail_oom(&rep->error);
     }
     free(names);
@@ -166,7 +168,7 @@ static int list_files(ckpt_dcp *d, ckpt_report *rep, const char *dir)
         size_t lo = 0, hi = d->files_len;
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            int c = strcmp(d->files[mid].name, st->path);
+            int c = strcmp(d->files[mid].name, dcp_storage_file(st));
             if (!c) {
                 lo = mid;
                 break;
@@ -238,7 +240,7 @@ static int check_ranges(ckpt_dcp *d, ckpt_report *rep)
         dcp_storage *st = &d->storages[s];
         if (!st->transforms) continue;
         st->bad = true;
-        rc = dcp_diag_add(d, rep, 13, CKPT_E_DCP_STORAGE, st->fqn, st->path, st->offset,
+        rc = dcp_diag_add(d, rep, 13, CKPT_E_DCP_STORAGE, st->fqn, dcp_storage_file(st), st->offset,
                           "DCP: %s: stored through %s; ckptscope undoes no stream transform", st->fqn, st->transforms);
     }
     return rc;
@@ -425,14 +427,19 @@ static bool ends_with(const char *s, const char *t)
     return a >= b && !strcmp(s + a - b, t);
 }
 
-static int read_meta_bytes(ckpt_dcp *d, ckpt_report *rep, uint64_t at, uint64_t size)
+/* index m's .metadata, `size` bytes at `at` of the source */
+static int read_meta_bytes(ckpt_dcp *d, ckpt_report *rep, size_t m, uint64_t at, uint64_t size)
 {
-    if (size > CKPT_PICKLE_MAX_LEN)
+    dcp_meta *me = &d->metas[m];
+    if (size > CKPT_PICKLE_MAX_LEN) {
+        d->meta_ok = false;
         return dcp_diag_add(d, rep, 2, CKPT_E_DCP_METADATA, NULL, ".metadata", CKPT_NONE,
-                            "DCP: .metadata holds %llu bytes, not a DCP Metadata", (unsigned long long)size);
-    if (!(d->meta_bytes = malloc(size ? (size_t)size : 1))) return ckpt_fail_oom(&rep->error);
-    TRY(ckpt_read_at(d->src, at, d->meta_bytes, (size_t)size, ".metadata", &rep->error));
-    return dcp_read_metadata(d, rep, d->meta_bytes, (size_t)size);
+                            "DCP: %s.metadata holds %llu bytes, not a DCP Metadata", me->dir ? me->dir : "",
+                            (unsigned long long)size);
+    }
+    if (!(me->bytes = malloc(size ? (size_t)size : 1))) return ckpt_fail_oom(&rep->error);
+    TRY(ckpt_read_at(d->src, at, me->bytes, (size_t)size, ".metadata", &rep->error));
+    return dcp_read_metadata(d, rep, m, (size_t)size);
 }
 
 /* The checks after .metadata, in 12.5's order: storage entries, files, records, chunks, parts. */
@@ -448,26 +455,139 @@ static int checks(ckpt_dcp *d, ckpt_report *rep, const char *dir, bool here)
     return dcp_parts(d, rep);
 }
 
+/* The source's folders that hold an index, in the listing's order: its top, or the folders
+ * ckpt_dcp_folder_json laid out for Accelerate's FSDP save (format.md 12.7: optimizer_{i}/ with
+ * pytorch_model_fsdp_{i}/, or ../pytorch_model_fsdp_{i}/ beside optimizer_{i}/): each folder of an
+ * included .metadata, .metadata.tmp or .distcp file. */
+static int index_dirs(ckpt_dcp *d, ckpt_report *rep, const ckpt_bundle *b)
+{
+    /* the root's last name ("ckpt/optimizer_0/": optimizer_0) */
+    size_t rl = strlen(d->root);
+    while (rl > 1 && d->root[rl - 1] == '/') rl--;
+    size_t rb = rl;
+    while (rb > 0 && d->root[rb - 1] != '/') rb--;
+    for (size_t k = 0; k < b->count; k++) {
+        const ckpt_bundle_entry *e = &b->entries[k];
+        const char *sep = strrchr(e->name, '/');
+        if (e->offset == CKPT_NONE || !dcp_folder_file(sep ? sep + 1 : e->name)) continue;
+        size_t dl = sep ? (size_t)(sep - e->name) + 1 : 0;
+        bool seen = false;
+        for (size_t m = 0; m < d->metas_len && !seen; m++)
+            seen = strlen(d->metas[m].dir) == dl && !strncmp(d->metas[m].dir, e->name, dl);
+        if (seen || d->metas_len == DCP_MAX_METAS) continue;
+        dcp_meta *me = &d->metas[d->metas_len++];
+        strbuf dir = {0}, where = {0}, name = {0};
+        sb_printf(&dir, "%.*s", (int)dl, e->name);
+        if (dl) {
+            sb_printf(&where, "%s/%.*s", d->root, (int)dl - 1, e->name);
+            sb_printf(&name, "%.*s", (int)dl - 1, e->name);
+        } else {
+            sb_puts(&where, d->root);
+            sb_printf(&name, "%.*s", (int)(rl - rb), d->root + rb);
+        }
+        me->planner = CKPT_PNIL;
+        me->dir = sb_take(&dir);
+        me->where = sb_take(&where);
+        me->name = sb_take(&name);
+        if (!me->dir || !me->where || !me->name) return ckpt_fail_oom(&rep->error);
+    }
+    return 0;
+}
+
+/* 12.5.1 for each folder: its .metadata is there (else the save did not finish) */
+static int metadata_there(ckpt_dcp *d, ckpt_report *rep, const ckpt_bundle *b, const ckpt_bundle_entry **metas,
+                          bool *missing)
+{
+    int rc = 0;
+    *missing = false;
+    for (size_t m = 0; !rc && m < d->metas_len; m++) {
+        const dcp_meta *me = &d->metas[m];
+        strbuf nm = {0};
+        sb_printf(&nm, "%s.metadata", me->dir);
+        if (nm.failed) return ckpt_fail_oom(&rep->error);
+        metas[m] = ckpt_bundle_find(b, nm.data);
+        sb_free(&nm);
+        if (metas[m] && metas[m]->offset != CKPT_NONE) continue;
+        size_t n = 0, dl = strlen(me->dir);
+        for (size_t k = 0; k < b->count; k++) {
+            const char *e = b->entries[k].name;
+            n += !strncmp(e, me->dir, dl) && !strchr(e + dl, '/') && ends_with(e, ".distcp");
+        }
+        rc = dcp_diag_add(d, rep, 1, CKPT_E_DCP_FOLDER, NULL, NULL, CKPT_NONE,
+                          "DCP: %s has %zu data files but no .metadata: the save did not finish (DCP writes "
+                          ".metadata last)",
+                          me->where, n);
+        *missing = true;
+    }
+    return rc;
+}
+
+/* Two indices read as one: a key in both would be two values for one name (DCP's load of each
+ * folder takes each key from its own) */
+static int keys_once(ckpt_dcp *d, ckpt_report *rep)
+{
+    if (!dcp_sort_keys(d)) return ckpt_fail_oom(&rep->error);
+    for (size_t j = 1; j < d->keys_len; j++) {
+        size_t a = d->sorted[j - 1], b = d->sorted[j];
+        if (strcmp(d->keys[a].name, d->keys[b].name) || dcp_key_meta(d, a) == dcp_key_meta(d, b)) continue;
+        d->meta_ok = false;
+        size_t ma = dcp_key_meta(d, a), mb = dcp_key_meta(d, b);
+        return dcp_diag_add(d, rep, 3, CKPT_E_DCP_METADATA, d->keys[a].name, NULL, CKPT_NONE,
+                            "DCP: %s is a key of both %s and %s: read as one checkpoint, each key is in one of them",
+                            d->keys[a].name, d->metas[ma < mb ? ma : mb].where, d->metas[ma < mb ? mb : ma].where);
+    }
+    return 0;
+}
+
+/* The note on two folders read as one: which part came from which folder */
+static int joined_note(ckpt_dcp *d, ckpt_report *rep)
+{
+    strbuf note = {0};
+    sb_puts(&note, "DCP: one checkpoint of two DCP folders:");
+    static const char *const parts[] = {NULL, "model", "optimizer"};
+    bool first = true;
+    for (int q = DCP_PART_MODEL; q <= DCP_PART_OPTIM; q++)
+        for (size_t m = 0; m < d->metas_len; m++) {
+            size_t counts[3];
+            dcp_meta_counts(d, m, counts);
+            if (!counts[q]) continue;
+            sb_printf(&note, "%s the %s part from %s", first ? "" : ",", parts[q], d->metas[m].name);
+            first = false;
+        }
+    if (d->note) sb_printf(&note, "; %s", d->note);
+    char *text = sb_take(&note);
+    if (!text) return ckpt_fail_oom(&rep->error);
+    free(d->note);
+    d->note = text;
+    return 0;
+}
+
 static int folder(ckpt_parse *p, ckpt_dcp *d)
 {
     ckpt_report *rep = p->rep;
     ckpt_bundle *b = NULL;
     TRY(ckpt_bundle_open(d->src, &b, p->err));
     int rc = 0;
+    const ckpt_bundle_entry *metas[DCP_MAX_METAS] = {0};
     if (!(d->root = dcp_dup(b->root))) rc = ckpt_fail_oom(&rep->error);
-    const ckpt_bundle_entry *meta = ckpt_bundle_find(b, ".metadata");
-    if (!rc && (!meta || meta->offset == CKPT_NONE)) {
-        /* 1 */
-        size_t n = 0;
-        for (size_t k = 0; k < b->count; k++) n += ends_with(b->entries[k].name, ".distcp");
+    if (!rc) rc = index_dirs(d, rep, b);
+    if (!rc && !d->metas_len) {
+        /* a bundle laid out without any of a DCP folder's files: its top */
         rc = dcp_diag_add(d, rep, 1, CKPT_E_DCP_FOLDER, NULL, NULL, CKPT_NONE,
-                          "DCP: %s has %zu data files but no .metadata: the save did not finish (DCP writes "
+                          "DCP: %s has 0 data files but no .metadata: the save did not finish (DCP writes "
                           ".metadata last)",
-                          d->root, n);
+                          d->root);
         ckpt_bundle_free(b);
         return rc;
     }
-    if (!rc) rc = read_meta_bytes(d, rep, meta->offset, meta->size);
+    bool missing = false;
+    if (!rc) rc = metadata_there(d, rep, b, metas, &missing);
+    if (rc || missing) {
+        ckpt_bundle_free(b);
+        return rc;
+    }
+    for (size_t m = 0; !rc && m < d->metas_len; m++) rc = read_meta_bytes(d, rep, m, metas[m]->offset, metas[m]->size);
+    if (!rc && d->meta_ok && d->metas_len > 1) rc = keys_once(d, rep);
     if (!rc && d->meta_ok) {
         rc = match_storage(d, rep);
         if (!rc) rc = list_files(d, rep, d->root);
@@ -483,11 +603,19 @@ static int folder(ckpt_parse *p, ckpt_dcp *d)
         if (!rc) rc = read_records(d, rep);
         if (!rc) rc = check_chunks(d, rep);
         if (!rc) rc = dcp_parts(d, rep);
+        if (!rc && d->metas_len > 1) rc = joined_note(d, rep);
     }
-    /* the strays: files of the folder that are neither .metadata nor named by it */
+    /* the strays: files laid out in an index's folder that are neither its .metadata nor named by it */
     for (size_t k = 0; !rc && k < b->count; k++) {
         const ckpt_bundle_entry *e = &b->entries[k];
-        if (e->size == CKPT_NONE || strchr(e->name, '/') || !strcmp(e->name, ".metadata")) continue;
+        if (e->offset == CKPT_NONE || e->size == CKPT_NONE) continue;
+        bool inside = false;
+        for (size_t m = 0; m < d->metas_len && !inside; m++) {
+            size_t dl = strlen(d->metas[m].dir);
+            inside = !strncmp(e->name, d->metas[m].dir, dl) && !strchr(e->name + dl, '/') &&
+                     strcmp(e->name + dl, ".metadata");
+        }
+        if (!inside) continue;
         bool named = false;
         for (size_t f = 0; f < d->files_len && !named; f++) named = !strcmp(d->files[f].name, e->name);
         if (named) continue;
@@ -513,7 +641,9 @@ static int lone_metadata(ckpt_parse *p, ckpt_dcp *d)
     if (d->src->size == CKPT_NONE)
         return ckpt_fail(&rep->error, DCP_PREFIX, CKPT_E_DCP_METADATA, CKPT_NONE, 0,
                          ".metadata of unknown size: ckptscope reads it from a file");
-    TRY(read_meta_bytes(d, rep, 0, d->src->size));
+    d->metas_len = 1;
+    if (!(d->metas[0].dir = dcp_dup(""))) return ckpt_fail_oom(&rep->error);
+    TRY(read_meta_bytes(d, rep, 0, 0, d->src->size));
     if (!d->meta_ok) return 0;
     TRY(checks(d, rep, ".", false));
     if (!d->files_len) return 0;
@@ -643,7 +773,6 @@ static int lone_distcp(ckpt_parse *p, ckpt_dcp *d)
 int dcp_open(ckpt_parse *p, ckpt_dcp *d)
 {
     d->src = p->r->src;
-    d->planner = CKPT_PNIL;
     const uint8_t *head;
     size_t n = ckpt_reader_head(p->r, &head);
     if (ckpt_bundle_probe(head, n, DCP_PREFIX)) return folder(p, d);

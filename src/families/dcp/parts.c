@@ -458,22 +458,21 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
     if (!(d->slots = calloc(d->keys_len ? d->keys_len : 1, sizeof *d->slots))) return ckpt_fail_oom(&rep->error);
     uint8_t *placed = calloc(d->keys_len ? d->keys_len : 1, 1);
     if (!placed) return ckpt_fail_oom(&rep->error);
-    if (d->planner != CKPT_PNIL) {
-        const ckpt_pickle *p = d->meta;
-        for (uint32_t c = ckpt_pickle_node(p, d->planner)->first; c != CKPT_PNIL;) {
-            uint32_t vc = p->cells[c].next;
-            const ckpt_pnode *kn = ckpt_pickle_node(p, p->cells[c].node);
-            c = vc == CKPT_PNIL ? CKPT_PNIL : p->cells[vc].next;
-            if (kn->kind != CKPT_PK_STR) continue;
-            size_t k = dcp_find_key(d, (const char *)p->data + kn->at, kn->len);
-            if (k == DCP_NONE || placed[k]) continue;
-            placed[k] = 1;
-            const dcp_key *key = &d->keys[k];
-            if (key->part == DCP_PART_MODEL && key->kind == DCP_TENSOR && floating(key->dtype) &&
-                !batchnorm_buffer(key->fqn))
-                d->slots[d->slots_len++].key = k;
-        }
+    size_t walked;
+    size_t *walk = dcp_planner_keys(d, &walked);
+    if (!walk) {
+        free(placed);
+        return ckpt_fail_oom(&rep->error);
     }
+    for (size_t j = 0; j < walked; j++) {
+        size_t k = walk[j];
+        placed[k] = 1;
+        const dcp_key *key = &d->keys[k];
+        if (key->part == DCP_PART_MODEL && key->kind == DCP_TENSOR && floating(key->dtype) &&
+            !batchnorm_buffer(key->fqn))
+            d->slots[d->slots_len++].key = k;
+    }
+    free(walk);
     for (size_t k = 0; k < d->keys_len; k++) {
         const dcp_key *key = &d->keys[k];
         if (placed[k] || key->part != DCP_PART_MODEL || key->kind != DCP_TENSOR || !floating(key->dtype) ||
@@ -725,12 +724,15 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
                               slot_fqn(d, first), b);
         }
     }
-    /* 30 */
+    /* 30: named by the (first) folder whose index keeps none */
+    const char *without = d->root ? d->root : ".";
+    for (size_t m = d->metas_len; m-- > 0;)
+        if (d->metas[m].planner == CKPT_PNIL && d->metas[m].where) without = d->metas[m].where;
     if (!rc && !d->planner_data && d->classes != DCP_CLASSES_113 && d->slots_len)
         rc = dcp_diag_add(d, rep, 30, 0, NULL, NULL, CKPT_NONE,
                           "DCP: %s keeps no planner_data: slots follow the metadata's key order, which is module order "
                           "only when one rank wrote every unsharded item (give --names NAMES.json)",
-                          d->root ? d->root : ".");
+                          without);
     free(x.sorted);
     return rc;
 }
