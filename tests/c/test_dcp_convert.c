@@ -1,14 +1,20 @@
 /* DCP to TorchLean in one step (format.md 12.8, ckpt_dcp_convert) against the two-step path: every
- * folder of tests/cases/dcp.json (dcp_seeds.py's, Accelerate's two parts each alone) and torch
- * 1.13's folder (tests/fixtures/dcp-torch113), as the file says and with the options a PyTorch pair
- * may need. The two-step path writes the consolidated pair (ckpt_dcp_consolidate), opens it,
- * pairs it (ckpt_pair_with) and converts it (ckpt_convert): the one step gives the same bytes, or
- * the same refusal (code and text). And the refusals 12.8 names, exactly.
- * Usage: test_dcp_convert FIXTURE CASES */
+ * folder of tests/cases/dcp.json (dcp_seeds.py's; Accelerate's optimizer_0/ with the model part beside it, and its
+ * model part alone) and torch 1.13's folder (tests/fixtures/dcp-torch113), as the file says and with the options a
+ * PyTorch pair may need. The two-step path writes the consolidated pair (ckpt_dcp_consolidate), opens it, pairs it
+ * (ckpt_pair_with) and converts it (ckpt_convert): the one step gives the same bytes, or the same refusal (code and
+ * text). And the refusals 12.8 names, exactly. Usage: test_dcp_convert FIXTURE CASES */
+#define _DEFAULT_SOURCE /* mkdtemp */
 #include "ds_folder.h"
 #include "base/error.h"
 #include "minijson.h"
 #include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static const char *fixture, *cases;
 static size_t compared; /* folders whose bytes were compared */
@@ -150,6 +156,38 @@ static void test_cases(void)
     json_free(table);
 }
 
+/* The files of folder `from` (no subfolders) copied into `to`, and a folder of files removed. */
+static void copy_folder(const char *from, const char *to)
+{
+    DIR *d = opendir(from);
+    CHECK(d != NULL);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char a[4096], b[4096];
+        snprintf(a, sizeof a, "%s/%s", from, e->d_name);
+        snprintf(b, sizeof b, "%s/%s", to, e->d_name);
+        size_t n = 0;
+        unsigned char *bytes = ds_file_bytes(a, &n);
+        FILE *f = fopen(b, "wb");
+        CHECK(bytes && f && fwrite(bytes, 1, n, f) == n);
+        if (f) fclose(f);
+        free(bytes);
+    }
+    if (d) closedir(d);
+}
+
+static void remove_folder(const char *dir)
+{
+    DIR *d = opendir(dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char p[4096];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) remove(p);
+    }
+    if (d) closedir(d);
+    rmdir(dir);
+}
+
 /* 12.8's refusals come first, in the core's words and code */
 static void refused(const char *dir, int code, const char *message)
 {
@@ -212,11 +250,16 @@ static void test_refusals(void)
     snprintf(path, sizeof path, "%s/no-planner-data", cases);
     refused(path, CKPT_E_CONVERSION_LOSES,
             "DCP: ckpt keeps no module order (no planner_data): give --names NAMES.json to number the parameters");
-    t_current = "accelerate/optimizer_0";
+    /* optimizer_0/ copied alone: beside pytorch_model_fsdp_0/ it takes that model part (12.7) */
+    t_current = "accelerate/optimizer_0 alone";
+    char alone[] = "/tmp/ckpt-optimizer_0-XXXXXX";
+    CHECK(mkdtemp(alone) != NULL);
     snprintf(path, sizeof path, "%s/accelerate/optimizer_0", cases);
-    refused(path, CKPT_E_CONVERSION_LOSES,
+    copy_folder(path, alone);
+    refused(alone, CKPT_E_CONVERSION_LOSES,
             "DCP: ckpt holds optimizer state but no model part: give --state MODEL (a torch.save state dict, a "
             "safetensors file or the model's DCP folder)");
+    remove_folder(alone);
     t_current = "accelerate/pytorch_model_fsdp_0";
     snprintf(path, sizeof path, "%s/accelerate/pytorch_model_fsdp_0", cases);
     refused(path, CKPT_E_CONVERSION_LOSES, /* a model part alone: the pair route finds no group */
