@@ -102,7 +102,7 @@ test('run(saveDir) and run([tag folders]) in the API: the same result as the CLI
   assert.equal(whole.ok, true);
   assert.deepEqual(whole.names, NAMES);
   // a tag folder is one checkpoint, not a run
-  await assert.rejects(run(tags[0]), { name: 'TypeError', message: `files must be an array, or a DeepSpeed save_dir's path: ${tags[0]} is neither` });
+  await assert.rejects(run(tags[0]), { name: 'TypeError', message: `files must be an array, or the path of a DeepSpeed save_dir or of a folder of DCP folders: ${tags[0]} is neither` });
 });
 
 test('a tag folder of another run (another seed) at the next step: NOT continuous', async () => {
