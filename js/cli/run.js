@@ -132,6 +132,8 @@ export async function cmdRun(argv) {
   const wholeFolders = found !== null || (files.length >= 2 && families.size > 0 && [...families.values()].every(Boolean));
   if (found) for (const f of files) families.set(f, found.family);
   if (wholeFolders && states) throw usage(`--state goes with checkpoint files: ${[...families.values()].includes('DCP') ? 'a DCP folder holds its own parameters (its model part)' : 'a DeepSpeed folder holds its own master weights'}`);
+  // DCP keeps no optimizer class, and the core gives a DCP folder none
+  if (wholeFolders && kind !== undefined && [...families.values()].includes('DCP')) throw usage('--kind goes with PyTorch optimizers: a DCP folder takes no kind yet (no learning rate comes back)');
   if (!wholeFolders && files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind });
   }

@@ -96,7 +96,7 @@ verdict: something breaks at file 1 (renamed/step-10)
 `);
 });
 
-test('run refuses one DCP folder, a folder of one, and --state beside DCP folders', () => {
+test('run refuses one DCP folder, a folder of one, and --state or --kind beside DCP folders', () => {
   const one = cli(['run', 'checkpoint/step-9']);
   assert.equal(one.status, 2);
   assert.equal(one.stdout, '');
@@ -111,6 +111,13 @@ test('run refuses one DCP folder, a folder of one, and --state beside DCP folder
   const usage = cli(['run', '--help']);
   assert.equal(state.stderr, `ckptscope: --state goes with checkpoint files: a DCP folder holds its own
   parameters (its model part)
+${usage.stdout.split('\n\n')[0]}
+(ckptscope run --help: its options)
+`);
+  const kind = cli(['run', 'checkpoint', '--kind', 'adamw']);
+  assert.equal(kind.status, 2);
+  assert.equal(kind.stderr, `ckptscope: --kind goes with PyTorch optimizers: a DCP folder takes no kind yet
+  (no learning rate comes back)
 ${usage.stdout.split('\n\n')[0]}
 (ckptscope run --help: its options)
 `);

@@ -272,6 +272,25 @@ usage:
     ['shape', 6, 'parameter 6: shape #[11, 6] vs #[12, 6]'], ['size', 6, 'parameter 6: size 66 vs 72']]);
 });
 
+test('diff: folders of other modules are compared by name, each name one holds alone', () => {
+  const r = cli(['diff', 'layouts/global_step2', 'layouts/global_step3']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `12 differences between layouts/global_step2 and layouts/global_step3:
+  parameter count: 7 vs 4
+  emb.weight only in the first
+  l1.weight only in the first
+  l1.bias only in the first
+  l2.weight only in the first
+  l2.bias only in the first
+  frozen.weight only in the first
+  head.weight only in the first
+  a.weight only in the second
+  a.bias only in the second
+  b.weight only in the second
+  b.bias only in the second
+`);
+});
+
 test('entry(slot) of a DeepSpeed folder: the moments read through the fragments, as the writer wrote them', async () => {
   const { cases } = JSON.parse(fs.readFileSync(path.join(out, 'manifest.json'), 'utf8'));
   const floats = (file) => {
