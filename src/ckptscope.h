@@ -979,7 +979,9 @@ char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
  * name or null, "aSlot", "bSlot"} for each name one side holds alone ("{name} only in the
  * first"), {"field": "order", ...} for the first place the names both hold part ("another order:
  * slot {i} is {a} in the first, slot {j} is {b} in the second"), and each name both hold compared
- * as by position, about A's slot (sharing by the owners' names: "representative {a} vs {b}"). */
+ * as by position, about A's slot (sharing by the owners' names: "representative {a} vs {b}"). A
+ * file whose optimizer kind is unknown (DCP's, a DeepSpeed ds_config naming none) has its Adam or
+ * AdamW not compared. */
 char *ckpt_diff_files_json(const ckpt_expected *a, const ckpt_file *fa, const ckpt_expected *b, const ckpt_file *fb);
 
 /* The same differences, and the first one's message ("parameter 2: shape #[2] vs #[3]") in

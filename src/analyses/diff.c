@@ -252,9 +252,10 @@ static bool same_names(const char *const *a, size_t na, const char *const *b, si
 
 static const char *dtype_text(int dtype) { return dtype == CKPT_FLOAT64 ? "float64" : "float32"; }
 
-static void config(differ *d, const ckpt_config *a, const ckpt_config *b, strbuf *t)
+/* `kinds`: both sides say Adam or AdamW (a file whose kind is unknown guesses it: not compared) */
+static void config(differ *d, const ckpt_config *a, const ckpt_config *b, bool kinds, strbuf *t)
 {
-    if (a->kind != b->kind) {
+    if (kinds && a->kind != b->kind) {
         const char *ka = ckpt_kind_name(a->kind == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM),
                    *kb = ckpt_kind_name(b->kind == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM);
         open_diff(d, "config.kind", CKPT_NONE);
@@ -328,7 +329,8 @@ static char *diff_json(const ckpt_expected *a, const ckpt_file *fa, const ckpt_e
         sb_printf(&t, "moment dtype: %s vs %s", dtype_text(a->dtype), dtype_text(b->dtype));
         close_diff(&d, CKPT_NONE, &t);
     }
-    if (a->config && b->config) config(&d, a->config, b->config, &t);
+    bool kinds = !(fa && ckpt_kind_unknown(ckpt_file_report(fa))) && !(fb && ckpt_kind_unknown(ckpt_file_report(fb)));
+    if (a->config && b->config) config(&d, a->config, b->config, kinds, &t);
     int ca = a->keeps_random_counter, cb = b->keeps_random_counter;
     if (ca >= 0 && cb >= 0 && ca != cb) {
         open_diff(&d, "randomCounter", CKPT_NONE);
