@@ -793,35 +793,34 @@ export class Binding {
 
   // ---- DeepSpeed folders (src/families/deepspeed/names.c) --------------------------
 
-  /** char *ckpt_deepspeed_folder_json(listing, len, err): what a folder is to DeepSpeed, from
-   *  its listing (a JSON text): null, {family, read, readLimit} or {family, read: [], tag,
-   *  members, size, header}; null with err set for a listing that is not one. */
-  deepspeedFolder(listing, err) {
+  /** fn(text, len, err) of a folder's listing (a JSON text) in wasm memory: its JSON answer. */
+  #listingJson(fn, listing, err) {
     const core = this.#core;
     const bytes = new TextEncoder().encode(listing);
     const text = core.copyIn(bytes);
     try {
-      return this.#json(this.#ex.ckpt_deepspeed_folder_json(text, bytes.byteLength, err));
+      return this.#json(fn(text, bytes.byteLength, err));
     } finally {
       core.free(text);
     }
   }
+
+  /** char *ckpt_deepspeed_folder_json(listing, len, err): what a folder is to DeepSpeed, from
+   *  its listing (a JSON text): null, {family, read, readLimit} or {family, read: [], tag,
+   *  members, size, header}; null with err set for a listing that is not one. */
+  deepspeedFolder(listing, err) { return this.#listingJson(this.#ex.ckpt_deepspeed_folder_json, listing, err); }
 
   // ---- DCP folders (src/families/dcp/folder.c) -------------------------------------------
 
   /** char *ckpt_dcp_folder_json(listing, len, err): what a folder is to DCP, from its listing
    *  (a JSON text, as deepspeedFolder takes it): {family: null, read: []} or {family: 'DCP',
    *  read: [], tag: null, members, size, header}; null with err set for a listing that is not one. */
-  dcpFolder(listing, err) {
-    const core = this.#core;
-    const bytes = new TextEncoder().encode(listing);
-    const text = core.copyIn(bytes);
-    try {
-      return this.#json(this.#ex.ckpt_dcp_folder_json(text, bytes.byteLength, err));
-    } finally {
-      core.free(text);
-    }
-  }
+  dcpFolder(listing, err) { return this.#listingJson(this.#ex.ckpt_dcp_folder_json, listing, err); }
+
+  /** char *ckpt_dcp_run_json(listing, len, err): the DCP folders of a folder (torchtitan's
+   *  checkpoint/ of step-{N}/) in run order, from its listing (as dcpFolder takes it): [names];
+   *  null with err set for a listing that is not one. */
+  dcpRun(listing, err) { return this.#listingJson(this.#ex.ckpt_dcp_run_json, listing, err); }
 
   /** int ckpt_trainer_lr_logged_at(text, len): which entry logs an update's rate, by config.json's
    *  transformers_version (bytes: its text): 'a' (A's step), 'b' (B's step), or null (unknown). */

@@ -79,6 +79,21 @@ export async function folderFamily(root, entries) {
   return (await ask({ root, entries })).family;
 }
 
+/** The DCP folders among a folder's subfolders (torchtitan's checkpoint/ of step-{N}/), by their
+ *  names in run order (the core's: the last number of the name, src/families/dcp/folder.c), from
+ *  the folder's `entries` (folderListing's); [] when none. */
+export async function dcpRunFolders(root, entries) {
+  const b = await loadBinding();
+  const err = b.errorNew();
+  try {
+    const names = b.dcpRun(JSON.stringify({ root, entries }), err);
+    if (names === null) throw coreError(b, err);
+    return names;
+  } finally {
+    b.errorFree(err);
+  }
+}
+
 /** The core's plan for a folder named `root` with `entries` (folderListing's): null when it is
  *  no DeepSpeed folder, else {root, family, tag, members: [{name, offset, size}] (null: none to
  *  read), size, header} (ckpt_deepspeed_folder_json). `readText(name, limit)` gives the first

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FileSource } from './node-io.js';
-import { folderListing, folderPlan, sourceText, BundleSource, LISTING_DEPTH } from './folder-bundle.js';
+import { folderListing, folderPlan, sourceText, BundleSource, LISTING_DEPTH, dcpRunFolders } from './folder-bundle.js';
 
 /** The folder's files LISTING_DEPTH levels deep ("name", "sub/name", ...) with their sizes,
  *  and its folders ("sub/"), as folderListing takes them; a link is followed. */
@@ -67,6 +67,14 @@ export async function deepspeedPlan(dir) {
     ? listing(path.join(root, name)).filter((e) => e.size !== null && !e.name.includes('/')) : null);
   return folderPlan(root, listing(root), (name, limit) => text(path.join(root, name), limit),
     { listFolder, folder: path.basename(path.resolve(root)) });
+}
+
+/** The DCP folders in `dir` (torchtitan's checkpoint/ of step-{N}/) as paths in run order (the
+ *  core's); [] when it holds none, null when `dir` is no folder. */
+export async function dcpRunPaths(dir) {
+  const root = dir instanceof URL ? fileURLToPath(dir) : String(dir);
+  if (!fs.statSync(root, { throwIfNoEntry: false })?.isDirectory()) return null;
+  return (await dcpRunFolders(root, listing(root))).map((name) => path.join(root, name));
 }
 
 /** The folder as one source: {size, read(offset, dest), close()}; null when the folder is no

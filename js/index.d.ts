@@ -699,6 +699,11 @@ export interface Difference {
   /** For the configuration's floats: the exact bit patterns of a and b. */
   aBits?: string;
   bBits?: string;
+  /** Two checkpoints whose slots are named (DeepSpeed, DCP) and whose names differ are compared
+   *  by name: for `field` 'name' (a name one side holds alone) and 'order' (the first place the
+   *  names both hold part), a and b are the names (null: none) and these their slots. */
+  aSlot?: number | null;
+  bSlot?: number | null;
   /** The difference in words, without the slot. */
   text: string;
   message: string;
@@ -833,12 +838,13 @@ export interface RunResult {
   /** Index of the first file where something breaks (invalid, flagged, or B of a broken pair). */
   first: number | null;
   /** PyTorch optimizers paired with their models: the slots by the model's names (a DeepSpeed
-   *  folder's: its module's). */
+   *  folder's: its module's; a DCP folder's: its FQNs). */
   names?: string[];
 }
 
 /** Checkpoints of one run in run order (at least two), with each file's state file or null; or,
- *  in Node, a DeepSpeed save_dir's path (its tag folders in run order). */
+ *  in Node, a DeepSpeed save_dir's path (its tag folders in run order) or a folder of DCP folders
+ *  (torchtitan's checkpoint/ of step-N/: in the order of N). */
 export function run(files: Source[] | string | URL, options?: ScanOptions & { states?: (Source | null)[] | null; lr?: number; ratioBand?: [number, number]; residualLimit?: number; onHealth?: (file: number, result: HealthResult) => void }): Promise<RunResult>;
 /** The default residualLimit of run(): 0.1. */
 export const DEFAULT_RESIDUAL_LIMIT: number;

@@ -1,9 +1,10 @@
-// The checkpoints of a DeepSpeed run in a folder (Node): a save_dir's tag folders, or a Hugging
-// Face Trainer output folder's checkpoint-N/ folders saved with DeepSpeed, in run order.
+// The checkpoints of a run in a folder, each a folder read as one checkpoint (Node): a DeepSpeed
+// save_dir's tag folders, a Hugging Face Trainer output folder's checkpoint-N/ folders saved with
+// DeepSpeed, or the DCP folders of a folder (torchtitan's checkpoint/ of step-{N}/), in run order.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { deepspeedPlan } from './folder-source.js';
+import { deepspeedPlan, dcpRunPaths } from './folder-source.js';
 import { checkpointFolders, trainerFolder } from './trainer-folder.js';
 
 /** The checkpoints of a DeepSpeed run in a folder, as paths in run order: a save_dir's tag
@@ -21,4 +22,15 @@ export async function deepspeedTagFolders(dir) {
     if ((await trainerFolder(f.path)).optimizer || (await deepspeedPlan(f.path))?.family !== 'DeepSpeed') return null;
   }
   return folders.map((f) => f.path);
+}
+
+/** The checkpoints of a run in a folder of folders read as one checkpoint each, in run order:
+ *  {family: 'DeepSpeed', folders} (deepspeedTagFolders), {family: 'DCP', folders} (its DCP
+ *  folders, the core's order: the last number of the name), or null when `dir` holds neither
+ *  (a DCP folder itself holds none). */
+export async function checkpointRunFolders(dir) {
+  const tags = await deepspeedTagFolders(dir);
+  if (tags) return { family: 'DeepSpeed', folders: tags };
+  const dcp = await dcpRunPaths(dir);
+  return dcp?.length ? { family: 'DCP', folders: dcp } : null;
 }

@@ -11,6 +11,7 @@ import { learningRate, ratioBand } from './options.js';
 import { CheckpointError, coreError } from './errors.js';
 import { withSink, collect, saveAtomically } from './sink.js';
 import { exportArguments, exportPointers } from './export.js';
+import { ownSlotNames } from './dcp.js';
 
 /** The k = 1 learning-rate residual past which a pair breaks, unless given (src/analyses/run.c's). */
 export const DEFAULT_RESIDUAL_LIMIT = 0.1;
@@ -43,12 +44,12 @@ function sources(list, what) {
   return list;
 }
 
-/** A DeepSpeed save_dir's tag folders, in run order (Node). */
-async function saveDirFolders(dir) {
-  const { deepspeedTagFolders } = await import('./run-folders.js');
-  const folders = await deepspeedTagFolders(dir);
-  if (!folders) throw new TypeError(`files must be an array, or a DeepSpeed save_dir's path: ${String(dir)} is neither`);
-  return folders;
+/** A DeepSpeed save_dir's tag folders, or a folder's DCP folders, in run order (Node). */
+async function runFolders(dir) {
+  const { checkpointRunFolders } = await import('./run-folders.js');
+  const found = await checkpointRunFolders(dir);
+  if (!found) throw new TypeError(`files must be an array, or the path of a DeepSpeed save_dir or of a folder of DCP folders: ${String(dir)} is neither`);
+  return found.folders;
 }
 
 /**
@@ -63,8 +64,8 @@ async function saveDirFolders(dir) {
  */
 export async function run(files, { states = null, lr, ratioBand: bandArg, residualLimit, labels, onProgress, onHealth, signal, kind } = {}) {
   // a DeepSpeed save_dir (Node: a folder's path): its tag folders in run order (a Trainer output
-  // folder saved with DeepSpeed: its checkpoint-N folders)
-  if (typeof files === 'string' || files instanceof URL) files = await saveDirFolders(files);
+  // folder saved with DeepSpeed: its checkpoint-N folders); a folder of DCP folders: those
+  if (typeof files === 'string' || files instanceof URL) files = await runFolders(files);
   sources(files, 'files');
   const limit = residualLimitOf(residualLimit);
   if (files.length < 2) throw new RangeError(`a run needs at least two checkpoints, got ${files.length}`);
@@ -136,8 +137,9 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
         onHealth(i, result);
       }
     }
-    // a PyTorch pair's slots are named by its model (the first file's that has one)
-    const names = opts.find((ck) => ck?.report.names)?.report.names ?? null;
+    // a PyTorch pair's slots are named by its model, a DeepSpeed or DCP folder's by itself (the
+    // first file's that has names)
+    const names = opts.map((ck) => ownSlotNames(ck?.report)).find(Boolean) ?? null;
     storedRates(json, opts, b);
     return {
       ok: json.ok,
@@ -154,8 +156,8 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
           ok: f.ok,
           error: f.error,
           // an optimizer whose file does not say Adam or AdamW (torch 1.13's): no lr comes back
-          // (a DeepSpeed folder's: its ds_config names no optimizer)
-          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : opts[i].report?.deepspeed ? opts[i].report.deepspeed.optimizerKind === null : false,
+          // (a DeepSpeed folder's: its ds_config names no optimizer; DCP keeps no optimizer class)
+          kindUnknown: opts[i].summary.optimizer ? opts[i].summary.optimizer.kind === null : f.kindUnknown,
           ...(stateError ? { stateError, stateFile: nameOf(stateOf(i)) } : {}),
         };
       }),

@@ -981,6 +981,17 @@ char *ckpt_error_json(const ckpt_error *err);
  * flags of a state file's shapes) are not compared. */
 char *ckpt_diff_json(const ckpt_expected *a, const ckpt_expected *b);
 
+/* The same, each layout with the open file it is of (ckpt_file_layout), or NULL for a layout of
+ * its own. When both files name their slots (DeepSpeed's module names, DCP's FQNs) and the names
+ * differ, the slots are compared by name: {"field": "name", "slot": null, "a": name or null, "b":
+ * name or null, "aSlot", "bSlot"} for each name one side holds alone ("{name} only in the
+ * first"), {"field": "order", ...} for the first place the names both hold part ("another order:
+ * slot {i} is {a} in the first, slot {j} is {b} in the second"), and each name both hold compared
+ * as by position, about A's slot (sharing by the owners' names: "representative {a} vs {b}"). A
+ * file whose optimizer kind is unknown (DCP's, a DeepSpeed ds_config naming none) has its Adam or
+ * AdamW not compared. */
+char *ckpt_diff_files_json(const ckpt_expected *a, const ckpt_file *fa, const ckpt_expected *b, const ckpt_file *fb);
+
 /* The same differences, and the first one's message ("parameter 2: shape #[2] vs #[3]") in
  * *first (NULL when there is none; the caller frees both). CKPT_E_NO_MEMORY or 0. */
 int ckpt_diff_first(const ckpt_expected *a, const ckpt_expected *b, char **json, char **first);
@@ -1016,7 +1027,7 @@ int ckpt_logged_lr_agrees(double lr, double logged);
  * per owner slot, the k = 1 gradient and learning rate, and each file's health summary
  * (ckpt_health_json's flags, the median ratio), in one pass that reads each payload once (the
  * files stream side by side, a few chunks per file in memory), as JSON {"files":[{"index","ok",
- * "step","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
+ * "step","kindUnknown","stateUsed","stateError","health":{"flags","ratio"}|null,"error"}], "pairs":[{"a","b",
  * "continuous","verdict","verdictSlot","slotsCannotTell","power","configDiff","layoutDiff","slots":
  * [{"slot","stepA","stepB","k","broken","firstBroken","worst","power","message","cannotTell",
  * "gradient","lr","lrResidual"}]}], "ok", "cannotTell", "first"}. A slot whose power is below 1%
@@ -1222,6 +1233,13 @@ char *ckpt_deepspeed_folder_json(const char *listing, size_t len, ckpt_error *er
  * "members": [{"name", "offset", "size"}], "size", "header": [bytes]}: every file at its top laid
  * out after the bundle header. NULL with err set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
 char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err);
+
+/* The DCP folders of a folder (torchtitan's checkpoint/ of step-{N}/), from its listing as
+ * ckpt_dcp_folder_json takes it: the folders at its top that ckpt_dcp_folder_json takes for DCP
+ * folders, in format.md 9's run order (the last number of the name: step-10 after step-9; those
+ * without one after them, by name), as a JSON array of their names ([] when none). NULL with err
+ * set (CKPT_E_INVALID_ARGUMENT, CKPT_E_NO_MEMORY). */
+char *ckpt_dcp_run_json(const char *listing, size_t len, ckpt_error *err);
 
 /* ---- Accelerate folders (docs/distributed.md, "Accelerate folders") ------------------------ */
 

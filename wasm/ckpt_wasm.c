@@ -91,6 +91,7 @@ void w_schema_tags(const ckpt_schema *s, uint64_t *out)
 typedef struct w_layout {
     ckpt_expected exp;
     ckpt_config config;
+    const ckpt_file *file; /* the open file it is of (its slot names), NULL for a layout of its own */
 } w_layout;
 
 w_layout *w_layout_new(const ckpt_schema *schema, int dtype, const ckpt_config *config, int keeps_random_counter,
@@ -126,6 +127,7 @@ w_layout *w_layout_of_file(const ckpt_file *f, ckpt_error *err)
         free(l);
         return NULL;
     }
+    l->file = f;
     if (l->exp.config) {
         l->config = *l->exp.config;
         l->exp.config = &l->config;
@@ -151,7 +153,7 @@ char *w_check(int source, uint64_t size, const w_layout *layout)
 char *w_diff(const w_layout *a, const w_layout *b)
 {
     if (!a || !b) return NULL;
-    return ckpt_diff_json(&a->exp, &b->exp);
+    return ckpt_diff_files_json(&a->exp, a->file, &b->exp, b->file);
 }
 
 /* ---- open files ---- */

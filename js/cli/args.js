@@ -83,8 +83,9 @@ function usageText({ kind, to, outs }) {
                [--names NAMES.json] [--slots] [--json] [--kind ${kind}]
       checkpoints of one run: is each the continuation of the one before?
       the gradient and learning rate of one-step pairs; DIR: TorchLean files,
-      a Trainer output folder of checkpoint-N/ folders or a DeepSpeed
-      save_dir; A B ...: files, checkpoint-N/ folders or DeepSpeed tag folders
+      a Trainer output folder of checkpoint-N/ folders, a DeepSpeed save_dir
+      or a folder of DCP folders; A B ...: files, checkpoint-N/ folders,
+      DeepSpeed tag folders or DCP folders
   ckptscope run A B --grad ${outs} [--names NAMES.json]
       the gradient of B's step as {name}.grad tensors
   ckptscope serve [--port N]

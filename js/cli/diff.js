@@ -10,7 +10,8 @@ import { jsonKind } from '../layout.js';
 import { say } from '../terminal.js';
 import { isStream, streamName } from '../user-files.js';
 import { UsageError, parseArgs, meant } from './args.js';
-import { Failure, layoutArg, readNames, openFile, isFolder, isDeepSpeedFolder } from './inputs.js';
+import { Failure, layoutArg, readNames, openFile, isFolder, folderFamilyOf } from './inputs.js';
+import { ownSlotNames } from '../dcp.js';
 import { open } from '../checkpoint.js';
 import { reading } from '../user-files.js';
 import { folderFiles, applyKind, FolderError } from '../trainer-run.js';
@@ -24,16 +25,17 @@ export async function cmdDiff(argv) {
   const models = seen['--state'] ?? [];
   if (models.length > 2) throw new UsageError(`diff --state takes one model for both files, or A's then B's: ${models.length} given`, 'diff');
   for (const m of models) if (isStream(m)) throw new UsageError(`diff --state needs a file: ${streamName(m)} is not supported there`);
-  // a DeepSpeed folder: one checkpoint, its slots named by its module; a Trainer checkpoint-N/
-  // folder: its optimizer, with its own model
-  const deepspeed = [], folders = [];
+  // a DeepSpeed or DCP folder: one checkpoint, its slots named by its module (DCP: its FQNs); a
+  // Trainer checkpoint-N/ folder: its optimizer, with its own model
+  const whole = [], folders = [];   // whole[k]: the family of a folder read as one checkpoint, or null
   for (const side of [a, b]) {
-    deepspeed.push(isFolder(side) && await isDeepSpeedFolder(side));
-    folders.push(isFolder(side) && !deepspeed[deepspeed.length - 1] ? await folderFiles(side).catch((err) => {
+    whole.push(isFolder(side) ? await folderFamilyOf(side) : null);
+    folders.push(isFolder(side) && !whole[whole.length - 1] ? await folderFiles(side).catch((err) => {
       throw err instanceof FolderError ? new Failure(err.message) : err;
     }) : null);
   }
-  if (deepspeed.some(Boolean) && models.length) throw new UsageError('--state goes with optimizer files: a DeepSpeed folder has slots of its own (its module\'s)', 'diff');
+  const family = whole.find(Boolean);
+  if (family && models.length) throw new UsageError(`--state goes with optimizer files: a ${family} folder has slots of its own (${family === 'DCP' ? 'its model part\'s' : 'its module\'s'})`, 'diff');
   if (folders.some(Boolean) && models.length) throw new UsageError('--state goes with optimizer files: a checkpoint folder is compared with its own model', 'diff');
   const sides = [];
   const opened = [];   // the models paired with the sides, closed after
@@ -41,22 +43,26 @@ export async function cmdDiff(argv) {
   try {
     for (const [k, side] of [a, b].entries()) {
       const f = folders[k];
-      sides.push(deepspeed[k] ? await deepspeedSide(side) : await diffSide(f ? f.optimizer : side));
+      sides.push(whole[k] ? await folderSide(side) : await diffSide(f ? f.optimizer : side));
       if (f) await applyKind(sides[k], f.kind, f.fallback);
     }
     await withModels(sides, [a, b], models, opened, folders.map((f) => f?.model ?? null));
     differences = await diff(sides[0], sides[1]);
     // PyTorch optimizers paired with their models: the slots are the model's names; a DeepSpeed
-    // folder's are its module's
-    pairedNames = sides[0]?.summary?.pairing?.slots ?? (deepspeed[0] ? sides[0].report.names ?? null : null);
-    // two checkpoints of one layout: what they hold too (steps, counter, moments)
-    const sameSlots = !differences.some((d) => d.slot !== null && d.slot !== undefined);
+    // folder's are its module's, a DCP folder's its FQNs
+    pairedNames = sides[0]?.summary?.pairing?.slots ?? (whole[0] ? ownSlotNames(sides[0].report) : null);
+    // two checkpoints of one layout: what they hold too (steps, counter, moments); slots whose
+    // names differ (the core compared them by name) hold nothing to set side by side
+    const sameSlots = !differences.some((d) => (d.slot !== null && d.slot !== undefined) || d.field === 'name' || d.field === 'order');
     if (sameSlots && sides.every((s) => typeof s?.entry === 'function') && sides[0].summary.slotCount === sides[1].summary.slotCount) {
       const { valueDifferences } = await import('../diff-values.js');
       differences = [...differences, ...(await valueDifferences(sides[0], sides[1]))];
     }
   } catch (err) {
     if (err instanceof LayoutError && sides.length === 2) await nameMalformedSide([[sides[0], a], [sides[1], b]]);
+    // a folder the core does not read as a layout (a DCP folder whose groups keep no betas and
+    // eps): named
+    if (err instanceof CheckpointError && !err.context && sides.length === 2) await nameUnreadSide([[sides[0], a], [sides[1], b]]);
     throw err;
   } finally {
     for (const side of sides) side?.close?.();
@@ -95,9 +101,9 @@ async function withModels(sides, paths, models, opened, own = [null, null]) {
   }
 }
 
-/** A DeepSpeed folder as one side of a diff: its checkpoint, open and valid (a broken one is
- *  named, with the core's reason). */
-async function deepspeedSide(dir) {
+/** A DeepSpeed or DCP folder as one side of a diff: its checkpoint, open and valid (a broken one
+ *  is named, with the core's reason). */
+async function folderSide(dir) {
   const ck = await reading(dir, 'checkpoint', () => open(dir));
   if (!ck.ok) {
     const error = ck.summary.error;
@@ -124,6 +130,17 @@ async function diffSide(path) {
     throw new CheckpointError(error, { context: `cannot compare: ${path} is the report of an invalid checkpoint` });
   }
   return side;
+}
+
+/** A side the core cannot compare (its reason the error's): each side alone, to name the one. */
+async function nameUnreadSide(sides) {
+  for (const [side, name] of sides) {
+    try {
+      await diff(side, side);
+    } catch (err) {
+      throw err instanceof CheckpointError && !err.context ? new CheckpointError(err, { context: `cannot compare: ${name}` }) : err;
+    }
+  }
 }
 
 /** A malformed layout: describe each side alone to name the one at fault. */

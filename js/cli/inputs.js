@@ -144,7 +144,7 @@ export async function trainedModelOf(opt, state) {
 const DEEPSPEED_COMMANDS = new Set(['inspect', 'check', 'health', 'export', 'run', 'diff']);
 
 /** The commands that read a distributed checkpoint (DCP) folder. */
-const DCP_COMMANDS = new Set(['inspect', 'check', 'health', 'export']);
+const DCP_COMMANDS = new Set(['inspect', 'check', 'health', 'export', 'run', 'diff']);
 
 /** The family of the checkpoint the core reads FILE as, when FILE is a folder it reads as one
  *  ('DeepSpeed', 'DCP'); else null. */

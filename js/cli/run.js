@@ -1,6 +1,7 @@
 // ckptscope run (docs/runs.md): checkpoints of one run. Given files in run order, or a folder:
 // its optimizer checkpoints in run order, each with the model-state file of the same stem (the
-// package's runFiles), or a Trainer output folder of checkpoint-N/ folders. One line per
+// package's runFiles), a Trainer output folder of checkpoint-N/ folders, a DeepSpeed save_dir or
+// a folder of DCP folders (torchtitan's checkpoint/ of step-N/). One line per
 // consecutive pair (continuous, cannot tell or broken), the per-slot table with --slots, per
 // file its health; exit 1 when a pair is not continuous or a file is invalid or flagged (a
 // failure: the ratio band's warnings are counted, not failed on), 3 when nothing breaks but a
@@ -9,13 +10,15 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { open } from '../checkpoint.js';
+import { diff } from '../api.js';
+import { CheckpointError } from '../errors.js';
 import { run, runFiles, saveGradient } from '../run.js';
 import { say, terminalJSON, outputColumns, wrapLine, COLUMNS } from '../terminal.js';
 import { FileError, STDIN, checkInput, reading, writing, readNamesFile } from '../user-files.js';
 import { isOutputFolder, openOutputFolder, openCheckpointFolders, compareLogged, FolderError } from '../trainer-run.js';
 import { UsageError, parseArgs, positiveArg, ratioBandArg, kindArg, exportFormatOf, exportOutputs } from './args.js';
-import { readNames, isDeepSpeedFolder } from './inputs.js';
-import { deepspeedTagFolders } from '../run-folders.js';
+import { readNames, folderFamilyOf } from './inputs.js';
+import { checkpointRunFolders } from '../run-folders.js';
 import { runLines, trainerWarnings, wroteLine } from './text.js';
 
 /** The exit status of a run where nothing breaks but a pair cannot tell. */
@@ -80,11 +83,25 @@ async function slotCount(file) {
   }
 }
 
-/** DeepSpeed folders whose ds_config names no optimizer (`unknown`: their paths, of `total`):
- *  AdamW's step has a decay term, Adam's none, so no learning rate comes back. */
-function deepspeedKindWarnings(unknown, total) {
-  if (!unknown.length) return [];
-  return [`warning: ${unknown.length === total ? 'no folder\'s' : `${unknown.length} folder${unknown.length === 1 ? '\'s' : 's\''} (${unknown.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back`];
+/** Folders read as one checkpoint whose optimizer kind is unknown (`unknown`: their paths, of
+ *  `total`; `families`: each path's family): AdamW's step has a decay term, Adam's none, so no
+ *  learning rate comes back. A DeepSpeed folder's ds_config names no optimizer; a DCP folder keeps
+ *  no optimizer class. */
+function folderKindWarnings(unknown, total, families) {
+  const out = [];
+  const ds = unknown.filter((p) => families.get(p) === 'DeepSpeed'), dcp = unknown.filter((p) => families.get(p) === 'DCP');
+  if (ds.length) out.push(`warning: ${ds.length === total ? 'no folder\'s' : `${ds.length} folder${ds.length === 1 ? '\'s' : 's\''} (${ds.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back`);
+  if (dcp.length) out.push(`warning: ${dcp.length === total ? 'DCP folders keep' : `${dcp.length} DCP folder${dcp.length === 1 ? ' (' : 's ('}${dcp.join(', ')}) keep${dcp.length === 1 ? 's' : ''}`} no optimizer class (Adam or AdamW): no learning rate comes back`);
+  return out;
+}
+
+/** `err` (the run's refusal) named by the first of the folders `files` the core refuses alone. */
+async function folderAtFault(files, err) {
+  for (const f of files.filter(isDirectory)) {
+    const refused = await diff(f, f).then(() => null, (e) => (e instanceof CheckpointError ? e : null));
+    if (refused) return new CheckpointError(refused, { context: `cannot check the run at ${f}` });
+  }
+  return err;
 }
 
 /** The exit status of a run's result: 0 all clear, 1 something breaks, 3 a pair cannot tell. */
@@ -97,44 +114,57 @@ export async function cmdRun(argv) {
   let { files, states, json, slots, lr, residualLimit, grad, names, band, kind } = parse(argv);
   let skipped = [];   // a folder's entries the run does not read
   if (grad !== undefined) return cmdGradient(files, grad, names);
-  // DeepSpeed: a save_dir's tag folders in run order, or tag folders (and files) given
-  const tagFolders = files.length === 1 && !states && isDirectory(files[0]) ? await deepspeedTagFolders(files[0]) : null;
-  if (tagFolders) {
-    if (tagFolders.length < 2) throw new FileError(`${files[0]} holds ${tagFolders.length} tag folder${tagFolders.length === 1 ? '' : 's'}: a run needs at least two`);
-    files = tagFolders;
+  // DeepSpeed: a save_dir's tag folders in run order; DCP: a folder's DCP folders in run order;
+  // or such folders (and files) given
+  const found = files.length === 1 && !states && isDirectory(files[0]) ? await checkpointRunFolders(files[0]) : null;
+  if (found) {
+    const what = found.family === 'DCP' ? 'DCP folder' : 'tag folder';
+    if (found.folders.length < 2) throw new FileError(`${files[0]} holds ${found.folders.length} ${what}${found.folders.length === 1 ? '' : 's'}: a run needs at least two`);
+    files = found.folders;
   }
-  if (!tagFolders && files.length === 1 && !states && isDirectory(files[0]) && await isDeepSpeedFolder(files[0])) {
-    throw new FileError(`${files[0]} is one DeepSpeed checkpoint (a tag folder): a run needs at least two, or their save_dir`);
-  }
-  const deepspeed = tagFolders !== null || (files.length >= 2 && files.some(isDirectory) && (await Promise.all(files.filter(isDirectory).map(isDeepSpeedFolder))).every(Boolean));
-  if (deepspeed && states) throw usage('--state goes with checkpoint files: a DeepSpeed folder holds its own master weights');
-  if (!deepspeed && files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
+  const lone = !found && files.length === 1 && !states && isDirectory(files[0]) ? await folderFamilyOf(files[0]) : null;
+  if (lone === 'DeepSpeed') throw new FileError(`${files[0]} is one DeepSpeed checkpoint (a tag folder): a run needs at least two, or their save_dir`);
+  if (lone === 'DCP') throw new FileError(`${files[0]} is one DCP checkpoint: a run needs at least two, or their folder`);
+  // each folder given the family it is read as (a folder read as one checkpoint)
+  const families = new Map();
+  for (const f of files.filter(isDirectory)) families.set(f, await folderFamilyOf(f));
+  // every folder read as one checkpoint (DeepSpeed's, DCP's)
+  const wholeFolders = found !== null || (files.length >= 2 && families.size > 0 && [...families.values()].every(Boolean));
+  if (found) for (const f of files) families.set(f, found.family);
+  if (wholeFolders && states) throw usage(`--state goes with checkpoint files: ${[...families.values()].includes('DCP') ? 'a DCP folder holds its own parameters (its model part)' : 'a DeepSpeed folder holds its own master weights'}`);
+  // DCP keeps no optimizer class, and the core gives a DCP folder none
+  if (wholeFolders && kind !== undefined && [...families.values()].includes('DCP')) throw usage('--kind goes with PyTorch optimizers: a DCP folder takes no kind yet (no learning rate comes back)');
+  if (!wholeFolders && files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind });
   }
-  if (!deepspeed && files.length >= 2 && files.some(isDirectory)) {
+  if (!wholeFolders && files.length >= 2 && files.some(isDirectory)) {
     // checkpoint-N folders, in the order given: each its optimizer with its own model
     if (states) throw usage('--state goes with checkpoint files: a checkpoint folder is paired with its own model');
     const file = files.find((f) => !isDirectory(f));
     if (file !== undefined) throw usage(`run takes checkpoint files or checkpoint folders, not both: ${file} is a file`);
     return trainerRun(files, { json, slots, lr, residualLimit, names, band, kind });
   }
-  if (!deepspeed && files.length === 1 && !states && isDirectory(files[0])) {
+  if (!wholeFolders && files.length === 1 && !states && isDirectory(files[0])) {
     const dir = files[0];
     ({ files, states, skipped } = await folder(dir));
     if (files.length < 2) throw new FileError(`${dir} holds ${files.length} optimizer checkpoint${files.length === 1 ? '' : 's'}: a run needs at least two`);
   } else if (files.length < 2) throw usage('run takes at least two checkpoints, or a folder');
-  else for (const f of [...files, ...(states ?? [])]) if (!(deepspeed && isDirectory(f))) checkInput(f, 'checkpoint');
+  else for (const f of [...files, ...(states ?? [])]) if (!(wholeFolders && isDirectory(f))) checkInput(f, 'checkpoint');
   // the ratios need both (a folder's state files are found by their stems; a DeepSpeed folder
-  // holds its master weights)
-  if (band !== undefined && !deepspeed && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
+  // holds its master weights, a DCP folder its parameters)
+  if (band !== undefined && !wholeFolders && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
   const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
   // --kind: the kind of the PyTorch optimizers among the files (a TorchLean file's own is checked)
-  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit, kind }));
+  const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit, kind })).catch(async (err) => {
+    // a folder the core does not read as one (a DCP folder whose groups keep no betas and eps): named
+    if (err instanceof CheckpointError && !err.context && wholeFolders) throw await folderAtFault(files, err);
+    throw err;
+  });
   if (skipped.length) result.skipped = skipped;
   // a run's learning rates need the kind (AdamW's step has a decay term, Adam's none)
   const unknown = result.files.map((f, i) => (f.kindUnknown ? f.path ?? files[i] : null)).filter((p) => p !== null);
-  const warnings = deepspeed ? deepspeedKindWarnings(unknown, files.length) : trainerWarnings([], [], unknown, files.length, { folder: false });
+  const warnings = wholeFolders ? folderKindWarnings(unknown, files.length, families) : trainerWarnings([], [], unknown, files.length, { folder: false });
   if (json) process.stdout.write(terminalJSON(result, 2) + '\n');
   else say(process.stdout, runLines(result, { width: outputColumns(process.stdout), names: slotNames ?? result.names ?? null, slots }));
   if (warnings.length) say(process.stderr, warnings.flatMap((w) => wrapLine(w, COLUMNS)));

@@ -407,11 +407,7 @@ static void slot_json(run_pair *pp, uint64_t s, const ckpt_entry_info *ea, const
     sb_free(&weak);
 }
 
-/* Slot s's name in a family that names its slots (a DeepSpeed module's), NULL otherwise. */
-static const char *name_of(const ckpt_report *r, uint64_t s)
-{
-    return r->family && r->family->impl->slot_name ? r->family->impl->slot_name(r, s) : NULL;
-}
+static const char *name_of(const ckpt_report *r, uint64_t s) { return ckpt_slot_name(r, s); }
 
 static bool has_name(const ckpt_report *r, size_t n, const char *name)
 {
@@ -673,6 +669,8 @@ static char *run_json(run *r, double lr, ckpt_ratio_band band, ckpt_error *err)
         sb_printf(&sb, "{\"index\":%zu,\"ok\":%s,\"step\":", f, rf->readable ? "true" : "false");
         if (rf->readable) j_u64(&sb, max_step(rf->rep));
         else sb_lit(&sb, "null");
+        /* Adam or AdamW unknown (a DeepSpeed ds_config naming none, DCP's): no learning rate */
+        sb_printf(&sb, ",\"kindUnknown\":%s", ckpt_kind_unknown(ckpt_file_report(rf->file)) ? "true" : "false");
         sb_printf(&sb, ",\"stateUsed\":%s,\"stateError\":", rf->state ? "true" : "false");
         if (rf->state_error.code) j_string(&sb, rf->state_error.message ? rf->state_error.message : "");
         else sb_lit(&sb, "null");

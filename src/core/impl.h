@@ -157,6 +157,12 @@ static inline double ckpt_lr_of_slot(const ckpt_report *rep, uint64_t slot)
 {
     return rep->family && rep->family->impl->lr_of_slot ? rep->family->impl->lr_of_slot(rep, slot) : (double)NAN;
 }
+/* Slot s's name in a family that names its slots (a DeepSpeed module's, DCP's FQNs), NULL
+ * otherwise. */
+static inline const char *ckpt_slot_name(const ckpt_report *rep, uint64_t slot)
+{
+    return rep->family && rep->family->impl->slot_name ? rep->family->impl->slot_name(rep, slot) : NULL;
+}
 /* Is the file's optimizer kind (Adam or AdamW) unknown? */
 static inline bool ckpt_kind_unknown(const ckpt_report *rep)
 {

@@ -49,3 +49,35 @@ char *ckpt_numbered_names_json(const char *const *names, size_t n, const char *p
     free(cs);
     return sb_take(&sb);
 }
+
+bool ckpt_last_number(const char *s, size_t n, uint64_t *v)
+{
+    size_t end = n;
+    while (end && !(s[end - 1] >= '0' && s[end - 1] <= '9')) end--;
+    if (!end) return false;
+    size_t start = end;
+    while (start && s[start - 1] >= '0' && s[start - 1] <= '9') start--;
+    uint64_t x = 0;
+    for (size_t k = start; k < end; k++) x = x > (UINT64_MAX - 9) / 10 ? UINT64_MAX : x * 10 + (uint64_t)(s[k] - '0');
+    *v = x;
+    return true;
+}
+
+static int cmp_run_name(const void *x, const void *y)
+{
+    const ckpt_run_name *a = x, *b = y;
+    if (a->has != b->has) return a->has ? -1 : 1;
+    if (a->has && a->n != b->n) return a->n < b->n ? -1 : 1;
+    size_t m = a->len < b->len ? a->len : b->len;
+    int c = memcmp(a->name, b->name, m);
+    return c ? c : (a->len > b->len) - (a->len < b->len);
+}
+
+void ckpt_run_order(ckpt_run_name *names, size_t count)
+{
+    for (size_t k = 0; k < count; k++) {
+        names[k].n = 0;
+        names[k].has = ckpt_last_number(names[k].name, names[k].len, &names[k].n);
+    }
+    if (count) qsort(names, count, sizeof *names, cmp_run_name);
+}

@@ -1021,6 +1021,100 @@ static void test_accelerate_plans(void)
     }
 }
 
+/* torchtitan's checkpoint/: the folders holding a DCP folder's file at their own top, in run
+ * order by the last number of the name (step-10 after step-9; an unfinished save's .metadata.tmp
+ * counts; names without a number after, by name); a file at the top, a folder whose DCP files lie
+ * deeper, and other folders are none. */
+static void test_run_folders(void)
+{
+    static const char listing[] =
+        "{\"root\": \"checkpoint\", \"entries\": [{\"name\": \".metadata\", \"size\": 9}, "
+        "{\"name\": \"notes/\", \"size\": null}, {\"name\": \"notes/a.txt\", \"size\": 1}, "
+        "{\"name\": \"step-10/\", \"size\": null}, {\"name\": \"step-10/.metadata\", \"size\": 9}, "
+        "{\"name\": \"step-10/__0_0.distcp\", \"size\": 9}, {\"name\": \"step-2/\", \"size\": null}, "
+        "{\"name\": \"step-2/sub/\", \"size\": null}, {\"name\": \"step-2/sub/.metadata\", \"size\": 9}, "
+        "{\"name\": \"step-3/\", \"size\": null}, {\"name\": \"step-3/.metadata.tmp\", \"size\": 9}, "
+        "{\"name\": \"step-9/\", \"size\": null}, {\"name\": \"step-9/.metadata\", \"size\": 9}, "
+        "{\"name\": \"step-x/\", \"size\": null}, {\"name\": \"step-x/__1_0.distcp\", \"size\": 9}, "
+        "{\"name\": \"best/\", \"size\": null}, {\"name\": \"best/.metadata\", \"size\": 9}]}";
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *j = ckpt_dcp_run_json(listing, sizeof listing - 1, &err);
+    CHECK_STR(j, "[\"step-3\",\"step-9\",\"step-10\",\"best\",\"step-x\"]");
+    free(j);
+    static const char none[] = "{\"root\": \"x\", \"entries\": [{\"name\": \"a.ckpt\", \"size\": 4}]}";
+    j = ckpt_dcp_run_json(none, sizeof none - 1, &err);
+    CHECK_STR(j, "[]");
+    free(j);
+    static const char bad[] = "{\"root\": \"x\"}";
+    CHECK(ckpt_dcp_run_json(bad, sizeof bad - 1, &err) == NULL);
+    CHECK(err.code == CKPT_E_INVALID_ARGUMENT);
+    ckpt_error_clear(&err);
+}
+
+/* Seed folder `name` opened (its bytes in *mem, freed by the caller after ckpt_close). */
+static ckpt_file *open_seed(const char *name, unsigned char **mem, ckpt_memory *m, ckpt_source *src)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", seeds, name);
+    size_t len = 0;
+    *mem = dcp_folder_bytes(path, name, &len, NULL);
+    CHECK(*mem != NULL);
+    ckpt_source_memory(src, m, *mem, len);
+    ckpt_inspect_options o = {0, NULL, NULL};
+    return ckpt_open(src, &o);
+}
+
+/* The differences of seed folders a and b as the diff by name gives them: "field: message" lines. */
+static char *named_diff(const char *a, const char *b)
+{
+    unsigned char *ma = NULL, *mb = NULL;
+    ckpt_memory xa, xb;
+    ckpt_source sa, sb;
+    ckpt_file *fa = open_seed(a, &ma, &xa, &sa), *fb = open_seed(b, &mb, &xb, &sb);
+    ckpt_expected la, lb;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *out = NULL;
+    if (fa && fb && !ckpt_file_layout(fa, &la, &err) && !ckpt_file_layout(fb, &lb, &err)) {
+        char *j = ckpt_diff_files_json(&la, fa, &lb, fb);
+        jvalue *v = j ? json_parse(j) : NULL;
+        size_t cap = 4096, n = 0;
+        out = calloc(cap, 1);
+        for (size_t k = 0; v && k < v->len; k++)
+            n += (size_t)snprintf(out + n, cap - n, "%s%s: %s", k ? "\n" : "", str(json_get(v->items[k], "field")),
+                                  str(json_get(v->items[k], "message")));
+        json_free(v);
+        free(j);
+    }
+    CHECK(err.code == 0);
+    ckpt_error_clear(&err);
+    ckpt_close(fa);
+    ckpt_close(fb);
+    free(ma);
+    free(mb);
+    return out;
+}
+
+/* Two folders whose FQNs differ are compared by name: what one holds alone, the first place the
+ * names both hold part, and each name both hold (here equal); by position they would differ in
+ * every slot. Equal names compare by position, as before. */
+static void test_diff_by_name(void)
+{
+    char *d = named_diff("v23", "columns");
+    CHECK_STR(d, "count: parameter count: 2 vs 3\nname: c.weight only in the second");
+    free(d);
+    d = named_diff("columns", "v23");
+    CHECK_STR(d, "count: parameter count: 3 vs 2\nname: c.weight only in the first");
+    free(d);
+    d = named_diff("v23", "v20");
+    CHECK_STR(d, "order: another order: slot 0 is b.weight in the first, slot 0 is a.weight in the second");
+    free(d);
+    d = named_diff("v23", "v23");
+    CHECK_STR(d, "");
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -1054,6 +1148,8 @@ int main(int argc, char **argv)
         {"14: a window that is no torch.save record", test_not_a_record},
         {"torch >= 2.0's classes, and the checks on folders of them", test_seeds},
         {"the folder question on Accelerate's names", test_accelerate_plans},
+        {"a folder of DCP folders in run order", test_run_folders},
+        {"two folders compared by their FQNs", test_diff_by_name},
     };
     return RUN_ALL(cases);
 }

@@ -298,7 +298,7 @@ test('ckptscope check DIR: passes every check (exit 0); a missing data file and 
  *  with AdamW state, a frozen a.weight and c.weight tied to b.weight. */
 let seedsDir = null;
 /** The core's words for a folder whose state health and export cannot read. */
-const UNREAD = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health and export read its folder, convert its consolidated pair; pairing, run and diff do not read it yet';
+const UNREAD = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health, export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet';
 function seeds() {
   if (!seedsDir) {
     seedsDir = path.join(tmp, 'seeds');
@@ -401,8 +401,10 @@ test('commands that do not read a DCP folder say so, and what does (exit 2)', ()
   assert.equal(c.status, 1);
   assert.equal(c.stderr, 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it\n');
   assert.ok(!fs.existsSync(path.join(tmp, 'x.ckpt')));
+  // diff reads a DCP folder, but not one whose groups keep no betas and eps: named, exit 1
   const d = wide(['diff', 'dcp-torch113', 'dcp-torch113']);
-  assert.equal(d.status, 2);
+  assert.equal(d.status, 1);
+  assert.equal(d.stderr, `ckptscope: cannot compare: dcp-torch113\n${UNREAD}\n`);
   const e = wide(['check', 'dcp-torch113', '--expect', 'x.json']);
   assert.equal(e.status, 2);
   assert.match(e.stderr, /^ckptscope: dcp-torch113 is a distributed checkpoint \(DCP\): it is inspected, exported and its health computed alone \(its model part holds its parameters\), and checked alone or with the model it will be loaded into \(check DIR --state MODEL\)\n/);

@@ -102,7 +102,7 @@ test('run(saveDir) and run([tag folders]) in the API: the same result as the CLI
   assert.equal(whole.ok, true);
   assert.deepEqual(whole.names, NAMES);
   // a tag folder is one checkpoint, not a run
-  await assert.rejects(run(tags[0]), { name: 'TypeError', message: `files must be an array, or a DeepSpeed save_dir's path: ${tags[0]} is neither` });
+  await assert.rejects(run(tags[0]), { name: 'TypeError', message: `files must be an array, or the path of a DeepSpeed save_dir or of a folder of DCP folders: ${tags[0]} is neither` });
 });
 
 test('a tag folder of another run (another seed) at the next step: NOT continuous', async () => {
@@ -270,6 +270,25 @@ usage:
   assert.deepEqual(d.map((x) => [x.field, x.slot, x.message]), [
     ['shape', 0, 'parameter 0: shape #[11, 6] vs #[12, 6]'], ['size', 0, 'parameter 0: size 66 vs 72'],
     ['shape', 6, 'parameter 6: shape #[11, 6] vs #[12, 6]'], ['size', 6, 'parameter 6: size 66 vs 72']]);
+});
+
+test('diff: folders of other modules are compared by name, each name one holds alone', () => {
+  const r = cli(['diff', 'layouts/global_step2', 'layouts/global_step3']);
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, `12 differences between layouts/global_step2 and layouts/global_step3:
+  parameter count: 7 vs 4
+  emb.weight only in the first
+  l1.weight only in the first
+  l1.bias only in the first
+  l2.weight only in the first
+  l2.bias only in the first
+  frozen.weight only in the first
+  head.weight only in the first
+  a.weight only in the second
+  a.bias only in the second
+  b.weight only in the second
+  b.bias only in the second
+`);
 });
 
 test('entry(slot) of a DeepSpeed folder: the moments read through the fragments, as the writer wrote them', async () => {

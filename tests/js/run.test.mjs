@@ -275,7 +275,7 @@ test('a file that is not valid breaks its pairs and is named first', async () =>
 
 test('bad arguments are refused before any file is read', async () => {
   await assert.rejects(run(['a']), { name: 'RangeError', message: 'a run needs at least two checkpoints, got 1' });
-  await assert.rejects(run('a'), { name: 'TypeError', message: 'files must be an array, or a DeepSpeed save_dir\'s path: a is neither' });
+  await assert.rejects(run('a'), { name: 'TypeError', message: 'files must be an array, or the path of a DeepSpeed save_dir or of a folder of DCP folders: a is neither' });
   await assert.rejects(run(42), { name: 'TypeError', message: 'files must be an array' });
   await assert.rejects(run(['a', 'b'], { states: ['x'] }), { name: 'RangeError', message: 'states must have one entry per file (2), got 1' });
 });

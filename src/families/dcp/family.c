@@ -234,8 +234,8 @@ static const struct ckpt_family_impl dcp_impl = {
     .unhealthy = dcp_unhealthy,
     .json_body = dcp_report_json,
     .release = dcp_release,
-    .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health "
-              "and export read its folder, convert its consolidated pair; pairing, run and diff do not read it yet",
+    .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health, "
+              "export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet",
     .items_whole = dcp_items_whole,
     .config_of_slot = dcp_config_of_slot,
     .lr_of_slot = dcp_lr_of_slot,

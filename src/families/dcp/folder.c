@@ -10,9 +10,11 @@
  * it without asking (12.8). When the listing lacks that folder, the answer asks for it: "list"
  * names it, and the caller that can list it asks again with its entries ("../…/.metadata", …);
  * one that cannot (the viewer's dropped folder) opens the answer's source, the optimizer part
- * alone. */
+ * alone. A folder of DCP folders (torchtitan's checkpoint/ of step-{N}/) is a run: its DCP folders
+ * in run order. */
 #include "families/dcp/dcp.h"
 #include "families/accelerate/accelerate.h"
+#include "core/numbered.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -121,6 +123,43 @@ char *ckpt_dcp_folder_json(const char *listing, size_t len, ckpt_error *err)
 done:
     sb_free(&sb);
     free(include);
+    ckpt_listing_free(&l);
+    return out;
+}
+
+char *ckpt_dcp_run_json(const char *listing, size_t len, ckpt_error *err)
+{
+    ckpt_listing l;
+    char *out = NULL;
+    ckpt_run_name *folders = NULL;
+    strbuf sb = {0};
+    if (ckpt_listing_read(listing, len, "{\"root\", \"entries\": [{\"name\", \"size\"}]}", &l, err)) goto done;
+    if (!(folders = calloc(l.count ? l.count : 1, sizeof *folders))) {
+        ckpt_fail_oom(err);
+        goto done;
+    }
+    /* a DCP folder's file one level down ("step-10/.metadata") makes its folder one of the run */
+    size_t m = 0;
+    for (size_t k = 0; k < l.count; k++) {
+        const char *n = l.names[k], *slash = strchr(n, '/');
+        if (l.sizes[k] == CKPT_NONE || !slash || slash == n || strchr(slash + 1, '/') || !dcp_folder_file(slash + 1))
+            continue;
+        folders[m++] = (ckpt_run_name){n, (size_t)(slash - n), false, 0};
+    }
+    ckpt_run_order(folders, m);
+    sb_putc(&sb, '[');
+    for (size_t k = 0, shown = 0; k < m; k++) {
+        /* a folder's files are equal names, next to one another once sorted */
+        if (k && folders[k].len == folders[k - 1].len && !memcmp(folders[k].name, folders[k - 1].name, folders[k].len))
+            continue;
+        if (shown++) sb_putc(&sb, ',');
+        j_string_n(&sb, folders[k].name, folders[k].len);
+    }
+    sb_putc(&sb, ']');
+    if (!(out = sb_take(&sb))) ckpt_fail_oom(err);
+done:
+    sb_free(&sb);
+    free(folders);
     ckpt_listing_free(&l);
     return out;
 }

@@ -6,6 +6,8 @@
  * ckpt_deepspeed_folder_json which files to lay out as one source (containers/bundle.h). */
 #include "families/deepspeed/deepspeed.h"
 
+#include "core/numbered.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -162,18 +164,6 @@ static int universal_files(const ds_listing *l, const char *tag, ds_plan *p, ckp
     return 0;
 }
 
-/* The last run of digits of a name, as section 9 orders files (global_step300 -> 300). */
-static bool number_of(const char *s, size_t n, uint64_t *v)
-{
-    size_t end = n;
-    while (end && !(s[end - 1] >= '0' && s[end - 1] <= '9')) end--;
-    if (!end) return false;
-    size_t start = end;
-    while (start && s[start - 1] >= '0' && s[start - 1] <= '9') start--;
-    size_t i = start;
-    return digits(s, end, &i, v);
-}
-
 int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
 {
     memset(p, 0, sizeof *p);
@@ -227,7 +217,7 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
         }
         if (!q.files_len) continue;
         uint64_t v = 0;
-        bool has = number_of(nm, len - 1, &v);
+        bool has = ckpt_last_number(nm, len - 1, &v);
         if (best == SIZE_MAX || (has && v >= best_n)) {
             best = k;
             best_n = has ? v : 0;
@@ -243,28 +233,11 @@ int ds_plan_make(const ds_listing *l, ds_plan *p, ckpt_error *err)
 }
 
 /* A save_dir's tag folders (each holding a file named as in 11.1's table) in run order, as
- * section 9 orders files: by the last run of digits of the name (global_step300 -> 300), those
- * without one after them by name; as a JSON array of their names (`run SAVE_DIR`). */
-typedef struct ds_tag {
-    const char *name;
-    size_t len;
-    bool has;
-    uint64_t n;
-} ds_tag;
-
-static int tag_cmp(const void *x, const void *y)
-{
-    const ds_tag *a = x, *b = y;
-    if (a->has != b->has) return a->has ? -1 : 1;
-    if (a->has && a->n != b->n) return a->n < b->n ? -1 : 1;
-    size_t m = a->len < b->len ? a->len : b->len;
-    int c = memcmp(a->name, b->name, m);
-    return c ? c : (a->len > b->len) - (a->len < b->len);
-}
-
+ * section 9 orders files (ckpt_run_order: global_step300 -> 300, those without a number after
+ * them by name); as a JSON array of their names (`run SAVE_DIR`). */
 static int run_tags_json(const ds_listing *l, strbuf *sb, ckpt_error *err)
 {
-    ds_tag *tags = calloc(l->n ? l->n : 1, sizeof *tags);
+    ckpt_run_name *tags = calloc(l->n ? l->n : 1, sizeof *tags);
     if (!tags) return ckpt_fail_oom(err);
     size_t k = 0;
     ds_plan q = {0};
@@ -288,12 +261,10 @@ static int run_tags_json(const ds_listing *l, strbuf *sb, ckpt_error *err)
             return rc;
         }
         if (!q.files_len) continue;
-        tags[k] = (ds_tag){nm, len - 1, false, 0};
-        tags[k].has = number_of(nm, len - 1, &tags[k].n);
-        k++;
+        tags[k++] = (ckpt_run_name){nm, len - 1, false, 0};
     }
     ds_plan_free(&q);
-    qsort(tags, k, sizeof *tags, tag_cmp);
+    ckpt_run_order(tags, k);
     sb_putc(sb, '[');
     for (size_t j = 0; j < k; j++) {
         if (j) sb_putc(sb, ',');
