@@ -174,3 +174,16 @@ bool ckpt_pw_value(strbuf *sb, const ckpt_pickle *p, size_t k, int depth)
         default: return false;
     }
 }
+
+const char *ckpt_pw_archive_prefix(const char *wanted)
+{
+    size_t n = wanted ? strlen(wanted) : 0;
+    if (n == 0 || n > 64) return "archive";
+    for (size_t k = 0; k < n; k++) {
+        char ch = wanted[k];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
+              ch == '-'))
+            return "archive";
+    }
+    return wanted;
+}

@@ -50,4 +50,8 @@ void ckpt_pw_uint_tuple(strbuf *sb, const uint64_t *v, size_t n);
  * (nothing usable written) for anything else: a GLOBAL, an object, a text-protocol value. */
 bool ckpt_pw_value(strbuf *sb, const ckpt_pickle *p, size_t k, int depth);
 
+/* The folder a torch.save zip's members are written under: `wanted` when it is a plain name
+ * (1 to 64 letters, digits, '_' or '-'), else torch's own "archive". */
+const char *ckpt_pw_archive_prefix(const char *wanted);
+
 #endif

@@ -8,6 +8,7 @@
  * (floats bit for bit, tuples as tuples). The zip is laid out as torch_write.c lays one out. */
 #include "families/pytorch/data.h"
 #include "containers/zip.h"
+#include "containers/pickle_write.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -433,19 +434,6 @@ static int member(ckpt_zip_writer *zw, const char *prefix, const char *name, con
     return ckpt_zip_end(zw);
 }
 
-static bool plain_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 64) return false;
-    for (size_t k = 0; k < n; k++) {
-        char ch = s[k];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-'))
-            return false;
-    }
-    return true;
-}
-
 int ckpt_convert_to_ids(const ckpt_file *in, const ckpt_ids_options *o, const ckpt_sink *out, ckpt_error *err)
 {
     const tf_data *d = NULL;
@@ -457,7 +445,7 @@ int ckpt_convert_to_ids(const ckpt_file *in, const ckpt_ids_options *o, const ck
         plan_free(&p);
         return rc;
     }
-    const char *prefix = plain_name(p.o->prefix) ? p.o->prefix : "archive";
+    const char *prefix = ckpt_pw_archive_prefix(p.o->prefix);
     ckpt_zip_writer zw;
     ckpt_zip_writer_init(&zw, out, err);
     zw.align = 64;

@@ -241,23 +241,10 @@ static int payload(copier *c, ckpt_reader *r, const char *prefix, uint64_t key, 
     return 0;
 }
 
-static bool plain_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 64) return false;
-    for (size_t k = 0; k < n; k++) {
-        char ch = s[k];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-'))
-            return false;
-    }
-    return true;
-}
-
 static int write_zip(const plan *p, const ckpt_file *in, const ckpt_torch_options *o, const ckpt_sink *out,
                      ckpt_error *err)
 {
-    const char *prefix = plain_name(o->prefix) ? o->prefix : "archive";
+    const char *prefix = ckpt_pw_archive_prefix(o->prefix);
     unsigned width = ckpt_dtype_width(p->rep->dtype);
     ckpt_zip_writer zw;
     ckpt_zip_writer_init(&zw, out, err);

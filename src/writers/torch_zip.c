@@ -202,19 +202,6 @@ static int to_zip(void *ctx, const void *data, size_t n)
     return 0;
 }
 
-static bool plain_name(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-    if (n == 0 || n > 64) return false;
-    for (size_t k = 0; k < n; k++) {
-        char ch = s[k];
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_' ||
-              ch == '-'))
-            return false;
-    }
-    return true;
-}
-
 static int member(ckpt_zip_writer *zw, const char *prefix, const char *name, const void *data, size_t n)
 {
     char path[128];
@@ -227,7 +214,7 @@ static int member(ckpt_zip_writer *zw, const char *prefix, const char *name, con
 int tz_write_zip(const tz_plan *p, const ckpt_source *src, const char *zip_prefix, ckpt_progress_fn progress,
                  void *progress_ctx, const ckpt_sink *out, tz_mark_fn mark, void *mark_ctx, ckpt_error *err)
 {
-    const char *prefix = plain_name(zip_prefix) ? zip_prefix : "archive";
+    const char *prefix = ckpt_pw_archive_prefix(zip_prefix);
     ckpt_zip_writer zw;
     ckpt_zip_writer_init(&zw, out, err);
     zw.align = 64;
