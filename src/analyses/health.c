@@ -362,7 +362,10 @@ static int readable(const ckpt_report *ro, const ckpt_report *rs, ckpt_error *er
     /* a file cut before its magic has no family: it is invalid, not of the wrong role (as pairing) */
     /* an optimizer whose items hold all of its state (a DeepSpeed folder) is read through them */
     bool whole = ro->family && ro->family->impl->items_whole && ro->family->impl->items_whole(ro);
-    if ((ro->family && !whole && ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err)) ||
+    /* one that reads its items but is not whole says why (ckpt_require_items) */
+    bool items = ro->family && ro->family->impl->items_whole;
+    if ((ro->family && !whole && items && ckpt_require_items(ro, err)) ||
+        (ro->family && !whole && !items && ckpt_require_role(ro, CKPT_ROLE_OPTIMIZER, err)) ||
         (rs && rs->family && ckpt_require_role(rs, CKPT_ROLE_MODEL, err)))
         return -1;
     if (ro->error.code || (rs && rs->error.code)) /* every entry and tensor must be there: health reads them all */

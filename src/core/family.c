@@ -91,6 +91,7 @@ int ckpt_require_items(const ckpt_report *rep, ckpt_error *err)
     if (rep->family && rep->family->impl->unread && rep->family->impl->items_whole &&
         rep->family->impl->items_whole(rep))
         return 0;
+    if (rep->family && rep->family->impl->why_not_whole && rep->family->impl->why_not_whole(rep, err)) return -1;
     return ckpt_require_schema(rep, err);
 }
 

@@ -126,6 +126,10 @@ struct ckpt_family_impl {
     /* the file's items hold all of its state (in spans where it lies in fragments): export and
      * health read them even though `unread` refuses the rest; NULL: never */
     bool (*items_whole)(const ckpt_report *rep);
+    /* why a file whose items are read is not whole all the same (a DCP group that keeps no eps):
+     * fails err with the fact and returns -1; 0 when it cannot say (then `unread` says it);
+     * NULL: never */
+    int (*why_not_whole)(const ckpt_report *rep, ckpt_error *err);
     /* slot i's name as the file saves it, NULL when it saves none (export's default names, else
      * slot{i}); NULL: the file names no slot */
     const char *(*slot_name)(const ckpt_report *rep, uint64_t slot);

@@ -74,7 +74,7 @@ async function assertUsual(page, name) {
   assert.equal(await text(page, '#entry-count'), '7');
   await page.waitForFunction(() => !/^(Not run yet|Running)/.test(document.querySelector('[data-testid=health-state]')?.textContent ?? 'Not run yet'), null, { timeout: 60000 });
   assert.equal(await text(page, '[data-testid=health-state]'),
-    'The health pass failed: a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health, export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet');
+    'The health pass failed: DCP: parameter group 0 keeps no eps (it keeps lr, betas): health, export, run and diff read each trained tensor with its group\'s betas and eps');
 }
 
 /** Nothing wider than the window. */

@@ -222,6 +222,46 @@ static void test_folder_stats(void)
     free(b);
 }
 
+static int discard_write(void *ctx, const void *buf, size_t n)
+{
+    (void)ctx, (void)buf, (void)n;
+    return 0;
+}
+
+/* torch 1.13's folder keeps its group's lr and betas, no eps: health, export and diff name the
+ * group and what it keeps, and the first trained slot it stops at */
+static void test_no_eps(void)
+{
+    static const char *const want = "DCP: parameter group 0 keeps no eps (it keeps lr, betas): health, export, run "
+                                    "and diff read each trained tensor with its group's betas and eps";
+    size_t len = 0;
+    unsigned char *b = dcp_folder_bytes(fixture, "ckpt", &len, NULL);
+    CHECK(b != NULL);
+    if (!b) return;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_file *f = ckpt_open(&src, NULL);
+    CHECK(f != NULL);
+    if (f) {
+        ckpt_error err = {0};
+        char *h = ckpt_health_json(f, NULL, NULL, &err);
+        CHECK(h == NULL);
+        CHECK(err.code == CKPT_E_WRONG_FAMILY && err.slot == 0);
+        CHECK_STR(err.message, want);
+        free(h);
+        ckpt_error_clear(&err);
+        ckpt_sink sink = {NULL, discard_write};
+        ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
+        CHECK(ckpt_export(f, &o, &sink, &err) != 0);
+        CHECK(err.code == CKPT_E_WRONG_FAMILY && err.slot == 0);
+        CHECK_STR(err.message, want);
+        ckpt_error_clear(&err);
+        ckpt_close(f);
+    }
+    free(b);
+}
+
 typedef struct progress_seen {
     uint64_t calls, done, total;
     bool backwards;
@@ -1140,6 +1180,7 @@ int main(int argc, char **argv)
         {"the 1.13 folder's index, chunks and byte ranges", test_folder_index},
         {"the 1.13 folder's statistics and roles", test_folder_stats},
         {"the statistics pass's progress ends at its total", test_folder_progress},
+        {"a group without eps: health and export say which", test_no_eps},
         {"a lone .metadata", test_lone_metadata},
         {"a lone .distcp", test_lone_distcp},
         {"1: no .metadata", test_no_metadata},

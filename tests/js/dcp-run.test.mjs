@@ -220,7 +220,7 @@ usage:
 
 test('diff and run name a folder whose groups keep no betas and eps (torch 1.13\'s)', () => {
   const t113 = path.join(ROOT, 'tests/fixtures/dcp-torch113');
-  const why = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health, export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet';
+  const why = 'DCP: parameter group 0 keeps no eps (it keeps lr, betas): health, export, run and diff read each trained tensor with its group\'s betas and eps';
   const d = cli(['diff', 'checkpoint/step-10', t113], 1000);
   assert.equal(d.status, 1);
   assert.equal(d.stderr, `ckptscope: cannot compare: ${t113}\n${why}\n`);

@@ -297,8 +297,8 @@ test('ckptscope check DIR: passes every check (exit 0); a missing data file and 
  *  names, tests/c/dcp_core_seeds.py): `columns` holds b.weight column-sharded over two ranks
  *  with AdamW state, a frozen a.weight and c.weight tied to b.weight. */
 let seedsDir = null;
-/** The core's words for a folder whose state health and export cannot read. */
-const UNREAD = 'a distributed checkpoint\'s state lies in chunks across its files: inspect and check read it, health, export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet';
+/** The core's words for torch 1.13's folder, whose group keeps no eps: health, export, run and diff cannot read it. */
+const UNREAD = 'DCP: parameter group 0 keeps no eps (it keeps lr, betas): health, export, run and diff read each trained tensor with its group\'s betas and eps';
 function seeds() {
   if (!seedsDir) {
     seedsDir = path.join(tmp, 'seeds');

@@ -8,6 +8,8 @@
 #include "families/dcp/dcp.h"
 
 #include <math.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 extern const ckpt_family ckpt_family_dcp;
@@ -225,6 +227,49 @@ static const char *dcp_slot_name(const ckpt_report *rep, uint64_t slot)
     return d && slot < d->slots_len ? d->keys[d->slots[slot].key].fqn : NULL;
 }
 
+/* A readable folder whose trained tensor's group keeps no betas or eps (torch 1.13 saves a group's
+ * lr and betas only): the group, and the keys it keeps */
+static int dcp_why_not_whole(const ckpt_report *rep, ckpt_error *err)
+{
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    if (!d || !d->items_len || dcp_failed(d)) return 0;
+    for (size_t k = 0; k < rep->entries_len; k++) {
+        uint64_t slot = rep->entries[k].id;
+        if (dcp_config_of_slot(rep, slot)) continue;
+        size_t g = group_of_slot(rep, d, slot);
+        const char *name = dcp_slot_name(rep, slot);
+        if (g == DCP_NONE || g >= d->groups_len) {
+            int rc = ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                               "DCP: parameter %" PRIu64 " (%s) is in no parameter group: health, export, run and "
+                               "diff read each trained tensor with its group's betas and eps",
+                               slot, name ? name : "?");
+            if (err) err->slot = slot;
+            return rc;
+        }
+        const dcp_group *gr = &d->groups[g];
+        const char *keys[4];
+        size_t n = 0;
+        if (gr->has_lr) keys[n++] = "lr";
+        if (gr->has_betas) keys[n++] = "betas";
+        if (gr->has_eps) keys[n++] = "eps";
+        if (gr->has_wd) keys[n++] = "weight_decay";
+        char kept[64] = "none of its settings";
+        for (size_t j = 0, at = 0; j < n; j++)
+            at += (size_t)snprintf(kept + at, sizeof kept - at, "%s%s", j ? ", " : "", keys[j]);
+        int rc = ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                           "DCP: parameter group %zu keeps no %s (it keeps %s): health, export, run and diff "
+                           "read each trained tensor with its group's betas and eps",
+                           g,
+                           !gr->has_betas && !gr->has_eps ? "betas and no eps"
+                           : gr->has_betas                ? "eps"
+                                                          : "betas",
+                           kept);
+        if (err) err->slot = slot;
+        return rc;
+    }
+    return 0;
+}
+
 static const struct ckpt_family_impl dcp_impl = {
     .probe = dcp_probe,
     .parse = dcp_parse,
@@ -237,6 +282,7 @@ static const struct ckpt_family_impl dcp_impl = {
     .unread = "a distributed checkpoint's state lies in chunks across its files: inspect and check read it, health, "
               "export, run and diff read its folder, convert its consolidated pair; pairing does not read it yet",
     .items_whole = dcp_items_whole,
+    .why_not_whole = dcp_why_not_whole,
     .config_of_slot = dcp_config_of_slot,
     .lr_of_slot = dcp_lr_of_slot,
     .kind_unknown = dcp_kind_unknown,
