@@ -1,11 +1,15 @@
 // Shared set-up for the browser tests: Debian's Chromium through playwright-core, a fresh
 // profile, the viewer served on a free loopback port, every request recorded.
+import { before, after } from 'node:test';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../../js/server/server.js';
 
 export const ARTIFACTS = path.resolve(new URL('../../test-artifacts', import.meta.url).pathname);
+const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 
 export async function startViewer({ files = [], passes = false, maxPasses } = {}) {
   const server = await serve({ port: 0, quiet: true, files, passes, maxPasses });
@@ -41,6 +45,38 @@ export async function startViewer({ files = [], passes = false, maxPasses } = {}
       await new Promise((r) => server.close(r));
     },
   };
+}
+
+/** For a test file: a temporary folder named from `prefix`, made now so that the file may fill it
+ *  as it loads, and one viewer its tests share, started before them; after them the viewer is
+ *  closed and the folder removed. `viewer.page()` is the started viewer's page(). */
+export function viewerAndFolder(prefix) {
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  let started;
+  before(async () => {
+    started = await startViewer();
+  });
+  after(async () => {
+    await started?.close();
+    fs.rmSync(tmp, { recursive: true, force: true });
+  });
+  return { tmp, viewer: { page: (options) => started.page(options) } };
+}
+
+/** `ckptscope view ARGS --no-open --port 0` run in the folder `cwd`: the page URL it prints, and
+ *  the process to stop. */
+export async function viewFromCli(cwd, ...args) {
+  const child = spawn(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  let outText = '', errText = '';
+  child.stderr.on('data', (d) => (errText += d));
+  const url = await new Promise((resolve, reject) => {
+    child.stdout.on('data', (d) => {
+      outText += d;
+      if (outText.includes('\n')) resolve(outText.split('\n')[0]);
+    });
+    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${errText}`)));
+  });
+  return { url, stop: () => child.kill('SIGTERM') };
 }
 
 /** Drop bytes on the page as a File, the way a user's drag and drop arrives. */

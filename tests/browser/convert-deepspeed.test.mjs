@@ -4,32 +4,20 @@
 // (torch.save and safetensors) and as a TLADAMF file. Each download streams through the viewer's
 // service worker and is, byte for byte, what the package's Node API writes for the same folder and
 // options; a refusal (a missing kind, a folder that fails a check) is the core's text.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startViewer, shotAt } from './browser.mjs';
+import { viewerAndFolder, shotAt } from './browser.mjs';
 import { text, waitText } from './fixtures.mjs';
 import { consolidate, convert, open, universalPlan, convertToUniversal } from '../../js/index.js';
 
 const FIXTURES = new URL('../fixtures/deepspeed/', import.meta.url).pathname;
 const W2 = path.join(FIXTURES, 'zero2-w2');
 const RANK = (r) => `zero_pp_rank_${r}_mp_rank_00_optim_states.pt`;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-convert-ds-'));
+const { tmp, viewer } = viewerAndFolder('ckptscope-convert-ds-');
 const at = (name) => path.join(tmp, name);
 const KIND = 'the file does not say whether its optimizer is Adam or AdamW (its groups have no decoupled_weight_decay): --kind adam|adamw says it';
-let viewer;
-
-before(async () => {
-  viewer = await startViewer();
-});
-
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
-
 /** The page with the folder `dir` picked, its card's Convert… dialog open. */
 async function openDialog(dir, width = 1280) {
   const page = await viewer.page({ width, acceptDownloads: true });

@@ -2,18 +2,16 @@
 // payload cut) is called what it is, an incomplete file, with the core's words; the cut entry is
 // a row marked cut, and a slot tied to it says so. Every fact comes from the core's error (code,
 // slot, offset): the texts below are asserted exactly.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { startViewer, shotAt } from './browser.mjs';
+import { viewerAndFolder, shotAt } from './browser.mjs';
 
 const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const EXAMPLE = new URL('../../docs/examples/model.json', import.meta.url).pathname;   // 4 slots, 3 tied to 0; entries of slots 0 and 1
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-cut-'));
-let viewer;
+const { tmp, viewer } = viewerAndFolder('ckptscope-cut-');
 
 /** The example checkpoint cut to its first `bytes` bytes (a download that stopped). */
 function cut(bytes) {
@@ -23,15 +21,6 @@ function cut(bytes) {
   fs.writeFileSync(file, fs.readFileSync(whole).subarray(0, bytes));
   return file;
 }
-
-before(async () => {
-  viewer = await startViewer();
-});
-
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 const text = (page, selector) => page.textContent(selector).then((t) => t.trim());
 

@@ -2,29 +2,20 @@
 // dropped beside it (docs/distributed.md "Pairing with a model"): the core's by-name pairing (the
 // package's pair(dir, model)), its verdict, every failure and its note in the core's words. The
 // folder is torch 1.13's (tests/fixtures/dcp-torch113); the models tests/c/dcp_pair_models.py's.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startViewer, dropFiles } from './browser.mjs';
+import { viewerAndFolder, dropFiles } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-dcp-pair-'));
+const { tmp, viewer } = viewerAndFolder('ckptscope-dcp-pair-');
 const FOLDER = path.join(tmp, 'ckpt');
 fs.cpSync(path.join(ROOT, 'tests/fixtures/dcp-torch113'), FOLDER, { recursive: true });
 execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/dcp_pair_models.py'), FOLDER, tmp], { stdio: 'ignore' });
 const model = (name) => ({ name, bytes: fs.readFileSync(path.join(tmp, name)) });
-let viewer;
-before(async () => {
-  viewer = await startViewer();
-});
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 const failures = (page) => page.locator('#pair [data-testid=pair-failure] [data-testid=error]').allTextContents();
 

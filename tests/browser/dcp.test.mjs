@@ -3,28 +3,18 @@
 // picked with Open a run… → A folder…, and served by `ckptscope view DIR`, at 800 px wide. The
 // DCP card, its data files, its tensors with their chunk maps coloured by rank; every fact the
 // core's report.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startViewer, dropFiles, dropFolder, shotAt } from './browser.mjs';
+import { viewerAndFolder, viewFromCli, dropFiles, dropFolder, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
-const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const FIXTURES = new URL('../fixtures/', import.meta.url).pathname;
 const DIR = path.join(FIXTURES, 'dcp-torch113');
 const NAMES = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias'];
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-dcp-view-'));
-let viewer;
-before(async () => {
-  viewer = await startViewer();
-});
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const { tmp, viewer } = viewerAndFolder('ckptscope-dcp-view-');
 
 const rows = (page, id) => page.locator(`[data-testid=${id}]`).evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
 
@@ -171,23 +161,8 @@ test('a .metadata or a data file dropped alone: the index with its files missing
   await page.context().close();
 });
 
-/** `ckptscope view ARGS --no-open --port 0`: the page URL it prints, and the process to stop. */
-async function view(...args) {
-  const child = spawn(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'] });
-  let outText = '', errText = '';
-  child.stderr.on('data', (d) => (errText += d));
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      outText += d;
-      if (outText.includes('\n')) resolve(outText.split('\n')[0]);
-    });
-    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${errText}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
-}
-
 test('ckptscope view DIR: the folder read through the served files', async () => {
-  const served = await view('dcp-torch113');
+  const served = await viewFromCli(FIXTURES, 'dcp-torch113');
   try {
     const page = await viewer.page({ width: 800, url: served.url });
     await assertCard(page);

@@ -4,29 +4,20 @@
 // words. The folder and the models are tests/c/deepspeed_seeds.py's (pair-torch: ZeRO-2 over 2
 // ranks; the models torch's own nn.Module state dicts: the same, its blocks swapped, its
 // embedding resized, its head untied).
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startViewer, dropFiles, shotAt } from './browser.mjs';
+import { viewerAndFolder, dropFiles, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-ds-pair-'));
+const { tmp, viewer } = viewerAndFolder('ckptscope-ds-pair-');
 execFileSync('/usr/bin/python3', [path.join(ROOT, 'tests/c/deepspeed_seeds.py'), path.join(ROOT, 'tests/fixtures/deepspeed'), tmp], { stdio: 'ignore' });
 const FOLDER = path.join(tmp, 'folders', 'pair-torch');
 const MODELS = path.join(tmp, 'pair', 'torch');
 const model = (name) => ({ name, bytes: fs.readFileSync(path.join(MODELS, name)) });
-let viewer;
-before(async () => {
-  viewer = await startViewer();
-});
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
 
 const P = 'DeepSpeed: ';
 /** Each failure: its text, and the checkpoint slot it names (the core's index), as shown. */

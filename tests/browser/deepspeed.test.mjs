@@ -2,30 +2,19 @@
 // folders of tests/fixtures/deepspeed: a save_dir picked with Open a run… → A folder…, its files
 // dropped together, `ckptscope view DIR`, and one partition dropped alone. Every fact shown is the
 // core's report.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { startViewer, dropFiles, dropFolder, shotAt } from './browser.mjs';
+import { viewerAndFolder, viewFromCli, dropFiles, dropFolder, shotAt } from './browser.mjs';
 import { text } from './fixtures.mjs';
 
-const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
 const FIXTURES = new URL('../fixtures/deepspeed/', import.meta.url).pathname;
 const W2 = path.join(FIXTURES, 'zero2-w2');
 const TAG = path.join(W2, 'global_step2');
 const MODEL = 'mp_rank_00_model_states.pt';
 const RANK = (r) => `zero_pp_rank_${r}_mp_rank_00_optim_states.pt`;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-ds-view-'));
-let viewer;
-before(async () => {
-  viewer = await startViewer();
-});
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
-});
+const { tmp, viewer } = viewerAndFolder('ckptscope-ds-view-');
 
 const rows = (page, id) => page.locator(`[data-testid=${id}]`).evaluateAll((trs) => trs.map((tr) => [...tr.cells].map((td) => td.textContent)));
 const file = (name) => ({ name, bytes: fs.readFileSync(path.join(TAG, name)) });
@@ -160,23 +149,8 @@ test('one partition dropped alone: the core\'s note says to open its folder', as
   await page.context().close();
 });
 
-/** `ckptscope view ARGS --no-open --port 0`: the page URL it prints, and the process to stop. */
-async function view(...args) {
-  const child = spawn(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { cwd: FIXTURES, stdio: ['ignore', 'pipe', 'pipe'] });
-  let outText = '', errText = '';
-  child.stderr.on('data', (d) => (errText += d));
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      outText += d;
-      if (outText.includes('\n')) resolve(outText.split('\n')[0]);
-    });
-    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${errText}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
-}
-
 test('ckptscope view SAVE_DIR and view TAGDIR: the checkpoint, read through the served files', async () => {
-  const save = await view('zero2-w2');
+  const save = await viewFromCli(FIXTURES, 'zero2-w2');
   try {
     const page = await viewer.page({ width: 1000, url: save.url });
     await assertZero2(page);
@@ -188,7 +162,7 @@ test('ckptscope view SAVE_DIR and view TAGDIR: the checkpoint, read through the 
   } finally {
     save.stop();
   }
-  const tag = await view('zero2-w2/global_step2');
+  const tag = await viewFromCli(FIXTURES, 'zero2-w2/global_step2');
   try {
     const page = await viewer.page({ width: 1000, url: tag.url });
     await assertZero2Files(page);

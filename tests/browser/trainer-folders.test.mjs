@@ -4,26 +4,17 @@
 // recovered learning rate beside the one trainer_state.json logged; a checkpoint-N/ folder is its
 // optimizer with its model, the kind training_args.bin says; `ckptscope view DIR` serves either,
 // and the page opens them the same way.
-import { test, before, after } from 'node:test';
+import { test, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
-import fs from 'node:fs';
-import os from 'node:os';
+import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { startViewer, shotAt } from './browser.mjs';
+import { viewerAndFolder, viewFromCli, shotAt } from './browser.mjs';
 import { text, waitText } from './fixtures.mjs';
 
-const CLI = new URL('../../js/cli.js', import.meta.url).pathname;
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'ckptscope-trainer-view-'));
+const { tmp, viewer } = viewerAndFolder('ckptscope-trainer-view-');
 const out = path.join(tmp, 'out');
-let viewer;
-before(async () => {
+before(() => {
   execFileSync('/usr/bin/python3', [new URL('../c/trainer_run_seeds.py', import.meta.url).pathname, tmp], { stdio: 'ignore' });
-  viewer = await startViewer();
-});
-after(async () => {
-  await viewer?.close();
-  fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 const SCHEDULER = 'not used: a Trainer run reads each checkpoint-N folder\'s optimizer, model, training_args.bin, trainer_state.json and config.json.';
@@ -76,23 +67,8 @@ test('a checkpoint-N/ folder picked whole: its optimizer with its model, AdamW a
   await page.context().close();
 });
 
-/** `ckptscope view ARGS --no-open --port 0`: the page URL it prints, and the process to stop. */
-async function view(...args) {
-  const child = spawn(process.execPath, [CLI, 'view', ...args, '--no-open', '--port', '0'], { cwd: tmp, stdio: ['ignore', 'pipe', 'pipe'] });
-  let outText = '', errText = '';
-  child.stderr.on('data', (d) => (errText += d));
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => {
-      outText += d;
-      if (outText.includes('\n')) resolve(outText.split('\n')[0]);
-    });
-    child.on('exit', (code) => reject(new Error(`view exited ${code}: ${errText}`)));
-  });
-  return { url, stop: () => child.kill('SIGTERM') };
-}
-
 test('ckptscope view OUTPUT_DIR and view checkpoint-N/: the run, and the pair with its kind', async () => {
-  const run = await view('out');
+  const run = await viewFromCli(tmp, 'out');
   try {
     const page = await viewer.page({ width: 800, url: run.url });
     await assertOutRun(page);
@@ -102,7 +78,7 @@ test('ckptscope view OUTPUT_DIR and view checkpoint-N/: the run, and the pair wi
   } finally {
     run.stop();
   }
-  const one = await view('out/checkpoint-10');
+  const one = await viewFromCli(tmp, 'out/checkpoint-10');
   try {
     const page = await viewer.page({ width: 800, url: one.url });
     await page.waitForSelector('[data-testid=pair-verdict].loads');

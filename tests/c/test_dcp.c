@@ -34,10 +34,11 @@ static jvalue *inspect_memory(const unsigned char *data, size_t len, char **text
     return v;
 }
 
-static jvalue *inspect_folder_opts(const char *dir, unsigned flags)
+/* the folder `dir`, named `root` in texts, inspected with `flags`: its report, parsed */
+static jvalue *inspect_folder_as(const char *dir, const char *root, unsigned flags)
 {
     size_t len = 0;
-    unsigned char *b = dcp_folder_bytes(dir, "ckpt", &len, NULL);
+    unsigned char *b = dcp_folder_bytes(dir, root, &len, NULL);
     CHECK(b != NULL);
     if (!b) return NULL;
     ckpt_source src;
@@ -52,6 +53,8 @@ static jvalue *inspect_folder_opts(const char *dir, unsigned flags)
     free(b);
     return v;
 }
+
+static jvalue *inspect_folder_opts(const char *dir, unsigned flags) { return inspect_folder_as(dir, "ckpt", flags); }
 
 static jvalue *inspect_folder(const char *dir) { return inspect_folder_opts(dir, 0); }
 
@@ -792,20 +795,7 @@ static jvalue *case_report(const char *name)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s", cases, name);
-    size_t blen = 0;
-    unsigned char *b = dcp_folder_bytes(path, path, &blen, NULL);
-    CHECK(b != NULL);
-    if (!b) return NULL;
-    ckpt_source src;
-    ckpt_memory mem;
-    ckpt_source_memory(&src, &mem, b, blen);
-    ckpt_inspect_options o = {CKPT_INSPECT_STATS, NULL, NULL};
-    ckpt_report *rep = ckpt_inspect(&src, &o);
-    char *json = ckpt_report_json(rep);
-    jvalue *r = json ? json_parse(json) : NULL;
-    free(json);
-    ckpt_report_free(rep);
-    free(b);
+    jvalue *r = inspect_folder_as(path, path, CKPT_INSPECT_STATS);
     CHECK(r != NULL);
     return r;
 }
