@@ -189,6 +189,20 @@ static void test_manifest(void)
     }
 }
 
+/* A manifest case's folder opened (its bytes in *b, freed by the caller after ckpt_close), named
+ * in the checks' messages */
+static ckpt_file *open_case(const jvalue *cs, unsigned char **b)
+{
+    const char *dir = json_get(cs, "dir")->text;
+    t_current = json_get(cs, "name")->text;
+    size_t len = 0;
+    *b = ds_folder_bytes(dir, dir, &len, NULL);
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, *b, len);
+    return *b ? ckpt_open(&src, NULL) : NULL;
+}
+
 /* The deepspeed member `key` of f's report JSON: its text, or "null" */
 static void check_ds_member(ckpt_file *f, const char *key, const char *want)
 {
@@ -212,14 +226,8 @@ static void test_given_kind(void)
     for (size_t c = 0; cases && c < cases->len; c++) {
         const jvalue *cs = cases->items[c];
         if (!json_get(cs, "ok")->b || json_get(cs, "real")->b || json_get(cs, "noConfig")) continue;
-        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
-        t_current = name;
-        size_t len = 0;
-        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
-        ckpt_source src;
-        static ckpt_memory mem;
-        ckpt_source_memory(&src, &mem, b, len);
-        ckpt_file *f = b ? ckpt_open(&src, NULL) : NULL;
+        unsigned char *b;
+        ckpt_file *f = open_case(cs, &b);
         CHECK(f != NULL);
         if (!f) {
             free(b);
@@ -681,14 +689,9 @@ static void test_health(void)
         if (!json_get(cs, "ok")->b || !values || !values->len || json_get(cs, "noConfig") ||
             json_get(cs, "statsWarnings"))
             continue;
-        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
-        t_current = name;
-        size_t len = 0;
-        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
-        ckpt_source src;
-        static ckpt_memory mem;
-        ckpt_source_memory(&src, &mem, b, len);
-        ckpt_file *f = ckpt_open(&src, NULL);
+        const char *name = json_get(cs, "name")->text;
+        unsigned char *b;
+        ckpt_file *f = open_case(cs, &b);
         ckpt_health_options o = {0.01, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
         ckpt_error err = {0};
         char *json = f ? ckpt_health_json(f, NULL, &o, &err) : NULL;
