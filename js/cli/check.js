@@ -15,7 +15,7 @@ import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidP
 
 export async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
-  refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is that of an optimizer whose files do not say it: a PyTorch optimizer checked with its model (OPT --state MODEL, or a checkpoint folder), a DeepSpeed or DCP folder');
   refuseIdle('check', seen, '--frozen', seen['--expect'] === undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
   const kind = await folderArgs(positional, seen, 'check');
   const frozen = frozenArg(seen, 'check');

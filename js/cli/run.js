@@ -90,8 +90,8 @@ async function slotCount(file) {
 function folderKindWarnings(unknown, total, families) {
   const out = [];
   const ds = unknown.filter((p) => families.get(p) === 'DeepSpeed'), dcp = unknown.filter((p) => families.get(p) === 'DCP');
-  if (ds.length) out.push(`warning: ${ds.length === total ? 'no folder\'s' : `${ds.length} folder${ds.length === 1 ? '\'s' : 's\''} (${ds.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back`);
-  if (dcp.length) out.push(`warning: ${dcp.length === total ? 'DCP folders keep' : `${dcp.length} DCP folder${dcp.length === 1 ? ' (' : 's ('}${dcp.join(', ')}) keep${dcp.length === 1 ? 's' : ''}`} no optimizer class (Adam or AdamW): no learning rate comes back`);
+  if (ds.length) out.push(`warning: ${ds.length === total ? 'no folder\'s' : `${ds.length} folder${ds.length === 1 ? '\'s' : 's\''} (${ds.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
+  if (dcp.length) out.push(`warning: ${dcp.length === total ? 'DCP folders keep' : `${dcp.length} DCP folder${dcp.length === 1 ? ' (' : 's ('}${dcp.join(', ')}) keep${dcp.length === 1 ? 's' : ''}`} no optimizer class (Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
   return out;
 }
 

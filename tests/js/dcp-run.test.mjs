@@ -22,7 +22,7 @@ const cli = (args, columns = 80) => spawnSync(process.execPath, [CLI, ...args], 
 // module order: the model's keys as planner_data keeps them, the tied head last
 const NAMES = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias', 'head.weight'];
 const KIND_WARNING = `warning: DCP folders keep no optimizer class (Adam or AdamW): no learning rate
-  comes back
+  comes back; give --kind adam|adamw
 `;
 
 test('run DIR: torchtitan\'s step-N folders in the order of N, every pair continuous, named by FQN', () => {

@@ -158,7 +158,7 @@ test('a folder that is not a Trainer checkpoint, a sharded model, --state with a
   assert.equal(k.stderr.split('\n')[0], 'ckptscope: --kind takes adam or adamw, not sgd');
   const x = cli('check', 'out/checkpoint-10/optimizer.pt', '--expect', 'layout.json', '--kind', 'adam');
   assert.equal(x.status, 2);
-  assert.equal(x.stderr.split('\n')[0], 'ckptscope: --kind does nothing here: the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  assert.equal(x.stderr.split('\n')[0], 'ckptscope: --kind does nothing here: the kind is that of an optimizer whose files do not say it: a PyTorch optimizer checked with its model (OPT --state MODEL, or a checkpoint folder), a DeepSpeed or DCP folder');
 });
 
 test('run OUTPUT_DIR: checkpoint-N folders by N, each optimizer with its own model; the one-step lr agrees with the logged one', () => {
