@@ -477,12 +477,13 @@ export class Binding {
     }
   }
 
-  /** int ckpt_torch_set_kind(file, kind, err): the kind (an id of abi.kinds) of a PyTorch
-   *  optimizer whose file does not say it; the core's refusal as its error JSON, or null. */
+  /** int ckpt_set_kind(file, kind, err): the kind (an id of abi.kinds) of an optimizer whose
+   *  files do not say it (a PyTorch file, a DeepSpeed or DCP folder); the core's refusal as its
+   *  error JSON, or null. */
   setKind(file, kind) {
     const err = this.errorNew();
     try {
-      return this.#ex.ckpt_torch_set_kind(file, kind, err) ? this.errorTake(err) : null;
+      return this.#ex.ckpt_set_kind(file, kind, err) ? this.errorTake(err) : null;
     } finally {
       this.errorFree(err);
     }

@@ -318,7 +318,9 @@ export interface TorchReport extends ReportCommon {
   container: { format: 'zip' | 'legacy'; prefix: string | null; records: U64 };
   optimizer: { path: string; kind: 'adam' | 'adamw' | null;
     /** how it keys its parameters: torch.optim's ids, FQNs (FSDP), or form F's flat keys (docs/pytorch.md) */
-    keying: 'ids' | 'names' | 'flat'; groups: TorchGroup[]; entryCount: number } | null;
+    keying: 'ids' | 'names' | 'flat'; groups: TorchGroup[]; entryCount: number;
+    /** `kind` is the caller's (setKind, --kind): the file says none */
+    kindGiven: boolean } | null;
   models: { path: string; tensors: { name: string; shape: U64[]; dtype: string; count: U64; offset: U64 }[] }[];
   /** The tensors outside every optimizer and model state dict (a bare tensor, a list of them),
    *  each with its path in the object ('' for the object itself). */
@@ -369,6 +371,9 @@ export interface DeepSpeedMembers {
   dir: string | null;
   /** ds_config.optimizer's kind (Adam is AdamW unless adam_w_mode is false); null: not said */
   optimizerKind: 'adam' | 'adamw' | null;
+  /** the kind the caller gave (setKind, --kind) where ds_config names none; null: none given, or
+   *  ds_config's */
+  kindGiven: 'adam' | 'adamw' | null;
   /** the schema's slots' names */
   slots: string[];
   files: { name: string; rank: number | null; role: 'model' | 'optimizer' | 'refused' | 'state' | 'other'; size: U64 | null; stale: boolean; dsVersion: string | null }[];
@@ -467,6 +472,9 @@ export interface DcpMembers {
   /** a lone .metadata's or .distcp's note; for Accelerate's two folders read as one checkpoint,
    *  which part came from which folder */
   note: string | null;
+  /** the kind the caller gave (setKind, --kind): a DCP folder keeps no optimizer class, so this is
+   *  never read from it; null: none given (Adam or AdamW cannot be told) */
+  kindGiven: 'adam' | 'adamw' | null;
   /** the .metadata indices read: one (dir ''), or Accelerate's two folders of one checkpoint
    *  ('optimizer_0/', 'pytorch_model_fsdp_0/'; '../pytorch_model_fsdp_0/' beside optimizer_0/),
    *  each with its keys by part */

@@ -6,10 +6,12 @@ import { CheckpointError } from './errors.js';
 import { optimizerKind, listed } from './options.js';
 
 /**
- * The kind ('adam' or 'adamw') of the open PyTorch optimizer `ck` whose file does not say it
- * (torch 1.13's AdamW writes no decoupled_weight_decay): its groups' configurations take it
- * (health's decay term, a run's learning rate). Call it before pairing. Rejects with the core's
- * CheckpointError when the file says another kind or holds no optimizer.
+ * The kind ('adam' or 'adamw') of the open optimizer `ck` whose files do not say it (torch 1.13's
+ * AdamW writes no decoupled_weight_decay; a DeepSpeed checkpoint whose ds_config names no
+ * optimizer; a DCP folder, which keeps no optimizer class): its groups' configurations take it
+ * (health's decay term, a run's learning rate), and the report says it was given (`kindGiven`).
+ * Call it before pairing. Rejects with the core's CheckpointError when the files say another
+ * kind or hold no optimizer.
  */
 export async function setKind(ck, kind) {
   await loadBinding();

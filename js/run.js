@@ -103,7 +103,12 @@ export async function run(files, { states = null, lr, ratioBand: bandArg, residu
       // a PyTorch optimizer's slots come from its model: its state file, or the model its own
       // file holds (opened again); the pairing's first failure is the file's state error
       const ck = opened[opened.length - 1];
-      if (kind !== undefined && ck.ok) await setKind(ck, kind);   // a TorchLean file's own kind is checked
+      // the kind, where the files do not say it (one that says another refuses it, named)
+      if (kind !== undefined && ck.ok) {
+        await setKind(ck, kind).catch((e) => {
+          throw e instanceof CheckpointError && typeof files[i] === 'string' ? new CheckpointError(e, { context: files[i] }) : e;
+        });
+      }
       if (ck.ok && ck.summary.needsModel) {
         if (!st && ck.summary.tensorCount && !(files[i] instanceof Checkpoint)) st = await take(files[i]);
         if (st?.ok) {

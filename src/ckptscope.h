@@ -676,11 +676,14 @@ typedef struct ckpt_pair_options {
 ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pair_options *o,
                                  ckpt_progress_fn progress, void *progress_ctx);
 
-/* The kind of a PyTorch optimizer whose file does not say it (format.md 10.3), CKPT_ADAM or
- * CKPT_ADAMW: its groups' configurations (health's decay term, a run's learning rate) take it;
- * call it before pairing. 0, or CKPT_E_INVALID_ARGUMENT when the file says another kind (a
- * TLADAMF file's header, a group's decoupled_weight_decay) or holds no optimizer. */
-int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err);
+/* The kind of an optimizer whose files do not say it, CKPT_ADAM or CKPT_ADAMW: a PyTorch file
+ * without decoupled_weight_decay (format.md 10.3), a DeepSpeed checkpoint whose ds_config names
+ * no optimizer (11.4), a DCP folder (12: it keeps no optimizer class). Its groups'
+ * configurations (health's decay term, a run's learning rate) take it, and the report's JSON says
+ * it was given (a DeepSpeed or DCP report's "kindGiven"); call it before pairing. 0, or
+ * CKPT_E_INVALID_ARGUMENT when the files say another kind (a TLADAMF file's header, a group's
+ * decoupled_weight_decay, ds_config.optimizer) or hold no optimizer. */
+int ckpt_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err);
 
 /* Pair `opt` (TLADAMF) with `state` (TLSF32B/TLPF32B). Both must be valid (else result->error
  * is the invalid file's own diagnostic, result->invalid says which). Reads tied tensors and every tensor's

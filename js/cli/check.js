@@ -9,26 +9,26 @@ import { CheckpointError, LayoutError } from '../errors.js';
 import { say, sameDestination } from '../terminal.js';
 import { checkInput, reading, displayName, sourceOf, isStream, streamName, fileStamp } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, readerArg, meant, frozenArg, worldSizeArg } from './args.js';
-import { Failure, layoutArg, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
+import { Failure, layoutArg, readNames, openFile, openInput, folderArgs, givesKind, giveKind, modelFacts, roleOf, warnStillWriting, trainedModelOf } from './inputs.js';
 import { dcpErrors } from './dcp-text.js';
 import { errorLines, pairLines, pairStatus, loadLine, everyReaderLines, invalidPairLines, deepspeedPairLines } from './text.js';
 
 export async function cmdCheck(argv) {
   const { positional, seen } = parseArgs('check', argv);
-  refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  refuseIdle('check', seen, '--kind', seen['--expect'] === undefined, 'the kind is that of an optimizer whose files do not say it: a PyTorch optimizer checked with its model (OPT --state MODEL, or a checkpoint folder), a DeepSpeed or DCP folder');
   refuseIdle('check', seen, '--frozen', seen['--expect'] === undefined, 'it names what a PyTorch optimizer\'s training code does not train, for its pairing with its model (OPT --state MODEL)');
   const kind = await folderArgs(positional, seen, 'check');
   const frozen = frozenArg(seen, 'check');
   if (kind.deepspeed) {
-    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], worldSizeArg(seen));
+    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], worldSizeArg(seen), undefined, kind);
     if (seen['--world-size'] !== undefined) throw new UsageError('--world-size goes with the model the checkpoint will be loaded into: --state MODEL or --names NAMES.json', 'check');
-    return checkDeepSpeed(positional[0]);
+    return checkDeepSpeed(positional[0], kind);
   }
   refuseIdle('check', seen, '--world-size', false, 'it is the world size a DeepSpeed checkpoint will be loaded on (TAGDIR --state MODEL)');
   if (kind.dcp) {
     // the model it will be loaded into, compared by name (docs/distributed.md "Pairing with a model")
-    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], undefined, frozen);
-    return checkDcp(positional[0]);
+    if (seen['--state'] !== undefined || seen['--names'] !== undefined) return checkDeepSpeedPair(positional[0], seen['--state'], seen['--names'], undefined, frozen, kind);
+    return checkDcp(positional[0], kind);
   }
   // a PyTorch file that holds its model too (Lightning, {'model', 'optimizer'}) pairs with it
   if (positional.length === 1 && !seen['--expect'] && !seen['--state'] && (await modelFacts(positional[0])).holdsBoth) return checkPair(positional[0], positional[0], seen['--names'], kind, frozen, true);
@@ -77,9 +77,10 @@ export async function cmdCheck(argv) {
 
 /** check DIR for a DeepSpeed checkpoint: the checks of format.md 11.5, every failure listed (the
  *  first is the verdict), the warnings on stderr; exit status 1 on an error. */
-async function checkDeepSpeed(dir) {
+async function checkDeepSpeed(dir, kind) {
   const ck = await reading(dir, 'checkpoint', () => open(dir));
   try {
+    if (ck.ok) await giveKind(ck, kind, dir);   // --kind: checked against ds_config's
     const r = ck.report;
     for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
     const what = r.deepspeed?.kind ? `a DeepSpeed ${r.deepspeed.kind} checkpoint` : 'a DeepSpeed checkpoint';
@@ -99,9 +100,10 @@ async function checkDeepSpeed(dir) {
 /** check DIR for a distributed checkpoint (DCP): the checks of docs/distributed.md, every
  *  failure listed in the core's order (the first is the verdict), the warnings on stderr; exit
  *  status 1 on an error. */
-async function checkDcp(dir) {
+async function checkDcp(dir, kind) {
   const ck = await reading(dir, 'checkpoint', () => open(dir));
   try {
+    if (ck.ok) await giveKind(ck, kind, dir);   // --kind: refused only where the folder holds no optimizer
     const r = ck.report;
     for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
     if (r.ok) {
@@ -122,7 +124,7 @@ async function checkDcp(dir) {
  *  checkpoint with the model it will be loaded into as it was trained (format.md 11.6)? Every
  *  failure listed, the first the verdict; exit status 0 pairs, 1 not. A DCP folder (DIR --state
  *  MODEL | --names NAMES.json [--frozen NAMES]) pairs the same way, by its own rule (12.8). */
-async function checkDeepSpeedPair(dir, model, namesPath, worldSize, frozen = undefined) {
+async function checkDeepSpeedPair(dir, model, namesPath, worldSize, frozen = undefined, kind = { kind: null, fallback: null }) {
   if (model !== undefined) {
     if (isStream(model)) throw new UsageError(`check --state needs a file: ${streamName(model)} works for OPT only`);
     checkInput(model, 'checkpoint');
@@ -130,8 +132,11 @@ async function checkDeepSpeedPair(dir, model, namesPath, worldSize, frozen = und
   const names = namesPath === undefined ? null : readNames(namesPath, null);
   const label = model ?? namesPath;
   let result;
+  // with a kind: the folder opened here, given it before the pairing
+  const optimizer = givesKind(kind) ? await openInput(dir, 'checkpoint', kind) : null;
   try {
-    result = await reading(model ?? dir, 'checkpoint', () => pair(dir, model ?? null, { names, worldSize, frozen }));
+    if (optimizer?.ok) await giveKind(optimizer, kind, dir);
+    result = await reading(model ?? dir, 'checkpoint', () => pair(optimizer ?? dir, model ?? null, { names, worldSize, frozen }));
   } catch (err) {
     if (!(err instanceof CheckpointError) || !err.result) throw err;
     if (err.result.invalid) {
@@ -142,6 +147,8 @@ async function checkDeepSpeedPair(dir, model, namesPath, worldSize, frozen = und
       return 1;
     }
     throw new Failure(`cannot pair ${displayName(dir)} with ${label}: ${err.message}`);
+  } finally {
+    optimizer?.close();
   }
   say(process.stdout, deepspeedPairLines(result, displayName(dir), label));
   return pairStatus(result);

@@ -23,6 +23,7 @@ export function deepspeedLines(report, out, width) {
     out.push(...wrapLine(`files           ${files}`, width, ' '.repeat(16)));
   }
   if (d.optimizerKind !== null) out.push(`optimizer       ${d.optimizerKind === 'adamw' ? 'AdamW' : 'Adam'} (ds_config)`);
+  else if (d.kindGiven) out.push(`optimizer       ${d.kindGiven === 'adamw' ? 'AdamW' : 'Adam'} (given: ds_config names none)`);
   d.groups.forEach((g, k) => {
     const size = g.params ? `${plural(g.params.length, 'parameter')}, flat ${g.flatSize}` : `flat ${g.flatSize ?? '?'}`;
     const pads = g.paddings.length && g.paddings.some((p) => p !== null) ? `, paddings ${g.paddings.map((p) => p ?? '?').join(', ')}` : '';

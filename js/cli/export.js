@@ -9,7 +9,7 @@ import { loadBinding } from '../binding.js';
 import { say } from '../terminal.js';
 import { STDIN, checkInput, reading, writing, sourceOf, isStream, streamName, readNamesFile } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, exportFormatOf, exportOutputs, meant, frozenArg } from './args.js';
-import { Failure, openFile, folderArgs, giveKind, trainedModelOf } from './inputs.js';
+import { Failure, openInput, folderArgs, giveKind, trainedModelOf } from './inputs.js';
 import { wroteLine } from './text.js';
 
 export async function cmdExport(argv) {
@@ -27,7 +27,7 @@ export async function cmdExport(argv) {
   const file = positional[0];
   const frozen = frozenArg(seen, 'export');
   // a DeepSpeed or DCP folder is opened whole (its files laid out as one source)
-  const ck = kind.whole ? await reading(file, 'checkpoint', () => open(sourceOf(file))) : await openFile(file, 'checkpoint');
+  const ck = await openInput(file, 'checkpoint', kind);
   let model = null, written;
   try {
     if (!ck.ok) throw new CheckpointError(ck.summary.error, { context: `cannot export ${file}: it is not a valid checkpoint` });

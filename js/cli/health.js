@@ -7,7 +7,7 @@ import { CheckpointError } from '../errors.js';
 import { say, terminalJSON, writeStdout, outputColumns } from '../terminal.js';
 import { checkInput, reading, displayName, isStream, streamName } from '../user-files.js';
 import { UsageError, parseArgs, refuseIdle, positiveArg, ratioBandArg, workersArg, meant, frozenArg } from './args.js';
-import { Failure, readNames, openFile, folderArgs, givesKind, giveKind, modelFacts, roleOf, trainedModelOf } from './inputs.js';
+import { Failure, readNames, openInput, folderArgs, givesKind, giveKind, modelFacts, roleOf, trainedModelOf } from './inputs.js';
 import { errorLines, healthLines, isWarningFlag, pairLines, HEALTH_SORTS } from './text.js';
 import { shown } from '../suggest.js';
 import { loadBinding } from '../binding.js';
@@ -39,7 +39,7 @@ export async function cmdHealth(argv) {
   if (state !== undefined) checkInput(state, 'checkpoint');
   let result;
   // with a kind: the optimizer opened here, given it before health pairs it with its model
-  const optimizer = givesKind(kind) ? await openFile(opt, 'checkpoint') : null;
+  const optimizer = givesKind(kind) ? await openInput(opt, 'checkpoint', kind) : null;
   try {
     if (optimizer) await giveKind(optimizer, kind, opt);
     const model = state ?? (optimizer && facts.holdsBoth ? opt : null);

@@ -49,6 +49,12 @@ export async function openFile(file, what, options) {
   return refuseUnreadStream(await reading(file, what, () => open(sourceOf(file), options)), file);
 }
 
+/** FILE opened as folderArgs's answer `folder` reads it: a folder the core reads whole
+ *  (`whole`: DeepSpeed, DCP) laid out as one source, else a file (openFile). */
+export async function openInput(file, what, folder, options) {
+  return folder?.whole ? reading(file, what, () => open(sourceOf(file), options)) : openFile(file, what, options);
+}
+
 /** `ck` (open), unless the core could not read it because it came through a stream (a pipe,
  *  standard input) and its family reads by offsets: then an I/O failure (exit status 2) in the
  *  core's words, the handle closed. */

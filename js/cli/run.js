@@ -90,8 +90,8 @@ async function slotCount(file) {
 function folderKindWarnings(unknown, total, families) {
   const out = [];
   const ds = unknown.filter((p) => families.get(p) === 'DeepSpeed'), dcp = unknown.filter((p) => families.get(p) === 'DCP');
-  if (ds.length) out.push(`warning: ${ds.length === total ? 'no folder\'s' : `${ds.length} folder${ds.length === 1 ? '\'s' : 's\''} (${ds.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back`);
-  if (dcp.length) out.push(`warning: ${dcp.length === total ? 'DCP folders keep' : `${dcp.length} DCP folder${dcp.length === 1 ? ' (' : 's ('}${dcp.join(', ')}) keep${dcp.length === 1 ? 's' : ''}`} no optimizer class (Adam or AdamW): no learning rate comes back`);
+  if (ds.length) out.push(`warning: ${ds.length === total ? 'no folder\'s' : `${ds.length} folder${ds.length === 1 ? '\'s' : 's\''} (${ds.join(', ')})`} ds_config names its optimizer (Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
+  if (dcp.length) out.push(`warning: ${dcp.length === total ? 'DCP folders keep' : `${dcp.length} DCP folder${dcp.length === 1 ? ' (' : 's ('}${dcp.join(', ')}) keep${dcp.length === 1 ? 's' : ''}`} no optimizer class (Adam or AdamW): no learning rate comes back; give --kind adam|adamw`);
   return out;
 }
 
@@ -132,8 +132,6 @@ export async function cmdRun(argv) {
   const wholeFolders = found !== null || (files.length >= 2 && families.size > 0 && [...families.values()].every(Boolean));
   if (found) for (const f of files) families.set(f, found.family);
   if (wholeFolders && states) throw usage(`--state goes with checkpoint files: ${[...families.values()].includes('DCP') ? 'a DCP folder holds its own parameters (its model part)' : 'a DeepSpeed folder holds its own master weights'}`);
-  // DCP keeps no optimizer class, and the core gives a DCP folder none
-  if (wholeFolders && kind !== undefined && [...families.values()].includes('DCP')) throw usage('--kind goes with PyTorch optimizers: a DCP folder takes no kind yet (no learning rate comes back)');
   if (!wholeFolders && files.length === 1 && !states && isDirectory(files[0]) && await isOutputFolder(files[0])) {
     return trainerRun(files[0], { json, slots, lr, residualLimit, names, band, kind });
   }
@@ -155,7 +153,8 @@ export async function cmdRun(argv) {
   if (band !== undefined && !wholeFolders && (lr === undefined || !states)) throw usage('--ratio-band goes with --lr and model-state files: the ratios need both (lr · rms(u) / rms(θ))');
   const ratioBand = await ratioBandArg(band, usage);
   const slotNames = names === undefined ? null : readNames(names, await slotCount(files[0]));
-  // --kind: the kind of the PyTorch optimizers among the files (a TorchLean file's own is checked)
+  // --kind: the kind of the optimizers among the files whose files do not say it (a PyTorch
+  // file's, a DeepSpeed or DCP folder's); one that says another is refused
   const result = await reading(files[0], 'checkpoint', () => run(files, { states, lr, ratioBand, residualLimit, kind })).catch(async (err) => {
     // a folder the core does not read as one (a DCP folder whose groups keep no betas and eps): named
     if (err instanceof CheckpointError && !err.context && wholeFolders) throw await folderAtFault(files, err);

@@ -91,6 +91,11 @@ struct ckpt_family_impl {
      * optimizer without decoupled_weight_decay, until given one): its config's kind is a guess;
      * NULL: the family always says */
     bool (*kind_unknown)(const ckpt_report *rep);
+    /* the kind the caller gives (--kind, ckpt_set_kind), checked against what the files say: the
+     * groups' configurations take it where they do not say it, and the report's JSON says it was
+     * given. 0, or CKPT_E_INVALID_ARGUMENT naming --kind (a contradiction, no optimizer held).
+     * NULL: the family always says its kind (the report's config) */
+    int (*set_kind)(ckpt_report *rep, ckpt_kind kind, ckpt_error *err);
     /* what this file holds when its family holds either (CKPT_ROLE_*: a torch.save file may hold
      * an optimizer, a model, or both); NULL: the descriptor's role */
     unsigned (*role_of)(const ckpt_report *rep);
@@ -145,6 +150,8 @@ struct ckpt_family_impl {
     /* the header: where its item count field is, when at a fixed offset (else 0; hints.c) */
     uint64_t count_at;
 };
+/* set_kind's refusal of a file without an optimizer, whatever its family */
+#define CKPT_KIND_NO_OPTIMIZER "--kind is an optimizer's: this file holds none"
 /* The default probe: head begins with the descriptor's magic. */
 static inline bool ckpt_probe_magic(const ckpt_family *f, const uint8_t *head, size_t n, uint64_t size)
 {

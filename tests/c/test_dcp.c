@@ -7,10 +7,12 @@
  * own writer wrote (c_dcp_written); --cases CASES, every folder of tests/cases/dcp.json
  * (dcp_seeds.py's), each valid one exported into WORKDIR for dcp_core_truth.py (c_dcp_table). */
 #define _DEFAULT_SOURCE /* symlink */
+#include "core/family.h"
 #include "ds_folder.h"
 #include "minijson.h"
 #include "testutil.h"
 
+#include <math.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1145,6 +1147,86 @@ static void test_diff_by_name(void)
     free(d);
 }
 
+/* f's report JSON and its health's (the groups' lr, no band) */
+static jvalue *report_of(ckpt_file *f)
+{
+    char *text = ckpt_report_json(ckpt_file_report(f));
+    jvalue *v = text ? json_parse(text) : NULL;
+    free(text);
+    return v;
+}
+
+static double slot0_decay(ckpt_file *f)
+{
+    ckpt_health_options o = {NAN, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    char *text = ckpt_health_json(f, NULL, &o, &err);
+    CHECK(text != NULL);
+    jvalue *h = text ? json_parse(text) : NULL;
+    const jvalue *d = json_get(json_get(h, "slots") ? json_get(h, "slots")->items[0] : NULL, "decay");
+    double x = d && !json_is_null(d) ? json_double(d) : NAN;
+    json_free(h);
+    free(text);
+    ckpt_error_clear(&err);
+    return x;
+}
+
+/* --kind on a folder (v23: one group, weight_decay 0.1; ckpt_set_kind, the family's set_kind): DCP keeps no optimizer
+ * class, so any given kind is taken (never a contradiction), the groups' configurations take it
+ * (health's decay term: AdamW's lr · weight_decay, Adam's none) and the JSON says it was given;
+ * a .distcp alone holds no groups: refused */
+static void test_given_kind(void)
+{
+    unsigned char *b;
+    ckpt_source src;
+    ckpt_memory mem;
+    ckpt_file *f = open_seed("v23", &b, &mem, &src);
+    CHECK(f != NULL);
+    const ckpt_report *rep = f ? ckpt_file_report(f) : NULL;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    if (f) {
+        jvalue *r = report_of(f);
+        const jvalue *g = json_get(json_get(r, "dcp"), "groups")->items[0];
+        const double decay = json_double(json_get(g, "lr")) * json_double(json_get(g, "weightDecay"));
+        CHECK(decay > 0);
+        CHECK(json_is_null(json_get(json_get(r, "dcp"), "kindGiven")));
+        json_free(r);
+        CHECK(ckpt_kind_unknown(rep));
+        CHECK(slot0_decay(f) == 0);
+        CHECK(ckpt_set_kind(f, CKPT_ADAMW, &err) == 0);
+        CHECK(!ckpt_kind_unknown(rep));
+        CHECK(ckpt_config_of_slot(rep, 0)->kind == CKPT_ADAMW);
+        CHECK(fabs(slot0_decay(f) - decay) <= 1e-12 * decay);
+        r = report_of(f);
+        CHECK_STR(str(json_get(json_get(r, "dcp"), "kindGiven")), "adamw");
+        CHECK_STR(str(json_get(json_get(r, "config"), "kind")), "adamw");
+        json_free(r);
+        CHECK(ckpt_set_kind(f, CKPT_ADAM, &err) == 0);
+        CHECK(ckpt_config_of_slot(rep, 0)->kind == CKPT_ADAM);
+        CHECK(slot0_decay(f) == 0);
+        r = report_of(f);
+        CHECK_STR(str(json_get(json_get(r, "dcp"), "kindGiven")), "adam");
+        json_free(r);
+        ckpt_close(f);
+    }
+    free(b);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/__0_0.distcp", fixture);
+    size_t len = 0;
+    b = ds_file_bytes(path, &len);
+    CHECK(b != NULL);
+    ckpt_source_memory(&src, &mem, b, len);
+    f = b ? ckpt_open(&src, NULL) : NULL;
+    CHECK(f != NULL);
+    CHECK(f && ckpt_set_kind(f, CKPT_ADAMW, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "--kind is an optimizer's: this file holds none");
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -1171,6 +1253,7 @@ int main(int argc, char **argv)
         {"the 1.13 folder's statistics and roles", test_folder_stats},
         {"the statistics pass's progress ends at its total", test_folder_progress},
         {"a group without eps: health and export say which", test_no_eps},
+        {"--kind on a folder", test_given_kind},
         {"a lone .metadata", test_lone_metadata},
         {"a lone .distcp", test_lone_distcp},
         {"1: no .metadata", test_no_metadata},

@@ -189,6 +189,98 @@ static void test_manifest(void)
     }
 }
 
+/* A manifest case's folder opened (its bytes in *b, freed by the caller after ckpt_close), named
+ * in the checks' messages */
+static ckpt_file *open_case(const jvalue *cs, unsigned char **b)
+{
+    const char *dir = json_get(cs, "dir")->text;
+    t_current = json_get(cs, "name")->text;
+    size_t len = 0;
+    *b = ds_folder_bytes(dir, dir, &len, NULL);
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, *b, len);
+    return *b ? ckpt_open(&src, NULL) : NULL;
+}
+
+/* The deepspeed member `key` of f's report JSON: its text, or "null" */
+static void check_ds_member(ckpt_file *f, const char *key, const char *want)
+{
+    char *json = ckpt_report_json(ckpt_file_report(f));
+    jvalue *j = json ? json_parse(json) : NULL;
+    const jvalue *v = json_get(json_get(j, "deepspeed"), key);
+    CHECK(v != NULL);
+    CHECK_STR(!v ? NULL : json_is_null(v) ? "null" : v->text, want);
+    json_free(j);
+    free(json);
+}
+
+/* --kind on a folder (ckpt_set_kind, the family's set_kind): where ds_config names no optimizer
+ * the groups' configurations take the given kind and the JSON says it was given; where it names
+ * one, that kind is kept and another refused naming --kind; a file without an optimizer refuses
+ * any */
+static void test_given_kind(void)
+{
+    const jvalue *cases = json_get(manifest, "cases");
+    size_t unsaid = 0, said = 0;
+    for (size_t c = 0; cases && c < cases->len; c++) {
+        const jvalue *cs = cases->items[c];
+        if (!json_get(cs, "ok")->b || json_get(cs, "real")->b || json_get(cs, "noConfig")) continue;
+        unsigned char *b;
+        ckpt_file *f = open_case(cs, &b);
+        CHECK(f != NULL);
+        if (!f) {
+            free(b);
+            continue;
+        }
+        const ckpt_report *rep = ckpt_file_report(f);
+        const jvalue *kind = json_get(cs, "optimizerKind");
+        ckpt_error err = {0};
+        ckpt_error_clear(&err);
+        if (json_is_null(kind)) {
+            unsaid++;
+            CHECK(ckpt_kind_unknown(rep));
+            check_ds_member(f, "kindGiven", "null");
+            CHECK(ckpt_set_kind(f, CKPT_ADAM, &err) == 0);
+            CHECK(!ckpt_kind_unknown(rep));
+            CHECK(ckpt_config_of_slot(rep, 0)->kind == CKPT_ADAM);
+            check_ds_member(f, "kindGiven", "adam");
+            check_ds_member(f, "optimizerKind", "null");
+        } else {
+            said++;
+            const bool adamw = !strcmp(kind->text, "adamw");
+            CHECK(ckpt_set_kind(f, adamw ? CKPT_ADAMW : CKPT_ADAM, &err) == 0);
+            CHECK(ckpt_set_kind(f, adamw ? CKPT_ADAM : CKPT_ADAMW, &err) == CKPT_E_INVALID_ARGUMENT);
+            CHECK_STR(err.message, adamw ? "--kind adam contradicts the checkpoint: its ds_config.optimizer is AdamW"
+                                         : "--kind adamw contradicts the checkpoint: its ds_config.optimizer is Adam");
+            CHECK(ckpt_config_of_slot(rep, 0)->kind == (adamw ? CKPT_ADAMW : CKPT_ADAM));
+            check_ds_member(f, "kindGiven", "null");
+        }
+        ckpt_error_clear(&err);
+        ckpt_close(f);
+        free(b);
+    }
+    CHECK(unsaid > 0 && said > 0);
+    /* a model-states file alone holds no optimizer */
+    t_current = "mp_rank_00_model_states.pt alone";
+    char path[4096];
+    snprintf(path, sizeof path, "%s/zero2-w2/global_step2/mp_rank_00_model_states.pt", fixtures);
+    size_t len = 0;
+    unsigned char *b = ds_file_bytes(path, &len);
+    ckpt_source src;
+    static ckpt_memory mem;
+    ckpt_source_memory(&src, &mem, b, len);
+    ckpt_file *f = b ? ckpt_open(&src, NULL) : NULL;
+    CHECK(f != NULL);
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    CHECK(f && ckpt_set_kind(f, CKPT_ADAMW, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK_STR(err.message, "--kind is an optimizer's: this file holds none");
+    ckpt_error_clear(&err);
+    ckpt_close(f);
+    free(b);
+}
+
 /* ---- the real fixtures against truth.pt ---- */
 
 static const ckpt_torch_model *model_at(const ckpt_torch *t, const char *path)
@@ -597,14 +689,9 @@ static void test_health(void)
         if (!json_get(cs, "ok")->b || !values || !values->len || json_get(cs, "noConfig") ||
             json_get(cs, "statsWarnings"))
             continue;
-        const char *name = json_get(cs, "name")->text, *dir = json_get(cs, "dir")->text;
-        t_current = name;
-        size_t len = 0;
-        unsigned char *b = ds_folder_bytes(dir, dir, &len, NULL);
-        ckpt_source src;
-        static ckpt_memory mem;
-        ckpt_source_memory(&src, &mem, b, len);
-        ckpt_file *f = ckpt_open(&src, NULL);
+        const char *name = json_get(cs, "name")->text;
+        unsigned char *b;
+        ckpt_file *f = open_case(cs, &b);
         ckpt_health_options o = {0.01, 0, CKPT_NONE, NULL, NULL, false, 0, 0};
         ckpt_error err = {0};
         char *json = f ? ckpt_health_json(f, NULL, &o, &err) : NULL;
@@ -834,6 +921,7 @@ int main(int argc, char **argv)
     free(text);
     static const test_case cases[] = {
         {"every case of the manifest", test_manifest},
+        {"--kind on a folder", test_given_kind},
         {"the real fixtures against truth.pt", test_truth},
         {"each file alone", test_lone_files},
         {"the folder plan", test_plan},

@@ -700,8 +700,8 @@ static void a_kind_the_file_says(void)
     ckpt_kind own = rep->config.kind, other = own == CKPT_ADAMW ? CKPT_ADAM : CKPT_ADAMW;
     ckpt_error err = {0};
     ckpt_error_clear(&err);
-    CHECK(ckpt_torch_set_kind(f, own, &err) == 0);
-    CHECK(ckpt_torch_set_kind(f, other, &err) == CKPT_E_INVALID_ARGUMENT);
+    CHECK(ckpt_set_kind(f, own, &err) == 0);
+    CHECK(ckpt_set_kind(f, other, &err) == CKPT_E_INVALID_ARGUMENT);
     CHECK_STR(err.message, own == CKPT_ADAMW ? "--kind adam contradicts the file: its optimizer is AdamW"
                                              : "--kind adamw contradicts the file: its optimizer is Adam");
     ckpt_error_clear(&err);

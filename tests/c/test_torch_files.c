@@ -2,9 +2,12 @@
  * reader lists a torch.save zip's members as Python's zipfile does, the pickle reader finds in
  * its data.pkl the persistent ids Python's unpickler meets, in the same order, and the names
  * torch writes; the legacy format's five pickles in a row and its storages after them. The
- * facts Python saw are in DIR/facts.txt. Usage: test_torch_files DIR */
+ * facts Python saw are in DIR/facts.txt. Then --kind on such files (ckpt_set_kind). Usage:
+ * test_torch_files DIR */
 #include "containers/pickle.h"
+#include "core/impl.h"
 #include "families/pytorch/globals.h"
+#include "minijson.h"
 #include "testutil.h"
 #include "containers/zip.h"
 
@@ -221,10 +224,81 @@ static void test_legacy_file(void)
     free(d);
 }
 
+/* The seed `name` opened (its bytes in *d, freed by the caller after ckpt_close) */
+static ckpt_file *open_seed(const char *name, uint8_t **d, ckpt_memory *mem, ckpt_source *src)
+{
+    size_t len = 0;
+    *d = slurp(name, &len);
+    CHECK(*d != NULL);
+    if (!*d) return NULL;
+    ckpt_source_memory(src, mem, *d, len);
+    ckpt_file *f = ckpt_open(src, NULL);
+    CHECK(f != NULL);
+    return f;
+}
+
+/* The report's optimizer member `key`: its text, "true"/"false" or "null" */
+static void check_optimizer_member(const ckpt_report *rep, const char *key, const char *want)
+{
+    char *json = ckpt_report_json(rep);
+    jvalue *j = json ? json_parse(json) : NULL;
+    const jvalue *v = json_get(json_get(j, "optimizer"), key);
+    CHECK(v != NULL);
+    const char *got = !v ? NULL : json_is_null(v) ? "null" : v->type == JBOOL ? (v->b ? "true" : "false") : v->text;
+    CHECK_STR(got, want);
+    json_free(j);
+    free(json);
+}
+
+/* --kind on a PyTorch file (ckpt_set_kind, the family's set_kind): torch 1.13's Adam says no
+ * kind, so the given one is taken and the JSON says it was given; a file whose groups say
+ * decoupled_weight_decay keeps its kind, another is refused naming --kind */
+static void test_given_kind(void)
+{
+    uint8_t *d;
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_error err = {0};
+    ckpt_error_clear(&err);
+    ckpt_file *f = open_seed("optimizer.pt", &d, &mem, &src);
+    if (f) {
+        const ckpt_report *rep = ckpt_file_report(f);
+        CHECK(ckpt_kind_unknown(rep));
+        check_optimizer_member(rep, "kind", "null");
+        check_optimizer_member(rep, "kindGiven", "false");
+        CHECK(ckpt_set_kind(f, CKPT_ADAMW, &err) == 0);
+        CHECK(!ckpt_kind_unknown(rep));
+        check_optimizer_member(rep, "kind", "adamw");
+        check_optimizer_member(rep, "kindGiven", "true");
+        CHECK(ckpt_set_kind(f, (ckpt_kind)2, &err) == CKPT_E_INVALID_ARGUMENT);
+        CHECK_STR(err.message, "the kind is adam or adamw");
+        ckpt_error_clear(&err);
+        ckpt_close(f);
+    }
+    free(d);
+    f = open_seed("optimizer-said.pt", &d, &mem, &src);
+    if (f) {
+        const ckpt_report *rep = ckpt_file_report(f);
+        CHECK(!ckpt_kind_unknown(rep));
+        check_optimizer_member(rep, "kind", "adam");
+        CHECK(ckpt_set_kind(f, CKPT_ADAM, &err) == 0);
+        check_optimizer_member(rep, "kindGiven", "false");
+        CHECK(ckpt_set_kind(f, CKPT_ADAMW, &err) == CKPT_E_INVALID_ARGUMENT);
+        CHECK_STR(err.message,
+                  "--kind adamw contradicts the file: its param_groups say decoupled_weight_decay False (Adam)");
+        ckpt_error_clear(&err);
+        check_optimizer_member(rep, "kind", "adam");
+        ckpt_close(f);
+    }
+    free(d);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) return fprintf(stderr, "usage: test_torch_files DIR\n"), 2;
     dir = argv[1];
-    static const test_case cases[] = {{"torch.save zip", test_zip_file}, {"legacy torch.save", test_legacy_file}};
+    static const test_case cases[] = {{"torch.save zip", test_zip_file},
+                                      {"legacy torch.save", test_legacy_file},
+                                      {"a kind given where the file says none", test_given_kind}};
     return RUN_ALL(cases);
 }

@@ -1,6 +1,8 @@
 """Seed files from the real torch.save, for tests/c/test_torch_files.c: an Adam optimizer's
 state_dict saved as a zip and in the legacy format (_use_new_zipfile_serialization=False), and
-what Python's own readers see in them (facts.txt), which the native reader must see too.
+what Python's own readers see in them (facts.txt), which the native reader must see too; the same
+state_dict with its groups saying decoupled_weight_decay False (Adam, as torch >= 2.x writes it:
+optimizer-said.pt), for the kind a file says.
 Usage: python3 torch_seeds.py DIR"""
 import io
 import os
@@ -21,6 +23,10 @@ zip_path = os.path.join(out, 'optimizer.pt')
 legacy_path = os.path.join(out, 'optimizer-legacy.pt')
 torch.save(opt.state_dict(), zip_path)
 torch.save(opt.state_dict(), legacy_path, _use_new_zipfile_serialization=False)
+said = opt.state_dict()
+for g in said['param_groups']:
+    g['decoupled_weight_decay'] = False
+torch.save(said, os.path.join(out, 'optimizer-said.pt'))
 
 
 class Recorder(pickle.Unpickler):

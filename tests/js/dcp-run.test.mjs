@@ -22,7 +22,7 @@ const cli = (args, columns = 80) => spawnSync(process.execPath, [CLI, ...args], 
 // module order: the model's keys as planner_data keeps them, the tied head last
 const NAMES = ['emb.weight', 'l1.weight', 'l1.bias', 'ln.weight', 'ln.bias', 'l2.weight', 'l2.bias', 'frozen.weight', 'frozen.bias', 'head.weight'];
 const KIND_WARNING = `warning: DCP folders keep no optimizer class (Adam or AdamW): no learning rate
-  comes back
+  comes back; give --kind adam|adamw
 `;
 
 test('run DIR: torchtitan\'s step-N folders in the order of N, every pair continuous, named by FQN', () => {
@@ -114,13 +114,82 @@ test('run refuses one DCP folder, a folder of one, and --state or --kind beside 
 ${usage.stdout.split('\n\n')[0]}
 (ckptscope run --help: its options)
 `);
-  const kind = cli(['run', 'checkpoint', '--kind', 'adamw']);
-  assert.equal(kind.status, 2);
-  assert.equal(kind.stderr, `ckptscope: --kind goes with PyTorch optimizers: a DCP folder takes no kind yet
-  (no learning rate comes back)
-${usage.stdout.split('\n\n')[0]}
-(ckptscope run --help: its options)
+});
+
+// ---- --kind: DCP keeps no optimizer class; the user who knows it says it ----
+
+test('run DIR --kind adamw: every one-step pair\'s learning rate comes back, the lr torch\'s AdamW stepped with; no warning', async () => {
+  const r = cli(['run', 'checkpoint', '--kind', 'adamw', '--json']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  const j = JSON.parse(r.stdout);
+  assert.deepEqual(j.files.map((f) => f.kindUnknown), [false, false, false]);
+  for (const p of j.pairs) {
+    assert.equal(p.slots.length, 7);
+    // from float32 moments: the lr used, to float32 rounding of the moments' differences
+    for (const s of p.slots) assert.ok(Math.abs(s.lr / manifest.lr - 1) < 1e-4, `${NAMES[s.slot]}: lr ${s.lr} vs ${manifest.lr}`);
+  }
+  const text = cli(['run', 'checkpoint', '--kind', 'adamw']);
+  assert.equal(text.stdout.split('\n').filter((l) => l.includes('→')).join('\n'),
+    '0 → 1: continuous (worst 1 at slot 2 (l1.bias), power 1, lr on 7 slots)\n1 → 2: continuous (worst 1 at slot 6 (l2.bias), power 1, lr on 7 slots)');
+  // the API: run(folders, {kind}) the same
+  const folders = ['step-8', 'step-9', 'step-10'].map((s) => path.join(out, 'checkpoint', s));
+  const api = await run(folders, { kind: 'adamw' });
+  assert.deepEqual(api.pairs.map((p) => p.slots.map((s) => s.lr)), j.pairs.map((p) => p.slots.map((s) => s.lr)));
+});
+
+test('health DIR --kind adamw: the groups take the kind, AdamW\'s decay term at the stored lr and weight_decay', () => {
+  const r = cli(['health', 'checkpoint/step-9', '--kind', 'adamw']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.equal(r.stderr, '');
+  assert.equal(r.stdout, `checkpoint/step-9: the next Adam step per slot at lr 0.001 (the optimizer's
+  groups')
+consistency: |m| <= 7.27 * sqrt(v) for any gradient history with these betas
+AdamW's decoupled decay per unit θ (lr · weight decay): 1e-5
+
+  slot  moments   step  rms(u)  max|u|  rms(θ)     ratio  v=0  bad m
+     0  owner        9    0.31   0.724   1.022  3.035e-4
+     1  owner        9  0.4309  0.8747  0.8357  5.157e-4
+     2  owner        9  0.3593   0.573   0.956  3.758e-4
+     3  owner        9  0.2784  0.4631  0.5498  5.065e-4
+     4  owner        9  0.2252  0.3812  0.9302  2.422e-4
+     5  owner        9  0.3205  0.5832   1.072   2.99e-4
+     6  owner        9  0.3655   0.493   0.482  7.583e-4
+     7  frozen
+     8  frozen
+     9  shares 0     9    0.31   0.724   1.022  3.035e-4
+
+verdict: healthy
 `);
+  // without it: Adam's step, no decay line
+  const adam = cli(['health', 'checkpoint/step-9']);
+  assert.equal(adam.stdout, r.stdout.replace('AdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-5\n', ''));
+  const j = JSON.parse(cli(['health', 'checkpoint/step-9', '--kind', 'adamw', '--json']).stdout);
+  for (const s of j.slots.filter((x) => x.update)) assert.equal(s.decay, 0.001 * 0.01);
+});
+
+test('inspect, check and export DIR --kind: the folder read whole and given the kind, said to be given', () => {
+  const r = cli(['inspect', 'checkpoint/step-9', '--kind', 'adamw']);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(r.stdout.split('\n').includes('optimizer       AdamW (given: DCP keeps no optimizer class)'), r.stdout);
+  const j = JSON.parse(cli(['inspect', 'checkpoint/step-9', '--kind', 'adam', '--json']).stdout);
+  assert.equal(j.dcp.kindGiven, 'adam');
+  assert.equal(j.config.kind, 'adam');
+  assert.equal(JSON.parse(cli(['inspect', 'checkpoint/step-9', '--json']).stdout).dcp.kindGiven, null);
+  const c = cli(['check', 'checkpoint/step-9', '--kind', 'adamw']);
+  assert.equal(c.status, 0, c.stderr);
+  assert.equal(c.stdout, 'checkpoint/step-9: a distributed checkpoint (DCP) that passes every check\n');
+  // export: the configuration written says the kind (without it: null)
+  const config = (file) => {
+    const b = fs.readFileSync(path.join(out, file));
+    const n = Number(b.readBigUInt64LE(0));
+    return JSON.parse(JSON.parse(b.subarray(8, 8 + n).toString()).__metadata__.config);
+  };
+  const e = cli(['export', 'checkpoint/step-9', 'kind.safetensors', '--kind', 'adamw']);
+  assert.equal(e.status, 0, e.stderr);
+  assert.equal(config('kind.safetensors').kind, 'adamw');
+  assert.equal(cli(['export', 'checkpoint/step-9', 'nokind.safetensors']).status, 0);
+  assert.equal(config('nokind.safetensors').kind, null);
 });
 
 test('run(dir) and run([folders]) in the API: the same result as the CLI gives; a folder alone is no run', async () => {

@@ -187,13 +187,18 @@ test('a run across stages and world sizes is per parameter; a ds_config naming n
 verdict: one run, every pair continuous
 `);
   assert.equal(r.stderr, `warning: 1 folder's (zero3/global_step2) ds_config names its optimizer (Adam or
-  AdamW): no learning rate comes back
+  AdamW): no learning rate comes back; give --kind adam|adamw
 `);
   const z3 = cli(['run', 'zero3']);
   assert.equal(z3.status, 0);
   assert.equal(z3.stderr, `warning: no folder's ds_config names its optimizer (Adam or AdamW): no learning
-  rate comes back
+  rate comes back; give --kind adam|adamw
 `);
+  // --kind says it: each slot's learning rate comes back, the 0.01 the run stepped with
+  const given = cli(['run', 'zero3', '--kind', 'adamw']);
+  assert.equal(given.status, 0, given.stderr);
+  assert.equal(given.stderr, '');
+  assert.deepEqual(given.stdout.split('\n').slice(-5, -3), ['0 → 1: continuous (worst 1 at slot 3 (l2.weight), power 0.9571, lr on 5 slots)', '  lr 0.01 agrees with the groups\' stored lr at step 2: 0.01']);
 });
 
 test('run refuses one tag folder, --state beside DeepSpeed folders, and steps given backwards', () => {

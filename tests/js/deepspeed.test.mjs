@@ -11,7 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { execFileSync, spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { open, inspect, pair } from '../../js/index.js';
+import { open, inspect, pair, setKind, CheckpointError } from '../../js/index.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const FIXTURES = path.join(ROOT, 'tests/fixtures/deepspeed');
@@ -390,6 +390,79 @@ test('export of the ZeRO writer\'s folders (BF16_Optimizer, groups, sub-groups, 
   const npy = Buffer.from(await exportNpy(c.dir, slot.slot, 'm'));
   const head = 10 + npy.readUInt16LE(8);
   assert.ok(npy.subarray(head).equals(fs.readFileSync(c.values['l1.weight'].keys.exp_avg)));
+});
+
+// ---- --kind: a folder whose ds_config names no optimizer (DeepSpeed's own fixtures: a client
+// optimizer) takes the kind given; one it names is kept, another refused ----
+
+test('health DIR --kind adam|adamw where ds_config names none: the groups take it (AdamW\'s decay term, Adam\'s none)', () => {
+  const adamw = cli(['health', 'zero1-w2', '--kind', 'adamw'], FIXTURES);
+  assert.equal(adamw.status, 0, adamw.stderr);
+  assert.deepEqual(adamw.stdout.split('\n').slice(0, 3), ['zero1-w2: the next Adam step per slot at lr 0.01 (the optimizer\'s groups\')', 'AdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-4', '']);
+  const adam = cli(['health', 'zero1-w2', '--kind', 'adam'], FIXTURES);
+  assert.equal(adam.status, 0, adam.stderr);
+  assert.equal(adam.stderr, '');
+  assert.equal(adam.stdout, adamw.stdout.replace('AdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-4\n', ''));
+  const j = JSON.parse(cli(['health', 'zero1-w2', '--kind', 'adam', '--json'], FIXTURES).stdout);
+  for (const s of j.slots) if (s.update) assert.equal(s.decay, 0);
+});
+
+test('inspect, check and export DIR --kind: read whole and given the kind; the JSON says it was given, ds_config\'s stays null', async () => {
+  const r = cli(['inspect', 'zero1-w2', '--kind', 'adam'], FIXTURES);
+  assert.equal(r.status, 0, r.stderr);
+  assert.ok(r.stdout.split('\n').includes('optimizer       Adam (given: ds_config names none)'), r.stdout);
+  const d = JSON.parse(cli(['inspect', 'zero1-w2', '--kind', 'adam', '--json'], FIXTURES).stdout).deepspeed;
+  assert.deepEqual([d.optimizerKind, d.kindGiven], [null, 'adam']);
+  const c = cli(['check', 'zero1-w2', '--kind', 'adamw'], FIXTURES);
+  assert.equal(c.status, 0, c.stderr);
+  assert.equal(c.stdout, 'zero1-w2: a DeepSpeed ZeRO-1 checkpoint that passes every check\n');
+  // export: the configuration written says the kind given (without one: null)
+  const config = (file) => {
+    const b = fs.readFileSync(file);
+    const n = Number(b.readBigUInt64LE(0));
+    return JSON.parse(JSON.parse(b.subarray(8, 8 + n).toString()).__metadata__.config);
+  };
+  const [given, none] = [path.join(out, 'kind.safetensors'), path.join(out, 'nokind.safetensors')];
+  const e = cli(['export', 'zero1-w2', given, '--kind', 'adam'], FIXTURES);
+  assert.equal(e.status, 0, e.stderr);
+  assert.equal(config(given).kind, 'adam');
+  assert.equal(cli(['export', 'zero1-w2', none], FIXTURES).status, 0);
+  assert.equal(config(none).kind, null);
+  // the API: setKind on the folder's Checkpoint
+  const ck = await open(path.join(FIXTURES, 'zero1-w2'));
+  try {
+    assert.equal(ck.report.deepspeed.kindGiven, null);
+    await setKind(ck, 'adamw');
+    assert.equal(ck.report.deepspeed.kindGiven, 'adamw');
+  } finally {
+    ck.close();
+  }
+});
+
+test('--kind against a ds_config that names the optimizer: the same kept, another refused naming it; a model-states file alone holds none', async () => {
+  const said = byName('w-kind-adam');   // type Adam, adam_w_mode unset: AdamW
+  const same = cli(['health', said.dir, '--kind', 'adamw']), plain = cli(['health', said.dir]);
+  assert.deepEqual([same.status, same.stdout, same.stderr], [plain.status, plain.stdout, plain.stderr]);
+  const r = cli(['health', said.dir, '--kind', 'adam'], ROOT, 400);
+  assert.equal(r.status, 2);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `ckptscope: ${said.dir}: --kind adam contradicts the checkpoint: its ds_config.optimizer is AdamW\n`);
+  const ck = await open(byName('w-kind-adam-no-w-mode').dir);
+  try {
+    await setKind(ck, 'adam');
+    assert.equal(ck.report.deepspeed.kindGiven, null);
+    await assert.rejects(setKind(ck, 'adamw'), (e) => {
+      assert.ok(e instanceof CheckpointError);
+      assert.equal(e.code, 39);
+      assert.equal(e.message, '--kind adamw contradicts the checkpoint: its ds_config.optimizer is Adam');
+      return true;
+    });
+  } finally {
+    ck.close();
+  }
+  const lone = cli(['inspect', 'zero1-w2/global_step2/mp_rank_00_model_states.pt', '--kind', 'adam'], FIXTURES, 400);
+  assert.equal(lone.status, 2);
+  assert.equal(lone.stderr, 'ckptscope: zero1-w2/global_step2/mp_rank_00_model_states.pt: --kind is an optimizer\'s: this file holds none\n');
 });
 
 test('export of a DeepSpeed folder that fails a check: refused, nothing written', () => {

@@ -30,9 +30,9 @@ test('torch 1.13\'s AdamW says no kind; setKind gives it, the pair\'s health the
   const o = await open(at('out/checkpoint-10/optimizer.pt'));
   const m = await open(at('out/checkpoint-10/pytorch_model.bin'));
   try {
-    assert.equal(o.report.optimizer.kind, null);
+    assert.deepEqual([o.report.optimizer.kind, o.report.optimizer.kindGiven], [null, false]);
     await setKind(o, 'adamw');
-    assert.equal(o.report.optimizer.kind, 'adamw');
+    assert.deepEqual([o.report.optimizer.kind, o.report.optimizer.kindGiven], ['adamw', true]);
     assert.equal((await pair(o, m)).pairs, true);
     const h = await health(o, m);
     assert.equal(h.lrFrom, 'file');
@@ -51,6 +51,7 @@ test('a kind the file says is kept: another one is refused, naming --kind', asyn
   try {
     assert.equal(o.report.optimizer.kind, 'adam');
     await setKind(o, 'adam');
+    assert.equal(o.report.optimizer.kindGiven, false);
     await assert.rejects(setKind(o, 'adamw'), (e) => {
       assert.ok(e instanceof CheckpointError);
       assert.equal(e.code, 39);
@@ -157,7 +158,7 @@ test('a folder that is not a Trainer checkpoint, a sharded model, --state with a
   assert.equal(k.stderr.split('\n')[0], 'ckptscope: --kind takes adam or adamw, not sgd');
   const x = cli('check', 'out/checkpoint-10/optimizer.pt', '--expect', 'layout.json', '--kind', 'adam');
   assert.equal(x.status, 2);
-  assert.equal(x.stderr.split('\n')[0], 'ckptscope: --kind does nothing here: the kind is a PyTorch optimizer\'s, checked with its model (OPT --state MODEL, or a checkpoint folder)');
+  assert.equal(x.stderr.split('\n')[0], 'ckptscope: --kind does nothing here: the kind is that of an optimizer whose files do not say it: a PyTorch optimizer checked with its model (OPT --state MODEL, or a checkpoint folder), a DeepSpeed or DCP folder');
 });
 
 test('run OUTPUT_DIR: checkpoint-N folders by N, each optimizer with its own model; the one-step lr agrees with the logged one', () => {

@@ -176,6 +176,7 @@ typedef struct ckpt_dcp {
     size_t groups_len;
     ckpt_config *configs; /* per group (family.c) */
     bool *has_config;     /* its betas and eps are stored */
+    int kind_given;       /* the caller's kind (ckpt_set_kind): -1 none, CKPT_ADAM, CKPT_ADAMW */
     char **names;         /* the groups' params */
     size_t names_len;
     /* the diagnostics, in 12.5's order */

@@ -110,6 +110,7 @@ static int dcp_parse(ckpt_parse *p)
     ckpt_dcp *d = calloc(1, sizeof *d);
     if (!d) return ckpt_fail_oom(p->err);
     rep->family_data = d;
+    d->kind_given = -1;
     rep->dtype = CKPT_DTYPE_ANY;
     int rc = dcp_open(p, d);
     if (rc == 1) {
@@ -198,11 +199,24 @@ static double dcp_lr_of_slot(const ckpt_report *rep, uint64_t slot)
     return g != DCP_NONE && g < d->groups_len && d->groups[g].has_lr ? d->groups[g].lr : NAN;
 }
 
-/* DCP keeps no optimizer class: Adam or AdamW is a guess */
+/* DCP keeps no optimizer class: Adam or AdamW is a guess until the caller gives it */
 static bool dcp_kind_unknown(const ckpt_report *rep)
 {
-    (void)rep;
-    return true;
+    const ckpt_dcp *d = ckpt_dcp_of(rep);
+    return !d || d->kind_given < 0;
+}
+
+/* The caller's kind, never contradicted (the folder says none): every group's configuration
+ * takes it */
+static int dcp_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
+{
+    ckpt_dcp *d = rep->family_data;
+    if (!d || !d->groups_len)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
+    d->kind_given = (int)kind;
+    for (size_t g = 0; d->configs && g < d->groups_len; g++) d->configs[g].kind = kind;
+    if (rep->has_config) rep->config.kind = kind;
+    return 0;
 }
 
 /* A folder without errors whose every slot with state has its group's configuration: its items
@@ -286,6 +300,7 @@ static const struct ckpt_family_impl dcp_impl = {
     .config_of_slot = dcp_config_of_slot,
     .lr_of_slot = dcp_lr_of_slot,
     .kind_unknown = dcp_kind_unknown,
+    .set_kind = dcp_set_kind,
     .slot_name = dcp_slot_name,
     .pair_new_model = ckpt_dcp_pair_new_model,
     .holds = "a distributed checkpoint's model and optimizer state",

@@ -169,6 +169,9 @@ void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     j_str_or_null(sb, forms[d->form]);
     sb_puts(sb, ",\"note\":");
     j_str_or_null(sb, d->note);
+    /* the folder keeps no optimizer class: a kind here is the caller's, never the folder's */
+    sb_puts(sb, ",\"kindGiven\":");
+    j_str_or_null(sb, d->kind_given < 0 ? NULL : ckpt_kind_name((uint64_t)d->kind_given));
     /* the indices read: one, or Accelerate's two folders of one checkpoint (format.md 12.7) */
     sb_puts(sb, ",\"indices\":[");
     for (size_t m = 0; m < d->metas_len; m++) {

@@ -211,7 +211,8 @@ typedef struct ckpt_ds {
     size_t *param_of_slot;
     ckpt_config *configs; /* per group */
     bool *has_config;
-    int kind_said; /* ds_config.optimizer: -1 unsaid, CKPT_ADAM, CKPT_ADAMW */
+    int kind_said;  /* ds_config.optimizer: -1 unsaid, CKPT_ADAM, CKPT_ADAMW */
+    int kind_given; /* the caller's kind where ds_config says none (ckpt_set_kind): -1 none */
     const ckpt_source *src;
     /* the report's items (family.c), one per entry, in entry order: a parameter's keys as
      * payloads whose spans are its fragments (none when the layout is not read) */

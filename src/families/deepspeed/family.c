@@ -267,7 +267,26 @@ static double ds_lr_of_slot(const ckpt_report *rep, uint64_t slot)
 static bool ds_kind_unknown(const ckpt_report *rep)
 {
     const ckpt_ds *ds = ckpt_ds_of(rep);
-    return ds && ds->kind_said < 0;
+    return ds && ds->kind_said < 0 && ds->kind_given < 0;
+}
+
+/* The caller's kind: ds_config's, when it names the optimizer, is kept (another is refused);
+ * else the groups' configurations take it */
+static int ds_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
+{
+    static const char *const said[] = {"Adam", "AdamW"};
+    ckpt_ds *ds = rep->family_data;
+    if (!ds || !ds->param_groups)
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
+    if (ds->kind_said >= 0) {
+        if (ds->kind_said == (int)kind) return 0;
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind %s contradicts the checkpoint: its ds_config.optimizer is %s", ckpt_kind_name(kind),
+                         said[ds->kind_said == CKPT_ADAMW]);
+    }
+    ds->kind_given = (int)kind;
+    for (size_t g = 0; ds->configs && g < ds->param_groups; g++) ds->configs[g].kind = kind;
+    return 0;
 }
 
 static unsigned ds_role_of(const ckpt_report *rep)
@@ -286,6 +305,7 @@ static const struct ckpt_family_impl deepspeed_impl = {
     .config_of_slot = ds_config_of_slot,
     .lr_of_slot = ds_lr_of_slot,
     .kind_unknown = ds_kind_unknown,
+    .set_kind = ds_set_kind,
     .role_of = ds_role_of,
     .unhealthy = ds_unhealthy,
     .json_body = ds_report_json,

@@ -281,6 +281,8 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"optimizerKind\":");
     sb_puts(sb, ds->kind_said == CKPT_ADAM ? "\"adam\"" : ds->kind_said == CKPT_ADAMW ? "\"adamw\"" : "null");
+    sb_puts(sb, ",\"kindGiven\":");
+    sb_puts(sb, ds->kind_given == CKPT_ADAM ? "\"adam\"" : ds->kind_given == CKPT_ADAMW ? "\"adamw\"" : "null");
     sb_puts(sb, ",\"slots\":[");
     for (size_t k = 0; k < ds->slot_count; k++) {
         if (k) sb_putc(sb, ',');

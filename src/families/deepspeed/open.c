@@ -645,6 +645,7 @@ int ds_open(ckpt_parse *p, ckpt_ds *ds)
     ds->src = p->r->src;
     ds->model = DS_NONE;
     ds->kind_said = -1;
+    ds->kind_given = -1;
     const uint8_t *head;
     size_t n = ckpt_reader_head(p->r, &head);
     if (ckpt_bundle_probe(head, n, DS_PREFIX)) {

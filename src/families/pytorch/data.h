@@ -37,7 +37,7 @@ typedef struct tf_data {
     uint8_t *undecided;   /* per slot of a model without order: its shape does not decide it */
     uint8_t *known;       /* per slot: TF_KNOWN_* (untrained by what the caller or the files say; a tie) */
     bool unordered_model; /* paired by name with a model that keeps no module order (safetensors, no names) */
-    bool kind_given;      /* the caller gave the kind (ckpt_torch_set_kind) */
+    bool kind_given;      /* the caller gave the kind (ckpt_set_kind) */
     ckpt_torch_kind own;  /* then: the kind the file itself says */
 } tf_data;
 

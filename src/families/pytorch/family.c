@@ -221,26 +221,12 @@ static const ckpt_config *tf_config_of_slot(const ckpt_report *rep, uint64_t slo
 /* The kind a PyTorch optimizer's file does not say (format.md 10.3: torch 1.13's AdamW writes no
  * decoupled_weight_decay), given by the caller: the groups' configurations take it, before the
  * pairing or after. A file that says its kind keeps it: another one is refused, naming --kind. */
-int ckpt_torch_set_kind(ckpt_file *f, ckpt_kind kind, ckpt_error *err)
+static int tf_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
 {
     static const char *const said[] = {"Adam", "AdamW"};
-    const ckpt_report *rep = f ? ckpt_file_report(f) : NULL;
-    if (!rep || (kind != CKPT_ADAM && kind != CKPT_ADAMW))
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "the kind is adam or adamw");
-    if (rep->family != &ckpt_family_pytorch) {
-        if (!rep->has_config)
-            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                             "--kind is an optimizer's: this file holds none");
-        if (rep->config.kind != kind)
-            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                             "--kind %s contradicts the file: its optimizer is %s", ckpt_kind_name(kind),
-                             said[rep->config.kind == CKPT_ADAMW]);
-        return 0;
-    }
     tf_data *d = rep->family_data;
     if (!d || !d->t || !d->t->optimizers_len)
-        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                         "--kind is an optimizer's: this file holds none");
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
     ckpt_torch_optimizer *o = &d->t->optimizers[0];
     ckpt_torch_kind want = kind == CKPT_ADAMW ? CKPT_TORCH_KIND_ADAMW : CKPT_TORCH_KIND_ADAM;
     if (!d->kind_given) d->own = o->kind;
@@ -272,6 +258,7 @@ static const struct ckpt_family_impl torch_impl = {
     .lr_of_slot = tf_lr_of_slot,
     .convert_config = ckpt_torch_convert_config,
     .kind_unknown = tf_kind_unknown,
+    .set_kind = tf_set_kind,
     .unhealthy = tf_unhealthy,
     .json_body = ckpt_torch_report_json,
     .release = tf_free,

@@ -102,7 +102,8 @@ static void j_entry(strbuf *sb, const ckpt_torch *t, const ckpt_torch_entry *e, 
     sb_puts(sb, "]}");
 }
 
-static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *const *stats)
+/* optimizer k; given: its kind is the caller's (ckpt_set_kind), the file says none */
+static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, bool given)
 {
     static const char *const kinds[] = {"null", "\"adam\"", "\"adamw\""};
     static const char *const keyings[] = {"ids", "names", "flat"};
@@ -114,8 +115,7 @@ static void j_optimizer(strbuf *sb, const ckpt_torch *t, size_t k, ckpt_stats *c
         if (g) sb_putc(sb, ',');
         group_json(sb, t, &t->groups[o->groups + g], o->keying != CKPT_TORCH_KEYED_IDS);
     }
-    sb_printf(sb, "],\"entryCount\":%zu}", o->entries_len);
-    (void)stats;
+    sb_printf(sb, "],\"entryCount\":%zu,\"kindGiven\":%s}", o->entries_len, given ? "true" : "false");
 }
 
 /* A paired report's entry k (slot e->id): the optimizer's index it came from and what the index
@@ -181,12 +181,12 @@ void ckpt_torch_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     sb_puts(sb, ",\"records\":");
     j_u64(sb, t->records);
     sb_puts(sb, "},\"optimizer\":");
-    if (t->optimizers_len) j_optimizer(sb, t, 0, NULL);
+    if (t->optimizers_len) j_optimizer(sb, t, 0, d->kind_given && d->own == CKPT_TORCH_KIND_UNKNOWN);
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"otherOptimizers\":[");
     for (size_t k = 1; k < t->optimizers_len; k++) {
         if (k > 1) sb_putc(sb, ',');
-        j_optimizer(sb, t, k, NULL);
+        j_optimizer(sb, t, k, false);
     }
     sb_puts(sb, "],\"models\":[");
     for (size_t m = 0; m < t->models_len; m++) {
