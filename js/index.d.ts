@@ -472,8 +472,11 @@ export interface DcpMembers {
   /** a lone .metadata's or .distcp's note; for Accelerate's two folders read as one checkpoint,
    *  which part came from which folder */
   note: string | null;
-  /** the kind the caller gave (setKind, --kind): a DCP folder keeps no optimizer class, so this is
-   *  never read from it; null: none given (Adam or AdamW cannot be told) */
+  /** Adam or AdamW as every group's decoupled_weight_decay says it (torch's Adam saves it in its
+   *  groups where it has the option); null: not every group saves it, or they differ */
+  kindSaid: 'adam' | 'adamw' | null;
+  /** the kind the caller gave (setKind, --kind): a DCP folder keeps no optimizer class; a group that
+   *  saves decoupled_weight_decay keeps its own and a contradiction is refused; null: none given */
   kindGiven: 'adam' | 'adamw' | null;
   /** the .metadata indices read: one (dir ''), or Accelerate's two folders of one checkpoint
    *  ('optimizer_0/', 'pytorch_model_fsdp_0/'; '../pytorch_model_fsdp_0/' beside optimizer_0/),
@@ -485,7 +488,7 @@ export interface DcpMembers {
   /** other files in the folder */
   strays: string[];
   keys: { model: number; optimizer: number; other: number };
-  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; params: string[] }[];
+  groups: { lr: number | null; betas: [number, number] | null; eps: number | null; weightDecay: number | null; decoupledWeightDecay: boolean | null; params: string[] }[];
   bytesItems: { key: string; file: string | null; offset: U64 | null; length: U64 | null }[];
   entries: DcpEntry[];
   /** a data file alone: its last record */

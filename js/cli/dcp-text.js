@@ -54,7 +54,8 @@ export function dcpLines(report, out, width) {
   if (files.length) out.push(...wrapLine(`files           ${files.join(', ')}`, width, HANG));
   if (d.strays.length) out.push(...wrapLine(`other files     ${d.strays.join(', ')}`, width, HANG));
   out.push(`keys            ${plural(d.keys.model, 'model key')}, ${plural(d.keys.optimizer, 'optimizer key')}, ${plural(d.keys.other, 'other key')}`);
-  if (d.kindGiven) out.push(`optimizer       ${d.kindGiven === 'adamw' ? 'AdamW' : 'Adam'} (given: DCP keeps no optimizer class)`);
+  if (d.kindSaid) out.push(`optimizer       ${d.kindSaid === 'adamw' ? 'AdamW' : 'Adam'} (its groups' decoupled_weight_decay)`);
+  else if (d.kindGiven) out.push(`optimizer       ${d.kindGiven === 'adamw' ? 'AdamW' : 'Adam'} (given: DCP keeps no optimizer class)`);
   d.groups.forEach((g, k) => {
     // the index alone: the groups' values are bytes items in the data files, not read
     const params = d.opened === 'metadata' ? 'parameters ?' : plural(g.params.length, 'parameter');

@@ -638,9 +638,12 @@ LR_SCHEDULER = {'base_lrs': [0.001], 'last_epoch': 3, 'verbose': False, '_step_c
                 '_get_lr_called_within_step': False, '_last_lr': [0.001], 'lr_lambdas': [{}]}
 
 
-def torchtitan_sd(train_state):
-    """torchtitan's step-N/: states minus the model, then the model's keys (_flattened_model_states_sd)."""
+def torchtitan_sd(train_state, decoupled=None):
+    """torchtitan's step-N/: states minus the model, then the model's keys (_flattened_model_states_sd);
+    decoupled: the group's decoupled_weight_decay, as torch's Adam saves it where it has the option."""
     model, trainable, osd = base_sd()
+    if decoupled is not None:
+        osd['param_groups'][0]['decoupled_weight_decay'] = decoupled
     sd = {'optimizer': form_f(osd), 'lr_scheduler': dict(LR_SCHEDULER), 'train_state': train_state}
     sd.update(model)
     return sd
@@ -651,6 +654,21 @@ def torchtitan_sd(train_state):
       "train_state.step a 0-d int32 tensor; planner_data paths ('optimizer', 'state.emb.weight.exp_avg')")
 def _(out):
     write(out, torchtitan_sd({'step': torch.tensor(3, dtype=torch.int32)}), checkpoint_id='/ckpt/step-3')
+
+
+@case('n-says-adamw', "form N whose group saves decoupled_weight_decay True (torch's Adam where it has the "
+      "option; AdamW sets it): the folder says AdamW")
+def _(out):
+    model, trainable, osd = base_sd()
+    osd['param_groups'][0]['decoupled_weight_decay'] = True
+    write(out, nested(model, osd))
+
+
+@case('f-says-adam', 'form F whose groups save decoupled_weight_decay False '
+      '(optimizer.param_groups.{fqn}.decoupled_weight_decay): the folder says Adam')
+def _(out):
+    write(out, torchtitan_sd({'step': torch.tensor(3, dtype=torch.int32)}, decoupled=False),
+          checkpoint_id='/ckpt/step-3')
 
 
 def torch_saved(value):

@@ -234,7 +234,7 @@ static int discard_write(void *ctx, const void *buf, size_t n)
 }
 
 /* torch 1.13's folder keeps its group's lr and betas, no eps: health, export and diff name the
- * group and what it keeps, and the first trained slot it stops at */
+ * group and what it keeps */
 static void test_no_eps(void)
 {
     static const char *const want = "DCP: parameter group 0 keeps no eps (it keeps lr, betas): health, export, run "
@@ -252,14 +252,14 @@ static void test_no_eps(void)
         ckpt_error err = {0};
         char *h = ckpt_health_json(f, NULL, NULL, &err);
         CHECK(h == NULL);
-        CHECK(err.code == CKPT_E_WRONG_FAMILY && err.slot == 0);
+        CHECK(err.code == CKPT_E_WRONG_FAMILY);
         CHECK_STR(err.message, want);
         free(h);
         ckpt_error_clear(&err);
         ckpt_sink sink = {NULL, discard_write};
         ckpt_export_options o = {CKPT_EXPORT_SAFETENSORS, NULL, 0, NULL, 0, NULL, NULL};
         CHECK(ckpt_export(f, &o, &sink, &err) != 0);
-        CHECK(err.code == CKPT_E_WRONG_FAMILY && err.slot == 0);
+        CHECK(err.code == CKPT_E_WRONG_FAMILY);
         CHECK_STR(err.message, want);
         ckpt_error_clear(&err);
         ckpt_close(f);
@@ -1227,6 +1227,81 @@ static void test_given_kind(void)
     free(b);
 }
 
+/* A folder of dcp_seeds.py's table, opened */
+static ckpt_file *open_case(const char *name, unsigned char **mem, ckpt_memory *m, ckpt_source *src)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", cases, name);
+    size_t len = 0;
+    *mem = dcp_folder_bytes(path, name, &len, NULL);
+    CHECK(*mem != NULL);
+    ckpt_source_memory(src, m, *mem, len);
+    return *mem ? ckpt_open(src, NULL) : NULL;
+}
+
+/* Groups that save decoupled_weight_decay say Adam or AdamW (12.4 by 10.3's rule): the kind is
+ * known, health's decay term follows it, and --kind that contradicts it is refused */
+static void test_kind_said(void)
+{
+    static const struct {
+        const char *name;
+        ckpt_kind said, other;
+        const char *kind, *refusal;
+    } rows[] = {
+        {"n-says-adamw", CKPT_ADAMW, CKPT_ADAM, "adamw",
+         "--kind adam contradicts the folder: its parameter group 0 says decoupled_weight_decay True (AdamW)"},
+        {"f-says-adam", CKPT_ADAM, CKPT_ADAMW, "adam",
+         "--kind adamw contradicts the folder: its parameter group 0 says decoupled_weight_decay False (Adam)"},
+    };
+    for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+        unsigned char *b = NULL;
+        ckpt_memory mem;
+        ckpt_source src;
+        ckpt_file *f = open_case(rows[k].name, &b, &mem, &src);
+        CHECK(f != NULL);
+        if (f) {
+            const ckpt_report *rep = ckpt_file_report(f);
+            CHECK(rep->error.code == 0);
+            CHECK(!ckpt_kind_unknown(rep));
+            CHECK(ckpt_config_of_slot(rep, 0)->kind == rows[k].said);
+            jvalue *r = report_of(f);
+            const jvalue *d = json_get(r, "dcp");
+            CHECK_STR(str(json_get(d, "kindSaid")), rows[k].kind);
+            CHECK(json_is_null(json_get(d, "kindGiven")));
+            CHECK(json_get(json_get(d, "groups")->items[0], "decoupledWeightDecay")->b == (rows[k].said == CKPT_ADAMW));
+            CHECK_STR(str(json_get(json_get(r, "config"), "kind")), rows[k].kind);
+            const jvalue *g = json_get(d, "groups")->items[0];
+            const double decay = json_double(json_get(g, "lr")) * json_double(json_get(g, "weightDecay"));
+            json_free(r);
+            /* AdamW's decoupled decay lr * wd; Adam's none */
+            if (rows[k].said == CKPT_ADAMW) CHECK(decay > 0 && fabs(slot0_decay(f) - decay) <= 1e-12 * decay);
+            else CHECK(slot0_decay(f) == 0);
+            ckpt_error err = {0};
+            ckpt_error_clear(&err);
+            CHECK(ckpt_set_kind(f, rows[k].other, &err) == CKPT_E_INVALID_ARGUMENT);
+            CHECK_STR(err.message, rows[k].refusal);
+            ckpt_error_clear(&err);
+            CHECK(ckpt_set_kind(f, rows[k].said, &err) == 0);
+            CHECK(ckpt_config_of_slot(rep, 0)->kind == rows[k].said);
+            ckpt_error_clear(&err);
+            ckpt_close(f);
+        }
+        free(b);
+    }
+    /* a folder whose groups save none: unknown until given */
+    unsigned char *b = NULL;
+    ckpt_memory mem;
+    ckpt_source src;
+    ckpt_file *f = open_case("n", &b, &mem, &src);
+    CHECK(f && ckpt_kind_unknown(ckpt_file_report(f)));
+    jvalue *r = f ? report_of(f) : NULL;
+    CHECK(r && json_is_null(json_get(json_get(r, "dcp"), "kindSaid")));
+    CHECK(r && json_is_null(json_get(json_get(json_get(r, "dcp"), "groups")->items[0], "decoupledWeightDecay")));
+    json_free(r);
+    ckpt_close(f);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -1240,7 +1315,8 @@ int main(int argc, char **argv)
         cases = argv[5];
         static const test_case table[] = {{"tests/cases/dcp.json: every folder of dcp_seeds.py", test_cases},
                                           {"form I placed by position, as form N by name", test_form_i},
-                                          {"Accelerate's two folders read as one checkpoint", test_accelerate}};
+                                          {"Accelerate's two folders read as one checkpoint", test_accelerate},
+                                          {"groups that save decoupled_weight_decay say the kind", test_kind_said}};
         return RUN_ALL(table);
     }
     written = argc > 4 ? argv[4] : NULL;

@@ -71,3 +71,29 @@ for (const c of table.cases) {
     });
   }
 }
+
+// groups that save decoupled_weight_decay (torch's Adam where it has the option) say Adam or AdamW:
+// the report says it, health's decay term follows it, and a --kind that contradicts it is refused
+for (const [name, kind, other, said] of [['n-says-adamw', 'adamw', 'adam', 'True (AdamW)'], ['f-says-adam', 'adam', 'adamw', 'False (Adam)']]) {
+  const dir = path.join(tmp, name);
+  test(`${name}: the API reads the kind its groups say`, async () => {
+    const r = await inspect(dir);
+    assert.equal(r.error, null);
+    assert.deepEqual([r.dcp.kindSaid, r.dcp.kindGiven, r.config.kind], [kind, null, kind]);
+    assert.deepEqual(r.dcp.groups.map((g) => g.decoupledWeightDecay), [kind === 'adamw']);
+  });
+
+  test(`${name}: ckptscope says the kind, health follows it, --kind ${other} is refused`, () => {
+    const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', env: { ...process.env, COLUMNS: '2000' } });
+    const i = run('inspect', dir);
+    assert.equal(i.status, 0, i.stderr);
+    assert.ok(i.stdout.includes(`\noptimizer       ${kind === 'adamw' ? 'AdamW' : 'Adam'} (its groups' decoupled_weight_decay)\n`), i.stdout);
+    const h = run('health', dir);
+    assert.equal(h.stdout.includes('\nAdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-5\n'), kind === 'adamw', h.stdout);
+    const refused = run('health', dir, '--kind', other);
+    assert.equal(refused.status, 2);
+    assert.equal(refused.stderr, `ckptscope: ${dir}: --kind ${other} contradicts the folder: its parameter group 0 says decoupled_weight_decay ${said}\n`);
+    const same = run('health', dir, '--kind', kind);
+    assert.equal(same.stdout, h.stdout);
+  });
+}

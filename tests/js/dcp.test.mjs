@@ -161,7 +161,7 @@ test('inspect(dir): the folder as one checkpoint of the family DCP, its files, k
   ]);
   assert.deepEqual(d.strays, []);
   assert.deepEqual(d.keys, { model: 9, optimizer: 24, other: 0 });
-  assert.deepEqual(d.groups, [{ lr: 0.01, betas: [0.9, 0.999], eps: null, weightDecay: null, params: NAMES.slice(0, 7) }]);
+  assert.deepEqual(d.groups, [{ lr: 0.01, betas: [0.9, 0.999], eps: null, weightDecay: null, decoupledWeightDecay: null, params: NAMES.slice(0, 7) }]);
   assert.deepEqual(d.bytesItems.map((b) => [b.key, b.file, b.offset, b.length]), [
     ['optim.param_groups.0.lr', '__0_0.distcp', 0, 431], ['optim.param_groups.0.betas', '__0_0.distcp', 431, 431], ['optim.param_groups.0.params', '__0_0.distcp', 862, 495]]);
   assert.deepEqual(d.entries.map((e) => e.name), NAMES);

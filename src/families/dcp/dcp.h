@@ -100,6 +100,7 @@ typedef struct dcp_diag {
 typedef struct dcp_group {
     bool has_lr, has_betas, has_eps, has_wd;
     double lr, beta1, beta2, eps, wd;
+    bool has_dwd, dwd;            /* decoupled_weight_decay: AdamW or Adam, where torch's Adam saves it */
     size_t first_name, names_len; /* into names: its params */
     bool has_params;              /* its params were read (their record is here) */
 } dcp_group;
@@ -252,6 +253,9 @@ size_t dcp_find_key(const ckpt_dcp *d, const char *name, size_t n);
  * first error is the report's. 0 or CKPT_E_NO_MEMORY. */
 int dcp_diag_add(ckpt_dcp *d, ckpt_report *rep, int check, int code, const char *fqn, const char *file, uint64_t offset,
                  const char *fmt, ...) CKPT_PRINTF(8, 9);
+/* Adam or AdamW as the groups say it (decoupled_weight_decay in every group, all one kind, format.md
+ * 12.4 by 10.3's rule): CKPT_ADAM, CKPT_ADAMW, or -1 */
+int dcp_kind_said(const ckpt_dcp *d);
 bool dcp_failed(const ckpt_dcp *d);
 
 /* pool and growth */

@@ -96,7 +96,7 @@ static bool group_config(const ckpt_dcp *d, size_t g, ckpt_config *c)
     if (g == DCP_NONE || g >= d->groups_len) return false;
     const dcp_group *gr = &d->groups[g];
     if (!gr->has_betas || !gr->has_eps) return false;
-    c->kind = CKPT_ADAM;
+    c->kind = gr->has_dwd && gr->dwd ? CKPT_ADAMW : CKPT_ADAM; /* without it, Adam until --kind */
     c->beta1 = ckpt_bits_from_double(gr->beta1);
     c->beta2 = ckpt_bits_from_double(gr->beta2);
     c->epsilon = ckpt_bits_from_double(gr->eps);
@@ -199,20 +199,28 @@ static double dcp_lr_of_slot(const ckpt_report *rep, uint64_t slot)
     return g != DCP_NONE && g < d->groups_len && d->groups[g].has_lr ? d->groups[g].lr : NAN;
 }
 
-/* DCP keeps no optimizer class: Adam or AdamW is a guess until the caller gives it */
+/* DCP keeps no optimizer class: Adam or AdamW is unknown unless every group saves
+ * decoupled_weight_decay, or the caller gives it */
 static bool dcp_kind_unknown(const ckpt_report *rep)
 {
     const ckpt_dcp *d = ckpt_dcp_of(rep);
-    return !d || d->kind_given < 0;
+    return !d || (d->kind_given < 0 && dcp_kind_said(d) < 0);
 }
 
-/* The caller's kind, never contradicted (the folder says none): every group's configuration
- * takes it */
+/* The caller's kind: a group that saves decoupled_weight_decay keeps its own and a contradiction
+ * is refused; the configurations of the others take it */
 static int dcp_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
 {
+    static const char *const said[] = {"Adam", "AdamW"};
     ckpt_dcp *d = rep->family_data;
     if (!d || !d->groups_len)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
+    for (size_t g = 0; g < d->groups_len; g++)
+        if (d->groups[g].has_dwd && (d->groups[g].dwd ? CKPT_ADAMW : CKPT_ADAM) != kind)
+            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                             "--kind %s contradicts the folder: its parameter group %zu says decoupled_weight_decay "
+                             "%s (%s)",
+                             ckpt_kind_name(kind), g, d->groups[g].dwd ? "True" : "False", said[d->groups[g].dwd]);
     d->kind_given = (int)kind;
     for (size_t g = 0; d->configs && g < d->groups_len; g++) d->configs[g].kind = kind;
     if (rep->has_config) rep->config.kind = kind;
@@ -253,12 +261,10 @@ static int dcp_why_not_whole(const ckpt_report *rep, ckpt_error *err)
         size_t g = group_of_slot(rep, d, slot);
         const char *name = dcp_slot_name(rep, slot);
         if (g == DCP_NONE || g >= d->groups_len) {
-            int rc = ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
-                               "DCP: parameter %" PRIu64 " (%s) is in no parameter group: health, export, run and "
-                               "diff read each trained tensor with its group's betas and eps",
-                               slot, name ? name : "?");
-            if (err) err->slot = slot;
-            return rc;
+            return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                             "DCP: parameter %" PRIu64 " (%s) is in no parameter group: health, export, run and "
+                             "diff read each trained tensor with its group's betas and eps",
+                             slot, name ? name : "?");
         }
         const dcp_group *gr = &d->groups[g];
         const char *keys[4];
@@ -270,16 +276,14 @@ static int dcp_why_not_whole(const ckpt_report *rep, ckpt_error *err)
         char kept[64] = "none of its settings";
         for (size_t j = 0, at = 0; j < n; j++)
             at += (size_t)snprintf(kept + at, sizeof kept - at, "%s%s", j ? ", " : "", keys[j]);
-        int rc = ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
-                           "DCP: parameter group %zu keeps no %s (it keeps %s): health, export, run and diff "
-                           "read each trained tensor with its group's betas and eps",
-                           g,
-                           !gr->has_betas && !gr->has_eps ? "betas and no eps"
-                           : gr->has_betas                ? "eps"
-                                                          : "betas",
-                           kept);
-        if (err) err->slot = slot;
-        return rc;
+        return ckpt_fail(err, NULL, CKPT_E_WRONG_FAMILY, CKPT_NONE, 0,
+                         "DCP: parameter group %zu keeps no %s (it keeps %s): health, export, run and diff "
+                         "read each trained tensor with its group's betas and eps",
+                         g,
+                         !gr->has_betas && !gr->has_eps ? "betas and no eps"
+                         : gr->has_betas                ? "eps"
+                                                        : "betas",
+                         kept);
     }
     return 0;
 }

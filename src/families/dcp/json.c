@@ -113,6 +113,8 @@ static void j_groups(strbuf *sb, const ckpt_dcp *d)
         j_num_or_null(sb, gr->has_eps, gr->eps);
         sb_puts(sb, ",\"weightDecay\":");
         j_num_or_null(sb, gr->has_wd, gr->wd);
+        sb_puts(sb, ",\"decoupledWeightDecay\":");
+        sb_puts(sb, !gr->has_dwd ? "null" : gr->dwd ? "true" : "false");
         sb_puts(sb, ",\"params\":[");
         for (size_t j = 0; j < gr->names_len; j++) {
             if (j) sb_putc(sb, ',');
@@ -169,7 +171,11 @@ void dcp_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     j_str_or_null(sb, forms[d->form]);
     sb_puts(sb, ",\"note\":");
     j_str_or_null(sb, d->note);
-    /* the folder keeps no optimizer class: a kind here is the caller's, never the folder's */
+    /* the folder keeps no optimizer class: its groups' decoupled_weight_decay says Adam or AdamW
+     * where torch saves it (all groups saying one kind); a kind given is the caller's */
+    int said = dcp_kind_said(d);
+    sb_puts(sb, ",\"kindSaid\":");
+    j_str_or_null(sb, said < 0 ? NULL : ckpt_kind_name((uint64_t)said));
     sb_puts(sb, ",\"kindGiven\":");
     j_str_or_null(sb, d->kind_given < 0 ? NULL : ckpt_kind_name((uint64_t)d->kind_given));
     /* the indices read: one, or Accelerate's two folders of one checkpoint (format.md 12.7) */

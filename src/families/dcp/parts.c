@@ -135,6 +135,17 @@ static bool node_number(const ckpt_pickle *p, size_t k, double *out)
     return true;
 }
 
+int dcp_kind_said(const ckpt_dcp *d)
+{
+    int said = -1;
+    for (size_t g = 0; g < d->groups_len; g++) {
+        int k = d->groups[g].dwd ? CKPT_ADAMW : CKPT_ADAM;
+        if (!d->groups[g].has_dwd || (g && k != said)) return -1;
+        said = k;
+    }
+    return said;
+}
+
 /* A group's key read from a value node of a record's pickle */
 static void group_value(dcp_group *g, const char *key, size_t klen, const ckpt_pickle *p, size_t v)
 {
@@ -142,6 +153,9 @@ static void group_value(dcp_group *g, const char *key, size_t klen, const ckpt_p
     if (seg_is(key, klen, "lr") && node_number(p, v, &x)) g->has_lr = true, g->lr = x;
     else if (seg_is(key, klen, "eps") && node_number(p, v, &x)) g->has_eps = true, g->eps = x;
     else if (seg_is(key, klen, "weight_decay") && node_number(p, v, &x)) g->has_wd = true, g->wd = x;
+    else if (seg_is(key, klen, "decoupled_weight_decay") && v != CKPT_PNIL &&
+             ckpt_pickle_node(p, v)->kind == CKPT_PK_BOOL)
+        g->has_dwd = true, g->dwd = ckpt_pickle_node(p, v)->truth;
     else if (seg_is(key, klen, "betas") && v != CKPT_PNIL) {
         const ckpt_pnode *n = ckpt_pickle_node(p, v);
         double a, b;
@@ -648,7 +662,7 @@ int dcp_parts(ckpt_dcp *d, ckpt_report *rep)
                 const dcp_group *a = &d->groups[g], *b = &own[s];
                 if (a->has_lr == b->has_lr && a->lr == b->lr && a->has_betas == b->has_betas && a->beta1 == b->beta1 &&
                     a->beta2 == b->beta2 && a->has_eps == b->has_eps && a->eps == b->eps && a->has_wd == b->has_wd &&
-                    a->wd == b->wd)
+                    a->wd == b->wd && a->has_dwd == b->has_dwd && a->dwd == b->dwd)
                     break;
             }
             if (g == d->groups_len) {
