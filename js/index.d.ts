@@ -369,10 +369,13 @@ export interface DeepSpeedMembers {
   root: string | null;
   tag: string | null;
   dir: string | null;
-  /** ds_config.optimizer's kind (Adam is AdamW unless adam_w_mode is false); null: not said */
+  /** the kind the checkpoint says: ds_config.optimizer's (Adam is AdamW unless adam_w_mode is
+   *  false), else (a client optimizer) every group's decoupled_weight_decay; null: not said */
   optimizerKind: 'adam' | 'adamw' | null;
-  /** the kind the caller gave (setKind, --kind) where ds_config names none; null: none given, or
-   *  ds_config's */
+  /** which says optimizerKind; null: neither */
+  kindSaidBy: 'ds_config' | 'param_groups' | null;
+  /** the kind the caller gave (setKind, --kind) where the checkpoint says none; null: none given,
+   *  or the checkpoint's */
   kindGiven: 'adam' | 'adamw' | null;
   /** the schema's slots' names */
   slots: string[];

@@ -22,7 +22,7 @@ export function deepspeedLines(report, out, width) {
     const files = d.files.map((f) => `${f.name}${f.stale ? ' (stale)' : ''}`).join(', ');
     out.push(...wrapLine(`files           ${files}`, width, ' '.repeat(16)));
   }
-  if (d.optimizerKind !== null) out.push(`optimizer       ${d.optimizerKind === 'adamw' ? 'AdamW' : 'Adam'} (ds_config)`);
+  if (d.optimizerKind !== null) out.push(`optimizer       ${d.optimizerKind === 'adamw' ? 'AdamW' : 'Adam'} (${d.kindSaidBy === 'param_groups' ? 'its groups\' decoupled_weight_decay' : 'ds_config'})`);
   else if (d.kindGiven) out.push(`optimizer       ${d.kindGiven === 'adamw' ? 'AdamW' : 'Adam'} (given: ds_config names none)`);
   d.groups.forEach((g, k) => {
     const size = g.params ? `${plural(g.params.length, 'parameter')}, flat ${g.flatSize}` : `flat ${g.flatSize ?? '?'}`;

@@ -207,7 +207,8 @@ def padded(t, n):
 
 
 def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.0, tag='global_step2',
-                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False, uinfo=None):
+                 version='0.14.4', config=None, fp16=False, elastic=False, amsgrad=False, uinfo=None,
+                 decoupled=None):
     """ZeRO-1/2 (stage_1_and_2.py state_dict) or BF16_Optimizer (bf16_optimizer.py state_dict); an
     fp16 run's module is float16; elastic: base_optimizer_state a list of the groups' lean states
     and the step in base_optimizer_state_step, as for an optimizer keeping it in its groups
@@ -270,7 +271,8 @@ def write_zero12(d, model, W, stage=2, bf16=False, bf16_optimizer=False, step=2.
                         'exp_avg_sq': flats['exp_avg_sq'][r * Pg:(r + 1) * Pg].clone()}
             if amsgrad:
                 state[g]['max_exp_avg_sq'] = flats['max_exp_avg_sq'][r * Pg:(r + 1) * Pg].clone()
-            groups.append({**group_config(), 'params': [g], **({'amsgrad': True} if amsgrad else {})})
+            groups.append({**group_config(), 'params': [g], **({'amsgrad': True} if amsgrad else {}),
+                           **({} if decoupled is None else {'decoupled_weight_decay': decoupled})})
             part = flats['fp32'][r * Pg:(r + 1) * Pg].clone()
             if not bf16_optimizer and r == W - 1:
                 part = part[:Pg - pad]
@@ -406,11 +408,12 @@ def schema_of(model):
 
 
 def case(name, d, values=None, ok=True, kind=None, W=None, error=None, failures=None, warnings=(), model=None,
-         optimizer_kind=None):
+         optimizer_kind=None, kind_said_by=None):
     cases.append({'name': name, 'dir': d, 'real': False, 'ok': ok, 'kind': kind, 'worldSize': W,
                   'error': error, 'failures': failures if failures is not None else ([error] if error else []),
                   'warnings': list(warnings), 'values': values_of(name, values) if values else {},
-                  'schema': schema_of(model) if model else None, 'optimizerKind': optimizer_kind})
+                  'schema': schema_of(model) if model else None, 'optimizerKind': optimizer_kind,
+                  'kindSaidBy': kind_said_by or ('ds_config' if optimizer_kind else None)})
 
 
 def folder(name):
@@ -440,6 +443,12 @@ for label, opt, said in (('adamw', {'type': 'AdamW', 'params': {'lr': 0.01}}, 'a
     d = folder(f'w-kind-{label}')
     case(f'w-kind-{label}', d, write_zero12(d, small(), 2, config=ds_config(2, False, opt)), kind='ZeRO-2', W=2,
          optimizer_kind=said)
+# a client optimizer (no ds_config.optimizer) whose groups save decoupled_weight_decay (torch's Adam
+# where it has the option; AdamW sets it): 10.3's rule says the kind
+for label, decoupled, said in (('groups-adamw', True, 'adamw'), ('groups-adam', False, 'adam')):
+    d = folder(f'w-kind-{label}')
+    case(f'w-kind-{label}', d, write_zero12(d, small(), 2, decoupled=decoupled), kind='ZeRO-2', W=2,
+         optimizer_kind=said, kind_said_by='param_groups')
 d = folder('w-zero2-w3-amsgrad')
 case('w-zero2-w3-amsgrad', d, write_zero12(d, two_groups(), 3, amsgrad=True), kind='ZeRO-2', W=3)
 d = folder('w-zero2-w4-bf16')

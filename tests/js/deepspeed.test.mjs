@@ -465,6 +465,21 @@ test('--kind against a ds_config that names the optimizer: the same kept, anothe
   assert.equal(lone.stderr, 'ckptscope: zero1-w2/global_step2/mp_rank_00_model_states.pt: --kind is an optimizer\'s: this file holds none\n');
 });
 
+test('a client optimizer\'s groups that save decoupled_weight_decay say the kind: inspect names it, health follows it, --kind against it refused', () => {
+  for (const [name, kind, other, said] of [['w-kind-groups-adamw', 'AdamW', 'adam', 'True (AdamW)'], ['w-kind-groups-adam', 'Adam', 'adamw', 'False (Adam)']]) {
+    const dir = byName(name).dir;
+    const i = cli(['inspect', dir, '--json']);
+    const d = JSON.parse(i.stdout).deepspeed;
+    assert.deepEqual([d.optimizerKind, d.kindSaidBy, d.kindGiven], [kind.toLowerCase(), 'param_groups', null]);
+    assert.ok(cli(['inspect', dir]).stdout.includes(`\noptimizer       ${kind} (its groups' decoupled_weight_decay)\n`));
+    const h = cli(['health', dir]);
+    assert.equal(h.stdout.includes('\nAdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-4\n'), kind === 'AdamW', h.stdout);
+    const r = cli(['health', dir, '--kind', other], ROOT, 400);
+    assert.equal(r.status, 2);
+    assert.equal(r.stderr, `ckptscope: ${dir}: --kind ${other} contradicts the checkpoint: its param_groups say decoupled_weight_decay ${said}\n`);
+  }
+});
+
 test('export of a DeepSpeed folder that fails a check: refused, nothing written', () => {
   const c = cases.find((x) => !x.ok && x.name === 'c11-world-size');
   const file = path.join(out, 'bad.npz');
@@ -479,8 +494,8 @@ test('health of a DeepSpeed folder: each parameter\'s next step from its fragmen
   const r = cli(['health', 'zero2-w2'], FIXTURES, 100);
   assert.equal(r.status, 0);
   assert.equal(r.stderr, '');
+  // ds_config names no optimizer and the groups save no decoupled_weight_decay: no decay term
   assert.equal(r.stdout, `zero2-w2: the next Adam step per slot at lr 0.01 (the optimizer's groups')
-AdamW's decoupled decay per unit θ (lr · weight decay): 1e-4
 
    slot  name           moments   step  rms(u)  max|u|   rms(θ)     ratio  v=0  bad m
       0  emb.weight     owner        2  0.6962  0.8594    1.012  0.006879

@@ -65,7 +65,7 @@ function renderDeepSpeed(card, file, ctx) {
       f.rank === null ? '—' : d.groups.map((g) => plain(g.paddings[f.rank])).join(', ')]);
     card.append(table(['file', 'rank', 'role', 'bytes', 'padding per group'], rows, 'ds-file'));
   }
-  if (d.optimizerKind !== null) card.append(line(`${d.optimizerKind === 'adamw' ? 'AdamW' : 'Adam'}, as ds_config.optimizer says.`, 'ds-optimizer'));
+  if (d.optimizerKind !== null) card.append(line(`${d.optimizerKind === 'adamw' ? 'AdamW' : 'Adam'}, as ${d.kindSaidBy === 'param_groups' ? 'its groups\' decoupled_weight_decay says' : 'ds_config.optimizer says'}.`, 'ds-optimizer'));
   if (d.groups.length) {
     card.append(el('h3', '', plural(d.groups.length, 'parameter group')));
     const rows = d.groups.map((g, k) => [String(k), plain(g.lr), g.betas ? g.betas.map(plain).join(', ') : '—', plain(g.eps), plain(g.weightDecay), flag(g.amsgrad),

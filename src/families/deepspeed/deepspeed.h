@@ -211,8 +211,10 @@ typedef struct ckpt_ds {
     size_t *param_of_slot;
     ckpt_config *configs; /* per group */
     bool *has_config;
-    int kind_said;  /* ds_config.optimizer: -1 unsaid, CKPT_ADAM, CKPT_ADAMW */
-    int kind_given; /* the caller's kind where ds_config says none (ckpt_set_kind): -1 none */
+    int kind_said;       /* ds_config.optimizer, else the groups' decoupled_weight_decay: -1 unsaid, CKPT_ADAM,
+                            CKPT_ADAMW */
+    bool kind_by_groups; /* kind_said is the groups' (a client optimizer: no ds_config.optimizer) */
+    int kind_given;      /* the caller's kind where ds_config says none (ckpt_set_kind): -1 none */
     const ckpt_source *src;
     /* the report's items (family.c), one per entry, in entry order: a parameter's keys as
      * payloads whose spans are its fragments (none when the layout is not read) */
@@ -287,9 +289,10 @@ size_t ds_universal_fragments(const ckpt_ds *ds, size_t param, int key, ds_frag_
 /* files.c: a step, from a 0-d (or one-element) tensor or a Python number */
 int ds_number_or_tensor(const ckpt_ds *ds, const ds_file *f, size_t node, bool *has, double *x, ckpt_error *err);
 /* pick.c: a number as the texts print it (an integer without a point, else its shortest form);
- * the optimizer's kind ds_config says (11.4): ds->kind_said */
+ * the optimizer's kind ds_config says (11.4), else (a client optimizer) its groups g[0..n) by
+ * decoupled_weight_decay (10.3): ds->kind_said */
 void ds_num_text(strbuf *sb, double x);
-void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf);
+void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf, const ckpt_torch_group *g, size_t n);
 /* json.c */
 void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk);
 /* open.c */

@@ -270,7 +270,7 @@ static bool ds_kind_unknown(const ckpt_report *rep)
     return ds && ds->kind_said < 0 && ds->kind_given < 0;
 }
 
-/* The caller's kind: ds_config's, when it names the optimizer, is kept (another is refused);
+/* The caller's kind: the one ds_config or the groups say is kept (another is refused);
  * else the groups' configurations take it */
 static int ds_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
 {
@@ -280,6 +280,12 @@ static int ds_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
     if (ds->kind_said >= 0) {
         if (ds->kind_said == (int)kind) return 0;
+        if (ds->kind_by_groups)
+            return ckpt_fail(
+                err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                "--kind %s contradicts the checkpoint: its param_groups say decoupled_weight_decay %s (%s)",
+                ckpt_kind_name(kind), ds->kind_said == CKPT_ADAMW ? "True" : "False",
+                said[ds->kind_said == CKPT_ADAMW]);
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
                          "--kind %s contradicts the checkpoint: its ds_config.optimizer is %s", ckpt_kind_name(kind),
                          said[ds->kind_said == CKPT_ADAMW]);

@@ -281,6 +281,8 @@ void ds_report_json(ckpt_jw *w, const ckpt_report *rep, bool bulk)
     else sb_puts(sb, "null");
     sb_puts(sb, ",\"optimizerKind\":");
     sb_puts(sb, ds->kind_said == CKPT_ADAM ? "\"adam\"" : ds->kind_said == CKPT_ADAMW ? "\"adamw\"" : "null");
+    sb_puts(sb, ",\"kindSaidBy\":");
+    sb_puts(sb, ds->kind_said < 0 ? "null" : ds->kind_by_groups ? "\"param_groups\"" : "\"ds_config\"");
     sb_puts(sb, ",\"kindGiven\":");
     sb_puts(sb, ds->kind_given == CKPT_ADAM ? "\"adam\"" : ds->kind_given == CKPT_ADAMW ? "\"adamw\"" : "null");
     sb_puts(sb, ",\"slots\":[");

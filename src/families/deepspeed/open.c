@@ -267,12 +267,14 @@ static int configs(ckpt_ds *ds, ckpt_report *rep)
     ds->configs = calloc(G ? G : 1, sizeof *ds->configs);
     ds->has_config = calloc(G ? G : 1, sizeof *ds->has_config);
     if (!ds->configs || !ds->has_config) return ckpt_fail_oom(&rep->error);
-    ds_kind_from_config(ds, m && m->t ? m : f0);
+    ds_kind_from_config(ds, m && m->t ? m : f0,
+                        f0->optimizer == DS_NONE ? NULL : &f0->t->groups[f0->t->optimizers[f0->optimizer].groups],
+                        f0->optimizer == DS_NONE ? 0 : G);
     for (size_t g = 0; g < G && f0->optimizer != DS_NONE; g++) {
         const ckpt_torch_group *gr = &f0->t->groups[f0->t->optimizers[f0->optimizer].groups + g];
         if ((gr->has & (CKPT_TG_BETAS | CKPT_TG_EPS)) != (CKPT_TG_BETAS | CKPT_TG_EPS)) continue;
         ds->configs[g] =
-            (ckpt_config){ds->kind_said == CKPT_ADAM ? CKPT_ADAM : CKPT_ADAMW, ckpt_bits_from_double(gr->beta1),
+            (ckpt_config){ds->kind_said == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM, ckpt_bits_from_double(gr->beta1),
                           ckpt_bits_from_double(gr->beta2), ckpt_bits_from_double(gr->eps),
                           ckpt_bits_from_double(gr->has & CKPT_TG_WEIGHT_DECAY ? gr->weight_decay : 0)};
         ds->has_config[g] = true;

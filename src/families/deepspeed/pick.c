@@ -359,10 +359,12 @@ void ds_num_text(strbuf *sb, double x)
     }
 }
 
-/* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false) */
-void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf)
+/* the kind: ds_config.optimizer.type (engine.py: Adam is AdamW unless adam_w_mode is false); without
+ * an optimizer section, 10.3's rule: every group's decoupled_weight_decay, all one kind */
+void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf, const ckpt_torch_group *g, size_t n)
 {
     ds->kind_said = -1;
+    ds->kind_by_groups = false;
     ds_tree c = ds_tree_of(cf);
     size_t opt = ds_get(c, ds_get(c, cf->root, "ds_config"), "optimizer");
     const char *ts;
@@ -374,5 +376,10 @@ void ds_kind_from_config(ckpt_ds *ds, const ds_file *cf)
         bool off = mode != CKPT_PNIL && ds_node(c, mode)->kind == CKPT_PK_BOOL && !ds_node(c, mode)->truth;
         if (tl < 15 && !strcmp(low, "adamw")) ds->kind_said = CKPT_ADAMW;
         else if (tl < 15 && !strcmp(low, "adam")) ds->kind_said = off ? CKPT_ADAM : CKPT_ADAMW;
+        return;
     }
+    size_t yes = 0, no = 0;
+    for (size_t k = 0; k < n; k++)
+        if (g[k].has & CKPT_TG_DECOUPLED) g[k].decoupled ? yes++ : no++;
+    if (n && (yes == n || no == n)) ds->kind_said = yes == n ? CKPT_ADAMW : CKPT_ADAM, ds->kind_by_groups = true;
 }

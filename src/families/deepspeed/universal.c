@@ -359,12 +359,12 @@ int ds_universal(ckpt_parse *p, ckpt_ds *ds)
     ds->configs = calloc(ds->ugroups_len ? ds->ugroups_len : 1, sizeof *ds->configs);
     ds->has_config = calloc(ds->ugroups_len ? ds->ugroups_len : 1, sizeof *ds->has_config);
     if (!ds->configs || !ds->has_config) return ckpt_fail_oom(&rep->error);
-    ds_kind_from_config(ds, m);
+    ds_kind_from_config(ds, m, ds->ugroups, ds->ugroups_len);
     for (size_t g = 0; g < ds->ugroups_len; g++) {
         const ckpt_torch_group *gr = &ds->ugroups[g];
         if ((gr->has & (CKPT_TG_BETAS | CKPT_TG_EPS)) != (CKPT_TG_BETAS | CKPT_TG_EPS)) continue;
         ds->configs[g] =
-            (ckpt_config){ds->kind_said == CKPT_ADAM ? CKPT_ADAM : CKPT_ADAMW, ckpt_bits_from_double(gr->beta1),
+            (ckpt_config){ds->kind_said == CKPT_ADAMW ? CKPT_ADAMW : CKPT_ADAM, ckpt_bits_from_double(gr->beta1),
                           ckpt_bits_from_double(gr->beta2), ckpt_bits_from_double(gr->eps),
                           ckpt_bits_from_double(gr->has & CKPT_TG_WEIGHT_DECAY ? gr->weight_decay : 0)};
         ds->has_config[g] = true;
