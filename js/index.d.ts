@@ -159,6 +159,8 @@ export interface OptimizerReport extends ReportCommon {
   version: 2 | 3 | 4 | 5;
   dtype: Dtype;
   config: Config;
+  /** the files do not say Adam or AdamW and no kind was given: config.kind is read as Adam's */
+  kindUnknown: boolean;
   randomCounter: U64 | null;
   hasRandomCounter: boolean;
   schema: SchemaReport;
@@ -229,6 +231,7 @@ export interface InvalidReport extends ReportCommon {
   version: U64 | null;
   dtype?: Dtype | null;
   config?: Config | null;
+  kindUnknown?: boolean;
   randomCounter?: U64 | null;
   hasRandomCounter?: boolean | null;
   schema?: SchemaReport | null;

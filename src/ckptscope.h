@@ -678,7 +678,8 @@ ckpt_pair_result *ckpt_pair_with(ckpt_file *opt, ckpt_file *state, const ckpt_pa
 
 /* The kind of an optimizer whose files do not say it, CKPT_ADAM or CKPT_ADAMW: a PyTorch file
  * without decoupled_weight_decay (format.md 10.3), a DeepSpeed checkpoint whose ds_config names
- * no optimizer (11.4), a DCP folder (12: it keeps no optimizer class). Its groups'
+ * no optimizer and whose groups save no decoupled_weight_decay (11.4), a DCP folder whose groups
+ * save none (12.4: it keeps no optimizer class). Its groups'
  * configurations (health's decay term, a run's learning rate) take it, and the report's JSON says
  * it was given (a DeepSpeed or DCP report's "kindGiven"); call it before pairing. 0, or
  * CKPT_E_INVALID_ARGUMENT when the files say another kind (a TLADAMF file's header, a group's

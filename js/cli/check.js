@@ -103,7 +103,7 @@ async function checkDeepSpeed(dir, kind) {
 async function checkDcp(dir, kind) {
   const ck = await reading(dir, 'checkpoint', () => open(dir));
   try {
-    if (ck.ok) await giveKind(ck, kind, dir);   // --kind: refused only where the folder holds no optimizer
+    if (ck.ok) await giveKind(ck, kind, dir);   // --kind: refused where the folder holds no optimizer or says another kind
     const r = ck.report;
     for (const w of r.warnings) say(process.stderr, `warning: ${w}`);
     if (r.ok) {

@@ -165,6 +165,9 @@ void ckpt_report_json_optimizer_more(jw *w, const ckpt_report *rep, bool bulk, c
     sb_puts(sb, ",\"config\":");
     if (rep->has_config) j_config(sb, &rep->config);
     else sb_puts(sb, "null");
+    /* the files do not say Adam or AdamW (and no kind was given): config.kind is Adam's, read as
+     * no decay term, not a fact */
+    sb_printf(sb, ",\"kindUnknown\":%s", ckpt_kind_unknown(rep) ? "true" : "false");
     sb_puts(sb, ",\"randomCounter\":");
     if (rep->tladamf.counter_state == 1) j_u64(sb, rep->tladamf.random_counter);
     else sb_puts(sb, "null");

@@ -1175,6 +1175,9 @@ universal_case('u-zero1-w2', write=lambda d: write_zero12(d, small(7), 2, stage=
 cases[-1]['kind'] = 'ZeRO-1'
 universal_case('u-bf16-optimizer-w2', write=lambda d: write_zero12(d, small(7), 2, bf16=True, bf16_optimizer=True))
 cases[-1]['kind'] = 'BF16_Optimizer'
+# a client AdamW's groups (decoupled_weight_decay True) carried into optimizer_state.pt: 10.3's rule
+universal_case('u-kind-groups-adamw', write=lambda d: write_zero12(d, small(7), 2, decoupled=True))
+cases[-1].update(optimizerKind='adamw', kindSaidBy='param_groups')
 
 
 def bare(ud):

@@ -1172,8 +1172,8 @@ static double slot0_decay(ckpt_file *f)
     return x;
 }
 
-/* --kind on a folder (v23: one group, weight_decay 0.1; ckpt_set_kind, the family's set_kind): DCP keeps no optimizer
- * class, so any given kind is taken (never a contradiction), the groups' configurations take it
+/* --kind on a folder (v23: one group, weight_decay 0.1; ckpt_set_kind, the family's set_kind): its groups save no
+ * decoupled_weight_decay, so any given kind is taken (never a contradiction), the groups take it
  * (health's decay term: AdamW's lr · weight_decay, Adam's none) and the JSON says it was given;
  * a .distcp alone holds no groups: refused */
 static void test_given_kind(void)
@@ -1249,9 +1249,9 @@ static void test_kind_said(void)
         const char *kind, *refusal;
     } rows[] = {
         {"n-says-adamw", CKPT_ADAMW, CKPT_ADAM, "adamw",
-         "--kind adam contradicts the folder: its parameter group 0 says decoupled_weight_decay True (AdamW)"},
+         "--kind adam contradicts the folder: its param_groups say decoupled_weight_decay True (AdamW)"},
         {"f-says-adam", CKPT_ADAM, CKPT_ADAMW, "adam",
-         "--kind adamw contradicts the folder: its parameter group 0 says decoupled_weight_decay False (Adam)"},
+         "--kind adamw contradicts the folder: its param_groups say decoupled_weight_decay False (Adam)"},
     };
     for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
         unsigned char *b = NULL;
@@ -1283,6 +1283,9 @@ static void test_kind_said(void)
             ckpt_error_clear(&err);
             CHECK(ckpt_set_kind(f, rows[k].said, &err) == 0);
             CHECK(ckpt_config_of_slot(rep, 0)->kind == rows[k].said);
+            r = report_of(f); /* the folder's own kind, not a given one */
+            CHECK(r && json_is_null(json_get(json_get(r, "dcp"), "kindGiven")));
+            json_free(r);
             ckpt_error_clear(&err);
             ckpt_close(f);
         }

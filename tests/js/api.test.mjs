@@ -81,7 +81,7 @@ test('reports for every version and dtype', async () => {
 
 test('report fields, in order (docs/report.md)', async () => {
   const report = await inspect(await model());
-  assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'kind', 'version', 'size', 'statistics', 'dtype', 'config', 'randomCounter',
+  assert.deepEqual(Object.keys(report), ['ok', 'family', 'name', 'kind', 'version', 'size', 'statistics', 'dtype', 'config', 'kindUnknown', 'randomCounter',
     'hasRandomCounter', 'schema', 'slotCount', 'wellFormed', 'optimizerStateCount', 'trainableCount', 'hasAliases', 'elementCounts', 'offsets', 'entryCount',
     'entries', 'warnings', 'error', 'readers']);
   assert.equal(report.family, 'TLADAMF');

@@ -92,7 +92,7 @@ for (const [name, kind, other, said] of [['n-says-adamw', 'adamw', 'adam', 'True
     assert.equal(h.stdout.includes('\nAdamW\'s decoupled decay per unit θ (lr · weight decay): 1e-5\n'), kind === 'adamw', h.stdout);
     const refused = run('health', dir, '--kind', other);
     assert.equal(refused.status, 2);
-    assert.equal(refused.stderr, `ckptscope: ${dir}: --kind ${other} contradicts the folder: its parameter group 0 says decoupled_weight_decay ${said}\n`);
+    assert.equal(refused.stderr, `ckptscope: ${dir}: --kind ${other} contradicts the folder: its param_groups say decoupled_weight_decay ${said}\n`);
     const same = run('health', dir, '--kind', kind);
     assert.equal(same.stdout, h.stdout);
   });

@@ -96,9 +96,12 @@ function renderHeader(container, file, { role = 'main' } = {}) {
   }
   const c = s.config;
   if (!torch) {
-    grid.append(field('Optimizer', c ? (c.kind === 'adamw' ? 'AdamW' : 'Adam') : '—', {
+    // a kind the files do not say is no fact: Adam or AdamW (its configuration is read as Adam's)
+    const unsaid = !!c && s.kindUnknown;
+    grid.append(field('Optimizer', !c ? '—' : unsaid ? 'Adam or AdamW' : c.kind === 'adamw' ? 'AdamW' : 'Adam', {
       id: fid('field-kind'),
-      title: c?.kind === 'adamw' ? 'decoupled weight decay: the update subtracts lr·wd·θ' : undefined,
+      title: unsaid ? 'the checkpoint does not say which: health shows no decay term until the kind is given (ckptscope --kind adam|adamw)'
+        : c?.kind === 'adamw' ? 'decoupled weight decay: the update subtracts lr·wd·θ' : undefined,
     }));
   }
   if (c && !torch) {

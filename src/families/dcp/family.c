@@ -96,7 +96,7 @@ static bool group_config(const ckpt_dcp *d, size_t g, ckpt_config *c)
     if (g == DCP_NONE || g >= d->groups_len) return false;
     const dcp_group *gr = &d->groups[g];
     if (!gr->has_betas || !gr->has_eps) return false;
-    c->kind = gr->has_dwd && gr->dwd ? CKPT_ADAMW : CKPT_ADAM; /* without it, Adam until --kind */
+    c->kind = CKPT_ADAM; /* until the groups or the caller say the kind (dcp_kind_said, --kind) */
     c->beta1 = ckpt_bits_from_double(gr->beta1);
     c->beta2 = ckpt_bits_from_double(gr->beta2);
     c->epsilon = ckpt_bits_from_double(gr->eps);
@@ -142,7 +142,11 @@ static int dcp_parse(ckpt_parse *p)
         d->configs = calloc(d->groups_len, sizeof *d->configs);
         d->has_config = calloc(d->groups_len, sizeof *d->has_config);
         if (!d->configs || !d->has_config) return ckpt_fail_oom(p->err);
-        for (size_t g = 0; g < d->groups_len; g++) d->has_config[g] = group_config(d, g, &d->configs[g]);
+        const int said = dcp_kind_said(d);
+        for (size_t g = 0; g < d->groups_len; g++) {
+            d->has_config[g] = group_config(d, g, &d->configs[g]);
+            if (said >= 0) d->configs[g].kind = (uint64_t)said;
+        }
         if ((rep->has_config = d->has_config[0])) rep->config = d->configs[0];
     }
     if (!dcp_failed(d) && !d->lone_metadata) TRY(dcp_items(d, rep));
@@ -207,20 +211,21 @@ static bool dcp_kind_unknown(const ckpt_report *rep)
     return !d || (d->kind_given < 0 && dcp_kind_said(d) < 0);
 }
 
-/* The caller's kind: a group that saves decoupled_weight_decay keeps its own and a contradiction
- * is refused; the configurations of the others take it */
+/* The caller's kind: the one the groups say is kept (another is refused, as a PyTorch file's);
+ * else every group's configuration takes it */
 static int dcp_set_kind(ckpt_report *rep, ckpt_kind kind, ckpt_error *err)
 {
-    static const char *const said[] = {"Adam", "AdamW"};
+    static const char *const said_name[] = {"Adam", "AdamW"};
     ckpt_dcp *d = rep->family_data;
     if (!d || !d->groups_len)
         return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0, "%s", CKPT_KIND_NO_OPTIMIZER);
-    for (size_t g = 0; g < d->groups_len; g++)
-        if (d->groups[g].has_dwd && (d->groups[g].dwd ? CKPT_ADAMW : CKPT_ADAM) != kind)
-            return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
-                             "--kind %s contradicts the folder: its parameter group %zu says decoupled_weight_decay "
-                             "%s (%s)",
-                             ckpt_kind_name(kind), g, d->groups[g].dwd ? "True" : "False", said[d->groups[g].dwd]);
+    const int said = dcp_kind_said(d);
+    if (said >= 0) {
+        if (said == (int)kind) return 0;
+        return ckpt_fail(err, NULL, CKPT_E_INVALID_ARGUMENT, CKPT_NONE, 0,
+                         "--kind %s contradicts the folder: its param_groups say decoupled_weight_decay %s (%s)",
+                         ckpt_kind_name(kind), said == CKPT_ADAMW ? "True" : "False", said_name[said == CKPT_ADAMW]);
+    }
     d->kind_given = (int)kind;
     for (size_t g = 0; d->configs && g < d->groups_len; g++) d->configs[g].kind = kind;
     if (rep->has_config) rep->config.kind = kind;

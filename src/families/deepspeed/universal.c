@@ -147,6 +147,9 @@ static int optimizer_state(ckpt_ds *ds, ckpt_report *rep, ds_file *f)
         size_t a = ds_get(c, d, "amsgrad");
         if (a != CKPT_PNIL && ds_node(c, a)->kind == CKPT_PK_BOOL)
             gr->amsgrad = ds_node(c, a)->truth, gr->has |= CKPT_TG_AMSGRAD;
+        size_t dw = ds_get(c, d, "decoupled_weight_decay");
+        if (dw != CKPT_PNIL && ds_node(c, dw)->kind == CKPT_PK_BOOL)
+            gr->decoupled = ds_node(c, dw)->truth, gr->has |= CKPT_TG_DECOUPLED;
     }
     return 0;
 }
