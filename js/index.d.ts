@@ -231,7 +231,7 @@ export interface InvalidReport extends ReportCommon {
   version: U64 | null;
   dtype?: Dtype | null;
   config?: Config | null;
-  kindUnknown?: boolean;
+  kindUnknown?: boolean | null;
   randomCounter?: U64 | null;
   hasRandomCounter?: boolean | null;
   schema?: SchemaReport | null;

@@ -166,8 +166,8 @@ void ckpt_report_json_optimizer_more(jw *w, const ckpt_report *rep, bool bulk, c
     if (rep->has_config) j_config(sb, &rep->config);
     else sb_puts(sb, "null");
     /* the files do not say Adam or AdamW (and no kind was given): config.kind is Adam's, read as
-     * no decay term, not a fact */
-    sb_printf(sb, ",\"kindUnknown\":%s", ckpt_kind_unknown(rep) ? "true" : "false");
+     * no decay term, not a fact; null when neither the kind nor a configuration was read */
+    sb_printf(sb, ",\"kindUnknown\":%s", ckpt_kind_unknown(rep) ? "true" : rep->has_config ? "false" : "null");
     sb_puts(sb, ",\"randomCounter\":");
     if (rep->tladamf.counter_state == 1) j_u64(sb, rep->tladamf.random_counter);
     else sb_puts(sb, "null");

@@ -269,7 +269,7 @@ static void json_report(void)
         "\"dtype\":\"float32\",\"config\":{\"kind\":\"adam\",\"beta1\":0.9,\"beta2\":0.999,\"epsilon\":1e-08,"
         "\"weightDecay\":0,"
         "\"bits\":{\"beta1\":\"0x3feccccccccccccd\",\"beta2\":\"0x3feff7ced916872b\",\"epsilon\":"
-        "\"0x3e45798ee2308c3a\",\"weightDecay\":\"0x0000000000000000\"}}",
+        "\"0x3e45798ee2308c3a\",\"weightDecay\":\"0x0000000000000000\"}},\"kindUnknown\":false,"
         "\"randomCounter\":17,\"hasRandomCounter\":true",
         "\"schema\":{\"shapes\":[[],[0,4],[3],[2,2],[2,2]],\"sizes\":[1,0,3,4,4],\"requiresGrad\":[true,true,false,"
         "true,true],"
@@ -300,7 +300,8 @@ static void json_report(void)
     json = ckpt_report_json(rep);
     CHECK(json && strstr(json, "{\"ok\":false,\"family\":\"TLADAMF\",\"name\":\"CUDA Adam "
                                "checkpoint\",\"kind\":\"optimizer\",\"version\":9,"));
-    CHECK(json && strstr(json, "\"config\":null,\"randomCounter\":null,\"hasRandomCounter\":null,\"schema\":null,"));
+    CHECK(json && strstr(json, "\"config\":null,\"kindUnknown\":null,\"randomCounter\":null,\"hasRandomCounter\":null,"
+                               "\"schema\":null,"));
     CHECK(json &&
           strstr(json, "\"error\":{\"code\":15,\"message\":\"CUDA Adam checkpoint: unsupported format version 9; "
                        "expected 2 through 5\",\"offset\":7,\"length\":8,\"slot\":null,\"subject\":\"file\","));
